@@ -1,0 +1,163 @@
+//! The run model: one profiling run as columns.
+//!
+//! A [`Run`] holds every (region, rank) row of the reference's `rank_region_index`
+//! with its per-call columns as Arrow [`Int64Array`]s, plus the thread and task
+//! tables and the run metadata. It is what the HDF5 reader produces, what the
+//! recorder's snapshot is turned into at `finalize()`, and what every analysis and
+//! export consumes.
+//!
+//! Units: every timestamp and duration is an `i64` count of nanoseconds on the
+//! recording clock (`CLOCK_MONOTONIC`, the clock of Python's `time.perf_counter_ns`).
+//! Per-call `start_ns`/`end_ns` are absolute on that clock; lane-table timestamps
+//! (`ThreadRow::start_ns`, `TaskRow::created_ns`, ...) are relative to the run
+//! origin `metadata["start_time_ns"]`, with `-1` meaning "not known / still alive".
+
+use arrow_array::Int64Array;
+
+/// Missing value of the lane columns: unknown thread, outside any task, end not known.
+pub const UNKNOWN: i64 = -1;
+
+/// One region's completed calls on one rank (one row of `rank_region_index`).
+///
+/// All present columns have the same length ([`RegionCalls::len`]). Calls are in
+/// recorded order: for a tracked run, grouped by thread (ascending thread index),
+/// each thread in entry order, so `start_ns` is not monotonic.
+#[derive(Debug, Clone)]
+pub struct RegionCalls {
+    /// Index into [`Run::region_names`].
+    pub region: u32,
+    /// MPI rank (0 in a serial run).
+    pub rank: u32,
+    /// Absolute call start, ns.
+    pub start_ns: Int64Array,
+    /// Absolute call end, ns (`end >= start` in a valid run).
+    pub end_ns: Int64Array,
+    /// GPU duration per call in ns, `-1` = none. `None` when the run recorded no GPU timing.
+    pub gpu_ns: Option<Int64Array>,
+    /// Finalize-assigned call id per call (unique per rank). `None` = no call graph recorded.
+    pub call_ids: Option<Int64Array>,
+    /// Call id of the enclosing call on the same lane, `-1` for a root.
+    pub parent_ids: Option<Int64Array>,
+    /// Thread-table index per call (`track_threads`), `-1` = unknown thread. `None` = not tracked.
+    pub thread_ids: Option<Int64Array>,
+    /// Task-table index per call (`track_async`), `-1` = outside any task. `None` = not tracked.
+    pub task_ids: Option<Int64Array>,
+    /// ns the call's task was suspended between entry and exit (`track_async`), 0 outside tasks.
+    pub await_ns: Option<Int64Array>,
+    pub source_file: Option<String>,
+    pub source_line: Option<i64>,
+    pub source_text: Option<String>,
+    pub tags: Vec<String>,
+    /// JSON list of per-call metadata dicts as stored in the file; `None` when empty (`"[]"`).
+    pub event_metadata: Option<String>,
+    /// Stored sum of exclusive ns for this row; `None` when not computed (`-1` in the file).
+    pub exclusive_total_ns: Option<i64>,
+}
+
+impl RegionCalls {
+    /// Number of calls in this row.
+    pub fn len(&self) -> usize {
+        self.start_ns.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.start_ns.is_empty()
+    }
+}
+
+/// One row of `thread_table`: a thread the tracker registered on one rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRow {
+    pub rank: u32,
+    /// Dense per-rank index; the value `thread_ids` holds.
+    pub index: i64,
+    /// `threading.Thread.ident` (0 if None).
+    pub ident: i64,
+    /// OS thread id (0 if unavailable).
+    pub native_id: i64,
+    pub daemon: bool,
+    /// Registration time, ns since the run origin.
+    pub start_ns: i64,
+    /// Thread end, ns since the run origin; `-1` while alive.
+    pub end_ns: i64,
+    /// Total CPU time of the OS thread (`CLOCK_THREAD_CPUTIME_ID`), ns.
+    pub cpu_ns: i64,
+    /// `Thread.name` at registration.
+    pub name: String,
+}
+
+/// One row of `task_table`: an asyncio task or a greenlet on one rank.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskRow {
+    pub rank: u32,
+    /// Dense per-rank index; the value `task_ids` holds.
+    pub index: i64,
+    /// Thread-table index of the thread that ran the latest step.
+    pub thread_index: i64,
+    /// Creation time, ns since the run origin.
+    pub created_ns: i64,
+    /// Completion time, ns since the run origin; `-1` = not done.
+    pub done_ns: i64,
+    pub steps: i64,
+    pub running_ns: i64,
+    pub suspended_ns: i64,
+    /// `"task"` or `"greenlet"`.
+    pub kind: String,
+    pub name: String,
+    pub coro_name: String,
+}
+
+/// A value of the `/metadata` group.
+#[derive(Debug, Clone, PartialEq)]
+pub enum MetaValue {
+    Int(i64),
+    Float(f64),
+    Str(String),
+    StrList(Vec<String>),
+}
+
+/// A whole run: region rows, lane tables and metadata.
+#[derive(Debug, Clone, Default)]
+pub struct Run {
+    /// Region names; a name's id is its position (the file's `region_table/names`).
+    pub region_names: Vec<String>,
+    /// (region, rank) rows in file order (a rank's rows back to back, ranks ascending).
+    pub regions: Vec<RegionCalls>,
+    /// Thread-table rows of every rank, ranks ascending, each rank in index order.
+    pub threads: Vec<ThreadRow>,
+    /// Task-table rows of every rank, ranks ascending, each rank in index order.
+    pub tasks: Vec<TaskRow>,
+    /// Rank 0's metadata attributes, in file order.
+    pub metadata: Vec<(String, MetaValue)>,
+    /// Number of ranks: `max(metadata.mpi_size, max rank + 1)` when there are rows, else 0.
+    pub num_ranks: u32,
+}
+
+impl Run {
+    /// The metadata value under `key`, if any.
+    pub fn meta(&self, key: &str) -> Option<&MetaValue> {
+        self.metadata.iter().find(|(k, _)| k == key).map(|(_, v)| v)
+    }
+    /// An integer metadata value (e.g. `start_time_ns`).
+    pub fn meta_int(&self, key: &str) -> Option<i64> {
+        match self.meta(key) {
+            Some(MetaValue::Int(v)) => Some(*v),
+            _ => None,
+        }
+    }
+    /// Rows of one rank, in file order.
+    pub fn rank_rows(&self, rank: u32) -> impl Iterator<Item = &RegionCalls> {
+        self.regions.iter().filter(move |r| r.rank == rank)
+    }
+    /// Thread-table rows of one rank, in index order.
+    pub fn rank_threads(&self, rank: u32) -> impl Iterator<Item = &ThreadRow> {
+        self.threads.iter().filter(move |t| t.rank == rank)
+    }
+    /// Task-table rows of one rank, in index order.
+    pub fn rank_tasks(&self, rank: u32) -> impl Iterator<Item = &TaskRow> {
+        self.tasks.iter().filter(move |t| t.rank == rank)
+    }
+    /// Whether any row carries a thread column (the run was recorded with `track_threads`).
+    pub fn has_thread_ids(&self) -> bool {
+        self.regions.iter().any(|r| r.thread_ids.is_some())
+    }
+}

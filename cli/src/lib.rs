@@ -1,0 +1,2 @@
+//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, and `run`
+//! (which needs Python and is carried out by the Python package's console script).

@@ -1,0 +1,70 @@
+"""scope_profiler: a region profiler for concurrent Python programs.
+
+Rust edition: the recorder, the analysis engine and the file formats are Rust
+(`scope_profiler._native`); this package is the Python front. Drop-in for the API of
+scope-profiler 0.7.5 (threads, ``ProfileManager.session``, ``profile_region``,
+``profile``, ``setup``/``finalize``, results with lane tables).
+
+Importing this package imports neither ``asyncio``, ``greenlet`` nor ``h5py``.
+"""
+from __future__ import annotations
+
+from .exceptions import CorruptProfileError, HDF5SchemaError, NestingError
+from .call_stack import (
+    CallArrays,
+    build_call_arrays,
+    build_call_stack,
+    call_stack_children,
+    call_stack_roots,
+    split_by_lane,
+)
+from .results import (
+    EventDataUnavailableError,
+    MPIRegion,
+    ProfilingResults,
+    Region,
+    TaskInfo,
+    ThreadInfo,
+    merge_results,
+)
+from .io import read_h5, read_h5_summary
+from ._manager import ProfileManager
+
+# Module-level shortcuts are the ProfileManager classmethods themselves (process-wide default).
+session = ProfileManager.session
+setup = ProfileManager.setup
+finalize = ProfileManager.finalize
+region = ProfileManager.region
+profile_region = ProfileManager.profile_region
+profile = ProfileManager.profile
+reset = ProfileManager.reset
+is_active = ProfileManager.is_active
+get_config = ProfileManager.get_config
+
+_LAZY = {
+    "export_speedscope": ("export", "export_speedscope"),
+}
+
+__all__ = [
+    "CallArrays", "NestingError", "build_call_arrays", "build_call_stack", "call_stack_children",
+    "call_stack_roots", "split_by_lane", "CorruptProfileError", "HDF5SchemaError", "read_h5",
+    "read_h5_summary", "MPIRegion", "Region", "EventDataUnavailableError", "ProfilingResults",
+    "merge_results", "ThreadInfo", "TaskInfo", "ProfileManager", "session", "setup", "finalize",
+    "region", "profile_region", "profile", "reset", "is_active", "get_config", "export_speedscope",
+]
+
+
+def __getattr__(name: str):
+    if name == "__version__":
+        from importlib.metadata import PackageNotFoundError, version
+
+        try:
+            return version("scope-profiler-rs")
+        except PackageNotFoundError:
+            return "unknown"
+    if name in _LAZY:
+        import importlib
+
+        mod, attr = _LAZY[name]
+        return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    raise AttributeError(f"module 'scope_profiler' has no attribute '{name}'")

@@ -1,0 +1,32 @@
+//! Python exception types raised from Rust. `scope_profiler` re-exports them.
+use pyo3::create_exception;
+use pyo3::exceptions::{PyOSError, PyValueError};
+use pyo3::prelude::*;
+
+create_exception!(scope_profiler, CorruptProfileError, PyOSError, "The file is not a readable scope-profiler profile (not HDF5, truncated, or damaged). The message names the file.");
+create_exception!(scope_profiler, HDF5SchemaError, PyValueError, "The file's scope-profiler HDF5 schema version is invalid or newer than this package reads.");
+create_exception!(scope_profiler, NestingError, PyValueError, "Recorded calls on one lane overlap without nesting, so no call tree exists.");
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    let py = m.py();
+    m.add("CorruptProfileError", py.get_type::<CorruptProfileError>())?;
+    m.add("HDF5SchemaError", py.get_type::<HDF5SchemaError>())?;
+    m.add("NestingError", py.get_type::<NestingError>())?;
+    Ok(())
+}
+
+/// Map a reconstruction failure to Python's `NestingError`.
+pub fn nesting_err(e: scope_profiler_analysis::NestingError) -> PyErr {
+    NestingError::new_err(e.0)
+}
+
+/// Map an HDF5 read/write failure to the reference's exception types.
+pub fn h5_err(e: scope_profiler_formats::H5Error) -> PyErr {
+    use scope_profiler_formats::H5Error::*;
+    match e {
+        NotFound(m) => pyo3::exceptions::PyFileNotFoundError::new_err(m),
+        Corrupt(m) => CorruptProfileError::new_err(m),
+        Schema(m) => HDF5SchemaError::new_err(m),
+        Write(m) => PyOSError::new_err(m),
+    }
+}
