@@ -1,2 +1,135 @@
-//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, and `run`
-//! (which needs Python and is carried out by the Python package's console script).
+//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, and `run`.
+//!
+//! `run` needs a Python interpreter: [`dispatch`] hands it back as a [`RunRequest`] and the
+//! Python package's console script carries it out (the standalone binary re-executes
+//! `python3 -m scope_profiler`). Everything that reads files runs here, in Rust.
+pub mod args;
+pub mod export;
+pub mod report;
+
+use std::path::{Path, PathBuf};
+
+use clap::Parser;
+use scope_profiler_formats::read_h5;
+
+pub use args::{Cli, Command, Format};
+
+/// A `run` subcommand to be carried out by Python.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    pub script: PathBuf,
+    pub args: Vec<String>,
+    pub track_threads: bool,
+    pub output: PathBuf,
+    pub speedscope: bool,
+    pub quiet: bool,
+}
+
+/// What the command line asked for.
+#[derive(Debug)]
+pub enum Outcome {
+    /// Done; exit with this code.
+    Exit(i32),
+    /// Python must run a script (then call [`after_run`]).
+    Run(RunRequest),
+}
+
+/// Parse `argv` (program name first) and carry out every subcommand but `run`.
+/// `--help`/`--version` and usage errors print and give `Exit(0)`/`Exit(2)`.
+pub fn dispatch<I, T>(argv: I) -> Outcome
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    let cli = match Cli::try_parse_from(argv) {
+        Ok(c) => c,
+        Err(e) => {
+            let code = if e.use_stderr() { 2 } else { 0 };
+            let _ = e.print();
+            return Outcome::Exit(code);
+        }
+    };
+    match cli.command {
+        Command::Run { track_threads, output, no_speedscope, quiet, script, args } => Outcome::Run(RunRequest {
+            script,
+            args,
+            track_threads,
+            output,
+            speedscope: !no_speedscope,
+            quiet,
+        }),
+        Command::Summary { files } => {
+            let mut code = 0;
+            for (k, f) in files.iter().enumerate() {
+                match read_h5(f) {
+                    Ok(run) => {
+                        if k > 0 {
+                            println!();
+                        }
+                        print!("{}", report::summary_text(&run, &f.display().to_string()));
+                    }
+                    Err(e) => {
+                        eprintln!("error: {e}");
+                        code = 1;
+                    }
+                }
+            }
+            Outcome::Exit(code)
+        }
+        Command::Threads { file } => match read_h5(&file) {
+            Ok(run) => {
+                if run.threads.is_empty() {
+                    println!("{}: no thread table (the run was not recorded with track_threads)", file.display());
+                } else {
+                    for rank in 0..run.num_ranks {
+                        if run.rank_threads(rank).next().is_some() {
+                            print!("{}", report::threads_text(&run, rank));
+                        }
+                    }
+                }
+                Outcome::Exit(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                Outcome::Exit(1)
+            }
+        },
+        Command::Export { format, files, output_dir, jobs } => {
+            match export::export_many(&files, &output_dir, format, jobs) {
+                Ok(0) => {
+                    eprintln!("exported {} file(s) to {}", files.len(), output_dir.display());
+                    Outcome::Exit(0)
+                }
+                Ok(n) => {
+                    eprintln!("{n} of {} file(s) failed", files.len());
+                    Outcome::Exit(1)
+                }
+                Err(msg) => {
+                    eprintln!("error: {msg}");
+                    Outcome::Exit(1)
+                }
+            }
+        }
+    }
+}
+
+/// After Python ran a script into `h5`: print the summary (unless quiet) and write the
+/// speedscope file beside it. Returns the speedscope path written, if any.
+pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String> {
+    let run = read_h5(h5).map_err(|e| e.to_string())?;
+    if !req.quiet {
+        print!("{}", report::summary_text(&run, &h5.display().to_string()));
+    }
+    if !req.speedscope {
+        return Ok(None);
+    }
+    let name = h5.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let stem = name.split('.').next().unwrap_or("profile").to_string();
+    let out = h5.with_file_name(format!("{stem}.speedscope.json"));
+    let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
+    scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out)?;
+    if !req.quiet {
+        println!("\nwrote {} and {}", h5.display(), out.display());
+    }
+    Ok(Some(out))
+}

@@ -3,6 +3,7 @@
 //! a [`run::NativeRun`]) register their classes and functions here.
 use pyo3::prelude::*;
 
+mod cli;
 mod errors;
 mod recording;
 mod results;
@@ -12,6 +13,7 @@ mod run;
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     errors::register(m)?;
     m.add_class::<run::NativeRun>()?;
+    cli::register(m)?;
     recording::register(m)?;
     results::register(m)?;
     Ok(())

@@ -1,0 +1,147 @@
+//! Plain-text reports of a run: the region summary and the thread table. Shared by the
+//! CLI and by `ProfilingResults.print_summary()` in Python, so both print the same thing.
+use std::fmt::Write as _;
+
+use scope_profiler_analysis::{exclusive_by_row, lane_label, thread_summary, Run};
+
+fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Region summary of every rank: one line per region with calls (count, total s,
+/// mean/min/max ms, exclusive s). Exclusive time comes from the stored per-row totals
+/// or, when absent, from reconstruction; a run whose calls cannot be nested prints `-`
+/// and says why. `title` heads the report (usually the file path).
+pub fn summary_text(run: &Run, title: &str) -> String {
+    let mut out = String::new();
+    let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
+    let span = match (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
+        (Some(s), Some(f)) if f >= s => format!(", run {:.6} s", secs(f - s)),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "{title}: {} region(s), {total_calls} call(s), {} rank(s){span}",
+        run.region_names.len(),
+        run.num_ranks
+    );
+    for rank in 0..run.num_ranks {
+        let rows: Vec<usize> = (0..run.regions.len()).filter(|&i| run.regions[i].rank == rank).collect();
+        if rows.is_empty() {
+            continue;
+        }
+        // exclusive totals: stored where present, else reconstructed once for the rank
+        let mut excl: Vec<Option<i64>> = rows.iter().map(|&i| run.regions[i].exclusive_total_ns).collect();
+        let mut nesting_note = None;
+        if excl.iter().any(Option::is_none) {
+            match exclusive_by_row(run, rank) {
+                Ok(per_row) => {
+                    for (pos, values) in per_row {
+                        if let Some(k) = rows.iter().position(|&i| i == pos) {
+                            excl[k] = Some(values.iter().sum());
+                        }
+                    }
+                }
+                Err(e) => nesting_note = Some(e.0),
+            }
+        }
+        let name_w = rows
+            .iter()
+            .map(|&i| run.region_names[run.regions[i].region as usize].chars().count())
+            .max()
+            .unwrap_or(6)
+            .max(6);
+        let _ = writeln!(out, "\nrank {rank}: regions");
+        let _ = writeln!(
+            out,
+            "  {:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+            "region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"
+        );
+        for (k, &i) in rows.iter().enumerate() {
+            let r = &run.regions[i];
+            let n = r.len();
+            let (mut total, mut min, mut max) = (0i64, i64::MAX, i64::MIN);
+            for (s, e) in r.start_ns.values().iter().zip(r.end_ns.values().iter()) {
+                let d = e - s;
+                total += d;
+                min = min.min(d);
+                max = max.max(d);
+            }
+            let mean_ms = if n > 0 { total as f64 / n as f64 / 1e6 } else { 0.0 };
+            let ex = excl[k].map(|v| format!("{:.6}", secs(v))).unwrap_or_else(|| "-".into());
+            let _ = writeln!(
+                out,
+                "  {:<name_w$} {:>9} {:>12.6} {:>11.3} {:>11.3} {:>11.3} {:>12}",
+                run.region_names[r.region as usize],
+                n,
+                secs(total),
+                mean_ms,
+                if n > 0 { min as f64 / 1e6 } else { 0.0 },
+                if n > 0 { max as f64 / 1e6 } else { 0.0 },
+                ex
+            );
+        }
+        if let Some(msg) = nesting_note {
+            let _ = writeln!(out, "  exclusive time not available: {msg}");
+        }
+        if run.rank_threads(rank).next().is_some() {
+            out.push_str(&threads_text(run, rank));
+        }
+    }
+    out
+}
+
+/// The thread table of `rank` with `thread_summary` columns (wall s, CPU s, calls,
+/// region s), then the task table when tasks were tracked.
+pub fn threads_text(run: &Run, rank: u32) -> String {
+    let mut out = String::new();
+    let threads: Vec<_> = run.rank_threads(rank).collect();
+    let _ = writeln!(out, "\nrank {rank}: threads");
+    let name_w = threads.iter().map(|t| t.name.chars().count()).max().unwrap_or(4).max(4);
+    match thread_summary(run, rank) {
+        Ok(rows) => {
+            let _ = writeln!(
+                out,
+                "  {:>5} {:<name_w$} {:>6} {:>10} {:>10} {:>9} {:>10}",
+                "index", "name", "alive", "wall s", "cpu s", "calls", "region s"
+            );
+            for row in rows {
+                let wall = row.wall_time.map(|w| format!("{w:.6}")).unwrap_or_else(|| "-".into());
+                let _ = writeln!(
+                    out,
+                    "  {:>5} {:<name_w$} {:>6} {:>10} {:>10.6} {:>9} {:>10.6}",
+                    row.index,
+                    row.name,
+                    if row.alive { "yes" } else { "no" },
+                    wall,
+                    row.cpu_time,
+                    row.num_calls,
+                    row.region_time
+                );
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "  thread summary not available: {}", e.0);
+            for t in &threads {
+                let _ = writeln!(out, "  {:>5} {:<name_w$} cpu {:.6} s", t.index, t.name, secs(t.cpu_ns));
+            }
+        }
+    }
+    let tasks: Vec<_> = run.rank_tasks(rank).collect();
+    if !tasks.is_empty() {
+        let _ = writeln!(out, "\nrank {rank}: tasks");
+        let _ = writeln!(out, "  {:>5} {:<40} {:>7} {:>11} {:>11}", "index", "lane", "steps", "running s", "awaiting s");
+        for t in tasks {
+            let _ = writeln!(
+                out,
+                "  {:>5} {:<40} {:>7} {:>11.6} {:>11.6}",
+                t.index,
+                lane_label(run, t.index, rank),
+                t.steps,
+                secs(t.running_ns),
+                secs(t.suspended_ns)
+            );
+        }
+    }
+    out
+}

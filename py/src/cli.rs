@@ -1,0 +1,54 @@
+//! The command line for the console script, and the text reports for `print_summary`.
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyOSError;
+use pyo3::prelude::*;
+use pyo3::types::PyDict;
+use scope_profiler_cli::{after_run, dispatch, report, Outcome, RunRequest};
+
+use crate::run::NativeRun;
+
+/// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
+/// or `(0, request)` for `run`, where `request` is a dict (`script`, `args`,
+/// `track_threads`, `output`, `speedscope`, `quiet`) that Python must carry out, then
+/// pass to `cli_after_run`. The GIL is released while files are read and exported.
+#[pyfunction]
+fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_, PyDict>>)> {
+    match py.detach(|| dispatch(argv)) {
+        Outcome::Exit(code) => Ok((code, None)),
+        Outcome::Run(req) => {
+            let d = PyDict::new(py);
+            d.set_item("script", req.script.to_string_lossy().into_owned())?;
+            d.set_item("args", req.args)?;
+            d.set_item("track_threads", req.track_threads)?;
+            d.set_item("output", req.output.to_string_lossy().into_owned())?;
+            d.set_item("speedscope", req.speedscope)?;
+            d.set_item("quiet", req.quiet)?;
+            Ok((0, Some(d)))
+        }
+    }
+}
+
+/// After a `run`: print the summary of `h5` (unless quiet) and write the speedscope file.
+/// Returns the speedscope path or None. Raises `OSError` naming the file on failure.
+#[pyfunction]
+#[pyo3(signature = (h5, track_threads, speedscope, quiet))]
+fn cli_after_run(py: Python<'_>, h5: PathBuf, track_threads: bool, speedscope: bool, quiet: bool) -> PyResult<Option<String>> {
+    let req = RunRequest { script: PathBuf::new(), args: vec![], track_threads, output: h5.clone(), speedscope, quiet };
+    py.detach(|| after_run(&req, &h5))
+        .map(|p| p.map(|p| p.to_string_lossy().into_owned()))
+        .map_err(PyOSError::new_err)
+}
+
+/// The summary report of a run as text (same as `scope-profiler summary`).
+#[pyfunction]
+fn summary_text(run: &NativeRun, title: &str) -> String {
+    report::summary_text(&run.run, title)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
+    m.add_function(wrap_pyfunction!(summary_text, m)?)?;
+    Ok(())
+}

@@ -1,0 +1,70 @@
+"""Shared test helpers: paths, running the CLI, the reference interpreter, real consumers."""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+DATASETS = ROOT / "datasets"
+SHARED = ROOT.parent / "shared"
+SPEEDSCOPE_CHECK = SHARED / "clients" / "speedscope" / "speedscope_check.cjs"
+
+
+def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+    """Run `python -m scope_profiler ARGS` (the console script's code) and capture output."""
+    return subprocess.run(
+        [sys.executable, "-m", "scope_profiler", *map(str, args)],
+        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+    )
+
+
+def reference_python() -> str:
+    """The interpreter that has the reference scope-profiler 0.7.5, or skip (loudly)."""
+    ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+    if not ref or not Path(ref).exists():
+        pytest.skip("reference package not available: set SCOPE_PROFILER_REF_PYTHON (tests/run_all.sh does)")
+    return ref
+
+
+def reference_read(path: Path) -> dict:
+    """Read `path` with the reference package; returns per-region call counts/durations and threads."""
+    code = r"""
+import json, sys
+import scope_profiler as sp
+r = sp.read_h5(sys.argv[1])
+out = {"regions": {}, "threads": {}, "num_ranks": r.num_ranks}
+for name in r.region_names:
+    for rank in r[name].ranks:
+        reg = r[name][rank]
+        out["regions"][f"{name}@{rank}"] = {
+            "num_calls": int(reg.num_calls),
+            "durations_ns": [int(x) for x in reg.durations_ns],
+            "thread_ids": None if reg.thread_ids is None else [int(x) for x in reg.thread_ids],
+            "exclusive_ns": int(round(reg.exclusive_duration * 1e9)),
+        }
+for rank, rows in r.threads.items():
+    out["threads"][str(rank)] = [{"index": t.index, "name": t.name, "alive": t.alive} for t in rows]
+print(json.dumps(out))
+"""
+    proc = subprocess.run([reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, f"reference could not read {path}:\n{proc.stderr}"
+    return json.loads(proc.stdout)
+
+
+def speedscope_import(path: Path) -> str:
+    """Import `path` with speedscope's own importer (npm speedscope 1.25.0); skip loudly if absent."""
+    node_dir = os.environ.get("CLIENTS_NODE_DIR")
+    if shutil.which("node") is None or not node_dir or not SPEEDSCOPE_CHECK.exists():
+        pytest.skip("speedscope importer not available: needs node, CLIENTS_NODE_DIR and ../shared/clients")
+    proc = subprocess.run(
+        ["node", str(SPEEDSCOPE_CHECK), str(path), "--expect", "speedscope json"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "CLIENTS_NODE_DIR": node_dir},
+    )
+    assert proc.returncode == 0, f"speedscope rejected {path}:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout

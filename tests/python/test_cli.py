@@ -1,0 +1,126 @@
+"""The `scope-profiler` command: the README's main job end to end, and the file subcommands."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import h5py
+import numpy as np
+
+from helpers import DATASETS, ROOT, reference_read, run_cli, speedscope_import
+
+PIPELINE = ROOT / "examples" / "threaded_pipeline.py"
+N_ITEMS, N_WORKERS = 24, 3
+
+
+def test_run_threaded_pipeline_end_to_end(tmp_path):
+    out = tmp_path / "pipe.h5"
+    proc = run_cli("run", "--track-threads", "-o", out, PIPELINE, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    # the script ran as __main__ and its output is there
+    assert f"pipeline processed {N_ITEMS} items" in proc.stdout
+    # summary: one row per thread
+    thread_lines = proc.stdout.split("rank 0: threads", 1)[1].splitlines()
+    names = {"MainThread", *(f"worker-{i}" for i in range(N_WORKERS))}
+    for name in names:
+        assert any(f" {name} " in line for line in thread_lines), (name, proc.stdout)
+
+    # the file: schema 3, thread column, every region with the right number of calls
+    with h5py.File(out, "r") as f:
+        assert f.attrs["scope_profiler_schema"] == 3
+        region_names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][()]]
+        counts = dict(zip((region_names[i] for i in f["rank_region_index/region_ids"][()]),
+                          f["rank_region_index/event_counts"][()]))
+        assert counts == {"scope_profiler.session": 1, "produce": 1, "handle_item": N_ITEMS,
+                          "fetch": N_ITEMS, "parse": N_ITEMS, "collect": 1}
+        thread_ids = f["events/thread_ids"][()]
+        table_names = [n.decode() if isinstance(n, bytes) else n for n in f["thread_table/name"][()]]
+        assert set(table_names) == names
+        # every thread id in the events has a row in the thread table
+        assert set(np.unique(thread_ids)) <= set(f["thread_table/index"][()])
+        # workers finished before finalize: they have an end time
+        ends = dict(zip(table_names, f["thread_table/end_ns"][()]))
+        assert all(ends[f"worker-{i}"] > 0 for i in range(N_WORKERS))
+        assert ends["MainThread"] == -1
+
+    # speedscope file beside it: one profile per thread, main thread first, accepted by speedscope
+    ss = tmp_path / "pipe.speedscope.json"
+    doc = json.loads(ss.read_text())
+    profile_names = [p["name"] for p in doc["profiles"]]
+    assert profile_names[0] == "rank 0 - MainThread"
+    assert sorted(profile_names) == sorted(f"rank 0 - {n}" for n in names)
+    opens = sum(1 for p in doc["profiles"] for e in p["events"] if e["type"] == "O")
+    assert opens == 1 + 1 + 3 * N_ITEMS + 1
+    speedscope_import(ss)
+
+
+def test_reference_reads_our_file_with_same_numbers(tmp_path):
+    out = tmp_path / "pipe.h5"
+    assert run_cli("run", "--track-threads", "-q", "-o", out, PIPELINE, cwd=tmp_path).returncode == 0
+    ref = reference_read(out)
+    import scope_profiler as sp
+
+    ours = sp.read_h5(out)
+    assert ref["num_ranks"] == ours.num_ranks == 1
+    for name in ours.region_names:
+        reg = ours[name][0]
+        r = ref["regions"][f"{name}@0"]
+        assert r["num_calls"] == reg.num_calls
+        assert r["durations_ns"] == [int(x) for x in reg.durations_ns]
+        assert r["thread_ids"] == [int(x) for x in reg.thread_ids]
+        assert abs(r["exclusive_ns"] - round(reg.exclusive_duration * 1e9)) <= 1
+    assert [t["name"] for t in ref["threads"]["0"]] == [t.name for t in ours.threads[0]]
+
+
+def test_summary_and_threads_of_reference_file():
+    proc = run_cli("summary", DATASETS / "reference" / "threads.h5")
+    assert proc.returncode == 0, proc.stderr
+    expected = json.loads((DATASETS / "reference" / "threads.expected.json").read_text())
+    for name, per_rank in expected["regions"].items():
+        row = next(line for line in proc.stdout.splitlines() if line.strip().startswith(name + " "))
+        assert int(row.split()[1]) == per_rank["0"]["num_calls"]
+    proc = run_cli("threads", DATASETS / "reference" / "threads.h5")
+    assert proc.returncode == 0
+    for t in expected["threads"]["0"]:
+        assert t["name"] in proc.stdout
+
+
+def test_bad_files_get_an_error_naming_them(tmp_path):
+    missing = tmp_path / "nope.h5"
+    proc = run_cli("summary", missing)
+    assert proc.returncode == 1 and str(missing) in proc.stderr
+    junk = tmp_path / "junk.h5"
+    junk.write_bytes(b"this is not an HDF5 file" * 100)
+    proc = run_cli("threads", junk)
+    assert proc.returncode == 1 and str(junk) in proc.stderr
+    assert "panick" not in proc.stderr
+
+
+def test_export_batch_goes_on_after_a_bad_file(tmp_path):
+    inputs = []
+    for name in ("single", "threads", "pool"):
+        shutil.copy(DATASETS / "reference" / f"{name}.h5", tmp_path / f"{name}.h5")
+        inputs.append(tmp_path / f"{name}.h5")
+    bad = tmp_path / "broken.h5"
+    bad.write_bytes((DATASETS / "reference" / "threads.h5").read_bytes()[:3000])
+    outdir = tmp_path / "ss"
+    proc = run_cli("export", "speedscope", *inputs, bad, "-o", outdir)
+    assert proc.returncode == 1
+    assert str(bad) in proc.stderr
+    written = sorted(p.name for p in outdir.iterdir())
+    assert written == ["pool.speedscope.json", "single.speedscope.json", "threads.speedscope.json"]
+    expected = json.loads((DATASETS / "reference" / "threads.expected.json").read_text())
+    doc = json.loads((outdir / "threads.speedscope.json").read_text())
+    assert len(doc["profiles"]) == len(expected["call_arrays"]["lanes"])
+    speedscope_import(outdir / "threads.speedscope.json")
+
+
+def test_help_documents_every_subcommand():
+    proc = run_cli("--help")
+    assert proc.returncode == 0
+    for sub in ("run", "summary", "threads", "export"):
+        assert sub in proc.stdout
+    proc = run_cli("export", "--help")
+    assert proc.returncode == 0 and "Example" in proc.stdout
+    proc = run_cli("summary")
+    assert proc.returncode == 2 and "FILES" in proc.stderr

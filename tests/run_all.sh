@@ -1,0 +1,48 @@
+#!/usr/bin/env bash
+# The whole test suite: Rust (cargo test) and Python (pytest against the built extension),
+# including the real speedscope importer and the reference package (scope-profiler 0.7.5,
+# in its own venv) reading our files. Installs what it needs; works on a fresh machine.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+ROOT=$PWD
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-$ROOT/target}"
+VENV="$ROOT/.venv"
+REFVENV="$ROOT/.venv-ref"
+CLIENTS="$ROOT/.clients"
+
+step() { printf '\n==> %s\n' "$*"; }
+
+step "python environment ($VENV)"
+[ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
+"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py
+export PATH="$VENV/bin:$PATH"   # cmake for hdf5-metno's static HDF5 build
+
+step "reference package scope-profiler==0.7.5 ($REFVENV, never beside ours)"
+if [ ! -x "$REFVENV/bin/python" ] || ! "$REFVENV/bin/python" -c "import scope_profiler" 2>/dev/null; then
+  python3 -m venv "$REFVENV"
+  "$REFVENV/bin/pip" install -q --disable-pip-version-check "scope-profiler==0.7.5" \
+    || echo "WARNING: could not install the reference package; reference checks will be skipped"
+fi
+export SCOPE_PROFILER_REF_PYTHON="$REFVENV/bin/python"
+
+step "speedscope's own importer (npm speedscope@1.25.0, ajv@8.20.0)"
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -d "$CLIENTS/node_modules/speedscope" ]; then
+    mkdir -p "$CLIENTS"
+    npm --prefix "$CLIENTS" install --silent --no-audit --no-fund speedscope@1.25.0 ajv@8.20.0 \
+      || echo "WARNING: npm install of speedscope failed; speedscope checks will be skipped"
+  fi
+  export CLIENTS_NODE_DIR="$CLIENTS"   # read by ../shared/clients/speedscope/speedscope_check.cjs
+else
+  echo "WARNING: npm not found; speedscope importer checks will be skipped"
+fi
+
+step "cargo test (release profile, shared target dir with the wheel build)"
+cargo test --release --workspace --exclude scope-profiler-py
+
+step "build and install the extension (maturin develop --release)"
+VIRTUAL_ENV="$VENV" maturin develop --release --quiet 2>&1 | grep -v '^📦\|^🔗\|^🐍\|^📡' || true
+"$VENV/bin/python" -c "import scope_profiler._native" 
+
+step "pytest"
+"$VENV/bin/python" -m pytest tests/python -q -p no:cacheprovider "$@"
