@@ -1,8 +1,20 @@
 //! `NativeRun`: a loaded or just-recorded run held in Rust, seen from Python.
+//!
+//! The Python results objects (`scope_profiler.results`) are views over one of these: the
+//! per-call int64 columns reach Python as read-only numpy arrays over the Run's Arrow buffers
+//! (the `NativeRun` is their base object, so no copy is made and the memory lives as long as
+//! any array does). Reconstruction, lane labels, thread summaries and exports run here.
+use std::path::PathBuf;
 use std::sync::Arc;
 
+use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList, PyTuple};
 use scope_profiler_analysis::Run;
+
+use crate::errors::{h5_err, nesting_err};
+use crate::results::arrays::owned_i64;
+use crate::results::convert;
 
 /// A run held in Rust (an [`scope_profiler_analysis::Run`]). The Python results
 /// objects (`ProfilingResults`, `Region`, ...) are views over one of these.
@@ -16,5 +28,183 @@ pub struct NativeRun {
 impl NativeRun {
     pub fn new(run: Run, file_path: String) -> Self {
         NativeRun { run: Arc::new(run), file_path }
+    }
+}
+
+#[pymethods]
+impl NativeRun {
+    /// Read an HDF5 profile (schema 1-3). Raises `FileNotFoundError`, `CorruptProfileError`
+    /// or `HDF5SchemaError` (messages name the file).
+    #[staticmethod]
+    fn read_h5(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
+        let run = py.detach(|| scope_profiler_formats::read_h5(&path)).map_err(h5_err)?;
+        Ok(NativeRun::new(run, path.to_string_lossy().into_owned()))
+    }
+
+    /// Build a run from Python columns (copies). `rows`: list of dicts with the keys of
+    /// `row()`; `threads`/`tasks`: tuples as returned by `threads()`/`tasks()`.
+    #[staticmethod]
+    #[pyo3(signature = (region_names, rows, threads, tasks, metadata, num_ranks=None, file_path=String::new()))]
+    fn from_columns(
+        region_names: Vec<String>,
+        rows: &Bound<'_, PyList>,
+        threads: Vec<convert::ThreadTuple>,
+        tasks: Vec<convert::TaskTuple>,
+        metadata: &Bound<'_, PyDict>,
+        num_ranks: Option<u32>,
+        file_path: String,
+    ) -> PyResult<Self> {
+        let run = convert::run_from_py(region_names, rows, threads, tasks, metadata, num_ranks)?;
+        Ok(NativeRun::new(run, file_path))
+    }
+
+    /// Write the run as schema 3, atomically.
+    fn write_h5(&self, py: Python<'_>, path: PathBuf) -> PyResult<()> {
+        let run = Arc::clone(&self.run);
+        py.detach(move || scope_profiler_formats::write_h5(&run, &path)).map_err(h5_err)
+    }
+
+    #[getter]
+    fn file_path(&self) -> &str {
+        &self.file_path
+    }
+
+    #[getter]
+    fn num_ranks(&self) -> u32 {
+        self.run.num_ranks
+    }
+
+    #[getter]
+    fn region_names(&self) -> Vec<String> {
+        self.run.region_names.clone()
+    }
+
+    fn __len__(&self) -> usize {
+        self.run.regions.len()
+    }
+
+    /// Region row `i` (file order) as a dict; see `results::convert::row_dict`.
+    fn row<'py>(slf: &Bound<'py, Self>, i: usize) -> PyResult<Bound<'py, PyDict>> {
+        let run = &slf.get().run;
+        if i >= run.regions.len() {
+            return Err(PyIndexError::new_err("row index out of range"));
+        }
+        // SAFETY: `run` is owned by `slf` (Arc<Run> in a frozen pyclass, never mutated).
+        unsafe { convert::row_dict(slf.as_any(), run, i) }
+    }
+
+    /// Every region row, in file order.
+    fn rows<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
+        let run = &slf.get().run;
+        let out = PyList::empty(slf.py());
+        for i in 0..run.regions.len() {
+            // SAFETY: as in `row`.
+            out.append(unsafe { convert::row_dict(slf.as_any(), run, i) }?)?;
+        }
+        Ok(out)
+    }
+
+    /// Thread-table rows `(rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name)`.
+    fn threads(&self) -> Vec<convert::ThreadTuple> {
+        self.run.threads.iter().map(convert::thread_tuple).collect()
+    }
+
+    /// Task-table rows `(rank, index, thread_index, created_ns, done_ns, steps, running_ns,
+    /// suspended_ns, kind, name, coro_name)`.
+    fn tasks(&self) -> Vec<convert::TaskTuple> {
+        self.run.tasks.iter().map(convert::task_tuple).collect()
+    }
+
+    /// Rank 0's metadata as a new dict.
+    fn metadata<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
+        convert::metadata_dict(py, &self.run)
+    }
+
+    /// Per-call exclusive ns of every row of `rank`: list of `(row position, int64 array)`.
+    fn exclusive_by_row<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
+        let run = Arc::clone(&self.run);
+        let rows = py
+            .detach(move || scope_profiler_analysis::exclusive_by_row(&run, rank))
+            .map_err(nesting_err)?;
+        let out = PyList::empty(py);
+        for (pos, values) in rows {
+            out.append((pos, owned_i64(py, values)))?;
+        }
+        Ok(out)
+    }
+
+    /// Reconstruct all rows of `rank`: `(row positions, columns)` with the columns of
+    /// `build_call_arrays` (`region_index` indexes the returned row positions).
+    fn rank_call_arrays<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<(Vec<usize>, Bound<'py, PyTuple>)> {
+        let run = Arc::clone(&self.run);
+        let (rows, calls) = py
+            .detach(move || scope_profiler_analysis::rank_call_arrays(&run, rank))
+            .map_err(nesting_err)?;
+        Ok((rows, crate::results::callstack::call_arrays_to_py(py, calls)?))
+    }
+
+    /// `thread_summary(rank)` rows as dicts (keys `index, name, alive, wall_time, cpu_time,
+    /// num_calls, region_time`); `[]` without a thread table. Raises `NestingError`.
+    fn thread_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
+        let run = Arc::clone(&self.run);
+        let rows = py
+            .detach(move || scope_profiler_analysis::thread_summary(&run, rank))
+            .map_err(nesting_err)?;
+        let out = PyList::empty(py);
+        for r in rows {
+            let d = PyDict::new(py);
+            d.set_item("index", r.index)?;
+            d.set_item("name", r.name)?;
+            d.set_item("alive", r.alive)?;
+            d.set_item("wall_time", r.wall_time)?;
+            d.set_item("cpu_time", r.cpu_time)?;
+            d.set_item("num_calls", r.num_calls)?;
+            d.set_item("region_time", r.region_time)?;
+            out.append(d)?;
+        }
+        Ok(out)
+    }
+
+    #[pyo3(signature = (lane, rank=0))]
+    fn lane_label(&self, lane: i64, rank: u32) -> String {
+        scope_profiler_analysis::lane_label(&self.run, lane, rank)
+    }
+
+    /// Write `ranks` as one speedscope document named `label`. `names` (optional) restricts
+    /// the regions and fixes their order (`get_regions` order). Raises `NestingError` when a
+    /// rank cannot be reconstructed, `ValueError` when there is nothing to write, `OSError`
+    /// on I/O failure.
+    #[pyo3(signature = (ranks, label, path, names=None))]
+    fn write_speedscope(
+        &self,
+        py: Python<'_>,
+        ranks: Vec<u32>,
+        label: String,
+        path: PathBuf,
+        names: Option<Vec<String>>,
+    ) -> PyResult<()> {
+        let run = Arc::clone(&self.run);
+        let result = py.detach(move || {
+            // Reconstruction first, so a nesting failure surfaces as NestingError.
+            let selected;
+            let target: &Run = match &names {
+                Some(n) => {
+                    selected = convert::select_regions(&run, n);
+                    &selected
+                }
+                None => &run,
+            };
+            for &rank in &ranks {
+                scope_profiler_analysis::rank_call_arrays(target, rank).map_err(nesting_err)?;
+            }
+            scope_profiler_formats::speedscope::write_speedscope(target, &ranks, &label, &path).map_err(|m| {
+                if m.starts_with("No calls") {
+                    PyValueError::new_err(m)
+                } else {
+                    pyo3::exceptions::PyOSError::new_err(m)
+                }
+            })
+        });
+        result
     }
 }

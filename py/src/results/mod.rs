@@ -1,6 +1,12 @@
-//! Results glue: `NativeRun` accessors, HDF5 read, reconstruction and exports for Python.
+//! Results glue: `NativeRun` accessors (in `crate::run`), HDF5 read, reconstruction and
+//! exports for Python.
 use pyo3::prelude::*;
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+pub mod arrays;
+pub mod callstack;
+pub mod convert;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(callstack::build_call_arrays, m)?)?;
     Ok(())
 }

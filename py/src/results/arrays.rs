@@ -1,0 +1,36 @@
+//! numpy arrays over Rust memory: read-only views of a `NativeRun`'s Arrow buffers and
+//! arrays that take ownership of a `Vec` (both without copying the data).
+use std::borrow::Cow;
+
+use numpy::ndarray::ArrayView1;
+use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
+use pyo3::prelude::*;
+
+/// A read-only numpy view of `values`, kept alive by `container`.
+///
+/// # Safety
+/// `values` must stay valid and unmodified for as long as `container` is alive (it points into
+/// memory `container` owns and never reallocates, e.g. an Arrow buffer of a `NativeRun`'s
+/// `Arc<Run>`).
+pub unsafe fn view_i64<'py>(values: &[i64], container: &Bound<'py, PyAny>) -> Bound<'py, PyArray1<i64>> {
+    let view = ArrayView1::from(values);
+    // SAFETY: guaranteed by the caller; the array's base object is `container`.
+    let array = unsafe { PyArray1::borrow_from_array(&view, container.clone()) };
+    // The memory is shared and immutable: clear WRITEABLE. The array does not own its data,
+    // so numpy refuses to set the flag again from Python.
+    let _ = array.readwrite().make_nonwriteable();
+    array
+}
+
+/// A numpy array that takes ownership of `values` (no copy).
+pub fn owned_i64(py: Python<'_>, values: Vec<i64>) -> Bound<'_, PyArray1<i64>> {
+    PyArray1::from_vec(py, values)
+}
+
+/// The contents of a borrowed int64 array as a slice: borrowed if contiguous, else copied.
+pub fn slice_of<'a>(array: &'a PyReadonlyArray1<'_, i64>) -> Cow<'a, [i64]> {
+    match array.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(array.as_array().iter().copied().collect()),
+    }
+}
