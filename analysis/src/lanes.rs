@@ -1,6 +1,9 @@
 //! Lanes seen by people: labels and per-thread summaries (`spec-results.md` §4).
+use std::collections::HashMap;
+
 use crate::callstack::NestingError;
-use crate::run::Run;
+use crate::rank_calls::rank_call_arrays;
+use crate::run::{Run, TaskRow, ThreadRow};
 
 /// One row of `thread_summary(rank)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -18,14 +21,183 @@ pub struct ThreadSummaryRow {
     pub region_time: f64,
 }
 
+/// `ns / 1e9` as the reference converts (`float(ns) / 1e9`).
+#[inline]
+fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
 /// `thread_summary(rank)`: one row per thread-table row, index order; empty without a table.
+///
+/// `wall_time` = `end_ns/1e9 − start_ns/1e9` (s, float arithmetic in that order like the
+/// reference), `None` while alive; `cpu_time` = `cpu_ns/1e9`; `num_calls` counts calls whose
+/// thread id is the row's index; `region_time` = Σ durations (ns, then /1e9) of root calls on
+/// the thread's bare lane `-2-index` and on every task lane whose `thread_index == index`.
+///
+/// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
 pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, NestingError> {
-    let _ = (run, rank);
-    todo!("analysis helper implements this")
+    let threads: Vec<&ThreadRow> = run.rank_threads(rank).collect();
+    if threads.is_empty() {
+        return Ok(Vec::new());
+    }
+    let (_, calls) = rank_call_arrays(run, rank)?;
+
+    // Thread index -> (num_calls, root ns); rows sharing an index share the entry.
+    let mut slot: HashMap<i64, usize> = HashMap::with_capacity(threads.len());
+    for t in &threads {
+        let next = slot.len();
+        slot.entry(t.index).or_insert(next);
+    }
+    let mut num_calls = vec![0i64; slot.len()];
+    let mut root_ns = vec![0i64; slot.len()];
+
+    for row in run.rank_rows(rank) {
+        if let Some(ids) = &row.thread_ids {
+            for &t in ids.values().iter() {
+                if let Some(&s) = slot.get(&t) {
+                    num_calls[s] += 1;
+                }
+            }
+        }
+    }
+
+    // Task index -> thread indices of the task rows with that index (sorted pairs).
+    let mut task_threads: Vec<(i64, i64)> =
+        run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
+    task_threads.sort_unstable();
+    if !calls.lane.is_empty() {
+        for id in 0..calls.len() {
+            if calls.parent[id] >= 0 {
+                continue;
+            }
+            let lane = calls.lane[id];
+            let dur = calls.end_ns[id] - calls.start_ns[id];
+            if lane <= -2 {
+                if let Some(&s) = slot.get(&(-2 - lane)) {
+                    root_ns[s] += dur;
+                }
+            } else if lane >= 0 {
+                let from = task_threads.partition_point(|&(k, _)| k < lane);
+                let mut last_slot = usize::MAX;
+                for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lane) {
+                    if let Some(&s) = slot.get(&th) {
+                        if s != last_slot {
+                            root_ns[s] += dur;
+                            last_slot = s;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    Ok(threads
+        .iter()
+        .map(|t| {
+            let s = slot[&t.index];
+            let alive = t.end_ns == crate::run::UNKNOWN;
+            ThreadSummaryRow {
+                index: t.index,
+                name: t.name.clone(),
+                alive,
+                wall_time: if alive { None } else { Some(secs(t.end_ns) - secs(t.start_ns)) },
+                cpu_time: secs(t.cpu_ns),
+                num_calls: num_calls[s],
+                region_time: secs(root_ns[s]),
+            }
+        })
+        .collect())
+}
+
+/// Lane labels of one rank with O(1) lookups, for labelling many lanes (exports).
+/// Gives exactly [`lane_label`]'s strings.
+pub struct LaneLabels<'a> {
+    threads: HashMap<i64, &'a ThreadRow>,
+    tasks: HashMap<i64, &'a TaskRow>,
+}
+
+impl<'a> LaneLabels<'a> {
+    /// Index the thread and task tables of `rank` (first row wins on a duplicate index).
+    pub fn new(run: &'a Run, rank: u32) -> Self {
+        let mut threads = HashMap::new();
+        for t in run.rank_threads(rank) {
+            threads.entry(t.index).or_insert(t);
+        }
+        let mut tasks = HashMap::new();
+        for t in run.rank_tasks(rank) {
+            tasks.entry(t.index).or_insert(t);
+        }
+        LaneLabels { threads, tasks }
+    }
+
+    fn thread_label(&self, index: i64) -> String {
+        match self.threads.get(&index) {
+            Some(t) => t.name.clone(),
+            None => format!("thread {index}"),
+        }
+    }
+
+    /// See [`lane_label`].
+    pub fn label(&self, lane: i64) -> String {
+        if lane >= 0 {
+            match self.tasks.get(&lane) {
+                Some(task) => {
+                    let thread_lane = -2 - task.thread_index;
+                    let on = if thread_lane <= -2 {
+                        self.thread_label(task.thread_index)
+                    } else if thread_lane == -1 {
+                        "unknown lane".to_string()
+                    } else {
+                        // A negative thread index below -1 would point at a task lane; the
+                        // reference recurses forever there.
+                        format!("thread {}", task.thread_index)
+                    };
+                    let tail = task.coro_name.rsplit('.').next().unwrap_or("");
+                    format!("{} ({}) on {}", task.name, tail, on)
+                }
+                None => format!("task {lane}"),
+            }
+        } else if lane == -1 {
+            "unknown lane".to_string()
+        } else {
+            self.thread_label(-2 - lane)
+        }
+    }
 }
 
 /// `lane_label(lane, rank)`: "MainThread", "Task-2 (fetch) on MainThread", "unknown lane", ...
+///
+/// * `lane >= 0` (task): `"{task.name} ({last dotted part of coro_name}) on {thread label}"`
+///   when the rank's task table has that index, else `"task {lane}"`;
+/// * `lane == -1`: `"unknown lane"`;
+/// * `lane <= -2`: thread index `-2 - lane`: its name, else `"thread {index}"`.
 pub fn lane_label(run: &Run, lane: i64, rank: u32) -> String {
-    let _ = (run, lane, rank);
-    todo!("analysis helper implements this")
+    // One label: a linear scan of the tables beats building the maps.
+    let thread_label = |index: i64| -> String {
+        run.rank_threads(rank)
+            .find(|t| t.index == index)
+            .map(|t| t.name.clone())
+            .unwrap_or_else(|| format!("thread {index}"))
+    };
+    if lane >= 0 {
+        match run.rank_tasks(rank).find(|t| t.index == lane) {
+            Some(task) => {
+                let thread_lane = -2 - task.thread_index;
+                let on = if thread_lane <= -2 {
+                    thread_label(task.thread_index)
+                } else if thread_lane == -1 {
+                    "unknown lane".to_string()
+                } else {
+                    format!("thread {}", task.thread_index)
+                };
+                let tail = task.coro_name.rsplit('.').next().unwrap_or("");
+                format!("{} ({}) on {}", task.name, tail, on)
+            }
+            None => format!("task {lane}"),
+        }
+    } else if lane == -1 {
+        "unknown lane".to_string()
+    } else {
+        thread_label(-2 - lane)
+    }
 }

@@ -1,26 +1,98 @@
 //! Reconstruction of one rank of a [`Run`], and what is derived from it: call ids at
 //! finalize, per-call exclusive time per row.
-use crate::callstack::{CallArrays, NestingError};
-use crate::run::Run;
+use arrow_array::Int64Array;
 
-/// Reconstruct all rows of `rank` (rows in file order). `CallArrays::region_index` then
-/// indexes `rows`, the returned list of positions in `run.regions`.
+use crate::callstack::{build_call_arrays, CallArrays, NestingError, RegionInput};
+use crate::run::{RegionCalls, Run};
+
+/// The rows of `rank` in reconstruction order: region-table order (the reference iterates
+/// its regions by name order), ties (duplicate rows) in file order. For a file or snapshot
+/// whose rows follow region registration order this is file order.
+fn rank_rows_ordered(run: &Run, rank: u32) -> Vec<usize> {
+    let mut rows: Vec<usize> =
+        run.regions.iter().enumerate().filter(|(_, r)| r.rank == rank).map(|(i, _)| i).collect();
+    rows.sort_by_key(|&i| run.regions[i].region); // stable: file order on ties
+    rows
+}
+
+/// The [`RegionInput`] of one row (name from `run.region_names`, `"?"` if out of range).
+pub fn region_input<'a>(run: &'a Run, row: &'a RegionCalls) -> RegionInput<'a> {
+    RegionInput {
+        name: run.region_names.get(row.region as usize).map(String::as_str).unwrap_or("?"),
+        start_ns: row.start_ns.values(),
+        end_ns: row.end_ns.values(),
+        thread_ids: row.thread_ids.as_ref().map(|a| &a.values()[..]),
+        task_ids: row.task_ids.as_ref().map(|a| &a.values()[..]),
+    }
+}
+
+/// Reconstruct all rows of `rank`. `CallArrays::region_index` then indexes `rows`, the
+/// returned list of positions in `run.regions`. `rows` is in region-table order (the
+/// reference's input order, which decides the parent on exactly identical intervals); for
+/// rows written in registration order that is file order.
+///
+/// Errors: [`NestingError`] as [`build_call_arrays`].
 pub fn rank_call_arrays(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays), NestingError> {
-    let _ = (run, rank);
-    todo!("analysis helper implements this")
+    let rows = rank_rows_ordered(run, rank);
+    let inputs: Vec<RegionInput<'_>> =
+        rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
+    let calls = build_call_arrays(&inputs)?;
+    Ok((rows, calls))
+}
+
+/// Scatter a per-call value (indexed by call id) back to every row's recorded order.
+/// Returns one `(position in run.regions, values)` per row of `rows`, in `rows` order.
+fn scatter_by_row(
+    run: &Run,
+    rows: &[usize],
+    calls: &CallArrays,
+    value: impl Fn(usize) -> i64,
+) -> Vec<(usize, Vec<i64>)> {
+    let mut out: Vec<(usize, Vec<i64>)> =
+        rows.iter().map(|&r| (r, vec![0i64; run.regions[r].len()])).collect();
+    for id in 0..calls.len() {
+        let (ri, ci) = (calls.region_index[id] as usize, calls.call_index[id] as usize);
+        out[ri].1[ci] = value(id);
+    }
+    out
 }
 
 /// At finalize: give every call of `rank` a call id `base + sorted position` and a parent id
-/// (`-1` for roots), set each row's `exclusive_total_ns`. Returns the next base.
+/// (`base + parent position`, `-1` for roots), stored in recording order as each row's
+/// `call_ids`/`parent_ids`; set each row's `exclusive_total_ns` (Σ exclusive ns of its calls).
+/// Returns the next base (`base + number of calls`).
 /// On `NestingError` nothing is changed (the caller drops the call graph and warns).
 pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, NestingError> {
-    let _ = (run, rank, base);
-    todo!("analysis helper implements this")
+    let (rows, calls) = rank_call_arrays(run, rank)?;
+    let ids = scatter_by_row(run, &rows, &calls, |id| base + id as i64);
+    let parents = scatter_by_row(run, &rows, &calls, |id| {
+        let p = calls.parent[id];
+        if p < 0 {
+            -1
+        } else {
+            base + p
+        }
+    });
+    let mut totals = vec![0i64; rows.len()];
+    for id in 0..calls.len() {
+        totals[calls.region_index[id] as usize] += calls.exclusive_ns[id];
+    }
+    for (((row, id_vals), (_, parent_vals)), total) in ids.into_iter().zip(parents).zip(totals) {
+        let r = &mut run.regions[row];
+        r.call_ids = Some(Int64Array::from(id_vals));
+        r.parent_ids = Some(Int64Array::from(parent_vals));
+        r.exclusive_total_ns = Some(total);
+    }
+    Ok(base + calls.len() as i64)
 }
 
 /// Per-call exclusive ns of every row of `rank`: `(position in run.regions, values in the
-/// row's recorded order)`.
+/// row's recorded order)`, rows in ascending position (file order).
+///
+/// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
 pub fn exclusive_by_row(run: &Run, rank: u32) -> Result<Vec<(usize, Vec<i64>)>, NestingError> {
-    let _ = (run, rank);
-    todo!("analysis helper implements this")
+    let (rows, calls) = rank_call_arrays(run, rank)?;
+    let mut out = scatter_by_row(run, &rows, &calls, |id| calls.exclusive_ns[id]);
+    out.sort_by_key(|(r, _)| *r);
+    Ok(out)
 }
