@@ -1,1 +1,703 @@
-//! placeholder
+//! Hot-path event recorder of scope-profiler: per-thread buffers, scope stacks and the
+//! thread table. No Python, no Arrow.
+//!
+//! # Model
+//! A [`Recorder`] belongs to one profiling configuration (one `setup()`). Regions are
+//! numbered densely by the caller (`u32` ids, registration order). Every OS thread that
+//! records gets its own [`ThreadState`]: per region a buffer of `starts`/`ends` (an end of
+//! `0` means "still open") and a scope stack of reserved slots (`-1` = entered while
+//! paused). Entering a region reserves a slot, pushes it on that region's stack of the
+//! calling thread and reads the clock last; exiting reads the clock first, pops the
+//! region's stack and writes the end. So concurrent threads never share a slot or a stack,
+//! whether or not threads are tracked.
+//!
+//! With tracking ([`Recorder::new`] `tracking = true`) each thread state carries a
+//! [`ThreadRecord`] (a row of the thread table) and its index is the thread id stored
+//! per call. Without tracking the states exist all the same (the index only orders the
+//! snapshot) but no thread column is meant to be written.
+//!
+//! # Finding the calling thread's state
+//! A `thread_local!` list maps recorder id -> this thread's [`ThreadState`] (usually one
+//! entry). [`Recorder::local`] is a scan of that list: no lock, no atomic RMW, no
+//! allocation. Registration ([`Recorder::register_current_thread`]) takes the recorder's
+//! registry mutex once per (thread, recorder).
+//!
+//! # Synchronization contract
+//! A thread's buffers are written only by that thread, through [`ThreadState::enter`] /
+//! [`ThreadState::exit`], without any lock. Readers on other threads
+//! ([`Recorder::snapshot`], [`Recorder::mark_written`], [`Recorder::num_calls`]) are
+//! `unsafe`: the caller guarantees that no thread is inside `enter`/`exit` of the same
+//! recorder at the same time and that those calls happen-before the read. The Python
+//! glue satisfies this with the GIL (every `enter`/`exit` and every reader runs while
+//! holding it and never releases it inside); the crate tests satisfy it with `join()`.
+//! Thread-table fields that change after registration (`end_ns`, `cpu_ns`) are atomics,
+//! since they are written from the dying thread's exit hook.
+//!
+//! # Checkpoints
+//! [`Recorder::snapshot`] copies completed calls only (grouped by thread index ascending,
+//! each thread in entry order); open calls stay. [`Recorder::mark_written`] (after a
+//! written finalize) rewinds every buffer: completed slots are dropped and the open ones
+//! are moved to the front with their stack entries remapped, so the next snapshot reports
+//! each call exactly once.
+
+pub mod clock;
+
+use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, Weak};
+
+pub use clock::{now_ns, thread_cpu_ns};
+
+/// Value of `end_ns` while a thread is alive / unknown.
+pub const UNKNOWN: i64 = -1;
+/// A still-running thread refreshes its CPU time at exit of slots with `slot & MASK == 0`.
+pub const CPU_SAMPLE_MASK: usize = 0xFF;
+
+/// Identity of a thread at registration, supplied by the caller (Python's `threading`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadInfo {
+    pub ident: i64,
+    pub native_id: i64,
+    pub name: String,
+    pub daemon: bool,
+}
+
+/// One row of the thread table. `end_ns`/`cpu_ns` are updated after registration (CPU
+/// sampling on the hot path, the exit hook on the dying thread) and are atomics.
+#[derive(Debug)]
+pub struct ThreadRecord {
+    pub index: usize,
+    pub info: ThreadInfo,
+    /// Registration time, absolute ns ([`now_ns`]).
+    pub start_ns: i64,
+    end_ns: AtomicI64,
+    cpu_ns: AtomicI64,
+}
+
+impl ThreadRecord {
+    /// Thread end, absolute ns; [`UNKNOWN`] while alive.
+    pub fn end_ns(&self) -> i64 {
+        self.end_ns.load(Ordering::Acquire)
+    }
+    /// Latest CPU reading of the thread, ns.
+    pub fn cpu_ns(&self) -> i64 {
+        self.cpu_ns.load(Ordering::Relaxed)
+    }
+    pub fn alive(&self) -> bool {
+        self.end_ns() == UNKNOWN
+    }
+    /// Refresh `cpu_ns`. Only meaningful on the thread this record describes.
+    #[inline]
+    pub fn sample_cpu(&self) {
+        self.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+    }
+    /// Called on the dying thread itself: take its exact CPU total and end time.
+    pub fn mark_exited(&self) {
+        self.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        self.end_ns.store(now_ns(), Ordering::Release);
+    }
+}
+
+/// One region's buffer on one thread.
+#[derive(Debug, Default)]
+struct RegionBuf {
+    starts: Vec<i64>,
+    /// 0 = open.
+    ends: Vec<i64>,
+    /// Reserved slots of open calls, innermost last; -1 = entered while paused.
+    stack: Vec<i64>,
+    /// Calls retired by earlier written finalizes.
+    retired: u64,
+}
+
+impl RegionBuf {
+    #[cold]
+    fn reserve_for(&mut self, initial: usize) {
+        // First use: the configured initial capacity; afterwards double (preserving slots).
+        let extra = if self.starts.capacity() == 0 { initial.max(1) } else { self.starts.capacity() };
+        self.starts.reserve_exact(extra);
+        self.ends.reserve_exact(extra);
+        if self.stack.capacity() == 0 {
+            self.stack.reserve(8);
+        }
+    }
+}
+
+/// The recording state of one OS thread for one [`Recorder`].
+pub struct ThreadState {
+    index: usize,
+    buffer_limit: usize,
+    record: Option<Arc<ThreadRecord>>,
+    regions: UnsafeCell<Vec<RegionBuf>>,
+}
+
+// SAFETY: `regions` is mutated only by the owning thread (enter/exit) and read by others
+// only under the contract in the crate docs (external serialization, e.g. the GIL).
+unsafe impl Sync for ThreadState {}
+unsafe impl Send for ThreadState {}
+
+impl ThreadState {
+    /// Dense index of this thread in its recorder (= thread-table index with tracking).
+    pub fn index(&self) -> usize {
+        self.index
+    }
+    pub fn record(&self) -> Option<&Arc<ThreadRecord>> {
+        self.record.as_ref()
+    }
+
+    #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
+    unsafe fn regions_mut(&self) -> &mut Vec<RegionBuf> {
+        &mut *self.regions.get()
+    }
+
+    #[cold]
+    fn grow_regions(regions: &mut Vec<RegionBuf>, region: usize) {
+        regions.resize_with(region + 1, RegionBuf::default);
+    }
+
+    /// Open a call of `region` on this thread. Must be called on the owning thread.
+    /// With `paused`, push a placeholder so the matching exit closes nothing.
+    #[inline]
+    pub fn enter(&self, region: u32, paused: bool) {
+        // SAFETY: only the owning thread calls enter/exit (crate contract).
+        let regions = unsafe { self.regions_mut() };
+        let r = region as usize;
+        if r >= regions.len() {
+            Self::grow_regions(regions, r);
+        }
+        let buf = &mut regions[r];
+        if paused {
+            buf.stack.push(-1);
+            return;
+        }
+        let slot = buf.starts.len();
+        if slot == buf.starts.capacity() {
+            buf.reserve_for(self.buffer_limit);
+        }
+        buf.starts.push(0);
+        buf.ends.push(0);
+        buf.stack.push(slot as i64);
+        let t = now_ns(); // clock read last
+        // SAFETY: `slot` was just pushed.
+        unsafe {
+            *buf.starts.get_unchecked_mut(slot) = t;
+        }
+    }
+
+    /// Close the innermost open call of `region` on this thread. Returns false (and does
+    /// nothing) when the region has no open call here. Must be called on the owning thread.
+    #[inline]
+    pub fn exit(&self, region: u32) -> bool {
+        let end = now_ns(); // clock read first
+        // SAFETY: only the owning thread calls enter/exit (crate contract).
+        let regions = unsafe { self.regions_mut() };
+        let Some(buf) = regions.get_mut(region as usize) else { return false };
+        let Some(slot) = buf.stack.pop() else { return false };
+        if slot < 0 {
+            return true;
+        }
+        let slot = slot as usize;
+        buf.ends[slot] = if end == 0 { 1 } else { end };
+        if slot & CPU_SAMPLE_MASK == 0 {
+            if let Some(rec) = &self.record {
+                rec.sample_cpu();
+            }
+        }
+        true
+    }
+
+    /// Number of calls of `region` currently open on this thread (paused placeholders excluded).
+    pub fn open_calls(&self, region: u32) -> usize {
+        // SAFETY: read by the owning thread, or under the crate contract.
+        let regions = unsafe { &*self.regions.get() };
+        regions.get(region as usize).map_or(0, |b| b.stack.iter().filter(|s| **s >= 0).count())
+    }
+}
+
+/// Completed calls of one region, ready to become a run row.
+#[derive(Debug, Clone, PartialEq, Default)]
+pub struct RegionColumns {
+    pub region: u32,
+    pub starts: Vec<i64>,
+    pub ends: Vec<i64>,
+    /// Thread index per call (the [`ThreadState::index`]); meaningful with tracking.
+    pub thread_ids: Vec<i64>,
+}
+
+/// A thread-table row as plain values, timestamps relative to an origin (`-1` kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRowData {
+    pub index: i64,
+    pub info: ThreadInfo,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub cpu_ns: i64,
+}
+
+struct LocalEntry {
+    recorder: u64,
+    alive: Weak<()>,
+    state: Arc<ThreadState>,
+}
+
+thread_local! {
+    static LOCAL: UnsafeCell<Vec<LocalEntry>> = const { UnsafeCell::new(Vec::new()) };
+}
+
+static NEXT_ID: AtomicU64 = AtomicU64::new(1);
+
+/// The recorder of one profiling configuration. See the crate docs.
+pub struct Recorder {
+    id: u64,
+    buffer_limit: usize,
+    tracking: bool,
+    paused: AtomicBool,
+    alive: Arc<()>,
+    states: Mutex<Vec<Arc<ThreadState>>>,
+}
+
+impl Recorder {
+    /// `buffer_limit`: initial per-(region, thread) capacity (doubles on demand).
+    /// `tracking`: keep a thread table (`track_threads`).
+    pub fn new(buffer_limit: usize, tracking: bool) -> Self {
+        Recorder {
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
+            buffer_limit: buffer_limit.max(1),
+            tracking,
+            paused: AtomicBool::new(false),
+            alive: Arc::new(()),
+            states: Mutex::new(Vec::new()),
+        }
+    }
+
+    pub fn tracking(&self) -> bool {
+        self.tracking
+    }
+    pub fn buffer_limit(&self) -> usize {
+        self.buffer_limit
+    }
+    #[inline]
+    pub fn paused(&self) -> bool {
+        self.paused.load(Ordering::Relaxed)
+    }
+    pub fn set_paused(&self, paused: bool) {
+        self.paused.store(paused, Ordering::Relaxed)
+    }
+
+    /// The calling thread's state for this recorder, if it has registered. Lock-free.
+    /// The pointer stays valid while the calling thread runs (its thread-local list holds
+    /// an `Arc`, and entries of a live recorder are never removed).
+    #[inline]
+    pub fn local(&self) -> Option<*const ThreadState> {
+        LOCAL
+            .try_with(|l| {
+                // SAFETY: the list is only touched by this thread, never re-entrantly.
+                let v = unsafe { &*l.get() };
+                for e in v.iter() {
+                    if e.recorder == self.id {
+                        return Some(Arc::as_ptr(&e.state));
+                    }
+                }
+                None
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Register the calling thread (idempotent): create its state and, with tracking, its
+    /// thread-table row (start = now, CPU sampled now). `info` is ignored without tracking.
+    /// Returns the state and whether it was created by this call.
+    pub fn register_current_thread(&self, info: ThreadInfo) -> (Arc<ThreadState>, bool) {
+        if let Some(existing) = self.local_arc() {
+            return (existing, false);
+        }
+        let state = {
+            let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
+            let index = states.len();
+            let record = self.tracking.then(|| {
+                Arc::new(ThreadRecord {
+                    index,
+                    info,
+                    start_ns: now_ns(),
+                    end_ns: AtomicI64::new(UNKNOWN),
+                    cpu_ns: AtomicI64::new(thread_cpu_ns()),
+                })
+            });
+            let state = Arc::new(ThreadState {
+                index,
+                buffer_limit: self.buffer_limit,
+                record,
+                regions: UnsafeCell::new(Vec::new()),
+            });
+            states.push(state.clone());
+            state
+        };
+        let entry = LocalEntry { recorder: self.id, alive: Arc::downgrade(&self.alive), state: state.clone() };
+        let _ = LOCAL.try_with(|l| {
+            // SAFETY: only this thread touches its list.
+            let v = unsafe { &mut *l.get() };
+            // Forget states of recorders that no longer exist (earlier setups).
+            v.retain(|e| e.alive.strong_count() > 0);
+            v.push(entry);
+        });
+        (state, true)
+    }
+
+    fn local_arc(&self) -> Option<Arc<ThreadState>> {
+        LOCAL
+            .try_with(|l| {
+                let v = unsafe { &*l.get() };
+                v.iter().find(|e| e.recorder == self.id).map(|e| e.state.clone())
+            })
+            .ok()
+            .flatten()
+    }
+
+    /// Number of thread states (= thread-table rows with tracking).
+    pub fn num_threads(&self) -> usize {
+        self.states.lock().unwrap_or_else(|e| e.into_inner()).len()
+    }
+
+    fn states(&self) -> Vec<Arc<ThreadState>> {
+        self.states.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// Thread records (tracking only), index order.
+    pub fn thread_records(&self) -> Vec<Arc<ThreadRecord>> {
+        self.states().iter().filter_map(|s| s.record.clone()).collect()
+    }
+
+    /// Refresh the CPU reading of the calling thread's record (if registered and tracked).
+    pub fn sample_current_thread_cpu(&self) {
+        if let Some(p) = self.local() {
+            // SAFETY: pointer from `local`, valid on this thread.
+            if let Some(r) = unsafe { &*p }.record() {
+                r.sample_cpu();
+            }
+        }
+    }
+
+    /// The thread table with timestamps relative to `origin_ns` (`-1` kept). Re-samples the
+    /// calling thread's CPU first. Empty without tracking.
+    pub fn thread_rows(&self, origin_ns: i64) -> Vec<ThreadRowData> {
+        self.sample_current_thread_cpu();
+        self.thread_records()
+            .iter()
+            .map(|r| {
+                let end = r.end_ns();
+                ThreadRowData {
+                    index: r.index as i64,
+                    info: r.info.clone(),
+                    start_ns: r.start_ns - origin_ns,
+                    end_ns: if end == UNKNOWN { UNKNOWN } else { end - origin_ns },
+                    cpu_ns: r.cpu_ns(),
+                }
+            })
+            .collect()
+    }
+
+    /// Completed calls of every region id `< num_regions` that has any, ascending region
+    /// id; within a region grouped by thread index ascending, each thread in entry order.
+    ///
+    /// # Safety
+    /// No thread may be inside [`ThreadState::enter`]/[`ThreadState::exit`] of this
+    /// recorder concurrently, and all earlier such calls must happen-before this one
+    /// (e.g. everything runs under the Python GIL).
+    pub unsafe fn snapshot(&self, num_regions: usize) -> Vec<RegionColumns> {
+        let states = self.states();
+        let mut out = Vec::new();
+        for region in 0..num_regions {
+            let mut cols = RegionColumns { region: region as u32, ..Default::default() };
+            for st in &states {
+                let regions = &*st.regions.get();
+                let Some(buf) = regions.get(region) else { continue };
+                for (s, e) in buf.starts.iter().zip(buf.ends.iter()) {
+                    if *e != 0 {
+                        cols.starts.push(*s);
+                        cols.ends.push(*e);
+                        cols.thread_ids.push(st.index as i64);
+                    }
+                }
+            }
+            if !cols.starts.is_empty() {
+                out.push(cols);
+            }
+        }
+        out
+    }
+
+    /// Rewind every buffer after a written finalize: completed calls are retired, open ones
+    /// move to the front (stack slots remapped).
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn mark_written(&self) {
+        for st in self.states() {
+            let regions = &mut *st.regions.get();
+            for buf in regions.iter_mut() {
+                let n = buf.starts.len();
+                if n == 0 {
+                    continue;
+                }
+                let open: Vec<usize> = (0..n).filter(|&i| buf.ends[i] == 0).collect();
+                buf.retired += (n - open.len()) as u64;
+                if open.is_empty() {
+                    buf.starts.clear();
+                    buf.ends.clear();
+                    continue;
+                }
+                // Every open slot is on the stack (both `with` and the decorator use it),
+                // so they can always be compacted.
+                let mut remap = vec![-1i64; n];
+                for (new, &old) in open.iter().enumerate() {
+                    buf.starts[new] = buf.starts[old];
+                    buf.ends[new] = 0;
+                    remap[old] = new as i64;
+                }
+                buf.starts.truncate(open.len());
+                buf.ends.truncate(open.len());
+                for s in buf.stack.iter_mut() {
+                    if *s >= 0 {
+                        *s = remap[*s as usize];
+                    }
+                }
+            }
+        }
+    }
+
+    /// Calls of `region` entered over the process lifetime, open ones included, all threads.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn num_calls(&self, region: u32) -> u64 {
+        self.states()
+            .iter()
+            .map(|st| {
+                let regions = &*st.regions.get();
+                regions.get(region as usize).map_or(0, |b| b.retired + b.starts.len() as u64)
+            })
+            .sum()
+    }
+
+    /// Thread indices that have entered `region` (ascending).
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn threads_of_region(&self, region: u32) -> Vec<usize> {
+        self.states()
+            .iter()
+            .filter(|st| {
+                let regions = &*st.regions.get();
+                regions.get(region as usize).is_some_and(|b| b.retired > 0 || !b.starts.is_empty())
+            })
+            .map(|st| st.index)
+            .collect()
+    }
+
+    /// Names of regions (by id) with an open call on any thread, paused placeholders
+    /// excluded: `(region, thread index)` pairs.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn open_regions(&self) -> Vec<(u32, usize)> {
+        let mut out = Vec::new();
+        for st in self.states() {
+            let regions = &*st.regions.get();
+            for (r, b) in regions.iter().enumerate() {
+                if b.stack.iter().any(|s| *s >= 0) {
+                    out.push((r as u32, st.index));
+                }
+            }
+        }
+        out
+    }
+}
+
+/// Convenience for callers and tests: the calling thread's state, registering it (with
+/// default identity) if needed.
+pub fn local_or_register(rec: &Recorder, info: impl FnOnce() -> ThreadInfo) -> *const ThreadState {
+    match rec.local() {
+        Some(p) => p,
+        None => Arc::as_ptr(&rec.register_current_thread(info()).0),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::thread;
+    use std::time::Duration;
+
+    fn st(rec: &Recorder) -> &ThreadState {
+        let p = local_or_register(rec, || ThreadInfo { name: "t".into(), ..Default::default() });
+        unsafe { &*p }
+    }
+
+    #[test]
+    fn nesting_and_recursion() {
+        let rec = Recorder::new(4, false);
+        let s = st(&rec);
+        s.enter(0, false);
+        s.enter(1, false);
+        s.enter(1, false); // recursive
+        thread::sleep(Duration::from_millis(1));
+        assert!(s.exit(1));
+        assert!(s.exit(1));
+        assert!(s.exit(0));
+        assert!(!s.exit(0)); // nothing open
+        let snap = unsafe { rec.snapshot(2) };
+        assert_eq!(snap.len(), 2);
+        let (a, b) = (&snap[0], &snap[1]);
+        assert_eq!(a.starts.len(), 1);
+        assert_eq!(b.starts.len(), 2);
+        // outer region contains both inner calls; inner recursion: slot 0 contains slot 1
+        assert!(a.starts[0] <= b.starts[0] && b.ends[0] <= a.ends[0]);
+        assert!(b.starts[0] <= b.starts[1] && b.ends[1] <= b.ends[0]);
+        assert!(b.ends[1] - b.starts[1] >= 1_000_000);
+    }
+
+    #[test]
+    fn open_calls_stay_until_closed_and_checkpoint_rewinds() {
+        let rec = Recorder::new(2, false);
+        let s = st(&rec);
+        s.enter(0, false); // stays open across the checkpoint
+        for _ in 0..5 {
+            s.enter(0, false);
+            s.exit(0);
+        }
+        let snap = unsafe { rec.snapshot(1) };
+        assert_eq!(snap[0].starts.len(), 5);
+        let open_start = unsafe { (&*s.regions.get())[0].starts[0] };
+        unsafe { rec.mark_written() };
+        assert_eq!(unsafe { rec.num_calls(0) }, 6);
+        assert_eq!(unsafe { rec.snapshot(1) }.len(), 0);
+        s.enter(0, false);
+        s.exit(0);
+        s.exit(0); // closes the call opened before the checkpoint
+        let snap = unsafe { rec.snapshot(1) };
+        assert_eq!(snap[0].starts.len(), 2);
+        assert_eq!(snap[0].starts[0], open_start, "open call kept its start, moved to the front");
+        assert!(snap[0].ends[0] >= snap[0].ends[1]);
+        unsafe { rec.mark_written() };
+        assert_eq!(unsafe { rec.num_calls(0) }, 7);
+    }
+
+    #[test]
+    fn growth_beyond_initial_capacity_preserves_slots() {
+        let rec = Recorder::new(3, false);
+        let s = st(&rec);
+        // open 10 nested calls so slots reserved before growth are written after it
+        for _ in 0..10 {
+            s.enter(0, false);
+        }
+        for _ in 0..10 {
+            assert!(s.exit(0));
+        }
+        for _ in 0..1000 {
+            s.enter(0, false);
+            s.exit(0);
+        }
+        let snap = unsafe { rec.snapshot(1) };
+        let c = &snap[0];
+        assert_eq!(c.starts.len(), 1010);
+        for i in 0..9 {
+            assert!(c.starts[i] <= c.starts[i + 1]);
+            assert!(c.ends[i] >= c.ends[i + 1]); // nested: outer ends last
+        }
+        assert!(c.starts.iter().zip(&c.ends).all(|(s, e)| e >= s && *s > 0));
+    }
+
+    #[test]
+    fn threads_have_own_buffers_and_snapshot_groups_by_thread() {
+        let rec = Arc::new(Recorder::new(8, true));
+        // main thread registers first -> index 0
+        let s = st(&rec);
+        s.enter(0, false);
+        let mut handles = Vec::new();
+        for k in 0..4 {
+            let rec = rec.clone();
+            handles.push(thread::spawn(move || {
+                let (state, created) =
+                    rec.register_current_thread(ThreadInfo { ident: k, name: format!("w{k}"), ..Default::default() });
+                assert!(created);
+                for _ in 0..50 {
+                    state.enter(0, false);
+                    state.enter(1, false);
+                    state.exit(1);
+                    state.exit(0);
+                }
+                let mut x = 0u64;
+                for i in 0..3_000_000u64 {
+                    x = x.wrapping_add(i ^ (x >> 3));
+                }
+                std::hint::black_box(x);
+                state.record().unwrap().mark_exited();
+            }));
+        }
+        for h in handles {
+            h.join().unwrap();
+        }
+        s.exit(0);
+        let snap = unsafe { rec.snapshot(2) };
+        assert_eq!(snap.len(), 2);
+        assert_eq!(snap[0].starts.len(), 201);
+        assert_eq!(snap[1].starts.len(), 200);
+        // grouped by thread ascending, each in entry order
+        assert!(snap[1].thread_ids.windows(2).all(|w| w[0] <= w[1]));
+        assert_eq!(snap[1].thread_ids[0], 1);
+        for t in 1..=4i64 {
+            let starts: Vec<i64> =
+                snap[1].thread_ids.iter().zip(&snap[1].starts).filter(|(i, _)| **i == t).map(|(_, s)| *s).collect();
+            assert_eq!(starts.len(), 50);
+            assert!(starts.windows(2).all(|w| w[0] <= w[1]));
+        }
+        assert_eq!(snap[0].thread_ids.iter().filter(|i| **i == 0).count(), 1);
+        let rows = rec.thread_rows(0);
+        assert_eq!(rows.len(), 5);
+        assert_eq!(rows.iter().map(|r| r.index).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+        for r in &rows[1..] {
+            assert!(r.end_ns > r.start_ns, "worker ended");
+            assert!(r.cpu_ns > 0);
+            assert!(r.info.name.starts_with('w'));
+        }
+        assert_eq!(rows[0].end_ns, UNKNOWN);
+        assert_eq!(unsafe { rec.threads_of_region(1) }, vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn paused_placeholder_closes_nothing() {
+        let rec = Recorder::new(4, false);
+        let s = st(&rec);
+        s.enter(0, false);
+        rec.set_paused(true);
+        s.enter(0, rec.paused());
+        assert!(s.exit(0)); // pops the placeholder
+        rec.set_paused(false);
+        assert_eq!(s.open_calls(0), 1);
+        assert!(s.exit(0));
+        assert_eq!(unsafe { rec.snapshot(1) }[0].starts.len(), 1);
+    }
+
+    #[test]
+    fn independent_recorders_on_one_thread() {
+        let a = Recorder::new(4, false);
+        let b = Recorder::new(4, true);
+        let sa = st(&a);
+        let sb = st(&b);
+        sa.enter(0, false);
+        sb.enter(0, false);
+        sa.exit(0);
+        sb.exit(0);
+        assert_eq!(unsafe { a.snapshot(1) }[0].starts.len(), 1);
+        assert_eq!(unsafe { b.snapshot(1) }[0].starts.len(), 1);
+        assert_eq!(a.thread_rows(0).len(), 0);
+        assert_eq!(b.thread_rows(0).len(), 1);
+        drop(a);
+        // a new recorder registering on this thread prunes the dead one's entry
+        let c = Recorder::new(4, false);
+        let _ = st(&c);
+        let n = LOCAL.with(|l| unsafe { &*l.get() }.len());
+        assert_eq!(n, 2);
+    }
+}
