@@ -330,11 +330,13 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
         }
     }
 
-    calls.exclusive_ns.extend(calls.start_ns.iter().zip(&calls.end_ns).map(|(s, e)| e - s));
+    calls.exclusive_ns.extend(calls.start_ns.iter().zip(&calls.end_ns).map(|(s, e)| e.wrapping_sub(*s)));
     for i in 0..n {
         let p = calls.parent[i];
         if p >= 0 {
-            calls.exclusive_ns[p as usize] -= calls.end_ns[i] - calls.start_ns[i];
+            let d = calls.end_ns[i].wrapping_sub(calls.start_ns[i]);
+            let x = &mut calls.exclusive_ns[p as usize];
+            *x = x.wrapping_sub(d);
         }
     }
     Ok(calls)
