@@ -1,6 +1,569 @@
-//! Recording glue: regions, the manager's native state, thread tracking hooks.
-use pyo3::prelude::*;
+//! Recording glue: region objects, the `@profile` wrapper, the manager's native state and
+//! the thread-exit hook. The hot paths (`with region:`, calling a decorated function) are
+//! PyO3 methods that go straight into [`scope_profiler_recorder`]: one clock read at entry,
+//! one at exit, per-thread buffers found through a thread-local, no lock, no allocation in
+//! the steady state.
+//!
+//! # Threading and the GIL
+//! The recorder's readers (snapshot, rewind, `num_calls`) require that no thread is inside
+//! `enter`/`exit` of the same recorder at the same time (see the recorder crate docs). Here
+//! that is the GIL: every `enter`/`exit` and every reader runs while holding it and never
+//! releases it in between. The rebindable slot of a [`ProfiledFunction`] is likewise only
+//! read and written with the GIL held. This module therefore assumes a GIL build of CPython
+//! (not free-threaded 3.13t).
+use std::cell::UnsafeCell;
+use std::sync::{Arc, Mutex};
 
-pub fn register(_m: &Bound<'_, PyModule>) -> PyResult<()> {
+use arrow_array::Int64Array;
+use pyo3::prelude::*;
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, ThreadRow};
+use scope_profiler_recorder::{Recorder, ThreadInfo, ThreadRecord, ThreadState};
+
+use crate::errors::h5_err;
+use crate::run::NativeRun;
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeRecorder>()?;
+    m.add_class::<ProfileRegion>()?;
+    m.add_class::<ProfiledFunction>()?;
+    m.add_class::<ThreadExitSentinel>()?;
+    m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     Ok(())
+}
+
+/// The recorder clock (`CLOCK_MONOTONIC`, ns); equal to `time.perf_counter_ns()` on Linux.
+#[pyfunction]
+fn perf_counter_ns() -> i64 {
+    scope_profiler_recorder::now_ns()
+}
+
+/// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`, ns).
+#[pyfunction]
+fn thread_time_ns() -> i64 {
+    scope_profiler_recorder::thread_cpu_ns()
+}
+
+/// Per-region facts that are not per call: name, first creation site, tags.
+#[derive(Debug, Clone, Default)]
+struct RegionMeta {
+    name: String,
+    source_file: Option<String>,
+    source_line: Option<i64>,
+    source_text: Option<String>,
+    tags: Vec<String>,
+}
+
+/// What a [`NativeRecorder`] and its regions share.
+struct Shared {
+    rec: Recorder,
+    regions: Mutex<Vec<RegionMeta>>,
+    /// A `threading.local()`: holds each registered thread's [`ThreadExitSentinel`].
+    local: Py<PyAny>,
+}
+
+impl Shared {
+    /// The calling thread's state, registering the thread on first use (slow path: with
+    /// tracking it reads `threading.current_thread()` and parks the exit sentinel).
+    #[inline]
+    fn state(&self, py: Python<'_>) -> PyResult<*const ThreadState> {
+        match self.rec.local() {
+            Some(p) => Ok(p),
+            None => self.register_current(py),
+        }
+    }
+
+    #[cold]
+    fn register_current(&self, py: Python<'_>) -> PyResult<*const ThreadState> {
+        if !self.rec.tracking() {
+            let (state, _) = self.rec.register_current_thread(ThreadInfo::default());
+            // The thread-local list keeps an Arc, so the pointer outlives this call.
+            return Ok(Arc::as_ptr(&state));
+        }
+        let threading = py.import("threading")?;
+        let t = threading.call_method0("current_thread")?;
+        let int_attr = |name: &str| -> i64 {
+            t.getattr(name).ok().and_then(|v| v.extract::<Option<i64>>().ok()).flatten().unwrap_or(0)
+        };
+        let info = ThreadInfo {
+            ident: int_attr("ident"),
+            native_id: int_attr("native_id"),
+            name: t.getattr("name")?.str()?.to_string(),
+            daemon: t.getattr("daemon")?.is_truthy()?,
+        };
+        let (state, created) = self.rec.register_current_thread(info);
+        if created {
+            if let Some(record) = state.record() {
+                let sentinel = Py::new(py, ThreadExitSentinel { record: Arc::clone(record) })?;
+                self.local.bind(py).setattr("sentinel", sentinel)?;
+            }
+        }
+        Ok(Arc::as_ptr(&state))
+    }
+
+    fn meta(&self) -> std::sync::MutexGuard<'_, Vec<RegionMeta>> {
+        self.regions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// Parked in a `threading.local` of the tracker; CPython drops it on the dying thread
+/// when that thread's state is cleared (before `join()` returns), which is the only place
+/// the thread's own CPU clock can be read. `Drop` stamps the exact CPU total and the end.
+/// The clocks are Rust functions, so this also works during interpreter shutdown.
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct ThreadExitSentinel {
+    record: Arc<ThreadRecord>,
+}
+
+impl Drop for ThreadExitSentinel {
+    fn drop(&mut self) {
+        self.record.mark_exited();
+    }
+}
+
+#[pymethods]
+impl ThreadExitSentinel {
+    #[getter]
+    fn index(&self) -> usize {
+        self.record.index
+    }
+}
+
+/// The native state of one profiling configuration: the recorder (buffers, thread table)
+/// and the region table. Created by `ProfilingConfig`; regions come from [`Self::region`].
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct NativeRecorder {
+    shared: Arc<Shared>,
+}
+
+fn to_meta_value(v: &Bound<'_, PyAny>) -> PyResult<MetaValue> {
+    if v.is_instance_of::<PyString>() {
+        return Ok(MetaValue::Str(v.extract()?));
+    }
+    if v.is_instance_of::<PyBool>() {
+        return Ok(MetaValue::Int(v.is_truthy()? as i64));
+    }
+    if v.is_instance_of::<PyInt>() {
+        return Ok(MetaValue::Int(v.extract()?));
+    }
+    if v.is_instance_of::<PyFloat>() {
+        return Ok(MetaValue::Float(v.extract()?));
+    }
+    if v.is_instance_of::<PyList>() || v.is_instance_of::<PyTuple>() {
+        let mut out = Vec::new();
+        for item in v.try_iter()? {
+            out.push(item?.str()?.to_string());
+        }
+        return Ok(MetaValue::StrList(out));
+    }
+    Ok(MetaValue::Str(v.str()?.to_string()))
+}
+
+#[pymethods]
+impl NativeRecorder {
+    #[new]
+    #[pyo3(signature = (buffer_limit=1024, track_threads=false))]
+    fn new(py: Python<'_>, buffer_limit: i64, track_threads: bool) -> PyResult<Self> {
+        let local = py.import("threading")?.getattr("local")?.call0()?.unbind();
+        Ok(NativeRecorder {
+            shared: Arc::new(Shared {
+                rec: Recorder::new(buffer_limit.max(1) as usize, track_threads),
+                regions: Mutex::new(Vec::new()),
+                local,
+            }),
+        })
+    }
+
+    #[getter]
+    fn track_threads(&self) -> bool {
+        self.shared.rec.tracking()
+    }
+
+    #[getter]
+    fn buffer_limit(&self) -> usize {
+        self.shared.rec.buffer_limit()
+    }
+
+    /// Create a new region (a new id; callers cache by name). `enabled=False` gives a
+    /// region whose `with`/decorator paths do nothing.
+    #[pyo3(signature = (name, tags=Vec::new(), enabled=true))]
+    fn region(&self, name: String, tags: Vec<String>, enabled: bool) -> ProfileRegion {
+        let mut meta = self.shared.meta();
+        let id = meta.len() as u32;
+        meta.push(RegionMeta { name: name.clone(), tags: tags.clone(), ..Default::default() });
+        ProfileRegion { shared: enabled.then(|| Arc::clone(&self.shared)), meta: Some(Arc::clone(&self.shared)), id, name, tags }
+    }
+
+    /// Register the calling thread now (the `threading.setprofile` bootstrap hook calls
+    /// this at the thread's first bytecode). Idempotent. Returns its index.
+    fn register_thread(&self, py: Python<'_>) -> PyResult<usize> {
+        let p = self.shared.state(py)?;
+        // SAFETY: pointer from `state`, valid on this thread.
+        Ok(unsafe { &*p }.index())
+    }
+
+    /// Whether the calling thread has registered with this recorder.
+    fn is_registered(&self) -> bool {
+        self.shared.rec.local().is_some()
+    }
+
+    /// Pause/resume: while paused, entries push a placeholder and record nothing.
+    fn set_paused(&self, paused: bool) {
+        self.shared.rec.set_paused(paused)
+    }
+
+    #[getter]
+    fn paused(&self) -> bool {
+        self.shared.rec.paused()
+    }
+
+    /// Names of regions with an open (non-paused) call on any thread, registration order.
+    fn open_region_names(&self) -> Vec<String> {
+        // SAFETY: GIL held (module contract).
+        let mut open = unsafe { self.shared.rec.open_regions() };
+        open.sort();
+        open.dedup_by_key(|(r, _)| *r);
+        let meta = self.shared.meta();
+        open.into_iter().map(|(r, _)| meta[r as usize].name.clone()).collect()
+    }
+
+    /// The thread table: list of `(index, ident, native_id, name, daemon, start_ns, end_ns,
+    /// cpu_ns)`, timestamps relative to `origin_ns` (`-1` kept). Re-samples the calling
+    /// thread's CPU. Empty without tracking.
+    #[pyo3(signature = (origin_ns=0))]
+    #[allow(clippy::type_complexity)]
+    fn thread_table(&self, origin_ns: i64) -> Vec<(i64, i64, i64, String, bool, i64, i64, i64)> {
+        self.shared
+            .rec
+            .thread_rows(origin_ns)
+            .into_iter()
+            .map(|r| (r.index, r.info.ident, r.info.native_id, r.info.name, r.info.daemon, r.start_ns, r.end_ns, r.cpu_ns))
+            .collect()
+    }
+
+    /// Completed calls per region, without side effects (diagnostics and tests):
+    /// list of `(name, starts, ends, thread_ids)`.
+    #[allow(clippy::type_complexity)]
+    fn snapshot(&self) -> Vec<(String, Vec<i64>, Vec<i64>, Vec<i64>)> {
+        let meta = self.shared.meta();
+        // SAFETY: GIL held (module contract).
+        let snap = unsafe { self.shared.rec.snapshot(meta.len()) };
+        snap.into_iter().map(|c| (meta[c.region as usize].name.clone(), c.starts, c.ends, c.thread_ids)).collect()
+    }
+
+    /// Finalize (checkpoint): snapshot completed calls and the thread table into a
+    /// [`Run`] (rank 0), rewind the buffers if a file is written, number calls from
+    /// `call_id_base` (on a nesting failure: no call graph, the message is returned as the
+    /// third element), write `file_path` as HDF5 (atomically) when `write_file`.
+    /// Returns `(NativeRun, next_call_id, nesting_error_message_or_None)`.
+    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0))]
+    fn finalize(
+        &self,
+        py: Python<'_>,
+        metadata: &Bound<'_, PyDict>,
+        start_time_ns: i64,
+        write_file: bool,
+        file_path: String,
+        call_id_base: i64,
+    ) -> PyResult<(Py<NativeRun>, i64, Option<String>)> {
+        let mut meta_vals = Vec::with_capacity(metadata.len());
+        for (k, v) in metadata.iter() {
+            meta_vals.push((k.str()?.to_string(), to_meta_value(&v)?));
+        }
+        let tracking = self.shared.rec.tracking();
+        let mut run = Run { metadata: meta_vals, ..Default::default() };
+        {
+            let meta = self.shared.meta();
+            // SAFETY: GIL held for the whole snapshot + rewind (module contract).
+            let snap = unsafe { self.shared.rec.snapshot(meta.len()) };
+            for cols in snap {
+                let m = &meta[cols.region as usize];
+                let region = run.region_names.len() as u32;
+                run.region_names.push(m.name.clone());
+                run.regions.push(RegionCalls {
+                    region,
+                    rank: 0,
+                    start_ns: Int64Array::from(cols.starts),
+                    end_ns: Int64Array::from(cols.ends),
+                    gpu_ns: None,
+                    call_ids: None,
+                    parent_ids: None,
+                    thread_ids: tracking.then(|| Int64Array::from(cols.thread_ids)),
+                    task_ids: None,
+                    await_ns: None,
+                    source_file: m.source_file.clone(),
+                    source_line: m.source_line,
+                    source_text: m.source_text.clone(),
+                    tags: m.tags.clone(),
+                    event_metadata: None,
+                    exclusive_total_ns: None,
+                });
+            }
+            if write_file {
+                // SAFETY: as above.
+                unsafe { self.shared.rec.mark_written() };
+            }
+        }
+        run.threads = self
+            .shared
+            .rec
+            .thread_rows(start_time_ns)
+            .into_iter()
+            .map(|r| ThreadRow {
+                rank: 0,
+                index: r.index,
+                ident: r.info.ident,
+                native_id: r.info.native_id,
+                daemon: r.info.daemon,
+                start_ns: r.start_ns,
+                end_ns: r.end_ns,
+                cpu_ns: r.cpu_ns,
+                name: r.info.name,
+            })
+            .collect();
+        let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
+        run.num_ranks = if run.regions.is_empty() { 0 } else { mpi_size.max(1) };
+
+        let mut next = call_id_base;
+        let mut warning = None;
+        if !run.regions.is_empty() {
+            match scope_profiler_analysis::assign_call_ids(&mut run, 0, call_id_base) {
+                Ok(n) => next = n,
+                Err(e) => warning = Some(e.0),
+            }
+        }
+        if write_file {
+            let path = std::path::PathBuf::from(&file_path);
+            let r = &run;
+            py.detach(|| scope_profiler_formats::write_h5(r, &path)).map_err(h5_err)?;
+        }
+        let native = Py::new(py, NativeRun::new(run, file_path))?;
+        Ok((native, next, warning))
+    }
+}
+
+/// A region as returned by `ProfileManager.region(name)`: a re-entrant context manager
+/// usable from any thread. `__enter__`/`__exit__` are the recorder's hot path.
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct ProfileRegion {
+    /// `None` = disabled (before `setup()`, `deactivate_profiling`): enter/exit do nothing.
+    shared: Option<Arc<Shared>>,
+    /// Region table the id refers to (also for disabled regions created by a recorder).
+    meta: Option<Arc<Shared>>,
+    id: u32,
+    name: String,
+    tags: Vec<String>,
+}
+
+impl ProfileRegion {
+    #[inline]
+    fn enter(&self, py: Python<'_>) -> PyResult<()> {
+        if let Some(sh) = &self.shared {
+            let st = sh.state(py)?;
+            // SAFETY: the calling thread's own state.
+            unsafe { &*st }.enter(self.id, sh.rec.paused());
+        }
+        Ok(())
+    }
+
+    #[inline]
+    fn exit(&self) {
+        if let Some(sh) = &self.shared {
+            if let Some(st) = sh.rec.local() {
+                // SAFETY: the calling thread's own state.
+                unsafe { &*st }.exit(self.id);
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl ProfileRegion {
+    /// A disabled region (what `region()` returns before `setup()`).
+    #[staticmethod]
+    #[pyo3(signature = (name, tags=Vec::new()))]
+    fn disabled(name: String, tags: Vec<String>) -> Self {
+        ProfileRegion { shared: None, meta: None, id: 0, name, tags }
+    }
+
+    fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
+        slf.get().enter(slf.py())?;
+        Ok(slf.clone())
+    }
+
+    fn __exit__(&self, _exc_type: &Bound<'_, PyAny>, _exc: &Bound<'_, PyAny>, _tb: &Bound<'_, PyAny>) -> bool {
+        self.exit();
+        false
+    }
+
+    /// Wrap `func` so each call is recorded in this region (same path as `with`).
+    fn wrap(slf: &Bound<'_, Self>, func: Py<PyAny>) -> ProfiledFunction {
+        ProfiledFunction { func, binding: UnsafeCell::new(Some(slf.clone().unbind())) }
+    }
+
+    #[getter]
+    fn region_name(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    #[getter]
+    fn tags(&self) -> Vec<String> {
+        self.tags.clone()
+    }
+
+    #[getter]
+    fn enabled(&self) -> bool {
+        self.shared.is_some()
+    }
+
+    /// Record the defining site; first writer wins.
+    #[pyo3(signature = (filename, lineno, text=None))]
+    fn set_source(&self, filename: Option<String>, lineno: Option<i64>, text: Option<String>) {
+        let (Some(sh), Some(filename)) = (&self.meta, filename) else { return };
+        let mut meta = sh.meta();
+        let m = &mut meta[self.id as usize];
+        if m.source_file.is_none() {
+            m.source_file = Some(filename);
+            m.source_line = lineno;
+            m.source_text = text;
+        }
+    }
+
+    #[getter]
+    fn source_file(&self) -> Option<String> {
+        self.meta.as_ref().and_then(|sh| sh.meta()[self.id as usize].source_file.clone())
+    }
+
+    #[getter]
+    fn source_lineno(&self) -> Option<i64> {
+        self.meta.as_ref().and_then(|sh| sh.meta()[self.id as usize].source_line)
+    }
+
+    #[getter]
+    fn source_text(&self) -> Option<String> {
+        self.meta.as_ref().and_then(|sh| sh.meta()[self.id as usize].source_text.clone())
+    }
+
+    #[getter]
+    fn has_source(&self) -> bool {
+        self.source_file().is_some()
+    }
+
+    /// Calls entered over the process lifetime (all threads, open ones included).
+    #[getter]
+    fn num_calls(&self) -> u64 {
+        match &self.shared {
+            // SAFETY: GIL held (module contract).
+            Some(sh) => unsafe { sh.rec.num_calls(self.id) },
+            None => 0,
+        }
+    }
+
+    /// Indices of the threads that entered this region (tracking only meaningful).
+    #[getter]
+    fn thread_indices(&self) -> Vec<usize> {
+        match &self.shared {
+            // SAFETY: GIL held (module contract).
+            Some(sh) => unsafe { sh.rec.threads_of_region(self.id) },
+            None => Vec::new(),
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let kind = if self.shared.is_some() { "active" } else { "disabled" };
+        format!("<ProfileRegion {:?} ({kind})>", self.name)
+    }
+}
+
+extern "C" {
+    /// CPython's bound-method constructor (`types.MethodType`), not wrapped by pyo3-ffi.
+    fn PyMethod_New(func: *mut pyo3::ffi::PyObject, slf: *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject;
+}
+
+/// What `@profile` returns: calls the function inside its bound region. The binding is
+/// rebound by every `setup()` (`_bind`), so there is no per-call configuration check.
+/// Implements `__get__`, so it works on methods. Has a `__dict__` for `functools.wraps`.
+#[pyclass(module = "scope_profiler._native", frozen, dict)]
+pub struct ProfiledFunction {
+    func: Py<PyAny>,
+    /// Read and written only with the GIL held (module contract).
+    binding: UnsafeCell<Option<Py<ProfileRegion>>>,
+}
+
+// SAFETY: `binding` is only accessed with the GIL held (GIL build; see module docs).
+unsafe impl Sync for ProfiledFunction {}
+
+#[pymethods]
+impl ProfiledFunction {
+    #[new]
+    #[pyo3(signature = (func, region=None))]
+    fn new(func: Py<PyAny>, region: Option<Py<ProfileRegion>>) -> Self {
+        ProfiledFunction { func, binding: UnsafeCell::new(region) }
+    }
+
+    #[pyo3(signature = (*args, **kwargs))]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        args: &Bound<'_, PyTuple>,
+        kwargs: Option<&Bound<'_, PyDict>>,
+    ) -> PyResult<Py<PyAny>> {
+        // SAFETY: GIL held. Clone (incref) so a rebind during the call cannot free it.
+        let region = unsafe { (*self.binding.get()).as_ref().map(|r| r.clone_ref(py)) };
+        let func = self.func.bind(py);
+        match region {
+            Some(r) if r.get().shared.is_some() => {
+                let r = r.get();
+                r.enter(py)?;
+                let out = func.call(args, kwargs);
+                r.exit();
+                Ok(out?.unbind())
+            }
+            _ => Ok(func.call(args, kwargs)?.unbind()),
+        }
+    }
+
+    fn __get__(slf: &Bound<'_, Self>, obj: Option<&Bound<'_, PyAny>>, _owner: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+        match obj {
+            Some(o) if !o.is_none() => {
+                // SAFETY: both pointers are valid, owned references are returned.
+                unsafe {
+                    let m = PyMethod_New(slf.as_ptr(), o.as_ptr());
+                    Ok(Bound::from_owned_ptr_or_err(slf.py(), m)?.unbind())
+                }
+            }
+            _ => Ok(slf.clone().into_any().unbind()),
+        }
+    }
+
+    /// Rebind to `region` (`None` = call straight through).
+    #[pyo3(signature = (region=None))]
+    fn _bind(&self, region: Option<Py<ProfileRegion>>) {
+        // SAFETY: GIL held (we are in a pymethod); the old value is dropped under the GIL.
+        unsafe {
+            *self.binding.get() = region;
+        }
+    }
+
+    /// The region this wrapper currently records into, or None.
+    #[getter]
+    fn _region(&self, py: Python<'_>) -> Option<Py<ProfileRegion>> {
+        // SAFETY: GIL held.
+        unsafe { (*self.binding.get()).as_ref().map(|r| r.clone_ref(py)) }
+    }
+
+    #[getter]
+    fn _func(&self, py: Python<'_>) -> Py<PyAny> {
+        self.func.clone_ref(py)
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<profiled {}>", self.func.bind(py).repr()?))
+    }
 }
