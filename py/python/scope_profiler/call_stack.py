@@ -1,0 +1,229 @@
+"""Reconstruct call stacks from recorded region intervals (spec-callstack).
+
+Regions store only ``(start_ns, end_ns)`` per call; nesting is recovered from
+containment, **per lane** (a thread, or an asyncio task / greenlet on one). The
+reconstruction itself runs in Rust (``scope_profiler._native.build_call_arrays``):
+one sort by ``(start, -end, input position)`` and one stack walk per lane. This
+module adapts result objects to it and offers the reference's convenience views.
+"""
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import Any, NamedTuple
+
+import numpy as np
+
+from . import _native
+from .exceptions import NestingError
+
+__all__ = [
+    "CallArrays",
+    "NestingError",
+    "build_call_arrays",
+    "build_call_stack",
+    "call_stack_children",
+    "call_stack_roots",
+    "split_by_lane",
+]
+
+NS_PER_SECOND = 1e9
+
+# Lane column of a reconstruction without one: a single stack per rank.
+_NO_LANE: np.ndarray = np.full(0, -1, dtype=np.int64)
+_NO_LANE.flags.writeable = False
+
+
+class CallArrays(NamedTuple):
+    """One rank's reconstructed nesting, in start-sorted (``call_id``) order.
+
+    Every array is indexed by call id (position in sorted order), so ``parent``
+    indexes straight back into the same arrays. ``region_index`` and
+    ``call_index`` point at where a call came from: region
+    ``names[region_index[i]]``, call ``call_index[i]`` of that region's arrays.
+    ``lane`` is **empty** when no region on the rank has a thread column (one
+    stack); consumers must check ``lane.size``. ``len(arrays)`` is the call count.
+    """
+
+    names: list[str]
+    source_files: list[str | None]
+    source_lines: list[int | None]
+    region_index: np.ndarray
+    call_index: np.ndarray
+    start_ns: np.ndarray
+    end_ns: np.ndarray
+    depth: np.ndarray
+    parent: np.ndarray
+    exclusive_ns: np.ndarray
+    lane: np.ndarray = _NO_LANE
+
+    def __len__(self) -> int:
+        return int(self.start_ns.size)
+
+
+def _i64(values) -> np.ndarray:
+    return np.ascontiguousarray(values, dtype=np.int64)
+
+
+def _i64_or_none(values):
+    return None if values is None else _i64(values)
+
+
+def _from_columns(names, source_files, source_lines, columns) -> CallArrays:
+    (region_index, call_index, start_ns, end_ns, depth, parent, exclusive_ns, lane) = columns
+    return CallArrays(
+        names=names,
+        source_files=source_files,
+        source_lines=source_lines,
+        region_index=region_index,
+        call_index=call_index,
+        start_ns=start_ns,
+        end_ns=end_ns,
+        depth=depth,
+        parent=parent,
+        exclusive_ns=exclusive_ns,
+        lane=lane if lane.size else _NO_LANE,
+    )
+
+
+def build_call_arrays(regions: Iterable, rank: int) -> CallArrays:
+    """Reconstruct one rank's nesting as numpy arrays (in Rust).
+
+    Parameters
+    ----------
+    regions : iterable of MPIRegion
+        Regions to include, in this order (the order breaks exact ties: an
+        earlier region's call encloses a later one's identical call). Regions
+        without data for ``rank`` are skipped.
+    rank : int
+
+    Raises
+    ------
+    NestingError
+        A call ends before it starts, or two calls on one lane overlap without
+        nesting (the message names both calls, child first).
+    """
+    names: list[str] = []
+    source_files: list[str | None] = []
+    source_lines: list[int | None] = []
+    inputs = []
+    for region in regions:
+        per_rank = region.regions
+        if rank not in per_rank:
+            continue
+        data = per_rank[rank]
+        names.append(region.name)
+        source_files.append(data.source_file)
+        source_lines.append(data.source_lineno)
+        inputs.append(
+            (
+                region.name,
+                _i64(data.start_times_ns),
+                _i64(data.end_times_ns),
+                _i64_or_none(getattr(data, "thread_ids", None)),
+                _i64_or_none(getattr(data, "task_ids", None)),
+            ),
+        )
+    return _from_columns(names, source_files, source_lines, _native.build_call_arrays(inputs))
+
+
+def split_by_lane(calls: CallArrays) -> list[tuple[int, CallArrays]]:
+    """Split a reconstruction into one :class:`CallArrays` per lane.
+
+    Lanes come in ascending lane value (thread lanes -N..-2, i.e. descending
+    thread index, then -1, then tasks 0, 1, ...). Arrays are sliced to the lane's
+    positions (order kept), ``parent`` is remapped to positions within the lane;
+    ``names``/``source_files``/``source_lines`` are shared. No calls -> ``[]``;
+    no lane column -> ``[(-1, calls)]``; one lane -> ``[(lane, calls)]``.
+    """
+    if len(calls) == 0:
+        return []
+    if calls.lane.size == 0:
+        return [(-1, calls)]
+    lanes = np.unique(calls.lane)
+    if lanes.size <= 1:
+        return [(int(lanes[0]), calls)]
+    split = []
+    for value in lanes:
+        positions = np.flatnonzero(calls.lane == value)
+        local = np.full(len(calls), -1, dtype=np.int64)
+        local[positions] = np.arange(positions.size, dtype=np.int64)
+        parent = calls.parent[positions]
+        split.append(
+            (
+                int(value),
+                CallArrays(
+                    names=calls.names,
+                    source_files=calls.source_files,
+                    source_lines=calls.source_lines,
+                    region_index=calls.region_index[positions],
+                    call_index=calls.call_index[positions],
+                    start_ns=calls.start_ns[positions],
+                    end_ns=calls.end_ns[positions],
+                    depth=calls.depth[positions],
+                    parent=np.where(parent < 0, -1, local[parent]),
+                    exclusive_ns=calls.exclusive_ns[positions],
+                    lane=calls.lane[positions],
+                ),
+            ),
+        )
+    return split
+
+
+def build_call_stack(regions: Iterable, rank: int, origin: float = 0.0) -> list[dict]:
+    """One dict per call of ``rank``, in sorted order (parents before children).
+
+    Keys: ``call_id, name, call_index, start, end, duration, inclusive_duration,
+    exclusive_duration, depth, parent, call_path, source_file, source_lineno,
+    lane, color``; times in seconds minus ``origin``.
+    """
+    regions = list(regions)
+    arrays = build_call_arrays(regions, rank)
+    colors = {region.name: getattr(region, "color", None) for region in regions}
+
+    starts = arrays.start_ns / NS_PER_SECOND - origin
+    ends = arrays.end_ns / NS_PER_SECOND - origin
+    durations = (arrays.end_ns - arrays.start_ns) / NS_PER_SECOND
+    exclusive = arrays.exclusive_ns / NS_PER_SECOND
+    has_lane = bool(arrays.lane.size)
+
+    calls: list[dict] = []
+    for call_id, region_row in enumerate(arrays.region_index.tolist()):
+        name = arrays.names[region_row]
+        parent = int(arrays.parent[call_id])
+        calls.append(
+            {
+                "call_id": call_id,
+                "name": name,
+                "call_index": int(arrays.call_index[call_id]),
+                "start": float(starts[call_id]),
+                "end": float(ends[call_id]),
+                "duration": float(durations[call_id]),
+                "inclusive_duration": float(durations[call_id]),
+                "exclusive_duration": float(exclusive[call_id]),
+                "depth": int(arrays.depth[call_id]),
+                "parent": None if parent < 0 else parent,
+                "call_path": (
+                    name if parent < 0 else f"{calls[parent]['call_path']} > {name}"
+                ),
+                "source_file": arrays.source_files[region_row],
+                "source_lineno": arrays.source_lines[region_row],
+                "lane": int(arrays.lane[call_id]) if has_lane else -1,
+                "color": colors[name],
+            },
+        )
+    return calls
+
+
+def call_stack_roots(calls: list[dict]) -> list[int]:
+    """Indices of the top-level calls in a :func:`build_call_stack` result."""
+    return [index for index, call in enumerate(calls) if call["parent"] is None]
+
+
+def call_stack_children(calls: list[dict]) -> list[list[int]]:
+    """Child indices per call of a :func:`build_call_stack` result, in start order."""
+    children: list[list[Any]] = [[] for _ in calls]
+    for index, call in enumerate(calls):
+        parent = call["parent"]
+        if parent is not None:
+            children[parent].append(index)
+    return children
