@@ -1,0 +1,549 @@
+"""``ProfileManager``: the recording side of the Python API (drop-in for scope-profiler 0.7.5).
+
+Every public method is a classmethod acting on the class's state (the process-wide
+default). ``ProfileManager()`` returns an instance of a freshly created subclass
+(``ProfileManagerInstance``) with private copies of that state, so its methods act on an
+isolated manager: own regions, own configuration (recorder, tracker, thread numbering),
+own call-id counter.
+
+The per-call work is Rust: the region objects returned by ``region()`` are
+``scope_profiler._native.ProfileRegion`` (``__enter__``/``__exit__`` in Rust) and
+``@profile`` returns a ``scope_profiler._native.ProfiledFunction`` (``__call__``/``__get__``
+in Rust) whose region binding is replaced by every ``setup()`` and cleared by ``reset()``.
+
+Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> FINALIZED
+(``finalize()``; a checkpoint: recording continues, hooks stay until the next ``setup()``,
+``reset()`` or the end of a ``session()``).
+"""
+from __future__ import annotations
+
+import atexit
+import functools
+import os
+import sys
+import warnings
+from contextlib import ContextDecorator
+from enum import Enum, auto
+from typing import ClassVar
+
+from ._native import ProfiledFunction, ProfileRegion, perf_counter_ns
+from ._settings import (
+    CONFIG_FIELDS,
+    ProfilingConfig,
+    load_profiling_config,
+    unknown_setting_error,
+)
+
+_UNSET = object()
+
+#: Modules whose frames are not user call sites (source capture skips them).
+_INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
+
+
+def _relative_source_path(filename: str) -> str:
+    """``filename`` relative to the working directory, else to the deepest ``sys.path``
+    entry containing it, else its base name (reference ``metadata_detail="minimal"``)."""
+    path = os.path.abspath(filename)
+    roots = [os.getcwd()] + sorted(
+        (os.path.abspath(entry) for entry in sys.path if entry), key=len, reverse=True,
+    )
+    for root in roots:
+        try:
+            inside = os.path.commonpath([path, root]) == root
+        except ValueError:
+            continue
+        if inside and path != root:
+            return os.path.relpath(path, root)
+    return os.path.basename(filename)
+
+
+class _LifecycleState(Enum):
+    INACTIVE = auto()
+    ACTIVE = auto()
+    FINALIZED = auto()
+
+
+class ProfilingRun:
+    """Handle returned by :meth:`ProfileManager.setup`."""
+
+    def __init__(self, manager, config, output=None) -> None:
+        self._manager = manager
+        self._config = config
+        self._file_path = output or config.file_path
+        self.results = None
+
+    @property
+    def file_path(self):
+        return self._file_path
+
+    @property
+    def is_active(self) -> bool:
+        return self._manager._config is self._config and self._manager.is_active()
+
+    def finalize(self, **kwargs):
+        """Finalize through the owning manager and keep the results (``return_results``
+        defaults to True)."""
+        if self._manager._config is not self._config:
+            raise RuntimeError("this profiling run has been replaced")
+        kwargs.setdefault("return_results", True)
+        self.results = self._manager.finalize(**kwargs)
+        return self.results
+
+
+class _ProfilingSession(ContextDecorator):
+    """Context manager (and decorator) returned by :meth:`ProfileManager.session`."""
+
+    ROOT_REGION_NAME = "scope_profiler.session"
+
+    def __init__(self, manager, setup_kwargs, verbose, verbose_line_profiler, return_results,
+                 native_traces):
+        self._manager = manager
+        self._setup_kwargs = setup_kwargs
+        self._verbose = verbose
+        self._verbose_line_profiler = verbose_line_profiler
+        self._return_results = return_results
+        self._native_traces = native_traces
+        self.results = None
+        self._root_region = None
+
+    def _recreate_cm(self):
+        return type(self)(
+            self._manager, self._setup_kwargs, self._verbose, self._verbose_line_profiler,
+            self._return_results, self._native_traces,
+        )
+
+    def __enter__(self):
+        self._manager.setup(**self._setup_kwargs)
+        self._root_region = self._manager.profile_region(self.ROOT_REGION_NAME)
+        self._root_region.__enter__()
+        return self
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            self._root_region.__exit__(exc_type, exc_value, traceback)
+        finally:
+            try:
+                self.results = self._manager.finalize(
+                    verbose=self._verbose,
+                    verbose_line_profiler=self._verbose_line_profiler,
+                    return_results=self._return_results,
+                    native_traces=self._native_traces,
+                )
+            finally:
+                config = self._manager._config
+                if config is not None and config.tracker is not None:
+                    config.tracker.uninstall()
+        return False
+
+
+def _results_from_native(native_run):
+    """``ProfilingResults`` over a ``NativeRun`` (built by the results module)."""
+    from .results import ProfilingResults
+
+    factory = getattr(ProfilingResults, "_from_native", None)
+    if factory is None:  # results glue not available: hand back the native run itself
+        return native_run
+    return factory(native_run)
+
+
+def _empty_results(file_path):
+    from .results import ProfilingResults
+
+    return ProfilingResults({}, file_path=file_path)
+
+
+class ProfileManager:
+    """Manage a set of profiling regions (class = process-wide default, instance = isolated).
+
+    ::
+
+        cpu = ProfileManager()
+        io = ProfileManager()
+        with cpu.session(file_path="cpu.h5"), io.session(file_path="io.h5"):
+            with cpu.profile_region("compute"), io.profile_region("write"):
+                work()
+    """
+
+    _regions: ClassVar[dict] = {}
+    _next_call_id = 0
+    _config: ProfilingConfig | None = None
+    _configured = False
+    _lifecycle_state = _LifecycleState.INACTIVE
+    _auto_finalize_callback = None
+    _last_results = None
+    _last_native_run = None
+    _requested_output = None
+    # name -> [(func, wrapper, tags), ...]
+    _decorators: ClassVar[dict] = {}
+
+    def __new__(cls):
+        if cls is not ProfileManager:
+            return object.__new__(cls)
+        isolated = type(
+            "ProfileManagerInstance",
+            (cls,),
+            {
+                "_regions": {},
+                "_next_call_id": 0,
+                "_config": None,
+                "_configured": False,
+                "_lifecycle_state": _LifecycleState.INACTIVE,
+                "_auto_finalize_callback": None,
+                "_last_results": None,
+                "_last_native_run": None,
+                "_requested_output": None,
+                "_decorators": {},
+                "__module__": cls.__module__,
+            },
+        )
+        return object.__new__(isolated)
+
+    # ------------------------------------------------------------------ regions
+    @classmethod
+    def _recording(cls) -> bool:
+        config = cls._config
+        return cls._configured and config is not None and not config.deactivate_profiling
+
+    @classmethod
+    def _recorded_path(cls, filename: str) -> str:
+        config = cls._config
+        if config is None or config.metadata_detail == "minimal":
+            return _relative_source_path(filename)
+        return filename
+
+    @classmethod
+    def region(cls, region_name, functions=None, tags=None):
+        """The region named ``region_name`` (created on first use, cached until the next
+        ``setup()``): a re-entrant context manager usable from any thread.
+
+        ``functions`` is accepted for compatibility (line profiling is not implemented).
+        Reusing a name with different non-None ``tags`` raises ``ValueError``.
+        """
+        region = cls._regions.get(region_name)
+        if region is None:
+            normalized = () if tags is None else tuple(tags)
+            if cls._recording():
+                region = cls._config._native.region(region_name, list(normalized))
+                frame = sys._getframe(1)
+                if frame.f_globals.get("__name__", "") not in _INTERNAL_MODULES:
+                    filename = frame.f_code.co_filename
+                    lineno = frame.f_lineno
+                    text = None
+                    if cls._config.capture_region_source:
+                        import linecache
+
+                        text = linecache.getline(filename, lineno).rstrip("\n") or None
+                    region.set_source(cls._recorded_path(filename), lineno, text)
+            else:
+                region = ProfileRegion.disabled(region_name, list(normalized))
+            cls._regions[region_name] = region
+        elif tags is not None:
+            normalized = tuple(tags)
+            if tuple(region.tags) != normalized:
+                raise ValueError(
+                    f"region {region_name!r} already has tags {tuple(region.tags)!r}; "
+                    f"cannot reuse it with {normalized!r}",
+                )
+        return region
+
+    #: Same object as :meth:`region`.
+    profile_region = region
+
+    @classmethod
+    def _bind_decorated(cls, name, func, wrapper, tags) -> None:
+        if not cls._recording():
+            wrapper._bind(None)
+            return
+        region = cls.region(name, tags=tags)
+        code = getattr(func, "__code__", None)
+        if code is not None:
+            text = None
+            if cls._config.capture_region_source:
+                import inspect
+
+                try:
+                    text = inspect.getsource(func)
+                except (OSError, TypeError):
+                    text = None
+            region.set_source(cls._recorded_path(code.co_filename), code.co_firstlineno, text)
+        wrapper._bind(region if region.enabled else None)
+
+    @classmethod
+    def profile(cls, region_name=None, recursive=None, metadata=None, record_outcome=False,
+                tags=None):
+        """Decorator factory (bare ``@profile`` uses ``func.__name__``).
+
+        The returned wrapper is a Rust object: each call enters the region, calls the
+        function and exits, on the calling thread's own buffer and scope stack. It works on
+        functions and methods (``__get__``), and is rebound by every ``setup()``.
+        ``recursive``, ``metadata`` and ``record_outcome`` are not implemented.
+        """
+        if recursive:
+            raise NotImplementedError("profile(recursive=True) is not supported")
+        if metadata is not None or record_outcome:
+            raise NotImplementedError("per-call metadata (metadata=, record_outcome=) is not supported")
+        region_tags = None if tags is None else tuple(tags)
+
+        def decorator(func):
+            name = region_name or func.__name__
+            wrapper = ProfiledFunction(func)
+            functools.update_wrapper(wrapper, func)
+            cls._bind_decorated(name, func, wrapper, region_tags)
+            cls._decorators.setdefault(name, []).append((func, wrapper, region_tags))
+            return wrapper
+
+        if callable(region_name):
+            func = region_name
+            region_name = None
+            return decorator(func)
+        return decorator
+
+    @classmethod
+    def get_region(cls, region_name):
+        return cls._regions.get(region_name)
+
+    @classmethod
+    def get_all_regions(cls) -> dict:
+        return cls._regions
+
+    @classmethod
+    def registered_regions(cls) -> tuple:
+        return tuple(cls._regions)
+
+    @classmethod
+    def recorded_regions(cls) -> tuple:
+        return tuple(name for name, r in cls._regions.items() if r.num_calls > 0)
+
+    # ------------------------------------------------------------------ lifecycle
+    @classmethod
+    def is_configured(cls) -> bool:
+        return cls._configured
+
+    @classmethod
+    def is_active(cls) -> bool:
+        return cls._recording() and cls._lifecycle_state in {
+            _LifecycleState.ACTIVE, _LifecycleState.FINALIZED,
+        }
+
+    @classmethod
+    def last_results(cls):
+        return cls._last_results
+
+    @classmethod
+    def get_config(cls) -> ProfilingConfig:
+        """The active configuration (a default, untracked one is created lazily)."""
+        if cls._config is None:
+            cls._config = ProfilingConfig()
+        return cls._config
+
+    @classmethod
+    def _cancel_auto_finalize(cls) -> None:
+        callback = cls._auto_finalize_callback
+        cls._auto_finalize_callback = None
+        if callback is not None:
+            atexit.unregister(callback)
+
+    @classmethod
+    def _register_auto_finalize(cls) -> None:
+        cls._cancel_auto_finalize()
+
+        def finalize_at_exit():
+            cls._auto_finalize_callback = None
+            if cls._configured:
+                cls.finalize()
+
+        cls._auto_finalize_callback = finalize_at_exit
+        atexit.register(finalize_at_exit)
+
+    @classmethod
+    def setup(cls, options=None, *, auto_finalize=False, output=_UNSET, replace=False,
+              region_tags=None, config_path=None, **overrides):
+        """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`."""
+        if cls._configured and cls._lifecycle_state is _LifecycleState.ACTIVE and not replace:
+            raise RuntimeError(
+                "profiling is already configured; finalize it first or pass replace=True",
+            )
+        unknown = set(overrides) - CONFIG_FIELDS
+        if unknown:
+            raise TypeError(unknown_setting_error(unknown))
+        requested_output = None
+        if output is not _UNSET:
+            conflicts = {
+                n for n in ("file_path", "deactivate_file_output") if overrides.get(n) is not None
+            }
+            if conflicts:
+                raise TypeError(f"output cannot be combined with {', '.join(sorted(conflicts))}")
+            if output is None:
+                overrides["deactivate_file_output"] = True
+            else:
+                requested_output = os.fspath(output)
+                overrides["file_path"] = requested_output
+                overrides["deactivate_file_output"] = False
+        settings: dict = {}
+        if config_path is not None:
+            settings.update(load_profiling_config(config_path))
+        if options is not None:
+            settings.update(options.to_kwargs())
+        settings.update({k: v for k, v in overrides.items() if v is not None})
+        if region_tags is not None:
+            raise NotImplementedError("region_tags is not supported")
+        # Validation happens here, before anything of the previous run is replaced.
+        config = ProfilingConfig(**settings)
+        cls._set_config(config)
+        cls._requested_output = requested_output
+        if auto_finalize:
+            cls._register_auto_finalize()
+        return ProfilingRun(cls, config, requested_output)
+
+    @classmethod
+    def _set_config(cls, config: ProfilingConfig) -> None:
+        cls._cancel_auto_finalize()
+        cls._regions.clear()
+        cls._next_call_id = 0
+        previous = cls._config
+        if previous is not None and previous.tracker is not None:
+            previous.tracker.uninstall()
+        cls._config = config
+        cls._last_results = None
+        cls._last_native_run = None
+        cls._requested_output = None
+        cls._configured = True
+        cls._lifecycle_state = (
+            _LifecycleState.INACTIVE if config.deactivate_profiling else _LifecycleState.ACTIVE
+        )
+        if config.tracker is not None:
+            config.tracker.install()
+        for name, entries in cls._decorators.items():
+            for func, wrapper, tags in entries:
+                cls._bind_decorated(name, func, wrapper, tags)
+
+    @classmethod
+    def session(cls, options=None, *, verbose=True, verbose_line_profiler=False,
+                return_results=False, native_traces=None, output=_UNSET, replace=False,
+                config_path=None, **overrides):
+        """Context manager (and decorator): ``setup()`` at entry (validation happens
+        there), a ``"scope_profiler.session"`` root region around the body, ``finalize()``
+        at exit (results in ``.results`` with ``return_results=True``), then the tracker's
+        hooks are removed."""
+        setup_kwargs: dict = dict(overrides)
+        if output is not _UNSET:
+            setup_kwargs["output"] = output
+        if replace:
+            setup_kwargs["replace"] = True
+        if options is not None:
+            setup_kwargs["options"] = options
+        if config_path is not None:
+            setup_kwargs["config_path"] = config_path
+        return _ProfilingSession(
+            cls, setup_kwargs, verbose, verbose_line_profiler, return_results, native_traces,
+        )
+
+    @classmethod
+    def finalize(cls, verbose=True, return_results=False, native_traces=None,
+                 verbose_line_profiler=False):
+        """Checkpoint: snapshot completed calls and the thread table, number the calls,
+        write the file (unless ``deactivate_file_output``) and optionally return results.
+
+        Calls still open stay buffered for a later finalize; with file output the buffers
+        are rewound so the next finalize reports only new calls (ids continue).
+        """
+        if not cls._configured:
+            if return_results:
+                file_path = cls._config.file_path if cls._config is not None else ""
+                cls._last_results = _empty_results(file_path)
+                return cls._last_results
+            return None
+        if native_traces is not None:
+            raise NotImplementedError("native_traces is not supported")
+        config = cls.get_config()
+        finalize_time_ns = perf_counter_ns()
+        config.metadata["finalize_time_ns"] = finalize_time_ns
+        if config.deactivate_profiling:
+            cls._lifecycle_state = _LifecycleState.FINALIZED
+            cls._cancel_auto_finalize()
+            if return_results:
+                cls._last_results = _empty_results(config.file_path)
+                return cls._last_results
+            return None
+
+        write_file = not config.deactivate_file_output
+        need_results = return_results or verbose
+        results = None
+        if write_file or need_results:
+            native_run, next_id, nesting_error = config._native.finalize(
+                dict(config.metadata),
+                config.start_time_ns,
+                write_file,
+                config.file_path,
+                cls._next_call_id,
+            )
+            cls._next_call_id = next_id
+            cls._last_native_run = native_run
+            if nesting_error is not None:
+                warnings.warn(
+                    f"call graph not recorded: {nesting_error}", RuntimeWarning, stacklevel=2,
+                )
+            if need_results:
+                results = _results_from_native(native_run)
+                if verbose and hasattr(results, "print_summary"):
+                    if write_file:
+                        results.print_summary()
+                    else:
+                        results.print_summary(
+                            title=f"{getattr(results, 'display_label', config.file_path)} "
+                            "(in memory, 1 rank)",
+                        )
+        cls._lifecycle_state = _LifecycleState.FINALIZED
+        cls._cancel_auto_finalize()
+        if return_results:
+            cls._last_results = results
+            return results
+        return None
+
+    @classmethod
+    def pause(cls) -> None:
+        """Stop recording new scopes (entries push a placeholder) until :meth:`resume`."""
+        if cls._config is None:
+            raise RuntimeError("ProfileManager.setup() must be called before pause()")
+        native = cls._config._native
+        if native.paused:
+            return
+        active = [
+            n for n in native.open_region_names() if n != _ProfilingSession.ROOT_REGION_NAME
+        ]
+        if active:
+            names = ", ".join(repr(n) for n in active[:3])
+            suffix = "..." if len(active) > 3 else ""
+            raise RuntimeError("cannot pause while profiling scopes are active: " + names + suffix)
+        native.set_paused(True)
+
+    @classmethod
+    def resume(cls) -> None:
+        if cls._config is None:
+            raise RuntimeError("ProfileManager.setup() must be called before resume()")
+        cls._config._native.set_paused(False)
+
+    @classmethod
+    def reset(cls) -> None:
+        """Forget the configuration and everything recorded; keep the instrumentation
+        (decorated functions call straight through until the next ``setup()``)."""
+        cls._regions = {}
+        cls._cancel_auto_finalize()
+        if cls._config is not None and cls._config.tracker is not None:
+            cls._config.tracker.uninstall()
+        cls._config = None
+        cls._last_results = None
+        cls._last_native_run = None
+        cls._requested_output = None
+        cls._configured = False
+        cls._lifecycle_state = _LifecycleState.INACTIVE
+        cls._next_call_id = 0
+        for entries in cls._decorators.values():
+            for _func, wrapper, _tags in entries:
+                wrapper._bind(None)
+
+    @classmethod
+    def _reset(cls) -> None:
+        """``reset()`` and forget every decorator too (test isolation)."""
+        cls.reset()
+        cls._decorators.clear()

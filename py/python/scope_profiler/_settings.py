@@ -1,0 +1,544 @@
+"""Settings of a profiling run: names, defaults and validation of scope-profiler 0.7.5.
+
+``ProfilingConfig`` is what ``setup()``/``session()`` build from their keywords (29 flat
+settings, the same names and defaults as the reference's ``ProfilingConfig.__init__``).
+Constructing one is the run origin (``start_time_ns``), collects the run metadata and
+creates the native recorder (and, with ``track_threads``, the tracker; installing it is
+the manager's job).
+
+Settings this package accepts but does not implement:
+
+* line profiler, GPU timing, NVTX, LIKWID, perf events, aggregation mode: with
+  ``track_threads``/``track_async`` the reference's ``ValueError``; alone a
+  ``NotImplementedError`` naming the setting;
+* ``use_memray``, ``profile_mpi_calls``: ``NotImplementedError``;
+* ``track_async`` (asyncio tasks / greenlets): ``NotImplementedError`` for now (after the
+  reference's combination checks), rather than silently recording without task lanes;
+* ``hdf5_compression``/``hdf5_compression_level``/``hdf5_chunk_size``/``output_mode``:
+  validated like the reference, otherwise ignored (serial runs, the writer picks its own
+  layout).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, fields
+from pathlib import Path
+from typing import Any, ClassVar
+
+from ._native import NativeRecorder, perf_counter_ns
+
+#: Every flat setting with its default (reference ``ProfilingConfig.__init__`` order).
+DEFAULTS: dict[str, Any] = {
+    "file_path": "profiling_data.h5",
+    "label": None,
+    "use_likwid": False,
+    "perf_events": None,
+    "use_line_profiler": False,
+    "use_memray": False,
+    "memory_profile_path": None,
+    "memray_native_traces": False,
+    "memray_trace_python_allocators": False,
+    "memray_follow_fork": False,
+    "deactivate_profiling": False,
+    "use_nvtx": False,
+    "use_gpu_timing": False,
+    "gpu_timing_backend": "auto",
+    "deactivate_file_output": False,
+    "recursive_profile": False,
+    "aggregation_mode": False,
+    "profile_mpi_calls": False,
+    "track_threads": False,
+    "track_async": False,
+    "capture_region_source": False,
+    "metadata_detail": "minimal",
+    "buffer_limit": 1024,
+    "output_mode": "auto",
+    "hdf5_compression": None,
+    "hdf5_compression_level": None,
+    "hdf5_chunk_size": None,
+    "gpu_sync_on_exit": False,
+    "enable_tags": None,
+}
+
+CONFIG_FIELDS = frozenset(DEFAULTS)
+
+METADATA_DETAILS = ("minimal", "full")
+
+_THREADS_INCOMPATIBLE = (
+    "track_threads/track_async cannot be combined with line, GPU, "
+    "NVTX, LIKWID, perf events, or aggregation profiling"
+)
+
+
+def unknown_setting_error(names) -> str:
+    """The reference's message for unknown settings, with difflib suggestions."""
+    import difflib
+
+    parts = []
+    for name in sorted(names):
+        close = difflib.get_close_matches(name, sorted(CONFIG_FIELDS), n=1)
+        parts.append(f"{name!r}" + (f" (did you mean {close[0]!r}?)" if close else ""))
+    return "Unknown profiling setting(s): " + ", ".join(parts)
+
+
+# --------------------------------------------------------------------------- options
+@dataclass
+class _OptionGroup:
+    _FIELD_MAP: ClassVar[dict[str, str]] = {}
+
+    def to_kwargs(self) -> dict:
+        return {
+            self._FIELD_MAP[f.name]: value
+            for f in fields(self)
+            if (value := getattr(self, f.name)) is not None
+        }
+
+
+@dataclass
+class MemrayOptions(_OptionGroup):
+    enabled: bool | None = None
+    path: str | None = None
+    native_traces: bool | None = None
+    trace_python_allocators: bool | None = None
+    follow_fork: bool | None = None
+
+    _FIELD_MAP: ClassVar[dict[str, str]] = {
+        "enabled": "use_memray",
+        "path": "memory_profile_path",
+        "native_traces": "memray_native_traces",
+        "trace_python_allocators": "memray_trace_python_allocators",
+        "follow_fork": "memray_follow_fork",
+    }
+
+
+@dataclass
+class GPUOptions(_OptionGroup):
+    timing: bool | None = None
+    backend: Any = None
+    nvtx: bool | None = None
+    sync_on_exit: bool | None = None
+
+    _FIELD_MAP: ClassVar[dict[str, str]] = {
+        "timing": "use_gpu_timing",
+        "backend": "gpu_timing_backend",
+        "sync_on_exit": "gpu_sync_on_exit",
+        "nvtx": "use_nvtx",
+    }
+
+
+@dataclass
+class HDF5Options(_OptionGroup):
+    compression: str | None = None
+    compression_level: int | None = None
+    chunk_size: int | None = None
+
+    _FIELD_MAP: ClassVar[dict[str, str]] = {
+        "compression": "hdf5_compression",
+        "compression_level": "hdf5_compression_level",
+        "chunk_size": "hdf5_chunk_size",
+    }
+
+
+_OPTION_GROUPS: dict[str, type[_OptionGroup]] = {
+    "memray": MemrayOptions,
+    "gpu": GPUOptions,
+    "hdf5": HDF5Options,
+}
+
+
+@dataclass
+class ProfilingOptions:
+    """A reusable bag of ``setup()`` settings (every field ``None`` = unset)."""
+
+    file_path: str | None = None
+    label: str | None = None
+    use_likwid: bool | None = None
+    perf_events: Any = None
+    use_line_profiler: bool | None = None
+    use_memray: bool | None = None
+    memory_profile_path: str | None = None
+    memray_native_traces: bool | None = None
+    memray_trace_python_allocators: bool | None = None
+    memray_follow_fork: bool | None = None
+    deactivate_profiling: bool | None = None
+    use_nvtx: bool | None = None
+    use_gpu_timing: bool | None = None
+    gpu_timing_backend: Any = None
+    deactivate_file_output: bool | None = None
+    recursive_profile: bool | None = None
+    aggregation_mode: bool | None = None
+    profile_mpi_calls: bool | None = None
+    track_threads: bool | None = None
+    track_async: bool | None = None
+    capture_region_source: bool | None = None
+    metadata_detail: str | None = None
+    buffer_limit: int | None = None
+    output_mode: str | None = None
+    hdf5_compression: str | None = None
+    hdf5_compression_level: int | None = None
+    hdf5_chunk_size: int | None = None
+    enable_tags: Any = None
+    memray: MemrayOptions | None = None
+    gpu: GPUOptions | None = None
+    hdf5: HDF5Options | None = None
+    gpu_sync_on_exit: bool | None = None
+
+    def to_kwargs(self) -> dict:
+        kwargs = {
+            f.name: value
+            for f in fields(self)
+            if f.name not in _OPTION_GROUPS and (value := getattr(self, f.name)) is not None
+        }
+        for name in _OPTION_GROUPS:
+            group = getattr(self, name)
+            if group is None:
+                continue
+            for key, value in group.to_kwargs().items():
+                if key in kwargs:
+                    raise ValueError(
+                        f"{key!r} is set both directly and on the {name!r} "
+                        f"option group; set it in one place",
+                    )
+                kwargs[key] = value
+        return kwargs
+
+
+def load_profiling_config(path) -> dict:
+    """The ``[profiling]`` table (or top-level table) of a TOML settings file."""
+    import tomllib
+
+    config_path = Path(path)
+    try:
+        with config_path.open("rb") as stream:
+            raw = tomllib.load(stream)
+    except OSError as exc:
+        raise ValueError(f"Could not read profiling config {path!r}: {exc}") from exc
+    except tomllib.TOMLDecodeError as exc:
+        raise ValueError(f"Invalid profiling TOML {path!r}: {exc}") from exc
+    settings = raw.get("profiling", raw)
+    if not isinstance(settings, dict):
+        raise ValueError("Profiling config [profiling] must be a TOML table")
+    flat = {k: v for k, v in settings.items() if k not in _OPTION_GROUPS}
+    for name, group_cls in _OPTION_GROUPS.items():
+        table = settings.get(name)
+        if table is None:
+            continue
+        if not isinstance(table, dict):
+            raise ValueError(f"Profiling setting {name!r} must be a TOML table")
+        unknown = sorted(set(table) - set(group_cls._FIELD_MAP))
+        if unknown:
+            raise ValueError(f"Unknown [{name}] profiling setting(s): {', '.join(unknown)}")
+        for key, value in table.items():
+            flat_key = group_cls._FIELD_MAP[key]
+            if flat_key in flat:
+                raise ValueError(
+                    f"Profiling setting {flat_key!r} is set both directly and as {name}.{key}",
+                )
+            flat[flat_key] = value
+    unknown = set(flat) - CONFIG_FIELDS
+    if unknown:
+        raise ValueError(unknown_setting_error(unknown))
+    return flat
+
+
+# --------------------------------------------------------------------------- metadata
+_OMP_LIBRARY_NAMES = ("libomp.so", "libgomp.so.1", "libiomp5.so", "libomp.dylib", "libiomp5.dylib")
+_ENVIRONMENT_VARIABLES = (
+    "LD_LIBRARY_PATH", "LOADEDMODULES", "MODULEPATH", "MODULESHOME", "MODULES_CMD",
+    "MODULES_RUN_QUARANTINE", "PATH", "PYTHON_HOME", "PYTHON_INC", "PYTHON_INCLUDE",
+    "PYTHON_LIB", "VIRTUAL_ENV",
+)
+_MAX_VALUE_CHARS = 60_000
+_TRUNCATION_MARKER = "...[truncated]"
+_STATIC_METADATA: dict | None = None
+
+
+def _omp_num_threads() -> int:
+    import ctypes
+
+    for libname in _OMP_LIBRARY_NAMES:
+        try:
+            return int(ctypes.CDLL(libname).omp_get_max_threads())
+        except (OSError, AttributeError):
+            continue
+    env_value = os.environ.get("OMP_NUM_THREADS")
+    if env_value:
+        try:
+            return int(env_value.split(",")[0].strip())
+        except ValueError:
+            pass
+    return 1
+
+
+def _chip_information() -> str:
+    import platform
+
+    if platform.system() == "Linux":
+        try:
+            with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
+                for line in handle:
+                    key, _, value = line.partition(":")
+                    if key.strip().lower() in ("model name", "cpu model"):
+                        return value.strip()
+        except OSError:
+            pass
+    return platform.processor() or platform.machine() or "unknown"
+
+
+def _package_version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("scope-profiler-rs")
+    except PackageNotFoundError:
+        return "unknown"
+
+
+def collect_metadata(detail: str = "minimal") -> dict:
+    """Run metadata as in spec-hdf5 §2 (serial run: ``mpi_size = num_nodes = 1``).
+
+    The process-constant part (platform, CPU, versions, OpenMP threads) is computed once
+    per process; ``timestamp`` is taken now.
+    """
+    import platform
+    from datetime import datetime, timezone
+
+    global _STATIC_METADATA
+    if _STATIC_METADATA is None:
+        omp = _omp_num_threads()
+        _STATIC_METADATA = {
+            "platform": platform.platform(),
+            "chip_information": _chip_information(),
+            "python_version": platform.python_version(),
+            "scope_profiler_version": _package_version(),
+            "omp_num_threads": omp,
+        }
+    static = _STATIC_METADATA
+    metadata: dict = {
+        "timestamp": datetime.now(timezone.utc).isoformat(),
+        "platform": static["platform"],
+        "chip_information": static["chip_information"],
+        "python_version": static["python_version"],
+        "scope_profiler_version": static["scope_profiler_version"],
+        "omp_num_threads": static["omp_num_threads"],
+        "mpi_size": 1,
+        "total_cores": static["omp_num_threads"],
+        "num_nodes": 1,
+    }
+    if detail == "full":
+        import getpass
+        import socket
+
+        metadata.update(
+            {
+                "hostname": socket.gethostname(),
+                "uname": " ".join(platform.uname()),
+                "working_directory": os.getcwd(),
+                "user": getpass.getuser(),
+                "modules": [m for m in os.environ.get("LOADEDMODULES", "").split(":") if m],
+            },
+        )
+        metadata.update({n: os.environ[n] for n in _ENVIRONMENT_VARIABLES if os.environ.get(n)})
+        metadata.update(
+            {n: v for n, v in os.environ.items() if n.startswith(("SLURM_", "SLURMD_")) and v},
+        )
+    for key, value in metadata.items():
+        if isinstance(value, str) and len(value) > _MAX_VALUE_CHARS:
+            metadata[key] = value[: _MAX_VALUE_CHARS - len(_TRUNCATION_MARKER)] + _TRUNCATION_MARKER
+    return metadata
+
+
+# --------------------------------------------------------------------------- config
+class ProfilingConfig:
+    """One run's configuration (built by ``setup()``; a default one by ``get_config()``).
+
+    Validation order and messages follow the reference; see the module docstring for the
+    settings that are accepted but not implemented.
+    """
+
+    def __init__(self, **settings: Any) -> None:
+        unknown = set(settings) - CONFIG_FIELDS
+        if unknown:
+            raise TypeError(unknown_setting_error(unknown))
+        s = dict(DEFAULTS)
+        s.update({k: v for k, v in settings.items() if v is not None})
+        # The run's origin on the perf_counter_ns clock.
+        self._start_time_ns = perf_counter_ns()
+
+        perf_events = s["perf_events"]
+        if isinstance(perf_events, str):
+            perf_events = (perf_events,)
+        self._perf_events = tuple(perf_events) if perf_events else ()
+        enable_tags = s["enable_tags"]
+        if isinstance(enable_tags, str):
+            enable_tags = (enable_tags,)
+        self._enable_tags = tuple(enable_tags) if enable_tags is not None else ()
+        if s["gpu_sync_on_exit"] and not s["use_gpu_timing"]:
+            raise ValueError("gpu_sync_on_exit requires use_gpu_timing=True")
+        if s["output_mode"] not in {"auto", "direct", "parallel"}:
+            raise ValueError(
+                "output_mode must be 'auto', 'direct', or 'parallel', "
+                f"got {s['output_mode']!r}",
+            )
+        compression = s["hdf5_compression"]
+        if isinstance(compression, str):
+            compression = compression.strip().lower()
+            if compression in {"", "none"}:
+                compression = None
+        if compression not in {None, "auto", "gzip", "lzf", "zstd"}:
+            raise ValueError(
+                "hdf5_compression must be None, 'auto', 'gzip', 'lzf', or "
+                f"'zstd', got {compression!r}",
+            )
+        chunk = s["hdf5_chunk_size"]
+        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0):
+            raise ValueError("hdf5_chunk_size must be a positive integer or None")
+        level = s["hdf5_compression_level"]
+        if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
+            raise ValueError("hdf5_compression_level must be an integer or None")
+        if compression == "gzip" and level is not None and not 0 <= level <= 9:
+            raise ValueError("GZIP compression level must be between 0 and 9")
+        if compression == "zstd" and level is not None and not 1 <= level <= 22:
+            raise ValueError("Zstandard compression level must be between 1 and 22")
+        if compression == "lzf" and level is not None:
+            raise ValueError("LZF compression does not accept a compression level")
+        if s["metadata_detail"] not in METADATA_DETAILS:
+            raise ValueError(
+                f"metadata_detail must be one of {METADATA_DETAILS}, got {s['metadata_detail']!r}",
+            )
+        other_modes = (
+            s["use_line_profiler"] or s["use_gpu_timing"] or s["use_likwid"]
+            or s["use_nvtx"] or self._perf_events
+        )
+        if s["aggregation_mode"] and other_modes:
+            raise ValueError(
+                "aggregation_mode cannot be combined with line, GPU, NVTX, LIKWID, or perf events",
+            )
+        track_threads = bool(s["track_threads"] or s["track_async"])
+        if track_threads and (other_modes or s["aggregation_mode"]):
+            raise ValueError(_THREADS_INCOMPATIBLE)
+        # Not implemented by this package: refuse clearly rather than record something else.
+        for name in (
+            "use_line_profiler", "use_gpu_timing", "use_nvtx", "use_likwid",
+            "aggregation_mode", "use_memray", "profile_mpi_calls",
+        ):
+            if s[name]:
+                raise NotImplementedError(
+                    f"{name}=True is not supported by scope-profiler (Rust edition)",
+                )
+        if self._perf_events:
+            raise NotImplementedError("perf_events is not supported by scope-profiler (Rust edition)")
+        if s["track_async"]:
+            raise NotImplementedError(
+                "track_async (asyncio task and greenlet lanes) is not implemented yet; "
+                "use track_threads=True",
+            )
+        buffer_limit = s["buffer_limit"]
+        if isinstance(buffer_limit, bool) or not isinstance(buffer_limit, int) or buffer_limit < 1:
+            raise ValueError("buffer_limit must be a positive integer")
+
+        self._settings = s
+        self._file_path = os.fspath(s["file_path"])
+        self._hdf5_compression = compression
+        self._track_threads = track_threads
+        self._track_async = bool(s["track_async"])
+        self._paused = False
+        self._native = NativeRecorder(buffer_limit, track_threads)
+        if track_threads:
+            from ._tracking import ConcurrencyTracker
+
+            self._tracker = ConcurrencyTracker(self._native, track_async=self._track_async)
+        else:
+            self._tracker = None
+        self._metadata = collect_metadata(s["metadata_detail"])
+        self._metadata["start_time_ns"] = self._start_time_ns
+        self._label = s["label"] or None
+        if self._label is not None:
+            self._metadata["label"] = self._label
+
+    @classmethod
+    def reset(cls) -> None:
+        """Compatibility no-op (configurations are per manager)."""
+
+    def __getattr__(self, name: str):
+        # Remaining settings read as properties of the same name.
+        settings = self.__dict__.get("_settings")
+        if settings is not None and name in settings:
+            return settings[name]
+        raise AttributeError(f"{type(self).__name__!r} object has no attribute {name!r}")
+
+    @property
+    def file_path(self) -> str:
+        return self._file_path
+
+    @property
+    def label(self):
+        return self._label
+
+    @property
+    def track_threads(self) -> bool:
+        return self._track_threads
+
+    @property
+    def track_async(self) -> bool:
+        return self._track_async
+
+    @property
+    def tracker(self):
+        """The run's ``ConcurrencyTracker``, or None when ``track_threads`` is off."""
+        return self._tracker
+
+    @property
+    def start_time_ns(self) -> int:
+        return self._start_time_ns
+
+    @property
+    def buffer_limit(self) -> int:
+        return self._settings["buffer_limit"]
+
+    @property
+    def output_mode(self) -> str:
+        return self._settings["output_mode"]
+
+    @property
+    def hdf5_compression(self):
+        return self._hdf5_compression
+
+    @property
+    def perf_events(self) -> tuple:
+        return self._perf_events
+
+    @property
+    def enable_tags(self) -> tuple:
+        return self._enable_tags
+
+    @property
+    def deactivate_profiling(self) -> bool:
+        return bool(self._settings["deactivate_profiling"])
+
+    @property
+    def deactivate_file_output(self) -> bool:
+        return bool(self._settings["deactivate_file_output"])
+
+    @property
+    def paused(self) -> bool:
+        return self._native.paused
+
+    @property
+    def metadata(self) -> dict:
+        return self._metadata
+
+    @property
+    def comm(self):
+        """MPI communicator: always None (serial only)."""
+        return None
+
+    @property
+    def memory_profile_path(self):
+        return None
+
+    def __repr__(self) -> str:
+        return (
+            f"ProfilingConfig(file_path={self._file_path!r}, track_threads={self._track_threads}, "
+            f"buffer_limit={self.buffer_limit})"
+        )
