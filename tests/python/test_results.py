@@ -1,0 +1,451 @@
+"""Results API over the Rust run: views, lanes, reconstruction errors, exports, file errors."""
+from __future__ import annotations
+
+import json
+import shutil
+
+import numpy as np
+import pytest
+
+import scope_profiler as sp
+from conftest import COMPAT, REFERENCE
+from scope_profiler.results import MPIRegion, ProfilingResults, Region
+
+THREADS = REFERENCE / "threads.h5"
+ASYNC = REFERENCE / "async.h5"
+SINGLE = REFERENCE / "single.h5"
+
+OVERLAP_MESSAGE = (
+    "recorded calls are not properly nested: 'B' call 0 [5, 15] ns starts inside 'A' call 0 "
+    "[0, 10] ns but ends after it. Regions must nest completely or not overlap at all - check "
+    "for a missing or misordered sp_end / __exit__."
+)
+
+
+def mpi(name, starts, ends, threads=None, tasks=None, rank=0):
+    return MPIRegion(name, {rank: Region(
+        np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
+        thread_ids=None if threads is None else np.array(threads, dtype=np.int64),
+        task_ids=None if tasks is None else np.array(tasks, dtype=np.int64),
+    )})
+
+
+def arrays(*regions):
+    return sp.build_call_arrays(list(regions), 0)
+
+
+# ------------------------------------------------------------------ zero-copy columns
+
+
+def test_columns_are_read_only_views_of_the_native_run():
+    results = sp.read_h5(THREADS)
+    region = results["solve"][0]
+    for column in (region.start_times_ns, region.end_times_ns, region.thread_ids):
+        assert column.dtype == np.int64
+        assert column.base is not None
+        assert type(column.base).__name__ == "NativeRun"
+        assert not column.flags.writeable
+        assert not column.flags.owndata
+        with pytest.raises(ValueError):
+            column[0] = 1
+        with pytest.raises(ValueError):
+            column.flags.writeable = True
+    # Two reads of one column share the same memory.
+    again = results["solve"][0].start_times_ns
+    assert np.shares_memory(again, region.start_times_ns)
+
+
+def test_columns_survive_the_results_object():
+    column = sp.read_h5(THREADS)["solve"][0].start_times_ns
+    import gc
+
+    gc.collect()
+    assert column.size == 26 and int(column.min()) > 0
+
+
+def test_call_arrays_columns_are_owned_arrays():
+    calls = sp.build_call_arrays(sp.read_h5(THREADS).get_regions(), 0)
+    for column in calls[3:10]:
+        assert column.dtype == np.int64 and column.size == len(calls)
+
+
+# ------------------------------------------------------------------ lanes
+
+
+def test_for_thread_slices_every_column():
+    results = sp.read_h5(THREADS)
+    solve = results["solve"][0]
+    exclusive = solve.exclusive_durations_ns.copy()
+    for index in solve.threads:
+        part = solve.for_thread(index)
+        mask = solve.thread_ids == index
+        assert isinstance(part, Region)
+        assert part.num_calls == int(mask.sum())
+        assert part.thread_ids.tolist() == [index] * part.num_calls
+        assert part.start_times_ns.tolist() == solve.start_times_ns[mask].tolist()
+        assert part.durations_ns.tolist() == solve.durations_ns[mask].tolist()
+        assert part.exclusive_durations_ns.tolist() == exclusive[mask].tolist()
+        assert part.total_duration == pytest.approx(solve.durations_ns[mask].sum() / 1e9)
+        assert part.tags == solve.tags and part.source_file == solve.source_file
+    assert sum(solve.for_thread(i).num_calls for i in solve.threads) == solve.num_calls
+    empty = solve.for_thread(99)
+    assert empty.num_calls == 0 and empty.total_duration == 0.0
+
+
+def test_for_thread_exclusive_is_lazy_and_per_thread():
+    results = sp.read_h5(THREADS)
+    solve = results["solve"][0]
+    part = solve.for_thread(2)  # before any reconstruction
+    inner = results["inner"][0]
+    assert part.exclusive_durations_ns.tolist() == (
+        solve.durations_ns[solve.thread_ids == 2] - inner.durations_ns[inner.thread_ids == 2]
+    ).tolist()
+
+
+def test_for_thread_without_thread_column():
+    region = sp.read_h5(SINGLE)["step"][0]
+    assert region.thread_ids is None and region.threads == [] and not region.has_thread_data
+    with pytest.raises(ValueError, match="this run did not record thread ids; profile with "
+                                         "track_threads=True"):
+        region.for_thread(0)
+
+
+def test_await_times():
+    region = sp.read_h5(ASYNC)["fetch"][0]
+    assert region.await_times_ns is not None
+    assert region.await_times.tolist() == (region.await_times_ns / 1e9).tolist()
+    assert region.total_await_duration == pytest.approx(region.await_times_ns.sum() / 1e9)
+    assert sp.read_h5(THREADS)["solve"][0].await_times is None
+
+
+def test_lane_labels():
+    results = sp.read_h5(ASYNC)
+    assert results.lane_label(-2) == "MainThread"
+    assert results.lane_label(1) == "Task-2 (fetch) on MainThread"
+    assert results.lane_label(0) == "Task-1 (main) on MainThread"
+    assert results.lane_label(-1) == "unknown lane"
+    assert results.lane_label(-9) == "thread 7"
+    assert results.lane_label(50) == "task 50"
+    untracked = sp.read_h5(SINGLE)
+    assert untracked.threads == {} and untracked.tasks == {}
+    assert untracked.thread_summary(0) == []
+    with pytest.raises(KeyError):
+        untracked.threads[0]
+
+
+# ------------------------------------------------------------------ reconstruction
+
+
+@pytest.mark.parametrize(
+    "intervals, parents, exclusive",
+    [
+        ([(0, 10), (0, 5)], [-1, 0], [5, 5]),
+        ([(0, 10), (0, 10)], [-1, 0], [0, 10]),
+        ([(0, 10), (10, 20)], [-1, -1], [10, 10]),
+        ([(0, 10), (4, 4)], [-1, 0], [10, 0]),
+        ([(5, 10), (5, 5)], [-1, 0], [5, 0]),
+        ([(0, 10), (10, 10)], [-1, -1], [10, 0]),
+        ([(5, 5), (5, 5)], [-1, 0], [0, 0]),
+    ],
+)
+def test_boundary_cases(intervals, parents, exclusive):
+    regions = [mpi(f"r{i}", [s], [e]) for i, (s, e) in enumerate(intervals)]
+    calls = arrays(*regions)
+    by_region = {int(r): i for i, r in enumerate(calls.region_index)}
+    got_parents = []
+    for i in range(len(intervals)):
+        p = int(calls.parent[by_region[i]])
+        got_parents.append(-1 if p < 0 else int(calls.region_index[p]))
+    assert got_parents == parents
+    assert [int(calls.exclusive_ns[by_region[i]]) for i in range(len(intervals))] == exclusive
+    assert calls.lane.size == 0
+
+
+def test_overlap_raises_nesting_error_with_reference_message():
+    with pytest.raises(sp.NestingError) as info:
+        arrays(mpi("A", [0], [10]), mpi("B", [5], [15]))
+    assert str(info.value) == OVERLAP_MESSAGE
+    assert isinstance(info.value, ValueError)
+
+
+def test_end_before_start():
+    with pytest.raises(sp.NestingError, match="a recorded call ends before it starts"):
+        arrays(mpi("A", [10], [5]))
+
+
+def test_same_intervals_on_two_lanes():
+    calls = arrays(mpi("A", [0], [10], threads=[0]), mpi("B", [5], [15], threads=[1]))
+    assert calls.parent.tolist() == [-1, -1]
+    assert calls.lane.tolist() == [-2, -3]
+    lanes = sp.split_by_lane(calls)
+    assert [lane for lane, _ in lanes] == [-3, -2]
+    assert all(c.names is calls.names for _, c in lanes)
+
+
+def test_lane_values_with_tasks_and_untracked_rows():
+    calls = arrays(mpi("A", [0, 20, 40, 60], [1, 21, 41, 61], threads=[0, 1, 2, -1],
+                       tasks=[-1, 7, -1, 0]), mpi("native", [80], [81]))
+    assert calls.lane.tolist() == [-2, 7, -4, 0, -1]
+
+
+def test_split_by_lane_shapes():
+    empty = arrays()
+    assert len(empty) == 0 and sp.split_by_lane(empty) == []
+    one = arrays(mpi("A", [0], [10]))
+    assert sp.split_by_lane(one)[0][0] == -1 and sp.split_by_lane(one)[0][1] is one
+    single_lane = arrays(mpi("A", [0, 2], [10, 3], threads=[0, 0]))
+    assert sp.split_by_lane(single_lane) == [(-2, single_lane)]
+    many = arrays(mpi("A", [0, 2, 1], [10, 3, 9], threads=[0, 0, 1]))
+    split = dict(sp.split_by_lane(many))
+    assert split[-2].parent.tolist() == [-1, 0]
+    assert split[-3].parent.tolist() == [-1]
+
+
+def test_build_call_stack_and_helpers():
+    calls = sp.build_call_stack([mpi("a", [0], [10]), mpi("b", [2], [5])], 0, origin=0.0)
+    assert [c["call_path"] for c in calls] == ["a", "a > b"]
+    assert list(calls[0]) == ["call_id", "name", "call_index", "start", "end", "duration",
+                              "inclusive_duration", "exclusive_duration", "depth", "parent",
+                              "call_path", "source_file", "source_lineno", "lane", "color"]
+    assert sp.call_stack_roots(calls) == [0]
+    assert sp.call_stack_children(calls) == [[1], []]
+    assert calls[0]["exclusive_duration"] == pytest.approx(7e-9)
+
+
+def test_exclusive_is_computed_once_per_results():
+    results = ProfilingResults({"a": mpi("a", [0], [10]), "b": mpi("b", [2], [5])})
+    first = results["a"][0].exclusive_durations_ns
+    assert first.tolist() == [7]
+    assert results["a"][0].exclusive_durations_ns is first
+    assert results["b"][0].exclusive_durations_ns.tolist() == [3]
+    assert Region(np.array([0]), np.array([4])).exclusive_durations_ns.tolist() == [4]
+
+
+def test_untracked_concurrent_run_raises_from_exclusive_accessors():
+    results = ProfilingResults({"A": mpi("A", [0], [10]), "B": mpi("B", [5], [15])})
+    with pytest.raises(sp.NestingError):
+        results["A"][0].exclusive_durations_ns
+    with pytest.raises(sp.NestingError):
+        results.call_stack()
+
+
+# ------------------------------------------------------------------ ProfilingResults API
+
+
+def test_mapping_and_key_errors():
+    results = sp.read_h5(ASYNC)
+    assert "fetch" in results and "nope" not in results
+    assert results.get_region("fetch") is results["fetch"]
+    with pytest.raises(KeyError) as info:
+        results["nope"]
+    assert info.value.args[0] == (
+        f"No region named 'nope' in {results.file_path}. Available regions: "
+        f"{results.region_names}"
+    )
+    with pytest.raises(KeyError) as info:
+        results["fetch"][3]
+    assert info.value.args[0] == "Region 'fetch' has no data for rank 3. Available ranks: [0]"
+
+
+def test_get_regions_patterns():
+    results = sp.read_h5(ASYNC)
+    assert [r.name for r in results.get_regions("fe*")] == ["fetch"]
+    assert results.get_regions("etch") == []
+    assert [r.name for r in results.get_regions(".*etch")] == ["fetch"]
+    assert "fetch" not in [r.name for r in results.get_regions(exclude=["fe"])]
+    starts = [r.first_start_time for r in results.get_regions()]
+    assert starts == sorted(starts)
+
+
+def test_time_properties():
+    results = sp.read_h5(THREADS)
+    md = results.metadata
+    assert results.run_start_time == md["start_time_ns"] / 1e9
+    assert results.finalize_time == md["finalize_time_ns"] / 1e9
+    assert results.total_time == pytest.approx(results.finalize_time - results.run_start_time)
+    assert results.time_origin == results.run_start_time
+    assert results.minimum_start_time == min(r.first_start_time for r in results)
+    assert results.maximum_end_time == max(r.last_end_time for r in results)
+    assert results.time_span == pytest.approx(results.maximum_end_time - results.minimum_start_time)
+    assert results.display_label == "threads"
+    assert results.label is None
+    compat = sp.read_h5(COMPAT / "schema-1.h5")
+    assert compat.run_start_time is None and compat.time_origin == compat.minimum_start_time
+
+
+def test_events_keys():
+    results = sp.read_h5(ASYNC)
+    events = results.events(include="fetch")
+    assert events and set(events[0]) >= {"name", "rank", "call_index", "start", "end",
+                                         "duration", "thread", "task", "await_duration"}
+    threads = sp.read_h5(THREADS).events()
+    assert "thread" in threads[0] and "task" not in threads[0]
+    single = sp.read_h5(SINGLE).events()
+    assert "thread" not in single[0]
+
+
+def test_statistics():
+    region = Region(np.array([0, 10, 20, 30]), np.array([1, 13, 25, 37]))
+    assert region.percentile_duration(50) == pytest.approx(np.percentile([1, 3, 5, 7], 50) / 1e9)
+    assert region.p95_duration == pytest.approx(np.percentile([1, 3, 5, 7], 95) / 1e9)
+    assert region.std_duration == pytest.approx(np.std([1, 3, 5, 7]) / 1e9)
+    assert region.first_duration == 1e-9 and region.last_duration == 7e-9
+    with pytest.raises(ValueError, match="percentile must be between 0 and 100"):
+        region.percentile_duration(101)
+    empty = Region(np.array([], dtype=np.int64), np.array([], dtype=np.int64))
+    assert empty.average_duration == 0.0 and empty.p50_duration == 0.0
+
+
+def test_summary_rows():
+    rows = sp.read_h5(SINGLE).summary()
+    assert {"name", "num_calls", "inclusive_duration", "exclusive_duration", "p50", "imbalance",
+            "rank_imbalance_pct", "tags"} <= set(rows[0])
+
+
+def test_print_summary_has_region_and_thread_tables(capsys):
+    sp.read_h5(THREADS).print_summary()
+    out = capsys.readouterr().out
+    for word in ("solve", "inner", "main_only", "worker-3", "MainThread", "exclusive"):
+        assert word in out
+
+
+def test_merge_results_keeps_lane_tables():
+    threads = sp.read_h5(THREADS)
+    single = sp.read_h5(SINGLE)
+    with pytest.raises(ValueError, match="appears in more than one result set"):
+        sp.merge_results(threads, single)  # both have scope_profiler.session
+    merged = sp.merge_results(threads, label="x")
+    assert merged.label == "x"
+    assert [t.name for t in merged.threads[0]] == [t.name for t in threads.threads[0]]
+    with pytest.raises(ValueError):
+        sp.merge_results()
+
+
+def test_call_graph_explicit_ids():
+    results = sp.read_h5(SINGLE)
+    graph = results.call_graph()
+    assert len(graph) == sum(r.num_calls for r in results)
+    filtered = results.call_graph(exclude=["solve"])
+    assert all(node["name"] != "solve" for node in filtered)
+
+
+# ------------------------------------------------------------------ files
+
+
+def test_missing_file(tmp_path):
+    with pytest.raises(FileNotFoundError):
+        sp.read_h5(tmp_path / "nope.h5")
+
+
+def test_random_bytes(tmp_path):
+    path = tmp_path / "random.h5"
+    path.write_bytes(np.random.default_rng(0).bytes(4096))
+    with pytest.raises(sp.CorruptProfileError) as info:
+        sp.read_h5(path)
+    assert str(path) in str(info.value)
+    assert isinstance(info.value, OSError)
+
+
+def test_truncated_copy(tmp_path):
+    data = THREADS.read_bytes()
+    path = tmp_path / "truncated.h5"
+    path.write_bytes(data[: len(data) // 2])
+    with pytest.raises(sp.CorruptProfileError) as info:
+        sp.read_h5(path)
+    assert str(path) in str(info.value)
+
+
+def test_future_schema(tmp_path):
+    h5py = pytest.importorskip("h5py")
+    path = tmp_path / "schema99.h5"
+    shutil.copy(COMPAT / "schema-3.h5", path)
+    with h5py.File(path, "r+") as f:
+        f.attrs["scope_profiler_schema"] = np.int64(99)
+    with pytest.raises(sp.HDF5SchemaError) as info:
+        sp.read_h5(path)
+    assert isinstance(info.value, ValueError)
+    assert "99" in str(info.value)
+
+
+def test_write_h5_round_trip(tmp_path):
+    results = sp.read_h5(THREADS)
+    path = tmp_path / "copy.h5"
+    results._native.write_h5(str(path))
+    again = sp.read_h5(path)
+    assert again.region_names == results.region_names
+    for name in results.region_names:
+        a, b = results[name][0], again[name][0]
+        assert a.start_times_ns.tolist() == b.start_times_ns.tolist()
+        assert a.end_times_ns.tolist() == b.end_times_ns.tolist()
+        assert a.thread_ids.tolist() == b.thread_ids.tolist()
+        assert a.exclusive_duration == b.exclusive_duration
+    assert [repr(t) for t in again.threads[0]] == [repr(t) for t in results.threads[0]]
+
+
+def test_read_h5_summary_selection():
+    results = sp.read_h5_summary(THREADS, regions=["solve"])
+    assert results.region_names == ["solve"]
+    assert results["solve"][0].num_calls == 26
+    assert results.threads[0][0].name == "MainThread"
+
+
+# ------------------------------------------------------------------ speedscope
+
+
+def _document(path):
+    return json.loads(path.read_text())
+
+
+def test_speedscope_one_profile_per_lane(tmp_path):
+    results = sp.read_h5(THREADS)
+    written = sp.export_speedscope(results, tmp_path / "out.speedscope.json", verbose=False)
+    assert written == [tmp_path / "out.speedscope.json"]
+    doc = _document(written[0])
+    expected = json.loads((REFERENCE / "threads.expected.json").read_text())
+    assert [p["name"] for p in doc["profiles"]] == [
+        f"rank 0 - {label}" for _, _, label in expected["call_arrays"]["lanes"]
+    ]
+    assert doc["name"] == "threads"
+    for profile, (_, count, _) in zip(doc["profiles"], expected["call_arrays"]["lanes"]):
+        assert len(profile["events"]) == 2 * count
+        ats = [e["at"] for e in profile["events"]]
+        assert ats == sorted(ats)
+    assert min(p["startValue"] for p in doc["profiles"]) == 0.0
+
+
+def test_speedscope_untracked_and_naming(tmp_path):
+    single = sp.read_h5(SINGLE)
+    (path,) = sp.export_speedscope(single, tmp_path / "prof", verbose=False)
+    assert path.name == "prof.speedscope.json"
+    assert [p["name"] for p in _document(path)["profiles"]] == ["rank 0"]
+    two = sp.export_speedscope([single, sp.read_h5(THREADS)], tmp_path / "sub" / "x.json",
+                               verbose=False)
+    assert [p.name for p in two] == ["x_single.json", "x_threads.json"]
+
+
+def test_speedscope_filters_and_errors(tmp_path):
+    results = sp.read_h5(THREADS)
+    (path,) = sp.export_speedscope(results, tmp_path / "f.json", include="solve|inner",
+                                   verbose=False)
+    frames = {f["name"] for f in _document(path)["shared"]["frames"]}
+    assert frames == {"solve", "inner"}
+    with pytest.raises(ValueError, match="Invalid rank requested: 3"):
+        sp.export_speedscope(results, tmp_path / "g.json", ranks=3, verbose=False)
+    with pytest.raises(ValueError, match="No regions matched the selected filters."):
+        sp.export_speedscope(results, tmp_path / "g.json", include="zzz", verbose=False)
+    with pytest.raises(ValueError, match="No profiling data provided."):
+        sp.export_speedscope([], tmp_path / "g.json", verbose=False)
+
+
+def test_speedscope_of_hand_built_results(tmp_path):
+    results = ProfilingResults({"a": mpi("a", [0], [10]), "b": mpi("b", [2], [5])},
+                               file_path="hand.h5")
+    (path,) = sp.export_speedscope(results, tmp_path / "h.json", verbose=False)
+    doc = _document(path)
+    assert [p["name"] for p in doc["profiles"]] == ["rank 0"]
+    assert [(e["type"], e["frame"]) for e in doc["profiles"][0]["events"]] == [
+        ("O", 0), ("O", 1), ("C", 1), ("C", 0)
+    ]
+    bad = ProfilingResults({"A": mpi("A", [0], [10]), "B": mpi("B", [5], [15])})
+    with pytest.raises(sp.NestingError):
+        sp.export_speedscope(bad, tmp_path / "bad.json", verbose=False)
