@@ -1,0 +1,192 @@
+"""Recording with file output: HDF5 schema 3 as written at finalize, checkpoints, metadata."""
+from __future__ import annotations
+
+import os
+import threading
+import time
+
+import numpy as np
+import pytest
+
+h5py = pytest.importorskip("h5py")
+
+from scope_profiler import ProfileManager, read_h5  # noqa: E402
+
+SLEEP = 0.005
+SLEEP_NS = int(SLEEP * 1e9)
+
+
+@pytest.fixture
+def manager():
+    m = ProfileManager()
+    yield m
+    m.reset()
+
+
+def _events(f, name):
+    """(starts, ends, extra columns) of one region row of a schema-3 file."""
+    names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][()]]
+    rid = names.index(name)
+    idx = f["rank_region_index"]
+    row = list(idx["region_ids"][()]).index(rid)
+    off, cnt = int(idx["event_offsets"][row]), int(idx["event_counts"][row])
+    deltas = f["events/start_deltas"][off: off + cnt]
+    durations = f["events/durations"][off: off + cnt]
+    starts = np.cumsum(deltas)
+    cols = {
+        k: f["events"][k][off: off + cnt]
+        for k in ("call_ids", "parent_ids", "thread_ids")
+        if k in f["events"]
+    }
+    return starts, starts + durations, cols
+
+
+def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
+    path = tmp_path / "untracked.h5"
+    with manager.session(file_path=str(path), verbose=False, return_results=True) as s:
+        with manager.region("outer"):
+            with manager.region("inner"):
+                time.sleep(SLEEP)
+    with h5py.File(path, "r") as f:
+        assert int(f.attrs["scope_profiler_schema"]) == 3
+        assert set(f["events"]) == {"start_deltas", "durations", "call_ids", "parent_ids"}
+        assert "thread_table" not in f
+        starts, ends, cols = _events(f, "inner")
+        assert (ends - starts)[0] >= SLEEP_NS
+        o_starts, o_ends, o_cols = _events(f, "outer")
+        assert cols["parent_ids"].tolist() == o_cols["call_ids"].tolist()
+        meta = dict(f["metadata"].attrs)
+    for key in (
+        "timestamp", "platform", "chip_information", "python_version", "scope_profiler_version",
+        "omp_num_threads", "mpi_size", "total_cores", "num_nodes", "start_time_ns",
+        "finalize_time_ns",
+    ):
+        assert key in meta, key
+    assert int(meta["mpi_size"]) == 1 and int(meta["num_nodes"]) == 1
+    assert "label" not in meta
+    assert int(meta["finalize_time_ns"]) > int(meta["start_time_ns"])
+    # the results returned and the file agree
+    back = read_h5(str(path))
+    assert back.region_names == s.results.region_names
+    np.testing.assert_array_equal(back["inner"][0].start_times_ns, s.results["inner"][0].start_times_ns)
+
+
+def test_tracked_file_has_thread_ids_and_table(manager, tmp_path):
+    path = tmp_path / "threads.h5"
+
+    def worker():
+        for _ in range(3):
+            with manager.region("solve"):
+                time.sleep(0.001)
+
+    with manager.session(file_path=str(path), track_threads=True, verbose=False, label="lbl"):
+        ts = [threading.Thread(target=worker, name=f"worker-{i}") for i in range(2)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+    with h5py.File(path, "r") as f:
+        assert "thread_ids" in f["events"]
+        assert "task_ids" not in f["events"]
+        tt = f["thread_table"]
+        names = [n.decode() if isinstance(n, bytes) else n for n in tt["name"][()]]
+        assert names == ["MainThread", "worker-0", "worker-1"]
+        assert tt["index"][()].tolist() == [0, 1, 2]
+        assert tt["end_ns"][0] == -1 and all(tt["end_ns"][1:] > 0)
+        assert all(tt["cpu_ns"][()] > 0)
+        _, _, cols = _events(f, "solve")
+        assert sorted(cols["thread_ids"].tolist()) == [1, 1, 1, 2, 2, 2]
+        assert f["metadata"].attrs["label"] in ("lbl", b"lbl")
+
+
+def test_checkpoint_finalize_reports_only_new_calls(manager, tmp_path):
+    path = tmp_path / "cp.h5"
+    manager.setup(file_path=str(path), track_threads=True)
+
+    def worker():
+        with manager.region("w"):
+            pass
+
+    def batch(n, prefix):
+        ts = [threading.Thread(target=worker, name=f"{prefix}{i}") for i in range(n)]
+        for t in ts:
+            t.start()
+        for t in ts:
+            t.join()
+
+    opened = manager.region("long")
+    opened.__enter__()  # open across the first checkpoint
+    with manager.region("a"):
+        pass
+    batch(2, "first")
+    r1 = manager.finalize(verbose=False, return_results=True)
+    assert r1["a"][0].num_calls == 1 and r1["w"][0].num_calls == 2
+    assert "long" not in r1
+    ids1 = set(np.concatenate([r1[n][0].call_ids for n in r1.region_names]).tolist())
+    with manager.region("a"):
+        pass
+    batch(2, "second")
+    opened.__exit__(None, None, None)
+    r2 = manager.finalize(verbose=False, return_results=True)
+    assert r2["a"][0].num_calls == 1  # only the new call
+    assert r2["w"][0].num_calls == 2
+    assert r2["long"][0].num_calls == 1
+    ids2 = set(np.concatenate([r2[n][0].call_ids for n in r2.region_names]).tolist())
+    assert min(ids2) == max(ids1) + 1  # call ids continue
+    # the table is never reset: second batch continues the indices
+    infos = r2.threads[0]
+    assert [t.name for t in infos] == ["MainThread", "first0", "first1", "second0", "second1"]
+    assert sorted(set(r2["w"][0].thread_ids.tolist())) == [3, 4]
+    # the file holds the second checkpoint
+    back = read_h5(str(path))
+    assert back["a"][0].num_calls == 1
+    assert back["long"][0].durations_ns[0] > back["a"][0].durations_ns[0]
+
+
+def test_file_published_atomically_with_umask(manager, tmp_path):
+    path = tmp_path / "perm.h5"
+    old = os.umask(0o027)
+    try:
+        with manager.session(file_path=str(path), verbose=False):
+            with manager.region("a"):
+                pass
+    finally:
+        os.umask(old)
+    assert path.exists()
+    assert (path.stat().st_mode & 0o777) == 0o640
+    assert [p.name for p in tmp_path.iterdir()] == ["perm.h5"]  # no temp file left
+
+
+def test_nesting_failure_file_has_no_call_graph(manager, tmp_path):
+    path = tmp_path / "nest.h5"
+    a_in, b_in, a_out = threading.Event(), threading.Event(), threading.Event()
+
+    def a():
+        with manager.region("x"):
+            a_in.set()
+            b_in.wait()
+        a_out.set()
+
+    def b():
+        a_in.wait()
+        with manager.region("x"):
+            b_in.set()
+            a_out.wait()
+
+    manager.setup(file_path=str(path))
+    ta, tb = threading.Thread(target=a), threading.Thread(target=b)
+    ta.start(), tb.start()
+    ta.join(), tb.join()
+    with pytest.warns(RuntimeWarning, match="call graph not recorded"):
+        manager.finalize(verbose=False)
+    with h5py.File(path, "r") as f:
+        assert "call_ids" not in f["events"] and "parent_ids" not in f["events"]
+        assert f["rank_region_index/exclusive_totals"][()].tolist() == [-1]
+
+
+def test_verbose_finalize_prints_summary(manager, tmp_path, capsys):
+    with manager.session(file_path=str(tmp_path / "v.h5")):
+        with manager.region("printed_region"):
+            pass
+    out = capsys.readouterr().out
+    assert "printed_region" in out
