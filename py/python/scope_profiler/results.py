@@ -1453,17 +1453,7 @@ class ProfilingResults:
         threads = self._threads.get(rank, [])
         if not threads:
             return []
-        rows = self._native_run().thread_summary(rank)
-        info = {thread.index: thread for thread in threads}
-        for row in rows:
-            thread = info.get(row["index"])
-            if thread is not None:
-                # Same float arithmetic as ThreadInfo (end_time - start_time in seconds).
-                row["wall_time"] = thread.wall_time
-                row["cpu_time"] = thread.cpu_time
-                row["name"] = thread.name
-                row["alive"] = thread.alive
-        return rows
+        return self._native_run().thread_summary(rank)
 
     # -- metadata, times ------------------------------------------------------------------
 
