@@ -527,3 +527,23 @@ def test_open_call_reported_by_later_finalize_without_file(manager):
     region.__exit__(None, None, None)
     r2 = manager.finalize(verbose=False, return_results=True)
     assert r2["open"][0].num_calls == 1
+
+
+def test_concurrent_first_use_of_a_region_gives_one_region(manager):
+    for attempt in range(5):
+        barrier = threading.Barrier(4)
+
+        def worker():
+            barrier.wait()
+            with manager.region(f"race{attempt}"):
+                time.sleep(0.001)
+
+        with _mem_session(manager, track_threads=True) as s:
+            ts = [threading.Thread(target=worker) for _ in range(4)]
+            for t in ts:
+                t.start()
+            for t in ts:
+                t.join()
+        names = s.results.region_names
+        assert names == ["scope_profiler.session", f"race{attempt}"]
+        assert s.results[f"race{attempt}"][0].num_calls == 4

@@ -236,7 +236,9 @@ class ProfileManager:
                     region.set_source(cls._recorded_path(filename), lineno, text)
             else:
                 region = ProfileRegion.disabled(region_name, list(normalized))
-            cls._regions[region_name] = region
+            # Another thread may have created it meanwhile: keep the first object (the
+            # native table already maps both to one id).
+            region = cls._regions.setdefault(region_name, region)
         elif tags is not None:
             normalized = tuple(tags)
             if tuple(region.tags) != normalized:

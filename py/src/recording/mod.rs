@@ -185,13 +185,22 @@ impl NativeRecorder {
         self.shared.rec.buffer_limit()
     }
 
-    /// Create a new region (a new id; callers cache by name). `enabled=False` gives a
-    /// region whose `with`/decorator paths do nothing.
+    /// The region named `name` (created with a new id on first use; a later call with the
+    /// same name returns an object with the same id and the first call's tags). Callers
+    /// cache the object by name. `enabled=False` gives a region whose `with`/decorator
+    /// paths do nothing.
     #[pyo3(signature = (name, tags=Vec::new(), enabled=true))]
     fn region(&self, name: String, tags: Vec<String>, enabled: bool) -> ProfileRegion {
         let mut meta = self.shared.meta();
-        let id = meta.len() as u32;
-        meta.push(RegionMeta { name: name.clone(), tags: tags.clone(), ..Default::default() });
+        // Get-or-create by name under the lock: two threads creating the same region at
+        // once (the Python-level cache is not atomic) still share one id.
+        let (id, tags) = match meta.iter().position(|m| m.name == name) {
+            Some(i) => (i as u32, meta[i].tags.clone()),
+            None => {
+                meta.push(RegionMeta { name: name.clone(), tags: tags.clone(), ..Default::default() });
+                ((meta.len() - 1) as u32, tags)
+            }
+        };
         ProfileRegion { shared: enabled.then(|| Arc::clone(&self.shared)), meta: Some(Arc::clone(&self.shared)), id, name, tags }
     }
 
