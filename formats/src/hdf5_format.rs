@@ -1111,7 +1111,7 @@ fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
 }
 
 /// The process umask, without changing it (Linux `/proc/self/status`; else set-and-restore).
-fn current_umask() -> u32 {
+pub(crate) fn process_umask() -> u32 {
     if let Ok(status) = fs::read_to_string("/proc/self/status") {
         for line in status.lines() {
             if let Some(v) = line.strip_prefix("Umask:") {
@@ -1173,7 +1173,7 @@ pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
     }
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = 0o666 & !current_umask();
+        let mode = 0o666 & !process_umask();
         fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(|e| werr("permissions", &e))?;
         fs::File::open(tmp.path()).and_then(|f| f.sync_all()).map_err(|e| werr("fsync", &e))?;
     }
