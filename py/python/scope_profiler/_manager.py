@@ -57,6 +57,17 @@ def _relative_source_path(filename: str) -> str:
     return os.path.basename(filename)
 
 
+def _user_stacklevel() -> int:
+    """``stacklevel`` for a warning raised in this module that names the first caller
+    outside it (e.g. the ``with session():`` line rather than ``_ProfilingSession``)."""
+    level = 1
+    frame = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") == __name__:
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 class _LifecycleState(Enum):
     INACTIVE = auto()
     ACTIVE = auto()
@@ -483,7 +494,9 @@ class ProfileManager:
             cls._last_native_run = native_run
             if nesting_error is not None:
                 warnings.warn(
-                    f"call graph not recorded: {nesting_error}", RuntimeWarning, stacklevel=2,
+                    f"call graph not recorded: {nesting_error}",
+                    RuntimeWarning,
+                    stacklevel=_user_stacklevel(),
                 )
             if need_results:
                 results = _results_from_native(native_run)
