@@ -134,3 +134,9 @@ def test_output_keyword(manager):
         manager.setup(output="a.h5", file_path="b.h5", replace=True)
     manager.setup(output="c.h5", replace=True)
     assert manager.get_config().file_path == "c.h5"
+
+
+def test_output_in_other_formats_not_supported(manager):
+    with pytest.raises(NotImplementedError, match="only HDF5 output is supported"):
+        manager.setup(output="run.json")
+    assert not manager.is_configured()

@@ -36,6 +36,9 @@ from ._settings import (
 
 _UNSET = object()
 
+#: ``output=`` names the reference renders in another format after finalize.
+_NON_HDF5_SUFFIXES = (".json", ".json.gz", ".html", ".htm")
+
 #: Modules whose frames are not user call sites (source capture skips them).
 _INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
 
@@ -390,6 +393,11 @@ class ProfileManager:
                 overrides["deactivate_file_output"] = True
             else:
                 requested_output = os.fspath(output)
+                if os.path.basename(requested_output).lower().endswith(_NON_HDF5_SUFFIXES):
+                    raise NotImplementedError(
+                        f"output={requested_output!r}: only HDF5 output is supported "
+                        "(JSON/HTML rendering is not implemented)",
+                    )
                 overrides["file_path"] = requested_output
                 overrides["deactivate_file_output"] = False
         settings: dict = {}
