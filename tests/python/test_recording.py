@@ -547,3 +547,20 @@ def test_concurrent_first_use_of_a_region_gives_one_region(manager):
         names = s.results.region_names
         assert names == ["scope_profiler.session", f"race{attempt}"]
         assert s.results[f"race{attempt}"][0].num_calls == 4
+
+
+@pytest.mark.skipif(not hasattr(os, "fork"), reason="POSIX only")
+def test_forked_child_removes_hooks(manager):
+    before = threading.getprofile()
+    with _mem_session(manager, track_threads=True):
+        r, w = os.pipe()
+        pid = os.fork()
+        if pid == 0:  # child
+            ok = threading.getprofile() is before
+            os.write(w, b"1" if ok else b"0")
+            os._exit(0)
+        os.close(w)
+        answer = os.read(r, 1)
+        os.waitpid(pid, 0)
+        assert threading.getprofile() is not before  # parent keeps its hook
+    assert answer == b"1"

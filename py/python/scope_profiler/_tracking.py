@@ -13,11 +13,15 @@
   at registration, every 256th call, and (for the finalizing thread) at finalize.
 
 ``uninstall()`` restores the threading profile hook that was in place at ``install()``.
+In a forked child every installed tracker is uninstalled (as the reference does); the
+recorder's buffers and thread table are inherited as they are.
 """
 from __future__ import annotations
 
+import os
 import sys
 import threading
+import weakref
 
 #: Task index of a call outside any task (asyncio tracking is not implemented yet).
 NO_TASK = -1
@@ -96,6 +100,7 @@ class ConcurrencyTracker:
         if self._installed:
             return
         self._installed = True
+        _LIVE_TRACKERS.add(self)
         self._previous_thread_hook = threading.getprofile()
         threading.setprofile(self._thread_bootstrap)
 
@@ -104,6 +109,7 @@ class ConcurrencyTracker:
         if not self._installed:
             return
         self._installed = False
+        _LIVE_TRACKERS.discard(self)
         threading.setprofile(self._previous_thread_hook)
         self._previous_thread_hook = None
 
@@ -118,3 +124,18 @@ class ConcurrencyTracker:
         cols = list(zip(*rows)) if rows else [()] * 8
         names = ("index", "ident", "native_id", "name", "daemon", "start_ns", "end_ns", "cpu_ns")
         return {"threads": {n: list(c) for n, c in zip(names, cols)}, "tasks": {}}
+
+
+#: Trackers with hooks installed (weak), so a forked child can take them out.
+_LIVE_TRACKERS: weakref.WeakSet = weakref.WeakSet()
+
+
+def _stand_down_after_fork() -> None:
+    """In a forked child nothing will finalize the parent's run: remove its hooks (the
+    supported pattern is a ``setup()``/``session()`` of the child's own)."""
+    for tracker in list(_LIVE_TRACKERS):
+        tracker.uninstall()
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_stand_down_after_fork)
