@@ -6,6 +6,7 @@
 //! of `time.thread_time_ns()`: readable only for the calling thread.
 
 #[inline(always)]
+#[allow(clippy::unnecessary_cast)] // time_t / c_long are not i64 on every target
 fn read(clock: libc::clockid_t) -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: `ts` is a valid out-pointer; both clocks exist on every Linux/macOS we build for.
