@@ -190,3 +190,44 @@ def test_verbose_finalize_prints_summary(manager, tmp_path, capsys):
             pass
     out = capsys.readouterr().out
     assert "printed_region" in out
+
+
+def test_checkpoints_while_threads_record_lose_and_duplicate_nothing(manager, tmp_path):
+    path = tmp_path / "stress.h5"
+    n_threads, n_calls = 4, 3000
+    manager.setup(file_path=str(path), track_threads=True, buffer_limit=16)
+    start = threading.Barrier(n_threads + 1)
+
+    def worker():
+        start.wait()
+        for i in range(n_calls):
+            with manager.region("outer"):
+                with manager.region("inner"):
+                    if i % 500 == 0:
+                        time.sleep(0.001)
+
+    ts = [threading.Thread(target=worker, name=f"s{i}") for i in range(n_threads)]
+    for t in ts:
+        t.start()
+    start.wait()
+    results = []
+    while any(t.is_alive() for t in ts):
+        results.append(manager.finalize(verbose=False, return_results=True))
+        time.sleep(0.002)
+    for t in ts:
+        t.join()
+    results.append(manager.finalize(verbose=False, return_results=True))
+    totals = {"outer": 0, "inner": 0}
+    all_ids = []
+    for r in results:
+        for name in totals:
+            if name in r:
+                reg = r[name][0]
+                totals[name] += reg.num_calls
+                all_ids.append(reg.call_ids)
+                assert np.all(reg.end_times_ns >= reg.start_times_ns)
+    assert totals == {"outer": n_threads * n_calls, "inner": n_threads * n_calls}
+    ids = np.concatenate(all_ids)
+    assert np.unique(ids).size == ids.size
+    assert len(results) >= 2
+    assert manager.region("outer").num_calls == n_threads * n_calls
