@@ -484,7 +484,6 @@ fn damaged_event_index() {
 }
 
 #[test]
-#[ignore = "needs the hdf5 zlib feature (deflate filter)"]
 fn gzip_compressed_reference_layout() {
     // threads.h5 copied by h5py with gzip level 4 + shuffle on every dataset (what the
     // reference writes for runs of >= 16384 events).
