@@ -12,6 +12,7 @@
 
 use std::collections::HashMap;
 
+use rayon::iter::{IntoParallelIterator, IntoParallelRefIterator, ParallelExtend, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
 use thiserror::Error;
 
@@ -177,6 +178,24 @@ impl LaneSlots {
 /// Below this many calls the sort runs on one thread.
 const PARALLEL_SORT_MIN: usize = 1 << 16;
 
+/// One output column from the sorted keys (parallel for large inputs).
+fn extract<K: Sync>(keys: &[K], f: impl Fn(&K) -> i64 + Sync + Send) -> Vec<i64> {
+    if keys.len() >= PARALLEL_SORT_MIN {
+        keys.par_iter().map(f).collect()
+    } else {
+        keys.iter().map(f).collect()
+    }
+}
+
+/// Sort unique keys, in parallel for large inputs.
+fn sort_keys<T: Ord + Send>(keys: &mut [T]) {
+    if keys.len() >= PARALLEL_SORT_MIN {
+        keys.par_sort_unstable();
+    } else {
+        keys.sort_unstable();
+    }
+}
+
 /// `'{name}' call {call_index} [{start}, {end}] ns`, the reference's call label.
 fn call_label(
     regions: &[RegionInput<'_>],
@@ -237,43 +256,18 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
 
     // (start, !end, region << 32 | call): ascending order is start asc, end desc
     // (`!e` reverses the order without overflow), then input position. Keys are unique.
-    let mut keys: Vec<(i64, i64, u64)> = Vec::with_capacity(n);
-    for (ri, r) in regions.iter().enumerate() {
-        let hi = (ri as u64) << 32;
-        keys.extend(
-            r.start_ns
-                .iter()
-                .zip(r.end_ns)
-                .enumerate()
-                .map(|(ci, (&s, &e))| (s, !e, hi | ci as u64)),
-        );
-    }
-    if n >= PARALLEL_SORT_MIN {
-        keys.par_sort_unstable();
-    } else {
-        keys.sort_unstable();
-    }
-
     let has_lanes = regions.iter().any(|r| r.thread_ids.is_some());
-    let mut calls = CallArrays {
-        region_index: Vec::with_capacity(n),
-        call_index: Vec::with_capacity(n),
-        start_ns: Vec::with_capacity(n),
-        end_ns: Vec::with_capacity(n),
-        depth: vec![0; n],
-        parent: vec![-1; n],
-        exclusive_ns: Vec::with_capacity(n),
-        lane: Vec::with_capacity(if has_lanes { n } else { 0 }),
-    };
-    for &(s, ne, pos) in &keys {
-        let (ri, ci) = ((pos >> 32) as usize, (pos & 0xffff_ffff) as usize);
-        calls.region_index.push(ri as i64);
-        calls.call_index.push(ci as i64);
-        calls.start_ns.push(s);
-        calls.end_ns.push(!ne);
-        if has_lanes {
-            let r = &regions[ri];
-            let lane = match r.thread_ids {
+    let mut calls = CallArrays { depth: vec![0; n], parent: vec![-1; n], ..Default::default() };
+    // Sort keys (start, !end, region << 32 | call[, lane]): ascending order is start asc,
+    // end desc (`!e` reverses the order without overflow), then input position; keys are
+    // unique. The lane rides along in the key so that no per-call random access into the
+    // input columns is needed after the sort. Columns are then extracted in parallel (on
+    // large runs this is bound by first-touch page faults of the output arrays).
+    if has_lanes {
+        let mut keys: Vec<(i64, i64, u64, i64)> = Vec::with_capacity(n);
+        for (ri, r) in regions.iter().enumerate() {
+            let hi = (ri as u64) << 32;
+            let lane_of = |ci: usize| match r.thread_ids {
                 None => -1,
                 Some(t) => {
                     let thread = t.get(ci).copied().unwrap_or(-1);
@@ -281,10 +275,36 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
                     lane_id(thread, task)
                 }
             };
-            calls.lane.push(lane);
+            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64, lane_of(ci));
+            if r.start_ns.len() >= PARALLEL_SORT_MIN {
+                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
+            } else {
+                keys.extend((0..r.start_ns.len()).map(key));
+            }
         }
+        sort_keys(&mut keys);
+        calls.start_ns = extract(&keys, |k| k.0);
+        calls.end_ns = extract(&keys, |k| !k.1);
+        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
+        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
+        calls.lane = extract(&keys, |k| k.3);
+    } else {
+        let mut keys: Vec<(i64, i64, u64)> = Vec::with_capacity(n);
+        for (ri, r) in regions.iter().enumerate() {
+            let hi = (ri as u64) << 32;
+            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64);
+            if r.start_ns.len() >= PARALLEL_SORT_MIN {
+                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
+            } else {
+                keys.extend((0..r.start_ns.len()).map(key));
+            }
+        }
+        sort_keys(&mut keys);
+        calls.start_ns = extract(&keys, |k| k.0);
+        calls.end_ns = extract(&keys, |k| !k.1);
+        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
+        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
     }
-    drop(keys);
 
     // One walk in global sorted order. `top[slot]` = most recent call on that lane; a
     // lane's open-call stack is the chain top -> parent -> ... .
