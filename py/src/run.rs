@@ -170,9 +170,10 @@ impl NativeRun {
         scope_profiler_analysis::lane_label(&self.run, lane, rank)
     }
 
-    /// Write `ranks` as one speedscope document named `label`. `names` (optional) restricts
-    /// the regions and fixes their order (`get_regions` order). Raises `NestingError` when a
-    /// rank cannot be reconstructed, `ValueError` when there is nothing to write, `OSError`
+    /// Write `ranks` as one speedscope document named `label` (`formats::speedscope`).
+    /// `names` (optional) restricts the regions and fixes their order (`get_regions` order,
+    /// which decides exact ties); columns are shared, not copied. Raises `NestingError` when
+    /// a rank cannot be reconstructed, `ValueError` when there is nothing to write, `OSError`
     /// on I/O failure.
     #[pyo3(signature = (ranks, label, path, names=None))]
     fn write_speedscope(
@@ -184,8 +185,7 @@ impl NativeRun {
         names: Option<Vec<String>>,
     ) -> PyResult<()> {
         let run = Arc::clone(&self.run);
-        let result = py.detach(move || {
-            // Reconstruction first, so a nesting failure surfaces as NestingError.
+        py.detach(move || {
             let selected;
             let target: &Run = match &names {
                 Some(n) => {
@@ -194,17 +194,20 @@ impl NativeRun {
                 }
                 None => &run,
             };
-            for &rank in &ranks {
-                scope_profiler_analysis::rank_call_arrays(target, rank).map_err(nesting_err)?;
+            scope_profiler_formats::speedscope::write_speedscope(target, &ranks, &label, &path)
+        })
+        .map_err(|m| {
+            // The writer reports errors as messages: reconstruction failures carry the
+            // NestingError text (spec-callstack §3).
+            if m.starts_with("recorded calls are not properly nested")
+                || m.starts_with("a recorded call ends before it starts")
+            {
+                crate::errors::NestingError::new_err(m)
+            } else if m.starts_with("No calls") {
+                PyValueError::new_err(m)
+            } else {
+                pyo3::exceptions::PyOSError::new_err(m)
             }
-            scope_profiler_formats::speedscope::write_speedscope(target, &ranks, &label, &path).map_err(|m| {
-                if m.starts_with("No calls") {
-                    PyValueError::new_err(m)
-                } else {
-                    pyo3::exceptions::PyOSError::new_err(m)
-                }
-            })
-        });
-        result
+        })
     }
 }

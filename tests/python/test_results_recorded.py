@@ -80,5 +80,6 @@ def test_file_results_match_memory(tmp_path):
     (doc,) = sp.export_speedscope(again, tmp_path / "run.speedscope.json", verbose=False)
     import json
 
+    # Main thread first would put index 0 first: here the workers registered before it.
     names = [p["name"] for p in json.loads(doc.read_text())["profiles"]]
-    assert names == ["rank 0 - MainThread", "rank 0 - w2", "rank 0 - w1", "rank 0 - w0"]
+    assert names == ["rank 0 - w0", "rank 0 - w1", "rank 0 - w2", "rank 0 - MainThread"]
