@@ -450,3 +450,13 @@ def test_speedscope_of_hand_built_results(tmp_path):
     bad = ProfilingResults({"A": mpi("A", [0], [10]), "B": mpi("B", [5], [15])})
     with pytest.raises(sp.NestingError):
         sp.export_speedscope(bad, tmp_path / "bad.json", verbose=False)
+
+
+@pytest.mark.parametrize("name", ["threads", "async", "single", "pool"])
+def test_speedscope_accepted_by_speedscope_importer(tmp_path, name):
+    from helpers import speedscope_import
+
+    (path,) = sp.export_speedscope(sp.read_h5(REFERENCE / f"{name}.h5"),
+                                   tmp_path / f"{name}.speedscope.json", verbose=False)
+    out = speedscope_import(path)
+    assert out
