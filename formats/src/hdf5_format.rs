@@ -903,8 +903,17 @@ pub fn python_json_str_list(items: &[String]) -> String {
     out
 }
 
+/// Events from which event columns are compressed (the reference's `"auto"` policy).
+const AUTO_COMPRESSION_MIN_EVENTS: usize = 1 << 14;
+/// Datasets up to this many bytes stay contiguous (the reference's repack threshold).
+const CONTIGUOUS_MAX_BYTES: usize = 64 * 1024;
+/// Chunk length (elements) of compressed datasets.
+const COMPRESSED_CHUNK: usize = 1 << 16;
+
 struct W<'a> {
     path: &'a str,
+    /// gzip level 4 + shuffle for datasets above [`CONTIGUOUS_MAX_BYTES`].
+    compress: bool,
 }
 
 impl W<'_> {
@@ -922,7 +931,12 @@ impl W<'_> {
             .collect()
     }
     fn ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
-        g.new_dataset_builder().with_data(v).create(name).map_err(self.err(name))?;
+        let b = g.new_dataset_builder().with_data(v);
+        if self.compress && std::mem::size_of_val(v) > CONTIGUOUS_MAX_BYTES {
+            b.chunk(v.len().min(COMPRESSED_CHUNK)).shuffle().deflate(4).create(name).map_err(self.err(name))?;
+        } else {
+            b.create(name).map_err(self.err(name))?;
+        }
         Ok(())
     }
     fn strs(&self, g: &Group, name: &str, v: &[String]) -> R<()> {
@@ -1136,7 +1150,9 @@ pub(crate) fn process_umask() -> u32 {
 /// for `await_ns`), lane tables only when non-empty, `/metadata` attributes, root attributes
 /// `scope_profiler_schema = 3` (int64) and `storage_layout = "columnar"`. Rows without calls
 /// are not written, and `region_table/names` holds only the names rows use (the reference
-/// writes only regions with completed calls). All datasets are contiguous.
+/// writes only regions with completed calls). Datasets are contiguous, except that from
+/// 16384 events on (the reference's automatic compression) numeric datasets above 64 KiB are
+/// chunked (65536 elements) with shuffle + gzip level 4.
 ///
 /// Publication: written to `.<name>.<random>.tmp` in the target's directory, fsynced, given
 /// mode `0o666 & !umask`, renamed over `path`, directory fsynced. On error the temp file is
@@ -1160,7 +1176,8 @@ pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| werr("temporary file", &e))?;
-    let w = W { path: &shown };
+    let total: usize = run.regions.iter().map(|r| r.len()).sum();
+    let w = W { path: &shown, compress: total >= AUTO_COMPRESSION_MIN_EVENTS };
     let written = catch_unwind(AssertUnwindSafe(|| -> R<()> {
         let file = hdf5::File::create(tmp.path()).map_err(w.err("create"))?;
         write_contents(run, &file, &w)?;

@@ -492,3 +492,102 @@ fn gzip_compressed_reference_layout() {
     let b = read_h5(&datasets().join("reference/threads.h5")).unwrap();
     assert_runs_equal(&b, &a, "gzip");
 }
+
+// ---------------------------------------------------------------------------------------
+// large runs: compressed like the reference's automatic policy
+
+/// `n` calls of one region nested in a session root, on `threads` threads (recorded order
+/// grouped by thread, as the recorder writes them).
+fn synthetic_run(n: usize, threads: i64) -> Run {
+    let per = n / threads as usize;
+    let (mut s, mut e, mut t) = (Vec::new(), Vec::new(), Vec::new());
+    for th in 0..threads {
+        for k in 0..per as i64 {
+            let start = 1_000_000 + th * 7 + k * 1000;
+            s.push(start);
+            e.push(start + 500 + (k * 7919) % 400);
+            t.push(th);
+        }
+    }
+    let total = s.len() as i64;
+    let region = |region: u32, s: Vec<i64>, e: Vec<i64>, t: Vec<i64>| RegionCalls {
+        region,
+        rank: 0,
+        start_ns: s.into(),
+        end_ns: e.into(),
+        gpu_ns: None,
+        call_ids: None,
+        parent_ids: None,
+        thread_ids: Some(t.into()),
+        task_ids: None,
+        await_ns: None,
+        source_file: Some("big.py".into()),
+        source_line: Some(3),
+        source_text: None,
+        tags: vec![],
+        event_metadata: None,
+        exclusive_total_ns: None,
+    };
+    let mut run = Run {
+        region_names: vec!["scope_profiler.session".into(), "work".into()],
+        regions: vec![region(0, vec![0], vec![10_000_000 + total * 1000], vec![0]), region(1, s, e, t)],
+        threads: (0..threads)
+            .map(|i| ThreadRow { rank: 0, index: i, ident: 100 + i, native_id: 200 + i, daemon: false, start_ns: 5, end_ns: if i == 0 { -1 } else { 99 }, cpu_ns: 7, name: format!("t{i}") })
+            .collect(),
+        metadata: vec![("mpi_size".into(), MetaValue::Int(1))],
+        num_ranks: 1,
+        ..Default::default()
+    };
+    assign_call_ids(&mut run, 0, 0).unwrap();
+    run
+}
+
+#[test]
+fn large_run_is_compressed_and_round_trips() {
+    let run = synthetic_run(40_000, 4);
+    let dir = tmpdir();
+    let out = dir.path().join("large.h5");
+    write_h5(&run, &out).unwrap();
+    {
+        let f = hdf5::File::open(&out).unwrap();
+        let ds = f.dataset("events/start_deltas").unwrap();
+        assert!(ds.is_chunked());
+        assert!(!ds.filters().is_empty());
+        assert!(!f.dataset("region_table/names").unwrap().is_chunked());
+    }
+    let back = read_h5(&out).unwrap();
+    assert_runs_equal(&run, &back, "large");
+    if let Some(python) = reference_python() {
+        let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
+                    print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), r.get_region('work')[0].exclusive_duration, len(r.threads[0]))";
+        let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
+        let r = &run.regions[1];
+        let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            format!("40000 {total} {} 4", total as f64 / 1e9),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
+#[test]
+#[ignore]
+fn scale_twenty_million_events() {
+    let t0 = std::time::Instant::now();
+    let run = synthetic_run(20_000_000, 8);
+    println!("built + call ids {:?}", t0.elapsed());
+    let dir = tmpdir();
+    let out = dir.path().join("huge.h5");
+    let t0 = std::time::Instant::now();
+    write_h5(&run, &out).unwrap();
+    println!("write {:?} ({} MB)", t0.elapsed(), std::fs::metadata(&out).unwrap().len() >> 20);
+    let t0 = std::time::Instant::now();
+    let back = read_h5(&out).unwrap();
+    println!("read {:?}", t0.elapsed());
+    let t0 = std::time::Instant::now();
+    let rows = exclusive_by_row(&back, 0).unwrap();
+    println!("exclusive_by_row {:?}", t0.elapsed());
+    assert_eq!(rows.len(), 2);
+}
