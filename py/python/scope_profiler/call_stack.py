@@ -102,6 +102,13 @@ def build_call_arrays(regions: Iterable, rank: int) -> CallArrays:
         A call ends before it starts, or two calls on one lane overlap without
         nesting (the message names both calls, child first).
     """
+    names, source_files, source_lines, inputs = _region_inputs(regions, rank)
+    return _from_columns(names, source_files, source_lines, _native.build_call_arrays(inputs))
+
+
+def _region_inputs(regions: Iterable, rank: int):
+    """Names, sources and ``(name, starts, ends, thread_ids, task_ids)`` inputs of the
+    regions having data on ``rank`` (int64 arrays passed without copying)."""
     names: list[str] = []
     source_files: list[str | None] = []
     source_lines: list[int | None] = []
@@ -123,7 +130,14 @@ def build_call_arrays(regions: Iterable, rank: int) -> CallArrays:
                 _i64_or_none(getattr(data, "task_ids", None)),
             ),
         )
-    return _from_columns(names, source_files, source_lines, _native.build_call_arrays(inputs))
+    return names, source_files, source_lines, inputs
+
+
+def exclusive_by_region(regions: Iterable, rank: int) -> dict[str, np.ndarray]:
+    """Per-call exclusive ns of every region having data on ``rank``, in each region's own
+    call order (one Rust reconstruction of the whole rank)."""
+    names, _, _, inputs = _region_inputs(regions, rank)
+    return dict(zip(names, _native.exclusive_by_region(inputs)))
 
 
 def split_by_lane(calls: CallArrays) -> list[tuple[int, CallArrays]]:

@@ -1179,7 +1179,7 @@ class ProfilingResults:
 
     def _populate_exclusive_durations(self) -> None:
         """Per-call exclusive durations for every rank and region, once (in Rust)."""
-        from .call_stack import build_call_arrays
+        from .call_stack import exclusive_by_region
 
         if self._exclusive_populated:
             return
@@ -1193,11 +1193,8 @@ class ProfilingResults:
                     self._region_dict[name].regions[row_rank]._set_exclusive_durations(values)
             return
         for rank in ranks:
-            arrays = build_call_arrays(self._region_dict.values(), rank)
-            for row, name in enumerate(arrays.names):
-                mine = arrays.region_index == row
-                durations = self._region_dict[name].regions[rank]._exclusive_buffer()
-                durations[arrays.call_index[mine]] = arrays.exclusive_ns[mine]
+            for name, values in exclusive_by_region(self._region_dict.values(), rank).items():
+                self._region_dict[name].regions[rank]._set_exclusive_durations(values)
 
     def _metadata_time(self, key: str) -> float | None:
         value = self._metadata.get(key)

@@ -1,10 +1,10 @@
 //! `build_call_arrays` for Python: numpy columns in, reconstructed `CallArrays` columns out.
 use std::borrow::Cow;
 
-use numpy::PyReadonlyArray1;
+use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::PyTuple;
+use pyo3::types::{PyList, PyTuple};
 use scope_profiler_analysis::{CallArrays, RegionInput};
 
 use super::arrays::{owned_i64, slice_of};
@@ -41,11 +41,12 @@ pub fn call_arrays_to_py(py: Python<'_>, calls: CallArrays) -> PyResult<Bound<'_
 /// `(name, start_ns, end_ns, thread_ids | None, task_ids | None)` with int64 arrays (borrowed,
 /// read-only). Returns the reconstructed columns (see [`call_arrays_to_py`]).
 /// Raises `NestingError` when the calls cannot form a tree, `ValueError` on ragged columns.
-#[pyfunction]
-pub fn build_call_arrays<'py>(py: Python<'py>, regions: Vec<RegionArg<'py>>) -> PyResult<Bound<'py, PyTuple>> {
+/// Borrow the Python inputs as [`RegionInput`]s (copying only non-contiguous arrays) and
+/// reconstruct, with the GIL released.
+fn reconstruct(py: Python<'_>, regions: &[RegionArg<'_>]) -> PyResult<CallArrays> {
     let mut cols: Vec<(&str, Cow<[i64]>, Cow<[i64]>, Option<Cow<[i64]>>, Option<Cow<[i64]>>)> =
         Vec::with_capacity(regions.len());
-    for (name, starts, ends, threads, tasks) in &regions {
+    for (name, starts, ends, threads, tasks) in regions {
         let s = slice_of(starts);
         let e = slice_of(ends);
         let t = threads.as_ref().map(slice_of);
@@ -68,8 +69,31 @@ pub fn build_call_arrays<'py>(py: Python<'py>, regions: Vec<RegionArg<'py>>) -> 
             task_ids: k.as_deref(),
         })
         .collect();
-    let calls = py
-        .detach(|| scope_profiler_analysis::build_call_arrays(&inputs))
-        .map_err(nesting_err)?;
+    py.detach(|| scope_profiler_analysis::build_call_arrays(&inputs)).map_err(nesting_err)
+}
+
+/// `build_call_arrays(regions)`: `regions` is a list of
+/// `(name, start_ns, end_ns, thread_ids | None, task_ids | None)` with int64 arrays (borrowed,
+/// read-only). Returns the reconstructed columns (see [`call_arrays_to_py`]).
+/// Raises `NestingError` when the calls cannot form a tree, `ValueError` on ragged columns.
+#[pyfunction]
+pub fn build_call_arrays<'py>(py: Python<'py>, regions: Vec<RegionArg<'py>>) -> PyResult<Bound<'py, PyTuple>> {
+    let calls = reconstruct(py, &regions)?;
     call_arrays_to_py(py, calls)
+}
+
+/// `exclusive_by_region(regions)`: same input as [`build_call_arrays`]; returns one int64
+/// array per input region with each call's exclusive ns, in the region's own call order.
+#[pyfunction]
+pub fn exclusive_by_region<'py>(py: Python<'py>, regions: Vec<RegionArg<'py>>) -> PyResult<Bound<'py, PyList>> {
+    let calls = reconstruct(py, &regions)?;
+    let mut out: Vec<Vec<i64>> = regions.iter().map(|r| vec![0; r.1.len()]).collect();
+    for i in 0..calls.len() {
+        out[calls.region_index[i] as usize][calls.call_index[i] as usize] = calls.exclusive_ns[i];
+    }
+    let list = PyList::empty(py);
+    for values in out {
+        list.append(owned_i64(py, values))?;
+    }
+    Ok(list)
 }

@@ -8,5 +8,6 @@ pub mod convert;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(callstack::build_call_arrays, m)?)?;
+    m.add_function(wrap_pyfunction!(callstack::exclusive_by_region, m)?)?;
     Ok(())
 }
