@@ -274,9 +274,12 @@ fn crossing_exists(calls: &[(i64, i64, i64)]) -> bool {
     false
 }
 
+/// A region as owned columns: (name, starts, ends, thread ids).
+type OwnedRegion = (String, Vec<i64>, Vec<i64>, Vec<i64>);
+
 /// (start, end, thread, region) per call, grouped into regions named r0, r1, ...
-fn to_regions(calls: &[(i64, i64, i64, usize)], nregions: usize) -> Vec<(String, Vec<i64>, Vec<i64>, Vec<i64>)> {
-    let mut out: Vec<(String, Vec<i64>, Vec<i64>, Vec<i64>)> =
+fn to_regions(calls: &[(i64, i64, i64, usize)], nregions: usize) -> Vec<OwnedRegion> {
+    let mut out: Vec<OwnedRegion> =
         (0..nregions).map(|r| (format!("r{r}"), vec![], vec![], vec![])).collect();
     for &(s, e, t, r) in calls {
         out[r].1.push(s);
@@ -286,7 +289,7 @@ fn to_regions(calls: &[(i64, i64, i64, usize)], nregions: usize) -> Vec<(String,
     out
 }
 
-fn inputs(owned: &[(String, Vec<i64>, Vec<i64>, Vec<i64>)], lanes: bool) -> Vec<RegionInput<'_>> {
+fn inputs(owned: &[OwnedRegion], lanes: bool) -> Vec<RegionInput<'_>> {
     owned
         .iter()
         .map(|(n, s, e, t)| RegionInput {

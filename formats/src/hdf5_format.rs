@@ -510,7 +510,8 @@ fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()> {
 
 /// Thread and task tables (schema ≥ 2), rows ordered by rank (stable).
 fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()> {
-    fn columns(g: &Group, ctx: &Ctx, what: &str, ints: &[&str], strs: &[&str]) -> R<(Vec<Vec<i64>>, Vec<Vec<String>>, usize)> {
+    type Columns = (Vec<Vec<i64>>, Vec<Vec<String>>, usize);
+    fn columns(g: &Group, ctx: &Ctx, what: &str, ints: &[&str], strs: &[&str]) -> R<Columns> {
         let ranks = dataset_ints(g, "ranks", ctx, what)?;
         let n = ranks.len();
         let mut iv = vec![ranks];

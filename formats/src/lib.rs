@@ -3,3 +3,4 @@ pub mod hdf5_format;
 pub mod speedscope;
 
 pub use hdf5_format::{read_h5, write_h5, H5Error};
+pub use speedscope::{write_speedscope, write_speedscope_to};
