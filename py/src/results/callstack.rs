@@ -41,11 +41,13 @@ pub fn call_arrays_to_py(py: Python<'_>, calls: CallArrays) -> PyResult<Bound<'_
 /// `(name, start_ns, end_ns, thread_ids | None, task_ids | None)` with int64 arrays (borrowed,
 /// read-only). Returns the reconstructed columns (see [`call_arrays_to_py`]).
 /// Raises `NestingError` when the calls cannot form a tree, `ValueError` on ragged columns.
+/// One region's columns borrowed from numpy (or copied when not contiguous).
+type BorrowedRegion<'a> = (&'a str, Cow<'a, [i64]>, Cow<'a, [i64]>, Option<Cow<'a, [i64]>>, Option<Cow<'a, [i64]>>);
+
 /// Borrow the Python inputs as [`RegionInput`]s (copying only non-contiguous arrays) and
 /// reconstruct, with the GIL released.
 fn reconstruct(py: Python<'_>, regions: &[RegionArg<'_>]) -> PyResult<CallArrays> {
-    let mut cols: Vec<(&str, Cow<[i64]>, Cow<[i64]>, Option<Cow<[i64]>>, Option<Cow<[i64]>>)> =
-        Vec::with_capacity(regions.len());
+    let mut cols: Vec<BorrowedRegion<'_>> = Vec::with_capacity(regions.len());
     for (name, starts, ends, threads, tasks) in regions {
         let s = slice_of(starts);
         let e = slice_of(ends);
