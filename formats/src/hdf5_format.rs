@@ -1167,10 +1167,14 @@ fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
         .collect();
     w.ints(&index, "summary_statistics", &summaries)?;
 
-    // Lane tables, only when non-empty.
-    if !run.threads.is_empty() {
+    // Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
+    // rows together with its regions) only for ranks that recorded calls.
+    let ranks_with_calls: std::collections::HashSet<u32> = rows.iter().map(|r| r.rank).collect();
+    let threads: Vec<&ThreadRow> = run.threads.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
+    let tasks: Vec<&TaskRow> = run.tasks.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
+    if !threads.is_empty() {
         let g = file.create_group("thread_table").map_err(w.err("thread_table"))?;
-        let t = &run.threads;
+        let t = &threads;
         w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
         w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
         w.ints(&g, "ident", &t.iter().map(|x| x.ident).collect::<Vec<i64>>())?;
@@ -1181,9 +1185,9 @@ fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
         w.ints(&g, "cpu_ns", &t.iter().map(|x| x.cpu_ns).collect::<Vec<i64>>())?;
         w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
     }
-    if !run.tasks.is_empty() {
+    if !tasks.is_empty() {
         let g = file.create_group("task_table").map_err(w.err("task_table"))?;
-        let t = &run.tasks;
+        let t = &tasks;
         w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
         w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
         w.ints(&g, "thread_index", &t.iter().map(|x| x.thread_index).collect::<Vec<i64>>())?;
@@ -1222,7 +1226,8 @@ pub(crate) fn process_umask() -> u32 {
 ///
 /// Layout as the reference's writer (`spec-hdf5.md` §4-5): `start_deltas`/`durations` per row,
 /// optional event columns only when some row has them (missing rows back-filled with -1, or 0
-/// for `await_ns`), lane tables only when non-empty, `/metadata` attributes, root attributes
+/// for `await_ns`), lane tables only when non-empty and only for ranks with calls (a tracked
+/// run that recorded no region gets none, as in the reference), `/metadata` attributes, root attributes
 /// `scope_profiler_schema = 3` (int64) and `storage_layout = "columnar"`. Rows without calls
 /// are not written, and `region_table/names` holds only the names rows use (the reference
 /// writes only regions with completed calls). Datasets are contiguous, except that from

@@ -591,3 +591,16 @@ fn scale_twenty_million_events() {
     println!("exclusive_by_row {:?}", t0.elapsed());
     assert_eq!(rows.len(), 2);
 }
+
+#[test]
+fn tracked_run_without_calls_writes_no_lane_tables() {
+    let mut run = read_h5(&datasets().join("reference/threads.h5")).unwrap();
+    run.regions.clear();
+    let dir = tmpdir();
+    let out = dir.path().join("nocalls.h5");
+    write_h5(&run, &out).unwrap();
+    let f = hdf5::File::open(&out).unwrap();
+    assert!(!f.link_exists("thread_table"));
+    let back = read_h5(&out).unwrap();
+    assert!(back.threads.is_empty() && back.regions.is_empty());
+}

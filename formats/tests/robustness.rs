@@ -30,8 +30,14 @@ fn random_damage_never_panics_or_hangs() {
         seed
     };
     let dir = tempfile::tempdir().unwrap();
-    for src in ["threads", "async", "single", "pool"] {
-        let bytes = std::fs::read(Path::new(env!("CARGO_MANIFEST_DIR")).join(format!("../datasets/reference/{src}.h5"))).unwrap();
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    for src in ["threads", "async", "single", "pool", "gzip"] {
+        let file = if src == "gzip" {
+            root.join("tests/data/threads-gzip.h5")
+        } else {
+            root.join(format!("../datasets/reference/{src}.h5"))
+        };
+        let bytes = std::fs::read(file).unwrap();
         for k in 0..per_file {
             let mut b = bytes.clone();
             for _ in 0..1 + (rnd() % 8) as usize {
