@@ -257,3 +257,35 @@ fn writes_file_creating_parent_dirs() {
         std::fs::copy(&out, keep).unwrap();
     }
 }
+
+/// speedscope's own importer and schema (`/work/shared/clients/speedscope/speedscope_check.cjs`)
+/// accept our exports, when node and the npm packages are installed (else skipped).
+#[test]
+fn speedscope_importer_accepts_exports() {
+    let check = Path::new("/work/shared/clients/speedscope/speedscope_check.cjs");
+    let node_dir = ["/work/shared/clients/node", "/tmp/clients-node"]
+        .into_iter()
+        .map(PathBuf::from)
+        .find(|d| d.join("node_modules/speedscope").exists() && d.join("node_modules/ajv").exists());
+    let node_ok = std::process::Command::new("node").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    let (true, Some(node_dir), true) = (check.exists(), node_dir, node_ok) else {
+        println!("SKIPPED: node / speedscope_check.cjs / speedscope+ajv npm packages not available");
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    for name in ["threads", "async", "single"] {
+        let run = read_h5(&datasets().join(format!("reference/{name}.h5"))).unwrap();
+        let out = dir.path().join(format!("{name}.speedscope.json"));
+        write_speedscope(&run, &[0], name, &out).unwrap();
+        let o = std::process::Command::new("node")
+            .arg(check)
+            .arg(&out)
+            .args(["--expect", "speedscope json"])
+            .env("CLIENTS_NODE_DIR", &node_dir)
+            .output()
+            .unwrap();
+        let stdout = String::from_utf8_lossy(&o.stdout);
+        assert!(o.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+        assert!(stdout.contains("schema: valid"), "{stdout}");
+    }
+}
