@@ -346,7 +346,11 @@ fn nested_lane(ops: &[(bool, u8)], base: i64) -> Vec<(i64, i64)> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(400))]
+    // 400 cases by default; PROPTEST_CASES=N runs more
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|v| v.parse().ok()).unwrap_or(400),
+        ..ProptestConfig::default()
+    })]
 
     /// Random small intervals (often crossing) on up to 3 lanes: same result as the oracle,
     /// and an error exactly when two calls of one lane cross.
