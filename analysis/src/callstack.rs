@@ -29,8 +29,11 @@ pub struct NestingError(pub String);
 /// entry meaning `-1`.
 #[derive(Debug, Clone, Copy)]
 pub struct RegionInput<'a> {
+    /// Region name (used in error messages).
     pub name: &'a str,
+    /// Call starts, ns, in recorded order.
     pub start_ns: &'a [i64],
+    /// Call ends, ns, same length as `start_ns`.
     pub end_ns: &'a [i64],
     /// Thread-table index per call, if the region has a thread column.
     pub thread_ids: Option<&'a [i64]>,
@@ -67,6 +70,7 @@ impl CallArrays {
     pub fn len(&self) -> usize {
         self.start_ns.len()
     }
+    /// Whether there are no calls.
     pub fn is_empty(&self) -> bool {
         self.start_ns.is_empty()
     }

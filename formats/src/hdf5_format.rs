@@ -854,6 +854,7 @@ pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
 pub struct SummaryRecord {
     /// Σ durations, ns.
     pub total: i64,
+    /// Shortest / longest duration, ns.
     pub minimum: i64,
     pub maximum: i64,
     /// Duration of the first / last call in recorded order, ns.
