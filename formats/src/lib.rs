@@ -1,6 +1,10 @@
 //! File formats of scope-profiler: HDF5 in the reference's layout and speedscope.
-pub mod hdf5_format;
+pub mod export_error;
+pub mod hdf5;
+pub mod selection;
 pub mod speedscope;
 
-pub use hdf5_format::{read_h5, write_h5, H5Error};
+pub use self::hdf5::{read_h5, write_h5, H5Error};
 pub use speedscope::{write_speedscope, write_speedscope_to};
+pub use export_error::ExportError;
+pub use selection::Selection;

@@ -1,0 +1,25 @@
+//! The error every export writer of this crate returns.
+use thiserror::Error;
+
+use scope_profiler_analysis::NestingError;
+
+/// Why an export could not be written. Nothing is left at the target path on error.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum ExportError {
+    /// A selected rank's calls cannot be reconstructed (the reference's `NestingError`
+    /// message, spec-callstack §3). Python maps it to `scope_profiler.NestingError`.
+    #[error("{0}")]
+    Nesting(String),
+    /// The selected ranks and regions hold no calls. Python: `ValueError` with this text.
+    #[error("No calls recorded for the requested ranks.")]
+    NoCalls,
+    /// Writing failed; the message names the path. Python: `OSError`.
+    #[error("{0}")]
+    Io(String),
+}
+
+impl From<NestingError> for ExportError {
+    fn from(e: NestingError) -> Self {
+        ExportError::Nesting(e.0)
+    }
+}
