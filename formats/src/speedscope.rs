@@ -230,7 +230,7 @@ pub fn write_speedscope(run: &Run, ranks: &[u32], label: &str, path: &Path) -> R
     write_speedscope_to(run, ranks, label, tmp.as_file())?;
     {
         use std::os::unix::fs::PermissionsExt;
-        let mode = 0o666 & !crate::hdf5_format::process_umask();
+        let mode = 0o666 & !crate::hdf5::process_umask();
         let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode));
     }
     tmp.persist(path).map_err(|e| format!("could not write {}: {}", path.display(), e.error))?;

@@ -1,0 +1,73 @@
+//! HDF5 in the reference's layout (`spec-hdf5.md`): read schemas 1-3, write schema 3.
+//!
+//! Reading never panics on bad input: every HDF5 failure, inconsistent index or
+//! out-of-range value becomes an [`H5Error`] naming the file (and a panic inside the HDF5
+//! bindings is caught and reported as [`H5Error::Corrupt`]).
+//!
+//! * [`read`]: entry point [`read_h5`], schema check, metadata, rank groups;
+//! * [`typed`]: typed reads of datasets and attributes with size checks;
+//! * [`columnar`]: schema-2/3 event columns, region index and lane tables;
+//! * [`schema1`]: schema-1 per-rank groups;
+//! * [`heap_guard`]: refuse files whose global heap makes HDF5 loop forever;
+//! * [`summary`]: the `summary_statistics` compound (reference's `_timing_summary`);
+//! * [`write`]: [`write_h5`] (schema 3, atomic publication).
+use thiserror::Error;
+
+pub mod columnar;
+pub mod heap_guard;
+pub mod read;
+pub mod schema1;
+pub mod summary;
+pub mod typed;
+pub mod write;
+
+pub use read::read_h5;
+pub use summary::{summary_record, SummaryRecord};
+pub use write::{python_json_str_list, write_h5};
+pub(crate) use write::process_umask;
+
+/// Why a profile file could not be read or written. Every message names the file.
+#[derive(Debug, Error)]
+pub enum H5Error {
+    /// The file does not exist: "HDF5 file not found: <path>".
+    #[error("{0}")]
+    NotFound(String),
+    /// Not HDF5, truncated, damaged index, not a scope-profiler file (Python: `CorruptProfileError`).
+    #[error("{0}")]
+    Corrupt(String),
+    /// Schema attribute invalid or newer than supported (Python: `HDF5SchemaError`).
+    #[error("{0}")]
+    Schema(String),
+    /// Writing failed (Python: `OSError`).
+    #[error("{0}")]
+    Write(String),
+}
+
+pub(crate) type R<T> = Result<T, H5Error>;
+
+/// Newest schema this crate reads (and the one it writes).
+pub const SCHEMA_VERSION: i64 = 3;
+pub(crate) const SCHEMA_ATTRIBUTE: &str = "scope_profiler_schema";
+
+/// Python's `repr()` of a string.
+pub(crate) fn py_repr(s: &str) -> String {
+    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
+    let mut out = String::with_capacity(s.len() + 2);
+    out.push(quote);
+    for c in s.chars() {
+        match c {
+            '\\' => out.push_str("\\\\"),
+            '\n' => out.push_str("\\n"),
+            '\r' => out.push_str("\\r"),
+            '\t' => out.push_str("\\t"),
+            c if c == quote => {
+                out.push('\\');
+                out.push(c);
+            }
+            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.push(quote);
+    out
+}

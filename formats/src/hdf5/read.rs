@@ -1,0 +1,202 @@
+//! Reading: [`read_h5`] and the file-level parts (schema version, metadata, rank groups).
+use std::fs;
+use std::io;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use hdf5::types::TypeDescriptor;
+use hdf5::Container;
+use scope_profiler_analysis::{MetaValue, Run};
+
+use super::columnar::{read_columnar, read_lane_tables};
+use super::heap_guard::global_heap_would_hang;
+use super::schema1::read_schema1;
+use super::typed::*;
+use super::{H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
+
+/// `scope_profiler_schema` validation, with the reference's `HDF5SchemaError` messages.
+pub(crate) fn read_schema_version(file: &hdf5::File, ctx: &Ctx) -> R<i64> {
+    let names = file.attr_names().map_err(ctx.h5("root attributes"))?;
+    if !names.iter().any(|n| n == SCHEMA_ATTRIBUTE) {
+        return Ok(1);
+    }
+    let a = file.attr(SCHEMA_ATTRIBUTE).map_err(ctx.h5(SCHEMA_ATTRIBUTE))?;
+    let d = descriptor(&a, ctx, SCHEMA_ATTRIBUTE)?;
+    let integral = matches!(d, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_));
+    let value = if integral && a.is_scalar() { read_ints(&a, ctx, SCHEMA_ATTRIBUTE).ok().and_then(|v| v.first().copied()) } else { None };
+    let version = match value {
+        Some(v) => v,
+        None => {
+            return Err(H5Error::Schema(format!(
+                "HDF5 schema version attribute '{SCHEMA_ATTRIBUTE}' must be an integer, got {}",
+                attr_repr(&a, ctx)
+            )))
+        }
+    };
+    if version < 1 {
+        return Err(H5Error::Schema(format!(
+            "Unsupported scope-profiler HDF5 schema version {version}; versions must be positive"
+        )));
+    }
+    if version > SCHEMA_VERSION {
+        return Err(H5Error::Schema(format!(
+            "Unsupported scope-profiler HDF5 schema version {version}; this package supports versions through {SCHEMA_VERSION}. Upgrade scope-profiler to read this file."
+        )));
+    }
+    Ok(version)
+}
+
+/// One attribute as a [`MetaValue`]; `None` for types the run model cannot hold.
+pub(crate) fn read_meta_value(a: &Container, ctx: &Ctx, name: &str) -> Option<MetaValue> {
+    let d = descriptor(a, ctx, name).ok()?;
+    let scalar = a.is_scalar();
+    if is_string(&d) {
+        let v = read_strings(a, ctx, name).ok()?;
+        return Some(if scalar { MetaValue::Str(v.into_iter().next().unwrap_or_default()) } else { MetaValue::StrList(v) });
+    }
+    match d {
+        TypeDescriptor::Float(_) => {
+            let v = read_floats(a, ctx, name).ok()?;
+            if scalar {
+                Some(MetaValue::Float(*v.first()?))
+            } else {
+                Some(MetaValue::StrList(v.iter().map(|x| x.to_string()).collect()))
+            }
+        }
+        TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Boolean | TypeDescriptor::Enum(_) => {
+            let v = read_ints(a, ctx, name).ok()?;
+            if scalar {
+                Some(MetaValue::Int(*v.first()?))
+            } else {
+                Some(MetaValue::StrList(v.iter().map(|x| x.to_string()).collect()))
+            }
+        }
+        _ => None,
+    }
+}
+
+pub(crate) fn read_metadata(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(String, MetaValue)>> {
+    if !has(file, "metadata") {
+        return Ok(Vec::new());
+    }
+    let g = file.group("metadata").map_err(ctx.h5("metadata"))?;
+    let mut out = Vec::new();
+    for name in g.attr_names().map_err(ctx.h5("metadata attributes"))? {
+        let Ok(a) = g.attr(&name) else { continue };
+        if let Some(v) = read_meta_value(&a, ctx, &name) {
+            out.push((name, v));
+        }
+    }
+    Ok(out)
+}
+
+pub(crate) fn mpi_size(metadata: &[(String, MetaValue)]) -> i64 {
+    match metadata.iter().find(|(k, _)| k == "mpi_size").map(|(_, v)| v) {
+        Some(MetaValue::Int(v)) => *v,
+        Some(MetaValue::Float(v)) => *v as i64,
+        Some(MetaValue::Str(s)) => s.trim().parse().unwrap_or(1),
+        _ => 1,
+    }
+}
+
+/// `rank<N>` group names in numeric order.
+pub(crate) fn rank_groups(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(u32, String)>> {
+    let mut out: Vec<(u32, String)> = file
+        .member_names()
+        .map_err(ctx.h5("root group"))?
+        .into_iter()
+        .filter_map(|n| {
+            let digits = n.strip_prefix("rank")?;
+            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
+                return None;
+            }
+            Some((digits.parse::<u32>().ok()?, n))
+        })
+        .collect();
+    out.sort();
+    Ok(out)
+}
+
+pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
+    if global_heap_would_hang(path).unwrap_or(false) {
+        return Err(ctx.corrupt(
+            "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
+        ));
+    }
+    let file = hdf5::File::open(path).map_err(|e| {
+        H5Error::Corrupt(format!(
+            "{} is not a readable HDF5 profiling file. A run that was interrupted while writing leaves a truncated file behind; the underlying error was: {e}",
+            ctx.path
+        ))
+    })?;
+    let version = read_schema_version(&file, ctx)?;
+    let mut run = Run { metadata: read_metadata(&file, ctx)?, ..Default::default() };
+    let groups = rank_groups(&file, ctx)?;
+    if version >= 2 {
+        let layout = if file.attr_names().map_err(ctx.h5("root attributes"))?.iter().any(|n| n == "storage_layout") {
+            let a = file.attr("storage_layout").map_err(ctx.h5("storage_layout"))?;
+            read_strings(&a, ctx, "storage_layout")?.into_iter().next().unwrap_or_default()
+        } else {
+            "columnar".to_string()
+        };
+        if layout == "aggregate" {
+            return Err(H5Error::Schema(format!(
+                "{} stores aggregate statistics only (storage_layout 'aggregate'); this version reads per-call (columnar) profiles only",
+                ctx.path
+            )));
+        }
+        if !has(&file, "region_table") && groups.is_empty() {
+            return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
+        }
+        read_columnar(&file, ctx, &mut run)?;
+        read_lane_tables(&file, ctx, &mut run)?;
+        run.num_ranks = match run.regions.iter().map(|r| r.rank).max() {
+            None => 0,
+            Some(max_rank) => {
+                let inferred = max_rank as i64 + 1;
+                mpi_size(&run.metadata).max(inferred).clamp(0, u32::MAX as i64) as u32
+            }
+        };
+    } else {
+        if groups.is_empty() && !has(&file, "region_table") {
+            return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
+        }
+        read_schema1(&file, ctx, &mut run, &groups)?;
+    }
+    Ok(run)
+}
+
+/// Read a file of schema 1, 2 or 3 into a [`Run`].
+///
+/// Per-call columns of schema-2/3 files are zero-copy slices of one Arrow buffer per column.
+///
+/// Errors:
+/// * [`H5Error::NotFound`] `"HDF5 file not found: <path>"` when nothing exists at `path`;
+/// * [`H5Error::Corrupt`] when the file is not HDF5 / truncated (`"<path> is not a readable HDF5
+///   profiling file. …"`), its event index is inconsistent (`"<path> claims N recorded events but
+///   its event columns hold M. The file is truncated or damaged."`, `"<path> has overlapping
+///   region rows in its event index. The file is damaged."`), a column is missing, mistyped or
+///   short, or it is HDF5 but not a scope-profiler profile;
+/// * [`H5Error::Schema`] for an invalid or too new `scope_profiler_schema` attribute (reference
+///   messages), or an aggregate-only file.
+pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
+    let shown = path.display().to_string();
+    let meta = match fs::metadata(path) {
+        Ok(m) => m,
+        Err(e) if e.kind() == io::ErrorKind::NotFound => {
+            return Err(H5Error::NotFound(format!("HDF5 file not found: {shown}")))
+        }
+        Err(e) => {
+            return Err(H5Error::Corrupt(format!(
+                "{shown} is not a readable HDF5 profiling file. A run that was interrupted while writing leaves a truncated file behind; the underlying error was: {e}"
+            )))
+        }
+    };
+    let ctx = Ctx { path: shown.clone(), file_len: meta.len() };
+    match catch_unwind(AssertUnwindSafe(|| read_inner(path, &ctx))) {
+        Ok(r) => r,
+        Err(_) => Err(H5Error::Corrupt(format!(
+            "{shown} could not be read: the HDF5 reader failed on its contents. The file is truncated or damaged."
+        ))),
+    }
+}

@@ -1,0 +1,93 @@
+//! Schema-1 files: one `rank<N>` group per rank with per-region groups.
+use arrow_array::Int64Array;
+use scope_profiler_analysis::{RegionCalls, Run};
+
+use super::typed::*;
+use super::R;
+
+/// Schema 1: `/rank<N>/regions/<name>/{start_times, end_times, ...}`.
+pub(crate) fn read_schema1(file: &hdf5::File, ctx: &Ctx, run: &mut Run, groups: &[(u32, String)]) -> R<()> {
+    let mut ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
+    for (rank, gname) in groups {
+        let rg = file.group(gname).map_err(ctx.h5(gname))?;
+        if !has(&rg, "regions") {
+            continue;
+        }
+        let regions = rg.group("regions").map_err(ctx.h5(&format!("{gname}/regions")))?;
+        for name in regions.member_names().map_err(ctx.h5(&format!("{gname}/regions")))? {
+            let what = format!("{gname}/regions/{name}");
+            let g = regions.group(&name).map_err(ctx.h5(&what))?;
+            let starts = dataset_ints(&g, "start_times", ctx, &what)?;
+            let ends = dataset_ints(&g, "end_times", ctx, &what)?;
+            if starts.len() != ends.len() {
+                return Err(ctx.corrupt(format!(
+                    "has {} start times but {} end times in {what}. The file is truncated or damaged.",
+                    starts.len(),
+                    ends.len()
+                )));
+            }
+            let opt = |col: &str| -> R<Option<Int64Array>> {
+                if !has(&g, col) {
+                    return Ok(None);
+                }
+                let v = dataset_ints(&g, col, ctx, &what)?;
+                if v.len() != starts.len() {
+                    return Err(ctx.corrupt(format!("has {} values in {what}/{col} for {} calls. The file is damaged.", v.len(), starts.len())));
+                }
+                Ok(Some(Int64Array::from(v)))
+            };
+            let gpu_ns = opt("gpu_durations")?;
+            let call_ids = opt("call_ids")?;
+            let parent_ids = opt("parent_ids")?;
+            let attr_names = g.attr_names().map_err(ctx.h5(&what))?;
+            let attr = |a: &str| -> Option<hdf5::Attribute> {
+                if attr_names.iter().any(|n| n == a) {
+                    g.attr(a).ok()
+                } else {
+                    None
+                }
+            };
+            let str_attr = |a: &str| -> R<Option<String>> {
+                match attr(a) {
+                    None => Ok(None),
+                    Some(at) => Ok(read_strings(&at, ctx, &format!("{what} attribute {a}"))?.into_iter().next()),
+                }
+            };
+            let source_file = str_attr("source_file")?.filter(|s| !s.is_empty());
+            let source_text = str_attr("source_text")?.filter(|s| !s.is_empty());
+            let source_line = match attr("source_lineno") {
+                None => None,
+                Some(at) => read_ints(&at, ctx, &format!("{what} attribute source_lineno"))?.first().copied(),
+            };
+            let tags = match attr("tags") {
+                None => Vec::new(),
+                Some(at) => read_strings(&at, ctx, &format!("{what} attribute tags"))?,
+            };
+            let next = ids.len() as u32;
+            let region = *ids.entry(name.clone()).or_insert_with(|| {
+                run.region_names.push(name.clone());
+                next
+            });
+            run.regions.push(RegionCalls {
+                region,
+                rank: *rank,
+                start_ns: Int64Array::from(starts),
+                end_ns: Int64Array::from(ends),
+                gpu_ns,
+                call_ids,
+                parent_ids,
+                thread_ids: None,
+                task_ids: None,
+                await_ns: None,
+                source_file,
+                source_line,
+                source_text,
+                tags,
+                event_metadata: None,
+                exclusive_total_ns: None,
+            });
+        }
+    }
+    run.num_ranks = groups.len() as u32;
+    Ok(())
+}

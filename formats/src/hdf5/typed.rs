@@ -1,0 +1,183 @@
+//! Typed reads of HDF5 datasets and attributes (any integer width, floats, strings), with
+//! size checks against the file length, and error context naming the file.
+use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
+use hdf5::{Container, Group, H5Type};
+
+use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE};
+
+/// Context for error messages: the file as the caller named it.
+pub(crate) struct Ctx {
+    pub(crate) path: String,
+    pub(crate) file_len: u64,
+}
+
+impl Ctx {
+    pub(crate) fn corrupt(&self, what: impl std::fmt::Display) -> H5Error {
+        H5Error::Corrupt(format!("{} {what}", self.path))
+    }
+    pub(crate) fn h5(&self, what: &str) -> impl Fn(hdf5::Error) -> H5Error + '_ {
+        let what = what.to_string();
+        move |e| self.corrupt(format!("could not be read ({what}): {e}. The file is truncated or damaged."))
+    }
+}
+
+pub(crate) fn descriptor(c: &Container, ctx: &Ctx, what: &str) -> R<TypeDescriptor> {
+    c.dtype().and_then(|t| t.to_descriptor()).map_err(ctx.h5(what))
+}
+
+/// Refuse to allocate for a dataspace larger than the file could plausibly hold
+/// (a damaged header can claim any size; compression ratios beyond 4096 are not credible).
+pub(crate) fn check_size(c: &Container, elem: usize, ctx: &Ctx, what: &str) -> R<usize> {
+    let n = c.space().map_err(ctx.h5(what))?.size();
+    let bytes = (n as u128) * (elem.max(1) as u128);
+    let limit = (ctx.file_len as u128).saturating_mul(4096).max(1 << 30);
+    if bytes > limit {
+        return Err(ctx.corrupt(format!(
+            "claims {n} values in {what}, more than the file can hold. The file is truncated or damaged."
+        )));
+    }
+    Ok(n)
+}
+
+pub(crate) fn read_raw_checked<T: H5Type>(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<T>> {
+    check_size(c, std::mem::size_of::<T>(), ctx, what)?;
+    c.read_raw::<T>().map_err(ctx.h5(what))
+}
+
+/// Any integer dataset/attribute as i64 (values in memory order).
+pub(crate) fn read_ints(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<i64>> {
+    use hdf5::types::IntSize::*;
+    use TypeDescriptor::*;
+    let d = descriptor(c, ctx, what)?;
+    let to_i64 = |v: Vec<u64>| -> R<Vec<i64>> {
+        v.into_iter()
+            .map(|x| i64::try_from(x).map_err(|_| ctx.corrupt(format!("holds {x} in {what}, out of range. The file is damaged."))))
+            .collect()
+    };
+    Ok(match d {
+        Integer(U8) => read_raw_checked::<i64>(c, ctx, what)?,
+        Integer(U4) => read_raw_checked::<i32>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Integer(U2) => read_raw_checked::<i16>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Integer(U1) => read_raw_checked::<i8>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Unsigned(U8) => to_i64(read_raw_checked::<u64>(c, ctx, what)?)?,
+        Unsigned(U4) => read_raw_checked::<u32>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Unsigned(U2) => read_raw_checked::<u16>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Unsigned(U1) => read_raw_checked::<u8>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Boolean => read_raw_checked::<bool>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+        Enum(e) => {
+            // h5py stores numpy bools as an int8 enum {FALSE, TRUE}
+            let size = e.size as usize;
+            match (e.signed, size) {
+                (true, 1) => read_raw_checked::<i8>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+                (false, 1) => read_raw_checked::<u8>(c, ctx, what)?.into_iter().map(i64::from).collect(),
+                _ => return Err(ctx.corrupt(format!("has an unsupported enum type in {what}. The file is damaged."))),
+            }
+        }
+        other => {
+            return Err(ctx.corrupt(format!("has type {other} in {what} where integers belong. The file is damaged.")))
+        }
+    })
+}
+
+pub(crate) fn read_floats(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<f64>> {
+    use hdf5::types::FloatSize;
+    match descriptor(c, ctx, what)? {
+        TypeDescriptor::Float(FloatSize::U8) => read_raw_checked::<f64>(c, ctx, what),
+        TypeDescriptor::Float(FloatSize::U4) => {
+            Ok(read_raw_checked::<f32>(c, ctx, what)?.into_iter().map(f64::from).collect())
+        }
+        other => Err(ctx.corrupt(format!("has type {other} in {what} where floats belong. The file is damaged."))),
+    }
+}
+
+pub(crate) fn is_string(d: &TypeDescriptor) -> bool {
+    matches!(
+        d,
+        TypeDescriptor::VarLenUnicode
+            | TypeDescriptor::VarLenAscii
+            | TypeDescriptor::FixedAscii(_)
+            | TypeDescriptor::FixedUnicode(_)
+    )
+}
+
+/// Any string dataset/attribute (UTF-8 decoded with replacement, like the reference).
+pub(crate) fn read_strings(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<String>> {
+    let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
+    match descriptor(c, ctx, what)? {
+        TypeDescriptor::VarLenUnicode => Ok(read_raw_checked::<VarLenUnicode>(c, ctx, what)?
+            .iter()
+            .map(|s| lossy(s.as_bytes()))
+            .collect()),
+        TypeDescriptor::VarLenAscii => Ok(read_raw_checked::<VarLenAscii>(c, ctx, what)?
+            .iter()
+            .map(|s| lossy(s.as_bytes()))
+            .collect()),
+        TypeDescriptor::FixedAscii(_) | TypeDescriptor::FixedUnicode(_) => {
+            // Let HDF5 convert fixed-length to variable-length strings.
+            check_size(c, 16, ctx, what)?;
+            let v = c.as_reader().read_raw::<VarLenUnicode>().map_err(ctx.h5(what))?;
+            Ok(v.iter().map(|s| lossy(s.as_bytes()).trim_end_matches('\0').to_string()).collect())
+        }
+        other => Err(ctx.corrupt(format!("has type {other} in {what} where strings belong. The file is damaged."))),
+    }
+}
+
+pub(crate) fn one_d(c: &Container, ctx: &Ctx, what: &str) -> R<()> {
+    if c.ndim() != 1 {
+        return Err(ctx.corrupt(format!("has a {}-dimensional {what}; it must be one-dimensional. The file is damaged.", c.ndim())));
+    }
+    Ok(())
+}
+
+pub(crate) fn dataset_ints(g: &Group, name: &str, ctx: &Ctx, what: &str) -> R<Vec<i64>> {
+    let what = format!("{what}/{name}");
+    let ds = g.dataset(name).map_err(ctx.h5(&what))?;
+    one_d(&ds, ctx, &what)?;
+    read_ints(&ds, ctx, &what)
+}
+
+pub(crate) fn dataset_strings(g: &Group, name: &str, ctx: &Ctx, what: &str) -> R<Vec<String>> {
+    let what = format!("{what}/{name}");
+    let ds = g.dataset(name).map_err(ctx.h5(&what))?;
+    one_d(&ds, ctx, &what)?;
+    read_strings(&ds, ctx, &what)
+}
+
+pub(crate) fn has(g: &Group, name: &str) -> bool {
+    g.link_exists(name)
+}
+
+/// Python's `repr` of an attribute value h5py would hand back (for schema messages).
+pub(crate) fn attr_repr(a: &Container, ctx: &Ctx) -> String {
+    let d = match descriptor(a, ctx, SCHEMA_ATTRIBUTE) {
+        Ok(d) => d,
+        Err(_) => return "<unreadable>".into(),
+    };
+    let scalar = a.is_scalar();
+    if is_string(&d) {
+        let v = read_strings(a, ctx, SCHEMA_ATTRIBUTE).unwrap_or_default();
+        return if scalar {
+            py_repr(v.first().map(String::as_str).unwrap_or(""))
+        } else {
+            format!("array([{}], dtype=object)", v.iter().map(|s| format!("b{}", py_repr(s))).collect::<Vec<_>>().join(", "))
+        };
+    }
+    if let TypeDescriptor::Float(_) = d {
+        let v = read_floats(a, ctx, SCHEMA_ATTRIBUTE).unwrap_or_default();
+        let f = |x: f64| if x.fract() == 0.0 && x.abs() < 1e16 { format!("{x:.1}") } else { format!("{x}") };
+        return if scalar {
+            format!("np.float64({})", v.first().map(|&x| f(x)).unwrap_or_default())
+        } else {
+            format!("array([{}])", v.iter().map(|&x| f(x)).collect::<Vec<_>>().join(", "))
+        };
+    }
+    if matches!(d, TypeDescriptor::Boolean | TypeDescriptor::Enum(_)) {
+        let v = read_ints(a, ctx, SCHEMA_ATTRIBUTE).unwrap_or_default();
+        let b = |x: i64| if x != 0 { "np.True_" } else { "np.False_" };
+        return if scalar { b(v.first().copied().unwrap_or(0)).to_string() } else { format!("{v:?}") };
+    }
+    match read_ints(a, ctx, SCHEMA_ATTRIBUTE) {
+        Ok(v) => format!("array([{}])", v.iter().map(i64::to_string).collect::<Vec<_>>().join(", ")),
+        Err(_) => format!("<{d}>"),
+    }
+}

@@ -1,0 +1,347 @@
+//! Writing: [`write_h5`] (schema 3, the reference's layout, atomic publication).
+use std::fs;
+use std::panic::{catch_unwind, AssertUnwindSafe};
+use std::path::Path;
+
+use arrow_array::Int64Array;
+use hdf5::types::VarLenUnicode;
+use hdf5::{Group, H5Type};
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+
+use super::summary::{summary_record, SummaryRecord};
+use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
+
+/// `json.dumps(list_of_str)` with Python's defaults (`", "` separator, ASCII escapes).
+pub fn python_json_str_list(items: &[String]) -> String {
+    let mut out = String::from("[");
+    for (i, s) in items.iter().enumerate() {
+        if i > 0 {
+            out.push_str(", ");
+        }
+        out.push('"');
+        for c in s.chars() {
+            match c {
+                '"' => out.push_str("\\\""),
+                '\\' => out.push_str("\\\\"),
+                '\n' => out.push_str("\\n"),
+                '\r' => out.push_str("\\r"),
+                '\t' => out.push_str("\\t"),
+                '\u{08}' => out.push_str("\\b"),
+                '\u{0c}' => out.push_str("\\f"),
+                c if (c as u32) < 0x20 || (c as u32) > 0x7e => {
+                    let mut buf = [0u16; 2];
+                    for unit in c.encode_utf16(&mut buf) {
+                        out.push_str(&format!("\\u{:04x}", unit));
+                    }
+                }
+                c => out.push(c),
+            }
+        }
+        out.push('"');
+    }
+    out.push(']');
+    out
+}
+
+/// Events from which event columns are compressed (the reference's `"auto"` policy).
+pub(crate) const AUTO_COMPRESSION_MIN_EVENTS: usize = 1 << 14;
+/// Datasets up to this many bytes stay contiguous (the reference's repack threshold).
+pub(crate) const CONTIGUOUS_MAX_BYTES: usize = 64 * 1024;
+/// Chunk length (elements) of compressed datasets.
+pub(crate) const COMPRESSED_CHUNK: usize = 1 << 16;
+
+pub(crate) struct W<'a> {
+    path: &'a str,
+    /// gzip level 4 + shuffle for datasets above [`CONTIGUOUS_MAX_BYTES`].
+    compress: bool,
+}
+
+impl W<'_> {
+    fn err(&self, what: &str) -> impl Fn(hdf5::Error) -> H5Error + '_ {
+        let what = what.to_string();
+        move |e| H5Error::Write(format!("could not write {} ({what}): {e}", self.path))
+    }
+    fn vlen(&self, v: &[String], what: &str) -> R<Vec<VarLenUnicode>> {
+        v.iter()
+            .map(|s| {
+                s.parse::<VarLenUnicode>().map_err(|_| {
+                    H5Error::Write(format!("could not write {} ({what}): the string {} contains a NUL character", self.path, py_repr(s)))
+                })
+            })
+            .collect()
+    }
+    fn ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
+        let b = g.new_dataset_builder().with_data(v);
+        if self.compress && std::mem::size_of_val(v) > CONTIGUOUS_MAX_BYTES {
+            b.chunk(v.len().min(COMPRESSED_CHUNK)).shuffle().deflate(4).create(name).map_err(self.err(name))?;
+        } else {
+            b.create(name).map_err(self.err(name))?;
+        }
+        Ok(())
+    }
+    fn strs(&self, g: &Group, name: &str, v: &[String]) -> R<()> {
+        let data = self.vlen(v, name)?;
+        g.new_dataset_builder().with_data(&data).create(name).map_err(self.err(name))?;
+        Ok(())
+    }
+}
+
+pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
+    // Rows with calls only (the reference writes only regions with completed calls), and
+    // only the region names they use, in region-table order.
+    let rows: Vec<&RegionCalls> = run.regions.iter().filter(|r| !r.is_empty()).collect();
+    let mut used = vec![false; run.region_names.len()];
+    for r in &rows {
+        match used.get_mut(r.region as usize) {
+            Some(u) => *u = true,
+            None => {
+                return Err(H5Error::Write(format!(
+                    "could not write {}: a row refers to region id {} but the run has {} region names",
+                    w.path,
+                    r.region,
+                    run.region_names.len()
+                )))
+            }
+        }
+    }
+    let mut new_id = vec![u32::MAX; used.len()];
+    let mut names = Vec::new();
+    for (i, &u) in used.iter().enumerate() {
+        if u {
+            new_id[i] = names.len() as u32;
+            names.push(run.region_names[i].clone());
+        }
+    }
+
+    let root = file.group("/").map_err(w.err("root"))?;
+    root.new_attr::<i64>().create(SCHEMA_ATTRIBUTE).map_err(w.err(SCHEMA_ATTRIBUTE))?.write_scalar(&SCHEMA_VERSION).map_err(w.err(SCHEMA_ATTRIBUTE))?;
+    let columnar: VarLenUnicode = "columnar".parse().unwrap();
+    root.new_attr::<VarLenUnicode>().create("storage_layout").map_err(w.err("storage_layout"))?.write_scalar(&columnar).map_err(w.err("storage_layout"))?;
+
+    // /metadata
+    let meta = file.create_group("metadata").map_err(w.err("metadata"))?;
+    for (key, value) in &run.metadata {
+        let what = format!("metadata attribute {key}");
+        match value {
+            MetaValue::Int(v) => meta.new_attr::<i64>().create(key.as_str()).and_then(|a| a.write_scalar(v)),
+            MetaValue::Float(v) => meta.new_attr::<f64>().create(key.as_str()).and_then(|a| a.write_scalar(v)),
+            MetaValue::Str(s) => {
+                let v = w.vlen(std::slice::from_ref(s), &what)?;
+                meta.new_attr::<VarLenUnicode>().create(key.as_str()).and_then(|a| a.write_scalar(&v[0]))
+            }
+            MetaValue::StrList(list) => {
+                let v = w.vlen(list, &what)?;
+                meta.new_attr_builder().with_data(&v).create(key.as_str()).map(|_| ())
+            }
+        }
+        .map_err(w.err(&what))?;
+    }
+
+    // /region_table
+    let rt = file.create_group("region_table").map_err(w.err("region_table"))?;
+    w.strs(&rt, "names", &names)?;
+
+    // /events and /rank_region_index
+    let total: usize = rows.iter().map(|r| r.len()).sum();
+    let mut start_deltas = Vec::with_capacity(total);
+    let mut durations = Vec::with_capacity(total);
+    for r in &rows {
+        let (s, e) = (r.start_ns.values(), r.end_ns.values());
+        if s.len() != e.len() {
+            return Err(H5Error::Write(format!(
+                "could not write {}: region {} has {} starts but {} ends",
+                w.path,
+                py_repr(&run.region_names[r.region as usize]),
+                s.len(),
+                e.len()
+            )));
+        }
+        let mut prev = 0i64;
+        for i in 0..s.len() {
+            start_deltas.push(s[i].wrapping_sub(prev));
+            prev = s[i];
+            durations.push(e[i].wrapping_sub(s[i]));
+        }
+    }
+    let events = file.create_group("events").map_err(w.err("events"))?;
+    w.ints(&events, "start_deltas", &start_deltas)?;
+    w.ints(&events, "durations", &durations)?;
+    drop(start_deltas);
+    drop(durations);
+    type Col = fn(&RegionCalls) -> Option<&Int64Array>;
+    let optional: [(&str, Col, i64); 6] = [
+        ("gpu_durations", |r| r.gpu_ns.as_ref(), -1),
+        ("call_ids", |r| r.call_ids.as_ref(), -1),
+        ("parent_ids", |r| r.parent_ids.as_ref(), -1),
+        ("thread_ids", |r| r.thread_ids.as_ref(), -1),
+        ("task_ids", |r| r.task_ids.as_ref(), -1),
+        ("await_ns", |r| r.await_ns.as_ref(), 0),
+    ];
+    for (name, get, missing) in optional {
+        if !rows.iter().any(|r| get(r).is_some()) {
+            continue;
+        }
+        let mut col = Vec::with_capacity(total);
+        for r in &rows {
+            match get(r) {
+                Some(a) if a.len() == r.len() => col.extend_from_slice(a.values()),
+                Some(a) => {
+                    return Err(H5Error::Write(format!(
+                        "could not write {}: region {} has {} calls but {} values in {name}",
+                        w.path,
+                        py_repr(&run.region_names[r.region as usize]),
+                        r.len(),
+                        a.len()
+                    )))
+                }
+                None => col.extend(std::iter::repeat_n(missing, r.len())),
+            }
+        }
+        w.ints(&events, name, &col)?;
+    }
+
+    let index = file.create_group("rank_region_index").map_err(w.err("rank_region_index"))?;
+    let region_ids: Vec<u32> = rows.iter().map(|r| new_id[r.region as usize]).collect();
+    let ranks: Vec<u32> = rows.iter().map(|r| r.rank).collect();
+    let counts: Vec<u64> = rows.iter().map(|r| r.len() as u64).collect();
+    let mut offsets = Vec::with_capacity(rows.len());
+    let mut acc = 0u64;
+    for &c in &counts {
+        offsets.push(acc);
+        acc += c;
+    }
+    w.ints(&index, "region_ids", &region_ids)?;
+    w.ints(&index, "ranks", &ranks)?;
+    w.ints(&index, "event_offsets", &offsets)?;
+    w.ints(&index, "event_counts", &counts)?;
+    let lines: Vec<i64> = rows.iter().map(|r| r.source_line.filter(|&l| l >= 0).unwrap_or(-1)).collect();
+    w.ints(&index, "source_lines", &lines)?;
+    let totals: Vec<i64> = rows.iter().map(|r| r.exclusive_total_ns.filter(|&t| t >= 0).unwrap_or(-1)).collect();
+    w.ints(&index, "exclusive_totals", &totals)?;
+    let files: Vec<String> = rows.iter().map(|r| r.source_file.clone().unwrap_or_default()).collect();
+    w.strs(&index, "source_files", &files)?;
+    let texts: Vec<String> = rows.iter().map(|r| r.source_text.clone().unwrap_or_default()).collect();
+    w.strs(&index, "source_texts", &texts)?;
+    let tags: Vec<String> = rows.iter().map(|r| python_json_str_list(&r.tags)).collect();
+    w.strs(&index, "tags", &tags)?;
+    let metadata: Vec<String> = rows.iter().map(|r| r.event_metadata.clone().unwrap_or_else(|| "[]".into())).collect();
+    w.strs(&index, "event_metadata", &metadata)?;
+    let summaries: Vec<SummaryRecord> = rows
+        .iter()
+        .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
+        .collect();
+    w.ints(&index, "summary_statistics", &summaries)?;
+
+    // Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
+    // rows together with its regions) only for ranks that recorded calls.
+    let ranks_with_calls: std::collections::HashSet<u32> = rows.iter().map(|r| r.rank).collect();
+    let threads: Vec<&ThreadRow> = run.threads.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
+    let tasks: Vec<&TaskRow> = run.tasks.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
+    if !threads.is_empty() {
+        let g = file.create_group("thread_table").map_err(w.err("thread_table"))?;
+        let t = &threads;
+        w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
+        w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
+        w.ints(&g, "ident", &t.iter().map(|x| x.ident).collect::<Vec<i64>>())?;
+        w.ints(&g, "native_id", &t.iter().map(|x| x.native_id).collect::<Vec<i64>>())?;
+        w.ints(&g, "daemon", &t.iter().map(|x| x.daemon as i8).collect::<Vec<i8>>())?;
+        w.ints(&g, "start_ns", &t.iter().map(|x| x.start_ns).collect::<Vec<i64>>())?;
+        w.ints(&g, "end_ns", &t.iter().map(|x| x.end_ns).collect::<Vec<i64>>())?;
+        w.ints(&g, "cpu_ns", &t.iter().map(|x| x.cpu_ns).collect::<Vec<i64>>())?;
+        w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
+    }
+    if !tasks.is_empty() {
+        let g = file.create_group("task_table").map_err(w.err("task_table"))?;
+        let t = &tasks;
+        w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
+        w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
+        w.ints(&g, "thread_index", &t.iter().map(|x| x.thread_index).collect::<Vec<i64>>())?;
+        w.ints(&g, "created_ns", &t.iter().map(|x| x.created_ns).collect::<Vec<i64>>())?;
+        w.ints(&g, "done_ns", &t.iter().map(|x| x.done_ns).collect::<Vec<i64>>())?;
+        w.ints(&g, "steps", &t.iter().map(|x| x.steps).collect::<Vec<i64>>())?;
+        w.ints(&g, "running_ns", &t.iter().map(|x| x.running_ns).collect::<Vec<i64>>())?;
+        w.ints(&g, "suspended_ns", &t.iter().map(|x| x.suspended_ns).collect::<Vec<i64>>())?;
+        w.strs(&g, "kind", &t.iter().map(|x| x.kind.clone()).collect::<Vec<String>>())?;
+        w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
+        w.strs(&g, "coro_name", &t.iter().map(|x| x.coro_name.clone()).collect::<Vec<String>>())?;
+    }
+    Ok(())
+}
+
+/// The process umask, without changing it (Linux `/proc/self/status`; else set-and-restore).
+pub(crate) fn process_umask() -> u32 {
+    if let Ok(status) = fs::read_to_string("/proc/self/status") {
+        for line in status.lines() {
+            if let Some(v) = line.strip_prefix("Umask:") {
+                if let Ok(m) = u32::from_str_radix(v.trim(), 8) {
+                    return m;
+                }
+            }
+        }
+    }
+    // SAFETY: umask only swaps the process mask; restored immediately.
+    unsafe {
+        let old = libc::umask(0o022);
+        libc::umask(old);
+        old as u32
+    }
+}
+
+/// Write `run` as schema 3, atomically (temp file beside the target, then rename), umask respected.
+///
+/// Layout as the reference's writer (`spec-hdf5.md` §4-5): `start_deltas`/`durations` per row,
+/// optional event columns only when some row has them (missing rows back-filled with -1, or 0
+/// for `await_ns`), lane tables only when non-empty and only for ranks with calls (a tracked
+/// run that recorded no region gets none, as in the reference), `/metadata` attributes, root attributes
+/// `scope_profiler_schema = 3` (int64) and `storage_layout = "columnar"`. Rows without calls
+/// are not written, and `region_table/names` holds only the names rows use (the reference
+/// writes only regions with completed calls). Datasets are contiguous, except that from
+/// 16384 events on (the reference's automatic compression) numeric datasets above 64 KiB are
+/// chunked (65536 elements) with shuffle + gzip level 4.
+///
+/// Publication: written to `.<name>.<random>.tmp` in the target's directory, fsynced, given
+/// mode `0o666 & !umask`, renamed over `path`, directory fsynced. On error the temp file is
+/// removed and `path` is untouched.
+///
+/// Errors: [`H5Error::Write`] naming the file.
+pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
+    let shown = path.display().to_string();
+    let werr = |what: &str, e: &dyn std::fmt::Display| H5Error::Write(format!("could not write {shown} ({what}): {e}"));
+    let file_name = path
+        .file_name()
+        .ok_or_else(|| H5Error::Write(format!("could not write {shown}: the path names no file")))?
+        .to_string_lossy()
+        .into_owned();
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => std::path::PathBuf::from("."),
+    };
+    let tmp = tempfile::Builder::new()
+        .prefix(&format!(".{file_name}."))
+        .suffix(".tmp")
+        .tempfile_in(&dir)
+        .map_err(|e| werr("temporary file", &e))?;
+    let total: usize = run.regions.iter().map(|r| r.len()).sum();
+    let w = W { path: &shown, compress: total >= AUTO_COMPRESSION_MIN_EVENTS };
+    let written = catch_unwind(AssertUnwindSafe(|| -> R<()> {
+        let file = hdf5::File::create(tmp.path()).map_err(w.err("create"))?;
+        write_contents(run, &file, &w)?;
+        file.close().map_err(w.err("close"))?;
+        Ok(())
+    }));
+    match written {
+        Ok(r) => r?,
+        Err(_) => return Err(H5Error::Write(format!("could not write {shown}: the HDF5 writer failed"))),
+    }
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = 0o666 & !process_umask();
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(|e| werr("permissions", &e))?;
+        fs::File::open(tmp.path()).and_then(|f| f.sync_all()).map_err(|e| werr("fsync", &e))?;
+    }
+    tmp.persist(path).map_err(|e| werr("rename", &e.error))?;
+    if let Ok(d) = fs::File::open(&dir) {
+        let _ = d.sync_all();
+    }
+    Ok(())
+}
