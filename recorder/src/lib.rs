@@ -16,6 +16,15 @@
 //! per call. Without tracking the states exist all the same (the index only orders the
 //! snapshot) but no thread column is meant to be written.
 //!
+//! # Task lanes
+//! With [`Recorder::with_tasks`] (`track_async`) calls also carry a task id and an await
+//! time. A thread state's `current` pointer names the task running a step on it (set by
+//! the step timer / greenlet switch, [`ThreadState::set_current`]); while it is set, enter
+//! pushes onto that task's own lane stack ([`TaskRecord`]) and exit pops from it, so tasks
+//! interleaved on one thread close their own scopes. The slot itself is still reserved in
+//! the entering thread's buffer (snapshot order is per thread, as the reference's). The
+//! hot path stays lock-free and allocation-free (one pointer read decides the lane).
+//!
 //! # Finding the calling thread's state
 //! A `thread_local!` list maps recorder id -> this thread's [`ThreadState`] (usually one
 //! entry). [`Recorder::local`] is a scan of that list: no lock, no atomic RMW, no
@@ -41,12 +50,15 @@
 //! each call exactly once.
 
 pub mod clock;
+pub mod task;
 
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub use clock::{now_ns, thread_cpu_ns};
+pub use task::{TaskKind, TaskRecord, TaskRowData};
+use task::LaneEntry;
 
 /// Value of `end_ns` while a thread is alive / unknown.
 pub const UNKNOWN: i64 = -1;
@@ -104,7 +116,11 @@ struct RegionBuf {
     starts: Vec<i64>,
     /// 0 = open.
     ends: Vec<i64>,
-    /// Reserved slots of open calls, innermost last; -1 = entered while paused.
+    /// Task index per slot (-1 = outside any task); only with async columns.
+    task_ids: Vec<i64>,
+    /// Await ns per slot (minus the task's suspended total while open); only with async columns.
+    await_ns: Vec<i64>,
+    /// Reserved slots of open calls on the thread's bare lane of open calls, innermost last; -1 = entered while paused.
     stack: Vec<i64>,
     /// Calls retired by earlier written finalizes.
     retired: u64,
@@ -112,11 +128,16 @@ struct RegionBuf {
 
 impl RegionBuf {
     #[cold]
-    fn reserve_for(&mut self, initial: usize) {
+    fn reserve_for(&mut self, initial: usize, async_cols: bool) {
         // First use: the configured initial capacity; afterwards double (preserving slots).
         let extra = if self.starts.capacity() == 0 { initial.max(1) } else { self.starts.capacity() };
         self.starts.reserve_exact(extra);
         self.ends.reserve_exact(extra);
+        if async_cols {
+            let n = self.task_ids.len();
+            self.task_ids.reserve_exact(self.starts.capacity() - n);
+            self.await_ns.reserve_exact(self.starts.capacity() - n);
+        }
         if self.stack.capacity() == 0 {
             self.stack.reserve(8);
         }
@@ -127,8 +148,13 @@ impl RegionBuf {
 pub struct ThreadState {
     index: usize,
     buffer_limit: usize,
+    /// Record `task_ids`/`await_ns` per call (`track_async`).
+    async_cols: bool,
     record: Option<Arc<ThreadRecord>>,
     regions: UnsafeCell<Vec<RegionBuf>>,
+    /// The task lane running on this thread right now; null = the thread's bare lane.
+    /// Set by the step timer / greenlet switch; points into the recorder's task registry.
+    current: Cell<*const TaskRecord>,
 }
 
 // SAFETY: `regions` is mutated only by the owning thread (enter/exit) and read by others
@@ -143,6 +169,20 @@ impl ThreadState {
     }
     pub fn record(&self) -> Option<&Arc<ThreadRecord>> {
         self.record.as_ref()
+    }
+
+    /// The task running on this thread (null = bare lane).
+    #[inline(always)]
+    pub fn current(&self) -> *const TaskRecord {
+        self.current.get()
+    }
+
+    /// Make `task` (a record of this state's recorder, kept alive by its registry; null =
+    /// the bare lane) the lane running on this thread; returns the previous one. Must be
+    /// called on the owning thread.
+    #[inline(always)]
+    pub fn set_current(&self, task: *const TaskRecord) -> *const TaskRecord {
+        self.current.replace(task)
     }
 
     #[allow(clippy::mut_from_ref)]
@@ -167,17 +207,37 @@ impl ThreadState {
             Self::grow_regions(regions, r);
         }
         let buf = &mut regions[r];
+        let task = self.current.get();
         if paused {
-            buf.stack.push(-1);
+            if task.is_null() {
+                buf.stack.push(-1);
+            } else {
+                // SAFETY: a current task is alive (registry of this recorder).
+                unsafe { &*task }.push(LaneEntry { region, slot: -1, state: self });
+            }
             return;
         }
         let slot = buf.starts.len();
         if slot == buf.starts.capacity() {
-            buf.reserve_for(self.buffer_limit);
+            buf.reserve_for(self.buffer_limit, self.async_cols);
         }
         buf.starts.push(0);
         buf.ends.push(0);
-        buf.stack.push(slot as i64);
+        if task.is_null() {
+            if self.async_cols {
+                buf.task_ids.push(-1);
+                buf.await_ns.push(0);
+            }
+            buf.stack.push(slot as i64);
+        } else {
+            // SAFETY: a current task is alive (registry of this recorder).
+            let t = unsafe { &*task };
+            if self.async_cols {
+                buf.task_ids.push(t.index as i64);
+                buf.await_ns.push(-t.suspended_ns());
+            }
+            t.push(LaneEntry { region, slot: slot as i64, state: self });
+        }
         let t = now_ns(); // clock read last
         // SAFETY: `slot` was just pushed.
         unsafe {
@@ -185,11 +245,16 @@ impl ThreadState {
         }
     }
 
-    /// Close the innermost open call of `region` on this thread. Returns false (and does
-    /// nothing) when the region has no open call here. Must be called on the owning thread.
+    /// Close the innermost open call of `region` on the lane running on this thread (the
+    /// current task's lane, else the bare lane). Returns false (and does nothing) when
+    /// that lane has no open call of the region. Must be called on the owning thread.
     #[inline]
     pub fn exit(&self, region: u32) -> bool {
         let end = now_ns(); // clock read first
+        let task = self.current.get();
+        if !task.is_null() {
+            return self.exit_task(region, end, task);
+        }
         // SAFETY: only the owning thread calls enter/exit (crate contract).
         let regions = unsafe { self.regions_mut() };
         let Some(buf) = regions.get_mut(region as usize) else { return false };
@@ -207,7 +272,35 @@ impl ThreadState {
         true
     }
 
-    /// Number of calls of `region` currently open on this thread (paused placeholders excluded).
+    #[inline]
+    fn exit_task(&self, region: u32, end: i64, task: *const TaskRecord) -> bool {
+        // SAFETY: a current task is alive (registry of this recorder).
+        let t = unsafe { &*task };
+        let Some(entry) = t.pop_region(region) else { return false };
+        if entry.slot < 0 {
+            return true;
+        }
+        let slot = entry.slot as usize;
+        // The entering thread's buffer: this one, unless the task's loop moved to another
+        // thread while the call was open (then the crate contract's external
+        // serialization, e.g. the GIL, makes the write safe).
+        // SAFETY: states live as long as their recorder, which owns the task.
+        let st = unsafe { &*entry.state };
+        let regions = unsafe { st.regions_mut() };
+        let buf = &mut regions[region as usize];
+        buf.ends[slot] = if end == 0 { 1 } else { end };
+        if st.async_cols {
+            buf.await_ns[slot] += t.suspended_ns();
+        }
+        if slot & CPU_SAMPLE_MASK == 0 {
+            if let Some(rec) = &self.record {
+                rec.sample_cpu();
+            }
+        }
+        true
+    }
+
+    /// Number of calls of `region` open on this thread's bare lane (paused placeholders excluded).
     pub fn open_calls(&self, region: u32) -> usize {
         // SAFETY: read by the owning thread, or under the crate contract.
         let regions = unsafe { &*self.regions.get() };
@@ -223,6 +316,10 @@ pub struct RegionColumns {
     pub ends: Vec<i64>,
     /// Thread index per call (the [`ThreadState::index`]); meaningful with tracking.
     pub thread_ids: Vec<i64>,
+    /// Task index per call (-1 outside any task); empty without async columns.
+    pub task_ids: Vec<i64>,
+    /// ns the call's task was suspended between entry and exit; empty without async columns.
+    pub await_ns: Vec<i64>,
 }
 
 /// A thread-table row as plain values, timestamps relative to an origin (`-1` kept).
@@ -252,6 +349,8 @@ pub struct Recorder {
     id: u64,
     buffer_limit: usize,
     tracking: bool,
+    async_cols: bool,
+    tasks: Mutex<Vec<Arc<TaskRecord>>>,
     paused: AtomicBool,
     alive: Arc<()>,
     states: Mutex<Vec<Arc<ThreadState>>>,
@@ -261,10 +360,18 @@ impl Recorder {
     /// `buffer_limit`: initial per-(region, thread) capacity (doubles on demand).
     /// `tracking`: keep a thread table (`track_threads`).
     pub fn new(buffer_limit: usize, tracking: bool) -> Self {
+        Self::with_tasks(buffer_limit, tracking, false)
+    }
+
+    /// As [`Recorder::new`]; `async_cols`: record a task id and await time per call
+    /// (`track_async`; implies a thread table).
+    pub fn with_tasks(buffer_limit: usize, tracking: bool, async_cols: bool) -> Self {
         Recorder {
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             buffer_limit: buffer_limit.max(1),
-            tracking,
+            tracking: tracking || async_cols,
+            async_cols,
+            tasks: Mutex::new(Vec::new()),
             paused: AtomicBool::new(false),
             alive: Arc::new(()),
             states: Mutex::new(Vec::new()),
@@ -273,6 +380,46 @@ impl Recorder {
 
     pub fn tracking(&self) -> bool {
         self.tracking
+    }
+    /// Whether calls carry task ids and await times.
+    pub fn async_columns(&self) -> bool {
+        self.async_cols
+    }
+
+    /// Register a task lane (cold path: takes the registry lock). `thread_index` is the
+    /// creating thread's index (-1 if unknown).
+    pub fn new_task(&self, kind: TaskKind, name: String, coro_name: String, thread_index: i64) -> Arc<TaskRecord> {
+        let mut tasks = self.tasks.lock().unwrap_or_else(|e| e.into_inner());
+        let rec = Arc::new(TaskRecord::new(tasks.len(), kind, name, coro_name, thread_index));
+        tasks.push(rec.clone());
+        rec
+    }
+
+    /// Every task lane registered so far, index order.
+    pub fn task_records(&self) -> Vec<Arc<TaskRecord>> {
+        self.tasks.lock().unwrap_or_else(|e| e.into_inner()).clone()
+    }
+
+    /// The task table with timestamps relative to `origin_ns` (`-1` kept).
+    pub fn task_rows(&self, origin_ns: i64) -> Vec<TaskRowData> {
+        self.task_records()
+            .iter()
+            .map(|t| {
+                let done = t.done_ns();
+                TaskRowData {
+                    index: t.index as i64,
+                    kind: t.kind.as_str(),
+                    name: t.name(),
+                    coro_name: t.coro_name(),
+                    thread_index: t.thread_index(),
+                    created_ns: t.created_ns - origin_ns,
+                    done_ns: if done == UNKNOWN { UNKNOWN } else { done - origin_ns },
+                    steps: t.steps(),
+                    running_ns: t.running_ns(),
+                    suspended_ns: t.suspended_ns(),
+                }
+            })
+            .collect()
     }
     pub fn buffer_limit(&self) -> usize {
         self.buffer_limit
@@ -327,8 +474,10 @@ impl Recorder {
             let state = Arc::new(ThreadState {
                 index,
                 buffer_limit: self.buffer_limit,
+                async_cols: self.async_cols,
                 record,
                 regions: UnsafeCell::new(Vec::new()),
+                current: Cell::new(std::ptr::null()),
             });
             states.push(state.clone());
             state
@@ -412,11 +561,15 @@ impl Recorder {
             for st in &states {
                 let regions = &*st.regions.get();
                 let Some(buf) = regions.get(region) else { continue };
-                for (s, e) in buf.starts.iter().zip(buf.ends.iter()) {
+                for (i, (s, e)) in buf.starts.iter().zip(buf.ends.iter()).enumerate() {
                     if *e != 0 {
                         cols.starts.push(*s);
                         cols.ends.push(*e);
                         cols.thread_ids.push(st.index as i64);
+                        if self.async_cols {
+                            cols.task_ids.push(buf.task_ids[i]);
+                            cols.await_ns.push(buf.await_ns[i]);
+                        }
                     }
                 }
             }
@@ -433,11 +586,16 @@ impl Recorder {
     /// # Safety
     /// As for [`Recorder::snapshot`].
     pub unsafe fn mark_written(&self) {
-        for st in self.states() {
+        let states = self.states();
+        // remaps[state][region]: old slot -> new slot (-1 = retired), for open task-lane entries.
+        let mut remaps: Vec<Vec<Option<Vec<i64>>>> = Vec::with_capacity(states.len());
+        for st in &states {
             let regions = &mut *st.regions.get();
+            let mut per_region = Vec::with_capacity(regions.len());
             for buf in regions.iter_mut() {
                 let n = buf.starts.len();
                 if n == 0 {
+                    per_region.push(None);
                     continue;
                 }
                 let open: Vec<usize> = (0..n).filter(|&i| buf.ends[i] == 0).collect();
@@ -445,22 +603,47 @@ impl Recorder {
                 if open.is_empty() {
                     buf.starts.clear();
                     buf.ends.clear();
+                    buf.task_ids.clear();
+                    buf.await_ns.clear();
+                    per_region.push(None);
                     continue;
                 }
-                // Every open slot is on the stack (both `with` and the decorator use it),
-                // so they can always be compacted.
+                // Every open slot is on a stack (the bare lane's or a task's; both `with`
+                // and the decorator use them), so they can always be compacted.
                 let mut remap = vec![-1i64; n];
                 for (new, &old) in open.iter().enumerate() {
                     buf.starts[new] = buf.starts[old];
                     buf.ends[new] = 0;
+                    if st.async_cols {
+                        buf.task_ids[new] = buf.task_ids[old];
+                        buf.await_ns[new] = buf.await_ns[old];
+                    }
                     remap[old] = new as i64;
                 }
                 buf.starts.truncate(open.len());
                 buf.ends.truncate(open.len());
+                if st.async_cols {
+                    buf.task_ids.truncate(open.len());
+                    buf.await_ns.truncate(open.len());
+                }
                 for s in buf.stack.iter_mut() {
                     if *s >= 0 {
                         *s = remap[*s as usize];
                     }
+                }
+                per_region.push(Some(remap));
+            }
+            remaps.push(per_region);
+        }
+        for task in self.task_records() {
+            let stack = &mut *task.stack.get();
+            for e in stack.iter_mut() {
+                if e.slot < 0 {
+                    continue;
+                }
+                let si = (*e.state).index;
+                if let Some(Some(remap)) = remaps.get(si).and_then(|r| r.get(e.region as usize)) {
+                    e.slot = remap[e.slot as usize];
                 }
             }
         }
@@ -507,6 +690,13 @@ impl Recorder {
             for (r, b) in regions.iter().enumerate() {
                 if b.stack.iter().any(|s| *s >= 0) {
                     out.push((r as u32, st.index));
+                }
+            }
+        }
+        for task in self.task_records() {
+            for e in (*task.stack.get()).iter() {
+                if e.slot >= 0 {
+                    out.push((e.region, (*e.state).index));
                 }
             }
         }
@@ -699,5 +889,94 @@ mod tests {
         let _ = st(&c);
         let n = LOCAL.with(|l| unsafe { &*l.get() }.len());
         assert_eq!(n, 2);
+    }
+
+    fn step_in(s: &ThreadState, t: &Arc<TaskRecord>, f: impl FnOnce()) {
+        t.enter_step(now_ns(), s.index() as i64);
+        let prev = s.set_current(Arc::as_ptr(t));
+        f();
+        s.set_current(prev);
+        t.leave_step(now_ns());
+    }
+
+    #[test]
+    fn interleaved_tasks_close_their_own_scopes_with_await() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let s = st(&rec);
+        s.enter(0, false); // bare lane: session-like root
+        let a = rec.new_task(TaskKind::Task, "A".into(), "fa".into(), 0);
+        let b = rec.new_task(TaskKind::Task, "B".into(), "fb".into(), 0);
+        step_in(s, &a, || s.enter(1, false));
+        step_in(s, &b, || s.enter(1, false));
+        thread::sleep(Duration::from_millis(5));
+        // A closes first although B entered last: each lane pops its own entry.
+        step_in(s, &a, || assert!(s.exit(1)));
+        step_in(s, &b, || {
+            assert!(s.exit(1));
+            assert!(!s.exit(1)); // nothing else open on B's lane
+        });
+        assert!(s.exit(0));
+        let snap = unsafe { rec.snapshot(2) };
+        let c = &snap[1];
+        assert_eq!(c.task_ids, vec![0, 1]);
+        // A: entered, suspended >= 5 ms (sleep + B's steps), exited in its next step
+        assert!(c.await_ns[0] >= 5_000_000, "{:?}", c.await_ns);
+        assert!(c.await_ns[0] <= c.ends[0] - c.starts[0]);
+        assert!(c.await_ns[1] >= 5_000_000);
+        assert_eq!(snap[0].task_ids, vec![-1]);
+        assert_eq!(snap[0].await_ns, vec![0]);
+        assert_eq!(a.steps(), 2);
+        assert!(a.suspended_ns() >= 5_000_000);
+        let rows = rec.task_rows(0);
+        assert_eq!(rows.len(), 2);
+        assert_eq!(rows[1].name, "B");
+        assert_eq!(rows[0].done_ns, UNKNOWN);
+        a.finish();
+        assert!(rec.task_rows(0)[0].done_ns > 0);
+    }
+
+    #[test]
+    fn task_open_call_survives_rewind_and_bare_calls_after_it_are_clean() {
+        let rec = Recorder::with_tasks(2, true, true);
+        let s = st(&rec);
+        let a = rec.new_task(TaskKind::Task, "A".into(), "fa".into(), 0);
+        for _ in 0..3 {
+            step_in(s, &a, || {
+                s.enter(0, false);
+                s.exit(0);
+            });
+        }
+        step_in(s, &a, || s.enter(0, false)); // stays open across the checkpoint
+        assert_eq!(unsafe { rec.open_regions() }, vec![(0, 0)]);
+        assert_eq!(unsafe { rec.snapshot(1) }[0].starts.len(), 3);
+        unsafe { rec.mark_written() };
+        // a bare call reuses freed slots: task -1, await 0 (no stale values)
+        s.enter(0, false);
+        s.exit(0);
+        thread::sleep(Duration::from_millis(2));
+        step_in(s, &a, || assert!(s.exit(0)));
+        let snap = unsafe { rec.snapshot(1) };
+        let c = &snap[0];
+        assert_eq!(c.task_ids, vec![0, -1]);
+        assert_eq!(c.await_ns[1], 0);
+        assert!(c.await_ns[0] >= 2_000_000);
+        assert!(c.ends[0] > c.starts[0]);
+    }
+
+    #[test]
+    fn paused_entry_in_task_closes_nothing() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let s = st(&rec);
+        let a = rec.new_task(TaskKind::Greenlet, "g".into(), "f".into(), 0);
+        step_in(s, &a, || {
+            s.enter(0, false);
+            rec.set_paused(true);
+            s.enter(0, rec.paused());
+            assert!(s.exit(0));
+            rec.set_paused(false);
+            assert_eq!(a.open_calls(), 1);
+            assert!(s.exit(0));
+        });
+        assert_eq!(unsafe { rec.snapshot(1) }[0].task_ids, vec![0]);
     }
 }
