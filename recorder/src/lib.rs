@@ -50,6 +50,7 @@
 //! each call exactly once.
 
 pub mod clock;
+pub mod fork;
 pub mod task;
 
 use std::cell::{Cell, UnsafeCell};
@@ -84,6 +85,11 @@ pub struct ThreadRecord {
     pub start_ns: i64,
     end_ns: AtomicI64,
     cpu_ns: AtomicI64,
+    /// CPU ns added to every reading: the pre-fork total of a thread that continues in a
+    /// forked child (whose CPU clock restarts at 0). 0 otherwise. See [`fork`].
+    cpu_base: AtomicI64,
+    /// OS thread id after a fork (the continuing thread's id changes); 0 = `info.native_id`.
+    native_id_now: AtomicI64,
 }
 
 impl ThreadRecord {
@@ -101,11 +107,11 @@ impl ThreadRecord {
     /// Refresh `cpu_ns`. Only meaningful on the thread this record describes.
     #[inline]
     pub fn sample_cpu(&self) {
-        self.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        self.cpu_ns.store(self.cpu_base.load(Ordering::Relaxed) + thread_cpu_ns(), Ordering::Relaxed);
     }
     /// Called on the dying thread itself: take its exact CPU total and end time.
     pub fn mark_exited(&self) {
-        self.cpu_ns.store(thread_cpu_ns(), Ordering::Relaxed);
+        self.cpu_ns.store(self.cpu_base.load(Ordering::Relaxed) + thread_cpu_ns(), Ordering::Relaxed);
         self.end_ns.store(now_ns(), Ordering::Release);
     }
 }
@@ -469,6 +475,8 @@ impl Recorder {
                     start_ns: now_ns(),
                     end_ns: AtomicI64::new(UNKNOWN),
                     cpu_ns: AtomicI64::new(thread_cpu_ns()),
+                    cpu_base: AtomicI64::new(0),
+                    native_id_now: AtomicI64::new(0),
                 })
             });
             let state = Arc::new(ThreadState {
@@ -537,7 +545,7 @@ impl Recorder {
                 let end = r.end_ns();
                 ThreadRowData {
                     index: r.index as i64,
-                    info: r.info.clone(),
+                    info: ThreadInfo { native_id: r.native_id(), ..r.info.clone() },
                     start_ns: r.start_ns - origin_ns,
                     end_ns: if end == UNKNOWN { UNKNOWN } else { end - origin_ns },
                     cpu_ns: r.cpu_ns(),
