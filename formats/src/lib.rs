@@ -3,6 +3,8 @@ pub mod export_error;
 pub mod hdf5;
 pub mod selection;
 pub mod speedscope;
+pub mod pstats;
+mod export_common;
 
 pub use self::hdf5::{read_h5, write_h5, H5Error};
 pub use speedscope::{write_speedscope, write_speedscope_to};

@@ -1,0 +1,146 @@
+//! Shared pieces of the lane-aware export writers (pstats, Chrome trace, Perfetto, pprof,
+//! speedscope): reconstruction of the selected ranks, lane order and names, atomic file
+//! writing. Crate-internal.
+use std::fs;
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use scope_profiler_analysis::{rank_call_arrays, split_by_lane, CallArrays, LaneLabels, Run};
+
+use crate::ExportError;
+
+/// Lane order of every export: main thread first (thread lanes by ascending thread index),
+/// then the unknown lane -1, then task lanes ascending.
+pub(crate) fn lane_order(lane: i64) -> (u8, i64) {
+    if lane <= -2 {
+        (0, -2 - lane)
+    } else if lane == -1 {
+        (1, 0)
+    } else {
+        (2, lane)
+    }
+}
+
+/// One reconstructed rank.
+pub(crate) struct RankCalls {
+    pub rank: u32,
+    /// Positions in `run.regions`; `calls.region_index` indexes this.
+    pub rows: Vec<usize>,
+    pub calls: CallArrays,
+    /// (lane, call ids in sorted order) for lanes with calls, in [`lane_order`].
+    pub lanes: Vec<(i64, Vec<usize>)>,
+}
+
+impl RankCalls {
+    /// Region name of call `id`.
+    pub fn name<'a>(&self, run: &'a Run, id: usize) -> &'a str {
+        let row = &run.regions[self.rows[self.calls.region_index[id] as usize]];
+        run.region_names.get(row.region as usize).map(String::as_str).unwrap_or("?")
+    }
+    /// Source location of call `id`'s region, when it has both file and line.
+    pub fn source<'a>(&self, run: &'a Run, id: usize) -> Option<(&'a str, i64)> {
+        let row = &run.regions[self.rows[self.calls.region_index[id] as usize]];
+        match (&row.source_file, row.source_line) {
+            (Some(f), Some(l)) if !f.is_empty() => Some((f.as_str(), l)),
+            _ => None,
+        }
+    }
+    /// await ns of call `id` (0 without an await column).
+    pub fn await_ns(&self, run: &Run, id: usize) -> i64 {
+        let row = &run.regions[self.rows[self.calls.region_index[id] as usize]];
+        row.await_ns.as_ref().map(|a| a.value(self.calls.call_index[id] as usize)).unwrap_or(0).max(0)
+    }
+}
+
+/// Reconstruct every rank of `ranks` (in the given order) before anything is written.
+/// Errors: `Nesting` for the first rank that fails, `NoCalls` when no rank has a call.
+pub(crate) fn reconstruct(run: &Run, ranks: &[u32]) -> Result<Vec<RankCalls>, ExportError> {
+    let mut all = Vec::with_capacity(ranks.len());
+    for &rank in ranks {
+        let (rows, calls) = rank_call_arrays(run, rank)?;
+        let mut lanes = split_by_lane(&calls);
+        lanes.retain(|(_, ids)| !ids.is_empty());
+        lanes.sort_by_key(|(lane, _)| lane_order(*lane));
+        all.push(RankCalls { rank, rows, calls, lanes });
+    }
+    if all.iter().all(|r| r.calls.is_empty()) {
+        return Err(ExportError::NoCalls);
+    }
+    Ok(all)
+}
+
+/// Display name of a lane: `"rank R"` for lane -1 (untracked run / unknown thread), else
+/// the lane label (`"MainThread"`, `"Task-2 (fetch) on MainThread"`).
+pub(crate) fn lane_name(labels: &LaneLabels<'_>, rank: u32, lane: i64) -> String {
+    if lane == -1 {
+        format!("rank {rank}")
+    } else {
+        labels.label(lane)
+    }
+}
+
+/// Time origin of a run, ns on the recording clock: `metadata.start_time_ns` when it is not
+/// after the earliest selected call, else the earliest selected call's start.
+pub(crate) fn origin_ns(run: &Run, all: &[RankCalls]) -> i64 {
+    let first = all.iter().flat_map(|r| r.calls.start_ns.iter().copied()).min().unwrap_or(0);
+    match run.meta_int("start_time_ns") {
+        Some(t) if t <= first => t,
+        _ => first,
+    }
+}
+
+/// Write `path` atomically: `fill` streams into a temp file beside it which is renamed over
+/// `path` on success (a failed export leaves nothing behind). Parent directories are created;
+/// the file gets the usual `0o666 & !umask` mode.
+pub(crate) fn write_atomic(
+    path: &Path,
+    fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
+    let io = |e: std::io::Error| ExportError::Io(format!("could not write {}: {e}", path.display()));
+    let dir = match path.parent() {
+        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
+        _ => PathBuf::from("."),
+    };
+    fs::create_dir_all(&dir).map_err(|e| ExportError::Io(format!("could not create {}: {e}", dir.display())))?;
+    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(&dir).map_err(io)?;
+    {
+        let mut w = std::io::BufWriter::with_capacity(1 << 16, tmp.as_file());
+        fill(&mut w)?;
+        w.flush().map_err(io)?;
+    }
+    {
+        use std::os::unix::fs::PermissionsExt;
+        let mode = 0o666 & !crate::hdf5::process_umask();
+        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode));
+    }
+    tmp.persist(path).map_err(|e| io(e.error))?;
+    Ok(())
+}
+
+/// `io::Error` → `ExportError::Io` naming `path`.
+pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
+    move |e| ExportError::Io(format!("could not write {}: {e}", path.display()))
+}
+
+/// `re.sub(r"[^\w.+-]+", "_", s).strip("_")` (Python's Unicode `\w`: alphanumerics and `_`),
+/// or `s` itself when that is empty. For file names derived from lane labels.
+pub(crate) fn slug(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    let mut in_run = false;
+    for ch in s.chars() {
+        if ch.is_alphanumeric() || ch == '_' || ch == '.' || ch == '+' || ch == '-' {
+            out.push(ch);
+            in_run = false;
+        } else if !in_run {
+            out.push('_');
+            in_run = true;
+        }
+    }
+    let t = out.trim_matches('_');
+    if t.is_empty() {
+        s.to_string()
+    } else {
+        t.to_string()
+    }
+}

@@ -1,0 +1,363 @@
+//! cProfile/pstats `.prof` export (`spec-exports.md` §2), marshal written here.
+//!
+//! A `.prof` file is Python's `marshal.dump` of the pstats dict: key
+//! `(filename, lineno, funcname)` → `(cc, nc, tt, ct, callers)`, `callers` mapping a caller
+//! key to `(cc, nc, tt, ct)`, times in float seconds. It loads with `pstats.Stats`,
+//! snakeviz and gprof2dot.
+//!
+//! Content as the reference (keys, `call_paths` semantics, synthetic root inserted last,
+//! dict order), with one deliberate difference: **accounting is per lane**. A call is
+//! primitive (`call_paths=false`) when no *ancestor on its own lane* is a call of the same
+//! region; the reference tests "an earlier call of the region, on any lane, that has not
+//! ended", so a call inside a same-named call running on another thread counted as
+//! recursion and lost its cumulative time. Times are summed as integer ns and converted to
+//! seconds once per entry (the reference sums per-call float seconds).
+//!
+//! With [`ProfOptions::per_lane`] each lane gets its own file whose root is
+//! `<label rank R - lane label>`; otherwise all lanes of a rank hang off one root
+//! `<label rank R>` (as the reference: the root's `ct` is the sum over lanes).
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use scope_profiler_analysis::{LaneLabels, Run};
+
+use crate::export_common::{io_err, lane_name, reconstruct, slug, write_atomic, RankCalls};
+use crate::{ExportError, Selection};
+
+/// pstats key: `(filename, lineno, funcname)`.
+pub type StatKey = (String, i64, String);
+
+/// How the stats are built.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProfOptions {
+    /// One entry per distinct root-to-call path, funcname `"a > b > c"` (default `true`);
+    /// `false`: one entry per region name.
+    pub call_paths: bool,
+    /// One file (and one root) per lane instead of one per rank.
+    pub per_lane: bool,
+}
+
+impl Default for ProfOptions {
+    fn default() -> Self {
+        ProfOptions { call_paths: true, per_lane: false }
+    }
+}
+
+/// One pstats entry: `key: (cc, nc, tt, ct, callers)`.
+#[derive(Debug, Clone, PartialEq)]
+pub struct StatEntry {
+    pub key: StatKey,
+    /// Primitive calls.
+    pub cc: i64,
+    /// All calls.
+    pub nc: i64,
+    /// Total self time, s.
+    pub tt: f64,
+    /// Cumulative time, s.
+    pub ct: f64,
+    /// `(caller key, (cc, nc, tt, ct))` in dict order.
+    pub callers: Vec<(StatKey, (i64, i64, f64, f64))>,
+}
+
+/// The stats of one output file.
+#[derive(Debug, Clone, PartialEq)]
+pub struct ProfStats {
+    pub rank: u32,
+    /// The lane of a per-lane file, `None` for a whole-rank file.
+    pub lane: Option<i64>,
+    /// Lane display name of a per-lane file (`"MainThread"`, `"rank 0"` for lane -1).
+    pub lane_name: Option<String>,
+    /// Entries in dict order (root last).
+    pub entries: Vec<StatEntry>,
+}
+
+fn key_of(name: &str, source: Option<(&str, i64)>) -> StatKey {
+    match source {
+        Some((f, l)) => (f.to_string(), l, name.to_string()),
+        None => ("~".to_string(), 0, name.to_string()),
+    }
+}
+
+const NS: f64 = 1e9;
+
+/// Entries for the calls `ids` (sorted call order; whole lanes) of one rank.
+fn build_entries(run: &Run, rc: &RankCalls, ids: &[usize], root_name: &str, call_paths: bool) -> Vec<StatEntry> {
+    let c = &rc.calls;
+    let root_key = key_of(root_name, None);
+    let dur = |i: usize| c.end_ns[i] - c.start_ns[i];
+    let root_total: i64 = ids.iter().filter(|&&i| c.parent[i] < 0).map(|&i| dur(i)).sum();
+    let mut entries: Vec<StatEntry> = Vec::new();
+    let mut entry_of_key: HashMap<StatKey, usize> = HashMap::new();
+    // integer accumulators per entry: (cc, nc, tt ns, ct ns) and per (entry, caller entry or root)
+    let mut acc: Vec<[i64; 4]> = Vec::new();
+    let mut caller_acc: Vec<Vec<(Option<usize>, [i64; 4])>> = Vec::new();
+    let mut entry_for = |key: StatKey, entries: &mut Vec<StatEntry>, acc: &mut Vec<[i64; 4]>, ca: &mut Vec<Vec<_>>| -> usize {
+        *entry_of_key.entry(key.clone()).or_insert_with(|| {
+            entries.push(StatEntry { key, cc: 0, nc: 0, tt: 0.0, ct: 0.0, callers: Vec::new() });
+            acc.push([0; 4]);
+            ca.push(Vec::new());
+            entries.len() - 1
+        })
+    };
+    let add_caller = |list: &mut Vec<(Option<usize>, [i64; 4])>, caller: Option<usize>, v: [i64; 4]| {
+        match list.iter_mut().find(|(k, _)| *k == caller) {
+            Some((_, a)) => (0..4).for_each(|j| a[j] += v[j]),
+            None => list.push((caller, v)),
+        }
+    };
+
+    if call_paths {
+        // path identity = (parent path, region name id); path -> entry
+        let mut path_of_call: HashMap<usize, usize> = HashMap::with_capacity(ids.len());
+        let mut paths: HashMap<(usize, u32), usize> = HashMap::new(); // -> path id
+        let mut path_entry: Vec<usize> = Vec::new();
+        let mut path_names: Vec<String> = Vec::new();
+        for &i in ids {
+            let p = c.parent[i];
+            let parent_path = if p < 0 { usize::MAX } else { path_of_call[&(p as usize)] };
+            let region = run.regions[rc.rows[c.region_index[i] as usize]].region;
+            let pid = match paths.get(&(parent_path, region)) {
+                Some(&pid) => pid,
+                None => {
+                    let name = rc.name(run, i);
+                    let full = if parent_path == usize::MAX {
+                        name.to_string()
+                    } else {
+                        format!("{} > {}", path_names[parent_path], name)
+                    };
+                    let e = entry_for(key_of(&full, rc.source(run, i)), &mut entries, &mut acc, &mut caller_acc);
+                    let pid = path_entry.len();
+                    path_entry.push(e);
+                    path_names.push(full);
+                    paths.insert((parent_path, region), pid);
+                    pid
+                }
+            };
+            path_of_call.insert(i, pid);
+            let e = path_entry[pid];
+            let v = [1, 1, c.exclusive_ns[i], dur(i)];
+            (0..4).for_each(|j| acc[e][j] += v[j]);
+            let caller = if parent_path == usize::MAX { None } else { Some(path_entry[parent_path]) };
+            add_caller(&mut caller_acc[e], caller, v);
+        }
+    } else {
+        // primitive = no ancestor of the same region on the call's own lane
+        let n_rows = rc.rows.len();
+        let mut row_entry: Vec<usize> = vec![usize::MAX; n_rows];
+        // entries in region-row order (the reference's order), only rows with calls
+        let mut has_calls = vec![false; n_rows];
+        for &i in ids {
+            has_calls[c.region_index[i] as usize] = true;
+        }
+        for (ri, &row) in rc.rows.iter().enumerate() {
+            if !has_calls[ri] {
+                continue;
+            }
+            let r = &run.regions[row];
+            let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
+            let src = match (&r.source_file, r.source_line) {
+                (Some(f), Some(l)) if !f.is_empty() => Some((f.as_str(), l)),
+                _ => None,
+            };
+            row_entry[ri] = entry_for(key_of(name, src), &mut entries, &mut acc, &mut caller_acc);
+        }
+        // per-lane open counts of each region along the current stack
+        let mut open: HashMap<(i64, u32), u32> = HashMap::new();
+        let mut stacks: HashMap<i64, Vec<usize>> = HashMap::new();
+        let region_of = |i: usize| run.regions[rc.rows[c.region_index[i] as usize]].region;
+        let mut raw_callers: Vec<Vec<(Option<usize>, [i64; 4])>> = vec![Vec::new(); entries.len()];
+        for &i in ids {
+            let lane = c.lane_of(i);
+            let stack = stacks.entry(lane).or_default();
+            let p = c.parent[i];
+            while let Some(&top) = stack.last() {
+                if p >= 0 && top == p as usize {
+                    break;
+                }
+                stack.pop();
+                *open.get_mut(&(lane, region_of(top))).expect("opened") -= 1;
+            }
+            let reg = region_of(i);
+            let cnt = open.entry((lane, reg)).or_insert(0);
+            let primitive = *cnt == 0;
+            *cnt += 1;
+            stack.push(i);
+            let e = row_entry[c.region_index[i] as usize];
+            let v = [primitive as i64, 1, c.exclusive_ns[i], if primitive { dur(i) } else { 0 }];
+            (0..4).for_each(|j| acc[e][j] += v[j]);
+            let caller_row = if p < 0 { None } else { Some(c.region_index[p as usize] as usize) };
+            add_caller(&mut raw_callers[e], caller_row, v);
+        }
+        // callers ordered root first, then by caller row (the reference's bincount order)
+        for (e, mut list) in raw_callers.into_iter().enumerate() {
+            list.sort_by_key(|(k, _)| k.map(|r| r as i64).unwrap_or(-1));
+            caller_acc[e] = list.into_iter().map(|(k, v)| (k.map(|r| row_entry[r]), v)).collect();
+        }
+    }
+
+    for (e, entry) in entries.iter_mut().enumerate() {
+        let [cc, nc, tt, ct] = acc[e];
+        entry.cc = cc;
+        entry.nc = nc;
+        entry.tt = tt as f64 / NS;
+        entry.ct = ct as f64 / NS;
+    }
+    let keys: Vec<StatKey> = entries.iter().map(|e| e.key.clone()).collect();
+    for (e, entry) in entries.iter_mut().enumerate() {
+        entry.callers = caller_acc[e]
+            .iter()
+            .map(|(k, v)| {
+                let key = match k {
+                    None => root_key.clone(),
+                    Some(x) => keys[*x].clone(),
+                };
+                (key, (v[0], v[1], v[2] as f64 / NS, v[3] as f64 / NS))
+            })
+            .collect();
+    }
+    entries.push(StatEntry { key: root_key, cc: 1, nc: 1, tt: 0.0, ct: root_total as f64 / NS, callers: Vec::new() });
+    entries
+}
+
+/// The pstats dicts of `sel` (one per rank with calls, or one per lane with calls when
+/// `opts.per_lane`), without writing anything. Root name `<{label} rank {R}>` (per lane:
+/// `<{label} rank {R} - {lane name}>`).
+///
+/// Errors: `Nesting` when a rank cannot be reconstructed, `NoCalls` when nothing is selected.
+pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<ProfStats>, ExportError> {
+    let run = sel.apply(run);
+    let run: &Run = &run;
+    let all = reconstruct(run, &sel.ranks)?;
+    let mut out = Vec::new();
+    for rc in &all {
+        if rc.calls.is_empty() {
+            continue;
+        }
+        if opts.per_lane {
+            let labels = LaneLabels::new(run, rc.rank);
+            for (lane, ids) in &rc.lanes {
+                let lname = lane_name(&labels, rc.rank, *lane);
+                let root = format!("<{} rank {} - {}>", sel.label, rc.rank, lname);
+                out.push(ProfStats {
+                    rank: rc.rank,
+                    lane: Some(*lane),
+                    lane_name: Some(lname),
+                    entries: build_entries(run, rc, ids, &root, opts.call_paths),
+                });
+            }
+        } else {
+            let ids: Vec<usize> = (0..rc.calls.len()).collect();
+            let root = format!("<{} rank {}>", sel.label, rc.rank);
+            out.push(ProfStats {
+                rank: rc.rank,
+                lane: None,
+                lane_name: None,
+                entries: build_entries(run, rc, &ids, &root, opts.call_paths),
+            });
+        }
+    }
+    Ok(out)
+}
+
+// ---- marshal (format version 4 subset, readable by every Python 3 marshal) ----
+
+fn m_int(out: &mut Vec<u8>, v: i64) {
+    if let Ok(x) = i32::try_from(v) {
+        out.push(b'i');
+        out.extend_from_slice(&x.to_le_bytes());
+    } else {
+        // TYPE_LONG: signed digit count, then 15-bit digits, least significant first
+        let mut m = v.unsigned_abs();
+        let mut digits = Vec::new();
+        while m > 0 {
+            digits.push((m & 0x7fff) as u16);
+            m >>= 15;
+        }
+        let n = digits.len() as i32 * if v < 0 { -1 } else { 1 };
+        out.push(b'l');
+        out.extend_from_slice(&n.to_le_bytes());
+        for d in digits {
+            out.extend_from_slice(&d.to_le_bytes());
+        }
+    }
+}
+
+fn m_float(out: &mut Vec<u8>, v: f64) {
+    out.push(b'g');
+    out.extend_from_slice(&v.to_le_bytes());
+}
+
+fn m_str(out: &mut Vec<u8>, s: &str) {
+    out.push(b'u');
+    out.extend_from_slice(&(s.len() as u32).to_le_bytes());
+    out.extend_from_slice(s.as_bytes());
+}
+
+fn m_tuple(out: &mut Vec<u8>, n: usize) {
+    out.push(b'(');
+    out.extend_from_slice(&(n as u32).to_le_bytes());
+}
+
+fn m_key(out: &mut Vec<u8>, k: &StatKey) {
+    m_tuple(out, 3);
+    m_str(out, &k.0);
+    m_int(out, k.1);
+    m_str(out, &k.2);
+}
+
+/// `marshal.dumps(stats_dict)` of `entries` (dict order kept).
+pub fn marshal_stats(entries: &[StatEntry]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(64 * entries.len() + 2);
+    out.push(b'{');
+    for e in entries {
+        m_key(&mut out, &e.key);
+        m_tuple(&mut out, 5);
+        m_int(&mut out, e.cc);
+        m_int(&mut out, e.nc);
+        m_float(&mut out, e.tt);
+        m_float(&mut out, e.ct);
+        out.push(b'{');
+        for (k, (cc, nc, tt, ct)) in &e.callers {
+            m_key(&mut out, k);
+            m_tuple(&mut out, 4);
+            m_int(&mut out, *cc);
+            m_int(&mut out, *nc);
+            m_float(&mut out, *tt);
+            m_float(&mut out, *ct);
+        }
+        out.push(b'0');
+    }
+    out.push(b'0');
+    out
+}
+
+/// File of one [`ProfStats`]: `path`'s stem + `_rank{R}` (+ `_{lane slug}`) + its extension
+/// (`out.prof` → `out_rank0.prof`, `out_rank0_MainThread.prof`).
+pub fn prof_path(path: &Path, stats: &ProfStats) -> PathBuf {
+    let stem = path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let ext = path.extension().map(|e| format!(".{}", e.to_string_lossy())).unwrap_or_default();
+    let mut name = format!("{stem}_rank{}", stats.rank);
+    if let Some(l) = &stats.lane_name {
+        name.push('_');
+        name.push_str(&slug(l));
+    }
+    name.push_str(&ext);
+    path.with_file_name(name)
+}
+
+/// Write the `.prof` files of `sel` next to `path` (names: [`prof_path`]) and return them
+/// in order (ranks as given, lanes main thread first). Ranks without calls get no file.
+/// Everything is reconstructed before the first file is written.
+///
+/// Errors: `Nesting`, `NoCalls`, `Io` (naming the path).
+pub fn write_prof(run: &Run, sel: &Selection, path: &Path, opts: ProfOptions) -> Result<Vec<PathBuf>, ExportError> {
+    let files = prof_stats(run, sel, opts)?;
+    let mut written = Vec::with_capacity(files.len());
+    for f in &files {
+        let p = prof_path(path, f);
+        let bytes = marshal_stats(&f.entries);
+        write_atomic(&p, |w| w.write_all(&bytes).map_err(io_err(&p)))?;
+        written.push(p);
+    }
+    Ok(written)
+}
