@@ -78,9 +78,11 @@ def test_aggregation_checked_before_threads(manager):
         manager.setup(aggregation_mode=True, use_nvtx=True, track_threads=True)
 
 
-def test_track_async_not_implemented(manager):
-    with pytest.raises(NotImplementedError, match="track_async"):
-        manager.setup(track_async=True)
+def test_track_async_implies_track_threads(manager):
+    manager.setup(track_async=True, deactivate_file_output=True)
+    cfg = manager.get_config()
+    assert cfg.track_async and cfg.track_threads and cfg.tracker is not None
+    assert cfg.tracker.track_async
 
 
 def test_value_validation(manager):

@@ -12,8 +12,6 @@ Settings this package accepts but does not implement:
   ``track_threads``/``track_async`` the reference's ``ValueError``; alone a
   ``NotImplementedError`` naming the setting;
 * ``use_memray``, ``profile_mpi_calls``: ``NotImplementedError``;
-* ``track_async`` (asyncio tasks / greenlets): ``NotImplementedError`` for now (after the
-  reference's combination checks), rather than silently recording without task lanes;
 * ``hdf5_compression``/``hdf5_compression_level``/``hdf5_chunk_size``/``output_mode``:
   validated like the reference, otherwise ignored (serial runs, the writer picks its own
   layout).
@@ -428,11 +426,6 @@ class ProfilingConfig:
                 )
         if self._perf_events:
             raise NotImplementedError("perf_events is not supported by scope-profiler (Rust edition)")
-        if s["track_async"]:
-            raise NotImplementedError(
-                "track_async (asyncio task and greenlet lanes) is not implemented yet; "
-                "use track_threads=True",
-            )
         buffer_limit = s["buffer_limit"]
         if isinstance(buffer_limit, bool) or not isinstance(buffer_limit, int) or buffer_limit < 1:
             raise ValueError("buffer_limit must be a positive integer")
@@ -443,7 +436,7 @@ class ProfilingConfig:
         self._track_threads = track_threads
         self._track_async = bool(s["track_async"])
         self._paused = False
-        self._native = NativeRecorder(buffer_limit, track_threads)
+        self._native = NativeRecorder(buffer_limit, track_threads, self._track_async)
         if track_threads:
             from ._tracking import ConcurrencyTracker
 

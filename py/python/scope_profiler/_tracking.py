@@ -1,20 +1,23 @@
-"""Thread tracking: the only Python in the recording path, and only where Python must be.
+"""Thread and task tracking: the only Python in the recording path, and only where Python must be.
 
-* Registration at a thread's first bytecode: ``threading.setprofile(bootstrap)`` arms every
-  thread started while the tracker is installed; ``bootstrap`` runs once, removes itself
-  (``sys.setprofile(None)``), registers the thread with the native recorder (a Rust call
-  that also parks a ``ThreadExitSentinel`` in a ``threading.local``) and hands over to the
-  previously installed threading profile hook, if any (forwarding this first event).
+* Registration at a thread's first bytecode: ``threading.setprofile(_thread_bootstrap)``
+  (one process-wide hook shared by every installed tracker) arms every thread started
+  while a tracker is installed; the bootstrap runs once, removes itself
+  (``sys.setprofile(None)``), registers the thread with each tracker's native recorder (a
+  Rust call that also parks a ``ThreadExitSentinel`` in a ``threading.local``), follows
+  the thread's greenlet switches if a ``track_async`` tracker is installed, and hands over
+  to the previously installed threading profile hook, if any (forwarding this first event).
 * Threads that existed before ``setup()`` (the main thread, pools) are registered lazily,
-  in Rust, the first time they enter a region.
-* Thread end and exact CPU total are stamped by the sentinel's ``Drop`` on the dying thread
-  (CPython clears thread-local values there, before ``join()`` returns), so ``alive`` is
-  False right after ``join()``. Threads alive at ``finalize()`` report the CPU time sampled
-  at registration, every 256th call, and (for the finalizing thread) at finalize.
+  in Rust, the first time they enter a region (or run a task step / greenlet switch).
+* Thread end and exact CPU total are stamped by the sentinel's ``Drop`` on the dying thread.
+* ``track_async``: asyncio tasks (``_asyncio_hooks``) and greenlets (``_greenlet_hooks``)
+  become lanes. Each task's coroutine is wrapped by a Rust ``TimedCoroutine`` that makes
+  the task the thread's current lane during each step, so region calls inside it carry its
+  task id, close on its own scope stack and record how long it was suspended.
 
-``uninstall()`` restores the threading profile hook that was in place at ``install()``.
-In a forked child every installed tracker is uninstalled (as the reference does); the
-recorder's buffers and thread table are inherited as they are.
+Every hook is shared by all installed trackers and restored when the last one leaves, so
+several managers may install and uninstall in any order. In a forked child every installed
+tracker is uninstalled (as the reference does).
 """
 from __future__ import annotations
 
@@ -23,51 +26,132 @@ import sys
 import threading
 import weakref
 
-#: Task index of a call outside any task (asyncio tracking is not implemented yet).
+#: Task index of a call outside any task.
 NO_TASK = -1
-#: ``end_ns`` of a thread still alive.
+#: ``end_ns`` of a thread still alive / ``done_ns`` of a task not done.
 UNKNOWN = -1
+
+
+def qualname(obj) -> str:
+    """The reference's name of a coroutine or callable: ``__qualname__``, ``__name__``,
+    the code object's ``co_qualname``, else the type name."""
+    for attr in ("__qualname__", "__name__"):
+        name = getattr(obj, attr, None)
+        if isinstance(name, str) and name:
+            return name
+    code = getattr(obj, "cr_code", None) or getattr(obj, "gi_code", None)
+    if code is not None:
+        return getattr(code, "co_qualname", None) or code.co_name
+    return type(obj).__name__
 
 
 class ThreadRecord:
     """A live view of one thread-table row (timestamps absolute, on perf_counter_ns)."""
 
-    __slots__ = ("cpu_ns", "daemon", "end_ns", "ident", "index", "name", "native_id", "start_ns")
+    __slots__ = ("cpu_ns", "daemon", "end_ns", "ident", "index", "name", "native_id", "start_ns", "task")
 
-    def __init__(self, row) -> None:
+    def __init__(self, row, task=None) -> None:
         (self.index, self.ident, self.native_id, self.name, self.daemon,
          self.start_ns, self.end_ns, self.cpu_ns) = row
+        #: Index of the task running on this thread (only known for the calling thread).
+        self.task = task
 
     @property
     def alive(self) -> bool:
         return self.end_ns == UNKNOWN
-
-    @property
-    def task(self):
-        return None
 
     def __repr__(self) -> str:
         state = "alive" if self.alive else "finished"
         return f"ThreadRecord(index={self.index}, name={self.name!r}, ident={self.ident}, {state})"
 
 
-class ConcurrencyTracker:
-    """Per-run registry of threads (one per ``ProfilingConfig`` with ``track_threads``).
+class TaskRecord:
+    """A view of one task-table row (timestamps absolute, on perf_counter_ns)."""
 
-    The registry itself lives in the native recorder; this object owns the hooks.
-    """
+    __slots__ = ("coro_name", "created_ns", "done_ns", "index", "kind", "name", "running_ns",
+                 "steps", "suspended_ns", "thread_index")
+
+    def __init__(self, row) -> None:
+        (self.index, self.kind, self.name, self.coro_name, self.thread_index, self.created_ns,
+         self.done_ns, self.steps, self.running_ns, self.suspended_ns) = row
+
+    @property
+    def done(self) -> bool:
+        return self.done_ns != UNKNOWN
+
+    def __repr__(self) -> str:
+        return (f"TaskRecord(index={self.index}, kind={self.kind!r}, name={self.name!r}, "
+                f"coro_name={self.coro_name!r}, steps={self.steps})")
+
+
+# -- the process-wide threading hook --------------------------------------------------
+_THREAD_TRACKERS: list = []
+_previous_thread_hook = None
+
+
+def _thread_bootstrap(frame, event, arg):
+    sys.setprofile(None)
+    previous = _previous_thread_hook
+    try:
+        for tracker in list(_THREAD_TRACKERS):
+            tracker._native.register_thread()
+        if "scope_profiler._greenlet_hooks" in sys.modules:
+            sys.modules["scope_profiler._greenlet_hooks"].follow_current_thread()
+    finally:
+        if previous is not None:
+            sys.setprofile(previous)
+    if previous is not None:
+        return previous(frame, event, arg)
+    return None
+
+
+def _acquire_thread_hook(tracker) -> None:
+    global _previous_thread_hook
+    if tracker in _THREAD_TRACKERS:
+        return
+    if not _THREAD_TRACKERS:
+        current = threading.getprofile()
+        if current is not _thread_bootstrap:
+            _previous_thread_hook = current
+        threading.setprofile(_thread_bootstrap)
+    _THREAD_TRACKERS.append(tracker)
+
+
+def _release_thread_hook(tracker) -> None:
+    global _previous_thread_hook
+    if tracker not in _THREAD_TRACKERS:
+        return
+    _THREAD_TRACKERS.remove(tracker)
+    if not _THREAD_TRACKERS:
+        if threading.getprofile() is _thread_bootstrap:
+            threading.setprofile(_previous_thread_hook)
+        _previous_thread_hook = None
+
+
+class ConcurrencyTracker:
+    """Per-run registry of threads and tasks (one per ``ProfilingConfig`` with
+    ``track_threads``/``track_async``). The registries live in the native recorder; this
+    object owns the hooks."""
 
     def __init__(self, native, track_async: bool = False) -> None:
         self._native = native
         self.track_async = bool(track_async)
         self._installed = False
-        self._previous_thread_hook = None
+        self._asyncio = False   # in the asyncio hooks' registry (install or instrument_loop)
+        self._greenlet = False  # in the greenlet hooks' registry
+        #: asyncio tasks still referenced: task index -> (handle, weakref to the Task), so
+        #: the table reports ``get_name()`` as of the snapshot
+        self._live_tasks: dict = {}
+        #: greenlet -> TaskHandle (weak keys)
+        self._greenlets = weakref.WeakKeyDictionary()
+        #: greenlet records whose target name is still unknown (resolved at the next switch away)
+        self._unnamed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # - registration ------------------------------------------------------
     def current_thread(self) -> ThreadRecord:
         """The calling thread's record, registering the thread if needed."""
         index = self._native.register_thread()
-        return ThreadRecord(self._native.thread_table(0)[index])
+        return ThreadRecord(self._native.thread_table(0)[index], self._native.current_task())
 
     @property
     def threads(self) -> list[ThreadRecord]:
@@ -75,20 +159,10 @@ class ConcurrencyTracker:
         return [ThreadRecord(row) for row in self._native.thread_table(0)]
 
     @property
-    def tasks(self) -> list:
-        return []
-
-    def _thread_bootstrap(self, frame, event, arg):
-        sys.setprofile(None)
-        try:
-            self._native.register_thread()
-        finally:
-            previous = self._previous_thread_hook
-            if previous is not None:
-                sys.setprofile(previous)
-        if previous is not None:
-            return previous(frame, event, arg)
-        return None
+    def tasks(self) -> list[TaskRecord]:
+        """Every task/greenlet lane, in index order (absolute timestamps)."""
+        self._refresh_task_names()
+        return [TaskRecord(row) for row in self._native.task_table(0)]
 
     # - install / uninstall -------------------------------------------------
     @property
@@ -96,34 +170,129 @@ class ConcurrencyTracker:
         return self._installed
 
     def install(self) -> None:
-        """Arm the thread-start hook (idempotent)."""
+        """Arm the thread-start hook and, with ``track_async``, the asyncio and greenlet
+        hooks (idempotent)."""
         if self._installed:
             return
         self._installed = True
         _LIVE_TRACKERS.add(self)
-        self._previous_thread_hook = threading.getprofile()
-        threading.setprofile(self._thread_bootstrap)
+        _acquire_thread_hook(self)
+        if self.track_async:
+            from . import _asyncio_hooks
+
+            _asyncio_hooks.acquire(self)
+            self._asyncio = True
+            try:
+                from . import _greenlet_hooks
+            except ImportError:
+                pass
+            else:
+                _greenlet_hooks.acquire(self)
+                self._greenlet = True
+                self._native.set_register_callback(_greenlet_hooks.follow_current_thread)
 
     def uninstall(self) -> None:
-        """Restore the threading profile hook found at ``install()`` (idempotent)."""
-        if not self._installed:
+        """Remove this tracker from every hook; a hook nobody uses any more is restored to
+        what was there before the first tracker installed (idempotent)."""
+        if not self._installed and not self._asyncio:
             return
         self._installed = False
         _LIVE_TRACKERS.discard(self)
-        threading.setprofile(self._previous_thread_hook)
-        self._previous_thread_hook = None
+        _release_thread_hook(self)
+        if self._asyncio:
+            sys.modules["scope_profiler._asyncio_hooks"].release(self)
+            self._asyncio = False
+        if self._greenlet:
+            self._native.set_register_callback(None)
+            sys.modules["scope_profiler._greenlet_hooks"].release(self)
+            self._greenlet = False
 
+    # - asyncio -------------------------------------------------------------
     def instrument_loop(self, loop) -> None:
-        raise NotImplementedError(
-            "asyncio task tracking (track_async) is not implemented yet",
-        )
+        """Route ``loop``'s task creation through this tracker's step timer (for loops that
+        never reach ``asyncio.BaseEventLoop``, e.g. uvloop). Idempotent; chains the loop's
+        current task factory."""
+        from . import _asyncio_hooks
 
+        _asyncio_hooks.instrument(loop, self)
+        self._asyncio = True
+
+    def _wrap_coroutine(self, wrapped, coro):
+        """A task record for ``coro`` and ``wrapped`` timed on its lane."""
+        handle = self._native.new_task("task", "", qualname(coro))
+        return handle, self._native.timed_coroutine(wrapped, handle)
+
+    def _adopt_task(self, handle, task) -> None:
+        handle.name = task.get_name()
+        index = handle.index
+        live = self._live_tasks
+        live[index] = (handle, weakref.ref(task))
+
+        def done(t, handle=handle):
+            handle.finish(t.get_name())
+
+        task.add_done_callback(done)
+
+    def _refresh_task_names(self) -> None:
+        """Names as ``Task.get_name()`` answers now (``set_name`` after creation)."""
+        live = self._live_tasks
+        for index, (handle, ref) in list(live.items()):
+            task = ref()
+            if task is None:
+                del live[index]
+            else:
+                handle.name = task.get_name()
+
+    # - greenlets -------------------------------------------------------------
+    def _greenlet_switch(self, origin, target) -> None:
+        greenlets = self._greenlets
+        record = greenlets.get(origin)
+        if record is not None:
+            if origin.dead:
+                record.finish()
+            elif origin in self._unnamed:
+                from ._greenlet_hooks import frame_name
+
+                name = frame_name(origin)
+                if name:
+                    record.coro_name = name
+                    del self._unnamed[origin]
+        if target.parent is None:  # the thread's main greenlet: its bare lane
+            self._native.switch_lane(None)
+            return
+        record = greenlets.get(target)
+        if record is None:
+            record = self._new_greenlet(target)
+        self._native.switch_lane(record)
+
+    def _new_greenlet(self, g):
+        from ._greenlet_hooks import target_name
+
+        name = getattr(g, "name", None)
+        if not name or not isinstance(name, str):
+            name = f"greenlet-{id(g):x}"
+        coro_name = target_name(g)
+        record = self._native.new_task("greenlet", name, coro_name or type(g).__qualname__)
+        self._greenlets[g] = record
+        if coro_name is None:
+            self._unnamed[g] = True
+        return record
+
+    # - tables ----------------------------------------------------------------
     def snapshot(self, origin_ns: int = 0) -> dict:
-        """The thread table as columns, timestamps relative to ``origin_ns`` (-1 kept)."""
+        """The thread and task tables as columns, timestamps relative to ``origin_ns`` (-1 kept)."""
         rows = self._native.thread_table(origin_ns)
         cols = list(zip(*rows)) if rows else [()] * 8
         names = ("index", "ident", "native_id", "name", "daemon", "start_ns", "end_ns", "cpu_ns")
-        return {"threads": {n: list(c) for n, c in zip(names, cols)}, "tasks": {}}
+        self._refresh_task_names()
+        trows = self._native.task_table(origin_ns)
+        tcols = list(zip(*trows)) if trows else [()] * 10
+        tnames = ("index", "kind", "name", "coro_name", "thread_index", "created_ns", "done_ns",
+                  "steps", "running_ns", "suspended_ns")
+        return {
+            "threads": {n: list(c) for n, c in zip(names, cols)},
+            "tasks": {n: list(c) for n, c in zip(tnames, tcols)} if trows else {},
+        }
 
 
 #: Trackers with hooks installed (weak), so a forked child can take them out.
@@ -135,6 +304,7 @@ def _stand_down_after_fork() -> None:
     supported pattern is a ``setup()``/``session()`` of the child's own)."""
     for tracker in list(_LIVE_TRACKERS):
         tracker.uninstall()
+    _THREAD_TRACKERS.clear()
 
 
 if hasattr(os, "register_at_fork"):

@@ -14,11 +14,14 @@
 use std::cell::UnsafeCell;
 use std::sync::{Arc, Mutex};
 
+mod tasks;
+pub use tasks::{TaskHandle, TimedCoroutine};
+
 use arrow_array::Int64Array;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use scope_profiler_analysis::{MetaValue, RegionCalls, Run, ThreadRow};
-use scope_profiler_recorder::{Recorder, ThreadInfo, ThreadRecord, ThreadState};
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_recorder::{Recorder, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
 
 use crate::errors::h5_err;
 use crate::run::NativeRun;
@@ -28,6 +31,8 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ProfileRegion>()?;
     m.add_class::<ProfiledFunction>()?;
     m.add_class::<ThreadExitSentinel>()?;
+    m.add_class::<TaskHandle>()?;
+    m.add_class::<TimedCoroutine>()?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     Ok(())
@@ -56,11 +61,14 @@ struct RegionMeta {
 }
 
 /// What a [`NativeRecorder`] and its regions share.
-struct Shared {
+pub(crate) struct Shared {
     rec: Recorder,
     regions: Mutex<Vec<RegionMeta>>,
     /// A `threading.local()`: holds each registered thread's [`ThreadExitSentinel`].
     local: Py<PyAny>,
+    /// Called (no arguments) on a thread right after it registered lazily (the greenlet
+    /// hooks use it to follow that thread's switches too).
+    on_register: Mutex<Option<Py<PyAny>>>,
 }
 
 impl Shared {
@@ -97,6 +105,12 @@ impl Shared {
             if let Some(record) = state.record() {
                 let sentinel = Py::new(py, ThreadExitSentinel { record: Arc::clone(record) })?;
                 self.local.bind(py).setattr("sentinel", sentinel)?;
+            }
+            let callback = self.on_register.lock().unwrap_or_else(|e| e.into_inner()).as_ref().map(|c| c.clone_ref(py));
+            if let Some(cb) = callback {
+                if let Err(e) = cb.call0(py) {
+                    e.write_unraisable(py, Some(cb.bind(py)));
+                }
             }
         }
         Ok(Arc::as_ptr(&state))
@@ -163,14 +177,15 @@ fn to_meta_value(v: &Bound<'_, PyAny>) -> PyResult<MetaValue> {
 #[pymethods]
 impl NativeRecorder {
     #[new]
-    #[pyo3(signature = (buffer_limit=1024, track_threads=false))]
-    fn new(py: Python<'_>, buffer_limit: i64, track_threads: bool) -> PyResult<Self> {
+    #[pyo3(signature = (buffer_limit=1024, track_threads=false, track_async=false))]
+    fn new(py: Python<'_>, buffer_limit: i64, track_threads: bool, track_async: bool) -> PyResult<Self> {
         let local = py.import("threading")?.getattr("local")?.call0()?.unbind();
         Ok(NativeRecorder {
             shared: Arc::new(Shared {
-                rec: Recorder::new(buffer_limit.max(1) as usize, track_threads),
+                rec: Recorder::with_tasks(buffer_limit.max(1) as usize, track_threads, track_async),
                 regions: Mutex::new(Vec::new()),
                 local,
+                on_register: Mutex::new(None),
             }),
         })
     }
@@ -178,6 +193,65 @@ impl NativeRecorder {
     #[getter]
     fn track_threads(&self) -> bool {
         self.shared.rec.tracking()
+    }
+
+    /// Whether calls carry task ids and await times.
+    #[getter]
+    fn track_async(&self) -> bool {
+        self.shared.rec.async_columns()
+    }
+
+    /// Callable run (no arguments) on each thread right after it registers lazily
+    /// (first region entry / step / switch); None removes it.
+    #[pyo3(signature = (callback=None))]
+    fn set_register_callback(&self, callback: Option<Py<PyAny>>) {
+        *self.shared.on_register.lock().unwrap_or_else(|e| e.into_inner()) = callback;
+    }
+
+    /// Register a task lane (`kind` "task" or "greenlet"); its thread is the calling one.
+    #[pyo3(signature = (kind, name, coro_name))]
+    fn new_task(&self, py: Python<'_>, kind: &str, name: String, coro_name: String) -> PyResult<TaskHandle> {
+        let kind = match kind {
+            "task" => TaskKind::Task,
+            "greenlet" => TaskKind::Greenlet,
+            other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown task kind {other:?}"))),
+        };
+        let st = self.shared.state(py)?;
+        // SAFETY: the calling thread's own state.
+        let thread = unsafe { &*st }.index() as i64;
+        Ok(TaskHandle { task: self.shared.rec.new_task(kind, name, coro_name, thread) })
+    }
+
+    /// Wrap `coro` so each step of the task runs on `handle`'s lane and is timed.
+    fn timed_coroutine(&self, coro: Py<PyAny>, handle: &TaskHandle) -> TimedCoroutine {
+        TimedCoroutine::new(coro, handle, Arc::clone(&self.shared))
+    }
+
+    /// Greenlet switch on the calling thread to `target` (None = its main greenlet, the
+    /// thread's bare lane).
+    #[pyo3(signature = (target=None))]
+    fn switch_lane(&self, py: Python<'_>, target: Option<&TaskHandle>) -> PyResult<()> {
+        tasks::switch_lane(&self.shared, py, target)
+    }
+
+    /// Index of the task running on the calling thread, or None.
+    fn current_task(&self) -> Option<usize> {
+        tasks::current_task(&self.shared)
+    }
+
+    /// The task table: list of `(index, kind, name, coro_name, thread_index, created_ns,
+    /// done_ns, steps, running_ns, suspended_ns)`, timestamps relative to `origin_ns`.
+    #[pyo3(signature = (origin_ns=0))]
+    #[allow(clippy::type_complexity)]
+    fn task_table(&self, origin_ns: i64) -> Vec<(i64, &'static str, String, String, i64, i64, i64, i64, i64, i64)> {
+        self.shared
+            .rec
+            .task_rows(origin_ns)
+            .into_iter()
+            .map(|t| {
+                (t.index, t.kind, t.name, t.coro_name, t.thread_index, t.created_ns, t.done_ns, t.steps, t.running_ns, t.suspended_ns)
+            })
+            .collect()
     }
 
     #[getter]
@@ -261,12 +335,28 @@ impl NativeRecorder {
         snap.into_iter().map(|c| (meta[c.region as usize].name.clone(), c.starts, c.ends, c.thread_ids)).collect()
     }
 
+    /// `os.register_at_fork(before=...)` (`scope_profiler._fork`): sample the forking
+    /// thread's CPU so a forked child can continue its row.
+    fn _before_fork(&self) {
+        self.shared.rec.before_fork()
+    }
+
+    /// In a forked child (`scope_profiler._fork`): threads gone with the fork end now,
+    /// the forking thread's row carries on with `native_id`. Returns the rows closed.
+    fn _after_fork_in_child(&self, native_id: i64) -> usize {
+        self.shared.rec.after_fork_in_child(native_id)
+    }
+
     /// Finalize (checkpoint): snapshot completed calls and the thread table into a
     /// [`Run`] (rank 0), rewind the buffers if a file is written, number calls from
     /// `call_id_base` (on a nesting failure: no call graph, the message is returned as the
     /// third element), write `file_path` as HDF5 (atomically) when `write_file`.
     /// Returns `(NativeRun, next_call_id, nesting_error_message_or_None)`.
-    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0))]
+    ///
+    /// `rewind` (default: `write_file`) rewinds the buffers even though this call writes
+    /// no file: under MPI rank 0 writes every rank's calls (`scope_profiler._mpi`).
+    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None))]
+    #[allow(clippy::too_many_arguments)]
     fn finalize(
         &self,
         py: Python<'_>,
@@ -275,12 +365,14 @@ impl NativeRecorder {
         write_file: bool,
         file_path: String,
         call_id_base: i64,
+        rewind: Option<bool>,
     ) -> PyResult<(Py<NativeRun>, i64, Option<String>)> {
         let mut meta_vals = Vec::with_capacity(metadata.len());
         for (k, v) in metadata.iter() {
             meta_vals.push((k.str()?.to_string(), to_meta_value(&v)?));
         }
         let tracking = self.shared.rec.tracking();
+        let with_tasks = self.shared.rec.async_columns();
         let mut run = Run { metadata: meta_vals, ..Default::default() };
         {
             let meta = self.shared.meta();
@@ -299,8 +391,8 @@ impl NativeRecorder {
                     call_ids: None,
                     parent_ids: None,
                     thread_ids: tracking.then(|| Int64Array::from(cols.thread_ids)),
-                    task_ids: None,
-                    await_ns: None,
+                    task_ids: with_tasks.then(|| Int64Array::from(cols.task_ids)),
+                    await_ns: with_tasks.then(|| Int64Array::from(cols.await_ns)),
                     source_file: m.source_file.clone(),
                     source_line: m.source_line,
                     source_text: m.source_text.clone(),
@@ -309,7 +401,7 @@ impl NativeRecorder {
                     exclusive_total_ns: None,
                 });
             }
-            if write_file {
+            if rewind.unwrap_or(write_file) {
                 // SAFETY: as above.
                 unsafe { self.shared.rec.mark_written() };
             }
@@ -329,6 +421,25 @@ impl NativeRecorder {
                 end_ns: r.end_ns,
                 cpu_ns: r.cpu_ns,
                 name: r.info.name,
+            })
+            .collect();
+        run.tasks = self
+            .shared
+            .rec
+            .task_rows(start_time_ns)
+            .into_iter()
+            .map(|t| TaskRow {
+                rank: 0,
+                index: t.index,
+                thread_index: t.thread_index,
+                created_ns: t.created_ns,
+                done_ns: t.done_ns,
+                steps: t.steps,
+                running_ns: t.running_ns,
+                suspended_ns: t.suspended_ns,
+                kind: t.kind.to_string(),
+                name: t.name,
+                coro_name: t.coro_name,
             })
             .collect();
         let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;

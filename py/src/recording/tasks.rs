@@ -1,0 +1,258 @@
+//! Task lanes on the Python side: [`TaskHandle`] (a task-table row the Python hooks hold)
+//! and [`TimedCoroutine`], the wrapper the task factory puts around each task's coroutine.
+//!
+//! The wrapper is what `asyncio.Task` (C or Python) drives: every `send()`/`__next__`/
+//! `throw()`/`close()` makes the task the current lane of the calling thread, counts a
+//! step and forwards to the user's coroutine (`PyIter_Send` for `send`, so a plain
+//! coroutine is resumed without a method call). It is a `collections.abc.Coroutine`
+//! (`send`, `throw`, `close`, `__await__`), so `asyncio.iscoroutine` accepts it, and it
+//! forwards every other attribute (`cr_frame`, `cr_code`, `cr_await`, `cr_running`,
+//! `__name__`, `__qualname__`, ...) to the user's coroutine, so `task.get_stack()`,
+//! `print_stack()` and task reprs keep working.
+use std::ptr;
+use std::sync::Arc;
+
+use pyo3::exceptions::PyStopIteration;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::PyTuple;
+use scope_profiler_recorder::{now_ns, TaskRecord, UNKNOWN};
+
+use super::Shared;
+
+/// One task-table row (an asyncio task or a greenlet), shared with the recorder.
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct TaskHandle {
+    pub(crate) task: Arc<TaskRecord>,
+}
+
+#[pymethods]
+impl TaskHandle {
+    #[getter]
+    fn index(&self) -> usize {
+        self.task.index
+    }
+    #[getter]
+    fn kind(&self) -> &'static str {
+        self.task.kind.as_str()
+    }
+    #[getter]
+    fn name(&self) -> String {
+        self.task.name()
+    }
+    #[setter]
+    fn set_name(&self, name: String) {
+        self.task.set_name(name)
+    }
+    #[getter]
+    fn coro_name(&self) -> String {
+        self.task.coro_name()
+    }
+    #[setter]
+    fn set_coro_name(&self, name: String) {
+        self.task.set_coro_name(name)
+    }
+    #[getter]
+    fn thread_index(&self) -> i64 {
+        self.task.thread_index()
+    }
+    #[getter]
+    fn steps(&self) -> i64 {
+        self.task.steps()
+    }
+    #[getter]
+    fn running_ns(&self) -> i64 {
+        self.task.running_ns()
+    }
+    #[getter]
+    fn suspended_ns(&self) -> i64 {
+        self.task.suspended_ns()
+    }
+    #[getter]
+    fn created_ns(&self) -> i64 {
+        self.task.created_ns
+    }
+    /// Absolute done time, `-1` while not done.
+    #[getter]
+    fn done_ns(&self) -> i64 {
+        self.task.done_ns()
+    }
+    /// Calls open on this lane.
+    #[getter]
+    fn open_calls(&self) -> usize {
+        self.task.open_calls()
+    }
+    /// Mark done now (first call wins); optionally record the final name.
+    #[pyo3(signature = (name=None))]
+    fn finish(&self, name: Option<String>) {
+        if let Some(n) = name {
+            self.task.set_name(n);
+        }
+        self.task.finish()
+    }
+    fn __repr__(&self) -> String {
+        format!("<TaskHandle {} {} {:?} ({})>", self.task.kind.as_str(), self.task.index, self.task.name(), self.task.coro_name())
+    }
+}
+
+/// Greenlet switch on the calling thread: the lane running so far (if a task) ends its
+/// step, `target` (None = the thread's bare lane, i.e. its main greenlet) starts one.
+pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskHandle>) -> PyResult<()> {
+    let st = shared.state(py)?;
+    // SAFETY: the calling thread's own state.
+    let st = unsafe { &*st };
+    let now = now_ns();
+    let prev = st.current();
+    if !prev.is_null() {
+        // SAFETY: current tasks are kept alive by the recorder's registry.
+        unsafe { &*prev }.leave_step(now);
+    }
+    match target {
+        Some(h) => {
+            h.task.enter_step(now, st.index() as i64);
+            st.set_current(Arc::as_ptr(&h.task));
+        }
+        None => {
+            st.set_current(ptr::null());
+        }
+    }
+    Ok(())
+}
+
+/// Index of the task running on the calling thread, if any.
+pub(crate) fn current_task(shared: &Shared) -> Option<usize> {
+    let st = shared.rec.local()?;
+    // SAFETY: the calling thread's own state; current tasks are kept alive by the registry.
+    let cur = unsafe { &*st }.current();
+    (!cur.is_null()).then(|| unsafe { &*cur }.index)
+}
+
+/// The coroutine wrapper behind each instrumented task (see the module docs).
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct TimedCoroutine {
+    coro: Py<PyAny>,
+    task: Arc<TaskRecord>,
+    shared: Arc<Shared>,
+}
+
+impl TimedCoroutine {
+    pub(crate) fn new(coro: Py<PyAny>, handle: &TaskHandle, shared: Arc<Shared>) -> Self {
+        TimedCoroutine { coro, task: Arc::clone(&handle.task), shared }
+    }
+
+    /// Run `f` as one step of the task on the calling thread.
+    #[inline(always)]
+    fn step<R>(&self, py: Python<'_>, f: impl FnOnce() -> R) -> PyResult<R> {
+        let st = self.shared.state(py)?;
+        // SAFETY: the calling thread's own state.
+        let st = unsafe { &*st };
+        self.task.enter_step(now_ns(), st.index() as i64);
+        let prev = st.set_current(Arc::as_ptr(&self.task));
+        let out = f();
+        st.set_current(prev);
+        self.task.leave_step(now_ns());
+        Ok(out)
+    }
+
+    #[inline(always)]
+    fn send_impl(&self, py: Python<'_>, value: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
+        let mut result: *mut ffi::PyObject = ptr::null_mut();
+        // SAFETY: `coro` and `value` are valid references; PyIter_Send returns a new
+        // reference in `result` for NEXT/RETURN and sets an exception for ERROR.
+        let status = self.step(py, || unsafe { ffi::PyIter_Send(self.coro.as_ptr(), value, &mut result) })?;
+        match status {
+            ffi::PySendResult::PYGEN_NEXT => Ok(unsafe { Bound::from_owned_ptr(py, result) }.unbind()),
+            ffi::PySendResult::PYGEN_RETURN => {
+                self.task.finish();
+                let value = unsafe { Bound::from_owned_ptr(py, result) };
+                Err(PyStopIteration::new_err((value.unbind(),)))
+            }
+            ffi::PySendResult::PYGEN_ERROR => {
+                self.task.finish();
+                Err(PyErr::fetch(py))
+            }
+        }
+    }
+}
+
+#[pymethods]
+impl TimedCoroutine {
+    /// `send(None)` as the C `Task` does it (`PyIter_Send` with None uses `tp_iternext`).
+    fn __next__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        self.send_impl(py, unsafe { ffi::Py_None() })
+    }
+
+    fn send(&self, py: Python<'_>, value: &Bound<'_, PyAny>) -> PyResult<Py<PyAny>> {
+        self.send_impl(py, value.as_ptr())
+    }
+
+    #[pyo3(signature = (*args))]
+    fn throw(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
+        let coro = self.coro.bind(py);
+        let out = self.step(py, || coro.call_method1("throw", args.clone()))?;
+        match out {
+            Ok(v) => Ok(v.unbind()),
+            Err(e) => {
+                self.task.finish();
+                Err(e)
+            }
+        }
+    }
+
+    fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        let coro = self.coro.bind(py);
+        let out = self.step(py, || coro.call_method0("close"))?;
+        self.task.finish();
+        Ok(out?.unbind())
+    }
+
+    fn __await__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    fn __iter__(slf: Py<Self>) -> Py<Self> {
+        slf
+    }
+
+    /// The user's coroutine.
+    #[getter]
+    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
+        self.coro.clone_ref(py)
+    }
+
+    /// Task-table index of the task this wrapper times.
+    #[getter]
+    fn _task_index(&self) -> usize {
+        self.task.index
+    }
+
+    /// Everything else (`cr_frame`, `cr_code`, `cr_await`, `__qualname__`, ...) is the
+    /// user's coroutine's.
+    fn __getattr__(&self, py: Python<'_>, name: &Bound<'_, pyo3::types::PyString>) -> PyResult<Py<PyAny>> {
+        Ok(self.coro.bind(py).getattr(name)?.unbind())
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!("<timed {}>", self.coro.bind(py).repr()?))
+    }
+}
+
+impl Drop for TimedCoroutine {
+    /// A task dropped while suspended inside its coroutine (e.g. a pending task garbage
+    /// collected) closes the coroutine: do it here, on the task's own lane, so its `with`
+    /// exits close its own calls instead of popping the thread's bare lane.
+    fn drop(&mut self) {
+        if self.task.steps() == 0 || self.task.done_ns() != UNKNOWN {
+            return;
+        }
+        Python::attach(|py| {
+            let coro = self.coro.bind(py);
+            if let Ok(r) = self.step(py, || coro.call_method0("close")) {
+                if let Err(e) = r {
+                    e.write_unraisable(py, Some(coro));
+                }
+            }
+            self.task.finish();
+        });
+    }
+}
