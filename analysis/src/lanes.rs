@@ -1,7 +1,7 @@
 //! Lanes seen by people: labels and per-thread summaries (`spec-results.md` §4).
 use std::collections::HashMap;
 
-use crate::callstack::NestingError;
+use crate::callstack::{CallArrays, NestingError};
 use crate::rank_calls::rank_call_arrays;
 use crate::run::{Run, TaskRow, ThreadRow};
 
@@ -36,11 +36,20 @@ fn secs(ns: i64) -> f64 {
 ///
 /// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
 pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, NestingError> {
-    let threads: Vec<&ThreadRow> = run.rank_threads(rank).collect();
-    if threads.is_empty() {
+    if run.rank_threads(rank).next().is_none() {
         return Ok(Vec::new());
     }
     let (_, calls) = rank_call_arrays(run, rank)?;
+    Ok(thread_summary_from(run, rank, &calls))
+}
+
+/// [`thread_summary`] from an existing reconstruction of `rank` (`calls` from
+/// [`rank_call_arrays`]); O(calls + threads + tasks).
+pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
+    let threads: Vec<&ThreadRow> = run.rank_threads(rank).collect();
+    if threads.is_empty() {
+        return Vec::new();
+    }
 
     // Thread index -> (num_calls, root ns); rows sharing an index share the entry.
     let mut slot: HashMap<i64, usize> = HashMap::with_capacity(threads.len());
@@ -91,7 +100,7 @@ pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, Nes
         }
     }
 
-    Ok(threads
+    threads
         .iter()
         .map(|t| {
             let s = slot[&t.index];
@@ -106,7 +115,7 @@ pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, Nes
                 region_time: secs(root_ns[s]),
             }
         })
-        .collect())
+        .collect()
 }
 
 /// Lane labels of one rank with O(1) lookups, for labelling many lanes (exports).

@@ -92,7 +92,12 @@ pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, Nesti
 /// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
 pub fn exclusive_by_row(run: &Run, rank: u32) -> Result<Vec<(usize, Vec<i64>)>, NestingError> {
     let (rows, calls) = rank_call_arrays(run, rank)?;
-    let mut out = scatter_by_row(run, &rows, &calls, |id| calls.exclusive_ns[id]);
+    Ok(exclusive_from(run, &rows, &calls))
+}
+
+/// [`exclusive_by_row`] from an existing reconstruction (`rows`, `calls` of [`rank_call_arrays`]).
+pub fn exclusive_from(run: &Run, rows: &[usize], calls: &CallArrays) -> Vec<(usize, Vec<i64>)> {
+    let mut out = scatter_by_row(run, rows, calls, |id| calls.exclusive_ns[id]);
     out.sort_by_key(|(r, _)| *r);
-    Ok(out)
+    out
 }

@@ -7,6 +7,7 @@ pub mod pstats;
 mod export_common;
 
 pub use self::hdf5::{read_h5, write_h5, H5Error};
+pub use self::hdf5::{read_h5_summary, RunSummary, SummaryRow};
 pub use speedscope::{write_speedscope, write_speedscope_to};
 pub use export_error::ExportError;
 pub use selection::Selection;

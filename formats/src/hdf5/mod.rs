@@ -5,6 +5,7 @@
 //! bindings is caught and reported as [`H5Error::Corrupt`]).
 //!
 //! * [`read`]: entry point [`read_h5`], schema check, metadata, rank groups;
+//! * [`read_summary`]: [`read_h5_summary`], statistics and lane tables without `/events`;
 //! * [`typed`]: typed reads of datasets and attributes with size checks;
 //! * [`columnar`]: schema-2/3 event columns, region index and lane tables;
 //! * [`schema1`]: schema-1 per-rank groups;
@@ -16,12 +17,14 @@ use thiserror::Error;
 pub mod columnar;
 pub mod heap_guard;
 pub mod read;
+pub mod read_summary;
 pub mod schema1;
 pub mod summary;
 pub mod typed;
 pub mod write;
 
 pub use read::read_h5;
+pub use read_summary::{read_h5_summary, RunSummary, SummaryRow};
 pub use summary::{summary_record, SummaryRecord};
 pub use write::{python_json_str_list, write_h5};
 pub(crate) use write::process_umask;

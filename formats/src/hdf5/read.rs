@@ -117,46 +117,63 @@ pub(crate) fn rank_groups(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(u32, String)>>
     Ok(out)
 }
 
-pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
+/// Open `path` for reading: refuse heaps that hang HDF5, map open failures to
+/// [`H5Error::Corrupt`] naming the file.
+pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
     if global_heap_would_hang(path).unwrap_or(false) {
         return Err(ctx.corrupt(
             "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
         ));
     }
-    let file = hdf5::File::open(path).map_err(|e| {
+    hdf5::File::open(path).map_err(|e| {
         H5Error::Corrupt(format!(
             "{} is not a readable HDF5 profiling file. A run that was interrupted while writing leaves a truncated file behind; the underlying error was: {e}",
             ctx.path
         ))
-    })?;
+    })
+}
+
+/// The `storage_layout` root attribute (`"columnar"` when absent).
+pub(crate) fn storage_layout(file: &hdf5::File, ctx: &Ctx) -> R<String> {
+    if file.attr_names().map_err(ctx.h5("root attributes"))?.iter().any(|n| n == "storage_layout") {
+        let a = file.attr("storage_layout").map_err(ctx.h5("storage_layout"))?;
+        Ok(read_strings(&a, ctx, "storage_layout")?.into_iter().next().unwrap_or_default())
+    } else {
+        Ok("columnar".to_string())
+    }
+}
+
+/// The file's error for an aggregate-only layout.
+pub(crate) fn aggregate_error(ctx: &Ctx) -> H5Error {
+    H5Error::Schema(format!(
+        "{} stores aggregate statistics only (storage_layout 'aggregate'); this version reads per-call (columnar) profiles only",
+        ctx.path
+    ))
+}
+
+/// `max(metadata.mpi_size, max rank + 1)`, 0 without rows.
+pub(crate) fn num_ranks(metadata: &[(String, MetaValue)], max_rank: Option<u32>) -> u32 {
+    match max_rank {
+        None => 0,
+        Some(max_rank) => mpi_size(metadata).max(max_rank as i64 + 1).clamp(0, u32::MAX as i64) as u32,
+    }
+}
+
+pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
+    let file = open_file(path, ctx)?;
     let version = read_schema_version(&file, ctx)?;
     let mut run = Run { metadata: read_metadata(&file, ctx)?, ..Default::default() };
     let groups = rank_groups(&file, ctx)?;
     if version >= 2 {
-        let layout = if file.attr_names().map_err(ctx.h5("root attributes"))?.iter().any(|n| n == "storage_layout") {
-            let a = file.attr("storage_layout").map_err(ctx.h5("storage_layout"))?;
-            read_strings(&a, ctx, "storage_layout")?.into_iter().next().unwrap_or_default()
-        } else {
-            "columnar".to_string()
-        };
-        if layout == "aggregate" {
-            return Err(H5Error::Schema(format!(
-                "{} stores aggregate statistics only (storage_layout 'aggregate'); this version reads per-call (columnar) profiles only",
-                ctx.path
-            )));
+        if storage_layout(&file, ctx)? == "aggregate" {
+            return Err(aggregate_error(ctx));
         }
         if !has(&file, "region_table") && groups.is_empty() {
             return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
         }
         read_columnar(&file, ctx, &mut run)?;
         read_lane_tables(&file, ctx, &mut run)?;
-        run.num_ranks = match run.regions.iter().map(|r| r.rank).max() {
-            None => 0,
-            Some(max_rank) => {
-                let inferred = max_rank as i64 + 1;
-                mpi_size(&run.metadata).max(inferred).clamp(0, u32::MAX as i64) as u32
-            }
-        };
+        run.num_ranks = num_ranks(&run.metadata, run.regions.iter().map(|r| r.rank).max());
     } else {
         if groups.is_empty() && !has(&file, "region_table") {
             return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
@@ -180,6 +197,12 @@ pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
 /// * [`H5Error::Schema`] for an invalid or too new `scope_profiler_schema` attribute (reference
 ///   messages), or an aggregate-only file.
 pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
+    with_ctx(path, |ctx| read_inner(path, ctx))
+}
+
+/// Run `read` with the file's error context: [`H5Error::NotFound`] when nothing exists at
+/// `path`, a panic of the HDF5 bindings becomes [`H5Error::Corrupt`].
+pub(crate) fn with_ctx<T>(path: &Path, read: impl FnOnce(&Ctx) -> R<T>) -> R<T> {
     let shown = path.display().to_string();
     let meta = match fs::metadata(path) {
         Ok(m) => m,
@@ -193,7 +216,7 @@ pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
         }
     };
     let ctx = Ctx { path: shown.clone(), file_len: meta.len() };
-    match catch_unwind(AssertUnwindSafe(|| read_inner(path, &ctx))) {
+    match catch_unwind(AssertUnwindSafe(|| read(&ctx))) {
         Ok(r) => r,
         Err(_) => Err(H5Error::Corrupt(format!(
             "{shown} could not be read: the HDF5 reader failed on its contents. The file is truncated or damaged."

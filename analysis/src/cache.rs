@@ -1,0 +1,101 @@
+//! One reconstruction per rank, computed once and shared by every analysis of a run.
+//!
+//! [`RunAnalysis`] owns an `Arc<Run>` and lazily reconstructs each rank ([`rank_call_arrays`])
+//! the first time anything needs it: exclusive durations, thread summaries, lane splits,
+//! call graphs and exports all read the same [`Reconstruction`]. Ranks are reconstructed in
+//! parallel (rayon) by [`RunAnalysis::all`]; concurrent requests for one rank wait for the
+//! single computation instead of repeating it.
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, OnceLock};
+
+use rayon::prelude::*;
+
+use crate::callstack::{split_by_lane, CallArrays, NestingError};
+use crate::lanes::{thread_summary_from, ThreadSummaryRow};
+use crate::rank_calls::{exclusive_from, rank_call_arrays};
+use crate::run::Run;
+
+/// A rank's reconstruction: the rows it covers (positions in `run.regions`, the order
+/// `calls.region_index` indexes) and the calls in sorted (call id) order.
+#[derive(Debug)]
+pub struct Reconstruction {
+    pub rank: u32,
+    pub rows: Vec<usize>,
+    pub calls: CallArrays,
+    lanes: OnceLock<Vec<(i64, Vec<usize>)>>,
+}
+
+impl Reconstruction {
+    /// [`split_by_lane`] of the calls, computed once.
+    pub fn lanes(&self) -> &[(i64, Vec<usize>)] {
+        self.lanes.get_or_init(|| split_by_lane(&self.calls))
+    }
+}
+
+type Slot = Arc<OnceLock<Result<Arc<Reconstruction>, NestingError>>>;
+
+/// A run plus its per-rank reconstructions (cached).
+#[derive(Debug)]
+pub struct RunAnalysis {
+    pub run: Arc<Run>,
+    slots: Mutex<HashMap<u32, Slot>>,
+}
+
+impl RunAnalysis {
+    pub fn new(run: Arc<Run>) -> Self {
+        RunAnalysis { run, slots: Mutex::new(HashMap::new()) }
+    }
+
+    fn slot(&self, rank: u32) -> Slot {
+        let mut slots = self.slots.lock().unwrap_or_else(|e| e.into_inner());
+        Arc::clone(slots.entry(rank).or_default())
+    }
+
+    /// The reconstruction of `rank` (computed on first use; a rank without rows has no calls).
+    ///
+    /// Errors: the rank's [`NestingError`] (also cached).
+    pub fn rank(&self, rank: u32) -> Result<Arc<Reconstruction>, NestingError> {
+        let slot = self.slot(rank);
+        slot.get_or_init(|| {
+            rank_call_arrays(&self.run, rank).map(|(rows, calls)| {
+                Arc::new(Reconstruction { rank, rows, calls, lanes: OnceLock::new() })
+            })
+        })
+        .clone()
+    }
+
+    /// Whether `rank` has been reconstructed already.
+    pub fn is_cached(&self, rank: u32) -> bool {
+        self.slots.lock().unwrap_or_else(|e| e.into_inner()).get(&rank).is_some_and(|s| s.get().is_some())
+    }
+
+    /// Ranks that have rows, ascending.
+    pub fn ranks(&self) -> Vec<u32> {
+        let mut ranks: Vec<u32> = self.run.regions.iter().map(|r| r.rank).collect();
+        ranks.sort_unstable();
+        ranks.dedup();
+        ranks
+    }
+
+    /// Reconstruct every rank with rows, in parallel across ranks (each rank's sort is itself
+    /// parallel when large). Returns `(rank, result)` in ascending rank order.
+    pub fn all(&self) -> Vec<(u32, Result<Arc<Reconstruction>, NestingError>)> {
+        self.ranks().into_par_iter().map(|r| (r, self.rank(r))).collect()
+    }
+
+    /// Per-call exclusive ns of every row of `rank`, `(row position, values in recorded
+    /// order)`, rows in ascending position. See [`crate::exclusive_by_row`].
+    pub fn exclusive_by_row(&self, rank: u32) -> Result<Vec<(usize, Vec<i64>)>, NestingError> {
+        let rec = self.rank(rank)?;
+        Ok(exclusive_from(&self.run, &rec.rows, &rec.calls))
+    }
+
+    /// [`crate::thread_summary`] from the cached reconstruction.
+    pub fn thread_summary(&self, rank: u32) -> Result<Vec<ThreadSummaryRow>, NestingError> {
+        if self.run.rank_threads(rank).next().is_none() {
+            return Ok(Vec::new());
+        }
+        let rec = self.rank(rank)?;
+        Ok(thread_summary_from(&self.run, rank, &rec.calls))
+    }
+}
