@@ -10,7 +10,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
-use scope_profiler_analysis::Run;
+use scope_profiler_analysis::{Reconstruction, Run, RunAnalysis};
 
 use crate::errors::{h5_err, nesting_err};
 use crate::results::arrays::owned_i64;
@@ -23,11 +23,21 @@ pub struct NativeRun {
     pub run: Arc<Run>,
     /// Path of the file the run was read from or written to ("" if none).
     pub file_path: String,
+    /// The per-rank reconstructions, computed once and shared by exclusive durations,
+    /// thread summaries, lane splits, frames and exports.
+    pub analysis: Arc<RunAnalysis>,
 }
 
 impl NativeRun {
     pub fn new(run: Run, file_path: String) -> Self {
-        NativeRun { run: Arc::new(run), file_path }
+        let run = Arc::new(run);
+        NativeRun { analysis: Arc::new(RunAnalysis::new(Arc::clone(&run))), run, file_path }
+    }
+
+    /// The cached reconstruction of `rank` (computed on first use, GIL released).
+    pub fn reconstruction(&self, py: Python<'_>, rank: u32) -> PyResult<Arc<Reconstruction>> {
+        let analysis = Arc::clone(&self.analysis);
+        py.detach(move || analysis.rank(rank)).map_err(nesting_err)
     }
 }
 
@@ -120,12 +130,11 @@ impl NativeRun {
         convert::metadata_dict(py, &self.run)
     }
 
-    /// Per-call exclusive ns of every row of `rank`: list of `(row position, int64 array)`.
+    /// Per-call exclusive ns of every row of `rank`: list of `(row position, int64 array)`
+    /// (from the cached reconstruction).
     fn exclusive_by_row<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
-        let run = Arc::clone(&self.run);
-        let rows = py
-            .detach(move || scope_profiler_analysis::exclusive_by_row(&run, rank))
-            .map_err(nesting_err)?;
+        let analysis = Arc::clone(&self.analysis);
+        let rows = py.detach(move || analysis.exclusive_by_row(rank)).map_err(nesting_err)?;
         let out = PyList::empty(py);
         for (pos, values) in rows {
             out.append((pos, owned_i64(py, values)))?;
@@ -133,23 +142,55 @@ impl NativeRun {
         Ok(out)
     }
 
-    /// Reconstruct all rows of `rank`: `(row positions, columns)` with the columns of
-    /// `build_call_arrays` (`region_index` indexes the returned row positions).
-    fn rank_call_arrays<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<(Vec<usize>, Bound<'py, PyTuple>)> {
-        let run = Arc::clone(&self.run);
-        let (rows, calls) = py
-            .detach(move || scope_profiler_analysis::rank_call_arrays(&run, rank))
-            .map_err(nesting_err)?;
-        Ok((rows, crate::results::callstack::call_arrays_to_py(py, calls)?))
+    /// Reconstruct all rows of `rank` (cached): `(row positions, columns)` with the columns
+    /// of `build_call_arrays` (`region_index` indexes the returned row positions). The
+    /// columns are read-only numpy views of the cached reconstruction (no copy).
+    fn rank_call_arrays<'py>(slf: &Bound<'py, Self>, rank: u32) -> PyResult<(Vec<usize>, Bound<'py, PyTuple>)> {
+        let rec = slf.get().reconstruction(slf.py(), rank)?;
+        let rows = rec.rows.clone();
+        Ok((rows, crate::results::callstack::cached_call_arrays_to_py(slf.as_any(), rec)?))
+    }
+
+    /// Reconstruct every rank with rows, in parallel across ranks (GIL released), so that
+    /// later per-rank analyses find their reconstruction cached. Raises `NestingError` for
+    /// the first rank (ascending) that cannot be reconstructed.
+    fn reconstruct_all(&self, py: Python<'_>) -> PyResult<Vec<u32>> {
+        let analysis = Arc::clone(&self.analysis);
+        let all = py.detach(move || analysis.all());
+        let mut ranks = Vec::with_capacity(all.len());
+        for (rank, r) in all {
+            r.map_err(nesting_err)?;
+            ranks.push(rank);
+        }
+        Ok(ranks)
+    }
+
+    /// Lanes of `rank` from the cached reconstruction: `(lanes, offsets, order)` int64
+    /// arrays; lane `lanes[k]` holds call ids `order[offsets[k]:offsets[k+1]]` (ascending).
+    /// Ascending lane value; no calls -> empty arrays; no lane column -> one lane `-1`.
+    fn split_by_lane<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyTuple>> {
+        let rec = self.reconstruction(py, rank)?;
+        let (lanes, offsets, order) = py.detach(move || {
+            let split = rec.lanes();
+            let mut lanes = Vec::with_capacity(split.len());
+            let mut offsets = Vec::with_capacity(split.len() + 1);
+            let mut order = Vec::with_capacity(rec.calls.len());
+            offsets.push(0i64);
+            for (lane, ids) in split {
+                lanes.push(*lane);
+                order.extend(ids.iter().map(|&i| i as i64));
+                offsets.push(order.len() as i64);
+            }
+            (lanes, offsets, order)
+        });
+        PyTuple::new(py, [owned_i64(py, lanes), owned_i64(py, offsets), owned_i64(py, order)])
     }
 
     /// `thread_summary(rank)` rows as dicts (keys `index, name, alive, wall_time, cpu_time,
     /// num_calls, region_time`); `[]` without a thread table. Raises `NestingError`.
     fn thread_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
-        let run = Arc::clone(&self.run);
-        let rows = py
-            .detach(move || scope_profiler_analysis::thread_summary(&run, rank))
-            .map_err(nesting_err)?;
+        let analysis = Arc::clone(&self.analysis);
+        let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         let out = PyList::empty(py);
         for r in rows {
             let d = PyDict::new(py);
@@ -163,6 +204,31 @@ impl NativeRun {
             out.append(d)?;
         }
         Ok(out)
+    }
+
+    /// The thread table (all ranks) as an Arrow table (`__arrow_c_stream__`).
+    fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
+        crate::results::frames::threads_table(&self.run)
+    }
+
+    /// The task table (all ranks) as an Arrow table.
+    fn tasks_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
+        crate::results::frames::tasks_table(&self.run)
+    }
+
+    /// `thread_summary(rank)` as an Arrow table (cached reconstruction). Raises `NestingError`.
+    fn thread_summary_frame(&self, py: Python<'_>, rank: u32) -> PyResult<pyo3_arrow::PyTable> {
+        let analysis = Arc::clone(&self.analysis);
+        let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
+        crate::results::frames::thread_summary_table(&rows)
+    }
+
+    /// The calls of region rows `rows` (positions, in this order) as an Arrow table with the
+    /// keys of `events()` (lane columns kept); times in s minus `origin`.
+    #[pyo3(signature = (rows, origin=0.0))]
+    fn events_frame(&self, py: Python<'_>, rows: Vec<usize>, origin: f64) -> PyResult<pyo3_arrow::PyTable> {
+        let run = Arc::clone(&self.run);
+        py.detach(move || crate::results::frames::events_table(&run, &rows, origin))
     }
 
     #[pyo3(signature = (lane, rank=0))]

@@ -8,7 +8,7 @@ module adapts result objects to it and offers the reference's convenience views.
 """
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
 import numpy as np
@@ -18,6 +18,7 @@ from .exceptions import NestingError
 
 __all__ = [
     "CallArrays",
+    "LaneSplit",
     "NestingError",
     "build_call_arrays",
     "build_call_stack",
@@ -140,7 +141,100 @@ def exclusive_by_region(regions: Iterable, rank: int) -> dict[str, np.ndarray]:
     return dict(zip(names, _native.exclusive_by_region(inputs)))
 
 
-def split_by_lane(calls: CallArrays) -> list[tuple[int, CallArrays]]:
+class LaneSplit(Sequence):
+    """The lanes of a reconstruction, ``(lane, CallArrays)`` pairs in ascending lane value,
+    built lazily: grouping is one stable argsort (O(n log n), whatever the number of lanes)
+    and a lane's :class:`CallArrays` is sliced only when indexed or iterated. Behaves as a
+    read-only list (``len``, indexing, slicing, iteration, ``==`` with a list)."""
+
+    __slots__ = ("_calls", "_lanes", "_offsets", "_order", "_local")
+
+    def __init__(self, calls: CallArrays, lanes: np.ndarray, offsets: np.ndarray,
+                 order: np.ndarray) -> None:
+        self._calls = calls
+        self._lanes = lanes
+        self._offsets = offsets
+        self._order = order
+        self._local: np.ndarray | None = None
+
+    @property
+    def lanes(self) -> np.ndarray:
+        """Lane values, ascending (int64)."""
+        return self._lanes
+
+    def lane_sizes(self) -> np.ndarray:
+        """Number of calls per lane (int64), aligned with :attr:`lanes`."""
+        return np.diff(self._offsets)
+
+    def __len__(self) -> int:
+        return int(self._lanes.size)
+
+    def _lane(self, k: int) -> tuple[int, CallArrays]:
+        calls = self._calls
+        if self._lanes.size == 1:
+            return (int(self._lanes[0]), calls)
+        if self._local is None:
+            local = np.empty(len(calls), dtype=np.int64)
+            sizes = np.diff(self._offsets)
+            local[self._order] = np.arange(len(calls), dtype=np.int64) - np.repeat(
+                self._offsets[:-1], sizes)
+            self._local = local
+        positions = self._order[self._offsets[k]:self._offsets[k + 1]]
+        parent = calls.parent[positions]
+        return (
+            int(self._lanes[k]),
+            CallArrays(
+                names=calls.names,
+                source_files=calls.source_files,
+                source_lines=calls.source_lines,
+                region_index=calls.region_index[positions],
+                call_index=calls.call_index[positions],
+                start_ns=calls.start_ns[positions],
+                end_ns=calls.end_ns[positions],
+                depth=calls.depth[positions],
+                parent=np.where(parent < 0, -1, self._local[np.maximum(parent, 0)]),
+                exclusive_ns=calls.exclusive_ns[positions],
+                lane=calls.lane[positions],
+            ),
+        )
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [self._lane(k) for k in range(*index.indices(len(self)))]
+        k = int(index)
+        if k < 0:
+            k += len(self)
+        if not 0 <= k < len(self):
+            raise IndexError("lane index out of range")
+        return self._lane(k)
+
+    def __iter__(self) -> Iterator[tuple[int, CallArrays]]:
+        for k in range(len(self)):
+            yield self._lane(k)
+
+    def __eq__(self, other) -> bool:
+        if isinstance(other, (list, tuple, LaneSplit)):
+            return list(self) == list(other)
+        return NotImplemented
+
+    def __repr__(self) -> str:
+        return f"<LaneSplit: {len(self)} lane(s), {len(self._calls)} call(s)>"
+
+
+_EMPTY = np.zeros(0, dtype=np.int64)
+
+
+def lane_groups(lane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """``(lanes, offsets, order)`` of a lane column: lane ``lanes[k]`` holds positions
+    ``order[offsets[k]:offsets[k+1]]`` (ascending). One stable argsort."""
+    order = np.argsort(lane, kind="stable")
+    ordered = lane[order]
+    starts = np.flatnonzero(np.diff(ordered)) + 1
+    offsets = np.concatenate(([0], starts, [lane.size])).astype(np.int64)
+    return ordered[offsets[:-1]], offsets, order.astype(np.int64, copy=False)
+
+
+def split_by_lane(calls: CallArrays) -> LaneSplit:
     """Split a reconstruction into one :class:`CallArrays` per lane.
 
     Lanes come in ascending lane value (thread lanes -N..-2, i.e. descending
@@ -148,39 +242,18 @@ def split_by_lane(calls: CallArrays) -> list[tuple[int, CallArrays]]:
     positions (order kept), ``parent`` is remapped to positions within the lane;
     ``names``/``source_files``/``source_lines`` are shared. No calls -> ``[]``;
     no lane column -> ``[(-1, calls)]``; one lane -> ``[(lane, calls)]``.
+
+    Returns a :class:`LaneSplit` (a lazy read-only sequence: O(n log n) to build,
+    whatever the number of lanes; each lane is sliced when first accessed).
     """
-    if len(calls) == 0:
-        return []
+    n = len(calls)
+    if n == 0:
+        return LaneSplit(calls, _EMPTY, np.zeros(1, dtype=np.int64), _EMPTY)
     if calls.lane.size == 0:
-        return [(-1, calls)]
-    lanes = np.unique(calls.lane)
-    if lanes.size <= 1:
-        return [(int(lanes[0]), calls)]
-    split = []
-    for value in lanes:
-        positions = np.flatnonzero(calls.lane == value)
-        local = np.full(len(calls), -1, dtype=np.int64)
-        local[positions] = np.arange(positions.size, dtype=np.int64)
-        parent = calls.parent[positions]
-        split.append(
-            (
-                int(value),
-                CallArrays(
-                    names=calls.names,
-                    source_files=calls.source_files,
-                    source_lines=calls.source_lines,
-                    region_index=calls.region_index[positions],
-                    call_index=calls.call_index[positions],
-                    start_ns=calls.start_ns[positions],
-                    end_ns=calls.end_ns[positions],
-                    depth=calls.depth[positions],
-                    parent=np.where(parent < 0, -1, local[parent]),
-                    exclusive_ns=calls.exclusive_ns[positions],
-                    lane=calls.lane[positions],
-                ),
-            ),
-        )
-    return split
+        return LaneSplit(calls, np.array([-1], dtype=np.int64), np.array([0, n], dtype=np.int64),
+                         np.arange(n, dtype=np.int64))
+    lanes, offsets, order = lane_groups(calls.lane)
+    return LaneSplit(calls, lanes, offsets, order)
 
 
 def build_call_stack(regions: Iterable, rank: int, origin: float = 0.0) -> list[dict]:

@@ -5,9 +5,11 @@ use numpy::{PyReadonlyArray1, PyUntypedArrayMethods};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
-use scope_profiler_analysis::{CallArrays, RegionInput};
+use std::sync::Arc;
 
-use super::arrays::{owned_i64, slice_of};
+use scope_profiler_analysis::{CallArrays, Reconstruction, RegionInput};
+
+use super::arrays::{owned_i64, slice_of, view_i64};
 use crate::errors::nesting_err;
 
 type RegionArg<'py> = (
@@ -37,10 +39,38 @@ pub fn call_arrays_to_py(py: Python<'_>, calls: CallArrays) -> PyResult<Bound<'_
     )
 }
 
-/// `build_call_arrays(regions)`: `regions` is a list of
-/// `(name, start_ns, end_ns, thread_ids | None, task_ids | None)` with int64 arrays (borrowed,
-/// read-only). Returns the reconstructed columns (see [`call_arrays_to_py`]).
-/// Raises `NestingError` when the calls cannot form a tree, `ValueError` on ragged columns.
+/// The columns of a cached [`Reconstruction`] as read-only numpy views kept alive by
+/// `container` (the `NativeRun` whose cache holds `rec`), same order as [`call_arrays_to_py`].
+pub fn cached_call_arrays_to_py<'py>(container: &Bound<'py, PyAny>, rec: Arc<Reconstruction>) -> PyResult<Bound<'py, PyTuple>> {
+    let py = container.py();
+    // The views must keep the reconstruction alive, not just the NativeRun (whose cache
+    // holds it, but a view may outlive a cache entry): wrap the Arc in a Python object.
+    let keeper = Bound::new(py, Keeper { _rec: Arc::clone(&rec) })?.into_any();
+    let c = &rec.calls;
+    // SAFETY: the vectors live in `rec`, owned by `keeper` and never mutated.
+    let v = |x: &Vec<i64>| unsafe { view_i64(x, &keeper) };
+    let _ = container;
+    PyTuple::new(
+        py,
+        [
+            v(&c.region_index),
+            v(&c.call_index),
+            v(&c.start_ns),
+            v(&c.end_ns),
+            v(&c.depth),
+            v(&c.parent),
+            v(&c.exclusive_ns),
+            v(&c.lane),
+        ],
+    )
+}
+
+/// Owner of a cached reconstruction for numpy views of its columns.
+#[pyclass(module = "scope_profiler._native", frozen)]
+struct Keeper {
+    _rec: Arc<Reconstruction>,
+}
+
 /// One region's columns borrowed from numpy (or copied when not contiguous).
 type BorrowedRegion<'a> = (&'a str, Cow<'a, [i64]>, Cow<'a, [i64]>, Option<Cow<'a, [i64]>>, Option<Cow<'a, [i64]>>);
 
