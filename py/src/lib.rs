@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 
 mod cli;
 mod errors;
+mod ranks;
 mod recording;
 mod results;
 mod run;
@@ -16,5 +17,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     cli::register(m)?;
     recording::register(m)?;
     results::register(m)?;
+    ranks::register(m)?;
     Ok(())
 }
