@@ -3,6 +3,9 @@ pub mod export_error;
 pub mod hdf5;
 pub mod selection;
 pub mod speedscope;
+pub mod pprof;
+pub mod perfetto;
+pub mod chrome_trace;
 pub mod pstats;
 mod export_common;
 

@@ -1,0 +1,160 @@
+//! Chrome Trace Event JSON export (`spec-exports.md` §4), for Perfetto, chrome://tracing,
+//! the DevTools Performance panel and speedscope's trace-event importer.
+//!
+//! Document: `{"displayTimeUnit":"ms","metadata":{"name":label,"exporter":EXPORTER},
+//! "traceEvents":[...]}`, compact separators. Per selected rank (`pid` = rank):
+//! * `process_name` (`"rank R"`) and `process_sort_index` metadata;
+//! * one track (`tid`) per lane with calls, numbered from 0 in the export lane order (main
+//!   thread first, then the unknown lane, then tasks ascending), each with `thread_name`
+//!   (the lane label: `"MainThread"`, `"Task-2 (fetch) on MainThread"`, `"rank R"` for
+//!   lane -1) and `thread_sort_index` metadata; thread lanes carry `lane`, `thread_index`
+//!   and (when in the table) `native_id`, `ident`, `cpu_time_s`; task lanes `lane`,
+//!   `task_index` in the metadata args;
+//! * one complete `"X"` event per call, depth-first per lane (non-decreasing `ts`):
+//!   `{"name","cat":"scope-profiler","ph":"X","ts","dur","pid","tid"}` plus
+//!   `"args":{"source_file","source_line"}` when the region has a source location.
+//!
+//! Differences from the reference: no per-call `args` (`call_index`, `call_id`,
+//! `duration_s`, ... made every call a frame of its own in speedscope and defeated
+//! aggregation; identical calls now share name and args); tasks and threads are ordered
+//! main thread first; `ts`/`dur` are exact: integer ns printed as µs with three decimals
+//! (`ts` from the run start `metadata.start_time_ns`, or from the earliest selected call
+//! when the run has no start time).
+use std::io::Write;
+use std::path::Path;
+
+use scope_profiler_analysis::{LaneLabels, Run};
+
+use crate::export_common::{io_err, lane_name, origin_ns, reconstruct, write_atomic};
+use crate::speedscope::EXPORTER;
+use crate::{ExportError, Selection};
+
+fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialize")
+}
+
+/// ns as µs with exactly three decimals (non-negative input).
+fn micros(ns: i64) -> String {
+    let sign = if ns < 0 { "-" } else { "" };
+    let a = ns.unsigned_abs();
+    format!("{sign}{}.{:03}", a / 1000, a % 1000)
+}
+
+/// Write the Chrome trace of `sel` to `out` (see the module docs).
+///
+/// Errors: `Nesting`, `NoCalls`, `Io`.
+pub fn write_chrome_trace_to(run: &Run, sel: &Selection, out: &mut dyn Write) -> Result<(), ExportError> {
+    let run = sel.apply(run);
+    let run: &Run = &run;
+    let all = reconstruct(run, &sel.ranks)?;
+    let origin = origin_ns(run, &all);
+    let io = |e: std::io::Error| ExportError::Io(e.to_string());
+    write!(
+        out,
+        "{{\"displayTimeUnit\":\"ms\",\"metadata\":{{\"name\":{},\"exporter\":{}}},\"traceEvents\":[",
+        json_str(&sel.label),
+        json_str(EXPORTER)
+    )
+    .map_err(io)?;
+    let mut first = true;
+    let mut sep = |out: &mut dyn Write| -> Result<(), ExportError> {
+        if !first {
+            out.write_all(b",\n").map_err(io)?;
+        }
+        first = false;
+        Ok(())
+    };
+    for rc in &all {
+        if rc.calls.is_empty() {
+            continue;
+        }
+        let pid = rc.rank;
+        let labels = LaneLabels::new(run, rc.rank);
+        sep(out)?;
+        write!(
+            out,
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"rank {pid}\"}}}}"
+        )
+        .map_err(io)?;
+        sep(out)?;
+        write!(
+            out,
+            "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"sort_index\":{pid}}}}}"
+        )
+        .map_err(io)?;
+        for (tid, (lane, _)) in rc.lanes.iter().enumerate() {
+            let name = lane_name(&labels, rc.rank, *lane);
+            let mut args = format!("{{\"name\":{}", json_str(&name));
+            if *lane >= 0 {
+                args.push_str(&format!(",\"lane\":\"async task\",\"task_index\":{lane}"));
+            } else if *lane <= -2 {
+                let index = -2 - lane;
+                args.push_str(&format!(",\"lane\":\"thread\",\"thread_index\":{index}"));
+                if let Some(t) = run.rank_threads(rc.rank).find(|t| t.index == index) {
+                    args.push_str(&format!(
+                        ",\"native_id\":{},\"ident\":{},\"cpu_time_s\":{}",
+                        t.native_id,
+                        t.ident,
+                        serde_json::to_string(&(t.cpu_ns as f64 / 1e9)).unwrap_or_else(|_| "0.0".into())
+                    ));
+                }
+            } else {
+                args.push_str(",\"lane\":\"rank\"");
+            }
+            args.push('}');
+            sep(out)?;
+            write!(out, "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{args}}}")
+                .map_err(io)?;
+            sep(out)?;
+            write!(
+                out,
+                "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
+            )
+            .map_err(io)?;
+        }
+        // per-row constant parts: name and args
+        let heads: Vec<(String, String)> = rc
+            .rows
+            .iter()
+            .map(|&row| {
+                let r = &run.regions[row];
+                let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
+                let args = match (&r.source_file, r.source_line) {
+                    (Some(f), Some(l)) if !f.is_empty() => {
+                        format!(",\"args\":{{\"source_file\":{},\"source_line\":{l}}}", json_str(f))
+                    }
+                    _ => String::new(),
+                };
+                (json_str(name), args)
+            })
+            .collect();
+        let c = &rc.calls;
+        for (tid, (_, ids)) in rc.lanes.iter().enumerate() {
+            for &i in ids {
+                let (name, args) = &heads[c.region_index[i] as usize];
+                sep(out)?;
+                write!(
+                    out,
+                    "{{\"name\":{name},\"cat\":\"scope-profiler\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{tid}{args}}}",
+                    micros(c.start_ns[i] - origin),
+                    micros(c.end_ns[i] - c.start_ns[i]),
+                )
+                .map_err(io)?;
+            }
+        }
+    }
+    out.write_all(b"]}\n").map_err(io)?;
+    Ok(())
+}
+
+/// Write the Chrome trace of `sel` to `path` atomically (parent directories created).
+///
+/// Errors: `Nesting`, `NoCalls`, `Io` naming the path.
+pub fn write_chrome_trace(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
+    write_atomic(path, |w| {
+        write_chrome_trace_to(run, sel, w).map_err(|e| match e {
+            ExportError::Io(m) => io_err(path)(std::io::Error::other(m)),
+            e => e,
+        })
+    })
+}
