@@ -26,6 +26,7 @@ from contextlib import ContextDecorator
 from enum import Enum, auto
 from typing import ClassVar
 
+from . import _fork
 from ._native import ProfiledFunction, ProfileRegion, perf_counter_ns
 from ._settings import (
     CONFIG_FIELDS,
@@ -425,6 +426,7 @@ class ProfileManager:
         if previous is not None and previous.tracker is not None:
             previous.tracker.uninstall()
         cls._config = config
+        _fork.track(config)  # a forked child takes its view of the thread table
         cls._last_results = None
         cls._last_native_run = None
         cls._requested_output = None
@@ -487,10 +489,23 @@ class ProfileManager:
                 return cls._last_results
             return None
 
+        if config.comm is not None:  # MPI rank: collective, one file written by rank 0
+            from . import _mpi
+
+            results = _mpi.finalize(cls, config, verbose=verbose, return_results=return_results)
+            cls._lifecycle_state = _LifecycleState.FINALIZED
+            cls._cancel_auto_finalize()
+            if return_results:
+                cls._last_results = results
+                return results
+            return None
+
         write_file = not config.deactivate_file_output
         need_results = return_results or verbose
         results = None
         if write_file or need_results:
+            if config.tracker is not None:
+                config.tracker._refresh_task_names()  # Task.get_name() as of now
             native_run, next_id, nesting_error = config._native.finalize(
                 dict(config.metadata),
                 config.start_time_ns,

@@ -154,6 +154,17 @@ impl TimedCoroutine {
         Ok(out)
     }
 
+    /// Run `f` with the task as the calling thread's lane, without step accounting.
+    fn on_lane<R>(&self, py: Python<'_>, f: impl FnOnce() -> R) -> PyResult<R> {
+        let st = self.shared.state(py)?;
+        // SAFETY: the calling thread's own state.
+        let st = unsafe { &*st };
+        let prev = st.set_current(Arc::as_ptr(&self.task));
+        let out = f();
+        st.set_current(prev);
+        Ok(out)
+    }
+
     #[inline(always)]
     fn send_impl(&self, py: Python<'_>, value: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
         let mut result: *mut ffi::PyObject = ptr::null_mut();
@@ -199,9 +210,11 @@ impl TimedCoroutine {
         }
     }
 
+    /// Forwarded on the task's lane (its `with` exits close its own calls), not counted
+    /// as a step; marks the task done.
     fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
         let coro = self.coro.bind(py);
-        let out = self.step(py, || coro.call_method0("close"))?;
+        let out = self.on_lane(py, || coro.call_method0("close"))?;
         self.task.finish();
         Ok(out?.unbind())
     }
@@ -247,7 +260,7 @@ impl Drop for TimedCoroutine {
         }
         Python::attach(|py| {
             let coro = self.coro.bind(py);
-            if let Ok(r) = self.step(py, || coro.call_method0("close")) {
+            if let Ok(r) = self.on_lane(py, || coro.call_method0("close")) {
                 if let Err(e) = r {
                     e.write_unraisable(py, Some(coro));
                 }

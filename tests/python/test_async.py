@@ -1,0 +1,421 @@
+"""track_async: asyncio tasks as lanes with per-call await time (issue 3)."""
+from __future__ import annotations
+
+import asyncio
+import json
+import subprocess
+import sys
+import threading
+import time
+
+import numpy as np
+import pytest
+
+from scope_profiler import ProfileManager, read_h5
+
+from helpers import reference_python
+
+
+@pytest.fixture
+def manager():
+    m = ProfileManager()
+    yield m
+    m.reset()
+
+
+def _session(m, tmp_path=None, **kw):
+    if tmp_path is None:
+        kw.setdefault("deactivate_file_output", True)
+    else:
+        kw.setdefault("file_path", str(tmp_path / "run.h5"))
+    return m.session(verbose=False, return_results=True, track_async=True, **kw)
+
+
+def _spin(seconds):
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        pass
+
+
+# --------------------------------------------------------------------------- imports
+def test_import_costs_nothing_and_track_threads_imports_neither():
+    code = (
+        "import sys, scope_profiler as sp\n"
+        "assert 'asyncio' not in sys.modules and 'greenlet' not in sys.modules\n"
+        "m = sp.ProfileManager(); m.setup(track_threads=True, deactivate_file_output=True)\n"
+        "assert 'asyncio' not in sys.modules and 'greenlet' not in sys.modules\n"
+        "m.setup(track_async=True, deactivate_file_output=True, replace=True)\n"
+        "assert 'asyncio' in sys.modules and m.get_config().track_threads\n"
+        "m.reset(); print('ok')\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "ok"
+
+
+# --------------------------------------------------------------------------- await time
+def test_spin_then_sleep_await_and_held_time(manager):
+    async def job():
+        with manager.region("io"):
+            _spin(0.02)
+            await asyncio.sleep(0.3)
+
+    with _session(manager) as s:
+        asyncio.run(job())
+    io = s.results["io"][0]
+    assert io.num_calls == 1
+    assert io.task_ids[0] >= 0
+    assert io.await_times[0] >= 0.25
+    held = (io.durations - io.await_times)[0]
+    assert 0.015 <= held < 0.15
+    assert io.total_await_duration == pytest.approx(io.await_times[0])
+    assert io.await_times_ns.dtype == np.int64
+    root = s.results["scope_profiler.session"][0]
+    assert root.task_ids.tolist() == [-1] and root.await_times_ns.tolist() == [0]
+
+
+def test_three_gathered_fetches_are_three_lanes(manager):
+    async def fetch(i):
+        with manager.region("fetch"):
+            await asyncio.sleep(0.05 + 0.01 * i)
+            with manager.region("parse"):
+                _spin(0.002)
+
+    async def main():
+        with manager.region("crawl"):
+            await asyncio.gather(*(fetch(i) for i in range(3)))
+
+    with _session(manager) as s:
+        asyncio.run(main())
+    r = s.results
+    fetch_ = r["fetch"][0]
+    assert fetch_.num_calls == 3 and len(set(fetch_.task_ids.tolist())) == 3
+    assert all(a >= 0.04 for a in fetch_.await_times)
+    crawl = r["crawl"][0]
+    assert crawl.await_times[0] >= 0.06  # main waits for the gather
+    # no NestingError: the overlapping fetches are on their own lanes
+    calls = r.call_stack()
+    assert len(calls) == 1 + 1 + 3 + 3
+    by_id = {c["call_id"]: c for c in calls}
+    parse_parents = {by_id[c["parent"]]["name"] for c in calls if c["name"] == "parse"}
+    assert parse_parents == {"fetch"}
+    fetch_parents = [c["parent"] for c in calls if c["name"] == "fetch"]
+    assert fetch_parents == [None, None, None]  # roots of their task lanes
+    assert len({c["lane"] for c in calls if c["name"] == "fetch"}) == 3
+    labels = {r.lane_label(int(t)) for t in fetch_.task_ids}
+    assert all(lbl.endswith("(fetch) on MainThread") and lbl.startswith("Task-") for lbl in labels)
+    assert r["parse"][0].exclusive_durations.sum() > 0
+    # fetch exclusive excludes its own parse only
+    assert fetch_.exclusive_duration == pytest.approx(fetch_.total_duration - r["parse"][0].total_duration)
+    # thread_summary: region time = session root + task roots whose last step ran on it
+    row = r.thread_summary()[0]
+    roots = r["scope_profiler.session"][0].total_duration + crawl.total_duration + fetch_.total_duration
+    assert row["region_time"] == pytest.approx(roots)
+    assert row["num_calls"] == 8
+
+
+def test_interleaved_tasks_close_their_own_scopes(manager):
+    order = []
+
+    async def a(ev_a, ev_b):
+        with manager.region("step"):
+            order.append("a in")
+            ev_b.set()
+            await ev_a.wait()
+        order.append("a out")
+
+    async def b(ev_a, ev_b):
+        await ev_b.wait()
+        with manager.region("step"):
+            order.append("b in")
+            await asyncio.sleep(0.02)
+        order.append("b out")
+        ev_a.set()
+
+    async def main():
+        ev_a, ev_b = asyncio.Event(), asyncio.Event()
+        await asyncio.gather(a(ev_a, ev_b), b(ev_a, ev_b))
+
+    with _session(manager) as s:
+        asyncio.run(main())
+    assert order == ["a in", "b in", "b out", "a out"]
+    step = s.results["step"][0]
+    assert step.num_calls == 2
+    # a's call (entered first) ends last: it contains b's call in time but not on its lane
+    first, second = np.argsort(step.start_times_ns)
+    assert step.end_times_ns[first] > step.end_times_ns[second]
+    assert step.task_ids[first] != step.task_ids[second]
+    assert [c["parent"] for c in s.results.call_stack() if c["name"] == "step"] == [None, None]
+
+
+# --------------------------------------------------------------------------- task table
+def test_task_table_names_threads_steps_done(manager):
+    async def worker():
+        await asyncio.sleep(0.01)
+        with manager.region("w"):
+            await asyncio.sleep(0.01)
+
+    async def forever():
+        await asyncio.sleep(60)
+
+    async def main():
+        t = asyncio.create_task(worker(), name="fetcher")
+        late = asyncio.create_task(worker())
+        late.set_name("renamed")
+        c = asyncio.create_task(forever(), name="victim")
+        await asyncio.sleep(0)
+        c.cancel()
+        await asyncio.gather(t, late, return_exceptions=True)
+        with pytest.raises(asyncio.CancelledError):
+            await c
+
+    with _session(manager) as s:
+        asyncio.run(main())
+        loop = asyncio.new_event_loop()  # a task that never runs
+        never = loop.create_task(worker(), name="never")
+        never_name = "never"
+    never.get_coro().close()  # no step, no "never awaited" warning
+    never._log_destroy_pending = False
+    tasks = {t.name: t for t in s.results.tasks[0]}
+    assert {"fetcher", "renamed", "victim", never_name} <= set(tasks)
+    f = tasks["fetcher"]
+    assert f.kind == "task" and f.coro_name.endswith("worker") and f.thread_index == 0
+    assert f.steps >= 3 and f.done and f.running_time >= 0 and f.awaiting_time >= 0.015
+    assert f.created_time >= 0 and f.done_time >= f.created_time
+    assert tasks["victim"].done and tasks["victim"].done_time is not None
+    assert tasks["never"].steps == 0 and not tasks["never"].done
+    main_task = s.results.tasks[0][0]
+    assert main_task.coro_name.endswith("main")
+    assert [t.index for t in s.results.tasks[0]] == list(range(len(s.results.tasks[0])))
+    loop.close()
+
+
+def test_coroutine_wrapper_is_transparent(manager):
+    seen = {}
+
+    async def inner():
+        await asyncio.sleep(0.01)
+
+    async def user_coro():
+        await inner()
+
+    async def main():
+        t = asyncio.create_task(user_coro())
+        await asyncio.sleep(0)
+        coro = t.get_coro()
+        seen["qualname"] = coro.__qualname__
+        seen["name"] = coro.__name__
+        seen["code"] = coro.cr_code.co_name
+        seen["frame"] = coro.cr_frame.f_code.co_name
+        seen["await"] = coro.cr_await is not None
+        seen["stack"] = [f.f_code.co_name for f in t.get_stack()]
+        import io
+
+        buf = io.StringIO()
+        t.print_stack(file=buf)
+        seen["printed"] = buf.getvalue()
+        seen["repr"] = repr(t)
+        await t
+
+    with _session(manager):
+        asyncio.run(main())
+    assert seen["qualname"].endswith("user_coro") and seen["name"] == "user_coro"
+    assert seen["code"] == "user_coro" and seen["frame"] == "user_coro" and seen["await"]
+    assert seen["stack"] == ["user_coro"]
+    assert "user_coro" in seen["printed"]
+    assert "user_coro() running at" in seen["repr"]
+
+
+def test_c_task_is_used():
+    assert asyncio.Task is getattr(sys.modules.get("_asyncio"), "Task", None)
+
+
+# --------------------------------------------------------------------------- loops
+def _loop_variants(manager):
+    async def job():
+        with manager.region("job"):
+            await asyncio.sleep(0.005)
+
+    results = {}
+
+    # run_until_complete on a loop created after setup
+    loop = asyncio.new_event_loop()
+    loop.run_until_complete(job())
+    loop.close()
+    # a bare run_forever
+    loop = asyncio.new_event_loop()
+    loop.call_soon(lambda: loop.create_task(job()).add_done_callback(lambda _: loop.stop()))
+    loop.run_forever()
+    loop.close()
+    # a loop in another thread
+    t = threading.Thread(target=lambda: asyncio.run(job()), name="loop-thread")
+    t.start()
+    t.join()
+    return results
+
+
+def test_every_way_of_running_a_loop_is_covered(manager):
+    with _session(manager) as s:
+        asyncio.run(asyncio.sleep(0))
+        _loop_variants(manager)
+    job = s.results["job"][0]
+    assert job.num_calls == 3
+    assert (job.task_ids >= 0).all() and len(set(job.task_ids.tolist())) == 3
+    threads = {t.index: t.name for t in s.results.threads[0]}
+    assert sorted(threads[i] for i in job.thread_ids) == ["MainThread", "MainThread", "loop-thread"]
+    by_index = {t.index: t for t in s.results.tasks[0]}
+    loop_thread = [i for i, n in threads.items() if n == "loop-thread"][0]
+    assert any(by_index[int(t)].thread_index == loop_thread for t in job.task_ids)
+
+
+def test_setup_inside_running_loop_instruments_it(manager):
+    async def job():
+        with manager.region("job"):
+            await asyncio.sleep(0.01)
+
+    async def main():
+        manager.setup(track_async=True, deactivate_file_output=True)
+        assert asyncio.get_running_loop().get_task_factory() is not None
+        await asyncio.gather(job(), job())
+        return manager.finalize(verbose=False, return_results=True)
+
+    r = asyncio.run(main())
+    assert r["job"][0].num_calls == 2 and (r["job"][0].task_ids >= 0).all()
+    manager.reset()
+
+
+def test_existing_task_factory_is_chained_and_restored(manager):
+    made = []
+
+    def factory(loop, coro, **kw):
+        made.append(coro)
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    async def job():
+        with manager.region("job"):
+            await asyncio.sleep(0.001)
+
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(factory)
+    with _session(manager) as s:
+        loop.run_until_complete(job())
+        assert loop.get_task_factory() is not factory
+    assert loop.get_task_factory() is factory  # restored exactly
+    loop.close()
+    assert len(made) >= 1
+    assert s.results["job"][0].task_ids[0] >= 0
+
+
+def test_instrument_loop_by_hand_uvloop(manager):
+    uvloop = pytest.importorskip("uvloop")
+
+    async def fetch():
+        with manager.region("fetch"):
+            await asyncio.sleep(0.05)
+
+    async def main():
+        await asyncio.gather(fetch(), fetch(), fetch())
+
+    loop = uvloop.new_event_loop()
+    assert not isinstance(loop, asyncio.BaseEventLoop)
+    with _session(manager) as s:
+        manager.get_config().tracker.instrument_loop(loop)
+        manager.get_config().tracker.instrument_loop(loop)  # idempotent
+        loop.run_until_complete(main())
+    assert loop.get_task_factory() is None
+    loop.close()
+    f = s.results["fetch"][0]
+    assert f.num_calls == 3 and len(set(f.task_ids.tolist())) == 3
+    assert (f.await_times >= 0.04).all()
+
+
+def test_instrument_loop_needs_tracking(manager):
+    manager.setup(deactivate_file_output=True)
+    with pytest.raises(AttributeError):
+        manager.get_config().tracker.instrument_loop(asyncio.new_event_loop())
+
+
+# --------------------------------------------------------------------------- checkpoints
+def test_checkpoint_then_call_outside_task_has_no_task(manager, tmp_path):
+    async def job():
+        for _ in range(4):
+            with manager.region("r"):
+                await asyncio.sleep(0.002)
+
+    manager.setup(track_async=True, file_path=str(tmp_path / "c.h5"))
+    asyncio.run(job())
+    first = manager.finalize(verbose=False, return_results=True)
+    assert (first["r"][0].task_ids >= 0).all()
+    with manager.region("r"):
+        pass
+    second = manager.finalize(verbose=False, return_results=True)
+    assert second["r"][0].task_ids.tolist() == [-1]
+    assert second["r"][0].await_times_ns.tolist() == [0]
+    assert len(second.tasks[0]) == len(first.tasks[0])  # tables are never reset
+    manager.reset()
+
+
+# --------------------------------------------------------------------------- hooks
+def test_hooks_restored_after_session_any_order():
+    before = (asyncio.BaseEventLoop.__dict__["run_forever"], asyncio.BaseEventLoop.__dict__["create_task"],
+              threading.getprofile())
+    a, b = ProfileManager(), ProfileManager()
+    sa = a.session(verbose=False, track_async=True, deactivate_file_output=True, return_results=True)
+    sb = b.session(verbose=False, track_async=True, deactivate_file_output=True, return_results=True)
+    sa.__enter__()
+    sb.__enter__()
+
+    async def job(m):
+        with m.region("j"):
+            await asyncio.sleep(0.001)
+
+    async def main():
+        await asyncio.gather(job(a), job(b))
+
+    asyncio.run(main())
+    sa.__exit__(None, None, None)  # not LIFO: b keeps recording
+    assert asyncio.BaseEventLoop.__dict__["run_forever"] is not before[0]
+    asyncio.run(main())
+    sb.__exit__(None, None, None)
+    after = (asyncio.BaseEventLoop.__dict__["run_forever"], asyncio.BaseEventLoop.__dict__["create_task"],
+             threading.getprofile())
+    assert after == before
+    assert sa.results["j"][0].num_calls == 1 and (sa.results["j"][0].task_ids >= 0).all()
+    assert sb.results["j"][0].num_calls == 2 and (sb.results["j"][0].task_ids >= 0).all()
+    a.reset()
+    b.reset()
+
+
+# --------------------------------------------------------------------------- HDF5
+def test_hdf5_round_trip_and_reference_reads_it(manager, tmp_path):
+    async def fetch(i):
+        with manager.region("fetch"):
+            await asyncio.sleep(0.01 * (i + 1))
+
+    async def main():
+        await asyncio.gather(*(fetch(i) for i in range(3)))
+
+    with _session(manager, tmp_path) as s:
+        asyncio.run(main())
+    path = tmp_path / "run.h5"
+    mem, disk = s.results, read_h5(path)
+    for name in mem.region_names:
+        a, b = mem[name][0], disk[name][0]
+        for col in ("start_times_ns", "end_times_ns", "thread_ids", "task_ids", "await_times_ns"):
+            assert np.array_equal(getattr(a, col), getattr(b, col)), (name, col)
+    assert [t._to_tuple() if hasattr(t, "_to_tuple") else repr(t) for t in mem.tasks[0]] == \
+        [t._to_tuple() if hasattr(t, "_to_tuple") else repr(t) for t in disk.tasks[0]]
+    code = (
+        "import json, sys, scope_profiler as sp\n"
+        "r = sp.read_h5(sys.argv[1]); f = r['fetch'][0]\n"
+        "print(json.dumps({'task_ids': f.task_ids.tolist(), 'await': f.await_times_ns.tolist(),\n"
+        "  'tasks': [[t.index, t.name, t.coro_name, t.steps] for t in r.tasks[0]],\n"
+        "  'labels': [r.lane_label(int(t)) for t in f.task_ids]}))\n"
+    )
+    out = subprocess.run([reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    ref = json.loads(out.stdout)
+    f = mem["fetch"][0]
+    assert ref["task_ids"] == f.task_ids.tolist() and ref["await"] == f.await_times_ns.tolist()
+    assert ref["tasks"] == [[t.index, t.name, t.coro_name, t.steps] for t in mem.tasks[0]]
+    assert all(lbl.endswith("(fetch) on MainThread") for lbl in ref["labels"])
