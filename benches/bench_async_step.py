@@ -1,0 +1,128 @@
+"""ns per coroutine step under track_async: ours (Rust TimedCoroutine) vs the reference's
+(scope-profiler 0.7.5, a Python `_timed_coroutine` + `_StepTimer`).
+
+    python benches/bench_async_step.py [--steps N] [--repeat R]
+
+Runs the measurement in this interpreter (our package) and in the reference interpreter
+(`$SCOPE_PROFILER_REF_PYTHON`, default /work/refvenv/bin/python; never the same venv),
+then prints both and the ratio.
+
+* `send`: a task's wrapped coroutine driven directly with `send(None)` (what the C Task
+  does each step), N steps; overhead per send = wrapped - bare coroutine.
+* `loop`: 100 tasks each doing `await asyncio.sleep(0)` N/100 times under `asyncio.run`
+  (real event loop, C Task); ns per step, with and without tracking.
+Minimum over R repeats (the box is noisy).
+"""
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import time
+import types
+
+
+@types.coroutine
+def _ticks(n):
+    for _ in range(n):
+        yield
+
+
+async def _inner(n):
+    await _ticks(n)
+
+
+def _drive(coro, n):
+    send = coro.send
+    t0 = time.perf_counter_ns()
+    try:
+        for _ in range(n + 1):
+            send(None)
+    except StopIteration:
+        pass
+    return time.perf_counter_ns() - t0
+
+
+def _wrapper_factory(tracker):
+    """(coro) -> wrapped coroutine, as the task factory builds it, for either package."""
+    native = getattr(tracker, "_native", None)
+    if native is not None and hasattr(native, "timed_coroutine"):  # ours
+        def wrap(coro):
+            return native.timed_coroutine(coro, native.new_task("task", "", "bench"))
+        return wrap
+    from scope_profiler import concurrency  # the reference
+
+    def wrap(coro):
+        return concurrency._timed_coroutine(coro, tracker._new_task("task", "", "bench"), tracker)
+    return wrap
+
+
+def _loop_ns(steps, tasks=100):
+    per = max(1, steps // tasks)
+
+    async def worker():
+        for _ in range(per):
+            await asyncio.sleep(0)
+
+    async def main():
+        await asyncio.gather(*(worker() for _ in range(tasks)))
+
+    t0 = time.perf_counter_ns()
+    asyncio.run(main())
+    return (time.perf_counter_ns() - t0) / (per * tasks)
+
+
+def measure(steps, repeat):
+    from scope_profiler import ProfileManager
+
+    out = {"python": sys.executable}
+    out["loop_untracked_ns"] = min(_loop_ns(steps) for _ in range(repeat))
+    m = ProfileManager()
+    m.setup(track_async=True, deactivate_file_output=True)
+    try:
+        wrap = _wrapper_factory(m.get_config().tracker)
+        bare = min(_drive(_inner(steps), steps) for _ in range(repeat)) / steps
+        wrapped = min(_drive(wrap(_inner(steps)), steps) for _ in range(repeat)) / steps
+        out["send_bare_ns"] = bare
+        out["send_wrapped_ns"] = wrapped
+        out["send_overhead_ns"] = wrapped - bare
+        out["loop_tracked_ns"] = min(_loop_ns(steps) for _ in range(repeat))
+    finally:
+        m.reset()
+    return out
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--steps", type=int, default=200_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--worker", action="store_true", help=argparse.SUPPRESS)
+    args = ap.parse_args()
+    if args.worker:
+        print(json.dumps(measure(args.steps, args.repeat)))
+        return
+    ours = measure(args.steps, args.repeat)
+    ref_python = os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python")
+    proc = subprocess.run(
+        [ref_python, os.path.abspath(__file__), "--worker", "--steps", str(args.steps),
+         "--repeat", str(args.repeat)],
+        capture_output=True, text=True, cwd="/", timeout=600,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"reference run failed:\n{proc.stderr}")
+    ref = json.loads(proc.stdout)
+    keys = ("send_bare_ns", "send_wrapped_ns", "send_overhead_ns", "loop_untracked_ns", "loop_tracked_ns")
+    print(f"{'ns per step':<22}{'ours':>10}{'reference':>12}")
+    for k in keys:
+        print(f"{k:<22}{ours[k]:>10.1f}{ref[k]:>12.1f}")
+    ratio = ref["send_overhead_ns"] / ours["send_overhead_ns"] if ours["send_overhead_ns"] > 0 else float("inf")
+    print(f"send overhead ratio (reference / ours): {ratio:.1f}x")
+    lo = (ref["loop_tracked_ns"] - ref["loop_untracked_ns"]) / max(1e-9, ours["loop_tracked_ns"] - ours["loop_untracked_ns"])
+    print(f"event-loop step overhead ratio (reference / ours): {lo:.1f}x")
+
+
+if __name__ == "__main__":
+    main()
