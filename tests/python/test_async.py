@@ -419,3 +419,43 @@ def test_hdf5_round_trip_and_reference_reads_it(manager, tmp_path):
     assert ref["task_ids"] == f.task_ids.tolist() and ref["await"] == f.await_times_ns.tolist()
     assert ref["tasks"] == [[t.index, t.name, t.coro_name, t.steps] for t in mem.tasks[0]]
     assert all(lbl.endswith("(fetch) on MainThread") for lbl in ref["labels"])
+
+
+def test_speedscope_profiles_are_lanes(manager, tmp_path):
+    import scope_profiler as sp
+
+    from helpers import speedscope_import
+
+    async def fetch(d):
+        with manager.region("fetch"):
+            await asyncio.sleep(d)
+
+    async def main():
+        await asyncio.gather(fetch(0.01), fetch(0.02))
+
+    with _session(manager) as s:
+        asyncio.run(main())
+    written = sp.export_speedscope(s.results, tmp_path / "a.speedscope.json", verbose=False)
+    doc = json.loads(written[0].read_text())
+    names = [p["name"] for p in doc["profiles"]]
+    assert "rank 0 - MainThread" in names
+    fetch_profiles = [n for n in names if n.endswith("(fetch) on MainThread")]
+    assert len(fetch_profiles) == 2 and all(n.startswith("rank 0 - Task-") for n in fetch_profiles)
+    speedscope_import(written[0])
+
+
+def test_thread_summary_counts_task_roots_on_their_thread(manager):
+    async def job():
+        with manager.region("job"):
+            await asyncio.sleep(0.02)
+
+    with _session(manager) as s:
+        t = threading.Thread(target=lambda: asyncio.run(job()), name="loop-thread")
+        t.start()
+        t.join()
+    r = s.results
+    rows = {row["name"]: row for row in r.thread_summary()}
+    job = r["job"][0]
+    assert rows["loop-thread"]["region_time"] == pytest.approx(job.total_duration)
+    assert rows["loop-thread"]["num_calls"] == 1
+    assert rows["MainThread"]["region_time"] == pytest.approx(r["scope_profiler.session"][0].total_duration)
