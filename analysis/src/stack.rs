@@ -21,8 +21,7 @@ use crate::run::{MetaValue, Run};
 /// * `num_ranks`: `num_ranks` if given, else `max(offset + max(part.num_ranks, 1))` over
 ///   parts that have rows (0 when no part has any).
 ///
-/// Errors: two parts claiming the same rank (a part covers `offset ..
-/// offset + max(num_ranks, 1)`).
+/// Errors: two parts with rows or thread rows for the same rank.
 pub fn stack_runs(mut parts: Vec<(u32, Run)>, num_ranks: Option<u32>) -> Result<Run, String> {
     parts.sort_by_key(|(offset, _)| *offset);
     let mut covered_to = 0u32;
@@ -34,8 +33,7 @@ pub fn stack_runs(mut parts: Vec<(u32, Run)>, num_ranks: Option<u32>) -> Result<
             ));
         }
         let last_rank = run.regions.iter().map(|r| r.rank).chain(run.threads.iter().map(|t| t.rank)).max();
-        let span = run.num_ranks.max(last_rank.map_or(0, |r| r + 1)).max(1);
-        covered_to = offset + span;
+        covered_to = offset + last_rank.map_or(1, |r| r + 1);
     }
     let mut out = Run::default();
     let mut name_ids: HashMap<String, u32> = HashMap::new();

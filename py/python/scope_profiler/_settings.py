@@ -12,9 +12,9 @@ Settings this package accepts but does not implement:
   ``track_threads``/``track_async`` the reference's ``ValueError``; alone a
   ``NotImplementedError`` naming the setting;
 * ``use_memray``, ``profile_mpi_calls``: ``NotImplementedError``;
-* ``hdf5_compression``/``hdf5_compression_level``/``hdf5_chunk_size``/``output_mode``:
-  validated like the reference, otherwise ignored (serial runs, the writer picks its own
-  layout).
+* ``hdf5_compression``/``hdf5_compression_level``/``hdf5_chunk_size``: validated like the
+  reference, otherwise ignored (the writer picks its own layout);
+* ``output_mode``: validated like the reference; used only by MPI runs (``_mpi``).
 """
 from __future__ import annotations
 
@@ -448,6 +448,10 @@ class ProfilingConfig:
         self._label = s["label"] or None
         if self._label is not None:
             self._metadata["label"] = self._label
+        # MPI rank? (imports mpi4py only under an MPI launch; see _mpi)
+        from ._mpi import configure
+
+        configure(self)
 
     @classmethod
     def reset(cls) -> None:
@@ -523,8 +527,8 @@ class ProfilingConfig:
 
     @property
     def comm(self):
-        """MPI communicator: always None (serial only)."""
-        return None
+        """MPI communicator (``MPI.COMM_WORLD``) of an MPI rank, else None."""
+        return self.__dict__.get("_comm")
 
     @property
     def memory_profile_path(self):

@@ -1,0 +1,47 @@
+"""``fork()``: a child forked out of an active run stands down.
+
+Registered with ``os.register_at_fork`` at import (POSIX):
+
+* ``before``: the forking thread's CPU time is sampled in every tracked recorder, so a
+  child can continue that thread's row;
+* ``after_in_child``: every tracked recorder takes the child's view of its thread table
+  (threads that did not survive the fork end at the fork; the forking thread's row goes
+  on with the child's OS thread id and its CPU time continues), and ``_tracking`` takes
+  every installed tracker's hooks out (thread start, asyncio, greenlets).
+
+So in the child nothing is registered unless it records a call: starting threads or
+running an event loop adds no thread or task rows and keeps no per-task state. Regions
+still record into the parent's run (as in the reference): finalizing the parent's manager
+in the child writes the parent's pre-fork calls and the child's, and every thread id in
+that file has a row (the reference writes ids with no row). The supported pattern is the
+child's own ``setup()``/``session()`` (own ``file_path``), which tracks concurrency again.
+"""
+from __future__ import annotations
+
+import os
+import threading
+import weakref
+
+#: Configurations whose recorder keeps a thread table (weak).
+_TRACKED = weakref.WeakSet()
+
+
+def track(config) -> None:
+    """Remember a configuration whose recorder keeps a thread table."""
+    if getattr(config, "track_threads", False):
+        _TRACKED.add(config)
+
+
+def _before_fork() -> None:
+    for config in list(_TRACKED):
+        config._native._before_fork()
+
+
+def _after_fork_in_child() -> None:
+    native_id = threading.get_native_id()
+    for config in list(_TRACKED):
+        config._native._after_fork_in_child(native_id)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

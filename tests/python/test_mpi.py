@@ -1,0 +1,240 @@
+"""MPI: rank detection, output_mode, and real 4-rank jobs (Open MPI + mpi4py).
+
+The mpirun tests need `mpirun` and `mpi4py` (tests/run_all.sh installs Debian's
+openmpi-bin/libopenmpi-dev and mpi4py from PyPI); without them they skip with the reason.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+
+import scope_profiler as sp
+from scope_profiler import _mpi
+
+from helpers import ROOT, reference_read
+
+NP = 4
+MPI_TIMEOUT = 90
+
+
+def _mpi_available() -> str | None:
+    """Why mpirun tests cannot run here, or None."""
+    if shutil.which("mpirun") is None:
+        return "mpirun not found (install openmpi-bin; tests/run_all.sh does)"
+    probe = subprocess.run([sys.executable, "-c", "import mpi4py"], capture_output=True, text=True)
+    if probe.returncode != 0:
+        return "mpi4py not importable (pip install mpi4py; tests/run_all.sh does)"
+    return None
+
+
+needs_mpi = pytest.mark.skipif(_mpi_available() is not None, reason=str(_mpi_available()))
+
+
+def _clean_env(**extra) -> dict:
+    env = {k: v for k, v in os.environ.items()
+           if k not in _mpi.LAUNCHER_ENV_VARS and k != _mpi.OVERRIDE_ENV_VAR}
+    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+               OMPI_MCA_rmaps_base_oversubscribe="1")
+    env.update(extra)
+    return env
+
+
+def mpirun(np: int, *args, cwd: Path) -> subprocess.CompletedProcess:
+    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
+    if hasattr(os, "geteuid") and os.geteuid() == 0:
+        cmd.insert(1, "--allow-run-as-root")
+    proc = subprocess.run(
+        [*cmd, sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True,
+        timeout=MPI_TIMEOUT, env=_clean_env(),
+    )
+    assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
+    return proc
+
+
+# ----------------------------------------------------------------- detection (no mpirun)
+@pytest.mark.parametrize("var", _mpi.LAUNCHER_ENV_VARS)
+def test_launcher_variables_mean_mpi(monkeypatch, var):
+    for name in _mpi.LAUNCHER_ENV_VARS + (_mpi.OVERRIDE_ENV_VAR,):
+        monkeypatch.delenv(name, raising=False)
+    assert not _mpi.launched_under_mpi()
+    monkeypatch.setenv(var, "0")
+    assert _mpi.launched_under_mpi()
+    monkeypatch.setenv(_mpi.OVERRIDE_ENV_VAR, "0")
+    assert not _mpi.launched_under_mpi()
+    assert _mpi.get_comm() is None
+
+
+def test_override_forces_mpi_and_unknown_values_are_ignored(monkeypatch):
+    for name in _mpi.LAUNCHER_ENV_VARS:
+        monkeypatch.delenv(name, raising=False)
+    monkeypatch.setenv(_mpi.OVERRIDE_ENV_VAR, "yes")
+    assert _mpi.launched_under_mpi()
+    monkeypatch.setenv(_mpi.OVERRIDE_ENV_VAR, "maybe")
+    assert not _mpi.launched_under_mpi()
+
+
+def test_serial_run_never_imports_mpi4py(tmp_path):
+    code = textwrap.dedent(f"""
+        import sys
+        import scope_profiler as sp
+        with sp.ProfileManager.session(file_path={str(tmp_path / 'a.h5')!r}, track_threads=True,
+                                       output_mode="parallel", verbose=False):
+            with sp.profile_region("x"):
+                pass
+        assert sp.ProfileManager.get_config().comm is None
+        assert "mpi4py" not in sys.modules, "mpi4py imported in a serial run"
+        r = sp.read_h5({str(tmp_path / 'a.h5')!r})
+        assert r.num_ranks == 1 and r.metadata["mpi_size"] == 1 and r.metadata["num_nodes"] == 1
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=_clean_env())
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_output_mode_validation():
+    with pytest.raises(ValueError, match="output_mode must be 'auto', 'direct', or 'parallel', got 'x'"):
+        sp.ProfileManager().setup(output_mode="x")
+
+
+# ----------------------------------------------------------------- real jobs
+JOB = r"""
+import json, sys, threading
+import scope_profiler as sp
+from scope_profiler import ProfileManager
+
+out_dir = sys.argv[1]
+report = {}
+
+# 1. output_mode="parallel" with track_threads: the reference's RuntimeError at finalize,
+#    on every rank, before any buffer is touched (the next finalize still has the calls).
+m = ProfileManager()
+m.setup(file_path=f"{out_dir}/parallel.h5", track_threads=True, output_mode="parallel")
+with m.profile_region("kept"):
+    pass
+try:
+    m.finalize(verbose=False)
+except RuntimeError as exc:
+    report["parallel_error"] = str(exc)
+m.reset()
+
+# 2. in memory (no file): rank 0 gets every rank's calls, the others an empty non-root set
+m = ProfileManager()
+comm = None
+with m.session(output=None, track_threads=True, return_results=True, verbose=False) as s:
+    comm = m.get_config().comm
+    rank = comm.Get_rank()
+    for i in range(rank + 1):
+        with m.profile_region("per_rank"):
+            pass
+    t = threading.Thread(target=lambda: m.profile_region("thread_work").__enter__().__exit__(None, None, None),
+                         name=f"t{rank}")
+    t.start(); t.join()
+r = s.results
+report["rank"] = rank
+report["memory"] = {
+    "is_root": r.is_root, "num_ranks": r.num_ranks,
+    "calls": {str(k): r["per_rank"][k].num_calls for k in r["per_rank"].ranks} if r.is_root else {},
+    "threads": {str(k): [t.name for t in v] for k, v in r.threads.items()},
+}
+# 3. untracked "parallel" writes the same single file (no collective writer here)
+m = ProfileManager()
+with m.session(file_path=f"{out_dir}/untracked.h5", output_mode="parallel", verbose=False):
+    with m.profile_region("solo"):
+        pass
+if rank == 0:
+    u = sp.read_h5(f"{out_dir}/untracked.h5")
+    report["untracked"] = {"num_ranks": u.num_ranks, "ranks": u["solo"].ranks, "threads": len(u.threads)}
+    with open(f"{out_dir}/report.json", "w") as f:
+        json.dump(report, f)
+"""
+
+
+@needs_mpi
+def test_mpi_modes_errors_and_in_memory_results(tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(JOB)
+    mpirun(NP, script, tmp_path, cwd=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["parallel_error"] == _mpi.PARALLEL_WITH_THREADS
+    assert not (tmp_path / "parallel.h5").exists()
+    mem = report["memory"]
+    assert mem["is_root"] and mem["num_ranks"] == NP
+    assert mem["calls"] == {str(k): k + 1 for k in range(NP)}
+    assert sorted(mem["threads"]) == [str(k) for k in range(NP)]
+    for k in range(NP):
+        assert mem["threads"][str(k)] == ["MainThread", f"t{k}"]
+    assert report["untracked"] == {"num_ranks": NP, "ranks": list(range(NP)), "threads": 0}
+
+
+@needs_mpi
+def test_mpi_threads_example_one_file_with_every_rank(tmp_path):
+    out = tmp_path / "mpi_threads.h5"
+    proc = mpirun(NP, ROOT / "examples" / "mpi_threads.py", out, cwd=tmp_path)
+    assert f"wrote {out}: {NP} rank(s)" in proc.stdout
+    assert not list(tmp_path.glob(".*.tmp")), "temporary files left behind"
+
+    r = sp.read_h5(out)
+    assert r.num_ranks == NP
+    assert r.metadata["mpi_size"] == NP and r.metadata["num_nodes"] == 1
+    assert sorted(r.threads) == list(range(NP)) and sorted(r.tasks) == []
+    for rank in range(NP):
+        names = [t.name for t in r.threads[rank]]
+        assert names[0] == "MainThread"
+        assert sorted(names[1:]) == [f"rank{rank}-w{k}" for k in range(3)]
+        assert all(t.rank == rank for t in r.threads[rank])
+        indices = {t.index for t in r.threads[rank]}
+        for name in ("worker", "item", "compute", "scope_profiler.session"):
+            region = r[name][rank]
+            assert set(region.threads) <= indices, (name, rank)
+        assert r["item"][rank].num_calls == 3 * 20 and r["compute"][rank].num_calls == 60
+        assert r["worker"][rank].threads == sorted(indices - {0})
+        rows = r.thread_summary(rank)
+        assert sum(row["num_calls"] for row in rows) == sum(
+            r[n][rank].num_calls for n in r.region_names if rank in r[n].ranks)
+        worker = r["worker"][rank]
+        assert worker.exclusive_duration < worker.inclusive_duration
+    assert r["item"].num_calls == NP * 60
+
+    # per-rank speedscope profiles
+    paths = sp.export_speedscope(r, tmp_path / "job.speedscope.json", ranks=list(range(NP)), verbose=False)
+    doc = json.loads(Path(paths[0]).read_text())
+    assert [p["name"] for p in doc["profiles"]] == [
+        f"rank {k} - {name}" for k in range(NP) for name in ["MainThread", *(f"rank{k}-w{w}" for w in range(3))]
+    ]
+
+    # the reference reads the same file: four ranks, each with its own thread table
+    ref = reference_read(out)
+    assert ref["num_ranks"] == NP
+    assert sorted(ref["threads"]) == [str(k) for k in range(NP)]
+    for rank in range(NP):
+        assert [t["name"] for t in ref["threads"][str(rank)]] == [t.name for t in r.threads[rank]]
+        got = ref["regions"][f"item@{rank}"]
+        assert got["num_calls"] == 60
+        assert got["durations_ns"] == [int(x) for x in r["item"][rank].durations_ns]
+        assert got["thread_ids"] == [int(x) for x in r["item"][rank].thread_ids]
+
+
+def test_single_process_forced_mpi(tmp_path):
+    if _mpi_available() is not None and "mpi4py" in (_mpi_available() or ""):
+        pytest.skip(_mpi_available())
+    code = textwrap.dedent(f"""
+        import scope_profiler as sp
+        with sp.ProfileManager.session(file_path={str(tmp_path / 'one.h5')!r}, track_threads=True,
+                                       return_results=True, verbose=False) as s:
+            assert sp.ProfileManager.get_config().comm is not None
+            with sp.profile_region("x"):
+                pass
+        r = s.results
+        assert r.is_root and r.num_ranks == 1 and r["x"][0].num_calls == 1
+        assert sp.read_h5({str(tmp_path / 'one.h5')!r}).threads[0][0].name == "MainThread"
+    """)
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                          timeout=60, env=_clean_env(SCOPE_PROFILER_MPI="1"))
+    assert proc.returncode == 0, proc.stderr
