@@ -37,6 +37,22 @@ else
   echo "WARNING: npm not found; speedscope importer checks will be skipped"
 fi
 
+step "MPI: Open MPI (Debian openmpi-bin, libopenmpi-dev) and mpi4py, for the 4-rank tests"
+if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        openmpi-bin libopenmpi-dev >/dev/null; } \
+      || echo "WARNING: could not install Open MPI; MPI tests will be skipped"
+  else
+    echo "WARNING: mpirun/mpicc missing and not root with apt-get; MPI tests will be skipped"
+  fi
+fi
+if command -v mpicc >/dev/null 2>&1 && ! "$VENV/bin/python" -c "import mpi4py" 2>/dev/null; then
+  "$VENV/bin/pip" install -q --disable-pip-version-check mpi4py \
+    || echo "WARNING: could not install mpi4py; MPI tests will be skipped"
+fi
+export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1   # CI runs as root
+
 step "cargo test (release profile, shared target dir with the wheel build)"
 cargo test --release --workspace --exclude scope-profiler-py
 
