@@ -1,0 +1,61 @@
+//! Flame-graph SVG of the folded stacks ([`crate::folded`]), rendered by the `inferno`
+//! crate (the Rust port of `flamegraph.pl`): one tower per lane (thread / task) under
+//! inferno's `all` root, widths = self + children time in ns, interactive (search, zoom)
+//! when opened in a browser.
+//!
+//! Colours are chosen from a hash of the frame name (`deterministic`), so the same input
+//! always gives the same bytes.
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use inferno::flamegraph::{self, Options};
+use scope_profiler_analysis::Run;
+
+use crate::folded::{folded_stacks, FoldedUnit};
+use crate::lane_export::{io_err, write_atomic};
+use crate::{ExportError, Selection};
+
+fn title(sel: &Selection) -> String {
+    match sel.ranks.as_slice() {
+        [r] => format!("{} — rank {r}", sel.label),
+        _ => sel.label.clone(),
+    }
+}
+
+fn options(sel: &Selection) -> Options<'static> {
+    let mut opt = Options::default();
+    opt.title = title(sel);
+    opt.subtitle = Some("self time per region path, one tower per thread / task".into());
+    opt.count_name = "ns".into();
+    opt.name_type = "Region:".into();
+    opt.deterministic = true;
+    opt
+}
+
+/// Render the flame graph of `sel` to `out`.
+///
+/// Errors: [`ExportError::Nesting`], [`ExportError::NoCalls`] (also when every path has
+/// zero self time), [`ExportError::Io`].
+pub fn write_flamegraph_svg_to<W: Write>(run: &Run, sel: &Selection, out: W) -> Result<(), ExportError> {
+    let mut lines = folded_stacks(run, sel, FoldedUnit::Nanoseconds)?;
+    if lines.is_empty() {
+        return Err(ExportError::NoCalls);
+    }
+    // inferno's from_lines expects sorted input (it merges adjacent equal prefixes)
+    lines.sort();
+    let text: Vec<String> = lines.iter().map(|(p, c)| format!("{p} {c}")).collect();
+    let mut opt = options(sel);
+    let mut w = BufWriter::with_capacity(1 << 16, out);
+    flamegraph::from_lines(&mut opt, text.iter().map(String::as_str), &mut w)
+        .map_err(|e| ExportError::Io(format!("inferno: {e}")))?;
+    w.flush().map_err(|e| ExportError::Io(e.to_string()))
+}
+
+/// Render the flame graph of `sel` to `path` (atomically, parent directories created).
+/// Errors as [`write_flamegraph_svg_to`]; I/O errors name the path.
+pub fn write_flamegraph_svg(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
+    // render first so a failure never creates the file
+    let mut buf = Vec::new();
+    write_flamegraph_svg_to(run, sel, &mut buf)?;
+    write_atomic(path, |f| f.write_all(&buf).map_err(io_err(path)))
+}

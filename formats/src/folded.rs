@@ -1,0 +1,152 @@
+//! Folded ("collapsed") stacks: `lane;a;b;c COUNT`, one line per distinct call path per
+//! lane, COUNT = the path's self (exclusive) time as an integer (ns by default, or µs).
+//!
+//! The input of Brendan Gregg's `flamegraph.pl`, inferno, speedscope's collapsed-stack
+//! importer and most flame-graph tools. Each lane's label is the root frame, so threads
+//! and tasks stay apart (see [`crate::lane_export`] for the names). Lines are grouped by
+//! lane in display order (main thread first, then other threads, the unknown lane, tasks)
+//! and sorted within a lane; paths with zero self time are left out.
+//!
+//! Frame names never contain `;` (replaced by `:`) or line breaks (replaced by a space),
+//! the two characters the format cannot carry.
+use std::collections::HashMap;
+use std::io::{BufWriter, Write};
+use std::path::Path;
+
+use scope_profiler_analysis::Run;
+
+use crate::lane_export::{io_err, lane_names, reconstruct, write_atomic};
+use crate::{ExportError, Selection};
+
+/// Unit of the counts.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum FoldedUnit {
+    /// Exact self time in ns (the default): per-frame sums equal the exclusive totals.
+    #[default]
+    Nanoseconds,
+    /// Self time per path in µs, rounded to nearest (sums can differ by rounding).
+    Microseconds,
+}
+
+impl FoldedUnit {
+    /// The count name flame-graph tools show (`"ns"`, `"us"`).
+    pub fn count_name(self) -> &'static str {
+        match self {
+            FoldedUnit::Nanoseconds => "ns",
+            FoldedUnit::Microseconds => "us",
+        }
+    }
+}
+
+/// A frame name the folded format can carry.
+pub fn sanitize_frame(name: &str) -> String {
+    if name.is_empty() {
+        return "?".into();
+    }
+    name.chars()
+        .map(|c| match c {
+            ';' => ':',
+            '\n' | '\r' | '\t' => ' ',
+            c => c,
+        })
+        .collect()
+}
+
+/// The folded stacks of `sel` in `run`: `(path, count)` per line, in file order.
+///
+/// Errors: [`ExportError::Nesting`] for a rank that cannot be reconstructed,
+/// [`ExportError::NoCalls`] when the selection has no call.
+pub fn folded_stacks(run: &Run, sel: &Selection, unit: FoldedUnit) -> Result<Vec<(String, u64)>, ExportError> {
+    let run = sel.apply(run);
+    let run: &Run = &run;
+    let all = reconstruct(run, &sel.ranks)?;
+    let multi = sel.ranks.len() > 1;
+    let mut out = Vec::new();
+    for r in &all {
+        let names = lane_names(run, r, multi);
+        // frame name ids of this rank's regions
+        let mut frame_of_row: Vec<Option<String>> = vec![None; r.rows.len()];
+        // trie node of every call (calls are in sorted order: a parent precedes its children)
+        let mut node_of: Vec<u32> = vec![0; r.calls.len()];
+        for (lane, ids) in &r.lanes {
+            // Trie of call paths: node = (parent node, row); node 0 = the lane root.
+            let mut parent_of: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
+            let mut self_ns: Vec<u64> = vec![0];
+            let mut child: HashMap<(u32, u32), u32> = HashMap::new();
+            for &c in ids {
+                let p = r.calls.parent[c];
+                let pnode = if p < 0 { 0 } else { node_of[p as usize] };
+                let row = r.calls.region_index[c] as u32;
+                let next = parent_of.len() as u32;
+                let node = *child.entry((pnode, row)).or_insert(next);
+                if node == next {
+                    parent_of.push((pnode, row));
+                    self_ns.push(0);
+                }
+                self_ns[node as usize] += r.calls.exclusive_ns[c].max(0) as u64;
+                node_of[c] = node;
+            }
+            let root = sanitize_frame(&names[lane]);
+            let mut lines: Vec<(String, u64)> = Vec::new();
+            let mut path_rows: Vec<u32> = Vec::new();
+            for node in 1..parent_of.len() {
+                let count = match unit {
+                    FoldedUnit::Nanoseconds => self_ns[node],
+                    FoldedUnit::Microseconds => (self_ns[node] + 500) / 1000,
+                };
+                if count == 0 {
+                    continue;
+                }
+                path_rows.clear();
+                let mut n = node as u32;
+                while n != 0 {
+                    let (p, row) = parent_of[n as usize];
+                    path_rows.push(row);
+                    n = p;
+                }
+                let mut line = root.clone();
+                for &row in path_rows.iter().rev() {
+                    let f = frame_of_row[row as usize].get_or_insert_with(|| {
+                        let reg = &run.regions[r.rows[row as usize]];
+                        sanitize_frame(run.region_names.get(reg.region as usize).map(String::as_str).unwrap_or("?"))
+                    });
+                    line.push(';');
+                    line.push_str(f);
+                }
+                lines.push((line, count));
+            }
+            lines.sort();
+            out.extend(lines);
+        }
+    }
+    Ok(out)
+}
+
+/// Write the folded stacks of `sel` (see [`folded_stacks`]) to `out`.
+pub fn write_folded_to<W: Write>(run: &Run, sel: &Selection, unit: FoldedUnit, out: W) -> Result<(), ExportError> {
+    let lines = folded_stacks(run, sel, unit)?;
+    let mut w = BufWriter::with_capacity(1 << 16, out);
+    let io = |e: std::io::Error| ExportError::Io(e.to_string());
+    for (path, count) in &lines {
+        writeln!(w, "{path} {count}").map_err(io)?;
+    }
+    w.flush().map_err(io)
+}
+
+/// Write the folded stacks of `sel` in ns to `path` (atomically, parent directories
+/// created). Errors as [`folded_stacks`], or [`ExportError::Io`] naming the path.
+pub fn write_folded(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
+    write_folded_unit(run, sel, FoldedUnit::Nanoseconds, path)
+}
+
+/// [`write_folded`] with a choice of unit.
+pub fn write_folded_unit(run: &Run, sel: &Selection, unit: FoldedUnit, path: &Path) -> Result<(), ExportError> {
+    let lines = folded_stacks(run, sel, unit)?;
+    write_atomic(path, |f| {
+        let mut w = BufWriter::with_capacity(1 << 16, f);
+        for (p, count) in &lines {
+            writeln!(w, "{p} {count}").map_err(io_err(path))?;
+        }
+        w.flush().map_err(io_err(path))
+    })
+}
