@@ -4,24 +4,61 @@ use std::path::PathBuf;
 use clap::{Parser, Subcommand, ValueEnum};
 
 /// Region profiler for concurrent Python programs: record with `run`, read `.h5` files
-/// with `summary` and `threads`, convert many files at once with `export`.
+/// with `summary` and `threads`, convert many files at once with `export`, draw a run's
+/// threads and tasks with `timeline`.
 #[derive(Debug, Parser)]
 #[command(
     name = "scope-profiler",
     version,
     about = "Region profiler for concurrent Python programs (threads, asyncio, greenlets, MPI)",
-    after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler summary profiling_data.h5\n  scope-profiler threads profiling_data.h5\n  scope-profiler export speedscope runs/*.h5 -o speedscope/"
+    after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler summary profiling_data.h5\n  scope-profiler threads profiling_data.h5\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,parquet runs/*.h5 -o out/\n  scope-profiler timeline profiling_data.h5 -o timeline.svg"
 )]
 pub struct Cli {
     #[command(subcommand)]
     pub command: Command,
 }
 
-/// Export formats `export` can write.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+/// Export formats `export` can write (file names: see [`crate::export::writer`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
 pub enum Format {
     /// speedscope evented profiles, one per lane (thread/task): `<stem>.speedscope.json`
     Speedscope,
+    /// folded stacks `lane;a;b;c <self ns>` (flamegraph.pl, inferno, speedscope): `<stem>.folded`
+    Folded,
+    /// flame graph SVG rendered by inferno, one tower per lane: `<stem>.flamegraph.svg`
+    Flamegraph,
+    /// lane timeline SVG: one row per thread and task, await time hatched: `<stem>.timeline.svg`
+    Timeline,
+    /// Parquet events (one row per call) and lanes tables: `<stem>.parquet`, `<stem>.lanes.parquet`
+    Parquet,
+    /// cProfile/pstats files, one per rank (snakeviz, gprof2dot): `<stem>_rank<R>.prof`
+    Prof,
+    /// Chrome Trace Event JSON, one track per lane (Perfetto UI, chrome://tracing): `<stem>.trace.json`
+    Chrome,
+    /// Perfetto protobuf trace, thread/task tracks with awaiting slices: `<stem>.pftrace`
+    Perfetto,
+    /// pprof profile of self wall time per stack (go tool pprof): `<stem>.pb.gz`
+    Pprof,
+}
+/// A comma-separated list of formats (`folded,flamegraph`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Formats(pub Vec<Format>);
+
+/// Parse `FORMAT[,FORMAT...]` (case-insensitive; an unknown name lists the valid ones).
+pub fn parse_formats(s: &str) -> Result<Formats, String> {
+    let mut out = Vec::new();
+    for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
+        let f = Format::from_str(part, true).map_err(|_| {
+            let names: Vec<String> =
+                Format::value_variants().iter().filter_map(|v| v.to_possible_value()).map(|v| v.get_name().to_string()).collect();
+            format!("unknown format '{part}' (formats: {})", names.join(", "))
+        })?;
+        out.push(f);
+    }
+    if out.is_empty() {
+        return Err("no format given".into());
+    }
+    Ok(Formats(out))
 }
 
 #[derive(Debug, Subcommand)]
@@ -66,20 +103,44 @@ pub enum Command {
         /// A `.h5` file written by scope-profiler.
         file: PathBuf,
     },
-    /// Convert many `.h5` files in parallel; one output per input in DIR. A file that
-    /// fails gets an error line and the exit code is 1, but the batch goes on.
-    #[command(after_help = "Example:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/")]
+    /// Convert many `.h5` files in parallel into one or more formats; the outputs of each
+    /// input go to DIR, named after the input's stem. A file that fails gets one error line
+    /// and the exit code is 1, but the batch goes on. A progress bar is drawn on stderr when
+    /// it is a terminal.
+    #[command(after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof (comma-separated for several).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\"")]
     Export {
-        /// Output format.
-        format: Format,
+        /// Output format(s), comma-separated: speedscope, folded, flamegraph, timeline, parquet,
+        /// prof, chrome, perfetto, pprof.
+        #[arg(value_parser = parse_formats, value_name = "FORMAT[,FORMAT...]")]
+        formats: Formats,
         /// Input `.h5` files.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Output directory (created if missing).
         #[arg(short = 'o', long = "output-dir")]
         output_dir: PathBuf,
+        /// Only these ranks (repeatable; default: every rank of each file).
+        #[arg(short = 'r', long = "rank", value_name = "RANK")]
+        ranks: Vec<u32>,
         /// Worker threads (default: one per core).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
+    },
+    /// Draw the lane timeline of one run as SVG: one row per thread and task, calls as
+    /// nested bars on a time axis in ms from the run start, await time of task calls
+    /// hatched, a tooltip on every bar. Open it in a browser.
+    #[command(after_help = "Examples:\n  scope-profiler timeline profiling_data.h5\n  scope-profiler timeline async_run.h5 -o timeline.svg --width 2000\n  scope-profiler timeline mpi_run.h5 --rank 1 -o rank1.svg")]
+    Timeline {
+        /// A `.h5` file written by scope-profiler.
+        file: PathBuf,
+        /// The SVG to write (default: `<stem>.timeline.svg` in the current directory).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Only these ranks (repeatable; default: every rank).
+        #[arg(short = 'r', long = "rank", value_name = "RANK")]
+        ranks: Vec<u32>,
+        /// Width of the picture in px.
+        #[arg(long, default_value_t = 1400.0)]
+        width: f64,
     },
 }

@@ -1,38 +1,179 @@
-//! `scope-profiler export`: many files in parallel (rayon), a progress bar (indicatif,
-//! hidden when stderr is not a terminal), one error line per failed file, never stopping
-//! the batch at the first bad file.
+//! `scope-profiler export`: many files × one or more formats in parallel (rayon), a
+//! progress bar (indicatif, hidden when stderr is not a terminal), one error line per
+//! failed file and format, never stopping the batch at the first bad file.
+//!
+//! Every format is one entry of [`writer`]: its file suffix and a function with the shape
+//! all writers of `scope_profiler_formats` share, `(run, selection, path) -> paths written`.
+use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use scope_profiler_formats::{read_h5, speedscope::write_speedscope};
+use scope_profiler_analysis::{MetaValue, Run};
+use scope_profiler_formats::{read_h5, ExportError, Selection};
 
 use crate::args::Format;
 
-/// Output path for `input` in `dir`: the input's stem plus the format's suffix.
-pub fn output_path(input: &Path, dir: &Path, format: Format) -> PathBuf {
-    let stem = input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into());
+/// A writer: `(run, selection, output path) -> every path written`.
+pub type WriteFn = fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError>;
+
+/// How one format is written.
+#[derive(Clone, Copy)]
+pub struct Writer {
+    /// Appended to the input's stem: `run.h5` -> `run<suffix>`.
+    pub suffix: &'static str,
+    pub write: WriteFn,
+}
+
+fn one(path: &Path, r: Result<(), ExportError>) -> Result<Vec<PathBuf>, ExportError> {
+    r.map(|()| vec![path.to_path_buf()])
+}
+
+/// The writer of `format` (one match arm per format).
+pub fn writer(format: Format) -> Writer {
+    use scope_profiler_formats as f;
     match format {
-        Format::Speedscope => dir.join(format!("{stem}.speedscope.json")),
+        Format::Speedscope => Writer {
+            suffix: ".speedscope.json",
+            write: |run, sel, p| {
+                let sel_run = sel.apply(run);
+                one(p, f::speedscope::write_speedscope(&sel_run, &sel.ranks, &sel.label, p).map_err(IntoExportError::into_export))
+            },
+        },
+        Format::Folded => Writer { suffix: ".folded", write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) },
+        Format::Flamegraph => Writer {
+            suffix: ".flamegraph.svg",
+            write: |run, sel, p| one(p, f::flamegraph::write_flamegraph_svg(run, sel, p)),
+        },
+        Format::Timeline => {
+            Writer { suffix: ".timeline.svg", write: |run, sel, p| one(p, f::timeline::write_timeline_svg(run, sel, p)) }
+        }
+        Format::Parquet => Writer { suffix: ".parquet", write: f::parquet_export::write_parquet },
+        Format::Prof => Writer {
+            suffix: ".prof",
+            write: |run, sel, p| f::pstats::write_prof(run, sel, p, f::pstats::ProfOptions::default()),
+        },
+        Format::Chrome => {
+            Writer { suffix: ".trace.json", write: |run, sel, p| one(p, f::chrome_trace::write_chrome_trace(run, sel, p)) }
+        }
+        Format::Perfetto => Writer { suffix: ".pftrace", write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)) },
+        Format::Pprof => Writer { suffix: ".pb.gz", write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) },
     }
 }
 
-/// Convert one file. The error names the file and the problem.
-pub fn export_one(input: &Path, output: &Path, format: Format) -> Result<(), String> {
-    let run = read_h5(input).map_err(|e| e.to_string())?;
-    match format {
-        Format::Speedscope => {
-            let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-            let label = input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-            write_speedscope(&run, &ranks, &label, output).map_err(|e| format!("{}: {e}", input.display()))
+/// Errors of writers that report plain messages (older speedscope writer) or `ExportError`.
+trait IntoExportError {
+    fn into_export(self) -> ExportError;
+}
+
+impl IntoExportError for ExportError {
+    fn into_export(self) -> ExportError {
+        self
+    }
+}
+
+impl IntoExportError for String {
+    fn into_export(self) -> ExportError {
+        if self.starts_with("No calls") {
+            ExportError::NoCalls
+        } else if self.starts_with("recorded calls are not properly nested")
+            || self.starts_with("a recorded call ends before it starts")
+        {
+            ExportError::Nesting(self)
+        } else {
+            ExportError::Io(self)
         }
     }
 }
 
-/// Export every file; returns the number of failures (each already reported on stderr).
-pub fn export_many(files: &[PathBuf], dir: &Path, format: Format, jobs: Option<usize>) -> Result<usize, String> {
+/// File stem of `input` (`run.h5` -> `run`).
+pub fn stem(input: &Path) -> String {
+    input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into())
+}
+
+/// Output path for `input` in `dir`: the input's stem plus the format's suffix.
+pub fn output_path(input: &Path, dir: &Path, format: Format) -> PathBuf {
+    dir.join(format!("{}{}", stem(input), writer(format).suffix))
+}
+
+/// The run's display label: metadata `label`, else `fallback` (the file stem).
+pub fn display_label(run: &Run, fallback: &str) -> String {
+    match run.meta("label") {
+        Some(MetaValue::Str(s)) if !s.is_empty() => s.clone(),
+        _ => fallback.to_string(),
+    }
+}
+
+/// The selection the CLI exports: `ranks` (all ranks of the run when empty), every region.
+pub fn cli_selection(run: &Run, ranks: &[u32], label: String) -> Result<Selection, String> {
+    let ranks: Vec<u32> = if ranks.is_empty() { (0..run.num_ranks.max(1)).collect() } else { ranks.to_vec() };
+    if let Some(bad) = ranks.iter().find(|&&r| r >= run.num_ranks.max(1)) {
+        return Err(format!("Invalid rank requested: {bad} (the run has {} rank(s))", run.num_ranks.max(1)));
+    }
+    Ok(Selection::new(ranks, label))
+}
+
+/// Convert one input into every format of `formats` under the output stem `out_stem`.
+/// Returns one `Err(message)` per failed format (the file could not be read: one error).
+pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], ranks: &[u32]) -> Vec<String> {
+    let run = match read_h5(input) {
+        Ok(r) => r,
+        Err(e) => return vec![e.to_string()],
+    };
+    let sel = match cli_selection(&run, ranks, display_label(&run, &stem(input))) {
+        Ok(s) => s,
+        Err(e) => return vec![format!("{}: {e}", input.display())],
+    };
+    formats
+        .par_iter()
+        .filter_map(|&fmt| {
+            let w = writer(fmt);
+            let out = dir.join(format!("{out_stem}{}", w.suffix));
+            (w.write)(&run, &sel, &out).err().map(|e| format!("{}: {}: {e}", input.display(), format_name(fmt)))
+        })
+        .collect()
+}
+
+/// The command-line name of `format`.
+pub fn format_name(format: Format) -> String {
+    use clap::ValueEnum;
+    format.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
+}
+
+/// Output stems, one per input: the input's stem, `_2`, `_3`, ... on a repeat (two inputs
+/// named `a/run.h5` and `b/run.h5` must not overwrite each other).
+pub fn output_stems(files: &[PathBuf]) -> Vec<String> {
+    let mut seen: HashMap<String, usize> = HashMap::new();
+    files
+        .iter()
+        .map(|f| {
+            let s = stem(f);
+            let n = seen.entry(s.clone()).or_default();
+            *n += 1;
+            if *n == 1 {
+                s
+            } else {
+                format!("{s}_{n}")
+            }
+        })
+        .collect()
+}
+
+/// Export every file into every format; returns the number of files with a failure (each
+/// failure already reported on stderr as `error: FILE: FORMAT: message`).
+pub fn export_many(
+    files: &[PathBuf],
+    dir: &Path,
+    formats: &[Format],
+    ranks: &[u32],
+    jobs: Option<usize>,
+) -> Result<usize, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))?;
+    let mut formats = formats.to_vec();
+    formats.sort();
+    formats.dedup();
+    let stems = output_stems(files);
     let bar = ProgressBar::with_draw_target(Some(files.len() as u64), ProgressDrawTarget::stderr());
     bar.set_style(
         ProgressStyle::with_template("{bar:40} {pos}/{len} files {elapsed_precise} eta {eta}")
@@ -40,11 +181,15 @@ pub fn export_many(files: &[PathBuf], dir: &Path, format: Format, jobs: Option<u
     );
     let failures = AtomicUsize::new(0);
     let work = || {
-        files.par_iter().for_each(|input| {
-            let out = output_path(input, dir, format);
-            if let Err(msg) = export_one(input, &out, format) {
+        files.par_iter().zip(stems.par_iter()).for_each(|(input, out_stem)| {
+            let errors = export_one(input, dir, out_stem, &formats, ranks);
+            if !errors.is_empty() {
                 failures.fetch_add(1, Ordering::Relaxed);
-                bar.suspend(|| eprintln!("error: {msg}"));
+                bar.suspend(|| {
+                    for msg in &errors {
+                        eprintln!("error: {msg}");
+                    }
+                });
             }
             bar.inc(1);
         })
@@ -59,4 +204,15 @@ pub fn export_many(files: &[PathBuf], dir: &Path, format: Format, jobs: Option<u
     }
     bar.finish_and_clear();
     Ok(failures.into_inner())
+}
+
+/// `scope-profiler timeline`: write the timeline SVG of `file`; returns the path written.
+pub fn timeline(file: &Path, output: Option<&Path>, ranks: &[u32], width: f64) -> Result<PathBuf, String> {
+    use scope_profiler_formats::timeline::{write_timeline_svg_with, TimelineOptions};
+    let run = read_h5(file).map_err(|e| e.to_string())?;
+    let sel = cli_selection(&run, ranks, display_label(&run, &stem(file))).map_err(|e| format!("{}: {e}", file.display()))?;
+    let out = output.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(format!("{}.timeline.svg", stem(file))));
+    let opts = TimelineOptions { width, ..TimelineOptions::default() };
+    write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| format!("{}: {e}", file.display()))?;
+    Ok(out)
 }

@@ -1,4 +1,4 @@
-//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, and `run`.
+//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, `timeline`, and `run`.
 //!
 //! `run` needs a Python interpreter: [`dispatch`] hands it back as a [`RunRequest`] and the
 //! Python package's console script carries it out (the standalone binary re-executes
@@ -12,7 +12,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use scope_profiler_formats::read_h5;
 
-pub use args::{Cli, Command, Format};
+pub use args::{Cli, Command, Format, Formats};
 
 /// A `run` subcommand to be carried out by Python.
 #[derive(Debug, Clone, PartialEq)]
@@ -94,8 +94,8 @@ where
                 Outcome::Exit(1)
             }
         },
-        Command::Export { format, files, output_dir, jobs } => {
-            match export::export_many(&files, &output_dir, format, jobs) {
+        Command::Export { formats, files, output_dir, ranks, jobs } => {
+            match export::export_many(&files, &output_dir, &formats.0, &ranks, jobs) {
                 Ok(0) => {
                     eprintln!("exported {} file(s) to {}", files.len(), output_dir.display());
                     Outcome::Exit(0)
@@ -103,6 +103,18 @@ where
                 Ok(n) => {
                     eprintln!("{n} of {} file(s) failed", files.len());
                     Outcome::Exit(1)
+                }
+                Err(msg) => {
+                    eprintln!("error: {msg}");
+                    Outcome::Exit(1)
+                }
+            }
+        }
+        Command::Timeline { file, output, ranks, width } => {
+            match export::timeline(&file, output.as_deref(), &ranks, width) {
+                Ok(out) => {
+                    println!("wrote {}", out.display());
+                    Outcome::Exit(0)
                 }
                 Err(msg) => {
                     eprintln!("error: {msg}");
@@ -127,7 +139,7 @@ pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String>
     let stem = name.split('.').next().unwrap_or("profile").to_string();
     let out = h5.with_file_name(format!("{stem}.speedscope.json"));
     let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-    scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out)?;
+    scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out).map_err(|e| e.to_string())?;
     if !req.quiet {
         println!("\nwrote {} and {}", h5.display(), out.display());
     }
