@@ -459,3 +459,33 @@ def test_thread_summary_counts_task_roots_on_their_thread(manager):
     assert rows["loop-thread"]["region_time"] == pytest.approx(job.total_duration)
     assert rows["loop-thread"]["num_calls"] == 1
     assert rows["MainThread"]["region_time"] == pytest.approx(r["scope_profiler.session"][0].total_duration)
+
+
+def test_pending_task_cycle_through_wrapper_is_collected(manager):
+    import gc
+    import weakref
+
+    class Marker:
+        pass
+
+    refs = []
+
+    async def stuck(fut):
+        marker = Marker()
+        me = asyncio.current_task()  # task -> wrapper -> coroutine frame -> task
+        refs.append(weakref.ref(marker))
+        with manager.region("stuck"):
+            await fut
+        return me
+
+    with _session(manager):
+        loop = asyncio.new_event_loop()
+        fut = loop.create_future()
+        task = loop.create_task(stuck(fut))
+        loop.run_until_complete(asyncio.sleep(0.01))
+        task._log_destroy_pending = False
+        loop.close()
+        del task, fut, loop
+        gc.collect()
+        gc.collect()
+    assert refs and refs[0]() is None

@@ -9,13 +9,15 @@
 //! forwards every other attribute (`cr_frame`, `cr_code`, `cr_await`, `cr_running`,
 //! `__name__`, `__qualname__`, ...) to the user's coroutine, so `task.get_stack()`,
 //! `print_stack()` and task reprs keep working.
+use std::cell::UnsafeCell;
 use std::ptr;
 use std::sync::Arc;
 
-use pyo3::exceptions::PyStopIteration;
+use pyo3::exceptions::{PyRuntimeError, PyStopIteration};
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
+use pyo3::{PyTraverseError, PyVisit};
 use scope_profiler_recorder::{now_ns, TaskRecord, UNKNOWN};
 
 use super::Shared;
@@ -130,14 +132,29 @@ pub(crate) fn current_task(shared: &Shared) -> Option<usize> {
 /// The coroutine wrapper behind each instrumented task (see the module docs).
 #[pyclass(module = "scope_profiler._native", frozen)]
 pub struct TimedCoroutine {
-    coro: Py<PyAny>,
+    /// The user's coroutine; `None` once the garbage collector broke a cycle through us.
+    /// Read and written only with the GIL held.
+    coro: UnsafeCell<Option<Py<PyAny>>>,
     task: Arc<TaskRecord>,
     shared: Arc<Shared>,
 }
 
+// SAFETY: `coro` is only touched with the GIL held (GIL build; see the module docs).
+unsafe impl Sync for TimedCoroutine {}
+
 impl TimedCoroutine {
     pub(crate) fn new(coro: Py<PyAny>, handle: &TaskHandle, shared: Arc<Shared>) -> Self {
-        TimedCoroutine { coro, task: Arc::clone(&handle.task), shared }
+        TimedCoroutine { coro: UnsafeCell::new(Some(coro)), task: Arc::clone(&handle.task), shared }
+    }
+
+    /// A new reference to the user's coroutine (kept for the duration of the call).
+    #[inline(always)]
+    fn coro<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: GIL held.
+        match unsafe { &*self.coro.get() } {
+            Some(c) => Ok(c.bind(py).clone()),
+            None => Err(PyRuntimeError::new_err("coroutine wrapper was cleared")),
+        }
     }
 
     /// Run `f` as one step of the task on the calling thread.
@@ -167,10 +184,11 @@ impl TimedCoroutine {
 
     #[inline(always)]
     fn send_impl(&self, py: Python<'_>, value: *mut ffi::PyObject) -> PyResult<Py<PyAny>> {
+        let coro = self.coro(py)?;
         let mut result: *mut ffi::PyObject = ptr::null_mut();
         // SAFETY: `coro` and `value` are valid references; PyIter_Send returns a new
         // reference in `result` for NEXT/RETURN and sets an exception for ERROR.
-        let status = self.step(py, || unsafe { ffi::PyIter_Send(self.coro.as_ptr(), value, &mut result) })?;
+        let status = self.step(py, || unsafe { ffi::PyIter_Send(coro.as_ptr(), value, &mut result) })?;
         match status {
             ffi::PySendResult::PYGEN_NEXT => Ok(unsafe { Bound::from_owned_ptr(py, result) }.unbind()),
             ffi::PySendResult::PYGEN_RETURN => {
@@ -199,7 +217,7 @@ impl TimedCoroutine {
 
     #[pyo3(signature = (*args))]
     fn throw(&self, py: Python<'_>, args: &Bound<'_, PyTuple>) -> PyResult<Py<PyAny>> {
-        let coro = self.coro.bind(py);
+        let coro = self.coro(py)?;
         let out = self.step(py, || coro.call_method1("throw", args.clone()))?;
         match out {
             Ok(v) => Ok(v.unbind()),
@@ -213,7 +231,7 @@ impl TimedCoroutine {
     /// Forwarded on the task's lane (its `with` exits close its own calls), not counted
     /// as a step; marks the task done.
     fn close(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
-        let coro = self.coro.bind(py);
+        let coro = self.coro(py)?;
         let out = self.on_lane(py, || coro.call_method0("close"))?;
         self.task.finish();
         Ok(out?.unbind())
@@ -229,8 +247,8 @@ impl TimedCoroutine {
 
     /// The user's coroutine.
     #[getter]
-    fn __wrapped__(&self, py: Python<'_>) -> Py<PyAny> {
-        self.coro.clone_ref(py)
+    fn __wrapped__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        Ok(self.coro(py)?.unbind())
     }
 
     /// Task-table index of the task this wrapper times.
@@ -242,11 +260,25 @@ impl TimedCoroutine {
     /// Everything else (`cr_frame`, `cr_code`, `cr_await`, `__qualname__`, ...) is the
     /// user's coroutine's.
     fn __getattr__(&self, py: Python<'_>, name: &Bound<'_, pyo3::types::PyString>) -> PyResult<Py<PyAny>> {
-        Ok(self.coro.bind(py).getattr(name)?.unbind())
+        Ok(self.coro(py)?.getattr(name)?.unbind())
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
-        Ok(format!("<timed {}>", self.coro.bind(py).repr()?))
+        Ok(format!("<timed {}>", self.coro(py)?.repr()?))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // SAFETY: the collector runs with the GIL held.
+        if let Some(c) = unsafe { &*self.coro.get() } {
+            visit.call(c)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        // SAFETY: the collector runs with the GIL held.
+        let old = unsafe { (*self.coro.get()).take() };
+        drop(old);
     }
 }
 
@@ -259,11 +291,9 @@ impl Drop for TimedCoroutine {
             return;
         }
         Python::attach(|py| {
-            let coro = self.coro.bind(py);
-            if let Ok(r) = self.on_lane(py, || coro.call_method0("close")) {
-                if let Err(e) = r {
-                    e.write_unraisable(py, Some(coro));
-                }
+            let Ok(coro) = self.coro(py) else { return };
+            if let Ok(Err(e)) = self.on_lane(py, || coro.call_method0("close")) {
+                e.write_unraisable(py, Some(&coro));
             }
             self.task.finish();
         });
