@@ -489,3 +489,19 @@ def test_pending_task_cycle_through_wrapper_is_collected(manager):
         gc.collect()
         gc.collect()
     assert refs and refs[0]() is None
+
+
+def test_instrument_loop_with_track_threads_only_tabulates_tasks(manager):
+    async def job():
+        with manager.region("job"):
+            await asyncio.sleep(0.001)
+
+    loop = asyncio.new_event_loop()
+    with manager.session(verbose=False, return_results=True, track_threads=True,
+                         deactivate_file_output=True) as s:
+        manager.get_config().tracker.instrument_loop(loop)
+        loop.run_until_complete(job())
+    assert loop.get_task_factory() is None  # restored at uninstall
+    loop.close()
+    assert s.results["job"][0].task_ids is None  # calls carry no task column (as the reference)
+    assert [t.coro_name.rsplit(".", 1)[-1] for t in s.results.tasks[0]] == ["job"]
