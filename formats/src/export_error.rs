@@ -23,3 +23,10 @@ impl From<NestingError> for ExportError {
         ExportError::Nesting(e.0)
     }
 }
+
+/// Callers whose errors are plain messages (`?` in functions returning `Result<_, String>`).
+impl From<ExportError> for String {
+    fn from(e: ExportError) -> Self {
+        e.to_string()
+    }
+}

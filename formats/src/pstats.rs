@@ -81,7 +81,14 @@ fn key_of(name: &str, source: Option<(&str, i64)>) -> StatKey {
 const NS: f64 = 1e9;
 
 /// Entries for the calls `ids` (sorted call order; whole lanes) of one rank.
-fn build_entries(run: &Run, rc: &RankCalls, ids: &[usize], root_name: &str, call_paths: bool) -> Vec<StatEntry> {
+fn build_entries(
+    run: &Run,
+    rc: &RankCalls,
+    ids: &[usize],
+    root_name: &str,
+    call_paths: bool,
+    name_order: Option<&[String]>,
+) -> Vec<StatEntry> {
     let c = &rc.calls;
     let root_key = key_of(root_name, None);
     let dur = |i: usize| c.end_ns[i] - c.start_ns[i];
@@ -144,12 +151,22 @@ fn build_entries(run: &Run, rc: &RankCalls, ids: &[usize], root_name: &str, call
         // primitive = no ancestor of the same region on the call's own lane
         let n_rows = rc.rows.len();
         let mut row_entry: Vec<usize> = vec![usize::MAX; n_rows];
-        // entries in region-row order (the reference's order), only rows with calls
+        // entries in the order of the selection's region names (the reference's
+        // `get_regions` order), else region-row order; only rows with calls
         let mut has_calls = vec![false; n_rows];
         for &i in ids {
             has_calls[c.region_index[i] as usize] = true;
         }
-        for (ri, &row) in rc.rows.iter().enumerate() {
+        let mut order: Vec<usize> = (0..n_rows).collect();
+        if let Some(names) = name_order {
+            let pos = |ri: usize| {
+                let n = run.region_names.get(run.regions[rc.rows[ri]].region as usize);
+                n.and_then(|n| names.iter().position(|k| k == n)).unwrap_or(usize::MAX)
+            };
+            order.sort_by_key(|&ri| pos(ri));
+        }
+        for ri in order {
+            let row = rc.rows[ri];
             if !has_calls[ri] {
                 continue;
             }
@@ -220,7 +237,9 @@ fn build_entries(run: &Run, rc: &RankCalls, ids: &[usize], root_name: &str, call
 }
 
 /// The pstats dicts of `sel` (one per rank with calls, or one per lane with calls when
-/// `opts.per_lane`), without writing anything. Root name `<{label} rank {R}>` (per lane:
+/// `opts.per_lane`), without writing anything. With `call_paths: false` the entries follow
+/// the order of `sel.regions` when given (Python passes `get_regions` order, as the
+/// reference), else region-table order. Root name `<{label} rank {R}>` (per lane:
 /// `<{label} rank {R} - {lane name}>`).
 ///
 /// Errors: `Nesting` when a rank cannot be reconstructed, `NoCalls` when nothing is selected.
@@ -242,7 +261,7 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
                     rank: rc.rank,
                     lane: Some(*lane),
                     lane_name: Some(lname),
-                    entries: build_entries(run, rc, ids, &root, opts.call_paths),
+                    entries: build_entries(run, rc, ids, &root, opts.call_paths, sel.regions.as_deref()),
                 });
             }
         } else {
@@ -252,7 +271,7 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
                 rank: rc.rank,
                 lane: None,
                 lane_name: None,
-                entries: build_entries(run, rc, &ids, &root, opts.call_paths),
+                entries: build_entries(run, rc, &ids, &root, opts.call_paths, sel.regions.as_deref()),
             });
         }
     }

@@ -8,11 +8,13 @@
 //! The document is streamed (no in-memory JSON tree), so memory stays proportional to the
 //! reconstructed calls, not to the output size.
 use std::collections::HashMap;
-use std::fs;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use scope_profiler_analysis::{rank_call_arrays, split_by_lane, CallArrays, LaneLabels, NestingError, Run};
+use scope_profiler_analysis::{rank_call_arrays, split_by_lane, CallArrays, LaneLabels, Run};
+
+use crate::export_common::write_atomic;
+use crate::{ExportError, Selection};
 
 /// `"exporter"` of the documents this crate writes.
 pub const EXPORTER: &str = concat!("scope-profiler-rs@", env!("CARGO_PKG_VERSION"));
@@ -48,19 +50,19 @@ fn json_f64(x: f64) -> String {
 
 /// Write `run`'s `ranks` as one speedscope document named `label` to `out`.
 ///
-/// See [`write_speedscope`] for the content. Errors as there (I/O errors as their message).
-pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out: W) -> Result<(), String> {
+/// See [`write_speedscope`] for the content. Errors as there.
+pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out: W) -> Result<(), ExportError> {
     // Reconstruct every requested rank first: errors surface before anything is written.
     let mut all: Vec<RankCalls> = Vec::with_capacity(ranks.len());
     for &rank in ranks {
-        let (rows, calls) = rank_call_arrays(run, rank).map_err(|e: NestingError| e.0)?;
+        let (rows, calls) = rank_call_arrays(run, rank)?;
         let mut lanes = split_by_lane(&calls);
         lanes.retain(|(_, ids)| !ids.is_empty());
         lanes.sort_by_key(|(lane, _)| lane_order(*lane));
         all.push(RankCalls { rank, rows, calls, lanes });
     }
     if all.iter().all(|r| r.calls.is_empty()) {
-        return Err("No calls recorded for the requested ranks.".into());
+        return Err(ExportError::NoCalls);
     }
 
     // Time origin: the earliest selected call (first call of each profile), seconds.
@@ -109,7 +111,7 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
     }
 
     let mut w = BufWriter::with_capacity(1 << 16, out);
-    let io = |e: io::Error| e.to_string();
+    let io = |e: io::Error| ExportError::Io(e.to_string());
     write!(
         w,
         "{{\"$schema\": {}, \"exporter\": {}, \"name\": {}, \"activeProfileIndex\": {active}, \"shared\": {{\"frames\": [",
@@ -159,7 +161,7 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
             )
             .map_err(io)?;
             let mut first_event = true;
-            let mut emit = |w: &mut BufWriter<W>, kind: &str, frame: usize, t: f64| -> Result<(), String> {
+            let mut emit = |w: &mut BufWriter<W>, kind: &str, frame: usize, t: f64| -> Result<(), ExportError> {
                 if !first_event {
                     w.write_all(b", ").map_err(io)?;
                 }
@@ -207,32 +209,19 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
 /// decreasing within a profile. `activeProfileIndex` is the main thread's profile (lane -2)
 /// if any, else 0. `exporter` is [`EXPORTER`]. Parent directories are created.
 ///
-/// Errors (as messages): the rank's `NestingError`; `"No calls recorded for the requested
-/// ranks."`; an I/O error naming the path.
-pub fn write_speedscope(run: &Run, ranks: &[u32], label: &str, path: &Path) -> Result<(), String> {
-    if let Some(parent) = path.parent() {
-        if !parent.as_os_str().is_empty() {
-            fs::create_dir_all(parent).map_err(|e| format!("could not create {}: {e}", parent.display()))?;
-        }
-    }
-    // Stream into a temp file beside the target, then rename: a failed export leaves no
-    // partial file behind.
-    let dir = match path.parent() {
-        Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
-        _ => std::path::PathBuf::from("."),
-    };
-    let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{name}."))
-        .suffix(".tmp")
-        .tempfile_in(&dir)
-        .map_err(|e| format!("could not write {}: {e}", path.display()))?;
-    write_speedscope_to(run, ranks, label, tmp.as_file())?;
-    {
-        use std::os::unix::fs::PermissionsExt;
-        let mode = 0o666 & !crate::hdf5::process_umask();
-        let _ = fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode));
-    }
-    tmp.persist(path).map_err(|e| format!("could not write {}: {}", path.display(), e.error))?;
-    Ok(())
+/// Errors: `Nesting` (the rank's `NestingError` message); `NoCalls`; `Io` naming the path.
+/// Nothing is left at `path` on error.
+pub fn write_speedscope(run: &Run, ranks: &[u32], label: &str, path: &Path) -> Result<(), ExportError> {
+    write_atomic(path, |w| {
+        write_speedscope_to(run, ranks, label, w).map_err(|e| match e {
+            ExportError::Io(m) => ExportError::Io(format!("could not write {}: {m}", path.display())),
+            e => e,
+        })
+    })
+}
+
+/// [`write_speedscope`] in the shape every writer has: `sel.ranks`, `sel.label`, and only
+/// the regions `sel` keeps.
+pub fn write_speedscope_selection(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
+    write_speedscope(&sel.apply(run), &sel.ranks, &sel.label, path)
 }

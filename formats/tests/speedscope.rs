@@ -5,7 +5,7 @@ use std::path::{Path, PathBuf};
 
 use arrow_array::Int64Array;
 use scope_profiler_analysis::*;
-use scope_profiler_formats::read_h5;
+use scope_profiler_formats::{read_h5, ExportError};
 use scope_profiler_formats::speedscope::{write_speedscope, write_speedscope_to, EXPORTER};
 use serde_json::Value;
 
@@ -123,14 +123,16 @@ fn tasks_after_threads_and_single_untracked() {
 fn errors() {
     let run = read_h5(&datasets().join("reference/single.h5")).unwrap();
     let mut buf = Vec::new();
-    assert_eq!(write_speedscope_to(&run, &[3], "x", &mut buf).unwrap_err(), "No calls recorded for the requested ranks.");
-    assert_eq!(write_speedscope_to(&run, &[], "x", &mut buf).unwrap_err(), "No calls recorded for the requested ranks.");
+    assert_eq!(write_speedscope_to(&run, &[3], "x", &mut buf).unwrap_err(), ExportError::NoCalls);
+    assert_eq!(write_speedscope_to(&run, &[], "x", &mut buf).unwrap_err().to_string(), "No calls recorded for the requested ranks.");
     let bad = Run {
         region_names: vec!["A".into(), "B".into()],
         regions: vec![row(0, &[0], &[10]), row(1, &[5], &[15])],
         ..Default::default()
     };
-    let e = write_speedscope_to(&bad, &[0], "x", &mut buf).unwrap_err();
+    let ExportError::Nesting(e) = write_speedscope_to(&bad, &[0], "x", &mut buf).unwrap_err() else {
+        panic!("not a nesting error")
+    };
     assert!(e.starts_with("recorded calls are not properly nested: 'B' call 0 [5, 15] ns starts inside 'A' call 0 [0, 10] ns"), "{e}");
     // no partial file is left behind
     let dir = tempfile::tempdir().unwrap();
