@@ -7,7 +7,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyIndexError, PyValueError};
+use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyTuple};
 use scope_profiler_analysis::{Reconstruction, Run, RunAnalysis};
@@ -262,18 +262,6 @@ impl NativeRun {
             };
             scope_profiler_formats::speedscope::write_speedscope(target, &ranks, &label, &path)
         })
-        .map_err(|m| {
-            // The writer reports errors as messages: reconstruction failures carry the
-            // NestingError text (spec-callstack §3).
-            if m.starts_with("recorded calls are not properly nested")
-                || m.starts_with("a recorded call ends before it starts")
-            {
-                crate::errors::NestingError::new_err(m)
-            } else if m.starts_with("No calls") {
-                PyValueError::new_err(m)
-            } else {
-                pyo3::exceptions::PyOSError::new_err(m)
-            }
-        })
+        .map_err(crate::results::exports::export_err)
     }
 }

@@ -43,6 +43,10 @@ get_config = ProfileManager.get_config
 
 _LAZY = {
     "export_speedscope": ("export", "export_speedscope"),
+    "export_prof": ("export_traces", "export_prof"),
+    "export_chrome_trace": ("export_traces", "export_chrome_trace"),
+    "export_perfetto": ("export_traces", "export_perfetto"),
+    "export_pprof": ("export_traces", "export_pprof"),
 }
 
 __all__ = [

@@ -5,6 +5,7 @@ use pyo3::prelude::*;
 pub mod arrays;
 pub mod callstack;
 pub mod convert;
+pub mod exports;
 pub mod frames;
 pub mod summary;
 
@@ -13,5 +14,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(callstack::exclusive_by_region, m)?)?;
     m.add_function(wrap_pyfunction!(frames::table_from_columns, m)?)?;
     m.add_function(wrap_pyfunction!(summary::read_h5_summary, m)?)?;
+    exports::register(m)?;
     Ok(())
 }
