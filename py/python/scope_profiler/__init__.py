@@ -43,6 +43,10 @@ get_config = ProfileManager.get_config
 
 _LAZY = {
     "export_speedscope": ("export", "export_speedscope"),
+    "export_folded": ("export_graphics", "export_folded"),
+    "export_flamegraph_svg": ("export_graphics", "export_flamegraph_svg"),
+    "export_timeline_svg": ("export_graphics", "export_timeline_svg"),
+    "export_parquet": ("export_graphics", "export_parquet"),
     "export_prof": ("export_traces", "export_prof"),
     "export_chrome_trace": ("export_traces", "export_chrome_trace"),
     "export_perfetto": ("export_traces", "export_perfetto"),
