@@ -37,6 +37,31 @@ else
   echo "WARNING: npm not found; speedscope importer checks will be skipped"
 fi
 
+step "trace/profile consumers: DevTools trace engine (npm), perfetto protos + snakeviz + gprof2dot (pip), go tool pprof + graphviz + xmllint (apt)"
+if command -v npm >/dev/null 2>&1; then
+  if [ ! -d "$CLIENTS/node_modules/@paulirish/trace_engine" ]; then
+    mkdir -p "$CLIENTS"
+    npm --prefix "$CLIENTS" install --silent --no-audit --no-fund @paulirish/trace_engine@0.0.65 \
+      || echo "WARNING: npm install of @paulirish/trace_engine failed; Chrome trace checks will be skipped"
+  fi
+fi
+if ! "$VENV/bin/python" -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2, snakeviz, gprof2dot" 2>/dev/null; then
+  "$VENV/bin/pip" install -q --disable-pip-version-check perfetto==0.59.1 snakeviz==2.2.2 gprof2dot==2025.4.14 \
+    || echo "WARNING: pip install of perfetto/snakeviz/gprof2dot failed; Perfetto and pstats checks will be skipped"
+fi
+missing_apt=""
+command -v go >/dev/null 2>&1 || missing_apt="$missing_apt golang-go"
+command -v dot >/dev/null 2>&1 || missing_apt="$missing_apt graphviz"
+command -v xmllint >/dev/null 2>&1 || missing_apt="$missing_apt libxml2-utils"
+if [ -n "$missing_apt" ]; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing_apt >/dev/null; } \
+      || echo "WARNING: could not install$missing_apt; pprof / pstats checks will be skipped"
+  else
+    echo "WARNING: missing$missing_apt (not root or no apt-get); pprof / pstats checks will be skipped"
+  fi
+fi
+
 step "MPI: Open MPI (Debian openmpi-bin, libopenmpi-dev) and mpi4py, for the 4-rank tests"
 if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
