@@ -14,7 +14,7 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "python environment ($VENV)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py greenlet gevent uvloop
+"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py greenlet gevent uvloop pyarrow duckdb
 export PATH="$VENV/bin:$PATH"   # cmake for hdf5-metno's static HDF5 build
 
 step "reference package scope-profiler==0.7.5 ($REFVENV, never beside ours)"
@@ -61,6 +61,23 @@ if [ -n "$missing_apt" ]; then
     echo "WARNING: missing$missing_apt (not root or no apt-get); pprof / pstats checks will be skipped"
   fi
 fi
+
+step "folded / flame-graph consumers: inferno-flamegraph 0.12.8 (cargo), xmllint (Debian libxml2-utils)"
+if ! command -v xmllint >/dev/null 2>&1; then
+  if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
+    { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends \
+        libxml2-utils >/dev/null; } || echo "WARNING: could not install xmllint; SVG consumer checks will be skipped"
+  else
+    echo "WARNING: xmllint missing and not root with apt-get; SVG consumer checks will be skipped"
+  fi
+fi
+if [ ! -x "$CLIENTS/cargo/bin/inferno-flamegraph" ]; then
+  # its own target dir: the workspace's shared one keeps its feature sets
+  CARGO_TARGET_DIR="$CLIENTS/cargo-build" cargo install --quiet --locked inferno --version 0.12.8 --root "$CLIENTS/cargo" \
+    || echo "WARNING: cargo install inferno failed; folded/flame-graph consumer checks will be skipped"
+fi
+export CLIENTS_CARGO_DIR="$CLIENTS/cargo"   # tests/python/test_export_graphics.py looks in $CLIENTS_CARGO_DIR/bin
+export PATH="$CLIENTS/cargo/bin:$PATH"
 
 step "MPI: Open MPI (Debian openmpi-bin, libopenmpi-dev) and mpi4py, for the 4-rank tests"
 if ! command -v mpirun >/dev/null 2>&1 || ! command -v mpicc >/dev/null 2>&1; then

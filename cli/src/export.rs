@@ -36,10 +36,7 @@ pub fn writer(format: Format) -> Writer {
     match format {
         Format::Speedscope => Writer {
             suffix: ".speedscope.json",
-            write: |run, sel, p| {
-                let sel_run = sel.apply(run);
-                one(p, f::speedscope::write_speedscope(&sel_run, &sel.ranks, &sel.label, p).map_err(IntoExportError::into_export))
-            },
+            write: |run, sel, p| one(p, f::speedscope::write_speedscope_selection(run, sel, p)),
         },
         Format::Folded => Writer { suffix: ".folded", write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) },
         Format::Flamegraph => Writer {
@@ -59,31 +56,6 @@ pub fn writer(format: Format) -> Writer {
         }
         Format::Perfetto => Writer { suffix: ".pftrace", write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)) },
         Format::Pprof => Writer { suffix: ".pb.gz", write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) },
-    }
-}
-
-/// Errors of writers that report plain messages (older speedscope writer) or `ExportError`.
-trait IntoExportError {
-    fn into_export(self) -> ExportError;
-}
-
-impl IntoExportError for ExportError {
-    fn into_export(self) -> ExportError {
-        self
-    }
-}
-
-impl IntoExportError for String {
-    fn into_export(self) -> ExportError {
-        if self.starts_with("No calls") {
-            ExportError::NoCalls
-        } else if self.starts_with("recorded calls are not properly nested")
-            || self.starts_with("a recorded call ends before it starts")
-        {
-            ExportError::Nesting(self)
-        } else {
-            ExportError::Io(self)
-        }
     }
 }
 
