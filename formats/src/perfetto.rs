@@ -276,6 +276,8 @@ pub fn perfetto_trace(run: &Run, sel: &Selection) -> Result<Trace, ExportError> 
                     uuid: Some(uuid),
                     parent_uuid: Some(parent),
                     name: Some(lane_name(&labels, rc.rank, *lane)),
+                    // after every thread track (UIs that list tasks beside their thread)
+                    sibling_order_rank: Some(1_000_000 + (*lane).min(i32::MAX as i64 - 1_000_000) as i32),
                     ..Default::default()
                 }));
                 uuid

