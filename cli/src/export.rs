@@ -188,3 +188,36 @@ pub fn timeline(file: &Path, output: Option<&Path>, ranks: &[u32], width: f64) -
     write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(out)
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::args::parse_formats;
+    use clap::ValueEnum;
+
+    #[test]
+    fn every_format_has_a_writer_with_its_own_suffix() {
+        let mut suffixes: Vec<&str> = Format::value_variants().iter().map(|&f| writer(f).suffix).collect();
+        let n = suffixes.len();
+        suffixes.sort();
+        suffixes.dedup();
+        assert_eq!(suffixes.len(), n);
+        for &f in Format::value_variants() {
+            assert_eq!(parse_formats(&format_name(f)).unwrap().0, vec![f]);
+        }
+    }
+
+    #[test]
+    fn format_lists_parse_and_unknown_names_list_the_valid_ones() {
+        assert_eq!(parse_formats("folded, Timeline,parquet").unwrap().0, vec![Format::Folded, Format::Timeline, Format::Parquet]);
+        let e = parse_formats("folded,gif").unwrap_err();
+        assert!(e.contains("unknown format 'gif'") && e.contains("speedscope") && e.contains("pprof"), "{e}");
+        assert!(parse_formats(",").is_err());
+    }
+
+    #[test]
+    fn repeated_stems_get_a_number() {
+        let files: Vec<PathBuf> = ["a/run.h5", "b/run.h5", "c/other.h5", "d/run.h5"].iter().map(PathBuf::from).collect();
+        assert_eq!(output_stems(&files), vec!["run", "run_2", "other", "run_3"]);
+    }
+}

@@ -406,13 +406,14 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
             let flush = |s: &mut String, d: &mut Option<Dense>, depth: i64| {
                 if let Some(dn) = d.take() {
                     let by = y + ROW_PAD + depth as f64 * LEVEL;
-                    let what = match (dn.mixed, dn.name) {
-                        (false, Some(i)) => names[i].to_string(),
-                        _ => "several regions".to_string(),
+                    // one region: its colour, lighter; several: grey
+                    let (what, fill, opacity) = match (dn.mixed, dn.name) {
+                        (false, Some(i)) => (names[i].to_string(), color(i), "0.6"),
+                        _ => ("several regions".to_string(), DENSE_COLOR, "1"),
                     };
                     let _ = writeln!(
                         s,
-                        r#"<rect x="{:.2}" y="{by:.1}" width="{:.2}" height="{BAR_H:.1}" fill="{DENSE_COLOR}"><title>{}</title></rect>"#,
+                        r#"<rect x="{:.2}" y="{by:.1}" width="{:.2}" height="{BAR_H:.1}" fill="{fill}" fill-opacity="{opacity}"><title>{}</title></rect>"#,
                         dn.x0,
                         (dn.x1 - dn.x0).max(1.0),
                         esc(&format!("{} short call(s) of {what}\ntotal {}\n{}", dn.count, ms(dn.ns), row.label))
@@ -520,7 +521,7 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
     }
     let extra = [
         (any_await, "await", "awaiting: share of the call, drawn at its end"),
-        (any_dense, "dense", "calls < 1 px, merged"),
+        (any_dense, "dense", "calls < 1 px, merged (lighter; grey: several regions)"),
     ];
     for (_, kind, text) in extra.into_iter().filter(|e| e.0) {
         let w = 16.0 + text.chars().count() as f64 * CHAR_W + 14.0;
