@@ -12,7 +12,7 @@
 
 use std::collections::HashMap;
 
-use rayon::iter::{IntoParallelIterator, IntoParallelRefIterator, ParallelExtend, ParallelIterator};
+use rayon::iter::{IntoParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelExtend, ParallelIterator};
 use rayon::slice::ParallelSliceMut;
 use thiserror::Error;
 
@@ -213,6 +213,150 @@ fn call_label(
     format!("{} call {} [{}, {}] ns", py_repr(name), call_index[id], start[id], end[id])
 }
 
+/// At most this many sorted runs per call (on average a run of >= 64 calls) for the merge
+/// path; inputs with more (shuffled) runs are sorted instead.
+const MERGE_MAX_RUN_FRACTION: usize = 64;
+
+/// The calls of `regions` in sorted order (start asc, end desc, then input position) as
+/// ids `region << 32 | call`, when the input consists of few sorted runs (recorded data:
+/// each region's calls are in entry order per lane, so a region holds one sorted run per
+/// thread). Bottom-up pairwise merges of adjacent runs (stable, so ties keep input
+/// position order), pairs merged in parallel: O(n log runs). `None` when the input has
+/// too many runs for merging to pay.
+fn merged_order(regions: &[RegionInput<'_>], n: usize) -> Option<Vec<u64>> {
+    let max_runs = n / MERGE_MAX_RUN_FRACTION + 16;
+    let mut bounds: Vec<usize> = Vec::with_capacity(16);
+    let mut ids: Vec<u64> = Vec::with_capacity(n);
+    bounds.push(0);
+    for (ri, r) in regions.iter().enumerate() {
+        let (st, en) = (r.start_ns, r.end_ns);
+        let hi = (ri as u64) << 32;
+        for c in 0..st.len() {
+            if c > 0 && (st[c] < st[c - 1] || (st[c] == st[c - 1] && en[c] > en[c - 1])) {
+                bounds.push(ids.len());
+                if bounds.len() > max_runs {
+                    return None;
+                }
+            }
+            ids.push(hi | c as u64);
+        }
+        if ids.len() > *bounds.last().unwrap() {
+            bounds.push(ids.len());
+        }
+    }
+    // bounds: run starts + final end (deduplicated: empty regions push nothing new)
+    bounds.dedup();
+    let starts: Vec<&[i64]> = regions.iter().map(|r| r.start_ns).collect();
+    let ends: Vec<&[i64]> = regions.iter().map(|r| r.end_ns).collect();
+    let key = |id: u64| -> (i64, i64) {
+        let (r, c) = ((id >> 32) as usize, (id & 0xffff_ffff) as usize);
+        // SAFETY-free: indices come from the loops above
+        (starts[r][c], ends[r][c])
+    };
+    // a <= b in sort order: start asc, end desc
+    let le = |a: u64, b: u64| -> bool {
+        let (sa, ea) = key(a);
+        let (sb, eb) = key(b);
+        sa < sb || (sa == sb && ea >= eb)
+    };
+    let merge = |left: &[u64], right: &[u64], out: &mut [u64]| {
+        let (mut i, mut j, mut k) = (0, 0, 0);
+        while i < left.len() && j < right.len() {
+            if le(left[i], right[j]) {
+                out[k] = left[i];
+                i += 1;
+            } else {
+                out[k] = right[j];
+                j += 1;
+            }
+            k += 1;
+        }
+        out[k..k + left.len() - i].copy_from_slice(&left[i..]);
+        k += left.len() - i;
+        out[k..].copy_from_slice(&right[j..]);
+    };
+    let mut buf: Vec<u64> = vec![0; if bounds.len() > 2 { n } else { 0 }];
+    while bounds.len() > 2 {
+        // pairs of adjacent runs -> one run each
+        let pairs: Vec<(usize, usize, usize)> = bounds
+            .windows(2)
+            .step_by(2)
+            .enumerate()
+            .map(|(k, w)| (w[0], w[1], bounds.get(2 * k + 2).copied().unwrap_or(w[1]).max(w[1])))
+            .collect();
+        // split `buf` into disjoint output chunks, one per pair
+        let mut chunks: Vec<(&mut [u64], usize, usize, usize)> = Vec::with_capacity(pairs.len());
+        let mut rest: &mut [u64] = &mut buf;
+        let mut at = 0;
+        for &(lo, mid, hi) in &pairs {
+            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(hi - at);
+            rest = tail;
+            at = hi;
+            chunks.push((chunk, lo, mid, hi));
+        }
+        let src = &ids;
+        chunks.par_iter_mut().for_each(|(out, lo, mid, hi)| {
+            if mid == hi {
+                out.copy_from_slice(&src[*lo..*hi]);
+            } else {
+                merge(&src[*lo..*mid], &src[*mid..*hi], out);
+            }
+        });
+        std::mem::swap(&mut ids, &mut buf);
+        let mut next: Vec<usize> = pairs.iter().map(|p| p.0).collect();
+        next.push(n);
+        bounds = next;
+    }
+    Some(ids)
+}
+
+/// The sort path of [`build_call_arrays`]: key sort of all calls, then column extraction.
+fn sorted_columns(regions: &[RegionInput<'_>], n: usize, has_lanes: bool, calls: &mut CallArrays) {
+    if has_lanes {
+        let mut keys: Vec<(i64, i64, u64, i64)> = Vec::with_capacity(n);
+        for (ri, r) in regions.iter().enumerate() {
+            let hi = (ri as u64) << 32;
+            let lane_of = |ci: usize| match r.thread_ids {
+                None => -1,
+                Some(t) => {
+                    let thread = t.get(ci).copied().unwrap_or(-1);
+                    let task = r.task_ids.and_then(|k| k.get(ci).copied()).unwrap_or(-1);
+                    lane_id(thread, task)
+                }
+            };
+            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64, lane_of(ci));
+            if r.start_ns.len() >= PARALLEL_SORT_MIN {
+                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
+            } else {
+                keys.extend((0..r.start_ns.len()).map(key));
+            }
+        }
+        sort_keys(&mut keys);
+        calls.start_ns = extract(&keys, |k| k.0);
+        calls.end_ns = extract(&keys, |k| !k.1);
+        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
+        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
+        calls.lane = extract(&keys, |k| k.3);
+    } else {
+        let mut keys: Vec<(i64, i64, u64)> = Vec::with_capacity(n);
+        for (ri, r) in regions.iter().enumerate() {
+            let hi = (ri as u64) << 32;
+            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64);
+            if r.start_ns.len() >= PARALLEL_SORT_MIN {
+                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
+            } else {
+                keys.extend((0..r.start_ns.len()).map(key));
+            }
+        }
+        sort_keys(&mut keys);
+        calls.start_ns = extract(&keys, |k| k.0);
+        calls.end_ns = extract(&keys, |k| !k.1);
+        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
+        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
+    }
+
+}
+
 /// Reconstruct nesting for the calls of `regions` (one rank).
 ///
 /// Calls are sorted by start ascending, end descending, then input position (region order,
@@ -267,47 +411,36 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
     // unique. The lane rides along in the key so that no per-call random access into the
     // input columns is needed after the sort. Columns are then extracted in parallel (on
     // large runs this is bound by first-touch page faults of the output arrays).
-    if has_lanes {
-        let mut keys: Vec<(i64, i64, u64, i64)> = Vec::with_capacity(n);
-        for (ri, r) in regions.iter().enumerate() {
-            let hi = (ri as u64) << 32;
-            let lane_of = |ci: usize| match r.thread_ids {
-                None => -1,
-                Some(t) => {
-                    let thread = t.get(ci).copied().unwrap_or(-1);
-                    let task = r.task_ids.and_then(|k| k.get(ci).copied()).unwrap_or(-1);
-                    lane_id(thread, task)
+    if let Some(ids) = merged_order(regions, n) {
+        let starts: Vec<&[i64]> = regions.iter().map(|r| r.start_ns).collect();
+        let ends: Vec<&[i64]> = regions.iter().map(|r| r.end_ns).collect();
+        let rc = |id: &u64| ((*id >> 32) as usize, (*id & 0xffff_ffff) as usize);
+        calls.start_ns = extract(&ids, |id| {
+            let (r, c) = rc(id);
+            starts[r][c]
+        });
+        calls.end_ns = extract(&ids, |id| {
+            let (r, c) = rc(id);
+            ends[r][c]
+        });
+        calls.region_index = extract(&ids, |id| (*id >> 32) as i64);
+        calls.call_index = extract(&ids, |id| (*id & 0xffff_ffff) as i64);
+        if has_lanes {
+            calls.lane = extract(&ids, |id| {
+                let (r, c) = rc(id);
+                let reg = &regions[r];
+                match reg.thread_ids {
+                    None => -1,
+                    Some(t) => {
+                        let thread = t.get(c).copied().unwrap_or(-1);
+                        let task = reg.task_ids.and_then(|k| k.get(c).copied()).unwrap_or(-1);
+                        lane_id(thread, task)
+                    }
                 }
-            };
-            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64, lane_of(ci));
-            if r.start_ns.len() >= PARALLEL_SORT_MIN {
-                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
-            } else {
-                keys.extend((0..r.start_ns.len()).map(key));
-            }
+            });
         }
-        sort_keys(&mut keys);
-        calls.start_ns = extract(&keys, |k| k.0);
-        calls.end_ns = extract(&keys, |k| !k.1);
-        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
-        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
-        calls.lane = extract(&keys, |k| k.3);
     } else {
-        let mut keys: Vec<(i64, i64, u64)> = Vec::with_capacity(n);
-        for (ri, r) in regions.iter().enumerate() {
-            let hi = (ri as u64) << 32;
-            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64);
-            if r.start_ns.len() >= PARALLEL_SORT_MIN {
-                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
-            } else {
-                keys.extend((0..r.start_ns.len()).map(key));
-            }
-        }
-        sort_keys(&mut keys);
-        calls.start_ns = extract(&keys, |k| k.0);
-        calls.end_ns = extract(&keys, |k| !k.1);
-        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
-        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
+        sorted_columns(regions, n, has_lanes, &mut calls);
     }
 
     // One walk in global sorted order. `top[slot]` = most recent call on that lane; a

@@ -44,30 +44,50 @@ pub(crate) fn global_heap_would_hang(path: &Path) -> io::Result<bool> {
         }
         Ok(false)
     };
-    let mut reader = io::BufReader::with_capacity(1 << 20, &file);
-    let mut buf = vec![0u8; 1 << 20];
-    let mut carry: Vec<u8> = Vec::new();
-    let mut base: u64 = 0; // file offset of carry[0]
-    loop {
-        let n = reader.read(&mut buf)?;
-        if n == 0 {
+    // Scan a read-only mapping of the file with glibc's memmem (the scan is part of every
+    // load, so it must run near memory bandwidth); fall back to buffered reads.
+    if len > 0 && len <= isize::MAX as u64 {
+        use std::os::unix::io::AsRawFd;
+        // SAFETY: a private read-only mapping of a file we hold open; unmapped below.
+        let map = unsafe {
+            libc::mmap(std::ptr::null_mut(), len as usize, libc::PROT_READ, libc::MAP_PRIVATE, file.as_raw_fd(), 0)
+        };
+        if map != libc::MAP_FAILED {
+            // SAFETY: the mapping is `len` readable bytes.
+            let bytes = unsafe { std::slice::from_raw_parts(map as *const u8, len as usize) };
+            let found = scan(bytes, |at| check_heap(at as u64));
+            // SAFETY: unmapping what was mapped above; `bytes` is not used afterwards.
+            unsafe { libc::munmap(map, len as usize) };
+            return found;
+        }
+    }
+    let mut all = Vec::new();
+    io::BufReader::new(&file).read_to_end(&mut all)?;
+    scan(&all, |at| check_heap(at as u64))
+}
+
+/// Call `check` at every offset of "GCOL" in `bytes` until it returns true.
+fn scan(bytes: &[u8], mut check: impl FnMut(usize) -> io::Result<bool>) -> io::Result<bool> {
+    const MAGIC: &[u8; 4] = b"GCOL";
+    let mut i = 0usize;
+    while i + MAGIC.len() <= bytes.len() {
+        // SAFETY: both ranges are valid for reads of the given lengths.
+        let hit = unsafe {
+            libc::memmem(
+                bytes.as_ptr().add(i) as *const libc::c_void,
+                bytes.len() - i,
+                MAGIC.as_ptr() as *const libc::c_void,
+                MAGIC.len(),
+            )
+        };
+        if hit.is_null() {
             return Ok(false);
         }
-        carry.extend_from_slice(&buf[..n]);
-        let mut i = 0;
-        while let Some(off) = carry[i..].iter().position(|&b| b == b'G') {
-            let at = i + off;
-            if at + 4 > carry.len() {
-                break;
-            }
-            if &carry[at..at + 4] == b"GCOL" && check_heap(base + at as u64)? {
-                return Ok(true);
-            }
-            i = at + 1;
+        let at = hit as usize - bytes.as_ptr() as usize;
+        if check(at)? {
+            return Ok(true);
         }
-        let keep = carry.len().min(3);
-        let drop_n = carry.len() - keep;
-        carry.drain(..drop_n);
-        base += drop_n as u64;
+        i = at + 1;
     }
+    Ok(false)
 }

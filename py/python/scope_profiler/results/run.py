@@ -125,6 +125,24 @@ class ProfilingResults(FramesMixin):
             positions[(name, rank)] = position
             if row["exclusive_total_ns"] is not None and row["exclusive_total_ns"] >= 0:
                 totals.setdefault(name, {})[rank] = int(row["exclusive_total_ns"])
+        results = cls(
+            {name: MPIRegion(name, per_rank) for name, per_rank in regions.items() if per_rank},
+            metadata=native.metadata(),
+            num_ranks=int(native.num_ranks),
+            file_path=native.file_path,
+            is_root=is_root,
+            exclusive_totals=totals,
+        )
+        results._native = native
+        results._native_rows = positions
+        # Lane tables become ThreadInfo / TaskInfo objects on first access (a run can
+        # hold 100k tasks; most analyses read the tables in Rust).
+        results._threads_cache = None
+        results._tasks_cache = None
+        return results
+
+    def _materialize_tables(self) -> None:
+        native = self._native
         threads: dict[int, list[ThreadInfo]] = {}
         for rank, index, ident, native_id, daemon, start, end, cpu, name in native.threads():
             threads.setdefault(rank, []).append(
@@ -138,23 +156,34 @@ class ProfilingResults(FramesMixin):
                 TaskInfo(index, rank, kind, name, coro_name, thread_index, created, done, steps,
                          running, suspended),
             )
-        results = cls(
-            {name: MPIRegion(name, per_rank) for name, per_rank in regions.items() if per_rank},
-            metadata=native.metadata(),
-            num_ranks=int(native.num_ranks),
-            file_path=native.file_path,
-            is_root=is_root,
-            exclusive_totals=totals,
-            threads=threads,
-            tasks=tasks,
-        )
-        results._native = native
-        results._native_rows = positions
-        results._native_table_sizes = (
+        if self._threads_cache is None:
+            self._threads_cache = threads
+        if self._tasks_cache is None:
+            self._tasks_cache = tasks
+        self._native_table_sizes = (
             sum(map(len, threads.values())),
             sum(map(len, tasks.values())),
         )
-        return results
+
+    @property
+    def _threads(self) -> dict[int, list[ThreadInfo]]:
+        if self._threads_cache is None:
+            self._materialize_tables()
+        return self._threads_cache
+
+    @_threads.setter
+    def _threads(self, value) -> None:
+        self._threads_cache = value
+
+    @property
+    def _tasks(self) -> dict[int, list[TaskInfo]]:
+        if self._tasks_cache is None:
+            self._materialize_tables()
+        return self._tasks_cache
+
+    @_tasks.setter
+    def _tasks(self, value) -> None:
+        self._tasks_cache = value
 
     @classmethod
     def from_h5(cls, file_path: str | Path, verbose: bool = False) -> ProfilingResults:
@@ -498,6 +527,10 @@ class ProfilingResults(FramesMixin):
         return f"thread {index}"
 
     def _native_tables_current(self) -> bool:
+        if self._threads_cache is None and self._tasks_cache is None:
+            return True  # never materialized: the native tables themselves
+        if self._threads_cache is None or self._tasks_cache is None:
+            self._materialize_tables()
         return self._native_table_sizes == (
             sum(map(len, self._threads.values())),
             sum(map(len, self._tasks.values())),
