@@ -448,3 +448,51 @@ fn scales_linearly_with_many_lanes() {
     assert_eq!(c.max_depth(), Some(4));
     assert!(started.elapsed().as_secs_f64() < 5.0, "took {:?}", started.elapsed());
 }
+
+/// The two ordering paths of `build_call_arrays` agree: recorded data (few sorted runs) is
+/// merged, shuffled data (many runs) is sorted; with ties included, every derived column
+/// must be the same as for the sorted input, call by call.
+#[test]
+fn merge_path_and_sort_path_agree() {
+    // 3 regions, nested triples on 4 threads, with duplicated intervals across regions
+    let mut rows: Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> = vec![Default::default(); 3];
+    for i in 0..3000i64 {
+        let t = i % 4;
+        let base = (i / 4) * 100 + t;
+        for (k, (s, e)) in [(base, base + 90), (base + 10, base + 80), (base + 10, base + 80)].into_iter().enumerate() {
+            rows[k].0.push(s);
+            rows[k].1.push(e);
+            rows[k].2.push(t);
+        }
+    }
+    let inputs: Vec<RegionInput<'_>> =
+        rows.iter().enumerate().map(|(k, r)| on_thread(["a", "b", "c"][k], &r.0, &r.1, &r.2)).collect();
+    let merged = build_call_arrays(&inputs).unwrap();
+    // shuffle every region (deterministic LCG permutation): forces the sort path
+    let mut shuffled: Vec<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<usize>)> = Vec::new();
+    let mut x: u64 = 12345;
+    for r in &rows {
+        let mut perm: Vec<usize> = (0..r.0.len()).collect();
+        for i in (1..perm.len()).rev() {
+            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            perm.swap(i, (x >> 33) as usize % (i + 1));
+        }
+        shuffled.push((
+            perm.iter().map(|&p| r.0[p]).collect(),
+            perm.iter().map(|&p| r.1[p]).collect(),
+            perm.iter().map(|&p| r.2[p]).collect(),
+            perm,
+        ));
+    }
+    let inputs2: Vec<RegionInput<'_>> =
+        shuffled.iter().enumerate().map(|(k, r)| on_thread(["a", "b", "c"][k], &r.0, &r.1, &r.2)).collect();
+    let sorted = build_call_arrays(&inputs2).unwrap();
+    assert_eq!(merged.start_ns, sorted.start_ns);
+    assert_eq!(merged.end_ns, sorted.end_ns);
+    assert_eq!(merged.region_index, sorted.region_index);
+    assert_eq!(merged.depth, sorted.depth);
+    assert_eq!(merged.parent, sorted.parent);
+    assert_eq!(merged.exclusive_ns, sorted.exclusive_ns);
+    assert_eq!(merged.lane, sorted.lane);
+    assert_eq!(merged.max_depth(), Some(2));
+}

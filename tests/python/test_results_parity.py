@@ -141,3 +141,125 @@ def test_speedscope_document_matches_reference(tmp_path):
         ours_p, ref_p = profiles(ours), profiles(ref)
         assert sorted(ours_p) == sorted(ref_p)
         assert_same({k: ours_p[k] for k in ref_p}, ref_p, name)
+
+
+SUMMARY_DUMP = r"""
+import json, sys
+import numpy as np
+import scope_profiler as sp
+
+def clean(value):
+    if isinstance(value, dict):
+        return {str(k): clean(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [clean(v) for v in value]
+    if isinstance(value, np.generic):
+        return value.item()
+    if isinstance(value, float) and value != value:
+        return "nan"
+    return value
+
+path, regions, ranks = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
+r = sp.read_h5_summary(path, regions=regions, ranks=ranks)
+out = {
+    "repr": repr(r),
+    "region_names": r.region_names,
+    "num_ranks": r.num_ranks,
+    "has_event_data": r.has_event_data,
+    "times": [r.run_start_time, r.finalize_time, r.total_time, r.minimum_start_time,
+              r.maximum_end_time, r.time_span],
+    "regions": {name: {"mpi": r[name].get_summary(),
+                       "ranks": {rank: {"summary": r[name][rank].get_summary(),
+                                        "stored": r[name][rank].stored_summary,
+                                        "p50": r[name][rank].p50_duration,
+                                        "first_last": [r[name][rank].first_start_time,
+                                                       r[name][rank].last_end_time],
+                                        "source": [r[name][rank].source_file,
+                                                   r[name][rank].source_lineno,
+                                                   list(r[name][rank].tags)]}
+                                 for rank in r[name].ranks}}
+                for name in r.region_names},
+    "threads": {rank: [repr(t) for t in rows] for rank, rows in r.threads.items()},
+    "tasks": {rank: [repr(t) for t in rows] for rank, rows in r.tasks.items()},
+    "lane_labels": {rank: [r.lane_label(lane, rank) for lane in range(-6, 4)]
+                    for rank in range(max(r.num_ranks, 1))},
+}
+try:
+    r.events()
+    out["events"] = "available"
+except sp.EventDataUnavailableError as exc:
+    out["events"] = type(exc).__name__
+print(json.dumps(clean(out)))
+"""
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
+@pytest.mark.parametrize("selection", [(None, None), (["inner", "solve", "fetch", "work"], [0])],
+                         ids=["all", "selected"])
+def test_read_h5_summary_same_as_reference(path, selection):
+    """read_h5_summary (no event data read): statistics, lane tables, labels, selection."""
+    ref_python = reference_python()
+    args = [json.dumps(selection[0]), json.dumps(selection[1])]
+
+    def run(python):
+        proc = subprocess.run([python, "-c", SUMMARY_DUMP, str(path), *args],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        return json.loads(proc.stdout)
+
+    assert_same(run(sys.executable), run(ref_python))
+
+
+LANE_DUMP = r"""
+import json, sys
+import scope_profiler as sp
+from scope_profiler.call_stack import split_by_lane
+r = sp.read_h5(sys.argv[1])
+calls = sp.build_call_arrays(r.get_regions(), 0)
+out = {
+    "lanes": [[lane, len(c), c.parent.tolist(), c.depth.tolist(), c.exclusive_ns.tolist(),
+               c.call_index.tolist()] for lane, c in split_by_lane(calls)],
+    "labels": {str(lane): r.lane_label(lane) for lane, _ in split_by_lane(calls)},
+    "per_rank": [[row["name"], row["rank"], row["num_calls"], row["total_duration"]]
+                 for row in [dict(name=g.name, rank=rank, **g[rank].get_summary())
+                             for g in r.get_regions() for rank in g.ranks]],
+}
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("name", REFERENCE_NAMES)
+def test_lane_split_and_labels_same_as_reference(name):
+    """split_by_lane (lazy here, a list in the reference) and lane_label give the same lanes."""
+    ref_python = reference_python()
+    path = REFERENCE / f"{name}.h5"
+    outs = []
+    for python in (sys.executable, ref_python):
+        proc = subprocess.run([python, "-c", LANE_DUMP, str(path)], capture_output=True,
+                              text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        outs.append(json.loads(proc.stdout))
+    assert_same(outs[0], outs[1])
+
+
+@pytest.mark.parametrize("name", REFERENCE_NAMES)
+def test_cached_reconstruction_equals_fresh(name):
+    """results.call_arrays / split_by_lane (cached in Rust) == build_call_arrays on the
+    regions in region-table order, and reconstruct() fills the cache for every rank."""
+    import numpy as np
+
+    import scope_profiler as sp
+
+    r = sp.read_h5(str(REFERENCE / f"{name}.h5"))
+    assert r.reconstruct() == sorted({rank for g in r for rank in g.ranks})
+    for rank in r.reconstruct():
+        cached = r.call_arrays(rank)
+        fresh = sp.build_call_arrays([r[n] for n in r.region_names], rank)
+        assert cached.names == fresh.names
+        for field in ("region_index", "call_index", "start_ns", "end_ns", "depth", "parent",
+                      "exclusive_ns", "lane"):
+            assert np.array_equal(getattr(cached, field), getattr(fresh, field)), field
+        assert not cached.start_ns.flags.writeable
+        a = [(lane, c.parent.tolist()) for lane, c in r.split_by_lane(rank)]
+        b = [(lane, c.parent.tolist()) for lane, c in sp.split_by_lane(fresh)]
+        assert a == b

@@ -544,8 +544,9 @@ class ProfilingResults(FramesMixin):
         rank cannot be reconstructed.
         """
         rank = int(rank)
-        threads = self._threads.get(rank, [])
-        if not threads:
+        if self._owns_native() and self._native_tables_current():
+            return self._native.thread_summary(rank)  # [] without a thread table
+        if not self._threads.get(rank, []):
             return []
         return self._native_run().thread_summary(rank)
 
