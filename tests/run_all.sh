@@ -14,7 +14,7 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "python environment ($VENV)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py greenlet gevent uvloop pyarrow duckdb
+"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb
 export PATH="$VENV/bin:$PATH"   # cmake for hdf5-metno's static HDF5 build
 
 step "reference package scope-profiler==0.7.5 ($REFVENV, never beside ours)"
