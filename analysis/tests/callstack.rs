@@ -469,7 +469,8 @@ fn merge_path_and_sort_path_agree() {
         rows.iter().enumerate().map(|(k, r)| on_thread(["a", "b", "c"][k], &r.0, &r.1, &r.2)).collect();
     let merged = build_call_arrays(&inputs).unwrap();
     // shuffle every region (deterministic LCG permutation): forces the sort path
-    let mut shuffled: Vec<(Vec<i64>, Vec<i64>, Vec<i64>, Vec<usize>)> = Vec::new();
+    type Shuffled = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<usize>);
+    let mut shuffled: Vec<Shuffled> = Vec::new();
     let mut x: u64 = 12345;
     for r in &rows {
         let mut perm: Vec<usize> = (0..r.0.len()).collect();
