@@ -60,11 +60,36 @@ pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Thre
     let mut num_calls = vec![0i64; slot.len()];
     let mut root_ns = vec![0i64; slot.len()];
 
+    // Dense lookup for the usual small non-negative thread indices (a HashMap probe per
+    // call is the cost of this function otherwise).
+    let max_index = threads.iter().map(|t| t.index).max().unwrap_or(-1);
+    let dense: Option<Vec<usize>> = (max_index >= 0 && max_index < (1 << 20)).then(|| {
+        let mut d = vec![usize::MAX; max_index as usize + 1];
+        for (&index, &s) in &slot {
+            if index >= 0 {
+                d[index as usize] = s;
+            }
+        }
+        d
+    });
     for row in run.rank_rows(rank) {
         if let Some(ids) = &row.thread_ids {
-            for &t in ids.values().iter() {
-                if let Some(&s) = slot.get(&t) {
-                    num_calls[s] += 1;
+            match &dense {
+                Some(d) => {
+                    for &t in ids.values().iter() {
+                        if let Some(&s) = usize::try_from(t).ok().and_then(|t| d.get(t)) {
+                            if s != usize::MAX {
+                                num_calls[s] += 1;
+                            }
+                        }
+                    }
+                }
+                None => {
+                    for &t in ids.values().iter() {
+                        if let Some(&s) = slot.get(&t) {
+                            num_calls[s] += 1;
+                        }
+                    }
                 }
             }
         }

@@ -171,6 +171,11 @@ impl NativeRun {
     fn split_by_lane<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyTuple>> {
         let rec = self.reconstruction(py, rank)?;
         let (lanes, offsets, order) = py.detach(move || {
+            let n = rec.calls.len() as i64;
+            if rec.calls.lane.is_empty() {
+                // one stack: no grouping needed (LaneSplit hands out the calls themselves)
+                return if n == 0 { (vec![], vec![0], vec![]) } else { (vec![-1], vec![0, n], vec![]) };
+            }
             let split = rec.lanes();
             let mut lanes = Vec::with_capacity(split.len());
             let mut offsets = Vec::with_capacity(split.len() + 1);
