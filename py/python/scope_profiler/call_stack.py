@@ -143,7 +143,7 @@ def exclusive_by_region(regions: Iterable, rank: int) -> dict[str, np.ndarray]:
 
 class LaneSplit(Sequence):
     """The lanes of a reconstruction, ``(lane, CallArrays)`` pairs in ascending lane value,
-    built lazily: grouping is one stable argsort (O(n log n), whatever the number of lanes)
+    built lazily: grouping is one counting sort in Rust (O(n), whatever the number of lanes)
     and a lane's :class:`CallArrays` is sliced only when indexed or iterated. Behaves as a
     read-only list (``len``, indexing, slicing, iteration, ``==`` with a list)."""
 
@@ -226,12 +226,8 @@ _EMPTY = np.zeros(0, dtype=np.int64)
 
 def lane_groups(lane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     """``(lanes, offsets, order)`` of a lane column: lane ``lanes[k]`` holds positions
-    ``order[offsets[k]:offsets[k+1]]`` (ascending). One stable argsort."""
-    order = np.argsort(lane, kind="stable")
-    ordered = lane[order]
-    starts = np.flatnonzero(np.diff(ordered)) + 1
-    offsets = np.concatenate(([0], starts, [lane.size])).astype(np.int64)
-    return ordered[offsets[:-1]], offsets, order.astype(np.int64, copy=False)
+    ``order[offsets[k]:offsets[k+1]]`` (ascending). A counting sort in Rust (O(n))."""
+    return tuple(_native.group_lanes(_i64(lane)))
 
 
 def split_by_lane(calls: CallArrays) -> LaneSplit:
@@ -243,7 +239,7 @@ def split_by_lane(calls: CallArrays) -> LaneSplit:
     ``names``/``source_files``/``source_lines`` are shared. No calls -> ``[]``;
     no lane column -> ``[(-1, calls)]``; one lane -> ``[(lane, calls)]``.
 
-    Returns a :class:`LaneSplit` (a lazy read-only sequence: O(n log n) to build,
+    Returns a :class:`LaneSplit` (a lazy read-only sequence: O(n) to build,
     whatever the number of lanes; each lane is sliced when first accessed).
     """
     n = len(calls)

@@ -129,3 +129,60 @@ pub fn exclusive_by_region<'py>(py: Python<'py>, regions: Vec<RegionArg<'py>>) -
     }
     Ok(list)
 }
+
+/// `group_lanes(lane)`: `(lanes, offsets, order)` int64 arrays for a lane column - lane
+/// `lanes[k]` (ascending) holds positions `order[offsets[k]:offsets[k+1]]` (ascending).
+/// Counting sort when the lane values span a small range, else a stable sort: O(n) for
+/// recorded data, whatever the number of lanes.
+#[pyfunction]
+pub fn group_lanes<'py>(py: Python<'py>, lane: PyReadonlyArray1<'py, i64>) -> PyResult<Bound<'py, PyTuple>> {
+    let values = slice_of(&lane);
+    let (lanes, offsets, order) = py.detach(|| {
+        let v: &[i64] = &values;
+        let n = v.len();
+        if n == 0 {
+            return (Vec::new(), vec![0i64], Vec::new());
+        }
+        let (min, max) = v.iter().fold((i64::MAX, i64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
+        let span = (max as i128) - (min as i128) + 1;
+        if span <= 4 * n as i128 + 4096 {
+            let span = span as usize;
+            let mut counts = vec![0usize; span + 1];
+            for &x in v {
+                counts[(x - min) as usize + 1] += 1;
+            }
+            let mut lanes = Vec::new();
+            let mut offsets = vec![0i64];
+            for (s, &c) in counts[1..].iter().enumerate() {
+                if c > 0 {
+                    lanes.push(min + s as i64);
+                    offsets.push(offsets.last().unwrap() + c as i64);
+                }
+            }
+            for s in 1..=span {
+                counts[s] += counts[s - 1];
+            }
+            let mut order = vec![0i64; n];
+            for (i, &x) in v.iter().enumerate() {
+                let s = (x - min) as usize;
+                order[counts[s]] = i as i64;
+                counts[s] += 1;
+            }
+            (lanes, offsets, order)
+        } else {
+            let mut idx: Vec<(i64, i64)> = v.iter().enumerate().map(|(i, &x)| (x, i as i64)).collect();
+            idx.sort_unstable();
+            let mut lanes = Vec::new();
+            let mut offsets = Vec::new();
+            for (k, &(x, _)) in idx.iter().enumerate() {
+                if k == 0 || idx[k - 1].0 != x {
+                    lanes.push(x);
+                    offsets.push(k as i64);
+                }
+            }
+            offsets.push(n as i64);
+            (lanes, offsets, idx.into_iter().map(|(_, i)| i).collect())
+        }
+    });
+    PyTuple::new(py, [owned_i64(py, lanes), owned_i64(py, offsets), owned_i64(py, order)])
+}
