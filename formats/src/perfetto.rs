@@ -158,6 +158,9 @@ fn event(ts: i64, track: u64, kind: i32, name_iid: Option<u64>, annotations: Vec
     }
 }
 
+/// An open call while a lane is walked: (call id, its await pieces, next piece to emit).
+type OpenCall = (usize, Vec<(i64, i64)>, usize);
+
 /// Await child pieces of one call: `own` ns placed in `gaps` (ascending, disjoint) from the
 /// end backwards; returned ascending.
 fn await_pieces(gaps: &[(i64, i64)], own: i64) -> Vec<(i64, i64)> {
@@ -314,8 +317,8 @@ pub fn perfetto_trace(run: &Run, sel: &Selection) -> Result<Trace, ExportError> 
 
         for ((_, ids), &track) in rc.lanes.iter().zip(&lane_track) {
             // stack of (call, its await pieces, next piece)
-            let mut stack: Vec<(usize, Vec<(i64, i64)>, usize)> = Vec::new();
-            let flush = |entry: &mut (usize, Vec<(i64, i64)>, usize), until: i64, packets: &mut Vec<TracePacket>| {
+            let mut stack: Vec<OpenCall> = Vec::new();
+            let flush = |entry: &mut OpenCall, until: i64, packets: &mut Vec<TracePacket>| {
                 while entry.2 < entry.1.len() && entry.1[entry.2].0 < until {
                     let (s, e) = entry.1[entry.2];
                     packets.push(event(s - origin, track, SLICE_BEGIN, Some(await_iid), vec![]));
@@ -323,7 +326,7 @@ pub fn perfetto_trace(run: &Run, sel: &Selection) -> Result<Trace, ExportError> 
                     entry.2 += 1;
                 }
             };
-            let close = |entry: &mut (usize, Vec<(i64, i64)>, usize), packets: &mut Vec<TracePacket>| {
+            let close = |entry: &mut OpenCall, packets: &mut Vec<TracePacket>| {
                 flush(entry, i64::MAX, packets);
                 packets.push(event(c.end_ns[entry.0] - origin, track, SLICE_END, None, vec![]));
             };
