@@ -80,7 +80,7 @@ impl RunAnalysis {
     /// Reconstruct every rank with rows, in parallel across ranks (each rank's sort is itself
     /// parallel when large). Returns `(rank, result)` in ascending rank order.
     pub fn all(&self) -> Vec<(u32, Result<Arc<Reconstruction>, NestingError>)> {
-        self.ranks().into_par_iter().map(|r| (r, self.rank(r))).collect()
+        crate::par::install(|| self.ranks().into_par_iter().map(|r| (r, self.rank(r))).collect())
     }
 
     /// Per-call exclusive ns of every row of `rank`, `(row position, values in recorded

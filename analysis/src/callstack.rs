@@ -376,6 +376,10 @@ fn sorted_columns(regions: &[RegionInput<'_>], n: usize, has_lanes: bool, calls:
 /// [0, 10] ns but ends after it. Regions must nest completely or not overlap at all - check
 /// for a missing or misordered sp_end / __exit__.`
 pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, NestingError> {
+    crate::par::install(|| build_call_arrays_on_pool(regions))
+}
+
+fn build_call_arrays_on_pool(regions: &[RegionInput<'_>]) -> Result<CallArrays, NestingError> {
     let mut n = 0usize;
     for r in regions {
         if r.start_ns.len() != r.end_ns.len() {
@@ -505,6 +509,10 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
 /// ascending order. No calls -> empty; no lane column -> one entry `(-1, all)`.
 /// Cost: O(n) (counting sort) for dense lane values, O(n log n) otherwise.
 pub fn split_by_lane(calls: &CallArrays) -> Vec<(i64, Vec<usize>)> {
+    crate::par::install(|| split_by_lane_on_pool(calls))
+}
+
+fn split_by_lane_on_pool(calls: &CallArrays) -> Vec<(i64, Vec<usize>)> {
     let n = calls.len();
     if n == 0 {
         return Vec::new();

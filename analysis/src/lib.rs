@@ -2,6 +2,7 @@
 pub mod cache;
 pub mod callstack;
 pub mod lanes;
+pub mod par;
 pub mod rank_calls;
 pub mod run;
 pub mod stack;
