@@ -91,8 +91,13 @@ pub enum Command {
     },
     /// Print the per-region summary (calls, total/average/min/max, inclusive and exclusive
     /// time) and, for runs recorded with threads, the per-thread summary.
-    #[command(after_help = "Example:\n  scope-profiler summary profiling_data.h5")]
+    #[command(after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --merge worker_*.h5")]
     Summary {
+        /// Combine the files into one run first, each file its own block of ranks (file k's
+        /// ranks follow file k-1's), e.g. the per-process files of one job; each file keeps
+        /// its own threads, tasks and call graph.
+        #[arg(long)]
+        merge: bool,
         /// One or more `.h5` files written by scope-profiler (any schema 1-3).
         #[arg(required = true)]
         files: Vec<PathBuf>,

@@ -5,6 +5,7 @@
 //! `python3 -m scope_profiler`). Everything that reads files runs here, in Rust.
 pub mod args;
 pub mod export;
+pub mod merge;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -58,7 +59,17 @@ where
             speedscope: !no_speedscope,
             quiet,
         }),
-        Command::Summary { files } => {
+        Command::Summary { files, merge: true } => match merge::read_merged(&files) {
+            Ok(run) => {
+                print!("{}", report::summary_text(&run, &format!("{} file(s), merged", files.len())));
+                Outcome::Exit(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                Outcome::Exit(1)
+            }
+        },
+        Command::Summary { files, merge: false } => {
             let mut code = 0;
             for (k, f) in files.iter().enumerate() {
                 match read_h5(f) {

@@ -313,7 +313,7 @@ def test_merge_results_keeps_lane_tables():
     threads = sp.read_h5(THREADS)
     single = sp.read_h5(SINGLE)
     with pytest.raises(ValueError, match="appears in more than one result set"):
-        sp.merge_results(threads, single)  # both have scope_profiler.session
+        sp.merge_results(threads, single, stack=False)  # both have scope_profiler.session
     merged = sp.merge_results(threads, label="x")
     assert merged.label == "x"
     assert [t.name for t in merged.threads[0]] == [t.name for t in threads.threads[0]]

@@ -14,7 +14,9 @@ running an event loop adds no thread or task rows and keeps no per-task state. R
 still record into the parent's run (as in the reference): finalizing the parent's manager
 in the child writes the parent's pre-fork calls and the child's, and every thread id in
 that file has a row (the reference writes ids with no row). The supported pattern is the
-child's own ``setup()``/``session()`` (own ``file_path``), which tracks concurrency again.
+child's own ``setup()``/``session()`` (own ``file_path``), which tracks concurrency again;
+it replaces the inherited run without ``replace=True`` (the reference raises "profiling is
+already configured" there, so a forked pool worker could not open its own session).
 """
 from __future__ import annotations
 
@@ -27,9 +29,18 @@ _TRACKED = weakref.WeakSet()
 
 
 def track(config) -> None:
-    """Remember a configuration whose recorder keeps a thread table."""
+    """Note the process that set ``config`` up; remember it if its recorder keeps a thread
+    table."""
+    config._owner_pid = os.getpid()
     if getattr(config, "track_threads", False):
         _TRACKED.add(config)
+
+
+def inherited(config) -> bool:
+    """Whether ``config`` was set up by another process (this one is a forked child): its
+    ``setup()``/``session()`` then replaces the inherited run without ``replace=True``."""
+    owner = getattr(config, "_owner_pid", None)
+    return owner is not None and owner != os.getpid()
 
 
 def _before_fork() -> None:

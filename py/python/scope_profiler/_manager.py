@@ -376,7 +376,8 @@ class ProfileManager:
     def setup(cls, options=None, *, auto_finalize=False, output=_UNSET, replace=False,
               region_tags=None, config_path=None, **overrides):
         """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`."""
-        if cls._configured and cls._lifecycle_state is _LifecycleState.ACTIVE and not replace:
+        if (cls._configured and cls._lifecycle_state is _LifecycleState.ACTIVE and not replace
+                and not _fork.inherited(cls._config)):  # a forked child may replace the parent's run
             raise RuntimeError(
                 "profiling is already configured; finalize it first or pass replace=True",
             )
