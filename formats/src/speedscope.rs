@@ -44,6 +44,21 @@ fn json_str(s: &str) -> String {
     serde_json::to_string(s).expect("strings always serialize")
 }
 
+/// Decimal digits of `n`.
+fn write_usize<W: Write>(w: &mut W, mut n: usize) -> io::Result<()> {
+    let mut buf = [0u8; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (n % 10) as u8;
+        n /= 10;
+        if n == 0 {
+            break;
+        }
+    }
+    w.write_all(&buf[i..])
+}
+
 fn json_f64(x: f64) -> String {
     serde_json::to_string(&x).unwrap_or_else(|_| "0.0".into())
 }
@@ -166,8 +181,13 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
                     w.write_all(b", ").map_err(io)?;
                 }
                 first_event = false;
-                // streamed piece by piece: no allocation per event (4M events for 2M calls)
-                write!(w, "{{\"type\": \"{kind}\", \"frame\": {frame}, \"at\": ").map_err(io)?;
+                // streamed piece by piece, no formatting machinery and no allocation per
+                // event (4M events for 2M calls)
+                w.write_all(b"{\"type\": \"").map_err(io)?;
+                w.write_all(kind.as_bytes()).map_err(io)?;
+                w.write_all(b"\", \"frame\": ").map_err(io)?;
+                write_usize(w, frame).map_err(io)?;
+                w.write_all(b", \"at\": ").map_err(io)?;
                 serde_json::to_writer(&mut *w, &t).map_err(|e| ExportError::Io(e.to_string()))?;
                 w.write_all(b"}").map_err(io)
             };
