@@ -103,8 +103,48 @@ def build_call_arrays(regions: Iterable, rank: int) -> CallArrays:
         A call ends before it starts, or two calls on one lane overlap without
         nesting (the message names both calls, child first).
     """
+    regions = list(regions)
+    cached = _cached_call_arrays(regions, rank)
+    if cached is not None:
+        return cached
     names, source_files, source_lines, inputs = _region_inputs(regions, rank)
     return _from_columns(names, source_files, source_lines, _native.build_call_arrays(inputs))
+
+
+def _cached_call_arrays(regions: list, rank: int) -> CallArrays | None:
+    """The cached reconstruction of a loaded run (``NativeRun.rank_call_arrays``) when
+    ``regions`` are exactly that run's rows of ``rank``, unchanged, in region-table order
+    (the order the cache reconstructs in, so ties resolve the same); else None."""
+    keys = []
+    for region in regions:
+        data = region.regions.get(rank)
+        if data is None:
+            continue
+        key = getattr(data, "_native_key", None)
+        if key is None:
+            return None
+        native, _, _, native_rank, _, starts, ends, threads, tasks = key
+        if (native_rank != rank or data._start_times is not starts or data._end_times is not ends
+                or data._thread_ids is not threads or data._task_ids is not tasks):
+            return None
+        keys.append((key, region, data))
+    if not keys:
+        return None
+    native = keys[0][0][0]
+    if any(k[0][0] is not native for k in keys) or len(keys) != keys[0][0][4]:
+        return None
+    ids = [k[0][2] for k in keys]
+    if any(b <= a for a, b in zip(ids, ids[1:])):
+        return None
+    rows, columns = native.rank_call_arrays(int(rank))
+    if list(rows) != [k[0][1] for k in keys]:
+        return None
+    return _from_columns(
+        [region.name for _, region, _ in keys],
+        [data.source_file for _, _, data in keys],
+        [data.source_lineno for _, _, data in keys],
+        columns,
+    )
 
 
 def _region_inputs(regions: Iterable, rank: int):

@@ -119,12 +119,23 @@ class ProfilingResults(FramesMixin):
         regions: dict[str, dict[int, Region]] = {name: {} for name in native.region_names}
         totals: dict[str, dict[int, int]] = {}
         positions: dict[tuple[str, int], int] = {}
+        region_ids = {name: i for i, name in enumerate(native.region_names)}
+        rows_per_rank: dict[int, int] = {}
+        made: list[tuple[Region, int, str, int]] = []
         for position, row in enumerate(native.rows()):
             name, rank = row["name"], int(row["rank"])
-            regions.setdefault(name, {})[rank] = _region_from_row(row)
+            region = _region_from_row(row)
+            regions.setdefault(name, {})[rank] = region
             positions[(name, rank)] = position
+            rows_per_rank[rank] = rows_per_rank.get(rank, 0) + 1
+            made.append((region, position, name, rank))
             if row["exclusive_total_ns"] is not None and row["exclusive_total_ns"] >= 0:
                 totals.setdefault(name, {})[rank] = int(row["exclusive_total_ns"])
+        for region, position, name, rank in made:
+            # lets call_stack.build_call_arrays reuse the native cached reconstruction
+            region._native_key = (native, position, region_ids.get(name, -1), rank,
+                                  rows_per_rank[rank], region._start_times, region._end_times,
+                                  region._thread_ids, region._task_ids)
         results = cls(
             {name: MPIRegion(name, per_rank) for name, per_rank in regions.items() if per_rank},
             metadata=native.metadata(),
