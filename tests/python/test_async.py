@@ -505,3 +505,31 @@ def test_instrument_loop_with_track_threads_only_tabulates_tasks(manager):
     loop.close()
     assert s.results["job"][0].task_ids is None  # calls carry no task column (as the reference)
     assert [t.coro_name.rsplit(".", 1)[-1] for t in s.results.tasks[0]] == ["job"]
+
+
+def test_python_task_and_factory_set_after_ours_is_chained_again(manager):
+    def py_factory(loop, coro, **kw):
+        return asyncio.tasks._PyTask(coro, loop=loop, **kw)
+
+    async def fetch(d):
+        with manager.region("fetch"):
+            await asyncio.sleep(d)
+
+    async def main():
+        asyncio.get_running_loop().set_task_factory(py_factory)  # displaces ours ...
+        await asyncio.gather(fetch(0.02), fetch(0.03))  # ... until the next create_task
+        t = asyncio.create_task(fetch(1))
+        await asyncio.sleep(0.01)
+        t.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await t
+
+    loop = asyncio.new_event_loop()
+    with _session(manager) as s:
+        loop.run_until_complete(main())
+    assert loop.get_task_factory() is py_factory  # the application's, restored
+    loop.close()
+    f = s.results["fetch"][0]
+    assert f.num_calls == 3 and len(set(f.task_ids.tolist())) == 3
+    assert f.await_times[0] >= 0.015 and f.await_times[2] >= 0.008  # cancelled call closed too
+    assert all(t.done for t in s.results.tasks[0])
