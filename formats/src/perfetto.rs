@@ -26,7 +26,6 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use prost::Message;
 use scope_profiler_analysis::{LaneLabels, Run};
 
 use crate::export_common::{io_err, lane_name, origin_ns, reconstruct, write_atomic};
@@ -184,6 +183,24 @@ fn await_pieces(gaps: &[(i64, i64)], own: i64) -> Vec<(i64, i64)> {
 ///
 /// Errors: `Nesting`, `NoCalls`.
 pub fn perfetto_trace(run: &Run, sel: &Selection) -> Result<Trace, ExportError> {
+    let mut packet = Vec::new();
+    emit_packets(run, sel, &mut |ps| {
+        packet.extend_from_slice(ps);
+        Ok(())
+    })?;
+    Ok(Trace { packet })
+}
+
+/// Packets are handed to `sink` in batches of this many, so a large run is streamed to the
+/// file instead of being held as one message.
+const BATCH: usize = 4096;
+
+/// Build the trace of `sel` and hand its packets, in order, to `sink` in batches.
+fn emit_packets(
+    run: &Run,
+    sel: &Selection,
+    sink: &mut dyn FnMut(&[TracePacket]) -> Result<(), ExportError>,
+) -> Result<(), ExportError> {
     let run = sel.apply(run);
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
@@ -372,19 +389,34 @@ pub fn perfetto_trace(run: &Run, sel: &Selection) -> Result<Trace, ExportError> 
                     ann,
                 ));
                 stack.push((i, pieces, 0));
+                if packets.len() >= BATCH {
+                    sink(&packets)?;
+                    packets.clear();
+                }
             }
             while let Some(mut e) = stack.pop() {
                 close(&mut e, &mut packets);
             }
         }
     }
-    Ok(Trace { packet: packets })
+    sink(&packets)
 }
 
 /// Write the Perfetto trace of `sel` to `path` atomically (parent directories created).
 ///
 /// Errors: `Nesting`, `NoCalls`, `Io` naming the path.
+/// Packets are streamed (each encoded as `Trace.packet`, field 1), so memory stays
+/// proportional to the reconstructed calls, not to the file.
 pub fn write_perfetto(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
-    let bytes = perfetto_trace(run, sel)?.encode_to_vec();
-    write_atomic(path, |w| w.write_all(&bytes).map_err(io_err(path)))
+    write_atomic(path, |w| {
+        let mut buf = Vec::with_capacity(256);
+        emit_packets(run, sel, &mut |ps| {
+            for p in ps {
+                buf.clear();
+                prost::encoding::message::encode(1, p, &mut buf);
+                w.write_all(&buf).map_err(io_err(path))?;
+            }
+            Ok(())
+        })
+    })
 }

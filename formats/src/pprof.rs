@@ -166,6 +166,8 @@ pub fn pprof_profile(run: &Run, sel: &Selection) -> Result<Profile, ExportError>
             })
             .collect();
         let rank_frame = if multi_rank { Some(b.f(&format!("rank {}", rc.rank), "", 0)) } else { None };
+        // path id per call id, shared by the lanes (a parent is on its child's lane)
+        let mut path_of = vec![usize::MAX; c.len()];
         for (lane, ids) in &rc.lanes {
             let lane_fn = b.f(&lane_name(&labels, rc.rank, *lane), "", 0);
             let mut root_stack = vec![lane_fn];
@@ -174,7 +176,6 @@ pub fn pprof_profile(run: &Run, sel: &Selection) -> Result<Profile, ExportError>
                 root_stack.extend(rank_frame);
             }
             // path id per call; paths: (parent path, function) -> id; stacks stored leaf first
-            let mut path_of: HashMap<usize, usize> = HashMap::with_capacity(ids.len());
             let mut path_ix: HashMap<(usize, u64), usize> = HashMap::new();
             let mut stacks: Vec<Vec<u64>> = Vec::new();
             let mut values: Vec<i64> = Vec::new();
@@ -182,7 +183,7 @@ pub fn pprof_profile(run: &Run, sel: &Selection) -> Result<Profile, ExportError>
                 lo = lo.min(c.start_ns[i]);
                 hi = hi.max(c.end_ns[i]);
                 let p = c.parent[i];
-                let parent_path = if p < 0 { usize::MAX } else { path_of[&(p as usize)] };
+                let parent_path = if p < 0 { usize::MAX } else { path_of[p as usize] };
                 let f = row_fn[c.region_index[i] as usize];
                 let pid = *path_ix.entry((parent_path, f)).or_insert_with(|| {
                     let mut st = vec![f];
@@ -195,7 +196,7 @@ pub fn pprof_profile(run: &Run, sel: &Selection) -> Result<Profile, ExportError>
                     values.push(0);
                     stacks.len() - 1
                 });
-                path_of.insert(i, pid);
+                path_of[i] = pid;
                 values[pid] += c.exclusive_ns[i];
             }
             samples.extend(stacks.into_iter().zip(values).map(|(location_id, v)| Sample { location_id, value: vec![v] }));

@@ -88,6 +88,7 @@ fn build_entries(
     root_name: &str,
     call_paths: bool,
     name_order: Option<&[String]>,
+    scratch: &mut Vec<usize>,
 ) -> Vec<StatEntry> {
     let c = &rc.calls;
     let root_key = key_of(root_name, None);
@@ -115,13 +116,15 @@ fn build_entries(
 
     if call_paths {
         // path identity = (parent path, region name id); path -> entry
-        let mut path_of_call: HashMap<usize, usize> = HashMap::with_capacity(ids.len());
+        // path id per call id (only this lane's entries are read: parents share the lane)
+        let path_of_call = &mut *scratch;
+        path_of_call.resize(c.len(), usize::MAX);
         let mut paths: HashMap<(usize, u32), usize> = HashMap::new(); // -> path id
         let mut path_entry: Vec<usize> = Vec::new();
         let mut path_names: Vec<String> = Vec::new();
         for &i in ids {
             let p = c.parent[i];
-            let parent_path = if p < 0 { usize::MAX } else { path_of_call[&(p as usize)] };
+            let parent_path = if p < 0 { usize::MAX } else { path_of_call[p as usize] };
             let region = run.regions[rc.rows[c.region_index[i] as usize]].region;
             let pid = match paths.get(&(parent_path, region)) {
                 Some(&pid) => pid,
@@ -140,7 +143,7 @@ fn build_entries(
                     pid
                 }
             };
-            path_of_call.insert(i, pid);
+            path_of_call[i] = pid;
             let e = path_entry[pid];
             let v = [1, 1, c.exclusive_ns[i], dur(i)];
             (0..4).for_each(|j| acc[e][j] += v[j]);
@@ -248,6 +251,7 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
     let mut out = Vec::new();
+    let mut scratch: Vec<usize> = Vec::new();
     for rc in &all {
         if rc.calls.is_empty() {
             continue;
@@ -261,7 +265,7 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
                     rank: rc.rank,
                     lane: Some(*lane),
                     lane_name: Some(lname),
-                    entries: build_entries(run, rc, ids, &root, opts.call_paths, sel.regions.as_deref()),
+                    entries: build_entries(run, rc, ids, &root, opts.call_paths, sel.regions.as_deref(), &mut scratch),
                 });
             }
         } else {
@@ -271,7 +275,7 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
                 rank: rc.rank,
                 lane: None,
                 lane_name: None,
-                entries: build_entries(run, rc, &ids, &root, opts.call_paths, sel.regions.as_deref()),
+                entries: build_entries(run, rc, &ids, &root, opts.call_paths, sel.regions.as_deref(), &mut scratch),
             });
         }
     }

@@ -131,6 +131,15 @@ fn await_pieces_fill_gaps_from_the_end() {
 }
 
 #[test]
+fn streamed_file_equals_the_message() {
+    let run = reference("threads");
+    let sel = Selection::new(vec![0], "threads");
+    let dir = tempfile::tempdir().unwrap();
+    write_perfetto(&run, &sel, &dir.path().join("t.pftrace")).unwrap();
+    assert_eq!(std::fs::read(dir.path().join("t.pftrace")).unwrap(), perfetto_trace(&run, &sel).unwrap().encode_to_vec());
+}
+
+#[test]
 fn errors() {
     let run = reference("single");
     let none = Selection::new(vec![0], "x").with_regions(vec!["nope".into()]);
