@@ -60,7 +60,11 @@ pub fn stack_runs(mut parts: Vec<(u32, Run)>, num_ranks: Option<u32>) -> Result<
         }
         for mut row in run.regions {
             row.region = *remap.get(row.region as usize).ok_or_else(|| {
-                format!("cannot stack runs: a row refers to region id {} of a run with {} names", row.region, remap.len())
+                format!(
+                    "cannot stack runs: a row refers to region id {} of a run with {} names",
+                    row.region,
+                    remap.len()
+                )
             })?;
             row.rank += offset;
             out.regions.push(row);
@@ -114,7 +118,17 @@ mod tests {
     }
 
     fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
-        ThreadRow { rank, index, ident: 1, native_id: 2, daemon: false, start_ns: 0, end_ns: -1, cpu_ns: 3, name: name.into() }
+        ThreadRow {
+            rank,
+            index,
+            ident: 1,
+            native_id: 2,
+            daemon: false,
+            start_ns: 0,
+            end_ns: -1,
+            cpu_ns: 3,
+            name: name.into(),
+        }
     }
 
     fn single(names: &[&str], rows: Vec<RegionCalls>, threads: Vec<ThreadRow>) -> Run {
@@ -130,11 +144,16 @@ mod tests {
 
     #[test]
     fn parts_become_rank_blocks_with_their_own_lanes() {
-        let a = single(&["a", "b"], vec![row(0, 0, vec![1, 2], Some(vec![0, 1])), row(1, 0, vec![3], Some(vec![1]))], vec![
-            thread(0, 0, "MainThread"),
-            thread(0, 1, "w"),
-        ]);
-        let b = single(&["b", "c"], vec![row(0, 0, vec![7], Some(vec![0])), row(1, 0, vec![8], Some(vec![0]))], vec![thread(0, 0, "MainThread")]);
+        let a = single(
+            &["a", "b"],
+            vec![row(0, 0, vec![1, 2], Some(vec![0, 1])), row(1, 0, vec![3], Some(vec![1]))],
+            vec![thread(0, 0, "MainThread"), thread(0, 1, "w")],
+        );
+        let b = single(
+            &["b", "c"],
+            vec![row(0, 0, vec![7], Some(vec![0])), row(1, 0, vec![8], Some(vec![0]))],
+            vec![thread(0, 0, "MainThread")],
+        );
         let run = stack_runs(vec![(1, b), (0, a)], None).unwrap();
         assert_eq!(run.region_names, vec!["a", "b", "c"]);
         assert_eq!(run.num_ranks, 2);

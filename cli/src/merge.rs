@@ -19,6 +19,7 @@ pub fn read_merged(files: &[PathBuf]) -> Result<Run, String> {
     }
     let mut run = stack_runs(parts, Some(offset))?;
     run.metadata.retain(|(k, _)| k != "merged_from");
-    run.metadata.push(("merged_from".into(), MetaValue::StrList(files.iter().map(|f| f.display().to_string()).collect())));
+    run.metadata
+        .push(("merged_from".into(), MetaValue::StrList(files.iter().map(|f| f.display().to_string()).collect())));
     Ok(run)
 }

@@ -121,7 +121,9 @@ impl<'a> Dec<'a> {
     }
     fn col(&mut self, n: usize) -> D<Int64Array> {
         let bytes = self.take(n.checked_mul(8).ok_or("length out of range")?)?;
-        Ok(Int64Array::from(bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<i64>>()))
+        Ok(Int64Array::from(
+            bytes.chunks_exact(8).map(|c| i64::from_le_bytes(c.try_into().unwrap())).collect::<Vec<i64>>(),
+        ))
     }
 }
 
@@ -267,7 +269,8 @@ pub fn decode_run(bytes: &[u8]) -> Result<Run, String> {
     }
     for _ in 0..d.len()? {
         let rank = d.u32()?;
-        let (index, ident, native_id, start_ns, end_ns, cpu_ns) = (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
+        let (index, ident, native_id, start_ns, end_ns, cpu_ns) =
+            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name });
@@ -277,7 +280,19 @@ pub fn decode_run(bytes: &[u8]) -> Result<Run, String> {
         let (index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns) =
             (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
         let (kind, name, coro_name) = (d.str()?, d.str()?, d.str()?);
-        run.tasks.push(TaskRow { rank, index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns, kind, name, coro_name });
+        run.tasks.push(TaskRow {
+            rank,
+            index,
+            thread_index,
+            created_ns,
+            done_ns,
+            steps,
+            running_ns,
+            suspended_ns,
+            kind,
+            name,
+            coro_name,
+        });
     }
     for _ in 0..d.len()? {
         let key = d.str()?;
@@ -393,7 +408,17 @@ mod tests {
                 event_metadata: None,
                 exclusive_total_ns: Some(3),
             }],
-            threads: vec![ThreadRow { rank: 0, index: 0, ident: 1, native_id: 2, daemon: true, start_ns: 3, end_ns: -1, cpu_ns: 5, name: "M".into() }],
+            threads: vec![ThreadRow {
+                rank: 0,
+                index: 0,
+                ident: 1,
+                native_id: 2,
+                daemon: true,
+                start_ns: 3,
+                end_ns: -1,
+                cpu_ns: 5,
+                name: "M".into(),
+            }],
             tasks: vec![TaskRow {
                 rank: 0,
                 index: 0,

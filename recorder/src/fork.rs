@@ -80,7 +80,8 @@ mod tests {
         let (done_tx, done_rx) = mpsc::channel::<()>();
         let r2 = rec.clone();
         let other = thread::spawn(move || {
-            let (st, _) = r2.register_current_thread(ThreadInfo { name: "w".into(), native_id: 12, ..Default::default() });
+            let (st, _) =
+                r2.register_current_thread(ThreadInfo { name: "w".into(), native_id: 12, ..Default::default() });
             st.enter(0, false);
             st.exit(0);
             ready_tx.send(()).unwrap();
