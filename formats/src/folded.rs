@@ -89,10 +89,10 @@ pub fn folded_stacks(run: &Run, sel: &Selection, unit: FoldedUnit) -> Result<Vec
             let root = sanitize_frame(&names[lane]);
             let mut lines: Vec<(String, u64)> = Vec::new();
             let mut path_rows: Vec<u32> = Vec::new();
-            for node in 1..parent_of.len() {
+            for (node, &own) in self_ns.iter().enumerate().skip(1) {
                 let count = match unit {
-                    FoldedUnit::Nanoseconds => self_ns[node],
-                    FoldedUnit::Microseconds => (self_ns[node] + 500) / 1000,
+                    FoldedUnit::Nanoseconds => own,
+                    FoldedUnit::Microseconds => (own + 500) / 1000,
                 };
                 if count == 0 {
                     continue;

@@ -40,6 +40,7 @@ use parquet::arrow::ArrowWriter;
 use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
+use parquet::schema::types::ColumnPath;
 use scope_profiler_analysis::{LaneLabels, Run};
 
 use crate::lane_export::{reconstruct, write_atomic};
@@ -114,6 +115,11 @@ fn props(run: &Run, sel: &Selection) -> WriterProperties {
     }
     WriterProperties::builder()
         .set_compression(Compression::SNAPPY)
+        // dictionary pages only where values repeat (names, kinds); the int64 columns are
+        // mostly distinct and a dictionary attempt there only costs time
+        .set_dictionary_enabled(false)
+        .set_column_dictionary_enabled(ColumnPath::from("region"), true)
+        .set_column_dictionary_enabled(ColumnPath::from("kind"), true)
         .set_key_value_metadata(Some(kv))
         .build()
 }
@@ -123,7 +129,10 @@ fn pq_err(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> ExportError 
 }
 
 /// The events of `sel` as one record batch ([`events_schema`]), plus calls per (rank, lane).
-fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, HashMap<(u32, i64), i64>), ExportError> {
+/// Calls per (rank, lane).
+type CallsPerLane = HashMap<(u32, i64), i64>;
+
+fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, CallsPerLane), ExportError> {
     let all = reconstruct(run, &sel.ranks)?;
     let n: usize = all.iter().map(|r| r.calls.len()).sum();
     let mut rank = Vec::with_capacity(n);
@@ -134,7 +143,7 @@ fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, HashMap<(u32
         (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
     let mut await_ns: Vec<Option<i64>> = Vec::with_capacity(n);
     let (mut depth, mut lane, mut excl) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut per_lane: HashMap<(u32, i64), i64> = HashMap::new();
+    let mut per_lane: CallsPerLane = HashMap::new();
     let mut base = 0i64;
     for r in &all {
         let c = &r.calls;
@@ -190,7 +199,7 @@ fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, HashMap<(u32
 }
 
 /// The thread and task tables of the selected ranks as one record batch ([`lanes_schema`]).
-fn lanes_batch(run: &Run, sel: &Selection, per_lane: &HashMap<(u32, i64), i64>) -> Result<RecordBatch, ExportError> {
+fn lanes_batch(run: &Run, sel: &Selection, per_lane: &CallsPerLane) -> Result<RecordBatch, ExportError> {
     let mut rank = Vec::new();
     let mut lane = Vec::new();
     let mut kind: Vec<&str> = Vec::new();
@@ -201,11 +210,15 @@ fn lanes_batch(run: &Run, sel: &Selection, per_lane: &HashMap<(u32, i64), i64>) 
     let mut start = Vec::new();
     let mut end: Vec<Option<i64>> = Vec::new();
     let mut num_calls = Vec::new();
-    let (mut ident, mut native_id, mut daemon, mut cpu): (Vec<Option<i64>>, Vec<Option<i64>>, Vec<Option<bool>>, Vec<Option<i64>>) =
-        (Vec::new(), Vec::new(), Vec::new(), Vec::new());
-    let (mut task_kind, mut coro): (Vec<Option<String>>, Vec<Option<String>>) = (Vec::new(), Vec::new());
-    let (mut steps, mut running, mut suspended): (Vec<Option<i64>>, Vec<Option<i64>>, Vec<Option<i64>>) =
-        (Vec::new(), Vec::new(), Vec::new());
+    let mut ident: Vec<Option<i64>> = Vec::new();
+    let mut native_id: Vec<Option<i64>> = Vec::new();
+    let mut daemon: Vec<Option<bool>> = Vec::new();
+    let mut cpu: Vec<Option<i64>> = Vec::new();
+    let mut task_kind: Vec<Option<String>> = Vec::new();
+    let mut coro: Vec<Option<String>> = Vec::new();
+    let mut steps: Vec<Option<i64>> = Vec::new();
+    let mut running: Vec<Option<i64>> = Vec::new();
+    let mut suspended: Vec<Option<i64>> = Vec::new();
     let mut ranks = sel.ranks.clone();
     ranks.dedup();
     // lane-table times are stored relative to metadata start_time_ns; put them on the
