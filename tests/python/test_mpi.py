@@ -148,16 +148,40 @@ m = ProfileManager()
 with m.session(file_path=f"{out_dir}/untracked.h5", output_mode="parallel", verbose=False):
     with m.profile_region("solo"):
         pass
+# 4. track_async: every rank's task table and task/await columns in the one file
+import asyncio
+
+async def job(i):
+    with m.profile_region("step"):
+        await asyncio.sleep(0.001 * (i + 1))
+
+async def main_tasks():
+    await asyncio.gather(*(job(i) for i in range(rank + 2)))
+
+m = ProfileManager()
+with m.session(file_path=f"{out_dir}/tasks.h5", track_async=True, verbose=False):
+    asyncio.run(main_tasks())
 if rank == 0:
     u = sp.read_h5(f"{out_dir}/untracked.h5")
     report["untracked"] = {"num_ranks": u.num_ranks, "ranks": u["solo"].ranks, "threads": len(u.threads)}
+    t = sp.read_h5(f"{out_dir}/tasks.h5")
+    report["tasks"] = {
+        str(k): {
+            "steps": t["step"][k].num_calls,
+            "task_ids_known": set(int(x) for x in t["step"][k].task_ids) <= {x.index for x in t.tasks[k]},
+            "job_tasks": sum(1 for x in t.tasks[k] if x.coro_name.endswith("job")),
+            "await_positive": bool((t["step"][k].await_times_ns > 0).all()),
+            "ranks_of_rows": sorted({x.rank for x in t.tasks[k]}),
+        }
+        for k in range(t.num_ranks)
+    }
     with open(f"{out_dir}/report.json", "w") as f:
         json.dump(report, f)
 """
 
 
 @needs_mpi
-def test_mpi_modes_errors_and_in_memory_results(tmp_path):
+def test_mpi_modes_errors_in_memory_results_and_task_tables(tmp_path):
     script = tmp_path / "job.py"
     script.write_text(JOB)
     mpirun(NP, script, tmp_path, cwd=tmp_path)
@@ -171,6 +195,11 @@ def test_mpi_modes_errors_and_in_memory_results(tmp_path):
     for k in range(NP):
         assert mem["threads"][str(k)] == ["MainThread", f"t{k}"]
     assert report["untracked"] == {"num_ranks": NP, "ranks": list(range(NP)), "threads": 0}
+    assert report["tasks"] == {
+        str(k): {"steps": k + 2, "task_ids_known": True, "job_tasks": k + 2, "await_positive": True,
+                 "ranks_of_rows": [k]}
+        for k in range(NP)
+    }
 
 
 @needs_mpi
