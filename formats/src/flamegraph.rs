@@ -25,7 +25,7 @@ fn title(sel: &Selection) -> String {
 fn options(sel: &Selection) -> Options<'static> {
     let mut opt = Options::default();
     opt.title = title(sel);
-    opt.subtitle = Some("self time per region path, one tower per thread / task".into());
+    opt.subtitle = Some("wall time per region path in ns (self + children), one tower per thread / task".into());
     opt.count_name = "ns".into();
     opt.name_type = "Region:".into();
     opt.deterministic = true;
