@@ -145,3 +145,24 @@ def test_cli_summary_merge(workers, tmp_path):
     assert separate.returncode == 0 and separate.stdout.count("1 rank(s)") == 3
     bad = run_cli("summary", "--merge", files[0], str(tmp_path / "missing.h5"))
     assert bad.returncode == 1 and "missing.h5" in bad.stderr
+
+
+def test_run_transport_round_trip(workers):
+    """The encoding MPI ranks send to rank 0: lossless, and refuses damaged input."""
+    from scope_profiler import _native
+
+    run = workers[2]._native_run()
+    blob = _native._run_to_bytes(run)
+    back = _native._run_from_bytes(bytearray(blob))
+    assert _native._run_to_bytes(back) == blob
+    r = ProfilingResults._from_native(back)
+    assert r.region_names == workers[2].region_names
+    assert [t.name for t in r.threads[0]] == [t.name for t in workers[2].threads[0]]
+    assert np.array_equal(r["item"][0].thread_ids, workers[2]["item"][0].thread_ids)
+    for bad in (blob[:-1], blob + b"\0", b"nope" + blob[4:]):
+        with pytest.raises(ValueError, match="cannot decode a run"):
+            _native._run_from_bytes(bad)
+    stacked = _native._stack_runs([(0, run), (1, blob)], num_ranks=2)
+    assert stacked.num_ranks == 2
+    with pytest.raises(ValueError, match="claimed by two parts"):
+        _native._stack_runs([(0, run), (0, blob)])
