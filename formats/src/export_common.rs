@@ -1,6 +1,7 @@
-//! Shared pieces of the lane-aware export writers (pstats, Chrome trace, Perfetto, pprof,
-//! speedscope): reconstruction of the selected ranks, lane order and names, atomic file
-//! writing. Crate-internal.
+//! Shared pieces of the lane-aware export writers (speedscope, pstats, Chrome trace,
+//! Perfetto, pprof, folded stacks, flame graph, timeline, Parquet): reconstruction of the
+//! selected ranks, lane order and names, atomic file writing. Crate-internal.
+use std::collections::HashMap;
 use std::fs;
 use std::io::Write;
 use std::path::{Path, PathBuf};
@@ -79,6 +80,35 @@ pub(crate) fn lane_name(labels: &LaneLabels<'_>, rank: u32, lane: i64) -> String
     }
 }
 
+/// Root-frame / row names of the lanes of one rank: [`lane_name`], prefixed `"rank R - "`
+/// when several ranks are exported (lane -1 stays `"rank R"`). A name that two lanes share
+/// gets `" [lane L]"` so their stacks stay apart.
+pub(crate) fn lane_names(run: &Run, r: &RankCalls, multi_rank: bool) -> HashMap<i64, String> {
+    let labels = LaneLabels::new(run, r.rank);
+    let mut names: Vec<(i64, String)> = r
+        .lanes
+        .iter()
+        .map(|&(lane, _)| {
+            let name = lane_name(&labels, r.rank, lane);
+            if multi_rank && lane != -1 {
+                (lane, format!("rank {} - {name}", r.rank))
+            } else {
+                (lane, name)
+            }
+        })
+        .collect();
+    let mut count: HashMap<String, usize> = HashMap::new();
+    for (_, n) in &names {
+        *count.entry(n.clone()).or_default() += 1;
+    }
+    for (lane, n) in &mut names {
+        if count[n.as_str()] > 1 {
+            *n = format!("{n} [lane {lane}]");
+        }
+    }
+    names.into_iter().collect()
+}
+
 /// Time origin of a run, ns on the recording clock: `metadata.start_time_ns` when it is not
 /// after the earliest selected call, else the earliest selected call's start.
 pub(crate) fn origin_ns(run: &Run, all: &[RankCalls]) -> i64 {
@@ -91,10 +121,11 @@ pub(crate) fn origin_ns(run: &Run, all: &[RankCalls]) -> i64 {
 
 /// Write `path` atomically: `fill` streams into a temp file beside it which is renamed over
 /// `path` on success (a failed export leaves nothing behind). Parent directories are created;
-/// the file gets the usual `0o666 & !umask` mode.
+/// the file gets the usual `0o666 & !umask` mode. `fill` writes through a 64 KiB buffer that is
+/// flushed afterwards; the writer is `Send` so it can back a Parquet `ArrowWriter`.
 pub(crate) fn write_atomic(
     path: &Path,
-    fill: impl FnOnce(&mut dyn Write) -> Result<(), ExportError>,
+    fill: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
     let io = |e: std::io::Error| ExportError::Io(format!("could not write {}: {e}", path.display()));
     let dir = match path.parent() {

@@ -12,7 +12,7 @@ use inferno::flamegraph::{self, Options};
 use scope_profiler_analysis::Run;
 
 use crate::folded::{folded_stacks, FoldedUnit};
-use crate::lane_export::{io_err, write_atomic};
+use crate::export_common::{io_err, write_atomic};
 use crate::{ExportError, Selection};
 
 fn title(sel: &Selection) -> String {

@@ -3,7 +3,7 @@
 //!
 //! The input of Brendan Gregg's `flamegraph.pl`, inferno, speedscope's collapsed-stack
 //! importer and most flame-graph tools. Each lane's label is the root frame, so threads
-//! and tasks stay apart (see [`crate::lane_export`] for the names). Lines are grouped by
+//! and tasks stay apart (see [`crate::export_common`] for the names). Lines are grouped by
 //! lane in display order (main thread first, then other threads, the unknown lane, tasks)
 //! and sorted within a lane; paths with zero self time are left out.
 //!
@@ -15,7 +15,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::Run;
 
-use crate::lane_export::{io_err, lane_names, reconstruct, write_atomic};
+use crate::export_common::{io_err, lane_names, reconstruct, write_atomic};
 use crate::{ExportError, Selection};
 
 /// Unit of the counts.
@@ -142,11 +142,10 @@ pub fn write_folded(run: &Run, sel: &Selection, path: &Path) -> Result<(), Expor
 /// [`write_folded`] with a choice of unit.
 pub fn write_folded_unit(run: &Run, sel: &Selection, unit: FoldedUnit, path: &Path) -> Result<(), ExportError> {
     let lines = folded_stacks(run, sel, unit)?;
-    write_atomic(path, |f| {
-        let mut w = BufWriter::with_capacity(1 << 16, f);
+    write_atomic(path, |w| {
         for (p, count) in &lines {
             writeln!(w, "{p} {count}").map_err(io_err(path))?;
         }
-        w.flush().map_err(io_err(path))
+        Ok(())
     })
 }

@@ -12,7 +12,6 @@ pub mod folded;
 pub mod flamegraph;
 pub mod timeline;
 pub mod parquet_export;
-mod lane_export;
 
 pub use self::hdf5::{read_h5, write_h5, H5Error};
 pub use self::hdf5::{read_h5_summary, RunSummary, SummaryRow};

@@ -43,7 +43,7 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use scope_profiler_analysis::{LaneLabels, Run};
 
-use crate::lane_export::{reconstruct, write_atomic};
+use crate::export_common::{reconstruct, write_atomic};
 use crate::speedscope::EXPORTER;
 use crate::{ExportError, Selection};
 

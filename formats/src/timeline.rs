@@ -18,7 +18,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::{LaneLabels, Run};
 
-use crate::lane_export::{io_err, reconstruct, run_origin, write_atomic, RankLanes};
+use crate::export_common::{io_err, origin_ns, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// Layout knobs of the timeline.
@@ -138,7 +138,7 @@ fn nice_step(raw: f64) -> f64 {
 
 /// One row of the picture.
 struct Row<'a> {
-    r: &'a RankLanes,
+    r: &'a RankCalls,
     lane: i64,
     ids: &'a [usize],
     label: String,
@@ -150,7 +150,7 @@ struct Row<'a> {
 
 /// Rows of one rank: each thread (ascending index) followed by the tasks that ran on it,
 /// then the unknown lane, then tasks of threads without a row.
-fn rank_rows<'a>(run: &Run, r: &'a RankLanes, end_ns: i64) -> Vec<Row<'a>> {
+fn rank_rows<'a>(run: &Run, r: &'a RankCalls, end_ns: i64) -> Vec<Row<'a>> {
     // lane-table times are relative to metadata start_time_ns: no band without it
     let t0 = run.meta_int("start_time_ns");
     let life = |a: i64, b: i64| t0.map(|t0| (t0 + a, if b < 0 { end_ns } else { t0 + b }));
@@ -235,7 +235,7 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
     let applied = sel.apply(run);
     let run: &Run = &applied;
     let all = reconstruct(run, &sel.ranks)?;
-    let origin = run_origin(run, &all);
+    let origin = origin_ns(run, &all);
     let end = all.iter().flat_map(|r| r.calls.end_ns.iter().copied()).max().unwrap_or(origin);
     let span = (end - origin).max(1) as f64;
     let width = opt.width.max(LABEL_W + RIGHT_PAD + 200.0);
