@@ -111,8 +111,8 @@ step "cargo test (release profile, shared target dir with the wheel build)"
 cargo test --release --workspace --exclude scope-profiler-py
 
 step "build and install the extension (maturin develop --release)"
-VIRTUAL_ENV="$VENV" maturin develop --release --quiet 2>&1 | grep -v '^📦\|^🔗\|^🐍\|^📡' || true
-"$VENV/bin/python" -c "import scope_profiler._native" 
+VIRTUAL_ENV="$VENV" maturin develop --release --quiet
+"$VENV/bin/python" -c "import scope_profiler._native"
 
 step "pytest"
 "$VENV/bin/python" -m pytest tests/python -q -p no:cacheprovider "$@"
