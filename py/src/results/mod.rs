@@ -6,7 +6,6 @@ pub mod arrays;
 pub mod callstack;
 pub mod convert;
 pub mod exports;
-pub mod exports_graphics;
 pub mod frames;
 pub mod summary;
 
@@ -17,6 +16,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(frames::table_from_columns, m)?)?;
     m.add_function(wrap_pyfunction!(summary::read_h5_summary, m)?)?;
     exports::register(m)?;
-    exports_graphics::register(m)?;
     Ok(())
 }
