@@ -29,61 +29,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import _native
-from .export import _as_runs, _filename_slug, _normalize_ranks, _unique_labels
+from .export import _one_file_per_run, _prepare, _target_path
 from .results import ProfilingResults
 
 __all__ = ["export_folded", "export_flamegraph_svg", "export_timeline_svg", "export_parquet"]
-
-
-def _prepare(profiling_data, ranks, include, exclude):
-    """Validate like every exporter: ``(runs, ranks, [(label, run, names, ranks with
-    calls)])`` for the runs that have calls on the selected ranks (``names`` None = all
-    regions)."""
-    runs = _as_runs(profiling_data)
-    if not runs:
-        return [], [], []
-    selected_ranks = _normalize_ranks(ranks) if ranks is not None else [0]
-    labels = _unique_labels([run.display_label for run in runs])
-    prepared = []
-    for label, run in zip(labels, runs):
-        regions = run.get_regions(include=include, exclude=exclude)
-        if not regions:
-            raise ValueError("No regions matched the selected filters.")
-        for rank in selected_ranks:
-            if rank < 0 or rank >= run.num_ranks:
-                raise ValueError(f"Invalid rank requested: {rank}")
-        with_calls = [
-            rank
-            for rank in selected_ranks
-            if any(region.regions[rank].num_calls for region in regions if rank in region.regions)
-        ]
-        if with_calls:
-            names = None if include is None and exclude is None else [r.name for r in regions]
-            prepared.append((label, run, names, with_calls))
-    if not prepared:
-        raise ValueError("No calls recorded for the requested ranks.")
-    return runs, selected_ranks, prepared
-
-
-def _one_file_per_run(profiling_data, filepath, ranks, include, exclude, default_suffix, write, note, verbose):
-    runs, selected_ranks, prepared = _prepare(profiling_data, ranks, include, exclude)
-    if not runs:
-        return []
-    base = Path(filepath)
-    stem, dot, extension = base.name.partition(".")
-    suffix = f".{extension}" if dot else default_suffix
-    written: list[Path] = []
-    for label, run, names, _ in prepared:
-        parts = [stem]
-        if len(runs) > 1:
-            parts.append(_filename_slug(label))
-        path = base.with_name("_".join(parts) + suffix)
-        paths = [Path(p) for p in write(run._native_run(), selected_ranks, label, os.fspath(path), names)]
-        written.extend(paths)
-        if verbose:
-            for p in paths:
-                print(f"Wrote {p} ({note})")
-    return written
 
 
 def export_folded(
@@ -162,11 +111,7 @@ def export_flamegraph_svg(
     written: list[Path] = []
     for label, run, names, with_calls in prepared:
         for rank in with_calls:
-            parts = [base.stem]
-            if len(runs) > 1:
-                parts.append(_filename_slug(label))
-            parts.append(f"rank{rank}")
-            path = base.with_name("_".join(parts) + suffix)
+            path = _target_path(base, base.stem, suffix, label, len(runs) > 1, rank)
             for p in _native.write_flamegraph_svg(run._native_run(), [rank], label, os.fspath(path), names):
                 written.append(Path(p))
                 if verbose:

@@ -18,64 +18,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from . import _native
-from .export import _as_runs, _filename_slug, _normalize_ranks, _unique_labels
+from .export import _one_file_per_run, _prepare, _target_path
 from .results import ProfilingResults
 
 __all__ = ["export_prof", "export_chrome_trace", "export_perfetto", "export_pprof"]
-
-
-def _prepare(profiling_data, ranks, include, exclude, always_names=False):
-    """Validate like every exporter: ``(labels, runs, ranks, [(label, run, names)])`` for
-    the runs that have calls on the selected ranks (``names`` None = all regions, unless
-    ``always_names``: then the ``get_regions`` names, whose order some formats keep)."""
-    runs = _as_runs(profiling_data)
-    if not runs:
-        return [], [], [], []
-    selected_ranks = _normalize_ranks(ranks) if ranks is not None else [0]
-    labels = _unique_labels([run.display_label for run in runs])
-    prepared = []
-    for label, run in zip(labels, runs):
-        regions = run.get_regions(include=include, exclude=exclude)
-        if not regions:
-            raise ValueError("No regions matched the selected filters.")
-        for rank in selected_ranks:
-            if rank < 0 or rank >= run.num_ranks:
-                raise ValueError(f"Invalid rank requested: {rank}")
-        has_calls = any(
-            region.regions[rank].num_calls
-            for region in regions
-            for rank in selected_ranks
-            if rank in region.regions
-        )
-        if has_calls:
-            unfiltered = include is None and exclude is None and not always_names
-            names = None if unfiltered else [r.name for r in regions]
-            prepared.append((label, run, names))
-    if not prepared:
-        raise ValueError("No calls recorded for the requested ranks.")
-    return labels, runs, selected_ranks, prepared
-
-
-def _one_file_per_run(profiling_data, filepath, ranks, include, exclude, default_suffix, writer, note, verbose):
-    """Speedscope naming (spec-exports §1, §4): ``name.partition(".")`` keeps the tail as
-    the suffix (else ``default_suffix``); with several runs ``_<label slug>`` joins the stem."""
-    labels, runs, selected_ranks, prepared = _prepare(profiling_data, ranks, include, exclude)
-    if not runs:
-        return []
-    base = Path(filepath)
-    stem, dot, extension = base.name.partition(".")
-    suffix = f".{extension}" if dot else default_suffix
-    written = []
-    for label, run, names in prepared:
-        parts = [stem]
-        if len(runs) > 1:
-            parts.append(_filename_slug(label))
-        path = base.with_name("_".join(parts) + suffix)
-        writer(run._native_run(), selected_ranks, label, os.fspath(path), names)
-        written.append(path)
-        if verbose:
-            print(f"Wrote {path} ({note})")
-    return written
 
 
 def export_prof(
@@ -97,17 +43,14 @@ def export_prof(
     region. Recursion (primitive calls) is judged per lane: a same-named call on another
     thread or task is not recursion (unlike the reference).
     """
-    labels, runs, selected_ranks, prepared = _prepare(profiling_data, ranks, include, exclude, always_names=True)
+    runs, selected_ranks, prepared = _prepare(profiling_data, ranks, include, exclude, always_names=True)
     if not runs:
         return []
     base = Path(filepath)
     suffix = base.suffix or ".prof"
     written: list[Path] = []
-    for label, run, names in prepared:
-        parts = [base.stem]
-        if len(runs) > 1:
-            parts.append(_filename_slug(label))
-        target = base.with_name("_".join(parts) + suffix)
+    for label, run, names, _ in prepared:
+        target = _target_path(base, base.stem, suffix, label, len(runs) > 1)
         paths = _native.write_prof(
             run._native_run(), selected_ranks, label, os.fspath(target), names,
             call_paths=call_paths, per_lane=per_lane,
