@@ -101,8 +101,9 @@ pub fn lane_id(thread_id: i64, task_id: i64) -> i64 {
     }
 }
 
-/// Python's `repr()` of a string (used in the reference's error messages).
-pub(crate) fn py_repr(s: &str) -> String {
+/// Python's `repr()` of a string (used in the reference's error messages; the HDF5 reader
+/// and writer in `scope-profiler-formats` use it too).
+pub fn py_repr(s: &str) -> String {
     let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
     let mut out = String::with_capacity(s.len() + 2);
     out.push(quote);

@@ -8,7 +8,7 @@ pub mod run;
 pub mod stack;
 
 pub use cache::{Reconstruction, RunAnalysis};
-pub use callstack::{build_call_arrays, lane_id, split_by_lane, CallArrays, NestingError, RegionInput};
+pub use callstack::{build_call_arrays, lane_id, py_repr, split_by_lane, CallArrays, NestingError, RegionInput};
 pub use lanes::{lane_label, thread_summary, thread_summary_from, LaneLabels, ThreadSummaryRow};
 pub use rank_calls::{assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, region_input};
 pub use run::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};

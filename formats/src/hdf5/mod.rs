@@ -52,25 +52,5 @@ pub(crate) type R<T> = Result<T, H5Error>;
 pub const SCHEMA_VERSION: i64 = 3;
 pub(crate) const SCHEMA_ATTRIBUTE: &str = "scope_profiler_schema";
 
-/// Python's `repr()` of a string.
-pub(crate) fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => out.push_str(&format!("\\x{:02x}", c as u32)),
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
-}
+/// Python's `repr()` of a string (shared with the analysis crate's error messages).
+pub(crate) use scope_profiler_analysis::py_repr;
