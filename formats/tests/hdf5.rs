@@ -481,6 +481,13 @@ fn damaged_event_index() {
     expect_corrupt(&p);
     let p = damaged_index(dir.path(), "short.h5", "ranks", &[0, 0]);
     expect_corrupt(&p);
+    // a damaged rank must not make readers and exporters walk billions of empty ranks
+    let p = damaged_index(dir.path(), "hugerank.h5", "ranks", &[0, 0, 0, 4_000_000_000]);
+    let m = expect_corrupt(&p);
+    assert!(m.contains("claims 4000000001 ranks") && m.contains("The file is damaged"), "{m}");
+    let p = damaged_index(dir.path(), "gaprank.h5", "ranks", &[0, 0, 0, 7]);
+    let m = expect_corrupt(&p);
+    assert!(m.contains("highest rank 7, mpi_size 1, 4 index rows"), "{m}");
 }
 
 #[test]

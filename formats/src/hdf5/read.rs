@@ -151,12 +151,25 @@ pub(crate) fn aggregate_error(ctx: &Ctx) -> H5Error {
     ))
 }
 
+/// Most ranks a file may claim (4M: beyond the largest MPI jobs). A damaged rank column or
+/// `mpi_size` must not make readers and exporters loop over billions of empty ranks.
+pub(crate) const MAX_RANKS: i64 = 1 << 22;
+
 /// `max(metadata.mpi_size, max rank + 1)`, 0 without rows.
-pub(crate) fn num_ranks(metadata: &[(String, MetaValue)], max_rank: Option<u32>) -> u32 {
-    match max_rank {
-        None => 0,
-        Some(max_rank) => mpi_size(metadata).max(max_rank as i64 + 1).clamp(0, u32::MAX as i64) as u32,
+///
+/// Errors (`Corrupt`, naming the file) when the count exceeds [`MAX_RANKS`], or when the
+/// highest rank is beyond both `mpi_size` and the number of index rows (every rank at or
+/// above `mpi_size` must have rows of its own, so no valid file has that).
+pub(crate) fn num_ranks(ctx: &Ctx, metadata: &[(String, MetaValue)], max_rank: Option<u32>, rows: usize) -> R<u32> {
+    let Some(max_rank) = max_rank else { return Ok(0) };
+    let size = mpi_size(metadata);
+    let claimed = size.max(max_rank as i64 + 1);
+    if claimed > MAX_RANKS || (max_rank as i64 >= size && max_rank as usize >= rows) {
+        return Err(ctx.corrupt(&format!(
+            "claims {claimed} ranks (highest rank {max_rank}, mpi_size {size}, {rows} index rows). The file is damaged."
+        )));
     }
+    Ok(claimed.max(0) as u32)
 }
 
 pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
@@ -173,7 +186,7 @@ pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
         }
         read_columnar(&file, ctx, &mut run)?;
         read_lane_tables(&file, ctx, &mut run)?;
-        run.num_ranks = num_ranks(&run.metadata, run.regions.iter().map(|r| r.rank).max());
+        run.num_ranks = num_ranks(ctx, &run.metadata, run.regions.iter().map(|r| r.rank).max(), run.regions.len())?;
     } else {
         if groups.is_empty() && !has(&file, "region_table") {
             return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));

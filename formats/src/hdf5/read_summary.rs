@@ -138,7 +138,7 @@ fn read_summary_inner(path: &Path, ctx: &Ctx) -> R<Option<RunSummary>> {
     read_lane_tables(&file, ctx, &mut lanes)?;
     out.threads = lanes.threads;
     out.tasks = lanes.tasks;
-    out.num_ranks = num_ranks(&out.metadata, out.rows.iter().map(|r| r.rank).max());
+    out.num_ranks = num_ranks(ctx, &out.metadata, out.rows.iter().map(|r| r.rank).max(), out.rows.len())?;
     Ok(Some(out))
 }
 
