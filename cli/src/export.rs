@@ -167,8 +167,10 @@ pub fn export_many(
         })
     };
     match jobs {
+        // more workers than files only costs thread start-up (and -j 100000 would start
+        // 100000 threads): at most one per file, and never more than 1024
         Some(n) => rayon::ThreadPoolBuilder::new()
-            .num_threads(n.max(1))
+            .num_threads(n.clamp(1, files.len().clamp(1, 1024)))
             .build()
             .map_err(|e| format!("cannot start {n} workers: {e}"))?
             .install(work),
