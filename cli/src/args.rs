@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     name = "scope-profiler",
     version,
     about = "Region profiler for concurrent Python programs (threads, asyncio, greenlets, MPI)",
-    after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler summary profiling_data.h5\n  scope-profiler threads profiling_data.h5\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,parquet runs/*.h5 -o out/\n  scope-profiler timeline profiling_data.h5 -o timeline.svg"
+    after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run --track-async my_asyncio_app.py\n  scope-profiler summary profiling_data.h5\n  scope-profiler threads profiling_data.h5\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,parquet runs/*.h5 -o out/\n  scope-profiler timeline profiling_data.h5 -o timeline.svg"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -74,6 +74,11 @@ pub enum Command {
         /// Record the thread of every call and the thread table (`track_threads=True`).
         #[arg(long)]
         track_threads: bool,
+        /// Also record asyncio tasks and greenlets as lanes, with per-call await time
+        /// (`track_async=True`; implies --track-threads). Needed for asyncio programs: without
+        /// it, calls of interleaved tasks share their thread's stack.
+        #[arg(long)]
+        track_async: bool,
         /// The `.h5` file to write.
         #[arg(short = 'o', long = "output", default_value = "profiling_data.h5")]
         output: PathBuf,

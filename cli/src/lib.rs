@@ -21,6 +21,8 @@ pub struct RunRequest {
     pub script: PathBuf,
     pub args: Vec<String>,
     pub track_threads: bool,
+    /// `track_async=True` (implies `track_threads`).
+    pub track_async: bool,
     pub output: PathBuf,
     pub speedscope: bool,
     pub quiet: bool,
@@ -51,10 +53,11 @@ where
         }
     };
     match cli.command {
-        Command::Run { track_threads, output, no_speedscope, quiet, script, args } => Outcome::Run(RunRequest {
+        Command::Run { track_threads, track_async, output, no_speedscope, quiet, script, args } => Outcome::Run(RunRequest {
             script,
             args,
-            track_threads,
+            track_threads: track_threads || track_async,
+            track_async,
             output,
             speedscope: !no_speedscope,
             quiet,
@@ -150,7 +153,10 @@ pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String>
     let stem = name.split('.').next().unwrap_or("profile").to_string();
     let out = h5.with_file_name(format!("{stem}.speedscope.json"));
     let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-    scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out).map_err(|e| e.to_string())?;
+    scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out).map_err(|e| {
+        let hint = if req.track_threads { "" } else { " (concurrent code: record with --track-threads, or --track-async for asyncio)" };
+        format!("{} was written, but the speedscope export failed: {e}{hint}", h5.display())
+    })?;
     if !req.quiet {
         println!("\nwrote {} and {}", h5.display(), out.display());
     }

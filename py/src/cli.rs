@@ -10,7 +10,7 @@ use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `args`,
-/// `track_threads`, `output`, `speedscope`, `quiet`) that Python must carry out, then
+/// `track_threads`, `track_async`, `output`, `speedscope`, `quiet`) that Python must carry out, then
 /// pass to `cli_after_run`. The GIL is released while files are read and exported.
 #[pyfunction]
 fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_, PyDict>>)> {
@@ -21,6 +21,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("script", req.script.to_string_lossy().into_owned())?;
             d.set_item("args", req.args)?;
             d.set_item("track_threads", req.track_threads)?;
+            d.set_item("track_async", req.track_async)?;
             d.set_item("output", req.output.to_string_lossy().into_owned())?;
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
@@ -34,7 +35,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
 #[pyfunction]
 #[pyo3(signature = (h5, track_threads, speedscope, quiet))]
 fn cli_after_run(py: Python<'_>, h5: PathBuf, track_threads: bool, speedscope: bool, quiet: bool) -> PyResult<Option<String>> {
-    let req = RunRequest { script: PathBuf::new(), args: vec![], track_threads, output: h5.clone(), speedscope, quiet };
+    let req = RunRequest { script: PathBuf::new(), args: vec![], track_threads, track_async: false, output: h5.clone(), speedscope, quiet };
     py.detach(|| after_run(&req, &h5))
         .map(|p| p.map(|p| p.to_string_lossy().into_owned()))
         .map_err(PyOSError::new_err)

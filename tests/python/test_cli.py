@@ -124,3 +124,57 @@ def test_help_documents_every_subcommand():
     assert proc.returncode == 0 and "Example" in proc.stdout
     proc = run_cli("summary")
     assert proc.returncode == 2 and "FILES" in proc.stderr
+
+
+def test_run_track_async_records_each_task(tmp_path):
+    script = tmp_path / "fetches.py"
+    script.write_text(
+        "import asyncio\nimport scope_profiler as sp\n"
+        "async def f(i):\n    with sp.profile_region('f'):\n        await asyncio.sleep(0.02 * i)\n"
+        "async def main():\n    await asyncio.gather(f(1), f(2), f(3))\n"
+        "asyncio.run(main())\n"
+    )
+    out = tmp_path / "a.h5"
+    proc = run_cli("run", "--track-async", "-q", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    import scope_profiler as sp
+
+    region = sp.read_h5(out)["f"][0]
+    order = np.argsort(region.start_times_ns)
+    durations = region.durations[order]
+    for got, slept in zip(sorted(durations), (0.02, 0.04, 0.06)):
+        assert slept <= got < slept + 0.05, durations
+    assert len(set(region.task_ids.tolist())) == 3
+
+
+def test_run_waits_for_non_daemon_threads_and_reports_script_errors(tmp_path):
+    script = tmp_path / "linger.py"
+    script.write_text(
+        "import threading, time\nimport scope_profiler as sp\n"
+        "def work():\n    for _ in range(3):\n        with sp.profile_region('late'):\n            time.sleep(0.02)\n"
+        "threading.Thread(target=work, name='lingering').start()\n"
+        "raise SystemExit('fatal: stopping early')\n"
+    )
+    out = tmp_path / "l.h5"
+    proc = run_cli("run", "--track-threads", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "fatal: stopping early" in proc.stderr
+    # the thread outlived the main module, as under plain python, and its calls are in
+    assert " lingering " in proc.stdout
+    import scope_profiler as sp
+
+    assert sp.read_h5(out)["late"][0].num_calls == 3
+
+    boom = tmp_path / "boom.py"
+    boom.write_text("import scope_profiler as sp\nwith sp.profile_region('before'):\n    pass\nraise ValueError('boom')\n")
+    proc = run_cli("run", "-o", tmp_path / "b.h5", boom, cwd=tmp_path)
+    assert proc.returncode == 1
+    assert "ValueError: boom" in proc.stderr and "_cli.py" not in proc.stderr
+    assert "before" in proc.stdout  # the summary is still printed
+
+
+def test_export_caps_workers_at_the_number_of_files(tmp_path):
+    proc = run_cli("export", "folded", DATASETS / "reference" / "single.h5", "-o", tmp_path, "-j", "100000",
+                   timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "single.folded").exists() or any(tmp_path.iterdir())

@@ -10,8 +10,27 @@ from __future__ import annotations
 import os
 import runpy
 import sys
+import threading
+import traceback
 
 from . import _native
+
+
+def _join_non_daemon_threads() -> None:
+    """Wait for the script's non-daemon threads, as interpreter shutdown would, so their
+    calls are recorded before the session finalizes."""
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon and thread.is_alive():
+            thread.join()
+
+
+def _print_script_error(exc: BaseException) -> None:
+    """Print the script's traceback without this module's and runpy's frames."""
+    tb = exc.__traceback__
+    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__):
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
 
 
 def _run_script(req: dict) -> int:
@@ -19,7 +38,8 @@ def _run_script(req: dict) -> int:
 
     script = req["script"]
     if not os.path.isfile(script):
-        print(f"error: script not found: {script}", file=sys.stderr)
+        what = "is a directory, not a script" if os.path.isdir(script) else "not found"
+        print(f"error: script {what}: {script}", file=sys.stderr)
         return 2
     output = os.path.abspath(req["output"])
     parent = os.path.dirname(output)
@@ -31,11 +51,21 @@ def _run_script(req: dict) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     code = 0
     try:
-        with ProfileManager.session(file_path=output, track_threads=req["track_threads"], verbose=False):
+        with ProfileManager.session(file_path=output, track_threads=req["track_threads"],
+                                    track_async=req.get("track_async") or None, verbose=False):
             try:
                 runpy.run_path(script, run_name="__main__")
-            except SystemExit as exc:  # the script's own exit code; the profile is still written
-                code = exc.code if isinstance(exc.code, int) else (0 if exc.code is None else 1)
+            except SystemExit as exc:  # the script's own exit; the profile is still written
+                if isinstance(exc.code, int) or exc.code is None:
+                    code = exc.code or 0
+                else:  # sys.exit("message") prints the message, as python does
+                    print(exc.code, file=sys.stderr)
+                    code = 1
+            except BaseException as exc:  # noqa: BLE001 - report, then still write the profile
+                _print_script_error(exc)
+                code = 1
+            finally:
+                _join_non_daemon_threads()
     finally:
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
