@@ -127,6 +127,20 @@ class _ProfilingSession(ContextDecorator):
             self._return_results, self._native_traces,
         )
 
+    def __call__(self, func):
+        """Decorate ``func`` so each call runs in a fresh session; for ``async def`` the
+        session spans the awaited coroutine, not just the call that creates it."""
+        import inspect
+
+        if inspect.iscoroutinefunction(func):
+            @functools.wraps(func)
+            async def session_wrapper(*args, **kwargs):
+                with self._recreate_cm():
+                    return await func(*args, **kwargs)
+
+            return session_wrapper
+        return super().__call__(func)
+
     def __enter__(self):
         self._manager.setup(**self._setup_kwargs)
         self._root_region = self._manager.profile_region(self.ROOT_REGION_NAME)
@@ -166,6 +180,35 @@ def _empty_results(file_path):
 
     return ProfilingResults({}, file_path=file_path)
 
+
+def _lifetime_wrapper(func, profiled):
+    """For ``async def`` and generator functions, a wrapper whose region spans the whole
+    coroutine / generator run (first step to completion) instead of the call that merely
+    creates it. ``profiled`` (the Rust wrapper) holds the region binding that every
+    ``setup()`` rebinds; ``None`` for plain functions, which ``profiled`` times directly."""
+    import inspect
+
+    if inspect.iscoroutinefunction(func):
+        @functools.wraps(func)
+        async def coroutine_wrapper(*args, **kwargs):
+            region = profiled._region
+            if region is None:
+                return await func(*args, **kwargs)
+            with region:
+                return await func(*args, **kwargs)
+
+        return coroutine_wrapper
+    if inspect.isgeneratorfunction(func):
+        @functools.wraps(func)
+        def generator_wrapper(*args, **kwargs):
+            region = profiled._region
+            if region is None:
+                return (yield from func(*args, **kwargs))
+            with region:
+                return (yield from func(*args, **kwargs))
+
+        return generator_wrapper
+    return None
 
 class ProfileManager:
     """Manage a set of profiling regions (class = process-wide default, instance = isolated).
@@ -307,7 +350,7 @@ class ProfileManager:
             functools.update_wrapper(wrapper, func)
             cls._bind_decorated(name, func, wrapper, region_tags)
             cls._decorators.setdefault(name, []).append((func, wrapper, region_tags))
-            return wrapper
+            return _lifetime_wrapper(func, wrapper) or wrapper
 
         if callable(region_name):
             func = region_name

@@ -686,4 +686,10 @@ impl ProfiledFunction {
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         Ok(format!("<profiled {}>", self.func.bind(py).repr()?))
     }
+
+    /// Pickle by reference (the module and `__qualname__` that `functools.wraps` copied),
+    /// as plain functions are, so decorated functions can be sent to process pools.
+    fn __reduce__(slf: &Bound<'_, Self>) -> PyResult<Py<PyAny>> {
+        Ok(slf.getattr("__qualname__")?.unbind())
+    }
 }

@@ -16,6 +16,7 @@ from pathlib import Path
 
 import numpy as np
 
+from ..exceptions import NestingError
 from ._common import NS_PER_SECOND, EventDataUnavailableError
 from .frames import FramesMixin
 from .lanes import TaskInfo, ThreadInfo
@@ -713,6 +714,16 @@ class ProfilingResults(FramesMixin):
         regions = self.get_regions(include=include, exclude=exclude)
         selected = None if ranks is None else {int(r) for r in ([ranks] if isinstance(ranks, int) else ranks)}
 
+        nesting_note = []
+
+        def excl(parts) -> float | None:
+            try:
+                return sum(p.exclusive_duration for p in parts)
+            except NestingError as exc:  # printing must never raise: show "-" and say why
+                if not nesting_note:
+                    nesting_note.append(str(exc))
+                return None
+
         def stats(region: MPIRegion) -> dict:
             parts = [region.regions[r] for r in region.ranks if selected is None or r in selected]
             durations = [p.durations for p in parts if p.has_timing]
@@ -728,7 +739,7 @@ class ProfilingResults(FramesMixin):
                 "max": float(pooled.max()) if pooled.size else 0.0,
                 "std": float(pooled.std()) if pooled.size else 0.0,
                 "incl": total,
-                "excl": sum(p.exclusive_duration for p in parts),
+                "excl": excl(parts),
                 "start": min((p.first_start_time for p in parts if p.has_timing), default=0.0),
             }
 
@@ -749,13 +760,20 @@ class ProfilingResults(FramesMixin):
         write("  " + "-" * (len(header) - 2))
         for r in rows:
             write(f"  {r['name']:<{width}}  {r['calls']:>8}  {r['total']:>11.6f}  {r['avg']:>11.6f}"
-                  f"  {r['min']:>11.6f}  {r['max']:>11.6f}  {r['incl']:>11.6f}  {r['excl']:>11.6f}")
+                  f"  {r['min']:>11.6f}  {r['max']:>11.6f}  {r['incl']:>11.6f}"
+                  f"  {'-' if r['excl'] is None else format(r['excl'], '.6f'):>11}")
+        if nesting_note:
+            write(f"  exclusive time not available: {nesting_note[0]}")
         if self.total_time is not None:
             write(f"  run time (setup -> finalize): {self.total_time:.6f} s")
         for rank in sorted(self._threads):
             if selected is not None and rank not in selected:
                 continue
-            thread_rows = self.thread_summary(rank)
+            try:
+                thread_rows = self.thread_summary(rank)
+            except NestingError as exc:
+                write(f"  threads on rank {rank}: summary not available: {exc}")
+                continue
             if not thread_rows:
                 continue
             write()
