@@ -361,8 +361,9 @@ fn random_bytes_and_empty_files() {
     let e = dir.path().join("empty.h5");
     std::fs::write(&e, b"").unwrap();
     expect_corrupt(&e);
-    // a directory is not a profile either
-    expect_corrupt(dir.path());
+    // a directory is not a profile either, and the message says so (no HDF5 internals)
+    let m = expect_corrupt(dir.path());
+    assert!(m.ends_with("is a directory, not a profile file."), "{m}");
 }
 
 #[test]

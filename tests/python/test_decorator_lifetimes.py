@@ -100,3 +100,17 @@ def test_verbose_summary_never_raises_on_nesting_failure(tmp_path, capsys):
             list(a), list(b)
     out = capsys.readouterr().out
     assert "exclusive time not available: recorded calls are not properly nested" in out
+
+
+def test_clear_errors_for_bad_export_and_frame_arguments(tmp_path):
+    from helpers import DATASETS
+
+    results = sp.read_h5(DATASETS / "reference" / "threads.h5")
+    with pytest.raises(ValueError, match="No regions matched the selected filters"):
+        results.to_arrow(include=["nomatch"])
+    with pytest.raises(TypeError, match="read_h5"):
+        sp.export_speedscope(str(DATASETS / "reference" / "threads.h5"), tmp_path / "x.json")
+    with pytest.raises(TypeError, match="ProfilingResults"):
+        sp.export_speedscope(None, tmp_path / "x.json")
+    with pytest.raises(sp.CorruptProfileError, match="is a directory, not a profile file"):
+        sp.read_h5(tmp_path)

@@ -120,6 +120,9 @@ pub(crate) fn rank_groups(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(u32, String)>>
 /// Open `path` for reading: refuse heaps that hang HDF5, map open failures to
 /// [`H5Error::Corrupt`] naming the file.
 pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
+    if path.is_dir() {
+        return Err(ctx.corrupt("is a directory, not a profile file."));
+    }
     if global_heap_would_hang(path).unwrap_or(false) {
         return Err(ctx.corrupt(
             "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
@@ -127,7 +130,7 @@ pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
     }
     hdf5::File::open(path).map_err(|e| {
         H5Error::Corrupt(format!(
-            "{} is not a readable HDF5 profiling file. A run that was interrupted while writing leaves a truncated file behind; the underlying error was: {e}",
+            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}",
             ctx.path
         ))
     })
@@ -224,7 +227,7 @@ pub(crate) fn with_ctx<T>(path: &Path, read: impl FnOnce(&Ctx) -> R<T>) -> R<T> 
         }
         Err(e) => {
             return Err(H5Error::Corrupt(format!(
-                "{shown} is not a readable HDF5 profiling file. A run that was interrupted while writing leaves a truncated file behind; the underlying error was: {e}"
+                "{shown} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}"
             )))
         }
     };

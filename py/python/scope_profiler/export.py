@@ -23,7 +23,15 @@ __all__ = ["export_speedscope"]
 def _as_runs(profiling_data) -> list[ProfilingResults]:
     if isinstance(profiling_data, ProfilingResults):
         profiling_data = [profiling_data]
+    if isinstance(profiling_data, (str, bytes, os.PathLike)) or not hasattr(profiling_data, "__iter__"):
+        raise TypeError(
+            "exporters take ProfilingResults (or a sequence of them), got "
+            f"{type(profiling_data).__name__}; load a file first with scope_profiler.read_h5(path)"
+        )
     runs = list(profiling_data)
+    if not all(isinstance(run, ProfilingResults) for run in runs):
+        bad = next(type(run).__name__ for run in runs if not isinstance(run, ProfilingResults))
+        raise TypeError(f"exporters take ProfilingResults, got a sequence containing {bad}")
     if not runs:
         raise ValueError("No profiling data provided.")
     return [run for run in runs if run.is_root]

@@ -123,9 +123,15 @@ class FramesMixin:
             rows = self._per_rank_rows(include=include, exclude=exclude)
         else:
             rows = self.summary(include=include, exclude=exclude)
+        if not rows and (include is not None or exclude is not None):
+            raise ValueError("No regions matched the selected filters.")
         keys: list[str] = []
         for row in rows:
             keys.extend(k for k in row if k not in keys)
+        if not keys:  # a run without regions: an empty table with the summary's columns
+            keys = ["name", "num_ranks", "num_calls", "total_duration", "inclusive_duration",
+                    "exclusive_duration", "average_duration", "min_duration", "max_duration",
+                    "first_duration", "last_duration", "std_duration"]
         return _columns_table(rows, keys)
 
     def threads_frame(self):
