@@ -1,17 +1,15 @@
 //! speedscope export: one profile per lane, main thread first, balanced events, monotonic
 //! time, frames with source locations; event times identical to the reference's exports.
+mod export_support;
+
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use arrow_array::Int64Array;
 use scope_profiler_analysis::*;
 use scope_profiler_formats::{read_h5, ExportError};
 use scope_profiler_formats::speedscope::{write_speedscope, write_speedscope_to, EXPORTER};
+use export_support::{datasets, expected, row};
 use serde_json::Value;
-
-fn datasets() -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets")
-}
 
 fn export(run: &Run, ranks: &[u32], label: &str) -> Value {
     let mut buf = Vec::new();
@@ -63,10 +61,6 @@ fn check_document(doc: &Value) -> Vec<String> {
     // frames are numbered in order of first emission
     assert_eq!(emitted_first, (0..n_frames as u64).collect::<Vec<_>>());
     profiles.iter().map(|p| p["name"].as_str().unwrap().to_string()).collect()
-}
-
-fn expected(name: &str) -> Value {
-    serde_json::from_str(&std::fs::read_to_string(datasets().join(format!("reference/{name}.expected.json"))).unwrap()).unwrap()
 }
 
 #[test]
@@ -139,27 +133,6 @@ fn errors() {
     let out = dir.path().join("bad.speedscope.json");
     assert!(write_speedscope(&bad, &[0], "x", &out).is_err());
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
-}
-
-fn row(region: u32, s: &[i64], e: &[i64]) -> RegionCalls {
-    RegionCalls {
-        region,
-        rank: 0,
-        start_ns: Int64Array::from(s.to_vec()),
-        end_ns: Int64Array::from(e.to_vec()),
-        gpu_ns: None,
-        call_ids: None,
-        parent_ids: None,
-        thread_ids: None,
-        task_ids: None,
-        await_ns: None,
-        source_file: None,
-        source_line: None,
-        source_text: None,
-        tags: vec![],
-        event_metadata: None,
-        exclusive_total_ns: None,
-    }
 }
 
 #[test]
