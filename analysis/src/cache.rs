@@ -10,9 +10,9 @@ use std::sync::{Arc, Mutex, OnceLock};
 
 use rayon::prelude::*;
 
-use crate::callstack::{split_by_lane, CallArrays, NestingError};
+use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
 use crate::lanes::{thread_summary_from, ThreadSummaryRow};
-use crate::rank_calls::{exclusive_from, rank_call_arrays};
+use crate::rank_calls::{exclusive_from, rank_reconstruction};
 use crate::run::Run;
 
 /// A rank's reconstruction: the rows it covers (positions in `run.regions`, the order
@@ -22,12 +22,13 @@ pub struct Reconstruction {
     pub rank: u32,
     pub rows: Vec<usize>,
     pub calls: CallArrays,
-    lanes: OnceLock<Vec<(i64, Vec<usize>)>>,
+    lanes: OnceLock<LaneSplit>,
 }
 
 impl Reconstruction {
-    /// [`split_by_lane`] of the calls, computed once.
-    pub fn lanes(&self) -> &[(i64, Vec<usize>)] {
+    /// [`split_by_lane`] of the calls, computed once (the reconstruction's own split when it
+    /// made one).
+    pub fn lanes(&self) -> &LaneSplit {
         self.lanes.get_or_init(|| split_by_lane(&self.calls))
     }
 }
@@ -57,8 +58,12 @@ impl RunAnalysis {
     pub fn rank(&self, rank: u32) -> Result<Arc<Reconstruction>, NestingError> {
         let slot = self.slot(rank);
         slot.get_or_init(|| {
-            rank_call_arrays(&self.run, rank).map(|(rows, calls)| {
-                Arc::new(Reconstruction { rank, rows, calls, lanes: OnceLock::new() })
+            rank_reconstruction(&self.run, rank).map(|(rows, calls, split)| {
+                let lanes = OnceLock::new();
+                if let Some(split) = split {
+                    let _ = lanes.set(split);
+                }
+                Arc::new(Reconstruction { rank, rows, calls, lanes })
             })
         })
         .clone()

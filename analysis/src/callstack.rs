@@ -4,17 +4,23 @@
 //! containment, per lane. Sorted order is start ascending, end descending, then input
 //! position (region order, then call order); call id = position in that order.
 //!
-//! Cost: one sort of all calls (O(n log n), parallel for large inputs) and one linear
-//! walk over the sorted calls. Every lane keeps its open-call stack as a linked list
-//! through `parent` (the top of a lane's stack is its most recent call), so the walk
-//! needs no per-lane pass and no per-call allocation: O(n) after the sort, whatever the
-//! number of lanes.
+//! Cost: one bucket sort of all calls (two passes over memory, parallel), then one stack
+//! walk per lane (lanes in parallel; a lane's open-call stack is a linked list through
+//! `parent`, so there is no per-call allocation): O(n log b) for buckets of b calls, about
+//! linear, whatever the number of lanes.
+//!
+//! Index columns (`region_index`, `call_index`, `depth`, `parent`, `lane`) are `i32`: half
+//! the memory of `i64` on what is the largest structure of an analysis. A rank therefore
+//! holds fewer than 2^31 calls (about 100 GB of recorded data), and thread and task ids
+//! fit in `i32`; beyond that [`build_call_arrays`] returns an error instead of wrapping.
 
 use std::collections::HashMap;
 
-use rayon::iter::{IntoParallelIterator, IntoParallelRefIterator, IntoParallelRefMutIterator, ParallelExtend, ParallelIterator};
-use rayon::slice::ParallelSliceMut;
+use rayon::prelude::*;
 use thiserror::Error;
+
+use crate::memory::{Column, ColumnPtr};
+use crate::order::{sorted_columns, SortedColumns, PARALLEL_MIN};
 
 /// Recorded calls cannot form a call tree (overlap without nesting, or end < start).
 /// The message follows the reference's wording (see `spec-callstack.md` §3).
@@ -48,21 +54,21 @@ pub struct RegionInput<'a> {
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct CallArrays {
     /// Position of the call's region in the input slice.
-    pub region_index: Vec<i64>,
+    pub region_index: Vec<i32>,
     /// Position of the call in its region's own arrays.
-    pub call_index: Vec<i64>,
+    pub call_index: Vec<i32>,
     /// Call start, ns.
     pub start_ns: Vec<i64>,
     /// Call end, ns.
     pub end_ns: Vec<i64>,
     /// 0 = root of its lane.
-    pub depth: Vec<i64>,
+    pub depth: Vec<i32>,
     /// Call id of the enclosing call on the same lane, -1 for a root.
-    pub parent: Vec<i64>,
+    pub parent: Vec<i32>,
     /// Duration minus the durations of direct children on the same lane, ns.
     pub exclusive_ns: Vec<i64>,
     /// Lane per call (`spec-callstack.md` §1); empty when no region has a thread column.
-    pub lane: Vec<i64>,
+    pub lane: Vec<i32>,
 }
 
 impl CallArrays {
@@ -80,12 +86,12 @@ impl CallArrays {
         if self.lane.is_empty() {
             -1
         } else {
-            self.lane[id]
+            self.lane[id] as i64
         }
     }
     /// Largest depth (0 for a flat run), `None` without calls.
     pub fn max_depth(&self) -> Option<i64> {
-        self.depth.iter().copied().max()
+        self.depth.iter().copied().max().map(i64::from)
     }
 }
 
@@ -137,11 +143,11 @@ pub(crate) enum LaneSlots {
 
 impl LaneSlots {
     /// Build from the lane value of every call (`lanes` non-empty).
-    pub(crate) fn new(lanes: &[i64]) -> Self {
+    pub(crate) fn new(lanes: &[i32]) -> Self {
         let (mut min, mut max) = (i64::MAX, i64::MIN);
         for &l in lanes {
-            min = min.min(l);
-            max = max.max(l);
+            min = min.min(l as i64);
+            max = max.max(l as i64);
         }
         if lanes.is_empty() {
             return LaneSlots::Offset { min: 0, len: 0 };
@@ -150,7 +156,7 @@ impl LaneSlots {
         if range <= 4 * lanes.len() as i128 + 4096 {
             LaneSlots::Offset { min, len: range as usize }
         } else {
-            let mut values = lanes.to_vec();
+            let mut values: Vec<i64> = lanes.iter().map(|&l| l as i64).collect();
             values.par_sort_unstable();
             values.dedup();
             let slot = values.iter().enumerate().map(|(i, &v)| (v, i)).collect();
@@ -180,182 +186,10 @@ impl LaneSlots {
     }
 }
 
-/// Below this many calls the sort runs on one thread.
-const PARALLEL_SORT_MIN: usize = 1 << 16;
-
-/// One output column from the sorted keys (parallel for large inputs).
-fn extract<K: Sync>(keys: &[K], f: impl Fn(&K) -> i64 + Sync + Send) -> Vec<i64> {
-    if keys.len() >= PARALLEL_SORT_MIN {
-        keys.par_iter().map(f).collect()
-    } else {
-        keys.iter().map(f).collect()
-    }
-}
-
-/// Sort unique keys, in parallel for large inputs.
-fn sort_keys<T: Ord + Send>(keys: &mut [T]) {
-    if keys.len() >= PARALLEL_SORT_MIN {
-        keys.par_sort_unstable();
-    } else {
-        keys.sort_unstable();
-    }
-}
-
 /// `'{name}' call {call_index} [{start}, {end}] ns`, the reference's call label.
-fn call_label(
-    regions: &[RegionInput<'_>],
-    region_index: &[i64],
-    call_index: &[i64],
-    start: &[i64],
-    end: &[i64],
-    id: usize,
-) -> String {
-    let name = regions.get(region_index[id] as usize).map(|r| r.name).unwrap_or("?");
-    format!("{} call {} [{}, {}] ns", py_repr(name), call_index[id], start[id], end[id])
-}
-
-/// At most this many sorted runs per call (on average a run of >= 64 calls) for the merge
-/// path; inputs with more (shuffled) runs are sorted instead.
-const MERGE_MAX_RUN_FRACTION: usize = 64;
-
-/// The calls of `regions` in sorted order (start asc, end desc, then input position) as
-/// ids `region << 32 | call`, when the input consists of few sorted runs (recorded data:
-/// each region's calls are in entry order per lane, so a region holds one sorted run per
-/// thread). Bottom-up pairwise merges of adjacent runs (stable, so ties keep input
-/// position order), pairs merged in parallel: O(n log runs). `None` when the input has
-/// too many runs for merging to pay.
-fn merged_order(regions: &[RegionInput<'_>], n: usize) -> Option<Vec<u64>> {
-    let max_runs = n / MERGE_MAX_RUN_FRACTION + 16;
-    let mut bounds: Vec<usize> = Vec::with_capacity(16);
-    let mut ids: Vec<u64> = Vec::with_capacity(n);
-    bounds.push(0);
-    for (ri, r) in regions.iter().enumerate() {
-        let (st, en) = (r.start_ns, r.end_ns);
-        let hi = (ri as u64) << 32;
-        for c in 0..st.len() {
-            if c > 0 && (st[c] < st[c - 1] || (st[c] == st[c - 1] && en[c] > en[c - 1])) {
-                bounds.push(ids.len());
-                if bounds.len() > max_runs {
-                    return None;
-                }
-            }
-            ids.push(hi | c as u64);
-        }
-        if ids.len() > *bounds.last().unwrap() {
-            bounds.push(ids.len());
-        }
-    }
-    // bounds: run starts + final end (deduplicated: empty regions push nothing new)
-    bounds.dedup();
-    let starts: Vec<&[i64]> = regions.iter().map(|r| r.start_ns).collect();
-    let ends: Vec<&[i64]> = regions.iter().map(|r| r.end_ns).collect();
-    let key = |id: u64| -> (i64, i64) {
-        let (r, c) = ((id >> 32) as usize, (id & 0xffff_ffff) as usize);
-        // SAFETY-free: indices come from the loops above
-        (starts[r][c], ends[r][c])
-    };
-    // a <= b in sort order: start asc, end desc
-    let le = |a: u64, b: u64| -> bool {
-        let (sa, ea) = key(a);
-        let (sb, eb) = key(b);
-        sa < sb || (sa == sb && ea >= eb)
-    };
-    let merge = |left: &[u64], right: &[u64], out: &mut [u64]| {
-        let (mut i, mut j, mut k) = (0, 0, 0);
-        while i < left.len() && j < right.len() {
-            if le(left[i], right[j]) {
-                out[k] = left[i];
-                i += 1;
-            } else {
-                out[k] = right[j];
-                j += 1;
-            }
-            k += 1;
-        }
-        out[k..k + left.len() - i].copy_from_slice(&left[i..]);
-        k += left.len() - i;
-        out[k..].copy_from_slice(&right[j..]);
-    };
-    let mut buf: Vec<u64> = vec![0; if bounds.len() > 2 { n } else { 0 }];
-    while bounds.len() > 2 {
-        // pairs of adjacent runs -> one run each
-        let pairs: Vec<(usize, usize, usize)> = bounds
-            .windows(2)
-            .step_by(2)
-            .enumerate()
-            .map(|(k, w)| (w[0], w[1], bounds.get(2 * k + 2).copied().unwrap_or(w[1]).max(w[1])))
-            .collect();
-        // split `buf` into disjoint output chunks, one per pair
-        let mut chunks: Vec<(&mut [u64], usize, usize, usize)> = Vec::with_capacity(pairs.len());
-        let mut rest: &mut [u64] = &mut buf;
-        let mut at = 0;
-        for &(lo, mid, hi) in &pairs {
-            let (chunk, tail) = std::mem::take(&mut rest).split_at_mut(hi - at);
-            rest = tail;
-            at = hi;
-            chunks.push((chunk, lo, mid, hi));
-        }
-        let src = &ids;
-        chunks.par_iter_mut().for_each(|(out, lo, mid, hi)| {
-            if mid == hi {
-                out.copy_from_slice(&src[*lo..*hi]);
-            } else {
-                merge(&src[*lo..*mid], &src[*mid..*hi], out);
-            }
-        });
-        std::mem::swap(&mut ids, &mut buf);
-        let mut next: Vec<usize> = pairs.iter().map(|p| p.0).collect();
-        next.push(n);
-        bounds = next;
-    }
-    Some(ids)
-}
-
-/// The sort path of [`build_call_arrays`]: key sort of all calls, then column extraction.
-fn sorted_columns(regions: &[RegionInput<'_>], n: usize, has_lanes: bool, calls: &mut CallArrays) {
-    if has_lanes {
-        let mut keys: Vec<(i64, i64, u64, i64)> = Vec::with_capacity(n);
-        for (ri, r) in regions.iter().enumerate() {
-            let hi = (ri as u64) << 32;
-            let lane_of = |ci: usize| match r.thread_ids {
-                None => -1,
-                Some(t) => {
-                    let thread = t.get(ci).copied().unwrap_or(-1);
-                    let task = r.task_ids.and_then(|k| k.get(ci).copied()).unwrap_or(-1);
-                    lane_id(thread, task)
-                }
-            };
-            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64, lane_of(ci));
-            if r.start_ns.len() >= PARALLEL_SORT_MIN {
-                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
-            } else {
-                keys.extend((0..r.start_ns.len()).map(key));
-            }
-        }
-        sort_keys(&mut keys);
-        calls.start_ns = extract(&keys, |k| k.0);
-        calls.end_ns = extract(&keys, |k| !k.1);
-        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
-        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
-        calls.lane = extract(&keys, |k| k.3);
-    } else {
-        let mut keys: Vec<(i64, i64, u64)> = Vec::with_capacity(n);
-        for (ri, r) in regions.iter().enumerate() {
-            let hi = (ri as u64) << 32;
-            let key = |ci: usize| (r.start_ns[ci], !r.end_ns[ci], hi | ci as u64);
-            if r.start_ns.len() >= PARALLEL_SORT_MIN {
-                keys.par_extend((0..r.start_ns.len()).into_par_iter().map(key));
-            } else {
-                keys.extend((0..r.start_ns.len()).map(key));
-            }
-        }
-        sort_keys(&mut keys);
-        calls.start_ns = extract(&keys, |k| k.0);
-        calls.end_ns = extract(&keys, |k| !k.1);
-        calls.region_index = extract(&keys, |k| (k.2 >> 32) as i64);
-        calls.call_index = extract(&keys, |k| (k.2 & 0xffff_ffff) as i64);
-    }
-
+fn call_label(regions: &[RegionInput<'_>], calls: &CallArrays, id: usize) -> String {
+    let name = regions.get(calls.region_index[id] as usize).map(|r| r.name).unwrap_or("?");
+    format!("{} call {} [{}, {}] ns", py_repr(name), calls.call_index[id], calls.start_ns[id], calls.end_ns[id])
 }
 
 /// Reconstruct nesting for the calls of `regions` (one rank).
@@ -376,11 +210,20 @@ fn sorted_columns(regions: &[RegionInput<'_>], n: usize, has_lanes: bool, calls:
 /// `recorded calls are not properly nested: 'B' call 0 [5, 15] ns starts inside 'A' call 0
 /// [0, 10] ns but ends after it. Regions must nest completely or not overlap at all - check
 /// for a missing or misordered sp_end / __exit__.`
+///
+/// Also an error (not a wrapped value): 2^31 calls or more, or a thread or task id beyond
+/// the `i32` range (the index columns are `i32`, see the module documentation).
 pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, NestingError> {
-    crate::par::install(|| build_call_arrays_on_pool(regions))
+    build_with_lanes(regions).map(|(calls, _)| calls)
 }
 
-fn build_call_arrays_on_pool(regions: &[RegionInput<'_>]) -> Result<CallArrays, NestingError> {
+/// [`build_call_arrays`] plus the lane split it computed on the way ([`split_by_lane`] of
+/// the result; `None` when the calls have no lane column or a single lane).
+pub fn build_with_lanes(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
+    crate::par::install(|| build_on_pool(regions))
+}
+
+fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
     let mut n = 0usize;
     for r in regions {
         if r.start_ns.len() != r.end_ns.len() {
@@ -394,149 +237,306 @@ fn build_call_arrays_on_pool(regions: &[RegionInput<'_>]) -> Result<CallArrays, 
         n += r.start_ns.len();
     }
     if n == 0 {
-        return Ok(CallArrays::default());
+        return Ok((CallArrays::default(), None));
     }
-    for r in regions {
-        if r.start_ns.iter().zip(r.end_ns).any(|(s, e)| e < s) {
-            return Err(NestingError("a recorded call ends before it starts".into()));
-        }
+    if regions.par_iter().any(|r| r.start_ns.iter().zip(r.end_ns).any(|(s, e)| e < s)) {
+        return Err(NestingError("a recorded call ends before it starts".into()));
     }
-    if regions.len() > u32::MAX as usize
-        || regions.iter().any(|r| r.start_ns.len() > u32::MAX as usize)
-    {
-        return Err(NestingError("too many recorded calls to reconstruct".into()));
+    if n > i32::MAX as usize {
+        return Err(NestingError(format!(
+            "too many recorded calls to reconstruct on one rank: {n} (at most {})",
+            i32::MAX
+        )));
     }
 
-    // (start, !end, region << 32 | call): ascending order is start asc, end desc
-    // (`!e` reverses the order without overflow), then input position. Keys are unique.
+    let SortedColumns { start, end, region, call } = sorted_columns(regions, n);
     let has_lanes = regions.iter().any(|r| r.thread_ids.is_some());
-    let mut calls = CallArrays { depth: vec![0; n], parent: vec![-1; n], ..Default::default() };
-    // Sort keys (start, !end, region << 32 | call[, lane]): ascending order is start asc,
-    // end desc (`!e` reverses the order without overflow), then input position; keys are
-    // unique. The lane rides along in the key so that no per-call random access into the
-    // input columns is needed after the sort. Columns are then extracted in parallel (on
-    // large runs this is bound by first-touch page faults of the output arrays).
-    if let Some(ids) = merged_order(regions, n) {
-        let starts: Vec<&[i64]> = regions.iter().map(|r| r.start_ns).collect();
-        let ends: Vec<&[i64]> = regions.iter().map(|r| r.end_ns).collect();
-        let rc = |id: &u64| ((*id >> 32) as usize, (*id & 0xffff_ffff) as usize);
-        calls.start_ns = extract(&ids, |id| {
-            let (r, c) = rc(id);
-            starts[r][c]
-        });
-        calls.end_ns = extract(&ids, |id| {
-            let (r, c) = rc(id);
-            ends[r][c]
-        });
-        calls.region_index = extract(&ids, |id| (*id >> 32) as i64);
-        calls.call_index = extract(&ids, |id| (*id & 0xffff_ffff) as i64);
-        if has_lanes {
-            calls.lane = extract(&ids, |id| {
-                let (r, c) = rc(id);
-                let reg = &regions[r];
-                match reg.thread_ids {
-                    None => -1,
-                    Some(t) => {
-                        let thread = t.get(c).copied().unwrap_or(-1);
-                        let task = reg.task_ids.and_then(|k| k.get(c).copied()).unwrap_or(-1);
-                        lane_id(thread, task)
-                    }
-                }
-            });
-        }
-    } else {
-        sorted_columns(regions, n, has_lanes, &mut calls);
+    let lane = if has_lanes { lane_column(regions, &region, &call)? } else { Vec::new() };
+    let mut calls = CallArrays { region_index: region, call_index: call, start_ns: start, end_ns: end, lane, ..Default::default() };
+    let split = if has_lanes { LaneSplit::of(&calls.lane) } else { None };
+    let (parent, depth, exclusive_ns, bad) = walk(&calls.start_ns, &calls.end_ns, split.as_ref());
+    calls.parent = parent;
+    calls.depth = depth;
+    calls.exclusive_ns = exclusive_ns;
+    if let Some(i) = bad {
+        let p = calls.parent[i] as usize;
+        return Err(NestingError(format!(
+            "recorded calls are not properly nested: {} starts inside {} but ends after it. Regions \
+             must nest completely or not overlap at all - check for a missing or misordered sp_end / \
+             __exit__.",
+            call_label(regions, &calls, i),
+            call_label(regions, &calls, p),
+        )));
     }
+    Ok((calls, split))
+}
 
-    // One walk in global sorted order. `top[slot]` = most recent call on that lane; a
-    // lane's open-call stack is the chain top -> parent -> ... .
-    let slots = if has_lanes { Some(LaneSlots::new(&calls.lane)) } else { None };
-    let mut top: Vec<i64> = vec![-1; slots.as_ref().map_or(1, |s| s.num_slots())];
-    {
-        let (start, end) = (&calls.start_ns, &calls.end_ns);
-        let (parent, depth) = (&mut calls.parent, &mut calls.depth);
-        for i in 0..n {
-            let slot = match &slots {
-                Some(s) => s.slot(calls.lane[i]),
-                None => 0,
+/// Calls per chunk of the parallel column passes.
+const CHUNK: usize = 1 << 14;
+
+/// The lane of every call (`region`, `call` columns in sorted order), in parallel chunks.
+/// Errors when a lane id does not fit `i32`.
+fn lane_column(regions: &[RegionInput<'_>], region: &[i32], call: &[i32]) -> Result<Vec<i32>, NestingError> {
+    let n = region.len();
+    let mut lane: Column<i32> = Column::new(n);
+    let out = lane.ptr();
+    let fill = |k: usize| -> bool {
+        let mut ok = true;
+        for j in k * CHUNK..((k + 1) * CHUNK).min(n) {
+            let reg = &regions[region[j] as usize];
+            let i = call[j] as usize;
+            let v = match reg.thread_ids {
+                None => -1,
+                Some(t) => {
+                    let thread = t.get(i).copied().unwrap_or(-1);
+                    let task = reg.task_ids.and_then(|k| k.get(i).copied()).unwrap_or(-1);
+                    lane_id(thread, task)
+                }
             };
-            let si = start[i];
-            let mut t = top[slot];
-            // Closed at si: end < si, or end == si for a call of non-zero length
-            // (scaled: 2·end (+1 if zero-length) <= 2·si).
-            while t >= 0 {
-                let tu = t as usize;
-                let et = end[tu];
-                if et < si || (et == si && start[tu] != et) {
-                    t = parent[tu];
-                } else {
-                    break;
-                }
-            }
-            parent[i] = t;
-            if t >= 0 {
-                let tu = t as usize;
-                depth[i] = depth[tu] + 1;
-                if end[tu] < end[i] {
-                    let msg = format!(
-                        "recorded calls are not properly nested: {} starts inside {} but ends \
-                         after it. Regions must nest completely or not overlap at all - check \
-                         for a missing or misordered sp_end / __exit__.",
-                        call_label(regions, &calls.region_index, &calls.call_index, start, end, i),
-                        call_label(regions, &calls.region_index, &calls.call_index, start, end, tu),
-                    );
-                    return Err(NestingError(msg));
-                }
-            }
-            top[slot] = i as i64;
+            ok &= v >= i32::MIN as i64 && v <= i32::MAX as i64;
+            // SAFETY: j < n; chunks are disjoint.
+            unsafe { out.write(j, v as i32) };
         }
+        ok
+    };
+    // every chunk runs (no short-circuit): all positions are written either way
+    let ok = if n >= PARALLEL_MIN {
+        (0..n.div_ceil(CHUNK)).into_par_iter().map(fill).collect::<Vec<bool>>().into_iter().all(|x| x)
+    } else {
+        (0..n.div_ceil(CHUNK)).map(fill).collect::<Vec<bool>>().into_iter().all(|x| x)
+    };
+    // SAFETY: the chunks tile 0..n and every position was written.
+    let lane = unsafe { lane.finish() };
+    if !ok {
+        return Err(NestingError(format!(
+            "thread or task ids beyond {} cannot be reconstructed (damaged lane columns?)",
+            i32::MAX
+        )));
+    }
+    Ok(lane)
+}
+
+/// The calls of each lane: lane `lanes[k]` holds call ids `order[offsets[k]..offsets[k + 1]]`,
+/// ascending; lanes ascending (`spec-callstack.md` §4). Compressed rows: 4 bytes per call.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct LaneSplit {
+    /// Lane values, ascending.
+    pub lanes: Vec<i32>,
+    /// `lanes.len() + 1` offsets into `order`.
+    pub offsets: Vec<usize>,
+    /// Call ids grouped by lane, ascending within each lane.
+    pub order: Vec<u32>,
+}
+
+impl LaneSplit {
+    /// Number of lanes.
+    pub fn len(&self) -> usize {
+        self.lanes.len()
+    }
+    /// Whether there are no lanes (no calls).
+    pub fn is_empty(&self) -> bool {
+        self.lanes.is_empty()
+    }
+    /// Lane `k`: its value and its call ids.
+    pub fn get(&self, k: usize) -> (i64, &[u32]) {
+        (self.lanes[k] as i64, &self.order[self.offsets[k]..self.offsets[k + 1]])
+    }
+    /// `(lane, call ids)` per lane, ascending lanes.
+    pub fn iter(&self) -> impl ExactSizeIterator<Item = (i64, &[u32])> + '_ {
+        (0..self.len()).map(|k| self.get(k))
+    }
+    /// All `n` calls as the one lane `-1` (calls without a lane column).
+    fn one_stack(n: usize) -> LaneSplit {
+        if n == 0 {
+            return LaneSplit::default();
+        }
+        LaneSplit { lanes: vec![-1], offsets: vec![0, n], order: (0..n as u32).collect() }
     }
 
-    calls.exclusive_ns.extend(calls.start_ns.iter().zip(&calls.end_ns).map(|(s, e)| e.wrapping_sub(*s)));
-    for i in 0..n {
-        let p = calls.parent[i];
-        if p >= 0 {
-            let d = calls.end_ns[i].wrapping_sub(calls.start_ns[i]);
-            let x = &mut calls.exclusive_ns[p as usize];
-            *x = x.wrapping_sub(d);
+    /// Group a lane column (counting sort by lane slot). `None` for fewer than two lanes.
+    fn of(lane: &[i32]) -> Option<LaneSplit> {
+        let n = lane.len();
+        let first = *lane.first()?;
+        let one_lane = if n >= PARALLEL_MIN {
+            lane.par_chunks(CHUNK).all(|c| c.iter().all(|&l| l == first))
+        } else {
+            lane.iter().all(|&l| l == first)
+        };
+        if one_lane {
+            return None;
+        }
+        let slots = LaneSlots::new(lane);
+        let num_slots = slots.num_slots();
+        let slot = |l: i32| slots.slot(l as i64);
+        let mut counts = vec![0usize; num_slots];
+        for &l in lane {
+            counts[slot(l)] += 1;
+        }
+        let mut lanes = Vec::new();
+        let mut offsets = vec![0usize];
+        let mut cursor = vec![0usize; num_slots];
+        for (s, &k) in counts.iter().enumerate() {
+            if k > 0 {
+                cursor[s] = *offsets.last().unwrap();
+                lanes.push(slots.lane(s) as i32);
+                offsets.push(cursor[s] + k);
+            }
+        }
+        let mut order: Column<u32> = Column::new(n);
+        let out = order.ptr();
+        for (i, &l) in lane.iter().enumerate() {
+            let s = slot(l);
+            // SAFETY: cursor[s] < n: each lane's cursor stays inside its own offsets range.
+            unsafe { out.write(cursor[s], i as u32) };
+            cursor[s] += 1;
+        }
+        // SAFETY: the lanes' ranges tile 0..n and every slot was written once.
+        Some(LaneSplit { lanes, offsets, order: unsafe { order.finish() } })
+    }
+}
+
+/// Output columns of the walk, written by several walkers at disjoint positions.
+#[derive(Clone, Copy)]
+struct Out {
+    parent: ColumnPtr<i32>,
+    depth: ColumnPtr<i32>,
+    exclusive: ColumnPtr<i64>,
+}
+
+/// Parent, depth and exclusive ns of every call in sorted order, per lane of `split` (`None`
+/// = one stack), plus the first call (sorted order) that starts inside its parent but ends
+/// after it. Lanes are walked in parallel.
+#[allow(clippy::type_complexity)]
+fn walk(start: &[i64], end: &[i64], split: Option<&LaneSplit>) -> (Vec<i32>, Vec<i32>, Vec<i64>, Option<usize>) {
+    let n = start.len();
+    let (mut parent, mut depth, mut exclusive) = (Column::new(n), Column::new(n), Column::new(n));
+    let out = Out { parent: parent.ptr(), depth: depth.ptr(), exclusive: exclusive.ptr() };
+    let bad = match split {
+        // One stack: cut at calls where it is empty and walk the segments in parallel.
+        None => {
+            let cuts = empty_stack_cuts(start, end);
+            (0..cuts.len() - 1)
+                .into_par_iter()
+                // SAFETY: segments are disjoint, and no call has its parent in another
+                // segment (the stack is empty at every cut).
+                .map(|k| unsafe { walk_lane(start, end, cuts[k]..cuts[k + 1], out) })
+                .flatten()
+                .min()
+        }
+        Some(split) => (0..split.len())
+            .into_par_iter()
+            // SAFETY: every walker owns one lane's positions (lanes partition the calls).
+            .map(|k| unsafe { walk_lane(start, end, split.get(k).1.iter().map(|&i| i as usize), out) })
+            .flatten()
+            .min(),
+    };
+    // SAFETY: lanes (or segments) partition 0..n and every walker writes each of its calls
+    // before moving on - unless it stopped at a nesting error, in which case the columns are
+    // not needed: only the offending call's parent is reported.
+    match bad {
+        None => unsafe { (parent.finish(), depth.finish(), exclusive.finish(), None) },
+        Some(i) => {
+            // SAFETY: the walker that found `i` wrote its parent before returning.
+            let p = unsafe { out.parent.read(i) };
+            (vec![p; n], Vec::new(), Vec::new(), Some(i))
         }
     }
-    Ok(calls)
+}
+
+/// Positions `0 = c0 < c1 < ... < ck = n` of calls at whose start every earlier call has
+/// ended (the one stack is empty there), about `n / parts` apart, for walking the segments
+/// in parallel: `max(end[..c]) < start[c]`. A cut that would need a scan longer than a
+/// segment (a call spanning it, e.g. one outer region around the whole run) is left out.
+fn empty_stack_cuts(start: &[i64], end: &[i64]) -> Vec<usize> {
+    let n = start.len();
+    let parts = if n >= PARALLEL_MIN { rayon::current_num_threads() * 2 } else { 1 };
+    if parts <= 1 {
+        return vec![0, n];
+    }
+    let bound = |c: usize| c * n / parts;
+    let chunk_max: Vec<i64> =
+        (0..parts).into_par_iter().map(|c| end[bound(c)..bound(c + 1)].iter().copied().max().unwrap_or(i64::MIN)).collect();
+    let mut cuts = vec![0];
+    let mut prefix = i64::MIN;
+    for c in 1..parts {
+        prefix = prefix.max(chunk_max[c - 1]);
+        let (lo, hi) = (bound(c), bound(c + 1));
+        let mut m = prefix;
+        let mut i = lo.max(*cuts.last().unwrap() + 1);
+        while i < hi && m >= start[i] {
+            m = m.max(end[i]);
+            i += 1;
+        }
+        if i < hi {
+            cuts.push(i);
+        }
+    }
+    cuts.push(n);
+    cuts
+}
+
+/// The stack walk of one lane (its call ids ascending). The open-call stack is the chain
+/// `top -> parent -> ...`. Returns the first call that ends after its parent (its parent is
+/// set; the walk stops there).
+///
+/// # Safety
+/// `out` points at three columns of `start.len()` values, and no other walker writes the
+/// positions of this lane.
+unsafe fn walk_lane(start: &[i64], end: &[i64], ids: impl Iterator<Item = usize>, out: Out) -> Option<usize> {
+    let mut top: i32 = -1;
+    for i in ids {
+        let si = start[i];
+        let mut t = top;
+        // Closed at si: end < si, or end == si for a call of non-zero length
+        // (scaled: 2·end (+1 if zero-length) <= 2·si).
+        while t >= 0 {
+            let tu = t as usize;
+            let et = end[tu];
+            if et < si || (et == si && start[tu] != et) {
+                t = out.parent.read(tu);
+            } else {
+                break;
+            }
+        }
+        out.parent.write(i, t);
+        let dur = end[i].wrapping_sub(si);
+        out.exclusive.write(i, dur);
+        if t >= 0 {
+            let tu = t as usize;
+            out.depth.write(i, out.depth.read(tu) + 1);
+            out.exclusive.write(tu, out.exclusive.read(tu).wrapping_sub(dur));
+            if end[tu] < end[i] {
+                return Some(i);
+            }
+        } else {
+            out.depth.write(i, 0);
+        }
+        top = i as i32;
+    }
+    None
+}
+
+/// Group a lane column: [`split_by_lane`] of calls whose lane column is `lane` (non-empty
+/// input; an empty column gives no lanes).
+pub fn group_lanes(lane: &[i32]) -> LaneSplit {
+    if lane.is_empty() {
+        return LaneSplit::default();
+    }
+    crate::par::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit {
+        lanes: vec![lane[0]],
+        offsets: vec![0, lane.len()],
+        order: (0..lane.len() as u32).collect(),
+    })
 }
 
 /// Split reconstructed calls into lanes, ascending lane value (`spec-callstack.md` §4):
-/// thread lanes `-N..=-2` first (descending thread index), then `-1`, then tasks `0, 1, …`.
-/// Each entry holds the lane id and the call ids (positions in `calls`) of that lane in
-/// ascending order. No calls -> empty; no lane column -> one entry `(-1, all)`.
+/// thread lanes `-N..=-2` first (descending thread index), then `-1`, then tasks `0, 1, …`,
+/// each with its call ids (positions in `calls`) ascending. No calls -> no lanes; no lane
+/// column -> the one lane `-1` with every call.
 /// Cost: O(n) (counting sort) for dense lane values, O(n log n) otherwise.
-pub fn split_by_lane(calls: &CallArrays) -> Vec<(i64, Vec<usize>)> {
-    crate::par::install(|| split_by_lane_on_pool(calls))
-}
-
-fn split_by_lane_on_pool(calls: &CallArrays) -> Vec<(i64, Vec<usize>)> {
-    let n = calls.len();
-    if n == 0 {
-        return Vec::new();
-    }
+pub fn split_by_lane(calls: &CallArrays) -> LaneSplit {
     if calls.lane.is_empty() {
-        return vec![(-1, (0..n).collect())];
+        return LaneSplit::one_stack(calls.len());
     }
-    let slots = LaneSlots::new(&calls.lane);
-    let mut counts = vec![0usize; slots.num_slots()];
-    let slot_of: Vec<u32> = calls.lane.iter().map(|&l| slots.slot(l) as u32).collect();
-    for &s in &slot_of {
-        counts[s as usize] += 1;
-    }
-    let mut out: Vec<(i64, Vec<usize>)> = Vec::new();
-    let mut out_of_slot = vec![usize::MAX; counts.len()];
-    for (s, &c) in counts.iter().enumerate() {
-        if c > 0 {
-            out_of_slot[s] = out.len();
-            out.push((slots.lane(s), Vec::with_capacity(c)));
-        }
-    }
-    for (i, &s) in slot_of.iter().enumerate() {
-        out[out_of_slot[s as usize]].1.push(i);
-    }
-    out
+    group_lanes(&calls.lane)
 }

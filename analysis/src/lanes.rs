@@ -1,6 +1,8 @@
 //! Lanes seen by people: labels and per-thread summaries (`spec-results.md` §4).
 use std::collections::HashMap;
 
+use rayon::prelude::*;
+
 use crate::callstack::{CallArrays, NestingError};
 use crate::rank_calls::rank_call_arrays;
 use crate::run::{Run, TaskRow, ThreadRow};
@@ -46,6 +48,10 @@ pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, Nes
 /// [`thread_summary`] from an existing reconstruction of `rank` (`calls` from
 /// [`rank_call_arrays`]); O(calls + threads + tasks).
 pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
+    crate::par::install(|| thread_summary_on_pool(run, rank, calls))
+}
+
+fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
     let threads: Vec<&ThreadRow> = run.rank_threads(rank).collect();
     if threads.is_empty() {
         return Vec::new();
@@ -63,7 +69,7 @@ pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Thre
     // Dense lookup for the usual small non-negative thread indices (a HashMap probe per
     // call is the cost of this function otherwise).
     let max_index = threads.iter().map(|t| t.index).max().unwrap_or(-1);
-    let dense: Option<Vec<usize>> = (max_index >= 0 && max_index < (1 << 20)).then(|| {
+    let dense: Option<Vec<usize>> = (0..(1 << 20)).contains(&max_index).then(|| {
         let mut d = vec![usize::MAX; max_index as usize + 1];
         for (&index, &s) in &slot {
             if index >= 0 {
@@ -72,53 +78,51 @@ pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Thre
         }
         d
     });
-    for row in run.rank_rows(rank) {
-        if let Some(ids) = &row.thread_ids {
-            match &dense {
-                Some(d) => {
-                    for &t in ids.values().iter() {
-                        if let Some(&s) = usize::try_from(t).ok().and_then(|t| d.get(t)) {
-                            if s != usize::MAX {
-                                num_calls[s] += 1;
-                            }
-                        }
-                    }
-                }
-                None => {
-                    for &t in ids.values().iter() {
-                        if let Some(&s) = slot.get(&t) {
-                            num_calls[s] += 1;
-                        }
-                    }
+    let slot_of = |t: i64| -> Option<usize> {
+        match &dense {
+            Some(d) => usize::try_from(t).ok().and_then(|t| d.get(t)).copied().filter(|&s| s != usize::MAX),
+            None => slot.get(&t).copied(),
+        }
+    };
+    // Calls per thread: the rows' thread columns, counted in parallel chunks.
+    let columns: Vec<&[i64]> = run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect();
+    let chunks: Vec<&[i64]> = columns.iter().flat_map(|c| c.chunks(1 << 16)).collect();
+    for counts in chunks
+        .par_iter()
+        .map(|ids| {
+            let mut counts = vec![0i64; num_calls.len()];
+            for &t in ids.iter() {
+                if let Some(s) = slot_of(t) {
+                    counts[s] += 1;
                 }
             }
+            counts
+        })
+        .collect::<Vec<_>>()
+    {
+        for (total, c) in num_calls.iter_mut().zip(counts) {
+            *total += c;
         }
     }
 
-    // Task index -> thread indices of the task rows with that index (sorted pairs).
+    // Root ns per lane (dense lane range), then per thread: a thread's bare lane, and every
+    // task lane whose task rows name the thread (each distinct thread once).
     let mut task_threads: Vec<(i64, i64)> =
         run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
     task_threads.sort_unstable();
-    if !calls.lane.is_empty() {
-        for id in 0..calls.len() {
-            if calls.parent[id] >= 0 {
-                continue;
+    for (lane, ns) in root_ns_per_lane(calls) {
+        if lane <= -2 {
+            if let Some(s) = slot_of(-2 - lane) {
+                root_ns[s] += ns;
             }
-            let lane = calls.lane[id];
-            let dur = calls.end_ns[id] - calls.start_ns[id];
-            if lane <= -2 {
-                if let Some(&s) = slot.get(&(-2 - lane)) {
-                    root_ns[s] += dur;
-                }
-            } else if lane >= 0 {
-                let from = task_threads.partition_point(|&(k, _)| k < lane);
-                let mut last_slot = usize::MAX;
-                for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lane) {
-                    if let Some(&s) = slot.get(&th) {
-                        if s != last_slot {
-                            root_ns[s] += dur;
-                            last_slot = s;
-                        }
+        } else if lane >= 0 {
+            let from = task_threads.partition_point(|&(k, _)| k < lane);
+            let mut last_slot = usize::MAX;
+            for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lane) {
+                if let Some(s) = slot_of(th) {
+                    if s != last_slot {
+                        root_ns[s] += ns;
+                        last_slot = s;
                     }
                 }
             }
@@ -141,6 +145,58 @@ pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Thre
             }
         })
         .collect()
+}
+
+/// `(lane, Σ root durations ns)` for every lane with a root call (none without a lane
+/// column), accumulated in parallel chunks over a dense lane range (a map for sparse lanes).
+fn root_ns_per_lane(calls: &CallArrays) -> Vec<(i64, i64)> {
+    if calls.lane.is_empty() {
+        return Vec::new();
+    }
+    let (min, max) = calls.lane.par_iter().fold(|| (i32::MAX, i32::MIN), |(a, b), &l| (a.min(l), b.max(l))).reduce(
+        || (i32::MAX, i32::MIN),
+        |x, y| (x.0.min(y.0), x.1.max(y.1)),
+    );
+    let range = (max as i64 - min as i64 + 1) as usize;
+    let n = calls.len();
+    let parts = rayon::current_num_threads().max(1) * 2;
+    let root = |i: usize| calls.parent[i] < 0;
+    let dur = |i: usize| calls.end_ns[i] - calls.start_ns[i];
+    if range <= 4 * n + 4096 {
+        let sums = (0..parts)
+            .into_par_iter()
+            .map(|p| {
+                let mut acc = vec![0i64; range];
+                let mut seen = vec![false; range];
+                for i in p * n / parts..(p + 1) * n / parts {
+                    if root(i) {
+                        let k = (calls.lane[i] - min) as usize;
+                        acc[k] += dur(i);
+                        seen[k] = true;
+                    }
+                }
+                (acc, seen)
+            })
+            .reduce(
+                || (vec![0i64; range], vec![false; range]),
+                |(mut a, mut sa), (b, sb)| {
+                    for k in 0..range {
+                        a[k] += b[k];
+                        sa[k] |= sb[k];
+                    }
+                    (a, sa)
+                },
+            );
+        (0..range).filter(|&k| sums.1[k]).map(|k| (min as i64 + k as i64, sums.0[k])).collect()
+    } else {
+        let mut map: HashMap<i64, i64> = HashMap::new();
+        for i in (0..n).filter(|&i| root(i)) {
+            *map.entry(calls.lane[i] as i64).or_default() += dur(i);
+        }
+        let mut out: Vec<(i64, i64)> = map.into_iter().collect();
+        out.sort_unstable();
+        out
+    }
 }
 
 /// Lane labels of one rank with O(1) lookups, for labelling many lanes (exports).

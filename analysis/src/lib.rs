@@ -2,14 +2,16 @@
 pub mod cache;
 pub mod callstack;
 pub mod lanes;
+pub mod memory;
+mod order;
 pub mod par;
 pub mod rank_calls;
 pub mod run;
 pub mod stack;
 
 pub use cache::{Reconstruction, RunAnalysis};
-pub use callstack::{build_call_arrays, lane_id, py_repr, split_by_lane, CallArrays, NestingError, RegionInput};
+pub use callstack::{build_call_arrays, build_with_lanes, group_lanes, lane_id, py_repr, split_by_lane, CallArrays, LaneSplit, NestingError, RegionInput};
 pub use lanes::{lane_label, thread_summary, thread_summary_from, LaneLabels, ThreadSummaryRow};
-pub use rank_calls::{assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, region_input};
+pub use rank_calls::{assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input};
 pub use run::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};
 pub use stack::stack_runs;

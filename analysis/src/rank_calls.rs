@@ -2,7 +2,7 @@
 //! finalize, per-call exclusive time per row.
 use arrow_array::Int64Array;
 
-use crate::callstack::{build_call_arrays, CallArrays, NestingError, RegionInput};
+use crate::callstack::{build_with_lanes, CallArrays, LaneSplit, NestingError, RegionInput};
 use crate::run::{RegionCalls, Run};
 
 /// The rows of `rank` in reconstruction order: region-table order (the reference iterates
@@ -33,11 +33,17 @@ pub fn region_input<'a>(run: &'a Run, row: &'a RegionCalls) -> RegionInput<'a> {
 ///
 /// Errors: [`NestingError`] as [`build_call_arrays`].
 pub fn rank_call_arrays(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays), NestingError> {
+    rank_reconstruction(run, rank).map(|(rows, calls, _)| (rows, calls))
+}
+
+/// [`rank_call_arrays`] plus the lane split computed on the way (see [`build_with_lanes`]).
+#[allow(clippy::type_complexity)]
+pub fn rank_reconstruction(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays, Option<LaneSplit>), NestingError> {
     let rows = rank_rows_ordered(run, rank);
     let inputs: Vec<RegionInput<'_>> =
         rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
-    let calls = build_call_arrays(&inputs)?;
-    Ok((rows, calls))
+    let (calls, split) = build_with_lanes(&inputs)?;
+    Ok((rows, calls, split))
 }
 
 /// Scatter a per-call value (indexed by call id) back to every row's recorded order.
@@ -70,7 +76,7 @@ pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, Nesti
         if p < 0 {
             -1
         } else {
-            base + p
+            base + p as i64
         }
     });
     let mut totals = vec![0i64; rows.len()];

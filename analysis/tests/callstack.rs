@@ -148,12 +148,12 @@ fn split_by_lane_ascending() {
     }])
     .unwrap();
     let split = split_by_lane(&c);
-    let lanes: Vec<i64> = split.iter().map(|(l, _)| *l).collect();
+    let lanes: Vec<i64> = split.iter().map(|(l, _)| l).collect();
     assert_eq!(lanes, vec![-4, -2, -1, 0, 3]);
-    assert_eq!(split[1].1, vec![0]);
-    assert_eq!(split[0].1, vec![2]);
+    assert_eq!(split.get(1).1, &[0]);
+    assert_eq!(split.get(0).1, &[2]);
     let untracked = build_call_arrays(&[region("a", &[0, 1], &[1, 2])]).unwrap();
-    assert_eq!(split_by_lane(&untracked), vec![(-1, vec![0, 1])]);
+    assert_eq!(pairs(&split_by_lane(&untracked)), vec![(-1, vec![0, 1])]);
 }
 
 #[test]
@@ -164,12 +164,30 @@ fn sparse_lane_values() {
         start_ns: &[0, 1, 2],
         end_ns: &[10, 5, 3],
         thread_ids: Some(&[0, 0, 0]),
-        task_ids: Some(&[i64::MAX - 1, -1, i64::MAX - 1]),
+        task_ids: Some(&[i32::MAX as i64 - 1, -1, i32::MAX as i64 - 1]),
     }])
     .unwrap();
     assert_eq!(c.parent, vec![-1, -1, 0]);
     let split = split_by_lane(&c);
-    assert_eq!(split, vec![(-2, vec![1]), (i64::MAX - 1, vec![0, 2])]);
+    assert_eq!(pairs(&split), vec![(-2, vec![1]), (i32::MAX as i64 - 1, vec![0, 2])]);
+}
+
+#[test]
+fn lane_ids_beyond_i32_are_an_error_not_wrapped() {
+    let got = build_call_arrays(&[RegionInput {
+        name: "a",
+        start_ns: &[0, 1],
+        end_ns: &[10, 5],
+        thread_ids: Some(&[0, 0]),
+        task_ids: Some(&[i32::MAX as i64 + 1, -1]),
+    }]);
+    let err = got.unwrap_err().0;
+    assert!(err.contains("thread or task ids beyond 2147483647"), "{err}");
+}
+
+/// `(lane, call ids)` pairs of a split.
+fn pairs(split: &scope_profiler_analysis::LaneSplit) -> Vec<(i64, Vec<u32>)> {
+    split.iter().map(|(l, ids)| (l, ids.to_vec())).collect()
 }
 
 #[test]
@@ -313,10 +331,11 @@ fn check_against_oracle(inp: &[RegionInput<'_>], got: &Result<CallArrays, scope_
             let pos: Vec<usize> =
                 (0..c.len()).map(|i| offsets[c.region_index[i] as usize] + c.call_index[i] as usize).collect();
             assert_eq!(pos, o.order);
-            assert_eq!(c.parent, o.parent);
-            assert_eq!(c.depth, o.depth);
+            let wide = |v: &[i32]| v.iter().map(|&x| x as i64).collect::<Vec<i64>>();
+            assert_eq!(wide(&c.parent), o.parent);
+            assert_eq!(wide(&c.depth), o.depth);
             assert_eq!(c.exclusive_ns, o.exclusive);
-            assert_eq!(c.lane, o.lane);
+            assert_eq!(wide(&c.lane), o.lane);
         }
         (Err(g), Err(w)) => assert_eq!(g.0, w),
         (g, w) => panic!("mismatch: got {:?}, oracle {:?}", g.as_ref().map(|c| c.parent.clone()), w.map(|o| o.parent)),
@@ -413,10 +432,10 @@ proptest! {
         // split_by_lane: partitions the ids, ascending lanes, ids ascending
         let split = split_by_lane(&c);
         let mut seen = 0;
-        for w in split.windows(2) { prop_assert!(w[0].0 < w[1].0); }
-        for (lane, ids) in &split {
+        for w in split.lanes.windows(2) { prop_assert!(w[0] < w[1]); }
+        for (lane, ids) in split.iter() {
             for w in ids.windows(2) { prop_assert!(w[0] < w[1]); }
-            for &i in ids { prop_assert_eq!(c.lane[i], *lane); }
+            for &i in ids { prop_assert_eq!(c.lane_of(i as usize), lane); }
             seen += ids.len();
         }
         prop_assert_eq!(seen, c.len());
@@ -449,51 +468,160 @@ fn scales_linearly_with_many_lanes() {
     assert!(started.elapsed().as_secs_f64() < 5.0, "took {:?}", started.elapsed());
 }
 
-/// The two ordering paths of `build_call_arrays` agree: recorded data (few sorted runs) is
-/// merged, shuffled data (many runs) is sorted; with ties included, every derived column
-/// must be the same as for the sorted input, call by call.
+/// A straightforward O(n log n) reconstruction (stable sort, one `Vec` stack per lane),
+/// independent of the library's bucket sort and linked-list walk; the O(n²) oracle above
+/// vouches for it on small inputs (`simple_matches_oracle`). Returns, per call in sorted
+/// order: (global input position, parent, depth, exclusive, lane).
+fn simple(regions: &[RegionInput<'_>]) -> Vec<(usize, i64, i64, i64, i64)> {
+    let mut calls = Vec::new(); // (start, end, lane)
+    for r in regions {
+        for c in 0..r.start_ns.len() {
+            let lane = match r.thread_ids {
+                None => -1,
+                Some(t) => lane_id(t[c], r.task_ids.map_or(-1, |k| k[c])),
+            };
+            calls.push((r.start_ns[c], r.end_ns[c], lane));
+        }
+    }
+    let mut order: Vec<usize> = (0..calls.len()).collect();
+    order.sort_by(|&a, &b| calls[a].0.cmp(&calls[b].0).then(calls[b].1.cmp(&calls[a].1)));
+    let mut stacks: std::collections::HashMap<i64, Vec<usize>> = Default::default();
+    let mut out: Vec<(usize, i64, i64, i64, i64)> = Vec::with_capacity(calls.len());
+    for (k, &i) in order.iter().enumerate() {
+        let (s, e, lane) = calls[i];
+        let stack = stacks.entry(lane).or_default();
+        while let Some(&t) = stack.last() {
+            let (ts, te, _) = calls[order[t]]; // t: a sorted position
+            if te < s || (te == s && ts != te) {
+                stack.pop();
+            } else {
+                break;
+            }
+        }
+        let parent = stack.last().map_or(-1, |&t| t as i64);
+        out.push((i, parent, stack.len() as i64, e - s, if regions.iter().any(|r| r.thread_ids.is_some()) { lane } else { 0 }));
+        if parent >= 0 {
+            out[parent as usize].3 -= e - s;
+        }
+        stack.push(k);
+    }
+    out
+}
+
+fn check_against_simple(inp: &[RegionInput<'_>]) {
+    let c = build_call_arrays(inp).unwrap();
+    let want = simple(inp);
+    let mut offsets = vec![0usize];
+    for r in inp {
+        offsets.push(offsets.last().unwrap() + r.start_ns.len());
+    }
+    assert_eq!(c.len(), want.len());
+    for (k, w) in want.iter().enumerate() {
+        let pos = offsets[c.region_index[k] as usize] + c.call_index[k] as usize;
+        assert_eq!(pos, w.0, "call {k}: input position");
+        assert_eq!(c.parent[k] as i64, w.1, "call {k}: parent");
+        assert_eq!(c.depth[k] as i64, w.2, "call {k}: depth");
+        assert_eq!(c.exclusive_ns[k], w.3, "call {k}: exclusive");
+        if !c.lane.is_empty() {
+            assert_eq!(c.lane[k] as i64, w.4, "call {k}: lane");
+        }
+    }
+}
+
+/// Deterministic pseudo-random numbers (LCG).
+struct Lcg(u64);
+impl Lcg {
+    fn next(&mut self, bound: u64) -> u64 {
+        self.0 = self.0.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (self.0 >> 33) % bound.max(1)
+    }
+}
+
+/// Nested calls on `threads` threads: every thread runs `iterations` of a random nest of
+/// up to 4 levels (with zero-length calls, calls sharing start or end with their parent, and
+/// identical intervals in different regions); `regions` regions; calls in recorded order
+/// (per region grouped by thread, each thread in entry order) or shuffled.
+fn recorded(threads: i64, iterations: i64, regions: usize, shuffle: bool, seed: u64) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+    let mut rng = Lcg(seed);
+    let mut rows: Vec<Vec<(i64, i64, i64)>> = vec![Vec::new(); regions];
+    for t in 0..threads {
+        let mut at = (t as i64) * 7 + rng.next(50) as i64;
+        for _ in 0..iterations {
+            let len = 40 + rng.next(100) as i64;
+            let (s0, e0) = (at, at + len);
+            rows[rng.next(regions as u64) as usize].push((s0, e0, t));
+            let mut lo = s0;
+            let mut hi = e0;
+            for _ in 0..rng.next(4) {
+                let s = lo + if rng.next(3) == 0 { 0 } else { rng.next(((hi - lo) / 3).max(1) as u64) as i64 };
+                let e = if rng.next(5) == 0 { s } else if rng.next(3) == 0 { hi } else { s + rng.next((hi - s).max(1) as u64) as i64 };
+                rows[rng.next(regions as u64) as usize].push((s, e, t));
+                if rng.next(4) == 0 {
+                    rows[rng.next(regions as u64) as usize].push((s, e, t)); // identical interval
+                }
+                lo = s;
+                hi = e;
+            }
+            at = e0 + rng.next(3) as i64; // sometimes adjacent (end == next start)
+        }
+    }
+    rows.into_iter()
+        .map(|mut r| {
+            r.sort_by_key(|&(s, _, t)| (t, s)); // recorded order: by thread, entry order
+            if shuffle {
+                for i in (1..r.len()).rev() {
+                    let j = rng.next(i as u64 + 1) as usize;
+                    r.swap(i, j);
+                }
+            }
+            (r.iter().map(|x| x.0).collect(), r.iter().map(|x| x.1).collect(), r.iter().map(|x| x.2).collect())
+        })
+        .collect()
+}
+
 #[test]
-fn merge_path_and_sort_path_agree() {
-    // 3 regions, nested triples on 4 threads, with duplicated intervals across regions
-    let mut rows: Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> = vec![Default::default(); 3];
-    for i in 0..3000i64 {
-        let t = i % 4;
-        let base = (i / 4) * 100 + t;
-        for (k, (s, e)) in [(base, base + 90), (base + 10, base + 80), (base + 10, base + 80)].into_iter().enumerate() {
-            rows[k].0.push(s);
-            rows[k].1.push(e);
-            rows[k].2.push(t);
+fn simple_matches_oracle() {
+    for seed in 0..20 {
+        let rows = recorded(3, 20, 3, seed % 2 == 1, seed);
+        let inputs: Vec<RegionInput<'_>> = rows.iter().map(|r| on_thread("r", &r.0, &r.1, &r.2)).collect();
+        let o = oracle(&inputs).unwrap();
+        let s = simple(&inputs);
+        assert_eq!(s.iter().map(|x| x.0).collect::<Vec<_>>(), o.order);
+        assert_eq!(s.iter().map(|x| x.1).collect::<Vec<_>>(), o.parent);
+        assert_eq!(s.iter().map(|x| x.2).collect::<Vec<_>>(), o.depth);
+        assert_eq!(s.iter().map(|x| x.3).collect::<Vec<_>>(), o.exclusive);
+    }
+}
+
+/// Large inputs take the parallel paths (bucket sort, lanes walked in parallel): they must
+/// give exactly the simple reconstruction, for recorded and shuffled order, one lane and
+/// many, with ties of every kind.
+#[test]
+fn large_inputs_match_the_simple_reconstruction() {
+    for (threads, iterations, regions, shuffle) in [(1, 60_000, 4, false), (8, 8_000, 4, false), (8, 8_000, 3, true), (300, 200, 5, false)] {
+        let rows = recorded(threads, iterations, regions, shuffle, threads as u64 * 31 + iterations as u64);
+        let n: usize = rows.iter().map(|r| r.0.len()).sum();
+        assert!(n > 100_000, "{n} calls: too few for the parallel paths");
+        let tracked: Vec<RegionInput<'_>> = rows.iter().map(|r| on_thread("r", &r.0, &r.1, &r.2)).collect();
+        check_against_simple(&tracked);
+        if threads == 1 {
+            let untracked: Vec<RegionInput<'_>> = rows.iter().map(|r| region("r", &r.0, &r.1)).collect();
+            check_against_simple(&untracked);
         }
     }
-    let inputs: Vec<RegionInput<'_>> =
-        rows.iter().enumerate().map(|(k, r)| on_thread(["a", "b", "c"][k], &r.0, &r.1, &r.2)).collect();
-    let merged = build_call_arrays(&inputs).unwrap();
-    // shuffle every region (deterministic LCG permutation): forces the sort path
-    type Shuffled = (Vec<i64>, Vec<i64>, Vec<i64>, Vec<usize>);
-    let mut shuffled: Vec<Shuffled> = Vec::new();
-    let mut x: u64 = 12345;
-    for r in &rows {
-        let mut perm: Vec<usize> = (0..r.0.len()).collect();
-        for i in (1..perm.len()).rev() {
-            x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
-            perm.swap(i, (x >> 33) as usize % (i + 1));
-        }
-        shuffled.push((
-            perm.iter().map(|&p| r.0[p]).collect(),
-            perm.iter().map(|&p| r.1[p]).collect(),
-            perm.iter().map(|&p| r.2[p]).collect(),
-            perm,
-        ));
-    }
-    let inputs2: Vec<RegionInput<'_>> =
-        shuffled.iter().enumerate().map(|(k, r)| on_thread(["a", "b", "c"][k], &r.0, &r.1, &r.2)).collect();
-    let sorted = build_call_arrays(&inputs2).unwrap();
-    assert_eq!(merged.start_ns, sorted.start_ns);
-    assert_eq!(merged.end_ns, sorted.end_ns);
-    assert_eq!(merged.region_index, sorted.region_index);
-    assert_eq!(merged.depth, sorted.depth);
-    assert_eq!(merged.parent, sorted.parent);
-    assert_eq!(merged.exclusive_ns, sorted.exclusive_ns);
-    assert_eq!(merged.lane, sorted.lane);
-    assert_eq!(merged.max_depth(), Some(2));
+}
+
+/// A skewed start distribution (one call far from the rest) puts almost every call in one
+/// bucket: still exact.
+#[test]
+fn skewed_starts_match_the_simple_reconstruction() {
+    let mut rows = recorded(2, 30_000, 2, false, 7);
+    rows[0].0.push(i64::MAX / 2);
+    rows[0].1.push(i64::MAX / 2 + 5);
+    rows[0].2.push(0);
+    rows[1].0.insert(0, -(i64::MAX / 2));
+    rows[1].1.insert(0, -(i64::MAX / 2) + 5);
+    rows[1].2.insert(0, 1);
+    let inputs: Vec<RegionInput<'_>> = rows.iter().map(|r| on_thread("r", &r.0, &r.1, &r.2)).collect();
+    check_against_simple(&inputs);
 }

@@ -53,15 +53,24 @@ impl RankCalls {
     }
 }
 
+/// The lanes of `calls` with their call ids, in [`lane_order`] (lanes without calls left out).
+pub(crate) fn export_lanes(calls: &CallArrays) -> Vec<(i64, Vec<usize>)> {
+    let mut lanes: Vec<(i64, Vec<usize>)> = split_by_lane(calls)
+        .iter()
+        .filter(|(_, ids)| !ids.is_empty())
+        .map(|(lane, ids)| (lane, ids.iter().map(|&i| i as usize).collect()))
+        .collect();
+    lanes.sort_by_key(|(lane, _)| lane_order(*lane));
+    lanes
+}
+
 /// Reconstruct every rank of `ranks` (in the given order) before anything is written.
 /// Errors: `Nesting` for the first rank that fails, `NoCalls` when no rank has a call.
 pub(crate) fn reconstruct(run: &Run, ranks: &[u32]) -> Result<Vec<RankCalls>, ExportError> {
     let mut all = Vec::with_capacity(ranks.len());
     for &rank in ranks {
         let (rows, calls) = rank_call_arrays(run, rank)?;
-        let mut lanes = split_by_lane(&calls);
-        lanes.retain(|(_, ids)| !ids.is_empty());
-        lanes.sort_by_key(|(lane, _)| lane_order(*lane));
+        let lanes = export_lanes(&calls);
         all.push(RankCalls { rank, rows, calls, lanes });
     }
     if all.iter().all(|r| r.calls.is_empty()) {

@@ -11,7 +11,7 @@ use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use scope_profiler_analysis::{rank_call_arrays, split_by_lane, CallArrays, LaneLabels, Run};
+use scope_profiler_analysis::{rank_call_arrays, CallArrays, LaneLabels, Run};
 
 use crate::export_common::write_atomic;
 use crate::{ExportError, Selection};
@@ -19,18 +19,6 @@ use crate::{ExportError, Selection};
 /// `"exporter"` of the documents this crate writes.
 pub const EXPORTER: &str = concat!("scope-profiler-rs@", env!("CARGO_PKG_VERSION"));
 const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
-
-/// Profile order key: main thread first (thread lanes by ascending thread index), then the
-/// unknown lane -1, then task lanes ascending.
-fn lane_order(lane: i64) -> (u8, i64) {
-    if lane <= -2 {
-        (0, -2 - lane)
-    } else if lane == -1 {
-        (1, 0)
-    } else {
-        (2, lane)
-    }
-}
 
 struct RankCalls {
     rank: u32,
@@ -71,9 +59,7 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
     let mut all: Vec<RankCalls> = Vec::with_capacity(ranks.len());
     for &rank in ranks {
         let (rows, calls) = rank_call_arrays(run, rank)?;
-        let mut lanes = split_by_lane(&calls);
-        lanes.retain(|(_, ids)| !ids.is_empty());
-        lanes.sort_by_key(|(lane, _)| lane_order(*lane));
+        let lanes = crate::export_common::export_lanes(&calls);
         all.push(RankCalls { rank, rows, calls, lanes });
     }
     if all.iter().all(|r| r.calls.is_empty()) {

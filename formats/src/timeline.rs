@@ -160,7 +160,7 @@ fn rank_rows<'a>(run: &Run, r: &'a RankCalls, end_ns: i64) -> Vec<Row<'a>> {
     let mut rows: Vec<Row<'a>> = Vec::new();
     for (lane, ids) in &r.lanes {
         let lane = *lane;
-        let depth = ids.iter().map(|&c| r.calls.depth[c]).max().unwrap_or(0);
+        let depth = ids.iter().map(|&c| r.calls.depth[c] as i64).max().unwrap_or(0);
         let (label, detail, life) = if lane == -1 {
             (format!("rank {}", r.rank), "calls without a thread (untracked run)".to_string(), None)
         } else if lane <= -2 {
@@ -421,7 +421,7 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
                 }
             };
             for &id in row.ids {
-                let depth = c.depth[id];
+                let depth = c.depth[id] as i64;
                 let (a, b) = (c.start_ns[id], c.end_ns[id]);
                 let (xa, xb) = (px(a), px(b));
                 let w = xb - xa;

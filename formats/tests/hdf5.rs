@@ -132,7 +132,7 @@ fn check_expected(run: &Run, expected: &Value, file: &str) {
     assert_eq!(calls.lane.is_empty(), ca["lane_column_empty"].as_bool().unwrap(), "{file}");
     assert_eq!(calls.parent.iter().filter(|&&p| p < 0).count() as i64, ca["roots"].as_i64().unwrap(), "{file}");
     let lanes: Vec<(i64, i64, String)> = split_by_lane(&calls)
-        .into_iter()
+        .iter()
         .map(|(lane, ids)| {
             let label = if lane == -1 { "rank 0".to_string() } else { lane_label(run, lane, 0) };
             (lane, ids.len() as i64, label)

@@ -75,8 +75,8 @@ fn events_and_lanes_of_the_reference_runs() {
             assert_eq!((start.value(i), end.value(i)), (calls.start_ns[i], calls.end_ns[i]));
             assert_eq!(dur.value(i), end.value(i) - start.value(i));
             assert_eq!(cid.value(i), i as i64);
-            assert_eq!(pid.value(i), calls.parent[i]);
-            assert_eq!(depth.value(i), calls.depth[i]);
+            assert_eq!(pid.value(i), calls.parent[i] as i64);
+            assert_eq!(depth.value(i), calls.depth[i] as i64);
             assert_eq!(lane.value(i), calls.lane_of(i));
             assert_eq!(lane.value(i), lane_id(thread.value(i), task.value(i)), "lane agrees with thread/task");
             assert_eq!(excl.value(i), calls.exclusive_ns[i]);

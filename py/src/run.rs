@@ -165,30 +165,15 @@ impl NativeRun {
         Ok(ranks)
     }
 
-    /// Lanes of `rank` from the cached reconstruction: `(lanes, offsets, order)` int64
-    /// arrays; lane `lanes[k]` holds call ids `order[offsets[k]:offsets[k+1]]` (ascending).
-    /// Ascending lane value; no calls -> empty arrays; no lane column -> one lane `-1`.
-    fn split_by_lane<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyTuple>> {
-        let rec = self.reconstruction(py, rank)?;
-        let (lanes, offsets, order) = py.detach(move || {
-            let n = rec.calls.len() as i64;
-            if rec.calls.lane.is_empty() {
-                // one stack: no grouping needed (LaneSplit hands out the calls themselves)
-                return if n == 0 { (vec![], vec![0], vec![]) } else { (vec![-1], vec![0, n], vec![]) };
-            }
-            let split = rec.lanes();
-            let mut lanes = Vec::with_capacity(split.len());
-            let mut offsets = Vec::with_capacity(split.len() + 1);
-            let mut order = Vec::with_capacity(rec.calls.len());
-            offsets.push(0i64);
-            for (lane, ids) in split {
-                lanes.push(*lane);
-                order.extend(ids.iter().map(|&i| i as i64));
-                offsets.push(order.len() as i64);
-            }
-            (lanes, offsets, order)
-        });
-        PyTuple::new(py, [owned_i64(py, lanes), owned_i64(py, offsets), owned_i64(py, order)])
+    /// Lanes of `rank` from the cached reconstruction: `(lanes, offsets, order)`; lane
+    /// `lanes[k]` (int64, ascending) holds call ids `order[offsets[k]:offsets[k+1]]`
+    /// (ascending). `offsets` int64; `order` a read-only uint32 view of the cached split (no
+    /// copy). No calls -> empty arrays; no lane column -> one lane `-1` and an empty `order`
+    /// (the lane is every call, in order).
+    fn split_by_lane<'py>(slf: &Bound<'py, Self>, rank: u32) -> PyResult<Bound<'py, PyTuple>> {
+        let py = slf.py();
+        let rec = slf.get().reconstruction(py, rank)?;
+        crate::results::callstack::cached_lane_split_to_py(py, rec)
     }
 
     /// `thread_summary(rank)` rows as dicts (keys `index, name, alive, wall_time, cpu_time,

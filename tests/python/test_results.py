@@ -65,8 +65,19 @@ def test_columns_survive_the_results_object():
 
 def test_call_arrays_columns_are_owned_arrays():
     calls = sp.build_call_arrays(sp.read_h5(THREADS).get_regions(), 0)
-    for column in calls[3:10]:
-        assert column.dtype == np.int64 and column.size == len(calls)
+    # ns columns int64, index columns int32 (documented deviation: half the memory)
+    expected = {"region_index": np.int32, "call_index": np.int32, "start_ns": np.int64,
+                "end_ns": np.int64, "depth": np.int32, "parent": np.int32,
+                "exclusive_ns": np.int64, "lane": np.int32}
+    for field, dtype in expected.items():
+        column = getattr(calls, field)
+        assert column.dtype == dtype and column.size == len(calls), field
+    # the values are those of an int64 reconstruction: parents index back into the arrays
+    roots = calls.parent < 0
+    assert (calls.depth[roots] == 0).all()
+    child = np.flatnonzero(~roots)
+    assert (calls.depth[child] == calls.depth[calls.parent[child]] + 1).all()
+    assert (calls.lane[child] == calls.lane[calls.parent[child]]).all()
 
 
 # ------------------------------------------------------------------ lanes

@@ -13,6 +13,15 @@ use pyo3::prelude::*;
 /// memory `container` owns and never reallocates, e.g. an Arrow buffer of a `NativeRun`'s
 /// `Arc<Run>`).
 pub unsafe fn view_i64<'py>(values: &[i64], container: &Bound<'py, PyAny>) -> Bound<'py, PyArray1<i64>> {
+    // SAFETY: forwarded to the caller.
+    unsafe { view(values, container) }
+}
+
+/// [`view_i64`] for any numpy element type (`i32` index columns, `u32` lane orders, ...).
+///
+/// # Safety
+/// As [`view_i64`].
+pub unsafe fn view<'py, T: numpy::Element>(values: &[T], container: &Bound<'py, PyAny>) -> Bound<'py, PyArray1<T>> {
     let view = ArrayView1::from(values);
     // SAFETY: guaranteed by the caller; the array's base object is `container`.
     let array = unsafe { PyArray1::borrow_from_array(&view, container.clone()) };
@@ -24,6 +33,11 @@ pub unsafe fn view_i64<'py>(values: &[i64], container: &Bound<'py, PyAny>) -> Bo
 
 /// A numpy array that takes ownership of `values` (no copy).
 pub fn owned_i64(py: Python<'_>, values: Vec<i64>) -> Bound<'_, PyArray1<i64>> {
+    PyArray1::from_vec(py, values)
+}
+
+/// A numpy array that takes ownership of `values` (no copy), any element type.
+pub fn owned<T: numpy::Element>(py: Python<'_>, values: Vec<T>) -> Bound<'_, PyArray1<T>> {
     PyArray1::from_vec(py, values)
 }
 

@@ -7,9 +7,9 @@ use pyo3::prelude::*;
 use pyo3::types::{PyList, PyTuple};
 use std::sync::Arc;
 
-use scope_profiler_analysis::{CallArrays, Reconstruction, RegionInput};
+use scope_profiler_analysis::{CallArrays, LaneSplit, Reconstruction, RegionInput};
 
-use super::arrays::{owned_i64, slice_of, view_i64};
+use super::arrays::{owned, owned_i64, slice_of, view};
 use crate::errors::nesting_err;
 
 type RegionArg<'py> = (
@@ -21,20 +21,21 @@ type RegionArg<'py> = (
 );
 
 /// The columns of a [`CallArrays`] as a tuple of numpy arrays (moved, not copied):
-/// `(region_index, call_index, start_ns, end_ns, depth, parent, exclusive_ns, lane)`.
+/// `(region_index, call_index, start_ns, end_ns, depth, parent, exclusive_ns, lane)`;
+/// int32 index columns (`region_index`, `call_index`, `depth`, `parent`, `lane`), int64 ns.
 pub fn call_arrays_to_py(py: Python<'_>, calls: CallArrays) -> PyResult<Bound<'_, PyTuple>> {
     let CallArrays { region_index, call_index, start_ns, end_ns, depth, parent, exclusive_ns, lane } = calls;
     PyTuple::new(
         py,
         [
-            owned_i64(py, region_index),
-            owned_i64(py, call_index),
-            owned_i64(py, start_ns),
-            owned_i64(py, end_ns),
-            owned_i64(py, depth),
-            owned_i64(py, parent),
-            owned_i64(py, exclusive_ns),
-            owned_i64(py, lane),
+            owned(py, region_index).into_any(),
+            owned(py, call_index).into_any(),
+            owned(py, start_ns).into_any(),
+            owned(py, end_ns).into_any(),
+            owned(py, depth).into_any(),
+            owned(py, parent).into_any(),
+            owned(py, exclusive_ns).into_any(),
+            owned(py, lane).into_any(),
         ],
     )
 }
@@ -45,24 +46,30 @@ pub fn cached_call_arrays_to_py<'py>(container: &Bound<'py, PyAny>, rec: Arc<Rec
     let py = container.py();
     // The views must keep the reconstruction alive, not just the NativeRun (whose cache
     // holds it, but a view may outlive a cache entry): wrap the Arc in a Python object.
-    let keeper = Bound::new(py, Keeper { _rec: Arc::clone(&rec) })?.into_any();
+    let keeper = keeper(py, &rec)?;
     let c = &rec.calls;
     // SAFETY: the vectors live in `rec`, owned by `keeper` and never mutated.
-    let v = |x: &Vec<i64>| unsafe { view_i64(x, &keeper) };
+    let v32 = |x: &Vec<i32>| unsafe { view(x, &keeper) }.into_any();
+    let v64 = |x: &Vec<i64>| unsafe { view(x, &keeper) }.into_any();
     let _ = container;
     PyTuple::new(
         py,
         [
-            v(&c.region_index),
-            v(&c.call_index),
-            v(&c.start_ns),
-            v(&c.end_ns),
-            v(&c.depth),
-            v(&c.parent),
-            v(&c.exclusive_ns),
-            v(&c.lane),
+            v32(&c.region_index),
+            v32(&c.call_index),
+            v64(&c.start_ns),
+            v64(&c.end_ns),
+            v32(&c.depth),
+            v32(&c.parent),
+            v64(&c.exclusive_ns),
+            v32(&c.lane),
         ],
     )
+}
+
+/// A Python object owning a reference to `rec`: the base object of numpy views into it.
+pub fn keeper<'py>(py: Python<'py>, rec: &Arc<Reconstruction>) -> PyResult<Bound<'py, PyAny>> {
+    Ok(Bound::new(py, Keeper { _rec: Arc::clone(rec) })?.into_any())
 }
 
 /// Owner of a cached reconstruction for numpy views of its columns.
@@ -130,59 +137,69 @@ pub fn exclusive_by_region<'py>(py: Python<'py>, regions: Vec<RegionArg<'py>>) -
     Ok(list)
 }
 
-/// `group_lanes(lane)`: `(lanes, offsets, order)` int64 arrays for a lane column - lane
-/// `lanes[k]` (ascending) holds positions `order[offsets[k]:offsets[k+1]]` (ascending).
-/// Counting sort when the lane values span a small range, else a stable sort: O(n) for
-/// recorded data, whatever the number of lanes.
+/// `group_lanes(lane)`: `(lanes, offsets, order)` for an int32 lane column - lane
+/// `lanes[k]` (ascending, int64) holds positions `order[offsets[k]:offsets[k+1]]`
+/// (ascending; offsets int64, order uint32). The reconstruction's own counting sort
+/// ([`scope_profiler_analysis::group_lanes`]): O(n) for dense lane values.
 #[pyfunction]
-pub fn group_lanes<'py>(py: Python<'py>, lane: PyReadonlyArray1<'py, i64>) -> PyResult<Bound<'py, PyTuple>> {
-    let values = slice_of(&lane);
-    let (lanes, offsets, order) = py.detach(|| {
-        let v: &[i64] = &values;
-        let n = v.len();
-        if n == 0 {
-            return (Vec::new(), vec![0i64], Vec::new());
-        }
-        let (min, max) = v.iter().fold((i64::MAX, i64::MIN), |(a, b), &x| (a.min(x), b.max(x)));
-        let span = (max as i128) - (min as i128) + 1;
-        if span <= 4 * n as i128 + 4096 {
-            let span = span as usize;
-            let mut counts = vec![0usize; span + 1];
-            for &x in v {
-                counts[(x - min) as usize + 1] += 1;
-            }
-            let mut lanes = Vec::new();
-            let mut offsets = vec![0i64];
-            for (s, &c) in counts[1..].iter().enumerate() {
-                if c > 0 {
-                    lanes.push(min + s as i64);
-                    offsets.push(offsets.last().unwrap() + c as i64);
+pub fn group_lanes<'py>(py: Python<'py>, lane: PyReadonlyArray1<'py, i32>) -> PyResult<Bound<'py, PyTuple>> {
+    // The whole lane column of a cached reconstruction (a view whose base is its Keeper):
+    // hand out the split the reconstruction already made.
+    if let Ok(base) = lane.as_any().getattr("base") {
+        if let Ok(keeper) = base.cast::<Keeper>() {
+            let rec = Arc::clone(&keeper.get()._rec);
+            let own = &rec.calls.lane;
+            if let Ok(view) = lane.as_slice() {
+                if !own.is_empty() && view.as_ptr() == own.as_ptr() && view.len() == own.len() {
+                    return cached_lane_split_to_py(py, rec);
                 }
             }
-            for s in 1..=span {
-                counts[s] += counts[s - 1];
-            }
-            let mut order = vec![0i64; n];
-            for (i, &x) in v.iter().enumerate() {
-                let s = (x - min) as usize;
-                order[counts[s]] = i as i64;
-                counts[s] += 1;
-            }
-            (lanes, offsets, order)
-        } else {
-            let mut idx: Vec<(i64, i64)> = v.iter().enumerate().map(|(i, &x)| (x, i as i64)).collect();
-            idx.sort_unstable();
-            let mut lanes = Vec::new();
-            let mut offsets = Vec::new();
-            for (k, &(x, _)) in idx.iter().enumerate() {
-                if k == 0 || idx[k - 1].0 != x {
-                    lanes.push(x);
-                    offsets.push(k as i64);
-                }
-            }
-            offsets.push(n as i64);
-            (lanes, offsets, idx.into_iter().map(|(_, i)| i).collect())
         }
-    });
-    PyTuple::new(py, [owned_i64(py, lanes), owned_i64(py, offsets), owned_i64(py, order)])
+    }
+    let values: Cow<'_, [i32]> = match lane.as_slice() {
+        Ok(s) => Cow::Borrowed(s),
+        Err(_) => Cow::Owned(lane.as_array().iter().copied().collect()),
+    };
+    let split = py.detach(|| scope_profiler_analysis::group_lanes(&values));
+    lane_split_to_py(py, split)
+}
+
+/// The (cached) lane split of `rec` as `(lanes int64, offsets int64, order uint32)`:
+/// `order` a read-only view into the reconstruction (no copy). Lane-less calls give the
+/// one lane `-1` with an empty `order` (the lane is every call, in order).
+pub fn cached_lane_split_to_py(py: Python<'_>, rec: Arc<Reconstruction>) -> PyResult<Bound<'_, PyTuple>> {
+    let n = rec.calls.len() as i64;
+    if rec.calls.lane.is_empty() {
+        let (lanes, offsets) = if n == 0 { (vec![], vec![0]) } else { (vec![-1], vec![0, n]) };
+        return PyTuple::new(
+            py,
+            [owned_i64(py, lanes).into_any(), owned_i64(py, offsets).into_any(), owned::<u32>(py, vec![]).into_any()],
+        );
+    }
+    {
+        let rec = Arc::clone(&rec);
+        py.detach(move || {
+            rec.lanes();
+        });
+    }
+    let split = rec.lanes();
+    let lanes: Vec<i64> = split.lanes.iter().map(|&l| l as i64).collect();
+    let offsets: Vec<i64> = split.offsets.iter().map(|&o| o as i64).collect();
+    let keeper = keeper(py, &rec)?;
+    // SAFETY: the split lives in `rec` (kept alive by `keeper`) and is never mutated.
+    let order = unsafe { view(&split.order, &keeper) };
+    PyTuple::new(py, [owned_i64(py, lanes).into_any(), owned_i64(py, offsets).into_any(), order.into_any()])
+}
+
+/// A [`LaneSplit`] as `(lanes int64, offsets int64, order uint32)` numpy arrays (moved).
+pub fn lane_split_to_py(py: Python<'_>, split: LaneSplit) -> PyResult<Bound<'_, PyTuple>> {
+    let LaneSplit { lanes, offsets, order } = split;
+    PyTuple::new(
+        py,
+        [
+            owned(py, lanes.into_iter().map(i64::from).collect::<Vec<i64>>()).into_any(),
+            owned(py, offsets.into_iter().map(|o| o as i64).collect::<Vec<i64>>()).into_any(),
+            owned(py, order).into_any(),
+        ],
+    )
 }
