@@ -57,7 +57,8 @@ impl<T: Copy> Column<T> {
     pub fn ptr(&mut self) -> ColumnPtr<T> {
         ColumnPtr(self.v.as_mut_ptr())
     }
-    /// The written column.
+    /// The written column; when a writer failed, drop the `Column` instead (nothing of it
+    /// is read).
     ///
     /// # Safety
     /// Every position `0..n` has been written (through [`ColumnPtr::write`]).
@@ -83,6 +84,11 @@ unsafe impl<T: Send> Send for ColumnPtr<T> {}
 unsafe impl<T: Send> Sync for ColumnPtr<T> {}
 
 impl<T: Copy> ColumnPtr<T> {
+    /// The column's first byte, for writers that fill it with raw bytes (e.g. `pread`).
+    pub fn as_bytes(self) -> *mut u8 {
+        self.0 as *mut u8
+    }
+
     /// Write position `i`.
     ///
     /// # Safety

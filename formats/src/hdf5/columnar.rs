@@ -4,6 +4,7 @@ use arrow_array::Int64Array;
 use hdf5::Group;
 use scope_profiler_analysis::{RegionCalls, Run, TaskRow, ThreadRow};
 
+use super::read::Prefetched;
 use super::typed::*;
 use super::{py_repr, R};
 
@@ -12,7 +13,36 @@ pub(crate) fn shared(v: Vec<i64>) -> Int64Array {
     Int64Array::from(v)
 }
 
-pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()> {
+/// Schema-3 decoding in place: within each row span `[lo, hi)`, `starts` (the start
+/// deltas) becomes the running sum and `ends` (the durations) becomes `start + duration`.
+/// Spans are disjoint (checked by the caller); rows are decoded in parallel.
+fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) {
+    use rayon::prelude::*;
+    let mut order: Vec<(usize, usize)> = spans.iter().map(|&(lo, hi)| (lo as usize, hi as usize)).filter(|s| s.1 > s.0).collect();
+    order.sort_unstable();
+    // split both columns into the rows' disjoint sub-slices
+    let mut parts: Vec<(&mut [i64], &mut [i64])> = Vec::with_capacity(order.len());
+    let (mut rest_s, mut rest_e, mut at) = (starts, ends, 0usize);
+    for (lo, hi) in order {
+        let (_, s) = std::mem::take(&mut rest_s).split_at_mut(lo - at);
+        let (_, e) = std::mem::take(&mut rest_e).split_at_mut(lo - at);
+        let (row_s, s) = s.split_at_mut(hi - lo);
+        let (row_e, e) = e.split_at_mut(hi - lo);
+        parts.push((row_s, row_e));
+        (rest_s, rest_e, at) = (s, e, hi);
+    }
+    let decode = |(s, e): (&mut [i64], &mut [i64])| {
+        let mut acc = 0i64;
+        for (x, d) in s.iter_mut().zip(e.iter_mut()) {
+            acc = acc.wrapping_add(*x);
+            *x = acc;
+            *d = acc.wrapping_add(*d);
+        }
+    };
+    scope_profiler_analysis::par::install(|| parts.into_par_iter().for_each(decode));
+}
+
+pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetched: &mut Prefetched) -> R<()> {
     for g in ["region_table", "rank_region_index", "events"] {
         if !has(file, g) {
             return Err(ctx.corrupt(format!(
@@ -72,8 +102,14 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()
     // Timing columns: the encoding is decided by the column names, not the version.
     let delta_encoded = has(&events, "start_deltas");
     let (a, b) = if delta_encoded { ("start_deltas", "durations") } else { ("start_times", "end_times") };
-    let col_a = dataset_ints(&events, a, ctx, "events")?;
-    let col_b = dataset_ints(&events, b, ctx, "events")?;
+    let mut event_ints = |name: &str| -> R<Vec<i64>> {
+        match prefetched.remove(name) {
+            Some(v) => Ok(v),
+            None => dataset_ints(&events, name, ctx, "events"),
+        }
+    };
+    let col_a = event_ints(a)?;
+    let col_b = event_ints(b)?;
     let num_events = col_a.len().min(col_b.len());
 
     // Index validation (reference `_validate_event_index`).
@@ -98,11 +134,11 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()
     }
     let max_end = spans.iter().map(|s| s.1).max().unwrap_or(0) as usize;
 
-    let optional = |name: &str| -> R<Option<Int64Array>> {
+    let mut optional = |name: &str| -> R<Option<Int64Array>> {
         if !has(&events, name) {
             return Ok(None);
         }
-        let v = dataset_ints(&events, name, ctx, "events")?;
+        let v = event_ints(name)?;
         if v.len() < max_end {
             return Err(ctx.corrupt(format!(
                 "claims {max_end} recorded events but its events/{name} column holds {}. The file is truncated or damaged.",
@@ -118,25 +154,17 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()
     let task_ids = optional("task_ids")?;
     let await_ns = optional("await_ns")?;
 
-    // Absolute starts and ends for every event, decoded per row (schema 3: cumsum).
-    let (starts, ends) = if delta_encoded {
-        let mut starts = vec![0i64; num_events];
-        let mut ends = vec![0i64; num_events];
-        for &(lo, hi) in &spans {
-            let (lo, hi) = (lo as usize, hi as usize);
-            let mut acc = 0i64;
-            for i in lo..hi {
-                acc = acc.wrapping_add(col_a[i]);
-                starts[i] = acc;
-                ends[i] = acc.wrapping_add(col_b[i]);
-            }
-        }
-        (shared(starts), shared(ends))
-    } else {
+    // Absolute starts and ends for every event, decoded per row (schema 3: cumsum), in
+    // place: the deltas become the starts and the durations the ends (rows in parallel).
+    // Events outside every row keep their stored values; no row refers to them.
+    let (starts, ends) = {
         let mut col_a = col_a;
         let mut col_b = col_b;
         col_a.truncate(num_events);
         col_b.truncate(num_events);
+        if delta_encoded {
+            decode_deltas(&mut col_a, &mut col_b, &spans);
+        }
         (shared(col_a), shared(col_b))
     };
 
@@ -225,6 +253,7 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
             &["index", "ident", "native_id", "daemon", "start_ns", "end_ns", "cpu_ns"],
             &["name"],
         )?;
+        let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
         for i in 0..n {
             run.threads.push(ThreadRow {
                 rank: rank_of(iv[0][i])?,
@@ -235,7 +264,7 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
                 start_ns: iv[5][i],
                 end_ns: iv[6][i],
                 cpu_ns: iv[7][i],
-                name: sv[0][i].clone(),
+                name: names.next().unwrap_or_default(),
             });
         }
         run.threads.sort_by_key(|t| t.rank);
@@ -249,6 +278,13 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
             &["index", "thread_index", "created_ns", "done_ns", "steps", "running_ns", "suspended_ns"],
             &["kind", "name", "coro_name"],
         )?;
+        let mut sv = sv.into_iter();
+        let (mut kinds, mut names, mut coros) = (
+            sv.next().unwrap_or_default().into_iter(),
+            sv.next().unwrap_or_default().into_iter(),
+            sv.next().unwrap_or_default().into_iter(),
+        );
+        run.tasks.reserve(n);
         for i in 0..n {
             run.tasks.push(TaskRow {
                 rank: rank_of(iv[0][i])?,
@@ -259,9 +295,9 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
                 steps: iv[5][i],
                 running_ns: iv[6][i],
                 suspended_ns: iv[7][i],
-                kind: sv[0][i].clone(),
-                name: sv[1][i].clone(),
-                coro_name: sv[2][i].clone(),
+                kind: kinds.next().unwrap_or_default(),
+                name: names.next().unwrap_or_default(),
+                coro_name: coros.next().unwrap_or_default(),
             });
         }
         run.tasks.sort_by_key(|t| t.rank);

@@ -44,8 +44,8 @@ pub(crate) fn global_heap_would_hang(path: &Path) -> io::Result<bool> {
         }
         Ok(false)
     };
-    // Scan a read-only mapping of the file with glibc's memmem (the scan is part of every
-    // load, so it must run near memory bandwidth); fall back to buffered reads.
+    // Scan a read-only mapping of the file with a SIMD substring search (the scan is part of
+    // every load, so it must run near memory bandwidth); fall back to buffered reads.
     if len > 0 && len <= isize::MAX as u64 {
         use std::os::unix::io::AsRawFd;
         // SAFETY: a private read-only mapping of a file we hold open; unmapped below.
@@ -68,26 +68,10 @@ pub(crate) fn global_heap_would_hang(path: &Path) -> io::Result<bool> {
 
 /// Call `check` at every offset of "GCOL" in `bytes` until it returns true.
 fn scan(bytes: &[u8], mut check: impl FnMut(usize) -> io::Result<bool>) -> io::Result<bool> {
-    const MAGIC: &[u8; 4] = b"GCOL";
-    let mut i = 0usize;
-    while i + MAGIC.len() <= bytes.len() {
-        // SAFETY: both ranges are valid for reads of the given lengths.
-        let hit = unsafe {
-            libc::memmem(
-                bytes.as_ptr().add(i) as *const libc::c_void,
-                bytes.len() - i,
-                MAGIC.as_ptr() as *const libc::c_void,
-                MAGIC.len(),
-            )
-        };
-        if hit.is_null() {
-            return Ok(false);
-        }
-        let at = hit as usize - bytes.as_ptr() as usize;
+    for at in memchr::memmem::find_iter(bytes, b"GCOL") {
         if check(at)? {
             return Ok(true);
         }
-        i = at + 1;
     }
     Ok(false)
 }

@@ -21,6 +21,7 @@ pub mod read_summary;
 pub mod schema1;
 pub mod summary;
 pub mod typed;
+pub mod vlen;
 pub mod write;
 
 pub use read::read_h5;

@@ -1,4 +1,5 @@
 //! Reading: [`read_h5`] and the file-level parts (schema version, metadata, rank groups).
+use std::collections::HashMap;
 use std::fs;
 use std::io;
 use std::panic::{catch_unwind, AssertUnwindSafe};
@@ -175,8 +176,70 @@ pub(crate) fn num_ranks(ctx: &Ctx, metadata: &[(String, MetaValue)], max_rank: O
     Ok(claimed.max(0) as u32)
 }
 
+/// The per-call columns of `events/` that [`open_and_prefetch`] reads before the heap check.
+const EVENT_COLUMNS: [&str; 10] = [
+    "start_deltas",
+    "durations",
+    "start_times",
+    "end_times",
+    "gpu_durations",
+    "call_ids",
+    "parent_ids",
+    "thread_ids",
+    "task_ids",
+    "await_ns",
+];
+
+/// Event columns read ahead of the rest of the file, by dataset name.
+pub(crate) type Prefetched = HashMap<&'static str, Vec<i64>>;
+
+/// [`open_file`] for a full read, overlapping the global-heap check with the bulk of the
+/// I/O: while one thread scans the file for a heap that would hang HDF5, this one opens
+/// it and reads the int64 event columns raw ([`raw_plan`]: chunk index and `pread` only,
+/// no variable-length data). Nothing touches a string before the check has passed.
+fn open_and_prefetch(path: &Path, ctx: &Ctx) -> R<(hdf5::File, Prefetched)> {
+    if path.is_dir() {
+        return Err(ctx.corrupt("is a directory, not a profile file."));
+    }
+    let (hang, opened) = std::thread::scope(|scope| {
+        let guard = scope.spawn(|| global_heap_would_hang(path).unwrap_or(false));
+        let opened = hdf5::File::open(path).map(|file| {
+            let prefetched = prefetch_events(&file, ctx);
+            (file, prefetched)
+        });
+        (guard.join().unwrap_or(false), opened)
+    });
+    if hang {
+        return Err(ctx.corrupt(
+            "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
+        ));
+    }
+    opened.map_err(|e| {
+        H5Error::Corrupt(format!(
+            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}",
+            ctx.path
+        ))
+    })
+}
+
+/// The raw-readable columns of `events/` (see [`open_and_prefetch`]); others are read later
+/// through HDF5.
+fn prefetch_events(file: &hdf5::File, ctx: &Ctx) -> Prefetched {
+    let Some(events) = has(file, "events").then(|| file.group("events").ok()).flatten() else {
+        return Prefetched::new();
+    };
+    EVENT_COLUMNS
+        .iter()
+        .filter(|name| has(&events, name))
+        .filter_map(|&name| {
+            let plan = raw_plan(&events.dataset(name).ok()?, ctx)?;
+            Some((name, fetch_raw(&plan, ctx)?))
+        })
+        .collect()
+}
+
 pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
-    let file = open_file(path, ctx)?;
+    let (file, mut prefetched) = open_and_prefetch(path, ctx)?;
     let version = read_schema_version(&file, ctx)?;
     let mut run = Run { metadata: read_metadata(&file, ctx)?, ..Default::default() };
     let groups = rank_groups(&file, ctx)?;
@@ -187,7 +250,7 @@ pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
         if !has(&file, "region_table") && groups.is_empty() {
             return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
         }
-        read_columnar(&file, ctx, &mut run)?;
+        read_columnar(&file, ctx, &mut run, &mut prefetched)?;
         read_lane_tables(&file, ctx, &mut run)?;
         run.num_ranks = num_ranks(ctx, &run.metadata, run.regions.iter().map(|r| r.rank).max(), run.regions.len())?;
     } else {

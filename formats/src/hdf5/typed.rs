@@ -3,6 +3,8 @@
 use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Container, Group, H5Type};
 
+use scope_profiler_analysis::memory::Column;
+
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE};
 
 /// Context for error messages: the file as the caller named it.
@@ -141,25 +143,57 @@ pub(crate) fn dataset_ints(g: &Group, name: &str, ctx: &Ctx, what: &str) -> R<Ve
 
 /// Fast path for the reference's large event columns: a 1-D, chunked, unfiltered dataset of
 /// little-endian int64 whose chunks all lie inside the file is read by copying each chunk's
-/// bytes straight from the file (one `pread` per run of adjacent chunks) instead of through
-/// HDF5's chunk machinery. `None` (use HDF5) for anything else or on any inconsistency.
+/// bytes straight from the file (one `pread` per run of adjacent chunks, in parallel)
+/// instead of through HDF5's chunk machinery. `None` (use HDF5) for anything else or on any
+/// inconsistency.
 fn raw_chunked_i64(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<i64>> {
-    use std::os::unix::fs::FileExt;
-    if !ds.is_chunked() || !ds.filters().is_empty() {
-        return None;
-    }
+    let plan = raw_plan(ds, ctx)?;
+    fetch_raw(&plan, ctx)
+}
+
+/// Where a raw-readable int64 column's bytes are: `n` values, and `(first byte in the column,
+/// file address, bytes)` per run of chunks that are adjacent in the file.
+pub(crate) struct RawPlan {
+    n: usize,
+    pieces: Vec<(usize, u64, usize)>,
+}
+
+/// The [`RawPlan`] of `ds` (see [`raw_chunked_i64`]); reads only HDF5 metadata (chunk index),
+/// never variable-length data.
+pub(crate) fn raw_plan(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<RawPlan> {
     let dtype = ds.dtype().ok()?;
     if dtype.to_descriptor().ok()? != TypeDescriptor::Integer(hdf5::types::IntSize::U8)
         || dtype.byte_order() != hdf5::datatype::ByteOrder::LittleEndian
     {
         return None;
     }
-    let n = ds.space().ok()?.size();
-    let chunk = *ds.chunk()?.first()?;
-    if n == 0 || chunk == 0 || (n as u128) * 8 > (ctx.file_len as u128) + 8 * chunk as u128 {
+    chunk_plan(ds, 8, ctx)
+}
+
+/// Where the stored bytes of a 1-D, unfiltered dataset of `elem`-byte values are: one piece
+/// for a contiguous dataset, else chunk by chunk (`None` for any other layout, e.g. compact
+/// or filtered, or an inconsistent chunk index).
+pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<RawPlan> {
+    if cfg!(target_endian = "big") || ds.ndim() != 1 || !ds.filters().is_empty() {
         return None;
     }
-    let mut pieces: Vec<(u64, u64, u64)> = Vec::with_capacity(n / chunk + 1); // (element, addr, bytes)
+    let n = ds.space().ok()?.size();
+    if ds.layout() == hdf5::dataset::Layout::Contiguous {
+        let bytes = n.checked_mul(elem)?;
+        let addr = ds.offset()?;
+        if n == 0 || addr.checked_add(bytes as u64)? > ctx.file_len {
+            return None;
+        }
+        return Some(RawPlan { n, pieces: vec![(0, addr, bytes)] });
+    }
+    if !ds.is_chunked() {
+        return None;
+    }
+    let chunk = *ds.chunk()?.first()?;
+    if n == 0 || chunk == 0 || (n as u128) * (elem as u128) > (ctx.file_len as u128) + (elem * chunk) as u128 {
+        return None;
+    }
+    let mut chunks: Vec<(u64, u64, u64)> = Vec::with_capacity(n / chunk + 1); // (element, addr, bytes)
     let mut ok = true;
     ds.chunks_visit(|info| {
         let off = info.offset.first().copied().unwrap_or(u64::MAX);
@@ -167,47 +201,90 @@ fn raw_chunked_i64(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<i64>> {
             ok = false;
             return 1;
         }
-        pieces.push((off, info.addr, info.size));
+        chunks.push((off, info.addr, info.size));
         0
     })
     .ok()?;
-    if !ok || pieces.len() != n.div_ceil(chunk) {
+    if !ok || chunks.len() != n.div_ceil(chunk) {
         return None;
     }
-    pieces.sort_unstable();
-    let file = std::fs::File::open(&ctx.path).ok()?;
-    let mut out: Vec<i64> = vec![0; n];
-    // SAFETY: viewing initialized i64s as bytes (same allocation, no alignment demands).
-    let bytes = unsafe { std::slice::from_raw_parts_mut(out.as_mut_ptr() as *mut u8, n * 8) };
+    chunks.sort_unstable();
+    let mut pieces = Vec::new();
     let mut i = 0;
-    while i < pieces.len() {
-        let (off, addr, size) = pieces[i];
-        if off != (i * chunk) as u64 || size != (chunk * 8) as u64 {
+    while i < chunks.len() {
+        let (off, addr, size) = chunks[i];
+        if off != (i * chunk) as u64 || size != (chunk * elem) as u64 {
             return None;
         }
         // extend over chunks that follow in the file without a gap
         let mut j = i + 1;
-        while j < pieces.len() && pieces[j].1 == pieces[j - 1].1 + pieces[j - 1].2 && pieces[j].2 == size {
+        while j < chunks.len() && chunks[j].1 == chunks[j - 1].1 + chunks[j - 1].2 && chunks[j].2 == size {
             j += 1;
         }
-        let lo = i * chunk * 8;
-        let hi = (j * chunk * 8).min(n * 8);
+        let lo = i * chunk * elem;
+        let hi = (j * chunk * elem).min(n * elem);
         if addr.checked_add((hi - lo) as u64)? > ctx.file_len {
             return None;
         }
-        file.read_exact_at(&mut bytes[lo..hi], addr).ok()?;
+        // cut long runs into pieces of at most 4 MiB (the unit of parallel reads)
+        let mut at = lo;
+        while at < hi {
+            let len = (hi - at).min(4 << 20);
+            pieces.push((at, addr + (at - lo) as u64, len));
+            at += len;
+        }
         i = j;
     }
-    if cfg!(target_endian = "big") {
-        return None;
+    Some(RawPlan { n, pieces })
+}
+
+/// The stored bytes of a [`chunk_plan`] (`n * elem` bytes), read sequentially.
+pub(crate) fn fetch_bytes(plan: &RawPlan, elem: usize, ctx: &Ctx) -> Option<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let file = std::fs::File::open(&ctx.path).ok()?;
+    let mut out = vec![0u8; plan.n * elem];
+    for &(at, addr, len) in &plan.pieces {
+        file.read_exact_at(out.get_mut(at..at + len)?, addr).ok()?;
     }
     Some(out)
+}
+
+/// Read a [`RawPlan`]: pieces in parallel, straight into the column (never zero-filled).
+pub(crate) fn fetch_raw(plan: &RawPlan, ctx: &Ctx) -> Option<Vec<i64>> {
+    use rayon::prelude::*;
+    use std::os::unix::io::AsRawFd;
+    let file = std::fs::File::open(&ctx.path).ok()?;
+    let fd = file.as_raw_fd();
+    let mut column: Column<i64> = Column::new(plan.n);
+    let ptr = column.ptr();
+    let all_read = scope_profiler_analysis::par::install(|| {
+        plan.pieces.par_iter().all(|&(at, addr, len)| {
+            let mut done = 0usize;
+            while done < len {
+                // SAFETY: `at + len <= n * 8` (checked in the plan); pieces are disjoint.
+                let got = unsafe {
+                    libc::pread(fd, ptr.as_bytes().add(at + done) as *mut libc::c_void, len - done, (addr + done as u64) as libc::off_t)
+                };
+                if got <= 0 {
+                    return false;
+                }
+                done += got as usize;
+            }
+            true
+        })
+    });
+    // The pieces tile 0..n*8 bytes; when a read failed the column is dropped unread.
+    // SAFETY: every byte of the n values was written by the reads above.
+    all_read.then(|| unsafe { column.finish() })
 }
 
 pub(crate) fn dataset_strings(g: &Group, name: &str, ctx: &Ctx, what: &str) -> R<Vec<String>> {
     let what = format!("{what}/{name}");
     let ds = g.dataset(name).map_err(ctx.h5(&what))?;
     one_d(&ds, ctx, &what)?;
+    if let Some(v) = super::vlen::raw_vlen_strings(&ds, ctx) {
+        return Ok(v);
+    }
     read_strings(&ds, ctx, &what)
 }
 
