@@ -85,8 +85,8 @@ pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, Nesti
     }
     for (((row, id_vals), (_, parent_vals)), total) in ids.into_iter().zip(parents).zip(totals) {
         let r = &mut run.regions[row];
-        r.call_ids = Some(Int64Array::from(id_vals));
-        r.parent_ids = Some(Int64Array::from(parent_vals));
+        r.call_ids = Some(Int64Array::from(id_vals).into());
+        r.parent_ids = Some(Int64Array::from(parent_vals).into());
         r.exclusive_total_ns = Some(total);
     }
     Ok(base + calls.len() as i64)

@@ -14,6 +14,8 @@
 
 use arrow_array::Int64Array;
 
+pub use crate::packed::IdColumn;
+
 /// Missing value of the lane columns: unknown thread, outside any task, end not known.
 pub const UNKNOWN: i64 = -1;
 
@@ -35,9 +37,10 @@ pub struct RegionCalls {
     /// GPU duration per call in ns, `-1` = none. `None` when the run recorded no GPU timing.
     pub gpu_ns: Option<Int64Array>,
     /// Finalize-assigned call id per call (unique per rank). `None` = no call graph recorded.
-    pub call_ids: Option<Int64Array>,
+    /// Plain or bit-packed ([`IdColumn`]); [`IdColumn::to_array`] gives the values.
+    pub call_ids: Option<IdColumn>,
     /// Call id of the enclosing call on the same lane, `-1` for a root.
-    pub parent_ids: Option<Int64Array>,
+    pub parent_ids: Option<IdColumn>,
     /// Thread-table index per call (`track_threads`), `-1` = unknown thread. `None` = not tracked.
     pub thread_ids: Option<Int64Array>,
     /// Task-table index per call (`track_async`), `-1` = outside any task. `None` = not tracked.

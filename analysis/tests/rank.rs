@@ -67,10 +67,10 @@ fn assign_ids_and_totals() {
     let next = assign_call_ids(&mut run, 0, 100).unwrap();
     assert_eq!(next, 105);
     // sorted: outer[0,100]=100, inner[10,20]=101, inner[15,25]=102, inner[40,45]=103, inner[50,90]=104
-    assert_eq!(run.regions[0].call_ids.as_ref().unwrap().values().to_vec(), vec![100]);
-    assert_eq!(run.regions[1].call_ids.as_ref().unwrap().values().to_vec(), vec![102, 101, 103, 104]);
+    assert_eq!(run.regions[0].call_ids.as_ref().unwrap().to_vec(), vec![100]);
+    assert_eq!(run.regions[1].call_ids.as_ref().unwrap().to_vec(), vec![102, 101, 103, 104]);
     // worker call and task call are roots of their own lanes
-    assert_eq!(run.regions[1].parent_ids.as_ref().unwrap().values().to_vec(), vec![-1, 100, 100, -1]);
+    assert_eq!(run.regions[1].parent_ids.as_ref().unwrap().to_vec(), vec![-1, 100, 100, -1]);
     assert_eq!(run.regions[0].exclusive_total_ns, Some(100 - 10 - 5));
     assert_eq!(run.regions[1].exclusive_total_ns, Some(10 + 10 + 5 + 40));
     // rank 1 untouched

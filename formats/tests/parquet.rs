@@ -82,7 +82,7 @@ fn events_and_lanes_of_the_reference_runs() {
             assert_eq!(excl.value(i), calls.exclusive_ns[i]);
             // stored call ids (assigned at finalize by the recorder) are the same numbering
             if let Some(ids) = &row.call_ids {
-                assert_eq!(ids.value(calls.call_index[i] as usize), i as i64, "{name}: call id");
+                assert_eq!(ids.to_array().value(calls.call_index[i] as usize), i as i64, "{name}: call id");
             }
             assert_eq!(aw.is_null(i), row.await_ns.is_none());
             *excl_by_region.entry(rname.clone()).or_default() += excl.value(i);

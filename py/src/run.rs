@@ -103,6 +103,16 @@ impl NativeRun {
         unsafe { convert::row_dict(slf.as_any(), run, i) }
     }
 
+    /// `(call_ids, parent_ids)` of row `i` as owned int64 arrays (decoded when held
+    /// bit-packed), `None` for an absent column. Raises IndexError for a bad row.
+    fn row_ids<'py>(&self, py: Python<'py>, i: usize) -> PyResult<Bound<'py, PyTuple>> {
+        let r = self.run.regions.get(i).ok_or_else(|| PyIndexError::new_err("row index out of range"))?;
+        let (c, p) = (r.call_ids.clone(), r.parent_ids.clone());
+        let (c, p) = py.detach(move || (c.map(|c| c.to_vec()), p.map(|p| p.to_vec())));
+        let arr = |a: Option<Vec<i64>>| a.map(|a| owned_i64(py, a));
+        PyTuple::new(py, [arr(c), arr(p)])
+    }
+
     /// Every region row, in file order.
     fn rows<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyList>> {
         let run = &slf.get().run;

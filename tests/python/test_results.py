@@ -471,3 +471,26 @@ def test_speedscope_accepted_by_speedscope_importer(tmp_path, name):
                                    tmp_path / f"{name}.speedscope.json", verbose=False)
     out = speedscope_import(path)
     assert out
+
+
+def test_dropped_results_are_freed_at_once_and_kept_regions_stay_exact():
+    """No reference cycle between results, regions and run: deleting the results frees
+    them without a gc pass; a region kept past them still gets exact exclusive times
+    (read from the run), not its inclusive durations."""
+    import gc
+    import weakref
+
+    want = {r.name: r.regions[0].exclusive_durations_ns.copy() for r in sp.read_h5(THREADS).get_regions()}
+    assert any((w != r.regions[0].durations_ns).any() for r in sp.read_h5(THREADS).get_regions()
+               for w in [want[r.name]])  # nested regions: exclusive differs from inclusive
+    fresh = sp.read_h5(THREADS)
+    kept = {r.name: r.regions[0] for r in fresh.get_regions()}
+    gone = weakref.ref(fresh)
+    gc.disable()
+    try:
+        del fresh
+        assert gone() is None
+    finally:
+        gc.enable()
+    for name, region in kept.items():
+        np.testing.assert_array_equal(region.exclusive_durations_ns, want[name])

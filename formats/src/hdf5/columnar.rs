@@ -2,7 +2,7 @@
 //! region index, and the thread and task tables.
 use arrow_array::Int64Array;
 use hdf5::Group;
-use scope_profiler_analysis::{RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{IdColumn, RegionCalls, Run, TaskRow, ThreadRow};
 
 use super::read::Prefetched;
 use super::typed::*;
@@ -148,8 +148,6 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
         Ok(Some(shared(v)))
     };
     let gpu = optional("gpu_durations")?;
-    let call_ids = optional("call_ids")?;
-    let parent_ids = optional("parent_ids")?;
     let thread_ids = optional("thread_ids")?;
     let task_ids = optional("task_ids")?;
     let await_ns = optional("await_ns")?;
@@ -169,6 +167,21 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
     };
 
     let slice = |a: &Option<Int64Array>, lo: usize, n: usize| a.as_ref().map(|a| a.slice(lo, n));
+    // Stored call graph ids are kept bit-packed (see `scope_profiler_analysis::packed`):
+    // one packed column per id column, each row a slice of it.
+    let row_spans: Vec<(usize, usize)> = spans.iter().zip(&counts).map(|(s, &c)| (s.0 as usize, c as usize)).collect();
+    let call_ids = optional("call_ids")?;
+    let parent_ids = optional("parent_ids")?;
+    let (mut call_id_rows, mut parent_id_rows) = scope_profiler_analysis::par::install(|| {
+        rayon::join(
+            || call_ids.as_ref().map(|a| IdColumn::rows_of(a, &row_spans)),
+            || parent_ids.as_ref().map(|a| IdColumn::rows_of(a, &row_spans)),
+        )
+    });
+    // The plain columns go now; packed rows hold their own copy. (They were read with the
+    // other event columns, ahead of the heap check: large buffers allocated together are
+    // returned to the system together when freed, which keeps the resident size down.)
+    drop((call_ids, parent_ids));
     for r in 0..rows {
         let rid = region_ids[r];
         if rid < 0 || rid as usize >= names.len() {
@@ -201,8 +214,8 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
             start_ns: starts.slice(lo, n),
             end_ns: ends.slice(lo, n),
             gpu_ns,
-            call_ids: slice(&call_ids, lo, n),
-            parent_ids: slice(&parent_ids, lo, n),
+            call_ids: call_id_rows.as_mut().map(|rows| std::mem::replace(&mut rows[r], IdColumn::Plain(Int64Array::from(Vec::<i64>::new())))),
+            parent_ids: parent_id_rows.as_mut().map(|rows| std::mem::replace(&mut rows[r], IdColumn::Plain(Int64Array::from(Vec::<i64>::new())))),
             thread_ids: slice(&thread_ids, lo, n),
             task_ids: slice(&task_ids, lo, n),
             await_ns: slice(&await_ns, lo, n),

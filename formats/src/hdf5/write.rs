@@ -1,4 +1,5 @@
 //! Writing: [`write_h5`] (schema 3, the reference's layout, atomic publication).
+use std::borrow::Cow;
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -168,14 +169,15 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
     w.ints(&events, "durations", &durations)?;
     drop(start_deltas);
     drop(durations);
-    type Col = fn(&RegionCalls) -> Option<&Int64Array>;
+    // Call and parent ids may be held bit-packed: decoded row by row here.
+    type Col = fn(&RegionCalls) -> Option<Cow<'_, Int64Array>>;
     let optional: [(&str, Col, i64); 6] = [
-        ("gpu_durations", |r| r.gpu_ns.as_ref(), -1),
-        ("call_ids", |r| r.call_ids.as_ref(), -1),
-        ("parent_ids", |r| r.parent_ids.as_ref(), -1),
-        ("thread_ids", |r| r.thread_ids.as_ref(), -1),
-        ("task_ids", |r| r.task_ids.as_ref(), -1),
-        ("await_ns", |r| r.await_ns.as_ref(), 0),
+        ("gpu_durations", |r| r.gpu_ns.as_ref().map(Cow::Borrowed), -1),
+        ("call_ids", |r| r.call_ids.as_ref().map(|c| Cow::Owned(c.to_array())), -1),
+        ("parent_ids", |r| r.parent_ids.as_ref().map(|c| Cow::Owned(c.to_array())), -1),
+        ("thread_ids", |r| r.thread_ids.as_ref().map(Cow::Borrowed), -1),
+        ("task_ids", |r| r.task_ids.as_ref().map(Cow::Borrowed), -1),
+        ("await_ns", |r| r.await_ns.as_ref().map(Cow::Borrowed), 0),
     ];
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {

@@ -84,7 +84,8 @@ pub fn metadata_dict<'py>(py: Python<'py>, run: &Run) -> PyResult<Bound<'py, PyD
 
 /// Row `i` of `run` as a dict; int64 columns are read-only numpy views kept alive by
 /// `container` (the `NativeRun` owning `run`). Keys: `name, rank, start_ns, end_ns, gpu_ns,
-/// call_ids, parent_ids, thread_ids, task_ids, await_ns` (absent columns are None),
+/// call_ids, parent_ids, thread_ids, task_ids, await_ns` (absent columns are None; ids held
+/// bit-packed are None here with `ids_packed` True: `NativeRun.row_ids(i)` decodes them),
 /// `source_file, source_line, source_text, tags, event_metadata` (JSON str or None),
 /// `exclusive_total_ns` (int or None).
 ///
@@ -102,8 +103,15 @@ pub unsafe fn row_dict<'py>(container: &Bound<'py, PyAny>, run: &Run, i: usize) 
     d.set_item("end_ns", col(&r.end_ns))?;
     let opt = |a: &Option<Int64Array>| a.as_ref().map(|a| unsafe { view_i64(a.values(), container) });
     d.set_item("gpu_ns", opt(&r.gpu_ns))?;
-    d.set_item("call_ids", opt(&r.call_ids))?;
-    d.set_item("parent_ids", opt(&r.parent_ids))?;
+    // Plain ids are views; packed ids (a loaded file's) are decoded on first use through
+    // `NativeRun.row_ids` (`ids_packed` tells the caller).
+    let plain = |c: &Option<scope_profiler_analysis::IdColumn>| match c {
+        Some(scope_profiler_analysis::IdColumn::Plain(a)) => Some(unsafe { view_i64(a.values(), container) }),
+        _ => None,
+    };
+    d.set_item("call_ids", plain(&r.call_ids))?;
+    d.set_item("parent_ids", plain(&r.parent_ids))?;
+    d.set_item("ids_packed", r.call_ids.as_ref().is_some_and(|c| c.is_packed()) || r.parent_ids.as_ref().is_some_and(|c| c.is_packed()))?;
     d.set_item("thread_ids", opt(&r.thread_ids))?;
     d.set_item("task_ids", opt(&r.task_ids))?;
     d.set_item("await_ns", opt(&r.await_ns))?;
@@ -172,8 +180,8 @@ pub fn run_from_py(
             start_ns,
             end_ns,
             gpu_ns: opt_array(d, "gpu_ns")?,
-            call_ids: opt_array(d, "call_ids")?,
-            parent_ids: opt_array(d, "parent_ids")?,
+            call_ids: opt_array(d, "call_ids")?.map(Into::into),
+            parent_ids: opt_array(d, "parent_ids")?.map(Into::into),
             thread_ids: opt_array(d, "thread_ids")?,
             task_ids: opt_array(d, "task_ids")?,
             await_ns: opt_array(d, "await_ns")?,

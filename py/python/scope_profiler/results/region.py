@@ -40,6 +40,8 @@ class Region(DurationStats):
         self._gpu_durations = _int64(gpu_durations)
         self._call_ids = _int64(call_ids)
         self._parent_ids = _int64(parent_ids)
+        # (native run, row) whose call/parent ids are held bit-packed: decoded on first use
+        self._packed_ids = None
         self._thread_ids = _int64(thread_ids)
         self._task_ids = _int64(task_ids)
         self._await_times = _int64(await_times)
@@ -94,7 +96,7 @@ class Region(DurationStats):
             resolver = self._exclusive_resolver
             if resolver is not None:
                 self._exclusive_resolver = None
-                resolver()
+                resolver(self)
             if self._exclusive_durations is None:
                 self._exclusive_durations = self._durations.copy()
         return self._exclusive_durations
@@ -112,9 +114,10 @@ class Region(DurationStats):
         ends = (self._end_times / NS_PER_SECOND - origin).tolist()
         gpu = self.gpu_durations
         gpu = None if gpu is None else gpu.tolist()
+        call_ids, parent_ids = self.call_ids, self.parent_ids
         ids = (
-            (self._call_ids.tolist(), self._parent_ids.tolist())
-            if self._call_ids is not None and self._parent_ids is not None
+            (call_ids.tolist(), parent_ids.tolist())
+            if call_ids is not None and parent_ids is not None
             else None
         )
         threads = None if self._thread_ids is None else self._thread_ids.tolist()
@@ -217,8 +220,8 @@ class Region(DurationStats):
             self._start_times[mask],
             self._end_times[mask],
             gpu_durations=select(self._gpu_durations),
-            call_ids=select(self._call_ids),
-            parent_ids=select(self._parent_ids),
+            call_ids=select(self.call_ids),
+            parent_ids=select(self.parent_ids),
             thread_ids=select(self._thread_ids),
             task_ids=select(self._task_ids),
             await_times=select(self._await_times),
@@ -233,18 +236,31 @@ class Region(DurationStats):
         elif self._exclusive_resolver is not None:
             owner = self
 
-            def resolve() -> None:
+            def resolve(_region=None) -> None:
                 part._exclusive_durations = owner._resolved_exclusive_durations()[mask]
 
             part._exclusive_resolver = resolve
         return part
 
+    def _unpack_ids(self) -> None:
+        packed = self._packed_ids
+        if packed is not None:
+            self._packed_ids = None
+            native, row = packed
+            self._call_ids, self._parent_ids = native.row_ids(row)
+
     @property
     def call_ids(self):
+        """Call id per call (int64; ids are unique per rank), or None without a call graph.
+        A loaded file's ids are held bit-packed in Rust and decoded on first access."""
+        self._unpack_ids()
         return self._call_ids
 
     @property
     def parent_ids(self):
+        """Call id of each call's enclosing call on its lane (-1 for a root; int64), or None
+        without a call graph. Decoded on first access, like :attr:`call_ids`."""
+        self._unpack_ids()
         return self._parent_ids
 
     # -- flags, source -----------------------------------------------------------------

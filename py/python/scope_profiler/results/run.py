@@ -11,6 +11,7 @@ import json
 import os
 import re
 import sys
+import weakref
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -55,6 +56,35 @@ def _region_from_row(row: dict) -> Region:
         source_text=row["source_text"] or None,
         tags=tuple(row["tags"]),
     )
+
+
+class _ExclusiveResolver:
+    """Fills a region's per-call exclusive durations on first use: through its results
+    (all regions at once) while they are alive. Over a native run it holds the results only
+    weakly - a region that outlives them reads its own row from the run (``position`` in
+    ``native``, rank ``rank``) - so results, regions and run form no reference cycle and are
+    freed as soon as the last reference goes. Without a native run it keeps the results."""
+
+    __slots__ = ("_owner", "_strong", "_native", "_position", "_rank")
+
+    def __init__(self, owner, native=None, position=None, rank=None) -> None:
+        self._owner = weakref.ref(owner)
+        self._strong = owner if native is None else None
+        self._native = native
+        self._position = position
+        self._rank = rank
+
+    def __call__(self, region=None) -> None:
+        owner = self._owner()
+        if owner is not None:
+            owner._populate_exclusive_durations()
+            return
+        if region is None or self._native is None:
+            return
+        for position, values in self._native.exclusive_by_row(self._rank):
+            if position == self._position:
+                region._set_exclusive_durations(values)
+                return
 
 
 class ProfilingResults(FramesMixin):
@@ -107,7 +137,7 @@ class ProfilingResults(FramesMixin):
         totals = exclusive_totals or {}
         for name, region in self._region_dict.items():
             for rank, rank_region in region.regions.items():
-                rank_region._attach_exclusive_resolver(self._populate_exclusive_durations)
+                rank_region._attach_exclusive_resolver(_ExclusiveResolver(self))
                 stored = totals.get(name, {}).get(rank)
                 if stored is not None:
                     rank_region._set_exclusive_total(stored)
@@ -126,6 +156,8 @@ class ProfilingResults(FramesMixin):
         for position, row in enumerate(native.rows()):
             name, rank = row["name"], int(row["rank"])
             region = _region_from_row(row)
+            if row.get("ids_packed"):
+                region._packed_ids = (native, position)
             regions.setdefault(name, {})[rank] = region
             positions[(name, rank)] = position
             rows_per_rank[rank] = rows_per_rank.get(rank, 0) + 1
@@ -147,6 +179,12 @@ class ProfilingResults(FramesMixin):
         )
         results._native = native
         results._native_rows = positions
+        # Over a native run the resolvers need not keep the results alive (no reference
+        # cycle: dropping the results frees the run at once, not at the next gc pass).
+        for (name, rank), position in positions.items():
+            region = results._region_dict[name].regions[rank]
+            if region._exclusive_resolver is not None:
+                region._exclusive_resolver = _ExclusiveResolver(results, native, position, rank)
         # Lane tables become ThreadInfo / TaskInfo objects on first access (a run can
         # hold 100k tasks; most analyses read the tables in Rust).
         results._threads_cache = None
