@@ -494,3 +494,27 @@ def test_dropped_results_are_freed_at_once_and_kept_regions_stay_exact():
         gc.enable()
     for name, region in kept.items():
         np.testing.assert_array_equal(region.exclusive_durations_ns, want[name])
+
+
+def test_packed_call_ids_decode_to_the_stored_values():
+    """Stored call/parent ids are held bit-packed after loading; decoded on access they are
+    exactly the file's (checked with h5py), also after for_thread and in frames."""
+    h5py = pytest.importorskip("h5py")
+    results = sp.read_h5(THREADS)
+    with h5py.File(THREADS, "r") as f:
+        call_ids = f["events/call_ids"][:]
+        parent_ids = f["events/parent_ids"][:]
+        offsets = f["rank_region_index/event_offsets"][:]
+        counts = f["rank_region_index/event_counts"][:]
+        names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]
+        region_ids = f["rank_region_index/region_ids"][:]
+    for row, rid in enumerate(region_ids):
+        region = results[names[rid]][0]
+        lo, n = int(offsets[row]), int(counts[row])
+        np.testing.assert_array_equal(region.call_ids, call_ids[lo:lo + n])
+        np.testing.assert_array_equal(region.parent_ids, parent_ids[lo:lo + n])
+        assert region.call_ids.dtype == np.int64
+        for index in region.threads:
+            part = region.for_thread(index)
+            mask = region.thread_ids == index
+            np.testing.assert_array_equal(part.call_ids, call_ids[lo:lo + n][mask])
