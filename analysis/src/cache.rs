@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex, OnceLock};
 use rayon::prelude::*;
 
 use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
-use crate::lanes::{thread_summary_from, ThreadSummaryRow};
+use crate::lanes::{thread_summary_split, ThreadSummaryRow};
 use crate::rank_calls::{exclusive_from, rank_reconstruction};
 use crate::run::Run;
 
@@ -101,6 +101,6 @@ impl RunAnalysis {
             return Ok(Vec::new());
         }
         let rec = self.rank(rank)?;
-        Ok(thread_summary_from(&self.run, rank, &rec.calls))
+        Ok(thread_summary_split(&self.run, rank, &rec.calls, rec.lanes()))
     }
 }

@@ -368,28 +368,46 @@ impl LaneSplit {
         let slots = LaneSlots::new(lane);
         let num_slots = slots.num_slots();
         let slot = |l: i32| slots.slot(l as i64);
-        let mut counts = vec![0usize; num_slots];
-        for &l in lane {
-            counts[slot(l)] += 1;
-        }
+        // Counting sort by lane slot; for large inputs with few lanes, in parallel parts
+        // (a count per part and slot, then each part scatters into its own slots).
+        let parts = if n >= PARALLEL_MIN && num_slots <= 1 << 12 { rayon::current_num_threads().max(1) * 2 } else { 1 };
+        let bound = |p: usize| p * n / parts;
+        let mut cursors: Vec<Vec<usize>> = (0..parts)
+            .into_par_iter()
+            .map(|p| {
+                let mut c = vec![0usize; num_slots];
+                for &l in &lane[bound(p)..bound(p + 1)] {
+                    c[slot(l)] += 1;
+                }
+                c
+            })
+            .collect();
         let mut lanes = Vec::new();
         let mut offsets = vec![0usize];
-        let mut cursor = vec![0usize; num_slots];
-        for (s, &k) in counts.iter().enumerate() {
-            if k > 0 {
-                cursor[s] = *offsets.last().unwrap();
+        let mut at = 0usize;
+        for s in 0..num_slots {
+            let start = at;
+            for c in cursors.iter_mut() {
+                let k = c[s];
+                c[s] = at;
+                at += k;
+            }
+            if at > start {
                 lanes.push(slots.lane(s) as i32);
-                offsets.push(cursor[s] + k);
+                offsets.push(at);
             }
         }
         let mut order: Column<u32> = Column::new(n);
         let out = order.ptr();
-        for (i, &l) in lane.iter().enumerate() {
-            let s = slot(l);
-            // SAFETY: cursor[s] < n: each lane's cursor stays inside its own offsets range.
-            unsafe { out.write(cursor[s], i as u32) };
-            cursor[s] += 1;
-        }
+        cursors.par_iter_mut().enumerate().for_each(|(p, cursor)| {
+            for i in bound(p)..bound(p + 1) {
+                let s = slot(lane[i]);
+                // SAFETY: cursor[s] stays inside this part's share of lane s's range (< n);
+                // parts' shares are disjoint.
+                unsafe { out.write(cursor[s], i as u32) };
+                cursor[s] += 1;
+            }
+        });
         // SAFETY: the lanes' ranges tile 0..n and every slot was written once.
         Some(LaneSplit { lanes, offsets, order: unsafe { order.finish() } })
     }

@@ -3,7 +3,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::callstack::{CallArrays, NestingError};
+use crate::callstack::{CallArrays, LaneSplit, NestingError};
 use crate::rank_calls::rank_call_arrays;
 use crate::run::{Run, TaskRow, ThreadRow};
 
@@ -48,10 +48,16 @@ pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, Nes
 /// [`thread_summary`] from an existing reconstruction of `rank` (`calls` from
 /// [`rank_call_arrays`]); O(calls + threads + tasks).
 pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
-    crate::par::install(|| thread_summary_on_pool(run, rank, calls))
+    crate::par::install(|| thread_summary_on_pool(run, rank, calls, None))
 }
 
-fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
+/// [`thread_summary_from`] given the lane split of `calls` too: without task columns a
+/// thread's call count is the size of its lane, O(lanes) instead of a pass over the calls.
+pub fn thread_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<ThreadSummaryRow> {
+    crate::par::install(|| thread_summary_on_pool(run, rank, calls, Some(split)))
+}
+
+fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: Option<&LaneSplit>) -> Vec<ThreadSummaryRow> {
     let threads: Vec<&ThreadRow> = run.rank_threads(rank).collect();
     if threads.is_empty() {
         return Vec::new();
@@ -84,8 +90,23 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Threa
             None => slot.get(&t).copied(),
         }
     };
-    // Calls per thread: the rows' thread columns, counted in parallel chunks.
-    let columns: Vec<&[i64]> = run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect();
+    // Calls per thread. Without task columns a call's lane is -2 - its thread id (or -1),
+    // so the count is the lane's size; else the rows' thread columns, counted in parallel.
+    let tasks_recorded = run.rank_rows(rank).any(|r| r.task_ids.is_some());
+    if let (Some(split), false) = (split, tasks_recorded) {
+        for (lane, ids) in split.iter() {
+            if lane <= -2 {
+                if let Some(s) = slot_of(-2 - lane) {
+                    num_calls[s] += ids.len() as i64;
+                }
+            }
+        }
+    }
+    let columns: Vec<&[i64]> = if split.is_some() && !tasks_recorded {
+        Vec::new()
+    } else {
+        run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect()
+    };
     let chunks: Vec<&[i64]> = columns.iter().flat_map(|c| c.chunks(1 << 16)).collect();
     for counts in chunks
         .par_iter()

@@ -133,3 +133,23 @@ fn labels() {
         assert_eq!(labels.label(lane), lane_label(&run, lane, 0));
     }
 }
+
+/// The cached summary (call counts from lane sizes when no task column exists) equals the
+/// counting one, with and without tasks, on threads missing from the table and unknown ids.
+#[test]
+fn summary_from_the_lane_split_equals_the_counting_summary() {
+    let with_tasks = sample();
+    let mut without = sample();
+    for r in &mut without.regions {
+        r.task_ids = None;
+    }
+    // a thread id not in the table and an unknown thread (-1)
+    without.regions.push(row(1, 0, &[200, 300], &[210, 310], Some(&[7, -1]), None));
+    for run in [with_tasks, without] {
+        let (_, calls) = rank_call_arrays(&run, 0).unwrap();
+        let split = split_by_lane(&calls);
+        let counted = thread_summary_from(&run, 0, &calls);
+        assert_eq!(thread_summary_split(&run, 0, &calls, &split), counted);
+        assert_eq!(RunAnalysis::new(std::sync::Arc::new(run.clone())).thread_summary(0).unwrap(), counted);
+    }
+}
