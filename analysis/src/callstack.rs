@@ -4,10 +4,11 @@
 //! containment, per lane. Sorted order is start ascending, end descending, then input
 //! position (region order, then call order); call id = position in that order.
 //!
-//! Cost: one bucket sort of all calls (two passes over memory, parallel), then one stack
-//! walk per lane (lanes in parallel; a lane's open-call stack is a linked list through
-//! `parent`, so there is no per-call allocation): O(n log b) for buckets of b calls, about
-//! linear, whatever the number of lanes.
+//! Cost: the sorted order (`order.rs`: a k-way merge of the few sorted runs recorded
+//! data consists of, or a bucket sort; parallel, written straight into the output columns),
+//! then one stack walk per lane (lanes in parallel, a single stack cut where it is empty; a
+//! lane's open-call stack is a linked list through `parent`, so there is no per-call
+//! allocation): about linear, whatever the number of lanes.
 //!
 //! Index columns (`region_index`, `call_index`, `depth`, `parent`, `lane`) are `i32`: half
 //! the memory of `i64` on what is the largest structure of an analysis. A rank therefore
