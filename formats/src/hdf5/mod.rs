@@ -55,3 +55,64 @@ pub(crate) const SCHEMA_ATTRIBUTE: &str = "scope_profiler_schema";
 
 /// Python's `repr()` of a string (shared with the analysis crate's error messages).
 pub(crate) use scope_profiler_analysis::py_repr;
+
+/// Mark the file descriptor behind `file` close-on-exec. HDF5 opens files without
+/// `O_CLOEXEC` and holds an advisory lock (`flock`) on them; a child process started by any
+/// thread while the file is open (a `subprocess.run` in the profiled program, a pool
+/// worker) would inherit the descriptor and with it the lock, and every later open of the
+/// file - reading a profile just written - would fail with "unable to lock file" for as long
+/// as that child lives. Best effort: nothing happens if the handle cannot be had.
+pub(crate) fn close_on_exec(file: &hdf5::File) {
+    let mut handle: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: a valid file id and an out-pointer; the library lock serializes the call.
+    let status = hdf5::sync::sync(|| unsafe {
+        hdf5_sys::h5f::H5Fget_vfd_handle(file.id(), hdf5_sys::h5p::H5P_DEFAULT, &mut handle)
+    });
+    if status < 0 || handle.is_null() {
+        return;
+    }
+    // SAFETY: the default (sec2) driver's handle points at its `int` file descriptor.
+    let fd = unsafe { *(handle as *const libc::c_int) };
+    // SAFETY: fcntl on a descriptor the library holds open.
+    unsafe {
+        let flags = libc::fcntl(fd, libc::F_GETFD);
+        if flags >= 0 {
+            libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    /// Descriptors of this process open on `path`, with whether each is close-on-exec.
+    fn fds_on(path: &std::path::Path) -> Vec<bool> {
+        let want = std::fs::canonicalize(path).unwrap();
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir("/proc/self/fd").unwrap().flatten() {
+            let Ok(target) = std::fs::read_link(entry.path()) else { continue };
+            if target == want {
+                let fd: i32 = entry.file_name().to_string_lossy().parse().unwrap();
+                // SAFETY: F_GETFD on a descriptor number; harmless if it closed meanwhile.
+                let flags = unsafe { libc::fcntl(fd, libc::F_GETFD) };
+                out.push(flags >= 0 && flags & libc::FD_CLOEXEC != 0);
+            }
+        }
+        out
+    }
+
+    #[test]
+    fn hdf5_descriptors_are_close_on_exec() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("x.h5");
+        let created = hdf5::File::create(&path).unwrap();
+        assert_eq!(fds_on(&path), vec![false], "HDF5 alone leaves its descriptor inheritable");
+        super::close_on_exec(&created);
+        assert_eq!(fds_on(&path), vec![true]);
+        drop(created);
+        crate::hdf5::write_h5(&scope_profiler_analysis::Run::default(), &path).unwrap();
+        let ctx = super::typed::Ctx { path: path.display().to_string(), file_len: std::fs::metadata(&path).unwrap().len() };
+        let opened = super::read::open_file(&path, &ctx).unwrap();
+        assert_eq!(fds_on(&path), vec![true], "read path");
+        drop(opened);
+    }
+}

@@ -129,7 +129,7 @@ pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
             "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
         ));
     }
-    hdf5::File::open(path).map_err(|e| {
+    hdf5::File::open(path).inspect(super::close_on_exec).map_err(|e| {
         H5Error::Corrupt(format!(
             "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}",
             ctx.path
@@ -204,6 +204,7 @@ fn open_and_prefetch(path: &Path, ctx: &Ctx) -> R<(hdf5::File, Prefetched)> {
     let (hang, opened) = std::thread::scope(|scope| {
         let guard = scope.spawn(|| global_heap_would_hang(path).unwrap_or(false));
         let opened = hdf5::File::open(path).map(|file| {
+            super::close_on_exec(&file);
             let prefetched = prefetch_events(&file, ctx);
             (file, prefetched)
         });

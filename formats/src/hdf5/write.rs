@@ -327,6 +327,7 @@ pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
     let w = W { path: &shown, compress: total >= AUTO_COMPRESSION_MIN_EVENTS };
     let written = catch_unwind(AssertUnwindSafe(|| -> R<()> {
         let file = hdf5::File::create(tmp.path()).map_err(w.err("create"))?;
+        super::close_on_exec(&file);
         write_contents(run, &file, &w)?;
         file.close().map_err(w.err("close"))?;
         Ok(())
