@@ -6,15 +6,29 @@ use std::path::Path;
 /// Whether a global heap collection ("GCOL", where HDF5 keeps variable-length strings) in
 /// the file is damaged in the one way that makes HDF5's own parser loop forever instead of
 /// failing (`H5HG__cache_heap_deserialize`: an object 0 of size 0 never advances the cursor).
-/// Such a file must be refused before HDF5 touches its strings. Scans the file once.
-pub(crate) fn global_heap_would_hang(path: &Path) -> io::Result<bool> {
+/// Such a file must be refused before HDF5 touches its strings. Scans the file once,
+/// skipping `skip` (sorted `(address, length)` ranges of numeric dataset storage: a heap is
+/// never there, while int64 values can spell a heap's signature and header). Only regular
+/// files are scanned.
+pub(crate) fn global_heap_would_hang(path: &Path, skip: &[(u64, u64)]) -> io::Result<bool> {
     use std::io::Read;
     use std::os::unix::fs::FileExt;
     const HDR: usize = 16; // magic 4 + version 1 + reserved 3 + size 8 (8-byte lengths)
     const OBJHDR: usize = 16; // index 2 + refs 2 + reserved 4 + size 8
     let file = fs::File::open(path)?;
-    let len = file.metadata()?.len();
+    let meta = file.metadata()?;
+    if !meta.is_file() {
+        return Ok(false);
+    }
+    let len = meta.len();
+    let skipped = |at: u64| {
+        let k = skip.partition_point(|&(addr, _)| addr <= at);
+        k > 0 && at < skip[k - 1].0.saturating_add(skip[k - 1].1)
+    };
     let check_heap = |at: u64| -> io::Result<bool> {
+        if skipped(at) {
+            return Ok(false);
+        }
         let mut head = [0u8; HDR];
         if at + HDR as u64 > len || file.read_at(&mut head, at)? < HDR || head[4] != 1 {
             return Ok(false);

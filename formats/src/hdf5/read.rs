@@ -13,7 +13,7 @@ use super::columnar::{read_columnar, read_lane_tables};
 use super::heap_guard::global_heap_would_hang;
 use super::schema1::read_schema1;
 use super::typed::*;
-use super::{H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
+use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 
 /// `scope_profiler_schema` validation, with the reference's `HDF5SchemaError` messages.
 pub(crate) fn read_schema_version(file: &hdf5::File, ctx: &Ctx) -> R<i64> {
@@ -47,33 +47,38 @@ pub(crate) fn read_schema_version(file: &hdf5::File, ctx: &Ctx) -> R<i64> {
     Ok(version)
 }
 
-/// One attribute as a [`MetaValue`]; `None` for types the run model cannot hold.
-pub(crate) fn read_meta_value(a: &Container, ctx: &Ctx, name: &str) -> Option<MetaValue> {
-    let d = descriptor(a, ctx, name).ok()?;
+/// One attribute as a [`MetaValue`]; `Ok(None)` for types the run model cannot hold.
+///
+/// Errors: an attribute of a supported type whose value cannot be read (e.g. a string whose
+/// heap entry is damaged) is [`H5Error::Corrupt`], naming the file and the attribute - never
+/// silently left out.
+pub(crate) fn read_meta_value(a: &Container, ctx: &Ctx, name: &str) -> R<Option<MetaValue>> {
+    let Ok(d) = descriptor(a, ctx, name) else { return Ok(None) };
     let scalar = a.is_scalar();
+    let what = format!("metadata attribute {}", py_repr(name));
     if is_string(&d) {
-        let v = read_strings(a, ctx, name).ok()?;
-        return Some(if scalar { MetaValue::Str(v.into_iter().next().unwrap_or_default()) } else { MetaValue::StrList(v) });
+        let v = read_strings(a, ctx, &what)?;
+        return Ok(Some(if scalar { MetaValue::Str(v.into_iter().next().unwrap_or_default()) } else { MetaValue::StrList(v) }));
     }
-    match d {
+    Ok(match d {
         TypeDescriptor::Float(_) => {
-            let v = read_floats(a, ctx, name).ok()?;
+            let v = read_floats(a, ctx, &what)?;
             if scalar {
-                Some(MetaValue::Float(*v.first()?))
+                v.first().map(|&x| MetaValue::Float(x))
             } else {
                 Some(MetaValue::StrList(v.iter().map(|x| x.to_string()).collect()))
             }
         }
         TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Boolean | TypeDescriptor::Enum(_) => {
-            let v = read_ints(a, ctx, name).ok()?;
+            let v = read_ints(a, ctx, &what)?;
             if scalar {
-                Some(MetaValue::Int(*v.first()?))
+                v.first().map(|&x| MetaValue::Int(x))
             } else {
                 Some(MetaValue::StrList(v.iter().map(|x| x.to_string()).collect()))
             }
         }
         _ => None,
-    }
+    })
 }
 
 pub(crate) fn read_metadata(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(String, MetaValue)>> {
@@ -83,8 +88,8 @@ pub(crate) fn read_metadata(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(String, Meta
     let g = file.group("metadata").map_err(ctx.h5("metadata"))?;
     let mut out = Vec::new();
     for name in g.attr_names().map_err(ctx.h5("metadata attributes"))? {
-        let Ok(a) = g.attr(&name) else { continue };
-        if let Some(v) = read_meta_value(&a, ctx, &name) {
+        let a = g.attr(&name).map_err(ctx.h5(&format!("metadata attribute {}", py_repr(&name))))?;
+        if let Some(v) = read_meta_value(&a, ctx, &name)? {
             out.push((name, v));
         }
     }
@@ -118,16 +123,11 @@ pub(crate) fn rank_groups(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(u32, String)>>
     Ok(out)
 }
 
-/// Open `path` for reading: refuse heaps that hang HDF5, map open failures to
-/// [`H5Error::Corrupt`] naming the file.
-pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
+/// Open `path` with HDF5 (descriptor close-on-exec), mapping failures to
+/// [`H5Error::Corrupt`] naming the file. Opening reads no variable-length data.
+fn open_hdf5(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
     if path.is_dir() {
         return Err(ctx.corrupt("is a directory, not a profile file."));
-    }
-    if global_heap_would_hang(path).unwrap_or(false) {
-        return Err(ctx.corrupt(
-            "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
-        ));
     }
     hdf5::File::open(path).inspect(super::close_on_exec).map_err(|e| {
         H5Error::Corrupt(format!(
@@ -135,6 +135,22 @@ pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
             ctx.path
         ))
     })
+}
+
+/// The error for a heap that would hang HDF5.
+fn damaged_heap(ctx: &Ctx) -> H5Error {
+    ctx.corrupt("has a damaged global heap (the storage of its strings). The file is truncated or damaged.")
+}
+
+/// Open `path` for reading: refuse heaps that hang HDF5 (the scan skips the raw event data,
+/// which is never a heap), map open failures to [`H5Error::Corrupt`] naming the file.
+pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
+    let file = open_hdf5(path, ctx)?;
+    let plans = event_plans(&file, ctx);
+    if global_heap_would_hang(path, &data_ranges(&plans)).unwrap_or(false) {
+        return Err(damaged_heap(ctx));
+    }
+    Ok(file)
 }
 
 /// The `storage_layout` root attribute (`"columnar"` when absent).
@@ -194,49 +210,45 @@ const EVENT_COLUMNS: [&str; 10] = [
 pub(crate) type Prefetched = HashMap<&'static str, Vec<i64>>;
 
 /// [`open_file`] for a full read, overlapping the global-heap check with the bulk of the
-/// I/O: while one thread scans the file for a heap that would hang HDF5, this one opens
-/// it and reads the int64 event columns raw ([`raw_plan`]: chunk index and `pread` only,
-/// no variable-length data). Nothing touches a string before the check has passed.
+/// I/O: while one thread scans the file for a heap that would hang HDF5, this one reads the
+/// int64 event columns raw ([`raw_plan`]: chunk index and `pread` only, no variable-length
+/// data). Nothing touches a string before the check has passed.
 fn open_and_prefetch(path: &Path, ctx: &Ctx) -> R<(hdf5::File, Prefetched)> {
-    if path.is_dir() {
-        return Err(ctx.corrupt("is a directory, not a profile file."));
-    }
-    let (hang, opened) = std::thread::scope(|scope| {
-        let guard = scope.spawn(|| global_heap_would_hang(path).unwrap_or(false));
-        let opened = hdf5::File::open(path).map(|file| {
-            super::close_on_exec(&file);
-            let prefetched = prefetch_events(&file, ctx);
-            (file, prefetched)
-        });
-        (guard.join().unwrap_or(false), opened)
+    let file = open_hdf5(path, ctx)?;
+    let plans = event_plans(&file, ctx);
+    let ranges = data_ranges(&plans);
+    let (hang, prefetched) = std::thread::scope(|scope| {
+        let guard = scope.spawn(|| global_heap_would_hang(path, &ranges).unwrap_or(false));
+        let prefetched: Prefetched =
+            plans.iter().filter_map(|(name, plan)| Some((*name, fetch_raw(plan, ctx)?))).collect();
+        (guard.join().unwrap_or(false), prefetched)
     });
     if hang {
-        return Err(ctx.corrupt(
-            "has a damaged global heap (the storage of its strings). The file is truncated or damaged.",
-        ));
+        return Err(damaged_heap(ctx));
     }
-    opened.map_err(|e| {
-        H5Error::Corrupt(format!(
-            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}",
-            ctx.path
-        ))
-    })
+    Ok((file, prefetched))
 }
 
-/// The raw-readable columns of `events/` (see [`open_and_prefetch`]); others are read later
-/// through HDF5.
-fn prefetch_events(file: &hdf5::File, ctx: &Ctx) -> Prefetched {
+/// The raw-readable int64 columns of `events/` and where their bytes are (HDF5 metadata
+/// only: no variable-length data is read).
+fn event_plans(file: &hdf5::File, ctx: &Ctx) -> Vec<(&'static str, RawPlan)> {
     let Some(events) = has(file, "events").then(|| file.group("events").ok()).flatten() else {
-        return Prefetched::new();
+        return Vec::new();
     };
     EVENT_COLUMNS
         .iter()
         .filter(|name| has(&events, name))
-        .filter_map(|&name| {
-            let plan = raw_plan(&events.dataset(name).ok()?, ctx)?;
-            Some((name, fetch_raw(&plan, ctx)?))
-        })
+        .filter_map(|&name| Some((name, raw_plan(&events.dataset(name).ok()?, ctx)?)))
         .collect()
+}
+
+/// The file byte ranges `(address, length)` of the planned columns, sorted: numeric data,
+/// which the heap scan skips (a heap never lies inside a dataset's storage, but int64
+/// values can spell a heap signature).
+fn data_ranges(plans: &[(&'static str, RawPlan)]) -> Vec<(u64, u64)> {
+    let mut ranges: Vec<(u64, u64)> = plans.iter().flat_map(|(_, p)| p.file_ranges()).collect();
+    ranges.sort_unstable();
+    ranges
 }
 
 pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
@@ -295,6 +307,11 @@ pub(crate) fn with_ctx<T>(path: &Path, read: impl FnOnce(&Ctx) -> R<T>) -> R<T> 
             )))
         }
     };
+    if !meta.is_file() && !meta.is_dir() {
+        return Err(H5Error::Corrupt(format!(
+            "{shown} is not a regular file (a device, pipe or socket); a profile is an HDF5 file on disk."
+        )));
+    }
     let ctx = Ctx { path: shown.clone(), file_len: meta.len() };
     match catch_unwind(AssertUnwindSafe(|| read(&ctx))) {
         Ok(r) => r,

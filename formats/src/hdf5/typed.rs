@@ -158,6 +158,13 @@ pub(crate) struct RawPlan {
     pieces: Vec<(usize, u64, usize)>,
 }
 
+impl RawPlan {
+    /// `(file address, bytes)` of every piece.
+    pub(crate) fn file_ranges(&self) -> impl Iterator<Item = (u64, u64)> + '_ {
+        self.pieces.iter().map(|&(_, addr, len)| (addr, len as u64))
+    }
+}
+
 /// The [`RawPlan`] of `ds` (see [`raw_chunked_i64`]); reads only HDF5 metadata (chunk index),
 /// never variable-length data.
 pub(crate) fn raw_plan(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<RawPlan> {
