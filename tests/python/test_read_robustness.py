@@ -93,3 +93,19 @@ def test_a_damaged_metadata_string_is_an_error_not_a_missing_key(tmp_path):
     damaged.write_bytes(bytes(data))
     with pytest.raises(CorruptProfileError, match=r"metadata attribute 'timestamp'"):
         sp.read_h5(damaged)
+
+
+def test_fixed_length_strings_are_read(tmp_path):
+    """Other tools write numpy S<n> (fixed-length) strings: names and metadata still read."""
+    path = tmp_path / "f.h5"
+    _record(path, calls=2)
+    want = sp.read_h5(path).region_names
+    with h5py.File(path, "r+") as f:
+        names = [n.decode() for n in f["region_table/names"][:]]
+        del f["region_table/names"]
+        f.create_dataset("region_table/names", data=np.array([n.encode() for n in names], dtype="S40"))
+        f["metadata"].attrs["label"] = np.bytes_(b"fixed label")
+    results = sp.read_h5(path)
+    assert results.region_names == want
+    assert results.metadata["label"] == "fixed label"
+    assert sp.read_h5_summary(path).region_names == want

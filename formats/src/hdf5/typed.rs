@@ -114,14 +114,46 @@ pub(crate) fn read_strings(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<String
             .iter()
             .map(|s| lossy(s.as_bytes()))
             .collect()),
-        TypeDescriptor::FixedAscii(_) | TypeDescriptor::FixedUnicode(_) => {
-            // Let HDF5 convert fixed-length to variable-length strings.
-            check_size(c, 16, ctx, what)?;
-            let v = c.as_reader().read_raw::<VarLenUnicode>().map_err(ctx.h5(what))?;
-            Ok(v.iter().map(|s| lossy(s.as_bytes()).trim_end_matches('\0').to_string()).collect())
-        }
+        TypeDescriptor::FixedAscii(_) | TypeDescriptor::FixedUnicode(_) => read_fixed_strings(c, ctx, what),
         other => Err(ctx.corrupt(format!("has type {other} in {what} where strings belong. The file is damaged."))),
     }
+}
+
+/// A fixed-length string dataset or attribute (numpy `S<n>`, as other tools write): read in
+/// its own file type (no conversion; HDF5 has none to variable-length strings), each value
+/// up to its first NUL, trailing padding removed, UTF-8 decoded with replacement.
+fn read_fixed_strings(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<String>> {
+    use hdf5_sys::h5i::{H5I_type_t, H5Iget_type};
+    let dtype = c.dtype().map_err(ctx.h5(what))?;
+    let size = dtype.size().max(1);
+    let n = check_size(c, size, ctx, what)?;
+    let mut buf = vec![0u8; n * size];
+    let id = c.id();
+    // SAFETY: `buf` holds n values of the type's size; the memory type is the file type.
+    let status = hdf5::sync::sync(|| unsafe {
+        if H5Iget_type(id) == H5I_type_t::H5I_ATTR {
+            hdf5_sys::h5a::H5Aread(id, dtype.id(), buf.as_mut_ptr() as *mut std::ffi::c_void)
+        } else {
+            hdf5_sys::h5d::H5Dread(
+                id,
+                dtype.id(),
+                hdf5_sys::h5s::H5S_ALL,
+                hdf5_sys::h5s::H5S_ALL,
+                hdf5_sys::h5p::H5P_DEFAULT,
+                buf.as_mut_ptr() as *mut std::ffi::c_void,
+            )
+        }
+    });
+    if status < 0 {
+        return Err(ctx.corrupt(format!("could not be read ({what}: fixed-length strings). The file is truncated or damaged.")));
+    }
+    Ok(buf
+        .chunks(size)
+        .map(|v| {
+            let v = v.iter().position(|&b| b == 0).map_or(v, |nul| &v[..nul]);
+            String::from_utf8_lossy(v).into_owned()
+        })
+        .collect())
 }
 
 pub(crate) fn one_d(c: &Container, ctx: &Ctx, what: &str) -> R<()> {
