@@ -109,3 +109,27 @@ def test_fixed_length_strings_are_read(tmp_path):
     assert results.region_names == want
     assert results.metadata["label"] == "fixed label"
     assert sp.read_h5_summary(path).region_names == want
+
+
+def test_names_with_nul_are_written_not_lost(tmp_path):
+    """HDF5 strings cannot hold NUL: a region or thread name with one is written with U+2400
+    in its place instead of failing finalize (which would lose the run)."""
+    import threading
+
+    path = tmp_path / "nul.h5"
+    m = ProfileManager()
+    try:
+        with m.session(file_path=str(path), verbose=False, track_threads=True):
+            def work():
+                with m.profile_region("in\0thread"):
+                    pass
+
+            t = threading.Thread(target=work, name="w\0x")
+            t.start()
+            t.join()
+    finally:
+        m.reset()
+    results = sp.read_h5(path)
+    assert "in\u2400thread" in results.region_names
+    assert results["in\u2400thread"][0].num_calls == 1
+    assert "w\u2400x" in [info.name for info in results.threads[0]]

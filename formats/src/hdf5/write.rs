@@ -62,11 +62,17 @@ impl W<'_> {
         let what = what.to_string();
         move |e| H5Error::Write(format!("could not write {} ({what}): {e}", self.path))
     }
+    /// Strings as HDF5 variable-length strings. HDF5 strings cannot hold NUL, yet a region,
+    /// thread or task name may contain one: it is written as U+2400 (SYMBOL FOR NULL, `␀`)
+    /// rather than failing the write and losing the run (h5py, and so the reference, refuse
+    /// such a string at finalize).
     fn vlen(&self, v: &[String], what: &str) -> R<Vec<VarLenUnicode>> {
         v.iter()
             .map(|s| {
+                let s: std::borrow::Cow<'_, str> =
+                    if s.contains('\0') { s.replace('\0', "\u{2400}").into() } else { s.as_str().into() };
                 s.parse::<VarLenUnicode>().map_err(|_| {
-                    H5Error::Write(format!("could not write {} ({what}): the string {} contains a NUL character", self.path, py_repr(s)))
+                    H5Error::Write(format!("could not write {} ({what}): the string {} is not storable", self.path, py_repr(&s)))
                 })
             })
             .collect()
