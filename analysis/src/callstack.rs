@@ -21,7 +21,7 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use crate::memory::{Column, ColumnPtr};
-use crate::order::{sorted_columns, SortedColumns, PARALLEL_MIN};
+use crate::order::{sorted_columns, SortedColumns, CHUNK, PARALLEL_MIN};
 
 /// Recorded calls cannot form a call tree (overlap without nesting, or end < start).
 /// The message follows the reference's wording (see `spec-callstack.md` §3).
@@ -255,25 +255,24 @@ fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<Lane
     let lane = if has_lanes { lane_column(regions, &region, &call)? } else { Vec::new() };
     let mut calls = CallArrays { region_index: region, call_index: call, start_ns: start, end_ns: end, lane, ..Default::default() };
     let split = if has_lanes { LaneSplit::of(&calls.lane) } else { None };
-    let (parent, depth, exclusive_ns, bad) = walk(&calls.start_ns, &calls.end_ns, split.as_ref());
-    calls.parent = parent;
-    calls.depth = depth;
-    calls.exclusive_ns = exclusive_ns;
-    if let Some(i) = bad {
-        let p = calls.parent[i] as usize;
-        return Err(NestingError(format!(
-            "recorded calls are not properly nested: {} starts inside {} but ends after it. Regions \
-             must nest completely or not overlap at all - check for a missing or misordered sp_end / \
-             __exit__.",
-            call_label(regions, &calls, i),
-            call_label(regions, &calls, p),
-        )));
+    match walk(&calls.start_ns, &calls.end_ns, split.as_ref()) {
+        Ok((parent, depth, exclusive_ns)) => {
+            calls.parent = parent;
+            calls.depth = depth;
+            calls.exclusive_ns = exclusive_ns;
+        }
+        Err((child, parent)) => {
+            return Err(NestingError(format!(
+                "recorded calls are not properly nested: {} starts inside {} but ends after it. Regions \
+                 must nest completely or not overlap at all - check for a missing or misordered sp_end / \
+                 __exit__.",
+                call_label(regions, &calls, child),
+                call_label(regions, &calls, parent),
+            )));
+        }
     }
     Ok((calls, split))
 }
-
-/// Calls per chunk of the parallel column passes.
-const CHUNK: usize = 1 << 14;
 
 /// The lane of every call (`region`, `call` columns in sorted order), in parallel chunks.
 /// Errors when a lane id does not fit `i32`.
@@ -346,12 +345,12 @@ impl LaneSplit {
     pub fn iter(&self) -> impl ExactSizeIterator<Item = (i64, &[u32])> + '_ {
         (0..self.len()).map(|k| self.get(k))
     }
-    /// All `n` calls as the one lane `-1` (calls without a lane column).
-    fn one_stack(n: usize) -> LaneSplit {
+    /// All `n` calls as the one lane `lane` (no lanes without calls).
+    fn single(lane: i32, n: usize) -> LaneSplit {
         if n == 0 {
             return LaneSplit::default();
         }
-        LaneSplit { lanes: vec![-1], offsets: vec![0, n], order: (0..n as u32).collect() }
+        LaneSplit { lanes: vec![lane], offsets: vec![0, n], order: (0..n as u32).collect() }
     }
 
     /// Group a lane column (counting sort by lane slot). `None` for fewer than two lanes.
@@ -423,10 +422,10 @@ struct Out {
 }
 
 /// Parent, depth and exclusive ns of every call in sorted order, per lane of `split` (`None`
-/// = one stack), plus the first call (sorted order) that starts inside its parent but ends
-/// after it. Lanes are walked in parallel.
+/// = one stack); lanes are walked in parallel. `Err((child, parent))`: the first call
+/// (sorted order) that starts inside its parent but ends after it.
 #[allow(clippy::type_complexity)]
-fn walk(start: &[i64], end: &[i64], split: Option<&LaneSplit>) -> (Vec<i32>, Vec<i32>, Vec<i64>, Option<usize>) {
+fn walk(start: &[i64], end: &[i64], split: Option<&LaneSplit>) -> Result<(Vec<i32>, Vec<i32>, Vec<i64>), (usize, usize)> {
     let n = start.len();
     let (mut parent, mut depth, mut exclusive) = (Column::new(n), Column::new(n), Column::new(n));
     let out = Out { parent: parent.ptr(), depth: depth.ptr(), exclusive: exclusive.ptr() };
@@ -453,12 +452,9 @@ fn walk(start: &[i64], end: &[i64], split: Option<&LaneSplit>) -> (Vec<i32>, Vec
     // before moving on - unless it stopped at a nesting error, in which case the columns are
     // not needed: only the offending call's parent is reported.
     match bad {
-        None => unsafe { (parent.finish(), depth.finish(), exclusive.finish(), None) },
-        Some(i) => {
-            // SAFETY: the walker that found `i` wrote its parent before returning.
-            let p = unsafe { out.parent.read(i) };
-            (vec![p; n], Vec::new(), Vec::new(), Some(i))
-        }
+        None => Ok(unsafe { (parent.finish(), depth.finish(), exclusive.finish()) }),
+        // SAFETY: the walker that found `i` wrote its parent before returning.
+        Some(i) => Err((i, unsafe { out.parent.read(i) } as usize)),
     }
 }
 
@@ -538,14 +534,10 @@ unsafe fn walk_lane(start: &[i64], end: &[i64], ids: impl Iterator<Item = usize>
 /// Group a lane column: [`split_by_lane`] of calls whose lane column is `lane` (non-empty
 /// input; an empty column gives no lanes).
 pub fn group_lanes(lane: &[i32]) -> LaneSplit {
-    if lane.is_empty() {
-        return LaneSplit::default();
+    match lane.first() {
+        None => LaneSplit::default(),
+        Some(&first) => crate::par::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit::single(first, lane.len())),
     }
-    crate::par::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit {
-        lanes: vec![lane[0]],
-        offsets: vec![0, lane.len()],
-        order: (0..lane.len() as u32).collect(),
-    })
 }
 
 /// Split reconstructed calls into lanes, ascending lane value (`spec-callstack.md` §4):
@@ -555,7 +547,7 @@ pub fn group_lanes(lane: &[i32]) -> LaneSplit {
 /// Cost: O(n) (counting sort) for dense lane values, O(n log n) otherwise.
 pub fn split_by_lane(calls: &CallArrays) -> LaneSplit {
     if calls.lane.is_empty() {
-        return LaneSplit::one_stack(calls.len());
+        return LaneSplit::single(-1, calls.len());
     }
     group_lanes(&calls.lane)
 }

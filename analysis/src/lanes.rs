@@ -3,7 +3,7 @@ use std::collections::HashMap;
 
 use rayon::prelude::*;
 
-use crate::callstack::{CallArrays, LaneSplit, NestingError};
+use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
 use crate::rank_calls::rank_call_arrays;
 use crate::run::{Run, TaskRow, ThreadRow};
 
@@ -48,16 +48,21 @@ pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, Nes
 /// [`thread_summary`] from an existing reconstruction of `rank` (`calls` from
 /// [`rank_call_arrays`]); O(calls + threads + tasks).
 pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
-    crate::par::install(|| thread_summary_on_pool(run, rank, calls, None))
+    if run.rank_threads(rank).next().is_none() {
+        return Vec::new();
+    }
+    let split = if calls.lane.is_empty() { LaneSplit::default() } else { split_by_lane(calls) };
+    thread_summary_split(run, rank, calls, &split)
 }
 
-/// [`thread_summary_from`] given the lane split of `calls` too: without task columns a
-/// thread's call count is the size of its lane, O(lanes) instead of a pass over the calls.
+/// [`thread_summary_from`] given the lane split of `calls` too (the cached reconstruction's):
+/// root time is summed per lane, and without task columns a thread's call count is the size
+/// of its lane - O(lanes) instead of a pass over the calls.
 pub fn thread_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<ThreadSummaryRow> {
-    crate::par::install(|| thread_summary_on_pool(run, rank, calls, Some(split)))
+    crate::par::install(|| thread_summary_on_pool(run, rank, calls, split))
 }
 
-fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: Option<&LaneSplit>) -> Vec<ThreadSummaryRow> {
+fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<ThreadSummaryRow> {
     let threads: Vec<&ThreadRow> = run.rank_threads(rank).collect();
     if threads.is_empty() {
         return Vec::new();
@@ -93,7 +98,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: Optio
     // Calls per thread. Without task columns a call's lane is -2 - its thread id (or -1),
     // so the count is the lane's size; else the rows' thread columns, counted in parallel.
     let tasks_recorded = run.rank_rows(rank).any(|r| r.task_ids.is_some());
-    if let (Some(split), false) = (split, tasks_recorded) {
+    if !tasks_recorded {
         for (lane, ids) in split.iter() {
             if lane <= -2 {
                 if let Some(s) = slot_of(-2 - lane) {
@@ -102,7 +107,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: Optio
             }
         }
     }
-    let columns: Vec<&[i64]> = if split.is_some() && !tasks_recorded {
+    let columns: Vec<&[i64]> = if !tasks_recorded {
         Vec::new()
     } else {
         run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect()
@@ -126,12 +131,12 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: Optio
         }
     }
 
-    // Root ns per lane (dense lane range), then per thread: a thread's bare lane, and every
-    // task lane whose task rows name the thread (each distinct thread once).
+    // Root ns per lane, then per thread: a thread's bare lane, and every task lane whose
+    // task rows name the thread (each distinct thread once).
     let mut task_threads: Vec<(i64, i64)> =
         run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
     task_threads.sort_unstable();
-    for (lane, ns) in root_ns_per_lane(calls) {
+    for (lane, ns) in root_ns_per_lane(calls, split) {
         if lane <= -2 {
             if let Some(s) = slot_of(-2 - lane) {
                 root_ns[s] += ns;
@@ -168,56 +173,21 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: Optio
         .collect()
 }
 
-/// `(lane, Σ root durations ns)` for every lane with a root call (none without a lane
-/// column), accumulated in parallel chunks over a dense lane range (a map for sparse lanes).
-fn root_ns_per_lane(calls: &CallArrays) -> Vec<(i64, i64)> {
-    if calls.lane.is_empty() {
-        return Vec::new();
-    }
-    let (min, max) = calls.lane.par_iter().fold(|| (i32::MAX, i32::MIN), |(a, b), &l| (a.min(l), b.max(l))).reduce(
-        || (i32::MAX, i32::MIN),
-        |x, y| (x.0.min(y.0), x.1.max(y.1)),
-    );
-    let range = (max as i64 - min as i64 + 1) as usize;
-    let n = calls.len();
-    let parts = rayon::current_num_threads().max(1) * 2;
-    let root = |i: usize| calls.parent[i] < 0;
-    let dur = |i: usize| calls.end_ns[i] - calls.start_ns[i];
-    if range <= 4 * n + 4096 {
-        let sums = (0..parts)
-            .into_par_iter()
-            .map(|p| {
-                let mut acc = vec![0i64; range];
-                let mut seen = vec![false; range];
-                for i in p * n / parts..(p + 1) * n / parts {
-                    if root(i) {
-                        let k = (calls.lane[i] - min) as usize;
-                        acc[k] += dur(i);
-                        seen[k] = true;
-                    }
-                }
-                (acc, seen)
-            })
-            .reduce(
-                || (vec![0i64; range], vec![false; range]),
-                |(mut a, mut sa), (b, sb)| {
-                    for k in 0..range {
-                        a[k] += b[k];
-                        sa[k] |= sb[k];
-                    }
-                    (a, sa)
-                },
-            );
-        (0..range).filter(|&k| sums.1[k]).map(|k| (min as i64 + k as i64, sums.0[k])).collect()
-    } else {
-        let mut map: HashMap<i64, i64> = HashMap::new();
-        for i in (0..n).filter(|&i| root(i)) {
-            *map.entry(calls.lane[i] as i64).or_default() += dur(i);
-        }
-        let mut out: Vec<(i64, i64)> = map.into_iter().collect();
-        out.sort_unstable();
-        out
-    }
+/// `(lane, Σ root durations ns)` per lane of `split` (lanes in parallel).
+fn root_ns_per_lane(calls: &CallArrays, split: &LaneSplit) -> Vec<(i64, i64)> {
+    (0..split.len())
+        .into_par_iter()
+        .map(|k| {
+            let (lane, ids) = split.get(k);
+            let ns = ids
+                .iter()
+                .map(|&i| i as usize)
+                .filter(|&i| calls.parent[i] < 0)
+                .map(|i| calls.end_ns[i] - calls.start_ns[i])
+                .sum::<i64>();
+            (lane, ns)
+        })
+        .collect()
 }
 
 /// Lane labels of one rank with O(1) lookups, for labelling many lanes (exports).

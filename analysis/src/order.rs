@@ -18,7 +18,7 @@
 use rayon::prelude::*;
 
 use crate::callstack::RegionInput;
-use crate::memory::Column;
+use crate::memory::{Column, ColumnPtr};
 
 /// A call's sort key: `(start_ns, region << 32 | call)`.
 pub(crate) type Key = (i64, u64);
@@ -183,13 +183,60 @@ pub(crate) struct SortedColumns {
     pub call: Vec<i32>,
 }
 
+/// [`SortedColumns`] under construction: allocated, written once at every position by
+/// parallel parts (disjoint positions), then finished.
+struct SortedBuilder {
+    start: Column<i64>,
+    end: Column<i64>,
+    region: Column<i32>,
+    call: Column<i32>,
+}
+
+/// Shared write access to a [`SortedBuilder`].
+#[derive(Clone, Copy)]
+struct SortedPtrs(ColumnPtr<i64>, ColumnPtr<i64>, ColumnPtr<i32>, ColumnPtr<i32>);
+
+impl SortedPtrs {
+    /// Position `o`: the call `id = region << 32 | call` with its start and end.
+    ///
+    /// # Safety
+    /// `o < n`, and no other writer writes position `o`.
+    #[inline(always)]
+    unsafe fn write(self, o: usize, start: i64, end: i64, id: u64) {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            self.0.write(o, start);
+            self.1.write(o, end);
+            self.2.write(o, (id >> 32) as i32);
+            self.3.write(o, (id & 0xffff_ffff) as i32);
+        }
+    }
+}
+
+impl SortedBuilder {
+    fn new(n: usize) -> Self {
+        SortedBuilder { start: Column::new(n), end: Column::new(n), region: Column::new(n), call: Column::new(n) }
+    }
+    fn ptrs(&mut self) -> SortedPtrs {
+        SortedPtrs(self.start.ptr(), self.end.ptr(), self.region.ptr(), self.call.ptr())
+    }
+    /// # Safety
+    /// Every position `0..n` was written.
+    unsafe fn finish(self) -> SortedColumns {
+        // SAFETY: forwarded to the caller.
+        unsafe {
+            SortedColumns { start: self.start.finish(), end: self.end.finish(), region: self.region.finish(), call: self.call.finish() }
+        }
+    }
+}
+
 /// Merge (instead of bucket-sort) when the input is at most this many sorted runs: one
 /// thread's recording is one run per region, and a k-way merge writes the output columns
 /// directly, in one pass, with no key buffer.
 const MERGE_MAX_RUNS: usize = 8;
 
 /// Calls per chunk of the parallel column passes.
-const CHUNK: usize = 1 << 14;
+pub(crate) const CHUNK: usize = 1 << 14;
 
 /// The calls of `regions` (`n` in total, fewer than 2^31) as columns in sorted order.
 pub(crate) fn sorted_columns(regions: &[RegionInput<'_>], n: usize) -> SortedColumns {
@@ -278,8 +325,8 @@ fn merge_columns(regions: &[RegionInput<'_>], runs: &[(usize, usize, usize)], n:
     }
     cuts.push(runs.iter().map(|r| r.2).collect());
 
-    let (mut start, mut end, mut region, mut call) = (Column::new(n), Column::new(n), Column::new(n), Column::new(n));
-    let ptrs = (start.ptr(), end.ptr(), region.ptr(), call.ptr());
+    let mut out = SortedBuilder::new(n);
+    let ptrs = out.ptrs();
     let offsets: Vec<usize> = cuts
         .iter()
         .map(|cut| cut.iter().zip(runs).map(|(&c, r)| c - r.1).sum::<usize>())
@@ -305,12 +352,7 @@ fn merge_columns(regions: &[RegionInput<'_>], runs: &[(usize, usize, usize)], n:
             }
             let (s, e, id) = head[b];
             // SAFETY: o < n, inside this part's output range (parts are disjoint).
-            unsafe {
-                ptrs.0.write(o, s);
-                ptrs.1.write(o, e);
-                ptrs.2.write(o, (id >> 32) as i32);
-                ptrs.3.write(o, (id & 0xffff_ffff) as i32);
-            }
+            unsafe { ptrs.write(o, s, e, id) };
             at[b] += 1;
             head[b] = if at[b] < stop[b] { key(runs[b].0, at[b]) } else { (i64::MAX, i64::MIN, u64::MAX) };
         }
@@ -322,26 +364,21 @@ fn merge_columns(regions: &[RegionInput<'_>], runs: &[(usize, usize, usize)], n:
     }
     // SAFETY: the parts' output ranges tile 0..n and each part writes all of its range
     // (its runs' slices hold exactly `offsets[p + 1] - offsets[p]` calls).
-    unsafe { SortedColumns { start: start.finish(), end: end.finish(), region: region.finish(), call: call.finish() } }
+    unsafe { out.finish() }
 }
 
 /// The columns of sorted `keys` (filled in parallel chunks).
 fn key_columns(regions: &[RegionInput<'_>], keys: &[Key]) -> SortedColumns {
     let n = keys.len();
-    let (mut start, mut end, mut region, mut call) = (Column::new(n), Column::new(n), Column::new(n), Column::new(n));
-    let ptrs = (start.ptr(), end.ptr(), region.ptr(), call.ptr());
+    let mut out = SortedBuilder::new(n);
+    let ptrs = out.ptrs();
     let fill = |k: usize| {
         let lo = k * CHUNK;
         for (j, &key) in keys[lo..(lo + CHUNK).min(n)].iter().enumerate() {
             let j = lo + j;
             let (r, i) = ((key.1 >> 32) as usize, (key.1 & 0xffff_ffff) as usize);
             // SAFETY: j < n; chunks are disjoint.
-            unsafe {
-                ptrs.0.write(j, key.0);
-                ptrs.1.write(j, regions[r].end_ns[i]);
-                ptrs.2.write(j, r as i32);
-                ptrs.3.write(j, i as i32);
-            }
+            unsafe { ptrs.write(j, key.0, regions[r].end_ns[i], key.1) };
         }
     };
     if n >= PARALLEL_MIN {
@@ -350,5 +387,5 @@ fn key_columns(regions: &[RegionInput<'_>], keys: &[Key]) -> SortedColumns {
         (0..n.div_ceil(CHUNK)).for_each(fill);
     }
     // SAFETY: the chunks tile 0..n and every position was written.
-    unsafe { SortedColumns { start: start.finish(), end: end.finish(), region: region.finish(), call: call.finish() } }
+    unsafe { out.finish() }
 }

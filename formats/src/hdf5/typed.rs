@@ -187,6 +187,7 @@ fn raw_chunked_i64(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<i64>> {
 /// file address, bytes)` per run of chunks that are adjacent in the file.
 pub(crate) struct RawPlan {
     n: usize,
+    elem: usize,
     pieces: Vec<(usize, u64, usize)>,
 }
 
@@ -223,7 +224,7 @@ pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<R
         if n == 0 || addr.checked_add(bytes as u64)? > ctx.file_len {
             return None;
         }
-        return Some(RawPlan { n, pieces: vec![(0, addr, bytes)] });
+        return Some(RawPlan { n, elem, pieces: vec![(0, addr, bytes)] });
     }
     if !ds.is_chunked() {
         return None;
@@ -274,33 +275,26 @@ pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<R
         }
         i = j;
     }
-    Some(RawPlan { n, pieces })
+    Some(RawPlan { n, elem, pieces })
 }
 
-/// The stored bytes of a [`chunk_plan`] (`n * elem` bytes), read sequentially.
-pub(crate) fn fetch_bytes(plan: &RawPlan, elem: usize, ctx: &Ctx) -> Option<Vec<u8>> {
-    use std::os::unix::fs::FileExt;
-    let file = std::fs::File::open(&ctx.path).ok()?;
-    let mut out = vec![0u8; plan.n * elem];
-    for &(at, addr, len) in &plan.pieces {
-        file.read_exact_at(out.get_mut(at..at + len)?, addr).ok()?;
-    }
-    Some(out)
-}
-
-/// Read a [`RawPlan`]: pieces in parallel, straight into the column (never zero-filled).
-pub(crate) fn fetch_raw(plan: &RawPlan, ctx: &Ctx) -> Option<Vec<i64>> {
+/// Read a [`RawPlan`] as `n` values of `T` (the plan's value size; `None` otherwise or when
+/// a read fails): pieces in parallel, straight into the column (never zero-filled).
+pub(crate) fn fetch_raw<T: Copy + Send>(plan: &RawPlan, ctx: &Ctx) -> Option<Vec<T>> {
     use rayon::prelude::*;
     use std::os::unix::io::AsRawFd;
+    if std::mem::size_of::<T>() != plan.elem {
+        return None;
+    }
     let file = std::fs::File::open(&ctx.path).ok()?;
     let fd = file.as_raw_fd();
-    let mut column: Column<i64> = Column::new(plan.n);
+    let mut column: Column<T> = Column::new(plan.n);
     let ptr = column.ptr();
     let all_read = scope_profiler_analysis::par::install(|| {
         plan.pieces.par_iter().all(|&(at, addr, len)| {
             let mut done = 0usize;
             while done < len {
-                // SAFETY: `at + len <= n * 8` (checked in the plan); pieces are disjoint.
+                // SAFETY: `at + len <= n * elem` (checked in the plan); pieces are disjoint.
                 let got = unsafe {
                     libc::pread(fd, ptr.as_bytes().add(at + done) as *mut libc::c_void, len - done, (addr + done as u64) as libc::off_t)
                 };
@@ -312,7 +306,7 @@ pub(crate) fn fetch_raw(plan: &RawPlan, ctx: &Ctx) -> Option<Vec<i64>> {
             true
         })
     });
-    // The pieces tile 0..n*8 bytes; when a read failed the column is dropped unread.
+    // The pieces tile 0..n*elem bytes; when a read failed the column is dropped unread.
     // SAFETY: every byte of the n values was written by the reads above.
     all_read.then(|| unsafe { column.finish() })
 }

@@ -15,7 +15,7 @@ use std::os::unix::fs::FileExt;
 
 use hdf5::types::TypeDescriptor;
 
-use super::typed::{chunk_plan, fetch_bytes, Ctx};
+use super::typed::{chunk_plan, fetch_raw, Ctx};
 
 /// Bytes of one stored value (length u32 + address u64 + index u32).
 const DESCRIPTOR: usize = 16;
@@ -78,13 +78,13 @@ pub(crate) fn raw_vlen_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<Stri
         return None;
     }
     let plan = chunk_plan(ds, DESCRIPTOR, ctx)?;
-    let raw = fetch_bytes(&plan, DESCRIPTOR, ctx)?;
+    let raw: Vec<[u8; DESCRIPTOR]> = fetch_raw(&plan, ctx)?;
     let file = std::fs::File::open(&ctx.path).ok()?;
     let mut collections: Vec<Collection> = Vec::new();
     let mut by_addr: HashMap<u64, usize> = HashMap::new();
     let mut last: Option<(u64, usize)> = None; // consecutive values share a collection
-    let mut out = Vec::with_capacity(raw.len() / DESCRIPTOR);
-    for d in raw.chunks_exact(DESCRIPTOR) {
+    let mut out = Vec::with_capacity(raw.len());
+    for d in &raw {
         let len = u32::from_le_bytes(d[0..4].try_into().ok()?) as usize;
         let addr = u64::from_le_bytes(d[4..12].try_into().ok()?);
         let index = u32::from_le_bytes(d[12..16].try_into().ok()?) as usize;

@@ -168,38 +168,30 @@ pub fn group_lanes<'py>(py: Python<'py>, lane: PyReadonlyArray1<'py, i32>) -> Py
 /// `order` a read-only view into the reconstruction (no copy). Lane-less calls give the
 /// one lane `-1` with an empty `order` (the lane is every call, in order).
 pub fn cached_lane_split_to_py(py: Python<'_>, rec: Arc<Reconstruction>) -> PyResult<Bound<'_, PyTuple>> {
-    let n = rec.calls.len() as i64;
     if rec.calls.lane.is_empty() {
-        let (lanes, offsets) = if n == 0 { (vec![], vec![0]) } else { (vec![-1], vec![0, n]) };
-        return PyTuple::new(
-            py,
-            [owned_i64(py, lanes).into_any(), owned_i64(py, offsets).into_any(), owned::<u32>(py, vec![]).into_any()],
-        );
+        let n = rec.calls.len();
+        let split = LaneSplit { lanes: if n == 0 { vec![] } else { vec![-1] }, offsets: if n == 0 { vec![0] } else { vec![0, n] }, order: vec![] };
+        return lane_split_to_py(py, split);
     }
-    {
-        let rec = Arc::clone(&rec);
-        py.detach(move || {
-            rec.lanes();
-        });
-    }
+    py.detach(|| {
+        rec.lanes();
+    });
     let split = rec.lanes();
-    let lanes: Vec<i64> = split.lanes.iter().map(|&l| l as i64).collect();
-    let offsets: Vec<i64> = split.offsets.iter().map(|&o| o as i64).collect();
     let keeper = keeper(py, &rec)?;
     // SAFETY: the split lives in `rec` (kept alive by `keeper`) and is never mutated.
     let order = unsafe { view(&split.order, &keeper) };
-    PyTuple::new(py, [owned_i64(py, lanes).into_any(), owned_i64(py, offsets).into_any(), order.into_any()])
+    split_tuple(py, &split.lanes, &split.offsets, order.into_any())
 }
 
-/// A [`LaneSplit`] as `(lanes int64, offsets int64, order uint32)` numpy arrays (moved).
+/// A [`LaneSplit`] as `(lanes int64, offsets int64, order uint32)` numpy arrays (order moved).
 pub fn lane_split_to_py(py: Python<'_>, split: LaneSplit) -> PyResult<Bound<'_, PyTuple>> {
     let LaneSplit { lanes, offsets, order } = split;
-    PyTuple::new(
-        py,
-        [
-            owned(py, lanes.into_iter().map(i64::from).collect::<Vec<i64>>()).into_any(),
-            owned(py, offsets.into_iter().map(|o| o as i64).collect::<Vec<i64>>()).into_any(),
-            owned(py, order).into_any(),
-        ],
-    )
+    split_tuple(py, &lanes, &offsets, owned(py, order).into_any())
+}
+
+/// `(lanes, offsets, order)` with `order` given.
+fn split_tuple<'py>(py: Python<'py>, lanes: &[i32], offsets: &[usize], order: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+    let lanes: Vec<i64> = lanes.iter().map(|&l| i64::from(l)).collect();
+    let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
+    PyTuple::new(py, [owned_i64(py, lanes).into_any(), owned_i64(py, offsets).into_any(), order])
 }
