@@ -12,7 +12,7 @@ import pytest
 from conftest import COMPAT, REFERENCE, REFERENCE_NAMES
 from helpers import reference_python
 
-DUMP = r"""
+DUMP_PRELUDE = r"""
 import json, sys
 import numpy as np
 import scope_profiler as sp
@@ -27,7 +27,9 @@ def clean(value):
     if isinstance(value, float) and value != value:
         return "nan"
     return value
+"""
 
+DUMP = DUMP_PRELUDE + r"""
 r = sp.read_h5(sys.argv[1])
 out = {
     "region_names": r.region_names,
@@ -143,22 +145,7 @@ def test_speedscope_document_matches_reference(tmp_path):
         assert_same({k: ours_p[k] for k in ref_p}, ref_p, name)
 
 
-SUMMARY_DUMP = r"""
-import json, sys
-import numpy as np
-import scope_profiler as sp
-
-def clean(value):
-    if isinstance(value, dict):
-        return {str(k): clean(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [clean(v) for v in value]
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, float) and value != value:
-        return "nan"
-    return value
-
+SUMMARY_DUMP = DUMP_PRELUDE + r"""
 path, regions, ranks = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 r = sp.read_h5_summary(path, regions=regions, ranks=ranks)
 out = {
