@@ -240,9 +240,6 @@ fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<Lane
     if n == 0 {
         return Ok((CallArrays::default(), None));
     }
-    if regions.par_iter().any(|r| r.start_ns.iter().zip(r.end_ns).any(|(s, e)| e < s)) {
-        return Err(NestingError("a recorded call ends before it starts".into()));
-    }
     if n > i32::MAX as usize {
         return Err(NestingError(format!(
             "too many recorded calls to reconstruct on one rank: {n} (at most {})",
@@ -250,7 +247,9 @@ fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<Lane
         )));
     }
 
-    let SortedColumns { start, end, region, call } = sorted_columns(regions, n);
+    let Some(SortedColumns { start, end, region, call }) = sorted_columns(regions, n) else {
+        return Err(NestingError("a recorded call ends before it starts".into()));
+    };
     let has_lanes = regions.iter().any(|r| r.thread_ids.is_some());
     let lane = if has_lanes { lane_column(regions, &region, &call)? } else { Vec::new() };
     let mut calls = CallArrays { region_index: region, call_index: call, start_ns: start, end_ns: end, lane, ..Default::default() };

@@ -238,50 +238,70 @@ const MERGE_MAX_RUNS: usize = 8;
 /// Calls per chunk of the parallel column passes.
 pub(crate) const CHUNK: usize = 1 << 14;
 
-/// The calls of `regions` (`n` in total, fewer than 2^31) as columns in sorted order.
-pub(crate) fn sorted_columns(regions: &[RegionInput<'_>], n: usize) -> SortedColumns {
-    if let Some(runs) = sorted_runs(regions, MERGE_MAX_RUNS) {
-        return merge_columns(regions, &runs, n);
-    }
-    let keys = sorted_keys(regions, n);
-    key_columns(regions, &keys)
+/// The calls of `regions` (`n` in total, fewer than 2^31) as columns in sorted order;
+/// `None` when a call ends before it starts (checked in the same pass that finds the sorted
+/// runs, so the input is read once before ordering).
+pub(crate) fn sorted_columns(regions: &[RegionInput<'_>], n: usize) -> Option<SortedColumns> {
+    let runs = sorted_runs(regions, MERGE_MAX_RUNS)?;
+    Some(match runs {
+        Some(runs) => merge_columns(regions, &runs, n),
+        None => key_columns(regions, &sorted_keys(regions, n)),
+    })
 }
 
-/// The input's sorted runs `(region, lo, hi)` (calls `lo..hi` of `region` in sorted order),
-/// or `None` when there are more than `max`.
-fn sorted_runs(regions: &[RegionInput<'_>], max: usize) -> Option<Vec<(usize, usize, usize)>> {
-    let per_region: Vec<Option<Vec<usize>>> = regions
+/// One pass over the input: `None` when a call ends before it starts, else the sorted runs
+/// `(region, lo, hi)` (calls `lo..hi` of `region` in sorted order), `Some(None)` when there
+/// are more than `max`. Regions are scanned in parallel pieces.
+#[allow(clippy::type_complexity)]
+fn sorted_runs(regions: &[RegionInput<'_>], max: usize) -> Option<Option<Vec<(usize, usize, usize)>>> {
+    const PIECE: usize = 1 << 18;
+    // (region, first call of the piece, end of the piece)
+    let pieces: Vec<(usize, usize, usize)> = regions
+        .iter()
+        .enumerate()
+        .flat_map(|(ri, r)| (0..r.start_ns.len()).step_by(PIECE).map(move |lo| (ri, lo, (lo + PIECE).min(r.start_ns.len()))))
+        .collect();
+    // per piece: breaks (capped at max + 1), and whether every call ends at or after its start
+    let scanned: Vec<(Vec<usize>, bool)> = pieces
         .par_iter()
-        .map(|r| {
-            let (st, en) = (r.start_ns, r.end_ns);
+        .map(|&(ri, lo, hi)| {
+            let (st, en) = (regions[ri].start_ns, regions[ri].end_ns);
             let mut breaks = Vec::new();
-            for c in 1..st.len() {
-                if st[c] < st[c - 1] || (st[c] == st[c - 1] && en[c] > en[c - 1]) {
+            let mut valid = true;
+            for c in lo..hi {
+                valid &= en[c] >= st[c];
+                if c > 0 && (st[c] < st[c - 1] || (st[c] == st[c - 1] && en[c] > en[c - 1])) && breaks.len() <= max {
                     breaks.push(c);
-                    if breaks.len() >= max {
-                        return None;
-                    }
                 }
             }
-            Some(breaks)
+            (breaks, valid)
         })
         .collect();
+    if !scanned.iter().all(|s| s.1) {
+        return None;
+    }
     let mut runs = Vec::new();
-    for (ri, (r, breaks)) in regions.iter().zip(per_region).enumerate() {
-        let breaks = breaks?;
-        if r.start_ns.is_empty() {
-            continue;
+    let mut open: Option<(usize, usize)> = None; // (region, first call) of the run being built
+    for (&(ri, lo, _), (breaks, _)) in pieces.iter().zip(&scanned) {
+        if lo == 0 {
+            if let Some((r, first)) = open.take() {
+                runs.push((r, first, regions[r].start_ns.len()));
+            }
+            open = Some((ri, 0));
         }
-        let mut lo = 0;
-        for b in breaks.into_iter().chain([r.start_ns.len()]) {
-            runs.push((ri, lo, b));
-            lo = b;
+        for &b in breaks {
+            let (r, first) = open.expect("a piece continues its region's run");
+            runs.push((r, first, b));
+            open = Some((ri, b));
         }
         if runs.len() > max {
-            return None;
+            return Some(None);
         }
     }
-    Some(runs)
+    if let Some((r, first)) = open {
+        runs.push((r, first, regions[r].start_ns.len()));
+    }
+    Some((runs.len() <= max).then_some(runs))
 }
 
 /// `(start, end, region << 32 | call)` of `a` sorts before that of `b` (start ascending,
