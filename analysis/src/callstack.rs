@@ -252,7 +252,8 @@ fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<Lane
     };
     let has_lanes = regions.iter().any(|r| r.thread_ids.is_some());
     let lane = if has_lanes { lane_column(regions, &region, &call)? } else { Vec::new() };
-    let mut calls = CallArrays { region_index: region, call_index: call, start_ns: start, end_ns: end, lane, ..Default::default() };
+    let mut calls =
+        CallArrays { region_index: region, call_index: call, start_ns: start, end_ns: end, lane, ..Default::default() };
     let split = if has_lanes { LaneSplit::of(&calls.lane) } else { None };
     match walk(&calls.start_ns, &calls.end_ns, split.as_ref()) {
         Ok((parent, depth, exclusive_ns)) => {
@@ -424,7 +425,11 @@ struct Out {
 /// = one stack); lanes are walked in parallel. `Err((child, parent))`: the first call
 /// (sorted order) that starts inside its parent but ends after it.
 #[allow(clippy::type_complexity)]
-fn walk(start: &[i64], end: &[i64], split: Option<&LaneSplit>) -> Result<(Vec<i32>, Vec<i32>, Vec<i64>), (usize, usize)> {
+fn walk(
+    start: &[i64],
+    end: &[i64],
+    split: Option<&LaneSplit>,
+) -> Result<(Vec<i32>, Vec<i32>, Vec<i64>), (usize, usize)> {
     let n = start.len();
     let (mut parent, mut depth, mut exclusive) = (Column::new(n), Column::new(n), Column::new(n));
     let out = Out { parent: parent.ptr(), depth: depth.ptr(), exclusive: exclusive.ptr() };
@@ -468,8 +473,10 @@ fn empty_stack_cuts(start: &[i64], end: &[i64]) -> Vec<usize> {
         return vec![0, n];
     }
     let bound = |c: usize| c * n / parts;
-    let chunk_max: Vec<i64> =
-        (0..parts).into_par_iter().map(|c| end[bound(c)..bound(c + 1)].iter().copied().max().unwrap_or(i64::MIN)).collect();
+    let chunk_max: Vec<i64> = (0..parts)
+        .into_par_iter()
+        .map(|c| end[bound(c)..bound(c + 1)].iter().copied().max().unwrap_or(i64::MIN))
+        .collect();
     let mut cuts = vec![0];
     let mut prefix = i64::MIN;
     for c in 1..parts {
@@ -535,7 +542,9 @@ unsafe fn walk_lane(start: &[i64], end: &[i64], ids: impl Iterator<Item = usize>
 pub fn group_lanes(lane: &[i32]) -> LaneSplit {
     match lane.first() {
         None => LaneSplit::default(),
-        Some(&first) => crate::par::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit::single(first, lane.len())),
+        Some(&first) => {
+            crate::par::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit::single(first, lane.len()))
+        }
     }
 }
 

@@ -133,8 +133,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
 
     // Root ns per lane, then per thread: a thread's bare lane, and every task lane whose
     // task rows name the thread (each distinct thread once).
-    let mut task_threads: Vec<(i64, i64)> =
-        run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
+    let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
     task_threads.sort_unstable();
     for (lane, ns) in root_ns_per_lane(calls, split) {
         if lane <= -2 {

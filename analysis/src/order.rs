@@ -225,7 +225,12 @@ impl SortedBuilder {
     unsafe fn finish(self) -> SortedColumns {
         // SAFETY: forwarded to the caller.
         unsafe {
-            SortedColumns { start: self.start.finish(), end: self.end.finish(), region: self.region.finish(), call: self.call.finish() }
+            SortedColumns {
+                start: self.start.finish(),
+                end: self.end.finish(),
+                region: self.region.finish(),
+                call: self.call.finish(),
+            }
         }
     }
 }
@@ -259,7 +264,9 @@ fn sorted_runs(regions: &[RegionInput<'_>], max: usize) -> Option<Option<Vec<(us
     let pieces: Vec<(usize, usize, usize)> = regions
         .iter()
         .enumerate()
-        .flat_map(|(ri, r)| (0..r.start_ns.len()).step_by(PIECE).map(move |lo| (ri, lo, (lo + PIECE).min(r.start_ns.len()))))
+        .flat_map(|(ri, r)| {
+            (0..r.start_ns.len()).step_by(PIECE).map(move |lo| (ri, lo, (lo + PIECE).min(r.start_ns.len())))
+        })
         .collect();
     // per piece: breaks (capped at max + 1), and whether every call ends at or after its start
     let scanned: Vec<(Vec<usize>, bool)> = pieces
@@ -347,10 +354,8 @@ fn merge_columns(regions: &[RegionInput<'_>], runs: &[(usize, usize, usize)], n:
 
     let mut out = SortedBuilder::new(n);
     let ptrs = out.ptrs();
-    let offsets: Vec<usize> = cuts
-        .iter()
-        .map(|cut| cut.iter().zip(runs).map(|(&c, r)| c - r.1).sum::<usize>())
-        .collect();
+    let offsets: Vec<usize> =
+        cuts.iter().map(|cut| cut.iter().zip(runs).map(|(&c, r)| c - r.1).sum::<usize>()).collect();
     let merge_part = |p: usize| {
         let k = runs.len();
         let mut at = [0usize; MERGE_MAX_RUNS];

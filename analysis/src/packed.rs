@@ -172,7 +172,10 @@ impl IdColumn {
         match PackedColumn::pack(values.values()) {
             Some(column) => {
                 let column = Arc::new(column);
-                spans.iter().map(|&(offset, len)| IdColumn::Packed { column: Arc::clone(&column), offset, len }).collect()
+                spans
+                    .iter()
+                    .map(|&(offset, len)| IdColumn::Packed { column: Arc::clone(&column), offset, len })
+                    .collect()
             }
             None => spans.iter().map(|&(offset, len)| IdColumn::Plain(values.slice(offset, len))).collect(),
         }

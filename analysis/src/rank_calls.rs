@@ -9,8 +9,7 @@ use crate::run::{RegionCalls, Run};
 /// its regions by name order), ties (duplicate rows) in file order. For a file or snapshot
 /// whose rows follow region registration order this is file order.
 fn rank_rows_ordered(run: &Run, rank: u32) -> Vec<usize> {
-    let mut rows: Vec<usize> =
-        run.regions.iter().enumerate().filter(|(_, r)| r.rank == rank).map(|(i, _)| i).collect();
+    let mut rows: Vec<usize> = run.regions.iter().enumerate().filter(|(_, r)| r.rank == rank).map(|(i, _)| i).collect();
     rows.sort_by_key(|&i| run.regions[i].region); // stable: file order on ties
     rows
 }
@@ -40,8 +39,7 @@ pub fn rank_call_arrays(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays)
 #[allow(clippy::type_complexity)]
 pub fn rank_reconstruction(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays, Option<LaneSplit>), NestingError> {
     let rows = rank_rows_ordered(run, rank);
-    let inputs: Vec<RegionInput<'_>> =
-        rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
+    let inputs: Vec<RegionInput<'_>> = rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
     let (calls, split) = build_with_lanes(&inputs)?;
     Ok((rows, calls, split))
 }
@@ -54,8 +52,7 @@ fn scatter_by_row(
     calls: &CallArrays,
     value: impl Fn(usize) -> i64,
 ) -> Vec<(usize, Vec<i64>)> {
-    let mut out: Vec<(usize, Vec<i64>)> =
-        rows.iter().map(|&r| (r, vec![0i64; run.regions[r].len()])).collect();
+    let mut out: Vec<(usize, Vec<i64>)> = rows.iter().map(|&r| (r, vec![0i64; run.regions[r].len()])).collect();
     for id in 0..calls.len() {
         let (ri, ci) = (calls.region_index[id] as usize, calls.call_index[id] as usize);
         out[ri].1[ci] = value(id);

@@ -11,7 +11,8 @@ fn on_thread<'a>(name: &'a str, s: &'a [i64], e: &'a [i64], t: &'a [i64]) -> Reg
     RegionInput { name, start_ns: s, end_ns: e, thread_ids: Some(t), task_ids: None }
 }
 
-const TAIL: &str = "Regions must nest completely or not overlap at all - check for a missing or misordered sp_end / __exit__.";
+const TAIL: &str =
+    "Regions must nest completely or not overlap at all - check for a missing or misordered sp_end / __exit__.";
 
 #[test]
 fn child_sharing_start() {
@@ -234,10 +235,7 @@ fn oracle(regions: &[RegionInput<'_>]) -> Result<Oracle, String> {
     let mut order: Vec<usize> = (0..n).collect();
     order.sort_by(|&a, &b| s[a].cmp(&s[b]).then(e[b].cmp(&e[a]))); // stable
     let ss: Vec<i128> = order.iter().map(|&i| 2 * s[i] as i128).collect();
-    let se: Vec<i128> = order
-        .iter()
-        .map(|&i| 2 * e[i] as i128 + if s[i] == e[i] { 1 } else { 0 })
-        .collect();
+    let se: Vec<i128> = order.iter().map(|&i| 2 * e[i] as i128 + if s[i] == e[i] { 1 } else { 0 }).collect();
     let lane_sorted: Vec<i64> = if has_lanes { order.iter().map(|&i| lane[i]).collect() } else { vec![-1; n] };
     let mut depth = vec![0i64; n];
     let mut parent = vec![-1i64; n];
@@ -297,8 +295,7 @@ type OwnedRegion = (String, Vec<i64>, Vec<i64>, Vec<i64>);
 
 /// (start, end, thread, region) per call, grouped into regions named r0, r1, ...
 fn to_regions(calls: &[(i64, i64, i64, usize)], nregions: usize) -> Vec<OwnedRegion> {
-    let mut out: Vec<OwnedRegion> =
-        (0..nregions).map(|r| (format!("r{r}"), vec![], vec![], vec![])).collect();
+    let mut out: Vec<OwnedRegion> = (0..nregions).map(|r| (format!("r{r}"), vec![], vec![], vec![])).collect();
     for &(s, e, t, r) in calls {
         out[r].1.push(s);
         out[r].2.push(e);
@@ -460,8 +457,14 @@ fn scales_linearly_with_many_lanes() {
         }
     }
     let started = std::time::Instant::now();
-    let c = build_call_arrays(&[RegionInput { name: "x", start_ns: &s, end_ns: &e, thread_ids: Some(&t), task_ids: Some(&k) }])
-        .unwrap();
+    let c = build_call_arrays(&[RegionInput {
+        name: "x",
+        start_ns: &s,
+        end_ns: &e,
+        thread_ids: Some(&t),
+        task_ids: Some(&k),
+    }])
+    .unwrap();
     let split = split_by_lane(&c);
     assert_eq!(split.len(), lanes as usize);
     assert_eq!(c.max_depth(), Some(4));
@@ -499,7 +502,13 @@ fn simple(regions: &[RegionInput<'_>]) -> Vec<(usize, i64, i64, i64, i64)> {
             }
         }
         let parent = stack.last().map_or(-1, |&t| t as i64);
-        out.push((i, parent, stack.len() as i64, e - s, if regions.iter().any(|r| r.thread_ids.is_some()) { lane } else { 0 }));
+        out.push((
+            i,
+            parent,
+            stack.len() as i64,
+            e - s,
+            if regions.iter().any(|r| r.thread_ids.is_some()) { lane } else { 0 },
+        ));
         if parent >= 0 {
             out[parent as usize].3 -= e - s;
         }
@@ -541,7 +550,13 @@ impl Lcg {
 /// up to 4 levels (with zero-length calls, calls sharing start or end with their parent, and
 /// identical intervals in different regions); `regions` regions; calls in recorded order
 /// (per region grouped by thread, each thread in entry order) or shuffled.
-fn recorded(threads: i64, iterations: i64, regions: usize, shuffle: bool, seed: u64) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> {
+fn recorded(
+    threads: i64,
+    iterations: i64,
+    regions: usize,
+    shuffle: bool,
+    seed: u64,
+) -> Vec<(Vec<i64>, Vec<i64>, Vec<i64>)> {
     let mut rng = Lcg(seed);
     let mut rows: Vec<Vec<(i64, i64, i64)>> = vec![Vec::new(); regions];
     for t in 0..threads {
@@ -554,7 +569,13 @@ fn recorded(threads: i64, iterations: i64, regions: usize, shuffle: bool, seed: 
             let mut hi = e0;
             for _ in 0..rng.next(4) {
                 let s = lo + if rng.next(3) == 0 { 0 } else { rng.next(((hi - lo) / 3).max(1) as u64) as i64 };
-                let e = if rng.next(5) == 0 { s } else if rng.next(3) == 0 { hi } else { s + rng.next((hi - s).max(1) as u64) as i64 };
+                let e = if rng.next(5) == 0 {
+                    s
+                } else if rng.next(3) == 0 {
+                    hi
+                } else {
+                    s + rng.next((hi - s).max(1) as u64) as i64
+                };
                 rows[rng.next(regions as u64) as usize].push((s, e, t));
                 if rng.next(4) == 0 {
                     rows[rng.next(regions as u64) as usize].push((s, e, t)); // identical interval
@@ -598,7 +619,9 @@ fn simple_matches_oracle() {
 /// many, with ties of every kind.
 #[test]
 fn large_inputs_match_the_simple_reconstruction() {
-    for (threads, iterations, regions, shuffle) in [(1, 60_000, 4, false), (8, 8_000, 4, false), (8, 8_000, 3, true), (300, 200, 5, false)] {
+    for (threads, iterations, regions, shuffle) in
+        [(1, 60_000, 4, false), (8, 8_000, 4, false), (8, 8_000, 3, true), (300, 200, 5, false)]
+    {
         let rows = recorded(threads, iterations, regions, shuffle, threads as u64 * 31 + iterations as u64);
         let n: usize = rows.iter().map(|r| r.0.len()).sum();
         assert!(n > 100_000, "{n} calls: too few for the parallel paths");

@@ -25,7 +25,17 @@ fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, ta
 }
 
 fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
-    ThreadRow { rank: 0, index, ident: 0, native_id: 0, daemon: false, start_ns: start, end_ns: end, cpu_ns: cpu, name: name.into() }
+    ThreadRow {
+        rank: 0,
+        index,
+        ident: 0,
+        native_id: 0,
+        daemon: false,
+        start_ns: start,
+        end_ns: end,
+        cpu_ns: cpu,
+        name: name.into(),
+    }
 }
 
 fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
@@ -85,7 +95,9 @@ fn assign_ids_error_changes_nothing() {
     let mut run = sample();
     run.regions[1] = row(1, 0, &[50], &[150], Some(&[0]), Some(&[-1]));
     let err = assign_call_ids(&mut run, 0, 0).unwrap_err();
-    assert!(err.0.starts_with("recorded calls are not properly nested: 'inner' call 0 [50, 150] ns starts inside 'outer' call 0 [0, 100] ns"));
+    assert!(err.0.starts_with(
+        "recorded calls are not properly nested: 'inner' call 0 [50, 150] ns starts inside 'outer' call 0 [0, 100] ns"
+    ));
     assert!(run.regions.iter().all(|r| r.call_ids.is_none() && r.exclusive_total_ns.is_none()));
 }
 

@@ -24,8 +24,14 @@ fn twenty_million_calls_hundred_thousand_lanes() {
         }
     }
     let t0 = std::time::Instant::now();
-    let c = build_call_arrays(&[RegionInput { name: "x", start_ns: &s, end_ns: &e, thread_ids: Some(&th), task_ids: Some(&tk) }])
-        .unwrap();
+    let c = build_call_arrays(&[RegionInput {
+        name: "x",
+        start_ns: &s,
+        end_ns: &e,
+        thread_ids: Some(&th),
+        task_ids: Some(&tk),
+    }])
+    .unwrap();
     let t1 = t0.elapsed();
     let lanes = split_by_lane(&c);
     let t2 = t0.elapsed();
@@ -34,8 +40,14 @@ fn twenty_million_calls_hundred_thousand_lanes() {
     drop(c);
     // again, with the allocator's pages already touched
     let t0 = std::time::Instant::now();
-    let c = build_call_arrays(&[RegionInput { name: "x", start_ns: &s, end_ns: &e, thread_ids: Some(&th), task_ids: Some(&tk) }])
-        .unwrap();
+    let c = build_call_arrays(&[RegionInput {
+        name: "x",
+        start_ns: &s,
+        end_ns: &e,
+        thread_ids: Some(&th),
+        task_ids: Some(&tk),
+    }])
+    .unwrap();
     println!("second build {:?}", t0.elapsed());
     assert_eq!(c.max_depth(), Some(3));
 }
@@ -45,11 +57,14 @@ fn twenty_million_calls_hundred_thousand_lanes() {
 fn sort_cost_alone() {
     use rayon::slice::ParallelSliceMut;
     let n = 20_000_000usize;
-    let mut keys: Vec<(i64, i64, u64)> = (0..n as u64).map(|i| {
-        let l = (i / 200) as i64; let k = (i % 200) as i64;
-        let t = (l * 37) % 100_000 + (k / 4) * 1000;
-        (t + (k % 4) * 10, !(t + 100 - (k % 4) * 10), i)
-    }).collect();
+    let mut keys: Vec<(i64, i64, u64)> = (0..n as u64)
+        .map(|i| {
+            let l = (i / 200) as i64;
+            let k = (i % 200) as i64;
+            let t = (l * 37) % 100_000 + (k / 4) * 1000;
+            (t + (k % 4) * 10, !(t + 100 - (k % 4) * 10), i)
+        })
+        .collect();
     let t0 = std::time::Instant::now();
     keys.par_sort_unstable();
     println!("par sort {:?}", t0.elapsed());

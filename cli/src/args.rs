@@ -49,8 +49,11 @@ pub fn parse_formats(s: &str) -> Result<Formats, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
         let f = Format::from_str(part, true).map_err(|_| {
-            let names: Vec<String> =
-                Format::value_variants().iter().filter_map(|v| v.to_possible_value()).map(|v| v.get_name().to_string()).collect();
+            let names: Vec<String> = Format::value_variants()
+                .iter()
+                .filter_map(|v| v.to_possible_value())
+                .map(|v| v.get_name().to_string())
+                .collect();
             format!("unknown format '{part}' (formats: {})", names.join(", "))
         })?;
         out.push(f);
@@ -69,7 +72,9 @@ pub enum Command {
     /// The script's own regions (`scope_profiler.profile_region(...)`, `@scope_profiler.profile`)
     /// are recorded by the process-wide manager; a root region `scope_profiler.session`
     /// spans the whole script.
-    #[command(after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3")]
+    #[command(
+        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3"
+    )]
     Run {
         /// Record the thread of every call and the thread table (`track_threads=True`).
         #[arg(long)]
@@ -96,7 +101,9 @@ pub enum Command {
     },
     /// Print the per-region summary (calls, total/average/min/max, inclusive and exclusive
     /// time) and, for runs recorded with threads, the per-thread summary.
-    #[command(after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --merge worker_*.h5")]
+    #[command(
+        after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --merge worker_*.h5"
+    )]
     Summary {
         /// Combine the files into one run first, each file its own block of ranks (file k's
         /// ranks follow file k-1's), e.g. the per-process files of one job; each file keeps
@@ -117,7 +124,9 @@ pub enum Command {
     /// input go to DIR, named after the input's stem. A file that fails gets one error line
     /// and the exit code is 1, but the batch goes on. A progress bar is drawn on stderr when
     /// it is a terminal.
-    #[command(after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof (comma-separated for several).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\"")]
+    #[command(
+        after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof (comma-separated for several).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\""
+    )]
     Export {
         /// Output format(s), comma-separated: speedscope, folded, flamegraph, timeline, parquet,
         /// prof, chrome, perfetto, pprof.
@@ -139,7 +148,9 @@ pub enum Command {
     /// Draw the lane timeline of one run as SVG: one row per thread and task, calls as
     /// nested bars on a time axis in ms from the run start, await time of task calls
     /// hatched, a tooltip on every bar. Open it in a browser.
-    #[command(after_help = "Examples:\n  scope-profiler timeline profiling_data.h5\n  scope-profiler timeline async_run.h5 -o timeline.svg --width 2000\n  scope-profiler timeline mpi_run.h5 --rank 1 -o rank1.svg")]
+    #[command(
+        after_help = "Examples:\n  scope-profiler timeline profiling_data.h5\n  scope-profiler timeline async_run.h5 -o timeline.svg --width 2000\n  scope-profiler timeline mpi_run.h5 --rank 1 -o rank1.svg"
+    )]
     Timeline {
         /// A `.h5` file written by scope-profiler.
         file: PathBuf,

@@ -38,23 +38,29 @@ pub fn writer(format: Format) -> Writer {
             suffix: ".speedscope.json",
             write: |run, sel, p| one(p, f::speedscope::write_speedscope_selection(run, sel, p)),
         },
-        Format::Folded => Writer { suffix: ".folded", write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) },
+        Format::Folded => {
+            Writer { suffix: ".folded", write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) }
+        }
         Format::Flamegraph => Writer {
             suffix: ".flamegraph.svg",
             write: |run, sel, p| one(p, f::flamegraph::write_flamegraph_svg(run, sel, p)),
         },
-        Format::Timeline => {
-            Writer { suffix: ".timeline.svg", write: |run, sel, p| one(p, f::timeline::write_timeline_svg(run, sel, p)) }
-        }
+        Format::Timeline => Writer {
+            suffix: ".timeline.svg",
+            write: |run, sel, p| one(p, f::timeline::write_timeline_svg(run, sel, p)),
+        },
         Format::Parquet => Writer { suffix: ".parquet", write: f::parquet_export::write_parquet },
         Format::Prof => Writer {
             suffix: ".prof",
             write: |run, sel, p| f::pstats::write_prof(run, sel, p, f::pstats::ProfOptions::default()),
         },
-        Format::Chrome => {
-            Writer { suffix: ".trace.json", write: |run, sel, p| one(p, f::chrome_trace::write_chrome_trace(run, sel, p)) }
+        Format::Chrome => Writer {
+            suffix: ".trace.json",
+            write: |run, sel, p| one(p, f::chrome_trace::write_chrome_trace(run, sel, p)),
+        },
+        Format::Perfetto => {
+            Writer { suffix: ".pftrace", write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)) }
         }
-        Format::Perfetto => Writer { suffix: ".pftrace", write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)) },
         Format::Pprof => Writer { suffix: ".pb.gz", write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) },
     }
 }
@@ -184,7 +190,8 @@ pub fn export_many(
 pub fn timeline(file: &Path, output: Option<&Path>, ranks: &[u32], width: f64) -> Result<PathBuf, String> {
     use scope_profiler_formats::timeline::{write_timeline_svg_with, TimelineOptions};
     let run = read_h5(file).map_err(|e| e.to_string())?;
-    let sel = cli_selection(&run, ranks, display_label(&run, &stem(file))).map_err(|e| format!("{}: {e}", file.display()))?;
+    let sel =
+        cli_selection(&run, ranks, display_label(&run, &stem(file))).map_err(|e| format!("{}: {e}", file.display()))?;
     let out = output.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(format!("{}.timeline.svg", stem(file))));
     let opts = TimelineOptions { width, ..TimelineOptions::default() };
     write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| format!("{}: {e}", file.display()))?;
@@ -211,7 +218,10 @@ mod tests {
 
     #[test]
     fn format_lists_parse_and_unknown_names_list_the_valid_ones() {
-        assert_eq!(parse_formats("folded, Timeline,parquet").unwrap().0, vec![Format::Folded, Format::Timeline, Format::Parquet]);
+        assert_eq!(
+            parse_formats("folded, Timeline,parquet").unwrap().0,
+            vec![Format::Folded, Format::Timeline, Format::Parquet]
+        );
         let e = parse_formats("folded,gif").unwrap_err();
         assert!(e.contains("unknown format 'gif'") && e.contains("speedscope") && e.contains("pprof"), "{e}");
         assert!(parse_formats(",").is_err());
@@ -219,7 +229,8 @@ mod tests {
 
     #[test]
     fn repeated_stems_get_a_number() {
-        let files: Vec<PathBuf> = ["a/run.h5", "b/run.h5", "c/other.h5", "d/run.h5"].iter().map(PathBuf::from).collect();
+        let files: Vec<PathBuf> =
+            ["a/run.h5", "b/run.h5", "c/other.h5", "d/run.h5"].iter().map(PathBuf::from).collect();
         assert_eq!(output_stems(&files), vec!["run", "run_2", "other", "run_3"]);
     }
 }

@@ -53,15 +53,17 @@ where
         }
     };
     match cli.command {
-        Command::Run { track_threads, track_async, output, no_speedscope, quiet, script, args } => Outcome::Run(RunRequest {
-            script,
-            args,
-            track_threads: track_threads || track_async,
-            track_async,
-            output,
-            speedscope: !no_speedscope,
-            quiet,
-        }),
+        Command::Run { track_threads, track_async, output, no_speedscope, quiet, script, args } => {
+            Outcome::Run(RunRequest {
+                script,
+                args,
+                track_threads: track_threads || track_async,
+                track_async,
+                output,
+                speedscope: !no_speedscope,
+                quiet,
+            })
+        }
         Command::Summary { files, merge: true } => match merge::read_merged(&files) {
             Ok(run) => {
                 print!("{}", report::summary_text(&run, &format!("{} file(s), merged", files.len())));
@@ -154,7 +156,11 @@ pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String>
     let out = h5.with_file_name(format!("{stem}.speedscope.json"));
     let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
     scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out).map_err(|e| {
-        let hint = if req.track_threads { "" } else { " (concurrent code: record with --track-threads, or --track-async for asyncio)" };
+        let hint = if req.track_threads {
+            ""
+        } else {
+            " (concurrent code: record with --track-threads, or --track-async for asyncio)"
+        };
         format!("{} was written, but the speedscope export failed: {e}{hint}", h5.display())
     })?;
     if !req.quiet {

@@ -8,10 +8,7 @@ fn main() {
         Outcome::Exit(code) => std::process::exit(code),
         Outcome::Run(_) => {
             let python = std::env::var("SCOPE_PROFILER_PYTHON").unwrap_or_else(|_| "python3".into());
-            let status = std::process::Command::new(&python)
-                .args(["-m", "scope_profiler"])
-                .args(&argv[1..])
-                .status();
+            let status = std::process::Command::new(&python).args(["-m", "scope_profiler"]).args(&argv[1..]).status();
             match status {
                 Ok(s) => std::process::exit(s.code().unwrap_or(1)),
                 Err(e) => {

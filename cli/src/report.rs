@@ -130,7 +130,8 @@ pub fn threads_text(run: &Run, rank: u32) -> String {
     let tasks: Vec<_> = run.rank_tasks(rank).collect();
     if !tasks.is_empty() {
         let _ = writeln!(out, "\nrank {rank}: tasks");
-        let _ = writeln!(out, "  {:>5} {:<40} {:>7} {:>11} {:>11}", "index", "lane", "steps", "running s", "awaiting s");
+        let _ =
+            writeln!(out, "  {:>5} {:<40} {:>7} {:>11} {:>11}", "index", "lane", "steps", "running s", "awaiting s");
         for t in tasks {
             let _ = writeln!(
                 out,

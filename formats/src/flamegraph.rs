@@ -11,8 +11,8 @@ use std::path::Path;
 use inferno::flamegraph::{self, Options};
 use scope_profiler_analysis::Run;
 
-use crate::folded::{folded_stacks, FoldedUnit};
 use crate::export_common::{io_err, write_atomic};
+use crate::folded::{folded_stacks, FoldedUnit};
 use crate::{ExportError, Selection};
 
 fn title(sel: &Selection) -> String {

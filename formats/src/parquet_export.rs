@@ -51,10 +51,7 @@ use crate::{ExportError, Selection};
 /// `x.lanes.parquet`; any other name gets `.lanes.parquet` appended.
 pub fn lanes_path(path: &Path) -> PathBuf {
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let base = name
-        .strip_suffix(".events.parquet")
-        .or_else(|| name.strip_suffix(".parquet"))
-        .unwrap_or(&name);
+    let base = name.strip_suffix(".events.parquet").or_else(|| name.strip_suffix(".parquet")).unwrap_or(&name);
     path.with_file_name(format!("{base}.lanes.parquet"))
 }
 
@@ -193,8 +190,8 @@ fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, CallsPerLane
         Arc::new(Int64Array::from(lane)),
         Arc::new(Int64Array::from(excl)),
     ];
-    let batch = RecordBatch::try_new(Arc::new(events_schema()), cols)
-        .map_err(|e| ExportError::Io(format!("arrow: {e}")))?;
+    let batch =
+        RecordBatch::try_new(Arc::new(events_schema()), cols).map_err(|e| ExportError::Io(format!("arrow: {e}")))?;
     Ok((batch, per_lane))
 }
 

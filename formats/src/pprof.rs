@@ -199,7 +199,8 @@ pub fn pprof_profile(run: &Run, sel: &Selection) -> Result<Profile, ExportError>
                 path_of[i] = pid;
                 values[pid] += c.exclusive_ns[i];
             }
-            samples.extend(stacks.into_iter().zip(values).map(|(location_id, v)| Sample { location_id, value: vec![v] }));
+            samples
+                .extend(stacks.into_iter().zip(values).map(|(location_id, v)| Sample { location_id, value: vec![v] }));
         }
     }
     let exporter = b.s(crate::speedscope::EXPORTER);

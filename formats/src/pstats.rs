@@ -99,19 +99,21 @@ fn build_entries(
     // integer accumulators per entry: (cc, nc, tt ns, ct ns) and per (entry, caller entry or root)
     let mut acc: Vec<[i64; 4]> = Vec::new();
     let mut caller_acc: Vec<Vec<(Option<usize>, [i64; 4])>> = Vec::new();
-    let mut entry_for = |key: StatKey, entries: &mut Vec<StatEntry>, acc: &mut Vec<[i64; 4]>, ca: &mut Vec<Vec<_>>| -> usize {
-        *entry_of_key.entry(key.clone()).or_insert_with(|| {
-            entries.push(StatEntry { key, cc: 0, nc: 0, tt: 0.0, ct: 0.0, callers: Vec::new() });
-            acc.push([0; 4]);
-            ca.push(Vec::new());
-            entries.len() - 1
-        })
-    };
-    let add_caller = |list: &mut Vec<(Option<usize>, [i64; 4])>, caller: Option<usize>, v: [i64; 4]| {
-        match list.iter_mut().find(|(k, _)| *k == caller) {
-            Some((_, a)) => (0..4).for_each(|j| a[j] += v[j]),
-            None => list.push((caller, v)),
-        }
+    let mut entry_for =
+        |key: StatKey, entries: &mut Vec<StatEntry>, acc: &mut Vec<[i64; 4]>, ca: &mut Vec<Vec<_>>| -> usize {
+            *entry_of_key.entry(key.clone()).or_insert_with(|| {
+                entries.push(StatEntry { key, cc: 0, nc: 0, tt: 0.0, ct: 0.0, callers: Vec::new() });
+                acc.push([0; 4]);
+                ca.push(Vec::new());
+                entries.len() - 1
+            })
+        };
+    let add_caller = |list: &mut Vec<(Option<usize>, [i64; 4])>, caller: Option<usize>, v: [i64; 4]| match list
+        .iter_mut()
+        .find(|(k, _)| *k == caller)
+    {
+        Some((_, a)) => (0..4).for_each(|j| a[j] += v[j]),
+        None => list.push((caller, v)),
     };
 
     if call_paths {

@@ -155,12 +155,8 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
                 w.write_all(b", ").map_err(io)?;
             }
             first_profile = false;
-            write!(
-                w,
-                "{{\"type\": \"evented\", \"name\": {}, \"unit\": \"seconds\", \"events\": [",
-                json_str(&name)
-            )
-            .map_err(io)?;
+            write!(w, "{{\"type\": \"evented\", \"name\": {}, \"unit\": \"seconds\", \"events\": [", json_str(&name))
+                .map_err(io)?;
             let mut first_event = true;
             let mut emit = |w: &mut BufWriter<W>, kind: &str, frame: usize, t: f64| -> Result<(), ExportError> {
                 if !first_event {

@@ -37,13 +37,13 @@ impl Default for TimelineOptions {
 }
 
 const PALETTE: [&str; 12] = [
-    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f",
-    "#86bcb6", "#d37295", "#a0cbe8",
+    "#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#86bcb6",
+    "#d37295", "#a0cbe8",
 ];
 /// Text colour on each palette colour (white on dark, near-black on light).
 const INK: [&str; 12] = [
-    "#ffffff", "#1a1a1a", "#ffffff", "#ffffff", "#1a1a1a", "#1a1a1a", "#ffffff", "#1a1a1a", "#ffffff",
-    "#1a1a1a", "#ffffff", "#1a1a1a",
+    "#ffffff", "#1a1a1a", "#ffffff", "#ffffff", "#1a1a1a", "#1a1a1a", "#ffffff", "#1a1a1a", "#ffffff", "#1a1a1a",
+    "#ffffff", "#1a1a1a",
 ];
 const DENSE_COLOR: &str = "#8c8c8c";
 const FONT: &str = "Helvetica, Arial, sans-serif";
@@ -565,7 +565,12 @@ pub fn write_timeline_svg(run: &Run, sel: &Selection, path: &Path) -> Result<(),
 }
 
 /// [`write_timeline_svg`] with layout options.
-pub fn write_timeline_svg_with(run: &Run, sel: &Selection, opt: &TimelineOptions, path: &Path) -> Result<(), ExportError> {
+pub fn write_timeline_svg_with(
+    run: &Run,
+    sel: &Selection,
+    opt: &TimelineOptions,
+    path: &Path,
+) -> Result<(), ExportError> {
     let svg = timeline_svg(run, sel, opt)?;
     write_atomic(path, |f| f.write_all(svg.as_bytes()).map_err(io_err(path)))
 }

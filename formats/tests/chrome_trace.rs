@@ -83,7 +83,8 @@ fn timestamps_from_run_start() {
     let (rows, calls) = scope_profiler_analysis::rank_call_arrays(&run, 0).unwrap();
     let _ = rows;
     let first = calls.start_ns.iter().min().unwrap() - start;
-    let min_ts = doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").map(|e| ns(&e["ts"])).min().unwrap();
+    let min_ts =
+        doc["traceEvents"].as_array().unwrap().iter().filter(|e| e["ph"] == "X").map(|e| ns(&e["ts"])).min().unwrap();
     assert_eq!(min_ts, first);
 }
 
@@ -108,5 +109,6 @@ fn golden_async() {
     // files for the consumer checks
     let out = out_dir();
     write_chrome_trace(&run, &Selection::new(vec![0], "async"), &out.join("async.trace.json")).unwrap();
-    write_chrome_trace(&reference("threads"), &Selection::new(vec![0], "threads"), &out.join("threads.trace.json")).unwrap();
+    write_chrome_trace(&reference("threads"), &Selection::new(vec![0], "threads"), &out.join("threads.trace.json"))
+        .unwrap();
 }

@@ -23,7 +23,8 @@ fn by_root_leaf(folded: &str) -> BTreeMap<(String, String), u64> {
         let (path, count) = line.rsplit_once(' ').unwrap();
         let frames: Vec<&str> = path.split(';').collect();
         assert!(frames.len() >= 2, "every line has a lane root and a region: {line}");
-        *m.entry((frames[0].to_string(), frames.last().unwrap().to_string())).or_default() += count.parse::<u64>().unwrap();
+        *m.entry((frames[0].to_string(), frames.last().unwrap().to_string())).or_default() +=
+            count.parse::<u64>().unwrap();
     }
     m
 }
@@ -40,10 +41,17 @@ fn reference_runs_golden_and_totals() {
         let mut roots: Vec<String> = folded.lines().map(|l| l.split(';').next().unwrap().to_string()).collect();
         roots.sort();
         roots.dedup();
-        let mut want: Vec<String> = lanes
-            .iter()
-            .map(|l| if l[0].as_i64().unwrap() == -1 { "rank 0".to_string() } else { l[2].as_str().unwrap().to_string() })
-            .collect();
+        let mut want: Vec<String> =
+            lanes
+                .iter()
+                .map(|l| {
+                    if l[0].as_i64().unwrap() == -1 {
+                        "rank 0".to_string()
+                    } else {
+                        l[2].as_str().unwrap().to_string()
+                    }
+                })
+                .collect();
         want.sort();
         assert_eq!(roots, want, "{name}: one root per lane");
         // per lane and region: Σ counts of lines ending in the region = Σ exclusive ns (reconstruction)
@@ -75,7 +83,8 @@ fn reference_runs_golden_and_totals() {
 
 #[test]
 fn frame_names_are_sanitized_and_lines_aggregate_per_path() {
-    let mut run = Run { region_names: vec!["a;b".into(), "line\nbreak".into(), "".into()], num_ranks: 1, ..Default::default() };
+    let mut run =
+        Run { region_names: vec!["a;b".into(), "line\nbreak".into(), "".into()], num_ranks: 1, ..Default::default() };
     // a;b [0,100] ⊃ line\nbreak [10,20], [30,50]; "" [60,70] inside a;b
     run.regions.push(row(0, &[0], &[100]));
     run.regions.push(row(1, &[10, 30], &[20, 50]));
@@ -86,7 +95,8 @@ fn frame_names_are_sanitized_and_lines_aggregate_per_path() {
 
 #[test]
 fn filtered_region_hands_its_time_to_the_nearest_kept_ancestor() {
-    let mut run = Run { region_names: vec!["outer".into(), "mid".into(), "leaf".into()], num_ranks: 1, ..Default::default() };
+    let mut run =
+        Run { region_names: vec!["outer".into(), "mid".into(), "leaf".into()], num_ranks: 1, ..Default::default() };
     run.regions.push(row(0, &[0], &[100]));
     run.regions.push(row(1, &[10], &[90]));
     run.regions.push(row(2, &[20], &[30]));
@@ -144,7 +154,10 @@ fn errors_and_atomic_write() {
     assert_eq!(write_folded(&empty, &Selection::new(vec![0], "x"), &path), Err(ExportError::NoCalls));
     let ok = reference("threads");
     write_folded(&ok, &Selection::new(vec![0], "threads"), &path).unwrap();
-    let names: Vec<String> = std::fs::read_dir(path.parent().unwrap()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> = std::fs::read_dir(path.parent().unwrap())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
     assert_eq!(names, vec!["out.folded".to_string()], "no temp file left");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text(&ok, &Selection::new(vec![0], "threads")));
 }

@@ -55,7 +55,8 @@ fn opt_f64(v: &Value) -> Option<f64> {
 }
 
 fn check_expected(run: &Run, expected: &Value, file: &str) {
-    let names: Vec<String> = expected["region_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
+    let names: Vec<String> =
+        expected["region_names"].as_array().unwrap().iter().map(|v| v.as_str().unwrap().to_string()).collect();
     assert_eq!(run.region_names, names, "{file}");
     assert_eq!(run.num_ranks as i64, expected["num_ranks"].as_i64().unwrap(), "{file}");
     let excl = exclusive_by_row(run, 0).unwrap();
@@ -153,8 +154,10 @@ const REFERENCE: [&str; 4] = ["single", "threads", "async", "pool"];
 fn reference_datasets_match_expected() {
     for name in REFERENCE {
         let run = read_h5(&datasets().join(format!("reference/{name}.h5"))).unwrap();
-        let expected: Value =
-            serde_json::from_str(&std::fs::read_to_string(datasets().join(format!("reference/{name}.expected.json"))).unwrap()).unwrap();
+        let expected: Value = serde_json::from_str(
+            &std::fs::read_to_string(datasets().join(format!("reference/{name}.expected.json"))).unwrap(),
+        )
+        .unwrap();
         check_expected(&run, &expected, name);
     }
 }
@@ -205,7 +208,8 @@ fn round_trip_reference_and_compat() {
         assert_runs_equal(&back, &read_h5(&out2).unwrap(), &f);
     }
     // nothing but the published files is left in the directory (no temp files)
-    let names: Vec<String> = std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
+    let names: Vec<String> =
+        std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
 }
 
@@ -239,7 +243,10 @@ fn round_trip_exotic_values() {
     // the stored JSON is Python's json.dumps
     let f = hdf5::File::open(&out).unwrap();
     let tags = f.dataset("rank_region_index/tags").unwrap().read_raw::<hdf5::types::VarLenUnicode>().unwrap();
-    assert_eq!(tags[0].as_str(), r#"["a \"quoted\" tag", "\u00fcn\u00efc\u00f6d\u00e9 \ud83d\ude80", "back\\slash\n"]"#);
+    assert_eq!(
+        tags[0].as_str(),
+        r#"["a \"quoted\" tag", "\u00fcn\u00efc\u00f6d\u00e9 \ud83d\ude80", "back\\slash\n"]"#
+    );
 }
 
 #[test]
@@ -257,7 +264,11 @@ fn empty_run_writes_and_reads() {
 fn published_mode_follows_umask() {
     use std::os::unix::fs::PermissionsExt;
     let status = std::fs::read_to_string("/proc/self/status").unwrap();
-    let umask = status.lines().find_map(|l| l.strip_prefix("Umask:")).map(|v| u32::from_str_radix(v.trim(), 8).unwrap()).unwrap();
+    let umask = status
+        .lines()
+        .find_map(|l| l.strip_prefix("Umask:"))
+        .map(|v| u32::from_str_radix(v.trim(), 8).unwrap())
+        .unwrap();
     let dir = tmpdir();
     let out = dir.path().join("mode.h5");
     write_h5(&read_h5(&datasets().join("compat/schema-3.h5")).unwrap(), &out).unwrap();
@@ -291,7 +302,9 @@ fn overwrite_is_atomic_replace() {
 
 fn reference_python() -> Option<PathBuf> {
     let p = PathBuf::from("/work/refvenv/bin/python");
-    if p.exists() && Command::new(&p).args(["-c", "import scope_profiler, h5py"]).status().map(|s| s.success()).unwrap_or(false) {
+    if p.exists()
+        && Command::new(&p).args(["-c", "import scope_profiler, h5py"]).status().map(|s| s.success()).unwrap_or(false)
+    {
         Some(p)
     } else {
         None
@@ -312,7 +325,11 @@ fn reference_package_reads_our_files_identically() {
         write_h5(&read_h5(&original).unwrap(), &out).unwrap();
         let o = Command::new(&python).arg(&script).arg(&original).arg(&out).output().unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout);
-        assert!(o.status.success() && stdout.trim_end().ends_with("OK"), "{name}: {stdout}\n{}", String::from_utf8_lossy(&o.stderr));
+        assert!(
+            o.status.success() && stdout.trim_end().ends_with("OK"),
+            "{name}: {stdout}\n{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
     }
     // a compat fixture rewritten as schema 3 still reads as starts [10,20,40], ends [15,33,55]
     let out = dir.path().join("compat.h5");
@@ -439,22 +456,33 @@ fn schema_attribute_validation() {
         Err(H5Error::Schema(m)) => m,
         other => panic!("{other:?}"),
     };
-    let p = with_schema_attr(dir.path(), "v4.h5", |f| f.new_attr::<i64>().create("scope_profiler_schema").unwrap().write_scalar(&4i64).unwrap());
+    let p = with_schema_attr(dir.path(), "v4.h5", |f| {
+        f.new_attr::<i64>().create("scope_profiler_schema").unwrap().write_scalar(&4i64).unwrap()
+    });
     assert_eq!(
         schema_err(&p),
         "Unsupported scope-profiler HDF5 schema version 4; this package supports versions through 3. Upgrade scope-profiler to read this file."
     );
-    let p = with_schema_attr(dir.path(), "v0.h5", |f| f.new_attr::<i64>().create("scope_profiler_schema").unwrap().write_scalar(&0i64).unwrap());
+    let p = with_schema_attr(dir.path(), "v0.h5", |f| {
+        f.new_attr::<i64>().create("scope_profiler_schema").unwrap().write_scalar(&0i64).unwrap()
+    });
     assert_eq!(schema_err(&p), "Unsupported scope-profiler HDF5 schema version 0; versions must be positive");
-    let p = with_schema_attr(dir.path(), "vf.h5", |f| f.new_attr::<f64>().create("scope_profiler_schema").unwrap().write_scalar(&3.0f64).unwrap());
-    assert_eq!(schema_err(&p), "HDF5 schema version attribute 'scope_profiler_schema' must be an integer, got np.float64(3.0)");
+    let p = with_schema_attr(dir.path(), "vf.h5", |f| {
+        f.new_attr::<f64>().create("scope_profiler_schema").unwrap().write_scalar(&3.0f64).unwrap()
+    });
+    assert_eq!(
+        schema_err(&p),
+        "HDF5 schema version attribute 'scope_profiler_schema' must be an integer, got np.float64(3.0)"
+    );
     let p = with_schema_attr(dir.path(), "vs.h5", |f| {
         let v: hdf5::types::VarLenUnicode = "3".parse().unwrap();
         f.new_attr::<hdf5::types::VarLenUnicode>().create("scope_profiler_schema").unwrap().write_scalar(&v).unwrap()
     });
     assert_eq!(schema_err(&p), "HDF5 schema version attribute 'scope_profiler_schema' must be an integer, got '3'");
     // uint8 2 is a valid integer schema
-    let p = with_schema_attr(dir.path(), "vu.h5", |f| f.new_attr::<u8>().create("scope_profiler_schema").unwrap().write_scalar(&2u8).unwrap());
+    let p = with_schema_attr(dir.path(), "vu.h5", |f| {
+        f.new_attr::<u8>().create("scope_profiler_schema").unwrap().write_scalar(&2u8).unwrap()
+    });
     assert!(read_h5(&p).is_ok());
 }
 
@@ -474,7 +502,13 @@ fn damaged_event_index() {
     // threads.h5: 4 rows, 54 events; counts [1, 26, 26, 1]
     let p = damaged_index(dir.path(), "long.h5", "event_counts", &[1, 26, 26, 5]);
     let m = expect_corrupt(&p);
-    assert_eq!(m, format!("{} claims 58 recorded events but its event columns hold 54. The file is truncated or damaged.", p.display()));
+    assert_eq!(
+        m,
+        format!(
+            "{} claims 58 recorded events but its event columns hold 54. The file is truncated or damaged.",
+            p.display()
+        )
+    );
     let p = damaged_index(dir.path(), "overlap.h5", "event_offsets", &[0, 1, 20, 53]);
     let m = expect_corrupt(&p);
     assert_eq!(m, format!("{} has overlapping region rows in its event index. The file is damaged.", p.display()));
@@ -540,7 +574,17 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
         region_names: vec!["scope_profiler.session".into(), "work".into()],
         regions: vec![region(0, vec![0], vec![10_000_000 + total * 1000], vec![0]), region(1, s, e, t)],
         threads: (0..threads)
-            .map(|i| ThreadRow { rank: 0, index: i, ident: 100 + i, native_id: 200 + i, daemon: false, start_ns: 5, end_ns: if i == 0 { -1 } else { 99 }, cpu_ns: 7, name: format!("t{i}") })
+            .map(|i| ThreadRow {
+                rank: 0,
+                index: i,
+                ident: 100 + i,
+                native_id: 200 + i,
+                daemon: false,
+                start_ns: 5,
+                end_ns: if i == 0 { -1 } else { 99 },
+                cpu_ns: 7,
+                name: format!("t{i}"),
+            })
             .collect(),
         metadata: vec![("mpi_size".into(), MetaValue::Int(1))],
         num_ranks: 1,

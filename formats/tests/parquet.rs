@@ -58,11 +58,24 @@ fn events_and_lanes_of_the_reference_runs() {
         }
         let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
         assert_eq!(ev.num_rows(), calls.len(), "{name}: one row per call");
-        for col in ["call_index", "start_ns", "end_ns", "duration_ns", "call_id", "parent_id", "thread", "task", "depth", "lane", "exclusive_ns"] {
+        for col in [
+            "call_index",
+            "start_ns",
+            "end_ns",
+            "duration_ns",
+            "call_id",
+            "parent_id",
+            "thread",
+            "task",
+            "depth",
+            "lane",
+            "exclusive_ns",
+        ] {
             assert_eq!(ev.column_by_name(col).unwrap().null_count(), 0, "{name}.{col} null-free");
         }
         let (start, end, dur) = (i64col(&ev, "start_ns"), i64col(&ev, "end_ns"), i64col(&ev, "duration_ns"));
-        let (lane, thread, task, excl) = (i64col(&ev, "lane"), i64col(&ev, "thread"), i64col(&ev, "task"), i64col(&ev, "exclusive_ns"));
+        let (lane, thread, task, excl) =
+            (i64col(&ev, "lane"), i64col(&ev, "thread"), i64col(&ev, "task"), i64col(&ev, "exclusive_ns"));
         let (cid, pid, depth) = (i64col(&ev, "call_id"), i64col(&ev, "parent_id"), i64col(&ev, "depth"));
         let aw = i64col(&ev, "await_ns");
         let region = ev.column_by_name("region").unwrap().as_dictionary::<Int32Type>();

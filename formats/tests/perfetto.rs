@@ -22,7 +22,8 @@ struct Replayed {
 
 fn replay(t: &Trace) -> Replayed {
     let mut names: HashMap<u64, String> = HashMap::new();
-    let mut r = Replayed { tracks: BTreeMap::new(), parents: HashMap::new(), totals: BTreeMap::new(), dump: String::new() };
+    let mut r =
+        Replayed { tracks: BTreeMap::new(), parents: HashMap::new(), totals: BTreeMap::new(), dump: String::new() };
     let mut stacks: HashMap<u64, Vec<(String, u64)>> = HashMap::new();
     let mut last: HashMap<u64, u64> = HashMap::new();
     for p in &t.packet {
@@ -92,7 +93,11 @@ fn tracks_and_totals_match_the_reconstruction() {
             let want: BTreeMap<String, (i64, i64)> = names.iter().map(|(k, v)| (k.clone(), (v.0, v.1))).collect();
             assert_eq!(got, want, "{name} {lname}");
             // awaiting time on a lane = Σ await_ns of its root calls
-            assert_eq!(aw.map(|a| a.1).unwrap_or(0), totals.root_await.get(lane).copied().unwrap_or(0), "{name} {lname}");
+            assert_eq!(
+                aw.map(|a| a.1).unwrap_or(0),
+                totals.root_await.get(lane).copied().unwrap_or(0),
+                "{name} {lname}"
+            );
         }
     }
 }
@@ -136,7 +141,10 @@ fn streamed_file_equals_the_message() {
     let sel = Selection::new(vec![0], "threads");
     let dir = tempfile::tempdir().unwrap();
     write_perfetto(&run, &sel, &dir.path().join("t.pftrace")).unwrap();
-    assert_eq!(std::fs::read(dir.path().join("t.pftrace")).unwrap(), perfetto_trace(&run, &sel).unwrap().encode_to_vec());
+    assert_eq!(
+        std::fs::read(dir.path().join("t.pftrace")).unwrap(),
+        perfetto_trace(&run, &sel).unwrap().encode_to_vec()
+    );
 }
 
 #[test]

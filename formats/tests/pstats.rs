@@ -5,7 +5,9 @@ mod export_support;
 
 use export_support::*;
 use scope_profiler_analysis::*;
-use scope_profiler_formats::pstats::{marshal_stats, prof_path, prof_stats, write_prof, ProfOptions, ProfStats, StatEntry};
+use scope_profiler_formats::pstats::{
+    marshal_stats, prof_path, prof_stats, write_prof, ProfOptions, ProfStats, StatEntry,
+};
 use scope_profiler_formats::{ExportError, Selection};
 
 fn dump(files: &[ProfStats]) -> String {
@@ -13,9 +15,18 @@ fn dump(files: &[ProfStats]) -> String {
     for f in files {
         s += &format!("== rank {} lane {:?} {:?}\n", f.rank, f.lane, f.lane_name);
         for e in &f.entries {
-            s += &format!("{}:{}({}) cc={} nc={} tt={:.9} ct={:.9}\n", e.key.0, e.key.1, e.key.2, e.cc, e.nc, e.tt, e.ct);
+            s += &format!(
+                "{}:{}({}) cc={} nc={} tt={:.9} ct={:.9}\n",
+                e.key.0, e.key.1, e.key.2, e.cc, e.nc, e.tt, e.ct
+            );
             for (k, v) in &e.callers {
-                s += &format!("    <- {}:{}({}) {:?}\n", k.0, k.1, k.2, (v.0, v.1, format!("{:.9}", v.2), format!("{:.9}", v.3)));
+                s += &format!(
+                    "    <- {}:{}({}) {:?}\n",
+                    k.0,
+                    k.1,
+                    k.2,
+                    (v.0, v.1, format!("{:.9}", v.2), format!("{:.9}", v.3))
+                );
             }
         }
     }
@@ -31,7 +42,9 @@ fn by_region_matches_reference_expected_values() {
     for name in ["threads", "async", "single", "pool"] {
         let run = reference(name);
         let exp = expected(name);
-        let files = prof_stats(&run, &Selection::new(vec![0], name), ProfOptions { call_paths: false, per_lane: false }).unwrap();
+        let files =
+            prof_stats(&run, &Selection::new(vec![0], name), ProfOptions { call_paths: false, per_lane: false })
+                .unwrap();
         assert_eq!(files.len(), 1);
         let f = &files[0];
         let totals = lane_totals(&run, 0);
@@ -109,7 +122,8 @@ fn same_name_on_another_thread_is_not_recursion() {
         num_ranks: 1,
         ..Default::default()
     };
-    let files = prof_stats(&run, &Selection::new(vec![0], "x"), ProfOptions { call_paths: false, per_lane: false }).unwrap();
+    let files =
+        prof_stats(&run, &Selection::new(vec![0], "x"), ProfOptions { call_paths: false, per_lane: false }).unwrap();
     let a = entry(&files[0], "a");
     assert_eq!((a.cc, a.nc), (2, 2));
     assert!((a.ct - 110e-9).abs() < 1e-15);
@@ -122,7 +136,8 @@ fn same_name_on_another_thread_is_not_recursion() {
         num_ranks: 1,
         ..Default::default()
     };
-    let files = prof_stats(&run, &Selection::new(vec![0], "x"), ProfOptions { call_paths: false, per_lane: false }).unwrap();
+    let files =
+        prof_stats(&run, &Selection::new(vec![0], "x"), ProfOptions { call_paths: false, per_lane: false }).unwrap();
     let a = entry(&files[0], "a");
     // primitive: the two outer calls (100 + 40 ns); exclusive: 20 + 50 + 20 + 40 = 130 ns
     assert_eq!((a.cc, a.nc), (2, 4));
@@ -151,7 +166,8 @@ fn per_lane_files_and_names() {
         assert!((root.ct - totals.roots[&f.lane.unwrap()] as f64 / 1e9).abs() < 1e-12);
     }
     let dir = tempfile::tempdir().unwrap();
-    let written = write_prof(&run, &sel, &dir.path().join("out.prof"), ProfOptions { call_paths: true, per_lane: true }).unwrap();
+    let written =
+        write_prof(&run, &sel, &dir.path().join("out.prof"), ProfOptions { call_paths: true, per_lane: true }).unwrap();
     let names: Vec<String> = written.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
     assert_eq!(names[0], "out_rank0_MainThread.prof");
     assert_eq!(names[1], "out_rank0_Task-1_main_on_MainThread.prof");
@@ -174,7 +190,9 @@ fn errors() {
     let err = prof_stats(&bad, &Selection::new(vec![0], "x"), ProfOptions::default()).unwrap_err();
     assert!(matches!(err, ExportError::Nesting(_)), "{err:?}");
     let dir = tempfile::tempdir().unwrap();
-    assert!(write_prof(&bad, &Selection::new(vec![0], "x"), &dir.path().join("o.prof"), ProfOptions::default()).is_err());
+    assert!(
+        write_prof(&bad, &Selection::new(vec![0], "x"), &dir.path().join("o.prof"), ProfOptions::default()).is_err()
+    );
     assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0, "nothing left behind");
 }
 
@@ -221,5 +239,11 @@ fn golden_dumps() {
     // files for the consumer checks (pstats_check.py)
     let out = out_dir();
     write_prof(&run, &sel, &out.join("async.prof"), ProfOptions::default()).unwrap();
-    write_prof(&reference("threads"), &Selection::new(vec![0], "threads"), &out.join("threads.prof"), ProfOptions::default()).unwrap();
+    write_prof(
+        &reference("threads"),
+        &Selection::new(vec![0], "threads"),
+        &out.join("threads.prof"),
+        ProfOptions::default(),
+    )
+    .unwrap();
 }

@@ -5,10 +5,10 @@ mod export_support;
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
-use scope_profiler_analysis::*;
-use scope_profiler_formats::{read_h5, ExportError};
-use scope_profiler_formats::speedscope::{write_speedscope, write_speedscope_to, EXPORTER};
 use export_support::{datasets, expected, row};
+use scope_profiler_analysis::*;
+use scope_profiler_formats::speedscope::{write_speedscope, write_speedscope_to, EXPORTER};
+use scope_profiler_formats::{read_h5, ExportError};
 use serde_json::Value;
 
 fn export(run: &Run, ranks: &[u32], label: &str) -> Value {
@@ -86,7 +86,12 @@ fn threads_one_profile_per_lane_main_first() {
         assert_eq!(p["events"].as_array().unwrap().len() as i64, 2 * l.1);
     }
     // the earliest call starts at 0.0
-    let min_start = doc["profiles"].as_array().unwrap().iter().map(|p| p["startValue"].as_f64().unwrap()).fold(f64::INFINITY, f64::min);
+    let min_start = doc["profiles"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| p["startValue"].as_f64().unwrap())
+        .fold(f64::INFINITY, f64::min);
     assert_eq!(min_start, 0.0);
     // frames carry the source location when the region has one
     let frames = doc["shared"]["frames"].as_array().unwrap();
@@ -118,7 +123,10 @@ fn errors() {
     let run = read_h5(&datasets().join("reference/single.h5")).unwrap();
     let mut buf = Vec::new();
     assert_eq!(write_speedscope_to(&run, &[3], "x", &mut buf).unwrap_err(), ExportError::NoCalls);
-    assert_eq!(write_speedscope_to(&run, &[], "x", &mut buf).unwrap_err().to_string(), "No calls recorded for the requested ranks.");
+    assert_eq!(
+        write_speedscope_to(&run, &[], "x", &mut buf).unwrap_err().to_string(),
+        "No calls recorded for the requested ranks."
+    );
     let bad = Run {
         region_names: vec!["A".into(), "B".into()],
         regions: vec![row(0, &[0], &[10]), row(1, &[5], &[15])],
@@ -127,7 +135,12 @@ fn errors() {
     let ExportError::Nesting(e) = write_speedscope_to(&bad, &[0], "x", &mut buf).unwrap_err() else {
         panic!("not a nesting error")
     };
-    assert!(e.starts_with("recorded calls are not properly nested: 'B' call 0 [5, 15] ns starts inside 'A' call 0 [0, 10] ns"), "{e}");
+    assert!(
+        e.starts_with(
+            "recorded calls are not properly nested: 'B' call 0 [5, 15] ns starts inside 'A' call 0 [0, 10] ns"
+        ),
+        "{e}"
+    );
     // no partial file is left behind
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("bad.speedscope.json");
@@ -140,7 +153,13 @@ fn nested_events_depth_first() {
     // a [0,100] > b [10,20], c [30,60] > d [40,50]; zero-length z [60,60] closes after c
     let run = Run {
         region_names: vec!["a".into(), "b".into(), "c".into(), "d".into(), "z".into()],
-        regions: vec![row(0, &[0], &[100]), row(1, &[10], &[20]), row(2, &[30], &[60]), row(3, &[40], &[50]), row(4, &[60], &[60])],
+        regions: vec![
+            row(0, &[0], &[100]),
+            row(1, &[10], &[20]),
+            row(2, &[30], &[60]),
+            row(3, &[40], &[50]),
+            row(4, &[60], &[60]),
+        ],
         num_ranks: 1,
         ..Default::default()
     };
@@ -216,7 +235,10 @@ fn same_events_as_reference_exports() {
         return;
     }
     for stem in ["threads", "tasks", "untracked"] {
-        compare_with_reference_export(&examples.join(format!("{stem}.h5")), &examples.join(format!("{stem}.speedscope.json")));
+        compare_with_reference_export(
+            &examples.join(format!("{stem}.h5")),
+            &examples.join(format!("{stem}.speedscope.json")),
+        );
     }
 }
 
@@ -242,7 +264,8 @@ fn speedscope_importer_accepts_exports() {
         .into_iter()
         .map(PathBuf::from)
         .find(|d| d.join("node_modules/speedscope").exists() && d.join("node_modules/ajv").exists());
-    let node_ok = std::process::Command::new("node").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
+    let node_ok =
+        std::process::Command::new("node").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
     let (true, Some(node_dir), true) = (check.exists(), node_dir, node_ok) else {
         println!("SKIPPED: node / speedscope_check.cjs / speedscope+ajv npm packages not available");
         return;

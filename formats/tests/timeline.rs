@@ -34,10 +34,17 @@ fn reference_runs_rows_bars_and_golden() {
         // one row per lane
         assert_eq!(s.matches("<g class=\"lane\"").count(), lanes.len(), "{name}");
         let mut got = row_labels(&s);
-        let mut want: Vec<String> = lanes
-            .iter()
-            .map(|l| if l[0].as_i64().unwrap() == -1 { "rank 0".to_string() } else { l[2].as_str().unwrap().to_string() })
-            .collect();
+        let mut want: Vec<String> =
+            lanes
+                .iter()
+                .map(|l| {
+                    if l[0].as_i64().unwrap() == -1 {
+                        "rank 0".to_string()
+                    } else {
+                        l[2].as_str().unwrap().to_string()
+                    }
+                })
+                .collect();
         assert_eq!(got.len(), want.len());
         // main thread first
         if lanes.len() > 1 {

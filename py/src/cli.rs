@@ -34,11 +34,23 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
 /// Returns the speedscope path or None. Raises `OSError` naming the file on failure.
 #[pyfunction]
 #[pyo3(signature = (h5, track_threads, speedscope, quiet))]
-fn cli_after_run(py: Python<'_>, h5: PathBuf, track_threads: bool, speedscope: bool, quiet: bool) -> PyResult<Option<String>> {
-    let req = RunRequest { script: PathBuf::new(), args: vec![], track_threads, track_async: false, output: h5.clone(), speedscope, quiet };
-    py.detach(|| after_run(&req, &h5))
-        .map(|p| p.map(|p| p.to_string_lossy().into_owned()))
-        .map_err(PyOSError::new_err)
+fn cli_after_run(
+    py: Python<'_>,
+    h5: PathBuf,
+    track_threads: bool,
+    speedscope: bool,
+    quiet: bool,
+) -> PyResult<Option<String>> {
+    let req = RunRequest {
+        script: PathBuf::new(),
+        args: vec![],
+        track_threads,
+        track_async: false,
+        output: h5.clone(),
+        speedscope,
+        quiet,
+    };
+    py.detach(|| after_run(&req, &h5)).map(|p| p.map(|p| p.to_string_lossy().into_owned())).map_err(PyOSError::new_err)
 }
 
 /// The summary report of a run as text (same as `scope-profiler summary`).

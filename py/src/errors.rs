@@ -3,9 +3,24 @@ use pyo3::create_exception;
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 
-create_exception!(scope_profiler, CorruptProfileError, PyOSError, "The file is not a readable scope-profiler profile (not HDF5, truncated, or damaged). The message names the file.");
-create_exception!(scope_profiler, HDF5SchemaError, PyValueError, "The file's scope-profiler HDF5 schema version is invalid or newer than this package reads.");
-create_exception!(scope_profiler, NestingError, PyValueError, "Recorded calls on one lane overlap without nesting, so no call tree exists.");
+create_exception!(
+    scope_profiler,
+    CorruptProfileError,
+    PyOSError,
+    "The file is not a readable scope-profiler profile (not HDF5, truncated, or damaged). The message names the file."
+);
+create_exception!(
+    scope_profiler,
+    HDF5SchemaError,
+    PyValueError,
+    "The file's scope-profiler HDF5 schema version is invalid or newer than this package reads."
+);
+create_exception!(
+    scope_profiler,
+    NestingError,
+    PyValueError,
+    "Recorded calls on one lane overlap without nesting, so no call tree exists."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();

@@ -141,7 +141,8 @@ pub fn encode_run(run: &Run) -> Vec<u8> {
         e.u32(r.region);
         e.u32(r.rank);
         e.u64(r.len() as u64);
-        let (call_ids, parent_ids) = (r.call_ids.as_ref().map(|c| c.to_array()), r.parent_ids.as_ref().map(|c| c.to_array()));
+        let (call_ids, parent_ids) =
+            (r.call_ids.as_ref().map(|c| c.to_array()), r.parent_ids.as_ref().map(|c| c.to_array()));
         let opt = [&r.gpu_ns, &call_ids, &parent_ids, &r.thread_ids, &r.task_ids, &r.await_ns];
         let mut flags = 0u8;
         for (bit, c) in opt.iter().enumerate() {

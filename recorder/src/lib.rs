@@ -58,8 +58,8 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub use clock::{now_ns, thread_cpu_ns};
-pub use task::{TaskKind, TaskRecord, TaskRowData};
 use task::LaneEntry;
+pub use task::{TaskKind, TaskRecord, TaskRowData};
 
 /// Value of `end_ns` while a thread is alive / unknown.
 pub const UNKNOWN: i64 = -1;
@@ -245,7 +245,7 @@ impl ThreadState {
             t.push(LaneEntry { region, slot: slot as i64, state: self });
         }
         let t = now_ns(); // clock read last
-        // SAFETY: `slot` was just pushed.
+                          // SAFETY: `slot` was just pushed.
         unsafe {
             *buf.starts.get_unchecked_mut(slot) = t;
         }

@@ -18,7 +18,8 @@ pub(crate) fn shared(v: Vec<i64>) -> Int64Array {
 /// Spans are disjoint (checked by the caller); rows are decoded in parallel.
 fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) {
     use rayon::prelude::*;
-    let mut order: Vec<(usize, usize)> = spans.iter().map(|&(lo, hi)| (lo as usize, hi as usize)).filter(|s| s.1 > s.0).collect();
+    let mut order: Vec<(usize, usize)> =
+        spans.iter().map(|&(lo, hi)| (lo as usize, hi as usize)).filter(|s| s.1 > s.0).collect();
     order.sort_unstable();
     // split both columns into the rows' disjoint sub-slices
     let mut parts: Vec<(&mut [i64], &mut [i64])> = Vec::with_capacity(order.len());
@@ -50,7 +51,8 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
             )));
         }
     }
-    let names = dataset_strings(&file.group("region_table").map_err(ctx.h5("region_table"))?, "names", ctx, "region_table")?;
+    let names =
+        dataset_strings(&file.group("region_table").map_err(ctx.h5("region_table"))?, "names", ctx, "region_table")?;
     let index = file.group("rank_region_index").map_err(ctx.h5("rank_region_index"))?;
     let events = file.group("events").map_err(ctx.h5("events"))?;
     const IX: &str = "rank_region_index";
@@ -94,7 +96,8 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
     if let Some(m) = &event_metadata {
         need_s(m, "event_metadata")?;
     }
-    let totals = if has(&index, "exclusive_totals") { Some(dataset_ints(&index, "exclusive_totals", ctx, IX)?) } else { None };
+    let totals =
+        if has(&index, "exclusive_totals") { Some(dataset_ints(&index, "exclusive_totals", ctx, IX)?) } else { None };
     if let Some(t) = &totals {
         need(t, "exclusive_totals")?;
     }
@@ -190,15 +193,17 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
                 names.len()
             )));
         }
-        let rank = u32::try_from(ranks[r]).map_err(|_| ctx.corrupt(format!("has rank {} in its event index. The file is damaged.", ranks[r])))?;
+        let rank = u32::try_from(ranks[r])
+            .map_err(|_| ctx.corrupt(format!("has rank {} in its event index. The file is damaged.", ranks[r])))?;
         let (lo, n) = (spans[r].0 as usize, counts[r] as usize);
         let gpu_ns = slice(&gpu, lo, n).filter(|g| g.values().iter().any(|&v| v >= 0));
         let tags_json = tags[r].as_str();
         let tag_list: Vec<String> = if tags_json.is_empty() {
             Vec::new()
         } else {
-            serde_json::from_str(tags_json)
-                .map_err(|e| ctx.corrupt(format!("has unreadable tags {} in row {r}: {e}. The file is damaged.", py_repr(tags_json))))?
+            serde_json::from_str(tags_json).map_err(|e| {
+                ctx.corrupt(format!("has unreadable tags {} in row {r}: {e}. The file is damaged.", py_repr(tags_json)))
+            })?
         };
         let metadata = event_metadata.as_ref().and_then(|m| {
             let s = m[r].trim();
@@ -214,8 +219,12 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
             start_ns: starts.slice(lo, n),
             end_ns: ends.slice(lo, n),
             gpu_ns,
-            call_ids: call_id_rows.as_mut().map(|rows| std::mem::replace(&mut rows[r], IdColumn::Plain(Int64Array::from(Vec::<i64>::new())))),
-            parent_ids: parent_id_rows.as_mut().map(|rows| std::mem::replace(&mut rows[r], IdColumn::Plain(Int64Array::from(Vec::<i64>::new())))),
+            call_ids: call_id_rows
+                .as_mut()
+                .map(|rows| std::mem::replace(&mut rows[r], IdColumn::Plain(Int64Array::from(Vec::<i64>::new())))),
+            parent_ids: parent_id_rows
+                .as_mut()
+                .map(|rows| std::mem::replace(&mut rows[r], IdColumn::Plain(Int64Array::from(Vec::<i64>::new())))),
             thread_ids: slice(&thread_ids, lo, n),
             task_ids: slice(&task_ids, lo, n),
             await_ns: slice(&await_ns, lo, n),
@@ -252,11 +261,15 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
             sv.push(dataset_strings(g, name, ctx, what)?);
         }
         if iv.iter().any(|c| c.len() != n) || sv.iter().any(|c| c.len() != n) {
-            return Err(ctx.corrupt(format!("has {what} columns of different lengths. The file is truncated or damaged.")));
+            return Err(
+                ctx.corrupt(format!("has {what} columns of different lengths. The file is truncated or damaged."))
+            );
         }
         Ok((iv, sv, n))
     }
-    let rank_of = |v: i64| u32::try_from(v).map_err(|_| ctx.corrupt(format!("has rank {v} in a lane table. The file is damaged.")));
+    let rank_of = |v: i64| {
+        u32::try_from(v).map_err(|_| ctx.corrupt(format!("has rank {v} in a lane table. The file is damaged.")))
+    };
     if has(file, "thread_table") {
         let g = file.group("thread_table").map_err(ctx.h5("thread_table"))?;
         let (iv, sv, n) = columns(

@@ -27,8 +27,8 @@ pub mod write;
 pub use read::read_h5;
 pub use read_summary::{read_h5_summary, RunSummary, SummaryRow};
 pub use summary::{summary_record, SummaryRecord};
-pub use write::{python_json_str_list, write_h5};
 pub(crate) use write::process_umask;
+pub use write::{python_json_str_list, write_h5};
 
 /// Why a profile file could not be read or written. Every message names the file.
 #[derive(Debug, Error)]
@@ -110,7 +110,8 @@ mod tests {
         assert_eq!(fds_on(&path), vec![true]);
         drop(created);
         crate::hdf5::write_h5(&scope_profiler_analysis::Run::default(), &path).unwrap();
-        let ctx = super::typed::Ctx { path: path.display().to_string(), file_len: std::fs::metadata(&path).unwrap().len() };
+        let ctx =
+            super::typed::Ctx { path: path.display().to_string(), file_len: std::fs::metadata(&path).unwrap().len() };
         let opened = super::read::open_file(&path, &ctx).unwrap();
         assert_eq!(fds_on(&path), vec![true], "read path");
         drop(opened);

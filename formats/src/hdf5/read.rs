@@ -24,7 +24,11 @@ pub(crate) fn read_schema_version(file: &hdf5::File, ctx: &Ctx) -> R<i64> {
     let a = file.attr(SCHEMA_ATTRIBUTE).map_err(ctx.h5(SCHEMA_ATTRIBUTE))?;
     let d = descriptor(&a, ctx, SCHEMA_ATTRIBUTE)?;
     let integral = matches!(d, TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_));
-    let value = if integral && a.is_scalar() { read_ints(&a, ctx, SCHEMA_ATTRIBUTE).ok().and_then(|v| v.first().copied()) } else { None };
+    let value = if integral && a.is_scalar() {
+        read_ints(&a, ctx, SCHEMA_ATTRIBUTE).ok().and_then(|v| v.first().copied())
+    } else {
+        None
+    };
     let version = match value {
         Some(v) => v,
         None => {
@@ -58,7 +62,11 @@ pub(crate) fn read_meta_value(a: &Container, ctx: &Ctx, name: &str) -> R<Option<
     let what = format!("metadata attribute {}", py_repr(name));
     if is_string(&d) {
         let v = read_strings(a, ctx, &what)?;
-        return Ok(Some(if scalar { MetaValue::Str(v.into_iter().next().unwrap_or_default()) } else { MetaValue::StrList(v) }));
+        return Ok(Some(if scalar {
+            MetaValue::Str(v.into_iter().next().unwrap_or_default())
+        } else {
+            MetaValue::StrList(v)
+        }));
     }
     Ok(match d {
         TypeDescriptor::Float(_) => {
@@ -69,7 +77,10 @@ pub(crate) fn read_meta_value(a: &Container, ctx: &Ctx, name: &str) -> R<Option<
                 Some(MetaValue::StrList(v.iter().map(|x| x.to_string()).collect()))
             }
         }
-        TypeDescriptor::Integer(_) | TypeDescriptor::Unsigned(_) | TypeDescriptor::Boolean | TypeDescriptor::Enum(_) => {
+        TypeDescriptor::Integer(_)
+        | TypeDescriptor::Unsigned(_)
+        | TypeDescriptor::Boolean
+        | TypeDescriptor::Enum(_) => {
             let v = read_ints(a, ctx, &what)?;
             if scalar {
                 v.first().map(|&x| MetaValue::Int(x))
@@ -261,14 +272,18 @@ pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
             return Err(aggregate_error(ctx));
         }
         if !has(&file, "region_table") && groups.is_empty() {
-            return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
+            return Err(ctx.corrupt(
+                "is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups.",
+            ));
         }
         read_columnar(&file, ctx, &mut run, &mut prefetched)?;
         read_lane_tables(&file, ctx, &mut run)?;
         run.num_ranks = num_ranks(ctx, &run.metadata, run.regions.iter().map(|r| r.rank).max(), run.regions.len())?;
     } else {
         if groups.is_empty() && !has(&file, "region_table") {
-            return Err(ctx.corrupt("is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups."));
+            return Err(ctx.corrupt(
+                "is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups.",
+            ));
         }
         read_schema1(&file, ctx, &mut run, &groups)?;
     }

@@ -10,7 +10,9 @@ use std::path::Path;
 use scope_profiler_analysis::{MetaValue, TaskRow, ThreadRow};
 
 use super::columnar::read_lane_tables;
-use super::read::{aggregate_error, num_ranks, open_file, read_metadata, read_schema_version, storage_layout, with_ctx};
+use super::read::{
+    aggregate_error, num_ranks, open_file, read_metadata, read_schema_version, storage_layout, with_ctx,
+};
 use super::summary::SummaryRecord;
 use super::typed::*;
 use super::{py_repr, H5Error, R};
@@ -64,7 +66,8 @@ fn read_summary_inner(path: &Path, ctx: &Ctx) -> R<Option<RunSummary>> {
         return Ok(None);
     }
     const IX: &str = "rank_region_index";
-    let names = dataset_strings(&file.group("region_table").map_err(ctx.h5("region_table"))?, "names", ctx, "region_table")?;
+    let names =
+        dataset_strings(&file.group("region_table").map_err(ctx.h5("region_table"))?, "names", ctx, "region_table")?;
     let region_ids = dataset_ints(&index, "region_ids", ctx, IX)?;
     let rows = region_ids.len();
     let ints = |name: &str| -> R<Vec<i64>> {

@@ -32,7 +32,11 @@ pub(crate) fn read_schema1(file: &hdf5::File, ctx: &Ctx, run: &mut Run, groups: 
                 }
                 let v = dataset_ints(&g, col, ctx, &what)?;
                 if v.len() != starts.len() {
-                    return Err(ctx.corrupt(format!("has {} values in {what}/{col} for {} calls. The file is damaged.", v.len(), starts.len())));
+                    return Err(ctx.corrupt(format!(
+                        "has {} values in {what}/{col} for {} calls. The file is damaged.",
+                        v.len(),
+                        starts.len()
+                    )));
                 }
                 Ok(Some(Int64Array::from(v)))
             };

@@ -78,10 +78,13 @@ pub fn summary_record(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> Summar
         let d: Vec<i64> = (0..n).map(|i| end[i].wrapping_sub(start[i])).collect();
         let count = n as f64;
         let mean = numpy_sum_cast(&d) / count;
-        let sq: Vec<f64> = d.iter().map(|&x| {
-            let y = x as f64 - mean;
-            y * y
-        }).collect();
+        let sq: Vec<f64> = d
+            .iter()
+            .map(|&x| {
+                let y = x as f64 - mean;
+                y * y
+            })
+            .collect();
         s.mean = mean;
         s.m2 = (pairwise_sum(&sq) / count) * count;
         s.total = d.iter().fold(0i64, |a, &x| a.wrapping_add(x));

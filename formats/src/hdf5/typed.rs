@@ -53,7 +53,10 @@ pub(crate) fn read_ints(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<i64>> {
     let d = descriptor(c, ctx, what)?;
     let to_i64 = |v: Vec<u64>| -> R<Vec<i64>> {
         v.into_iter()
-            .map(|x| i64::try_from(x).map_err(|_| ctx.corrupt(format!("holds {x} in {what}, out of range. The file is damaged."))))
+            .map(|x| {
+                i64::try_from(x)
+                    .map_err(|_| ctx.corrupt(format!("holds {x} in {what}, out of range. The file is damaged.")))
+            })
             .collect()
     };
     Ok(match d {
@@ -106,14 +109,12 @@ pub(crate) fn is_string(d: &TypeDescriptor) -> bool {
 pub(crate) fn read_strings(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<String>> {
     let lossy = |b: &[u8]| String::from_utf8_lossy(b).into_owned();
     match descriptor(c, ctx, what)? {
-        TypeDescriptor::VarLenUnicode => Ok(read_raw_checked::<VarLenUnicode>(c, ctx, what)?
-            .iter()
-            .map(|s| lossy(s.as_bytes()))
-            .collect()),
-        TypeDescriptor::VarLenAscii => Ok(read_raw_checked::<VarLenAscii>(c, ctx, what)?
-            .iter()
-            .map(|s| lossy(s.as_bytes()))
-            .collect()),
+        TypeDescriptor::VarLenUnicode => {
+            Ok(read_raw_checked::<VarLenUnicode>(c, ctx, what)?.iter().map(|s| lossy(s.as_bytes())).collect())
+        }
+        TypeDescriptor::VarLenAscii => {
+            Ok(read_raw_checked::<VarLenAscii>(c, ctx, what)?.iter().map(|s| lossy(s.as_bytes())).collect())
+        }
         TypeDescriptor::FixedAscii(_) | TypeDescriptor::FixedUnicode(_) => read_fixed_strings(c, ctx, what),
         other => Err(ctx.corrupt(format!("has type {other} in {what} where strings belong. The file is damaged."))),
     }
@@ -145,7 +146,9 @@ fn read_fixed_strings(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<String>> {
         }
     });
     if status < 0 {
-        return Err(ctx.corrupt(format!("could not be read ({what}: fixed-length strings). The file is truncated or damaged.")));
+        return Err(
+            ctx.corrupt(format!("could not be read ({what}: fixed-length strings). The file is truncated or damaged."))
+        );
     }
     Ok(buf
         .chunks(size)
@@ -158,7 +161,10 @@ fn read_fixed_strings(c: &Container, ctx: &Ctx, what: &str) -> R<Vec<String>> {
 
 pub(crate) fn one_d(c: &Container, ctx: &Ctx, what: &str) -> R<()> {
     if c.ndim() != 1 {
-        return Err(ctx.corrupt(format!("has a {}-dimensional {what}; it must be one-dimensional. The file is damaged.", c.ndim())));
+        return Err(ctx.corrupt(format!(
+            "has a {}-dimensional {what}; it must be one-dimensional. The file is damaged.",
+            c.ndim()
+        )));
     }
     Ok(())
 }
@@ -296,7 +302,12 @@ pub(crate) fn fetch_raw<T: Copy + Send>(plan: &RawPlan, ctx: &Ctx) -> Option<Vec
             while done < len {
                 // SAFETY: `at + len <= n * elem` (checked in the plan); pieces are disjoint.
                 let got = unsafe {
-                    libc::pread(fd, ptr.as_bytes().add(at + done) as *mut libc::c_void, len - done, (addr + done as u64) as libc::off_t)
+                    libc::pread(
+                        fd,
+                        ptr.as_bytes().add(at + done) as *mut libc::c_void,
+                        len - done,
+                        (addr + done as u64) as libc::off_t,
+                    )
                 };
                 if got <= 0 {
                     return false;
@@ -337,7 +348,10 @@ pub(crate) fn attr_repr(a: &Container, ctx: &Ctx) -> String {
         return if scalar {
             py_repr(v.first().map(String::as_str).unwrap_or(""))
         } else {
-            format!("array([{}], dtype=object)", v.iter().map(|s| format!("b{}", py_repr(s))).collect::<Vec<_>>().join(", "))
+            format!(
+                "array([{}], dtype=object)",
+                v.iter().map(|s| format!("b{}", py_repr(s))).collect::<Vec<_>>().join(", ")
+            )
         };
     }
     if let TypeDescriptor::Float(_) = d {

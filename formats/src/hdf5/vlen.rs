@@ -160,7 +160,14 @@ mod tests {
     #[test]
     fn raw_strings_equal_hdf5_strings_in_reference_files() {
         let mut raw_used = 0;
-        for f in ["reference/async.h5", "reference/threads.h5", "reference/pool.h5", "reference/single.h5", "compat/schema-2.h5", "compat/schema-3.h5"] {
+        for f in [
+            "reference/async.h5",
+            "reference/threads.h5",
+            "reference/pool.h5",
+            "reference/single.h5",
+            "compat/schema-2.h5",
+            "compat/schema-3.h5",
+        ] {
             let path = repo().join("datasets").join(f);
             for (name, raw, hdf5) in both_readers(&path) {
                 if let Some(raw) = raw {

@@ -72,7 +72,11 @@ impl W<'_> {
                 let s: std::borrow::Cow<'_, str> =
                     if s.contains('\0') { s.replace('\0', "\u{2400}").into() } else { s.as_str().into() };
                 s.parse::<VarLenUnicode>().map_err(|_| {
-                    H5Error::Write(format!("could not write {} ({what}): the string {} is not storable", self.path, py_repr(&s)))
+                    H5Error::Write(format!(
+                        "could not write {} ({what}): the string {} is not storable",
+                        self.path,
+                        py_repr(&s)
+                    ))
                 })
             })
             .collect()
@@ -121,9 +125,17 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
     }
 
     let root = file.group("/").map_err(w.err("root"))?;
-    root.new_attr::<i64>().create(SCHEMA_ATTRIBUTE).map_err(w.err(SCHEMA_ATTRIBUTE))?.write_scalar(&SCHEMA_VERSION).map_err(w.err(SCHEMA_ATTRIBUTE))?;
+    root.new_attr::<i64>()
+        .create(SCHEMA_ATTRIBUTE)
+        .map_err(w.err(SCHEMA_ATTRIBUTE))?
+        .write_scalar(&SCHEMA_VERSION)
+        .map_err(w.err(SCHEMA_ATTRIBUTE))?;
     let columnar: VarLenUnicode = "columnar".parse().unwrap();
-    root.new_attr::<VarLenUnicode>().create("storage_layout").map_err(w.err("storage_layout"))?.write_scalar(&columnar).map_err(w.err("storage_layout"))?;
+    root.new_attr::<VarLenUnicode>()
+        .create("storage_layout")
+        .map_err(w.err("storage_layout"))?
+        .write_scalar(&columnar)
+        .map_err(w.err("storage_layout"))?;
 
     // /metadata
     let meta = file.create_group("metadata").map_err(w.err("metadata"))?;

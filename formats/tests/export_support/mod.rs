@@ -49,7 +49,14 @@ pub fn row(region: u32, s: &[i64], e: &[i64]) -> RegionCalls {
 }
 
 /// A row with thread (and task / await) columns.
-pub fn lane_row(region: u32, s: &[i64], e: &[i64], threads: &[i64], tasks: Option<&[i64]>, awaits: Option<&[i64]>) -> RegionCalls {
+pub fn lane_row(
+    region: u32,
+    s: &[i64],
+    e: &[i64],
+    threads: &[i64],
+    tasks: Option<&[i64]>,
+    awaits: Option<&[i64]>,
+) -> RegionCalls {
     let mut r = row(region, s, e);
     r.thread_ids = Some(Int64Array::from(threads.to_vec()));
     r.task_ids = tasks.map(|t| Int64Array::from(t.to_vec()));
@@ -58,7 +65,17 @@ pub fn lane_row(region: u32, s: &[i64], e: &[i64], threads: &[i64], tasks: Optio
 }
 
 pub fn thread(index: i64, name: &str) -> ThreadRow {
-    ThreadRow { rank: 0, index, ident: 100 + index, native_id: 1000 + index, daemon: false, start_ns: 0, end_ns: -1, cpu_ns: 0, name: name.into() }
+    ThreadRow {
+        rank: 0,
+        index,
+        ident: 100 + index,
+        native_id: 1000 + index,
+        daemon: false,
+        start_ns: 0,
+        end_ns: -1,
+        cpu_ns: 0,
+        name: name.into(),
+    }
 }
 
 /// Independent per-lane totals from the reconstruction: lane -> name -> (calls, Σ inclusive

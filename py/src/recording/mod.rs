@@ -249,7 +249,18 @@ impl NativeRecorder {
             .task_rows(origin_ns)
             .into_iter()
             .map(|t| {
-                (t.index, t.kind, t.name, t.coro_name, t.thread_index, t.created_ns, t.done_ns, t.steps, t.running_ns, t.suspended_ns)
+                (
+                    t.index,
+                    t.kind,
+                    t.name,
+                    t.coro_name,
+                    t.thread_index,
+                    t.created_ns,
+                    t.done_ns,
+                    t.steps,
+                    t.running_ns,
+                    t.suspended_ns,
+                )
             })
             .collect()
     }
@@ -275,7 +286,13 @@ impl NativeRecorder {
                 ((meta.len() - 1) as u32, tags)
             }
         };
-        ProfileRegion { shared: enabled.then(|| Arc::clone(&self.shared)), meta: Some(Arc::clone(&self.shared)), id, name, tags }
+        ProfileRegion {
+            shared: enabled.then(|| Arc::clone(&self.shared)),
+            meta: Some(Arc::clone(&self.shared)),
+            id,
+            name,
+            tags,
+        }
     }
 
     /// Register the calling thread now (the `threading.setprofile` bootstrap hook calls
@@ -321,7 +338,9 @@ impl NativeRecorder {
             .rec
             .thread_rows(origin_ns)
             .into_iter()
-            .map(|r| (r.index, r.info.ident, r.info.native_id, r.info.name, r.info.daemon, r.start_ns, r.end_ns, r.cpu_ns))
+            .map(|r| {
+                (r.index, r.info.ident, r.info.native_id, r.info.name, r.info.daemon, r.start_ns, r.end_ns, r.cpu_ns)
+            })
             .collect()
     }
 
@@ -649,7 +668,11 @@ impl ProfiledFunction {
         }
     }
 
-    fn __get__(slf: &Bound<'_, Self>, obj: Option<&Bound<'_, PyAny>>, _owner: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    fn __get__(
+        slf: &Bound<'_, Self>,
+        obj: Option<&Bound<'_, PyAny>>,
+        _owner: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<Py<PyAny>> {
         match obj {
             Some(o) if !o.is_none() => {
                 // SAFETY: both pointers are valid, owned references are returned.

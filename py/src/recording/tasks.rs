@@ -93,7 +93,13 @@ impl TaskHandle {
         self.task.finish()
     }
     fn __repr__(&self) -> String {
-        format!("<TaskHandle {} {} {:?} ({})>", self.task.kind.as_str(), self.task.index, self.task.name(), self.task.coro_name())
+        format!(
+            "<TaskHandle {} {} {:?} ({})>",
+            self.task.kind.as_str(),
+            self.task.index,
+            self.task.name(),
+            self.task.coro_name()
+        )
     }
 }
 

@@ -42,7 +42,10 @@ pub fn call_arrays_to_py(py: Python<'_>, calls: CallArrays) -> PyResult<Bound<'_
 
 /// The columns of a cached [`Reconstruction`] as read-only numpy views kept alive by
 /// `container` (the `NativeRun` whose cache holds `rec`), same order as [`call_arrays_to_py`].
-pub fn cached_call_arrays_to_py<'py>(container: &Bound<'py, PyAny>, rec: Arc<Reconstruction>) -> PyResult<Bound<'py, PyTuple>> {
+pub fn cached_call_arrays_to_py<'py>(
+    container: &Bound<'py, PyAny>,
+    rec: Arc<Reconstruction>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let py = container.py();
     // The views must keep the reconstruction alive, not just the NativeRun (whose cache
     // holds it, but a view may outlive a cache entry): wrap the Arc in a Python object.
@@ -170,7 +173,11 @@ pub fn group_lanes<'py>(py: Python<'py>, lane: PyReadonlyArray1<'py, i32>) -> Py
 pub fn cached_lane_split_to_py(py: Python<'_>, rec: Arc<Reconstruction>) -> PyResult<Bound<'_, PyTuple>> {
     if rec.calls.lane.is_empty() {
         let n = rec.calls.len();
-        let split = LaneSplit { lanes: if n == 0 { vec![] } else { vec![-1] }, offsets: if n == 0 { vec![0] } else { vec![0, n] }, order: vec![] };
+        let split = LaneSplit {
+            lanes: if n == 0 { vec![] } else { vec![-1] },
+            offsets: if n == 0 { vec![0] } else { vec![0, n] },
+            order: vec![],
+        };
         return lane_split_to_py(py, split);
     }
     py.detach(|| {
@@ -190,7 +197,12 @@ pub fn lane_split_to_py(py: Python<'_>, split: LaneSplit) -> PyResult<Bound<'_, 
 }
 
 /// `(lanes, offsets, order)` with `order` given.
-fn split_tuple<'py>(py: Python<'py>, lanes: &[i32], offsets: &[usize], order: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
+fn split_tuple<'py>(
+    py: Python<'py>,
+    lanes: &[i32],
+    offsets: &[usize],
+    order: Bound<'py, PyAny>,
+) -> PyResult<Bound<'py, PyTuple>> {
     let lanes: Vec<i64> = lanes.iter().map(|&l| i64::from(l)).collect();
     let offsets: Vec<i64> = offsets.iter().map(|&o| o as i64).collect();
     PyTuple::new(py, [owned_i64(py, lanes).into_any(), owned_i64(py, offsets).into_any(), order])

@@ -111,7 +111,10 @@ pub unsafe fn row_dict<'py>(container: &Bound<'py, PyAny>, run: &Run, i: usize) 
     };
     d.set_item("call_ids", plain(&r.call_ids))?;
     d.set_item("parent_ids", plain(&r.parent_ids))?;
-    d.set_item("ids_packed", r.call_ids.as_ref().is_some_and(|c| c.is_packed()) || r.parent_ids.as_ref().is_some_and(|c| c.is_packed()))?;
+    d.set_item(
+        "ids_packed",
+        r.call_ids.as_ref().is_some_and(|c| c.is_packed()) || r.parent_ids.as_ref().is_some_and(|c| c.is_packed()),
+    )?;
     d.set_item("thread_ids", opt(&r.thread_ids))?;
     d.set_item("task_ids", opt(&r.task_ids))?;
     d.set_item("await_ns", opt(&r.await_ns))?;
@@ -167,7 +170,8 @@ pub fn run_from_py(
         let region = region_names
             .iter()
             .position(|n| *n == name)
-            .ok_or_else(|| PyValueError::new_err(format!("row names unknown region {name:?}")))? as u32;
+            .ok_or_else(|| PyValueError::new_err(format!("row names unknown region {name:?}")))?
+            as u32;
         let rank: u32 = d.get_item("rank")?.ok_or_else(|| PyKeyError::new_err("rank"))?.extract()?;
         let start_ns = req_array(d, "start_ns")?;
         let end_ns = req_array(d, "end_ns")?;

@@ -120,7 +120,9 @@ pub fn events_table(run: &Run, rows: &[usize], origin: f64) -> PyResult<PyTable>
     }
     let sel: Vec<&scope_profiler_analysis::RegionCalls> = rows.iter().map(|&r| &run.regions[r]).collect();
     let n: usize = sel.iter().map(|r| r.len()).sum();
-    let gpu_of = |r: &scope_profiler_analysis::RegionCalls| r.gpu_ns.as_ref().filter(|g| g.values().iter().any(|&v| v >= 0)).cloned();
+    let gpu_of = |r: &scope_profiler_analysis::RegionCalls| {
+        r.gpu_ns.as_ref().filter(|g| g.values().iter().any(|&v| v >= 0)).cloned()
+    };
     let ids_of = |r: &scope_profiler_analysis::RegionCalls| match (&r.call_ids, &r.parent_ids) {
         (Some(c), Some(p)) => Some((c.to_array(), p.to_array())),
         _ => None,
