@@ -8,6 +8,7 @@ Prints one JSON line: seconds (best of REPEAT) or peak RSS bytes.
               ours: the same calls, "api", and the cached results API, "cached")
 * memory   : peak RSS of load + analysis, and the RSS after imports (baseline)
 """
+
 import json
 import resource
 import sys

@@ -5,6 +5,7 @@ usage: python _gen_reference.py KIND PATH   (KIND: single | threads | tasks)
 * threads: 8 threads x 250k events (62.5k iterations of four nested regions each)
 * tasks  : 10 gathers of 10k tasks, each task four nested regions (100k task lanes, 400k events)
 """
+
 import sys
 import threading
 
@@ -12,11 +13,8 @@ import scope_profiler as sp
 
 
 def nested(a, b, c, d):
-    with a:
-        with b:
-            with c:
-                with d:
-                    pass
+    with a, b, c, d:
+        pass
 
 
 def main(kind, path):

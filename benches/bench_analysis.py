@@ -18,6 +18,7 @@
    A reference measurement longer than --cap seconds (default 60) is cut and shown "> cap".
 3. Prints a table with the ratios ours / reference.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -60,7 +61,9 @@ def generate(cache: Path) -> None:
 def measure(python: str, impl: str, what: str, path: Path, repeat: int, cap: float) -> dict | None:
     cmd = [python, str(HERE / "_bench_worker.py"), impl, what, str(path), str(repeat)]
     try:
-        out = subprocess.run(cmd, check=True, capture_output=True, text=True, timeout=cap * (repeat + 1) + 30)
+        out = subprocess.run(
+            cmd, check=True, capture_output=True, text=True, timeout=cap * (repeat + 1) + 30
+        )
     except subprocess.TimeoutExpired:
         return None
     return json.loads(out.stdout.strip().splitlines()[-1])
@@ -72,7 +75,9 @@ def fmt_s(v: float | None, cap: float) -> str:
 
 def main() -> None:
     ap = argparse.ArgumentParser()
-    ap.add_argument("--cache", default=os.environ.get("SCOPE_PROFILER_BENCH_CACHE", "/tmp/scope_profiler_bench"))
+    ap.add_argument(
+        "--cache", default=os.environ.get("SCOPE_PROFILER_BENCH_CACHE", "/tmp/scope_profiler_bench")
+    )
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cap", type=float, default=60.0)
     args = ap.parse_args()
@@ -87,7 +92,15 @@ def main() -> None:
             ref = measure(REF, "ref", what, path, ref_repeat, args.cap)
             ours = measure(OURS, "ours", what, path, args.repeat, args.cap)
             if what == "load":
-                rows.append((what, stem, "read_h5", ours["seconds"], None if ref is None else ref["seconds"]))
+                rows.append(
+                    (
+                        what,
+                        stem,
+                        "read_h5",
+                        ours["seconds"],
+                        None if ref is None else ref["seconds"],
+                    )
+                )
             else:
                 ref_s = None if ref is None or ref["api"] > args.cap else ref["api"]
                 rows.append((what, stem, "same API calls", ours["api"], ref_s))
@@ -96,7 +109,9 @@ def main() -> None:
     ours_mem = measure(OURS, "ours", "memory", cache / "single_2M.h5", 1, args.cap)
 
     print()
-    print(f"{'measure':<9} {'file':<17} {'variant':<19} {'ours':>12} {'reference':>12} {'ratio':>9} {'target':>8}  ok")
+    print(
+        f"{'measure':<9} {'file':<17} {'variant':<19} {'ours':>12} {'reference':>12} {'ratio':>9} {'target':>8}  ok"
+    )
     print("-" * 96)
     for what, stem, variant, o, r in rows:
         target = TARGETS.get((what, stem), TARGETS.get((what, "*")))
@@ -104,17 +119,23 @@ def main() -> None:
             ratio_s, ok = f"< {o / args.cap:.4f}", o / args.cap <= target
         else:
             ratio_s, ok = f"{o / r:9.4f}", o / r <= target
-        print(f"{what:<9} {stem:<17} {variant:<19} {fmt_s(o, args.cap):>12} {fmt_s(r, args.cap):>12} "
-              f"{ratio_s:>9} {'1/%d' % round(1 / target):>8}  {'yes' if ok else 'NO'}")
+        print(
+            f"{what:<9} {stem:<17} {variant:<19} {fmt_s(o, args.cap):>12} {fmt_s(r, args.cap):>12} "
+            f"{ratio_s:>9} {'1/%d' % round(1 / target):>8}  {'yes' if ok else 'NO'}"
+        )
     for label, key in (("peak RSS", "peak_rss"), ("RSS - import", None)):
         o = ours_mem["peak_rss"] - (0 if key else ours_mem["baseline_rss"])
         r = ref_mem["peak_rss"] - (0 if key else ref_mem["baseline_rss"])
         ok = o / r <= TARGETS[("memory", "single_2M")]
-        print(f"{'memory':<9} {'single_2M':<17} {label:<19} {o / 2**20:9.1f} MiB {r / 2**20:9.1f} MiB "
-              f"{o / r:9.4f} {'1/3':>8}  {'yes' if ok else 'NO'}")
+        print(
+            f"{'memory':<9} {'single_2M':<17} {label:<19} {o / 2**20:9.1f} MiB {r / 2**20:9.1f} MiB "
+            f"{o / r:9.4f} {'1/3':>8}  {'yes' if ok else 'NO'}"
+        )
     print()
-    print(f"ours: {OURS}; reference: {REF}; best of {args.repeat} (reference 100k-lane analysis: 1 run); "
-          f"{os.cpu_count()} CPUs")
+    print(
+        f"ours: {OURS}; reference: {REF}; best of {args.repeat} (reference 100k-lane analysis: 1 run); "
+        f"{os.cpu_count()} CPUs"
+    )
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ then prints both and the ratio.
   (real event loop, C Task); ns per step, with and without tracking.
 Minimum over R repeats (the box is noisy).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -50,13 +51,16 @@ def _wrapper_factory(tracker):
     """(coro) -> wrapped coroutine, as the task factory builds it, for either package."""
     native = getattr(tracker, "_native", None)
     if native is not None and hasattr(native, "timed_coroutine"):  # ours
+
         def wrap(coro):
             return native.timed_coroutine(coro, native.new_task("task", "", "bench"))
+
         return wrap
     from scope_profiler import concurrency  # the reference
 
     def wrap(coro):
         return concurrency._timed_coroutine(coro, tracker._new_task("task", "", "bench"), tracker)
+
     return wrap
 
 
@@ -111,23 +115,45 @@ def main():
     ours = measure(args.steps, args.repeat)
     ref_python = os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python")
     proc = subprocess.run(
-        [ref_python, os.path.abspath(__file__), "--worker", "--steps", str(args.steps),
-         "--repeat", str(args.repeat)],
-        capture_output=True, text=True, cwd="/", timeout=600,
+        [
+            ref_python,
+            os.path.abspath(__file__),
+            "--worker",
+            "--steps",
+            str(args.steps),
+            "--repeat",
+            str(args.repeat),
+        ],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=600,
     )
     if proc.returncode != 0:
         sys.exit(f"reference run failed:\n{proc.stderr}")
     ref = json.loads(proc.stdout)
-    keys = ("send_bare_ns", "send_wrapped_ns", "send_overhead_ns", "loop_untracked_ns", "loop_tracked_ns")
+    keys = (
+        "send_bare_ns",
+        "send_wrapped_ns",
+        "send_overhead_ns",
+        "loop_untracked_ns",
+        "loop_tracked_ns",
+    )
     print(f"{'ns per step':<22}{'ours':>10}{'reference':>12}")
     for k in keys:
         print(f"{k:<22}{ours[k]:>10.1f}{ref[k]:>12.1f}")
-    ratio = ref["send_overhead_ns"] / ours["send_overhead_ns"] if ours["send_overhead_ns"] > 0 else float("inf")
+    ratio = (
+        ref["send_overhead_ns"] / ours["send_overhead_ns"]
+        if ours["send_overhead_ns"] > 0
+        else float("inf")
+    )
     print(f"send overhead ratio (reference / ours): {ratio:.1f}x")
     d_ours = ours["loop_tracked_ns"] - ours["loop_untracked_ns"]
     d_ref = ref["loop_tracked_ns"] - ref["loop_untracked_ns"]
-    print(f"event-loop step overhead: ours {d_ours:.0f} ns, reference {d_ref:.0f} ns"
-          + (f" ({d_ref / d_ours:.1f}x)" if d_ours > 0 else " (ours below the noise)"))
+    print(
+        f"event-loop step overhead: ours {d_ours:.0f} ns, reference {d_ref:.0f} ns"
+        + (f" ({d_ref / d_ours:.1f}x)" if d_ours > 0 else " (ours below the noise)")
+    )
 
 
 if __name__ == "__main__":

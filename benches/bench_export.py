@@ -12,6 +12,7 @@
 usage: python benches/bench_export.py [--ref-python PATH] [--files N] [--keep DIR]
 The reference interpreter defaults to $SCOPE_PROFILER_REF_PYTHON.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -83,7 +84,9 @@ def timed(cmd: list[str]) -> tuple[float, float]:
 
 
 def main() -> None:
-    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     ap.add_argument("--ref-python", default=os.environ.get("SCOPE_PROFILER_REF_PYTHON"))
     ap.add_argument("--files", type=int, default=100)
     ap.add_argument("--keep", type=Path, help="work in DIR and keep it (default: a temp dir)")
@@ -107,7 +110,9 @@ def main() -> None:
         files.append(str(f))
     formats = "speedscope,folded,flamegraph,timeline,parquet"
     print(f"\n[batch] {args.files} files x 16000 events (4 threads), formats {formats}")
-    print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)")
+    print(
+        f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)"
+    )
     results = {}
     for jobs in ("1", None):
         out = work / f"out_j{jobs or 'all'}"
@@ -116,8 +121,10 @@ def main() -> None:
         wall, cpu = timed(cmd)
         results[jobs] = (wall, cpu)
         label = "-j 1      " if jobs else "default -j"
-        print(f"  {label}: wall {wall:7.3f} s  cpu {cpu:7.3f} s  cpu/wall {cpu / wall:4.2f}  "
-              f"({len(list(out.iterdir()))} outputs)")
+        print(
+            f"  {label}: wall {wall:7.3f} s  cpu {cpu:7.3f} s  cpu/wall {cpu / wall:4.2f}  "
+            f"({len(list(out.iterdir()))} outputs)"
+        )
     w1, wn = results["1"][0], results[None][0]
     print(f"  speedup default vs -j 1: {w1 / wn:.2f}x wall")
 
@@ -126,7 +133,9 @@ def main() -> None:
     if not big.exists():
         print("\n[large] writing the 2M-event file with the reference ...")
         subprocess.run([args.ref_python, "-c", GEN, "single", str(big)], check=True)
-    print(f"\n[large] speedscope export of {big.name} (2,000,000 events, {big.stat().st_size / 1e6:.1f} MB)")
+    print(
+        f"\n[large] speedscope export of {big.name} (2,000,000 events, {big.stat().st_size / 1e6:.1f} MB)"
+    )
     import scope_profiler as sp
 
     t = time.perf_counter()
@@ -139,16 +148,32 @@ def main() -> None:
         ours.append(time.perf_counter() - t)
         ours_cpu.append(time.process_time() - c)
     ours_s, ours_c = min(ours), min(ours_cpu)
-    cli_wall, cli_cpu = timed([*cli(), "export", "speedscope", str(big), "-o", str(work / "cli_big")])
-    proc = subprocess.run([args.ref_python, "-c", REF_EXPORT, str(big), str(work / "ref.speedscope.json")],
-                          capture_output=True, text=True, check=True)
+    cli_wall, cli_cpu = timed(
+        [*cli(), "export", "speedscope", str(big), "-o", str(work / "cli_big")]
+    )
+    proc = subprocess.run(
+        [args.ref_python, "-c", REF_EXPORT, str(big), str(work / "ref.speedscope.json")],
+        capture_output=True,
+        text=True,
+        check=True,
+    )
     ref_s, ref_c = map(float, proc.stdout.strip().splitlines()[-1].split())
-    print(f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)")
-    print(f"  ours export_speedscope (in-process, read {read_s:.3f} s excluded): wall {ours_s:7.3f} s  cpu {ours_c:7.3f} s (best of 3)")
-    print(f"  ours CLI end to end (read + export):                       wall {cli_wall:7.3f} s  cpu {cli_cpu:7.3f} s")
-    print(f"  reference export_speedscope (read excluded):               wall {ref_s:7.3f} s  cpu {ref_c:7.3f} s")
-    print(f"  ratio ours/reference: wall 1/{ref_s / ours_s:.0f}, cpu 1/{ref_c / ours_c:.0f}; "
-          f"CLI end to end (incl. read) / reference: wall 1/{ref_s / cli_wall:.0f}, cpu 1/{ref_c / cli_cpu:.0f}; target <= 1/50")
+    print(
+        f"  load average: {' '.join(f'{x:.2f}' for x in os.getloadavg())} (other processes share the cores)"
+    )
+    print(
+        f"  ours export_speedscope (in-process, read {read_s:.3f} s excluded): wall {ours_s:7.3f} s  cpu {ours_c:7.3f} s (best of 3)"
+    )
+    print(
+        f"  ours CLI end to end (read + export):                       wall {cli_wall:7.3f} s  cpu {cli_cpu:7.3f} s"
+    )
+    print(
+        f"  reference export_speedscope (read excluded):               wall {ref_s:7.3f} s  cpu {ref_c:7.3f} s"
+    )
+    print(
+        f"  ratio ours/reference: wall 1/{ref_s / ours_s:.0f}, cpu 1/{ref_c / ours_c:.0f}; "
+        f"CLI end to end (incl. read) / reference: wall 1/{ref_s / cli_wall:.0f}, cpu 1/{ref_c / cli_cpu:.0f}; target <= 1/50"
+    )
     if not args.keep:
         shutil.rmtree(work, ignore_errors=True)
 

@@ -8,6 +8,7 @@ venv, `$SCOPE_PROFILER_REF_PYTHON`, default /work/refvenv/bin/python). A variant
 output off, best of R repeats, minus the same loop with no profiler (the bare loop for `with`,
 a plain call of the undecorated function for the decorator), and prints ns per call and the ratio.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -52,8 +53,13 @@ print(json.dumps(res))
 
 
 def run(python: str, mode: str, calls: int, repeat: int) -> dict:
-    proc = subprocess.run([python, "-c", WORKER, mode, str(calls), str(repeat)],
-                          capture_output=True, text=True, check=True, cwd="/tmp")
+    proc = subprocess.run(
+        [python, "-c", WORKER, mode, str(calls), str(repeat)],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd="/tmp",
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
@@ -61,15 +67,22 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--calls", type=int, default=200_000)
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--ref-python", default=os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python"))
+    ap.add_argument(
+        "--ref-python",
+        default=os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python"),
+    )
     a = ap.parse_args()
-    print(f"ns per call, best of {a.repeat} x {a.calls} calls, loop overhead subtracted; load {os.getloadavg()[0]:.2f}")
+    print(
+        f"ns per call, best of {a.repeat} x {a.calls} calls, loop overhead subtracted; load {os.getloadavg()[0]:.2f}"
+    )
     print(f"{'mode':<14} {'path':<10} {'ours':>8} {'reference':>10} {'ref/ours':>9}")
     for mode in ("untracked", "track_threads"):
         ours = run(sys.executable, mode, a.calls, a.repeat)
         ref = run(a.ref_python, mode, a.calls, a.repeat)
         for path in ("with", "decorator"):
-            print(f"{mode:<14} {path:<10} {ours[path]:>8.0f} {ref[path]:>10.0f} {ref[path] / ours[path]:>9.1f}")
+            print(
+                f"{mode:<14} {path:<10} {ours[path]:>8.0f} {ref[path]:>10.0f} {ref[path] / ours[path]:>9.1f}"
+            )
 
 
 if __name__ == "__main__":

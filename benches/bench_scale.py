@@ -8,6 +8,7 @@ reference's auto policy), then in a fresh process: read_h5, reconstruct every ra
 (``results.reconstruct()``), split rank 0 by lane and summarize threads. Prints seconds per
 step, peak RSS and bytes per event.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -21,7 +22,6 @@ from pathlib import Path
 
 def build(path: Path, events: int) -> None:
     import numpy as np
-
     from scope_profiler import _native
 
     threads = 8
@@ -35,14 +35,19 @@ def build(path: Path, events: int) -> None:
             starts.append(base + 10 * k)
             ends.append(base + step - 10 - 10 * k)
             tids.append(np.full(iterations, t, dtype=np.int64))
-        rows.append({
-            "name": name, "rank": 0,
-            "start_ns": np.concatenate(starts), "end_ns": np.concatenate(ends),
-            "thread_ids": np.concatenate(tids),
-        })
+        rows.append(
+            {
+                "name": name,
+                "rank": 0,
+                "start_ns": np.concatenate(starts),
+                "end_ns": np.concatenate(ends),
+                "thread_ids": np.concatenate(tids),
+            }
+        )
     thread_rows = [(0, t, 0, 0, False, 0, -1, 0, f"w{t}") for t in range(threads)]
     native = _native.NativeRun.from_columns(
-        ["outer", "middle", "inner", "leaf"], rows, thread_rows, [], {"start_time_ns": 0}, 1)
+        ["outer", "middle", "inner", "leaf"], rows, thread_rows, [], {"start_time_ns": 0}, 1
+    )
     del rows
     native.write_h5(str(path))
 
@@ -84,16 +89,26 @@ def main() -> None:
         path.parent.mkdir(parents=True, exist_ok=True)
         t0 = time.perf_counter()
         build(path, args.events)
-        print(f"built {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.1f} s")
-    out = subprocess.run([sys.executable, __file__, "--child", "--path", str(path)],
-                         check=True, capture_output=True, text=True)
+        print(
+            f"built {path} ({path.stat().st_size / 2**20:.0f} MiB) in {time.perf_counter() - t0:.1f} s"
+        )
+    out = subprocess.run(
+        [sys.executable, __file__, "--child", "--path", str(path)],
+        check=True,
+        capture_output=True,
+        text=True,
+    )
     r = json.loads(out.stdout.strip().splitlines()[-1])
     print(f"events {r['events']:,}  lanes {r['lanes']}  threads {r['threads']}")
-    print(f"load {r['load_s']:.2f} s  reconstruct {r['reconstruct_s']:.2f} s  "
-          f"split+thread_summary {r['split_summary_s']:.3f} s  "
-          f"total {r['load_s'] + r['reconstruct_s'] + r['split_summary_s']:.2f} s")
-    print(f"peak RSS {r['peak_rss'] / 2**30:.2f} GiB = {r['peak_rss'] / r['events']:.0f} bytes/event "
-          f"({os.cpu_count()} CPUs)")
+    print(
+        f"load {r['load_s']:.2f} s  reconstruct {r['reconstruct_s']:.2f} s  "
+        f"split+thread_summary {r['split_summary_s']:.3f} s  "
+        f"total {r['load_s'] + r['reconstruct_s'] + r['split_summary_s']:.2f} s"
+    )
+    print(
+        f"peak RSS {r['peak_rss'] / 2**30:.2f} GiB = {r['peak_rss'] / r['events']:.0f} bytes/event "
+        f"({os.cpu_count()} CPUs)"
+    )
 
 
 if __name__ == "__main__":

@@ -7,6 +7,7 @@ With ``track_async=True`` every task is a lane: the overlapping ``fetch`` calls 
 nesting error, each call knows how long its task was suspended inside it
 (``await_times``), and ``durations - await_times`` is the time it held the thread.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -40,15 +41,20 @@ async def crawl() -> list[str]:
 
 
 def main() -> None:
-    with ProfileManager.session(file_path="async_fetch.h5", track_async=True,
-                                return_results=True, verbose=False) as run:
+    with ProfileManager.session(
+        file_path="async_fetch.h5", track_async=True, return_results=True, verbose=False
+    ) as run:
         asyncio.run(crawl())
     results = run.results
     fetch_calls = results["fetch"][0]
     held = fetch_calls.durations - fetch_calls.await_times
     print(f"{'lane':<40}{'duration':>10}{'await':>10}{'held':>10}")
-    for task, d, a, h in zip(fetch_calls.task_ids, fetch_calls.durations, fetch_calls.await_times, held):
-        print(f"{results.lane_label(int(task)):<40}{d * 1e3:>8.2f}ms{a * 1e3:>8.2f}ms{h * 1e3:>8.2f}ms")
+    for task, d, a, h in zip(
+        fetch_calls.task_ids, fetch_calls.durations, fetch_calls.await_times, held
+    ):
+        print(
+            f"{results.lane_label(int(task)):<40}{d * 1e3:>8.2f}ms{a * 1e3:>8.2f}ms{h * 1e3:>8.2f}ms"
+        )
     print()
     for task in results.tasks[0]:
         print(task)

@@ -7,6 +7,7 @@ end of the session each rank's calls and thread table go to rank 0, which writes
 with all ranks inside (ranks in order, each with its own thread table). Rank 0 prints the
 summary; every rank reports how many calls it recorded.
 """
+
 import sys
 import threading
 import time
@@ -37,7 +38,10 @@ def worker(rank, k, results):
 
 def main():
     with ProfileManager.session(
-        file_path=OUT, track_threads=True, return_results=True, verbose=False,
+        file_path=OUT,
+        track_threads=True,
+        return_results=True,
+        verbose=False,
     ) as run:
         comm = ProfileManager.get_config().comm
         rank = comm.Get_rank() if comm is not None else 0

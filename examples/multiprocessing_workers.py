@@ -11,6 +11,7 @@ into ``parent.h5``. Works the same with ``multiprocessing.Pool`` and
 down and its own ``session()`` replaces the inherited run. A pool process that runs
 several tasks rewrites its file with each session (the later one wins, atomically).
 """
+
 import argparse
 import concurrent.futures
 import multiprocessing
@@ -39,7 +40,9 @@ def process_items(k, seed):
 def work(seed, out_dir="."):
     """One task: the whole of it is profiled into this process's own file."""
     with ProfileManager.session(
-        file_path=os.path.join(out_dir, f"worker_{os.getpid()}.h5"), track_threads=True, verbose=False,
+        file_path=os.path.join(out_dir, f"worker_{os.getpid()}.h5"),
+        track_threads=True,
+        verbose=False,
     ):
         threads = [
             threading.Thread(target=process_items, args=(k, seed), name=f"item-thread-{k}")
@@ -66,12 +69,15 @@ def main(argv=None):
     parser.add_argument("--method", action="append", choices=["fork", "spawn", "forkserver"])
     parser.add_argument("--out", default=".")
     args = parser.parse_args(argv)
-    methods = args.method or [m for m in ("fork", "spawn", "forkserver")
-                              if m in multiprocessing.get_all_start_methods()]
+    methods = args.method or [
+        m for m in ("fork", "spawn", "forkserver") if m in multiprocessing.get_all_start_methods()
+    ]
     out_dir = os.path.abspath(args.out)
     os.makedirs(out_dir, exist_ok=True)
     with ProfileManager.session(
-        file_path=os.path.join(out_dir, "parent.h5"), track_threads=True, verbose=False,
+        file_path=os.path.join(out_dir, "parent.h5"),
+        track_threads=True,
+        verbose=False,
     ):
         pids = []
         for method in methods:
@@ -79,9 +85,11 @@ def main(argv=None):
                 pids += run_pools(method, out_dir)
     files = sorted(Path(out_dir).glob("worker_*.h5"))
     merged = merge_results(*(read_h5(f) for f in files))
-    print(f"{len(pids)} tasks in {len(set(pids))} worker processes ({', '.join(methods)}); "
-          f"{len(files)} worker files, merged: {merged.num_ranks} rank(s), "
-          f"{merged['item'].num_calls} item calls")
+    print(
+        f"{len(pids)} tasks in {len(set(pids))} worker processes ({', '.join(methods)}); "
+        f"{len(files)} worker files, merged: {merged.num_ranks} rank(s), "
+        f"{merged['item'].num_calls} item calls"
+    )
     return 0
 
 

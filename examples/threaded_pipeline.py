@@ -8,6 +8,7 @@ or profile it from inside with ``ProfileManager.session(track_threads=True)``
 (see the bottom of this file). The workers mix CPU work (``parse``) with blocking
 waits (``fetch``), so the thread table shows wall time far above CPU time for them.
 """
+
 from __future__ import annotations
 
 import hashlib

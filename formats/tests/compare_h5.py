@@ -3,6 +3,7 @@ the reference package is importable, the numbers it reports for both.
 
 usage: compare_h5.py ORIGINAL OURS   -> prints "OK" or the differences, exit 1 on difference
 """
+
 import sys
 
 import h5py
@@ -12,13 +13,18 @@ import numpy as np
 def datasets(path):
     out = {}
     with h5py.File(path, "r") as f:
+
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
                 out[name] = (obj.dtype, obj[()])
+
         f.visititems(visit)
         out["<root attrs>"] = (None, {k: f.attrs[k] for k in f.attrs})
         if "metadata" in f:
-            out["<metadata attrs>"] = (None, {k: f["metadata"].attrs[k] for k in f["metadata"].attrs})
+            out["<metadata attrs>"] = (
+                None,
+                {k: f["metadata"].attrs[k] for k in f["metadata"].attrs},
+            )
     return out
 
 
@@ -42,16 +48,20 @@ def reference_view(path):
                 list(np.asarray(reg.end_times_ns) - np.asarray(reg.start_times_ns)),
                 None if reg.thread_ids is None else list(reg.thread_ids),
                 None if reg.task_ids is None else list(reg.task_ids),
-                reg.source_file, reg.source_lineno, tuple(reg.tags),
+                reg.source_file,
+                reg.source_lineno,
+                tuple(reg.tags),
             )
     view["exclusive"] = {
-        name: r.get_region(name)[0].exclusive_duration for name in r._region_dict if 0 in r._region_dict[name].regions
+        name: r.get_region(name)[0].exclusive_duration
+        for name in r._region_dict
+        if 0 in r._region_dict[name].regions
     }
     view["threads"] = {k: [repr(t) for t in v] for k, v in r.threads.items()}
     view["tasks"] = {k: [repr(t) for t in v] for k, v in r.tasks.items()}
     try:
         view["thread_summary"] = r.thread_summary(0)
-    except Exception as exc:  # noqa: BLE001
+    except Exception as exc:
         view["thread_summary"] = repr(exc)
     return view
 

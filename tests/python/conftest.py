@@ -1,4 +1,5 @@
 """Shared fixtures for the Python tests: paths of the reference datasets."""
+
 from __future__ import annotations
 
 from pathlib import Path

@@ -1,4 +1,5 @@
 """Shared test helpers: paths, running the CLI, the reference interpreter, real consumers."""
+
 from __future__ import annotations
 
 import json
@@ -16,11 +17,16 @@ SHARED = ROOT.parent / "shared"
 SPEEDSCOPE_CHECK = SHARED / "clients" / "speedscope" / "speedscope_check.cjs"
 
 
-def run_cli(*args: str, cwd: Path | None = None, timeout: float = 300) -> subprocess.CompletedProcess:
+def run_cli(
+    *args: str, cwd: Path | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess:
     """Run `python -m scope_profiler ARGS` (the console script's code) and capture output."""
     return subprocess.run(
         [sys.executable, "-m", "scope_profiler", *map(str, args)],
-        cwd=cwd, capture_output=True, text=True, timeout=timeout,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
     )
 
 
@@ -28,7 +34,9 @@ def reference_python() -> str:
     """The interpreter that has the reference scope-profiler 0.7.5, or skip (loudly)."""
     ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
     if not ref or not Path(ref).exists():
-        pytest.skip("reference package not available: set SCOPE_PROFILER_REF_PYTHON (tests/run_all.sh does)")
+        pytest.skip(
+            "reference package not available: set SCOPE_PROFILER_REF_PYTHON (tests/run_all.sh does)"
+        )
     return ref
 
 
@@ -52,7 +60,9 @@ for rank, rows in r.threads.items():
     out["threads"][str(rank)] = [{"index": t.index, "name": t.name, "alive": t.alive} for t in rows]
 print(json.dumps(out))
 """
-    proc = subprocess.run([reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
     assert proc.returncode == 0, f"reference could not read {path}:\n{proc.stderr}"
     return json.loads(proc.stdout)
 
@@ -61,10 +71,15 @@ def speedscope_import(path: Path) -> str:
     """Import `path` with speedscope's own importer (npm speedscope 1.25.0); skip loudly if absent."""
     node_dir = os.environ.get("CLIENTS_NODE_DIR")
     if shutil.which("node") is None or not node_dir or not SPEEDSCOPE_CHECK.exists():
-        pytest.skip("speedscope importer not available: needs node, CLIENTS_NODE_DIR and ../shared/clients")
+        pytest.skip(
+            "speedscope importer not available: needs node, CLIENTS_NODE_DIR and ../shared/clients"
+        )
     proc = subprocess.run(
         ["node", str(SPEEDSCOPE_CHECK), str(path), "--expect", "speedscope json"],
-        capture_output=True, text=True, timeout=120, env={**os.environ, "CLIENTS_NODE_DIR": node_dir},
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "CLIENTS_NODE_DIR": node_dir},
     )
     assert proc.returncode == 0, f"speedscope rejected {path}:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout

@@ -1,4 +1,5 @@
 """track_async: asyncio tasks as lanes with per-call await time (issue 3)."""
+
 from __future__ import annotations
 
 import asyncio
@@ -10,10 +11,8 @@ import time
 
 import numpy as np
 import pytest
-
-from scope_profiler import ProfileManager, read_h5
-
 from helpers import reference_python
+from scope_profiler import ProfileManager, read_h5
 
 
 @pytest.fixture
@@ -106,10 +105,14 @@ def test_three_gathered_fetches_are_three_lanes(manager):
     assert all(lbl.endswith("(fetch) on MainThread") and lbl.startswith("Task-") for lbl in labels)
     assert r["parse"][0].exclusive_durations.sum() > 0
     # fetch exclusive excludes its own parse only
-    assert fetch_.exclusive_duration == pytest.approx(fetch_.total_duration - r["parse"][0].total_duration)
+    assert fetch_.exclusive_duration == pytest.approx(
+        fetch_.total_duration - r["parse"][0].total_duration
+    )
     # thread_summary: region time = session root + task roots whose last step ran on it
     row = r.thread_summary()[0]
-    roots = r["scope_profiler.session"][0].total_duration + crawl.total_duration + fetch_.total_duration
+    roots = (
+        r["scope_profiler.session"][0].total_duration + crawl.total_duration + fetch_.total_duration
+    )
     assert row["region_time"] == pytest.approx(roots)
     assert row["num_calls"] == 8
 
@@ -357,11 +360,18 @@ def test_checkpoint_then_call_outside_task_has_no_task(manager, tmp_path):
 
 # --------------------------------------------------------------------------- hooks
 def test_hooks_restored_after_session_any_order():
-    before = (asyncio.BaseEventLoop.__dict__["run_forever"], asyncio.BaseEventLoop.__dict__["create_task"],
-              threading.getprofile())
+    before = (
+        asyncio.BaseEventLoop.__dict__["run_forever"],
+        asyncio.BaseEventLoop.__dict__["create_task"],
+        threading.getprofile(),
+    )
     a, b = ProfileManager(), ProfileManager()
-    sa = a.session(verbose=False, track_async=True, deactivate_file_output=True, return_results=True)
-    sb = b.session(verbose=False, track_async=True, deactivate_file_output=True, return_results=True)
+    sa = a.session(
+        verbose=False, track_async=True, deactivate_file_output=True, return_results=True
+    )
+    sb = b.session(
+        verbose=False, track_async=True, deactivate_file_output=True, return_results=True
+    )
     sa.__enter__()
     sb.__enter__()
 
@@ -377,8 +387,11 @@ def test_hooks_restored_after_session_any_order():
     assert asyncio.BaseEventLoop.__dict__["run_forever"] is not before[0]
     asyncio.run(main())
     sb.__exit__(None, None, None)
-    after = (asyncio.BaseEventLoop.__dict__["run_forever"], asyncio.BaseEventLoop.__dict__["create_task"],
-             threading.getprofile())
+    after = (
+        asyncio.BaseEventLoop.__dict__["run_forever"],
+        asyncio.BaseEventLoop.__dict__["create_task"],
+        threading.getprofile(),
+    )
     assert after == before
     assert sa.results["j"][0].num_calls == 1 and (sa.results["j"][0].task_ids >= 0).all()
     assert sb.results["j"][0].num_calls == 2 and (sb.results["j"][0].task_ids >= 0).all()
@@ -403,8 +416,9 @@ def test_hdf5_round_trip_and_reference_reads_it(manager, tmp_path):
         a, b = mem[name][0], disk[name][0]
         for col in ("start_times_ns", "end_times_ns", "thread_ids", "task_ids", "await_times_ns"):
             assert np.array_equal(getattr(a, col), getattr(b, col)), (name, col)
-    assert [t._to_tuple() if hasattr(t, "_to_tuple") else repr(t) for t in mem.tasks[0]] == \
-        [t._to_tuple() if hasattr(t, "_to_tuple") else repr(t) for t in disk.tasks[0]]
+    assert [t._to_tuple() if hasattr(t, "_to_tuple") else repr(t) for t in mem.tasks[0]] == [
+        t._to_tuple() if hasattr(t, "_to_tuple") else repr(t) for t in disk.tasks[0]
+    ]
     code = (
         "import json, sys, scope_profiler as sp\n"
         "r = sp.read_h5(sys.argv[1]); f = r['fetch'][0]\n"
@@ -412,7 +426,9 @@ def test_hdf5_round_trip_and_reference_reads_it(manager, tmp_path):
         "  'tasks': [[t.index, t.name, t.coro_name, t.steps] for t in r.tasks[0]],\n"
         "  'labels': [r.lane_label(int(t)) for t in f.task_ids]}))\n"
     )
-    out = subprocess.run([reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120)
+    out = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
     assert out.returncode == 0, out.stderr
     ref = json.loads(out.stdout)
     f = mem["fetch"][0]
@@ -423,7 +439,6 @@ def test_hdf5_round_trip_and_reference_reads_it(manager, tmp_path):
 
 def test_speedscope_profiles_are_lanes(manager, tmp_path):
     import scope_profiler as sp
-
     from helpers import speedscope_import
 
     async def fetch(d):
@@ -458,7 +473,9 @@ def test_thread_summary_counts_task_roots_on_their_thread(manager):
     job = r["job"][0]
     assert rows["loop-thread"]["region_time"] == pytest.approx(job.total_duration)
     assert rows["loop-thread"]["num_calls"] == 1
-    assert rows["MainThread"]["region_time"] == pytest.approx(r["scope_profiler.session"][0].total_duration)
+    assert rows["MainThread"]["region_time"] == pytest.approx(
+        r["scope_profiler.session"][0].total_duration
+    )
 
 
 def test_pending_task_cycle_through_wrapper_is_collected(manager):
@@ -497,8 +514,9 @@ def test_instrument_loop_with_track_threads_only_tabulates_tasks(manager):
             await asyncio.sleep(0.001)
 
     loop = asyncio.new_event_loop()
-    with manager.session(verbose=False, return_results=True, track_threads=True,
-                         deactivate_file_output=True) as s:
+    with manager.session(
+        verbose=False, return_results=True, track_threads=True, deactivate_file_output=True
+    ) as s:
         manager.get_config().tracker.instrument_loop(loop)
         loop.run_until_complete(job())
     assert loop.get_task_factory() is None  # restored at uninstall

@@ -1,4 +1,5 @@
 """The `scope-profiler` command: the README's main job end to end, and the file subcommands."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,6 @@ import shutil
 
 import h5py
 import numpy as np
-
 from helpers import DATASETS, ROOT, reference_read, run_cli, speedscope_import
 
 PIPELINE = ROOT / "examples" / "threaded_pipeline.py"
@@ -28,13 +28,27 @@ def test_run_threaded_pipeline_end_to_end(tmp_path):
     # the file: schema 3, thread column, every region with the right number of calls
     with h5py.File(out, "r") as f:
         assert f.attrs["scope_profiler_schema"] == 3
-        region_names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][()]]
-        counts = dict(zip((region_names[i] for i in f["rank_region_index/region_ids"][()]),
-                          f["rank_region_index/event_counts"][()]))
-        assert counts == {"scope_profiler.session": 1, "produce": 1, "handle_item": N_ITEMS,
-                          "fetch": N_ITEMS, "parse": N_ITEMS, "collect": 1}
+        region_names = [
+            n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][()]
+        ]
+        counts = dict(
+            zip(
+                (region_names[i] for i in f["rank_region_index/region_ids"][()]),
+                f["rank_region_index/event_counts"][()],
+            )
+        )
+        assert counts == {
+            "scope_profiler.session": 1,
+            "produce": 1,
+            "handle_item": N_ITEMS,
+            "fetch": N_ITEMS,
+            "parse": N_ITEMS,
+            "collect": 1,
+        }
         thread_ids = f["events/thread_ids"][()]
-        table_names = [n.decode() if isinstance(n, bytes) else n for n in f["thread_table/name"][()]]
+        table_names = [
+            n.decode() if isinstance(n, bytes) else n for n in f["thread_table/name"][()]
+        ]
         assert set(table_names) == names
         # every thread id in the events has a row in the thread table
         assert set(np.unique(thread_ids)) <= set(f["thread_table/index"][()])
@@ -56,7 +70,9 @@ def test_run_threaded_pipeline_end_to_end(tmp_path):
 
 def test_reference_reads_our_file_with_same_numbers(tmp_path):
     out = tmp_path / "pipe.h5"
-    assert run_cli("run", "--track-threads", "-q", "-o", out, PIPELINE, cwd=tmp_path).returncode == 0
+    assert (
+        run_cli("run", "--track-threads", "-q", "-o", out, PIPELINE, cwd=tmp_path).returncode == 0
+    )
     ref = reference_read(out)
     import scope_profiler as sp
 
@@ -166,7 +182,9 @@ def test_run_waits_for_non_daemon_threads_and_reports_script_errors(tmp_path):
     assert sp.read_h5(out)["late"][0].num_calls == 3
 
     boom = tmp_path / "boom.py"
-    boom.write_text("import scope_profiler as sp\nwith sp.profile_region('before'):\n    pass\nraise ValueError('boom')\n")
+    boom.write_text(
+        "import scope_profiler as sp\nwith sp.profile_region('before'):\n    pass\nraise ValueError('boom')\n"
+    )
     proc = run_cli("run", "-o", tmp_path / "b.h5", boom, cwd=tmp_path)
     assert proc.returncode == 1
     assert "ValueError: boom" in proc.stderr and "_cli.py" not in proc.stderr
@@ -174,7 +192,15 @@ def test_run_waits_for_non_daemon_threads_and_reports_script_errors(tmp_path):
 
 
 def test_export_caps_workers_at_the_number_of_files(tmp_path):
-    proc = run_cli("export", "folded", DATASETS / "reference" / "single.h5", "-o", tmp_path, "-j", "100000",
-                   timeout=120)
+    proc = run_cli(
+        "export",
+        "folded",
+        DATASETS / "reference" / "single.h5",
+        "-o",
+        tmp_path,
+        "-j",
+        "100000",
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "single.folded").exists() or any(tmp_path.iterdir())

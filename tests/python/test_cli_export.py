@@ -1,21 +1,27 @@
 """`scope-profiler export FORMAT[,FORMAT...]` batches (a bad file in the middle never stops
 the batch: one error line, exit 1) and `scope-profiler timeline`; outputs go through their
 real consumers (inferno + xmllint, pyarrow)."""
+
 from __future__ import annotations
 
 import shutil
 
 import pytest
-
 from helpers import DATASETS, run_cli
 from test_export_graphics import FOLDED_CHECK, SVG_CHECK, _run_check
 
 REF = DATASETS / "reference"
 ALL_FORMATS = "speedscope,folded,flamegraph,timeline,parquet,prof,chrome,perfetto,pprof"
 OUTPUTS = {
-    "speedscope": [".speedscope.json"], "folded": [".folded"], "flamegraph": [".flamegraph.svg"],
-    "timeline": [".timeline.svg"], "parquet": [".parquet", ".lanes.parquet"], "prof": ["_rank0.prof"],
-    "chrome": [".trace.json"], "perfetto": [".pftrace"], "pprof": [".pb.gz"],
+    "speedscope": [".speedscope.json"],
+    "folded": [".folded"],
+    "flamegraph": [".flamegraph.svg"],
+    "timeline": [".timeline.svg"],
+    "parquet": [".parquet", ".lanes.parquet"],
+    "prof": ["_rank0.prof"],
+    "chrome": [".trace.json"],
+    "perfetto": [".pftrace"],
+    "pprof": [".pb.gz"],
 }
 
 
@@ -41,7 +47,9 @@ def test_multi_format_batch_with_a_bad_file(tmp_path):
     _run_check(FOLDED_CHECK, out / "async.folded", tmp_path / "async.inferno.svg")
     _run_check(SVG_CHECK, out / "threads.flamegraph.svg")
     _run_check(SVG_CHECK, out / "pool.timeline.svg")
-    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (tests/run_all.sh installs it)")
+    pq = pytest.importorskip(
+        "pyarrow.parquet", reason="pyarrow not installed (tests/run_all.sh installs it)"
+    )
     assert pq.read_table(out / "pool.parquet").num_rows == 49
 
 
@@ -52,7 +60,8 @@ def test_good_batch_exits_zero_and_parallel_jobs(tmp_path):
     assert "exported 4 file(s)" in proc.stderr
     assert "error" not in proc.stderr
     assert sorted(p.name for p in (tmp_path / "o").iterdir()) == sorted(
-        f"{f.stem}{s}" for f in inputs for s in (".folded", ".timeline.svg"))
+        f"{f.stem}{s}" for f in inputs for s in (".folded", ".timeline.svg")
+    )
 
 
 def test_same_stem_twice_does_not_overwrite(tmp_path):

@@ -1,5 +1,6 @@
 """`@profile` on coroutine and generator functions times their whole run; decorated
 functions pickle by reference (process pools); `session` decorates `async def`."""
+
 from __future__ import annotations
 
 import asyncio
@@ -7,7 +8,6 @@ import multiprocessing
 import pickle
 
 import pytest
-
 import scope_profiler as sp
 from scope_profiler import ProfileManager
 
@@ -35,8 +35,9 @@ def test_async_def_region_spans_the_awaited_run(tmp_path):
     async def main():
         return await asyncio.gather(*(sleeper(0.02 * i) for i in range(1, 4)))
 
-    with manager.session(file_path=str(tmp_path / "a.h5"), track_async=True,
-                         return_results=True, verbose=False) as run:
+    with manager.session(
+        file_path=str(tmp_path / "a.h5"), track_async=True, return_results=True, verbose=False
+    ) as run:
         assert asyncio.run(main()) == [0.02, 0.04, 0.06]
     region = run.results["sleeper"][0]
     assert region.num_calls == 3
@@ -57,7 +58,9 @@ def test_generator_region_spans_iteration(tmp_path):
             yield i
         return "done"
 
-    with manager.session(file_path=str(tmp_path / "g.h5"), return_results=True, verbose=False) as run:
+    with manager.session(
+        file_path=str(tmp_path / "g.h5"), return_results=True, verbose=False
+    ) as run:
         gen = produce(3)
         assert next(gen) == 0
         with manager.profile_region("between"):
@@ -67,7 +70,10 @@ def test_generator_region_spans_iteration(tmp_path):
     outer, inner = results["produce"][0], results["between"][0]
     assert outer.num_calls == 1 and inner.num_calls == 1
     # the generator's call encloses the region run between two of its steps
-    assert outer.start_times_ns[0] <= inner.start_times_ns[0] and inner.end_times_ns[0] <= outer.end_times_ns[0]
+    assert (
+        outer.start_times_ns[0] <= inner.start_times_ns[0]
+        and inner.end_times_ns[0] <= outer.end_times_ns[0]
+    )
 
 
 def test_session_decorates_async_def(tmp_path):

@@ -4,6 +4,7 @@ consumer: inferno-flamegraph + xmllint (shared/clients/folded), pyarrow, DuckDB.
 
 A consumer that is not installed makes its test skip with the install command; nothing
 passes without the consumer having run (tests/run_all.sh installs them all)."""
+
 from __future__ import annotations
 
 import os
@@ -16,7 +17,6 @@ from collections import defaultdict
 from pathlib import Path
 
 import pytest
-
 import scope_profiler as sp
 from helpers import DATASETS, SHARED
 
@@ -50,8 +50,13 @@ def _need_inferno():
 
 def _run_check(script: Path, *args) -> str:
     path = _need_inferno()
-    proc = subprocess.run(["bash", str(script), *map(str, args)], capture_output=True, text=True,
-                          timeout=120, env={**os.environ, "PATH": path})
+    proc = subprocess.run(
+        ["bash", str(script), *map(str, args)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        env={**os.environ, "PATH": path},
+    )
     assert proc.returncode == 0, f"{script.name} rejected {args[0]}:\n{proc.stdout}\n{proc.stderr}"
     assert proc.stdout.rstrip().endswith("OK"), proc.stdout
     return proc.stdout
@@ -80,7 +85,9 @@ def threaded(tmp_path_factory):
         with sp.profile_region("main"):
             with sp.profile_region("prepare"):
                 _busy(0.001)
-            threads = [threading.Thread(target=worker, name=f"worker-{i}") for i in range(N_WORKERS)]
+            threads = [
+                threading.Thread(target=worker, name=f"worker-{i}") for i in range(N_WORKERS)
+            ]
             for t in threads:
                 t.start()
             for t in threads:
@@ -121,7 +128,10 @@ def test_folded_inferno_consumer_and_totals(which, request, tmp_path):
     roots = {stack[0] for stack, _ in lines}
     if which == "threaded":
         assert roots == {"MainThread", *(f"worker-{i}" for i in range(N_WORKERS))}
-        assert {tuple(s) for s, _ in lines} >= {("worker-0", "work", "step"), ("MainThread", "main", "prepare")}
+        assert {tuple(s) for s, _ in lines} >= {
+            ("worker-0", "work", "step"),
+            ("MainThread", "main", "prepare"),
+        }
     else:
         assert "MainThread" in roots and "Task-2 (fetch) on MainThread" in roots
     # the real consumer: inferno-flamegraph renders it, xmllint accepts the SVG
@@ -166,8 +176,11 @@ def test_timeline_svg_rows_bars_and_xmllint(which, request, tmp_path):
         n_lanes = 8  # MainThread + Task-1..Task-7 (tasks 8 and 9 recorded no region)
         n_calls = sum(results[n][0].num_calls for n in results.region_names)
     assert text.count('<g class="lane"') == n_lanes
-    assert text.count("<g><title>") + sum(
-        int(k) for k in re.findall(r"<title>(\d+) short call\(s\)", text)) == n_calls
+    assert (
+        text.count("<g><title>")
+        + sum(int(k) for k in re.findall(r"<title>(\d+) short call\(s\)", text))
+        == n_calls
+    )
     if which == "tasks":
         assert 'fill="url(#await)"' in text and "await " in text
     else:
@@ -181,14 +194,32 @@ def test_timeline_svg_rows_bars_and_xmllint(which, request, tmp_path):
 
 @pytest.mark.parametrize("which", ["threaded", "tasks"])
 def test_parquet_read_by_pyarrow_and_duckdb(which, request, tmp_path):
-    pq = pytest.importorskip("pyarrow.parquet", reason="pyarrow not installed (tests/run_all.sh installs it)")
-    duckdb = pytest.importorskip("duckdb", reason="duckdb not installed (tests/run_all.sh installs it)")
+    pq = pytest.importorskip(
+        "pyarrow.parquet", reason="pyarrow not installed (tests/run_all.sh installs it)"
+    )
+    duckdb = pytest.importorskip(
+        "duckdb", reason="duckdb not installed (tests/run_all.sh installs it)"
+    )
     results = request.getfixturevalue(which)
     events, lanes = sp.export_parquet(results, tmp_path / "run.parquet", verbose=False)
     assert (events, lanes) == (tmp_path / "run.parquet", tmp_path / "run.lanes.parquet")
     table = pq.read_table(events)
-    assert table.schema.names == ["rank", "region", "call_index", "start_ns", "end_ns", "duration_ns", "call_id",
-                                  "parent_id", "thread", "task", "await_ns", "depth", "lane", "exclusive_ns"]
+    assert table.schema.names == [
+        "rank",
+        "region",
+        "call_index",
+        "start_ns",
+        "end_ns",
+        "duration_ns",
+        "call_id",
+        "parent_id",
+        "thread",
+        "task",
+        "await_ns",
+        "depth",
+        "lane",
+        "exclusive_ns",
+    ]
     for col in ("thread", "task", "lane", "depth", "parent_id"):
         assert table.column(col).null_count == 0
     cols = table.to_pydict()
@@ -200,23 +231,34 @@ def test_parquet_read_by_pyarrow_and_duckdb(which, request, tmp_path):
         assert sorted(got[name]) == sorted(int(x) for x in results[name][0].durations_ns), name
     # DuckDB: exclusive per region = exclusive_duration; lanes join
     con = duckdb.connect()
-    rows = con.execute(f"select region, sum(exclusive_ns), count(*) from read_parquet('{events}') group by 1").fetchall()
+    rows = con.execute(
+        f"select region, sum(exclusive_ns), count(*) from read_parquet('{events}') group by 1"
+    ).fetchall()
     for region, excl, n in rows:
         assert n == results[region][0].num_calls
         assert excl == pytest.approx(results[region][0].exclusive_duration * 1e9, abs=2)
     joined = con.execute(
         f"select l.label, count(*) from read_parquet('{events}') e join read_parquet('{lanes}') l "
-        "using (rank, lane) group by 1 order by 1").fetchall()
+        "using (rank, lane) group by 1 order by 1"
+    ).fetchall()
     n_threads = len(results.threads.get(0, []))
     n_tasks = len(results.tasks.get(0, [])) if hasattr(results, "tasks") else 0
-    assert con.execute(f"select count(*) from read_parquet('{lanes}')").fetchone()[0] == n_threads + n_tasks
+    assert (
+        con.execute(f"select count(*) from read_parquet('{lanes}')").fetchone()[0]
+        == n_threads + n_tasks
+    )
     if which == "threaded":
-        assert dict(joined) == {"MainThread": 2, **{f"worker-{i}": 1 + N_STEPS for i in range(N_WORKERS)}}
+        assert dict(joined) == {
+            "MainThread": 2,
+            **{f"worker-{i}": 1 + N_STEPS for i in range(N_WORKERS)},
+        }
         # untracked ids never appear: every call has a thread
         assert con.execute(f"select min(thread) from read_parquet('{events}')").fetchone()[0] >= 0
     else:
         assert dict(joined)["Task-2 (fetch) on MainThread"] == 2
-        awaited = con.execute(f"select sum(await_ns) from read_parquet('{events}') where depth = 0 and task >= 0").fetchone()[0]
+        awaited = con.execute(
+            f"select sum(await_ns) from read_parquet('{events}') where depth = 0 and task >= 0"
+        ).fetchone()[0]
         assert awaited > 0
 
 
@@ -228,15 +270,23 @@ def test_common_rules(threaded, tmp_path):
     with pytest.raises(ValueError, match="No regions matched the selected filters."):
         sp.export_parquet(threaded, tmp_path / "x", include="nothing-like-this")
     # include: only the workers' regions; their time stays theirs
-    (path,) = sp.export_folded(threaded, tmp_path / "f.txt", include=["work", "step"], verbose=False)
+    (path,) = sp.export_folded(
+        threaded, tmp_path / "f.txt", include=["work", "step"], verbose=False
+    )
     assert path.name == "f.txt"
     assert {s[0] for s, _ in _folded_lines(path)} == {f"worker-{i}" for i in range(N_WORKERS)}
     # several runs: label slug in the name; verbose prints one line per file
     other = sp.read_h5(ASYNC_H5)
     written = sp.export_timeline_svg([threaded, other], tmp_path / "many", verbose=False)
-    assert [p.name for p in written] == [f"many_{threaded.display_label}.timeline.svg", "many_async.timeline.svg"]
+    assert [p.name for p in written] == [
+        f"many_{threaded.display_label}.timeline.svg",
+        "many_async.timeline.svg",
+    ]
     written = sp.export_flamegraph_svg([threaded, other], tmp_path / "fl.svg", verbose=False)
-    assert [p.name for p in written] == [f"fl_{threaded.display_label}_rank0.svg", "fl_async_rank0.svg"]
+    assert [p.name for p in written] == [
+        f"fl_{threaded.display_label}_rank0.svg",
+        "fl_async_rank0.svg",
+    ]
 
 
 def test_verbose_prints_each_file(tasks, tmp_path, capsys):

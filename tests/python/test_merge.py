@@ -4,17 +4,16 @@ Per-process files of one job (same region names) stack as rank blocks, each keep
 own thread/task tables, lanes and call ids; disjoint result sets unite as in the
 reference, with lanes kept distinct per source (the reference drops the lane tables).
 """
+
 from __future__ import annotations
 
 import threading
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
-from scope_profiler import ProfileManager, ProfilingResults
-
 from helpers import reference_read, run_cli
+from scope_profiler import ProfileManager, ProfilingResults
 
 
 def record(path, prefix, n_threads, calls=3, regions=("item",)):
@@ -42,8 +41,16 @@ def record(path, prefix, n_threads, calls=3, regions=("item",)):
 
 @pytest.fixture
 def workers(tmp_path):
-    return [record(tmp_path / f"worker_{k}.h5", f"w{k}", n_threads=k + 1, calls=2 + k,
-                   regions=("item", "inner")) for k in range(3)]
+    return [
+        record(
+            tmp_path / f"worker_{k}.h5",
+            f"w{k}",
+            n_threads=k + 1,
+            calls=2 + k,
+            regions=("item", "inner"),
+        )
+        for k in range(3)
+    ]
 
 
 def test_per_process_files_stack_as_rank_blocks(workers):
@@ -69,7 +76,8 @@ def test_per_process_files_stack_as_rank_blocks(workers):
     # the sources are untouched (copies, not shared region objects)
     assert workers[1]["item"].ranks == [0]
     assert workers[1]["item"][0].exclusive_duration == pytest.approx(
-        merged["item"][1].exclusive_duration)
+        merged["item"][1].exclusive_duration
+    )
 
 
 def test_stack_false_is_the_reference_merge(workers):
@@ -109,8 +117,11 @@ def test_disjoint_sets_unite_with_distinct_lanes(tmp_path):
 def test_two_views_of_one_run_share_its_tables(tmp_path):
     run = record(tmp_path / "one.h5", "t", n_threads=2, regions=("x", "y"))
     x = ProfilingResults({"x": run["x"]}, metadata=run.metadata, threads=run.threads)
-    rest = ProfilingResults({n: run[n] for n in run.region_names if n != "x"},
-                            metadata=run.metadata, threads=run.threads)
+    rest = ProfilingResults(
+        {n: run[n] for n in run.region_names if n != "x"},
+        metadata=run.metadata,
+        threads=run.threads,
+    )
     merged = sp.merge_results(x, rest)
     assert [t.name for t in merged.threads[0]] == [t.name for t in run.threads[0]]
     assert merged.thread_summary(0) == run.thread_summary(0)
@@ -122,13 +133,16 @@ def test_merged_file_round_trips_through_the_reference(workers, tmp_path):
     merged._native_run().write_h5(str(out))
     back = sp.read_h5(out)
     assert back.num_ranks == 3
-    assert {k: [t.name for t in v] for k, v in back.threads.items()} == \
-        {k: [t.name for t in v] for k, v in merged.threads.items()}
+    assert {k: [t.name for t in v] for k, v in back.threads.items()} == {
+        k: [t.name for t in v] for k, v in merged.threads.items()
+    }
     ref = reference_read(out)
     assert ref["num_ranks"] == 3
     for k, w in enumerate(workers):
         assert [t["name"] for t in ref["threads"][str(k)]] == [t.name for t in w.threads[0]]
-        assert ref["regions"][f"item@{k}"]["thread_ids"] == [int(i) for i in w["item"][0].thread_ids]
+        assert ref["regions"][f"item@{k}"]["thread_ids"] == [
+            int(i) for i in w["item"][0].thread_ids
+        ]
 
 
 def test_cli_summary_merge(workers, tmp_path):

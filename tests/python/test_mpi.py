@@ -3,6 +3,7 @@
 The mpirun tests need `mpirun` and `mpi4py` (tests/run_all.sh installs Debian's
 openmpi-bin/libopenmpi-dev and mpi4py from PyPI); without them they skip with the reason.
 """
+
 from __future__ import annotations
 
 import json
@@ -14,11 +15,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-
 import scope_profiler as sp
-from scope_profiler import _mpi
-
 from helpers import ROOT, reference_read
+from scope_profiler import _mpi
 
 NP = 4
 MPI_TIMEOUT = 90
@@ -38,11 +37,17 @@ needs_mpi = pytest.mark.skipif(_mpi_available() is not None, reason=str(_mpi_ava
 
 
 def _clean_env(**extra) -> dict:
-    env = {k: v for k, v in os.environ.items()
-           if k not in _mpi.LAUNCHER_ENV_VARS and k != _mpi.OVERRIDE_ENV_VAR}
-    env.update(OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-               OMPI_MCA_rmaps_base_oversubscribe="1",
-               OMPI_MCA_btl_vader_single_copy_mechanism="none")  # containers without CMA
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in _mpi.LAUNCHER_ENV_VARS and k != _mpi.OVERRIDE_ENV_VAR
+    }
+    env.update(
+        OMPI_ALLOW_RUN_AS_ROOT="1",
+        OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+        OMPI_MCA_rmaps_base_oversubscribe="1",
+        OMPI_MCA_btl_vader_single_copy_mechanism="none",
+    )  # containers without CMA
     env.update(extra)
     return env
 
@@ -52,8 +57,12 @@ def mpirun(np: int, *args, cwd: Path) -> subprocess.CompletedProcess:
     if hasattr(os, "geteuid") and os.geteuid() == 0:
         cmd.insert(1, "--allow-run-as-root")
     proc = subprocess.run(
-        [*cmd, sys.executable, *map(str, args)], cwd=cwd, capture_output=True, text=True,
-        timeout=MPI_TIMEOUT, env=_clean_env(),
+        [*cmd, sys.executable, *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=MPI_TIMEOUT,
+        env=_clean_env(),
     )
     assert proc.returncode == 0, f"mpirun failed ({proc.returncode}):\n{proc.stdout}\n{proc.stderr}"
     return proc
@@ -85,22 +94,25 @@ def test_serial_run_never_imports_mpi4py(tmp_path):
     code = textwrap.dedent(f"""
         import sys
         import scope_profiler as sp
-        with sp.ProfileManager.session(file_path={str(tmp_path / 'a.h5')!r}, track_threads=True,
+        with sp.ProfileManager.session(file_path={str(tmp_path / "a.h5")!r}, track_threads=True,
                                        output_mode="parallel", verbose=False):
             with sp.profile_region("x"):
                 pass
         assert sp.ProfileManager.get_config().comm is None
         assert "mpi4py" not in sys.modules, "mpi4py imported in a serial run"
-        r = sp.read_h5({str(tmp_path / 'a.h5')!r})
+        r = sp.read_h5({str(tmp_path / "a.h5")!r})
         assert r.num_ranks == 1 and r.metadata["mpi_size"] == 1 and r.metadata["num_nodes"] == 1
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, env=_clean_env())
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=60, env=_clean_env()
+    )
     assert proc.returncode == 0, proc.stderr
 
 
 def test_output_mode_validation():
-    with pytest.raises(ValueError, match="output_mode must be 'auto', 'direct', or 'parallel', got 'x'"):
+    with pytest.raises(
+        ValueError, match="output_mode must be 'auto', 'direct', or 'parallel', got 'x'"
+    ):
         sp.ProfileManager().setup(output_mode="x")
 
 
@@ -197,8 +209,13 @@ def test_mpi_modes_errors_in_memory_results_and_task_tables(tmp_path):
         assert mem["threads"][str(k)] == ["MainThread", f"t{k}"]
     assert report["untracked"] == {"num_ranks": NP, "ranks": list(range(NP)), "threads": 0}
     assert report["tasks"] == {
-        str(k): {"steps": k + 2, "task_ids_known": True, "job_tasks": k + 2, "await_positive": True,
-                 "ranks_of_rows": [k]}
+        str(k): {
+            "steps": k + 2,
+            "task_ids_known": True,
+            "job_tasks": k + 2,
+            "await_positive": True,
+            "ranks_of_rows": [k],
+        }
         for k in range(NP)
     }
 
@@ -227,16 +244,21 @@ def test_mpi_threads_example_one_file_with_every_rank(tmp_path):
         assert r["worker"][rank].threads == sorted(indices - {0})
         rows = r.thread_summary(rank)
         assert sum(row["num_calls"] for row in rows) == sum(
-            r[n][rank].num_calls for n in r.region_names if rank in r[n].ranks)
+            r[n][rank].num_calls for n in r.region_names if rank in r[n].ranks
+        )
         worker = r["worker"][rank]
         assert worker.exclusive_duration < worker.inclusive_duration
     assert r["item"].num_calls == NP * 60
 
     # per-rank speedscope profiles
-    paths = sp.export_speedscope(r, tmp_path / "job.speedscope.json", ranks=list(range(NP)), verbose=False)
+    paths = sp.export_speedscope(
+        r, tmp_path / "job.speedscope.json", ranks=list(range(NP)), verbose=False
+    )
     doc = json.loads(Path(paths[0]).read_text())
     assert [p["name"] for p in doc["profiles"]] == [
-        f"rank {k} - {name}" for k in range(NP) for name in ["MainThread", *(f"rank{k}-w{w}" for w in range(3))]
+        f"rank {k} - {name}"
+        for k in range(NP)
+        for name in ["MainThread", *(f"rank{k}-w{w}" for w in range(3))]
     ]
 
     # the reference reads the same file: four ranks, each with its own thread table
@@ -256,15 +278,20 @@ def test_single_process_forced_mpi(tmp_path):
     """SCOPE_PROFILER_MPI=1 without a launcher: a one-rank MPI job (singleton init)."""
     code = textwrap.dedent(f"""
         import scope_profiler as sp
-        with sp.ProfileManager.session(file_path={str(tmp_path / 'one.h5')!r}, track_threads=True,
+        with sp.ProfileManager.session(file_path={str(tmp_path / "one.h5")!r}, track_threads=True,
                                        return_results=True, verbose=False) as s:
             assert sp.ProfileManager.get_config().comm is not None
             with sp.profile_region("x"):
                 pass
         r = s.results
         assert r.is_root and r.num_ranks == 1 and r["x"][0].num_calls == 1
-        assert sp.read_h5({str(tmp_path / 'one.h5')!r}).threads[0][0].name == "MainThread"
+        assert sp.read_h5({str(tmp_path / "one.h5")!r}).threads[0][0].name == "MainThread"
     """)
-    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                          timeout=60, env=_clean_env(SCOPE_PROFILER_MPI="1"))
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_clean_env(SCOPE_PROFILER_MPI="1"),
+    )
     assert proc.returncode == 0, proc.stderr

@@ -2,6 +2,7 @@
 unchanged under fork, spawn and forkserver (Pool and ProcessPoolExecutor), and two
 processes writing the same file_path never corrupt it (the later one wins, atomically).
 """
+
 from __future__ import annotations
 
 import multiprocessing
@@ -13,11 +14,9 @@ import time
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
-from scope_profiler.exceptions import CorruptProfileError
-
 from helpers import ROOT, reference_read, run_cli
+from scope_profiler.exceptions import CorruptProfileError
 
 EXAMPLE = ROOT / "examples" / "multiprocessing_workers.py"
 
@@ -28,11 +27,16 @@ def test_example_runs_under_every_start_method(method, tmp_path):
         pytest.skip(f"start method {method!r} not available on this platform")
     proc = subprocess.run(
         [sys.executable, str(EXAMPLE), "--method", method, "--out", str(tmp_path)],
-        capture_output=True, text=True, timeout=180,
+        capture_output=True,
+        text=True,
+        timeout=180,
     )
     assert proc.returncode == 0, proc.stderr
-    m = re.search(r"(\d+) tasks in (\d+) worker processes \((\w+)\); (\d+) worker files, "
-                  r"merged: (\d+) rank\(s\), (\d+) item calls", proc.stdout)
+    m = re.search(
+        r"(\d+) tasks in (\d+) worker processes \((\w+)\); (\d+) worker files, "
+        r"merged: (\d+) rank\(s\), (\d+) item calls",
+        proc.stdout,
+    )
     assert m, proc.stdout
     tasks, processes, used, files, ranks, items = m.groups()
     assert used == method and int(tasks) == 12
@@ -60,7 +64,9 @@ def test_example_runs_under_every_start_method(method, tmp_path):
     assert {t["name"] for t in ref["threads"]["0"]} >= {"item-thread-0", "item-thread-1"}
 
     merged = run_cli("summary", "--merge", *map(str, worker_files))
-    assert merged.returncode == 0 and f"{len(worker_files)} rank(s)" in merged.stdout.splitlines()[0]
+    assert (
+        merged.returncode == 0 and f"{len(worker_files)} rank(s)" in merged.stdout.splitlines()[0]
+    )
 
 
 WRITER = textwrap.dedent("""
@@ -83,8 +89,14 @@ def test_same_file_path_later_writer_wins_atomically(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(WRITER)
     rounds = 15
-    writers = [subprocess.Popen([sys.executable, str(script), str(path), str(k), str(rounds)],
-                                stderr=subprocess.PIPE, text=True) for k in range(4)]
+    writers = [
+        subprocess.Popen(
+            [sys.executable, str(script), str(path), str(k), str(rounds)],
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for k in range(4)
+    ]
     reads = 0
     seen = set()
     deadline = time.monotonic() + 120

@@ -1,5 +1,6 @@
 """read_h5 / read_h5_summary on inputs that are not ordinary profiles: device files, valid
 files whose numeric data spell a heap signature, a damaged metadata string."""
+
 from __future__ import annotations
 
 import struct
@@ -8,7 +9,6 @@ import sys
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
 from scope_profiler import ProfileManager
 from scope_profiler.exceptions import CorruptProfileError
@@ -47,18 +47,23 @@ def test_event_data_spelling_a_heap_signature_is_read(tmp_path):
     pattern = [int.from_bytes(b"GCOL\x01\x00\x00\x00", "little"), 32, 0, 0, 7]
     with h5py.File(path, "r+") as f:
         names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][:]]
-        rows = {names[rid]: (int(o), int(c)) for rid, o, c in zip(
-            f["rank_region_index/region_ids"][:], f["rank_region_index/event_offsets"][:],
-            f["rank_region_index/event_counts"][:])}
+        rows = {
+            names[rid]: (int(o), int(c))
+            for rid, o, c in zip(
+                f["rank_region_index/region_ids"][:],
+                f["rank_region_index/event_offsets"][:],
+                f["rank_region_index/event_counts"][:],
+            )
+        }
         lo, n = rows["r"]
         assert n == 5
         durations = f["events/durations"][:]
         deltas = f["events/start_deltas"][:]
-        durations[lo:lo + n] = pattern
-        deltas[lo + 1:lo + n] = 10_000_000_000  # 10 s apart: no overlaps
+        durations[lo : lo + n] = pattern
+        deltas[lo + 1 : lo + n] = 10_000_000_000  # 10 s apart: no overlaps
         for name, (slo, sn) in rows.items():
             if name != "r":  # the session region spans everything
-                durations[slo:slo + sn] = 100_000_000_000
+                durations[slo : slo + sn] = 100_000_000_000
         f["events/durations"][:] = durations
         f["events/start_deltas"][:] = deltas
     assert b"GCOL\x01\x00\x00\x00" + struct.pack("<q", 32) in path.read_bytes()
@@ -77,7 +82,7 @@ def _heap_objects(data: bytes):
             index, _, _, length = struct.unpack_from("<HHIQ", data, p)
             if index == 0:
                 break
-            yield p, data[p + 16:p + 16 + length]
+            yield p, data[p + 16 : p + 16 + length]
             p += 16 + (length + 7) // 8 * 8
         at = data.find(b"GCOL", at + 4)
 
@@ -103,7 +108,9 @@ def test_fixed_length_strings_are_read(tmp_path):
     with h5py.File(path, "r+") as f:
         names = [n.decode() for n in f["region_table/names"][:]]
         del f["region_table/names"]
-        f.create_dataset("region_table/names", data=np.array([n.encode() for n in names], dtype="S40"))
+        f.create_dataset(
+            "region_table/names", data=np.array([n.encode() for n in names], dtype="S40")
+        )
         f["metadata"].attrs["label"] = np.bytes_(b"fixed label")
     results = sp.read_h5(path)
     assert results.region_names == want
@@ -120,6 +127,7 @@ def test_names_with_nul_are_written_not_lost(tmp_path):
     m = ProfileManager()
     try:
         with m.session(file_path=str(path), verbose=False, track_threads=True):
+
             def work():
                 with m.profile_region("in\0thread"):
                     pass

@@ -3,6 +3,7 @@
 Real measurements throughout: durations are controlled with ``time.sleep`` and checked
 as lower bounds, call counts and parent ids exactly.
 """
+
 from __future__ import annotations
 
 import os
@@ -13,7 +14,6 @@ import warnings
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
 from scope_profiler import NestingError, ProfileManager
 
@@ -51,7 +51,7 @@ def test_nesting_durations_counts_and_parent_ids(manager):
     assert np.all(outer.durations_ns >= 3 * SLEEP_NS)
     # each outer call contains exactly its two inner calls
     for k in range(3):
-        kids = inner.durations_ns[2 * k: 2 * k + 2]
+        kids = inner.durations_ns[2 * k : 2 * k + 2]
         assert outer.durations_ns[k] >= kids.sum()
     # call ids: unique, parents are the enclosing calls
     ids = np.concatenate([root.call_ids, outer.call_ids, inner.call_ids])
@@ -89,7 +89,9 @@ def test_region_tags_conflict(manager):
     with _mem_session(manager):
         manager.region("t", tags=["a"])
         manager.region("t")  # None tags: fine
-        with pytest.raises(ValueError, match=r"region 't' already has tags \('a',\); cannot reuse it with \('b',\)"):
+        with pytest.raises(
+            ValueError, match=r"region 't' already has tags \('a',\); cannot reuse it with \('b',\)"
+        ):
             manager.region("t", tags=["b"])
 
 
@@ -280,12 +282,14 @@ def test_untracked_interleaved_threads_raise_nesting_error(manager, form):
     with warnings.catch_warnings(record=True) as caught, _mem_session(manager) as s:
         warnings.simplefilter("always")
         if form == "with":
+
             def run(inside, after):
                 with manager.region("x"):
                     inside()
                     if after:
                         after()
         else:
+
             @manager.profile("x")
             def body(inside, after):
                 inside()
@@ -322,6 +326,7 @@ def test_untracked_interleaving_warns_at_finalize(manager):
 
 def test_tracked_interleaved_threads_reconstruct(manager):
     with _mem_session(manager, track_threads=True) as s:
+
         def run(inside, after):
             with manager.region("x"):
                 inside()
@@ -384,7 +389,10 @@ def test_lifecycle_and_replace(manager):
     assert len(empty) == 0
     run = manager.setup(deactivate_file_output=True)
     assert manager.is_active() and run.is_active and run.results is None
-    with pytest.raises(RuntimeError, match="profiling is already configured; finalize it first or pass replace=True"):
+    with pytest.raises(
+        RuntimeError,
+        match="profiling is already configured; finalize it first or pass replace=True",
+    ):
         manager.setup(deactivate_file_output=True)
     run2 = manager.setup(deactivate_file_output=True, replace=True)
     assert not run.is_active and run2.is_active
@@ -422,7 +430,9 @@ def test_instances_are_isolated(manager):
         # each manager numbers its own calls from 0 (root 0, region 1)
         assert s1.results["scope_profiler.session"][0].call_ids.tolist() == [0]
         assert s2.results["scope_profiler.session"][0].call_ids.tolist() == [0]
-        assert s1.results["cpu"][0].call_ids.tolist() == [1] == s2.results["io"][0].call_ids.tolist()
+        assert (
+            s1.results["cpu"][0].call_ids.tolist() == [1] == s2.results["io"][0].call_ids.tolist()
+        )
         assert not ProfileManager.is_configured()
     finally:
         other.reset()
@@ -454,8 +464,9 @@ def test_session_propagates_exceptions_and_finalizes(manager):
 def test_get_config(manager):
     cfg = manager.get_config()
     assert cfg.tracker is None and cfg.track_threads is False
-    manager.setup(track_threads=True, deactivate_file_output=True, buffer_limit=7,
-                  file_path="x.h5", label="L")
+    manager.setup(
+        track_threads=True, deactivate_file_output=True, buffer_limit=7, file_path="x.h5", label="L"
+    )
     cfg = manager.get_config()
     assert cfg.track_threads and cfg.track_async is False
     assert cfg.tracker is not None and cfg.buffer_limit == 7 and cfg.file_path == "x.h5"
@@ -493,7 +504,9 @@ def test_pause_resume(manager):
             pass
         manager.resume()
         with manager.region("p"):
-            with pytest.raises(RuntimeError, match="cannot pause while profiling scopes are active: 'p'"):
+            with pytest.raises(
+                RuntimeError, match="cannot pause while profiling scopes are active: 'p'"
+            ):
                 manager.pause()
     assert s.results["p"][0].num_calls == 1
 

@@ -1,4 +1,5 @@
 """Recording with file output: HDF5 schema 3 as written at finalize, checkpoints, metadata."""
+
 from __future__ import annotations
 
 import os
@@ -30,11 +31,11 @@ def _events(f, name):
     idx = f["rank_region_index"]
     row = list(idx["region_ids"][()]).index(rid)
     off, cnt = int(idx["event_offsets"][row]), int(idx["event_counts"][row])
-    deltas = f["events/start_deltas"][off: off + cnt]
-    durations = f["events/durations"][off: off + cnt]
+    deltas = f["events/start_deltas"][off : off + cnt]
+    durations = f["events/durations"][off : off + cnt]
     starts = np.cumsum(deltas)
     cols = {
-        k: f["events"][k][off: off + cnt]
+        k: f["events"][k][off : off + cnt]
         for k in ("call_ids", "parent_ids", "thread_ids")
         if k in f["events"]
     }
@@ -57,8 +58,16 @@ def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
         assert cols["parent_ids"].tolist() == o_cols["call_ids"].tolist()
         meta = dict(f["metadata"].attrs)
     for key in (
-        "timestamp", "platform", "chip_information", "python_version", "scope_profiler_version",
-        "omp_num_threads", "mpi_size", "total_cores", "num_nodes", "start_time_ns",
+        "timestamp",
+        "platform",
+        "chip_information",
+        "python_version",
+        "scope_profiler_version",
+        "omp_num_threads",
+        "mpi_size",
+        "total_cores",
+        "num_nodes",
+        "start_time_ns",
         "finalize_time_ns",
     ):
         assert key in meta, key
@@ -68,7 +77,9 @@ def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
     # the results returned and the file agree
     back = read_h5(str(path))
     assert back.region_names == s.results.region_names
-    np.testing.assert_array_equal(back["inner"][0].start_times_ns, s.results["inner"][0].start_times_ns)
+    np.testing.assert_array_equal(
+        back["inner"][0].start_times_ns, s.results["inner"][0].start_times_ns
+    )
 
 
 def test_tracked_file_has_thread_ids_and_table(manager, tmp_path):

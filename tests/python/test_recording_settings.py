@@ -1,10 +1,10 @@
 """Settings of setup()/session(): names, defaults, validation messages of the reference."""
+
 from __future__ import annotations
 
 import threading
 
 import pytest
-
 from scope_profiler import ProfileManager
 from scope_profiler._settings import DEFAULTS, ProfilingOptions
 
@@ -34,7 +34,10 @@ def test_all_29_settings_with_reference_defaults():
 def test_unknown_setting_suggests(manager):
     with pytest.raises(TypeError) as e:
         manager.setup(track_thread=True)
-    assert str(e.value) == "Unknown profiling setting(s): 'track_thread' (did you mean 'track_threads'?)"
+    assert (
+        str(e.value)
+        == "Unknown profiling setting(s): 'track_thread' (did you mean 'track_threads'?)"
+    )
     with pytest.raises(TypeError, match=r"Unknown profiling setting\(s\): 'zzz'$"):
         manager.setup(zzz=1)
     assert not manager.is_configured()
@@ -74,7 +77,10 @@ def test_unsupported_options(manager, option):
 
 
 def test_aggregation_checked_before_threads(manager):
-    with pytest.raises(ValueError, match="aggregation_mode cannot be combined with line, GPU, NVTX, LIKWID, or perf events"):
+    with pytest.raises(
+        ValueError,
+        match="aggregation_mode cannot be combined with line, GPU, NVTX, LIKWID, or perf events",
+    ):
         manager.setup(aggregation_mode=True, use_nvtx=True, track_threads=True)
 
 
@@ -86,9 +92,13 @@ def test_track_async_implies_track_threads(manager):
 
 
 def test_value_validation(manager):
-    with pytest.raises(ValueError, match=r"output_mode must be 'auto', 'direct', or 'parallel', got 'x'"):
+    with pytest.raises(
+        ValueError, match=r"output_mode must be 'auto', 'direct', or 'parallel', got 'x'"
+    ):
         manager.setup(output_mode="x")
-    with pytest.raises(ValueError, match=r"metadata_detail must be one of \('minimal', 'full'\), got 'big'"):
+    with pytest.raises(
+        ValueError, match=r"metadata_detail must be one of \('minimal', 'full'\), got 'big'"
+    ):
         manager.setup(metadata_detail="big")
     with pytest.raises(ValueError, match="gpu_sync_on_exit requires use_gpu_timing=True"):
         manager.setup(gpu_sync_on_exit=True)
@@ -114,7 +124,9 @@ def test_failed_setup_keeps_previous_config(manager):
 
 def test_none_means_unset_and_options_precedence(manager, tmp_path):
     toml = tmp_path / "p.toml"
-    toml.write_text('[profiling]\nfile_path = "from_toml.h5"\nbuffer_limit = 5\n[profiling.hdf5]\ncompression = "gzip"\n')
+    toml.write_text(
+        '[profiling]\nfile_path = "from_toml.h5"\nbuffer_limit = 5\n[profiling.hdf5]\ncompression = "gzip"\n'
+    )
     manager.setup(
         config_path=str(toml),
         options=ProfilingOptions(buffer_limit=9),

@@ -3,13 +3,13 @@
 The ``*.expected.json`` files were produced by the reference on the same files; times in
 seconds are compared to float rounding, everything else exactly.
 """
+
 from __future__ import annotations
 
 import json
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
 from conftest import COMPAT, REFERENCE, REFERENCE_NAMES
 
@@ -135,8 +135,15 @@ def test_task_table(name):
 def _check_summary(rows, want_rows):
     assert len(rows) == len(want_rows)
     for row, want in zip(rows, want_rows):
-        assert list(row) == ["index", "name", "alive", "wall_time", "cpu_time", "num_calls",
-                             "region_time"]
+        assert list(row) == [
+            "index",
+            "name",
+            "alive",
+            "wall_time",
+            "cpu_time",
+            "num_calls",
+            "region_time",
+        ]
         for key in ("index", "name", "alive", "num_calls"):
             assert row[key] == want[key], key
         for key in ("wall_time", "cpu_time", "region_time"):
@@ -217,8 +224,12 @@ def test_chunked_event_columns_read_like_contiguous(tmp_path, chunks, compressio
                 for key, value in obj.attrs.items():
                     g.attrs[key] = value
             elif name.startswith("events/") and obj.dtype.kind in "iu":
-                b.create_dataset(name, data=obj[()], chunks=(min(chunks[0], obj.shape[0]),) if obj.shape[0] else None,
-                                 compression=compression)
+                b.create_dataset(
+                    name,
+                    data=obj[()],
+                    chunks=(min(chunks[0], obj.shape[0]),) if obj.shape[0] else None,
+                    compression=compression,
+                )
             else:
                 a.copy(obj, b, name=name)
 
@@ -228,5 +239,11 @@ def test_chunked_event_columns_read_like_contiguous(tmp_path, chunks, compressio
     for name in base.region_names:
         for rank in base[name].ranks:
             x, y = ours[name][rank], base[name][rank]
-            for column in ("start_times_ns", "end_times_ns", "call_ids", "parent_ids", "thread_ids"):
+            for column in (
+                "start_times_ns",
+                "end_times_ns",
+                "call_ids",
+                "parent_ids",
+                "thread_ids",
+            ):
                 assert np.array_equal(getattr(x, column), getattr(y, column)), (name, column)

@@ -1,4 +1,5 @@
 """Results API over the Rust run: views, lanes, reconstruction errors, exports, file errors."""
+
 from __future__ import annotations
 
 import json
@@ -6,7 +7,6 @@ import shutil
 
 import numpy as np
 import pytest
-
 import scope_profiler as sp
 from conftest import COMPAT, REFERENCE
 from scope_profiler.results import MPIRegion, ProfilingResults, Region
@@ -23,11 +23,17 @@ OVERLAP_MESSAGE = (
 
 
 def mpi(name, starts, ends, threads=None, tasks=None, rank=0):
-    return MPIRegion(name, {rank: Region(
-        np.array(starts, dtype=np.int64), np.array(ends, dtype=np.int64),
-        thread_ids=None if threads is None else np.array(threads, dtype=np.int64),
-        task_ids=None if tasks is None else np.array(tasks, dtype=np.int64),
-    )})
+    return MPIRegion(
+        name,
+        {
+            rank: Region(
+                np.array(starts, dtype=np.int64),
+                np.array(ends, dtype=np.int64),
+                thread_ids=None if threads is None else np.array(threads, dtype=np.int64),
+                task_ids=None if tasks is None else np.array(tasks, dtype=np.int64),
+            )
+        },
+    )
 
 
 def arrays(*regions):
@@ -66,9 +72,16 @@ def test_columns_survive_the_results_object():
 def test_call_arrays_columns_are_owned_arrays():
     calls = sp.build_call_arrays(sp.read_h5(THREADS).get_regions(), 0)
     # ns columns int64, index columns int32 (documented deviation: half the memory)
-    expected = {"region_index": np.int32, "call_index": np.int32, "start_ns": np.int64,
-                "end_ns": np.int64, "depth": np.int32, "parent": np.int32,
-                "exclusive_ns": np.int64, "lane": np.int32}
+    expected = {
+        "region_index": np.int32,
+        "call_index": np.int32,
+        "start_ns": np.int64,
+        "end_ns": np.int64,
+        "depth": np.int32,
+        "parent": np.int32,
+        "exclusive_ns": np.int64,
+        "lane": np.int32,
+    }
     for field, dtype in expected.items():
         column = getattr(calls, field)
         assert column.dtype == dtype and column.size == len(calls), field
@@ -108,16 +121,20 @@ def test_for_thread_exclusive_is_lazy_and_per_thread():
     solve = results["solve"][0]
     part = solve.for_thread(2)  # before any reconstruction
     inner = results["inner"][0]
-    assert part.exclusive_durations_ns.tolist() == (
-        solve.durations_ns[solve.thread_ids == 2] - inner.durations_ns[inner.thread_ids == 2]
-    ).tolist()
+    assert (
+        part.exclusive_durations_ns.tolist()
+        == (
+            solve.durations_ns[solve.thread_ids == 2] - inner.durations_ns[inner.thread_ids == 2]
+        ).tolist()
+    )
 
 
 def test_for_thread_without_thread_column():
     region = sp.read_h5(SINGLE)["step"][0]
     assert region.thread_ids is None and region.threads == [] and not region.has_thread_data
-    with pytest.raises(ValueError, match="this run did not record thread ids; profile with "
-                                         "track_threads=True"):
+    with pytest.raises(
+        ValueError, match="this run did not record thread ids; profile with track_threads=True"
+    ):
         region.for_thread(0)
 
 
@@ -194,8 +211,10 @@ def test_same_intervals_on_two_lanes():
 
 
 def test_lane_values_with_tasks_and_untracked_rows():
-    calls = arrays(mpi("A", [0, 20, 40, 60], [1, 21, 41, 61], threads=[0, 1, 2, -1],
-                       tasks=[-1, 7, -1, 0]), mpi("native", [80], [81]))
+    calls = arrays(
+        mpi("A", [0, 20, 40, 60], [1, 21, 41, 61], threads=[0, 1, 2, -1], tasks=[-1, 7, -1, 0]),
+        mpi("native", [80], [81]),
+    )
     assert calls.lane.tolist() == [-2, 7, -4, 0, -1]
 
 
@@ -215,9 +234,23 @@ def test_split_by_lane_shapes():
 def test_build_call_stack_and_helpers():
     calls = sp.build_call_stack([mpi("a", [0], [10]), mpi("b", [2], [5])], 0, origin=0.0)
     assert [c["call_path"] for c in calls] == ["a", "a > b"]
-    assert list(calls[0]) == ["call_id", "name", "call_index", "start", "end", "duration",
-                              "inclusive_duration", "exclusive_duration", "depth", "parent",
-                              "call_path", "source_file", "source_lineno", "lane", "color"]
+    assert list(calls[0]) == [
+        "call_id",
+        "name",
+        "call_index",
+        "start",
+        "end",
+        "duration",
+        "inclusive_duration",
+        "exclusive_duration",
+        "depth",
+        "parent",
+        "call_path",
+        "source_file",
+        "source_lineno",
+        "lane",
+        "color",
+    ]
     assert sp.call_stack_roots(calls) == [0]
     assert sp.call_stack_children(calls) == [[1], []]
     assert calls[0]["exclusive_duration"] == pytest.approx(7e-9)
@@ -250,8 +283,7 @@ def test_mapping_and_key_errors():
     with pytest.raises(KeyError) as info:
         results["nope"]
     assert info.value.args[0] == (
-        f"No region named 'nope' in {results.file_path}. Available regions: "
-        f"{results.region_names}"
+        f"No region named 'nope' in {results.file_path}. Available regions: {results.region_names}"
     )
     with pytest.raises(KeyError) as info:
         results["fetch"][3]
@@ -287,8 +319,17 @@ def test_time_properties():
 def test_events_keys():
     results = sp.read_h5(ASYNC)
     events = results.events(include="fetch")
-    assert events and set(events[0]) >= {"name", "rank", "call_index", "start", "end",
-                                         "duration", "thread", "task", "await_duration"}
+    assert events and set(events[0]) >= {
+        "name",
+        "rank",
+        "call_index",
+        "start",
+        "end",
+        "duration",
+        "thread",
+        "task",
+        "await_duration",
+    }
     threads = sp.read_h5(THREADS).events()
     assert "thread" in threads[0] and "task" not in threads[0]
     single = sp.read_h5(SINGLE).events()
@@ -309,8 +350,16 @@ def test_statistics():
 
 def test_summary_rows():
     rows = sp.read_h5(SINGLE).summary()
-    assert {"name", "num_calls", "inclusive_duration", "exclusive_duration", "p50", "imbalance",
-            "rank_imbalance_pct", "tags"} <= set(rows[0])
+    assert {
+        "name",
+        "num_calls",
+        "inclusive_duration",
+        "exclusive_duration",
+        "p50",
+        "imbalance",
+        "rank_imbalance_pct",
+        "tags",
+    } <= set(rows[0])
 
 
 def test_print_summary_has_region_and_thread_tables(capsys):
@@ -430,15 +479,17 @@ def test_speedscope_untracked_and_naming(tmp_path):
     (path,) = sp.export_speedscope(single, tmp_path / "prof", verbose=False)
     assert path.name == "prof.speedscope.json"
     assert [p["name"] for p in _document(path)["profiles"]] == ["rank 0"]
-    two = sp.export_speedscope([single, sp.read_h5(THREADS)], tmp_path / "sub" / "x.json",
-                               verbose=False)
+    two = sp.export_speedscope(
+        [single, sp.read_h5(THREADS)], tmp_path / "sub" / "x.json", verbose=False
+    )
     assert [p.name for p in two] == ["x_single.json", "x_threads.json"]
 
 
 def test_speedscope_filters_and_errors(tmp_path):
     results = sp.read_h5(THREADS)
-    (path,) = sp.export_speedscope(results, tmp_path / "f.json", include="solve|inner",
-                                   verbose=False)
+    (path,) = sp.export_speedscope(
+        results, tmp_path / "f.json", include="solve|inner", verbose=False
+    )
     frames = {f["name"] for f in _document(path)["shared"]["frames"]}
     assert frames == {"solve", "inner"}
     with pytest.raises(ValueError, match="Invalid rank requested: 3"):
@@ -450,13 +501,17 @@ def test_speedscope_filters_and_errors(tmp_path):
 
 
 def test_speedscope_of_hand_built_results(tmp_path):
-    results = ProfilingResults({"a": mpi("a", [0], [10]), "b": mpi("b", [2], [5])},
-                               file_path="hand.h5")
+    results = ProfilingResults(
+        {"a": mpi("a", [0], [10]), "b": mpi("b", [2], [5])}, file_path="hand.h5"
+    )
     (path,) = sp.export_speedscope(results, tmp_path / "h.json", verbose=False)
     doc = _document(path)
     assert [p["name"] for p in doc["profiles"]] == ["rank 0"]
     assert [(e["type"], e["frame"]) for e in doc["profiles"][0]["events"]] == [
-        ("O", 0), ("O", 1), ("C", 1), ("C", 0)
+        ("O", 0),
+        ("O", 1),
+        ("C", 1),
+        ("C", 0),
     ]
     bad = ProfilingResults({"A": mpi("A", [0], [10]), "B": mpi("B", [5], [15])})
     with pytest.raises(sp.NestingError):
@@ -467,8 +522,9 @@ def test_speedscope_of_hand_built_results(tmp_path):
 def test_speedscope_accepted_by_speedscope_importer(tmp_path, name):
     from helpers import speedscope_import
 
-    (path,) = sp.export_speedscope(sp.read_h5(REFERENCE / f"{name}.h5"),
-                                   tmp_path / f"{name}.speedscope.json", verbose=False)
+    (path,) = sp.export_speedscope(
+        sp.read_h5(REFERENCE / f"{name}.h5"), tmp_path / f"{name}.speedscope.json", verbose=False
+    )
     out = speedscope_import(path)
     assert out
 
@@ -480,9 +536,15 @@ def test_dropped_results_are_freed_at_once_and_kept_regions_stay_exact():
     import gc
     import weakref
 
-    want = {r.name: r.regions[0].exclusive_durations_ns.copy() for r in sp.read_h5(THREADS).get_regions()}
-    assert any((w != r.regions[0].durations_ns).any() for r in sp.read_h5(THREADS).get_regions()
-               for w in [want[r.name]])  # nested regions: exclusive differs from inclusive
+    want = {
+        r.name: r.regions[0].exclusive_durations_ns.copy()
+        for r in sp.read_h5(THREADS).get_regions()
+    }
+    assert any(
+        (w != r.regions[0].durations_ns).any()
+        for r in sp.read_h5(THREADS).get_regions()
+        for w in [want[r.name]]
+    )  # nested regions: exclusive differs from inclusive
     fresh = sp.read_h5(THREADS)
     kept = {r.name: r.regions[0] for r in fresh.get_regions()}
     gone = weakref.ref(fresh)
@@ -511,10 +573,10 @@ def test_packed_call_ids_decode_to_the_stored_values():
     for row, rid in enumerate(region_ids):
         region = results[names[rid]][0]
         lo, n = int(offsets[row]), int(counts[row])
-        np.testing.assert_array_equal(region.call_ids, call_ids[lo:lo + n])
-        np.testing.assert_array_equal(region.parent_ids, parent_ids[lo:lo + n])
+        np.testing.assert_array_equal(region.call_ids, call_ids[lo : lo + n])
+        np.testing.assert_array_equal(region.parent_ids, parent_ids[lo : lo + n])
         assert region.call_ids.dtype == np.int64
         for index in region.threads:
             part = region.for_thread(index)
             mask = region.thread_ids == index
-            np.testing.assert_array_equal(part.call_ids, call_ids[lo:lo + n][mask])
+            np.testing.assert_array_equal(part.call_ids, call_ids[lo : lo + n][mask])

@@ -1,5 +1,6 @@
 """Parity with the reference package: the same API calls on the same files give the same
 answers (run in the reference's own interpreter; skipped when it is not available)."""
+
 from __future__ import annotations
 
 import json
@@ -8,7 +9,6 @@ import subprocess
 import sys
 
 import pytest
-
 from conftest import COMPAT, REFERENCE, REFERENCE_NAMES
 from helpers import reference_python
 
@@ -29,7 +29,9 @@ def clean(value):
     return value
 """
 
-DUMP = DUMP_PRELUDE + r"""
+DUMP = (
+    DUMP_PRELUDE
+    + r"""
 r = sp.read_h5(sys.argv[1])
 out = {
     "region_names": r.region_names,
@@ -71,11 +73,13 @@ for name in r.region_names:
     out["regions"][name] = entry
 print(json.dumps(clean(out)))
 """
+)
 
 
 def dump(python: str, path) -> dict:
-    proc = subprocess.run([python, "-c", DUMP, str(path)], capture_output=True, text=True,
-                          timeout=300)
+    proc = subprocess.run(
+        [python, "-c", DUMP, str(path)], capture_output=True, text=True, timeout=300
+    )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout)
 
@@ -114,11 +118,17 @@ def test_speedscope_document_matches_reference(tmp_path):
         src = REFERENCE / f"{name}.h5"
         ref_out = tmp_path / f"ref_{name}.speedscope.json"
         our_out = tmp_path / f"our_{name}.speedscope.json"
-        code = ("import sys, scope_profiler as sp; "
-                "sp.export_speedscope(sp.read_h5(sys.argv[1]), sys.argv[2], verbose=False)")
+        code = (
+            "import sys, scope_profiler as sp; "
+            "sp.export_speedscope(sp.read_h5(sys.argv[1]), sys.argv[2], verbose=False)"
+        )
         for python, out in ((ref_python, ref_out), (sys.executable, our_out)):
-            proc = subprocess.run([python, "-c", code, str(src), str(out)], capture_output=True,
-                                  text=True, timeout=300)
+            proc = subprocess.run(
+                [python, "-c", code, str(src), str(out)],
+                capture_output=True,
+                text=True,
+                timeout=300,
+            )
             assert proc.returncode == 0, proc.stderr
         ours = json.loads(our_out.read_text())
         ref = json.loads(ref_out.read_text())
@@ -145,7 +155,9 @@ def test_speedscope_document_matches_reference(tmp_path):
         assert_same({k: ours_p[k] for k in ref_p}, ref_p, name)
 
 
-SUMMARY_DUMP = DUMP_PRELUDE + r"""
+SUMMARY_DUMP = (
+    DUMP_PRELUDE
+    + r"""
 path, regions, ranks = sys.argv[1], json.loads(sys.argv[2]), json.loads(sys.argv[3])
 r = sp.read_h5_summary(path, regions=regions, ranks=ranks)
 out = {
@@ -178,19 +190,25 @@ except sp.EventDataUnavailableError as exc:
     out["events"] = type(exc).__name__
 print(json.dumps(clean(out)))
 """
+)
 
 
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
-@pytest.mark.parametrize("selection", [(None, None), (["inner", "solve", "fetch", "work"], [0])],
-                         ids=["all", "selected"])
+@pytest.mark.parametrize(
+    "selection", [(None, None), (["inner", "solve", "fetch", "work"], [0])], ids=["all", "selected"]
+)
 def test_read_h5_summary_same_as_reference(path, selection):
     """read_h5_summary (no event data read): statistics, lane tables, labels, selection."""
     ref_python = reference_python()
     args = [json.dumps(selection[0]), json.dumps(selection[1])]
 
     def run(python):
-        proc = subprocess.run([python, "-c", SUMMARY_DUMP, str(path), *args],
-                              capture_output=True, text=True, timeout=300)
+        proc = subprocess.run(
+            [python, "-c", SUMMARY_DUMP, str(path), *args],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
         assert proc.returncode == 0, proc.stderr
         return json.loads(proc.stdout)
 
@@ -222,8 +240,9 @@ def test_lane_split_and_labels_same_as_reference(name):
     path = REFERENCE / f"{name}.h5"
     outs = []
     for python in (sys.executable, ref_python):
-        proc = subprocess.run([python, "-c", LANE_DUMP, str(path)], capture_output=True,
-                              text=True, timeout=300)
+        proc = subprocess.run(
+            [python, "-c", LANE_DUMP, str(path)], capture_output=True, text=True, timeout=300
+        )
         assert proc.returncode == 0, proc.stderr
         outs.append(json.loads(proc.stdout))
     assert_same(outs[0], outs[1])
@@ -234,7 +253,6 @@ def test_cached_reconstruction_equals_fresh(name):
     """results.call_arrays / split_by_lane (cached in Rust) == build_call_arrays on the
     regions in region-table order, and reconstruct() fills the cache for every rank."""
     import numpy as np
-
     import scope_profiler as sp
 
     r = sp.read_h5(str(REFERENCE / f"{name}.h5"))
@@ -243,8 +261,16 @@ def test_cached_reconstruction_equals_fresh(name):
         cached = r.call_arrays(rank)
         fresh = sp.build_call_arrays([r[n] for n in r.region_names], rank)
         assert cached.names == fresh.names
-        for field in ("region_index", "call_index", "start_ns", "end_ns", "depth", "parent",
-                      "exclusive_ns", "lane"):
+        for field in (
+            "region_index",
+            "call_index",
+            "start_ns",
+            "end_ns",
+            "depth",
+            "parent",
+            "exclusive_ns",
+            "lane",
+        ):
             assert np.array_equal(getattr(cached, field), getattr(fresh, field)), field
         assert not cached.start_ns.flags.writeable
         a = [(lane, c.parent.tolist()) for lane, c in r.split_by_lane(rank)]

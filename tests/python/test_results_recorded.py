@@ -1,13 +1,12 @@
 """Results of a run recorded in this process: in memory (``finalize(return_results=True)``)
 and read back from the file it wrote; both views go through the same Rust run model."""
+
 from __future__ import annotations
 
 import threading
 import time
 
 import numpy as np
-import pytest
-
 import scope_profiler as sp
 
 
@@ -49,7 +48,9 @@ def _check(results):
     # solve's exclusive time = its duration minus its one inner call, per call.
     by_thread_solve = np.concatenate([solve.for_thread(i).durations_ns for i in (0, 1, 2)])
     by_thread_inner = np.concatenate([inner.for_thread(i).durations_ns for i in (0, 1, 2)])
-    assert int(solve.exclusive_durations_ns.sum()) == int(by_thread_solve.sum() - by_thread_inner.sum())
+    assert int(solve.exclusive_durations_ns.sum()) == int(
+        by_thread_solve.sum() - by_thread_inner.sum()
+    )
     assert [t.name for t in results.threads[0]] == ["w0", "w1", "w2", "MainThread"]
     summary = results.thread_summary(0)
     assert [row["num_calls"] for row in summary] == [6, 8, 10, 1]

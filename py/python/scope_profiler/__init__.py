@@ -7,9 +7,10 @@ scope-profiler 0.7.5 (threads, ``ProfileManager.session``, ``profile_region``,
 
 Importing this package imports neither ``asyncio``, ``greenlet`` nor ``h5py``.
 """
+
 from __future__ import annotations
 
-from .exceptions import CorruptProfileError, HDF5SchemaError, NestingError
+from ._manager import ProfileManager
 from .call_stack import (
     CallArrays,
     build_call_arrays,
@@ -18,6 +19,8 @@ from .call_stack import (
     call_stack_roots,
     split_by_lane,
 )
+from .exceptions import CorruptProfileError, HDF5SchemaError, NestingError
+from .io import read_h5, read_h5_summary
 from .results import (
     EventDataUnavailableError,
     MPIRegion,
@@ -27,8 +30,6 @@ from .results import (
     ThreadInfo,
     merge_results,
 )
-from .io import read_h5, read_h5_summary
-from ._manager import ProfileManager
 
 # Module-level shortcuts are the ProfileManager classmethods themselves (process-wide default).
 session = ProfileManager.session
@@ -54,11 +55,35 @@ _LAZY = {
 }
 
 __all__ = [
-    "CallArrays", "NestingError", "build_call_arrays", "build_call_stack", "call_stack_children",
-    "call_stack_roots", "split_by_lane", "CorruptProfileError", "HDF5SchemaError", "read_h5",
-    "read_h5_summary", "MPIRegion", "Region", "EventDataUnavailableError", "ProfilingResults",
-    "merge_results", "ThreadInfo", "TaskInfo", "ProfileManager", "session", "setup", "finalize",
-    "region", "profile_region", "profile", "reset", "is_active", "get_config", "export_speedscope",
+    "CallArrays",
+    "CorruptProfileError",
+    "EventDataUnavailableError",
+    "HDF5SchemaError",
+    "MPIRegion",
+    "NestingError",
+    "ProfileManager",
+    "ProfilingResults",
+    "Region",
+    "TaskInfo",
+    "ThreadInfo",
+    "build_call_arrays",
+    "build_call_stack",
+    "call_stack_children",
+    "call_stack_roots",
+    "export_speedscope",
+    "finalize",
+    "get_config",
+    "is_active",
+    "merge_results",
+    "profile",
+    "profile_region",
+    "read_h5",
+    "read_h5_summary",
+    "region",
+    "reset",
+    "session",
+    "setup",
+    "split_by_lane",
 ]
 
 

@@ -1,4 +1,5 @@
 """``python -m scope_profiler ...`` is the ``scope-profiler`` command."""
+
 from ._cli import main
 
 main()

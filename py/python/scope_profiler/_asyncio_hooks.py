@@ -16,6 +16,7 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
   methods are restored when the last tracker leaves (only if they are still ours, so a
   patch installed on top by someone else is never undone).
 """
+
 from __future__ import annotations
 
 import asyncio

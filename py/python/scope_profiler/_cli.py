@@ -5,6 +5,7 @@ Rust (``scope_profiler._native.cli_main``). ``run`` needs this interpreter: the 
 executed here as ``__main__`` inside ``ProfileManager.session(...)``, then Rust prints the
 summary and writes the speedscope file.
 """
+
 from __future__ import annotations
 
 import os
@@ -51,8 +52,12 @@ def _run_script(req: dict) -> int:
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
     code = 0
     try:
-        with ProfileManager.session(file_path=output, track_threads=req["track_threads"],
-                                    track_async=req.get("track_async") or None, verbose=False):
+        with ProfileManager.session(
+            file_path=output,
+            track_threads=req["track_threads"],
+            track_async=req.get("track_async") or None,
+            verbose=False,
+        ):
             try:
                 runpy.run_path(script, run_name="__main__")
             except SystemExit as exc:  # the script's own exit; the profile is still written
@@ -61,7 +66,7 @@ def _run_script(req: dict) -> int:
                 else:  # sys.exit("message") prints the message, as python does
                     print(exc.code, file=sys.stderr)
                     code = 1
-            except BaseException as exc:  # noqa: BLE001 - report, then still write the profile
+            except BaseException as exc:
                 _print_script_error(exc)
                 code = 1
             finally:

@@ -18,6 +18,7 @@ child's own ``setup()``/``session()`` (own ``file_path``), which tracks concurre
 it replaces the inherited run without ``replace=True`` (the reference raises "profiling is
 already configured" there, so a forked pool worker could not open its own session).
 """
+
 from __future__ import annotations
 
 import os

@@ -18,6 +18,7 @@ Release is order-independent: when the last tracker leaves, the calling thread's
 trace is restored at once; other threads restore theirs at their next switch (a trace can
 only be set on the thread itself).
 """
+
 from __future__ import annotations
 
 import threading

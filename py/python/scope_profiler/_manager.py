@@ -15,6 +15,7 @@ Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> 
 (``finalize()``; a checkpoint: recording continues, hooks stay until the next ``setup()``,
 ``reset()`` or the end of a ``session()``).
 """
+
 from __future__ import annotations
 
 import atexit
@@ -49,7 +50,9 @@ def _relative_source_path(filename: str) -> str:
     entry containing it, else its base name (reference ``metadata_detail="minimal"``)."""
     path = os.path.abspath(filename)
     roots = [os.getcwd()] + sorted(
-        (os.path.abspath(entry) for entry in sys.path if entry), key=len, reverse=True,
+        (os.path.abspath(entry) for entry in sys.path if entry),
+        key=len,
+        reverse=True,
     )
     for root in roots:
         try:
@@ -110,8 +113,9 @@ class _ProfilingSession(ContextDecorator):
 
     ROOT_REGION_NAME = "scope_profiler.session"
 
-    def __init__(self, manager, setup_kwargs, verbose, verbose_line_profiler, return_results,
-                 native_traces):
+    def __init__(
+        self, manager, setup_kwargs, verbose, verbose_line_profiler, return_results, native_traces
+    ):
         self._manager = manager
         self._setup_kwargs = setup_kwargs
         self._verbose = verbose
@@ -123,8 +127,12 @@ class _ProfilingSession(ContextDecorator):
 
     def _recreate_cm(self):
         return type(self)(
-            self._manager, self._setup_kwargs, self._verbose, self._verbose_line_profiler,
-            self._return_results, self._native_traces,
+            self._manager,
+            self._setup_kwargs,
+            self._verbose,
+            self._verbose_line_profiler,
+            self._return_results,
+            self._native_traces,
         )
 
     def __call__(self, func):
@@ -133,6 +141,7 @@ class _ProfilingSession(ContextDecorator):
         import inspect
 
         if inspect.iscoroutinefunction(func):
+
             @functools.wraps(func)
             async def session_wrapper(*args, **kwargs):
                 with self._recreate_cm():
@@ -189,6 +198,7 @@ def _lifetime_wrapper(func, profiled):
     import inspect
 
     if inspect.iscoroutinefunction(func):
+
         @functools.wraps(func)
         async def coroutine_wrapper(*args, **kwargs):
             region = profiled._region
@@ -199,6 +209,7 @@ def _lifetime_wrapper(func, profiled):
 
         return coroutine_wrapper
     if inspect.isgeneratorfunction(func):
+
         @functools.wraps(func)
         def generator_wrapper(*args, **kwargs):
             region = profiled._region
@@ -209,6 +220,7 @@ def _lifetime_wrapper(func, profiled):
 
         return generator_wrapper
     return None
+
 
 class ProfileManager:
     """Manage a set of profiling regions (class = process-wide default, instance = isolated).
@@ -329,8 +341,9 @@ class ProfileManager:
         wrapper._bind(region if region.enabled else None)
 
     @classmethod
-    def profile(cls, region_name=None, recursive=None, metadata=None, record_outcome=False,
-                tags=None):
+    def profile(
+        cls, region_name=None, recursive=None, metadata=None, record_outcome=False, tags=None
+    ):
         """Decorator factory (bare ``@profile`` uses ``func.__name__``).
 
         The returned wrapper is a Rust object: each call enters the region, calls the
@@ -341,7 +354,9 @@ class ProfileManager:
         if recursive:
             raise NotImplementedError("profile(recursive=True) is not supported")
         if metadata is not None or record_outcome:
-            raise NotImplementedError("per-call metadata (metadata=, record_outcome=) is not supported")
+            raise NotImplementedError(
+                "per-call metadata (metadata=, record_outcome=) is not supported"
+            )
         region_tags = None if tags is None else tuple(tags)
 
         def decorator(func):
@@ -382,7 +397,8 @@ class ProfileManager:
     @classmethod
     def is_active(cls) -> bool:
         return cls._recording() and cls._lifecycle_state in {
-            _LifecycleState.ACTIVE, _LifecycleState.FINALIZED,
+            _LifecycleState.ACTIVE,
+            _LifecycleState.FINALIZED,
         }
 
     @classmethod
@@ -416,11 +432,24 @@ class ProfileManager:
         atexit.register(finalize_at_exit)
 
     @classmethod
-    def setup(cls, options=None, *, auto_finalize=False, output=_UNSET, replace=False,
-              region_tags=None, config_path=None, **overrides):
+    def setup(
+        cls,
+        options=None,
+        *,
+        auto_finalize=False,
+        output=_UNSET,
+        replace=False,
+        region_tags=None,
+        config_path=None,
+        **overrides,
+    ):
         """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`."""
-        if (cls._configured and cls._lifecycle_state is _LifecycleState.ACTIVE and not replace
-                and not _fork.inherited(cls._config)):  # a forked child may replace the parent's run
+        if (
+            cls._configured
+            and cls._lifecycle_state is _LifecycleState.ACTIVE
+            and not replace
+            and not _fork.inherited(cls._config)
+        ):  # a forked child may replace the parent's run
             raise RuntimeError(
                 "profiling is already configured; finalize it first or pass replace=True",
             )
@@ -485,9 +514,19 @@ class ProfileManager:
                 cls._bind_decorated(name, func, wrapper, tags)
 
     @classmethod
-    def session(cls, options=None, *, verbose=True, verbose_line_profiler=False,
-                return_results=False, native_traces=None, output=_UNSET, replace=False,
-                config_path=None, **overrides):
+    def session(
+        cls,
+        options=None,
+        *,
+        verbose=True,
+        verbose_line_profiler=False,
+        return_results=False,
+        native_traces=None,
+        output=_UNSET,
+        replace=False,
+        config_path=None,
+        **overrides,
+    ):
         """Context manager (and decorator): ``setup()`` at entry (validation happens
         there), a ``"scope_profiler.session"`` root region around the body, ``finalize()``
         at exit (results in ``.results`` with ``return_results=True``), then the tracker's
@@ -502,12 +541,18 @@ class ProfileManager:
         if config_path is not None:
             setup_kwargs["config_path"] = config_path
         return _ProfilingSession(
-            cls, setup_kwargs, verbose, verbose_line_profiler, return_results, native_traces,
+            cls,
+            setup_kwargs,
+            verbose,
+            verbose_line_profiler,
+            return_results,
+            native_traces,
         )
 
     @classmethod
-    def finalize(cls, verbose=True, return_results=False, native_traces=None,
-                 verbose_line_profiler=False):
+    def finalize(
+        cls, verbose=True, return_results=False, native_traces=None, verbose_line_profiler=False
+    ):
         """Checkpoint: snapshot completed calls and the thread table, number the calls,
         write the file (unless ``deactivate_file_output``) and optionally return results.
 
@@ -590,9 +635,7 @@ class ProfileManager:
         native = cls._config._native
         if native.paused:
             return
-        active = [
-            n for n in native.open_region_names() if n != _ProfilingSession.ROOT_REGION_NAME
-        ]
+        active = [n for n in native.open_region_names() if n != _ProfilingSession.ROOT_REGION_NAME]
         if active:
             names = ", ".join(repr(n) for n in active[:3])
             suffix = "..." if len(active) > 3 else ""

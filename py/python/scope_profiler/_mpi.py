@@ -25,6 +25,7 @@ thread tracking (there is no collective MPI-IO writer here; the file is the same
 ``"parallel"`` with ``track_threads`` raises the reference's ``RuntimeError`` at
 ``finalize()``, before any buffer is touched. Serial runs ignore ``output_mode``.
 """
+
 from __future__ import annotations
 
 import os
@@ -121,14 +122,14 @@ def _gather_runs(comm, payload: bytes):
     if comm.Get_rank() != 0:
         view = memoryview(payload)
         for offset in range(0, len(payload), _CHUNK):
-            comm.Send([view[offset:offset + _CHUNK], MPI.BYTE], dest=0, tag=_RUN_TAG)
+            comm.Send([view[offset : offset + _CHUNK], MPI.BYTE], dest=0, tag=_RUN_TAG)
         return None
     parts = [None] * comm.Get_size()
     for source in range(1, comm.Get_size()):
         buffer = bytearray(sizes[source])
         view = memoryview(buffer)
         for offset in range(0, sizes[source], _CHUNK):
-            comm.Recv([view[offset:offset + _CHUNK], MPI.BYTE], source=source, tag=_RUN_TAG)
+            comm.Recv([view[offset : offset + _CHUNK], MPI.BYTE], source=source, tag=_RUN_TAG)
         parts[source] = buffer
     return parts
 
@@ -182,7 +183,9 @@ def finalize(manager, config, *, verbose: bool, return_results: bool):
         except Exception as exc:  # reported on every rank below, raised here
             failure = exc
         del parts
-    message = comm.bcast(None if failure is None else f"{type(failure).__name__}: {failure}", root=0)
+    message = comm.bcast(
+        None if failure is None else f"{type(failure).__name__}: {failure}", root=0
+    )
     if failure is not None:
         raise failure
     if message is not None:
@@ -193,7 +196,10 @@ def finalize(manager, config, *, verbose: bool, return_results: bool):
         from .results import ProfilingResults
 
         return ProfilingResults(
-            {}, metadata=dict(config.metadata), num_ranks=size, file_path=config.file_path,
+            {},
+            metadata=dict(config.metadata),
+            num_ranks=size,
+            file_path=config.file_path,
             is_root=False,
         )
     manager._last_native_run = stacked

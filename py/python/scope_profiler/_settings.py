@@ -16,10 +16,12 @@ Settings this package accepts but does not implement:
   reference, otherwise ignored (the writer picks its own layout);
 * ``output_mode``: validated like the reference; used only by MPI runs (``_mpi``).
 """
+
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, fields
+from datetime import UTC
 from pathlib import Path
 from typing import Any, ClassVar
 
@@ -242,9 +244,18 @@ def load_profiling_config(path) -> dict:
 # --------------------------------------------------------------------------- metadata
 _OMP_LIBRARY_NAMES = ("libomp.so", "libgomp.so.1", "libiomp5.so", "libomp.dylib", "libiomp5.dylib")
 _ENVIRONMENT_VARIABLES = (
-    "LD_LIBRARY_PATH", "LOADEDMODULES", "MODULEPATH", "MODULESHOME", "MODULES_CMD",
-    "MODULES_RUN_QUARANTINE", "PATH", "PYTHON_HOME", "PYTHON_INC", "PYTHON_INCLUDE",
-    "PYTHON_LIB", "VIRTUAL_ENV",
+    "LD_LIBRARY_PATH",
+    "LOADEDMODULES",
+    "MODULEPATH",
+    "MODULESHOME",
+    "MODULES_CMD",
+    "MODULES_RUN_QUARANTINE",
+    "PATH",
+    "PYTHON_HOME",
+    "PYTHON_INC",
+    "PYTHON_INCLUDE",
+    "PYTHON_LIB",
+    "VIRTUAL_ENV",
 )
 _MAX_VALUE_CHARS = 60_000
 _TRUNCATION_MARKER = "...[truncated]"
@@ -299,7 +310,7 @@ def collect_metadata(detail: str = "minimal") -> dict:
     per process; ``timestamp`` is taken now.
     """
     import platform
-    from datetime import datetime, timezone
+    from datetime import datetime
 
     global _STATIC_METADATA
     if _STATIC_METADATA is None:
@@ -313,7 +324,7 @@ def collect_metadata(detail: str = "minimal") -> dict:
         }
     static = _STATIC_METADATA
     metadata: dict = {
-        "timestamp": datetime.now(timezone.utc).isoformat(),
+        "timestamp": datetime.now(UTC).isoformat(),
         "platform": static["platform"],
         "chip_information": static["chip_information"],
         "python_version": static["python_version"],
@@ -375,8 +386,7 @@ class ProfilingConfig:
             raise ValueError("gpu_sync_on_exit requires use_gpu_timing=True")
         if s["output_mode"] not in {"auto", "direct", "parallel"}:
             raise ValueError(
-                "output_mode must be 'auto', 'direct', or 'parallel', "
-                f"got {s['output_mode']!r}",
+                f"output_mode must be 'auto', 'direct', or 'parallel', got {s['output_mode']!r}",
             )
         compression = s["hdf5_compression"]
         if isinstance(compression, str):
@@ -389,7 +399,9 @@ class ProfilingConfig:
                 f"'zstd', got {compression!r}",
             )
         chunk = s["hdf5_chunk_size"]
-        if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0):
+        if chunk is not None and (
+            isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0
+        ):
             raise ValueError("hdf5_chunk_size must be a positive integer or None")
         level = s["hdf5_compression_level"]
         if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
@@ -405,8 +417,11 @@ class ProfilingConfig:
                 f"metadata_detail must be one of {METADATA_DETAILS}, got {s['metadata_detail']!r}",
             )
         other_modes = (
-            s["use_line_profiler"] or s["use_gpu_timing"] or s["use_likwid"]
-            or s["use_nvtx"] or self._perf_events
+            s["use_line_profiler"]
+            or s["use_gpu_timing"]
+            or s["use_likwid"]
+            or s["use_nvtx"]
+            or self._perf_events
         )
         if s["aggregation_mode"] and other_modes:
             raise ValueError(
@@ -417,15 +432,22 @@ class ProfilingConfig:
             raise ValueError(_THREADS_INCOMPATIBLE)
         # Not implemented by this package: refuse clearly rather than record something else.
         for name in (
-            "use_line_profiler", "use_gpu_timing", "use_nvtx", "use_likwid",
-            "aggregation_mode", "use_memray", "profile_mpi_calls",
+            "use_line_profiler",
+            "use_gpu_timing",
+            "use_nvtx",
+            "use_likwid",
+            "aggregation_mode",
+            "use_memray",
+            "profile_mpi_calls",
         ):
             if s[name]:
                 raise NotImplementedError(
                     f"{name}=True is not supported by scope-profiler (Rust edition)",
                 )
         if self._perf_events:
-            raise NotImplementedError("perf_events is not supported by scope-profiler (Rust edition)")
+            raise NotImplementedError(
+                "perf_events is not supported by scope-profiler (Rust edition)"
+            )
         buffer_limit = s["buffer_limit"]
         if isinstance(buffer_limit, bool) or not isinstance(buffer_limit, int) or buffer_limit < 1:
             raise ValueError("buffer_limit must be a positive integer")

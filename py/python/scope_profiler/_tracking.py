@@ -19,6 +19,7 @@ Every hook is shared by all installed trackers and restored when the last one le
 several managers may install and uninstall in any order. In a forked child every installed
 tracker is uninstalled (as the reference does).
 """
+
 from __future__ import annotations
 
 import os
@@ -48,11 +49,29 @@ def qualname(obj) -> str:
 class ThreadRecord:
     """A live view of one thread-table row (timestamps absolute, on perf_counter_ns)."""
 
-    __slots__ = ("cpu_ns", "daemon", "end_ns", "ident", "index", "name", "native_id", "start_ns", "task")
+    __slots__ = (
+        "cpu_ns",
+        "daemon",
+        "end_ns",
+        "ident",
+        "index",
+        "name",
+        "native_id",
+        "start_ns",
+        "task",
+    )
 
     def __init__(self, row, task=None) -> None:
-        (self.index, self.ident, self.native_id, self.name, self.daemon,
-         self.start_ns, self.end_ns, self.cpu_ns) = row
+        (
+            self.index,
+            self.ident,
+            self.native_id,
+            self.name,
+            self.daemon,
+            self.start_ns,
+            self.end_ns,
+            self.cpu_ns,
+        ) = row
         #: Index of the task running on this thread (only known for the calling thread).
         self.task = task
 
@@ -68,20 +87,42 @@ class ThreadRecord:
 class TaskRecord:
     """A view of one task-table row (timestamps absolute, on perf_counter_ns)."""
 
-    __slots__ = ("coro_name", "created_ns", "done_ns", "index", "kind", "name", "running_ns",
-                 "steps", "suspended_ns", "thread_index")
+    __slots__ = (
+        "coro_name",
+        "created_ns",
+        "done_ns",
+        "index",
+        "kind",
+        "name",
+        "running_ns",
+        "steps",
+        "suspended_ns",
+        "thread_index",
+    )
 
     def __init__(self, row) -> None:
-        (self.index, self.kind, self.name, self.coro_name, self.thread_index, self.created_ns,
-         self.done_ns, self.steps, self.running_ns, self.suspended_ns) = row
+        (
+            self.index,
+            self.kind,
+            self.name,
+            self.coro_name,
+            self.thread_index,
+            self.created_ns,
+            self.done_ns,
+            self.steps,
+            self.running_ns,
+            self.suspended_ns,
+        ) = row
 
     @property
     def done(self) -> bool:
         return self.done_ns != UNKNOWN
 
     def __repr__(self) -> str:
-        return (f"TaskRecord(index={self.index}, kind={self.kind!r}, name={self.name!r}, "
-                f"coro_name={self.coro_name!r}, steps={self.steps})")
+        return (
+            f"TaskRecord(index={self.index}, kind={self.kind!r}, name={self.name!r}, "
+            f"coro_name={self.coro_name!r}, steps={self.steps})"
+        )
 
 
 # -- the process-wide threading hook --------------------------------------------------
@@ -137,7 +178,7 @@ class ConcurrencyTracker:
         self._native = native
         self.track_async = bool(track_async)
         self._installed = False
-        self._asyncio = False   # in the asyncio hooks' registry (install or instrument_loop)
+        self._asyncio = False  # in the asyncio hooks' registry (install or instrument_loop)
         self._greenlet = False  # in the greenlet hooks' registry
         #: asyncio tasks still referenced: task index -> (handle, weakref to the Task), so
         #: the table reports ``get_name()`` as of the snapshot
@@ -287,8 +328,18 @@ class ConcurrencyTracker:
         self._refresh_task_names()
         trows = self._native.task_table(origin_ns)
         tcols = list(zip(*trows)) if trows else [()] * 10
-        tnames = ("index", "kind", "name", "coro_name", "thread_index", "created_ns", "done_ns",
-                  "steps", "running_ns", "suspended_ns")
+        tnames = (
+            "index",
+            "kind",
+            "name",
+            "coro_name",
+            "thread_index",
+            "created_ns",
+            "done_ns",
+            "steps",
+            "running_ns",
+            "suspended_ns",
+        )
         return {
             "threads": {n: list(c) for n, c in zip(names, cols)},
             "tasks": {n: list(c) for n, c in zip(tnames, tcols)} if trows else {},

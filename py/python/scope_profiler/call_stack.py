@@ -6,6 +6,7 @@ reconstruction itself runs in Rust (``scope_profiler._native.build_call_arrays``
 one sort by ``(start, -end, input position)`` and one stack walk per lane. This
 module adapts result objects to it and offers the reference's convenience views.
 """
+
 from __future__ import annotations
 
 from collections.abc import Iterable, Iterator, Sequence
@@ -129,8 +130,13 @@ def _cached_call_arrays(regions: list, rank: int) -> CallArrays | None:
         if key is None:
             return None
         native, _, _, native_rank, _, starts, ends, threads, tasks = key
-        if (native_rank != rank or data._start_times is not starts or data._end_times is not ends
-                or data._thread_ids is not threads or data._task_ids is not tasks):
+        if (
+            native_rank != rank
+            or data._start_times is not starts
+            or data._end_times is not ends
+            or data._thread_ids is not threads
+            or data._task_ids is not tasks
+        ):
             return None
         keys.append((key, region, data))
     if not keys:
@@ -192,10 +198,11 @@ class LaneSplit(Sequence):
     and a lane's :class:`CallArrays` is sliced only when indexed or iterated. Behaves as a
     read-only list (``len``, indexing, slicing, iteration, ``==`` with a list)."""
 
-    __slots__ = ("_calls", "_lanes", "_offsets", "_order", "_local")
+    __slots__ = ("_calls", "_lanes", "_local", "_offsets", "_order")
 
-    def __init__(self, calls: CallArrays, lanes: np.ndarray, offsets: np.ndarray,
-                 order: np.ndarray) -> None:
+    def __init__(
+        self, calls: CallArrays, lanes: np.ndarray, offsets: np.ndarray, order: np.ndarray
+    ) -> None:
         self._calls = calls
         self._lanes = lanes
         self._offsets = offsets
@@ -222,9 +229,10 @@ class LaneSplit(Sequence):
             local = np.empty(len(calls), dtype=calls.parent.dtype)
             sizes = np.diff(self._offsets)
             local[self._order] = np.arange(len(calls), dtype=np.int64) - np.repeat(
-                self._offsets[:-1], sizes)
+                self._offsets[:-1], sizes
+            )
             self._local = local
-        positions = self._order[self._offsets[k]:self._offsets[k + 1]]
+        positions = self._order[self._offsets[k] : self._offsets[k + 1]]
         parent = calls.parent[positions]
         return (
             int(self._lanes[k]),
@@ -277,7 +285,9 @@ def lane_groups(lane: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
     Raises ValueError for lane values outside the int32 range."""
     lane = np.asarray(lane)
     if lane.dtype != np.int32:
-        if lane.size and (lane.min() < np.iinfo(np.int32).min or lane.max() > np.iinfo(np.int32).max):
+        if lane.size and (
+            lane.min() < np.iinfo(np.int32).min or lane.max() > np.iinfo(np.int32).max
+        ):
             raise ValueError("lane values must fit in int32")
         lane = lane.astype(np.int32)
     return tuple(_native.group_lanes(np.ascontiguousarray(lane)))
@@ -300,7 +310,9 @@ def split_by_lane(calls: CallArrays) -> LaneSplit:
         return LaneSplit(calls, _EMPTY, np.zeros(1, dtype=np.int64), _EMPTY)
     if calls.lane.size == 0:
         # one stack: the lane is the calls themselves, no grouping needed
-        return LaneSplit(calls, np.array([-1], dtype=np.int64), np.array([0, n], dtype=np.int64), _EMPTY)
+        return LaneSplit(
+            calls, np.array([-1], dtype=np.int64), np.array([0, n], dtype=np.int64), _EMPTY
+        )
     lanes, offsets, order = lane_groups(calls.lane)
     return LaneSplit(calls, lanes, offsets, order)
 
@@ -338,9 +350,7 @@ def build_call_stack(regions: Iterable, rank: int, origin: float = 0.0) -> list[
                 "exclusive_duration": float(exclusive[call_id]),
                 "depth": int(arrays.depth[call_id]),
                 "parent": None if parent < 0 else parent,
-                "call_path": (
-                    name if parent < 0 else f"{calls[parent]['call_path']} > {name}"
-                ),
+                "call_path": (name if parent < 0 else f"{calls[parent]['call_path']} > {name}"),
                 "source_file": arrays.source_files[region_row],
                 "source_lineno": arrays.source_lines[region_row],
                 "lane": int(arrays.lane[call_id]) if has_lane else -1,

@@ -12,6 +12,7 @@ name them without touching the extension module:
 * :class:`NestingError` (a ``ValueError``): recorded calls on one lane overlap
   without nesting, so no call tree exists.
 """
+
 from __future__ import annotations
 
 from ._native import CorruptProfileError, HDF5SchemaError, NestingError

@@ -8,6 +8,7 @@ The helpers here implement the common rules of every exporter (spec-exports, top
 ``_target_path`` (file naming) and ``_one_file_per_run`` (speedscope's naming rule);
 ``export_traces`` and ``export_graphics`` use them too.
 """
+
 from __future__ import annotations
 
 import os
@@ -23,7 +24,9 @@ __all__ = ["export_speedscope"]
 def _as_runs(profiling_data) -> list[ProfilingResults]:
     if isinstance(profiling_data, ProfilingResults):
         profiling_data = [profiling_data]
-    if isinstance(profiling_data, (str, bytes, os.PathLike)) or not hasattr(profiling_data, "__iter__"):
+    if isinstance(profiling_data, (str, bytes, os.PathLike)) or not hasattr(
+        profiling_data, "__iter__"
+    ):
         raise TypeError(
             "exporters take ProfilingResults (or a sequence of them), got "
             f"{type(profiling_data).__name__}; load a file first with scope_profiler.read_h5(path)"
@@ -90,7 +93,9 @@ def _prepare(profiling_data, ranks, include, exclude, always_names=False):
     return runs, selected_ranks, prepared
 
 
-def _target_path(base: Path, stem: str, suffix: str, label: str, multiple: bool, rank: int | None = None) -> Path:
+def _target_path(
+    base: Path, stem: str, suffix: str, label: str, multiple: bool, rank: int | None = None
+) -> Path:
     """``<stem>[_<label slug>][_rank<R>]<suffix>`` beside ``base`` (the slug only when
     several runs are exported)."""
     parts = [stem]
@@ -102,7 +107,16 @@ def _target_path(base: Path, stem: str, suffix: str, label: str, multiple: bool,
 
 
 def _one_file_per_run(
-    profiling_data, filepath, ranks, include, exclude, default_suffix, write, note, verbose, always_names=False
+    profiling_data,
+    filepath,
+    ranks,
+    include,
+    exclude,
+    default_suffix,
+    write,
+    note,
+    verbose,
+    always_names=False,
 ):
     """Speedscope naming (spec-exports §1): ``name.partition(".")`` keeps the tail as the
     suffix (else ``default_suffix``); with several runs ``_<label slug>`` joins the stem.
@@ -148,6 +162,14 @@ def export_speedscope(
     ``NestingError`` when a rank cannot be reconstructed.
     """
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".speedscope.json",
-        _write_speedscope, "view at https://www.speedscope.app", verbose, always_names=True,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".speedscope.json",
+        _write_speedscope,
+        "view at https://www.speedscope.app",
+        verbose,
+        always_names=True,
     )

@@ -22,6 +22,7 @@ the stem). Parquet writes its lanes table beside the events file:
 ``x.parquet`` → ``x.lanes.parquet``. ``export_flamegraph_svg`` writes
 ``f"{Path(filepath).stem}[_{slug}]_rank{r}{Path(filepath).suffix or '.svg'}"``.
 """
+
 from __future__ import annotations
 
 import os
@@ -32,7 +33,7 @@ from . import _native
 from .export import _one_file_per_run, _prepare, _target_path
 from .results import ProfilingResults
 
-__all__ = ["export_folded", "export_flamegraph_svg", "export_timeline_svg", "export_parquet"]
+__all__ = ["export_flamegraph_svg", "export_folded", "export_parquet", "export_timeline_svg"]
 
 
 def export_folded(
@@ -48,9 +49,17 @@ def export_folded(
     call path per lane, integer counts in ``unit`` (``"ns"``, exact, or ``"us"``). The lane
     label is the root frame (``"rank R - "`` prefixed when several ranks are exported)."""
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".folded",
-        lambda native, rk, label, path, names: _native.write_folded(native, rk, label, path, names, unit=unit),
-        "folded stacks: inferno-flamegraph, flamegraph.pl, speedscope", verbose,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".folded",
+        lambda native, rk, label, path, names: _native.write_folded(
+            native, rk, label, path, names, unit=unit
+        ),
+        "folded stacks: inferno-flamegraph, flamegraph.pl, speedscope",
+        verbose,
     )
 
 
@@ -67,9 +76,17 @@ def export_timeline_svg(
     nested bars on a time axis in ms since the run start, await share hatched, a tooltip
     per bar; open it in a browser."""
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".timeline.svg",
-        lambda native, rk, label, path, names: _native.write_timeline_svg(native, rk, label, path, names, width=width),
-        "lane timeline, open in a browser", verbose,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".timeline.svg",
+        lambda native, rk, label, path, names: _native.write_timeline_svg(
+            native, rk, label, path, names, width=width
+        ),
+        "lane timeline, open in a browser",
+        verbose,
     )
 
 
@@ -86,8 +103,15 @@ def export_parquet(
     exclusive_ns) and, beside it, the lanes (``x.lanes.parquet``: thread and task tables,
     join on ``(rank, lane)``). Returns events and lanes paths in order."""
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".parquet", _native.write_parquet,
-        "Parquet: DuckDB, Polars, pyarrow", verbose,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".parquet",
+        _native.write_parquet,
+        "Parquet: DuckDB, Polars, pyarrow",
+        verbose,
     )
 
 
@@ -112,7 +136,9 @@ def export_flamegraph_svg(
     for label, run, names, with_calls in prepared:
         for rank in with_calls:
             path = _target_path(base, base.stem, suffix, label, len(runs) > 1, rank)
-            for p in _native.write_flamegraph_svg(run._native_run(), [rank], label, os.fspath(path), names):
+            for p in _native.write_flamegraph_svg(
+                run._native_run(), [rank], label, os.fspath(path), names
+            ):
                 written.append(Path(p))
                 if verbose:
                     print(f"Wrote {p} (flame graph, open in a browser)")

@@ -11,6 +11,7 @@ when none remain); ``ranks`` defaults to ``[0]``; ``include``/``exclude`` select
 through ``get_regions``. Errors: ``ValueError`` for no data, an invalid rank, a filter
 matching nothing or no calls; ``NestingError`` when a rank cannot be reconstructed.
 """
+
 from __future__ import annotations
 
 import os
@@ -21,7 +22,7 @@ from . import _native
 from .export import _one_file_per_run, _prepare, _target_path
 from .results import ProfilingResults
 
-__all__ = ["export_prof", "export_chrome_trace", "export_perfetto", "export_pprof"]
+__all__ = ["export_chrome_trace", "export_perfetto", "export_pprof", "export_prof"]
 
 
 def export_prof(
@@ -43,7 +44,9 @@ def export_prof(
     region. Recursion (primitive calls) is judged per lane: a same-named call on another
     thread or task is not recursion (unlike the reference).
     """
-    runs, selected_ranks, prepared = _prepare(profiling_data, ranks, include, exclude, always_names=True)
+    runs, selected_ranks, prepared = _prepare(
+        profiling_data, ranks, include, exclude, always_names=True
+    )
     if not runs:
         return []
     base = Path(filepath)
@@ -52,8 +55,13 @@ def export_prof(
     for label, run, names, _ in prepared:
         target = _target_path(base, base.stem, suffix, label, len(runs) > 1)
         paths = _native.write_prof(
-            run._native_run(), selected_ranks, label, os.fspath(target), names,
-            call_paths=call_paths, per_lane=per_lane,
+            run._native_run(),
+            selected_ranks,
+            label,
+            os.fspath(target),
+            names,
+            call_paths=call_paths,
+            per_lane=per_lane,
         )
         for path in map(Path, paths):
             written.append(path)
@@ -74,8 +82,15 @@ def export_chrome_trace(
     one track per lane (threads, then tasks, each named), complete events in µs from the
     run start, identical calls with identical name and args so viewers aggregate them."""
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".trace.json",
-        _native.write_chrome_trace, "open with Perfetto or chrome://tracing", verbose,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".trace.json",
+        _native.write_chrome_trace,
+        "open with Perfetto or chrome://tracing",
+        verbose,
     )
 
 
@@ -91,8 +106,15 @@ def export_perfetto(
     process track per rank, a thread track per thread, a task track (under its thread) per
     task, nested slices per call and ``"awaiting"`` child slices for a task's await time."""
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".pftrace",
-        _native.write_perfetto, "open with https://ui.perfetto.dev", verbose,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".pftrace",
+        _native.write_perfetto,
+        "open with https://ui.perfetto.dev",
+        verbose,
     )
 
 
@@ -108,6 +130,13 @@ def export_pprof(
     ending in ``.gz`` is written uncompressed): sample type wall/nanoseconds holding the
     self time per call stack, each stack rooted at its lane (thread / task) name."""
     return _one_file_per_run(
-        profiling_data, filepath, ranks, include, exclude, ".pb.gz",
-        _native.write_pprof, "open with: go tool pprof -http=: FILE", verbose,
+        profiling_data,
+        filepath,
+        ranks,
+        include,
+        exclude,
+        ".pb.gz",
+        _native.write_pprof,
+        "open with: go tool pprof -http=: FILE",
+        verbose,
     )

@@ -8,6 +8,7 @@ Errors: ``FileNotFoundError`` (missing file), ``CorruptProfileError`` (not HDF5,
 truncated, damaged index; the message names the file), ``HDF5SchemaError``
 (schema attribute invalid or newer than supported).
 """
+
 from __future__ import annotations
 
 import os
@@ -40,8 +41,19 @@ class SummaryDataUnavailable(ValueError):
 def _summary_region(row: dict) -> Region:
     """A summary-only :class:`Region` over one ``read_h5_summary`` row (the reference's
     ``aggregate`` dict: ``count`` + the ``summary_statistics`` fields + ``exclusive``)."""
-    fields = ("total", "minimum", "maximum", "first", "last", "start_minimum", "end_maximum",
-              "gpu_count", "gpu_total", "mean", "m2")
+    fields = (
+        "total",
+        "minimum",
+        "maximum",
+        "first",
+        "last",
+        "start_minimum",
+        "end_maximum",
+        "gpu_count",
+        "gpu_total",
+        "mean",
+        "m2",
+    )
     aggregate = {"count": int(row["count"])}
     for field in fields:
         value = row[field]
@@ -115,14 +127,38 @@ def read_h5_summary(
     for rank, index, ident, native_id, daemon, start, end, cpu, name in summary["threads"]:
         if wanted_ranks is None or rank in wanted_ranks:
             threads.setdefault(rank, []).append(
-                ThreadInfo(index, rank, name, ident, native_id, daemon, start, end, cpu))
+                ThreadInfo(index, rank, name, ident, native_id, daemon, start, end, cpu)
+            )
     tasks: dict[int, list[TaskInfo]] = {}
-    for (rank, index, thread_index, created, done, steps, running, suspended, kind, name,
-         coro_name) in summary["tasks"]:
+    for (
+        rank,
+        index,
+        thread_index,
+        created,
+        done,
+        steps,
+        running,
+        suspended,
+        kind,
+        name,
+        coro_name,
+    ) in summary["tasks"]:
         if wanted_ranks is None or rank in wanted_ranks:
             tasks.setdefault(rank, []).append(
-                TaskInfo(index, rank, kind, name, coro_name, thread_index, created, done, steps,
-                         running, suspended))
+                TaskInfo(
+                    index,
+                    rank,
+                    kind,
+                    name,
+                    coro_name,
+                    thread_index,
+                    created,
+                    done,
+                    steps,
+                    running,
+                    suspended,
+                )
+            )
     if verbose:
         print(f"Read summary of {os.fspath(file_path)}: {len(summary['rows'])} region row(s)")
     return ProfilingResults(

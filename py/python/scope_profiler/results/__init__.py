@@ -6,6 +6,7 @@ Modules: :mod:`.run` (``ProfilingResults``), :mod:`.mpi_region`, :mod:`.region`,
 (``merge_results``), :mod:`.display` (notebook HTML). All public times are float seconds;
 ``*_ns`` accessors return the stored int64 nanoseconds.
 """
+
 from __future__ import annotations
 
 from ._common import NS_PER_SECOND, UNKNOWN, EventDataUnavailableError

@@ -1,4 +1,5 @@
 """Shared constants and helpers of the results package."""
+
 from __future__ import annotations
 
 import numpy as np

@@ -1,4 +1,5 @@
 """Notebook display: small HTML tables for ``_repr_html_``."""
+
 from __future__ import annotations
 
 import html

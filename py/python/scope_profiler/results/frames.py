@@ -16,6 +16,7 @@ Tables (every ``*_frame`` method returns an object with ``__arrow_c_stream__``):
 ``to_polars(...)`` / ``to_pandas(...)`` convert the summary table (pass ``table=`` any
 frame above to convert that one instead).
 """
+
 from __future__ import annotations
 
 from typing import Any
@@ -87,14 +88,16 @@ class FramesMixin:
         for region in self.get_regions(include=include, exclude=exclude):
             for rank in region.ranks:
                 data = region[rank]
-                rows.append({
-                    "name": region.name,
-                    "rank": rank,
-                    **data.get_summary(),
-                    "p50_duration": data.p50_duration,
-                    "p95_duration": data.p95_duration,
-                    "p99_duration": data.p99_duration,
-                })
+                rows.append(
+                    {
+                        "name": region.name,
+                        "rank": rank,
+                        **data.get_summary(),
+                        "p50_duration": data.p50_duration,
+                        "p95_duration": data.p95_duration,
+                        "p99_duration": data.p99_duration,
+                    }
+                )
         return rows
 
     def _event_rows(self, include, exclude, ranks) -> list[int]:
@@ -129,9 +132,20 @@ class FramesMixin:
         for row in rows:
             keys.extend(k for k in row if k not in keys)
         if not keys:  # a run without regions: an empty table with the summary's columns
-            keys = ["name", "num_ranks", "num_calls", "total_duration", "inclusive_duration",
-                    "exclusive_duration", "average_duration", "min_duration", "max_duration",
-                    "first_duration", "last_duration", "std_duration"]
+            keys = [
+                "name",
+                "num_ranks",
+                "num_calls",
+                "total_duration",
+                "inclusive_duration",
+                "exclusive_duration",
+                "average_duration",
+                "min_duration",
+                "max_duration",
+                "first_duration",
+                "last_duration",
+                "std_duration",
+            ]
         return _columns_table(rows, keys)
 
     def threads_frame(self):
@@ -148,8 +162,14 @@ class FramesMixin:
         """``thread_summary(rank)`` as an Arrow table (cached reconstruction)."""
         return self._native_run().thread_summary_frame(int(rank))
 
-    def events_frame(self, include=None, exclude=None, ranks=None, relative: bool = True,
-                     origin: float | None = None):
+    def events_frame(
+        self,
+        include=None,
+        exclude=None,
+        ranks=None,
+        relative: bool = True,
+        origin: float | None = None,
+    ):
         """``events()`` as an Arrow table, lane columns (``thread``, ``task``,
         ``await_duration``) and ``call_id``/``parent_id`` kept; no ``metadata`` column."""
         self._require_event_data("events_frame")
@@ -190,25 +210,41 @@ class FramesMixin:
         def cat(get, fill, dtype):
             if not any(get(p[2]) is not None for p in parts):
                 return None
-            return np.concatenate(
-                [
-                    np.asarray(get(p[2]), dtype=dtype) if get(p[2]) is not None
-                    else np.full(p[2].num_calls, fill, dtype=dtype)
-                    for p in parts
-                ]
-            ) if parts else np.empty(0, dtype=dtype)
+            return (
+                np.concatenate(
+                    [
+                        np.asarray(get(p[2]), dtype=dtype)
+                        if get(p[2]) is not None
+                        else np.full(p[2].num_calls, fill, dtype=dtype)
+                        for p in parts
+                    ]
+                )
+                if parts
+                else np.empty(0, dtype=dtype)
+            )
 
-        starts = np.concatenate([p[2].start_times_ns for p in parts]) if parts else np.empty(0, np.int64)
-        ends = np.concatenate([p[2].end_times_ns for p in parts]) if parts else np.empty(0, np.int64)
+        starts = (
+            np.concatenate([p[2].start_times_ns for p in parts]) if parts else np.empty(0, np.int64)
+        )
+        ends = (
+            np.concatenate([p[2].end_times_ns for p in parts]) if parts else np.empty(0, np.int64)
+        )
         start = starts / NS_PER_SECOND - origin
         end = ends / NS_PER_SECOND - origin
         columns: dict[str, Any] = {
-            "name": np.repeat(np.array([p[0] for p in parts], dtype=object),
-                              [p[2].num_calls for p in parts]) if parts else np.empty(0, object),
-            "rank": np.repeat(np.array([p[1] for p in parts], dtype=np.int64),
-                              [p[2].num_calls for p in parts]) if parts else np.empty(0, np.int64),
+            "name": np.repeat(
+                np.array([p[0] for p in parts], dtype=object), [p[2].num_calls for p in parts]
+            )
+            if parts
+            else np.empty(0, object),
+            "rank": np.repeat(
+                np.array([p[1] for p in parts], dtype=np.int64), [p[2].num_calls for p in parts]
+            )
+            if parts
+            else np.empty(0, np.int64),
             "call_index": np.concatenate([np.arange(p[2].num_calls) for p in parts])
-            if parts else np.empty(0, np.int64),
+            if parts
+            else np.empty(0, np.int64),
             "start": start,
             "end": end,
             "duration": end - start,
@@ -217,19 +253,25 @@ class FramesMixin:
         gpu = cat(lambda r: r.gpu_durations, np.nan, np.float64)
         if gpu is not None:
             columns["gpu_duration"] = gpu
-        with_ids = lambda r: r.call_ids if r.call_ids is not None and r.parent_ids is not None else None  # noqa: E731
+        with_ids = lambda r: (
+            r.call_ids if r.call_ids is not None and r.parent_ids is not None else None
+        )
         if any(with_ids(p[2]) is not None for p in parts):
             columns["call_id"] = cat(with_ids, np.nan, np.float64)
             columns["parent_id"] = cat(
-                lambda r: r.parent_ids if with_ids(r) is not None else None, np.nan, np.float64)
+                lambda r: r.parent_ids if with_ids(r) is not None else None, np.nan, np.float64
+            )
         thread = cat(lambda r: r.thread_ids, np.nan, np.float64)
         if thread is not None:
             columns["thread"] = thread
-        with_task = lambda r: r.task_ids if r.task_ids is not None and r.await_times_ns is not None else None  # noqa: E731
+        with_task = lambda r: (
+            r.task_ids if r.task_ids is not None and r.await_times_ns is not None else None
+        )
         if any(with_task(p[2]) is not None for p in parts):
             columns["task"] = cat(with_task, np.nan, np.float64)
             columns["await_duration"] = cat(
-                lambda r: r.await_times if with_task(r) is not None else None, np.nan, np.float64)
+                lambda r: r.await_times if with_task(r) is not None else None, np.nan, np.float64
+            )
         for key in ("call_id", "parent_id", "thread", "task"):
             values = columns.get(key)
             if values is not None and not np.isnan(values).any():

@@ -1,5 +1,6 @@
 """Lane tables: ``ThreadInfo`` (one registered thread) and ``TaskInfo`` (one asyncio task
 or greenlet), seconds relative to the run start."""
+
 from __future__ import annotations
 
 from ._common import UNKNOWN

@@ -19,6 +19,7 @@ tables already there gets its thread and task indices renumbered after them (its
 regions' ``thread_ids``/``task_ids`` follow); identical tables (two views of one run) are
 shared.
 """
+
 from __future__ import annotations
 
 import copy
@@ -48,24 +49,36 @@ def _copy_region(region, rank_offset=0, thread_offset=0, task_offset=0):
 
 def _thread(t: ThreadInfo, rank: int, index_offset: int = 0) -> ThreadInfo:
     row = t._to_tuple()
-    return ThreadInfo(t.index + index_offset, rank, t.name, t.ident, t.native_id, t.daemon,
-                      row[5], row[6], row[7])
+    return ThreadInfo(
+        t.index + index_offset, rank, t.name, t.ident, t.native_id, t.daemon, row[5], row[6], row[7]
+    )
 
 
 def _task(t: TaskInfo, rank: int, index_offset: int = 0, thread_offset: int = 0) -> TaskInfo:
     row = t._to_tuple()
     thread_index = t.thread_index + thread_offset if t.thread_index >= 0 else t.thread_index
-    return TaskInfo(t.index + index_offset, rank, t.kind, t.name, t.coro_name, thread_index,
-                    row[3], row[4], t.steps, round(t.running_time * 1e9),
-                    round(t.awaiting_time * 1e9))
+    return TaskInfo(
+        t.index + index_offset,
+        rank,
+        t.kind,
+        t.name,
+        t.coro_name,
+        thread_index,
+        row[3],
+        row[4],
+        t.steps,
+        round(t.running_time * 1e9),
+        round(t.awaiting_time * 1e9),
+    )
 
 
 def _stored_total(region):
     return region._exclusive_total_ns
 
 
-def merge_results(*result_sets, label: str | None = None, file_path=None,
-                  stack: bool | None = None) -> ProfilingResults:
+def merge_results(
+    *result_sets, label: str | None = None, file_path=None, stack: bool | None = None
+) -> ProfilingResults:
     """Combine several result sets into one (see the module docs).
 
     Non-root sets are ignored; ``ValueError`` if none are given. ``stack=None`` (default)
@@ -125,8 +138,9 @@ def _united(roots, metadata, file_path) -> ProfilingResults:
                 threads[rank] = [_thread(t, rank) for t in results.threads.get(rank, [])]
                 tasks[rank] = [_task(t, rank) for t in results.tasks.get(rank, [])]
                 continue
-            if ([t._to_tuple()[1:] for t in have_t] == mine_t
-                    and [t._to_tuple()[1:] for t in have_k] == mine_k):
+            if [t._to_tuple()[1:] for t in have_t] == mine_t and [
+                t._to_tuple()[1:] for t in have_k
+            ] == mine_k:
                 continue  # the same tables (two views of one run): shared
             t_off, k_off = len(have_t), len(have_k)
             offsets[rank] = (t_off, k_off)
@@ -177,8 +191,9 @@ def _stacked(roots, metadata, file_path) -> ProfilingResults:
     metadata["merged_from"] = [str(results.file_path) for results in roots]
     if offset > int(metadata.get("mpi_size", 1) or 1):
         metadata["mpi_size"] = offset
-    ordered = {name: MPIRegion(name, dict(sorted(per_rank.items())))
-               for name, per_rank in merged.items()}
+    ordered = {
+        name: MPIRegion(name, dict(sorted(per_rank.items()))) for name, per_rank in merged.items()
+    }
     return ProfilingResults(
         ordered,
         metadata=metadata,

@@ -1,4 +1,5 @@
 """``MPIRegion``: one region name across ranks; ``region[rank]`` is the :class:`Region`."""
+
 from __future__ import annotations
 
 from collections.abc import Iterator
@@ -182,7 +183,9 @@ class MPIRegion(DurationStats):
             return 0.0
         count = sum(int(s["count"]) for s in summaries)
         mean = sum(int(s["count"]) * float(s["mean"]) for s in summaries) / count
-        m2 = sum(float(s["m2"]) + int(s["count"]) * (float(s["mean"]) - mean) ** 2 for s in summaries)
+        m2 = sum(
+            float(s["m2"]) + int(s["count"]) * (float(s["mean"]) - mean) ** 2 for s in summaries
+        )
         return float(np.sqrt(max(m2, 0.0) / count)) / NS_PER_SECOND
 
     def percentile_duration(self, percentile: float) -> float | None:
@@ -250,8 +253,7 @@ class MPIRegion(DurationStats):
             return self._regions[rank]
         except KeyError:
             raise KeyError(
-                f"Region {self._name!r} has no data for rank {rank}. "
-                f"Available ranks: {self.ranks}",
+                f"Region {self._name!r} has no data for rank {rank}. Available ranks: {self.ranks}",
             ) from None
 
     def __iter__(self) -> Iterator[int]:

@@ -1,4 +1,5 @@
 """``Region``: one region's calls on one rank (int64 ns columns, statistics in seconds)."""
+
 from __future__ import annotations
 
 from typing import Any

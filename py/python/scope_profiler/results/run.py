@@ -5,6 +5,7 @@ int64 columns are read-only numpy arrays over the run's Arrow buffers (no copy),
 everything derived from the call tree (exclusive time, lane splits, thread summaries,
 frames, exports) reads one reconstruction per rank, computed once in Rust and cached.
 """
+
 from __future__ import annotations
 
 import json
@@ -65,7 +66,7 @@ class _ExclusiveResolver:
     ``native``, rank ``rank``) - so results, regions and run form no reference cycle and are
     freed as soon as the last reference goes. Without a native run it keeps the results."""
 
-    __slots__ = ("_owner", "_strong", "_native", "_position", "_rank")
+    __slots__ = ("_native", "_owner", "_position", "_rank", "_strong")
 
     def __init__(self, owner, native=None, position=None, rank=None) -> None:
         self._owner = weakref.ref(owner)
@@ -166,9 +167,17 @@ class ProfilingResults(FramesMixin):
                 totals.setdefault(name, {})[rank] = int(row["exclusive_total_ns"])
         for region, position, name, rank in made:
             # lets call_stack.build_call_arrays reuse the native cached reconstruction
-            region._native_key = (native, position, region_ids.get(name, -1), rank,
-                                  rows_per_rank[rank], region._start_times, region._end_times,
-                                  region._thread_ids, region._task_ids)
+            region._native_key = (
+                native,
+                position,
+                region_ids.get(name, -1),
+                rank,
+                rows_per_rank[rank],
+                region._start_times,
+                region._end_times,
+                region._thread_ids,
+                region._task_ids,
+            )
         results = cls(
             {name: MPIRegion(name, per_rank) for name, per_rank in regions.items() if per_rank},
             metadata=native.metadata(),
@@ -200,11 +209,33 @@ class ProfilingResults(FramesMixin):
             )
         tasks: dict[int, list[TaskInfo]] = {}
         for row in native.tasks():
-            (rank, index, thread_index, created, done, steps, running, suspended, kind, name,
-             coro_name) = row
+            (
+                rank,
+                index,
+                thread_index,
+                created,
+                done,
+                steps,
+                running,
+                suspended,
+                kind,
+                name,
+                coro_name,
+            ) = row
             tasks.setdefault(rank, []).append(
-                TaskInfo(index, rank, kind, name, coro_name, thread_index, created, done, steps,
-                         running, suspended),
+                TaskInfo(
+                    index,
+                    rank,
+                    kind,
+                    name,
+                    coro_name,
+                    thread_index,
+                    created,
+                    done,
+                    steps,
+                    running,
+                    suspended,
+                ),
             )
         if self._threads_cache is None:
             self._threads_cache = threads
@@ -242,8 +273,9 @@ class ProfilingResults(FramesMixin):
 
         native = _native.NativeRun.read_h5(os.fspath(file_path))
         if verbose:
-            print(f"Read {native.file_path}: {len(native)} region row(s), "
-                  f"{native.num_ranks} rank(s)")
+            print(
+                f"Read {native.file_path}: {len(native)} region row(s), {native.num_ranks} rank(s)"
+            )
         return cls._from_native(native)
 
     def _owns_native(self) -> bool:
@@ -266,28 +298,35 @@ class ProfilingResults(FramesMixin):
         for name, region in self._region_dict.items():
             for rank in region.ranks:
                 data = region.regions[rank]
-                rows.append({
-                    "name": name,
-                    "rank": int(rank),
-                    "start_ns": np.ascontiguousarray(data.start_times_ns, dtype=np.int64),
-                    "end_ns": np.ascontiguousarray(data.end_times_ns, dtype=np.int64),
-                    "thread_ids": data.thread_ids,
-                    "task_ids": data.task_ids,
-                    "await_ns": data.await_times_ns,
-                    "call_ids": data.call_ids,
-                    "parent_ids": data.parent_ids,
-                    "gpu_ns": data.gpu_durations_ns,
-                    "source_file": data.source_file,
-                    "source_line": data.source_lineno,
-                    "source_text": data.source_text,
-                    "tags": list(data.tags),
-                })
+                rows.append(
+                    {
+                        "name": name,
+                        "rank": int(rank),
+                        "start_ns": np.ascontiguousarray(data.start_times_ns, dtype=np.int64),
+                        "end_ns": np.ascontiguousarray(data.end_times_ns, dtype=np.int64),
+                        "thread_ids": data.thread_ids,
+                        "task_ids": data.task_ids,
+                        "await_ns": data.await_times_ns,
+                        "call_ids": data.call_ids,
+                        "parent_ids": data.parent_ids,
+                        "gpu_ns": data.gpu_durations_ns,
+                        "source_file": data.source_file,
+                        "source_line": data.source_lineno,
+                        "source_text": data.source_text,
+                        "tags": list(data.tags),
+                    }
+                )
         threads = [t._to_tuple() for rank in sorted(self._threads) for t in self._threads[rank]]
         tasks = [t._to_tuple() for rank in sorted(self._tasks) for t in self._tasks[rank]]
         metadata = {k: v for k, v in self._metadata.items() if v is not None}
         self._fallback_native = _native.NativeRun.from_columns(
-            list(self._region_dict), rows, threads, tasks, metadata,
-            int(self._num_ranks or 0), os.fspath(self._file_path),
+            list(self._region_dict),
+            rows,
+            threads,
+            tasks,
+            metadata,
+            int(self._num_ranks or 0),
+            os.fspath(self._file_path),
         )
         return self._fallback_native
 
@@ -296,8 +335,9 @@ class ProfilingResults(FramesMixin):
         if self._owns_native():
             return self._native_rows
         self._native_run()
-        keys = [(name, int(rank)) for name, region in self._region_dict.items()
-                for rank in region.ranks]
+        keys = [
+            (name, int(rank)) for name, region in self._region_dict.items() for rank in region.ranks
+        ]
         keys.sort(key=lambda key: key[1])  # stable, as NativeRun.from_columns orders rows
         return {key: position for position, key in enumerate(keys)}
 
@@ -405,7 +445,9 @@ class ProfilingResults(FramesMixin):
             if exclude is not None and any(re.match(p, name) for p in exclude):
                 continue
             regions.append(region)
-        regions.sort(key=lambda r: min((x.first_start_time for x in r.regions.values()), default=0.0))
+        regions.sort(
+            key=lambda r: min((x.first_start_time for x in r.regions.values()), default=0.0)
+        )
         return regions
 
     # -- summaries ------------------------------------------------------------------
@@ -437,8 +479,7 @@ class ProfilingResults(FramesMixin):
             import pandas as pd
         except ImportError as exc:
             raise ImportError(
-                "to_dataframe() requires pandas. Install scope-profiler[pproc] "
-                "or pandas directly.",
+                "to_dataframe() requires pandas. Install scope-profiler[pproc] or pandas directly.",
             ) from exc
         regions = self.get_regions(include=include, exclude=exclude)
         if not per_rank:
@@ -452,8 +493,14 @@ class ProfilingResults(FramesMixin):
                 "loaded with read_h5_summary(); load it with read_h5()",
             )
 
-    def events(self, include=None, exclude=None, ranks=None, relative: bool = True,
-               origin: float | None = None) -> list[dict]:
+    def events(
+        self,
+        include=None,
+        exclude=None,
+        ranks=None,
+        relative: bool = True,
+        origin: float | None = None,
+    ) -> list[dict]:
         """One dict per call: region order (get_regions) -> rank -> recorded order."""
         self._require_event_data("events")
         if origin is None:
@@ -463,8 +510,14 @@ class ProfilingResults(FramesMixin):
             events.extend(region.events(ranks=ranks, origin=origin))
         return events
 
-    def to_events_dataframe(self, include=None, exclude=None, ranks=None, relative: bool = True,
-                            origin: float | None = None):
+    def to_events_dataframe(
+        self,
+        include=None,
+        exclude=None,
+        ranks=None,
+        relative: bool = True,
+        origin: float | None = None,
+    ):
         """``events()`` as a pandas frame: ``name, rank, call_index, start, end, duration``
         (+ ``gpu_duration``, ``call_id``/``parent_id``, and the lane columns ``thread``,
         ``task``, ``await_duration`` when recorded; the reference drops the lane columns).
@@ -481,16 +534,23 @@ class ProfilingResults(FramesMixin):
             origin = self.time_origin if relative else 0.0
         return pd.DataFrame(self._events_columns(include, exclude, ranks, float(origin)))
 
-    def call_stack(self, rank: int = 0, include=None, exclude=None, relative: bool = True,
-                   origin: float | None = None) -> list[dict]:
+    def call_stack(
+        self,
+        rank: int = 0,
+        include=None,
+        exclude=None,
+        relative: bool = True,
+        origin: float | None = None,
+    ) -> list[dict]:
         """``build_call_stack`` over ``get_regions(include, exclude)`` (spec-callstack §6)."""
         self._require_event_data("call_stack")
         from ..call_stack import build_call_stack
 
         if origin is None:
             origin = self.time_origin if relative else 0.0
-        return build_call_stack(self.get_regions(include=include, exclude=exclude), rank=rank,
-                                origin=origin)
+        return build_call_stack(
+            self.get_regions(include=include, exclude=exclude), rank=rank, origin=origin
+        )
 
     def call_graph(self, rank: int = 0, include=None, exclude=None) -> list[dict]:
         """Call relationships (``call_id, parent_id, name, call_index, depth``)."""
@@ -750,7 +810,11 @@ class ProfilingResults(FramesMixin):
         out = sys.stdout if stream is None else stream
         write = lambda line="": print(line, file=out)  # noqa: E731
         regions = self.get_regions(include=include, exclude=exclude)
-        selected = None if ranks is None else {int(r) for r in ([ranks] if isinstance(ranks, int) else ranks)}
+        selected = (
+            None
+            if ranks is None
+            else {int(r) for r in ([ranks] if isinstance(ranks, int) else ranks)}
+        )
 
         nesting_note = []
 
@@ -782,8 +846,16 @@ class ProfilingResults(FramesMixin):
             }
 
         rows = [stats(region) for region in regions]
-        keys = {"total": "total", "calls": "calls", "avg": "avg", "min": "min", "max": "max",
-                "std": "std", "name": "name", "start": "start"}
+        keys = {
+            "total": "total",
+            "calls": "calls",
+            "avg": "avg",
+            "min": "min",
+            "max": "max",
+            "std": "std",
+            "name": "name",
+            "start": "start",
+        }
         key = keys.get(sort, "start")
         if key != "start":
             rows.sort(key=lambda r: r[key], reverse=key not in ("name",))
@@ -792,14 +864,18 @@ class ProfilingResults(FramesMixin):
             write("  (no regions)")
             return
         width = max(6, *(len(r["name"]) for r in rows))
-        header = (f"  {'region':<{width}}  {'calls':>8}  {'total':>11}  {'avg':>11}  {'min':>11}"
-                  f"  {'max':>11}  {'inclusive':>11}  {'exclusive':>11}")
+        header = (
+            f"  {'region':<{width}}  {'calls':>8}  {'total':>11}  {'avg':>11}  {'min':>11}"
+            f"  {'max':>11}  {'inclusive':>11}  {'exclusive':>11}"
+        )
         write(header)
         write("  " + "-" * (len(header) - 2))
         for r in rows:
-            write(f"  {r['name']:<{width}}  {r['calls']:>8}  {r['total']:>11.6f}  {r['avg']:>11.6f}"
-                  f"  {r['min']:>11.6f}  {r['max']:>11.6f}  {r['incl']:>11.6f}"
-                  f"  {'-' if r['excl'] is None else format(r['excl'], '.6f'):>11}")
+            write(
+                f"  {r['name']:<{width}}  {r['calls']:>8}  {r['total']:>11.6f}  {r['avg']:>11.6f}"
+                f"  {r['min']:>11.6f}  {r['max']:>11.6f}  {r['incl']:>11.6f}"
+                f"  {'-' if r['excl'] is None else format(r['excl'], '.6f'):>11}"
+            )
         if nesting_note:
             write(f"  exclusive time not available: {nesting_note[0]}")
         if self.total_time is not None:
@@ -817,18 +893,24 @@ class ProfilingResults(FramesMixin):
             write()
             write(f"  threads on rank {rank}")
             nwidth = max(4, *(len(t["name"]) for t in thread_rows))
-            head = (f"  {'index':>5}  {'name':<{nwidth}}  {'alive':>5}  {'wall':>11}  {'cpu':>11}"
-                    f"  {'calls':>8}  {'in regions':>11}")
+            head = (
+                f"  {'index':>5}  {'name':<{nwidth}}  {'alive':>5}  {'wall':>11}  {'cpu':>11}"
+                f"  {'calls':>8}  {'in regions':>11}"
+            )
             write(head)
             write("  " + "-" * (len(head) - 2))
             for t in thread_rows:
                 wall = "-" if t["wall_time"] is None else f"{t['wall_time']:.6f}"
-                write(f"  {t['index']:>5}  {t['name']:<{nwidth}}  {str(t['alive']):>5}  {wall:>11}"
-                      f"  {t['cpu_time']:>11.6f}  {t['num_calls']:>8}  {t['region_time']:>11.6f}")
+                write(
+                    f"  {t['index']:>5}  {t['name']:<{nwidth}}  {t['alive']!s:>5}  {wall:>11}"
+                    f"  {t['cpu_time']:>11.6f}  {t['num_calls']:>8}  {t['region_time']:>11.6f}"
+                )
         if not suppress_notes:
             write()
-            write("  Durations are in seconds. Regions may nest, so the summed total can "
-                  "exceed the wall-clock time.")
+            write(
+                "  Durations are in seconds. Regions may nest, so the summed total can "
+                "exceed the wall-clock time."
+            )
 
     def __repr__(self) -> str:
         return (
@@ -840,10 +922,21 @@ class ProfilingResults(FramesMixin):
         """Notebook view: title, region summary table, thread and task counts."""
         from .display import summary_html
 
-        columns = ["name", "num_ranks", "num_calls", "total_duration", "exclusive_duration",
-                   "average_duration", "min_duration", "max_duration"]
-        rows = self.summary() if self._event_data_available or not self._region_dict else [
-            region.get_summary() for region in self.get_regions()]
+        columns = [
+            "name",
+            "num_ranks",
+            "num_calls",
+            "total_duration",
+            "exclusive_duration",
+            "average_duration",
+            "min_duration",
+            "max_duration",
+        ]
+        rows = (
+            self.summary()
+            if self._event_data_available or not self._region_dict
+            else [region.get_summary() for region in self.get_regions()]
+        )
         out = summary_html(self.default_title(), rows, columns)
         threads = sum(map(len, self._threads.values()))
         tasks = sum(map(len, self._tasks.values()))

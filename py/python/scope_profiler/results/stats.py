@@ -5,6 +5,7 @@ Both classes define the primitives (``num_calls``, ``total_duration``,
 last/std/average statistics, ``has_gpu_timing`` and the GPU totals); the aliases and the
 summary dict are defined once here.
 """
+
 from __future__ import annotations
 
 from typing import Any
