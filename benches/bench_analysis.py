@@ -121,7 +121,7 @@ def main() -> None:
             ratio_s, ok = f"{o / r:9.4f}", o / r <= target
         print(
             f"{what:<9} {stem:<17} {variant:<19} {fmt_s(o, args.cap):>12} {fmt_s(r, args.cap):>12} "
-            f"{ratio_s:>9} {'1/%d' % round(1 / target):>8}  {'yes' if ok else 'NO'}"
+            f"{ratio_s:>9} {f'1/{round(1 / target)}':>8}  {'yes' if ok else 'NO'}"
         )
     for label, key in (("peak RSS", "peak_rss"), ("RSS - import", None)):
         o = ours_mem["peak_rss"] - (0 if key else ours_mem["baseline_rss"])

@@ -267,7 +267,7 @@ def test_every_way_of_running_a_loop_is_covered(manager):
     threads = {t.index: t.name for t in s.results.threads[0]}
     assert sorted(threads[i] for i in job.thread_ids) == ["MainThread", "MainThread", "loop-thread"]
     by_index = {t.index: t for t in s.results.tasks[0]}
-    loop_thread = [i for i, n in threads.items() if n == "loop-thread"][0]
+    loop_thread = next(i for i, n in threads.items() if n == "loop-thread")
     assert any(by_index[int(t)].thread_index == loop_thread for t in job.task_ids)
 
 
@@ -470,8 +470,8 @@ def test_thread_summary_counts_task_roots_on_their_thread(manager):
         t.join()
     r = s.results
     rows = {row["name"]: row for row in r.thread_summary()}
-    job = r["job"][0]
-    assert rows["loop-thread"]["region_time"] == pytest.approx(job.total_duration)
+    job_region = r["job"][0]
+    assert rows["loop-thread"]["region_time"] == pytest.approx(job_region.total_duration)
     assert rows["loop-thread"]["num_calls"] == 1
     assert rows["MainThread"]["region_time"] == pytest.approx(
         r["scope_profiler.session"][0].total_duration

@@ -54,8 +54,7 @@ def test_generator_region_spans_iteration(tmp_path):
 
     @manager.profile
     def produce(n):
-        for i in range(n):
-            yield i
+        yield from range(n)
         return "done"
 
     with manager.session(

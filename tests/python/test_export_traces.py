@@ -189,7 +189,7 @@ def test_prof_consumers_and_totals(which, request, tmp_path, capsys):
     assert "Wrote" in capsys.readouterr().out
     stats = pstats.Stats(str(written[0])).stats
     per = name_totals(results)
-    for (_file, _line, name), (cc, nc, tt, ct, callers) in stats.items():
+    for (_file, _line, name), (cc, nc, tt, ct, _callers) in stats.items():
         if name.startswith("<"):
             continue
         n, incl, excl = per[name]
@@ -203,7 +203,7 @@ def test_prof_consumers_and_totals(which, request, tmp_path, capsys):
 def test_prof_same_name_on_other_threads_is_not_recursion(threaded, tmp_path):
     (path,) = sp.export_prof(threaded, tmp_path / "p.prof", call_paths=False, verbose=False)
     stats = pstats.Stats(str(path)).stats
-    cc, nc, tt, ct, callers = stats[next(k for k in stats if k[2] == "outer")]
+    cc, nc, _tt, ct, _callers = stats[next(k for k in stats if k[2] == "outer")]
     assert (cc, nc) == (
         3,
         3,
@@ -388,7 +388,7 @@ def test_pprof_flat_and_cum(which, request, tmp_path):
         if m:
             top[m.group(3).strip()] = (_ms(m.group(1)), _ms(m.group(2)))
     per = name_totals(results)
-    for name, (n, incl, excl) in per.items():
+    for name, (_n, incl, excl) in per.items():
         flat, cum = top[name]
         assert flat == pytest.approx(excl / 1e6, rel=0.01, abs=0.01), name
         if name != "outer":  # `outer` nests in `outer` only across lanes: cum = Σ inclusive

@@ -154,7 +154,7 @@ def test_forked_child_stands_down_asyncio(manager, tmp_path):
 def test_parent_run_finalized_in_child_has_a_row_for_every_thread_id(manager, tmp_path):
     path = tmp_path / "shared.h5"
     manager.setup(file_path=str(path), track_threads=True)
-    tracker = manager.get_config().tracker
+    _tracker = manager.get_config().tracker  # held for the test's duration
     release = threading.Event()
     started = threading.Event()
 
@@ -198,7 +198,7 @@ def _finalize_in_child_and_parent(manager, tmp_path, path, release, worker):
         rows = results.threads[0]
         ids = set()
         for name in results.region_names:
-            ids |= set(int(x) for x in results[name][0].thread_ids)
+            ids |= {int(x) for x in results[name][0].thread_ids}
         return {
             "ids": sorted(ids),
             "indices": [t.index for t in rows],

@@ -63,7 +63,7 @@ def test_greenlets_on_two_threads_are_lanes_on_both(manager):
     assert len(tasks) == 4 and all(t.kind == "greenlet" for t in tasks)
     assert all(t.coro_name == "_ping_pong.<locals>.body" for t in tasks)
     assert all(t.name.startswith("greenlet-") and t.done and t.steps == 4 for t in tasks)
-    other = [i for i, n in threads.items() if n == "other"][0]
+    other = next(i for i, n in threads.items() if n == "other")
     assert sorted(t.thread_index for t in tasks) == [0, 0, other, other]
     # the region held across a switch awaits while the other greenlet sleeps
     assert sum(a >= 0.008 for a in g.await_times) >= 8
@@ -154,13 +154,13 @@ from scope_profiler import ProfileManager as PM
 def job(i):
     with PM.profile_region("job"):
         time.sleep(0.05)
-with PM.session(file_path=%r, track_async=True, return_results=True, verbose=False) as s:
+with PM.session(file_path={!r}, track_async=True, return_results=True, verbose=False) as s:
     gevent.joinall([gevent.spawn(job, i) for i in range(3)])
 r = s.results; j = r["job"][0]
-print(json.dumps({"tasks": j.task_ids.tolist(), "await": j.await_times.tolist(),
+print(json.dumps({{"tasks": j.task_ids.tolist(), "await": j.await_times.tolist(),
     "dur": j.durations.tolist(), "names": [[t.name, t.coro_name, t.done] for t in r.tasks[0]],
-    "root": r["scope_profiler.session"][0].num_calls}))
-""" % str(tmp_path / "gv.h5")
+    "root": r["scope_profiler.session"][0].num_calls}}))
+""".format(str(tmp_path / "gv.h5"))
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
     assert out.returncode == 0, out.stderr
     import json

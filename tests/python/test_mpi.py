@@ -71,7 +71,7 @@ def mpirun(np: int, *args, cwd: Path) -> subprocess.CompletedProcess:
 # ----------------------------------------------------------------- detection (no mpirun)
 @pytest.mark.parametrize("var", _mpi.LAUNCHER_ENV_VARS)
 def test_launcher_variables_mean_mpi(monkeypatch, var):
-    for name in _mpi.LAUNCHER_ENV_VARS + (_mpi.OVERRIDE_ENV_VAR,):
+    for name in (*_mpi.LAUNCHER_ENV_VARS, _mpi.OVERRIDE_ENV_VAR):
         monkeypatch.delenv(name, raising=False)
     assert not _mpi.launched_under_mpi()
     monkeypatch.setenv(var, "0")

@@ -547,8 +547,8 @@ def test_concurrent_first_use_of_a_region_gives_one_region(manager):
         barrier = threading.Barrier(4)
 
         def worker():
-            barrier.wait()
-            with manager.region(f"race{attempt}"):
+            barrier.wait()  # noqa: B023 (called before the loop moves on: threads are joined)
+            with manager.region(f"race{attempt}"):  # noqa: B023
                 time.sleep(0.001)
 
         with _mem_session(manager, track_threads=True) as s:

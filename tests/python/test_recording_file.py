@@ -54,7 +54,7 @@ def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
         assert "thread_table" not in f
         starts, ends, cols = _events(f, "inner")
         assert (ends - starts)[0] >= SLEEP_NS
-        o_starts, o_ends, o_cols = _events(f, "outer")
+        _o_starts, _o_ends, o_cols = _events(f, "outer")
         assert cols["parent_ids"].tolist() == o_cols["call_ids"].tolist()
         meta = dict(f["metadata"].attrs)
     for key in (

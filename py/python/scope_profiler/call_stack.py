@@ -9,6 +9,7 @@ module adapts result objects to it and offers the reference's convenience views.
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Iterable, Iterator, Sequence
 from typing import Any, NamedTuple
 
@@ -145,7 +146,7 @@ def _cached_call_arrays(regions: list, rank: int) -> CallArrays | None:
     if any(k[0][0] is not native for k in keys) or len(keys) != keys[0][0][4]:
         return None
     ids = [k[0][2] for k in keys]
-    if any(b <= a for a, b in zip(ids, ids[1:])):
+    if any(b <= a for a, b in itertools.pairwise(ids)):
         return None
     rows, columns = native.rank_call_arrays(int(rank))
     if list(rows) != [k[0][1] for k in keys]:

@@ -9,7 +9,9 @@ Modules: :mod:`.run` (``ProfilingResults``), :mod:`.mpi_region`, :mod:`.region`,
 
 from __future__ import annotations
 
-from ._common import NS_PER_SECOND, UNKNOWN, EventDataUnavailableError
+from ._common import NS_PER_SECOND as NS_PER_SECOND
+from ._common import UNKNOWN as UNKNOWN
+from ._common import EventDataUnavailableError
 from .lanes import TaskInfo, ThreadInfo
 from .merge import merge_results
 from .mpi_region import MPIRegion

@@ -808,7 +808,7 @@ class ProfilingResults(FramesMixin):
         if not self._is_root:
             return
         out = sys.stdout if stream is None else stream
-        write = lambda line="": print(line, file=out)  # noqa: E731
+        write = lambda line="": print(line, file=out)
         regions = self.get_regions(include=include, exclude=exclude)
         selected = (
             None
