@@ -49,7 +49,10 @@ def _relative_source_path(filename: str) -> str:
     """``filename`` relative to the working directory, else to the deepest ``sys.path``
     entry containing it, else its base name (reference ``metadata_detail="minimal"``)."""
     path = os.path.abspath(filename)
-    roots = [os.getcwd(), *sorted((os.path.abspath(entry) for entry in sys.path if entry), key=len, reverse=True)]
+    roots = [
+        os.getcwd(),
+        *sorted((os.path.abspath(entry) for entry in sys.path if entry), key=len, reverse=True),
+    ]
     for root in roots:
         try:
             inside = os.path.commonpath([path, root]) == root
