@@ -55,9 +55,59 @@ pub struct RegionCalls {
     pub event_metadata: Option<String>,
     /// Stored sum of exclusive ns for this row; `None` when not computed (`-1` in the file).
     pub exclusive_total_ns: Option<i64>,
+    /// Statistics stored in the file (`rank_region_index/summary_statistics`) for a row read
+    /// without its events (`read_h5_summary`): the per-call columns are then empty and
+    /// [`StoredStats::count`] is the number of calls. `None` for rows with their events.
+    pub stored: Option<StoredStats>,
+}
+
+/// A region row's statistics as the file stores them, for rows read without their events.
+/// Durations in ns (recording clock), `mean` in ns, `m2` = Σ squared deviations in ns².
+#[derive(Debug, Clone, Copy, Default, PartialEq)]
+pub struct StoredStats {
+    /// Number of calls (`event_counts`).
+    pub count: i64,
+    /// Σ durations.
+    pub total: i64,
+    pub minimum: i64,
+    pub maximum: i64,
+    /// Duration of the first / last call in recorded order.
+    pub first: i64,
+    pub last: i64,
+    /// Earliest start / latest end, absolute ns.
+    pub start_minimum: i64,
+    pub end_maximum: i64,
+    /// Calls with a GPU duration (>= 0) and their total.
+    pub gpu_count: u64,
+    pub gpu_total: i64,
+    pub mean: f64,
+    pub m2: f64,
 }
 
 impl RegionCalls {
+    /// A row with calls `start_ns[i]..end_ns[i]` and no optional column, source or tag.
+    pub fn new(region: u32, rank: u32, start_ns: Int64Array, end_ns: Int64Array) -> Self {
+        RegionCalls {
+            region,
+            rank,
+            start_ns,
+            end_ns,
+            gpu_ns: None,
+            call_ids: None,
+            parent_ids: None,
+            thread_ids: None,
+            task_ids: None,
+            await_ns: None,
+            source_file: None,
+            source_line: None,
+            source_text: None,
+            tags: Vec::new(),
+            event_metadata: None,
+            exclusive_total_ns: None,
+            stored: None,
+        }
+    }
+
     /// Number of calls in this row.
     pub fn len(&self) -> usize {
         self.start_ns.len()

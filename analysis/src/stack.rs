@@ -114,6 +114,7 @@ mod tests {
             tags: vec![],
             event_metadata: None,
             exclusive_total_ns: None,
+            stored: None,
         }
     }
 

@@ -21,6 +21,7 @@ fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, ta
         tags: vec![],
         event_metadata: None,
         exclusive_total_ns: None,
+        stored: None,
     }
 }
 

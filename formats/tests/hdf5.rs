@@ -569,6 +569,7 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
         tags: vec![],
         event_metadata: None,
         exclusive_total_ns: None,
+        stored: None,
     };
     let mut run = Run {
         region_names: vec!["scope_profiler.session".into(), "work".into()],

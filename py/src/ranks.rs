@@ -267,6 +267,7 @@ pub fn decode_run(bytes: &[u8]) -> Result<Run, String> {
             tags,
             event_metadata,
             exclusive_total_ns,
+            stored: None,
         });
     }
     for _ in 0..d.len()? {
@@ -409,6 +410,7 @@ mod tests {
                 tags: vec!["t".into()],
                 event_metadata: None,
                 exclusive_total_ns: Some(3),
+                stored: None,
             }],
             threads: vec![ThreadRow {
                 rank: 0,

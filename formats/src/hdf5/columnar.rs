@@ -234,6 +234,7 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
             tags: tag_list,
             event_metadata: metadata,
             exclusive_total_ns: totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0),
+            stored: None,
         });
     }
     run.region_names = names;

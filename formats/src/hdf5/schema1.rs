@@ -89,6 +89,7 @@ pub(crate) fn read_schema1(file: &hdf5::File, ctx: &Ctx, run: &mut Run, groups: 
                 tags,
                 event_metadata: None,
                 exclusive_total_ns: None,
+                stored: None,
             });
         }
     }

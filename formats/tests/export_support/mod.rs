@@ -45,6 +45,7 @@ pub fn row(region: u32, s: &[i64], e: &[i64]) -> RegionCalls {
         tags: vec![],
         event_metadata: None,
         exclusive_total_ns: None,
+        stored: None,
     }
 }
 

@@ -418,6 +418,7 @@ impl NativeRecorder {
                     tags: m.tags.clone(),
                     event_metadata: None,
                     exclusive_total_ns: None,
+                    stored: None,
                 });
             }
             if rewind.unwrap_or(write_file) {

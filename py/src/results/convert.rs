@@ -195,6 +195,7 @@ pub fn run_from_py(
             tags: opt_item::<Vec<String>>(d, "tags")?.unwrap_or_default(),
             event_metadata: opt_item(d, "event_metadata")?,
             exclusive_total_ns: opt_item(d, "exclusive_total_ns")?,
+            stored: None,
         };
         regions.push(rc);
     }
