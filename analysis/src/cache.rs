@@ -8,6 +8,7 @@
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, OnceLock};
 
+use arrow_array::Int64Array;
 use rayon::prelude::*;
 
 use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
@@ -34,17 +35,45 @@ impl Reconstruction {
 }
 
 type Slot = Arc<OnceLock<Result<Arc<Reconstruction>, NestingError>>>;
+/// Per-call exclusive ns of every row of one rank, indexed by position in `run.regions`
+/// (`None` for rows of other ranks).
+type ExclusiveRows = Arc<Vec<Option<Int64Array>>>;
+type ExclusiveSlot = Arc<OnceLock<Result<ExclusiveRows, NestingError>>>;
 
 /// A run plus its per-rank reconstructions (cached).
 #[derive(Debug)]
 pub struct RunAnalysis {
     pub run: Arc<Run>,
     slots: Mutex<HashMap<u32, Slot>>,
+    exclusive: Mutex<HashMap<u32, ExclusiveSlot>>,
 }
 
 impl RunAnalysis {
     pub fn new(run: Arc<Run>) -> Self {
-        RunAnalysis { run, slots: Mutex::new(HashMap::new()) }
+        RunAnalysis { run, slots: Mutex::new(HashMap::new()), exclusive: Mutex::new(HashMap::new()) }
+    }
+
+    /// Per-call exclusive ns of row `row` (position in `run.regions`), recorded order, from
+    /// the cached reconstruction of its rank; the arrays of a rank are built once and shared.
+    ///
+    /// Errors: the rank's [`NestingError`]. Panics if `row` is out of range.
+    pub fn exclusive(&self, row: usize) -> Result<Int64Array, NestingError> {
+        let rank = self.run.regions[row].rank;
+        let slot = {
+            let mut slots = self.exclusive.lock().unwrap_or_else(|e| e.into_inner());
+            Arc::clone(slots.entry(rank).or_default())
+        };
+        let rows = slot
+            .get_or_init(|| {
+                let per_row = self.exclusive_by_row(rank)?;
+                let mut all: Vec<Option<Int64Array>> = vec![None; self.run.regions.len()];
+                for (pos, values) in per_row {
+                    all[pos] = Some(Int64Array::from(values));
+                }
+                Ok(Arc::new(all))
+            })
+            .clone()?;
+        Ok(rows[row].clone().unwrap_or_else(|| Int64Array::from(Vec::<i64>::new())))
     }
 
     fn slot(&self, rank: u32) -> Slot {

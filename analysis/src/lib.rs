@@ -3,12 +3,15 @@ pub mod cache;
 pub mod callstack;
 pub mod lanes;
 pub mod memory;
+pub mod npcompat;
 mod order;
 pub mod packed;
 pub mod par;
 pub mod rank_calls;
 pub mod run;
+pub mod region_stats;
 pub mod stack;
+pub mod view;
 
 pub use cache::{Reconstruction, RunAnalysis};
 pub use callstack::{
@@ -19,5 +22,6 @@ pub use lanes::{lane_label, thread_summary, thread_summary_from, thread_summary_
 pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
 };
-pub use run::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};
+pub use run::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use stack::stack_runs;
+pub use view::{ExclusiveOf, LaneFilter, RowView};
