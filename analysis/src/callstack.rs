@@ -21,6 +21,7 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use crate::memory::{Column, ColumnPtr};
+use crate::pytext::py_repr;
 use crate::order::{sorted_columns, SortedColumns, CHUNK, PARALLEL_MIN};
 
 /// Recorded calls cannot form a call tree (overlap without nesting, or end < start).
@@ -106,32 +107,6 @@ pub fn lane_id(thread_id: i64, task_id: i64) -> i64 {
     } else {
         -1
     }
-}
-
-/// Python's `repr()` of a string (used in the reference's error messages; the HDF5 reader
-/// and writer in `scope-profiler-formats` use it too).
-pub fn py_repr(s: &str) -> String {
-    let quote = if s.contains('\'') && !s.contains('"') { '"' } else { '\'' };
-    let mut out = String::with_capacity(s.len() + 2);
-    out.push(quote);
-    for c in s.chars() {
-        match c {
-            '\\' => out.push_str("\\\\"),
-            '\n' => out.push_str("\\n"),
-            '\r' => out.push_str("\\r"),
-            '\t' => out.push_str("\\t"),
-            c if c == quote => {
-                out.push('\\');
-                out.push(c);
-            }
-            c if (c as u32) < 0x20 || c as u32 == 0x7f => {
-                out.push_str(&format!("\\x{:02x}", c as u32));
-            }
-            c => out.push(c),
-        }
-    }
-    out.push(quote);
-    out
 }
 
 /// Maps lane values to dense slots `0..num_slots`, slot order = ascending lane value.

@@ -7,6 +7,7 @@ pub mod npcompat;
 mod order;
 pub mod packed;
 pub mod par;
+pub mod pytext;
 pub mod rank_calls;
 pub mod run;
 pub mod region_stats;
@@ -15,7 +16,7 @@ pub mod view;
 
 pub use cache::{Reconstruction, RunAnalysis};
 pub use callstack::{
-    build_call_arrays, build_with_lanes, group_lanes, lane_id, py_repr, split_by_lane, CallArrays, LaneSplit,
+    build_call_arrays, build_with_lanes, group_lanes, lane_id, split_by_lane, CallArrays, LaneSplit,
     NestingError, RegionInput,
 };
 pub use lanes::{lane_label, thread_summary, thread_summary_from, thread_summary_split, LaneLabels, ThreadSummaryRow};
@@ -23,5 +24,6 @@ pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
 };
 pub use run::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
+pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use stack::stack_runs;
 pub use view::{ExclusiveOf, LaneFilter, RowView};
