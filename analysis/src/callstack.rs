@@ -534,3 +534,60 @@ pub fn split_by_lane(calls: &CallArrays) -> LaneSplit {
     }
     group_lanes(&calls.lane)
 }
+
+/// The calls `ids` (ascending positions in `calls`, one lane's) as arrays of their own:
+/// every column sliced, `parent` remapped to positions within `ids` (`-1` for a root, or a
+/// parent outside `ids`).
+pub fn lane_calls(calls: &CallArrays, ids: &[u32]) -> CallArrays {
+    let mut local: HashMap<u32, i32> = HashMap::with_capacity(ids.len());
+    for (k, &id) in ids.iter().enumerate() {
+        local.insert(id, k as i32);
+    }
+    let pick_i32 = |col: &Vec<i32>| ids.iter().map(|&i| col[i as usize]).collect::<Vec<i32>>();
+    let pick_i64 = |col: &Vec<i64>| ids.iter().map(|&i| col[i as usize]).collect::<Vec<i64>>();
+    CallArrays {
+        region_index: pick_i32(&calls.region_index),
+        call_index: pick_i32(&calls.call_index),
+        start_ns: pick_i64(&calls.start_ns),
+        end_ns: pick_i64(&calls.end_ns),
+        depth: pick_i32(&calls.depth),
+        parent: ids
+            .iter()
+            .map(|&i| {
+                let p = calls.parent[i as usize];
+                if p < 0 {
+                    -1
+                } else {
+                    local.get(&(p as u32)).copied().unwrap_or(-1)
+                }
+            })
+            .collect(),
+        exclusive_ns: pick_i64(&calls.exclusive_ns),
+        lane: if calls.lane.is_empty() { Vec::new() } else { pick_i32(&calls.lane) },
+    }
+}
+
+#[cfg(test)]
+mod lane_calls_tests {
+    use super::*;
+
+    #[test]
+    fn a_lane_keeps_its_calls_and_remaps_parents() {
+        // two lanes interleaved: lane -2 = ids 0, 2 (2 child of 0); lane -3 = ids 1, 3 (3 child of 1)
+        let calls = CallArrays {
+            region_index: vec![0, 0, 1, 1],
+            call_index: vec![0, 1, 0, 1],
+            start_ns: vec![0, 1, 2, 3],
+            end_ns: vec![10, 11, 5, 6],
+            depth: vec![0, 0, 1, 1],
+            parent: vec![-1, -1, 0, 1],
+            exclusive_ns: vec![7, 7, 3, 3],
+            lane: vec![-2, -3, -2, -3],
+        };
+        let lane = lane_calls(&calls, &[1, 3]);
+        assert_eq!(lane.start_ns, vec![1, 3]);
+        assert_eq!(lane.parent, vec![-1, 0]);
+        assert_eq!(lane.lane, vec![-3, -3]);
+        assert_eq!(lane.call_index, vec![1, 1]);
+    }
+}

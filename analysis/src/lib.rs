@@ -1,8 +1,10 @@
 //! Analysis engine of scope-profiler: the run model ([`run`]) and the algorithms on it.
 pub mod cache;
+pub mod events;
 pub mod callstack;
 pub mod lanes;
 pub mod memory;
+pub mod merge_tmp;
 pub mod npcompat;
 mod order;
 pub mod packed;
@@ -16,7 +18,7 @@ pub mod view;
 
 pub use cache::{Reconstruction, RunAnalysis};
 pub use callstack::{
-    build_call_arrays, build_with_lanes, group_lanes, lane_id, split_by_lane, CallArrays, LaneSplit,
+    build_call_arrays, build_with_lanes, group_lanes, lane_calls, lane_id, split_by_lane, CallArrays, LaneSplit,
     NestingError, RegionInput,
 };
 pub use lanes::{lane_label, thread_summary, thread_summary_from, thread_summary_split, LaneLabels, ThreadSummaryRow};

@@ -22,8 +22,23 @@ create_exception!(
     "Recorded calls on one lane overlap without nesting, so no call tree exists."
 );
 
+create_exception!(
+    scope_profiler,
+    EventDataUnavailableError,
+    pyo3::exceptions::PyRuntimeError,
+    "A summary-only result (read_h5_summary) was asked for per-call event data."
+);
+create_exception!(
+    scope_profiler,
+    SummaryDataUnavailable,
+    PyValueError,
+    "read_h5_summary(fallback=False) on a file without fixed-size summary statistics (schema 1)."
+);
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("EventDataUnavailableError", py.get_type::<EventDataUnavailableError>())?;
+    m.add("SummaryDataUnavailable", py.get_type::<SummaryDataUnavailable>())?;
     m.add("CorruptProfileError", py.get_type::<CorruptProfileError>())?;
     m.add("HDF5SchemaError", py.get_type::<HDF5SchemaError>())?;
     m.add("NestingError", py.get_type::<NestingError>())?;

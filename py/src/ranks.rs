@@ -17,7 +17,7 @@ use pyo3::types::{PyBytes, PyDict};
 use scope_profiler_analysis::{stack_runs, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 
 use crate::errors::h5_err;
-use crate::results::convert::meta_from_py;
+use crate::convert::meta_from_py;
 use crate::run::NativeRun;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -48,3 +48,28 @@ pub fn slice_of<'a>(array: &'a PyReadonlyArray1<'_, i64>) -> Cow<'a, [i64]> {
         Err(_) => Cow::Owned(array.as_array().iter().copied().collect()),
     }
 }
+
+/// `ns / 1e9` as Python computes `float(ns) / 1e9`.
+#[inline]
+pub fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
+/// Owner of an Arrow array for numpy views of its values.
+#[pyclass(module = "scope_profiler._native", frozen)]
+struct ArrowKeeper {
+    _array: arrow_array::Int64Array,
+}
+
+/// A read-only numpy view of `a` (no copy); the array's buffer lives as long as the view.
+pub fn i64_view<'py>(py: Python<'py>, a: &arrow_array::Int64Array) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let keeper = Bound::new(py, ArrowKeeper { _array: a.clone() })?.into_any();
+    // SAFETY: the values live in the Arrow buffer `keeper` holds, immutable and never freed
+    // before `keeper`.
+    Ok(unsafe { view_i64(a.values(), &keeper) })
+}
+
+/// `values / 1e9` as a new float64 array (s).
+pub fn secs_array<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyArray1<f64>> {
+    PyArray1::from_vec(py, values.iter().map(|&v| secs(v)).collect())
+}

@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 
-use super::arrays::{slice_of, view_i64};
+use crate::arrays::slice_of;
 
 pub type ThreadTuple = (u32, i64, i64, i64, bool, i64, i64, i64, String);
 pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, String);
@@ -79,51 +79,6 @@ pub fn metadata_dict<'py>(py: Python<'py>, run: &Run) -> PyResult<Bound<'py, PyD
     for (k, v) in &run.metadata {
         d.set_item(k, meta_to_py(py, v)?)?;
     }
-    Ok(d)
-}
-
-/// Row `i` of `run` as a dict; int64 columns are read-only numpy views kept alive by
-/// `container` (the `NativeRun` owning `run`). Keys: `name, rank, start_ns, end_ns, gpu_ns,
-/// call_ids, parent_ids, thread_ids, task_ids, await_ns` (absent columns are None; ids held
-/// bit-packed are None here with `ids_packed` True: `NativeRun.row_ids(i)` decodes them),
-/// `source_file, source_line, source_text, tags, event_metadata` (JSON str or None),
-/// `exclusive_total_ns` (int or None).
-///
-/// # Safety
-/// `run` must be owned (immutably, for its whole life) by `container`.
-pub unsafe fn row_dict<'py>(container: &Bound<'py, PyAny>, run: &Run, i: usize) -> PyResult<Bound<'py, PyDict>> {
-    let py = container.py();
-    let r = &run.regions[i];
-    let d = PyDict::new(py);
-    let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("");
-    d.set_item("name", name)?;
-    d.set_item("rank", r.rank)?;
-    let col = |a: &Int64Array| unsafe { view_i64(a.values(), container) };
-    d.set_item("start_ns", col(&r.start_ns))?;
-    d.set_item("end_ns", col(&r.end_ns))?;
-    let opt = |a: &Option<Int64Array>| a.as_ref().map(|a| unsafe { view_i64(a.values(), container) });
-    d.set_item("gpu_ns", opt(&r.gpu_ns))?;
-    // Plain ids are views; packed ids (a loaded file's) are decoded on first use through
-    // `NativeRun.row_ids` (`ids_packed` tells the caller).
-    let plain = |c: &Option<scope_profiler_analysis::IdColumn>| match c {
-        Some(scope_profiler_analysis::IdColumn::Plain(a)) => Some(unsafe { view_i64(a.values(), container) }),
-        _ => None,
-    };
-    d.set_item("call_ids", plain(&r.call_ids))?;
-    d.set_item("parent_ids", plain(&r.parent_ids))?;
-    d.set_item(
-        "ids_packed",
-        r.call_ids.as_ref().is_some_and(|c| c.is_packed()) || r.parent_ids.as_ref().is_some_and(|c| c.is_packed()),
-    )?;
-    d.set_item("thread_ids", opt(&r.thread_ids))?;
-    d.set_item("task_ids", opt(&r.task_ids))?;
-    d.set_item("await_ns", opt(&r.await_ns))?;
-    d.set_item("source_file", r.source_file.as_deref())?;
-    d.set_item("source_line", r.source_line)?;
-    d.set_item("source_text", r.source_text.as_deref())?;
-    d.set_item("tags", PyList::new(py, &r.tags)?)?;
-    d.set_item("event_metadata", r.event_metadata.as_deref())?;
-    d.set_item("exclusive_total_ns", r.exclusive_total_ns)?;
     Ok(d)
 }
 
@@ -238,4 +193,22 @@ pub fn select_regions(run: &Run, names: &[String]) -> Run {
         metadata: run.metadata.clone(),
         num_ranks: run.num_ranks,
     }
+}
+
+/// A metadata dict as run metadata (values converted by [`meta_from_py`]; None values dropped).
+pub fn meta_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, MetaValue)>> {
+    let mut out = Vec::with_capacity(d.len());
+    for (k, v) in d.iter() {
+        if v.is_none() {
+            continue;
+        }
+        out.push((k.str()?.to_string(), meta_from_py(&v)?));
+    }
+    Ok(out)
+}
+
+/// Python's `repr()` of a list of str (`['a', 'b']`).
+pub fn py_list_repr(items: &[String]) -> String {
+    let parts: Vec<String> = items.iter().map(|s| scope_profiler_analysis::py_repr(s)).collect();
+    format!("[{}]", parts.join(", "))
 }
