@@ -3,6 +3,7 @@ pub mod cache;
 pub mod callstack;
 pub mod lanes;
 pub mod memory;
+pub mod npcompat;
 mod order;
 pub mod packed;
 pub mod par;
