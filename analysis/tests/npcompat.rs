@@ -44,6 +44,7 @@ fn draw(dist: &str, u: u64) -> i64 {
         "mixed" => u % 10_000,
         "neg" => u % 2_000_000_000_000 - 1_000_000_000_000,
         "const" => 987_654_321,
+        "giant" => (1 << 62) + u,
         other => panic!("unknown distribution {other}"),
     }
 }

@@ -24,7 +24,7 @@ LCG_MUL = 6364136223846793005
 LCG_INC = 1442695040888963407
 LCG_SHIFT = 11
 
-DISTRIBUTIONS = ["small", "dur", "huge", "wide", "mixed", "neg", "const"]
+DISTRIBUTIONS = ["small", "dur", "huge", "wide", "mixed", "neg", "const", "giant"]
 SIZES = [*range(21), 127, 128, 129, 130, 1000, 8191, 8192, 8193, 8194, 16385, 100_000, 1_000_003]
 PERCENTS = [0.0, 0.1, 5.0, 25.0, 33.3, 50.0, 66.7, 95.0, 99.9, 100.0]
 
@@ -53,6 +53,8 @@ def draw(dist: str, u: int) -> int:
         return u % (2 * 10**12) - 10**12
     if dist == "const":
         return 987_654_321
+    if dist == "giant":  # beyond 2**53: the int64 -> float64 cast rounds
+        return (1 << 62) + u
     raise ValueError(dist)
 
 
@@ -106,6 +108,8 @@ def pooled_cases():
             m2 = (next(draws) % 10**18) * 1.25
             if group % 17 == 0:
                 m2 = -float(next(draws) % 1000)
+            if group == 1:
+                m2 = -0.0  # Python's max(-0.0, 0.0) keeps -0.0, and so does np.sqrt
             rows.append({"count": count, "mean": mean, "m2": m2})
         summaries = [{"count": r["count"], "mean": r["mean"], "m2": r["m2"]} for r in rows]
         out.append(
