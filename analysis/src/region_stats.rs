@@ -88,7 +88,7 @@ impl<'a> RowStats<'a> {
     /// Population standard deviation, s (stored rows: `sqrt(max(m2, 0) / count)`).
     pub fn std(&self) -> f64 {
         match &self.calls.stored {
-            Some(s) if s.count > 0 => (s.m2.max(0.0) / s.count as f64).sqrt() / 1e9,
+            Some(s) if s.count > 0 => npcompat::stored_std(s.count, s.m2) / 1e9,
             Some(_) => 0.0,
             None if self.has_timing() => npcompat::std_i64(&self.durations) / 1e9,
             None => 0.0,
@@ -186,10 +186,8 @@ impl<'a> PooledStats<'a> {
         if stored.is_empty() {
             return 0.0;
         }
-        let count: i64 = stored.iter().map(|s| s.count).sum();
-        let mean = stored.iter().fold(0.0, |a, s| a + s.count as f64 * s.mean) / count as f64;
-        let m2 = stored.iter().fold(0.0, |a, s| a + (s.m2 + s.count as f64 * (s.mean - mean).powi(2)));
-        (m2.max(0.0) / count as f64).sqrt() / 1e9
+        let rows: Vec<(i64, f64, f64)> = stored.iter().map(|s| (s.count, s.mean, s.m2)).collect();
+        npcompat::pooled_std(&rows) / 1e9
     }
     pub fn percentile(&self, q: f64) -> Result<Option<f64>, PercentileOutOfRange> {
         check_percentile(q)?;

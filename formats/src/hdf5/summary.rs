@@ -1,6 +1,7 @@
 //! `rank_region_index/summary_statistics`: the reference's `_timing_summary` per region row,
-//! with numpy's summation order so float statistics match bit for bit.
+//! with numpy's summation order (`analysis::npcompat`) so float statistics match bit for bit.
 use hdf5::H5Type;
+use scope_profiler_analysis::npcompat::{mean_i64, var_i64};
 
 /// One row of `rank_region_index/summary_statistics` (88 bytes, the reference's compound).
 #[derive(H5Type, Clone, Copy, Debug, Default, PartialEq)]
@@ -25,68 +26,15 @@ pub struct SummaryRecord {
     pub m2: f64,
 }
 
-/// numpy's pairwise summation (`pairwise_sum` in `loops_utils.h`), so float statistics
-/// match the reference bit for bit.
-fn pairwise_sum(a: &[f64]) -> f64 {
-    let n = a.len();
-    if n < 8 {
-        let mut res = -0.0;
-        for &x in a {
-            res += x;
-        }
-        res
-    } else if n <= 128 {
-        let mut r = [0.0f64; 8];
-        r.copy_from_slice(&a[..8]);
-        let mut i = 8;
-        while i < n - (n % 8) {
-            for j in 0..8 {
-                r[j] += a[i + j];
-            }
-            i += 8;
-        }
-        let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        while i < n {
-            res += a[i];
-            i += 1;
-        }
-        res
-    } else {
-        let mut n2 = n / 2;
-        n2 -= n2 % 8;
-        pairwise_sum(&a[..n2]) + pairwise_sum(&a[n2..])
-    }
-}
-
-/// `np.add.reduce(int64 array, dtype=float64)`: cast in buffers of 8192, pairwise per buffer.
-fn numpy_sum_cast(a: &[i64]) -> f64 {
-    let mut total = 0.0;
-    let mut buf = Vec::with_capacity(8192.min(a.len()));
-    for chunk in a.chunks(8192) {
-        buf.clear();
-        buf.extend(chunk.iter().map(|&x| x as f64));
-        total += pairwise_sum(&buf);
-    }
-    total
-}
-
 /// The reference's `_timing_summary` of one row.
 pub fn summary_record(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> SummaryRecord {
     let mut s = SummaryRecord::default();
     let n = start.len().min(end.len());
     if n > 0 {
         let d: Vec<i64> = (0..n).map(|i| end[i].wrapping_sub(start[i])).collect();
-        let count = n as f64;
-        let mean = numpy_sum_cast(&d) / count;
-        let sq: Vec<f64> = d
-            .iter()
-            .map(|&x| {
-                let y = x as f64 - mean;
-                y * y
-            })
-            .collect();
-        s.mean = mean;
-        s.m2 = (pairwise_sum(&sq) / count) * count;
+        // `float(np.mean(d, dtype=f8))` and `float(np.var(d, dtype=f8)) * count`.
+        s.mean = mean_i64(&d);
+        s.m2 = var_i64(&d) * n as f64;
         s.total = d.iter().fold(0i64, |a, &x| a.wrapping_add(x));
         s.minimum = *d.iter().min().unwrap();
         s.maximum = *d.iter().max().unwrap();
