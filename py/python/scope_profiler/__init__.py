@@ -20,7 +20,7 @@ from .call_stack import (
     split_by_lane,
 )
 from .exceptions import CorruptProfileError, HDF5SchemaError, NestingError
-from .io import read_h5, read_h5_summary
+from .h5reader import read_h5, read_h5_summary
 from .results import (
     EventDataUnavailableError,
     MPIRegion,

@@ -174,13 +174,10 @@ class _ProfilingSession(ContextDecorator):
 
 
 def _results_from_native(native_run):
-    """``ProfilingResults`` over a ``NativeRun`` (built by the results module)."""
+    """``ProfilingResults`` over a ``NativeRun`` (sharing its cached analyses)."""
     from .results import ProfilingResults
 
-    factory = getattr(ProfilingResults, "_from_native", None)
-    if factory is None:  # results glue not available: hand back the native run itself
-        return native_run
-    return factory(native_run)
+    return ProfilingResults._from_native(native_run)
 
 
 def _empty_results(file_path):
