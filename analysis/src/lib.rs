@@ -8,7 +8,7 @@ pub mod packed;
 pub mod par;
 pub mod rank_calls;
 pub mod run;
-pub mod stack;
+pub mod merge;
 
 pub use cache::{Reconstruction, RunAnalysis};
 pub use callstack::{
@@ -20,4 +20,4 @@ pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
 };
 pub use run::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};
-pub use stack::stack_runs;
+pub use merge::stack_runs;
