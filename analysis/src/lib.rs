@@ -1,6 +1,8 @@
 //! Analysis engine of scope-profiler: the run model ([`run`]) and the algorithms on it.
 pub mod cache;
+pub mod call_graph;
 pub mod callstack;
+pub mod events;
 pub mod lanes;
 pub mod memory;
 pub mod merge;
@@ -11,10 +13,12 @@ pub mod rank_calls;
 pub mod run;
 
 pub use cache::{Reconstruction, RunAnalysis};
+pub use call_graph::{call_graph, CallGraphRow};
 pub use callstack::{
     build_call_arrays, build_with_lanes, group_lanes, lane_id, py_repr, split_by_lane, CallArrays, LaneSplit,
     NestingError, RegionInput,
 };
+pub use events::{events_batch, events_batch_with, EventColumn, EventsError};
 pub use lanes::{lane_label, thread_summary, thread_summary_from, thread_summary_split, LaneLabels, ThreadSummaryRow};
 pub use merge::{merge_runs, MergeError, MergeOptions};
 pub use rank_calls::{

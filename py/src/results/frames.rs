@@ -4,7 +4,7 @@
 //!
 //! Tables are built in Rust from the run: the lane tables (`threads`, `tasks`), the thread
 //! summary of one rank (from the cached reconstruction), the per-call events of a list of
-//! region rows with the lane columns kept, and any small table given as Python columns
+//! region rows ([`scope_profiler_analysis::events`]), and any small table given as Python columns
 //! (`table_from_columns`, used for the region summaries computed in Python).
 use std::sync::Arc;
 
@@ -14,7 +14,7 @@ use arrow_schema::{Field, Schema};
 use pyo3::exceptions::{PyIndexError, PyValueError};
 use pyo3::prelude::*;
 use pyo3_arrow::PyTable;
-use scope_profiler_analysis::{Run, ThreadSummaryRow, UNKNOWN};
+use scope_profiler_analysis::{events_batch_with, EventsError, Run, ThreadSummaryRow, UNKNOWN};
 
 /// `ns / 1e9` as Python computes `float(ns) / 1e9`.
 #[inline]
@@ -106,121 +106,16 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
     ])
 }
 
-/// One call per row for the region rows `rows` (positions in `run.regions`, in this order),
-/// each row's calls in recorded order: `name, rank, call_index, start, end, duration`
-/// (s, starts/ends minus `origin`), then when any selected row has them: `gpu_duration`
-/// (rows whose GPU column holds no value >= 0 count as none), `call_id` + `parent_id`,
-/// `thread`, `task` + `await_duration` (s) - the keys of `ProfilingResults.events()`;
-/// rows lacking a column give nulls there.
+/// The events of the region rows `rows` (positions in `run.regions`, in this order) as a
+/// table: [`scope_profiler_analysis::events`] (the columns of `ProfilingResults.events()`,
+/// starts/ends minus `origin` s; no `metadata` column). A bad row position is an `IndexError`.
 pub fn events_table(run: &Run, rows: &[usize], origin: f64) -> PyResult<PyTable> {
-    for &r in rows {
-        if r >= run.regions.len() {
-            return Err(PyIndexError::new_err(format!("row {r} out of range")));
-        }
-    }
-    let sel: Vec<&scope_profiler_analysis::RegionCalls> = rows.iter().map(|&r| &run.regions[r]).collect();
-    let n: usize = sel.iter().map(|r| r.len()).sum();
-    let gpu_of = |r: &scope_profiler_analysis::RegionCalls| {
-        r.gpu_ns.as_ref().filter(|g| g.values().iter().any(|&v| v >= 0)).cloned()
-    };
-    let ids_of = |r: &scope_profiler_analysis::RegionCalls| match (&r.call_ids, &r.parent_ids) {
-        (Some(c), Some(p)) => Some((c.to_array(), p.to_array())),
-        _ => None,
-    };
-    let tasks_of = |r: &scope_profiler_analysis::RegionCalls| match (&r.task_ids, &r.await_ns) {
-        (Some(t), Some(a)) => Some((t.clone(), a.clone())),
-        _ => None,
-    };
-    let mut name = StringBuilder::with_capacity(n, n * 8);
-    let mut rank = Vec::with_capacity(n);
-    let mut call_index = Vec::with_capacity(n);
-    let mut start = Vec::with_capacity(n);
-    let mut end = Vec::with_capacity(n);
-    let mut duration = Vec::with_capacity(n);
-    let any_gpu = sel.iter().any(|r| gpu_of(r).is_some());
-    let any_ids = sel.iter().any(|r| ids_of(r).is_some());
-    let any_thread = sel.iter().any(|r| r.thread_ids.is_some());
-    let any_task = sel.iter().any(|r| tasks_of(r).is_some());
-    let mut gpu: Vec<Option<f64>> = Vec::with_capacity(if any_gpu { n } else { 0 });
-    let mut call_id: Vec<Option<i64>> = Vec::with_capacity(if any_ids { n } else { 0 });
-    let mut parent_id: Vec<Option<i64>> = Vec::with_capacity(if any_ids { n } else { 0 });
-    let mut thread: Vec<Option<i64>> = Vec::with_capacity(if any_thread { n } else { 0 });
-    let mut task: Vec<Option<i64>> = Vec::with_capacity(if any_task { n } else { 0 });
-    let mut await_s: Vec<Option<f64>> = Vec::with_capacity(if any_task { n } else { 0 });
-    for r in &sel {
-        let m = r.len();
-        let nm = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("");
-        for _ in 0..m {
-            name.append_value(nm);
-        }
-        rank.extend(std::iter::repeat_n(r.rank as i64, m));
-        call_index.extend(0..m as i64);
-        for (&s, &e) in r.start_ns.values().iter().zip(r.end_ns.values().iter()) {
-            let (a, b) = (secs(s) - origin, secs(e) - origin);
-            start.push(a);
-            end.push(b);
-            duration.push(b - a);
-        }
-        if any_gpu {
-            match gpu_of(r) {
-                Some(g) => gpu.extend(g.values().iter().map(|&v| Some(secs(v)))),
-                None => gpu.extend(std::iter::repeat_n(None, m)),
-            }
-        }
-        if any_ids {
-            match ids_of(r) {
-                Some((c, p)) => {
-                    call_id.extend(c.values().iter().map(|&v| Some(v)));
-                    parent_id.extend(p.values().iter().map(|&v| Some(v)));
-                }
-                None => {
-                    call_id.extend(std::iter::repeat_n(None, m));
-                    parent_id.extend(std::iter::repeat_n(None, m));
-                }
-            }
-        }
-        if any_thread {
-            match &r.thread_ids {
-                Some(t) => thread.extend(t.values().iter().map(|&v| Some(v))),
-                None => thread.extend(std::iter::repeat_n(None, m)),
-            }
-        }
-        if any_task {
-            match tasks_of(r) {
-                Some((t, a)) => {
-                    task.extend(t.values().iter().map(|&v| Some(v)));
-                    await_s.extend(a.values().iter().map(|&v| Some(secs(v))));
-                }
-                None => {
-                    task.extend(std::iter::repeat_n(None, m));
-                    await_s.extend(std::iter::repeat_n(None, m));
-                }
-            }
-        }
-    }
-    let mut cols: Vec<(&str, ArrayRef)> = vec![
-        ("name", Arc::new(name.finish())),
-        ("rank", Arc::new(Int64Array::from(rank))),
-        ("call_index", Arc::new(Int64Array::from(call_index))),
-        ("start", Arc::new(Float64Array::from(start))),
-        ("end", Arc::new(Float64Array::from(end))),
-        ("duration", Arc::new(Float64Array::from(duration))),
-    ];
-    if any_gpu {
-        cols.push(("gpu_duration", Arc::new(Float64Array::from(gpu))));
-    }
-    if any_ids {
-        cols.push(("call_id", Arc::new(Int64Array::from(call_id))));
-        cols.push(("parent_id", Arc::new(Int64Array::from(parent_id))));
-    }
-    if any_thread {
-        cols.push(("thread", Arc::new(Int64Array::from(thread))));
-    }
-    if any_task {
-        cols.push(("task", Arc::new(Int64Array::from(task))));
-        cols.push(("await_duration", Arc::new(Float64Array::from(await_s))));
-    }
-    table(cols)
+    let batch = events_batch_with(run, rows, origin, false).map_err(|e| match e {
+        EventsError::RowOutOfRange { row, .. } => PyIndexError::new_err(format!("row {row} out of range")),
+        other => PyValueError::new_err(other.to_string()),
+    })?;
+    let schema = batch.schema();
+    PyTable::try_new(vec![batch], schema)
 }
 
 /// A small table from Python columns: `[(name, kind, values)]` with `kind` one of `"int"`,
