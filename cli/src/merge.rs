@@ -1,12 +1,13 @@
 //! `summary --merge`: several files as one run, each file its own block of ranks.
 use std::path::PathBuf;
 
-use scope_profiler_analysis::{stack_runs, MetaValue, Run};
+use scope_profiler_analysis::{merge_runs, MergeOptions, Run};
 use scope_profiler_formats::read_h5;
 
-/// Read `files` and stack them ([`stack_runs`]): file k's rank r becomes `offset_k + r`,
+/// Read `files` and stack them ([`merge_runs`]): file k's rank r becomes `offset_k + r`,
 /// `offset_k` = the previous files' `max(num_ranks, 1)` summed (as `merge_results` in
-/// Python). Metadata: the first file's, plus `merged_from` (the paths, in rank-block order).
+/// Python). Metadata: [`merge_runs`]'s rule (every file's keys, earlier files winning), plus
+/// `merged_from` (the paths, in rank-block order).
 /// Errors name the file that could not be read.
 pub fn read_merged(files: &[PathBuf]) -> Result<Run, String> {
     let mut parts = Vec::with_capacity(files.len());
@@ -17,9 +18,10 @@ pub fn read_merged(files: &[PathBuf]) -> Result<Run, String> {
         parts.push((offset, run));
         offset += span;
     }
-    let mut run = stack_runs(parts, Some(offset))?;
-    run.metadata.retain(|(k, _)| k != "merged_from");
-    run.metadata
-        .push(("merged_from".into(), MetaValue::StrList(files.iter().map(|f| f.display().to_string()).collect())));
-    Ok(run)
+    let options = MergeOptions {
+        num_ranks: Some(offset),
+        merged_from: Some(files.iter().map(|f| f.display().to_string()).collect()),
+        ..Default::default()
+    };
+    merge_runs(parts, &options).map_err(|e| e.to_string())
 }

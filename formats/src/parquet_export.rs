@@ -1,21 +1,27 @@
 //! Parquet export: an events file (one row per call) and a lanes file (the thread and task
 //! tables), for DuckDB, Polars, pandas/pyarrow, Spark.
 //!
-//! Events (`<stem>.parquet`), calls of each selected rank in sorted order (start ascending,
-//! end descending) — columns, all non-null except `await_ns`:
+//! Events (`<stem>.parquet`): the events table of [`scope_profiler_analysis::events`] (one
+//! row per call) in the reconstruction's form, for joins and group-bys in SQL: calls of each
+//! selected rank in sorted order (start ascending, end descending) instead of recorded order,
+//! times as absolute int64 ns instead of s, every lane column present and null-free (-1 where
+//! absent), ids recomputed from the reconstruction, plus the reconstruction's `depth`, `lane`
+//! and `exclusive_ns`. The columns named as in the events table ([`EventColumn`]: `call_index`,
+//! `call_id`, `parent_id`, `thread`, `task`) take their names and types from it. All non-null
+//! except `await_ns`:
 //!
-//! | column | type | meaning |
-//! |---|---|---|
-//! | `rank` | int32 | MPI rank |
-//! | `region` | dictionary<int32, utf8> | region name |
-//! | `call_index` | int64 | position of the call in its region's arrays |
-//! | `start_ns`, `end_ns`, `duration_ns` | int64 | recording clock, ns |
-//! | `call_id`, `parent_id` | int64 | call id (sorted position, numbered across the selected ranks in order), parent's id or -1 |
-//! | `thread`, `task` | int64 | thread-table / task-table index, -1 where absent |
-//! | `await_ns` | int64, null when not recorded | ns the call's task was suspended inside the call |
-//! | `depth` | int64 | 0 = root of its lane |
-//! | `lane` | int64 | task index (>= 0), `-2 - thread` (thread lane), -1 (unknown) |
-//! | `exclusive_ns` | int64 | duration minus the direct children on the same lane |
+//! | column | type | events table column | meaning |
+//! |---|---|---|---|
+//! | `rank` | int32 | `rank` | MPI rank |
+//! | `region` | dictionary<int32, utf8> | `name` | region name |
+//! | `call_index` | int64 | `call_index` | position of the call in its region's arrays |
+//! | `start_ns`, `end_ns`, `duration_ns` | int64 | `start`, `end`, `duration` | recording clock, ns |
+//! | `call_id`, `parent_id` | int64 | `call_id`, `parent_id` | call id (sorted position, numbered across the selected ranks in order), parent's id or -1 |
+//! | `thread`, `task` | int64 | `thread`, `task` | thread-table / task-table index, -1 where absent |
+//! | `await_ns` | int64, null when not recorded | `await_duration` | ns the call's task was suspended inside the call |
+//! | `depth` | int64 | - | 0 = root of its lane |
+//! | `lane` | int64 | - | task index (>= 0), `-2 - thread` (thread lane), -1 (unknown) |
+//! | `exclusive_ns` | int64 | - | duration minus the direct children on the same lane |
 //!
 //! Lanes (`<stem>.lanes.parquet`), one row per thread and task of the selected ranks
 //! (threads first, by index, then tasks): `rank`, `lane`, `kind` ("thread"/"task"),
@@ -41,7 +47,7 @@ use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
-use scope_profiler_analysis::{LaneLabels, Run};
+use scope_profiler_analysis::{EventColumn, LaneLabels, Run};
 
 use crate::export_common::{reconstruct, write_atomic};
 use crate::speedscope::EXPORTER;
@@ -55,20 +61,20 @@ pub fn lanes_path(path: &Path) -> PathBuf {
     path.with_file_name(format!("{base}.lanes.parquet"))
 }
 
-/// Schema of the events file.
+/// Schema of the events file (see the module documentation).
 pub fn events_schema() -> Schema {
     let i64f = |n: &str| Field::new(n, DataType::Int64, false);
     Schema::new(vec![
         Field::new("rank", DataType::Int32, false),
         Field::new("region", DataType::Dictionary(Box::new(DataType::Int32), Box::new(DataType::Utf8)), false),
-        i64f("call_index"),
+        EventColumn::CallIndex.field(false),
         i64f("start_ns"),
         i64f("end_ns"),
         i64f("duration_ns"),
-        i64f("call_id"),
-        i64f("parent_id"),
-        i64f("thread"),
-        i64f("task"),
+        EventColumn::CallId.field(false),
+        EventColumn::ParentId.field(false),
+        EventColumn::Thread.field(false),
+        EventColumn::Task.field(false),
         Field::new("await_ns", DataType::Int64, true),
         i64f("depth"),
         i64f("lane"),
@@ -125,10 +131,10 @@ fn pq_err(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> ExportError 
     move |e| ExportError::Io(format!("could not write {}: {e}", path.display()))
 }
 
-/// The events of `sel` as one record batch ([`events_schema`]), plus calls per (rank, lane).
 /// Calls per (rank, lane).
 type CallsPerLane = HashMap<(u32, i64), i64>;
 
+/// The events of `sel` as one record batch ([`events_schema`]), plus calls per (rank, lane).
 fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, CallsPerLane), ExportError> {
     let all = reconstruct(run, &sel.ranks)?;
     let n: usize = all.iter().map(|r| r.calls.len()).sum();

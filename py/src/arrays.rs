@@ -31,15 +31,7 @@ pub unsafe fn view<'py, T: numpy::Element>(values: &[T], container: &Bound<'py, 
     array
 }
 
-/// A numpy array that takes ownership of `values` (no copy).
-pub fn owned_i64(py: Python<'_>, values: Vec<i64>) -> Bound<'_, PyArray1<i64>> {
-    PyArray1::from_vec(py, values)
-}
 
-/// A numpy array that takes ownership of `values` (no copy), any element type.
-pub fn owned<T: numpy::Element>(py: Python<'_>, values: Vec<T>) -> Bound<'_, PyArray1<T>> {
-    PyArray1::from_vec(py, values)
-}
 
 /// The contents of a borrowed int64 array as a slice: borrowed if contiguous, else copied.
 pub fn slice_of<'a>(array: &'a PyReadonlyArray1<'_, i64>) -> Cow<'a, [i64]> {

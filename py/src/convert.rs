@@ -15,26 +15,6 @@ use crate::arrays::slice_of;
 pub type ThreadTuple = (u32, i64, i64, i64, bool, i64, i64, i64, String);
 pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, String);
 
-pub fn thread_tuple(t: &ThreadRow) -> ThreadTuple {
-    (t.rank, t.index, t.ident, t.native_id, t.daemon, t.start_ns, t.end_ns, t.cpu_ns, t.name.clone())
-}
-
-pub fn task_tuple(t: &TaskRow) -> TaskTuple {
-    (
-        t.rank,
-        t.index,
-        t.thread_index,
-        t.created_ns,
-        t.done_ns,
-        t.steps,
-        t.running_ns,
-        t.suspended_ns,
-        t.kind.clone(),
-        t.name.clone(),
-        t.coro_name.clone(),
-    )
-}
-
 pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
     let (rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name) = t;
     ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name }

@@ -19,7 +19,7 @@ pub fn event_dicts<'py>(
     name_rank: bool,
 ) -> PyResult<Bound<'py, PyList>> {
     let batch = py
-        .detach(|| scope_profiler_analysis::events::events_batch(run, rows, origin))
+        .detach(|| scope_profiler_analysis::events_batch(run, rows, origin))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     batch_dicts(py, &batch, name_rank)
 }

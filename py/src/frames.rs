@@ -110,7 +110,7 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
 /// `analysis::events::events_batch` of region rows `rows` (in this order) as a table.
 pub fn events_table(py: Python<'_>, run: &Run, rows: &[usize], origin: f64) -> PyResult<PyTable> {
     let batch = py
-        .detach(|| scope_profiler_analysis::events::events_batch(run, rows, origin))
+        .detach(|| scope_profiler_analysis::events_batch_with(run, rows, origin, false))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let schema = batch.schema();
     PyTable::try_new(vec![batch], schema)
@@ -123,7 +123,7 @@ pub fn events_numpy<'py>(py: Python<'py>, run: &Run, rows: &[usize], origin: f64
     use arrow_array::types::{Float64Type, Int64Type};
     use arrow_array::Array;
     let batch = py
-        .detach(|| scope_profiler_analysis::events::events_batch(run, rows, origin))
+        .detach(|| scope_profiler_analysis::events_batch_with(run, rows, origin, false))
         .map_err(|e| PyValueError::new_err(e.to_string()))?;
     let np = py.import("numpy")?;
     let out = PyDict::new(py);

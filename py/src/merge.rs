@@ -1,8 +1,9 @@
-//! `merge_results`: several result sets as one run (`analysis::stack`).
+//! `merge_results`: several result sets as one run (`analysis::merge_runs`: stacked as rank
+//! blocks when a region name appears in several sets, else united rank by rank).
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use scope_profiler_analysis::{MetaValue, Run};
+use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run};
 
 use crate::results::ProfilingResults;
 
@@ -47,8 +48,21 @@ pub fn merge_results<'py>(
         )));
     }
     let paths: Vec<String> = roots.iter().map(|r| r.get().file_path_string()).collect();
-    let runs: Vec<Run> = roots.iter().map(|r| (**r.get().run()).clone()).collect();
-    let mut run = scope_profiler_analysis::merge_tmp::merge(runs, stack, &paths).map_err(PyValueError::new_err)?;
+    // Stacked: set k's rank r becomes offset_k + r, offset_k = Σ previous max(num_ranks, 1).
+    let mut parts: Vec<(u32, Run)> = Vec::with_capacity(roots.len());
+    let mut offset = 0u32;
+    for r in &roots {
+        let run = (**r.get().run()).clone();
+        let span = run.num_ranks.max(1);
+        parts.push((if stack { offset } else { 0 }, run));
+        offset += span;
+    }
+    let options = MergeOptions {
+        num_ranks: stack.then_some(offset),
+        union: !stack,
+        merged_from: stack.then(|| paths.clone()),
+    };
+    let mut run = py.detach(|| merge_runs(parts, &options)).map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(label) = label {
         run.metadata.retain(|(k, _)| k != "label");
         run.metadata.push(("label".into(), MetaValue::Str(label)));

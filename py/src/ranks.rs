@@ -1,6 +1,6 @@
 //! Runs that cross process boundaries: a compact binary encoding of a [`Run`] (what an MPI
 //! rank sends to rank 0 at `finalize()`, as one pickle-free byte buffer) and
-//! [`scope_profiler_analysis::stack_runs`] seen from Python (the ranks of a job into one
+//! [`scope_profiler_analysis::merge_runs`] seen from Python (the ranks of a job into one
 //! run; per-process files analysed together).
 //!
 //! Encoding (little-endian): magic `b"SPRUN\x01"`, then the region names, the rows (every
@@ -14,7 +14,7 @@ use pyo3::buffer::PyBuffer;
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict};
-use scope_profiler_analysis::{stack_runs, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 
 use crate::errors::h5_err;
 use crate::convert::meta_from_py;
@@ -350,7 +350,7 @@ fn _run_from_bytes(data: &Bound<'_, PyAny>, file_path: String) -> PyResult<Nativ
     Ok(NativeRun::new(run_of(data)?, file_path))
 }
 
-/// Stack runs as blocks of ranks ([`stack_runs`]): `parts` is a list of `(rank_offset,
+/// Stack runs as blocks of ranks ([`merge_runs`], no union): `parts` is a list of `(rank_offset,
 /// run)` with `run` a `NativeRun` or encoded bytes. `metadata` (a dict) replaces the
 /// first part's; `num_ranks` overrides the computed count. With `write_file` the result is
 /// written to `file_path` (schema 3, atomically) before it is returned.
@@ -369,7 +369,8 @@ fn _stack_runs(
         runs.push((*offset, run_of(obj)?));
     }
     drop(parts);
-    let mut run = py.detach(|| stack_runs(runs, num_ranks)).map_err(PyValueError::new_err)?;
+    let options = MergeOptions { num_ranks, ..Default::default() };
+    let mut run = py.detach(|| merge_runs(runs, &options)).map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(meta) = metadata {
         let mut values = Vec::with_capacity(meta.len());
         for (k, v) in meta.iter() {

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use scope_profiler_analysis::region_stats::RowStats;
-use scope_profiler_analysis::{lane_label, py_repr, MetaValue, RegionCalls, RowView, Run, RunAnalysis};
+use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
 
 use crate::concurrency::{lane_tables, TaskInfo, ThreadInfo};
 use crate::errors::{nesting_err, EventDataUnavailableError};
@@ -557,7 +557,7 @@ impl ProfilingResults {
         let kept: std::collections::HashSet<String> =
             self.selected(py, include.clone(), exclude.clone())?.iter().map(|r| r.borrow().name().to_string()).collect();
         let run = &self.analysis.run;
-        let graph = scope_profiler_analysis::call_graph::call_graph(run, rank, &|name: &str| kept.contains(name));
+        let graph = scope_profiler_analysis::call_graph(run, rank, &|name: &str| kept.contains(name));
         let out = PyList::empty(py);
         match graph {
             Some(rows) => {
@@ -565,7 +565,7 @@ impl ProfilingResults {
                     let d = PyDict::new(py);
                     d.set_item("call_id", r.call_id)?;
                     d.set_item("parent_id", r.parent_id)?;
-                    d.set_item("name", &r.name)?;
+                    d.set_item("name", run.region_names.get(r.region as usize).map(String::as_str).unwrap_or(""))?;
                     d.set_item("call_index", r.call_index)?;
                     d.set_item("depth", r.depth)?;
                     out.append(d)?;
@@ -1013,9 +1013,4 @@ pub fn merge_results<'py>(
     stack: Option<bool>,
 ) -> PyResult<Bound<'py, PyAny>> {
     crate::merge::merge_results(py, result_sets, label, file_path, stack)
-}
-
-/// `MetaValue`s of the run back as Python (helper for other modules).
-pub fn meta_value<'py>(py: Python<'py>, v: &MetaValue) -> PyResult<Bound<'py, PyAny>> {
-    crate::convert::meta_to_py(py, v)
 }

@@ -1,0 +1,483 @@
+//! Several runs as one ([`merge_runs`]): the one merge behind MPI rank gathering, the
+//! stacking of per-process files (`summary --merge`, `merge_results(stack=True)`) and the
+//! union of disjoint region sets of one run (`merge_results`, e.g. a Python driver and its
+//! native code).
+//!
+//! Each part `(offset, run)` has its ranks shifted by `offset`. Stacked parts (the default)
+//! own disjoint blocks of ranks: each keeps its own rank numbers, thread and task tables and
+//! call ids, so lanes and call graphs stay distinct per source. United parts
+//! ([`MergeOptions::union`]) may share ranks; a shared rank then holds the rows of every part
+//! (a region name on it in two parts is refused: its statistics would be counted twice), and
+//! a part whose lane tables for that rank differ from those already there gets its thread and
+//! task indices renumbered after them, while identical tables (two views of one run) are
+//! shared.
+//!
+//! Rows are moved, never decoded: stored exclusive totals, stored statistics and bit-packed
+//! call ids are kept as they are.
+use std::collections::HashMap;
+
+use crate::run::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+
+/// How [`merge_runs`] combines its parts.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct MergeOptions {
+    /// The merged run's rank count; `None` = computed (see [`merge_runs`]).
+    pub num_ranks: Option<u32>,
+    /// Parts may share ranks (the reference's union of disjoint region sets). `false` (MPI
+    /// gathering, per-process stacking): two parts on one rank is [`MergeError::RankClaimed`].
+    pub union: bool,
+    /// File paths of the parts, one per part in the order the parts are given; stored as
+    /// metadata `merged_from` (a string list) in rank-block order. `None` = no `merged_from`
+    /// added (an existing one from the parts' metadata is kept under the metadata rule).
+    pub merged_from: Option<Vec<String>>,
+}
+
+/// Why parts could not be merged.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum MergeError {
+    /// Two parts have rows or thread rows on one rank while [`MergeOptions::union`] is off.
+    #[error(
+        "cannot stack runs: rank {rank} is claimed by two parts (a previous part covers ranks up to {covered_to})"
+    )]
+    RankClaimed { rank: u32, covered_to: u32 },
+    /// Region `name` has rows on `rank` in two parts (union): merging would double-count it.
+    #[error("region {name:?} appears on rank {rank} in more than one part; merging them would double-count it")]
+    SharedRegion { name: String, rank: u32 },
+    /// A row's region id is not an index of its part's `region_names`.
+    #[error("cannot merge runs: a row refers to region id {region} of a run with {names} names")]
+    BadRegionId { region: u32, names: usize },
+    /// [`MergeOptions::merged_from`] does not have one path per part.
+    #[error("cannot merge runs: {paths} merged_from paths for {parts} parts")]
+    MergedFromLength { paths: usize, parts: usize },
+}
+
+/// Combine `parts` into one run; part `(offset, run)` has its ranks shifted by `offset`
+/// (rank `r` of that part becomes `offset + r`). Parts are taken in ascending offset, ties
+/// in argument order ("earlier" below).
+///
+/// * Region names: the union, first-seen order (earlier parts first, then each part's own
+///   order); region ids are remapped.
+/// * Rows, thread and task rows: grouped by rank (ranks ascending, a rank's rows back to
+///   back as the file layout requires); within a rank, earlier parts first, each in its
+///   own order.
+/// * Lanes (union only, on a rank that already has thread or task rows from earlier parts):
+///   when the part's tables for that rank equal the ones there (ignoring the rank), they are
+///   shared and nothing changes; otherwise its thread indices are shifted by the number of
+///   thread rows already there and its task indices by the number of task rows, and so are
+///   its rows' `thread_ids`/`task_ids` (values >= 0) and its tasks' `thread_index` (>= 0).
+/// * Metadata, one rule for every use: the union of the parts' keys, the earlier part's value
+///   winning (the first part's keys in its order, then keys new in later parts appended);
+///   then `merged_from` set from [`MergeOptions::merged_from`] when given; then, when the
+///   merged run has more than one rank, `mpi_size` raised to the rank count if it is smaller
+///   (added if absent).
+/// * `num_ranks`: [`MergeOptions::num_ranks`] if given, else `max(offset + max(part.num_ranks,
+///   last rank + 1, 1))` over parts that have rows (0 when no part has any).
+///
+/// Errors: [`MergeError`] (two parts on one rank without union, a region name on one rank in
+/// two parts, a bad region id, a `merged_from` of the wrong length).
+pub fn merge_runs(parts: Vec<(u32, Run)>, options: &MergeOptions) -> Result<Run, MergeError> {
+    let mut parts: Vec<(usize, u32, Run)> = parts.into_iter().enumerate().map(|(k, (o, r))| (k, o, r)).collect();
+    if let Some(paths) = &options.merged_from {
+        if paths.len() != parts.len() {
+            return Err(MergeError::MergedFromLength { paths: paths.len(), parts: parts.len() });
+        }
+    }
+    parts.sort_by_key(|(k, offset, _)| (*offset, *k));
+    if !options.union {
+        check_disjoint(&parts)?;
+    }
+    let mut out = Run::default();
+    let mut name_ids: HashMap<String, u32> = HashMap::new();
+    // (rank, merged region id) -> position of the part that brought it
+    let mut claimed: HashMap<(u32, u32), usize> = HashMap::new();
+    let mut any_rows = false;
+    let mut computed_ranks = 0u32;
+    let mut order = Vec::with_capacity(parts.len());
+    for (pos, (k, offset, run)) in parts.into_iter().enumerate() {
+        order.push(k);
+        merge_metadata(&mut out.metadata, run.metadata);
+        let remap: Vec<u32> = run
+            .region_names
+            .iter()
+            .map(|name| {
+                *name_ids.entry(name.clone()).or_insert_with(|| {
+                    out.region_names.push(name.clone());
+                    (out.region_names.len() - 1) as u32
+                })
+            })
+            .collect();
+        if !run.regions.is_empty() {
+            any_rows = true;
+            let last_rank = run.regions.iter().map(|r| r.rank).max().unwrap_or(0);
+            computed_ranks = computed_ranks.max(offset + run.num_ranks.max(last_rank + 1).max(1));
+        }
+        let shifts = add_lanes(&mut out, run.threads, run.tasks, offset, options.union);
+        for mut row in run.regions {
+            row.region = *remap
+                .get(row.region as usize)
+                .ok_or(MergeError::BadRegionId { region: row.region, names: remap.len() })?;
+            row.rank += offset;
+            if *claimed.entry((row.rank, row.region)).or_insert(pos) != pos {
+                return Err(MergeError::SharedRegion {
+                    name: out.region_names[row.region as usize].clone(),
+                    rank: row.rank,
+                });
+            }
+            if let Some(&(t_off, k_off)) = shifts.get(&row.rank) {
+                shift_lanes(&mut row, t_off, k_off);
+            }
+            out.regions.push(row);
+        }
+    }
+    // stable: a rank's rows keep the parts' order
+    out.regions.sort_by_key(|r| r.rank);
+    out.threads.sort_by_key(|t| t.rank);
+    out.tasks.sort_by_key(|t| t.rank);
+    if let Some(paths) = &options.merged_from {
+        let ordered: Vec<String> = order.iter().map(|&k| paths[k].clone()).collect();
+        set_meta(&mut out.metadata, "merged_from", MetaValue::StrList(ordered));
+    }
+    out.num_ranks = options.num_ranks.unwrap_or(if any_rows { computed_ranks } else { 0 });
+    if out.num_ranks > 1 {
+        match out.metadata.iter_mut().find(|(k, _)| k == "mpi_size") {
+            Some((_, MetaValue::Int(v))) if *v < out.num_ranks as i64 => *v = out.num_ranks as i64,
+            Some(_) => {}
+            None => out.metadata.push(("mpi_size".into(), MetaValue::Int(out.num_ranks as i64))),
+        }
+    }
+    Ok(out)
+}
+
+/// [`MergeError::RankClaimed`] when two parts (sorted by offset) cover one rank.
+fn check_disjoint(parts: &[(usize, u32, Run)]) -> Result<(), MergeError> {
+    let mut covered_to = 0u32;
+    for (i, (_, offset, run)) in parts.iter().enumerate() {
+        if i > 0 && *offset < covered_to {
+            return Err(MergeError::RankClaimed { rank: *offset, covered_to: covered_to - 1 });
+        }
+        let last_rank = run.regions.iter().map(|r| r.rank).chain(run.threads.iter().map(|t| t.rank)).max();
+        covered_to = offset + last_rank.map_or(1, |r| r + 1);
+    }
+    Ok(())
+}
+
+/// Keys of `later` not yet in `merged` are appended; existing keys keep their value.
+fn merge_metadata(merged: &mut Vec<(String, MetaValue)>, later: Vec<(String, MetaValue)>) {
+    for (k, v) in later {
+        if !merged.iter().any(|(have, _)| *have == k) {
+            merged.push((k, v));
+        }
+    }
+}
+
+fn set_meta(meta: &mut Vec<(String, MetaValue)>, key: &str, value: MetaValue) {
+    match meta.iter_mut().find(|(k, _)| k == key) {
+        Some((_, v)) => *v = value,
+        None => meta.push((key.to_string(), value)),
+    }
+}
+
+/// Add one part's lane tables (ranks shifted by `offset`) to `out`; returns, per shifted
+/// rank, the `(thread, task)` index offsets its rows must get (only ranks renumbered).
+fn add_lanes(
+    out: &mut Run,
+    threads: Vec<ThreadRow>,
+    tasks: Vec<TaskRow>,
+    offset: u32,
+    union: bool,
+) -> HashMap<u32, (i64, i64)> {
+    let mut by_rank: std::collections::BTreeMap<u32, (Vec<ThreadRow>, Vec<TaskRow>)> = Default::default();
+    for mut t in threads {
+        t.rank += offset;
+        by_rank.entry(t.rank).or_default().0.push(t);
+    }
+    for mut t in tasks {
+        t.rank += offset;
+        by_rank.entry(t.rank).or_default().1.push(t);
+    }
+    let mut shifts = HashMap::new();
+    for (rank, (mut mine_t, mut mine_k)) in by_rank {
+        let (have_t, have_k) = if union {
+            let count_t = out.threads.iter().filter(|t| t.rank == rank).count() as i64;
+            (count_t, out.tasks.iter().filter(|t| t.rank == rank).count() as i64)
+        } else {
+            (0, 0)
+        };
+        if have_t > 0 || have_k > 0 {
+            let same_t = out.threads.iter().filter(|t| t.rank == rank).eq(mine_t.iter());
+            let same_k = out.tasks.iter().filter(|t| t.rank == rank).eq(mine_k.iter());
+            if same_t && same_k {
+                continue; // the same tables (two views of one run): shared
+            }
+            for t in &mut mine_t {
+                t.index += have_t;
+            }
+            for t in &mut mine_k {
+                t.index += have_k;
+                if t.thread_index >= 0 {
+                    t.thread_index += have_t;
+                }
+            }
+            shifts.insert(rank, (have_t, have_k));
+        }
+        out.threads.extend(mine_t);
+        out.tasks.extend(mine_k);
+    }
+    shifts
+}
+
+/// Shift a row's thread ids (>= 0) by `t_off` and task ids (>= 0) by `k_off`.
+fn shift_lanes(row: &mut RegionCalls, t_off: i64, k_off: i64) {
+    let shift = |a: &arrow_array::Int64Array, by: i64| {
+        arrow_array::Int64Array::from_iter_values(a.values().iter().map(|&v| if v >= 0 { v + by } else { v }))
+    };
+    if t_off != 0 {
+        if let Some(t) = &row.thread_ids {
+            row.thread_ids = Some(shift(t, t_off));
+        }
+    }
+    if k_off != 0 {
+        if let Some(t) = &row.task_ids {
+            row.task_ids = Some(shift(t, k_off));
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::run::{RegionCalls, TaskRow, ThreadRow};
+    use arrow_array::Int64Array;
+
+    fn row(region: u32, rank: u32, starts: Vec<i64>, threads: Option<Vec<i64>>) -> RegionCalls {
+        let ends: Vec<i64> = starts.iter().map(|s| s + 5).collect();
+        RegionCalls {
+            region,
+            rank,
+            start_ns: Int64Array::from(starts),
+            end_ns: Int64Array::from(ends),
+            gpu_ns: None,
+            call_ids: None,
+            parent_ids: None,
+            thread_ids: threads.map(Int64Array::from),
+            task_ids: None,
+            await_ns: None,
+            source_file: None,
+            source_line: None,
+            source_text: None,
+            tags: vec![],
+            event_metadata: None,
+            exclusive_total_ns: None,
+            stored: None,
+        }
+    }
+
+    fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
+        ThreadRow {
+            rank,
+            index,
+            ident: 1,
+            native_id: 2,
+            daemon: false,
+            start_ns: 0,
+            end_ns: -1,
+            cpu_ns: 3,
+            name: name.into(),
+        }
+    }
+
+    fn single(names: &[&str], rows: Vec<RegionCalls>, threads: Vec<ThreadRow>) -> Run {
+        Run {
+            region_names: names.iter().map(|s| s.to_string()).collect(),
+            num_ranks: if rows.is_empty() { 0 } else { 1 },
+            regions: rows,
+            threads,
+            tasks: vec![],
+            metadata: vec![("mpi_size".into(), MetaValue::Int(1))],
+        }
+    }
+
+    #[test]
+    fn parts_become_rank_blocks_with_their_own_lanes() {
+        let a = single(
+            &["a", "b"],
+            vec![row(0, 0, vec![1, 2], Some(vec![0, 1])), row(1, 0, vec![3], Some(vec![1]))],
+            vec![thread(0, 0, "MainThread"), thread(0, 1, "w")],
+        );
+        let b = single(
+            &["b", "c"],
+            vec![row(0, 0, vec![7], Some(vec![0])), row(1, 0, vec![8], Some(vec![0]))],
+            vec![thread(0, 0, "MainThread")],
+        );
+        let run = merge_runs(vec![(1, b), (0, a)], &MergeOptions::default()).unwrap();
+        assert_eq!(run.region_names, vec!["a", "b", "c"]);
+        assert_eq!(run.num_ranks, 2);
+        assert_eq!(run.meta_int("mpi_size"), Some(2));
+        let ranks: Vec<u32> = run.regions.iter().map(|r| r.rank).collect();
+        assert_eq!(ranks, vec![0, 0, 1, 1]);
+        let regions: Vec<u32> = run.regions.iter().map(|r| r.region).collect();
+        assert_eq!(regions, vec![0, 1, 1, 2]);
+        assert_eq!(run.rank_threads(1).count(), 1);
+        assert_eq!(run.rank_threads(0).count(), 2);
+    }
+
+    #[test]
+    fn overlapping_parts_are_refused_and_empty_parts_keep_their_rank() {
+        let a = single(&["a"], vec![row(0, 0, vec![1], None)], vec![]);
+        let b = single(&["a"], vec![row(0, 0, vec![1], None)], vec![]);
+        assert!(merge_runs(vec![(0, a.clone()), (0, b)], &MergeOptions::default()).is_err());
+        let empty = single(&[], vec![], vec![]);
+        let run = merge_runs(vec![(0, empty), (1, a)], &MergeOptions::default()).unwrap();
+        assert_eq!(run.num_ranks, 2);
+        assert_eq!(run.regions[0].rank, 1);
+        assert_eq!(merge_runs(vec![], &MergeOptions::default()).unwrap().num_ranks, 0);
+    }
+
+    fn task(rank: u32, index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
+        TaskRow {
+            rank,
+            index,
+            thread_index,
+            created_ns: 1,
+            done_ns: -1,
+            steps: 2,
+            running_ns: 3,
+            suspended_ns: 4,
+            kind: "task".into(),
+            name: name.into(),
+            coro_name: coro.into(),
+        }
+    }
+
+    fn ids(a: &Option<Int64Array>) -> Vec<i64> {
+        a.as_ref().unwrap().values().to_vec()
+    }
+
+    fn union() -> MergeOptions {
+        MergeOptions { union: true, ..Default::default() }
+    }
+
+    /// A Python driver (threads MainThread + w, one task) and its native code (its own
+    /// thread table and task) on rank 0, united: the second part's lanes come after.
+    fn driver_and_native() -> (Run, Run) {
+        let mut py = single(
+            &["py"],
+            vec![row(0, 0, vec![1, 2, 3], Some(vec![0, 1, -1]))],
+            vec![thread(0, 0, "MainThread"), thread(0, 1, "w")],
+        );
+        py.regions[0].task_ids = Some(Int64Array::from(vec![-1, 0, -1]));
+        py.tasks = vec![task(0, 0, 0, "Task-1", "app.main")];
+        py.metadata.push(("label".into(), MetaValue::Str("driver".into())));
+        let mut native = single(&["native"], vec![row(0, 0, vec![4, 5], Some(vec![0, -1]))], vec![thread(0, 0, "OMP")]);
+        native.regions[0].task_ids = Some(Int64Array::from(vec![0, -1]));
+        native.regions[0].exclusive_total_ns = Some(7);
+        native.tasks = vec![task(0, 0, 0, "Task-9", "lib.fetch")];
+        native.metadata = vec![("label".into(), MetaValue::Str("native".into())), ("tool".into(), MetaValue::Int(5))];
+        (py, native)
+    }
+
+    #[test]
+    fn union_renumbers_the_later_lanes_after_the_tables_already_there() {
+        let (py, native) = driver_and_native();
+        let run = merge_runs(vec![(0, py), (0, native)], &union()).unwrap();
+        assert_eq!(run.region_names, vec!["py", "native"]);
+        assert_eq!(run.num_ranks, 1);
+        assert_eq!(run.regions.len(), 2);
+        // the driver's ids unchanged, the native ones shifted by 2 threads / 1 task
+        assert_eq!(ids(&run.regions[0].thread_ids), vec![0, 1, -1]);
+        assert_eq!(ids(&run.regions[0].task_ids), vec![-1, 0, -1]);
+        assert_eq!(ids(&run.regions[1].thread_ids), vec![2, -1]);
+        assert_eq!(ids(&run.regions[1].task_ids), vec![1, -1]);
+        assert_eq!(run.regions[1].exclusive_total_ns, Some(7));
+        let thread_index: Vec<i64> = run.threads.iter().map(|t| t.index).collect();
+        assert_eq!(thread_index, vec![0, 1, 2]);
+        assert_eq!(run.tasks[1].index, 1);
+        assert_eq!(run.tasks[1].thread_index, 2);
+        assert_eq!(crate::lane_label(&run, -2 - 2, 0), "OMP");
+        assert_eq!(crate::lane_label(&run, -2 - 1, 0), "w");
+        assert_eq!(crate::lane_label(&run, 0, 0), "Task-1 (main) on MainThread");
+        assert_eq!(crate::lane_label(&run, 1, 0), "Task-9 (fetch) on OMP");
+        // metadata: earlier part wins, later keys added; one rank: mpi_size untouched
+        assert_eq!(run.meta("label"), Some(&MetaValue::Str("driver".into())));
+        assert_eq!(run.meta_int("tool"), Some(5));
+        assert_eq!(run.meta_int("mpi_size"), Some(1));
+        let keys: Vec<&str> = run.metadata.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(keys, vec!["mpi_size", "label", "tool"]);
+    }
+
+    #[test]
+    fn identical_tables_are_shared_not_renumbered() {
+        let (py, _) = driver_and_native();
+        // a second view of the same run: other regions, the same lane tables
+        let mut view = py.clone();
+        view.region_names = vec!["other".into()];
+        view.regions[0].thread_ids = Some(Int64Array::from(vec![1, 1, 0]));
+        let run = merge_runs(vec![(0, py), (0, view)], &union()).unwrap();
+        assert_eq!(run.threads.len(), 2);
+        assert_eq!(run.tasks.len(), 1);
+        assert_eq!(ids(&run.regions[1].thread_ids), vec![1, 1, 0]);
+        assert_eq!(ids(&run.regions[1].task_ids), vec![-1, 0, -1]);
+    }
+
+    #[test]
+    fn union_refuses_a_region_name_on_one_rank_in_two_parts() {
+        let (py, _) = driver_and_native();
+        let mut again = single(&["x", "py"], vec![row(1, 0, vec![9], None)], vec![]);
+        again.metadata.clear();
+        let err = merge_runs(vec![(0, py.clone()), (0, again.clone())], &union()).unwrap_err();
+        assert_eq!(err, MergeError::SharedRegion { name: "py".into(), rank: 0 });
+        assert!(err.to_string().contains("\"py\" appears on rank 0"), "{err}");
+        // the same name on different ranks is a union, not a double count
+        let run = merge_runs(vec![(0, py), (1, again)], &union()).unwrap();
+        assert_eq!(run.num_ranks, 2);
+        let ranks: Vec<(u32, u32)> = run.regions.iter().map(|r| (r.rank, r.region)).collect();
+        assert_eq!(ranks, vec![(0, 0), (1, 0)]);
+    }
+
+    #[test]
+    fn stacked_files_get_rank_blocks_merged_from_and_mpi_size() {
+        // three per-process files: a 2-rank one and two serial ones, given out of order
+        let mut a = single(&["w"], vec![row(0, 0, vec![1], None), row(0, 1, vec![2], None)], vec![]);
+        a.num_ranks = 2;
+        a.metadata = vec![("mpi_size".into(), MetaValue::Int(2)), ("label".into(), MetaValue::Str("a".into()))];
+        let mut b = single(&["w"], vec![row(0, 0, vec![3], None)], vec![thread(0, 0, "MainThread")]);
+        b.metadata.push(("label".into(), MetaValue::Str("b".into())));
+        b.metadata.push(("host".into(), MetaValue::Str("n2".into())));
+        let mut c = single(&["w", "v"], vec![row(1, 0, vec![4], None)], vec![thread(0, 0, "MainThread")]);
+        c.metadata = vec![("host".into(), MetaValue::Str("n3".into())), ("pid".into(), MetaValue::Int(3))];
+        let options = MergeOptions {
+            num_ranks: Some(4),
+            merged_from: Some(vec!["c.h5".into(), "a.h5".into(), "b.h5".into()]),
+            ..Default::default()
+        };
+        let run = merge_runs(vec![(3, c), (0, a), (2, b)], &options).unwrap();
+        assert_eq!(run.num_ranks, 4);
+        let rows: Vec<(u32, &str)> =
+            run.regions.iter().map(|r| (r.rank, run.region_names[r.region as usize].as_str())).collect();
+        assert_eq!(rows, vec![(0, "w"), (1, "w"), (2, "w"), (3, "v")]);
+        let thread_ranks: Vec<(u32, i64)> = run.threads.iter().map(|t| (t.rank, t.index)).collect();
+        assert_eq!(thread_ranks, vec![(2, 0), (3, 0)], "each file keeps its own table");
+        assert_eq!(run.meta_int("mpi_size"), Some(4));
+        assert_eq!(run.meta("label"), Some(&MetaValue::Str("a".into())));
+        assert_eq!(run.meta("host"), Some(&MetaValue::Str("n2".into())));
+        assert_eq!(run.meta_int("pid"), Some(3));
+        assert_eq!(
+            run.meta("merged_from"),
+            Some(&MetaValue::StrList(vec!["a.h5".into(), "b.h5".into(), "c.h5".into()]))
+        );
+        let bad = MergeOptions { merged_from: Some(vec![]), ..Default::default() };
+        assert_eq!(merge_runs(vec![(0, run)], &bad).unwrap_err(), MergeError::MergedFromLength { paths: 0, parts: 1 });
+    }
+
+    #[test]
+    fn mpi_gather_refuses_overlapping_ranks_even_with_distinct_regions() {
+        let (py, native) = driver_and_native();
+        let err = merge_runs(vec![(0, py.clone()), (0, native)], &MergeOptions::default()).unwrap_err();
+        assert_eq!(err, MergeError::RankClaimed { rank: 0, covered_to: 0 });
+        // a part covering ranks 0-1 and one placed at 1
+        let mut two = py.clone();
+        two.regions[0].rank = 1;
+        let err = merge_runs(vec![(0, two), (1, py)], &MergeOptions::default()).unwrap_err();
+        assert_eq!(err, MergeError::RankClaimed { rank: 1, covered_to: 1 });
+    }
+}
