@@ -3,7 +3,8 @@
 //! The Python results objects (`scope_profiler.results`) are views over one of these: the
 //! per-call int64 columns reach Python as read-only numpy arrays over the Run's Arrow buffers
 //! (the `NativeRun` is their base object, so no copy is made and the memory lives as long as
-//! any array does). Reconstruction, lane labels, thread summaries and exports run here.
+//! any array does). Reconstruction, lane labels and thread summaries run here; the
+//! `export_*` functions (`crate::export`) write from its `run`.
 use std::path::PathBuf;
 use std::sync::Arc;
 
@@ -234,34 +235,5 @@ impl NativeRun {
     #[pyo3(signature = (lane, rank=0))]
     fn lane_label(&self, lane: i64, rank: u32) -> String {
         scope_profiler_analysis::lane_label(&self.run, lane, rank)
-    }
-
-    /// Write `ranks` as one speedscope document named `label` (`formats::speedscope`).
-    /// `names` (optional) restricts the regions and fixes their order (`get_regions` order,
-    /// which decides exact ties); columns are shared, not copied. Raises `NestingError` when
-    /// a rank cannot be reconstructed, `ValueError` when there is nothing to write, `OSError`
-    /// on I/O failure.
-    #[pyo3(signature = (ranks, label, path, names=None))]
-    fn write_speedscope(
-        &self,
-        py: Python<'_>,
-        ranks: Vec<u32>,
-        label: String,
-        path: PathBuf,
-        names: Option<Vec<String>>,
-    ) -> PyResult<()> {
-        let run = Arc::clone(&self.run);
-        py.detach(move || {
-            let selected;
-            let target: &Run = match &names {
-                Some(n) => {
-                    selected = convert::select_regions(&run, n);
-                    &selected
-                }
-                None => &run,
-            };
-            scope_profiler_formats::speedscope::write_speedscope(target, &ranks, &label, &path)
-        })
-        .map_err(crate::results::exports::export_err)
     }
 }

@@ -1,11 +1,10 @@
-//! Results glue: `NativeRun` accessors (in `crate::run`), HDF5 read, reconstruction and
-//! exports for Python.
+//! Results glue: `NativeRun` accessors (in `crate::run`), HDF5 read and reconstruction
+//! for Python (exports: `crate::export`).
 use pyo3::prelude::*;
 
 pub mod arrays;
 pub mod callstack;
 pub mod convert;
-pub mod exports;
 pub mod frames;
 pub mod summary;
 
@@ -15,6 +14,5 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(callstack::group_lanes, m)?)?;
     m.add_function(wrap_pyfunction!(frames::table_from_columns, m)?)?;
     m.add_function(wrap_pyfunction!(summary::read_h5_summary, m)?)?;
-    exports::register(m)?;
     Ok(())
 }
