@@ -2,6 +2,7 @@
 pub mod chrome_trace;
 mod export_common;
 pub mod export_error;
+pub mod export_plan;
 pub mod flamegraph;
 pub mod folded;
 pub mod hdf5;

@@ -151,30 +151,6 @@ pub fn run_from_py(
     })
 }
 
-/// The rows of `run` restricted to region `names`, rows of each rank in the order of `names`
-/// (Arrow columns are shared, not copied).
-pub fn select_regions(run: &Run, names: &[String]) -> Run {
-    let mut regions = Vec::new();
-    let mut ranks: Vec<u32> = run.regions.iter().map(|r| r.rank).collect();
-    ranks.sort_unstable();
-    ranks.dedup();
-    for rank in ranks {
-        for name in names {
-            if let Some(id) = run.region_names.iter().position(|n| n == name) {
-                regions.extend(run.regions.iter().filter(|r| r.rank == rank && r.region as usize == id).cloned());
-            }
-        }
-    }
-    Run {
-        region_names: run.region_names.clone(),
-        regions,
-        threads: run.threads.clone(),
-        tasks: run.tasks.clone(),
-        metadata: run.metadata.clone(),
-        num_ranks: run.num_ranks,
-    }
-}
-
 /// A metadata dict as run metadata (values converted by [`meta_from_py`]; None values dropped).
 pub fn meta_from_dict(d: &Bound<'_, PyDict>) -> PyResult<Vec<(String, MetaValue)>> {
     let mut out = Vec::with_capacity(d.len());

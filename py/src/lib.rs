@@ -1,26 +1,34 @@
 //! `scope_profiler._native`: the Rust side of the `scope_profiler` Python package. One Rust
 //! module per Python module it backs: `region` (Region), `mpi_region` (MPIRegion), `results`
 //! (ProfilingResults, merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
-//! `h5reader`, and the recording glue behind `profile_manager` (`recording`).
+//! `h5reader`, the exporters (`speedscope_export`, `prof_export`, `chrome_trace_export`,
+//! `trace_exports`, `graphics_exports`, sharing `export`), and the recording glue behind
+//! `profile_manager` (`recording`).
 use pyo3::prelude::*;
 
 mod arrays;
 mod call_stack;
+mod chrome_trace_export;
 mod cli;
 mod concurrency;
 mod convert;
 mod display;
 mod errors;
 mod events;
+mod export;
 mod frames;
+mod graphics_exports;
 mod h5reader;
 mod merge;
 mod mpi_region;
+mod prof_export;
 mod ranks;
 mod recording;
 mod region;
 mod results;
 mod run;
+mod speedscope_export;
+mod trace_exports;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -36,7 +44,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     h5reader::register(m)?;
     cli::register(m)?;
     recording::register(m)?;
-    results::exports::register(m)?;
     ranks::register(m)?;
+    speedscope_export::register(m)?;
+    prof_export::register(m)?;
+    chrome_trace_export::register(m)?;
+    trace_exports::register(m)?;
+    graphics_exports::register(m)?;
     Ok(())
 }

@@ -21,8 +21,6 @@ use crate::mpi_region::MPIRegion;
 use crate::region::Region;
 use crate::run::NativeRun;
 
-pub mod exports;
-
 /// Region-name patterns: `re.match` (anchored at the start), as the reference applies them.
 struct Patterns<'py>(Option<Vec<Bound<'py, PyAny>>>);
 

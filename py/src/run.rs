@@ -91,33 +91,4 @@ impl NativeRun {
     fn __len__(&self) -> usize {
         self.run.regions.len()
     }
-
-    /// Write `ranks` as one speedscope document named `label` (`formats::speedscope`).
-    /// `names` (optional) restricts the regions and fixes their order (`get_regions` order,
-    /// which decides exact ties); columns are shared, not copied. Raises `NestingError` when
-    /// a rank cannot be reconstructed, `ValueError` when there is nothing to write, `OSError`
-    /// on I/O failure.
-    #[pyo3(signature = (ranks, label, path, names=None))]
-    fn write_speedscope(
-        &self,
-        py: Python<'_>,
-        ranks: Vec<u32>,
-        label: String,
-        path: PathBuf,
-        names: Option<Vec<String>>,
-    ) -> PyResult<()> {
-        let run = Arc::clone(&self.run);
-        py.detach(move || {
-            let selected;
-            let target: &Run = match &names {
-                Some(n) => {
-                    selected = convert::select_regions(&run, n);
-                    &selected
-                }
-                None => &run,
-            };
-            scope_profiler_formats::speedscope::write_speedscope(target, &ranks, &label, &path)
-        })
-        .map_err(crate::results::exports::export_err)
-    }
 }

@@ -16,6 +16,7 @@ import threading
 import time
 from collections import defaultdict
 from pathlib import Path
+from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -434,15 +435,35 @@ def test_nesting_error_maps_to_nesting_error(tmp_path):
         {},
     )
     for write in (
-        _native.write_chrome_trace,
-        _native.write_perfetto,
-        _native.write_pprof,
-        _native.write_prof,
+        sp.export_chrome_trace,
+        sp.export_perfetto,
+        sp.export_pprof,
+        sp.export_prof,
     ):
         with pytest.raises(sp.NestingError):
-            write(bad, [0], "x", str(tmp_path / "bad"))
+            write(_OverNative(bad, ["a", "b"]), tmp_path / "bad", verbose=False)
     with pytest.raises(sp.NestingError):
-        bad.write_speedscope([0], "x", str(tmp_path / "bad.json"))
+        sp.export_speedscope(_OverNative(bad, ["a", "b"]), tmp_path / "bad.json", verbose=False)
     with pytest.raises(ValueError, match="No calls recorded"):
-        _native.write_pprof(bad, [0], "x", str(tmp_path / "bad"), ["nope"])
+        sp.export_pprof(_OverNative(bad, ["nope"]), tmp_path / "bad", include="nope", verbose=False)
     assert list(tmp_path.iterdir()) == []
+
+
+class _OverNative:
+    """A rank-0 result set over a NativeRun through the exporters' contract only; its
+    `get_regions` claims calls for `names` (whatever the filter), so the writers themselves
+    see the run and the names."""
+
+    is_root = True
+    display_label = "x"
+    num_ranks = 1
+
+    def __init__(self, native, names):
+        self._native, self._names = native, names
+
+    def get_regions(self, include=None, exclude=None):
+        calls = {0: SimpleNamespace(num_calls=1)}
+        return [SimpleNamespace(name=name, regions=calls) for name in self._names]
+
+    def _native_run(self):
+        return self._native

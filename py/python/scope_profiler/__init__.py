@@ -43,15 +43,15 @@ is_active = ProfileManager.is_active
 get_config = ProfileManager.get_config
 
 _LAZY = {
-    "export_speedscope": ("export", "export_speedscope"),
-    "export_folded": ("export_graphics", "export_folded"),
-    "export_flamegraph_svg": ("export_graphics", "export_flamegraph_svg"),
-    "export_timeline_svg": ("export_graphics", "export_timeline_svg"),
-    "export_parquet": ("export_graphics", "export_parquet"),
-    "export_prof": ("export_traces", "export_prof"),
-    "export_chrome_trace": ("export_traces", "export_chrome_trace"),
-    "export_perfetto": ("export_traces", "export_perfetto"),
-    "export_pprof": ("export_traces", "export_pprof"),
+    "export_speedscope": ("speedscope_export", "export_speedscope"),
+    "export_prof": ("prof_export", "export_prof"),
+    "export_flamegraph_svg": ("prof_export", "export_flamegraph_svg"),
+    "export_chrome_trace": ("chrome_trace_export", "export_chrome_trace"),
+    "export_perfetto": ("exports", "export_perfetto"),
+    "export_pprof": ("exports", "export_pprof"),
+    "export_folded": ("exports", "export_folded"),
+    "export_timeline_svg": ("exports", "export_timeline_svg"),
+    "export_parquet": ("exports", "export_parquet"),
 }
 
 __all__ = [

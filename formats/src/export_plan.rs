@@ -1,0 +1,448 @@
+//! Which files an export writes: the argument rules and file naming shared by every
+//! `export_*` function of the Python package (spec-exports, top).
+//!
+//! The caller (the Python glue) reads the result sets; this module decides, without any I/O:
+//!
+//! * validation, in the order the reference applies it: an empty list is an error
+//!   ([`PlanError::NoData`]); non-root result sets are dropped ([`root_runs`]; none left
+//!   means nothing to write, not an error); per run, in order: a filter matching no region
+//!   ([`PlanError::NoRegions`]), a requested rank outside `0..num_ranks`
+//!   ([`PlanError::InvalidRank`]); finally no run with calls on the requested ranks
+//!   ([`PlanError::NoCalls`]);
+//! * labels: duplicates get `" (2)"`, `" (3)"`, ... ([`unique_labels`]);
+//! * file names ([`Naming`], one rule per [`ExportFormat`]); with several runs the label's
+//!   [`slug`] joins the stem, so runs never overwrite each other;
+//! * the [`Selection`] each file is written with (ranks, region names, label).
+use std::collections::HashMap;
+use std::path::{Path, PathBuf};
+
+use thiserror::Error;
+
+use crate::export_common::slug;
+use crate::Selection;
+
+/// Why an export was refused before anything was written. Python raises `ValueError`
+/// with this text.
+#[derive(Debug, Clone, Error, PartialEq, Eq)]
+pub enum PlanError {
+    #[error("No profiling data provided.")]
+    NoData,
+    #[error("No regions matched the selected filters.")]
+    NoRegions,
+    #[error("Invalid rank requested: {0}")]
+    InvalidRank(i64),
+    #[error("No calls recorded for the requested ranks.")]
+    NoCalls,
+    /// The target path has no file name (`""`, `"."`, `"/"`).
+    #[error("{0:?} has an empty name")]
+    EmptyName(PathBuf),
+}
+
+/// The formats of the Python `export_*` functions.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ExportFormat {
+    Speedscope,
+    Prof,
+    ChromeTrace,
+    Perfetto,
+    Pprof,
+    Folded,
+    FlamegraphSvg,
+    TimelineSvg,
+    Parquet,
+}
+
+/// How the files of one format are named from the requested path `filepath`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Naming {
+    /// One file per run (speedscope's rule, spec-exports §1): `name.partition(".")` splits
+    /// the file name at its first dot and keeps the tail as the suffix (`out.speedscope.json`
+    /// -> stem `out`, suffix `.speedscope.json`); without a dot the suffix is `default_suffix`.
+    /// Path: `<stem>[_<slug>]<suffix>`.
+    PerRun { default_suffix: &'static str },
+    /// One target per run, `<Path.stem>[_<slug>]<Path.suffix or default_suffix>` (Python's
+    /// `PurePath.stem` / `.suffix`: split at the last dot); the writer derives its files from
+    /// it (pstats: `_rank<R>[_<lane slug>]` before the suffix, `pstats::prof_path`).
+    PerRunStem { default_suffix: &'static str },
+    /// One file per (run, rank with calls): `<Path.stem>[_<slug>]_rank<R><Path.suffix or
+    /// default_suffix>`, each written with that single rank.
+    PerRank { default_suffix: &'static str },
+}
+
+impl ExportFormat {
+    /// The naming rule of this format.
+    pub fn naming(self) -> Naming {
+        use ExportFormat::*;
+        match self {
+            Speedscope => Naming::PerRun { default_suffix: ".speedscope.json" },
+            ChromeTrace => Naming::PerRun { default_suffix: ".trace.json" },
+            Perfetto => Naming::PerRun { default_suffix: ".pftrace" },
+            Pprof => Naming::PerRun { default_suffix: ".pb.gz" },
+            Folded => Naming::PerRun { default_suffix: ".folded" },
+            TimelineSvg => Naming::PerRun { default_suffix: ".timeline.svg" },
+            Parquet => Naming::PerRun { default_suffix: ".parquet" },
+            Prof => Naming::PerRunStem { default_suffix: ".prof" },
+            FlamegraphSvg => Naming::PerRank { default_suffix: ".svg" },
+        }
+    }
+
+    /// Whether the selection always carries the selected region names, even unfiltered:
+    /// formats whose output follows the `get_regions` order (speedscope's ties, pstats'
+    /// entry order). The others get `None` (all regions, table order) when neither
+    /// `include` nor `exclude` is given.
+    pub fn keeps_region_order(self) -> bool {
+        matches!(self, ExportFormat::Speedscope | ExportFormat::Prof)
+    }
+}
+
+/// What the caller knows about one root result set.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RunInput {
+    /// `display_label` (before de-duplication).
+    pub label: String,
+    pub num_ranks: u32,
+    /// Names of the selected regions (`get_regions(include=, exclude=)`), in its order; the
+    /// order decides ties in some formats. Empty: the filter matched nothing.
+    pub regions: Vec<String>,
+    /// Ranks on which at least one selected region has a call (any order).
+    pub ranks_with_calls: Vec<u32>,
+}
+
+/// The user's choices common to every format.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request<'a> {
+    pub format: ExportFormat,
+    /// The `filepath` argument.
+    pub path: &'a Path,
+    /// The `ranks` argument; `None` = `[0]`. Kept in the given order, duplicates included.
+    pub ranks: Option<Vec<i64>>,
+    /// Whether `include` or `exclude` was given.
+    pub filtered: bool,
+}
+
+/// One write: run `run` (index into the [`plan`] input) with `selection` to `path`.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PlannedFile {
+    pub run: usize,
+    pub path: PathBuf,
+    pub selection: Selection,
+}
+
+/// Positions of the root result sets among `is_root` (one flag per result set given).
+/// Errors: [`PlanError::NoData`] for an empty list. An empty result (no root) means nothing
+/// is written and `[]` is returned.
+pub fn root_runs(is_root: &[bool]) -> Result<Vec<usize>, PlanError> {
+    if is_root.is_empty() {
+        return Err(PlanError::NoData);
+    }
+    Ok(is_root.iter().enumerate().filter(|(_, &r)| r).map(|(i, _)| i).collect())
+}
+
+/// `labels` with repeats made distinct: the second `"run"` becomes `"run (2)"`, the third
+/// `"run (3)"`.
+pub fn unique_labels(labels: &[String]) -> Vec<String> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    labels
+        .iter()
+        .map(|label| {
+            let count = seen.entry(label.as_str()).or_default();
+            *count += 1;
+            if *count == 1 {
+                label.clone()
+            } else {
+                format!("{label} ({count})")
+            }
+        })
+        .collect()
+}
+
+/// The files to write for `runs` (the root result sets, in order) under `req`, in writing
+/// order (runs in order; per-rank formats: ranks in requested order). Runs without calls
+/// on the requested ranks are skipped. No runs: `Ok([])`.
+///
+/// Errors ([`PlanError`]): `NoRegions`, `InvalidRank` (first run first, its filter checked
+/// before its ranks), `NoCalls` when no run has a call on the requested ranks,
+/// `EmptyName` when `req.path` has no file name.
+pub fn plan(runs: &[RunInput], req: &Request<'_>) -> Result<Vec<PlannedFile>, PlanError> {
+    if runs.is_empty() {
+        return Ok(Vec::new());
+    }
+    let requested = req.ranks.clone().unwrap_or_else(|| vec![0]);
+    let labels = unique_labels(&runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>());
+    let mut prepared = Vec::new();
+    for (i, run) in runs.iter().enumerate() {
+        if run.regions.is_empty() {
+            return Err(PlanError::NoRegions);
+        }
+        let ranks = valid_ranks(&requested, run.num_ranks)?;
+        let with_calls: Vec<u32> = ranks.iter().copied().filter(|r| run.ranks_with_calls.contains(r)).collect();
+        if !with_calls.is_empty() {
+            prepared.push((i, ranks, with_calls));
+        }
+    }
+    if prepared.is_empty() {
+        return Err(PlanError::NoCalls);
+    }
+    let name = req.path.file_name().map(|n| n.to_string_lossy().into_owned());
+    let name = name.filter(|n| !n.is_empty()).ok_or_else(|| PlanError::EmptyName(req.path.to_path_buf()))?;
+    let multiple = runs.len() > 1;
+    let keep_names = req.filtered || req.format.keeps_region_order();
+    let mut files = Vec::new();
+    for (i, ranks, with_calls) in prepared {
+        let run = &runs[i];
+        let label = &labels[i];
+        let slug = multiple.then(|| slug(label));
+        let selection = |ranks: Vec<u32>| Selection {
+            ranks,
+            regions: keep_names.then(|| run.regions.clone()),
+            label: label.clone(),
+        };
+        let target = |stem: &str, suffix: &str, rank: Option<u32>| {
+            req.path.with_file_name(file_name(stem, slug.as_deref(), rank, suffix))
+        };
+        match req.format.naming() {
+            Naming::PerRun { default_suffix } => {
+                let (stem, suffix) = match name.split_once('.') {
+                    Some((stem, tail)) => (stem.to_string(), format!(".{tail}")),
+                    None => (name.clone(), default_suffix.to_string()),
+                };
+                files.push(PlannedFile { run: i, path: target(&stem, &suffix, None), selection: selection(ranks) });
+            }
+            Naming::PerRunStem { default_suffix } => {
+                let (stem, suffix) = py_stem_suffix(&name);
+                let suffix = if suffix.is_empty() { default_suffix } else { suffix };
+                files.push(PlannedFile { run: i, path: target(stem, suffix, None), selection: selection(ranks) });
+            }
+            Naming::PerRank { default_suffix } => {
+                let (stem, suffix) = py_stem_suffix(&name);
+                let suffix = if suffix.is_empty() { default_suffix } else { suffix };
+                for rank in with_calls {
+                    files.push(PlannedFile {
+                        run: i,
+                        path: target(stem, suffix, Some(rank)),
+                        selection: selection(vec![rank]),
+                    });
+                }
+            }
+        }
+    }
+    Ok(files)
+}
+
+/// `requested` as ranks of a run with `num_ranks` ranks. Error: the first one outside
+/// `0..num_ranks`.
+fn valid_ranks(requested: &[i64], num_ranks: u32) -> Result<Vec<u32>, PlanError> {
+    requested
+        .iter()
+        .map(|&r| u32::try_from(r).ok().filter(|&u| u < num_ranks).ok_or(PlanError::InvalidRank(r)))
+        .collect()
+}
+
+/// `"_".join([stem, slug?, "rank<R>"?]) + suffix`.
+fn file_name(stem: &str, slug: Option<&str>, rank: Option<u32>, suffix: &str) -> String {
+    let mut name = stem.to_string();
+    if let Some(s) = slug {
+        name.push('_');
+        name.push_str(s);
+    }
+    if let Some(r) = rank {
+        name.push_str(&format!("_rank{r}"));
+    }
+    name.push_str(suffix);
+    name
+}
+
+/// Python's `PurePath(name).stem` and `.suffix`: split at the last dot unless it is the
+/// first or the last character (`".prof"` and `"a."` have no suffix).
+fn py_stem_suffix(name: &str) -> (&str, &str) {
+    match name.rfind('.') {
+        Some(i) if i > 0 && i + 1 < name.len() => (&name[..i], &name[i..]),
+        _ => (name, ""),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::parquet_export::lanes_path;
+    use crate::pstats::{prof_path, ProfStats};
+
+    fn run(label: &str, num_ranks: u32, with_calls: &[u32]) -> RunInput {
+        RunInput {
+            label: label.into(),
+            num_ranks,
+            regions: vec!["b".into(), "a".into()],
+            ranks_with_calls: with_calls.to_vec(),
+        }
+    }
+
+    fn req(format: ExportFormat, path: &str) -> Request<'_> {
+        Request { format, path: Path::new(path), ranks: None, filtered: false }
+    }
+
+    fn paths(files: &[PlannedFile]) -> Vec<String> {
+        files.iter().map(|f| f.path.to_string_lossy().into_owned()).collect()
+    }
+
+    #[test]
+    fn roots_and_empty_input() {
+        assert_eq!(root_runs(&[]), Err(PlanError::NoData));
+        assert_eq!(PlanError::NoData.to_string(), "No profiling data provided.");
+        assert_eq!(root_runs(&[false, true, false, true]), Ok(vec![1, 3]));
+        assert_eq!(root_runs(&[false]), Ok(vec![]));
+        assert_eq!(plan(&[], &req(ExportFormat::Speedscope, "x")), Ok(vec![]));
+    }
+
+    #[test]
+    fn labels_repeat_with_a_count() {
+        let l: Vec<String> = ["run", "other", "run", "run"].iter().map(|s| s.to_string()).collect();
+        assert_eq!(unique_labels(&l), vec!["run", "other", "run (2)", "run (3)"]);
+    }
+
+    #[test]
+    fn speedscope_keeps_the_tail_after_the_first_dot() {
+        let runs = [run("async", 1, &[0])];
+        let f = plan(&runs, &req(ExportFormat::Speedscope, "out/x.speedscope.json")).unwrap();
+        assert_eq!(paths(&f), vec!["out/x.speedscope.json"]);
+        let f = plan(&runs, &req(ExportFormat::Speedscope, "out/x")).unwrap();
+        assert_eq!(paths(&f), vec!["out/x.speedscope.json"]);
+        let f = plan(&runs, &req(ExportFormat::Speedscope, "out/x.json")).unwrap();
+        assert_eq!(paths(&f), vec!["out/x.json"]);
+        // speedscope always carries the get_regions names (their order decides ties)
+        assert_eq!(f[0].selection, Selection::new(vec![0], "async").with_regions(vec!["b".into(), "a".into()]));
+    }
+
+    #[test]
+    fn several_runs_get_the_label_slug_and_repeats_a_count() {
+        let runs = [run("async", 1, &[0]), run("async", 1, &[0]), run("my run/2", 1, &[0])];
+        let f = plan(&runs, &req(ExportFormat::ChromeTrace, "m")).unwrap();
+        assert_eq!(paths(&f), vec!["m_async.trace.json", "m_async_2.trace.json", "m_my_run_2.trace.json"]);
+        assert_eq!(f[1].selection.label, "async (2)");
+        assert_eq!(f.iter().map(|f| f.run).collect::<Vec<_>>(), vec![0, 1, 2]);
+        let f = plan(&runs, &req(ExportFormat::Speedscope, "d/m.speedscope.json")).unwrap();
+        assert_eq!(
+            paths(&f),
+            vec!["d/m_async.speedscope.json", "d/m_async_2.speedscope.json", "d/m_my_run_2.speedscope.json"]
+        );
+    }
+
+    #[test]
+    fn default_suffixes_of_the_per_run_formats() {
+        let runs = [run("r", 1, &[0])];
+        for (fmt, want) in [
+            (ExportFormat::Perfetto, "x.pftrace"),
+            (ExportFormat::Pprof, "x.pb.gz"),
+            (ExportFormat::Folded, "x.folded"),
+            (ExportFormat::TimelineSvg, "x.timeline.svg"),
+            (ExportFormat::Parquet, "x.parquet"),
+        ] {
+            assert_eq!(paths(&plan(&runs, &req(fmt, "x")).unwrap()), vec![want], "{fmt:?}");
+        }
+        // a name with a dot keeps its whole tail, whatever the format
+        assert_eq!(paths(&plan(&runs, &req(ExportFormat::Pprof, "x.pb")).unwrap()), vec!["x.pb"]);
+    }
+
+    #[test]
+    fn parquet_lanes_file_sits_beside_the_events_file() {
+        let runs = [run("a", 1, &[0]), run("b", 1, &[0])];
+        let f = plan(&runs, &req(ExportFormat::Parquet, "t/x.parquet")).unwrap();
+        assert_eq!(paths(&f), vec!["t/x_a.parquet", "t/x_b.parquet"]);
+        assert_eq!(lanes_path(&f[0].path), PathBuf::from("t/x_a.lanes.parquet"));
+        let f = plan(&runs[..1], &req(ExportFormat::Parquet, "t/x")).unwrap();
+        assert_eq!(lanes_path(&f[0].path), PathBuf::from("t/x.lanes.parquet"));
+    }
+
+    #[test]
+    fn prof_targets_use_the_last_dot_and_the_writer_adds_rank_and_lane() {
+        let runs = [run("async", 2, &[0, 1])];
+        let mut r = req(ExportFormat::Prof, "p/out.v1.prof");
+        r.ranks = Some(vec![1, 0]);
+        let f = plan(&runs, &r).unwrap();
+        assert_eq!(paths(&f), vec!["p/out.v1.prof"]);
+        assert_eq!(f[0].selection.ranks, vec![1, 0]);
+        assert_eq!(f[0].selection.regions, Some(vec!["b".into(), "a".into()]));
+        let stats = |rank, lane_name: Option<&str>| ProfStats {
+            rank,
+            lane: lane_name.map(|_| 3),
+            lane_name: lane_name.map(String::from),
+            entries: Vec::new(),
+        };
+        assert_eq!(prof_path(&f[0].path, &stats(1, None)), PathBuf::from("p/out.v1_rank1.prof"));
+        assert_eq!(
+            prof_path(&f[0].path, &stats(0, Some("Task-2 (fetch) on MainThread"))),
+            PathBuf::from("p/out.v1_rank0_Task-2_fetch_on_MainThread.prof")
+        );
+        let f = plan(&runs, &req(ExportFormat::Prof, "p/out")).unwrap();
+        assert_eq!(paths(&f), vec!["p/out.prof"]);
+        let two = [run("async", 1, &[0]), run("async", 1, &[0])];
+        let f = plan(&two, &req(ExportFormat::Prof, "m.prof")).unwrap();
+        let names: Vec<PathBuf> = f.iter().map(|f| prof_path(&f.path, &stats(0, None))).collect();
+        assert_eq!(names, vec![PathBuf::from("m_async_rank0.prof"), PathBuf::from("m_async_2_rank0.prof")]);
+    }
+
+    #[test]
+    fn flamegraph_writes_one_file_per_rank_with_calls() {
+        let runs = [run("a", 3, &[0, 2]), run("b", 3, &[1])];
+        let mut r = req(ExportFormat::FlamegraphSvg, "g/fg.svg");
+        r.ranks = Some(vec![2, 1, 0]);
+        let f = plan(&runs, &r).unwrap();
+        assert_eq!(paths(&f), vec!["g/fg_a_rank2.svg", "g/fg_a_rank0.svg", "g/fg_b_rank1.svg"]);
+        assert_eq!(f.iter().map(|f| f.selection.ranks.clone()).collect::<Vec<_>>(), vec![vec![2], vec![0], vec![1]]);
+        // unfiltered: all regions (None); filtered: the get_regions names
+        assert_eq!(f[0].selection.regions, None);
+        r.filtered = true;
+        assert_eq!(plan(&runs, &r).unwrap()[0].selection.regions, Some(vec!["b".into(), "a".into()]));
+        let f = plan(&runs[..1], &req(ExportFormat::FlamegraphSvg, "g/fg")).unwrap();
+        assert_eq!(paths(&f), vec!["g/fg_rank0.svg"]);
+        let f = plan(&runs[..1], &req(ExportFormat::FlamegraphSvg, "g/fg.flame.html")).unwrap();
+        assert_eq!(paths(&f), vec!["g/fg.flame_rank0.html"]);
+    }
+
+    #[test]
+    fn python_stem_and_suffix() {
+        assert_eq!(py_stem_suffix("a.b.c"), ("a.b", ".c"));
+        assert_eq!(py_stem_suffix(".prof"), (".prof", ""));
+        assert_eq!(py_stem_suffix("a."), ("a.", ""));
+        assert_eq!(py_stem_suffix("plain"), ("plain", ""));
+    }
+
+    #[test]
+    fn validation_errors_and_their_messages() {
+        let e = |runs: &[RunInput], ranks: Option<Vec<i64>>| {
+            let mut r = req(ExportFormat::Pprof, "x");
+            r.ranks = ranks;
+            plan(runs, &r).unwrap_err()
+        };
+        let mut empty = run("e", 1, &[0]);
+        empty.regions.clear();
+        assert_eq!(e(&[empty.clone()], None).to_string(), "No regions matched the selected filters.");
+        assert_eq!(e(&[run("a", 2, &[0])], Some(vec![3])).to_string(), "Invalid rank requested: 3");
+        assert_eq!(e(&[run("a", 2, &[0])], Some(vec![-1])).to_string(), "Invalid rank requested: -1");
+        assert_eq!(e(&[run("a", 2, &[0])], Some(vec![1])).to_string(), "No calls recorded for the requested ranks.");
+        // the first run is checked completely before the second
+        assert_eq!(e(&[run("a", 1, &[0]), empty.clone()], Some(vec![1])), PlanError::InvalidRank(1));
+        assert_eq!(e(&[empty, run("a", 1, &[0])], Some(vec![1])), PlanError::NoRegions);
+        let r = Request { format: ExportFormat::Folded, path: Path::new(""), ranks: None, filtered: false };
+        assert!(matches!(plan(&[run("a", 1, &[0])], &r), Err(PlanError::EmptyName(_))));
+    }
+
+    #[test]
+    fn runs_without_calls_are_skipped_but_still_count_for_the_slug() {
+        let runs = [run("a", 1, &[]), run("b", 1, &[0])];
+        let f = plan(&runs, &req(ExportFormat::Folded, "x.folded")).unwrap();
+        assert_eq!(paths(&f), vec!["x_b.folded"]);
+        assert_eq!(f[0].run, 1);
+        // per-run formats pass every requested rank; the writer skips those without calls
+        let mut r = req(ExportFormat::Folded, "x.folded");
+        r.ranks = Some(vec![0, 0]);
+        assert_eq!(plan(&runs[1..], &r).unwrap()[0].selection.ranks, vec![0, 0]);
+    }
+
+    #[test]
+    fn slug_is_the_python_rule() {
+        assert_eq!(slug("my run: 2/3"), "my_run_2_3");
+        assert_eq!(slug("__a b__"), "a_b");
+        assert_eq!(slug("!!!"), "!!!");
+        assert_eq!(slug("v1.2+x-y"), "v1.2+x-y");
+    }
+}

@@ -1,0 +1,177 @@
+//! The glue every `export_*` function shares: Python arguments -> [`export_plan`] -> the
+//! `formats` writer of each planned file (GIL released) -> `list[pathlib.Path]`, with one
+//! `Wrote <path> (<note>)` line per path through Python's `print` when `verbose`.
+//!
+//! A result set is anything with a `_native_run` attribute; only this contract is used
+//! (attribute access): `is_root`, `display_label`, `num_ranks`,
+//! `get_regions(include=, exclude=)` (objects with `.name` and `.regions`, a mapping
+//! rank -> object with `.num_calls`) and `_native_run()` -> [`NativeRun`].
+//!
+//! Errors: `TypeError` for anything else than result sets, `ValueError` for the
+//! [`PlanError`]s and "no calls", `NestingError` when a rank cannot be reconstructed,
+//! `OSError` when writing fails.
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
+use pyo3::prelude::*;
+use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
+use scope_profiler_analysis::Run;
+use scope_profiler_formats::export_plan::{self, ExportFormat, PlanError, Request, RunInput};
+use scope_profiler_formats::{ExportError, Selection};
+
+use crate::run::NativeRun;
+
+/// A writer of `formats`: `(run, selection, path) -> every path written`.
+pub type Write<'a> = &'a (dyn Fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError> + Sync);
+
+/// `Nesting` -> `NestingError`, `NoCalls` -> `ValueError`, `Io` -> `OSError`.
+pub fn export_err(e: ExportError) -> PyErr {
+    match e {
+        ExportError::Nesting(m) => crate::errors::NestingError::new_err(m),
+        ExportError::NoCalls => PyValueError::new_err(ExportError::NoCalls.to_string()),
+        ExportError::Io(m) => PyOSError::new_err(m),
+    }
+}
+
+fn plan_err(e: PlanError) -> PyErr {
+    PyValueError::new_err(e.to_string())
+}
+
+/// `[path]`: the result of a writer that writes exactly its target.
+pub fn only(path: &Path, r: Result<(), ExportError>) -> Result<Vec<PathBuf>, ExportError> {
+    r.map(|()| vec![path.to_path_buf()])
+}
+
+/// The arguments every `export_*` function takes, as Python gave them.
+pub struct ExportArgs<'py> {
+    pub profiling_data: Bound<'py, PyAny>,
+    pub filepath: Bound<'py, PyAny>,
+    pub ranks: Option<Bound<'py, PyAny>>,
+    pub include: Option<Bound<'py, PyAny>>,
+    pub exclude: Option<Bound<'py, PyAny>>,
+    pub verbose: bool,
+}
+
+impl<'py> ExportArgs<'py> {
+    /// Validate, plan and write `format`; returns the paths written, in order. `note` is
+    /// the text of the `verbose` lines, `{path}` in it replaced by the path.
+    pub fn export(self, format: ExportFormat, note: &str, write: Write<'_>) -> PyResult<Bound<'py, PyList>> {
+        let py = self.profiling_data.py();
+        let sets = result_sets(&self.profiling_data)?;
+        let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
+        let roots: Vec<Bound<'py, PyAny>> =
+            export_plan::root_runs(&is_root).map_err(plan_err)?.into_iter().map(|i| sets[i].clone()).collect();
+        let written = PyList::empty(py);
+        if roots.is_empty() {
+            return Ok(written);
+        }
+        let ranks = self.ranks.as_ref().map(requested_ranks).transpose()?;
+        let inputs = roots
+            .iter()
+            .map(|r| run_input(r, self.include.as_ref(), self.exclude.as_ref(), ranks.as_deref().unwrap_or(&[0])))
+            .collect::<PyResult<Vec<_>>>()?;
+        let pathlib_path = py.import("pathlib")?.getattr("Path")?;
+        let path: PathBuf = pathlib_path.call1((&self.filepath,))?.extract()?;
+        let req = Request { format, path: &path, ranks, filtered: self.include.is_some() || self.exclude.is_some() };
+        let print = py.import("builtins")?.getattr("print")?;
+        for file in export_plan::plan(&inputs, &req).map_err(plan_err)? {
+            let native = roots[file.run].call_method0("_native_run")?;
+            let run = Arc::clone(&native.cast::<NativeRun>()?.get().run);
+            let paths = py.detach(|| write(&run, &file.selection, &file.path)).map_err(export_err)?;
+            for p in paths {
+                let p = pathlib_path.call1((p,))?;
+                if self.verbose {
+                    let shown = p.str()?.to_string();
+                    print.call1((format!("Wrote {shown} ({})", note.replace("{path}", &shown)),))?;
+                }
+                written.append(p)?;
+            }
+        }
+        Ok(written)
+    }
+}
+
+/// Whether `obj` is a result set (it has `_native_run`).
+fn is_result_set(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
+    obj.hasattr("_native_run")
+}
+
+/// `profiling_data` as a list of result sets (one result set or a sequence of them).
+/// `TypeError` for a path or string, a non-sequence, or a sequence holding anything else.
+fn result_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    if is_result_set(data)? {
+        return Ok(vec![data.clone()]);
+    }
+    let path_like = data.py().import("os")?.getattr("PathLike")?;
+    if data.is_instance_of::<PyString>()
+        || data.is_instance_of::<PyBytes>()
+        || data.is_instance(&path_like)?
+        || !data.hasattr("__iter__")?
+    {
+        return Err(PyTypeError::new_err(format!(
+            "exporters take ProfilingResults (or a sequence of them), got {}; load a file first with \
+             scope_profiler.read_h5(path)",
+            data.get_type().name()?
+        )));
+    }
+    let sets = data.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+    for s in &sets {
+        if !is_result_set(s)? {
+            return Err(PyTypeError::new_err(format!(
+                "exporters take ProfilingResults, got a sequence containing {}",
+                s.get_type().name()?
+            )));
+        }
+    }
+    Ok(sets)
+}
+
+/// The `ranks` argument: an int, or an iterable of values passed through `int()`.
+fn requested_ranks(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+    if ranks.is_instance_of::<PyInt>() {
+        return Ok(vec![ranks.extract()?]);
+    }
+    let int = ranks.py().get_type::<PyInt>();
+    ranks.try_iter()?.map(|r| int.call1((r?,))?.extract()).collect()
+}
+
+/// What the plan needs of root result set `r`: its label, rank count, the names of the
+/// regions `get_regions` selects and which of `ranks` have a call in them.
+fn run_input(
+    r: &Bound<'_, PyAny>,
+    include: Option<&Bound<'_, PyAny>>,
+    exclude: Option<&Bound<'_, PyAny>>,
+    ranks: &[i64],
+) -> PyResult<RunInput> {
+    let kwargs = PyDict::new(r.py());
+    kwargs.set_item("include", include)?;
+    kwargs.set_item("exclude", exclude)?;
+    let selected = r.call_method("get_regions", (), Some(&kwargs))?;
+    let mut regions = Vec::new();
+    let mut per_rank = Vec::new();
+    for region in selected.try_iter()? {
+        let region = region?;
+        regions.push(region.getattr("name")?.extract::<String>()?);
+        per_rank.push(region.getattr("regions")?);
+    }
+    let mut ranks_with_calls = Vec::new();
+    for &rank in ranks {
+        let Ok(r32) = u32::try_from(rank) else { continue };
+        if ranks_with_calls.contains(&r32) {
+            continue;
+        }
+        for m in &per_rank {
+            if m.contains(rank)? && m.get_item(rank)?.getattr("num_calls")?.is_truthy()? {
+                ranks_with_calls.push(r32);
+                break;
+            }
+        }
+    }
+    Ok(RunInput {
+        label: r.getattr("display_label")?.extract()?,
+        num_ranks: r.getattr("num_ranks")?.extract()?,
+        regions,
+        ranks_with_calls,
+    })
+}
