@@ -22,6 +22,9 @@ pub struct CallGraphRow {
     pub depth: i64,
 }
 
+/// A call of the walk: (call id, parent id, `Some((region, call index))` when kept).
+type Call = (i64, i64, Option<(u32, i64)>);
+
 /// The call graph of `rank` from the stored ids, keeping the regions whose name `kept`
 /// accepts: every kept call, ascending `call_id`.
 ///
@@ -40,8 +43,7 @@ pub fn call_graph(run: &Run, rank: u32, kept: &dyn Fn(&str) -> bool) -> Option<V
     if rows.is_empty() || rows.iter().any(|r| r.call_ids.is_none() || r.parent_ids.is_none()) {
         return None;
     }
-    // (call id, parent id, kept as (region, call index))
-    let mut calls: Vec<(i64, i64, Option<(u32, i64)>)> = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
+    let mut calls: Vec<Call> = Vec::with_capacity(rows.iter().map(|r| r.len()).sum());
     for row in rows {
         let keep = run.region_names.get(row.region as usize).is_some_and(|n| kept(n));
         let ids = row.call_ids.as_ref()?.to_vec();
