@@ -13,16 +13,12 @@ use std::path::Path;
 
 use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{lane_name, reconstruct, write_atomic, RankCalls};
+use crate::export_common::{json_f64, json_str, lane_name, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// `"exporter"` of the documents this crate writes.
 pub const EXPORTER: &str = concat!("scope-profiler-rs@", env!("CARGO_PKG_VERSION"));
 const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
-
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings always serialize")
-}
 
 /// Decimal digits of `n`.
 fn write_usize<W: Write>(w: &mut W, mut n: usize) -> io::Result<()> {
@@ -37,10 +33,6 @@ fn write_usize<W: Write>(w: &mut W, mut n: usize) -> io::Result<()> {
         }
     }
     w.write_all(&buf[i..])
-}
-
-fn json_f64(x: f64) -> String {
-    serde_json::to_string(&x).unwrap_or_else(|_| "0.0".into())
 }
 
 /// Frames shared document-wide: one per region name, in order of first "O" emission.
