@@ -279,8 +279,8 @@ fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, n_names: usize,
     })
 }
 
-/// Tags of row `r` from their JSON list (empty text: no tags).
-fn row_tags(tags_json: &str, r: usize, ctx: &Ctx) -> R<Vec<String>> {
+/// Tags of index row `r` from their JSON list (empty text: no tags).
+pub(crate) fn row_tags(tags_json: &str, r: usize, ctx: &Ctx) -> R<Vec<String>> {
     if tags_json.is_empty() {
         return Ok(Vec::new());
     }
