@@ -301,47 +301,64 @@ fn row_metadata(m: &str) -> Option<String> {
 
 /// Thread and task tables (schema ≥ 2), rows ordered by rank (stable).
 pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R<()> {
-    type Columns = (Vec<Vec<i64>>, Vec<Vec<String>>, usize);
-    fn columns(g: &Group, ctx: &Ctx, what: &str, ints: &[&str], strs: &[&str]) -> R<Columns> {
-        let ranks = dataset_ints(g, "ranks", ctx, what)?;
-        let n = ranks.len();
-        let mut iv = vec![ranks];
-        for name in ints {
-            if !has(g, name) {
-                return Err(ctx.corrupt(format!("has no {what}/{name} column. The file is damaged.")));
-            }
-            iv.push(dataset_ints(g, name, ctx, what)?);
-        }
-        let mut sv = Vec::new();
-        for name in strs {
-            if !has(g, name) {
-                return Err(ctx.corrupt(format!("has no {what}/{name} column. The file is damaged.")));
-            }
-            sv.push(dataset_strings(g, name, ctx, what)?);
-        }
-        if iv.iter().any(|c| c.len() != n) || sv.iter().any(|c| c.len() != n) {
-            return Err(
-                ctx.corrupt(format!("has {what} columns of different lengths. The file is truncated or damaged."))
-            );
-        }
-        Ok((iv, sv, n))
-    }
-    let rank_of = |v: i64| {
-        u32::try_from(v).map_err(|_| ctx.corrupt(format!("has rank {v} in a lane table. The file is damaged.")))
-    };
     if has(file, "thread_table") {
         let g = file.group("thread_table").map_err(ctx.h5("thread_table"))?;
-        let (iv, sv, n) = columns(
-            &g,
-            ctx,
-            "thread_table",
-            &["index", "ident", "native_id", "daemon", "start_ns", "end_ns", "cpu_ns"],
-            &["name"],
-        )?;
-        let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
-        for i in 0..n {
-            run.threads.push(ThreadRow {
-                rank: rank_of(iv[0][i])?,
+        run.threads.extend(read_thread_table(&g, ctx)?);
+        run.threads.sort_by_key(|t| t.rank);
+    }
+    if has(file, "task_table") {
+        let g = file.group("task_table").map_err(ctx.h5("task_table"))?;
+        run.tasks.extend(read_task_table(&g, ctx)?);
+        run.tasks.sort_by_key(|t| t.rank);
+    }
+    Ok(())
+}
+
+/// Columns of a lane table: `ranks` then `ints`, the `strs`, and the row count.
+type Columns = (Vec<Vec<i64>>, Vec<Vec<String>>, usize);
+
+/// The `ranks`, `ints` and `strs` columns of lane table `g` (`what`: its name), all present
+/// and of one length.
+fn columns(g: &Group, ctx: &Ctx, what: &str, ints: &[&str], strs: &[&str]) -> R<Columns> {
+    let ranks = dataset_ints(g, "ranks", ctx, what)?;
+    let n = ranks.len();
+    let mut iv = vec![ranks];
+    for name in ints {
+        if !has(g, name) {
+            return Err(ctx.corrupt(format!("has no {what}/{name} column. The file is damaged.")));
+        }
+        iv.push(dataset_ints(g, name, ctx, what)?);
+    }
+    let mut sv = Vec::new();
+    for name in strs {
+        if !has(g, name) {
+            return Err(ctx.corrupt(format!("has no {what}/{name} column. The file is damaged.")));
+        }
+        sv.push(dataset_strings(g, name, ctx, what)?);
+    }
+    if iv.iter().any(|c| c.len() != n) || sv.iter().any(|c| c.len() != n) {
+        return Err(ctx.corrupt(format!("has {what} columns of different lengths. The file is truncated or damaged.")));
+    }
+    Ok((iv, sv, n))
+}
+
+fn lane_rank(ctx: &Ctx, v: i64) -> R<u32> {
+    u32::try_from(v).map_err(|_| ctx.corrupt(format!("has rank {v} in a lane table. The file is damaged.")))
+}
+
+fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
+    let (iv, sv, n) = columns(
+        g,
+        ctx,
+        "thread_table",
+        &["index", "ident", "native_id", "daemon", "start_ns", "end_ns", "cpu_ns"],
+        &["name"],
+    )?;
+    let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
+    (0..n)
+        .map(|i| {
+            Ok(ThreadRow {
+                rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 ident: iv[2][i],
                 native_id: iv[3][i],
@@ -350,29 +367,29 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
                 end_ns: iv[6][i],
                 cpu_ns: iv[7][i],
                 name: names.next().unwrap_or_default(),
-            });
-        }
-        run.threads.sort_by_key(|t| t.rank);
-    }
-    if has(file, "task_table") {
-        let g = file.group("task_table").map_err(ctx.h5("task_table"))?;
-        let (iv, sv, n) = columns(
-            &g,
-            ctx,
-            "task_table",
-            &["index", "thread_index", "created_ns", "done_ns", "steps", "running_ns", "suspended_ns"],
-            &["kind", "name", "coro_name"],
-        )?;
-        let mut sv = sv.into_iter();
-        let (mut kinds, mut names, mut coros) = (
-            sv.next().unwrap_or_default().into_iter(),
-            sv.next().unwrap_or_default().into_iter(),
-            sv.next().unwrap_or_default().into_iter(),
-        );
-        run.tasks.reserve(n);
-        for i in 0..n {
-            run.tasks.push(TaskRow {
-                rank: rank_of(iv[0][i])?,
+            })
+        })
+        .collect()
+}
+
+fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {
+    let (iv, sv, n) = columns(
+        g,
+        ctx,
+        "task_table",
+        &["index", "thread_index", "created_ns", "done_ns", "steps", "running_ns", "suspended_ns"],
+        &["kind", "name", "coro_name"],
+    )?;
+    let mut sv = sv.into_iter();
+    let (mut kinds, mut names, mut coros) = (
+        sv.next().unwrap_or_default().into_iter(),
+        sv.next().unwrap_or_default().into_iter(),
+        sv.next().unwrap_or_default().into_iter(),
+    );
+    (0..n)
+        .map(|i| {
+            Ok(TaskRow {
+                rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 thread_index: iv[2][i],
                 created_ns: iv[3][i],
@@ -383,9 +400,7 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
                 kind: kinds.next().unwrap_or_default(),
                 name: names.next().unwrap_or_default(),
                 coro_name: coros.next().unwrap_or_default(),
-            });
-        }
-        run.tasks.sort_by_key(|t| t.rank);
-    }
-    Ok(())
+            })
+        })
+        .collect()
 }
