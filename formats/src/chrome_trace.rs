@@ -20,18 +20,14 @@
 //! main thread first; `ts`/`dur` are exact: integer ns printed as µs with three decimals
 //! (`ts` from the run start `metadata.start_time_ns`, or from the earliest selected call
 //! when the run has no start time).
-use std::io::Write;
+use std::io::{self, Write};
 use std::path::Path;
 
 use scope_profiler_analysis::{LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, origin_ns, reconstruct, write_atomic};
+use crate::export_common::{io_err, json_f64, json_str, lane_name, origin_ns, reconstruct, write_atomic, RankCalls};
 use crate::speedscope::EXPORTER;
 use crate::{ExportError, Selection};
-
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings always serialize")
-}
 
 /// ns as µs with exactly three decimals (non-negative input).
 fn micros(ns: i64) -> String {
@@ -47,78 +43,105 @@ pub fn write_chrome_trace_to(run: &Run, sel: &Selection, out: &mut dyn Write) ->
     let run = sel.apply(run);
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
-    let origin = origin_ns(run, &all);
-    let io = |e: std::io::Error| ExportError::Io(e.to_string());
-    write!(
-        out,
-        "{{\"displayTimeUnit\":\"ms\",\"metadata\":{{\"name\":{},\"exporter\":{}}},\"traceEvents\":[",
-        json_str(&sel.label),
-        json_str(EXPORTER)
-    )
-    .map_err(io)?;
-    let mut first = true;
-    let mut sep = |out: &mut dyn Write| -> Result<(), ExportError> {
-        if !first {
-            out.write_all(b",\n").map_err(io)?;
-        }
-        first = false;
-        Ok(())
-    };
+    let mut trace = TraceWriter::new(run, origin_ns(run, &all), &sel.label, out).map_err(io)?;
     for rc in &all {
+        trace.add(rc).map_err(io)?;
+    }
+    trace.write().map_err(io)
+}
+
+fn io(e: std::io::Error) -> ExportError {
+    ExportError::Io(e.to_string())
+}
+
+/// Streams the document: the header on creation, each [`add`](Self::add)ed rank's
+/// metadata and calls, the closing brackets on [`write`](Self::write).
+struct TraceWriter<'r, 'w> {
+    run: &'r Run,
+    /// Time origin, ns on the recording clock.
+    origin: i64,
+    out: &'w mut dyn Write,
+    /// No event written yet (no separator before the next).
+    first: bool,
+}
+
+impl<'r, 'w> TraceWriter<'r, 'w> {
+    fn new(run: &'r Run, origin: i64, label: &str, out: &'w mut dyn Write) -> io::Result<Self> {
+        write!(
+            out,
+            "{{\"displayTimeUnit\":\"ms\",\"metadata\":{{\"name\":{},\"exporter\":{}}},\"traceEvents\":[",
+            json_str(label),
+            json_str(EXPORTER)
+        )?;
+        Ok(TraceWriter { run, origin, out, first: true })
+    }
+
+    /// One element of `traceEvents`.
+    fn event(&mut self, e: std::fmt::Arguments<'_>) -> io::Result<()> {
+        if !self.first {
+            self.out.write_all(b",\n")?;
+        }
+        self.first = false;
+        self.out.write_fmt(e)
+    }
+
+    /// The process and lane metadata and the `"X"` events of one rank (nothing without calls).
+    fn add(&mut self, rc: &RankCalls) -> io::Result<()> {
         if rc.calls.is_empty() {
-            continue;
+            return Ok(());
         }
         let pid = rc.rank;
-        let labels = LaneLabels::new(run, rc.rank);
-        sep(out)?;
-        write!(
-            out,
+        self.event(format_args!(
             "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"rank {pid}\"}}}}"
-        )
-        .map_err(io)?;
-        sep(out)?;
-        write!(
-            out,
+        ))?;
+        self.event(format_args!(
             "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"sort_index\":{pid}}}}}"
-        )
-        .map_err(io)?;
+        ))?;
+        let labels = LaneLabels::new(self.run, rc.rank);
         for (tid, (lane, _)) in rc.lanes.iter().enumerate() {
-            let name = lane_name(&labels, rc.rank, *lane);
-            let mut args = format!("{{\"name\":{}", json_str(&name));
-            if *lane >= 0 {
-                args.push_str(&format!(",\"lane\":\"async task\",\"task_index\":{lane}"));
-            } else if *lane <= -2 {
-                let index = -2 - lane;
-                args.push_str(&format!(",\"lane\":\"thread\",\"thread_index\":{index}"));
-                if let Some(t) = run.rank_threads(rc.rank).find(|t| t.index == index) {
-                    args.push_str(&format!(
-                        ",\"native_id\":{},\"ident\":{},\"cpu_time_s\":{}",
-                        t.native_id,
-                        t.ident,
-                        serde_json::to_string(&(t.cpu_ns as f64 / 1e9)).unwrap_or_else(|_| "0.0".into())
-                    ));
-                }
-            } else {
-                args.push_str(",\"lane\":\"rank\"");
-            }
-            args.push('}');
-            sep(out)?;
-            write!(out, "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{args}}}")
-                .map_err(io)?;
-            sep(out)?;
-            write!(
-                out,
+            let args = self.lane_args(&labels, rc.rank, *lane);
+            self.event(format_args!(
+                "{{\"name\":\"thread_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{args}}}"
+            ))?;
+            self.event(format_args!(
                 "{{\"name\":\"thread_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":{tid},\"args\":{{\"sort_index\":{tid}}}}}"
-            )
-            .map_err(io)?;
+            ))?;
         }
+        self.calls(rc)
+    }
+
+    /// `args` of a lane's `thread_name` metadata: its name and what the lane is.
+    fn lane_args(&self, labels: &LaneLabels<'_>, rank: u32, lane: i64) -> String {
+        let mut args = format!("{{\"name\":{}", json_str(&lane_name(labels, rank, lane)));
+        if lane >= 0 {
+            args.push_str(&format!(",\"lane\":\"async task\",\"task_index\":{lane}"));
+        } else if lane <= -2 {
+            let index = -2 - lane;
+            args.push_str(&format!(",\"lane\":\"thread\",\"thread_index\":{index}"));
+            if let Some(t) = self.run.rank_threads(rank).find(|t| t.index == index) {
+                args.push_str(&format!(
+                    ",\"native_id\":{},\"ident\":{},\"cpu_time_s\":{}",
+                    t.native_id,
+                    t.ident,
+                    json_f64(t.cpu_ns as f64 / 1e9)
+                ));
+            }
+        } else {
+            args.push_str(",\"lane\":\"rank\"");
+        }
+        args.push('}');
+        args
+    }
+
+    /// One `"X"` event per call of `rc`, lane by lane (`tid` = lane position).
+    fn calls(&mut self, rc: &RankCalls) -> io::Result<()> {
         // per-row constant parts: name and args
         let heads: Vec<(String, String)> = rc
             .rows
             .iter()
             .map(|&row| {
-                let r = &run.regions[row];
-                let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
+                let r = &self.run.regions[row];
+                let name = self.run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
                 let args = match (&r.source_file, r.source_line) {
                     (Some(f), Some(l)) if !f.is_empty() => {
                         format!(",\"args\":{{\"source_file\":{},\"source_line\":{l}}}", json_str(f))
@@ -128,23 +151,23 @@ pub fn write_chrome_trace_to(run: &Run, sel: &Selection, out: &mut dyn Write) ->
                 (json_str(name), args)
             })
             .collect();
-        let c = &rc.calls;
+        let (c, pid) = (&rc.calls, rc.rank);
         for (tid, (_, ids)) in rc.lanes.iter().enumerate() {
             for &i in ids {
                 let (name, args) = &heads[c.region_index[i] as usize];
-                sep(out)?;
-                write!(
-                    out,
+                self.event(format_args!(
                     "{{\"name\":{name},\"cat\":\"scope-profiler\",\"ph\":\"X\",\"ts\":{},\"dur\":{},\"pid\":{pid},\"tid\":{tid}{args}}}",
-                    micros(c.start_ns[i] - origin),
+                    micros(c.start_ns[i] - self.origin),
                     micros(c.end_ns[i] - c.start_ns[i]),
-                )
-                .map_err(io)?;
+                ))?;
             }
         }
+        Ok(())
     }
-    out.write_all(b"]}\n").map_err(io)?;
-    Ok(())
+
+    fn write(self) -> io::Result<()> {
+        self.out.write_all(b"]}\n")
+    }
 }
 
 /// Write the Chrome trace of `sel` to `path` atomically (parent directories created).

@@ -158,6 +158,16 @@ pub(crate) fn write_atomic(
     Ok(())
 }
 
+/// `s` as a JSON string literal (quoted, escaped).
+pub(crate) fn json_str(s: &str) -> String {
+    serde_json::to_string(s).expect("strings always serialize")
+}
+
+/// `x` as a JSON number (`serde_json`'s shortest round-trip form), `0.0` when not finite.
+pub(crate) fn json_f64(x: f64) -> String {
+    serde_json::to_string(&x).unwrap_or_else(|_| "0.0".into())
+}
+
 /// `io::Error` → `ExportError::Io` naming `path`.
 pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
     move |e| ExportError::Io(format!("could not write {}: {e}", path.display()))

@@ -15,7 +15,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::Run;
 
-use crate::export_common::{io_err, lane_names, reconstruct, write_atomic};
+use crate::export_common::{io_err, lane_names, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// Unit of the counts.
@@ -64,62 +64,86 @@ pub fn folded_stacks(run: &Run, sel: &Selection, unit: FoldedUnit) -> Result<Vec
     let mut out = Vec::new();
     for r in &all {
         let names = lane_names(run, r, multi);
-        // frame name ids of this rank's regions
+        // frame name of each of this rank's rows, sanitized on first use
         let mut frame_of_row: Vec<Option<String>> = vec![None; r.rows.len()];
         // trie node of every call (calls are in sorted order: a parent precedes its children)
         let mut node_of: Vec<u32> = vec![0; r.calls.len()];
         for (lane, ids) in &r.lanes {
-            // Trie of call paths: node = (parent node, row); node 0 = the lane root.
-            let mut parent_of: Vec<(u32, u32)> = vec![(u32::MAX, u32::MAX)];
-            let mut self_ns: Vec<u64> = vec![0];
-            let mut child: HashMap<(u32, u32), u32> = HashMap::new();
-            for &c in ids {
-                let p = r.calls.parent[c];
-                let pnode = if p < 0 { 0 } else { node_of[p as usize] };
-                let row = r.calls.region_index[c] as u32;
-                let next = parent_of.len() as u32;
-                let node = *child.entry((pnode, row)).or_insert(next);
-                if node == next {
-                    parent_of.push((pnode, row));
-                    self_ns.push(0);
-                }
-                self_ns[node as usize] += r.calls.exclusive_ns[c].max(0) as u64;
-                node_of[c] = node;
-            }
-            let root = sanitize_frame(&names[lane]);
-            let mut lines: Vec<(String, u64)> = Vec::new();
-            let mut path_rows: Vec<u32> = Vec::new();
-            for (node, &own) in self_ns.iter().enumerate().skip(1) {
-                let count = match unit {
-                    FoldedUnit::Nanoseconds => own,
-                    FoldedUnit::Microseconds => (own + 500) / 1000,
-                };
-                if count == 0 {
-                    continue;
-                }
-                path_rows.clear();
-                let mut n = node as u32;
-                while n != 0 {
-                    let (p, row) = parent_of[n as usize];
-                    path_rows.push(row);
-                    n = p;
-                }
-                let mut line = root.clone();
-                for &row in path_rows.iter().rev() {
-                    let f = frame_of_row[row as usize].get_or_insert_with(|| {
-                        let reg = &run.regions[r.rows[row as usize]];
-                        sanitize_frame(run.region_names.get(reg.region as usize).map(String::as_str).unwrap_or("?"))
-                    });
-                    line.push(';');
-                    line.push_str(f);
-                }
-                lines.push((line, count));
-            }
+            let trie = PathTrie::of_lane(r, ids, &mut node_of);
+            let mut lines = trie.lines(&sanitize_frame(&names[lane]), unit, &mut frame_of_row, |row| {
+                let reg = &run.regions[r.rows[row as usize]];
+                sanitize_frame(run.region_names.get(reg.region as usize).map(String::as_str).unwrap_or("?"))
+            });
             lines.sort();
             out.extend(lines);
         }
     }
     Ok(out)
+}
+
+/// Trie of one lane's call paths: node = (parent node, row); node 0 = the lane root.
+struct PathTrie {
+    parent_of: Vec<(u32, u32)>,
+    /// Σ exclusive ns of the calls on each node's path.
+    self_ns: Vec<u64>,
+}
+
+impl PathTrie {
+    /// The trie of the lane's calls `ids`; `node_of` gets each call's node.
+    fn of_lane(r: &RankCalls, ids: &[usize], node_of: &mut [u32]) -> Self {
+        let mut trie = PathTrie { parent_of: vec![(u32::MAX, u32::MAX)], self_ns: vec![0] };
+        let mut child: HashMap<(u32, u32), u32> = HashMap::new();
+        for &c in ids {
+            let p = r.calls.parent[c];
+            let pnode = if p < 0 { 0 } else { node_of[p as usize] };
+            let row = r.calls.region_index[c] as u32;
+            let next = trie.parent_of.len() as u32;
+            let node = *child.entry((pnode, row)).or_insert(next);
+            if node == next {
+                trie.parent_of.push((pnode, row));
+                trie.self_ns.push(0);
+            }
+            trie.self_ns[node as usize] += r.calls.exclusive_ns[c].max(0) as u64;
+            node_of[c] = node;
+        }
+        trie
+    }
+
+    /// `root;frame;...` and count per node with a non-zero count, in node order; a row's
+    /// frame is `frames[row]`, filled by `frame(row)` on first use.
+    fn lines(
+        &self,
+        root: &str,
+        unit: FoldedUnit,
+        frames: &mut [Option<String>],
+        frame: impl Fn(u32) -> String,
+    ) -> Vec<(String, u64)> {
+        let mut lines: Vec<(String, u64)> = Vec::new();
+        let mut path_rows: Vec<u32> = Vec::new();
+        for (node, &own) in self.self_ns.iter().enumerate().skip(1) {
+            let count = match unit {
+                FoldedUnit::Nanoseconds => own,
+                FoldedUnit::Microseconds => (own + 500) / 1000,
+            };
+            if count == 0 {
+                continue;
+            }
+            path_rows.clear();
+            let mut n = node as u32;
+            while n != 0 {
+                let (p, row) = self.parent_of[n as usize];
+                path_rows.push(row);
+                n = p;
+            }
+            let mut line = root.to_string();
+            for &row in path_rows.iter().rev() {
+                line.push(';');
+                line.push_str(frames[row as usize].get_or_insert_with(|| frame(row)));
+            }
+            lines.push((line, count));
+        }
+        lines
+    }
 }
 
 /// Write the folded stacks of `sel` (see [`folded_stacks`]) to `out`.

@@ -26,9 +26,9 @@
 use std::collections::HashMap;
 use std::path::Path;
 
-use scope_profiler_analysis::{LaneLabels, Run};
+use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, origin_ns, reconstruct, write_atomic};
+use crate::export_common::{io_err, lane_name, origin_ns, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// The subset of Perfetto's `perfetto_trace.proto` this writer emits (field numbers as
@@ -195,211 +195,280 @@ pub fn perfetto_trace(run: &Run, sel: &Selection) -> Result<Trace, ExportError> 
 /// file instead of being held as one message.
 const BATCH: usize = 4096;
 
+/// Where packets go, in order, in batches.
+type Sink<'s> = &'s mut dyn FnMut(&[TracePacket]) -> Result<(), ExportError>;
+
 /// Build the trace of `sel` and hand its packets, in order, to `sink` in batches.
-fn emit_packets(
-    run: &Run,
-    sel: &Selection,
-    sink: &mut dyn FnMut(&[TracePacket]) -> Result<(), ExportError>,
-) -> Result<(), ExportError> {
+fn emit_packets(run: &Run, sel: &Selection, sink: Sink<'_>) -> Result<(), ExportError> {
     let run = sel.apply(run);
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
-    let origin = origin_ns(run, &all);
+    let mut names = Names::default();
+    let row_iids: Vec<Vec<u64>> = all.iter().map(|rc| names.add_rows(run, rc)).collect();
+    let mut trace = PacketStream::new(run, origin_ns(run, &all), names, sink);
+    for (rc, iids) in all.iter().zip(&row_iids) {
+        trace.add(rc, iids)?;
+    }
+    trace.write()
+}
 
-    // interned names: region names in first-use order, then "awaiting"
-    let mut iid_of: HashMap<String, u64> = HashMap::new();
-    let mut names: Vec<EventName> = Vec::new();
-    fn intern(n: &str, iid_of: &mut HashMap<String, u64>, names: &mut Vec<EventName>) -> u64 {
-        if let Some(&i) = iid_of.get(n) {
+/// Interned event names: region names in first-use order, then [`AWAITING`].
+#[derive(Default)]
+struct Names {
+    iid_of: HashMap<String, u64>,
+    list: Vec<EventName>,
+}
+
+impl Names {
+    /// iid of `n`, interned on first use (iids from 1).
+    fn add(&mut self, n: &str) -> u64 {
+        if let Some(&i) = self.iid_of.get(n) {
             return i;
         }
-        let i = names.len() as u64 + 1;
-        names.push(EventName { iid: Some(i), name: Some(n.to_string()) });
-        iid_of.insert(n.to_string(), i);
+        let i = self.list.len() as u64 + 1;
+        self.list.push(EventName { iid: Some(i), name: Some(n.to_string()) });
+        self.iid_of.insert(n.to_string(), i);
         i
     }
-    let row_iids: Vec<Vec<u64>> = all
-        .iter()
-        .map(|rc| {
-            rc.rows
-                .iter()
-                .map(|&row| {
-                    let r = &run.regions[row];
-                    let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
-                    intern(name, &mut iid_of, &mut names)
-                })
-                .collect()
-        })
-        .collect();
-    let await_iid = intern(AWAITING, &mut iid_of, &mut names);
 
-    let mut packets = vec![TracePacket {
-        trusted_packet_sequence_id: Some(SEQ),
-        sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
-        interned_data: Some(InternedData { event_names: names }),
-        ..Default::default()
-    }];
+    /// iid of the region name of each row of `rc`.
+    fn add_rows(&mut self, run: &Run, rc: &RankCalls) -> Vec<u64> {
+        rc.rows
+            .iter()
+            .map(|&row| {
+                let r = &run.regions[row];
+                self.add(run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?"))
+            })
+            .collect()
+    }
+}
 
-    for (rc, iids) in all.iter().zip(&row_iids) {
-        if rc.calls.is_empty() {
-            continue;
-        }
-        let labels = LaneLabels::new(run, rc.rank);
-        let pid = rc.rank as i32 + 1;
-        let base = (rc.rank as u64 + 1) << 32;
-        let process_uuid = base;
+/// The track descriptors of one rank: its process track, then thread and task tracks as its
+/// lanes need them (each thread track declared once, in order of first need).
+struct RankTracks<'a> {
+    rank: u32,
+    labels: LaneLabels<'a>,
+    /// Process track uuid; thread and task uuids are offsets from it.
+    base: u64,
+    declared: Vec<u64>,
+    order: i32,
+}
+
+impl<'a> RankTracks<'a> {
+    fn new(run: &'a Run, rank: u32, packets: &mut Vec<TracePacket>) -> Self {
+        let base = (rank as u64 + 1) << 32;
         packets.push(track_packet(TrackDescriptor {
-            uuid: Some(process_uuid),
-            process: Some(ProcessDescriptor { pid: Some(pid), process_name: Some(format!("rank {}", rc.rank)) }),
+            uuid: Some(base),
+            process: Some(ProcessDescriptor { pid: Some(rank as i32 + 1), process_name: Some(format!("rank {rank}")) }),
             child_ordering: Some(3),
             ..Default::default()
         }));
-        let tid_base = (rc.rank as i64 + 1) * 100_000;
-        let thread_uuid = |index: i64| base + 1 + (index as u64 + 1);
-        let mut declared: Vec<u64> = Vec::new();
-        let mut order = 0i32;
-        let mut declare_thread = |index: i64, packets: &mut Vec<TracePacket>, declared: &mut Vec<u64>| -> u64 {
-            // index -1: the unknown lane
-            let uuid = if index < 0 { base + 1 } else { thread_uuid(index) };
-            if !declared.contains(&uuid) {
-                declared.push(uuid);
-                let name = if index < 0 { format!("rank {}", rc.rank) } else { labels.label(-2 - index) };
-                packets.push(track_packet(TrackDescriptor {
-                    uuid: Some(uuid),
-                    parent_uuid: Some(process_uuid),
-                    thread: Some(ThreadDescriptor {
-                        pid: Some(pid),
-                        tid: Some(tid_base + if index < 0 { 0 } else { index + 1 }),
-                        thread_name: Some(name),
-                    }),
-                    sibling_order_rank: Some(order),
-                    ..Default::default()
-                }));
-                order += 1;
-            }
-            uuid
-        };
-        // lane -> track uuid
-        let mut lane_track: Vec<u64> = Vec::with_capacity(rc.lanes.len());
-        for (lane, _) in &rc.lanes {
-            let uuid = if *lane <= -2 {
-                declare_thread(-2 - lane, &mut packets, &mut declared)
-            } else if *lane == -1 {
-                declare_thread(-1, &mut packets, &mut declared)
-            } else {
-                let parent = match run.rank_tasks(rc.rank).find(|t| t.index == *lane) {
-                    Some(t) if t.thread_index >= 0 => declare_thread(t.thread_index, &mut packets, &mut declared),
-                    _ => process_uuid,
-                };
-                let uuid = base + (1 << 31) + *lane as u64;
-                packets.push(track_packet(TrackDescriptor {
-                    uuid: Some(uuid),
-                    parent_uuid: Some(parent),
-                    name: Some(lane_name(&labels, rc.rank, *lane)),
-                    // after every thread track (UIs that list tasks beside their thread)
-                    sibling_order_rank: Some(1_000_000 + (*lane).min(i32::MAX as i64 - 1_000_000) as i32),
-                    ..Default::default()
-                }));
-                uuid
-            };
-            lane_track.push(uuid);
-        }
+        RankTracks { rank, labels: LaneLabels::new(run, rank), base, declared: Vec::new(), order: 0 }
+    }
 
-        // direct children per call (ids ascending = start order)
-        let c = &rc.calls;
-        let mut first_child = vec![usize::MAX; c.len()];
-        let mut next_sibling = vec![usize::MAX; c.len()];
-        let mut last_child = vec![usize::MAX; c.len()];
+    /// Track uuid of `lane`, declaring the tracks it needs.
+    fn lane(&mut self, run: &Run, lane: i64, packets: &mut Vec<TracePacket>) -> u64 {
+        if lane <= -2 {
+            return self.thread(-2 - lane, packets);
+        }
+        if lane == -1 {
+            return self.thread(-1, packets);
+        }
+        let parent = match run.rank_tasks(self.rank).find(|t| t.index == lane) {
+            Some(t) if t.thread_index >= 0 => self.thread(t.thread_index, packets),
+            _ => self.base,
+        };
+        let uuid = self.base + (1 << 31) + lane as u64;
+        packets.push(track_packet(TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(parent),
+            name: Some(lane_name(&self.labels, self.rank, lane)),
+            // after every thread track (UIs that list tasks beside their thread)
+            sibling_order_rank: Some(1_000_000 + lane.min(i32::MAX as i64 - 1_000_000) as i32),
+            ..Default::default()
+        }));
+        uuid
+    }
+
+    /// Track uuid of thread `index` (-1: the unknown lane), declared on first use.
+    fn thread(&mut self, index: i64, packets: &mut Vec<TracePacket>) -> u64 {
+        let uuid = if index < 0 { self.base + 1 } else { self.base + 1 + (index as u64 + 1) };
+        if self.declared.contains(&uuid) {
+            return uuid;
+        }
+        self.declared.push(uuid);
+        let name = if index < 0 { format!("rank {}", self.rank) } else { self.labels.label(-2 - index) };
+        let pid = self.rank as i32 + 1;
+        let tid = (self.rank as i64 + 1) * 100_000 + if index < 0 { 0 } else { index + 1 };
+        packets.push(track_packet(TrackDescriptor {
+            uuid: Some(uuid),
+            parent_uuid: Some(self.base),
+            thread: Some(ThreadDescriptor { pid: Some(pid), tid: Some(tid), thread_name: Some(name) }),
+            sibling_order_rank: Some(self.order),
+            ..Default::default()
+        }));
+        self.order += 1;
+        uuid
+    }
+}
+
+/// Direct children per call (ids ascending = start order), as linked lists.
+struct Children {
+    first: Vec<usize>,
+    next: Vec<usize>,
+}
+
+impl Children {
+    fn new(c: &CallArrays) -> Self {
+        let mut first = vec![usize::MAX; c.len()];
+        let mut next = vec![usize::MAX; c.len()];
+        let mut last = vec![usize::MAX; c.len()];
         for i in 0..c.len() {
             let p = c.parent[i];
             if p >= 0 {
                 let p = p as usize;
-                if first_child[p] == usize::MAX {
-                    first_child[p] = i;
+                if first[p] == usize::MAX {
+                    first[p] = i;
                 } else {
-                    next_sibling[last_child[p]] = i;
+                    next[last[p]] = i;
                 }
-                last_child[p] = i;
+                last[p] = i;
             }
         }
-        let children = |i: usize| {
-            let mut v = Vec::new();
-            let mut k = first_child[i];
-            while k != usize::MAX {
-                v.push(k);
-                k = next_sibling[k];
-            }
-            v
-        };
+        Children { first, next }
+    }
 
+    fn of(&self, i: usize) -> Vec<usize> {
+        let mut v = Vec::new();
+        let mut k = self.first[i];
+        while k != usize::MAX {
+            v.push(k);
+            k = self.next[k];
+        }
+        v
+    }
+}
+
+/// The `await_ns` annotation of call `i` and its await pieces (see the module docs), both
+/// empty without await time.
+fn await_of_call(run: &Run, rc: &RankCalls, children: &Children, i: usize) -> (Vec<DebugAnnotation>, Vec<(i64, i64)>) {
+    let await_ns = rc.await_ns(run, i);
+    if await_ns <= 0 {
+        return (Vec::new(), Vec::new());
+    }
+    let ann = vec![DebugAnnotation { name: Some("await_ns".into()), int_value: Some(await_ns), ..Default::default() }];
+    let c = &rc.calls;
+    let kids = children.of(i);
+    let own = await_ns - kids.iter().map(|&k| rc.await_ns(run, k)).sum::<i64>();
+    if own <= 0 {
+        return (ann, Vec::new());
+    }
+    let mut gaps = Vec::with_capacity(kids.len() + 1);
+    let mut t = c.start_ns[i];
+    for &k in &kids {
+        gaps.push((t, c.start_ns[k].max(t)));
+        t = t.max(c.end_ns[k]);
+    }
+    gaps.push((t, c.end_ns[i].max(t)));
+    (ann, await_pieces(&gaps, own))
+}
+
+/// The packet sequence: the interned names first, then each [`add`](Self::add)ed rank's
+/// tracks and slices; handed to the sink in batches of [`BATCH`].
+struct PacketStream<'r, 's> {
+    run: &'r Run,
+    /// Time origin, ns on the recording clock.
+    origin: i64,
+    await_iid: u64,
+    packets: Vec<TracePacket>,
+    sink: Sink<'s>,
+}
+
+impl<'r, 's> PacketStream<'r, 's> {
+    fn new(run: &'r Run, origin: i64, mut names: Names, sink: Sink<'s>) -> Self {
+        let await_iid = names.add(AWAITING);
+        let packets = vec![TracePacket {
+            trusted_packet_sequence_id: Some(SEQ),
+            sequence_flags: Some(SEQ_INCREMENTAL_STATE_CLEARED),
+            interned_data: Some(InternedData { event_names: names.list }),
+            ..Default::default()
+        }];
+        PacketStream { run, origin, await_iid, packets, sink }
+    }
+
+    /// The tracks and slices of one rank; `iids` is the name iid of each of its rows.
+    fn add(&mut self, rc: &RankCalls, iids: &[u64]) -> Result<(), ExportError> {
+        if rc.calls.is_empty() {
+            return Ok(());
+        }
+        let mut tracks = RankTracks::new(self.run, rc.rank, &mut self.packets);
+        let lane_track: Vec<u64> =
+            rc.lanes.iter().map(|(lane, _)| tracks.lane(self.run, *lane, &mut self.packets)).collect();
+        let children = Children::new(&rc.calls);
         for ((_, ids), &track) in rc.lanes.iter().zip(&lane_track) {
-            // stack of (call, its await pieces, next piece)
-            let mut stack: Vec<OpenCall> = Vec::new();
-            let flush = |entry: &mut OpenCall, until: i64, packets: &mut Vec<TracePacket>| {
-                while entry.2 < entry.1.len() && entry.1[entry.2].0 < until {
-                    let (s, e) = entry.1[entry.2];
-                    packets.push(event(s - origin, track, SLICE_BEGIN, Some(await_iid), vec![]));
-                    packets.push(event(e - origin, track, SLICE_END, None, vec![]));
-                    entry.2 += 1;
+            self.add_lane(rc, iids, &children, track, ids)?;
+        }
+        Ok(())
+    }
+
+    /// Slices of one lane's calls `ids`, depth first, on `track`.
+    fn add_lane(
+        &mut self,
+        rc: &RankCalls,
+        iids: &[u64],
+        children: &Children,
+        track: u64,
+        ids: &[usize],
+    ) -> Result<(), ExportError> {
+        let c = &rc.calls;
+        let mut stack: Vec<OpenCall> = Vec::new();
+        for &i in ids {
+            let p = c.parent[i];
+            while let Some(top) = stack.last_mut() {
+                if p >= 0 && top.0 == p as usize {
+                    break;
                 }
-            };
-            let close = |entry: &mut OpenCall, packets: &mut Vec<TracePacket>| {
-                flush(entry, i64::MAX, packets);
-                packets.push(event(c.end_ns[entry.0] - origin, track, SLICE_END, None, vec![]));
-            };
-            for &i in ids {
-                let p = c.parent[i];
-                while let Some(top) = stack.last_mut() {
-                    if p >= 0 && top.0 == p as usize {
-                        break;
-                    }
-                    let mut e = stack.pop().expect("non-empty");
-                    close(&mut e, &mut packets);
-                }
-                if let Some(top) = stack.last_mut() {
-                    flush(top, c.start_ns[i], &mut packets);
-                }
-                let await_ns = rc.await_ns(run, i);
-                let mut pieces = Vec::new();
-                let mut ann = Vec::new();
-                if await_ns > 0 {
-                    ann.push(DebugAnnotation {
-                        name: Some("await_ns".into()),
-                        int_value: Some(await_ns),
-                        ..Default::default()
-                    });
-                    let kids = children(i);
-                    let own = await_ns - kids.iter().map(|&k| rc.await_ns(run, k)).sum::<i64>();
-                    if own > 0 {
-                        let mut gaps = Vec::with_capacity(kids.len() + 1);
-                        let mut t = c.start_ns[i];
-                        for &k in &kids {
-                            gaps.push((t, c.start_ns[k].max(t)));
-                            t = t.max(c.end_ns[k]);
-                        }
-                        gaps.push((t, c.end_ns[i].max(t)));
-                        pieces = await_pieces(&gaps, own);
-                    }
-                }
-                packets.push(event(
-                    c.start_ns[i] - origin,
-                    track,
-                    SLICE_BEGIN,
-                    Some(iids[c.region_index[i] as usize]),
-                    ann,
-                ));
-                stack.push((i, pieces, 0));
-                if packets.len() >= BATCH {
-                    sink(&packets)?;
-                    packets.clear();
-                }
+                let mut e = stack.pop().expect("non-empty");
+                self.close(&mut e, c, track);
             }
-            while let Some(mut e) = stack.pop() {
-                close(&mut e, &mut packets);
+            if let Some(top) = stack.last_mut() {
+                self.flush(top, c.start_ns[i], track);
             }
+            let (ann, pieces) = await_of_call(self.run, rc, children, i);
+            let name = Some(iids[c.region_index[i] as usize]);
+            self.packets.push(event(c.start_ns[i] - self.origin, track, SLICE_BEGIN, name, ann));
+            stack.push((i, pieces, 0));
+            if self.packets.len() >= BATCH {
+                (self.sink)(&self.packets)?;
+                self.packets.clear();
+            }
+        }
+        while let Some(mut e) = stack.pop() {
+            self.close(&mut e, c, track);
+        }
+        Ok(())
+    }
+
+    /// The await pieces of `entry` that start before `until`.
+    fn flush(&mut self, entry: &mut OpenCall, until: i64, track: u64) {
+        while entry.2 < entry.1.len() && entry.1[entry.2].0 < until {
+            let (s, e) = entry.1[entry.2];
+            self.packets.push(event(s - self.origin, track, SLICE_BEGIN, Some(self.await_iid), vec![]));
+            self.packets.push(event(e - self.origin, track, SLICE_END, None, vec![]));
+            entry.2 += 1;
         }
     }
-    sink(&packets)
+
+    /// The remaining await pieces of `entry`, then its end.
+    fn close(&mut self, entry: &mut OpenCall, c: &CallArrays, track: u64) {
+        self.flush(entry, i64::MAX, track);
+        self.packets.push(event(c.end_ns[entry.0] - self.origin, track, SLICE_END, None, vec![]));
+    }
+
+    /// Hand the remaining packets to the sink.
+    fn write(self) -> Result<(), ExportError> {
+        (self.sink)(&self.packets)
+    }
 }
 
 /// Write the Perfetto trace of `sel` to `path` atomically (parent directories created).

@@ -22,9 +22,9 @@ use std::path::Path;
 use flate2::write::GzEncoder;
 use flate2::Compression;
 use prost::Message;
-use scope_profiler_analysis::{LaneLabels, Run};
+use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, reconstruct, write_atomic};
+use crate::export_common::{io_err, lane_name, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// The subset of `profile.proto` (github.com/google/pprof) this writer emits.
@@ -100,6 +100,8 @@ pub mod proto {
 
 use proto::*;
 
+/// The profile being built: string table, functions (one location each) and samples.
+/// Ranks are [`add`](Self::add)ed in export order; [`write`](Self::write) gives the message.
 #[derive(Default)]
 struct Builder {
     strings: Vec<String>,
@@ -107,9 +109,16 @@ struct Builder {
     functions: Vec<Function>,
     function_ix: HashMap<(String, String, i64), u64>,
     lines: Vec<i64>,
+    samples: Vec<Sample>,
+    /// Earliest start and latest end of the added calls, ns.
+    lo: i64,
+    hi: i64,
 }
 
 impl Builder {
+    fn new() -> Self {
+        Builder { lo: i64::MAX, hi: i64::MIN, ..Default::default() }
+    }
     fn s(&mut self, v: &str) -> i64 {
         if self.strings.is_empty() {
             self.strings.push(String::new());
@@ -136,6 +145,93 @@ impl Builder {
         self.function_ix.insert(key, id);
         id
     }
+
+    /// The samples of one rank; `multi_rank`: a `"rank R"` frame above each lane frame.
+    fn add(&mut self, run: &Run, rc: &RankCalls, multi_rank: bool) {
+        if rc.calls.is_empty() {
+            return;
+        }
+        let labels = LaneLabels::new(run, rc.rank);
+        let row_fn: Vec<u64> = rc
+            .rows
+            .iter()
+            .map(|&row| {
+                let r = &run.regions[row];
+                let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
+                self.f(name, r.source_file.as_deref().unwrap_or(""), r.source_line.unwrap_or(0))
+            })
+            .collect();
+        let rank_frame = if multi_rank { Some(self.f(&format!("rank {}", rc.rank), "", 0)) } else { None };
+        // path id per call id, shared by the lanes (a parent is on its child's lane)
+        let mut path_of = vec![usize::MAX; rc.calls.len()];
+        for (lane, ids) in &rc.lanes {
+            let lane_fn = self.f(&lane_name(&labels, rc.rank, *lane), "", 0);
+            let mut root_stack = vec![lane_fn];
+            if *lane != -1 {
+                // lane -1 is already named "rank R"
+                root_stack.extend(rank_frame);
+            }
+            self.add_lane(&rc.calls, ids, &row_fn, &root_stack, &mut path_of);
+        }
+    }
+
+    /// One sample per distinct stack of the lane's calls `ids` (leaf first, above
+    /// `root_stack`), valued by the calls' exclusive time.
+    fn add_lane(&mut self, c: &CallArrays, ids: &[usize], row_fn: &[u64], root_stack: &[u64], path_of: &mut [usize]) {
+        // paths: (parent path, function) -> id; stacks stored leaf first
+        let mut path_ix: HashMap<(usize, u64), usize> = HashMap::new();
+        let mut stacks: Vec<Vec<u64>> = Vec::new();
+        let mut values: Vec<i64> = Vec::new();
+        for &i in ids {
+            self.lo = self.lo.min(c.start_ns[i]);
+            self.hi = self.hi.max(c.end_ns[i]);
+            let p = c.parent[i];
+            let parent_path = if p < 0 { usize::MAX } else { path_of[p as usize] };
+            let f = row_fn[c.region_index[i] as usize];
+            let pid = *path_ix.entry((parent_path, f)).or_insert_with(|| {
+                let mut st = vec![f];
+                if parent_path == usize::MAX {
+                    st.extend(root_stack);
+                } else {
+                    st.extend(&stacks[parent_path]);
+                }
+                stacks.push(st);
+                values.push(0);
+                stacks.len() - 1
+            });
+            path_of[i] = pid;
+            values[pid] += c.exclusive_ns[i];
+        }
+        self.samples
+            .extend(stacks.into_iter().zip(values).map(|(location_id, v)| Sample { location_id, value: vec![v] }));
+    }
+
+    /// The message; `wall`: the sample and period type; comments: `label`, [`EXPORTER`].
+    ///
+    /// [`EXPORTER`]: crate::speedscope::EXPORTER
+    fn write(mut self, wall: ValueType, label: &str) -> Profile {
+        let exporter = self.s(crate::speedscope::EXPORTER);
+        let label = self.s(label);
+        let location = self
+            .functions
+            .iter()
+            .zip(&self.lines)
+            .map(|(f, &line)| Location { id: f.id, line: vec![Line { function_id: f.id, line }] })
+            .collect();
+        Profile {
+            sample_type: vec![wall.clone()],
+            sample: self.samples,
+            location,
+            function: self.functions,
+            string_table: self.strings,
+            time_nanos: 0,
+            duration_nanos: if self.hi >= self.lo { self.hi - self.lo } else { 0 },
+            period_type: Some(wall),
+            period: 1,
+            comment: vec![label, exporter],
+            default_sample_type: 0,
+        }
+    }
 }
 
 /// The profile of `sel` as a message (see the module docs).
@@ -145,85 +241,13 @@ pub fn pprof_profile(run: &Run, sel: &Selection) -> Result<Profile, ExportError>
     let run = sel.apply(run);
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
-    let mut b = Builder::default();
+    let mut b = Builder::new();
     let wall = ValueType { r#type: b.s("wall"), unit: b.s("nanoseconds") };
     let multi_rank = all.iter().filter(|r| !r.calls.is_empty()).count() > 1;
-    let mut samples: Vec<Sample> = Vec::new();
-    let (mut lo, mut hi) = (i64::MAX, i64::MIN);
     for rc in &all {
-        if rc.calls.is_empty() {
-            continue;
-        }
-        let c = &rc.calls;
-        let labels = LaneLabels::new(run, rc.rank);
-        let row_fn: Vec<u64> = rc
-            .rows
-            .iter()
-            .map(|&row| {
-                let r = &run.regions[row];
-                let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
-                b.f(name, r.source_file.as_deref().unwrap_or(""), r.source_line.unwrap_or(0))
-            })
-            .collect();
-        let rank_frame = if multi_rank { Some(b.f(&format!("rank {}", rc.rank), "", 0)) } else { None };
-        // path id per call id, shared by the lanes (a parent is on its child's lane)
-        let mut path_of = vec![usize::MAX; c.len()];
-        for (lane, ids) in &rc.lanes {
-            let lane_fn = b.f(&lane_name(&labels, rc.rank, *lane), "", 0);
-            let mut root_stack = vec![lane_fn];
-            if *lane != -1 {
-                // lane -1 is already named "rank R"
-                root_stack.extend(rank_frame);
-            }
-            // path id per call; paths: (parent path, function) -> id; stacks stored leaf first
-            let mut path_ix: HashMap<(usize, u64), usize> = HashMap::new();
-            let mut stacks: Vec<Vec<u64>> = Vec::new();
-            let mut values: Vec<i64> = Vec::new();
-            for &i in ids {
-                lo = lo.min(c.start_ns[i]);
-                hi = hi.max(c.end_ns[i]);
-                let p = c.parent[i];
-                let parent_path = if p < 0 { usize::MAX } else { path_of[p as usize] };
-                let f = row_fn[c.region_index[i] as usize];
-                let pid = *path_ix.entry((parent_path, f)).or_insert_with(|| {
-                    let mut st = vec![f];
-                    if parent_path == usize::MAX {
-                        st.extend(&root_stack);
-                    } else {
-                        st.extend(&stacks[parent_path]);
-                    }
-                    stacks.push(st);
-                    values.push(0);
-                    stacks.len() - 1
-                });
-                path_of[i] = pid;
-                values[pid] += c.exclusive_ns[i];
-            }
-            samples
-                .extend(stacks.into_iter().zip(values).map(|(location_id, v)| Sample { location_id, value: vec![v] }));
-        }
+        b.add(run, rc, multi_rank);
     }
-    let exporter = b.s(crate::speedscope::EXPORTER);
-    let label = b.s(&sel.label);
-    let location = b
-        .functions
-        .iter()
-        .zip(&b.lines)
-        .map(|(f, &line)| Location { id: f.id, line: vec![Line { function_id: f.id, line }] })
-        .collect();
-    Ok(Profile {
-        sample_type: vec![wall.clone()],
-        sample: samples,
-        location,
-        function: std::mem::take(&mut b.functions),
-        string_table: std::mem::take(&mut b.strings),
-        time_nanos: 0,
-        duration_nanos: if hi >= lo { hi - lo } else { 0 },
-        period_type: Some(wall),
-        period: 1,
-        comment: vec![label, exporter],
-        default_sample_type: 0,
-    })
+    Ok(b.write(wall, &sel.label))
 }
 
 /// Write the pprof profile of `sel` to `path` atomically, gzip-compressed when the name

@@ -80,6 +80,74 @@ fn key_of(name: &str, source: Option<(&str, i64)>) -> StatKey {
 
 const NS: f64 = 1e9;
 
+/// Integer accumulator of an entry or a caller edge: (cc, nc, tt ns, ct ns).
+type Acc = [i64; 4];
+
+fn add_acc(a: &mut Acc, v: Acc) {
+    (0..4).for_each(|j| a[j] += v[j]);
+}
+
+/// The entries of one dict being summed: entries in first-use order, each with its
+/// integer totals and its callers (`None`: the root) in first-use order.
+#[derive(Default)]
+struct Entries {
+    entries: Vec<StatEntry>,
+    entry_of_key: HashMap<StatKey, usize>,
+    acc: Vec<Acc>,
+    callers: Vec<Vec<(Option<usize>, Acc)>>,
+}
+
+impl Entries {
+    /// Position of the entry of `key`, added empty on first use.
+    fn entry(&mut self, key: StatKey) -> usize {
+        *self.entry_of_key.entry(key.clone()).or_insert_with(|| {
+            self.entries.push(StatEntry { key, cc: 0, nc: 0, tt: 0.0, ct: 0.0, callers: Vec::new() });
+            self.acc.push([0; 4]);
+            self.callers.push(Vec::new());
+            self.entries.len() - 1
+        })
+    }
+
+    /// Add `v` to entry `e` and to its edge from `caller`.
+    fn add(&mut self, e: usize, caller: Option<usize>, v: Acc) {
+        add_acc(&mut self.acc[e], v);
+        let list = &mut self.callers[e];
+        match list.iter_mut().find(|(k, _)| *k == caller) {
+            Some((_, a)) => add_acc(a, v),
+            None => list.push((caller, v)),
+        }
+    }
+
+    /// The entries in seconds, callers keyed, with the synthetic root (`root_total` ns) last.
+    fn write(self, root_name: &str, root_total: i64) -> Vec<StatEntry> {
+        let root_key = key_of(root_name, None);
+        let keys: Vec<StatKey> = self.entries.iter().map(|e| e.key.clone()).collect();
+        let mut entries = self.entries;
+        for ((entry, [cc, nc, tt, ct]), callers) in entries.iter_mut().zip(self.acc).zip(self.callers) {
+            entry.cc = cc;
+            entry.nc = nc;
+            entry.tt = tt as f64 / NS;
+            entry.ct = ct as f64 / NS;
+            entry.callers = callers
+                .into_iter()
+                .map(|(k, v)| {
+                    let key = k.map(|x| keys[x].clone()).unwrap_or_else(|| root_key.clone());
+                    (key, (v[0], v[1], v[2] as f64 / NS, v[3] as f64 / NS))
+                })
+                .collect();
+        }
+        entries.push(StatEntry {
+            key: root_key,
+            cc: 1,
+            nc: 1,
+            tt: 0.0,
+            ct: root_total as f64 / NS,
+            callers: Vec::new(),
+        });
+        entries
+    }
+}
+
 /// Entries for the calls `ids` (sorted call order; whole lanes) of one rank.
 fn build_entries(
     run: &Run,
@@ -91,154 +159,124 @@ fn build_entries(
     scratch: &mut Vec<usize>,
 ) -> Vec<StatEntry> {
     let c = &rc.calls;
-    let root_key = key_of(root_name, None);
-    let dur = |i: usize| c.end_ns[i] - c.start_ns[i];
-    let root_total: i64 = ids.iter().filter(|&&i| c.parent[i] < 0).map(|&i| dur(i)).sum();
-    let mut entries: Vec<StatEntry> = Vec::new();
-    let mut entry_of_key: HashMap<StatKey, usize> = HashMap::new();
-    // integer accumulators per entry: (cc, nc, tt ns, ct ns) and per (entry, caller entry or root)
-    let mut acc: Vec<[i64; 4]> = Vec::new();
-    let mut caller_acc: Vec<Vec<(Option<usize>, [i64; 4])>> = Vec::new();
-    let mut entry_for =
-        |key: StatKey, entries: &mut Vec<StatEntry>, acc: &mut Vec<[i64; 4]>, ca: &mut Vec<Vec<_>>| -> usize {
-            *entry_of_key.entry(key.clone()).or_insert_with(|| {
-                entries.push(StatEntry { key, cc: 0, nc: 0, tt: 0.0, ct: 0.0, callers: Vec::new() });
-                acc.push([0; 4]);
-                ca.push(Vec::new());
-                entries.len() - 1
-            })
-        };
-    let add_caller = |list: &mut Vec<(Option<usize>, [i64; 4])>, caller: Option<usize>, v: [i64; 4]| match list
-        .iter_mut()
-        .find(|(k, _)| *k == caller)
-    {
-        Some((_, a)) => (0..4).for_each(|j| a[j] += v[j]),
-        None => list.push((caller, v)),
-    };
-
+    let root_total: i64 = ids.iter().filter(|&&i| c.parent[i] < 0).map(|&i| c.end_ns[i] - c.start_ns[i]).sum();
+    let mut entries = Entries::default();
     if call_paths {
-        // path identity = (parent path, region name id); path -> entry
-        // path id per call id (only this lane's entries are read: parents share the lane)
-        let path_of_call = &mut *scratch;
-        path_of_call.resize(c.len(), usize::MAX);
-        let mut paths: HashMap<(usize, u32), usize> = HashMap::new(); // -> path id
-        let mut path_entry: Vec<usize> = Vec::new();
-        let mut path_names: Vec<String> = Vec::new();
-        for &i in ids {
-            let p = c.parent[i];
-            let parent_path = if p < 0 { usize::MAX } else { path_of_call[p as usize] };
-            let region = run.regions[rc.rows[c.region_index[i] as usize]].region;
-            let pid = match paths.get(&(parent_path, region)) {
-                Some(&pid) => pid,
-                None => {
-                    let name = rc.name(run, i);
-                    let full = if parent_path == usize::MAX {
-                        name.to_string()
-                    } else {
-                        format!("{} > {}", path_names[parent_path], name)
-                    };
-                    let e = entry_for(key_of(&full, rc.source(run, i)), &mut entries, &mut acc, &mut caller_acc);
-                    let pid = path_entry.len();
-                    path_entry.push(e);
-                    path_names.push(full);
-                    paths.insert((parent_path, region), pid);
-                    pid
-                }
-            };
-            path_of_call[i] = pid;
-            let e = path_entry[pid];
-            let v = [1, 1, c.exclusive_ns[i], dur(i)];
-            (0..4).for_each(|j| acc[e][j] += v[j]);
-            let caller = if parent_path == usize::MAX { None } else { Some(path_entry[parent_path]) };
-            add_caller(&mut caller_acc[e], caller, v);
-        }
+        add_call_paths(&mut entries, run, rc, ids, scratch);
     } else {
-        // primitive = no ancestor of the same region on the call's own lane
-        let n_rows = rc.rows.len();
-        let mut row_entry: Vec<usize> = vec![usize::MAX; n_rows];
-        // entries in the order of the selection's region names (the reference's
-        // `get_regions` order), else region-row order; only rows with calls
-        let mut has_calls = vec![false; n_rows];
-        for &i in ids {
-            has_calls[c.region_index[i] as usize] = true;
-        }
-        let mut order: Vec<usize> = (0..n_rows).collect();
-        if let Some(names) = name_order {
-            let pos = |ri: usize| {
-                let n = run.region_names.get(run.regions[rc.rows[ri]].region as usize);
-                n.and_then(|n| names.iter().position(|k| k == n)).unwrap_or(usize::MAX)
-            };
-            order.sort_by_key(|&ri| pos(ri));
-        }
-        for ri in order {
-            let row = rc.rows[ri];
-            if !has_calls[ri] {
-                continue;
-            }
-            let r = &run.regions[row];
-            let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
-            let src = match (&r.source_file, r.source_line) {
-                (Some(f), Some(l)) if !f.is_empty() => Some((f.as_str(), l)),
-                _ => None,
-            };
-            row_entry[ri] = entry_for(key_of(name, src), &mut entries, &mut acc, &mut caller_acc);
-        }
-        // per-lane open counts of each region along the current stack
-        let mut open: HashMap<(i64, u32), u32> = HashMap::new();
-        let mut stacks: HashMap<i64, Vec<usize>> = HashMap::new();
-        let region_of = |i: usize| run.regions[rc.rows[c.region_index[i] as usize]].region;
-        let mut raw_callers: Vec<Vec<(Option<usize>, [i64; 4])>> = vec![Vec::new(); entries.len()];
-        for &i in ids {
-            let lane = c.lane_of(i);
-            let stack = stacks.entry(lane).or_default();
-            let p = c.parent[i];
-            while let Some(&top) = stack.last() {
-                if p >= 0 && top == p as usize {
-                    break;
-                }
-                stack.pop();
-                *open.get_mut(&(lane, region_of(top))).expect("opened") -= 1;
-            }
-            let reg = region_of(i);
-            let cnt = open.entry((lane, reg)).or_insert(0);
-            let primitive = *cnt == 0;
-            *cnt += 1;
-            stack.push(i);
-            let e = row_entry[c.region_index[i] as usize];
-            let v = [primitive as i64, 1, c.exclusive_ns[i], if primitive { dur(i) } else { 0 }];
-            (0..4).for_each(|j| acc[e][j] += v[j]);
-            let caller_row = if p < 0 { None } else { Some(c.region_index[p as usize] as usize) };
-            add_caller(&mut raw_callers[e], caller_row, v);
-        }
-        // callers ordered root first, then by caller row (the reference's bincount order)
-        for (e, mut list) in raw_callers.into_iter().enumerate() {
-            list.sort_by_key(|(k, _)| k.map(|r| r as i64).unwrap_or(-1));
-            caller_acc[e] = list.into_iter().map(|(k, v)| (k.map(|r| row_entry[r]), v)).collect();
-        }
+        add_by_region(&mut entries, run, rc, ids, name_order);
     }
+    entries.write(root_name, root_total)
+}
 
-    for (e, entry) in entries.iter_mut().enumerate() {
-        let [cc, nc, tt, ct] = acc[e];
-        entry.cc = cc;
-        entry.nc = nc;
-        entry.tt = tt as f64 / NS;
-        entry.ct = ct as f64 / NS;
-    }
-    let keys: Vec<StatKey> = entries.iter().map(|e| e.key.clone()).collect();
-    for (e, entry) in entries.iter_mut().enumerate() {
-        entry.callers = caller_acc[e]
-            .iter()
-            .map(|(k, v)| {
-                let key = match k {
-                    None => root_key.clone(),
-                    Some(x) => keys[*x].clone(),
+/// One entry per distinct root-to-call path (funcname `"a > b > c"`), every call primitive.
+/// `path_of_call` is scratch space of at least the rank's call count.
+fn add_call_paths(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], path_of_call: &mut Vec<usize>) {
+    let c = &rc.calls;
+    // path identity = (parent path, region name id); path id per call id (only this lane's
+    // entries are read: parents share the lane)
+    path_of_call.resize(c.len(), usize::MAX);
+    let mut paths: HashMap<(usize, u32), usize> = HashMap::new(); // -> path id
+    let mut path_entry: Vec<usize> = Vec::new();
+    let mut path_names: Vec<String> = Vec::new();
+    for &i in ids {
+        let p = c.parent[i];
+        let parent_path = if p < 0 { usize::MAX } else { path_of_call[p as usize] };
+        let region = run.regions[rc.rows[c.region_index[i] as usize]].region;
+        let pid = match paths.get(&(parent_path, region)) {
+            Some(&pid) => pid,
+            None => {
+                let name = rc.name(run, i);
+                let full = if parent_path == usize::MAX {
+                    name.to_string()
+                } else {
+                    format!("{} > {}", path_names[parent_path], name)
                 };
-                (key, (v[0], v[1], v[2] as f64 / NS, v[3] as f64 / NS))
-            })
-            .collect();
+                let e = entries.entry(key_of(&full, rc.source(run, i)));
+                let pid = path_entry.len();
+                path_entry.push(e);
+                path_names.push(full);
+                paths.insert((parent_path, region), pid);
+                pid
+            }
+        };
+        path_of_call[i] = pid;
+        let caller = if parent_path == usize::MAX { None } else { Some(path_entry[parent_path]) };
+        entries.add(path_entry[pid], caller, [1, 1, c.exclusive_ns[i], c.end_ns[i] - c.start_ns[i]]);
     }
-    entries.push(StatEntry { key: root_key, cc: 1, nc: 1, tt: 0.0, ct: root_total as f64 / NS, callers: Vec::new() });
-    entries
+}
+
+/// One entry per region name; a call is primitive when no ancestor on its own lane is a
+/// call of the same region (only primitive calls add cumulative time).
+fn add_by_region(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], name_order: Option<&[String]>) {
+    let c = &rc.calls;
+    let row_entry = region_entries(entries, run, rc, ids, name_order);
+    // per-lane open counts of each region along the current stack
+    let mut open: HashMap<(i64, u32), u32> = HashMap::new();
+    let mut stacks: HashMap<i64, Vec<usize>> = HashMap::new();
+    let region_of = |i: usize| run.regions[rc.rows[c.region_index[i] as usize]].region;
+    for &i in ids {
+        let lane = c.lane_of(i);
+        let stack = stacks.entry(lane).or_default();
+        let p = c.parent[i];
+        while let Some(&top) = stack.last() {
+            if p >= 0 && top == p as usize {
+                break;
+            }
+            stack.pop();
+            *open.get_mut(&(lane, region_of(top))).expect("opened") -= 1;
+        }
+        let cnt = open.entry((lane, region_of(i))).or_insert(0);
+        let primitive = *cnt == 0;
+        *cnt += 1;
+        stack.push(i);
+        let e = row_entry[c.region_index[i] as usize];
+        let ct = if primitive { c.end_ns[i] - c.start_ns[i] } else { 0 };
+        // callers keyed by caller row for now
+        let caller_row = if p < 0 { None } else { Some(c.region_index[p as usize] as usize) };
+        entries.add(e, caller_row, [primitive as i64, 1, c.exclusive_ns[i], ct]);
+    }
+    // callers ordered root first, then by caller row (the reference's bincount order)
+    for list in &mut entries.callers {
+        list.sort_by_key(|(k, _)| k.map(|r| r as i64).unwrap_or(-1));
+        list.iter_mut().for_each(|(k, _)| *k = k.map(|r| row_entry[r]));
+    }
+}
+
+/// Entry position of each row of `rc` with calls among `ids` (`usize::MAX` for the others),
+/// entries added in the order of `name_order` when given (the reference's `get_regions`
+/// order), else region-row order.
+fn region_entries(
+    entries: &mut Entries,
+    run: &Run,
+    rc: &RankCalls,
+    ids: &[usize],
+    name_order: Option<&[String]>,
+) -> Vec<usize> {
+    let n_rows = rc.rows.len();
+    let mut has_calls = vec![false; n_rows];
+    for &i in ids {
+        has_calls[rc.calls.region_index[i] as usize] = true;
+    }
+    let mut order: Vec<usize> = (0..n_rows).collect();
+    if let Some(names) = name_order {
+        let pos = |ri: usize| {
+            let n = run.region_names.get(run.regions[rc.rows[ri]].region as usize);
+            n.and_then(|n| names.iter().position(|k| k == n)).unwrap_or(usize::MAX)
+        };
+        order.sort_by_key(|&ri| pos(ri));
+    }
+    let mut row_entry: Vec<usize> = vec![usize::MAX; n_rows];
+    for ri in order.into_iter().filter(|&ri| has_calls[ri]) {
+        let r = &run.regions[rc.rows[ri]];
+        let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
+        let src = match (&r.source_file, r.source_line) {
+            (Some(f), Some(l)) if !f.is_empty() => Some((f.as_str(), l)),
+            _ => None,
+        };
+        row_entry[ri] = entries.entry(key_of(name, src));
+    }
+    row_entry
 }
 
 /// The pstats dicts of `sel` (one per rank with calls, or one per lane with calls when

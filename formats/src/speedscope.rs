@@ -11,26 +11,14 @@ use std::collections::HashMap;
 use std::io::{self, BufWriter, Write};
 use std::path::Path;
 
-use scope_profiler_analysis::{rank_call_arrays, CallArrays, LaneLabels, Run};
+use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::write_atomic;
+use crate::export_common::{json_f64, json_str, lane_name, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// `"exporter"` of the documents this crate writes.
 pub const EXPORTER: &str = concat!("scope-profiler-rs@", env!("CARGO_PKG_VERSION"));
 const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
-
-struct RankCalls {
-    rank: u32,
-    rows: Vec<usize>,
-    calls: CallArrays,
-    /// (lane, call ids) in profile order.
-    lanes: Vec<(i64, Vec<usize>)>,
-}
-
-fn json_str(s: &str) -> String {
-    serde_json::to_string(s).expect("strings always serialize")
-}
 
 /// Decimal digits of `n`.
 fn write_usize<W: Write>(w: &mut W, mut n: usize) -> io::Result<()> {
@@ -47,38 +35,19 @@ fn write_usize<W: Write>(w: &mut W, mut n: usize) -> io::Result<()> {
     w.write_all(&buf[i..])
 }
 
-fn json_f64(x: f64) -> String {
-    serde_json::to_string(&x).unwrap_or_else(|_| "0.0".into())
+/// Frames shared document-wide: one per region name, in order of first "O" emission.
+#[derive(Default)]
+struct Frames<'a> {
+    of_name: HashMap<&'a str, usize>,
+    /// (name, file, line)
+    list: Vec<(&'a str, Option<&'a str>, Option<i64>)>,
 }
 
-/// Write `run`'s `ranks` as one speedscope document named `label` to `out`.
-///
-/// See [`write_speedscope`] for the content. Errors as there.
-pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out: W) -> Result<(), ExportError> {
-    // Reconstruct every requested rank first: errors surface before anything is written.
-    let mut all: Vec<RankCalls> = Vec::with_capacity(ranks.len());
-    for &rank in ranks {
-        let (rows, calls) = rank_call_arrays(run, rank)?;
-        let lanes = crate::export_common::export_lanes(&calls);
-        all.push(RankCalls { rank, rows, calls, lanes });
-    }
-    if all.iter().all(|r| r.calls.is_empty()) {
-        return Err(ExportError::NoCalls);
-    }
-
-    // Time origin: the earliest selected call (first call of each profile), seconds.
-    let origin = all
-        .iter()
-        .flat_map(|r| r.lanes.iter().map(move |(_, ids)| r.calls.start_ns[ids[0]] as f64 / 1e9))
-        .fold(f64::INFINITY, f64::min);
-
-    // Frames in order of first "O" emission (a lane's calls in sorted order are exactly its
-    // depth-first open order).
-    let mut frame_of_name: HashMap<&str, usize> = HashMap::new();
-    let mut frames: Vec<(&str, Option<&str>, Option<i64>)> = Vec::new();
-    // frame id per (rank position, region_index) for the event pass
-    let mut frame_ids: Vec<Vec<usize>> = Vec::with_capacity(all.len());
-    for r in &all {
+impl<'a> Frames<'a> {
+    /// Frame id of every row of `r` (`usize::MAX` for rows without calls), registering new
+    /// names as they are first met. A lane's calls in sorted order are exactly its depth-first
+    /// open order, so walking them gives the order of first emission.
+    fn add(&mut self, run: &'a Run, r: &RankCalls) -> Vec<usize> {
         let mut ids = vec![usize::MAX; r.rows.len()];
         for (_, lane_calls) in &r.lanes {
             for &c in lane_calls {
@@ -87,125 +56,186 @@ pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out:
                     continue;
                 }
                 let row = &run.regions[r.rows[ri]];
-                let name = run.region_names.get(row.region as usize).map(String::as_str).unwrap_or("?");
-                let id = *frame_of_name.entry(name).or_insert_with(|| {
-                    frames.push((name, row.source_file.as_deref(), row.source_line));
-                    frames.len() - 1
+                let name = r.name(run, c);
+                let list = &mut self.list;
+                ids[ri] = *self.of_name.entry(name).or_insert_with(|| {
+                    list.push((name, row.source_file.as_deref(), row.source_line));
+                    list.len() - 1
                 });
-                ids[ri] = id;
             }
         }
-        frame_ids.push(ids);
+        ids
     }
 
-    let mut active = 0usize;
-    let mut found_main = false;
-    let mut k = 0usize;
-    for r in &all {
-        for (lane, _) in &r.lanes {
-            if !found_main && *lane == -2 {
-                active = k;
-                found_main = true;
+    fn write<W: Write>(&self, w: &mut W) -> io::Result<()> {
+        for (i, (name, file, line)) in self.list.iter().enumerate() {
+            if i > 0 {
+                w.write_all(b", ")?;
             }
-            k += 1;
+            write!(w, "{{\"name\": {}", json_str(name))?;
+            if let Some(f) = file {
+                write!(w, ", \"file\": {}", json_str(f))?;
+            }
+            if let Some(l) = line {
+                write!(w, ", \"line\": {l}")?;
+            }
+            w.write_all(b"}")?;
         }
+        Ok(())
+    }
+}
+
+/// One speedscope document: ranks are [`add`](Self::add)ed in export order (their frames are
+/// registered on the way), then [`write`](Self::write) streams the document.
+struct Document<'a> {
+    run: &'a Run,
+    frames: Frames<'a>,
+    /// Each added rank with the frame id of each of its rows.
+    ranks: Vec<(RankCalls, Vec<usize>)>,
+}
+
+impl<'a> Document<'a> {
+    fn new(run: &'a Run) -> Self {
+        Document { run, frames: Frames::default(), ranks: Vec::new() }
     }
 
+    fn add(&mut self, r: RankCalls) {
+        let ids = self.frames.add(self.run, &r);
+        self.ranks.push((r, ids));
+    }
+
+    /// Time origin: the earliest selected call (first call of each profile), seconds.
+    fn origin(&self) -> f64 {
+        self.ranks
+            .iter()
+            .flat_map(|(r, _)| r.lanes.iter().map(move |(_, ids)| r.calls.start_ns[ids[0]] as f64 / 1e9))
+            .fold(f64::INFINITY, f64::min)
+    }
+
+    /// Index of the main thread's profile (lane -2), else 0.
+    fn active_profile(&self) -> usize {
+        self.ranks.iter().flat_map(|(r, _)| r.lanes.iter()).position(|(lane, _)| *lane == -2).unwrap_or(0)
+    }
+
+    fn write<W: Write>(&self, label: &str, w: &mut W) -> io::Result<()> {
+        write!(
+            w,
+            "{{\"$schema\": {}, \"exporter\": {}, \"name\": {}, \"activeProfileIndex\": {}, \"shared\": {{\"frames\": [",
+            json_str(SCHEMA_URL),
+            json_str(EXPORTER),
+            json_str(label),
+            self.active_profile()
+        )?;
+        self.frames.write(w)?;
+        w.write_all(b"]}, \"profiles\": [")?;
+        let origin = self.origin();
+        let mut profile = ProfileWriter { origin, first_event: true, end_value: 0.0, stack: Vec::new() };
+        let mut first_profile = true;
+        for (r, fids) in &self.ranks {
+            let labels = r.lanes.iter().any(|(l, _)| *l != -1).then(|| LaneLabels::new(self.run, r.rank));
+            for (lane, ids) in &r.lanes {
+                let name = match &labels {
+                    Some(labels) if *lane != -1 => format!("rank {} - {}", r.rank, lane_name(labels, r.rank, *lane)),
+                    _ => format!("rank {}", r.rank),
+                };
+                if !first_profile {
+                    w.write_all(b", ")?;
+                }
+                first_profile = false;
+                profile.write(w, &name, &r.calls, ids, fids)?;
+            }
+        }
+        w.write_all(b"]}")
+    }
+}
+
+/// Streams one evented profile: its calls opened and closed depth-first.
+struct ProfileWriter {
+    /// Time origin, seconds.
+    origin: f64,
+    first_event: bool,
+    /// `at` of the last close event, seconds.
+    end_value: f64,
+    stack: Vec<usize>,
+}
+
+impl ProfileWriter {
+    fn write<W: Write>(
+        &mut self,
+        w: &mut W,
+        name: &str,
+        c: &CallArrays,
+        ids: &[usize],
+        fids: &[usize],
+    ) -> io::Result<()> {
+        let start_value = self.at(c.start_ns[ids[0]]);
+        self.end_value = start_value;
+        self.first_event = true;
+        self.stack.clear();
+        write!(w, "{{\"type\": \"evented\", \"name\": {}, \"unit\": \"seconds\", \"events\": [", json_str(name))?;
+        for &i in ids {
+            let p = c.parent[i];
+            while let Some(&top) = self.stack.last() {
+                if p >= 0 && top == p as usize {
+                    break;
+                }
+                self.close(w, c, fids)?;
+            }
+            self.event(w, "O", fids[c.region_index[i] as usize], self.at(c.start_ns[i]))?;
+            self.stack.push(i);
+        }
+        while !self.stack.is_empty() {
+            self.close(w, c, fids)?;
+        }
+        write!(w, "], \"startValue\": {}, \"endValue\": {}}}", json_f64(start_value), json_f64(self.end_value))
+    }
+
+    fn at(&self, ns: i64) -> f64 {
+        ns as f64 / 1e9 - self.origin
+    }
+
+    /// Close the call on top of the stack.
+    fn close<W: Write>(&mut self, w: &mut W, c: &CallArrays, fids: &[usize]) -> io::Result<()> {
+        let top = self.stack.pop().expect("close with an open call");
+        let t = self.at(c.end_ns[top]);
+        self.end_value = t;
+        self.event(w, "C", fids[c.region_index[top] as usize], t)
+    }
+
+    /// One event, streamed piece by piece: no formatting machinery and no allocation per
+    /// event (4M events for 2M calls).
+    fn event<W: Write>(&mut self, w: &mut W, kind: &str, frame: usize, t: f64) -> io::Result<()> {
+        if !self.first_event {
+            w.write_all(b", ")?;
+        }
+        self.first_event = false;
+        w.write_all(b"{\"type\": \"")?;
+        w.write_all(kind.as_bytes())?;
+        w.write_all(b"\", \"frame\": ")?;
+        write_usize(w, frame)?;
+        w.write_all(b", \"at\": ")?;
+        serde_json::to_writer(&mut *w, &t).map_err(io::Error::from)?;
+        w.write_all(b"}")
+    }
+}
+
+/// Write `run`'s `ranks` as one speedscope document named `label` to `out`.
+///
+/// See [`write_speedscope`] for the content. Errors as there.
+pub fn write_speedscope_to<W: Write>(run: &Run, ranks: &[u32], label: &str, out: W) -> Result<(), ExportError> {
+    // Reconstruct every requested rank first: errors surface before anything is written.
+    let mut doc = Document::new(run);
+    for r in reconstruct(run, ranks)? {
+        doc.add(r);
+    }
     let mut w = BufWriter::with_capacity(1 << 16, out);
-    let io = |e: io::Error| ExportError::Io(e.to_string());
-    write!(
-        w,
-        "{{\"$schema\": {}, \"exporter\": {}, \"name\": {}, \"activeProfileIndex\": {active}, \"shared\": {{\"frames\": [",
-        json_str(SCHEMA_URL),
-        json_str(EXPORTER),
-        json_str(label)
-    )
-    .map_err(io)?;
-    for (i, (name, file, line)) in frames.iter().enumerate() {
-        if i > 0 {
-            w.write_all(b", ").map_err(io)?;
-        }
-        write!(w, "{{\"name\": {}", json_str(name)).map_err(io)?;
-        if let Some(f) = file {
-            write!(w, ", \"file\": {}", json_str(f)).map_err(io)?;
-        }
-        if let Some(l) = line {
-            write!(w, ", \"line\": {l}").map_err(io)?;
-        }
-        w.write_all(b"}").map_err(io)?;
-    }
-    w.write_all(b"]}, \"profiles\": [").map_err(io)?;
-
-    let labels_needed = all.iter().any(|r| r.lanes.iter().any(|(l, _)| *l != -1));
-    let mut first_profile = true;
-    let mut stack: Vec<usize> = Vec::new();
-    for (r, fids) in all.iter().zip(&frame_ids) {
-        let labels = if labels_needed { Some(LaneLabels::new(run, r.rank)) } else { None };
-        let c = &r.calls;
-        let at = |ns: i64| ns as f64 / 1e9 - origin;
-        for (lane, ids) in &r.lanes {
-            let name = if *lane == -1 {
-                format!("rank {}", r.rank)
-            } else {
-                format!("rank {} - {}", r.rank, labels.as_ref().map(|l| l.label(*lane)).unwrap_or_default())
-            };
-            let start_value = at(c.start_ns[ids[0]]);
-            let mut end_value = start_value;
-            if !first_profile {
-                w.write_all(b", ").map_err(io)?;
-            }
-            first_profile = false;
-            write!(w, "{{\"type\": \"evented\", \"name\": {}, \"unit\": \"seconds\", \"events\": [", json_str(&name))
-                .map_err(io)?;
-            let mut first_event = true;
-            let mut emit = |w: &mut BufWriter<W>, kind: &str, frame: usize, t: f64| -> Result<(), ExportError> {
-                if !first_event {
-                    w.write_all(b", ").map_err(io)?;
-                }
-                first_event = false;
-                // streamed piece by piece, no formatting machinery and no allocation per
-                // event (4M events for 2M calls)
-                w.write_all(b"{\"type\": \"").map_err(io)?;
-                w.write_all(kind.as_bytes()).map_err(io)?;
-                w.write_all(b"\", \"frame\": ").map_err(io)?;
-                write_usize(w, frame).map_err(io)?;
-                w.write_all(b", \"at\": ").map_err(io)?;
-                serde_json::to_writer(&mut *w, &t).map_err(|e| ExportError::Io(e.to_string()))?;
-                w.write_all(b"}").map_err(io)
-            };
-            stack.clear();
-            for &i in ids {
-                let p = c.parent[i];
-                while let Some(&top) = stack.last() {
-                    if p >= 0 && top == p as usize {
-                        break;
-                    }
-                    stack.pop();
-                    let t = at(c.end_ns[top]);
-                    end_value = t;
-                    emit(&mut w, "C", fids[c.region_index[top] as usize], t)?;
-                }
-                emit(&mut w, "O", fids[c.region_index[i] as usize], at(c.start_ns[i]))?;
-                stack.push(i);
-            }
-            while let Some(top) = stack.pop() {
-                let t = at(c.end_ns[top]);
-                end_value = t;
-                emit(&mut w, "C", fids[c.region_index[top] as usize], t)?;
-            }
-            write!(w, "], \"startValue\": {}, \"endValue\": {}}}", json_f64(start_value), json_f64(end_value))
-                .map_err(io)?;
-        }
-    }
-    w.write_all(b"]}").map_err(io)?;
-    w.flush().map_err(io)?;
-    Ok(())
+    doc.write(label, &mut w).and_then(|()| w.flush()).map_err(|e| ExportError::Io(e.to_string()))
 }
 
 /// Write `run`'s `ranks` as one speedscope document named `label` to `path`.
 ///
 /// For each rank in the given order: its calls are reconstructed per lane
-/// ([`rank_call_arrays`]) and each lane with calls becomes one evented profile named
+/// ([`rank_call_arrays`](scope_profiler_analysis::rank_call_arrays)) and each lane with calls becomes one evented profile named
 /// `"rank R"` (lane -1 / untracked run) or `"rank R - <lane_label>"`, main thread first
 /// (thread lanes by ascending thread index, then -1, then tasks ascending). Frames are
 /// shared document-wide, one per region name in order of first emission, with `file` and

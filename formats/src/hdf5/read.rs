@@ -196,7 +196,7 @@ pub(crate) fn num_ranks(ctx: &Ctx, metadata: &[(String, MetaValue)], max_rank: O
     let size = mpi_size(metadata);
     let claimed = size.max(max_rank as i64 + 1);
     if claimed > MAX_RANKS || (max_rank as i64 >= size && max_rank as usize >= rows) {
-        return Err(ctx.corrupt(&format!(
+        return Err(ctx.corrupt(format!(
             "claims {claimed} ranks (highest rank {max_rank}, mpi_size {size}, {rows} index rows). The file is damaged."
         )));
     }

@@ -9,13 +9,13 @@ use std::path::Path;
 
 use scope_profiler_analysis::{MetaValue, TaskRow, ThreadRow};
 
-use super::columnar::read_lane_tables;
+use super::columnar::{read_lane_tables, row_tags};
 use super::read::{
     aggregate_error, num_ranks, open_file, read_metadata, read_schema_version, storage_layout, with_ctx,
 };
 use super::summary::SummaryRecord;
 use super::typed::*;
-use super::{py_repr, H5Error, R};
+use super::{H5Error, R};
 
 /// One row of `rank_region_index`, statistics only.
 #[derive(Debug, Clone, PartialEq)]
@@ -51,98 +51,115 @@ pub struct RunSummary {
 
 fn read_summary_inner(path: &Path, ctx: &Ctx) -> R<Option<RunSummary>> {
     let file = open_file(path, ctx)?;
-    let version = read_schema_version(&file, ctx)?;
+    let Some(index) = summary_index(&file, ctx)? else {
+        return Ok(None);
+    };
+    let names =
+        dataset_strings(&file.group("region_table").map_err(ctx.h5("region_table"))?, "names", ctx, "region_table")?;
+    let ix = SummaryIndex::read(&index, ctx)?;
+    let rows = ix.rows(names.len(), ctx)?;
+    let metadata = read_metadata(&file, ctx)?;
+    let mut lanes = scope_profiler_analysis::Run::default();
+    read_lane_tables(&file, ctx, &mut lanes)?;
+    let num_ranks = num_ranks(ctx, &metadata, rows.iter().map(|r| r.rank).max(), rows.len())?;
+    Ok(Some(RunSummary { region_names: names, rows, threads: lanes.threads, tasks: lanes.tasks, metadata, num_ranks }))
+}
+
+/// The `rank_region_index` group of a file that can answer a summary read, `None` for a
+/// schema-1 file or one without `summary_statistics`.
+fn summary_index(file: &hdf5::File, ctx: &Ctx) -> R<Option<hdf5::Group>> {
+    let version = read_schema_version(file, ctx)?;
     if version < 2 {
         return Ok(None);
     }
-    if storage_layout(&file, ctx)? == "aggregate" {
+    if storage_layout(file, ctx)? == "aggregate" {
         return Err(aggregate_error(ctx));
     }
-    if !has(&file, "rank_region_index") || !has(&file, "region_table") {
+    if !has(file, "rank_region_index") || !has(file, "region_table") {
         return Err(ctx.corrupt("is not a scope-profiler profile: it has no rank_region_index or region_table group."));
     }
     let index = file.group("rank_region_index").map_err(ctx.h5("rank_region_index"))?;
-    if !has(&index, "summary_statistics") {
-        return Ok(None);
-    }
-    const IX: &str = "rank_region_index";
-    let names =
-        dataset_strings(&file.group("region_table").map_err(ctx.h5("region_table"))?, "names", ctx, "region_table")?;
-    let region_ids = dataset_ints(&index, "region_ids", ctx, IX)?;
-    let rows = region_ids.len();
-    let ints = |name: &str| -> R<Vec<i64>> {
-        let v = dataset_ints(&index, name, ctx, IX)?;
-        if v.len() != rows {
-            return Err(H5Error::Schema(format!(
-                "rank_region_index/{name} must be one-dimensional with {rows} rows, got shape ({},)",
-                v.len()
-            )));
-        }
-        Ok(v)
-    };
-    let strs = |name: &str| -> R<Vec<String>> {
-        let v = dataset_strings(&index, name, ctx, IX)?;
-        if v.len() != rows {
-            return Err(H5Error::Schema(format!(
-                "rank_region_index/{name} must be one-dimensional with {rows} rows, got shape ({},)",
-                v.len()
-            )));
-        }
-        Ok(v)
-    };
-    let ranks = ints("ranks")?;
-    let counts = ints("event_counts")?;
-    let lines = ints("source_lines")?;
-    let files = strs("source_files")?;
-    let texts = strs("source_texts")?;
-    let tags = strs("tags")?;
-    let totals = if has(&index, "exclusive_totals") { Some(ints("exclusive_totals")?) } else { None };
-    let ds = index.dataset("summary_statistics").map_err(ctx.h5("summary_statistics"))?;
-    let stats: Vec<SummaryRecord> = read_raw_checked(&ds, ctx, "rank_region_index/summary_statistics")?;
-    if stats.len() != rows {
+    Ok(has(&index, "summary_statistics").then_some(index))
+}
+
+const IX: &str = "rank_region_index";
+
+/// `Schema` error (the reference's message) unless index column `name` has exactly `rows` values.
+fn exact_rows<T>(v: Vec<T>, rows: usize, name: &str) -> R<Vec<T>> {
+    if v.len() != rows {
         return Err(H5Error::Schema(format!(
-            "rank_region_index/summary_statistics must be one-dimensional with {rows} rows, got shape ({},)",
-            stats.len()
+            "{IX}/{name} must be one-dimensional with {rows} rows, got shape ({},)",
+            v.len()
         )));
     }
-    let mut out = RunSummary { region_names: names, ..Default::default() };
-    let mut seen = std::collections::HashSet::with_capacity(rows);
-    for r in 0..rows {
-        let rid = region_ids[r];
-        if rid < 0 || rid as usize >= out.region_names.len() {
-            return Err(H5Error::Schema("summary index contains an out-of-range region id".into()));
-        }
-        if !seen.insert((rid, ranks[r])) {
-            return Err(H5Error::Schema("summary index contains a duplicate rank/region row".into()));
-        }
-        let rank = u32::try_from(ranks[r])
-            .map_err(|_| ctx.corrupt(format!("has rank {} in its event index. The file is damaged.", ranks[r])))?;
-        let tag_list: Vec<String> = if tags[r].is_empty() {
-            Vec::new()
-        } else {
-            serde_json::from_str(&tags[r]).map_err(|e| {
-                ctx.corrupt(format!("has unreadable tags {} in row {r}: {e}. The file is damaged.", py_repr(&tags[r])))
-            })?
-        };
-        out.rows.push(SummaryRow {
-            region: rid as u32,
-            rank,
-            count: counts[r],
-            stats: stats[r],
-            exclusive_total_ns: totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0),
-            source_file: Some(files[r].clone()).filter(|s| !s.is_empty()),
-            source_line: Some(lines[r]).filter(|&l| l >= 0),
-            source_text: Some(texts[r].clone()).filter(|s| !s.is_empty()),
-            tags: tag_list,
-        });
+    Ok(v)
+}
+
+/// The `rank_region_index` columns a summary needs, one value per region row.
+struct SummaryIndex {
+    region_ids: Vec<i64>,
+    ranks: Vec<i64>,
+    counts: Vec<i64>,
+    lines: Vec<i64>,
+    files: Vec<String>,
+    texts: Vec<String>,
+    tags: Vec<String>,
+    totals: Option<Vec<i64>>,
+    stats: Vec<SummaryRecord>,
+}
+
+impl SummaryIndex {
+    fn read(index: &hdf5::Group, ctx: &Ctx) -> R<Self> {
+        let region_ids = dataset_ints(index, "region_ids", ctx, IX)?;
+        let rows = region_ids.len();
+        let ints = |name: &str| exact_rows(dataset_ints(index, name, ctx, IX)?, rows, name);
+        let strs = |name: &str| exact_rows(dataset_strings(index, name, ctx, IX)?, rows, name);
+        Ok(SummaryIndex {
+            ranks: ints("ranks")?,
+            counts: ints("event_counts")?,
+            lines: ints("source_lines")?,
+            files: strs("source_files")?,
+            texts: strs("source_texts")?,
+            tags: strs("tags")?,
+            totals: if has(index, "exclusive_totals") { Some(ints("exclusive_totals")?) } else { None },
+            stats: {
+                let ds = index.dataset("summary_statistics").map_err(ctx.h5("summary_statistics"))?;
+                let stats = read_raw_checked(&ds, ctx, "rank_region_index/summary_statistics")?;
+                exact_rows(stats, rows, "summary_statistics")?
+            },
+            region_ids,
+        })
     }
-    out.metadata = read_metadata(&file, ctx)?;
-    let mut lanes = scope_profiler_analysis::Run::default();
-    read_lane_tables(&file, ctx, &mut lanes)?;
-    out.threads = lanes.threads;
-    out.tasks = lanes.tasks;
-    out.num_ranks = num_ranks(ctx, &out.metadata, out.rows.iter().map(|r| r.rank).max(), out.rows.len())?;
-    Ok(Some(out))
+
+    /// The rows, checked: region ids within the `n_names` names, no duplicate
+    /// (region, rank), ranks non-negative, tags readable.
+    fn rows(&self, n_names: usize, ctx: &Ctx) -> R<Vec<SummaryRow>> {
+        let mut seen = std::collections::HashSet::with_capacity(self.region_ids.len());
+        let mut out = Vec::with_capacity(self.region_ids.len());
+        for r in 0..self.region_ids.len() {
+            let (rid, rank) = (self.region_ids[r], self.ranks[r]);
+            if rid < 0 || rid as usize >= n_names {
+                return Err(H5Error::Schema("summary index contains an out-of-range region id".into()));
+            }
+            if !seen.insert((rid, rank)) {
+                return Err(H5Error::Schema("summary index contains a duplicate rank/region row".into()));
+            }
+            let rank = u32::try_from(rank)
+                .map_err(|_| ctx.corrupt(format!("has rank {rank} in its event index. The file is damaged.")))?;
+            out.push(SummaryRow {
+                region: rid as u32,
+                rank,
+                count: self.counts[r],
+                stats: self.stats[r],
+                exclusive_total_ns: self.totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0),
+                source_file: Some(self.files[r].clone()).filter(|s| !s.is_empty()),
+                source_line: Some(self.lines[r]).filter(|&l| l >= 0),
+                source_text: Some(self.texts[r].clone()).filter(|s| !s.is_empty()),
+                tags: row_tags(&self.tags[r], r, ctx)?,
+            });
+        }
+        Ok(out)
+    }
 }
 
 /// Read the statistics, metadata and lane tables of a schema-2/3 file without reading

@@ -239,7 +239,15 @@ pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<R
     if n == 0 || chunk == 0 || (n as u128) * (elem as u128) > (ctx.file_len as u128) + (elem * chunk) as u128 {
         return None;
     }
-    let mut chunks: Vec<(u64, u64, u64)> = Vec::with_capacity(n / chunk + 1); // (element, addr, bytes)
+    let chunks = stored_chunks(ds, n, chunk)?;
+    let pieces = chunk_pieces(&chunks, n, chunk, elem, ctx.file_len)?;
+    Some(RawPlan { n, elem, pieces })
+}
+
+/// `(first element, address, bytes)` of every stored chunk of the `n`-element `ds`, sorted;
+/// `None` unless each of the `n / chunk` (rounded up) chunks is there, unfiltered and aligned.
+fn stored_chunks(ds: &hdf5::Dataset, n: usize, chunk: usize) -> Option<Vec<(u64, u64, u64)>> {
+    let mut chunks: Vec<(u64, u64, u64)> = Vec::with_capacity(n / chunk + 1);
     let mut ok = true;
     ds.chunks_visit(|info| {
         let off = info.offset.first().copied().unwrap_or(u64::MAX);
@@ -255,6 +263,19 @@ pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<R
         return None;
     }
     chunks.sort_unstable();
+    Some(chunks)
+}
+
+/// The [`RawPlan::pieces`] of sorted `chunks`: runs of chunks that follow each other in the
+/// file merged, cut into pieces of at most 4 MiB (the unit of parallel reads). `None` when
+/// a chunk is missing, of another size, or past `file_len`.
+fn chunk_pieces(
+    chunks: &[(u64, u64, u64)],
+    n: usize,
+    chunk: usize,
+    elem: usize,
+    file_len: u64,
+) -> Option<Vec<(usize, u64, usize)>> {
     let mut pieces = Vec::new();
     let mut i = 0;
     while i < chunks.len() {
@@ -269,10 +290,9 @@ pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<R
         }
         let lo = i * chunk * elem;
         let hi = (j * chunk * elem).min(n * elem);
-        if addr.checked_add((hi - lo) as u64)? > ctx.file_len {
+        if addr.checked_add((hi - lo) as u64)? > file_len {
             return None;
         }
-        // cut long runs into pieces of at most 4 MiB (the unit of parallel reads)
         let mut at = lo;
         while at < hi {
             let len = (hi - at).min(4 << 20);
@@ -281,7 +301,7 @@ pub(crate) fn chunk_plan(ds: &hdf5::Dataset, elem: usize, ctx: &Ctx) -> Option<R
         }
         i = j;
     }
-    Some(RawPlan { n, elem, pieces })
+    Some(pieces)
 }
 
 /// Read a [`RawPlan`] as `n` values of `T` (the plan's value size; `None` otherwise or when

@@ -81,6 +81,11 @@ impl W<'_> {
             })
             .collect()
     }
+    /// `Write` error for an inconsistent row: "could not write PATH: region NAME has DETAIL".
+    fn region_err(&self, run: &Run, r: &RegionCalls, detail: String) -> H5Error {
+        let name = run.region_names.get(r.region as usize).map(String::as_str).unwrap_or("?");
+        H5Error::Write(format!("could not write {}: region {} has {detail}", self.path, py_repr(name)))
+    }
     fn ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
         let b = g.new_dataset_builder().with_data(v);
         if self.compress && std::mem::size_of_val(v) > CONTIGUOUS_MAX_BYTES {
@@ -97,12 +102,30 @@ impl W<'_> {
     }
 }
 
+/// Write `run`'s contents into the open `file`, in steps: root attributes, `/metadata`,
+/// `/region_table`, `/events`, `/rank_region_index`, lane tables. Only rows with calls are
+/// written (the reference writes only regions with completed calls).
+///
+/// Errors: [`H5Error::Write`] naming the file and the dataset, or the inconsistent row.
 pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
-    // Rows with calls only (the reference writes only regions with completed calls), and
-    // only the region names they use, in region-table order.
     let rows: Vec<&RegionCalls> = run.regions.iter().filter(|r| !r.is_empty()).collect();
+    let (new_id, names) = used_names(run, &rows, w)?;
+    write_root_attributes(file, w)?;
+    write_metadata(run, file, w)?;
+    let rt = file.create_group("region_table").map_err(w.err("region_table"))?;
+    w.strs(&rt, "names", &names)?;
+    let events = file.create_group("events").map_err(w.err("events"))?;
+    write_timings(run, &rows, &events, w)?;
+    write_optional_columns(run, &rows, &events, w)?;
+    write_index(&rows, &new_id, file, w)?;
+    write_lane_tables(run, &rows, file, w)
+}
+
+/// The region names `rows` use, in region-table order, and the new id of each old id
+/// (`u32::MAX` for unused names).
+fn used_names(run: &Run, rows: &[&RegionCalls], w: &W<'_>) -> R<(Vec<u32>, Vec<String>)> {
     let mut used = vec![false; run.region_names.len()];
-    for r in &rows {
+    for r in rows {
         match used.get_mut(r.region as usize) {
             Some(u) => *u = true,
             None => {
@@ -123,7 +146,11 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
             names.push(run.region_names[i].clone());
         }
     }
+    Ok((new_id, names))
+}
 
+/// Root attributes: `scope_profiler_schema` (int64) and `storage_layout = "columnar"`.
+fn write_root_attributes(file: &hdf5::File, w: &W<'_>) -> R<()> {
     let root = file.group("/").map_err(w.err("root"))?;
     root.new_attr::<i64>()
         .create(SCHEMA_ATTRIBUTE)
@@ -136,8 +163,11 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
         .map_err(w.err("storage_layout"))?
         .write_scalar(&columnar)
         .map_err(w.err("storage_layout"))?;
+    Ok(())
+}
 
-    // /metadata
+/// `/metadata`: one attribute per metadata key.
+fn write_metadata(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
     let meta = file.create_group("metadata").map_err(w.err("metadata"))?;
     for (key, value) in &run.metadata {
         let what = format!("metadata attribute {key}");
@@ -155,25 +185,18 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
         }
         .map_err(w.err(&what))?;
     }
+    Ok(())
+}
 
-    // /region_table
-    let rt = file.create_group("region_table").map_err(w.err("region_table"))?;
-    w.strs(&rt, "names", &names)?;
-
-    // /events and /rank_region_index
+/// `events/start_deltas` (per row, from 0) and `events/durations`.
+fn write_timings(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
     let total: usize = rows.iter().map(|r| r.len()).sum();
     let mut start_deltas = Vec::with_capacity(total);
     let mut durations = Vec::with_capacity(total);
-    for r in &rows {
+    for r in rows {
         let (s, e) = (r.start_ns.values(), r.end_ns.values());
         if s.len() != e.len() {
-            return Err(H5Error::Write(format!(
-                "could not write {}: region {} has {} starts but {} ends",
-                w.path,
-                py_repr(&run.region_names[r.region as usize]),
-                s.len(),
-                e.len()
-            )));
+            return Err(w.region_err(run, r, format!("{} starts but {} ends", s.len(), e.len())));
         }
         let mut prev = 0i64;
         for i in 0..s.len() {
@@ -182,12 +205,13 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
             durations.push(e[i].wrapping_sub(s[i]));
         }
     }
-    let events = file.create_group("events").map_err(w.err("events"))?;
-    w.ints(&events, "start_deltas", &start_deltas)?;
-    w.ints(&events, "durations", &durations)?;
-    drop(start_deltas);
-    drop(durations);
-    // Call and parent ids may be held bit-packed: decoded row by row here.
+    w.ints(events, "start_deltas", &start_deltas)?;
+    w.ints(events, "durations", &durations)
+}
+
+/// The optional event columns some row has, rows without it back-filled (-1, 0 for
+/// `await_ns`). Call and parent ids may be held bit-packed: decoded row by row here.
+fn write_optional_columns(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
     type Col = fn(&RegionCalls) -> Option<Cow<'_, Int64Array>>;
     let optional: [(&str, Col, i64); 6] = [
         ("gpu_durations", |r| r.gpu_ns.as_ref().map(Cow::Borrowed), -1),
@@ -197,39 +221,40 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
         ("task_ids", |r| r.task_ids.as_ref().map(Cow::Borrowed), -1),
         ("await_ns", |r| r.await_ns.as_ref().map(Cow::Borrowed), 0),
     ];
+    let total: usize = rows.iter().map(|r| r.len()).sum();
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {
             continue;
         }
         let mut col = Vec::with_capacity(total);
-        for r in &rows {
+        for r in rows {
             match get(r) {
                 Some(a) if a.len() == r.len() => col.extend_from_slice(a.values()),
                 Some(a) => {
-                    return Err(H5Error::Write(format!(
-                        "could not write {}: region {} has {} calls but {} values in {name}",
-                        w.path,
-                        py_repr(&run.region_names[r.region as usize]),
-                        r.len(),
-                        a.len()
-                    )))
+                    return Err(w.region_err(run, r, format!("{} calls but {} values in {name}", r.len(), a.len())))
                 }
                 None => col.extend(std::iter::repeat_n(missing, r.len())),
             }
         }
-        w.ints(&events, name, &col)?;
+        w.ints(events, name, &col)?;
     }
+    Ok(())
+}
 
+/// `/rank_region_index`: one value per row in each column; `new_id` from [`used_names`].
+fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'_>) -> R<()> {
     let index = file.create_group("rank_region_index").map_err(w.err("rank_region_index"))?;
     let region_ids: Vec<u32> = rows.iter().map(|r| new_id[r.region as usize]).collect();
     let ranks: Vec<u32> = rows.iter().map(|r| r.rank).collect();
     let counts: Vec<u64> = rows.iter().map(|r| r.len() as u64).collect();
-    let mut offsets = Vec::with_capacity(rows.len());
-    let mut acc = 0u64;
-    for &c in &counts {
-        offsets.push(acc);
-        acc += c;
-    }
+    let offsets: Vec<u64> = counts
+        .iter()
+        .scan(0u64, |acc, &c| {
+            let at = *acc;
+            *acc += c;
+            Some(at)
+        })
+        .collect();
     w.ints(&index, "region_ids", &region_ids)?;
     w.ints(&index, "ranks", &ranks)?;
     w.ints(&index, "event_offsets", &offsets)?;
@@ -250,42 +275,50 @@ pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
         .iter()
         .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
         .collect();
-    w.ints(&index, "summary_statistics", &summaries)?;
+    w.ints(&index, "summary_statistics", &summaries)
+}
 
-    // Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
-    // rows together with its regions) only for ranks that recorded calls.
+/// Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
+/// rows together with its regions) only for ranks that recorded calls.
+fn write_lane_tables(run: &Run, rows: &[&RegionCalls], file: &hdf5::File, w: &W<'_>) -> R<()> {
     let ranks_with_calls: std::collections::HashSet<u32> = rows.iter().map(|r| r.rank).collect();
     let threads: Vec<&ThreadRow> = run.threads.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
     let tasks: Vec<&TaskRow> = run.tasks.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
     if !threads.is_empty() {
-        let g = file.create_group("thread_table").map_err(w.err("thread_table"))?;
-        let t = &threads;
-        w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
-        w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
-        w.ints(&g, "ident", &t.iter().map(|x| x.ident).collect::<Vec<i64>>())?;
-        w.ints(&g, "native_id", &t.iter().map(|x| x.native_id).collect::<Vec<i64>>())?;
-        w.ints(&g, "daemon", &t.iter().map(|x| x.daemon as i8).collect::<Vec<i8>>())?;
-        w.ints(&g, "start_ns", &t.iter().map(|x| x.start_ns).collect::<Vec<i64>>())?;
-        w.ints(&g, "end_ns", &t.iter().map(|x| x.end_ns).collect::<Vec<i64>>())?;
-        w.ints(&g, "cpu_ns", &t.iter().map(|x| x.cpu_ns).collect::<Vec<i64>>())?;
-        w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
+        write_thread_table(&threads, file, w)?;
     }
     if !tasks.is_empty() {
-        let g = file.create_group("task_table").map_err(w.err("task_table"))?;
-        let t = &tasks;
-        w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
-        w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
-        w.ints(&g, "thread_index", &t.iter().map(|x| x.thread_index).collect::<Vec<i64>>())?;
-        w.ints(&g, "created_ns", &t.iter().map(|x| x.created_ns).collect::<Vec<i64>>())?;
-        w.ints(&g, "done_ns", &t.iter().map(|x| x.done_ns).collect::<Vec<i64>>())?;
-        w.ints(&g, "steps", &t.iter().map(|x| x.steps).collect::<Vec<i64>>())?;
-        w.ints(&g, "running_ns", &t.iter().map(|x| x.running_ns).collect::<Vec<i64>>())?;
-        w.ints(&g, "suspended_ns", &t.iter().map(|x| x.suspended_ns).collect::<Vec<i64>>())?;
-        w.strs(&g, "kind", &t.iter().map(|x| x.kind.clone()).collect::<Vec<String>>())?;
-        w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
-        w.strs(&g, "coro_name", &t.iter().map(|x| x.coro_name.clone()).collect::<Vec<String>>())?;
+        write_task_table(&tasks, file, w)?;
     }
     Ok(())
+}
+
+fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
+    let g = file.create_group("thread_table").map_err(w.err("thread_table"))?;
+    w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
+    w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
+    w.ints(&g, "ident", &t.iter().map(|x| x.ident).collect::<Vec<i64>>())?;
+    w.ints(&g, "native_id", &t.iter().map(|x| x.native_id).collect::<Vec<i64>>())?;
+    w.ints(&g, "daemon", &t.iter().map(|x| x.daemon as i8).collect::<Vec<i8>>())?;
+    w.ints(&g, "start_ns", &t.iter().map(|x| x.start_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "end_ns", &t.iter().map(|x| x.end_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "cpu_ns", &t.iter().map(|x| x.cpu_ns).collect::<Vec<i64>>())?;
+    w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
+}
+
+fn write_task_table(t: &[&TaskRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
+    let g = file.create_group("task_table").map_err(w.err("task_table"))?;
+    w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
+    w.ints(&g, "index", &t.iter().map(|x| x.index).collect::<Vec<i64>>())?;
+    w.ints(&g, "thread_index", &t.iter().map(|x| x.thread_index).collect::<Vec<i64>>())?;
+    w.ints(&g, "created_ns", &t.iter().map(|x| x.created_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "done_ns", &t.iter().map(|x| x.done_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "steps", &t.iter().map(|x| x.steps).collect::<Vec<i64>>())?;
+    w.ints(&g, "running_ns", &t.iter().map(|x| x.running_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "suspended_ns", &t.iter().map(|x| x.suspended_ns).collect::<Vec<i64>>())?;
+    w.strs(&g, "kind", &t.iter().map(|x| x.kind.clone()).collect::<Vec<String>>())?;
+    w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
+    w.strs(&g, "coro_name", &t.iter().map(|x| x.coro_name.clone()).collect::<Vec<String>>())
 }
 
 /// The process umask, without changing it (Linux `/proc/self/status`; else set-and-restore).
