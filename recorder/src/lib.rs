@@ -3,7 +3,8 @@
 //!
 //! # Model
 //! A [`Recorder`] belongs to one profiling configuration (one `setup()`). Regions are
-//! numbered densely by the caller (`u32` ids, registration order). Every OS thread that
+//! numbered densely by the caller (`u32` ids, registration order; [`RegionTable`] maps
+//! an id to its name, tags and source). Every OS thread that
 //! records gets its own [`ThreadState`]: per region a buffer of `starts`/`ends` (an end of
 //! `0` means "still open") and a scope stack of reserved slots (`-1` = entered while
 //! paused). Entering a region reserves a slot, pushes it on that region's stack of the
@@ -51,6 +52,7 @@
 
 pub mod clock;
 pub mod fork;
+pub mod regions;
 pub mod task;
 
 use std::cell::{Cell, UnsafeCell};
@@ -58,6 +60,7 @@ use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub use clock::{now_ns, thread_cpu_ns};
+pub use regions::{RegionMeta, RegionTable};
 use task::LaneEntry;
 pub use task::{TaskKind, TaskRecord, TaskRowData};
 

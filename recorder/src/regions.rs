@@ -1,0 +1,96 @@
+//! The region table: what a region id means. The recorder stores calls per region id
+//! (`u32`, dense, registration order); this table maps each id to its name, tags and the
+//! site that first defined it. One table belongs to one [`Recorder`](crate::Recorder)
+//! configuration; the snapshot of that recorder is read against it.
+//!
+//! Synchronization: a mutex (poison-tolerant). It is taken on region creation, when a
+//! source site is recorded and by readers (snapshot conversion, open-region names), never on
+//! the enter/exit hot path.
+use std::sync::{Mutex, MutexGuard};
+
+/// Per-region facts that are not per call: name, first creation site, tags.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RegionMeta {
+    pub name: String,
+    /// File of the first site that defined the region (first writer wins).
+    pub source_file: Option<String>,
+    /// 1-based line of that site.
+    pub source_line: Option<i64>,
+    /// Source text of that line.
+    pub source_text: Option<String>,
+    pub tags: Vec<String>,
+}
+
+/// The region table of one recorder: position = region id.
+#[derive(Debug, Default)]
+pub struct RegionTable {
+    regions: Mutex<Vec<RegionMeta>>,
+}
+
+impl RegionTable {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// The table, locked. Index it with a region id.
+    pub fn lock(&self) -> MutexGuard<'_, Vec<RegionMeta>> {
+        self.regions.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// The id of the region named `name` and its tags: an existing region keeps its id and
+    /// first tags (`tags` is then ignored); a new one gets the next id and `tags`. Atomic, so
+    /// two threads creating the same name at once share one id.
+    pub fn get_or_create(&self, name: &str, tags: Vec<String>) -> (u32, Vec<String>) {
+        let mut regions = self.lock();
+        match regions.iter().position(|m| m.name == name) {
+            Some(i) => (i as u32, regions[i].tags.clone()),
+            None => {
+                regions.push(RegionMeta { name: name.to_string(), tags: tags.clone(), ..Default::default() });
+                ((regions.len() - 1) as u32, tags)
+            }
+        }
+    }
+
+    /// Record the defining site of region `id` unless one is recorded already (first writer
+    /// wins). An unknown id is ignored.
+    pub fn set_source(&self, id: u32, file: String, line: Option<i64>, text: Option<String>) {
+        let mut regions = self.lock();
+        let Some(m) = regions.get_mut(id as usize) else { return };
+        if m.source_file.is_none() {
+            m.source_file = Some(file);
+            m.source_line = line;
+            m.source_text = text;
+        }
+    }
+
+    /// Number of regions (ids `0..len`).
+    pub fn len(&self) -> usize {
+        self.lock().len()
+    }
+
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ids_are_dense_and_first_tags_and_source_win() {
+        let t = RegionTable::new();
+        assert_eq!(t.get_or_create("a", vec!["x".into()]), (0, vec!["x".to_string()]));
+        assert_eq!(t.get_or_create("b", vec![]), (1, vec![]));
+        assert_eq!(t.get_or_create("a", vec!["y".into()]), (0, vec!["x".to_string()]));
+        assert_eq!(t.len(), 2);
+        t.set_source(0, "f.py".into(), Some(3), Some("with a:".into()));
+        t.set_source(0, "g.py".into(), Some(9), None);
+        t.set_source(7, "h.py".into(), None, None);
+        let regions = t.lock();
+        assert_eq!(regions[0].source_file.as_deref(), Some("f.py"));
+        assert_eq!(regions[0].source_line, Some(3));
+        assert_eq!(regions[0].source_text.as_deref(), Some("with a:"));
+        assert_eq!(regions[1].source_file, None);
+    }
+}
