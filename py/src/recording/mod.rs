@@ -17,11 +17,11 @@ use std::sync::{Arc, Mutex};
 mod tasks;
 pub use tasks::{TaskHandle, TimedCoroutine};
 
-use arrow_array::Int64Array;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
-use scope_profiler_recorder::{Recorder, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
+use scope_profiler_analysis::MetaValue;
+use scope_profiler_finalize::{checkpoint, CheckpointError, CheckpointRequest};
+use scope_profiler_recorder::{Recorder, RegionMeta, RegionTable, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
 
 use crate::errors::h5_err;
 use crate::run::NativeRun;
@@ -50,20 +50,10 @@ fn thread_time_ns() -> i64 {
     scope_profiler_recorder::thread_cpu_ns()
 }
 
-/// Per-region facts that are not per call: name, first creation site, tags.
-#[derive(Debug, Clone, Default)]
-struct RegionMeta {
-    name: String,
-    source_file: Option<String>,
-    source_line: Option<i64>,
-    source_text: Option<String>,
-    tags: Vec<String>,
-}
-
 /// What a [`NativeRecorder`] and its regions share.
 pub(crate) struct Shared {
     rec: Recorder,
-    regions: Mutex<Vec<RegionMeta>>,
+    regions: RegionTable,
     /// A `threading.local()`: holds each registered thread's [`ThreadExitSentinel`].
     local: Py<PyAny>,
     /// Called (no arguments) on a thread right after it registered lazily (the greenlet
@@ -117,7 +107,7 @@ impl Shared {
     }
 
     fn meta(&self) -> std::sync::MutexGuard<'_, Vec<RegionMeta>> {
-        self.regions.lock().unwrap_or_else(|e| e.into_inner())
+        self.regions.lock()
     }
 }
 
@@ -183,7 +173,7 @@ impl NativeRecorder {
         Ok(NativeRecorder {
             shared: Arc::new(Shared {
                 rec: Recorder::with_tasks(buffer_limit.max(1) as usize, track_threads, track_async),
-                regions: Mutex::new(Vec::new()),
+                regions: RegionTable::new(),
                 local,
                 on_register: Mutex::new(None),
             }),
@@ -276,16 +266,9 @@ impl NativeRecorder {
     /// paths do nothing.
     #[pyo3(signature = (name, tags=Vec::new(), enabled=true))]
     fn region(&self, name: String, tags: Vec<String>, enabled: bool) -> ProfileRegion {
-        let mut meta = self.shared.meta();
-        // Get-or-create by name under the lock: two threads creating the same region at
-        // once (the Python-level cache is not atomic) still share one id.
-        let (id, tags) = match meta.iter().position(|m| m.name == name) {
-            Some(i) => (i as u32, meta[i].tags.clone()),
-            None => {
-                meta.push(RegionMeta { name: name.clone(), tags: tags.clone(), ..Default::default() });
-                ((meta.len() - 1) as u32, tags)
-            }
-        };
+        // Get-or-create by name under the table's lock: two threads creating the same
+        // region at once (the Python-level cache is not atomic) still share one id.
+        let (id, tags) = self.shared.regions.get_or_create(&name, tags);
         ProfileRegion {
             shared: enabled.then(|| Arc::clone(&self.shared)),
             meta: Some(Arc::clone(&self.shared)),
@@ -366,8 +349,8 @@ impl NativeRecorder {
         self.shared.rec.after_fork_in_child(native_id)
     }
 
-    /// Finalize (checkpoint): snapshot completed calls and the thread table into a
-    /// [`Run`] (rank 0), rewind the buffers if a file is written, number calls from
+    /// Finalize (checkpoint, [`scope_profiler_finalize::checkpoint`]): snapshot completed
+    /// calls and the thread table into a `Run` (rank 0), rewind the buffers if a file is written, number calls from
     /// `call_id_base` (on a nesting failure: no call graph, the message is returned as the
     /// third element), write `file_path` as HDF5 (atomically) when `write_file`.
     /// Returns `(NativeRun, next_call_id, nesting_error_message_or_None)`.
@@ -390,94 +373,22 @@ impl NativeRecorder {
         for (k, v) in metadata.iter() {
             meta_vals.push((k.str()?.to_string(), to_meta_value(&v)?));
         }
-        let tracking = self.shared.rec.tracking();
-        let with_tasks = self.shared.rec.async_columns();
-        let mut run = Run { metadata: meta_vals, ..Default::default() };
-        {
-            let meta = self.shared.meta();
-            // SAFETY: GIL held for the whole snapshot + rewind (module contract).
-            let snap = unsafe { self.shared.rec.snapshot(meta.len()) };
-            for cols in snap {
-                let m = &meta[cols.region as usize];
-                let region = run.region_names.len() as u32;
-                run.region_names.push(m.name.clone());
-                run.regions.push(RegionCalls {
-                    region,
-                    rank: 0,
-                    start_ns: Int64Array::from(cols.starts),
-                    end_ns: Int64Array::from(cols.ends),
-                    gpu_ns: None,
-                    call_ids: None,
-                    parent_ids: None,
-                    thread_ids: tracking.then(|| Int64Array::from(cols.thread_ids)),
-                    task_ids: with_tasks.then(|| Int64Array::from(cols.task_ids)),
-                    await_ns: with_tasks.then(|| Int64Array::from(cols.await_ns)),
-                    source_file: m.source_file.clone(),
-                    source_line: m.source_line,
-                    source_text: m.source_text.clone(),
-                    tags: m.tags.clone(),
-                    event_metadata: None,
-                    exclusive_total_ns: None,
-                    stored: None,
-                });
-            }
-            if rewind.unwrap_or(write_file) {
-                // SAFETY: as above.
-                unsafe { self.shared.rec.mark_written() };
-            }
-        }
-        run.threads = self
-            .shared
-            .rec
-            .thread_rows(start_time_ns)
-            .into_iter()
-            .map(|r| ThreadRow {
-                rank: 0,
-                index: r.index,
-                ident: r.info.ident,
-                native_id: r.info.native_id,
-                daemon: r.info.daemon,
-                start_ns: r.start_ns,
-                end_ns: r.end_ns,
-                cpu_ns: r.cpu_ns,
-                name: r.info.name,
-            })
-            .collect();
-        run.tasks = self
-            .shared
-            .rec
-            .task_rows(start_time_ns)
-            .into_iter()
-            .map(|t| TaskRow {
-                rank: 0,
-                index: t.index,
-                thread_index: t.thread_index,
-                created_ns: t.created_ns,
-                done_ns: t.done_ns,
-                steps: t.steps,
-                running_ns: t.running_ns,
-                suspended_ns: t.suspended_ns,
-                kind: t.kind.to_string(),
-                name: t.name,
-                coro_name: t.coro_name,
-            })
-            .collect();
-        let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
-        run.num_ranks = if run.regions.is_empty() { 0 } else { mpi_size.max(1) };
-
-        let mut next = call_id_base;
-        let mut warning = None;
-        if !run.regions.is_empty() {
-            match scope_profiler_analysis::assign_call_ids(&mut run, 0, call_id_base) {
-                Ok(n) => next = n,
-                Err(e) => warning = Some(e.0),
-            }
-        }
-        if write_file {
-            let path = std::path::PathBuf::from(&file_path);
-            let r = &run;
-            py.detach(|| scope_profiler_formats::write_h5(r, &path)).map_err(h5_err)?;
-        }
+        let path = std::path::PathBuf::from(&file_path);
+        let req = CheckpointRequest {
+            metadata: meta_vals,
+            start_time_ns,
+            rewind: rewind.unwrap_or(write_file),
+            call_id_base,
+            write_to: write_file.then_some(path.as_path()),
+        };
+        // SAFETY: GIL held for the snapshot and rewind (module contract); it is released
+        // only for the HDF5 write, which does not touch the recorder.
+        let done = unsafe { checkpoint(&self.shared.rec, &self.shared.regions, req, |write| py.detach(|| write())) }
+            .map_err(|e| match e {
+                CheckpointError::Write(e) => h5_err(e),
+                CheckpointError::Snapshot(e) => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
+            })?;
+        let (run, next, warning) = (done.run, done.next_call_id, done.warning);
         let native = Py::new(py, NativeRun::new(run, file_path))?;
         Ok((native, next, warning))
     }
@@ -566,13 +477,7 @@ impl ProfileRegion {
     #[pyo3(signature = (filename, lineno, text=None))]
     fn set_source(&self, filename: Option<String>, lineno: Option<i64>, text: Option<String>) {
         let (Some(sh), Some(filename)) = (&self.meta, filename) else { return };
-        let mut meta = sh.meta();
-        let m = &mut meta[self.id as usize];
-        if m.source_file.is_none() {
-            m.source_file = Some(filename);
-            m.source_line = lineno;
-            m.source_text = text;
-        }
+        sh.regions.set_source(self.id, filename, lineno, text);
     }
 
     #[getter]

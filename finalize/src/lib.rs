@@ -1,0 +1,18 @@
+//! From recording to a finished run, without Python.
+//!
+//! * [`snapshot`]: the recorder's snapshot (per-region columns, thread and task rows) and
+//!   its region table become an [`analysis::Run`](scope_profiler_analysis::Run) (rank 0).
+//! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
+//!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
+//!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
+//! * [`transport`]: a run as bytes between processes of one job (MPI ranks to rank 0) and
+//!   the stacking of such runs into one multi-rank run.
+//!
+//! The PyO3 crate only converts Python values and handles the GIL around these calls.
+pub mod checkpoint;
+pub mod snapshot;
+pub mod transport;
+
+pub use checkpoint::{checkpoint, Checkpoint, CheckpointError, CheckpointRequest, WriteJob};
+pub use snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
+pub use transport::{decode_run, encode_run, stack, DecodeError, StackError, MAGIC};

@@ -1,0 +1,116 @@
+//! Recorder snapshot -> [`Run`] (rank 0).
+use arrow_array::Int64Array;
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_recorder::{Recorder, RegionColumns, RegionMeta, TaskRowData, ThreadRowData};
+
+/// What one recorder holds at a checkpoint, as plain values.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Snapshot {
+    /// Completed calls per region with any ([`Recorder::snapshot`] order: ascending region
+    /// id; within a region by thread index, each thread in entry order). Absolute ns on
+    /// the recording clock (`CLOCK_MONOTONIC`).
+    pub regions: Vec<RegionColumns>,
+    /// Thread table, timestamps relative to the run origin (`-1` kept).
+    pub threads: Vec<ThreadRowData>,
+    /// Task table, timestamps relative to the run origin (`-1` kept).
+    pub tasks: Vec<TaskRowData>,
+    /// Whether calls carry a thread column (the recorder tracks threads).
+    pub thread_ids: bool,
+    /// Whether calls carry task ids and await times (the recorder has async columns).
+    pub task_columns: bool,
+}
+
+impl Snapshot {
+    /// Copy the completed calls of region ids `< num_regions`, then the thread and task
+    /// tables relative to `origin_ns` (this re-samples the calling thread's CPU time).
+    ///
+    /// # Safety
+    /// As [`Recorder::snapshot`]: no thread may be inside `enter`/`exit` of `rec`
+    /// concurrently, and earlier such calls must happen-before this one.
+    pub unsafe fn take(rec: &Recorder, num_regions: usize, origin_ns: i64) -> Snapshot {
+        let regions = rec.snapshot(num_regions);
+        Snapshot {
+            regions,
+            threads: rec.thread_rows(origin_ns),
+            tasks: rec.task_rows(origin_ns),
+            thread_ids: rec.tracking(),
+            task_columns: rec.async_columns(),
+        }
+    }
+}
+
+/// The snapshot as a rank-0 [`Run`]: one row per region with calls, in snapshot order,
+/// named from `regions` (indexed by region id; the run's region table lists only regions
+/// with calls, renumbered densely in that order). Thread ids are kept only with
+/// `snap.thread_ids`, task ids and await ns only with `snap.task_columns`. No call ids yet.
+/// `num_ranks` is `max(1, metadata mpi_size)` when there are rows, else 0.
+///
+/// Errors: [`UnknownRegion`] when a column names a region id outside `regions` (a
+/// snapshot taken with more regions than the table has; [`crate::checkpoint`] takes both
+/// under one lock, so it cannot happen there).
+pub fn run_from_snapshot(
+    snap: Snapshot,
+    regions: &[RegionMeta],
+    metadata: Vec<(String, MetaValue)>,
+) -> Result<Run, UnknownRegion> {
+    let mut run = Run { metadata, ..Default::default() };
+    for cols in snap.regions {
+        let m = regions.get(cols.region as usize).ok_or(UnknownRegion { id: cols.region, regions: regions.len() })?;
+        let region = run.region_names.len() as u32;
+        run.region_names.push(m.name.clone());
+        let mut row = RegionCalls::new(region, 0, Int64Array::from(cols.starts), Int64Array::from(cols.ends));
+        row.thread_ids = snap.thread_ids.then(|| Int64Array::from(cols.thread_ids));
+        if snap.task_columns {
+            row.task_ids = Some(Int64Array::from(cols.task_ids));
+            row.await_ns = Some(Int64Array::from(cols.await_ns));
+        }
+        row.source_file = m.source_file.clone();
+        row.source_line = m.source_line;
+        row.source_text = m.source_text.clone();
+        row.tags = m.tags.clone();
+        run.regions.push(row);
+    }
+    run.threads = snap.threads.into_iter().map(thread_row).collect();
+    run.tasks = snap.tasks.into_iter().map(task_row).collect();
+    let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
+    run.num_ranks = if run.regions.is_empty() { 0 } else { mpi_size.max(1) };
+    Ok(run)
+}
+
+/// A snapshot column names a region the region table does not have.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("snapshot has calls of region id {id} but the region table has {regions} regions")]
+pub struct UnknownRegion {
+    pub id: u32,
+    pub regions: usize,
+}
+
+fn thread_row(r: ThreadRowData) -> ThreadRow {
+    ThreadRow {
+        rank: 0,
+        index: r.index,
+        ident: r.info.ident,
+        native_id: r.info.native_id,
+        daemon: r.info.daemon,
+        start_ns: r.start_ns,
+        end_ns: r.end_ns,
+        cpu_ns: r.cpu_ns,
+        name: r.info.name,
+    }
+}
+
+fn task_row(t: TaskRowData) -> TaskRow {
+    TaskRow {
+        rank: 0,
+        index: t.index,
+        thread_index: t.thread_index,
+        created_ns: t.created_ns,
+        done_ns: t.done_ns,
+        steps: t.steps,
+        running_ns: t.running_ns,
+        suspended_ns: t.suspended_ns,
+        kind: t.kind.to_string(),
+        name: t.name,
+        coro_name: t.coro_name,
+    }
+}
