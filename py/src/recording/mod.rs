@@ -383,7 +383,7 @@ impl NativeRecorder {
         };
         // SAFETY: GIL held for the snapshot and rewind (module contract); it is released
         // only for the HDF5 write, which does not touch the recorder.
-        let done = unsafe { checkpoint(&self.shared.rec, &self.shared.regions, req, |write| py.detach(|| write())) }
+        let done = unsafe { checkpoint(&self.shared.rec, &self.shared.regions, req, |write| py.detach(write)) }
             .map_err(|e| match e {
                 CheckpointError::Write(e) => h5_err(e),
                 CheckpointError::Snapshot(e) => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
