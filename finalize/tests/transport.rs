@@ -305,7 +305,7 @@ fn overlapping_rank_blocks_are_refused() {
     two.num_ranks = 2;
     let err = stack(vec![(0, two), (1, one_rank(&["b"], 1))], None, None, None).unwrap_err();
     match err {
-        StackError::Stack(m) => assert!(m.contains("rank 1 is claimed by two parts"), "{m}"),
+        StackError::Stack(e) => assert!(e.to_string().contains("rank 1 is claimed by two parts"), "{e}"),
         other => panic!("expected a stacking error, got {other:?}"),
     }
     let err = stack(vec![(0, one_rank(&["a"], 1)), (0, one_rank(&["b"], 1))], None, None, None).unwrap_err();

@@ -11,8 +11,8 @@ use pyo3::types::{PyBytes, PyDict};
 use scope_profiler_analysis::Run;
 use scope_profiler_finalize::transport::{self, decode_run, encode_run, StackError};
 
-use crate::errors::h5_err;
 use crate::convert::meta_from_py;
+use crate::errors::h5_err;
 use crate::run::NativeRun;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
