@@ -65,3 +65,17 @@ pub fn i64_view<'py>(py: Python<'py>, a: &arrow_array::Int64Array) -> PyResult<B
 pub fn secs_array<'py>(py: Python<'py>, values: &[i64]) -> Bound<'py, PyArray1<f64>> {
     PyArray1::from_vec(py, values.iter().map(|&v| secs(v)).collect())
 }
+
+/// A read-only numpy view of `values`, which live in the run `analysis` holds; the view's base
+/// is a `NativeRun` handle of that run (no copy; the run lives as long as the view).
+///
+/// `values` must point into `analysis.run` (a column of one of its rows).
+pub fn run_view<'py>(
+    py: Python<'py>,
+    analysis: &std::sync::Arc<scope_profiler_analysis::RunAnalysis>,
+    values: &[i64],
+) -> PyResult<Bound<'py, PyArray1<i64>>> {
+    let keeper = Bound::new(py, crate::run::NativeRun::of(std::sync::Arc::clone(analysis), String::new()))?.into_any();
+    // SAFETY: `values` is a column of `analysis.run` (immutable, behind the Arc `keeper` holds).
+    Ok(unsafe { view_i64(values, &keeper) })
+}

@@ -71,12 +71,15 @@ const FIELDS: [&str; 11] = [
 #[pyclass(module = "scope_profiler.call_stack", frozen)]
 pub struct CallArrays {
     source: Source,
+    /// Region names (input order, regions with data on the rank); shared by lane slices.
     #[pyo3(get)]
-    names: Vec<String>,
+    names: Py<PyList>,
     #[pyo3(get)]
-    source_files: Vec<Option<String>>,
+    source_files: Py<PyList>,
     #[pyo3(get)]
-    source_lines: Vec<Option<i64>>,
+    source_lines: Py<PyList>,
+    /// The names as Rust strings (for `build_call_stack`).
+    name_strs: Vec<String>,
 }
 
 impl CallArrays {
@@ -86,10 +89,31 @@ impl CallArrays {
         let rec = py.detach(move || a.rank(rank)).map_err(nesting_err)?;
         let run = &analysis.run;
         let rows = &rec.rows;
-        let names = rows.iter().map(|&i| run.region_names.get(run.regions[i].region as usize).cloned().unwrap_or_default()).collect();
-        let source_files = rows.iter().map(|&i| run.regions[i].source_file.clone().filter(|f| !f.is_empty())).collect();
-        let source_lines = rows.iter().map(|&i| run.regions[i].source_line.filter(|&l| l >= 0)).collect();
-        Ok(CallArrays { source: Source::Cached(rec), names, source_files, source_lines })
+        let names: Vec<String> =
+            rows.iter().map(|&i| run.region_names.get(run.regions[i].region as usize).cloned().unwrap_or_default()).collect();
+        let files: Vec<Option<String>> =
+            rows.iter().map(|&i| run.regions[i].source_file.clone().filter(|f| !f.is_empty())).collect();
+        let lines: Vec<Option<i64>> = rows.iter().map(|&i| run.regions[i].source_line.filter(|&l| l >= 0)).collect();
+        Self::new(py, Source::Cached(rec), names, files, lines)
+    }
+    fn new(py: Python<'_>, source: Source, names: Vec<String>, files: Vec<Option<String>>, lines: Vec<Option<i64>>) -> PyResult<Self> {
+        Ok(CallArrays {
+            source,
+            names: PyList::new(py, &names)?.unbind(),
+            source_files: PyList::new(py, files)?.unbind(),
+            source_lines: PyList::new(py, lines)?.unbind(),
+            name_strs: names,
+        })
+    }
+    /// Lane-slice arrays sharing this one's name lists.
+    fn with_source(&self, py: Python<'_>, source: Source) -> Self {
+        CallArrays {
+            source,
+            names: self.names.clone_ref(py),
+            source_files: self.source_files.clone_ref(py),
+            source_lines: self.source_lines.clone_ref(py),
+            name_strs: self.name_strs.clone(),
+        }
     }
     pub fn calls(&self) -> &Calls {
         self.source.calls()
@@ -160,7 +184,7 @@ impl CallArrays {
         Ok(PyTuple::new(slf.py(), items)?.try_iter()?.into_any())
     }
     fn __repr__(&self) -> String {
-        format!("CallArrays({} call(s), {} region(s))", self.calls().len(), self.names.len())
+        format!("CallArrays({} call(s), {} region(s))", self.calls().len(), self.name_strs.len())
     }
 }
 
@@ -175,8 +199,12 @@ pub struct LaneSplit {
 
 impl LaneSplit {
     /// The lanes of `calls` (the cached split when `calls` is a cached reconstruction).
-    pub fn of(py: Python<'_>, calls: CallArrays) -> Self {
-        let split = match &calls.source {
+    pub fn of(py: Python<'_>, calls: CallArrays) -> PyResult<Self> {
+        Ok(Self::of_object(py, Py::new(py, calls)?))
+    }
+    /// The lanes of the `CallArrays` object `calls` (a single lane is that object itself).
+    pub fn of_object(py: Python<'_>, calls: Py<CallArrays>) -> Self {
+        let split = match &calls.get().source {
             Source::Cached(rec) if !rec.calls.lane.is_empty() => {
                 let rec = Arc::clone(rec);
                 Arc::new(py.detach(move || rec.lanes().clone()))
@@ -186,7 +214,7 @@ impl LaneSplit {
                 Arc::new(if c.is_empty() { Split::default() } else { py.detach(|| split_by_lane(c)) })
             }
         };
-        LaneSplit { calls: Py::new(py, calls).expect("allocating a CallArrays"), split }
+        LaneSplit { calls, split }
     }
     fn lane<'py>(&self, py: Python<'py>, k: usize) -> PyResult<Bound<'py, PyTuple>> {
         let (lane, ids) = self.split.get(k);
@@ -195,12 +223,7 @@ impl LaneSplit {
             return PyTuple::new(py, [lane.into_pyobject(py)?.into_any(), calls.clone().into_any()]);
         }
         let c = calls.get();
-        let own = CallArrays {
-            source: Source::Owned(Arc::new(lane_calls(c.calls(), ids))),
-            names: c.names.clone(),
-            source_files: c.source_files.clone(),
-            source_lines: c.source_lines.clone(),
-        };
+        let own = c.with_source(py, Source::Owned(Arc::new(lane_calls(c.calls(), ids))));
         PyTuple::new(py, [lane.into_pyobject(py)?.into_any(), Bound::new(py, own)?.into_any()])
     }
 }
@@ -297,12 +320,13 @@ pub fn reconstruct(py: Python<'_>, regions: &[Bound<'_, MPIRegion>], rank: i64) 
         })
         .collect();
     let calls = py.detach(|| build_call_arrays(&inputs)).map_err(nesting_err)?;
-    Ok(CallArrays {
-        source: Source::Owned(Arc::new(calls)),
-        names: views.iter().map(|(n, _)| n.clone()).collect(),
-        source_files: views.iter().map(|(_, v)| v.calls().source_file.clone()).collect(),
-        source_lines: views.iter().map(|(_, v)| v.calls().source_line).collect(),
-    })
+    CallArrays::new(
+        py,
+        Source::Owned(Arc::new(calls)),
+        views.iter().map(|(n, _)| n.clone()).collect(),
+        views.iter().map(|(_, v)| v.calls().source_file.clone()).collect(),
+        views.iter().map(|(_, v)| v.calls().source_line).collect(),
+    )
 }
 
 fn mpi_list<'py>(regions: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, MPIRegion>>> {
@@ -335,7 +359,7 @@ pub fn call_stack_dicts<'py>(
     let out = PyList::empty(py);
     for id in 0..c.len() {
         let row = c.region_index[id] as usize;
-        let name = &arrays.names[row];
+        let name = &arrays.name_strs[row];
         let parent = c.parent[id];
         let path = if parent < 0 { name.clone() } else { format!("{} > {name}", paths[parent as usize]) };
         let d = PyDict::new(py);
@@ -351,8 +375,8 @@ pub fn call_stack_dicts<'py>(
         d.set_item("depth", c.depth[id])?;
         d.set_item("parent", (parent >= 0).then_some(parent))?;
         d.set_item("call_path", &path)?;
-        d.set_item("source_file", &arrays.source_files[row])?;
-        d.set_item("source_lineno", arrays.source_lines[row])?;
+        d.set_item("source_file", arrays.source_files.bind(py).get_item(row)?)?;
+        d.set_item("source_lineno", arrays.source_lines.bind(py).get_item(row)?)?;
         d.set_item("lane", if has_lane { c.lane[id] } else { -1 })?;
         d.set_item("color", color_of(name))?;
         out.append(d)?;
@@ -401,14 +425,7 @@ pub fn call_stack_children(calls: &Bound<'_, PyList>) -> PyResult<Vec<Vec<usize>
 /// column -> `[(-1, calls)]`; one lane -> `[(lane, calls)]`.
 #[pyfunction(name = "split_by_lane")]
 pub fn py_split_by_lane(py: Python<'_>, calls: &Bound<'_, CallArrays>) -> LaneSplit {
-    let c = calls.get();
-    let copy = CallArrays {
-        source: c.source.clone(),
-        names: c.names.clone(),
-        source_files: c.source_files.clone(),
-        source_lines: c.source_lines.clone(),
-    };
-    LaneSplit::of(py, copy)
+    LaneSplit::of_object(py, calls.clone().unbind())
 }
 
 /// `(lanes int64, offsets int64, order uint32)` of a lane column: lane `lanes[k]` holds the

@@ -15,7 +15,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use scope_profiler_analysis::region_stats::{secs, RowStats};
 use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, StoredStats};
 
-use crate::arrays::{i64_view, secs_array, slice_of};
+use crate::arrays::{i64_view, run_view, secs_array, slice_of};
 use crate::errors::{nesting_err, EventDataUnavailableError};
 
 /// Timing data of one region on one rank. Arrays in recorded order: for a tracked run,
@@ -26,12 +26,14 @@ pub struct Region {
     view: RwLock<RowView>,
     /// False for a summary-only region (`read_h5_summary`, `event_data_available=False`).
     event_data: bool,
+    /// `exclusive_durations_ns`, built once per view (reset when re-pointed).
+    exclusive: std::sync::Mutex<Option<Py<PyArray1<i64>>>>,
 }
 
 impl Region {
     /// A region over `view`.
     pub fn of(view: RowView, event_data: bool) -> Self {
-        Region { view: RwLock::new(view), event_data }
+        Region { view: RwLock::new(view), event_data, exclusive: std::sync::Mutex::new(None) }
     }
     /// The current view (cheap clone: an `Arc` and the exclusive rule).
     pub fn view(&self) -> RowView {
@@ -40,12 +42,17 @@ impl Region {
     /// Re-point this region at `view` (a result set built from it takes it over).
     pub fn attach(&self, view: RowView) {
         *self.view.write().unwrap_or_else(|e| e.into_inner()) = view;
+        *self.exclusive.lock().unwrap_or_else(|e| e.into_inner()) = None;
     }
     fn with<T>(&self, f: impl FnOnce(&RowView) -> T) -> T {
         f(&self.view.read().unwrap_or_else(|e| e.into_inner()))
     }
     fn stats<T>(&self, f: impl FnOnce(&RowStats) -> T) -> T {
         self.with(|v| f(&RowStats::new(v.calls())))
+    }
+    /// A view of a column of the row (base: the run's `NativeRun` handle).
+    fn column<'py>(&self, py: Python<'py>, col: impl Fn(&RegionCalls) -> Option<&Int64Array>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+        self.with(|v| col(v.calls()).map(|a| run_view(py, &v.analysis, a.values())).transpose())
     }
     fn opt_view<'py>(py: Python<'py>, a: &Option<Int64Array>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
         a.as_ref().map(|a| i64_view(py, a)).transpose()
@@ -236,11 +243,11 @@ impl Region {
     /// Call starts, int64 ns (absolute, recording clock).
     #[getter]
     fn start_times_ns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        self.with(|v| i64_view(py, &v.calls().start_ns))
+        Ok(self.column(py, |c| Some(&c.start_ns))?.expect("a start column"))
     }
     #[getter]
     fn end_times_ns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        self.with(|v| i64_view(py, &v.calls().end_ns))
+        Ok(self.column(py, |c| Some(&c.end_ns))?.expect("an end column"))
     }
     /// `end - start` per call, int64 ns (new array).
     #[getter]
@@ -256,7 +263,12 @@ impl Region {
     /// result set's reconstruction of this rank, computed once). Raises NestingError.
     #[getter]
     fn exclusive_durations_ns<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i64>>> {
-        i64_view(py, &self.exclusive_ns()?)
+        if let Some(a) = self.exclusive.lock().unwrap_or_else(|e| e.into_inner()).as_ref() {
+            return Ok(a.bind(py).clone());
+        }
+        let array = i64_view(py, &self.exclusive_ns()?)?;
+        *self.exclusive.lock().unwrap_or_else(|e| e.into_inner()) = Some(array.clone().unbind());
+        Ok(array)
     }
     /// Call starts, float64 s (absolute).
     #[getter]
@@ -286,7 +298,7 @@ impl Region {
         self.with(|v| {
             let s = RowStats::new(v.calls());
             match s.gpu_ns() {
-                Some(_) => Self::opt_view(py, &v.calls().gpu_ns),
+                Some(_) => v.calls().gpu_ns.as_ref().map(|a| run_view(py, &v.analysis, a.values())).transpose(),
                 None => Ok(None),
             }
         })
@@ -298,17 +310,17 @@ impl Region {
     /// Thread-table index per call (int64), or None when threads were not tracked.
     #[getter]
     fn thread_ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
-        self.with(|v| Self::opt_view(py, &v.calls().thread_ids))
+        self.column(py, |c| c.thread_ids.as_ref())
     }
     /// Task-table index per call (int64, -1 outside any task), or None without `track_async`.
     #[getter]
     fn task_ids<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
-        self.with(|v| Self::opt_view(py, &v.calls().task_ids))
+        self.column(py, |c| c.task_ids.as_ref())
     }
     /// ns each call's task was suspended between entry and exit (0 outside tasks), or None.
     #[getter]
     fn await_times_ns<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
-        self.with(|v| Self::opt_view(py, &v.calls().await_ns))
+        self.column(py, |c| c.await_ns.as_ref())
     }
     /// `await_times_ns / 1e9` (s), or None.
     #[getter]

@@ -402,7 +402,7 @@ impl ProfilingResults {
     #[pyo3(signature = (rank=0))]
     fn split_by_lane(&self, py: Python<'_>, rank: u32) -> PyResult<crate::call_stack::LaneSplit> {
         let calls = crate::call_stack::CallArrays::cached(py, &self.analysis, rank)?;
-        Ok(crate::call_stack::LaneSplit::of(py, calls))
+        crate::call_stack::LaneSplit::of(py, calls)
     }
 
     // -- mapping -----------------------------------------------------------------------------
