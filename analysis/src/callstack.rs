@@ -21,8 +21,8 @@ use rayon::prelude::*;
 use thiserror::Error;
 
 use crate::memory::{Column, ColumnPtr};
-use crate::pytext::py_repr;
 use crate::order::{sorted_columns, SortedColumns, CHUNK, PARALLEL_MIN};
+use crate::pytext::py_repr;
 
 /// Recorded calls cannot form a call tree (overlap without nesting, or end < start).
 /// The message follows the reference's wording (see `spec-callstack.md` §3).

@@ -196,7 +196,12 @@ impl<'a> PooledStats<'a> {
         }
         Ok(if self.num_calls() > 0 { None } else { Some(0.0) })
     }
-    fn extreme(&self, pooled: impl Fn(&[f64]) -> f64, per_row: impl Fn(&RowStats) -> f64, pick: fn(f64, f64) -> f64) -> f64 {
+    fn extreme(
+        &self,
+        pooled: impl Fn(&[f64]) -> f64,
+        per_row: impl Fn(&RowStats) -> f64,
+        pick: fn(f64, f64) -> f64,
+    ) -> f64 {
         if !self.durations.is_empty() {
             return pooled(&self.durations);
         }

@@ -31,8 +31,6 @@ pub unsafe fn view<'py, T: numpy::Element>(values: &[T], container: &Bound<'py, 
     array
 }
 
-
-
 /// The contents of a borrowed int64 array as a slice: borrowed if contiguous, else copied.
 pub fn slice_of<'a>(array: &'a PyReadonlyArray1<'_, i64>) -> Cow<'a, [i64]> {
     match array.as_slice() {

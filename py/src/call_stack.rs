@@ -89,14 +89,22 @@ impl CallArrays {
         let rec = py.detach(move || a.rank(rank)).map_err(nesting_err)?;
         let run = &analysis.run;
         let rows = &rec.rows;
-        let names: Vec<String> =
-            rows.iter().map(|&i| run.region_names.get(run.regions[i].region as usize).cloned().unwrap_or_default()).collect();
+        let names: Vec<String> = rows
+            .iter()
+            .map(|&i| run.region_names.get(run.regions[i].region as usize).cloned().unwrap_or_default())
+            .collect();
         let files: Vec<Option<String>> =
             rows.iter().map(|&i| run.regions[i].source_file.clone().filter(|f| !f.is_empty())).collect();
         let lines: Vec<Option<i64>> = rows.iter().map(|&i| run.regions[i].source_line.filter(|&l| l >= 0)).collect();
         Self::new(py, Source::Cached(rec), names, files, lines)
     }
-    fn new(py: Python<'_>, source: Source, names: Vec<String>, files: Vec<Option<String>>, lines: Vec<Option<i64>>) -> PyResult<Self> {
+    fn new(
+        py: Python<'_>,
+        source: Source,
+        names: Vec<String>,
+        files: Vec<Option<String>>,
+        lines: Vec<Option<i64>>,
+    ) -> PyResult<Self> {
         Ok(CallArrays {
             source,
             names: PyList::new(py, &names)?.unbind(),
@@ -176,7 +184,10 @@ impl CallArrays {
     }
     fn __getitem__<'py>(slf: &Bound<'py, Self>, index: isize) -> PyResult<Bound<'py, PyAny>> {
         let k = if index < 0 { index + FIELDS.len() as isize } else { index };
-        let name = usize::try_from(k).ok().and_then(|k| FIELDS.get(k)).ok_or_else(|| PyIndexError::new_err("tuple index out of range"))?;
+        let name = usize::try_from(k)
+            .ok()
+            .and_then(|k| FIELDS.get(k))
+            .ok_or_else(|| PyIndexError::new_err("tuple index out of range"))?;
         slf.getattr(*name)
     }
     fn __iter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
@@ -295,7 +306,9 @@ pub fn reconstruct(py: Python<'_>, regions: &[Bound<'_, MPIRegion>], rank: i64) 
         }
     }
     if let Some((_, first)) = views.first() {
-        let same_run = views.iter().all(|(_, v)| Arc::ptr_eq(&v.analysis, &first.analysis) && matches!(v.exclusive, ExclusiveOf::Run));
+        let same_run = views
+            .iter()
+            .all(|(_, v)| Arc::ptr_eq(&v.analysis, &first.analysis) && matches!(v.exclusive, ExclusiveOf::Run));
         if same_run && rank >= 0 {
             let rows: Vec<usize> = views.iter().map(|(_, v)| v.row).collect();
             let cached = CallArrays::cached(py, &first.analysis, rank as u32)?;
@@ -350,9 +363,12 @@ pub fn call_stack_dicts<'py>(
     origin: f64,
 ) -> PyResult<Bound<'py, PyList>> {
     let arrays = reconstruct(py, regions, rank as i64)?;
-    let colors: Vec<(String, Py<PyAny>)> =
-        regions.iter().map(|r| Ok((r.borrow().name().to_string(), r.getattr("color")?.unbind()))).collect::<PyResult<_>>()?;
-    let color_of = |name: &str| colors.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone_ref(py)).unwrap_or_else(|| py.None());
+    let colors: Vec<(String, Py<PyAny>)> = regions
+        .iter()
+        .map(|r| Ok((r.borrow().name().to_string(), r.getattr("color")?.unbind())))
+        .collect::<PyResult<_>>()?;
+    let color_of =
+        |name: &str| colors.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone_ref(py)).unwrap_or_else(|| py.None());
     let c = arrays.calls();
     let has_lane = !c.lane.is_empty();
     let mut paths: Vec<String> = Vec::with_capacity(c.len());
@@ -388,7 +404,12 @@ pub fn call_stack_dicts<'py>(
 /// `build_call_stack(regions, rank, origin=0.0)`: see [`call_stack_dicts`]. Raises NestingError.
 #[pyfunction]
 #[pyo3(signature = (regions, rank, origin=0.0))]
-pub fn build_call_stack<'py>(py: Python<'py>, regions: &Bound<'py, PyAny>, rank: u32, origin: f64) -> PyResult<Bound<'py, PyList>> {
+pub fn build_call_stack<'py>(
+    py: Python<'py>,
+    regions: &Bound<'py, PyAny>,
+    rank: u32,
+    origin: f64,
+) -> PyResult<Bound<'py, PyList>> {
     call_stack_dicts(py, &mpi_list(regions)?, rank, origin)
 }
 
@@ -438,7 +459,11 @@ pub fn lane_groups<'py>(py: Python<'py>, lane: numpy::PyReadonlyArray1<'py, i32>
     let offsets: Vec<i64> = split.offsets.iter().map(|&o| o as i64).collect();
     PyTuple::new(
         py,
-        [PyArray1::from_vec(py, lanes).into_any(), PyArray1::from_vec(py, offsets).into_any(), PyArray1::from_vec(py, split.order).into_any()],
+        [
+            PyArray1::from_vec(py, lanes).into_any(),
+            PyArray1::from_vec(py, offsets).into_any(),
+            PyArray1::from_vec(py, split.order).into_any(),
+        ],
     )
 }
 

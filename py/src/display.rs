@@ -15,7 +15,8 @@ fn cell(value: Option<Bound<'_, PyAny>>) -> PyResult<String> {
         return Ok(py_format_g(f.value(), 6));
     }
     if v.is_instance_of::<PyTuple>() || v.is_instance_of::<PyList>() {
-        let parts: Vec<String> = v.try_iter()?.map(|x| x.and_then(|x| Ok(x.str()?.to_string()))).collect::<PyResult<_>>()?;
+        let parts: Vec<String> =
+            v.try_iter()?.map(|x| x.and_then(|x| Ok(x.str()?.to_string()))).collect::<PyResult<_>>()?;
         return Ok(escape(&parts.join(", ")));
     }
     Ok(escape(&v.str()?.to_string()))

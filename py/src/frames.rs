@@ -10,10 +10,10 @@ use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
-use pyo3::types::PyDict;
 use arrow_schema::{Field, Schema};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use pyo3_arrow::PyTable;
 use scope_profiler_analysis::{Run, ThreadSummaryRow, UNKNOWN};
 
@@ -135,7 +135,8 @@ pub fn events_numpy<'py>(py: Python<'py>, run: &Run, rows: &[usize], origin: f64
             }
             arrow_schema::DataType::Int64 => {
                 let a = col.as_primitive::<Int64Type>();
-                let v: Vec<f64> = (0..a.len()).map(|i| if a.is_null(i) { f64::NAN } else { a.value(i) as f64 }).collect();
+                let v: Vec<f64> =
+                    (0..a.len()).map(|i| if a.is_null(i) { f64::NAN } else { a.value(i) as f64 }).collect();
                 numpy::PyArray1::from_vec(py, v).into_any()
             }
             arrow_schema::DataType::Float64 => {
@@ -157,7 +158,10 @@ pub fn events_numpy<'py>(py: Python<'py>, run: &Run, rows: &[usize], origin: f64
 
 /// `thread_summary` rows as dicts (keys `index, name, alive, wall_time, cpu_time, num_calls,
 /// region_time`).
-pub fn thread_summary_dicts<'py>(py: Python<'py>, rows: &[ThreadSummaryRow]) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+pub fn thread_summary_dicts<'py>(
+    py: Python<'py>,
+    rows: &[ThreadSummaryRow],
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
     let out = pyo3::types::PyList::empty(py);
     for r in rows {
         let d = PyDict::new(py);
@@ -203,8 +207,18 @@ pub fn dict_rows_table(py: Python<'_>, rows: &[Bound<'_, PyDict>]) -> PyResult<P
     }
     if keys.is_empty() {
         keys = [
-            "name", "num_ranks", "num_calls", "total_duration", "inclusive_duration", "exclusive_duration",
-            "average_duration", "min_duration", "max_duration", "first_duration", "last_duration", "std_duration",
+            "name",
+            "num_ranks",
+            "num_calls",
+            "total_duration",
+            "inclusive_duration",
+            "exclusive_duration",
+            "average_duration",
+            "min_duration",
+            "max_duration",
+            "first_duration",
+            "last_duration",
+            "std_duration",
         ]
         .iter()
         .map(|s| s.to_string())
@@ -212,13 +226,24 @@ pub fn dict_rows_table(py: Python<'_>, rows: &[Bound<'_, PyDict>]) -> PyResult<P
     }
     let mut columns: Vec<(String, ArrayRef)> = Vec::with_capacity(keys.len());
     for key in keys {
-        let values: Vec<Bound<'_, PyAny>> =
-            rows.iter().map(|r| r.get_item(&key).map(|v| v.unwrap_or_else(|| py.None().into_bound(py)))).collect::<PyResult<_>>()?;
+        let values: Vec<Bound<'_, PyAny>> = rows
+            .iter()
+            .map(|r| r.get_item(&key).map(|v| v.unwrap_or_else(|| py.None().into_bound(py))))
+            .collect::<PyResult<_>>()?;
         let opt = |v: &Bound<'_, PyAny>| !v.is_none();
         let array: ArrayRef = match column_kind(&key, &values) {
-            "int" => Arc::new(Int64Array::from(values.iter().map(|v| opt(v).then(|| v.extract::<i64>()).transpose()).collect::<PyResult<Vec<_>>>()?)),
-            "bool" => Arc::new(BooleanArray::from(values.iter().map(|v| opt(v).then(|| v.extract::<bool>()).transpose()).collect::<PyResult<Vec<_>>>()?)),
-            "str" => Arc::new(StringArray::from(values.iter().map(|v| opt(v).then(|| v.extract::<String>()).transpose()).collect::<PyResult<Vec<_>>>()?)),
+            "int" => Arc::new(Int64Array::from(
+                values.iter().map(|v| opt(v).then(|| v.extract::<i64>()).transpose()).collect::<PyResult<Vec<_>>>()?,
+            )),
+            "bool" => Arc::new(BooleanArray::from(
+                values.iter().map(|v| opt(v).then(|| v.extract::<bool>()).transpose()).collect::<PyResult<Vec<_>>>()?,
+            )),
+            "str" => Arc::new(StringArray::from(
+                values
+                    .iter()
+                    .map(|v| opt(v).then(|| v.extract::<String>()).transpose())
+                    .collect::<PyResult<Vec<_>>>()?,
+            )),
             "str_list" => {
                 let mut b = ListBuilder::new(StringBuilder::new());
                 for v in &values {
@@ -233,7 +258,9 @@ pub fn dict_rows_table(py: Python<'_>, rows: &[Bound<'_, PyDict>]) -> PyResult<P
                 }
                 Arc::new(b.finish())
             }
-            _ => Arc::new(Float64Array::from(values.iter().map(|v| opt(v).then(|| v.extract::<f64>()).transpose()).collect::<PyResult<Vec<_>>>()?)),
+            _ => Arc::new(Float64Array::from(
+                values.iter().map(|v| opt(v).then(|| v.extract::<f64>()).transpose()).collect::<PyResult<Vec<_>>>()?,
+            )),
         };
         columns.push((key, array));
     }

@@ -34,12 +34,16 @@ pub fn read_h5(py: Python<'_>, file_path: PathBuf, verbose: bool) -> PyResult<Pr
 }
 
 /// `None`, one value or a list as a set of wanted values.
-fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(arg: Option<Bound<'_, PyAny>>) -> PyResult<Option<Vec<T>>> {
+fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(
+    arg: Option<Bound<'_, PyAny>>,
+) -> PyResult<Option<Vec<T>>> {
     match arg {
         None => Ok(None),
         Some(a) if a.is_none() => Ok(None),
         Some(a) => match a.extract::<T>() {
-            Ok(one) if !a.is_instance_of::<PyList>() && !a.is_instance_of::<pyo3::types::PyTuple>() => Ok(Some(vec![one])),
+            Ok(one) if !a.is_instance_of::<PyList>() && !a.is_instance_of::<pyo3::types::PyTuple>() => {
+                Ok(Some(vec![one]))
+            }
             _ => Ok(Some(a.try_iter()?.map(|v| v?.extract::<T>()).collect::<PyResult<_>>()?)),
         },
     }
@@ -48,7 +52,8 @@ fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(arg: Option<Boun
 /// A summary row as a region row without events.
 fn stored_row(r: &SummaryRow) -> RegionCalls {
     let s = &r.stats;
-    let mut row = RegionCalls::new(r.region, r.rank, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
+    let mut row =
+        RegionCalls::new(r.region, r.rank, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
     row.stored = Some(StoredStats {
         count: r.count,
         total: s.total,
@@ -74,9 +79,8 @@ fn stored_row(r: &SummaryRow) -> RegionCalls {
 /// The summary restricted to `names` / `ranks`, as a run of summary-only rows.
 fn summary_run(summary: RunSummary, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
     let keep_rank = |r: u32| ranks.as_ref().is_none_or(|w| w.contains(&r));
-    let keep_name = |id: u32| {
-        names.as_ref().is_none_or(|w| summary.region_names.get(id as usize).is_some_and(|n| w.contains(n)))
-    };
+    let keep_name =
+        |id: u32| names.as_ref().is_none_or(|w| summary.region_names.get(id as usize).is_some_and(|n| w.contains(n)));
     Run {
         regions: summary.rows.iter().filter(|r| keep_rank(r.rank) && keep_name(r.region)).map(stored_row).collect(),
         threads: summary.threads.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),

@@ -57,11 +57,8 @@ pub fn merge_results<'py>(
         parts.push((if stack { offset } else { 0 }, run));
         offset += span;
     }
-    let options = MergeOptions {
-        num_ranks: stack.then_some(offset),
-        union: !stack,
-        merged_from: stack.then(|| paths.clone()),
-    };
+    let options =
+        MergeOptions { num_ranks: stack.then_some(offset), union: !stack, merged_from: stack.then(|| paths.clone()) };
     let mut run = py.detach(|| merge_runs(parts, &options)).map_err(|e| PyValueError::new_err(e.to_string()))?;
     if let Some(label) = label {
         run.metadata.retain(|(k, _)| k != "label");

@@ -100,7 +100,13 @@ impl MPIRegion {
     pub fn results_row<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         let d = self.summary_dict(py)?;
         let (p50, p95, p99, imb, imb_pct) = self.pooled(py, |p| {
-            (p.percentile(50.0).ok().flatten(), p.percentile(95.0).ok().flatten(), p.percentile(99.0).ok().flatten(), p.rank_imbalance(), p.rank_imbalance_pct())
+            (
+                p.percentile(50.0).ok().flatten(),
+                p.percentile(95.0).ok().flatten(),
+                p.percentile(99.0).ok().flatten(),
+                p.rank_imbalance(),
+                p.rank_imbalance_pct(),
+            )
         });
         d.set_item("inclusive_duration", d.get_item("total_duration")?)?;
         d.set_item("exclusive_duration", d.get_item("exclusive_duration")?)?;
@@ -208,7 +214,12 @@ impl MPIRegion {
     /// One dict per call (`name, rank` + `Region.events` keys) of `ranks` (default: all,
     /// ascending; an int or a list), times in s minus `origin`.
     #[pyo3(signature = (ranks=None, origin=0.0))]
-    fn events<'py>(&self, py: Python<'py>, ranks: Option<Bound<'py, PyAny>>, origin: f64) -> PyResult<Bound<'py, PyList>> {
+    fn events<'py>(
+        &self,
+        py: Python<'py>,
+        ranks: Option<Bound<'py, PyAny>>,
+        origin: f64,
+    ) -> PyResult<Bound<'py, PyList>> {
         let selected: Vec<i64> = match ranks {
             None => self.sorted_ranks(),
             Some(r) if r.extract::<i64>().is_ok() => vec![r.extract()?],
@@ -248,7 +259,9 @@ impl MPIRegion {
             let r = r.bind(py);
             if r.getattr("has_timing")?.extract::<bool>()? {
                 let v = r.get().view();
-                all.extend(v.exclusive_ns().map_err(crate::errors::nesting_err)?.values().iter().map(|&x| x as f64 / 1e9));
+                all.extend(
+                    v.exclusive_ns().map_err(crate::errors::nesting_err)?.values().iter().map(|&x| x as f64 / 1e9),
+                );
             }
         }
         Ok(numpy::PyArray1::from_vec(py, all))

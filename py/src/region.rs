@@ -51,7 +51,11 @@ impl Region {
         self.with(|v| f(&RowStats::new(v.calls())))
     }
     /// A view of a column of the row (base: the run's `NativeRun` handle).
-    fn column<'py>(&self, py: Python<'py>, col: impl Fn(&RegionCalls) -> Option<&Int64Array>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+    fn column<'py>(
+        &self,
+        py: Python<'py>,
+        col: impl Fn(&RegionCalls) -> Option<&Int64Array>,
+    ) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
         self.with(|v| col(v.calls()).map(|a| run_view(py, &v.analysis, a.values())).transpose())
     }
     fn opt_view<'py>(py: Python<'py>, a: &Option<Int64Array>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
@@ -330,7 +334,9 @@ impl Region {
     /// Σ await time in s, or None without `track_async`.
     #[getter]
     fn total_await_duration(&self) -> Option<f64> {
-        self.with(|v| v.calls().await_ns.as_ref().map(|a| secs(a.values().iter().fold(0i64, |x, &y| x.wrapping_add(y)))))
+        self.with(|v| {
+            v.calls().await_ns.as_ref().map(|a| secs(a.values().iter().fold(0i64, |x, &y| x.wrapping_add(y))))
+        })
     }
     /// Call id per call (int64, unique per rank), or None without a call graph.
     #[getter]
@@ -377,7 +383,10 @@ impl Region {
     /// metadata kept; exclusive time = this region's, sliced). Unknown index: an empty Region.
     /// Raises ValueError when the run recorded no thread ids.
     fn for_thread(&self, thread_index: i64) -> PyResult<Region> {
-        self.slice(LaneFilter::Thread(thread_index), "this run did not record thread ids; profile with track_threads=True")
+        self.slice(
+            LaneFilter::Thread(thread_index),
+            "this run did not record thread ids; profile with track_threads=True",
+        )
     }
     /// The calls made inside task `task_index` (a new Region, as `for_thread`).
     /// Raises ValueError when the run recorded no task ids.

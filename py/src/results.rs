@@ -87,7 +87,12 @@ impl ProfilingResults {
     }
 
     /// Results over an analysed run (its cached reconstructions are shared).
-    pub fn from_analysis(py: Python<'_>, analysis: Arc<RunAnalysis>, file_path: String, event_data: bool) -> PyResult<Self> {
+    pub fn from_analysis(
+        py: Python<'_>,
+        analysis: Arc<RunAnalysis>,
+        file_path: String,
+        event_data: bool,
+    ) -> PyResult<Self> {
         let run = &analysis.run;
         let mut per_name: Vec<Vec<(i64, Py<Region>)>> = (0..run.region_names.len()).map(|_| Vec::new()).collect();
         for (pos, row) in run.regions.iter().enumerate() {
@@ -194,7 +199,11 @@ impl ProfilingResults {
         })
     }
     fn rows_with_timing<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, MPIRegion>>> {
-        Ok(self.selected(py, None, None)?.into_iter().filter(|r| r.getattr("has_timing").and_then(|v| v.extract()).unwrap_or(false)).collect())
+        Ok(self
+            .selected(py, None, None)?
+            .into_iter()
+            .filter(|r| r.getattr("has_timing").and_then(|v| v.extract()).unwrap_or(false))
+            .collect())
     }
     fn per_rank_rows<'py>(
         &self,
@@ -338,7 +347,8 @@ impl ProfilingResults {
         };
         run.metadata = crate::convert::meta_from_dict(&md)?;
         let num_ranks = num_ranks.unwrap_or(ranks.len() as i64);
-        run.num_ranks = u32::try_from(num_ranks.max(0)).unwrap_or(u32::MAX).max(ranks.last().map_or(0, |r| *r as u32 + 1));
+        run.num_ranks =
+            u32::try_from(num_ranks.max(0)).unwrap_or(u32::MAX).max(ranks.last().map_or(0, |r| *r as u32 + 1));
         let analysis = Arc::new(RunAnalysis::new(Arc::new(run)));
         for (region, old) in members {
             region.bind(py).get().attach(RowView::of_run(&analysis, position[old]));
@@ -364,13 +374,22 @@ impl ProfilingResults {
     /// Load a profile file (schema 1-3); same as `scope_profiler.read_h5`.
     #[classmethod]
     #[pyo3(signature = (file_path, verbose=false))]
-    fn from_h5(_cls: &Bound<'_, pyo3::types::PyType>, py: Python<'_>, file_path: PathBuf, verbose: bool) -> PyResult<Self> {
+    fn from_h5(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        file_path: PathBuf,
+        verbose: bool,
+    ) -> PyResult<Self> {
         crate::h5reader::read(py, file_path, verbose)
     }
 
     /// Results over a `_native.NativeRun` (internal).
     #[classmethod]
-    fn _from_native(_cls: &Bound<'_, pyo3::types::PyType>, py: Python<'_>, native: PyRef<'_, NativeRun>) -> PyResult<Self> {
+    fn _from_native(
+        _cls: &Bound<'_, pyo3::types::PyType>,
+        py: Python<'_>,
+        native: PyRef<'_, NativeRun>,
+    ) -> PyResult<Self> {
         ProfilingResults::from_analysis(py, Arc::clone(&native.analysis), native.file_path.clone(), true)
     }
 
@@ -516,7 +535,9 @@ impl ProfilingResults {
     ) -> PyResult<Bound<'py, PyAny>> {
         self.require_event_data("to_events_dataframe")?;
         let pd = py.import("pandas").map_err(|_| {
-            PyImportError::new_err("to_events_dataframe() requires pandas. Install scope-profiler[pproc] or pandas directly.")
+            PyImportError::new_err(
+                "to_events_dataframe() requires pandas. Install scope-profiler[pproc] or pandas directly.",
+            )
         })?;
         let origin = self.origin(py, relative, origin)?;
         let rows = self.event_rows(py, include, exclude, ranks)?;
@@ -552,8 +573,11 @@ impl ProfilingResults {
         include: Option<Bound<'py, PyAny>>,
         exclude: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyList>> {
-        let kept: std::collections::HashSet<String> =
-            self.selected(py, include.clone(), exclude.clone())?.iter().map(|r| r.borrow().name().to_string()).collect();
+        let kept: std::collections::HashSet<String> = self
+            .selected(py, include.clone(), exclude.clone())?
+            .iter()
+            .map(|r| r.borrow().name().to_string())
+            .collect();
         let run = &self.analysis.run;
         let graph = scope_profiler_analysis::call_graph(run, rank, &|name: &str| kept.contains(name));
         let out = PyList::empty(py);
@@ -572,9 +596,13 @@ impl ProfilingResults {
             None => {
                 for call in self.call_stack(py, rank, include, exclude, true, None)?.iter() {
                     let d = PyDict::new(py);
-                    for (key, from) in
-                        [("call_id", "call_id"), ("parent_id", "parent"), ("name", "name"), ("call_index", "call_index"), ("depth", "depth")]
-                    {
+                    for (key, from) in [
+                        ("call_id", "call_id"),
+                        ("parent_id", "parent"),
+                        ("name", "name"),
+                        ("call_index", "call_index"),
+                        ("depth", "depth"),
+                    ] {
                         d.set_item(key, call.get_item(from)?)?;
                     }
                     out.append(d)?;
@@ -736,14 +764,20 @@ impl ProfilingResults {
     /// Earliest first start over regions with calls, s (0.0 if none).
     #[getter]
     fn minimum_start_time(&self, py: Python<'_>) -> PyResult<f64> {
-        let starts: Vec<f64> =
-            self.rows_with_timing(py)?.iter().map(|r| r.getattr("first_start_time")?.extract()).collect::<PyResult<_>>()?;
+        let starts: Vec<f64> = self
+            .rows_with_timing(py)?
+            .iter()
+            .map(|r| r.getattr("first_start_time")?.extract())
+            .collect::<PyResult<_>>()?;
         Ok(starts.into_iter().reduce(f64::min).unwrap_or(0.0))
     }
     #[getter]
     fn maximum_end_time(&self, py: Python<'_>) -> PyResult<f64> {
-        let ends: Vec<f64> =
-            self.rows_with_timing(py)?.iter().map(|r| r.getattr("last_end_time")?.extract()).collect::<PyResult<_>>()?;
+        let ends: Vec<f64> = self
+            .rows_with_timing(py)?
+            .iter()
+            .map(|r| r.getattr("last_end_time")?.extract())
+            .collect::<PyResult<_>>()?;
         Ok(ends.into_iter().reduce(f64::max).unwrap_or(0.0))
     }
     /// `run_start_time` if set, else `minimum_start_time` (s).
@@ -808,7 +842,8 @@ impl ProfilingResults {
         if !self.is_root {
             return Ok(());
         }
-        let names: Vec<String> = self.selected(py, include, exclude)?.iter().map(|r| r.borrow().name().to_string()).collect();
+        let names: Vec<String> =
+            self.selected(py, include, exclude)?.iter().map(|r| r.borrow().name().to_string()).collect();
         let ranks: Option<Vec<u32>> = match ranks {
             None => None,
             Some(r) if r.extract::<u32>().is_ok() => Some(vec![r.extract()?]),
@@ -820,7 +855,11 @@ impl ProfilingResults {
         };
         let run = Arc::clone(&self.analysis.run);
         let mut text = py.detach(move || {
-            let sel = scope_profiler_formats::Selection { ranks: ranks.unwrap_or_default(), regions: Some(names), label: String::new() };
+            let sel = scope_profiler_formats::Selection {
+                ranks: ranks.unwrap_or_default(),
+                regions: Some(names),
+                label: String::new(),
+            };
             let picked = sel.apply(&run);
             let mut run = picked.into_owned();
             if !sel.ranks.is_empty() {
@@ -829,7 +868,9 @@ impl ProfilingResults {
             scope_profiler_cli::report::summary_text(&run, &title)
         });
         if !suppress_notes {
-            text.push_str("\n  Durations are in seconds. Regions may nest, so the summed total can exceed the wall-clock time.\n");
+            text.push_str(
+                "\n  Durations are in seconds. Regions may nest, so the summed total can exceed the wall-clock time.\n",
+            );
         }
         let print = py.import("builtins")?.getattr("print")?;
         let kwargs = PyDict::new(py);
@@ -843,7 +884,12 @@ impl ProfilingResults {
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let name: String = self.file_path(py)?.getattr("name")?.extract()?;
-        Ok(format!("<ProfilingResults {}: {} region(s), {} rank(s)>", py_repr(&name), self.regions.len(), self.num_ranks))
+        Ok(format!(
+            "<ProfilingResults {}: {} region(s), {} rank(s)>",
+            py_repr(&name),
+            self.regions.len(),
+            self.num_ranks
+        ))
     }
 
     /// Notebook view: title, region summary table, thread and task counts.
@@ -937,7 +983,9 @@ impl ProfilingResults {
             Some(t) => t,
             None => Bound::new(py, self.to_arrow(py, include, exclude, per_rank)?)?.into_any(),
         };
-        let pl = py.import("polars").map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
+        let pl = py
+            .import("polars")
+            .map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
         pl.call_method1("DataFrame", (table,))
     }
     /// `pandas.DataFrame` of the summary (or of `table`) through pyarrow.
