@@ -406,6 +406,7 @@ class ProfileManager:
         """The active configuration (a default, untracked one is created lazily)."""
         if cls._config is None:
             cls._config = ProfilingConfig()
+            cls._config.start()
         return cls._config
 
     @classmethod
@@ -488,6 +489,7 @@ class ProfileManager:
 
     @classmethod
     def _set_config(cls, config: ProfilingConfig) -> None:
+        config.start()
         cls._cancel_auto_finalize()
         cls._regions.clear()
         cls._next_call_id = 0

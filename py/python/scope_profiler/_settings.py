@@ -358,11 +358,100 @@ def collect_metadata(detail: str = "minimal") -> dict:
 
 
 # --------------------------------------------------------------------------- config
-class ProfilingConfig:
-    """One run's configuration (built by ``setup()``; a default one by ``get_config()``).
+def _normalized_compression(value):
+    """``hdf5_compression`` lower-cased, ``""``/``"none"`` -> None; ValueError if unknown."""
+    if isinstance(value, str):
+        value = value.strip().lower()
+        if value in {"", "none"}:
+            value = None
+    if value not in {None, "auto", "gzip", "lzf", "zstd"}:
+        raise ValueError(
+            f"hdf5_compression must be None, 'auto', 'gzip', 'lzf', or 'zstd', got {value!r}",
+        )
+    return value
 
-    Validation order and messages follow the reference; see the module docstring for the
-    settings that are accepted but not implemented.
+
+def _check_output(s: dict, compression) -> None:
+    """The output settings' checks, in the reference's order and words."""
+    if s["gpu_sync_on_exit"] and not s["use_gpu_timing"]:
+        raise ValueError("gpu_sync_on_exit requires use_gpu_timing=True")
+    if s["output_mode"] not in {"auto", "direct", "parallel"}:
+        raise ValueError(
+            f"output_mode must be 'auto', 'direct', or 'parallel', got {s['output_mode']!r}",
+        )
+    chunk, level = s["hdf5_chunk_size"], s["hdf5_compression_level"]
+    if chunk is not None and (isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0):
+        raise ValueError("hdf5_chunk_size must be a positive integer or None")
+    if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
+        raise ValueError("hdf5_compression_level must be an integer or None")
+    if compression == "gzip" and level is not None and not 0 <= level <= 9:
+        raise ValueError("GZIP compression level must be between 0 and 9")
+    if compression == "zstd" and level is not None and not 1 <= level <= 22:
+        raise ValueError("Zstandard compression level must be between 1 and 22")
+    if compression == "lzf" and level is not None:
+        raise ValueError("LZF compression does not accept a compression level")
+    if s["metadata_detail"] not in METADATA_DETAILS:
+        raise ValueError(
+            f"metadata_detail must be one of {METADATA_DETAILS}, got {s['metadata_detail']!r}",
+        )
+
+
+def _check_buffer_limit(limit) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError("buffer_limit must be a positive integer")
+
+
+def _check_modes(s: dict, perf_events: tuple) -> None:
+    """Mode combinations the reference refuses, then the modes this package does not have."""
+    other_modes = (
+        s["use_line_profiler"]
+        or s["use_gpu_timing"]
+        or s["use_likwid"]
+        or s["use_nvtx"]
+        or perf_events
+    )
+    if s["aggregation_mode"] and other_modes:
+        raise ValueError(
+            "aggregation_mode cannot be combined with line, GPU, NVTX, LIKWID, or perf events",
+        )
+    if (s["track_threads"] or s["track_async"]) and (other_modes or s["aggregation_mode"]):
+        raise ValueError(_THREADS_INCOMPATIBLE)
+    # Not implemented by this package: refuse clearly rather than record something else.
+    for name in _NOT_IMPLEMENTED:
+        if s[name]:
+            raise NotImplementedError(
+                f"{name}=True is not supported by scope-profiler (Rust edition)"
+            )
+    if perf_events:
+        raise NotImplementedError("perf_events is not supported by scope-profiler (Rust edition)")
+
+
+_NOT_IMPLEMENTED = (
+    "use_line_profiler",
+    "use_gpu_timing",
+    "use_nvtx",
+    "use_likwid",
+    "aggregation_mode",
+    "use_memray",
+    "profile_mpi_calls",
+)
+
+
+def _as_tuple(value) -> tuple:
+    """A str as a 1-tuple, None as (), any other iterable as a tuple."""
+    if isinstance(value, str):
+        return (value,)
+    return tuple(value) if value else ()
+
+
+class ProfilingConfig:
+    """One run's settings (built by ``setup()``; a default one by ``get_config()``).
+
+    Construction only validates (order and messages follow the reference; see the module
+    docstring for the settings accepted but not implemented), takes the run origin
+    (``start_time_ns``, ``perf_counter_ns`` clock) and collects the metadata. :meth:`start`
+    creates what records: the native recorder, the tracker (``track_threads``; installing its
+    hooks is the manager's job) and, under an MPI launch, the communicator.
     """
 
     def __init__(self, **settings: Any) -> None:
@@ -371,107 +460,37 @@ class ProfilingConfig:
             raise TypeError(unknown_setting_error(unknown))
         s = dict(DEFAULTS)
         s.update({k: v for k, v in settings.items() if v is not None})
-        # The run's origin on the perf_counter_ns clock.
-        self._start_time_ns = perf_counter_ns()
-
-        perf_events = s["perf_events"]
-        if isinstance(perf_events, str):
-            perf_events = (perf_events,)
-        self._perf_events = tuple(perf_events) if perf_events else ()
-        enable_tags = s["enable_tags"]
-        if isinstance(enable_tags, str):
-            enable_tags = (enable_tags,)
-        self._enable_tags = tuple(enable_tags) if enable_tags is not None else ()
-        if s["gpu_sync_on_exit"] and not s["use_gpu_timing"]:
-            raise ValueError("gpu_sync_on_exit requires use_gpu_timing=True")
-        if s["output_mode"] not in {"auto", "direct", "parallel"}:
-            raise ValueError(
-                f"output_mode must be 'auto', 'direct', or 'parallel', got {s['output_mode']!r}",
-            )
-        compression = s["hdf5_compression"]
-        if isinstance(compression, str):
-            compression = compression.strip().lower()
-            if compression in {"", "none"}:
-                compression = None
-        if compression not in {None, "auto", "gzip", "lzf", "zstd"}:
-            raise ValueError(
-                "hdf5_compression must be None, 'auto', 'gzip', 'lzf', or "
-                f"'zstd', got {compression!r}",
-            )
-        chunk = s["hdf5_chunk_size"]
-        if chunk is not None and (
-            isinstance(chunk, bool) or not isinstance(chunk, int) or chunk <= 0
-        ):
-            raise ValueError("hdf5_chunk_size must be a positive integer or None")
-        level = s["hdf5_compression_level"]
-        if level is not None and (isinstance(level, bool) or not isinstance(level, int)):
-            raise ValueError("hdf5_compression_level must be an integer or None")
-        if compression == "gzip" and level is not None and not 0 <= level <= 9:
-            raise ValueError("GZIP compression level must be between 0 and 9")
-        if compression == "zstd" and level is not None and not 1 <= level <= 22:
-            raise ValueError("Zstandard compression level must be between 1 and 22")
-        if compression == "lzf" and level is not None:
-            raise ValueError("LZF compression does not accept a compression level")
-        if s["metadata_detail"] not in METADATA_DETAILS:
-            raise ValueError(
-                f"metadata_detail must be one of {METADATA_DETAILS}, got {s['metadata_detail']!r}",
-            )
-        other_modes = (
-            s["use_line_profiler"]
-            or s["use_gpu_timing"]
-            or s["use_likwid"]
-            or s["use_nvtx"]
-            or self._perf_events
-        )
-        if s["aggregation_mode"] and other_modes:
-            raise ValueError(
-                "aggregation_mode cannot be combined with line, GPU, NVTX, LIKWID, or perf events",
-            )
-        track_threads = bool(s["track_threads"] or s["track_async"])
-        if track_threads and (other_modes or s["aggregation_mode"]):
-            raise ValueError(_THREADS_INCOMPATIBLE)
-        # Not implemented by this package: refuse clearly rather than record something else.
-        for name in (
-            "use_line_profiler",
-            "use_gpu_timing",
-            "use_nvtx",
-            "use_likwid",
-            "aggregation_mode",
-            "use_memray",
-            "profile_mpi_calls",
-        ):
-            if s[name]:
-                raise NotImplementedError(
-                    f"{name}=True is not supported by scope-profiler (Rust edition)",
-                )
-        if self._perf_events:
-            raise NotImplementedError(
-                "perf_events is not supported by scope-profiler (Rust edition)"
-            )
-        buffer_limit = s["buffer_limit"]
-        if isinstance(buffer_limit, bool) or not isinstance(buffer_limit, int) or buffer_limit < 1:
-            raise ValueError("buffer_limit must be a positive integer")
-
+        self._start_time_ns = perf_counter_ns()  # the run's origin
+        self._perf_events = _as_tuple(s["perf_events"])
+        self._enable_tags = _as_tuple(s["enable_tags"])
+        self._hdf5_compression = _normalized_compression(s["hdf5_compression"])
+        _check_output(s, self._hdf5_compression)
+        _check_modes(s, self._perf_events)
+        _check_buffer_limit(s["buffer_limit"])
         self._settings = s
         self._file_path = os.fspath(s["file_path"])
-        self._hdf5_compression = compression
-        self._track_threads = track_threads
+        self._track_threads = bool(s["track_threads"] or s["track_async"])
         self._track_async = bool(s["track_async"])
-        self._paused = False
-        self._native = NativeRecorder(buffer_limit, track_threads, self._track_async)
-        if track_threads:
-            from ._tracking import ConcurrencyTracker
-
-            self._tracker = ConcurrencyTracker(self._native, track_async=self._track_async)
-        else:
-            self._tracker = None
+        self._native: NativeRecorder | None = None
+        self._tracker = None
+        self._comm = None
         self._metadata = collect_metadata(s["metadata_detail"])
         self._metadata["start_time_ns"] = self._start_time_ns
         self._label = s["label"] or None
         if self._label is not None:
             self._metadata["label"] = self._label
-        # MPI rank? (imports mpi4py only under an MPI launch; see _mpi)
-        from ._mpi import configure
+
+    def start(self) -> None:
+        """Create the recorder, the tracker (``track_threads``, not yet installed) and, under
+        an MPI launch, attach the communicator. Idempotent."""
+        if self._native is not None:
+            return
+        self._native = NativeRecorder(self.buffer_limit, self._track_threads, self._track_async)
+        if self._track_threads:
+            from ._tracking import ConcurrencyTracker
+
+            self._tracker = ConcurrencyTracker(self._native, track_async=self._track_async)
+        from ._mpi import configure  # imports mpi4py only under an MPI launch
 
         configure(self)
 
@@ -550,7 +569,7 @@ class ProfilingConfig:
     @property
     def comm(self):
         """MPI communicator (``MPI.COMM_WORLD``) of an MPI rank, else None."""
-        return self.__dict__.get("_comm")
+        return self._comm
 
     @property
     def memory_profile_path(self):
