@@ -252,32 +252,5 @@ impl<'a> LaneLabels<'a> {
 /// * `lane == -1`: `"unknown lane"`;
 /// * `lane <= -2`: thread index `-2 - lane`: its name, else `"thread {index}"`.
 pub fn lane_label(run: &Run, lane: i64, rank: u32) -> String {
-    // One label: a linear scan of the tables beats building the maps.
-    let thread_label = |index: i64| -> String {
-        run.rank_threads(rank)
-            .find(|t| t.index == index)
-            .map(|t| t.name.clone())
-            .unwrap_or_else(|| format!("thread {index}"))
-    };
-    if lane >= 0 {
-        match run.rank_tasks(rank).find(|t| t.index == lane) {
-            Some(task) => {
-                let thread_lane = -2 - task.thread_index;
-                let on = if thread_lane <= -2 {
-                    thread_label(task.thread_index)
-                } else if thread_lane == -1 {
-                    "unknown lane".to_string()
-                } else {
-                    format!("thread {}", task.thread_index)
-                };
-                let tail = task.coro_name.rsplit('.').next().unwrap_or("");
-                format!("{} ({}) on {}", task.name, tail, on)
-            }
-            None => format!("task {lane}"),
-        }
-    } else if lane == -1 {
-        "unknown lane".to_string()
-    } else {
-        thread_label(-2 - lane)
-    }
+    LaneLabels::new(run, rank).label(lane)
 }
