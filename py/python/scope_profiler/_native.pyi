@@ -1,0 +1,1046 @@
+"""Type surface of the compiled module ``scope_profiler._native`` (the PyO3 crate ``py/``).
+
+Units: names ending in ``_ns`` are int64 nanoseconds; every other time is float seconds.
+Absolute times come from the recording clock (``CLOCK_MONOTONIC``, same as
+``time.perf_counter_ns()`` on Linux); "since the run start" means minus the run's
+``start_time_ns``. CPU times are ``CLOCK_THREAD_CPUTIME_ID`` of the thread named.
+Checked against the module by ``python -m mypy.stubtest scope_profiler._native``.
+"""
+
+from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping, Sequence
+from os import PathLike
+from pathlib import Path
+from types import TracebackType
+from typing import Any, Literal, TextIO, final, overload
+
+import numpy as np
+import numpy.typing as npt
+
+_I64 = npt.NDArray[np.int64]
+_I32 = npt.NDArray[np.int32]
+_U32 = npt.NDArray[np.uint32]
+_F64 = npt.NDArray[np.float64]
+_Path = str | PathLike[str]
+_Patterns = str | Sequence[str] | None
+_Ranks = int | Sequence[int] | None
+# an Arrow table (`arro3.core.Table`, pyo3-arrow's PyCapsule-interface table); arro3 ships no stubs
+_ArrowTable = Any
+
+__all__ = [
+    "CallArrays",
+    "CorruptProfileError",
+    "EventDataUnavailableError",
+    "HDF5SchemaError",
+    "LaneSplit",
+    "MPIRegion",
+    "NativeRecorder",
+    "NativeRun",
+    "NestingError",
+    "ProfileRegion",
+    "ProfiledFunction",
+    "ProfilingResults",
+    "Region",
+    "SummaryDataUnavailable",
+    "TaskHandle",
+    "TaskInfo",
+    "ThreadExitSentinel",
+    "ThreadInfo",
+    "TimedCoroutine",
+    "_run_from_bytes",
+    "_run_to_bytes",
+    "_stack_runs",
+    "build_call_arrays",
+    "build_call_stack",
+    "call_stack_children",
+    "call_stack_roots",
+    "cli_after_run",
+    "cli_main",
+    "export_chrome_trace",
+    "export_flamegraph_svg",
+    "export_folded",
+    "export_parquet",
+    "export_perfetto",
+    "export_pprof",
+    "export_prof",
+    "export_speedscope",
+    "export_timeline_svg",
+    "lane_groups",
+    "merge_results",
+    "perf_counter_ns",
+    "read_h5",
+    "read_h5_summary",
+    "split_by_lane",
+    "summary_text",
+    "thread_time_ns",
+]
+
+# ---------------------------------------------------------------------------------------------
+# exceptions (their __module__ is ``scope_profiler``)
+
+class EventDataUnavailableError(RuntimeError):
+    """A summary-only result (``read_h5_summary``) was asked for per-call event data."""
+
+class SummaryDataUnavailable(ValueError):
+    """``read_h5_summary(fallback=False)`` on a file without fixed-size summary statistics
+    (schema 1)."""
+
+class CorruptProfileError(OSError):
+    """The file is not a readable scope-profiler profile (not HDF5, truncated, or damaged).
+    The message names the file."""
+
+class HDF5SchemaError(ValueError):
+    """The file's scope-profiler HDF5 schema version is invalid or newer than this package
+    reads."""
+
+class NestingError(ValueError):
+    """Recorded calls on one lane overlap without nesting, so no call tree exists."""
+
+# ---------------------------------------------------------------------------------------------
+# runs and results
+
+@final
+class NativeRun:
+    """A run held in Rust (``scope_profiler_analysis::Run``); the results objects are views
+    over one. ``len()`` is the number of regions."""
+
+    @staticmethod
+    def read_h5(path: _Path) -> NativeRun:
+        """Read a profile file (schema 1-3). Raises ``CorruptProfileError``,
+        ``HDF5SchemaError`` or ``OSError`` naming the file."""
+    @staticmethod
+    def from_columns(
+        region_names: list[str],
+        rows: list[Any],
+        threads: list[tuple[Any, ...]],
+        tasks: list[tuple[Any, ...]],
+        metadata: dict[str, Any],
+        num_ranks: int | None = None,
+        file_path: str = ...,
+    ) -> NativeRun:
+        """A run from Python columns (per-region rows of int64 ns arrays, thread and task
+        tuples as ``NativeRecorder.thread_table``/``task_table``). Raises ``ValueError``
+        or ``TypeError`` on malformed input."""
+    def write_h5(self, path: _Path) -> None:
+        """Write the run as schema 3, atomically. Raises ``OSError`` naming the file."""
+    def __len__(self) -> int: ...
+    @property
+    def file_path(self) -> str:
+        """The file read or to be written ("" when none)."""
+    @property
+    def num_ranks(self) -> int: ...
+    @property
+    def region_names(self) -> list[str]:
+        """Region names, insertion order."""
+
+@final
+class Region:
+    """Timing data of one region on one rank. Per-call arrays (shape ``(num_calls,)``) are in
+    recorded order: for a tracked run grouped by thread (ascending index), each thread in entry
+    order. ``*_ns`` arrays are int64 ns on the recording clock (absolute); the float arrays and
+    statistics are s. Per-call APIs raise ``EventDataUnavailableError`` on a summary-only
+    region; exclusive values raise ``NestingError`` when the rank has no call tree."""
+
+    def __new__(
+        cls,
+        start_times: _I64,
+        end_times: _I64,
+        gpu_durations: _I64 | None = None,
+        call_ids: _I64 | None = None,
+        parent_ids: _I64 | None = None,
+        thread_ids: _I64 | None = None,
+        task_ids: _I64 | None = None,
+        await_times: _I64 | None = None,
+        event_metadata: Sequence[dict[str, Any]] | None = None,
+        source_file: str | None = None,
+        source_lineno: int | None = None,
+        source_text: str | None = None,
+        tags: Sequence[str] = ...,
+        aggregate: dict[str, Any] | None = None,
+        event_data_available: bool = True,
+    ) -> Region:
+        """Build from int64 ns columns of equal length (``ValueError`` otherwise)."""
+    def __len__(self) -> int:
+        """Number of calls."""
+    def for_thread(self, thread_index: int) -> Region:
+        """The calls of thread ``thread_index`` (a new Region). ``ValueError`` without thread ids."""
+    def for_task(self, task_index: int) -> Region:
+        """The calls inside task ``task_index``. ``ValueError`` without task ids."""
+    def for_lane(self, lane: int) -> Region:
+        """The calls on ``lane`` (task index >= 0, ``-2 - thread index``, -1 unknown).
+        ``ValueError`` without thread ids."""
+    def percentile_duration(self, percentile: float) -> float | None:
+        """Duration percentile (0-100, numpy linear) in s; None for summary-only data.
+        ``ValueError`` outside 0..100."""
+    def events(self, origin: float = 0.0) -> list[dict[str, Any]]:
+        """One dict per call (``call_index, start, end, duration`` in s minus ``origin``, plus
+        recorded ids, thread, task, await, metadata)."""
+    def get_summary(self) -> dict[str, Any]:
+        """``num_calls`` and the duration statistics in s."""
+    def _repr_html_(self) -> str: ...
+    @property
+    def start_times_ns(self) -> _I64:
+        """Call starts, int64 ns (absolute, recording clock)."""
+    @property
+    def end_times_ns(self) -> _I64:
+        """Call ends, int64 ns (absolute, recording clock)."""
+    @property
+    def durations_ns(self) -> _I64:
+        """``end - start`` per call, int64 ns."""
+    @property
+    def inclusive_durations_ns(self) -> _I64:
+        """Same as ``durations_ns``."""
+    @property
+    def exclusive_durations_ns(self) -> _I64:
+        """Duration minus direct children on the same lane, int64 ns. Raises NestingError."""
+    @property
+    def gpu_durations_ns(self) -> _I64 | None:
+        """GPU duration per call, int64 ns, or None."""
+    @property
+    def await_times_ns(self) -> _I64 | None:
+        """ns each call's task was suspended inside it (0 outside tasks), or None."""
+    @property
+    def start_times(self) -> _F64:
+        """Call starts, float64 s (absolute)."""
+    @property
+    def end_times(self) -> _F64:
+        """Call ends, float64 s (absolute)."""
+    @property
+    def durations(self) -> _F64:
+        """Durations, float64 s."""
+    @property
+    def inclusive_durations(self) -> _F64:
+        """Same as ``durations``."""
+    @property
+    def exclusive_durations(self) -> _F64:
+        """Exclusive durations, float64 s. Raises NestingError."""
+    @property
+    def gpu_durations(self) -> _F64 | None:
+        """GPU durations, float64 s, or None."""
+    @property
+    def await_times(self) -> _F64 | None:
+        """``await_times_ns / 1e9`` (s), or None."""
+    @property
+    def call_ids(self) -> _I64 | None:
+        """Call id per call (unique per rank), or None without a call graph."""
+    @property
+    def parent_ids(self) -> _I64 | None:
+        """Call id of the enclosing call on the lane (-1 for a root), or None."""
+    @property
+    def thread_ids(self) -> _I64 | None:
+        """Thread-table index per call, or None when threads were not tracked."""
+    @property
+    def task_ids(self) -> _I64 | None:
+        """Task-table index per call (-1 outside tasks), or None without ``track_async``."""
+    @property
+    def event_metadata(self) -> tuple[dict[str, Any], ...]:
+        """Per-call metadata, one dict per call."""
+    @property
+    def threads(self) -> list[int]:
+        """Sorted thread-table indices this region has calls on."""
+    @property
+    def has_thread_data(self) -> bool: ...
+    @property
+    def has_event_data(self) -> bool: ...
+    @property
+    def has_timing(self) -> bool: ...
+    @property
+    def has_gpu_timing(self) -> bool: ...
+    @property
+    def has_source(self) -> bool: ...
+    @property
+    def source_file(self) -> str | None: ...
+    @property
+    def source_lineno(self) -> int | None: ...
+    @property
+    def source_text(self) -> str | None: ...
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def stored_summary(self) -> dict[str, Any] | None:
+        """The stored-statistics dict of a summary-only region, else None."""
+    @property
+    def num_calls(self) -> int: ...
+    @property
+    def total_duration(self) -> float:
+        """Σ durations, s."""
+    @property
+    def inclusive_duration(self) -> float:
+        """Σ durations, s."""
+    @property
+    def exclusive_duration(self) -> float:
+        """Σ exclusive s. Raises NestingError."""
+    @property
+    def total_exclusive_duration(self) -> float:
+        """Σ exclusive s. Raises NestingError."""
+    @property
+    def average_duration(self) -> float: ...
+    @property
+    def min_duration(self) -> float: ...
+    @property
+    def max_duration(self) -> float: ...
+    @property
+    def std_duration(self) -> float:
+        """Population standard deviation of the durations, s."""
+    @property
+    def first_duration(self) -> float: ...
+    @property
+    def last_duration(self) -> float: ...
+    @property
+    def first_start_time(self) -> float:
+        """Earliest start, s (absolute); 0.0 without calls."""
+    @property
+    def last_end_time(self) -> float:
+        """Latest end, s (absolute); 0.0 without calls."""
+    @property
+    def p50_duration(self) -> float | None: ...
+    @property
+    def p95_duration(self) -> float | None: ...
+    @property
+    def p99_duration(self) -> float | None: ...
+    @property
+    def gpu_total_duration(self) -> float | None: ...
+    @property
+    def gpu_average_duration(self) -> float | None: ...
+    @property
+    def total_await_duration(self) -> float | None:
+        """Σ await time in s, or None without ``track_async``."""
+
+@final
+class MPIRegion:
+    """One named region across all ranks; ``region[rank]`` is that rank's ``Region``
+    (``KeyError`` for a rank without data). Statistics pool all ranks, s."""
+
+    def __new__(cls, name: str, regions: Mapping[int, Region]) -> MPIRegion: ...
+    def __getitem__(self, key: int, /) -> Region: ...
+    def __iter__(self) -> Iterator[int]:
+        """The ranks with data, ascending."""
+    def __len__(self) -> int: ...
+    def __contains__(self, key: int, /) -> bool: ...
+    def events(self, ranks: _Ranks = None, origin: float = 0.0) -> list[dict[str, Any]]:
+        """One dict per call (``name, rank`` + ``Region.events`` keys), times s minus ``origin``."""
+    def num_calls_per_rank(self) -> dict[int, int]: ...
+    def average_durations(self) -> dict[int, float]: ...
+    def min_durations(self) -> dict[int, float]: ...
+    def max_durations(self) -> dict[int, float]: ...
+    def total_durations(self) -> dict[int, float]: ...
+    def percentile_duration(self, percentile: float) -> float | None:
+        """Pooled duration percentile (0-100, numpy linear) in s; None for summary-only data."""
+    def get_summary(self) -> dict[str, Any]: ...
+    def _repr_html_(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def regions(self) -> dict[int, Region]:
+        """``{rank: Region}`` (a new dict)."""
+    @property
+    def ranks(self) -> list[int]:
+        """Ranks with data, ascending."""
+    @property
+    def color(self) -> str | None:
+        """Plot hint (a colour), None by default."""
+    @property
+    def tags(self) -> tuple[str, ...]: ...
+    @property
+    def source_file(self) -> str | None: ...
+    @property
+    def source_lineno(self) -> int | None: ...
+    @property
+    def source_text(self) -> str | None: ...
+    @property
+    def has_source(self) -> bool: ...
+    @property
+    def has_timing(self) -> bool: ...
+    @property
+    def has_event_data(self) -> bool: ...
+    @property
+    def has_gpu_timing(self) -> bool: ...
+    @property
+    def durations(self) -> _F64:
+        """Pooled durations (s), the ranks' ``durations`` concatenated in rank order."""
+    @property
+    def inclusive_durations(self) -> _F64: ...
+    @property
+    def exclusive_durations(self) -> _F64:
+        """Pooled exclusive durations (s). Raises NestingError."""
+    @property
+    def gpu_durations(self) -> _F64 | None: ...
+    @property
+    def num_calls(self) -> int: ...
+    @property
+    def total_duration(self) -> float: ...
+    @property
+    def inclusive_duration(self) -> float: ...
+    @property
+    def exclusive_duration(self) -> float: ...
+    @property
+    def total_exclusive_duration(self) -> float:
+        """Σ of the ranks' exclusive totals, s. Raises NestingError."""
+    @property
+    def average_duration(self) -> float: ...
+    @property
+    def min_duration(self) -> float: ...
+    @property
+    def max_duration(self) -> float: ...
+    @property
+    def std_duration(self) -> float: ...
+    @property
+    def first_duration(self) -> float: ...
+    @property
+    def last_duration(self) -> float: ...
+    @property
+    def first_start_time(self) -> float: ...
+    @property
+    def last_end_time(self) -> float: ...
+    @property
+    def p50_duration(self) -> float | None: ...
+    @property
+    def p95_duration(self) -> float | None: ...
+    @property
+    def p99_duration(self) -> float | None: ...
+    @property
+    def gpu_total_duration(self) -> float | None: ...
+    @property
+    def gpu_average_duration(self) -> float | None: ...
+    @property
+    def rank_imbalance(self) -> float:
+        """max / mean of the ranks' positive totals (0.0 with fewer than two)."""
+    @property
+    def rank_imbalance_pct(self) -> float: ...
+
+@final
+class ThreadInfo:
+    """One row of a run's thread table. ``index`` is the value ``Region.thread_ids`` holds;
+    times are s since the run start; ``cpu_time`` is ``CLOCK_THREAD_CPUTIME_ID`` of the thread, s."""
+
+    def __new__(
+        cls,
+        index: int,
+        rank: int,
+        name: str,
+        ident: int,
+        native_id: int,
+        daemon: bool,
+        start_ns: int,
+        end_ns: int,
+        cpu_ns: int,
+    ) -> ThreadInfo: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def ident(self) -> int: ...
+    @property
+    def native_id(self) -> int: ...
+    @property
+    def daemon(self) -> bool: ...
+    @property
+    def alive(self) -> bool:
+        """Whether the thread was still running when the run was collected."""
+    @property
+    def start_time(self) -> float:
+        """Registration time, s since the run start."""
+    @property
+    def end_time(self) -> float | None:
+        """End time, s since the run start; None while alive."""
+    @property
+    def wall_time(self) -> float | None:
+        """``end_time - start_time`` in s, or None while alive."""
+    @property
+    def cpu_time(self) -> float:
+        """Total CPU time of the OS thread, s."""
+
+@final
+class TaskInfo:
+    """One row of a run's task table (``kind`` "task" or "greenlet"). ``index`` is the value
+    ``Region.task_ids`` holds; times s since the run start; running/awaiting s (monotonic)."""
+
+    def __new__(
+        cls,
+        index: int,
+        rank: int,
+        kind: str,
+        name: str,
+        coro_name: str,
+        thread_index: int,
+        created_ns: int,
+        done_ns: int,
+        steps: int,
+        running_ns: int,
+        suspended_ns: int,
+    ) -> TaskInfo: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def rank(self) -> int: ...
+    @property
+    def kind(self) -> str:
+        """``"task"`` or ``"greenlet"``."""
+    @property
+    def name(self) -> str: ...
+    @property
+    def coro_name(self) -> str:
+        """The coroutine's ``__qualname__`` (greenlets: their run function's)."""
+    @property
+    def thread_index(self) -> int: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def done(self) -> bool: ...
+    @property
+    def created_time(self) -> float: ...
+    @property
+    def done_time(self) -> float | None: ...
+    @property
+    def wall_time(self) -> float | None:
+        """``done_time - created_time`` in s, or None if it never finished."""
+    @property
+    def running_time(self) -> float: ...
+    @property
+    def awaiting_time(self) -> float: ...
+
+@final
+class ProfilingResults:
+    """The profiling data of one run: ``results["solve"][0].average_duration`` is rank 0's
+    mean in s. ``results[name]`` raises ``KeyError`` for an unknown region."""
+
+    def __new__(
+        cls,
+        regions: Mapping[str, MPIRegion],
+        metadata: dict[str, Any] | None = None,
+        num_ranks: int | None = None,
+        likwid: dict[Any, Any] | None = None,
+        perf_events: dict[Any, Any] | None = None,
+        line_profile: dict[Any, Any] | None = None,
+        file_path: _Path | None = None,
+        is_root: bool = True,
+        exclusive_totals: dict[Any, Any] | None = None,
+        event_data_available: bool = True,
+        threads: dict[int, list[ThreadInfo]] | None = None,
+        tasks: dict[int, list[TaskInfo]] | None = None,
+    ) -> ProfilingResults: ...
+    @classmethod
+    def from_h5(cls, file_path: _Path, verbose: bool = False) -> ProfilingResults:
+        """Same as ``read_h5``."""
+    @classmethod
+    def _from_native(cls, native: NativeRun) -> ProfilingResults: ...
+    def _native_run(self) -> NativeRun: ...
+    def __getitem__(self, key: str, /) -> MPIRegion: ...
+    def __iter__(self) -> Iterator[MPIRegion]: ...
+    def __len__(self) -> int: ...
+    def __contains__(self, key: str, /) -> bool: ...
+    def reconstruct(self) -> list[int]:
+        """Reconstruct every rank now (GIL released); returns the ranks. Raises NestingError."""
+    def call_arrays(self, rank: int = 0) -> CallArrays:
+        """The cached reconstruction of ``rank``. Raises NestingError."""
+    def split_by_lane(self, rank: int = 0) -> LaneSplit: ...
+    def get_region(self, region_name: str) -> MPIRegion:
+        """``KeyError`` for an unknown name."""
+    def get_regions(self, include: _Patterns = None, exclude: _Patterns = None) -> list[MPIRegion]:
+        """Regions filtered by ``re.match`` patterns, sorted by earliest first start."""
+    def summary(self, include: _Patterns = None, exclude: _Patterns = None) -> list[dict[str, Any]]:
+        """One dict per region (s). Raises NestingError."""
+    def to_dataframe(self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False) -> Any:
+        """``summary()`` as a pandas DataFrame."""
+    def events(
+        self,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        ranks: _Ranks = None,
+        relative: bool = True,
+        origin: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """One dict per call, times s minus the origin."""
+    def to_events_dataframe(
+        self,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        ranks: _Ranks = None,
+        relative: bool = True,
+        origin: float | None = None,
+    ) -> Any:
+        """``events()`` as a pandas DataFrame."""
+    def call_stack(
+        self,
+        rank: int = 0,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        relative: bool = True,
+        origin: float | None = None,
+    ) -> list[dict[str, Any]]:
+        """``build_call_stack`` of the filtered regions. Raises NestingError."""
+    def call_graph(self, rank: int = 0, include: _Patterns = None, exclude: _Patterns = None) -> list[dict[str, Any]]:
+        """``call_id, parent_id, name, call_index, depth`` per call of ``rank``."""
+    def lane_label(self, lane: int, rank: int = 0) -> str: ...
+    def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+        """Per-thread times in s. Raises NestingError."""
+    def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]: ...
+    def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]: ...
+    def default_title(self) -> str: ...
+    def print_summary(
+        self,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        ranks: _Ranks = None,
+        sort: str = "start",
+        title: str | None = None,
+        stream: TextIO | None = None,
+        suppress_notes: bool = False,
+        columns: Sequence[str] | None = None,
+        percentage_mode: str = "coverage",
+    ) -> None:
+        """Print the summary report to ``stream`` (default stdout)."""
+    def _repr_html_(self) -> str: ...
+    def to_arrow(self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False) -> _ArrowTable:
+        """The region summary as an Arrow table. ``ValueError`` when a filter matches nothing."""
+    def threads_frame(self) -> _ArrowTable: ...
+    def tasks_frame(self) -> _ArrowTable: ...
+    def thread_summary_frame(self, rank: int = 0) -> _ArrowTable: ...
+    def events_frame(
+        self,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        ranks: _Ranks = None,
+        relative: bool = True,
+        origin: float | None = None,
+    ) -> _ArrowTable: ...
+    def to_polars(
+        self,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        per_rank: bool = False,
+        *,
+        table: Any = None,
+    ) -> Any:
+        """A ``polars.DataFrame`` of the summary (or of ``table``)."""
+    def to_pandas(
+        self,
+        include: _Patterns = None,
+        exclude: _Patterns = None,
+        per_rank: bool = False,
+        *,
+        table: Any = None,
+    ) -> Any:
+        """A ``pandas.DataFrame`` of the summary (or of ``table``)."""
+    @property
+    def _native(self) -> NativeRun: ...
+    @property
+    def label(self) -> str | None: ...
+    @label.setter
+    def label(self, value: str | None) -> None: ...
+    @property
+    def display_label(self) -> str: ...
+    @property
+    def file_path(self) -> Path: ...
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """Rank 0's metadata (a mutable dict)."""
+    @property
+    def num_ranks(self) -> int: ...
+    @property
+    def num_nodes(self) -> int: ...
+    @property
+    def is_root(self) -> bool: ...
+    @property
+    def has_event_data(self) -> bool: ...
+    @property
+    def has_likwid(self) -> bool: ...
+    @property
+    def has_perf_events(self) -> bool: ...
+    @property
+    def likwid_ranks(self) -> list[int]: ...
+    @property
+    def line_profile(self) -> dict[Any, Any]: ...
+    @property
+    def region_names(self) -> list[str]: ...
+    @property
+    def threads(self) -> dict[int, list[ThreadInfo]]: ...
+    @property
+    def tasks(self) -> dict[int, list[TaskInfo]]: ...
+    @property
+    def run_start_time(self) -> float | None:
+        """``metadata["start_time_ns"] / 1e9`` (s, recording clock) or None."""
+    @property
+    def finalize_time(self) -> float | None: ...
+    @property
+    def startup_time(self) -> float | None: ...
+    @property
+    def total_time(self) -> float | None:
+        """finalize - start, s, or None."""
+    @property
+    def minimum_start_time(self) -> float: ...
+    @property
+    def maximum_end_time(self) -> float: ...
+    @property
+    def time_origin(self) -> float: ...
+    @property
+    def time_span(self) -> float: ...
+
+def merge_results(
+    *result_sets: ProfilingResults,
+    label: str | None = None,
+    file_path: _Path | None = None,
+    stack: bool | None = None,
+) -> ProfilingResults:
+    """Several result sets as one. ``ValueError`` when none is given or (not stacking) a
+    region name appears in two sets."""
+
+# ---------------------------------------------------------------------------------------------
+# call stacks
+
+@final
+class CallArrays:
+    """One rank's reconstructed nesting in call-id order; every array has shape ``(n_calls,)``.
+    ``start_ns``/``end_ns``/``exclusive_ns`` int64 ns (recording clock); index columns int32."""
+
+    names: list[str]
+    source_files: list[str | None]
+    source_lines: list[int | None]
+    _fields: list[str]
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Iterator[Any]: ...
+    def __getitem__(self, key: int, /) -> Any: ...
+    @property
+    def start_ns(self) -> _I64: ...
+    @property
+    def end_ns(self) -> _I64: ...
+    @property
+    def exclusive_ns(self) -> _I64: ...
+    @property
+    def parent(self) -> _I32:
+        """Index of the enclosing call, -1 for a root."""
+    @property
+    def depth(self) -> _I32: ...
+    @property
+    def region_index(self) -> _I32: ...
+    @property
+    def call_index(self) -> _I32: ...
+    @property
+    def lane(self) -> _I32:
+        """Lane per call; empty when no region had a thread column."""
+
+@final
+class LaneSplit:
+    """``(lane, CallArrays)`` pairs in ascending lane value; a read-only sequence."""
+
+    @overload
+    def __getitem__(self, key: int, /) -> tuple[int, CallArrays]: ...
+    @overload
+    def __getitem__(self, key: slice, /) -> list[tuple[int, CallArrays]]: ...
+    def __iter__(self) -> Iterator[tuple[int, CallArrays]]: ...
+    def __len__(self) -> int: ...
+    def __eq__(self, value: object, /) -> bool: ...
+    __hash__: None  # type: ignore[assignment]
+    def lane_sizes(self) -> _I64:
+        """Calls per lane (int64), aligned with ``lanes``."""
+    @property
+    def lanes(self) -> _I64:
+        """Lane values, ascending (int64)."""
+
+def build_call_arrays(regions: Mapping[str, Any] | Sequence[Any], rank: int) -> CallArrays:
+    """Reconstruct ``rank`` of ``regions``. Raises NestingError."""
+
+def build_call_stack(
+    regions: Mapping[str, Any] | Sequence[Any], rank: int, origin: float = 0.0
+) -> list[dict[str, Any]]:
+    """One dict per call, start order, times s minus ``origin``. Raises NestingError."""
+
+def call_stack_roots(calls: Sequence[Mapping[str, Any]]) -> list[int]:
+    """Indices of the top-level calls of a ``build_call_stack`` result."""
+
+def call_stack_children(calls: Sequence[Mapping[str, Any]]) -> list[list[int]]:
+    """Child indices per call of a ``build_call_stack`` result."""
+
+def split_by_lane(calls: CallArrays) -> LaneSplit:
+    """One ``CallArrays`` per lane, ascending lane value."""
+
+def lane_groups(lane: npt.ArrayLike) -> tuple[_I64, _I64, _U32]:
+    """``(lanes, offsets, order)``: lane ``lanes[k]`` holds ``order[offsets[k]:offsets[k+1]]``."""
+
+# ---------------------------------------------------------------------------------------------
+# files, CLI, run transport
+
+def read_h5(file_path: _Path, verbose: bool = False) -> ProfilingResults:
+    """Load a profile (schema 1-3). Raises ``CorruptProfileError``, ``HDF5SchemaError``,
+    ``OSError`` naming the file."""
+
+def read_h5_summary(
+    file_path: _Path,
+    verbose: bool = False,
+    *,
+    fallback: bool = True,
+    include_likwid: bool = True,
+    include_line_profile: bool = True,
+    regions: str | Sequence[str] | None = None,
+    ranks: _Ranks = None,
+) -> ProfilingResults:
+    """Load statistics without per-call events. Raises ``SummaryDataUnavailable`` on schema 1
+    without ``fallback``."""
+
+def summary_text(run: NativeRun, title: str) -> str:
+    """The summary report of a run as text."""
+
+def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
+    """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``."""
+
+def cli_after_run(h5: _Path, track_threads: bool, speedscope: bool, quiet: bool) -> str | None:
+    """Summary and speedscope file after a ``run``; the speedscope path or None. ``OSError``."""
+
+def _run_to_bytes(native: NativeRun) -> bytes: ...
+def _run_from_bytes(data: bytes | bytearray | memoryview, file_path: str = ...) -> NativeRun: ...
+def _stack_runs(
+    parts: list[tuple[int, NativeRun | bytes]],
+    metadata: dict[str, Any] | None = None,
+    num_ranks: int | None = None,
+    file_path: str = ...,
+    write_file: bool = False,
+) -> NativeRun:
+    """Stack runs as blocks of ranks; optionally write ``file_path`` (schema 3, atomically)."""
+
+# ---------------------------------------------------------------------------------------------
+# exporters: return the paths written; ``TypeError`` for anything but results, ``ValueError``
+# for no data / bad rank / empty filter, ``NestingError``, ``OSError`` on I/O failure.
+
+_Results = ProfilingResults | Sequence[ProfilingResults]
+
+def export_speedscope(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]: ...
+def export_prof(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    call_paths: bool = True,
+    per_lane: bool = False,
+    verbose: bool = True,
+) -> list[Path]: ...
+def export_flamegraph_svg(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]: ...
+def export_chrome_trace(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]: ...
+def export_perfetto(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]: ...
+def export_pprof(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]: ...
+def export_folded(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+    unit: Literal["ns", "us"] = "ns",
+) -> list[Path]: ...
+def export_timeline_svg(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+    width: float = 1400.0,
+) -> list[Path]: ...
+def export_parquet(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]: ...
+
+# ---------------------------------------------------------------------------------------------
+# recording
+
+def perf_counter_ns() -> int:
+    """The recorder clock (``CLOCK_MONOTONIC``, ns)."""
+
+def thread_time_ns() -> int:
+    """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""
+
+@final
+class NativeRecorder:
+    """The native state of one profiling configuration (buffers, thread table, regions)."""
+
+    def __new__(cls, buffer_limit: int = 1024, track_threads: bool = False, track_async: bool = False) -> NativeRecorder: ...
+    def set_register_callback(self, callback: Callable[[], object] | None = None) -> None: ...
+    def new_task(self, kind: str, name: str, coro_name: str) -> TaskHandle:
+        """Register a task lane (``kind`` "task" or "greenlet", else ``ValueError``)."""
+    def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine: ...
+    def switch_lane(self, target: TaskHandle | None = None) -> None: ...
+    def current_task(self) -> int | None: ...
+    def task_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
+        """``(index, kind, name, coro_name, thread_index, created_ns, done_ns, steps,
+        running_ns, suspended_ns)`` rows, ns relative to ``origin_ns``."""
+    def region(self, name: str, tags: Sequence[str] = ..., enabled: bool = True) -> ProfileRegion: ...
+    def register_thread(self) -> int:
+        """Register the calling thread; returns its thread-table index."""
+    def is_registered(self) -> bool: ...
+    def set_paused(self, paused: bool) -> None: ...
+    def open_region_names(self) -> list[str]: ...
+    def thread_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
+        """``(index, ident, native_id, name, daemon, start_ns, end_ns, cpu_ns)`` rows, ns
+        relative to ``origin_ns`` (``-1`` kept)."""
+    def snapshot(self) -> list[tuple[str, _I64, _I64, _I64 | None]]:
+        """Completed calls per region: ``(name, starts_ns, ends_ns, thread_ids)``."""
+    def _before_fork(self) -> None: ...
+    def _after_fork_in_child(self, native_id: int) -> int: ...
+    def finalize(
+        self,
+        metadata: dict[str, Any],
+        start_time_ns: int,
+        write_file: bool,
+        file_path: str,
+        call_id_base: int = 0,
+        rewind: bool | None = None,
+    ) -> tuple[NativeRun, int, str | None]:
+        """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None)``.
+        Writes ``file_path`` (HDF5, atomically) when ``write_file``; ``OSError`` on failure."""
+    @property
+    def buffer_limit(self) -> int: ...
+    @property
+    def track_threads(self) -> bool: ...
+    @property
+    def track_async(self) -> bool: ...
+    @property
+    def paused(self) -> bool: ...
+
+@final
+class ProfileRegion:
+    """A region: a re-entrant context manager usable from any thread."""
+
+    @staticmethod
+    def disabled(name: str, tags: Sequence[str] = ...) -> ProfileRegion: ...
+    def __enter__(self) -> ProfileRegion: ...
+    def __exit__(
+        self,
+        _exc_type: type[BaseException] | None,
+        _exc: BaseException | None,
+        _tb: TracebackType | None,
+    ) -> bool: ...
+    def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
+        """``func`` with each call recorded in this region."""
+    def set_source(self, filename: str, lineno: int, text: str | None = None) -> None: ...
+    @property
+    def name(self) -> str: ...
+    @property
+    def region_name(self) -> str: ...
+    @property
+    def tags(self) -> list[str]: ...
+    @property
+    def enabled(self) -> bool: ...
+    @property
+    def source_file(self) -> str | None: ...
+    @property
+    def source_lineno(self) -> int | None: ...
+    @property
+    def source_text(self) -> str | None: ...
+    @property
+    def has_source(self) -> bool: ...
+    @property
+    def num_calls(self) -> int:
+        """Calls entered over the process lifetime (all threads, open ones included)."""
+    @property
+    def thread_indices(self) -> list[int]: ...
+
+@final
+class ProfiledFunction:
+    """What ``@profile`` returns: calls the function inside its bound region."""
+
+    def __new__(cls, func: Callable[..., Any], region: ProfileRegion | None = None) -> ProfiledFunction: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: object, owner: type | None = None, /) -> Any: ...
+    def __reduce__(self) -> str | tuple[Any, ...]: ...
+    def _bind(self, region: ProfileRegion | None = None) -> None: ...
+    @property
+    def _func(self) -> Callable[..., Any]: ...
+    @property
+    def _region(self) -> ProfileRegion | None: ...
+
+@final
+class ThreadExitSentinel:
+    """Parked in a ``threading.local``; its drop stamps the dying thread's CPU total and end."""
+
+    @property
+    def index(self) -> int: ...
+
+@final
+class TaskHandle:
+    """One task-table row (an asyncio task or a greenlet); ``*_ns`` absolute monotonic ns."""
+
+    def finish(self, name: str | None = None) -> None: ...
+    @property
+    def index(self) -> int: ...
+    @property
+    def kind(self) -> str: ...
+    @property
+    def name(self) -> str: ...
+    @name.setter
+    def name(self, value: str) -> None: ...
+    @property
+    def coro_name(self) -> str: ...
+    @coro_name.setter
+    def coro_name(self, value: str) -> None: ...
+    @property
+    def thread_index(self) -> int: ...
+    @property
+    def steps(self) -> int: ...
+    @property
+    def running_ns(self) -> int: ...
+    @property
+    def suspended_ns(self) -> int: ...
+    @property
+    def created_ns(self) -> int: ...
+    @property
+    def done_ns(self) -> int:
+        """Absolute done time, ``-1`` while not done."""
+    @property
+    def open_calls(self) -> int: ...
+
+@final
+class TimedCoroutine(Coroutine[Any, Any, Any]):
+    """The coroutine wrapper behind each instrumented task."""
+
+    def __iter__(self) -> Iterator[Any]: ...
+    def __next__(self) -> Any: ...
+    def __await__(self) -> Generator[Any, None, Any]: ...
+    def send(self, value: Any) -> Any: ...
+    def throw(self, *args: Any) -> Any: ...  # type: ignore[override]
+    def close(self) -> None: ...
+    @property
+    def __wrapped__(self) -> Any: ...
+    @property
+    def _task_index(self) -> int: ...
