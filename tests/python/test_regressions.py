@@ -65,3 +65,22 @@ def test_issue_10_one_lane_label(tmp_path):
     assert lanes["label"], "the async run has lanes"
     for rank, lane, label in zip(lanes["rank"], lanes["lane"], lanes["label"]):
         assert label == results.lane_label(lane, rank)
+
+
+# issue 11: "`import scope_profiler.__main__` must not run the CLI (guard it; keep `main`)".
+def test_issue_11_importing_main_runs_nothing():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "import scope_profiler.__main__ as m; print(callable(m.main))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+    assert "usage" not in (proc.stdout + proc.stderr).lower()
+    from scope_profiler.profile_manager import ProfileManager
+
+    assert ProfileManager is sp.ProfileManager
