@@ -375,8 +375,10 @@ impl LaneSplit {
         let mut order: Column<u32> = Column::new(n);
         let out = order.ptr();
         cursors.par_iter_mut().enumerate().for_each(|(p, cursor)| {
-            for i in bound(p)..bound(p + 1) {
-                let s = slot(lane[i]);
+            let (lo, hi) = (bound(p), bound(p + 1));
+            for (k, &l) in lane[lo..hi].iter().enumerate() {
+                let i = lo + k;
+                let s = slot(l);
                 // SAFETY: cursor[s] stays inside this part's share of lane s's range (< n);
                 // parts' shares are disjoint.
                 unsafe { out.write(cursor[s], i as u32) };

@@ -560,7 +560,7 @@ fn recorded(
     let mut rng = Lcg(seed);
     let mut rows: Vec<Vec<(i64, i64, i64)>> = vec![Vec::new(); regions];
     for t in 0..threads {
-        let mut at = (t as i64) * 7 + rng.next(50) as i64;
+        let mut at = t * 7 + rng.next(50) as i64;
         for _ in 0..iterations {
             let len = 40 + rng.next(100) as i64;
             let (s0, e0) = (at, at + len);

@@ -26,7 +26,7 @@ pub fn merge_results<'py>(
         }
     }
     if roots.is_empty() {
-        return Ok(result_sets.get_item(0)?);
+        return result_sets.get_item(0);
     }
     let mut shared: Option<String> = None;
     let mut seen: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
