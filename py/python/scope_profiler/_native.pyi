@@ -542,7 +542,9 @@ class ProfilingResults:
         """Regions filtered by ``re.match`` patterns, sorted by earliest first start."""
     def summary(self, include: _Patterns = None, exclude: _Patterns = None) -> list[dict[str, Any]]:
         """One dict per region (s). Raises NestingError."""
-    def to_dataframe(self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False) -> Any:
+    def to_dataframe(
+        self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False
+    ) -> Any:
         """``summary()`` as a pandas DataFrame."""
     def events(
         self,
@@ -571,7 +573,9 @@ class ProfilingResults:
         origin: float | None = None,
     ) -> list[dict[str, Any]]:
         """``build_call_stack`` of the filtered regions. Raises NestingError."""
-    def call_graph(self, rank: int = 0, include: _Patterns = None, exclude: _Patterns = None) -> list[dict[str, Any]]:
+    def call_graph(
+        self, rank: int = 0, include: _Patterns = None, exclude: _Patterns = None
+    ) -> list[dict[str, Any]]:
         """``call_id, parent_id, name, call_index, depth`` per call of ``rank``."""
     def lane_label(self, lane: int, rank: int = 0) -> str: ...
     def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
@@ -593,7 +597,9 @@ class ProfilingResults:
     ) -> None:
         """Print the summary report to ``stream`` (default stdout)."""
     def _repr_html_(self) -> str: ...
-    def to_arrow(self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False) -> _ArrowTable:
+    def to_arrow(
+        self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False
+    ) -> _ArrowTable:
         """The region summary as an Arrow table. ``ValueError`` when a filter matches nothing."""
     def threads_frame(self) -> _ArrowTable: ...
     def tasks_frame(self) -> _ArrowTable: ...
@@ -895,7 +901,9 @@ def thread_time_ns() -> int:
 class NativeRecorder:
     """The native state of one profiling configuration (buffers, thread table, regions)."""
 
-    def __new__(cls, buffer_limit: int = 1024, track_threads: bool = False, track_async: bool = False) -> NativeRecorder: ...
+    def __new__(
+        cls, buffer_limit: int = 1024, track_threads: bool = False, track_async: bool = False
+    ) -> NativeRecorder: ...
     def set_register_callback(self, callback: Callable[[], object] | None = None) -> None: ...
     def new_task(self, kind: str, name: str, coro_name: str) -> TaskHandle:
         """Register a task lane (``kind`` "task" or "greenlet", else ``ValueError``)."""
@@ -905,7 +913,9 @@ class NativeRecorder:
     def task_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
         """``(index, kind, name, coro_name, thread_index, created_ns, done_ns, steps,
         running_ns, suspended_ns)`` rows, ns relative to ``origin_ns``."""
-    def region(self, name: str, tags: Sequence[str] = ..., enabled: bool = True) -> ProfileRegion: ...
+    def region(
+        self, name: str, tags: Sequence[str] = ..., enabled: bool = True
+    ) -> ProfileRegion: ...
     def register_thread(self) -> int:
         """Register the calling thread; returns its thread-table index."""
     def is_registered(self) -> bool: ...
@@ -980,7 +990,9 @@ class ProfileRegion:
 class ProfiledFunction:
     """What ``@profile`` returns: calls the function inside its bound region."""
 
-    def __new__(cls, func: Callable[..., Any], region: ProfileRegion | None = None) -> ProfiledFunction: ...
+    def __new__(
+        cls, func: Callable[..., Any], region: ProfileRegion | None = None
+    ) -> ProfiledFunction: ...
     def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
     def __get__(self, instance: object, owner: type | None = None, /) -> Any: ...
     def __reduce__(self) -> str | tuple[Any, ...]: ...
@@ -1038,7 +1050,7 @@ class TimedCoroutine(Coroutine[Any, Any, Any]):
     def __next__(self) -> Any: ...
     def __await__(self) -> Generator[Any, None, Any]: ...
     def send(self, value: Any) -> Any: ...
-    def throw(self, *args: Any) -> Any: ...  # type: ignore[override]
+    def throw(self, *args: Any) -> Any: ...
     def close(self) -> None: ...
     @property
     def __wrapped__(self) -> Any: ...
