@@ -118,8 +118,8 @@ def _create_task(self, coro, **kwargs):
     return _ORIGINALS["create_task"](self, coro, **kwargs)
 
 
-_run_forever.__wrapped__ = asyncio.BaseEventLoop.run_forever
-_create_task.__wrapped__ = asyncio.BaseEventLoop.create_task
+_run_forever.__wrapped__ = asyncio.BaseEventLoop.run_forever  # type: ignore[attr-defined]
+_create_task.__wrapped__ = asyncio.BaseEventLoop.create_task  # type: ignore[attr-defined]
 _PATCHES = {"run_forever": _run_forever, "create_task": _create_task}
 
 

@@ -24,9 +24,10 @@ from __future__ import annotations
 import os
 import threading
 import weakref
+from typing import Any
 
 #: Configurations whose recorder keeps a thread table (weak).
-_TRACKED = weakref.WeakSet()
+_TRACKED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
 def track(config) -> None:

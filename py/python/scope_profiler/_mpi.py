@@ -32,6 +32,10 @@ import os
 import socket
 import sys
 import warnings
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 #: Per-process variables set by the common launchers (reference ``LAUNCHER_ENV_VARS``).
 LAUNCHER_ENV_VARS = (
@@ -106,7 +110,7 @@ def configure(config) -> None:
 
 def _stacklevel() -> int:
     level = 1
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     internal = {__name__, "scope_profiler._manager"}
     while frame is not None and frame.f_globals.get("__name__") in internal:
         frame = frame.f_back
@@ -124,7 +128,7 @@ def _gather_runs(comm, payload: bytes):
         for offset in range(0, len(payload), _CHUNK):
             comm.Send([view[offset : offset + _CHUNK], MPI.BYTE], dest=0, tag=_RUN_TAG)
         return None
-    parts = [None] * comm.Get_size()
+    parts: list[bytearray | None] = [None] * comm.Get_size()
     for source in range(1, comm.Get_size()):
         buffer = bytearray(sizes[source])
         view = memoryview(buffer)

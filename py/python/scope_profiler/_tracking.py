@@ -184,7 +184,7 @@ class ConcurrencyTracker:
         #: the table reports ``get_name()`` as of the snapshot
         self._live_tasks: dict = {}
         #: greenlet -> TaskHandle (weak keys)
-        self._greenlets = weakref.WeakKeyDictionary()
+        self._greenlets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: greenlet records whose target name is still unknown (resolved at the next switch away)
         self._unnamed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
