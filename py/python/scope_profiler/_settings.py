@@ -23,9 +23,12 @@ import os
 from dataclasses import dataclass, fields
 from datetime import UTC
 from pathlib import Path
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._native import NativeRecorder, perf_counter_ns
+
+if TYPE_CHECKING:
+    from ._tracking import ConcurrencyTracker
 
 #: Every flat setting with its default (reference ``ProfilingConfig.__init__`` order).
 DEFAULTS: dict[str, Any] = {
@@ -235,9 +238,9 @@ def load_profiling_config(path) -> dict:
                     f"Profiling setting {flat_key!r} is set both directly and as {name}.{key}",
                 )
             flat[flat_key] = value
-    unknown = set(flat) - CONFIG_FIELDS
-    if unknown:
-        raise ValueError(unknown_setting_error(unknown))
+    unknown_flat = set(flat) - CONFIG_FIELDS
+    if unknown_flat:
+        raise ValueError(unknown_setting_error(unknown_flat))
     return flat
 
 
@@ -472,7 +475,7 @@ class ProfilingConfig:
         self._track_threads = bool(s["track_threads"] or s["track_async"])
         self._track_async = bool(s["track_async"])
         self._native: NativeRecorder | None = None
-        self._tracker = None
+        self._tracker: ConcurrencyTracker | None = None
         self._comm = None
         self._metadata = collect_metadata(s["metadata_detail"])
         self._metadata["start_time_ns"] = self._start_time_ns
@@ -560,6 +563,7 @@ class ProfilingConfig:
 
     @property
     def paused(self) -> bool:
+        assert self._native is not None, "ProfilingConfig.start() was not called"
         return self._native.paused
 
     @property
