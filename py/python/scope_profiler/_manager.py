@@ -25,7 +25,7 @@ import sys
 import warnings
 from contextlib import ContextDecorator
 from enum import Enum, auto
-from typing import ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _fork
 from ._native import ProfiledFunction, ProfileRegion, perf_counter_ns
@@ -35,6 +35,9 @@ from ._settings import (
     load_profiling_config,
     unknown_setting_error,
 )
+
+if TYPE_CHECKING:
+    from types import FrameType
 
 _UNSET = object()
 
@@ -67,7 +70,7 @@ def _user_stacklevel() -> int:
     """``stacklevel`` for a warning raised in this module that names the first caller
     outside it (e.g. the ``with session():`` line rather than ``_ProfilingSession``)."""
     level = 1
-    frame = sys._getframe(1)
+    frame: FrameType | None = sys._getframe(1)
     while frame is not None and frame.f_globals.get("__name__") == __name__:
         frame = frame.f_back
         level += 1
@@ -122,7 +125,7 @@ class _ProfilingSession(ContextDecorator):
         self._return_results = return_results
         self._native_traces = native_traces
         self.results = None
-        self._root_region = None
+        self._root_region: Any = None
 
     def _recreate_cm(self):
         return type(self)(
@@ -289,13 +292,15 @@ class ProfileManager:
         if region is None:
             normalized = () if tags is None else tuple(tags)
             if cls._recording():
-                region = cls._config._native.region(region_name, list(normalized))
+                config = cls._config
+                assert config is not None and config._native is not None  # _recording() holds
+                region = config._native.region(region_name, list(normalized))
                 frame = sys._getframe(1)
                 if frame.f_globals.get("__name__", "") not in _INTERNAL_MODULES:
                     filename = frame.f_code.co_filename
                     lineno = frame.f_lineno
                     text = None
-                    if cls._config.capture_region_source:
+                    if config.capture_region_source:
                         import linecache
 
                         text = linecache.getline(filename, lineno).rstrip("\n") or None
@@ -326,7 +331,7 @@ class ProfileManager:
         code = getattr(func, "__code__", None)
         if code is not None:
             text = None
-            if cls._config.capture_region_source:
+            if cls._config is not None and cls._config.capture_region_source:
                 import inspect
 
                 try:
@@ -593,6 +598,7 @@ class ProfileManager:
         if write_file or need_results:
             if config.tracker is not None:
                 config.tracker._refresh_task_names()  # Task.get_name() as of now
+            assert config._native is not None  # get_config() started it
             native_run, next_id, nesting_error = config._native.finalize(
                 dict(config.metadata),
                 config.start_time_ns,
@@ -631,6 +637,7 @@ class ProfileManager:
         if cls._config is None:
             raise RuntimeError("ProfileManager.setup() must be called before pause()")
         native = cls._config._native
+        assert native is not None  # started by setup()
         if native.paused:
             return
         active = [n for n in native.open_region_names() if n != _ProfilingSession.ROOT_REGION_NAME]
@@ -644,6 +651,7 @@ class ProfileManager:
     def resume(cls) -> None:
         if cls._config is None:
             raise RuntimeError("ProfileManager.setup() must be called before resume()")
+        assert cls._config._native is not None  # started by setup()
         cls._config._native.set_paused(False)
 
     @classmethod
