@@ -17,6 +17,19 @@ step "python environment ($VENV)"
 "$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb
 export PATH="$VENV/bin:$PATH"   # cmake for hdf5-metno's static HDF5 build
 
+step "habits gates: cargo fmt, clippy (release, shared target dir), ruff, mypy"
+# each gate fails the script (set -e); clippy checks with the release profile in the shared
+# CARGO_TARGET_DIR, so it reuses the build scripts (the static HDF5 build) of the test build
+"$VENV/bin/pip" install -q --disable-pip-version-check "ruff==0.17.6" "mypy==2.4.1"
+if command -v rustup >/dev/null 2>&1; then
+  rustup component add rustfmt clippy >/dev/null 2>&1 || echo "WARNING: rustup could not add rustfmt/clippy"
+fi
+cargo fmt --all --check
+cargo clippy --release --workspace --all-targets -- -D warnings
+"$VENV/bin/ruff" check py/python tests benches examples
+"$VENV/bin/ruff" format --check py/python tests benches examples
+"$VENV/bin/mypy"   # [tool.mypy] in pyproject.toml: the scope_profiler package, _native.pyi included
+
 step "reference package scope-profiler==0.7.5 ($REFVENV, never beside ours)"
 if [ ! -x "$REFVENV/bin/python" ] || ! "$REFVENV/bin/python" -c "import scope_profiler" 2>/dev/null; then
   python3 -m venv "$REFVENV"
@@ -113,6 +126,9 @@ cargo test --release --workspace --exclude scope-profiler-py
 step "build and install the extension (maturin develop --release)"
 VIRTUAL_ENV="$VENV" maturin develop --release --quiet
 "$VENV/bin/python" -c "import scope_profiler._native"
+
+step "stubtest: scope_profiler/_native.pyi against the built extension"
+"$VENV/bin/python" -m mypy.stubtest scope_profiler._native
 
 step "pytest"
 # test_fork measures the memory a forked child uses to start threads; it runs in a process of
