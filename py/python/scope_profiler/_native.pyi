@@ -122,12 +122,14 @@ class NativeRun:
         or ``TypeError`` on malformed input."""
     def write_h5(self, path: _Path) -> None:
         """Write the run as schema 3, atomically. Raises ``OSError`` naming the file."""
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """Number of items (calls, ranks, regions or lanes)."""
     @property
     def file_path(self) -> str:
         """The file read or to be written ("" when none)."""
     @property
-    def num_ranks(self) -> int: ...
+    def num_ranks(self) -> int:
+        """Number of ranks of the run."""
     @property
     def region_names(self) -> list[str]:
         """Region names, insertion order."""
@@ -176,7 +178,8 @@ class Region:
         recorded ids, thread, task, await, metadata)."""
     def get_summary(self) -> dict[str, Any]:
         """``num_calls`` and the duration statistics in s."""
-    def _repr_html_(self) -> str: ...
+    def _repr_html_(self) -> str:
+        """Notebook view (HTML table)."""
     @property
     def start_times_ns(self) -> _I64:
         """Call starts, int64 ns (absolute, recording clock)."""
@@ -238,28 +241,38 @@ class Region:
     def threads(self) -> list[int]:
         """Sorted thread-table indices this region has calls on."""
     @property
-    def has_thread_data(self) -> bool: ...
+    def has_thread_data(self) -> bool:
+        """Whether the calls carry thread ids (``track_threads``)."""
     @property
-    def has_event_data(self) -> bool: ...
+    def has_event_data(self) -> bool:
+        """False for a summary-only result (``read_h5_summary``): per-call APIs raise."""
     @property
-    def has_timing(self) -> bool: ...
+    def has_timing(self) -> bool:
+        """Whether any call was recorded."""
     @property
-    def has_gpu_timing(self) -> bool: ...
+    def has_gpu_timing(self) -> bool:
+        """Whether GPU durations were recorded."""
     @property
-    def has_source(self) -> bool: ...
+    def has_source(self) -> bool:
+        """Whether a defining site was recorded."""
     @property
-    def source_file(self) -> str | None: ...
+    def source_file(self) -> str | None:
+        """Defining file of the region (relative to the working directory), or None."""
     @property
-    def source_lineno(self) -> int | None: ...
+    def source_lineno(self) -> int | None:
+        """Defining line (1-based), or None."""
     @property
-    def source_text(self) -> str | None: ...
+    def source_text(self) -> str | None:
+        """Defining source line, or None (``capture_region_source`` off)."""
     @property
-    def tags(self) -> tuple[str, ...]: ...
+    def tags(self) -> tuple[str, ...]:
+        """The region's tags, declaration order."""
     @property
     def stored_summary(self) -> dict[str, Any] | None:
         """The stored-statistics dict of a summary-only region, else None."""
     @property
-    def num_calls(self) -> int: ...
+    def num_calls(self) -> int:
+        """Number of calls."""
     @property
     def total_duration(self) -> float:
         """Σ durations, s."""
@@ -273,18 +286,23 @@ class Region:
     def total_exclusive_duration(self) -> float:
         """Σ exclusive s. Raises NestingError."""
     @property
-    def average_duration(self) -> float: ...
+    def average_duration(self) -> float:
+        """Mean duration, s (0.0 without calls)."""
     @property
-    def min_duration(self) -> float: ...
+    def min_duration(self) -> float:
+        """Shortest call, s (0.0 without calls)."""
     @property
-    def max_duration(self) -> float: ...
+    def max_duration(self) -> float:
+        """Longest call, s (0.0 without calls)."""
     @property
     def std_duration(self) -> float:
         """Population standard deviation of the durations, s."""
     @property
-    def first_duration(self) -> float: ...
+    def first_duration(self) -> float:
+        """Duration of the first recorded call, s (0.0 without calls)."""
     @property
-    def last_duration(self) -> float: ...
+    def last_duration(self) -> float:
+        """Duration of the last recorded call, s (0.0 without calls)."""
     @property
     def first_start_time(self) -> float:
         """Earliest start, s (absolute); 0.0 without calls."""
@@ -292,15 +310,20 @@ class Region:
     def last_end_time(self) -> float:
         """Latest end, s (absolute); 0.0 without calls."""
     @property
-    def p50_duration(self) -> float | None: ...
+    def p50_duration(self) -> float | None:
+        """Median duration, s (numpy linear); None for summary-only data."""
     @property
-    def p95_duration(self) -> float | None: ...
+    def p95_duration(self) -> float | None:
+        """95th percentile duration, s; None for summary-only data."""
     @property
-    def p99_duration(self) -> float | None: ...
+    def p99_duration(self) -> float | None:
+        """99th percentile duration, s; None for summary-only data."""
     @property
-    def gpu_total_duration(self) -> float | None: ...
+    def gpu_total_duration(self) -> float | None:
+        """Σ GPU durations, s, or None without GPU timing."""
     @property
-    def gpu_average_duration(self) -> float | None: ...
+    def gpu_average_duration(self) -> float | None:
+        """Mean GPU duration, s, or None without GPU timing."""
     @property
     def total_await_duration(self) -> float | None:
         """Σ await time in s, or None without ``track_async``."""
@@ -314,21 +337,30 @@ class MPIRegion:
     def __getitem__(self, key: int, /) -> Region: ...
     def __iter__(self) -> Iterator[int]:
         """The ranks with data, ascending."""
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """Number of items (calls, ranks, regions or lanes)."""
     def __contains__(self, key: int, /) -> bool: ...
     def events(self, ranks: _Ranks = None, origin: float = 0.0) -> list[dict[str, Any]]:
         """One dict per call (``name, rank`` + ``Region.events`` keys), times s minus ``origin``."""
-    def num_calls_per_rank(self) -> dict[int, int]: ...
-    def average_durations(self) -> dict[int, float]: ...
-    def min_durations(self) -> dict[int, float]: ...
-    def max_durations(self) -> dict[int, float]: ...
-    def total_durations(self) -> dict[int, float]: ...
+    def num_calls_per_rank(self) -> dict[int, int]:
+        """``{rank: number of calls}``."""
+    def average_durations(self) -> dict[int, float]:
+        """``{rank: mean duration in s}``."""
+    def min_durations(self) -> dict[int, float]:
+        """``{rank: shortest call in s}``."""
+    def max_durations(self) -> dict[int, float]:
+        """``{rank: longest call in s}``."""
+    def total_durations(self) -> dict[int, float]:
+        """``{rank: Σ durations in s}``."""
     def percentile_duration(self, percentile: float) -> float | None:
         """Pooled duration percentile (0-100, numpy linear) in s; None for summary-only data."""
-    def get_summary(self) -> dict[str, Any]: ...
-    def _repr_html_(self) -> str: ...
+    def get_summary(self) -> dict[str, Any]:
+        """Pooled statistics of all ranks (``num_calls`` and durations in s)."""
+    def _repr_html_(self) -> str:
+        """Notebook view (HTML table)."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The region's name."""
     @property
     def regions(self) -> dict[int, Region]:
         """``{rank: Region}`` (a new dict)."""
@@ -339,73 +371,101 @@ class MPIRegion:
     def color(self) -> str | None:
         """Plot hint (a colour), None by default."""
     @property
-    def tags(self) -> tuple[str, ...]: ...
+    def tags(self) -> tuple[str, ...]:
+        """The region's tags, declaration order."""
     @property
-    def source_file(self) -> str | None: ...
+    def source_file(self) -> str | None:
+        """Defining file of the region (relative to the working directory), or None."""
     @property
-    def source_lineno(self) -> int | None: ...
+    def source_lineno(self) -> int | None:
+        """Defining line (1-based), or None."""
     @property
-    def source_text(self) -> str | None: ...
+    def source_text(self) -> str | None:
+        """Defining source line, or None (``capture_region_source`` off)."""
     @property
-    def has_source(self) -> bool: ...
+    def has_source(self) -> bool:
+        """Whether a defining site was recorded."""
     @property
-    def has_timing(self) -> bool: ...
+    def has_timing(self) -> bool:
+        """Whether any call was recorded."""
     @property
-    def has_event_data(self) -> bool: ...
+    def has_event_data(self) -> bool:
+        """False for a summary-only result (``read_h5_summary``): per-call APIs raise."""
     @property
-    def has_gpu_timing(self) -> bool: ...
+    def has_gpu_timing(self) -> bool:
+        """Whether GPU durations were recorded."""
     @property
     def durations(self) -> _F64:
         """Pooled durations (s), the ranks' ``durations`` concatenated in rank order."""
     @property
-    def inclusive_durations(self) -> _F64: ...
+    def inclusive_durations(self) -> _F64:
+        """Durations per call, float64 s (same as ``durations``)."""
     @property
     def exclusive_durations(self) -> _F64:
         """Pooled exclusive durations (s). Raises NestingError."""
     @property
-    def gpu_durations(self) -> _F64 | None: ...
+    def gpu_durations(self) -> _F64 | None:
+        """GPU duration per call, float64 s, or None."""
     @property
-    def num_calls(self) -> int: ...
+    def num_calls(self) -> int:
+        """Calls over all ranks."""
     @property
-    def total_duration(self) -> float: ...
+    def total_duration(self) -> float:
+        """Σ durations, s."""
     @property
-    def inclusive_duration(self) -> float: ...
+    def inclusive_duration(self) -> float:
+        """Σ durations (children included), s."""
     @property
-    def exclusive_duration(self) -> float: ...
+    def exclusive_duration(self) -> float:
+        """Σ exclusive time, s. Raises NestingError."""
     @property
     def total_exclusive_duration(self) -> float:
         """Σ of the ranks' exclusive totals, s. Raises NestingError."""
     @property
-    def average_duration(self) -> float: ...
+    def average_duration(self) -> float:
+        """Mean duration, s (0.0 without calls)."""
     @property
-    def min_duration(self) -> float: ...
+    def min_duration(self) -> float:
+        """Shortest call, s (0.0 without calls)."""
     @property
-    def max_duration(self) -> float: ...
+    def max_duration(self) -> float:
+        """Longest call, s (0.0 without calls)."""
     @property
-    def std_duration(self) -> float: ...
+    def std_duration(self) -> float:
+        """Population standard deviation of the durations, s."""
     @property
-    def first_duration(self) -> float: ...
+    def first_duration(self) -> float:
+        """Duration of the first recorded call, s (0.0 without calls)."""
     @property
-    def last_duration(self) -> float: ...
+    def last_duration(self) -> float:
+        """Duration of the last recorded call, s (0.0 without calls)."""
     @property
-    def first_start_time(self) -> float: ...
+    def first_start_time(self) -> float:
+        """Earliest start, s (absolute, recording clock); 0.0 without calls."""
     @property
-    def last_end_time(self) -> float: ...
+    def last_end_time(self) -> float:
+        """Latest end, s (absolute, recording clock); 0.0 without calls."""
     @property
-    def p50_duration(self) -> float | None: ...
+    def p50_duration(self) -> float | None:
+        """Median duration, s (numpy linear); None for summary-only data."""
     @property
-    def p95_duration(self) -> float | None: ...
+    def p95_duration(self) -> float | None:
+        """95th percentile duration, s; None for summary-only data."""
     @property
-    def p99_duration(self) -> float | None: ...
+    def p99_duration(self) -> float | None:
+        """99th percentile duration, s; None for summary-only data."""
     @property
-    def gpu_total_duration(self) -> float | None: ...
+    def gpu_total_duration(self) -> float | None:
+        """Σ GPU durations, s, or None without GPU timing."""
     @property
-    def gpu_average_duration(self) -> float | None: ...
+    def gpu_average_duration(self) -> float | None:
+        """Mean GPU duration, s, or None without GPU timing."""
     @property
     def rank_imbalance(self) -> float:
         """max / mean of the ranks' positive totals (0.0 with fewer than two)."""
     @property
-    def rank_imbalance_pct(self) -> float: ...
+    def rank_imbalance_pct(self) -> float:
+        """``(rank_imbalance - 1) * 100``, percent (0.0 when ``rank_imbalance`` is 0.0)."""
 
 @final
 class ThreadInfo:
@@ -425,17 +485,23 @@ class ThreadInfo:
         cpu_ns: int,
     ) -> ThreadInfo: ...
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
     @property
-    def rank(self) -> int: ...
+    def rank(self) -> int:
+        """MPI rank of the row (0 without MPI)."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """``threading.Thread.name`` at registration (updated at the snapshot)."""
     @property
-    def ident(self) -> int: ...
+    def ident(self) -> int:
+        """``threading.get_ident()`` of the thread."""
     @property
-    def native_id(self) -> int: ...
+    def native_id(self) -> int:
+        """OS thread id (``threading.get_native_id()``)."""
     @property
-    def daemon(self) -> bool: ...
+    def daemon(self) -> bool:
+        """Whether the thread was a daemon thread."""
     @property
     def alive(self) -> bool:
         """Whether the thread was still running when the run was collected."""
@@ -472,34 +538,44 @@ class TaskInfo:
         suspended_ns: int,
     ) -> TaskInfo: ...
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
     @property
-    def rank(self) -> int: ...
+    def rank(self) -> int:
+        """MPI rank of the row (0 without MPI)."""
     @property
     def kind(self) -> str:
         """``"task"`` or ``"greenlet"``."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Task name as of the snapshot (``Task.get_name()``)."""
     @property
     def coro_name(self) -> str:
         """The coroutine's ``__qualname__`` (greenlets: their run function's)."""
     @property
-    def thread_index(self) -> int: ...
+    def thread_index(self) -> int:
+        """Thread-table index of the thread that ran the latest step."""
     @property
-    def steps(self) -> int: ...
+    def steps(self) -> int:
+        """Number of timed steps the task ran."""
     @property
-    def done(self) -> bool: ...
+    def done(self) -> bool:
+        """Whether the task finished before the run was collected."""
     @property
-    def created_time(self) -> float: ...
+    def created_time(self) -> float:
+        """Creation time, s since the run start."""
     @property
-    def done_time(self) -> float | None: ...
+    def done_time(self) -> float | None:
+        """Finish time, s since the run start, or None if it never finished."""
     @property
     def wall_time(self) -> float | None:
         """``done_time - created_time`` in s, or None if it never finished."""
     @property
-    def running_time(self) -> float: ...
+    def running_time(self) -> float:
+        """Time the task's steps ran, s (step timer, monotonic clock)."""
     @property
-    def awaiting_time(self) -> float: ...
+    def awaiting_time(self) -> float:
+        """Time the task was suspended between steps, s (monotonic clock)."""
 
 @final
 class ProfilingResults:
@@ -529,13 +605,15 @@ class ProfilingResults:
     def _native_run(self) -> NativeRun: ...
     def __getitem__(self, key: str, /) -> MPIRegion: ...
     def __iter__(self) -> Iterator[MPIRegion]: ...
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """Number of items (calls, ranks, regions or lanes)."""
     def __contains__(self, key: str, /) -> bool: ...
     def reconstruct(self) -> list[int]:
         """Reconstruct every rank now (GIL released); returns the ranks. Raises NestingError."""
     def call_arrays(self, rank: int = 0) -> CallArrays:
         """The cached reconstruction of ``rank``. Raises NestingError."""
-    def split_by_lane(self, rank: int = 0) -> LaneSplit: ...
+    def split_by_lane(self, rank: int = 0) -> LaneSplit:
+        """``split_by_lane(call_arrays(rank))`` with the grouping reused from the cache."""
     def get_region(self, region_name: str) -> MPIRegion:
         """``KeyError`` for an unknown name."""
     def get_regions(self, include: _Patterns = None, exclude: _Patterns = None) -> list[MPIRegion]:
@@ -577,12 +655,16 @@ class ProfilingResults:
         self, rank: int = 0, include: _Patterns = None, exclude: _Patterns = None
     ) -> list[dict[str, Any]]:
         """``call_id, parent_id, name, call_index, depth`` per call of ``rank``."""
-    def lane_label(self, lane: int, rank: int = 0) -> str: ...
+    def lane_label(self, lane: int, rank: int = 0) -> str:
+        """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ..."""
     def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
         """Per-thread times in s. Raises NestingError."""
-    def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]: ...
-    def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]: ...
-    def default_title(self) -> str: ...
+    def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]:
+        """LIKWID regions (always empty: not recorded by this edition)."""
+    def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]:
+        """perf events (always empty: not recorded by this edition)."""
+    def default_title(self) -> str:
+        """``"<label> - <relative path> (N rank(s))"``."""
     def print_summary(
         self,
         include: _Patterns = None,
@@ -596,14 +678,18 @@ class ProfilingResults:
         percentage_mode: str = "coverage",
     ) -> None:
         """Print the summary report to ``stream`` (default stdout)."""
-    def _repr_html_(self) -> str: ...
+    def _repr_html_(self) -> str:
+        """Notebook view (HTML table)."""
     def to_arrow(
         self, include: _Patterns = None, exclude: _Patterns = None, per_rank: bool = False
     ) -> _ArrowTable:
         """The region summary as an Arrow table. ``ValueError`` when a filter matches nothing."""
-    def threads_frame(self) -> _ArrowTable: ...
-    def tasks_frame(self) -> _ArrowTable: ...
-    def thread_summary_frame(self, rank: int = 0) -> _ArrowTable: ...
+    def threads_frame(self) -> _ArrowTable:
+        """Thread table of every rank (s since the run start) as an Arrow table."""
+    def tasks_frame(self) -> _ArrowTable:
+        """Task table of every rank (``TaskInfo`` fields) as an Arrow table."""
+    def thread_summary_frame(self, rank: int = 0) -> _ArrowTable:
+        """``thread_summary(rank)`` as an Arrow table. Raises NestingError."""
     def events_frame(
         self,
         include: _Patterns = None,
@@ -611,7 +697,8 @@ class ProfilingResults:
         ranks: _Ranks = None,
         relative: bool = True,
         origin: float | None = None,
-    ) -> _ArrowTable: ...
+    ) -> _ArrowTable:
+        """``events()`` as an Arrow table (lane columns and ids kept)."""
     def to_polars(
         self,
         include: _Patterns = None,
@@ -633,56 +720,76 @@ class ProfilingResults:
     @property
     def _native(self) -> NativeRun: ...
     @property
-    def label(self) -> str | None: ...
+    def label(self) -> str | None:
+        """The run's label (settable), or None."""
     @label.setter
     def label(self, value: str | None) -> None: ...
     @property
-    def display_label(self) -> str: ...
+    def display_label(self) -> str:
+        """The label, else the file's stem."""
     @property
-    def file_path(self) -> Path: ...
+    def file_path(self) -> Path:
+        """The file read or written."""
     @property
     def metadata(self) -> dict[str, Any]:
         """Rank 0's metadata (a mutable dict)."""
     @property
-    def num_ranks(self) -> int: ...
+    def num_ranks(self) -> int:
+        """Number of MPI ranks of the run."""
     @property
-    def num_nodes(self) -> int: ...
+    def num_nodes(self) -> int | None:
+        """``metadata["num_nodes"]``, else 1 for a single rank, else None."""
     @property
-    def is_root(self) -> bool: ...
+    def is_root(self) -> bool:
+        """False for the per-rank sets of a non-root MPI process (merging ignores them)."""
     @property
-    def has_event_data(self) -> bool: ...
+    def has_event_data(self) -> bool:
+        """False for a summary-only result (``read_h5_summary``): per-call APIs raise."""
     @property
-    def has_likwid(self) -> bool: ...
+    def has_likwid(self) -> bool:
+        """Always False (this edition records no LIKWID data)."""
     @property
-    def has_perf_events(self) -> bool: ...
+    def has_perf_events(self) -> bool:
+        """Always False (this edition records no perf events)."""
     @property
-    def likwid_ranks(self) -> list[int]: ...
+    def likwid_ranks(self) -> list[int]:
+        """Ranks with LIKWID data (always empty)."""
     @property
-    def line_profile(self) -> dict[Any, Any]: ...
+    def line_profile(self) -> dict[Any, Any]:
+        """Line-profiler data (always empty)."""
     @property
-    def region_names(self) -> list[str]: ...
+    def region_names(self) -> list[str]:
+        """Region names, insertion order."""
     @property
-    def threads(self) -> dict[int, list[ThreadInfo]]: ...
+    def threads(self) -> dict[int, list[ThreadInfo]]:
+        """``{rank: [ThreadInfo, ...]}`` in index order; ``{}`` when threads were not tracked."""
     @property
-    def tasks(self) -> dict[int, list[TaskInfo]]: ...
+    def tasks(self) -> dict[int, list[TaskInfo]]:
+        """``{rank: [TaskInfo, ...]}`` in creation order; ``{}`` without tasks."""
     @property
     def run_start_time(self) -> float | None:
         """``metadata["start_time_ns"] / 1e9`` (s, recording clock) or None."""
     @property
-    def finalize_time(self) -> float | None: ...
+    def finalize_time(self) -> float | None:
+        """``metadata["finalize_time_ns"] / 1e9`` (s, recording clock), or None."""
     @property
-    def startup_time(self) -> float | None: ...
+    def startup_time(self) -> float:
+        """``minimum_start_time - time_origin``, s."""
     @property
     def total_time(self) -> float | None:
         """finalize - start, s, or None."""
     @property
-    def minimum_start_time(self) -> float: ...
+    def minimum_start_time(self) -> float:
+        """Earliest first start over regions with calls, s (0.0 if none)."""
     @property
-    def maximum_end_time(self) -> float: ...
+    def maximum_end_time(self) -> float:
+        """Latest end over regions with calls, s (0.0 if none)."""
     @property
-    def time_origin(self) -> float: ...
+    def time_origin(self) -> float:
+        """``run_start_time`` if set, else ``minimum_start_time`` (s)."""
     @property
-    def time_span(self) -> float: ...
+    def time_span(self) -> float:
+        """``maximum_end_time - minimum_start_time``, s."""
 
 def merge_results(
     *result_sets: ProfilingResults,
@@ -705,24 +812,31 @@ class CallArrays:
     source_files: list[str | None]
     source_lines: list[int | None]
     _fields: list[str]
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """Number of items (calls, ranks, regions or lanes)."""
     def __iter__(self) -> Iterator[Any]: ...
     def __getitem__(self, key: int, /) -> Any: ...
     @property
-    def start_ns(self) -> _I64: ...
+    def start_ns(self) -> _I64:
+        """Call starts, int64 ns (absolute, recording clock)."""
     @property
-    def end_ns(self) -> _I64: ...
+    def end_ns(self) -> _I64:
+        """Call ends, int64 ns (absolute, recording clock)."""
     @property
-    def exclusive_ns(self) -> _I64: ...
+    def exclusive_ns(self) -> _I64:
+        """Duration minus direct children on the lane, int64 ns."""
     @property
     def parent(self) -> _I32:
         """Index of the enclosing call, -1 for a root."""
     @property
-    def depth(self) -> _I32: ...
+    def depth(self) -> _I32:
+        """Nesting depth per call (0 for a root), int32."""
     @property
-    def region_index(self) -> _I32: ...
+    def region_index(self) -> _I32:
+        """Index into ``names`` per call, int32."""
     @property
-    def call_index(self) -> _I32: ...
+    def call_index(self) -> _I32:
+        """Position of the call in its region's arrays, int32."""
     @property
     def lane(self) -> _I32:
         """Lane per call; empty when no region had a thread column."""
@@ -736,7 +850,8 @@ class LaneSplit:
     @overload
     def __getitem__(self, key: slice, /) -> list[tuple[int, CallArrays]]: ...
     def __iter__(self) -> Iterator[tuple[int, CallArrays]]: ...
-    def __len__(self) -> int: ...
+    def __len__(self) -> int:
+        """Number of items (calls, ranks, regions or lanes)."""
     def __eq__(self, value: object, /) -> bool: ...
     __hash__: None  # type: ignore[assignment]
     def lane_sizes(self) -> _I64:
@@ -904,12 +1019,16 @@ class NativeRecorder:
     def __new__(
         cls, buffer_limit: int = 1024, track_threads: bool = False, track_async: bool = False
     ) -> NativeRecorder: ...
-    def set_register_callback(self, callback: Callable[[], object] | None = None) -> None: ...
+    def set_register_callback(self, callback: Callable[[], object] | None = None) -> None:
+        """Callable run (no arguments) on each thread right after it registers lazily; None removes it."""
     def new_task(self, kind: str, name: str, coro_name: str) -> TaskHandle:
         """Register a task lane (``kind`` "task" or "greenlet", else ``ValueError``)."""
-    def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine: ...
-    def switch_lane(self, target: TaskHandle | None = None) -> None: ...
-    def current_task(self) -> int | None: ...
+    def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine:
+        """Wrap ``coro`` so each step runs on ``handle``'s lane and is timed (monotonic clock)."""
+    def switch_lane(self, target: TaskHandle | None = None) -> None:
+        """Greenlet switch on the calling thread to ``target`` (None: the thread's bare lane)."""
+    def current_task(self) -> int | None:
+        """Index of the task running on the calling thread, or None."""
     def task_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
         """``(index, kind, name, coro_name, thread_index, created_ns, done_ns, steps,
         running_ns, suspended_ns)`` rows, ns relative to ``origin_ns``."""
@@ -918,9 +1037,12 @@ class NativeRecorder:
     ) -> ProfileRegion: ...
     def register_thread(self) -> int:
         """Register the calling thread; returns its thread-table index."""
-    def is_registered(self) -> bool: ...
-    def set_paused(self, paused: bool) -> None: ...
-    def open_region_names(self) -> list[str]: ...
+    def is_registered(self) -> bool:
+        """Whether the calling thread has registered with this recorder."""
+    def set_paused(self, paused: bool) -> None:
+        """Pause/resume: while paused, entries push a placeholder and record nothing."""
+    def open_region_names(self) -> list[str]:
+        """Names of regions with an open (non-paused) call on any thread, registration order."""
     def thread_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
         """``(index, ident, native_id, name, daemon, start_ns, end_ns, cpu_ns)`` rows, ns
         relative to ``origin_ns`` (``-1`` kept)."""
@@ -940,51 +1062,68 @@ class NativeRecorder:
         """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None)``.
         Writes ``file_path`` (HDF5, atomically) when ``write_file``; ``OSError`` on failure."""
     @property
-    def buffer_limit(self) -> int: ...
+    def buffer_limit(self) -> int:
+        """The ``buffer_limit`` the recorder was created with (calls; at least 1 is used)."""
     @property
-    def track_threads(self) -> bool: ...
+    def track_threads(self) -> bool:
+        """Whether the recorder keeps a thread table and per-call thread ids."""
     @property
-    def track_async(self) -> bool: ...
+    def track_async(self) -> bool:
+        """Whether calls carry task ids and await times."""
     @property
-    def paused(self) -> bool: ...
+    def paused(self) -> bool:
+        """Whether recording is paused."""
 
 @final
 class ProfileRegion:
     """A region: a re-entrant context manager usable from any thread."""
 
     @staticmethod
-    def disabled(name: str, tags: Sequence[str] = ...) -> ProfileRegion: ...
-    def __enter__(self) -> ProfileRegion: ...
+    def disabled(name: str, tags: Sequence[str] = ...) -> ProfileRegion:
+        """A region whose ``with``/decorator paths do nothing."""
+    def __enter__(self) -> ProfileRegion:
+        """Start a call on the calling thread's current lane (recording clock, ns)."""
     def __exit__(
         self,
         _exc_type: type[BaseException] | None,
         _exc: BaseException | None,
         _tb: TracebackType | None,
-    ) -> bool: ...
+    ) -> bool:
+        """End the innermost open call; never suppresses the exception."""
     def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:
         """``func`` with each call recorded in this region."""
-    def set_source(self, filename: str, lineno: int, text: str | None = None) -> None: ...
+    def set_source(self, filename: str, lineno: int, text: str | None = None) -> None:
+        """Record the defining site; first writer wins."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """The region's name."""
     @property
-    def region_name(self) -> str: ...
+    def region_name(self) -> str:
+        """Same as ``name``."""
     @property
-    def tags(self) -> list[str]: ...
+    def tags(self) -> list[str]:
+        """The tags of the region's first creation."""
     @property
-    def enabled(self) -> bool: ...
+    def enabled(self) -> bool:
+        """False for a disabled region."""
     @property
-    def source_file(self) -> str | None: ...
+    def source_file(self) -> str | None:
+        """Defining file of the region (relative to the working directory), or None."""
     @property
-    def source_lineno(self) -> int | None: ...
+    def source_lineno(self) -> int | None:
+        """Defining line (1-based), or None."""
     @property
-    def source_text(self) -> str | None: ...
+    def source_text(self) -> str | None:
+        """Defining source line, or None (``capture_region_source`` off)."""
     @property
-    def has_source(self) -> bool: ...
+    def has_source(self) -> bool:
+        """Whether a defining site was recorded."""
     @property
     def num_calls(self) -> int:
         """Calls entered over the process lifetime (all threads, open ones included)."""
     @property
-    def thread_indices(self) -> list[int]: ...
+    def thread_indices(self) -> list[int]:
+        """Indices of the threads that entered this region."""
 
 @final
 class ProfiledFunction:
@@ -993,7 +1132,8 @@ class ProfiledFunction:
     def __new__(
         cls, func: Callable[..., Any], region: ProfileRegion | None = None
     ) -> ProfiledFunction: ...
-    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __call__(self, *args: Any, **kwargs: Any) -> Any:
+        """Call the function inside the bound region (straight through when unbound)."""
     def __get__(self, instance: object, owner: type | None = None, /) -> Any: ...
     def __reduce__(self) -> str | tuple[Any, ...]: ...
     def _bind(self, region: ProfileRegion | None = None) -> None: ...
@@ -1007,40 +1147,52 @@ class ThreadExitSentinel:
     """Parked in a ``threading.local``; its drop stamps the dying thread's CPU total and end."""
 
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
 
 @final
 class TaskHandle:
     """One task-table row (an asyncio task or a greenlet); ``*_ns`` absolute monotonic ns."""
 
-    def finish(self, name: str | None = None) -> None: ...
+    def finish(self, name: str | None = None) -> None:
+        """Mark done now (first call wins); optionally record the final name."""
     @property
-    def index(self) -> int: ...
+    def index(self) -> int:
+        """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
     @property
-    def kind(self) -> str: ...
+    def kind(self) -> str:
+        """``"task"`` or ``"greenlet"``."""
     @property
-    def name(self) -> str: ...
+    def name(self) -> str:
+        """Task name (settable)."""
     @name.setter
     def name(self, value: str) -> None: ...
     @property
-    def coro_name(self) -> str: ...
+    def coro_name(self) -> str:
+        """Coroutine name (settable)."""
     @coro_name.setter
     def coro_name(self, value: str) -> None: ...
     @property
-    def thread_index(self) -> int: ...
+    def thread_index(self) -> int:
+        """Thread-table index of the thread that ran the latest step."""
     @property
-    def steps(self) -> int: ...
+    def steps(self) -> int:
+        """Number of timed steps the task ran."""
     @property
-    def running_ns(self) -> int: ...
+    def running_ns(self) -> int:
+        """ns the task's steps ran (monotonic clock)."""
     @property
-    def suspended_ns(self) -> int: ...
+    def suspended_ns(self) -> int:
+        """ns the task was suspended between steps (monotonic clock)."""
     @property
-    def created_ns(self) -> int: ...
+    def created_ns(self) -> int:
+        """Absolute creation time, ns (recording clock)."""
     @property
     def done_ns(self) -> int:
         """Absolute done time, ``-1`` while not done."""
     @property
-    def open_calls(self) -> int: ...
+    def open_calls(self) -> int:
+        """Calls open on this lane."""
 
 @final
 class TimedCoroutine(Coroutine[Any, Any, Any]):
@@ -1049,9 +1201,12 @@ class TimedCoroutine(Coroutine[Any, Any, Any]):
     def __iter__(self) -> Iterator[Any]: ...
     def __next__(self) -> Any: ...
     def __await__(self) -> Generator[Any, None, Any]: ...
-    def send(self, value: Any) -> Any: ...
-    def throw(self, *args: Any) -> Any: ...
-    def close(self) -> None: ...
+    def send(self, value: Any) -> Any:
+        """Forward ``send`` as one timed step on the task's lane."""
+    def throw(self, *args: Any) -> Any:
+        """Forward ``throw`` as one timed step on the task's lane."""
+    def close(self) -> None:
+        """Forwarded on the task's lane, not counted as a step; marks the task done."""
     @property
     def __wrapped__(self) -> Any: ...
     @property
