@@ -909,8 +909,12 @@ def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
 def cli_after_run(h5: _Path, track_threads: bool, speedscope: bool, quiet: bool) -> str | None:
     """Summary and speedscope file after a ``run``; the speedscope path or None. ``OSError``."""
 
-def _run_to_bytes(native: NativeRun) -> bytes: ...
-def _run_from_bytes(data: bytes | bytearray | memoryview, file_path: str = ...) -> NativeRun: ...
+def _run_to_bytes(native: NativeRun) -> bytes:
+    """``NativeRun`` -> bytes (pickle-free transport between processes of one job)."""
+
+def _run_from_bytes(data: bytes | bytearray | memoryview, file_path: str = ...) -> NativeRun:
+    """Bytes (any buffer) -> ``NativeRun``."""
+
 def _stack_runs(
     parts: list[tuple[int, NativeRun | bytes]],
     metadata: dict[str, Any] | None = None,
@@ -933,7 +937,12 @@ def export_speedscope(
     include: _Patterns = None,
     exclude: _Patterns = None,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write speedscope JSON files, one per run, one evented profile per lane of each requested
+    rank (default ``[0]``), times in s from the run start; returns the paths written. Raises
+    ``TypeError`` for anything but results, ``ValueError`` for no data, an invalid rank, a filter
+    matching nothing or no calls, ``NestingError``, ``OSError`` on I/O failure."""
+
 def export_prof(
     profiling_data: _Results,
     filepath: _Path,
@@ -943,7 +952,10 @@ def export_prof(
     call_paths: bool = True,
     per_lane: bool = False,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write pstats ``.prof`` files (``marshal`` of the pstats dict), one per (run, rank with
+    calls); returns the paths written."""
+
 def export_flamegraph_svg(
     profiling_data: _Results,
     filepath: _Path,
@@ -951,7 +963,13 @@ def export_flamegraph_svg(
     include: _Patterns = None,
     exclude: _Patterns = None,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write one flame graph SVG per (run, rank with calls), rendered by inferno from the
+    folded stacks: a tower per thread / task, widths in ns of self + children time,
+    interactive (search, zoom) in a browser. Names like ``.prof``:
+    ``<stem>[_<slug>]_rank<R><suffix or .svg>``. Returns the paths written; errors as
+    ``export_speedscope``."""
+
 def export_chrome_trace(
     profiling_data: _Results,
     filepath: _Path,
@@ -959,7 +977,12 @@ def export_chrome_trace(
     include: _Patterns = None,
     exclude: _Patterns = None,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write Chrome Trace Event JSON, one file per run (speedscope's naming rule, default
+    suffix ``.trace.json``): one track per lane (threads, then tasks, each named), complete
+    events in µs from the run start, identical calls with identical name and args so viewers
+    aggregate them. Returns the paths written; errors as ``export_speedscope``."""
+
 def export_perfetto(
     profiling_data: _Results,
     filepath: _Path,
@@ -967,7 +990,12 @@ def export_perfetto(
     include: _Patterns = None,
     exclude: _Patterns = None,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write Perfetto protobuf traces, one file per run (speedscope's naming rule, default
+    suffix ``.pftrace``): a process track per rank, a thread track per thread, a task track
+    (under its thread) per task, nested slices per call and ``"awaiting"`` child slices for
+    a task's await time. Returns the paths written; errors as ``export_speedscope``."""
+
 def export_pprof(
     profiling_data: _Results,
     filepath: _Path,
@@ -975,7 +1003,12 @@ def export_pprof(
     include: _Patterns = None,
     exclude: _Patterns = None,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write pprof profiles, one file per run (speedscope's naming rule, default suffix
+    ``.pb.gz``; a name not ending in ``.gz`` is written uncompressed): sample type
+    wall/nanoseconds holding the self time per call stack, each stack rooted at its lane
+    (thread / task) name. Returns the paths written; errors as ``export_speedscope``."""
+
 def export_folded(
     profiling_data: _Results,
     filepath: _Path,
@@ -984,7 +1017,13 @@ def export_folded(
     exclude: _Patterns = None,
     verbose: bool = True,
     unit: Literal["ns", "us"] = "ns",
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write folded stacks, one file per run (default suffix ``.folded``): ``lane;region;child
+    <self time>`` per distinct call path per lane, integer counts in ``unit`` (``"ns"``,
+    exact, or ``"us"``). The lane label is the root frame (``"rank R - "`` prefixed when
+    several ranks are exported). Returns the paths written; ``ValueError`` for another unit,
+    other errors as ``export_speedscope``."""
+
 def export_timeline_svg(
     profiling_data: _Results,
     filepath: _Path,
@@ -993,7 +1032,12 @@ def export_timeline_svg(
     exclude: _Patterns = None,
     verbose: bool = True,
     width: float = 1400.0,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write the lane timeline SVG of each run (default suffix ``.timeline.svg``, ``width`` in
+    px): one row per thread and task, calls as nested bars on a time axis in ms since the
+    run start, await share hatched, a tooltip per bar. Returns the paths written; errors as
+    ``export_speedscope``."""
+
 def export_parquet(
     profiling_data: _Results,
     filepath: _Path,
@@ -1001,7 +1045,12 @@ def export_parquet(
     include: _Patterns = None,
     exclude: _Patterns = None,
     verbose: bool = True,
-) -> list[Path]: ...
+) -> list[Path]:
+    """Write Parquet files per run (default suffix ``.parquet``): the events (one row per call:
+    rank, region, call_index, start/end/duration ns, call_id, parent_id, thread, task,
+    await_ns, depth, lane, exclusive_ns) and, beside it, the lanes (``x.lanes.parquet``:
+    thread and task tables, join on ``(rank, lane)``). Returns events and lanes paths in
+    order; errors as ``export_speedscope``."""
 
 # ---------------------------------------------------------------------------------------------
 # recording
