@@ -939,9 +939,10 @@ def export_speedscope(
     verbose: bool = True,
 ) -> list[Path]:
     """Write speedscope JSON files, one per run, one evented profile per lane of each requested
-    rank (default ``[0]``), times in s from the earliest selected call; returns the paths written. Raises
-    ``TypeError`` for anything but results, ``ValueError`` for no data, an invalid rank, a filter
-    matching nothing or no calls, ``NestingError``, ``OSError`` on I/O failure."""
+    rank (default ``[0]``), times in s from the earliest selected call; returns the paths
+    written. Raises ``TypeError`` for anything but results, ``ValueError`` for no data, an
+    invalid rank, a filter matching nothing or no calls, ``NestingError``, ``OSError`` on I/O
+    failure."""
 
 def export_prof(
     profiling_data: _Results,
