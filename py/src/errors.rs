@@ -34,6 +34,12 @@ create_exception!(
     PyValueError,
     "read_h5_summary(fallback=False) on a file without fixed-size summary statistics (schema 1)."
 );
+create_exception!(
+    scope_profiler,
+    JSONProfileError,
+    PyValueError,
+    "The file is not a scope-profiler JSON profile, uses a newer format version, or is malformed. The message names the file."
+);
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
@@ -42,6 +48,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add("CorruptProfileError", py.get_type::<CorruptProfileError>())?;
     m.add("HDF5SchemaError", py.get_type::<HDF5SchemaError>())?;
     m.add("NestingError", py.get_type::<NestingError>())?;
+    m.add("JSONProfileError", py.get_type::<JSONProfileError>())?;
     Ok(())
 }
 

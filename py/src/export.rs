@@ -99,7 +99,7 @@ fn is_result_set(obj: &Bound<'_, PyAny>) -> PyResult<bool> {
 
 /// `profiling_data` as a list of result sets (one result set or a sequence of them).
 /// `TypeError` for a path or string, a non-sequence, or a sequence holding anything else.
-fn result_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+pub(crate) fn result_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
     if is_result_set(data)? {
         return Ok(vec![data.clone()]);
     }
@@ -128,7 +128,7 @@ fn result_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>
 }
 
 /// The `ranks` argument: an int, or an iterable of values passed through `int()`.
-fn requested_ranks(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
+pub(crate) fn requested_ranks(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     if ranks.is_instance_of::<PyInt>() {
         return Ok(vec![ranks.extract()?]);
     }

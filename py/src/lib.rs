@@ -19,6 +19,7 @@ mod export;
 mod frames;
 mod graphics_exports;
 mod h5reader;
+mod json_export;
 mod merge;
 mod mpi_region;
 mod prof_export;
@@ -42,6 +43,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
     call_stack::register(m)?;
     h5reader::register(m)?;
+    json_export::register(m)?;
     cli::register(m)?;
     recording::register(m)?;
     ranks::register(m)?;

@@ -21,6 +21,7 @@ from .call_stack import (
 )
 from .exceptions import CorruptProfileError, HDF5SchemaError, NestingError
 from .h5reader import read_h5, read_h5_summary
+from .json_export import JSONProfileError, export_json, read_json, write_json
 from .results import (
     EventDataUnavailableError,
     MPIRegion,
@@ -59,6 +60,7 @@ __all__ = [
     "CorruptProfileError",
     "EventDataUnavailableError",
     "HDF5SchemaError",
+    "JSONProfileError",
     "MPIRegion",
     "NestingError",
     "ProfileManager",
@@ -70,6 +72,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "export_json",
     "export_speedscope",
     "finalize",
     "get_config",
@@ -79,11 +82,13 @@ __all__ = [
     "profile_region",
     "read_h5",
     "read_h5_summary",
+    "read_json",
     "region",
     "reset",
     "session",
     "setup",
     "split_by_lane",
+    "write_json",
 ]
 
 

@@ -1,0 +1,251 @@
+"""JSON profile (spec-exports §5): export_json / write_json / read_json, against the results
+they came from and against the reference package (files we write open there, files it writes
+open here with the same summary)."""
+
+from __future__ import annotations
+
+import gzip
+import json
+import subprocess
+
+import numpy as np
+import pytest
+import scope_profiler as sp
+from helpers import DATASETS, reference_python
+
+REF = DATASETS / "reference"
+
+
+def summary_of(r) -> dict:
+    """Per-region summary values, thread and task tables, per-call lane columns."""
+    out = {"num_ranks": int(r.num_ranks), "regions": {}, "threads": {}, "tasks": {}}
+    for row in r.summary():
+        out["regions"][row["name"]] = {
+            k: row[k]
+            for k in (
+                "num_calls",
+                "total_duration",
+                "exclusive_duration",
+                "min_duration",
+                "max_duration",
+                "std_duration",
+            )
+        }
+    for name in r.region_names:
+        for rank, reg in r[name].regions.items():
+            cols = {}
+            for key in (
+                "start_times_ns",
+                "end_times_ns",
+                "thread_ids",
+                "task_ids",
+                "await_times_ns",
+            ):
+                v = getattr(reg, key)
+                cols[key] = None if v is None else [int(x) for x in v]
+            out["regions"][f"{name}@{rank}"] = cols
+    for rank, rows in r.threads.items():
+        out["threads"][str(rank)] = [
+            [
+                t.index,
+                t.name,
+                t.ident,
+                t.native_id,
+                bool(t.daemon),
+                t.start_time,
+                t.end_time,
+                t.cpu_time,
+            ]
+            for t in rows
+        ]
+    for rank, rows in r.tasks.items():
+        out["tasks"][str(rank)] = [
+            [
+                t.index,
+                t.kind,
+                t.name,
+                t.coro_name,
+                t.thread_index,
+                t.created_time,
+                t.done_time,
+                t.steps,
+                t.running_time,
+                t.awaiting_time,
+            ]
+            for t in rows
+        ]
+    return out
+
+
+def ref_summary(*args: str) -> dict:
+    import inspect
+
+    code = (
+        "import json, sys\nimport scope_profiler as sp\n"
+        + inspect.getsource(summary_of)
+        + (
+            "if sys.argv[2] == 'export':\n"
+            "    sp.export_json(sp.read_h5(sys.argv[1]), sys.argv[3], verbose=False)\n"
+            "    path = sys.argv[3]\n"
+            "else:\n"
+            "    path = sys.argv[1]\n"
+            "print(json.dumps(summary_of(sp.read_json(path))))\n"
+        )
+    )
+    proc = subprocess.run(
+        [reference_python(), "-c", code, *args], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def normalized(s: dict) -> dict:
+    """JSON round trip (tuples -> lists, int keys -> str) so two summaries compare."""
+    return json.loads(json.dumps(s))
+
+
+@pytest.mark.parametrize("name", ["async", "threads", "single"])
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_round_trip_equals_the_results(tmp_path, name, suffix):
+    results = sp.read_h5(REF / f"{name}.h5")
+    out = sp.write_json(results, tmp_path / f"p{suffix}")
+    back = sp.read_json(out)
+    assert normalized(summary_of(back)) == normalized(summary_of(results))
+    assert back.metadata == results.metadata
+
+
+def test_async_await_times_and_tasks_survive(tmp_path):
+    results = sp.read_h5(REF / "async.h5")
+    back = sp.read_json(sp.write_json(results, tmp_path / "a.json"))
+    fetch = back["fetch"].regions[0]
+    # values of datasets/reference/async.h5 (h5py: rank_region_index ... await_ns)
+    assert [int(x) for x in fetch.await_times_ns] == [
+        2135347,
+        4884759,
+        6571706,
+        2477056,
+        5174502,
+        6858274,
+    ]
+    assert [int(x) for x in fetch.task_ids] == [1, 2, 3, 4, 5, 6]
+    assert len(back.tasks[0]) == len(results.tasks[0]) > 0
+
+
+def test_export_json_naming_filters_and_gzip(tmp_path, capsys):
+    results = sp.read_h5(REF / "threads.h5")
+    paths = sp.export_json(results, tmp_path / "t")
+    assert paths == [tmp_path / "t.json"]
+    assert "Wrote" in capsys.readouterr().out
+    paths = sp.export_json([results, results], tmp_path / "m.json.gz", verbose=False)
+    assert results.display_label == "threads"
+    assert [p.name for p in paths] == ["m_threads.json.gz", "m_threads_2.json.gz"]
+    raw = paths[0].read_bytes()
+    assert raw[:2] == b"\x1f\x8b" and raw[4:8] == b"\0\0\0\0"
+    doc = json.loads(gzip.decompress(raw))
+    assert doc["format"] == "scope-profiler-profile" and doc["format_version"] == 1
+    keep = results.region_names[1]
+    one = sp.read_json(sp.write_json(results, tmp_path / "f.json", include=[keep], indent=2))
+    assert one.region_names == [keep]
+    text = (tmp_path / "f.json").read_text()
+    assert text.startswith('{\n  "format": "scope-profiler-profile",\n')
+
+
+def test_bad_files_raise_json_profile_error(tmp_path):
+    foreign = tmp_path / "x.json"
+    foreign.write_text('{"profiles": []}')
+    with pytest.raises(sp.JSONProfileError, match="is not a scope-profiler JSON profile"):
+        sp.read_json(foreign)
+    newer = tmp_path / "v2.json"
+    newer.write_text('{"format": "scope-profiler-profile", "format_version": 2}')
+    with pytest.raises(ValueError, match="format version 2"):
+        sp.read_json(newer)
+    with pytest.raises(FileNotFoundError):
+        sp.read_json(tmp_path / "missing.json")
+
+
+def test_compat_v1_file_reads():
+    r = sp.read_json(DATASETS / "compat" / "json-v1.json")
+    assert r.region_names == ["solve"]
+    reg = r["solve"].regions[0]
+    assert [int(x) for x in reg.start_times_ns] == [10, 20, 40]
+    assert [int(x) for x in reg.end_times_ns] == [15, 33, 55]
+    row = r.summary()[0]
+    assert row["num_calls"] == 3
+    assert row["total_duration"] == pytest.approx((5 + 13 + 15) * 1e-9)
+
+
+@pytest.mark.parametrize("name", ["async", "threads"])
+def test_files_we_write_open_in_the_reference(tmp_path, name):
+    ref = reference_python()
+    assert ref
+    results = sp.read_h5(REF / f"{name}.h5")
+    out = sp.write_json(results, tmp_path / f"{name}.json.gz")
+    theirs = ref_summary(str(out), "read")
+    ours = normalized(summary_of(sp.read_json(out)))
+    assert_close(theirs, ours)
+
+
+@pytest.mark.parametrize("name", ["async", "threads"])
+def test_files_the_reference_writes_open_here(tmp_path, name):
+    reference_python()
+    out = tmp_path / f"ref_{name}.json"
+    theirs = ref_summary(str(REF / f"{name}.h5"), "export", str(out))
+    ours = normalized(summary_of(sp.read_json(out)))
+    assert_close(theirs, ours)
+
+
+def assert_close(theirs: dict, ours: dict) -> None:
+    assert theirs.keys() == ours.keys()
+    assert theirs["regions"].keys() == ours["regions"].keys()
+    for key, want in theirs["regions"].items():
+        got = ours["regions"][key]
+        for col, v in want.items():
+            if isinstance(v, float):
+                assert got[col] == pytest.approx(v, rel=1e-12, abs=1e-15), (key, col)
+            else:
+                assert got[col] == v, (key, col)
+    for table in ("threads", "tasks"):
+        assert theirs[table].keys() == ours[table].keys()
+        for rank, rows in theirs[table].items():
+            for a, b in zip(rows, ours[table][rank], strict=True):
+                np.testing.assert_allclose(
+                    [
+                        x if isinstance(x, (int, float)) and x is not None else 0
+                        for x in a
+                        if not isinstance(x, str)
+                    ],
+                    [
+                        x if isinstance(x, (int, float)) and x is not None else 0
+                        for x in b
+                        if not isinstance(x, str)
+                    ],
+                    rtol=1e-12,
+                )
+                assert [x for x in a if isinstance(x, str)] == [x for x in b if isinstance(x, str)]
+    assert theirs["num_ranks"] == ours["num_ranks"]
+
+
+@pytest.mark.parametrize("name", ["async", "threads", "single", "pool"])
+def test_same_bytes_as_the_reference_export(tmp_path, name):
+    ref = reference_python()
+    code = (
+        "import sys, scope_profiler as sp\n"
+        "r = sp.read_h5(sys.argv[1])\n"
+        "sp.export_json(r, sys.argv[2], verbose=False)\n"
+        "sp.export_json(r, sys.argv[3], verbose=False)\n"
+    )
+    theirs, theirs_gz = tmp_path / "ref.json", tmp_path / "ref.json.gz"
+    proc = subprocess.run(
+        [ref, "-c", code, str(REF / f"{name}.h5"), str(theirs), str(theirs_gz)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = sp.read_h5(REF / f"{name}.h5")
+    (ours,) = sp.export_json(results, tmp_path / "ours.json", verbose=False)
+    (ours_gz,) = sp.export_json(results, tmp_path / "ours.json.gz", verbose=False)
+    assert ours.read_bytes() == theirs.read_bytes()
+    # the deflate streams differ (zlib vs miniz); the header (mtime 0, no name) and content agree
+    assert ours_gz.read_bytes()[:10] == theirs_gz.read_bytes()[:10]
+    assert gzip.decompress(ours_gz.read_bytes()) == gzip.decompress(theirs_gz.read_bytes())
