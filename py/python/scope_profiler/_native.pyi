@@ -31,6 +31,7 @@ __all__ = [
     "CorruptProfileError",
     "EventDataUnavailableError",
     "HDF5SchemaError",
+    "JSONProfileError",
     "LaneSplit",
     "MPIRegion",
     "NativeRecorder",
@@ -58,6 +59,7 @@ __all__ = [
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
+    "export_json",
     "export_parquet",
     "export_perfetto",
     "export_pprof",
@@ -69,9 +71,11 @@ __all__ = [
     "perf_counter_ns",
     "read_h5",
     "read_h5_summary",
+    "read_json",
     "split_by_lane",
     "summary_text",
     "thread_time_ns",
+    "write_json",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -1052,6 +1056,42 @@ def export_parquet(
     await_ns, depth, lane, exclusive_ns) and, beside it, the lanes (``x.lanes.parquet``:
     thread and task tables, join on ``(rank, lane)``). Returns events and lanes paths in
     order; errors as ``export_speedscope``."""
+
+# ---------------------------------------------------------------------------------------------
+# JSON profile (spec-exports §5)
+
+class JSONProfileError(ValueError):
+    """The file is not a scope-profiler JSON profile, uses a newer format version, or is
+    malformed. The message names the file."""
+
+def export_json(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+    indent: int | None = None,
+) -> list[Path]:
+    """Write one JSON profile per root run (times as recorded: int64 ns, recording clock);
+    returns the paths written. Default ranks: every rank. Raises ``TypeError`` for anything
+    but results, ``ValueError`` for an empty list, ``OSError`` when writing fails."""
+
+def write_json(
+    results: ProfilingResults,
+    filepath: _Path,
+    *,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    ranks: _Ranks = None,
+    indent: int | None = None,
+) -> Path:
+    """Write one run to ``filepath`` as a JSON profile (``.gz``: gzip-compressed); returns the
+    path written. Raises ``OSError`` when writing fails."""
+
+def read_json(file_path: _Path, verbose: bool = False) -> ProfilingResults:
+    """Read a JSON profile (plain or gzip-compressed). Raises ``FileNotFoundError``,
+    ``JSONProfileError`` (a ``ValueError``) naming the file, ``OSError``."""
 
 # ---------------------------------------------------------------------------------------------
 # recording
