@@ -5,6 +5,8 @@
 //! given order). Every float is produced with numpy's algorithms ([`crate::npcompat`]), so the
 //! values equal the reference's bit for bit. A row read without its events
 //! ([`RegionCalls::stored`]) answers from its stored statistics; percentiles are then unknown.
+use std::cell::OnceCell;
+
 use crate::npcompat;
 use crate::run::RegionCalls;
 use crate::view::durations;
@@ -30,13 +32,18 @@ fn check_percentile(q: f64) -> Result<(), PercentileOutOfRange> {
 /// Statistics of one row (a `Region`), seconds.
 pub struct RowStats<'a> {
     calls: &'a RegionCalls,
-    /// `end - start` per call, ns (empty for a summary-only row).
-    pub durations: Vec<i64>,
+    /// `end - start` per call, ns (empty for a summary-only row); computed on first use.
+    durations: OnceCell<Vec<i64>>,
 }
 
 impl<'a> RowStats<'a> {
     pub fn new(calls: &'a RegionCalls) -> Self {
-        RowStats { calls, durations: durations(calls) }
+        RowStats { calls, durations: OnceCell::new() }
+    }
+
+    /// `end - start` per call, ns, recorded order.
+    pub fn durations(&self) -> &[i64] {
+        self.durations.get_or_init(|| durations(self.calls))
     }
 
     /// Number of calls (the stored count for a summary-only row).
@@ -61,36 +68,36 @@ impl<'a> RowStats<'a> {
 
     /// Σ durations, s.
     pub fn total(&self) -> f64 {
-        self.stored_or(|s| secs(s.total), |r| secs(r.durations.iter().fold(0i64, |a, &d| a.wrapping_add(d))))
+        self.stored_or(|s| secs(s.total), |r| secs(r.durations().iter().fold(0i64, |a, &d| a.wrapping_add(d))))
     }
     /// Mean duration, s (`np.mean` of the int64 ns, then / 1e9).
     pub fn mean(&self) -> f64 {
         match &self.calls.stored {
             Some(s) if s.count > 0 => self.total() / s.count as f64,
             Some(_) => 0.0,
-            None if self.has_timing() => npcompat::mean_i64(&self.durations) / 1e9,
+            None if self.has_timing() => npcompat::mean_i64(self.durations()) / 1e9,
             None => 0.0,
         }
     }
     pub fn min(&self) -> f64 {
-        self.stored_or(|s| secs(s.minimum), |r| secs(*r.durations.iter().min().unwrap_or(&0)))
+        self.stored_or(|s| secs(s.minimum), |r| secs(*r.durations().iter().min().unwrap_or(&0)))
     }
     pub fn max(&self) -> f64 {
-        self.stored_or(|s| secs(s.maximum), |r| secs(*r.durations.iter().max().unwrap_or(&0)))
+        self.stored_or(|s| secs(s.maximum), |r| secs(*r.durations().iter().max().unwrap_or(&0)))
     }
     /// Duration of the first / last call in recorded order, s.
     pub fn first(&self) -> f64 {
-        self.stored_or(|s| secs(s.first), |r| secs(r.durations[0]))
+        self.stored_or(|s| secs(s.first), |r| secs(r.durations()[0]))
     }
     pub fn last(&self) -> f64 {
-        self.stored_or(|s| secs(s.last), |r| secs(r.durations[r.durations.len() - 1]))
+        self.stored_or(|s| secs(s.last), |r| secs(r.durations()[r.durations().len() - 1]))
     }
     /// Population standard deviation, s (stored rows: `sqrt(max(m2, 0) / count)`).
     pub fn std(&self) -> f64 {
         match &self.calls.stored {
             Some(s) if s.count > 0 => npcompat::stored_std(s.count, s.m2) / 1e9,
             Some(_) => 0.0,
-            None if self.has_timing() => npcompat::std_i64(&self.durations) / 1e9,
+            None if self.has_timing() => npcompat::std_i64(self.durations()) / 1e9,
             None => 0.0,
         }
     }
@@ -101,7 +108,7 @@ impl<'a> RowStats<'a> {
         if self.calls.stored.is_some() && self.num_calls() > 0 {
             return Ok(None);
         }
-        Ok(Some(if self.has_timing() { npcompat::percentile_i64(&self.durations, q) / 1e9 } else { 0.0 }))
+        Ok(Some(if self.has_timing() { npcompat::percentile_i64(self.durations(), q) / 1e9 } else { 0.0 }))
     }
     /// Earliest start / latest end, s on the recording clock (absolute).
     pub fn first_start(&self) -> f64 {
@@ -143,15 +150,20 @@ impl<'a> RowStats<'a> {
 /// Statistics of one region over several rows (an `MPIRegion`: its ranks in its own order).
 pub struct PooledStats<'a> {
     pub rows: Vec<RowStats<'a>>,
-    /// The rows' `durations / 1e9` concatenated (rows with calls, in order).
-    pub durations: Vec<f64>,
+    /// The rows' `durations / 1e9` concatenated (rows with calls, in order); on first use.
+    durations: OnceCell<Vec<f64>>,
 }
 
 impl<'a> PooledStats<'a> {
     pub fn new(rows: Vec<RowStats<'a>>) -> Self {
-        let durations =
-            rows.iter().filter(|r| r.has_timing()).flat_map(|r| r.durations.iter().map(|&d| secs(d))).collect();
-        PooledStats { rows, durations }
+        PooledStats { rows, durations: OnceCell::new() }
+    }
+
+    /// The pooled durations, s.
+    pub fn durations(&self) -> &[f64] {
+        self.durations.get_or_init(|| {
+            self.rows.iter().filter(|r| r.has_timing()).flat_map(|r| r.durations().iter().map(|&d| secs(d))).collect()
+        })
     }
 
     pub fn num_calls(&self) -> i64 {
@@ -165,8 +177,8 @@ impl<'a> PooledStats<'a> {
         self.rows.iter().fold(0.0, |a, r| a + r.total())
     }
     pub fn mean(&self) -> f64 {
-        if !self.durations.is_empty() {
-            return npcompat::mean_f64(&self.durations);
+        if !self.durations().is_empty() {
+            return npcompat::mean_f64(self.durations());
         }
         let n = self.num_calls();
         if n > 0 {
@@ -178,8 +190,8 @@ impl<'a> PooledStats<'a> {
     /// Population std of the pooled durations; without events, the stored rows' (count,
     /// mean, m2) combined exactly as the reference does.
     pub fn std(&self) -> f64 {
-        if !self.durations.is_empty() {
-            return npcompat::std_f64(&self.durations);
+        if !self.durations().is_empty() {
+            return npcompat::std_f64(self.durations());
         }
         let stored: Vec<&crate::StoredStats> =
             self.rows.iter().filter(|r| r.num_calls() > 0).filter_map(RowStats::stored).collect();
@@ -191,8 +203,8 @@ impl<'a> PooledStats<'a> {
     }
     pub fn percentile(&self, q: f64) -> Result<Option<f64>, PercentileOutOfRange> {
         check_percentile(q)?;
-        if !self.durations.is_empty() {
-            return Ok(Some(npcompat::percentile_f64(&self.durations, q)));
+        if !self.durations().is_empty() {
+            return Ok(Some(npcompat::percentile_f64(self.durations(), q)));
         }
         Ok(if self.num_calls() > 0 { None } else { Some(0.0) })
     }
@@ -202,8 +214,8 @@ impl<'a> PooledStats<'a> {
         per_row: impl Fn(&RowStats) -> f64,
         pick: fn(f64, f64) -> f64,
     ) -> f64 {
-        if !self.durations.is_empty() {
-            return pooled(&self.durations);
+        if !self.durations().is_empty() {
+            return pooled(self.durations());
         }
         self.rows.iter().filter(|r| r.num_calls() > 0).map(per_row).reduce(pick).unwrap_or(0.0)
     }
@@ -309,7 +321,7 @@ mod tests {
         let b = row(vec![10, 20], vec![15, 40]);
         let p = PooledStats::new(vec![RowStats::new(&a), RowStats::new(&b)]);
         assert_eq!(p.num_calls(), 3);
-        assert_eq!(p.durations, vec![10.0 / 1e9, 5.0 / 1e9, 20.0 / 1e9]);
+        assert_eq!(p.durations(), vec![10.0 / 1e9, 5.0 / 1e9, 20.0 / 1e9]);
         assert_eq!(p.first(), 5.0 / 1e9); // row b starts first
         assert_eq!(p.last(), 10.0 / 1e9); // row a ends last
         assert_eq!(p.min(), 5.0 / 1e9);

@@ -241,7 +241,7 @@ impl MPIRegion {
     /// Pooled durations (s): the ranks' `durations` concatenated in order.
     #[getter]
     fn durations<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
-        numpy::PyArray1::from_vec(py, self.pooled(py, |p| p.durations.clone()))
+        numpy::PyArray1::from_vec(py, self.pooled(py, |p| p.durations().to_vec()))
     }
     #[getter]
     fn inclusive_durations<'py>(&self, py: Python<'py>) -> Bound<'py, numpy::PyArray1<f64>> {
