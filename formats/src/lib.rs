@@ -10,6 +10,7 @@ pub mod json_profile;
 pub mod parquet_export;
 pub mod perfetto;
 pub mod pprof;
+pub mod profile_format;
 pub mod pstats;
 pub mod selection;
 pub mod speedscope;

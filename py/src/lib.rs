@@ -23,6 +23,7 @@ mod json_export;
 mod merge;
 mod mpi_region;
 mod prof_export;
+mod profile_io;
 mod ranks;
 mod recording;
 mod region;
@@ -44,6 +45,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     call_stack::register(m)?;
     h5reader::register(m)?;
     json_export::register(m)?;
+    profile_io::register(m)?;
     cli::register(m)?;
     recording::register(m)?;
     ranks::register(m)?;

@@ -249,3 +249,28 @@ def test_same_bytes_as_the_reference_export(tmp_path, name):
     # the deflate streams differ (zlib vs miniz); the header (mtime 0, no name) and content agree
     assert ours_gz.read_bytes()[:10] == theirs_gz.read_bytes()[:10]
     assert gzip.decompress(ours_gz.read_bytes()) == gzip.decompress(theirs_gz.read_bytes())
+
+
+def test_profile_io_dispatches_by_contents_and_name(tmp_path):
+    from scope_profiler import profile_io
+
+    results = sp.read_h5(REF / "threads.h5")
+    as_json = profile_io.write_profile(results, tmp_path / "p.json.gz")
+    as_h5 = profile_io.write_profile(results, tmp_path / "p.h5")
+    assert profile_io.sniff_profile_format(as_json) == "json"
+    assert profile_io.sniff_profile_format(as_h5) == "hdf5"
+    renamed = tmp_path / "really_json.h5"
+    renamed.write_bytes((tmp_path / "p.json.gz").read_bytes())
+    assert profile_io.sniff_profile_format(renamed) == "json"
+    assert profile_io.profile_format(renamed) == "hdf5"
+    want = normalized(summary_of(results))
+    for p in (as_json, as_h5, renamed):
+        assert normalized(summary_of(profile_io.load(p))) == want
+    assert normalized(summary_of(profile_io.read_profile(as_json))) == want
+    assert normalized(summary_of(profile_io.read_profile(as_h5))) == want
+    html = tmp_path / "r.html"
+    html.write_text("<html></html>")
+    with pytest.raises(ValueError, match="HTML report"):
+        profile_io.load(html)
+    with pytest.raises(FileNotFoundError):
+        profile_io.load(tmp_path / "missing.h5")

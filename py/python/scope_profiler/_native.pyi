@@ -69,9 +69,11 @@ __all__ = [
     "lane_groups",
     "merge_results",
     "perf_counter_ns",
+    "profile_format",
     "read_h5",
     "read_h5_summary",
     "read_json",
+    "sniff_profile_format",
     "split_by_lane",
     "summary_text",
     "thread_time_ns",
@@ -1092,6 +1094,14 @@ def write_json(
 def read_json(file_path: _Path, verbose: bool = False) -> ProfilingResults:
     """Read a JSON profile (plain or gzip-compressed). Raises ``FileNotFoundError``,
     ``JSONProfileError`` (a ``ValueError``) naming the file, ``OSError``."""
+
+def profile_format(path: _Path) -> str:
+    """``"json"`` for ``.json``/``.json.gz`` names, ``"html"`` for ``.html``/``.htm``, else
+    ``"hdf5"``."""
+
+def sniff_profile_format(path: _Path) -> str:
+    """The format of the file's contents (``"hdf5"``, ``"json"``, ``"html"``) by its first
+    bytes, else by its name. Raises ``FileNotFoundError``, ``OSError``."""
 
 # ---------------------------------------------------------------------------------------------
 # recording

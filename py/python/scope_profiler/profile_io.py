@@ -1,0 +1,79 @@
+"""Pick the reader or writer for a profile path (the reference's ``profile_io``).
+
+The format rules are Rust (``_native.profile_format`` by name, ``sniff_profile_format`` by
+contents); this module only dispatches to ``read_h5`` / ``read_json`` / ``write_json``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from ._native import profile_format, sniff_profile_format
+from .h5reader import read_h5, read_h5_summary
+from .json_export import read_json, write_json
+from .results import ProfilingResults
+
+FORMAT_HDF5 = "hdf5"
+FORMAT_JSON = "json"
+FORMAT_HTML = "html"
+
+
+def load(path: str | Path, verbose: bool = False) -> ProfilingResults:
+    """Read a profile whatever its format, chosen by the file's contents.
+
+    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an HTML report
+    (write-only: it renders a run rather than storing it)."""
+    file_path = Path(path)
+    if not file_path.exists():
+        raise FileNotFoundError(f"No profile at {str(file_path)!r}")
+    kind = sniff_profile_format(file_path)
+    if kind == FORMAT_HTML:
+        raise ValueError(
+            f"{str(file_path)!r} is an HTML report, which is write-only: it renders a run "
+            "rather than storing it. Read the .h5 or .json profile it was made from."
+        )
+    if kind == FORMAT_JSON:
+        return read_json(file_path, verbose=verbose)
+    return read_h5(file_path, verbose=verbose)
+
+
+def read_profile(file_path: str | Path, verbose: bool = False) -> ProfilingResults:
+    """Read a profile as JSON or HDF5, whichever its name says (``load`` goes by contents)."""
+    if profile_format(file_path) == FORMAT_JSON:
+        return read_json(file_path, verbose=verbose)
+    return read_h5(file_path, verbose=verbose)
+
+
+def read_profile_summary(file_path: str | Path, **kwargs: Any) -> ProfilingResults:
+    """``read_h5_summary`` for HDF5; a JSON profile is read whole (``read_json``)."""
+    if profile_format(file_path) == FORMAT_JSON:
+        return read_json(file_path)
+    return read_h5_summary(file_path, **kwargs)
+
+
+def write_profile(results: ProfilingResults, file_path: str | Path, **kwargs: Any) -> Path:
+    """Write ``results`` in the format ``file_path``'s name asks for: ``.json``/``.json.gz``
+    a JSON profile (``kwargs`` go to ``write_json``), anything else HDF5. HTML reports are
+    not available in this package (``ValueError``)."""
+    kind = profile_format(file_path)
+    if kind == FORMAT_JSON:
+        return write_json(results, file_path, **kwargs)
+    if kind == FORMAT_HTML:
+        raise ValueError(f"{str(file_path)!r}: HTML reports are not available in this package")
+    path = Path(file_path)
+    results._native_run().write_h5(path)
+    return path
+
+
+__all__ = [
+    "FORMAT_HDF5",
+    "FORMAT_HTML",
+    "FORMAT_JSON",
+    "load",
+    "profile_format",
+    "read_profile",
+    "read_profile_summary",
+    "sniff_profile_format",
+    "write_profile",
+]
