@@ -20,7 +20,7 @@ Settings this package accepts but does not implement:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, field, fields, make_dataclass
 from datetime import UTC
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -149,61 +149,33 @@ _OPTION_GROUPS: dict[str, type[_OptionGroup]] = {
 }
 
 
-@dataclass
-class ProfilingOptions:
-    """A reusable bag of ``setup()`` settings (every field ``None`` = unset)."""
+def _options_to_kwargs(self) -> dict:
+    """The flat settings this bag sets (groups expanded; a setting given twice: ValueError)."""
+    kwargs = {
+        f.name: value
+        for f in fields(self)
+        if f.name not in _OPTION_GROUPS and (value := getattr(self, f.name)) is not None
+    }
+    for name in _OPTION_GROUPS:
+        group = getattr(self, name)
+        for key, value in (group.to_kwargs() if group is not None else {}).items():
+            if key in kwargs:
+                raise ValueError(
+                    f"{key!r} is set both directly and on the {name!r} option group; "
+                    "set it in one place",
+                )
+            kwargs[key] = value
+    return kwargs
 
-    file_path: str | None = None
-    label: str | None = None
-    use_likwid: bool | None = None
-    perf_events: Any = None
-    use_line_profiler: bool | None = None
-    use_memray: bool | None = None
-    memory_profile_path: str | None = None
-    memray_native_traces: bool | None = None
-    memray_trace_python_allocators: bool | None = None
-    memray_follow_fork: bool | None = None
-    deactivate_profiling: bool | None = None
-    use_nvtx: bool | None = None
-    use_gpu_timing: bool | None = None
-    gpu_timing_backend: Any = None
-    deactivate_file_output: bool | None = None
-    recursive_profile: bool | None = None
-    aggregation_mode: bool | None = None
-    profile_mpi_calls: bool | None = None
-    track_threads: bool | None = None
-    track_async: bool | None = None
-    capture_region_source: bool | None = None
-    metadata_detail: str | None = None
-    buffer_limit: int | None = None
-    output_mode: str | None = None
-    hdf5_compression: str | None = None
-    hdf5_compression_level: int | None = None
-    hdf5_chunk_size: int | None = None
-    enable_tags: Any = None
-    memray: MemrayOptions | None = None
-    gpu: GPUOptions | None = None
-    hdf5: HDF5Options | None = None
-    gpu_sync_on_exit: bool | None = None
 
-    def to_kwargs(self) -> dict:
-        kwargs = {
-            f.name: value
-            for f in fields(self)
-            if f.name not in _OPTION_GROUPS and (value := getattr(self, f.name)) is not None
-        }
-        for name in _OPTION_GROUPS:
-            group = getattr(self, name)
-            if group is None:
-                continue
-            for key, value in group.to_kwargs().items():
-                if key in kwargs:
-                    raise ValueError(
-                        f"{key!r} is set both directly and on the {name!r} "
-                        f"option group; set it in one place",
-                    )
-                kwargs[key] = value
-        return kwargs
+#: A reusable bag of ``setup()`` settings: every flat setting (``DEFAULTS``' names) and the
+#: groups ``memray``, ``gpu``, ``hdf5``, each ``None`` = unset.
+ProfilingOptions: Any = make_dataclass(
+    "ProfilingOptions",
+    [(name, Any, field(default=None)) for name in DEFAULTS]
+    + [(name, Any, field(default=None)) for name in _OPTION_GROUPS],
+    namespace={"to_kwargs": _options_to_kwargs, "__module__": __name__},
+)
 
 
 def load_profiling_config(path) -> dict:
