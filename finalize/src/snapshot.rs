@@ -85,7 +85,8 @@ pub struct UnknownRegion {
     pub regions: usize,
 }
 
-fn thread_row(r: ThreadRowData) -> ThreadRow {
+/// A recorder thread row as a run's thread-table row (rank 0).
+pub fn thread_row(r: ThreadRowData) -> ThreadRow {
     ThreadRow {
         rank: 0,
         index: r.index,
@@ -99,7 +100,8 @@ fn thread_row(r: ThreadRowData) -> ThreadRow {
     }
 }
 
-fn task_row(t: TaskRowData) -> TaskRow {
+/// A recorder task row as a run's task-table row (rank 0).
+pub fn task_row(t: TaskRowData) -> TaskRow {
     TaskRow {
         rank: 0,
         index: t.index,

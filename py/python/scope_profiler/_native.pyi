@@ -1129,9 +1129,8 @@ class NativeRecorder:
         """Greenlet switch on the calling thread to ``target`` (None: the thread's bare lane)."""
     def current_task(self) -> int | None:
         """Index of the task running on the calling thread, or None."""
-    def task_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
-        """``(index, kind, name, coro_name, thread_index, created_ns, done_ns, steps,
-        running_ns, suspended_ns)`` rows, ns relative to ``origin_ns``."""
+    def task_table(self, origin_ns: int = 0) -> list[TaskInfo]:
+        """The task table as ``TaskInfo`` rows, times in s relative to ``origin_ns``."""
     def region(
         self, name: str, tags: Sequence[str] = ..., enabled: bool = True
     ) -> ProfileRegion: ...
@@ -1143,9 +1142,9 @@ class NativeRecorder:
         """Pause/resume: while paused, entries push a placeholder and record nothing."""
     def open_region_names(self) -> list[str]:
         """Names of regions with an open (non-paused) call on any thread, registration order."""
-    def thread_table(self, origin_ns: int = 0) -> list[tuple[Any, ...]]:
-        """``(index, ident, native_id, name, daemon, start_ns, end_ns, cpu_ns)`` rows, ns
-        relative to ``origin_ns`` (``-1`` kept)."""
+    def thread_table(self, origin_ns: int = 0) -> list[ThreadInfo]:
+        """The thread table as ``ThreadInfo`` rows, times in s relative to ``origin_ns``;
+        re-samples the calling thread's CPU time."""
     def snapshot(self) -> list[tuple[str, _I64, _I64, _I64 | None]]:
         """Completed calls per region: ``(name, starts_ns, ends_ns, thread_ids)``."""
     def _before_fork(self) -> None: ...

@@ -26,6 +26,10 @@ import os
 import sys
 import threading
 import weakref
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from ._native import TaskInfo, ThreadInfo
 
 #: Task index of a call outside any task.
 NO_TASK = -1
@@ -44,85 +48,6 @@ def qualname(obj) -> str:
     if code is not None:
         return getattr(code, "co_qualname", None) or code.co_name
     return type(obj).__name__
-
-
-class ThreadRecord:
-    """A live view of one thread-table row (timestamps absolute, on perf_counter_ns)."""
-
-    __slots__ = (
-        "cpu_ns",
-        "daemon",
-        "end_ns",
-        "ident",
-        "index",
-        "name",
-        "native_id",
-        "start_ns",
-        "task",
-    )
-
-    def __init__(self, row, task=None) -> None:
-        (
-            self.index,
-            self.ident,
-            self.native_id,
-            self.name,
-            self.daemon,
-            self.start_ns,
-            self.end_ns,
-            self.cpu_ns,
-        ) = row
-        #: Index of the task running on this thread (only known for the calling thread).
-        self.task = task
-
-    @property
-    def alive(self) -> bool:
-        return self.end_ns == UNKNOWN
-
-    def __repr__(self) -> str:
-        state = "alive" if self.alive else "finished"
-        return f"ThreadRecord(index={self.index}, name={self.name!r}, ident={self.ident}, {state})"
-
-
-class TaskRecord:
-    """A view of one task-table row (timestamps absolute, on perf_counter_ns)."""
-
-    __slots__ = (
-        "coro_name",
-        "created_ns",
-        "done_ns",
-        "index",
-        "kind",
-        "name",
-        "running_ns",
-        "steps",
-        "suspended_ns",
-        "thread_index",
-    )
-
-    def __init__(self, row) -> None:
-        (
-            self.index,
-            self.kind,
-            self.name,
-            self.coro_name,
-            self.thread_index,
-            self.created_ns,
-            self.done_ns,
-            self.steps,
-            self.running_ns,
-            self.suspended_ns,
-        ) = row
-
-    @property
-    def done(self) -> bool:
-        return self.done_ns != UNKNOWN
-
-    def __repr__(self) -> str:
-        return (
-            f"TaskRecord(index={self.index}, kind={self.kind!r}, name={self.name!r}, "
-            f"coro_name={self.coro_name!r}, steps={self.steps})"
-        )
 
 
 # -- the process-wide threading hook --------------------------------------------------
@@ -189,21 +114,22 @@ class ConcurrencyTracker:
         self._unnamed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # - registration ------------------------------------------------------
-    def current_thread(self) -> ThreadRecord:
-        """The calling thread's record, registering the thread if needed."""
+    def current_thread(self) -> ThreadInfo:
+        """The calling thread's row, registering the thread if needed."""
         index = self._native.register_thread()
-        return ThreadRecord(self._native.thread_table(0)[index], self._native.current_task())
+        return self._native.thread_table(0)[index]
 
     @property
-    def threads(self) -> list[ThreadRecord]:
-        """Every registered thread, in index order (absolute timestamps)."""
-        return [ThreadRecord(row) for row in self._native.thread_table(0)]
+    def threads(self) -> list[ThreadInfo]:
+        """Every registered thread as a ``ThreadInfo``, in index order (times in s on the
+        recording clock, not relative to a run start)."""
+        return self._native.thread_table(0)
 
     @property
-    def tasks(self) -> list[TaskRecord]:
-        """Every task/greenlet lane, in index order (absolute timestamps)."""
+    def tasks(self) -> list[TaskInfo]:
+        """Every task/greenlet lane as a ``TaskInfo``, in index order (s, recording clock)."""
         self._refresh_task_names()
-        return [TaskRecord(row) for row in self._native.task_table(0)]
+        return self._native.task_table(0)
 
     # - install / uninstall -------------------------------------------------
     @property
@@ -318,32 +244,6 @@ class ConcurrencyTracker:
         if coro_name is None:
             self._unnamed[g] = True
         return record
-
-    # - tables ----------------------------------------------------------------
-    def snapshot(self, origin_ns: int = 0) -> dict:
-        """The thread and task tables as columns, timestamps relative to ``origin_ns`` (-1 kept)."""
-        rows = self._native.thread_table(origin_ns)
-        cols = list(zip(*rows)) if rows else [()] * 8
-        names = ("index", "ident", "native_id", "name", "daemon", "start_ns", "end_ns", "cpu_ns")
-        self._refresh_task_names()
-        trows = self._native.task_table(origin_ns)
-        tcols = list(zip(*trows)) if trows else [()] * 10
-        tnames = (
-            "index",
-            "kind",
-            "name",
-            "coro_name",
-            "thread_index",
-            "created_ns",
-            "done_ns",
-            "steps",
-            "running_ns",
-            "suspended_ns",
-        )
-        return {
-            "threads": {n: list(c) for n, c in zip(names, cols)},
-            "tasks": {n: list(c) for n, c in zip(tnames, tcols)} if trows else {},
-        }
 
 
 #: Trackers with hooks installed (weak), so a forked child can take them out.

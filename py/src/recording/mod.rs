@@ -19,7 +19,7 @@ pub use tasks::{TaskHandle, TimedCoroutine};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
-use scope_profiler_analysis::MetaValue;
+use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_finalize::{checkpoint, CheckpointError, CheckpointRequest};
 use scope_profiler_recorder::{Recorder, RegionMeta, RegionTable, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
 
@@ -229,30 +229,12 @@ impl NativeRecorder {
         tasks::current_task(&self.shared)
     }
 
-    /// The task table: list of `(index, kind, name, coro_name, thread_index, created_ns,
-    /// done_ns, steps, running_ns, suspended_ns)`, timestamps relative to `origin_ns`.
+    /// The task table as `TaskInfo` rows (times relative to `origin_ns`, -1 kept).
     #[pyo3(signature = (origin_ns=0))]
-    #[allow(clippy::type_complexity)]
-    fn task_table(&self, origin_ns: i64) -> Vec<(i64, &'static str, String, String, i64, i64, i64, i64, i64, i64)> {
-        self.shared
-            .rec
-            .task_rows(origin_ns)
-            .into_iter()
-            .map(|t| {
-                (
-                    t.index,
-                    t.kind,
-                    t.name,
-                    t.coro_name,
-                    t.thread_index,
-                    t.created_ns,
-                    t.done_ns,
-                    t.steps,
-                    t.running_ns,
-                    t.suspended_ns,
-                )
-            })
-            .collect()
+    fn task_table(&self, origin_ns: i64) -> Vec<crate::concurrency::TaskInfo> {
+        let tasks = self.shared.rec.task_rows(origin_ns).into_iter().map(scope_profiler_finalize::snapshot::task_row);
+        let run = std::sync::Arc::new(Run { tasks: tasks.collect(), ..Run::default() });
+        (0..run.tasks.len()).map(|i| crate::concurrency::TaskInfo::of(&run, i)).collect()
     }
 
     #[getter]
@@ -311,20 +293,14 @@ impl NativeRecorder {
         open.into_iter().map(|(r, _)| meta[r as usize].name.clone()).collect()
     }
 
-    /// The thread table: list of `(index, ident, native_id, name, daemon, start_ns, end_ns,
-    /// cpu_ns)`, timestamps relative to `origin_ns` (`-1` kept). Re-samples the calling
-    /// thread's CPU. Empty without tracking.
+    /// The thread table as `ThreadInfo` rows (times relative to `origin_ns`, -1 kept).
+    /// Re-samples the calling thread's CPU. Empty without tracking.
     #[pyo3(signature = (origin_ns=0))]
-    #[allow(clippy::type_complexity)]
-    fn thread_table(&self, origin_ns: i64) -> Vec<(i64, i64, i64, String, bool, i64, i64, i64)> {
-        self.shared
-            .rec
-            .thread_rows(origin_ns)
-            .into_iter()
-            .map(|r| {
-                (r.index, r.info.ident, r.info.native_id, r.info.name, r.info.daemon, r.start_ns, r.end_ns, r.cpu_ns)
-            })
-            .collect()
+    fn thread_table(&self, origin_ns: i64) -> Vec<crate::concurrency::ThreadInfo> {
+        let threads =
+            self.shared.rec.thread_rows(origin_ns).into_iter().map(scope_profiler_finalize::snapshot::thread_row);
+        let run = std::sync::Arc::new(Run { threads: threads.collect(), ..Run::default() });
+        (0..run.threads.len()).map(|i| crate::concurrency::ThreadInfo::of(&run, i)).collect()
     }
 
     /// Completed calls per region, without side effects (diagnostics and tests):
