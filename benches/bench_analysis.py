@@ -1,4 +1,4 @@
-"""Analysis engine benchmark: ours (/work/venv or $OURS_PYTHON) vs scope-profiler 0.7.5
+"""Analysis engine benchmark: ours (this interpreter or $OURS_PYTHON) vs scope-profiler 0.7.5
 ($REF_PYTHON, default /work/refvenv/bin/python) on files written by the reference.
 
     python benches/bench_analysis.py [--cache DIR] [--repeat N] [--cap SECONDS]
@@ -30,7 +30,7 @@ import time
 from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
-OURS = os.environ.get("OURS_PYTHON", "/work/venv/bin/python")
+OURS = os.environ.get("OURS_PYTHON", sys.executable)
 REF = os.environ.get("REF_PYTHON", "/work/refvenv/bin/python")
 FILES = {
     "single_2M": "single",
