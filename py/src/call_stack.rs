@@ -205,7 +205,23 @@ impl CallArrays {
 #[pyclass(module = "scope_profiler.call_stack", frozen)]
 pub struct LaneSplit {
     calls: Py<CallArrays>,
-    split: Arc<Split>,
+    split: SplitOf,
+}
+
+/// The lanes: a cached reconstruction's own split, or one made for these calls.
+enum SplitOf {
+    Cached(Arc<scope_profiler_analysis::Reconstruction>),
+    Own(Split),
+}
+
+impl std::ops::Deref for SplitOf {
+    type Target = Split;
+    fn deref(&self) -> &Split {
+        match self {
+            SplitOf::Cached(rec) => rec.lanes(),
+            SplitOf::Own(s) => s,
+        }
+    }
 }
 
 impl LaneSplit {
@@ -218,21 +234,31 @@ impl LaneSplit {
         let split = match &calls.get().source {
             Source::Cached(rec) if !rec.calls.lane.is_empty() => {
                 let rec = Arc::clone(rec);
-                Arc::new(py.detach(move || rec.lanes().clone()))
+                let computing = Arc::clone(&rec);
+                py.detach(move || {
+                    computing.lanes();
+                });
+                SplitOf::Cached(rec)
             }
             source => {
                 let c = source.calls();
-                Arc::new(if c.is_empty() { Split::default() } else { py.detach(|| split_by_lane(c)) })
+                SplitOf::Own(match c.len() {
+                    0 => Split::default(),
+                    // one stack: the lane is the calls themselves (no id list needed)
+                    n if c.lane.is_empty() => Split { lanes: vec![-1], offsets: vec![0, n], order: Vec::new() },
+                    _ => py.detach(|| split_by_lane(c)),
+                })
             }
         };
         LaneSplit { calls, split }
     }
     fn lane<'py>(&self, py: Python<'py>, k: usize) -> PyResult<Bound<'py, PyTuple>> {
-        let (lane, ids) = self.split.get(k);
         let calls = self.calls.bind(py);
         if self.split.len() == 1 {
+            let lane = self.split.lanes[0];
             return PyTuple::new(py, [lane.into_pyobject(py)?.into_any(), calls.clone().into_any()]);
         }
+        let (lane, ids) = self.split.get(k);
         let c = calls.get();
         let own = c.with_source(py, Source::Owned(Arc::new(lane_calls(c.calls(), ids))));
         PyTuple::new(py, [lane.into_pyobject(py)?.into_any(), Bound::new(py, own)?.into_any()])
@@ -244,11 +270,11 @@ impl LaneSplit {
     /// Lane values, ascending (int64).
     #[getter]
     fn lanes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        PyArray1::from_vec(py, (0..self.split.len()).map(|k| i64::from(self.split.get(k).0 as i32)).collect())
+        PyArray1::from_vec(py, self.split.lanes.iter().map(|&l| i64::from(l)).collect())
     }
     /// Calls per lane (int64), aligned with `lanes`.
     fn lane_sizes<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
-        PyArray1::from_vec(py, (0..self.split.len()).map(|k| self.split.get(k).1.len() as i64).collect())
+        PyArray1::from_vec(py, self.split.offsets.windows(2).map(|w| (w[1] - w[0]) as i64).collect())
     }
     fn __len__(&self) -> usize {
         self.split.len()
