@@ -27,7 +27,7 @@ use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
 use serde_json::value::RawValue;
 
-use crate::run::{RegionCalls, Run};
+use crate::run::{secs, RegionCalls, Run};
 
 /// A column of the events table (see the module documentation).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -120,12 +120,6 @@ pub enum EventsError {
     /// Arrow refused the columns (a bug: they are built to one length).
     #[error("arrow: {0}")]
     Arrow(String),
-}
-
-/// `ns / 1e9` as Python computes `float(ns) / 1e9`.
-#[inline]
-fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
 }
 
 fn gpu_of(r: &RegionCalls) -> Option<&Int64Array> {

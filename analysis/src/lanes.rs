@@ -5,7 +5,7 @@ use rayon::prelude::*;
 
 use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
 use crate::rank_calls::rank_call_arrays;
-use crate::run::{Run, TaskRow, ThreadRow};
+use crate::run::{secs, Run, TaskRow, ThreadRow};
 
 /// One row of `thread_summary(rank)`.
 #[derive(Debug, Clone, PartialEq)]
@@ -21,12 +21,6 @@ pub struct ThreadSummaryRow {
     pub num_calls: i64,
     /// s: root calls of the thread's bare lane and of the tasks whose last step ran on it.
     pub region_time: f64,
-}
-
-/// `ns / 1e9` as the reference converts (`float(ns) / 1e9`).
-#[inline]
-fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
 }
 
 /// `thread_summary(rank)`: one row per thread-table row, index order; empty without a table.

@@ -29,5 +29,5 @@ pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
 };
-pub use run::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
+pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use view::{ExclusiveOf, LaneFilter, RowView};

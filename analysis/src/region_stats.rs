@@ -8,14 +8,9 @@
 use std::cell::OnceCell;
 
 use crate::npcompat;
+pub use crate::run::secs;
 use crate::run::RegionCalls;
 use crate::view::durations;
-
-/// ns -> s as Python computes `ns / 1e9`.
-#[inline]
-pub fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
-}
 
 /// A percentile outside `0..=100` (`ValueError("percentile must be between 0 and 100")`).
 #[derive(Debug, Clone, PartialEq)]

@@ -16,6 +16,12 @@ use arrow_array::Int64Array;
 
 pub use crate::packed::IdColumn;
 
+/// `ns / 1e9` as Python computes `float(ns) / 1e9`: the ns of the model as float s.
+#[inline]
+pub fn secs(ns: i64) -> f64 {
+    ns as f64 / 1e9
+}
+
 /// Missing value of the lane columns: unknown thread, outside any task, end not known.
 pub const UNKNOWN: i64 = -1;
 

@@ -2,11 +2,7 @@
 //! CLI and by `ProfilingResults.print_summary()` in Python, so both print the same thing.
 use std::fmt::Write as _;
 
-use scope_profiler_analysis::{exclusive_by_row, lane_label, thread_summary, Run};
-
-fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
-}
+use scope_profiler_analysis::{exclusive_by_row, lane_label, secs, thread_summary, Run};
 
 /// Region summary of every rank: one line per region with calls (count, total s,
 /// mean/min/max ms, exclusive s). Exclusive time comes from the stored per-row totals

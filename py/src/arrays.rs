@@ -5,6 +5,7 @@ use std::borrow::Cow;
 use numpy::ndarray::ArrayView1;
 use numpy::{PyArray1, PyArrayMethods, PyReadonlyArray1};
 use pyo3::prelude::*;
+pub use scope_profiler_analysis::secs;
 
 /// A read-only numpy view of `values`, kept alive by `container`.
 ///
@@ -37,12 +38,6 @@ pub fn slice_of<'a>(array: &'a PyReadonlyArray1<'_, i64>) -> Cow<'a, [i64]> {
         Ok(s) => Cow::Borrowed(s),
         Err(_) => Cow::Owned(array.as_array().iter().copied().collect()),
     }
-}
-
-/// `ns / 1e9` as Python computes `float(ns) / 1e9`.
-#[inline]
-pub fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
 }
 
 /// Owner of an Arrow array for numpy views of its values.

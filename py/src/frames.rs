@@ -15,13 +15,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::PyTable;
-use scope_profiler_analysis::{Run, ThreadSummaryRow, UNKNOWN};
-
-/// `ns / 1e9` as Python computes `float(ns) / 1e9`.
-#[inline]
-fn secs(ns: i64) -> f64 {
-    ns as f64 / 1e9
-}
+use scope_profiler_analysis::{secs, Run, ThreadSummaryRow, UNKNOWN};
 
 /// A one-batch table from named columns (a column is nullable iff it has nulls).
 pub fn table(columns: Vec<(&str, ArrayRef)>) -> PyResult<PyTable> {

@@ -979,10 +979,7 @@ impl ProfilingResults {
         per_rank: bool,
         table: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let table = match table {
-            Some(t) => t,
-            None => Bound::new(py, self.to_arrow(py, include, exclude, per_rank)?)?.into_any(),
-        };
+        let table = self.table_or_summary(py, include, exclude, per_rank, table)?;
         let pl = py
             .import("polars")
             .map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
@@ -998,10 +995,7 @@ impl ProfilingResults {
         per_rank: bool,
         table: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let table = match table {
-            Some(t) => t,
-            None => Bound::new(py, self.to_arrow(py, include, exclude, per_rank)?)?.into_any(),
-        };
+        let table = self.table_or_summary(py, include, exclude, per_rank, table)?;
         let pa = py.import("pyarrow").map_err(|_| {
             PyImportError::new_err(
                 "to_pandas() converts Arrow tables with pyarrow (pip install pyarrow); to_dataframe() and to_events_dataframe() need only pandas",
@@ -1012,6 +1006,21 @@ impl ProfilingResults {
 }
 
 impl ProfilingResults {
+    /// `table` if given, else the summary table (`to_arrow`), for `to_polars` / `to_pandas`.
+    fn table_or_summary<'py>(
+        &self,
+        py: Python<'py>,
+        include: Option<Bound<'py, PyAny>>,
+        exclude: Option<Bound<'py, PyAny>>,
+        per_rank: bool,
+        table: Option<Bound<'py, PyAny>>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        match table {
+            Some(t) => Ok(t),
+            None => Ok(Bound::new(py, self.to_arrow(py, include, exclude, per_rank)?)?.into_any()),
+        }
+    }
+
     /// Row positions (in this run) of the selected (region, rank) pairs in `events()` order.
     fn event_rows<'py>(
         &self,
