@@ -107,10 +107,10 @@ impl<'a> RowStats<'a> {
     }
     /// Earliest start / latest end, s on the recording clock (absolute).
     pub fn first_start(&self) -> f64 {
-        self.stored_or(|s| secs(s.start_minimum), |r| secs(*r.calls.start_ns.values().iter().min().unwrap_or(&0)))
+        self.stored_or(|s| secs(s.start_minimum), |r| secs(r.calls.start_min().unwrap_or(0)))
     }
     pub fn last_end(&self) -> f64 {
-        self.stored_or(|s| secs(s.end_maximum), |r| secs(*r.calls.end_ns.values().iter().max().unwrap_or(&0)))
+        self.stored_or(|s| secs(s.end_maximum), |r| secs(r.calls.end_max().unwrap_or(0)))
     }
 
     /// The GPU column when it holds at least one duration (>= 0), else `None`.

