@@ -96,7 +96,9 @@ impl RowView {
 
     /// Σ exclusive ns: the stored total while the rank has not been reconstructed (the
     /// reference's rule; both are the same sum), else the sum of [`Self::exclusive_ns`].
-    /// A summary-only row gives its stored total, or its total duration without one.
+    /// A stored total that cannot be true (above the row's inclusive total: a damaged file)
+    /// is not used; the sum is then reconstructed. A summary-only row gives its stored
+    /// total, or its total duration without one.
     pub fn exclusive_total_ns(&self) -> Result<i64, NestingError> {
         let calls = self.calls();
         if let Some(stored) = &calls.stored {
@@ -106,7 +108,7 @@ impl RowView {
             return Ok(0);
         }
         if let (ExclusiveOf::Run, Some(total)) = (&self.exclusive, calls.exclusive_total_ns) {
-            if !self.analysis.is_cached(calls.rank) {
+            if !self.analysis.is_cached(calls.rank) && total as i128 <= inclusive_total_ns(calls) {
                 return Ok(total);
             }
         }
@@ -160,6 +162,11 @@ impl RowView {
         view.exclusive = ExclusiveOf::Slice { parent: Box::new(self.clone()), picks: picks.into() };
         view
     }
+}
+
+/// Σ (end - start) over the calls, ns, as `i128` (a damaged row cannot overflow it).
+fn inclusive_total_ns(calls: &RegionCalls) -> i128 {
+    calls.start_ns.values().iter().zip(calls.end_ns.values().iter()).map(|(s, e)| *e as i128 - *s as i128).sum()
 }
 
 /// `end - start` per call (wrapping, like numpy's int64 subtraction).
@@ -230,12 +237,23 @@ mod tests {
     #[test]
     fn stored_totals_answer_until_the_rank_is_reconstructed() {
         let mut r = row(vec![0, 10], vec![100, 30], vec![0, 0]);
-        r.exclusive_total_ns = Some(999);
+        r.exclusive_total_ns = Some(97);
         let run = Run { region_names: vec!["a".into()], regions: vec![r], num_ranks: 1, ..Run::default() };
         let analysis = Arc::new(RunAnalysis::new(Arc::new(run)));
         let view = RowView::of_run(&analysis, 0);
-        assert_eq!(view.exclusive_total_ns().unwrap(), 999);
+        assert_eq!(view.exclusive_total_ns().unwrap(), 97);
         assert_eq!(view.exclusive_ns().unwrap().values().to_vec(), vec![80, 20]);
         assert_eq!(view.exclusive_total_ns().unwrap(), 100);
+    }
+
+    /// issue 13 item 12: "stored exclusive totals larger than the inclusive ones" load as a
+    /// wrong profile. A stored total above the row's inclusive total (120 ns) is not used.
+    #[test]
+    fn issue_13_an_impossible_stored_total_is_reconstructed() {
+        let mut r = row(vec![0, 10], vec![100, 30], vec![0, 0]);
+        r.exclusive_total_ns = Some(999);
+        let run = Run { region_names: vec!["a".into()], regions: vec![r], num_ranks: 1, ..Run::default() };
+        let analysis = Arc::new(RunAnalysis::new(Arc::new(run)));
+        assert_eq!(RowView::of_run(&analysis, 0).exclusive_total_ns().unwrap(), 100);
     }
 }

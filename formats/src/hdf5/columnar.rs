@@ -65,11 +65,40 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
     let events = file.group("events").map_err(ctx.h5("events"))?;
     let ix = RegionIndex::read(&index, ctx)?;
     let mut ev = EventColumns::read(&mut EventReader { events: &events, ctx, prefetched }, &ix)?;
+    unique_names(&names, ctx)?;
     for r in 0..ix.region_ids.len() {
         run.regions.push(region_row(&ix, &mut ev, r, names.len(), ctx)?);
     }
+    unique_rows(&run.regions, &names, ctx)?;
     run.region_names = names;
     Ok(())
+}
+
+/// `Corrupt` when `region_table/names` lists a name twice (rows of both would become one
+/// region, and one of them would be lost).
+fn unique_names(names: &[String], ctx: &Ctx) -> R<()> {
+    let mut seen = std::collections::HashSet::with_capacity(names.len());
+    match names.iter().find(|n| !seen.insert(n.as_str())) {
+        Some(dup) => Err(ctx.corrupt(format!(
+            "lists the region name {} twice in region_table/names. The file is damaged.",
+            py_repr(dup)
+        ))),
+        None => Ok(()),
+    }
+}
+
+/// `Corrupt` when two index rows are the same region on the same rank (one would hide the
+/// other).
+fn unique_rows(rows: &[RegionCalls], names: &[String], ctx: &Ctx) -> R<()> {
+    let mut seen = std::collections::HashSet::with_capacity(rows.len());
+    match rows.iter().find(|r| !seen.insert((r.region, r.rank))) {
+        Some(r) => Err(ctx.corrupt(format!(
+            "has two {IX} rows for region {} on rank {}. The file is damaged.",
+            py_repr(&names[r.region as usize]),
+            r.rank
+        ))),
+        None => Ok(()),
+    }
 }
 
 /// `Corrupt` unless the index column `name` has a value for each of `rows` region rows.
@@ -273,7 +302,10 @@ fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, n_names: usize,
         source_line: Some(ix.source_lines[r]).filter(|&l| l >= 0),
         source_text: Some(ix.source_texts[r].clone()).filter(|s| !s.is_empty()),
         tags: row_tags(&ix.tags[r], r, ctx)?,
-        event_metadata: ix.event_metadata.as_ref().and_then(|m| row_metadata(&m[r])),
+        event_metadata: match &ix.event_metadata {
+            Some(m) => row_metadata(&m[r], r, n, ctx)?,
+            None => None,
+        },
         exclusive_total_ns: ix.totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0),
         stored: None,
     })
@@ -289,14 +321,25 @@ pub(crate) fn row_tags(tags_json: &str, r: usize, ctx: &Ctx) -> R<Vec<String>> {
     })
 }
 
-/// A row's event metadata JSON, `None` when it is empty (blank, `[]`, `{}`, `null` or `""`).
-fn row_metadata(m: &str) -> Option<String> {
+/// Index row `r`'s per-call metadata JSON (`n` calls), `None` when it is empty (blank, `[]`,
+/// `{}`, `null` or `""`). Errors (`Corrupt`, naming the file, the dataset and the row) unless
+/// it is a JSON list of `n` objects, one per call, as the reference writes it.
+fn row_metadata(m: &str, r: usize, n: usize, ctx: &Ctx) -> R<Option<String>> {
     let s = m.trim();
     if s.is_empty() || s == "[]" || s == "{}" || s == "null" || s == "\"\"" {
-        None
-    } else {
-        Some(m.to_string())
+        return Ok(None);
     }
+    let bad = |why: String| {
+        ctx.corrupt(format!(
+            "has damaged per-call metadata in {IX}/event_metadata row {r}: {why}. The file is damaged."
+        ))
+    };
+    let list: Vec<serde_json::Map<String, serde_json::Value>> =
+        serde_json::from_str(s).map_err(|e| bad(format!("not a JSON list of objects ({e})")))?;
+    if list.len() != n {
+        return Err(bad(format!("{} entries for {n} calls", list.len())));
+    }
+    Ok(Some(m.to_string()))
 }
 
 /// Thread and task tables (schema ≥ 2), rows ordered by rank (stable).

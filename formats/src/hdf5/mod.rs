@@ -110,10 +110,10 @@ mod tests {
         assert_eq!(fds_on(&path), vec![true]);
         drop(created);
         crate::hdf5::write_h5(&scope_profiler_analysis::Run::default(), &path).unwrap();
-        let ctx =
-            super::typed::Ctx { path: path.display().to_string(), file_len: std::fs::metadata(&path).unwrap().len() };
-        let opened = super::read::open_file(&path, &ctx).unwrap();
-        assert_eq!(fds_on(&path), vec![true], "read path");
+        let ctx = super::typed::Ctx::open(&path, path.display().to_string()).unwrap();
+        let opened = super::read::open_file(&ctx).unwrap();
+        // the read's own descriptor (std opens with O_CLOEXEC) and HDF5's
+        assert_eq!(fds_on(&path), vec![true, true], "read path");
         drop(opened);
     }
 }

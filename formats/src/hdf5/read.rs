@@ -19,7 +19,11 @@ use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 pub(crate) fn read_schema_version(file: &hdf5::File, ctx: &Ctx) -> R<i64> {
     let names = file.attr_names().map_err(ctx.h5("root attributes"))?;
     if !names.iter().any(|n| n == SCHEMA_ATTRIBUTE) {
-        return Ok(1);
+        // Schema 1 had no attribute. A file with the columnar groups that lost it (another
+        // tool rewrote the root attributes) is read as columnar: its columns' names tell
+        // their encoding, so nothing of it is guessed.
+        let columnar = ["region_table", "rank_region_index", "events"].iter().all(|g| has(file, g));
+        return Ok(if columnar { 2 } else { 1 });
     }
     let a = file.attr(SCHEMA_ATTRIBUTE).map_err(ctx.h5(SCHEMA_ATTRIBUTE))?;
     let d = descriptor(&a, ctx, SCHEMA_ATTRIBUTE)?;
@@ -136,14 +140,12 @@ pub(crate) fn rank_groups(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(u32, String)>>
 
 /// Open `path` with HDF5 (descriptor close-on-exec), mapping failures to
 /// [`H5Error::Corrupt`] naming the file. Opening reads no variable-length data.
-fn open_hdf5(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
-    if path.is_dir() {
-        return Err(ctx.corrupt("is a directory, not a profile file."));
-    }
-    hdf5::File::open(path).inspect(super::close_on_exec).map_err(|e| {
+fn open_hdf5(ctx: &Ctx) -> R<hdf5::File> {
+    hdf5::File::open(&ctx.source).inspect(super::close_on_exec).map_err(|e| {
         H5Error::Corrupt(format!(
-            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}",
-            ctx.path
+            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {}",
+            ctx.path,
+            e.to_string().replace(&ctx.source.display().to_string(), &ctx.path)
         ))
     })
 }
@@ -155,10 +157,10 @@ fn damaged_heap(ctx: &Ctx) -> H5Error {
 
 /// Open `path` for reading: refuse heaps that hang HDF5 (the scan skips the raw event data,
 /// which is never a heap), map open failures to [`H5Error::Corrupt`] naming the file.
-pub(crate) fn open_file(path: &Path, ctx: &Ctx) -> R<hdf5::File> {
-    let file = open_hdf5(path, ctx)?;
+pub(crate) fn open_file(ctx: &Ctx) -> R<hdf5::File> {
+    let file = open_hdf5(ctx)?;
     let plans = event_plans(&file, ctx);
-    if global_heap_would_hang(path, &data_ranges(&plans)).unwrap_or(false) {
+    if global_heap_would_hang(&ctx.file, ctx.file_len, &data_ranges(&plans)).unwrap_or(false) {
         return Err(damaged_heap(ctx));
     }
     Ok(file)
@@ -224,12 +226,12 @@ pub(crate) type Prefetched = HashMap<&'static str, Vec<i64>>;
 /// I/O: while one thread scans the file for a heap that would hang HDF5, this one reads the
 /// int64 event columns raw ([`raw_plan`]: chunk index and `pread` only, no variable-length
 /// data). Nothing touches a string before the check has passed.
-fn open_and_prefetch(path: &Path, ctx: &Ctx) -> R<(hdf5::File, Prefetched)> {
-    let file = open_hdf5(path, ctx)?;
+fn open_and_prefetch(ctx: &Ctx) -> R<(hdf5::File, Prefetched)> {
+    let file = open_hdf5(ctx)?;
     let plans = event_plans(&file, ctx);
     let ranges = data_ranges(&plans);
     let (hang, prefetched) = std::thread::scope(|scope| {
-        let guard = scope.spawn(|| global_heap_would_hang(path, &ranges).unwrap_or(false));
+        let guard = scope.spawn(|| global_heap_would_hang(&ctx.file, ctx.file_len, &ranges).unwrap_or(false));
         let prefetched: Prefetched =
             plans.iter().filter_map(|(name, plan)| Some((*name, fetch_raw(plan, ctx)?))).collect();
         (guard.join().unwrap_or(false), prefetched)
@@ -262,8 +264,8 @@ fn data_ranges(plans: &[(&'static str, RawPlan)]) -> Vec<(u64, u64)> {
     ranges
 }
 
-pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
-    let (file, mut prefetched) = open_and_prefetch(path, ctx)?;
+pub(crate) fn read_inner(ctx: &Ctx) -> R<Run> {
+    let (file, mut prefetched) = open_and_prefetch(ctx)?;
     let version = read_schema_version(&file, ctx)?;
     let mut run = Run { metadata: read_metadata(&file, ctx)?, ..Default::default() };
     let groups = rank_groups(&file, ctx)?;
@@ -304,34 +306,77 @@ pub(crate) fn read_inner(path: &Path, ctx: &Ctx) -> R<Run> {
 /// * [`H5Error::Schema`] for an invalid or too new `scope_profiler_schema` attribute (reference
 ///   messages), or an aggregate-only file.
 pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
-    with_ctx(path, |ctx| read_inner(path, ctx))
+    with_ctx(path, read_inner)
 }
 
 /// Run `read` with the file's error context: [`H5Error::NotFound`] when nothing exists at
 /// `path`, a panic of the HDF5 bindings becomes [`H5Error::Corrupt`].
-pub(crate) fn with_ctx<T>(path: &Path, read: impl FnOnce(&Ctx) -> R<T>) -> R<T> {
+///
+/// The file is opened once and every part of the read goes through that descriptor
+/// ([`Ctx`]): a path replaced meanwhile (rename) does not mix two files. A file rewritten in
+/// place while it is read (its size, modification or change time differ after the read) is
+/// read again, up to [`READ_ATTEMPTS`] times; then the read fails with
+/// [`H5Error::Corrupt`] `"<path> changed while it was being read ..."`.
+pub(crate) fn with_ctx<T>(path: &Path, read: impl Fn(&Ctx) -> R<T>) -> R<T> {
     let shown = path.display().to_string();
+    for _ in 0..READ_ATTEMPTS {
+        let ctx = open_ctx(path, &shown)?;
+        let before = Identity::of(&ctx.file);
+        let result = match catch_unwind(AssertUnwindSafe(|| read(&ctx))) {
+            Ok(r) => r,
+            Err(_) => Err(H5Error::Corrupt(format!(
+                "{shown} could not be read: the HDF5 reader failed on its contents. The file is truncated or damaged."
+            ))),
+        };
+        if before.is_some() && before == Identity::of(&ctx.file) {
+            return result;
+        }
+    }
+    Err(H5Error::Corrupt(format!(
+        "{shown} changed while it was being read ({READ_ATTEMPTS} attempts): another process is writing it. Read it again once the writer has finished."
+    )))
+}
+
+/// Reads of a file that keeps changing before [`with_ctx`] gives up.
+const READ_ATTEMPTS: usize = 3;
+
+/// What tells one state of a file from another: size, modification and change times (ns).
+#[derive(PartialEq, Eq)]
+struct Identity(u64, i64, i64, i64, i64);
+
+impl Identity {
+    fn of(file: &fs::File) -> Option<Identity> {
+        use std::os::unix::fs::MetadataExt;
+        let m = file.metadata().ok()?;
+        Some(Identity(m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+    }
+}
+
+/// The [`Ctx`] of a read of `path`, or the error for a path that is missing or not a
+/// regular file.
+fn open_ctx(path: &Path, shown: &str) -> R<Ctx> {
+    let unreadable = |e: io::Error| {
+        H5Error::Corrupt(format!(
+            "{shown} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}"
+        ))
+    };
     let meta = match fs::metadata(path) {
         Ok(m) => m,
         Err(e) if e.kind() == io::ErrorKind::NotFound => {
             return Err(H5Error::NotFound(format!("HDF5 file not found: {shown}")))
         }
-        Err(e) => {
-            return Err(H5Error::Corrupt(format!(
-                "{shown} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}"
-            )))
-        }
+        Err(e) => return Err(unreadable(e)),
     };
-    if !meta.is_file() && !meta.is_dir() {
+    if meta.is_dir() {
+        return Err(H5Error::Corrupt(format!("{shown} is a directory, not a profile file.")));
+    }
+    if !meta.is_file() {
         return Err(H5Error::Corrupt(format!(
             "{shown} is not a regular file (a device, pipe or socket); a profile is an HDF5 file on disk."
         )));
     }
-    let ctx = Ctx { path: shown.clone(), file_len: meta.len() };
-    match catch_unwind(AssertUnwindSafe(|| read(&ctx))) {
-        Ok(r) => r,
-        Err(_) => Err(H5Error::Corrupt(format!(
-            "{shown} could not be read: the HDF5 reader failed on its contents. The file is truncated or damaged."
-        ))),
-    }
+    Ctx::open(path, shown.to_string()).map_err(|e| match e.kind() {
+        io::ErrorKind::NotFound => H5Error::NotFound(format!("HDF5 file not found: {shown}")),
+        _ => unreadable(e),
+    })
 }

@@ -49,8 +49,8 @@ pub struct RunSummary {
     pub num_ranks: u32,
 }
 
-fn read_summary_inner(path: &Path, ctx: &Ctx) -> R<Option<RunSummary>> {
-    let file = open_file(path, ctx)?;
+fn read_summary_inner(ctx: &Ctx) -> R<Option<RunSummary>> {
+    let file = open_file(ctx)?;
     let Some(index) = summary_index(&file, ctx)? else {
         return Ok(None);
     };
@@ -132,7 +132,8 @@ impl SummaryIndex {
     }
 
     /// The rows, checked: region ids within the `n_names` names, no duplicate
-    /// (region, rank), ranks non-negative, tags readable.
+    /// (region, rank), ranks non-negative, tags readable, no stored exclusive total above the
+    /// row's inclusive total.
     fn rows(&self, n_names: usize, ctx: &Ctx) -> R<Vec<SummaryRow>> {
         let mut seen = std::collections::HashSet::with_capacity(self.region_ids.len());
         let mut out = Vec::with_capacity(self.region_ids.len());
@@ -146,12 +147,19 @@ impl SummaryIndex {
             }
             let rank = u32::try_from(rank)
                 .map_err(|_| ctx.corrupt(format!("has rank {rank} in its event index. The file is damaged.")))?;
+            let exclusive = self.totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0);
+            if let Some(t) = exclusive.filter(|&t| t > self.stats[r].total) {
+                return Err(ctx.corrupt(format!(
+                    "stores an exclusive total of {t} ns for row {r} (region id {rid}, rank {rank}), more than its inclusive total of {} ns. The file is damaged.",
+                    self.stats[r].total
+                )));
+            }
             out.push(SummaryRow {
                 region: rid as u32,
                 rank,
                 count: self.counts[r],
                 stats: self.stats[r],
-                exclusive_total_ns: self.totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0),
+                exclusive_total_ns: exclusive,
                 source_file: Some(self.files[r].clone()).filter(|s| !s.is_empty()),
                 source_line: Some(self.lines[r]).filter(|&l| l >= 0),
                 source_text: Some(self.texts[r].clone()).filter(|s| !s.is_empty()),
@@ -169,5 +177,5 @@ impl SummaryIndex {
 /// Errors: as [`super::read_h5`] for missing, damaged or too-new files; [`H5Error::Schema`]
 /// with the reference's messages for an inconsistent summary index.
 pub fn read_h5_summary(path: &Path) -> Result<Option<RunSummary>, H5Error> {
-    with_ctx(path, |ctx| read_summary_inner(path, ctx))
+    with_ctx(path, read_summary_inner)
 }

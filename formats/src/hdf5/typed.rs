@@ -7,13 +7,28 @@ use scope_profiler_analysis::memory::Column;
 
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE};
 
-/// Context for error messages: the file as the caller named it.
+/// One read of one file: the file as the caller named it (for messages), and the one
+/// descriptor every part of the read goes through (HDF5 opens [`Ctx::source`], the
+/// descriptor's `/proc/self/fd` path; raw column and string reads `pread` it), so that a read
+/// is of one file even when the path is replaced meanwhile.
 pub(crate) struct Ctx {
     pub(crate) path: String,
     pub(crate) file_len: u64,
+    pub(crate) file: std::fs::File,
+    /// The path HDF5 opens: `/proc/self/fd/N` of [`Ctx::file`] where that exists, else the path.
+    pub(crate) source: std::path::PathBuf,
 }
 
 impl Ctx {
+    /// Open `path` once for a read, with `shown` as its name in messages.
+    pub(crate) fn open(path: &std::path::Path, shown: String) -> std::io::Result<Ctx> {
+        use std::os::unix::io::AsRawFd;
+        let file = std::fs::File::open(path)?;
+        let file_len = file.metadata()?.len();
+        let by_fd = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
+        let source = if by_fd.exists() { by_fd } else { path.to_path_buf() };
+        Ok(Ctx { path: shown, file_len, file, source })
+    }
     pub(crate) fn corrupt(&self, what: impl std::fmt::Display) -> H5Error {
         H5Error::Corrupt(format!("{} {what}", self.path))
     }
@@ -312,8 +327,7 @@ pub(crate) fn fetch_raw<T: Copy + Send>(plan: &RawPlan, ctx: &Ctx) -> Option<Vec
     if std::mem::size_of::<T>() != plan.elem {
         return None;
     }
-    let file = std::fs::File::open(&ctx.path).ok()?;
-    let fd = file.as_raw_fd();
+    let fd = ctx.file.as_raw_fd();
     let mut column: Column<T> = Column::new(plan.n);
     let ptr = column.ptr();
     let all_read = scope_profiler_analysis::par::install(|| {
@@ -346,10 +360,11 @@ pub(crate) fn dataset_strings(g: &Group, name: &str, ctx: &Ctx, what: &str) -> R
     let what = format!("{what}/{name}");
     let ds = g.dataset(name).map_err(ctx.h5(&what))?;
     one_d(&ds, ctx, &what)?;
-    if let Some(v) = super::vlen::raw_vlen_strings(&ds, ctx) {
-        return Ok(v);
+    match super::vlen::raw_vlen_strings(&ds, ctx) {
+        Ok(Some(v)) => Ok(v),
+        Ok(None) => read_strings(&ds, ctx, &what),
+        Err(why) => Err(ctx.corrupt(format!("has damaged strings in {what} ({why}). The file is damaged."))),
     }
-    read_strings(&ds, ctx, &what)
 }
 
 pub(crate) fn has(g: &Group, name: &str) -> bool {

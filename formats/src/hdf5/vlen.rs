@@ -67,8 +67,17 @@ fn collection(file: &std::fs::File, addr: u64, ctx: &Ctx) -> Option<Collection> 
 }
 
 /// The values of a 1-D variable-length string dataset, read without HDF5's string machinery
-/// (see the module documentation); `None` when the dataset or file does not qualify.
-pub(crate) fn raw_vlen_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<String>> {
+/// (see the module documentation); `Ok(None)` when the dataset or file does not qualify.
+///
+/// Errors (a description of the damage) when a stored length cannot be true: longer than its
+/// heap object, or the lengths add up to more than the file holds. Falling back to HDF5
+/// there would allocate what the damaged length claims (4 GiB for `0xffffffff`) before failing.
+pub(crate) fn raw_vlen_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Result<Option<Vec<String>>, String> {
+    raw_strings(ds, ctx).transpose()
+}
+
+/// [`raw_vlen_strings`]: `None` = does not qualify, `Some(Err)` = damaged.
+fn raw_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Result<Vec<String>, String>> {
     let descriptor = ds.dtype().ok()?.to_descriptor().ok()?;
     if !matches!(descriptor, TypeDescriptor::VarLenUnicode | TypeDescriptor::VarLenAscii) {
         return None;
@@ -79,12 +88,16 @@ pub(crate) fn raw_vlen_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<Stri
     }
     let plan = chunk_plan(ds, DESCRIPTOR, ctx)?;
     let raw: Vec<[u8; DESCRIPTOR]> = fetch_raw(&plan, ctx)?;
-    let file = std::fs::File::open(&ctx.path).ok()?;
+    let claimed: u64 = raw.iter().map(|d| u64::from(u32::from_le_bytes([d[0], d[1], d[2], d[3]]))).sum();
+    if claimed > ctx.file_len {
+        return Some(Err(format!("{} values claim {claimed} bytes in all, the file has {}", raw.len(), ctx.file_len)));
+    }
+    let file = &ctx.file;
     let mut collections: Vec<Collection> = Vec::new();
     let mut by_addr: HashMap<u64, usize> = HashMap::new();
     let mut last: Option<(u64, usize)> = None; // consecutive values share a collection
     let mut out = Vec::with_capacity(raw.len());
-    for d in &raw {
+    for (i, d) in raw.iter().enumerate() {
         let len = u32::from_le_bytes(d[0..4].try_into().ok()?) as usize;
         let addr = u64::from_le_bytes(d[4..12].try_into().ok()?);
         let index = u32::from_le_bytes(d[12..16].try_into().ok()?) as usize;
@@ -98,7 +111,7 @@ pub(crate) fn raw_vlen_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<Stri
                 let k = match by_addr.get(&addr) {
                     Some(&k) => k,
                     None => {
-                        collections.push(collection(&file, addr, ctx)?);
+                        collections.push(collection(file, addr, ctx)?);
                         by_addr.insert(addr, collections.len() - 1);
                         collections.len() - 1
                     }
@@ -110,13 +123,13 @@ pub(crate) fn raw_vlen_strings(ds: &hdf5::Dataset, ctx: &Ctx) -> Option<Vec<Stri
         let c = &collections[k];
         let (at, size) = (*c.objects.get(index)?)?;
         if len > size {
-            return None;
+            return Some(Err(format!("value {i} claims {len} bytes, its heap object holds {size}")));
         }
         let value = &c.bytes[at..at + len];
         let value = value.iter().position(|&b| b == 0).map_or(value, |nul| &value[..nul]);
         out.push(String::from_utf8_lossy(value).into_owned());
     }
-    Some(out)
+    Some(Ok(out))
 }
 
 #[cfg(test)]
@@ -127,7 +140,7 @@ mod tests {
     use crate::hdf5::typed::read_strings;
 
     fn ctx(path: &Path) -> Ctx {
-        Ctx { path: path.display().to_string(), file_len: std::fs::metadata(path).unwrap().len() }
+        Ctx::open(path, path.display().to_string()).unwrap()
     }
 
     /// Every 1-D variable-length string dataset of `path`: (name, raw values, HDF5's values).
@@ -148,7 +161,7 @@ mod tests {
             if ds.ndim() != 1 || !matches!(d, TypeDescriptor::VarLenUnicode | TypeDescriptor::VarLenAscii) {
                 continue;
             }
-            out.push((name.clone(), raw_vlen_strings(&ds, &c), read_strings(&ds, &c, &name).unwrap()));
+            out.push((name.clone(), raw_vlen_strings(&ds, &c).unwrap(), read_strings(&ds, &c, &name).unwrap()));
         }
         out
     }
