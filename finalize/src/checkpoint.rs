@@ -2,7 +2,7 @@
 use std::path::Path;
 
 use scope_profiler_analysis::{assign_call_ids, MetaValue, Run};
-use scope_profiler_formats::{write_h5, H5Error};
+use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 use scope_profiler_recorder::{Recorder, RegionTable};
 
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
@@ -15,8 +15,9 @@ pub struct CheckpointRequest<'a> {
     /// Run origin, absolute ns on the recording clock: thread and task timestamps are
     /// made relative to it.
     pub start_time_ns: i64,
-    /// Rewind the recorder after the snapshot ([`Recorder::mark_written`]): the calls
-    /// taken are not reported again by the next checkpoint.
+    /// Rewind the recorder ([`Recorder::retire`] of the snapshot's calls): the calls taken
+    /// are not reported again by the next checkpoint. With `write_to`, only once the file
+    /// is written: after a failed write every call is still buffered.
     pub rewind: bool,
     /// First call id of this checkpoint's calls.
     pub call_id_base: i64,
@@ -42,47 +43,62 @@ pub struct Checkpoint {
 pub enum CheckpointError {
     #[error(transparent)]
     Snapshot(#[from] UnknownRegion),
-    /// Writing the HDF5 file failed (the message names the file).
-    #[error(transparent)]
-    Write(#[from] H5Error),
+    /// Writing the HDF5 file failed (the message names the file; `errno` when the
+    /// filesystem refused). Nothing was rewound: the next checkpoint takes these calls
+    /// again. `unwritten` is what a successful checkpoint would have returned, so the
+    /// caller can still report the run.
+    #[error("{failure}")]
+    Write { failure: WriteFailure, unwritten: Box<Checkpoint> },
 }
 
 /// The HDF5 write of a checkpoint, handed to the caller's `release` (see [`checkpoint`]).
-pub type WriteJob<'a> = &'a (dyn Fn() -> Result<(), H5Error> + Sync + 'a);
+pub type WriteJob<'a> = &'a (dyn Fn() -> Result<(), WriteFailure> + Sync + 'a);
 
-/// Snapshot `rec` against its region table `regions` (both under the table's lock), rewind
-/// when `req.rewind`, number the calls from `req.call_id_base`
+/// Snapshot `rec` against its region table `regions` (both under the table's lock, with a
+/// [`Recorder::watermark`] of the calls taken), number the calls from `req.call_id_base`
 /// ([`assign_call_ids`]; on a nesting failure the run keeps no call graph and the message
-/// is returned as [`Checkpoint::warning`]), and write `req.write_to` when given.
+/// is returned as [`Checkpoint::warning`]), write `req.write_to` when given, and when
+/// `req.rewind` retire the calls taken: right away without a file, after the file is
+/// published with one, not at all when the write fails.
 ///
 /// `release` runs the HDF5 write: it must call the job it is given and return its result.
 /// The Python glue releases the GIL there (`py.detach`); the job does not touch the
-/// recorder. Callers without a lock pass `|write| write()`.
+/// recorder, and threads may go on recording meanwhile: only the calls of the snapshot
+/// are retired afterwards. Callers without a lock pass `|write| write()`.
 ///
-/// Errors: [`CheckpointError::Write`] when the file cannot be written (the run is then
-/// lost to the caller, the recorder is rewound all the same if asked).
+/// Errors: [`CheckpointError::Write`] when the file cannot be written, carrying the run
+/// (the recorder keeps every call, so a later checkpoint writes them).
 ///
 /// # Safety
-/// As [`Recorder::snapshot`]: no thread may be inside `enter`/`exit` of `rec`
-/// concurrently, and earlier such calls must happen-before this one.
+/// As [`Recorder::snapshot`], both when this is called and when `release` returns: no
+/// thread may be inside `enter`/`exit` of `rec` concurrently, and earlier such calls must
+/// happen-before. And no other checkpoint (or [`Recorder::mark_written`]) of `rec` may run
+/// while `release` runs: callers that release a lock there serialize checkpoints.
 pub unsafe fn checkpoint(
     rec: &Recorder,
     regions: &RegionTable,
     req: CheckpointRequest<'_>,
-    release: impl FnOnce(WriteJob<'_>) -> Result<(), H5Error>,
+    release: impl FnOnce(WriteJob<'_>) -> Result<(), WriteFailure>,
 ) -> Result<Checkpoint, CheckpointError> {
-    let mut run = {
+    let (mut run, mark) = {
         let table = regions.lock();
         let snap = Snapshot::take(rec, table.len(), req.start_time_ns);
-        if req.rewind {
-            rec.mark_written();
+        let mark = rec.watermark();
+        if req.rewind && req.write_to.is_none() {
+            rec.retire(&mark);
         }
-        run_from_snapshot(snap, &table, req.metadata)?
+        (run_from_snapshot(snap, &table, req.metadata)?, mark)
     };
     let (next_call_id, warning) = number_calls(&mut run, req.call_id_base);
     if let Some(path) = req.write_to {
         let r = &run;
-        release(&|| write_h5(r, path))?;
+        if let Err(failure) = release(&|| publish_h5(r, path)) {
+            let unwritten = Box::new(Checkpoint { run, next_call_id, warning });
+            return Err(CheckpointError::Write { failure, unwritten });
+        }
+        if req.rewind {
+            rec.retire(&mark);
+        }
     }
     Ok(Checkpoint { run, next_call_id, warning })
 }

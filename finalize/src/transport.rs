@@ -10,7 +10,7 @@ use std::path::Path;
 
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{merge_runs, MergeError, MergeOptions, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
-use scope_profiler_formats::{write_h5, H5Error};
+use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 
 /// First bytes of every encoding (the trailing byte is the encoding version).
 pub const MAGIC: &[u8; 6] = b"SPRUN\x01";
@@ -332,9 +332,10 @@ pub enum StackError {
     /// unknown region id).
     #[error(transparent)]
     Stack(#[from] MergeError),
-    /// Writing the HDF5 file failed (the message names the file).
+    /// Writing the HDF5 file failed (the message names the file; `errno` when the
+    /// filesystem refused).
     #[error(transparent)]
-    Write(#[from] H5Error),
+    Write(#[from] WriteFailure),
 }
 
 /// Stack runs as blocks of ranks ([`merge_runs`] without union): `parts` are `(rank_offset, run)`.
@@ -355,7 +356,7 @@ pub fn stack(
         run.metadata = metadata;
     }
     if let Some(path) = write_to {
-        write_h5(&run, path)?;
+        publish_h5(&run, path)?;
     }
     Ok(run)
 }

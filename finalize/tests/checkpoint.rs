@@ -33,7 +33,9 @@ fn call(s: &ThreadState, region: u32, inside: impl FnOnce()) {
     tick();
 }
 
-fn no_lock(write: scope_profiler_finalize::WriteJob<'_>) -> Result<(), scope_profiler_formats::H5Error> {
+fn no_lock(
+    write: scope_profiler_finalize::WriteJob<'_>,
+) -> Result<(), scope_profiler_formats::hdf5::write::WriteFailure> {
     write()
 }
 

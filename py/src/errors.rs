@@ -67,3 +67,15 @@ pub fn h5_err(e: scope_profiler_formats::H5Error) -> PyErr {
         Write(m) => PyOSError::new_err(m),
     }
 }
+
+/// A failed HDF5 write of `path` as Python raises it: with the OS error number, the
+/// matching `OSError` subclass (`FileNotFoundError`, `PermissionError`, `IsADirectoryError`,
+/// `NotADirectoryError`, ...) with `errno`, `strerror` (the message) and `filename` set;
+/// otherwise a plain `OSError` with the message.
+pub fn write_failure_err(f: scope_profiler_formats::hdf5::write::WriteFailure, path: &str) -> PyErr {
+    match f.errno {
+        // OSError(errno, strerror, filename) picks the subclass of errno itself.
+        Some(errno) => PyOSError::new_err((errno, f.error.to_string(), path.to_string())),
+        None => PyOSError::new_err(f.error.to_string()),
+    }
+}

@@ -12,7 +12,7 @@ use scope_profiler_analysis::Run;
 use scope_profiler_finalize::transport::{self, decode_run, encode_run, StackError};
 
 use crate::convert::meta_from_py;
-use crate::errors::h5_err;
+use crate::errors::write_failure_err;
 use crate::run::NativeRun;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -83,7 +83,7 @@ fn _stack_runs(
     let path = write_file.then(|| Path::new(&file_path));
     let run = py.detach(|| transport::stack(runs, metadata, num_ranks, path)).map_err(|e| match e {
         StackError::Stack(e) => PyValueError::new_err(e.to_string()),
-        StackError::Write(e) => h5_err(e),
+        StackError::Write(e) => write_failure_err(e, &file_path),
     })?;
     Ok(NativeRun::new(run, file_path))
 }

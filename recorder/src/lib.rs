@@ -48,7 +48,9 @@
 //! each thread in entry order); open calls stay. [`Recorder::mark_written`] (after a
 //! written finalize) rewinds every buffer: completed slots are dropped and the open ones
 //! are moved to the front with their stack entries remapped, so the next snapshot reports
-//! each call exactly once.
+//! each call exactly once. A checkpoint whose write happens while recording goes on takes
+//! a [`Watermark`] with its snapshot and [`Recorder::retire`]s only those calls, and only
+//! once the file is written: a failed write leaves every call buffered for a retry.
 
 pub mod clock;
 pub mod fork;
@@ -151,6 +153,20 @@ impl RegionBuf {
             self.stack.reserve(8);
         }
     }
+}
+
+/// The completed slots of every buffer at one moment ([`Recorder::watermark`]).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Watermark {
+    /// Per thread state (index order), per region id.
+    per_state: Vec<Vec<BufMark>>,
+}
+
+/// One buffer at a [`Watermark`]: its length and its open slots (ascending).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+struct BufMark {
+    len: usize,
+    open: Vec<usize>,
 }
 
 /// The recording state of one OS thread for one [`Recorder`].
@@ -592,26 +608,67 @@ impl Recorder {
     }
 
     /// Rewind every buffer after a written finalize: completed calls are retired, open ones
-    /// move to the front (stack slots remapped).
+    /// move to the front (stack slots remapped). Same as [`Recorder::retire`] of a
+    /// [`Recorder::watermark`] taken now.
     ///
     /// # Safety
     /// As for [`Recorder::snapshot`].
     pub unsafe fn mark_written(&self) {
+        self.retire(&self.watermark());
+    }
+
+    /// Which slots are completed now, so that exactly these calls can be retired later
+    /// ([`Recorder::retire`]) while recording goes on in between: a checkpoint takes it
+    /// with its snapshot and retires only once the snapshot is safely written.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn watermark(&self) -> Watermark {
+        let states = self.states();
+        let mut per_state = Vec::with_capacity(states.len());
+        for st in &states {
+            let regions = &*st.regions.get();
+            per_state.push(
+                regions
+                    .iter()
+                    .map(|buf| BufMark {
+                        len: buf.starts.len(),
+                        open: (0..buf.ends.len()).filter(|&i| buf.ends[i] == 0).collect(),
+                    })
+                    .collect(),
+            );
+        }
+        Watermark { per_state }
+    }
+
+    /// Retire the calls that were completed when `mark` was taken; everything else stays
+    /// (calls open then, whether or not they have completed since, and calls entered
+    /// since), moved to the front in slot order with stack slots remapped. The next
+    /// snapshot reports each kept call once more, no retired one.
+    ///
+    /// `mark` must be the latest watermark of this recorder, and no other retire (or
+    /// [`Recorder::mark_written`]) may have happened since it was taken (the slot numbers
+    /// it holds would no longer be valid).
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn retire(&self, mark: &Watermark) {
         let states = self.states();
         // remaps[state][region]: old slot -> new slot (-1 = retired), for open task-lane entries.
         let mut remaps: Vec<Vec<Option<Vec<i64>>>> = Vec::with_capacity(states.len());
-        for st in &states {
+        for (st, marks) in states.iter().zip(&mark.per_state) {
             let regions = &mut *st.regions.get();
             let mut per_region = Vec::with_capacity(regions.len());
-            for buf in regions.iter_mut() {
+            for (buf, m) in regions.iter_mut().zip(marks) {
                 let n = buf.starts.len();
-                if n == 0 {
+                // slot i is retired iff i < m.len and it was not open at the mark
+                let retire_count = m.len - m.open.len();
+                if retire_count == 0 {
                     per_region.push(None);
                     continue;
                 }
-                let open: Vec<usize> = (0..n).filter(|&i| buf.ends[i] == 0).collect();
-                buf.retired += (n - open.len()) as u64;
-                if open.is_empty() {
+                buf.retired += retire_count as u64;
+                if retire_count == n {
                     buf.starts.clear();
                     buf.ends.clear();
                     buf.task_ids.clear();
@@ -619,24 +676,31 @@ impl Recorder {
                     per_region.push(None);
                     continue;
                 }
-                // Every open slot is on a stack (the bare lane's or a task's; both `with`
-                // and the decorator use them), so they can always be compacted.
                 let mut remap = vec![-1i64; n];
-                for (new, &old) in open.iter().enumerate() {
+                let mut open_then = m.open.iter().peekable();
+                let mut new = 0usize;
+                for (old, target) in remap.iter_mut().enumerate() {
+                    let keep = old >= m.len || open_then.next_if_eq(&&old).is_some();
+                    if !keep {
+                        continue;
+                    }
                     buf.starts[new] = buf.starts[old];
-                    buf.ends[new] = 0;
+                    buf.ends[new] = buf.ends[old];
                     if st.async_cols {
                         buf.task_ids[new] = buf.task_ids[old];
                         buf.await_ns[new] = buf.await_ns[old];
                     }
-                    remap[old] = new as i64;
+                    *target = new as i64;
+                    new += 1;
                 }
-                buf.starts.truncate(open.len());
-                buf.ends.truncate(open.len());
+                buf.starts.truncate(new);
+                buf.ends.truncate(new);
                 if st.async_cols {
-                    buf.task_ids.truncate(open.len());
-                    buf.await_ns.truncate(open.len());
+                    buf.task_ids.truncate(new);
+                    buf.await_ns.truncate(new);
                 }
+                // Every slot on a stack is open now, so it was open at the mark (or entered
+                // since) and is kept: the remap of a stack entry is never -1.
                 for s in buf.stack.iter_mut() {
                     if *s >= 0 {
                         *s = remap[*s as usize];
@@ -989,5 +1053,38 @@ mod tests {
             assert!(s.exit(0));
         });
         assert_eq!(unsafe { rec.snapshot(1) }[0].task_ids, vec![0]);
+    }
+
+    #[test]
+    fn retire_drops_only_the_calls_completed_at_the_watermark() {
+        let rec = Recorder::with_tasks(2, false, true);
+        let s = st(&rec);
+        let task = rec.new_task(TaskKind::Greenlet, "g".into(), "f".into(), 0);
+        s.enter(0, false); // A: open at the mark, closes before the retire
+        s.enter(0, false); // B: completed before the mark
+        s.exit(0);
+        step_in(s, &task, || s.enter(1, false)); // T: open on a task lane across both
+        let mark = unsafe { rec.watermark() };
+        let before = unsafe { rec.snapshot(2) };
+        assert_eq!(before.iter().map(|c| c.starts.len()).collect::<Vec<_>>(), vec![1]);
+        // recording goes on (a checkpoint's write runs with the GIL released)
+        s.enter(0, false); // C: entered and completed after the mark
+        s.exit(0);
+        assert!(s.exit(0)); // closes A
+        s.enter(0, false); // D: still open at the retire
+        unsafe { rec.retire(&mark) };
+        assert_eq!(unsafe { rec.num_calls(0) }, 4, "B retired, A, C, D kept");
+        let after = unsafe { rec.snapshot(2) };
+        assert_eq!(after.len(), 1);
+        assert_eq!(after[0].starts.len(), 2, "A and C, not B");
+        assert!(!after[0].starts.contains(&before[0].starts[0]));
+        assert!(s.exit(0)); // D closes through its remapped stack slot
+        step_in(s, &task, || assert!(s.exit(1))); // T closes through its remapped task slot
+        let snap = unsafe { rec.snapshot(2) };
+        assert_eq!(snap.iter().map(|c| c.starts.len()).collect::<Vec<_>>(), vec![3, 1]);
+        assert_eq!(snap[1].task_ids, vec![0]);
+        unsafe { rec.mark_written() };
+        assert!(unsafe { rec.snapshot(2) }.is_empty());
+        assert_eq!(unsafe { rec.num_calls(0) } + unsafe { rec.num_calls(1) }, 5);
     }
 }

@@ -8,9 +8,10 @@ import io
 
 import numpy as np
 import pyarrow.parquet as pq
+import pytest
 import scope_profiler as sp
 from helpers import DATASETS, run_cli
-from scope_profiler import MPIRegion, ProfilingResults, Region
+from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 ASYNC = DATASETS / "reference" / "async.h5"
 THREADS = DATASETS / "reference" / "threads.h5"
@@ -84,3 +85,136 @@ def test_issue_11_importing_main_runs_nothing():
     from scope_profiler.profile_manager import ProfileManager
 
     assert ProfileManager is sp.ProfileManager
+
+
+def _record_calls(manager, name: str, count: int, sleep_s: float = 0.002) -> None:
+    import time
+
+    for _ in range(count):
+        with manager.profile_region(name):
+            time.sleep(sleep_s)
+
+
+def _assert_file_has(path, expected, *, min_duration_s: float) -> None:
+    """The file at ``path`` holds exactly ``expected`` (a ``ProfilingResults``) calls."""
+    back = sp.read_h5(path)
+    assert back.region_names == expected.region_names
+    for name in expected.region_names:
+        ours, theirs = back[name][0], expected[name][0]
+        assert ours.num_calls == theirs.num_calls
+        np.testing.assert_array_equal(ours.start_times_ns, theirs.start_times_ns)
+        np.testing.assert_array_equal(ours.end_times_ns, theirs.end_times_ns)
+    work = back["work"][0]
+    assert (np.asarray(work.durations) >= min_duration_s).all()
+
+
+# issue 13 item 1: "A failed write throws away the run: `finalize()` empties the recorder
+# buffers before the file is written; if the write fails (missing directory ...),
+# `run.results` and `last_results()` are None, the calls are gone, and a retry writes an
+# empty profile. The error is a bare `OSError` with `errno=None`."
+@pytest.mark.parametrize("failure", ["missing_dir", "is_a_directory", "not_a_directory"])
+def test_issue_13_item_1_failed_write_keeps_the_run_and_the_retry_writes_it(tmp_path, failure):
+    import errno
+    import os
+    import shutil
+
+    target = tmp_path / "out" / "run.h5"
+    expected_error, expected_errno = {
+        "missing_dir": (FileNotFoundError, errno.ENOENT),
+        "is_a_directory": (IsADirectoryError, errno.EISDIR),
+        "not_a_directory": (NotADirectoryError, errno.ENOTDIR),
+    }[failure]
+    if failure == "is_a_directory":
+        target.mkdir(parents=True)  # a directory where the file should go
+    elif failure == "not_a_directory":
+        (tmp_path / "out").write_text("a regular file where the directory should be")
+    manager = ProfileManager()
+    try:
+        run = manager.setup(file_path=str(target), track_threads=True)
+        _record_calls(manager, "work", 5)
+        with pytest.raises(expected_error) as info:
+            run.finalize(verbose=False)
+        assert info.value.errno == expected_errno
+        assert info.value.filename == str(target)
+        assert "run.h5" in str(info.value)
+        # the run is in memory although the file was not written
+        assert run.results is not None and manager.last_results() is run.results
+        failed = run.results
+        assert failed["work"][0].num_calls == 5
+        assert (np.asarray(failed["work"][0].durations) >= 0.002).all()
+        # make the path writable, record more, retry: every call is in the file
+        if failure == "is_a_directory":
+            target.rmdir()
+        elif failure == "not_a_directory":
+            os.remove(tmp_path / "out")
+        if not target.parent.exists():
+            target.parent.mkdir()
+        _record_calls(manager, "work", 2)
+        written = run.finalize(verbose=False)
+        assert written["work"][0].num_calls == 7
+        np.testing.assert_array_equal(
+            written["work"][0].start_times_ns[:5], failed["work"][0].start_times_ns
+        )
+        np.testing.assert_array_equal(written["work"][0].call_ids, np.arange(7))
+        _assert_file_has(target, written, min_duration_s=0.002)
+        # and the calls are retired only now: the next finalize reports new calls only
+        _record_calls(manager, "work", 1)
+        again = run.finalize(verbose=False)
+        assert again["work"][0].num_calls == 1
+        assert again["work"][0].call_ids.tolist() == [7]
+    finally:
+        manager.reset()
+        shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+# issue 13 item 1: the same through `session()`: the error leaves the `with`, the session's
+# results hold the run, and `finalize()` once the directory exists writes every call
+# (the session's root region included).
+def test_issue_13_item_1_session_write_failure_then_finalize_writes_all(tmp_path):
+    target = tmp_path / "missing" / "s.h5"
+    manager = ProfileManager()
+    try:
+        with pytest.raises(FileNotFoundError) as info:
+            with manager.session(file_path=str(target), return_results=True, verbose=False) as s:
+                _record_calls(manager, "work", 3)
+        assert info.value.filename == str(target)
+        assert s.results is not None
+        assert s.results["work"][0].num_calls == 3
+        assert s.results["scope_profiler.session"][0].num_calls == 1
+        target.parent.mkdir()
+        retried = manager.finalize(verbose=False, return_results=True)
+        assert retried["work"][0].num_calls == 3
+        assert retried["scope_profiler.session"][0].num_calls == 1
+        _assert_file_has(target, retried, min_duration_s=0.002)
+    finally:
+        manager.reset()
+
+
+# issue 13 item 1: a read-only directory refuses with PermissionError (EACCES) - unless
+# this process may write it anyway (root), then there is nothing to refuse.
+def test_issue_13_item_1_read_only_directory_is_a_permission_error(tmp_path):
+    import errno
+    import os
+    import stat
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("this process can write read-only directories (root)")
+        manager = ProfileManager()
+        try:
+            run = manager.setup(file_path=str(ro / "run.h5"))
+            _record_calls(manager, "work", 2)
+            with pytest.raises(PermissionError) as info:
+                run.finalize(verbose=False)
+            assert info.value.errno == errno.EACCES
+            assert run.results["work"][0].num_calls == 2
+            ro.chmod(stat.S_IRWXU)
+            assert run.finalize(verbose=False)["work"][0].num_calls == 2
+            assert sp.read_h5(ro / "run.h5")["work"][0].num_calls == 2
+        finally:
+            manager.reset()
+    finally:
+        ro.chmod(stat.S_IRWXU)

@@ -55,12 +55,19 @@ pub(crate) struct W<'a> {
     path: &'a str,
     /// gzip level 4 + shuffle for datasets above [`CONTIGUOUS_MAX_BYTES`].
     compress: bool,
+    /// The OS error number of the last HDF5 failure that had one (disk full, ...).
+    errno: std::cell::Cell<Option<i32>>,
 }
 
 impl W<'_> {
     fn err(&self, what: &str) -> impl Fn(hdf5::Error) -> H5Error + '_ {
         let what = what.to_string();
-        move |e| H5Error::Write(format!("could not write {} ({what}): {e}", self.path))
+        move |e| {
+            if let Some(n) = hdf5_errno(&e) {
+                self.errno.set(Some(n));
+            }
+            H5Error::Write(format!("could not write {} ({what}): {e}", self.path))
+        }
     }
     /// Strings as HDF5 variable-length strings. HDF5 strings cannot hold NUL, yet a region,
     /// thread or task name may contain one: it is written as U+2400 (SYMBOL FOR NULL, `␀`)
@@ -356,15 +363,67 @@ pub(crate) fn process_umask() -> u32 {
 /// mode `0o666 & !umask`, renamed over `path`, directory fsynced. On error the temp file is
 /// removed and `path` is untouched.
 ///
-/// Errors: [`H5Error::Write`] naming the file.
+/// Errors: [`H5Error::Write`] naming the file ([`publish_h5`] also tells the OS error).
 pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
+    publish_h5(run, path).map_err(|f| f.error)
+}
+
+/// Why [`publish_h5`] failed: the [`H5Error::Write`] (its message names the file) and, when
+/// the filesystem refused, the OS error number (`ENOENT` for a missing directory, `EACCES`,
+/// `EISDIR` when `path` is a directory, `ENOTDIR`, `ENOSPC`, ...), so that callers can raise
+/// the matching `OSError` subclass.
+#[derive(Debug, thiserror::Error)]
+#[error("{error}")]
+pub struct WriteFailure {
+    pub error: H5Error,
+    pub errno: Option<i32>,
+}
+
+/// The OS error number of `e`; for a wrapped error (`tempfile` puts the path around it and
+/// hides the original) the number of its kind.
+fn io_errno(e: &std::io::Error) -> Option<i32> {
+    use std::io::ErrorKind::*;
+    e.raw_os_error().or(match e.kind() {
+        NotFound => Some(libc::ENOENT),
+        PermissionDenied => Some(libc::EACCES),
+        IsADirectory => Some(libc::EISDIR),
+        NotADirectory => Some(libc::ENOTDIR),
+        StorageFull => Some(libc::ENOSPC),
+        QuotaExceeded => Some(libc::EDQUOT),
+        ReadOnlyFilesystem => Some(libc::EROFS),
+        AlreadyExists => Some(libc::EEXIST),
+        InvalidFilename => Some(libc::ENAMETOOLONG),
+        _ => None,
+    })
+}
+
+/// The OS error number in an HDF5 error stack (`"..., errno = 28, error message = ..."`).
+fn hdf5_errno(e: &hdf5::Error) -> Option<i32> {
+    let text = match e {
+        hdf5::Error::HDF5(stack) => stack.clone().expand().map(|s| format!("{s:?}")).unwrap_or_default(),
+        hdf5::Error::Internal(m) => m.clone(),
+    };
+    let at = text.find("errno = ")? + "errno = ".len();
+    let digits: String = text[at..].chars().take_while(char::is_ascii_digit).collect();
+    digits.parse().ok().filter(|&n| n > 0)
+}
+
+/// [`write_h5`], telling the OS error of a failure ([`WriteFailure`]).
+pub fn publish_h5(run: &Run, path: &Path) -> Result<(), WriteFailure> {
     let shown = path.display().to_string();
-    let werr = |what: &str, e: &dyn std::fmt::Display| H5Error::Write(format!("could not write {shown} ({what}): {e}"));
+    let os = |what: &str, e: &std::io::Error| WriteFailure {
+        error: H5Error::Write(format!("could not write {shown} ({what}): {e}")),
+        errno: io_errno(e),
+    };
+    let plain = |error: H5Error| WriteFailure { error, errno: None };
     let file_name = path
         .file_name()
-        .ok_or_else(|| H5Error::Write(format!("could not write {shown}: the path names no file")))?
+        .ok_or_else(|| plain(H5Error::Write(format!("could not write {shown}: the path names no file"))))?
         .to_string_lossy()
         .into_owned();
+    if path.is_dir() {
+        return Err(os("target", &std::io::Error::from_raw_os_error(libc::EISDIR)));
+    }
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => std::path::PathBuf::from("."),
@@ -373,9 +432,9 @@ pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
         .prefix(&format!(".{file_name}."))
         .suffix(".tmp")
         .tempfile_in(&dir)
-        .map_err(|e| werr("temporary file", &e))?;
+        .map_err(|e| os("temporary file", &e))?;
     let total: usize = run.regions.iter().map(|r| r.len()).sum();
-    let w = W { path: &shown, compress: total >= AUTO_COMPRESSION_MIN_EVENTS };
+    let w = W { path: &shown, compress: total >= AUTO_COMPRESSION_MIN_EVENTS, errno: Default::default() };
     let written = catch_unwind(AssertUnwindSafe(|| -> R<()> {
         let file = hdf5::File::create(tmp.path()).map_err(w.err("create"))?;
         super::close_on_exec(&file);
@@ -384,16 +443,16 @@ pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
         Ok(())
     }));
     match written {
-        Ok(r) => r?,
-        Err(_) => return Err(H5Error::Write(format!("could not write {shown}: the HDF5 writer failed"))),
+        Ok(r) => r.map_err(|error| WriteFailure { error, errno: w.errno.get() })?,
+        Err(_) => return Err(plain(H5Error::Write(format!("could not write {shown}: the HDF5 writer failed")))),
     }
     {
         use std::os::unix::fs::PermissionsExt;
         let mode = 0o666 & !process_umask();
-        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(|e| werr("permissions", &e))?;
-        fs::File::open(tmp.path()).and_then(|f| f.sync_all()).map_err(|e| werr("fsync", &e))?;
+        fs::set_permissions(tmp.path(), fs::Permissions::from_mode(mode)).map_err(|e| os("permissions", &e))?;
+        fs::File::open(tmp.path()).and_then(|f| f.sync_all()).map_err(|e| os("fsync", &e))?;
     }
-    tmp.persist(path).map_err(|e| werr("rename", &e.error))?;
+    tmp.persist(path).map_err(|e| os("rename", &e.error))?;
     if let Ok(d) = fs::File::open(&dir) {
         let _ = d.sync_all();
     }

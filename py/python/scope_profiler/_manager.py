@@ -106,7 +106,11 @@ class ProfilingRun:
         if self._manager._config is not self._config:
             raise RuntimeError("this profiling run has been replaced")
         kwargs.setdefault("return_results", True)
-        self.results = self._manager.finalize(**kwargs)
+        try:
+            self.results = self._manager.finalize(**kwargs)
+        except OSError:
+            self.results = self._manager.last_results()  # the run, though not written
+            raise
         return self.results
 
 
@@ -169,6 +173,10 @@ class _ProfilingSession(ContextDecorator):
                     return_results=self._return_results,
                     native_traces=self._native_traces,
                 )
+            except OSError:
+                # the file could not be written: the run is kept (finalize() retries)
+                self.results = self._manager.last_results()
+                raise
             finally:
                 config = self._manager._config
                 if config is not None and config.tracker is not None:
@@ -560,7 +568,14 @@ class ProfileManager:
         write the file (unless ``deactivate_file_output``) and optionally return results.
 
         Calls still open stay buffered for a later finalize; with file output the buffers
-        are rewound so the next finalize reports only new calls (ids continue).
+        are rewound once the file is written, so the next finalize reports only new calls
+        (ids continue).
+
+        When the file cannot be written this raises the ``OSError`` subclass of the
+        failure (``FileNotFoundError`` for a missing directory, ``IsADirectoryError``,
+        ``NotADirectoryError``, ``PermissionError``, ...; ``errno`` and ``filename`` set)
+        and loses nothing: the run is in :meth:`last_results`, the calls stay buffered,
+        and calling ``finalize()`` again once the path is writable writes them all.
         """
         if not cls._configured:
             if return_results:
@@ -599,7 +614,7 @@ class ProfileManager:
             if config.tracker is not None:
                 config.tracker._refresh_task_names()  # Task.get_name() as of now
             assert config._native is not None  # get_config() started it
-            native_run, next_id, nesting_error = config._native.finalize(
+            native_run, next_id, nesting_error, write_error = config._native.finalize(
                 dict(config.metadata),
                 config.start_time_ns,
                 write_file,
@@ -614,6 +629,11 @@ class ProfileManager:
                     RuntimeWarning,
                     stacklevel=_user_stacklevel(),
                 )
+            if write_error is not None:
+                # Nothing was rewound: the calls stay buffered, and the next finalize()
+                # (once the path is writable) writes them all. The run is kept in memory.
+                cls._last_results = _results_from_native(native_run)
+                raise write_error
             if need_results:
                 results = _results_from_native(native_run)
                 if verbose and hasattr(results, "print_summary"):

@@ -156,7 +156,7 @@ def finalize(manager, config, *, verbose: bool, return_results: bool):
     config.metadata["num_nodes"] = len(set(comm.allgather(socket.gethostname())))
     if config.tracker is not None and hasattr(config.tracker, "_refresh_task_names"):
         config.tracker._refresh_task_names()
-    native_run, next_id, nesting_error = config._native.finalize(
+    native_run, next_id, nesting_error, _ = config._native.finalize(  # no file: no write error
         dict(config.metadata),
         config.start_time_ns,
         False,

@@ -1157,9 +1157,12 @@ class NativeRecorder:
         file_path: str,
         call_id_base: int = 0,
         rewind: bool | None = None,
-    ) -> tuple[NativeRun, int, str | None]:
-        """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None)``.
-        Writes ``file_path`` (HDF5, atomically) when ``write_file``; ``OSError`` on failure."""
+    ) -> tuple[NativeRun, int, str | None, OSError | None]:
+        """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None,
+        write_error_or_None)``. Writes ``file_path`` (HDF5, atomically) when ``write_file``,
+        then rewinds only the calls written. A failed write is returned, not raised: the
+        ``OSError`` subclass of its errno (``filename`` = ``file_path``); nothing is rewound
+        and ``next_call_id`` is ``call_id_base``."""
     @property
     def buffer_limit(self) -> int:
         """The ``buffer_limit`` the recorder was created with (calls; at least 1 is used)."""

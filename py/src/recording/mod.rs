@@ -12,6 +12,7 @@
 //! read and written with the GIL held. This module therefore assumes a GIL build of CPython
 //! (not free-threaded 3.13t).
 use std::cell::UnsafeCell;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
 mod tasks;
@@ -23,7 +24,7 @@ use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_finalize::{checkpoint, CheckpointError, CheckpointRequest};
 use scope_profiler_recorder::{Recorder, RegionMeta, RegionTable, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
 
-use crate::errors::h5_err;
+use crate::errors::write_failure_err;
 use crate::run::NativeRun;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -59,6 +60,17 @@ pub(crate) struct Shared {
     /// Called (no arguments) on a thread right after it registered lazily (the greenlet
     /// hooks use it to follow that thread's switches too).
     on_register: Mutex<Option<Py<PyAny>>>,
+    /// A checkpoint is running (set and cleared with the GIL held; see [`Shared::checkpoint_turn`]).
+    checkpointing: AtomicBool,
+}
+
+/// Held while a checkpoint runs; clears [`Shared::checkpointing`] when dropped.
+struct CheckpointTurn<'a>(&'a AtomicBool);
+
+impl Drop for CheckpointTurn<'_> {
+    fn drop(&mut self) {
+        self.0.store(false, Ordering::Release);
+    }
 }
 
 impl Shared {
@@ -104,6 +116,19 @@ impl Shared {
             }
         }
         Ok(Arc::as_ptr(&state))
+    }
+
+    /// Wait (GIL released) until no other thread runs a checkpoint of this recorder, then
+    /// take the turn. The flag only changes with the GIL held, so check-and-set is atomic.
+    fn checkpoint_turn(&self, py: Python<'_>) -> CheckpointTurn<'_> {
+        while self.checkpointing.swap(true, Ordering::AcqRel) {
+            py.detach(|| {
+                while self.checkpointing.load(Ordering::Acquire) {
+                    std::thread::sleep(std::time::Duration::from_millis(1));
+                }
+            });
+        }
+        CheckpointTurn(&self.checkpointing)
     }
 
     fn meta(&self) -> std::sync::MutexGuard<'_, Vec<RegionMeta>> {
@@ -176,6 +201,7 @@ impl NativeRecorder {
                 regions: RegionTable::new(),
                 local,
                 on_register: Mutex::new(None),
+                checkpointing: AtomicBool::new(false),
             }),
         })
     }
@@ -322,19 +348,27 @@ impl NativeRecorder {
     /// In a forked child (`scope_profiler._fork`): threads gone with the fork end now,
     /// the forking thread's row carries on with `native_id`. Returns the rows closed.
     fn _after_fork_in_child(&self, native_id: i64) -> usize {
+        // a checkpoint running on another thread of the parent does not exist here
+        self.shared.checkpointing.store(false, Ordering::Release);
         self.shared.rec.after_fork_in_child(native_id)
     }
 
     /// Finalize (checkpoint, [`scope_profiler_finalize::checkpoint`]): snapshot completed
-    /// calls and the thread table into a `Run` (rank 0), rewind the buffers if a file is written, number calls from
-    /// `call_id_base` (on a nesting failure: no call graph, the message is returned as the
-    /// third element), write `file_path` as HDF5 (atomically) when `write_file`.
-    /// Returns `(NativeRun, next_call_id, nesting_error_message_or_None)`.
+    /// calls and the thread table into a `Run` (rank 0), number calls from `call_id_base`
+    /// (on a nesting failure: no call graph, the message is returned as the third
+    /// element), write `file_path` as HDF5 (atomically) when `write_file`, then rewind the
+    /// buffers (only the calls written; calls recorded during the write stay).
+    /// Returns `(NativeRun, next_call_id, nesting_error_message_or_None, write_error_or_None)`.
+    ///
+    /// A failed write raises nothing here: the fourth element is the exception to raise
+    /// (the `OSError` subclass of its errno, `filename` = `file_path`), the run is returned
+    /// all the same, nothing is rewound and `next_call_id` is `call_id_base` (a retry
+    /// numbers the same calls again).
     ///
     /// `rewind` (default: `write_file`) rewinds the buffers even though this call writes
     /// no file: under MPI rank 0 writes every rank's calls (`scope_profiler._mpi`).
     #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None))]
-    #[allow(clippy::too_many_arguments)]
+    #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn finalize(
         &self,
         py: Python<'_>,
@@ -344,7 +378,7 @@ impl NativeRecorder {
         file_path: String,
         call_id_base: i64,
         rewind: Option<bool>,
-    ) -> PyResult<(Py<NativeRun>, i64, Option<String>)> {
+    ) -> PyResult<(Py<NativeRun>, i64, Option<String>, Option<Py<pyo3::exceptions::PyBaseException>>)> {
         let mut meta_vals = Vec::with_capacity(metadata.len());
         for (k, v) in metadata.iter() {
             meta_vals.push((k.str()?.to_string(), to_meta_value(&v)?));
@@ -357,16 +391,23 @@ impl NativeRecorder {
             call_id_base,
             write_to: write_file.then_some(path.as_path()),
         };
-        // SAFETY: GIL held for the snapshot and rewind (module contract); it is released
-        // only for the HDF5 write, which does not touch the recorder.
-        let done = unsafe { checkpoint(&self.shared.rec, &self.shared.regions, req, |write| py.detach(write)) }
-            .map_err(|e| match e {
-                CheckpointError::Write(e) => h5_err(e),
-                CheckpointError::Snapshot(e) => pyo3::exceptions::PyRuntimeError::new_err(e.to_string()),
-            })?;
-        let (run, next, warning) = (done.run, done.next_call_id, done.warning);
-        let native = Py::new(py, NativeRun::new(run, file_path))?;
-        Ok((native, next, warning))
+        // One checkpoint at a time: the write runs with the GIL released and the buffers
+        // are rewound after it, so another thread's finalize must wait (GIL released).
+        let _turn = self.shared.checkpoint_turn(py);
+        // SAFETY: GIL held for the snapshot and the rewind (module contract); it is released
+        // only for the HDF5 write, which does not touch the recorder; `_turn` keeps other
+        // checkpoints out meanwhile.
+        let outcome = unsafe { checkpoint(&self.shared.rec, &self.shared.regions, req, |write| py.detach(write)) };
+        let (done, error) = match outcome {
+            Ok(done) => (done, None),
+            Err(CheckpointError::Write { failure, mut unwritten }) => {
+                unwritten.next_call_id = call_id_base;
+                (*unwritten, Some(write_failure_err(failure, &file_path).into_value(py)))
+            }
+            Err(CheckpointError::Snapshot(e)) => return Err(pyo3::exceptions::PyRuntimeError::new_err(e.to_string())),
+        };
+        let native = Py::new(py, NativeRun::new(done.run, file_path))?;
+        Ok((native, done.next_call_id, done.warning, error))
     }
 }
 

@@ -1,0 +1,104 @@
+//! Regression tests of the finalize crate, each headed by where the problem was reported.
+use std::sync::Arc;
+
+use scope_profiler_analysis::MetaValue;
+use scope_profiler_finalize::{checkpoint, CheckpointError, CheckpointRequest};
+use scope_profiler_recorder::{now_ns, Recorder, RegionTable, ThreadInfo, ThreadState};
+
+fn state(rec: &Recorder) -> &ThreadState {
+    let (st, _) = rec.register_current_thread(ThreadInfo { name: "Main".into(), ..Default::default() });
+    // SAFETY: the thread-local list keeps the state alive as long as the recorder.
+    unsafe { &*Arc::as_ptr(&st) }
+}
+
+fn call(s: &ThreadState, region: u32) {
+    let t = now_ns();
+    s.enter(region, false);
+    while now_ns() == t {}
+    assert!(s.exit(region));
+}
+
+fn request(path: &std::path::Path) -> CheckpointRequest<'_> {
+    CheckpointRequest {
+        metadata: vec![("start_time_ns".into(), MetaValue::Int(0))],
+        start_time_ns: 0,
+        rewind: true,
+        call_id_base: 0,
+        write_to: Some(path),
+    }
+}
+
+/// issue 13 item 1: "A failed write throws away the run: `finalize()` empties the recorder
+/// buffers before the file is written; a retry writes an empty profile." Now the calls are
+/// retired only once the file is published: the failure carries the run and its errno,
+/// the retry writes every call (also those recorded while the failed write ran), and a
+/// call recorded during a successful write is kept for the next checkpoint.
+#[test]
+fn issue_13_item_1_failed_write_keeps_every_call_for_the_retry() {
+    let rec = Recorder::new(4, true);
+    let table = RegionTable::new();
+    let (a, _) = table.get_or_create("a", vec![]);
+    let s = state(&rec);
+    for _ in 0..3 {
+        call(s, a);
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let missing = dir.path().join("missing").join("run.h5");
+    // the write runs "with the lock released": a call is recorded meanwhile
+    let err = unsafe {
+        checkpoint(&rec, &table, request(&missing), |write| {
+            call(s, a);
+            write()
+        })
+    }
+    .unwrap_err();
+    let CheckpointError::Write { failure, unwritten } = err else { panic!("not a write error") };
+    assert_eq!(failure.errno, Some(libc::ENOENT), "{failure}");
+    assert!(failure.to_string().contains("run.h5"), "{failure}");
+    assert_eq!(unwritten.run.regions[0].len(), 3, "the failed checkpoint still reports its run");
+    assert_eq!(unwritten.next_call_id, 3);
+    assert!(!missing.exists());
+
+    let good = dir.path().join("run.h5");
+    let done = unsafe {
+        checkpoint(&rec, &table, request(&good), |write| {
+            call(s, a); // recorded during the successful write: kept for the next checkpoint
+            write()
+        })
+    }
+    .unwrap();
+    assert_eq!(done.run.regions[0].len(), 4, "3 before the failure + 1 during it");
+    let back = scope_profiler_formats::read_h5(&good).unwrap();
+    assert_eq!(back.regions[0].len(), 4);
+    assert_eq!(back.regions[0].start_ns, done.run.regions[0].start_ns);
+    assert_eq!(back.regions[0].end_ns, done.run.regions[0].end_ns);
+    assert_eq!(back.regions[0].call_ids.as_ref().unwrap().to_vec(), vec![0, 1, 2, 3]);
+
+    let next = dir.path().join("next.h5");
+    let done = unsafe { checkpoint(&rec, &table, request(&next), |write| write()) }.unwrap();
+    assert_eq!(done.run.regions[0].len(), 1, "only the call recorded during the last write");
+    assert!(done.run.regions[0].start_ns.value(0) > back.regions[0].end_ns.value(3));
+}
+
+/// issue 13 item 1: the OS error of each kind of refused target reaches the caller.
+#[test]
+fn issue_13_item_1_write_failures_carry_their_errno() {
+    let rec = Recorder::new(4, true);
+    let table = RegionTable::new();
+    let (a, _) = table.get_or_create("a", vec![]);
+    call(state(&rec), a);
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("plain-file");
+    std::fs::write(&file, b"x").unwrap();
+    for (target, errno) in [
+        (dir.path().to_path_buf(), libc::EISDIR),
+        (file.join("run.h5"), libc::ENOTDIR),
+        (dir.path().join("no").join("run.h5"), libc::ENOENT),
+    ] {
+        let err = unsafe { checkpoint(&rec, &table, request(&target), |write| write()) }.unwrap_err();
+        let CheckpointError::Write { failure, unwritten } = err else { panic!("not a write error") };
+        assert_eq!(failure.errno, Some(errno), "{target:?}: {failure}");
+        assert_eq!(unwritten.run.regions[0].len(), 1, "{target:?}");
+    }
+    assert_eq!(std::fs::read(&file).unwrap(), b"x");
+}
