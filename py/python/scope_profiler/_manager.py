@@ -28,7 +28,7 @@ from enum import Enum, auto
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _fork
-from ._native import ProfiledFunction, ProfileRegion, perf_counter_ns
+from ._native import ProfiledFunction, ProfileRegion, check_region_name, perf_counter_ns
 from ._settings import (
     CONFIG_FIELDS,
     ProfilingConfig,
@@ -294,7 +294,8 @@ class ProfileManager:
         ``setup()``): a re-entrant context manager usable from any thread.
 
         ``functions`` is accepted for compatibility (line profiling is not implemented).
-        Reusing a name with different non-None ``tags`` raises ``ValueError``.
+        Reusing a name with different non-None ``tags`` raises ``ValueError``, and so does
+        a name the profile file cannot hold unchanged (one with a NUL character).
         """
         region = cls._regions.get(region_name)
         if region is None:
@@ -370,6 +371,7 @@ class ProfileManager:
 
         def decorator(func):
             name = region_name or func.__name__
+            check_region_name(name)  # refused now, not at the next setup()
             wrapper = ProfiledFunction(func)
             functools.update_wrapper(wrapper, func)
             cls._bind_decorated(name, func, wrapper, region_tags)

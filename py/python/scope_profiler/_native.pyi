@@ -54,6 +54,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "check_region_name",
     "cli_after_run",
     "cli_main",
     "export_chrome_trace",
@@ -1111,6 +1112,10 @@ def perf_counter_ns() -> int:
 
 def thread_time_ns() -> int:
     """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""
+
+def check_region_name(name: str) -> None:
+    """``ValueError`` (naming the name and why) for a region name a profile file cannot
+    hold unchanged: one containing a NUL character."""
 
 @final
 class NativeRecorder:

@@ -36,6 +36,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimedCoroutine>()?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(check_region_name, m)?)?;
     Ok(())
 }
 
@@ -51,6 +52,43 @@ fn thread_time_ns() -> i64 {
     scope_profiler_recorder::thread_cpu_ns()
 }
 
+/// Refuse a region name the profile file cannot hold unchanged: HDF5 strings end at NUL,
+/// so a name with `\0` would come back altered (issue 13 item 16). `ValueError` naming
+/// the name and why.
+#[pyfunction]
+pub(crate) fn check_region_name(name: &str) -> PyResult<()> {
+    if name.contains('\0') {
+        return Err(pyo3::exceptions::PyValueError::new_err(format!(
+            "region name {} contains a NUL character (\\x00), which a profile file cannot hold \
+             (HDF5 strings end at NUL); choose a name without it",
+            scope_profiler_analysis::py_repr(name)
+        )));
+    }
+    Ok(())
+}
+
+/// A thread or task name as recorded. The name comes from the program (`threading`,
+/// `asyncio`, greenlet), so it is not refused; a NUL, which the profile file cannot hold,
+/// is recorded as the four visible characters `\x00` (which round-trip), with one
+/// `RuntimeWarning` per recorder (`warned`).
+pub(crate) fn recorded_name(py: Python<'_>, what: &str, name: String, warned: &AtomicBool) -> PyResult<String> {
+    if !name.contains('\0') {
+        return Ok(name);
+    }
+    let escaped = name.replace('\0', "\\x00");
+    if !warned.swap(true, Ordering::Relaxed) {
+        let message = format!(
+            "{what} name {} contains a NUL character, which a profile file cannot hold; it is recorded \
+             as {} (further such names are escaped without a warning)",
+            scope_profiler_analysis::py_repr(&name),
+            scope_profiler_analysis::py_repr(&escaped)
+        );
+        let message = std::ffi::CString::new(message).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+    }
+    Ok(escaped)
+}
+
 /// What a [`NativeRecorder`] and its regions share.
 pub(crate) struct Shared {
     rec: Recorder,
@@ -62,6 +100,8 @@ pub(crate) struct Shared {
     on_register: Mutex<Option<Py<PyAny>>>,
     /// A checkpoint is running (set and cleared with the GIL held; see [`Shared::checkpoint_turn`]).
     checkpointing: AtomicBool,
+    /// A thread or task name with NUL was escaped and warned about ([`recorded_name`]).
+    pub(crate) nul_warned: AtomicBool,
 }
 
 /// Held while a checkpoint runs; clears [`Shared::checkpointing`] when dropped.
@@ -99,7 +139,7 @@ impl Shared {
         let info = ThreadInfo {
             ident: int_attr("ident"),
             native_id: int_attr("native_id"),
-            name: t.getattr("name")?.str()?.to_string(),
+            name: recorded_name(py, "thread", t.getattr("name")?.str()?.to_string(), &self.nul_warned)?,
             daemon: t.getattr("daemon")?.is_truthy()?,
         };
         let (state, created) = self.rec.register_current_thread(info);
@@ -202,6 +242,7 @@ impl NativeRecorder {
                 local,
                 on_register: Mutex::new(None),
                 checkpointing: AtomicBool::new(false),
+                nul_warned: AtomicBool::new(false),
             }),
         })
     }
@@ -232,10 +273,15 @@ impl NativeRecorder {
             "greenlet" => TaskKind::Greenlet,
             other => return Err(pyo3::exceptions::PyValueError::new_err(format!("unknown task kind {other:?}"))),
         };
+        let name = recorded_name(py, "task", name, &self.shared.nul_warned)?;
+        let coro_name = recorded_name(py, "task", coro_name, &self.shared.nul_warned)?;
         let st = self.shared.state(py)?;
         // SAFETY: the calling thread's own state.
         let thread = unsafe { &*st }.index() as i64;
-        Ok(TaskHandle { task: self.shared.rec.new_task(kind, name, coro_name, thread) })
+        Ok(TaskHandle {
+            task: self.shared.rec.new_task(kind, name, coro_name, thread),
+            shared: Arc::clone(&self.shared),
+        })
     }
 
     /// Wrap `coro` so each step of the task runs on `handle`'s lane and is timed.
@@ -273,17 +319,18 @@ impl NativeRecorder {
     /// cache the object by name. `enabled=False` gives a region whose `with`/decorator
     /// paths do nothing.
     #[pyo3(signature = (name, tags=Vec::new(), enabled=true))]
-    fn region(&self, name: String, tags: Vec<String>, enabled: bool) -> ProfileRegion {
+    fn region(&self, name: String, tags: Vec<String>, enabled: bool) -> PyResult<ProfileRegion> {
+        check_region_name(&name)?;
         // Get-or-create by name under the table's lock: two threads creating the same
         // region at once (the Python-level cache is not atomic) still share one id.
         let (id, tags) = self.shared.regions.get_or_create(&name, tags);
-        ProfileRegion {
+        Ok(ProfileRegion {
             shared: enabled.then(|| Arc::clone(&self.shared)),
             meta: Some(Arc::clone(&self.shared)),
             id,
             name,
             tags,
-        }
+        })
     }
 
     /// Register the calling thread now (the `threading.setprofile` bootstrap hook calls
@@ -451,8 +498,9 @@ impl ProfileRegion {
     /// A disabled region (what `region()` returns before `setup()`).
     #[staticmethod]
     #[pyo3(signature = (name, tags=Vec::new()))]
-    fn disabled(name: String, tags: Vec<String>) -> Self {
-        ProfileRegion { shared: None, meta: None, id: 0, name, tags }
+    fn disabled(name: String, tags: Vec<String>) -> PyResult<Self> {
+        check_region_name(&name)?;
+        Ok(ProfileRegion { shared: None, meta: None, id: 0, name, tags })
     }
 
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {

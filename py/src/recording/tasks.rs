@@ -20,12 +20,14 @@ use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
 use scope_profiler_recorder::{now_ns, TaskRecord, UNKNOWN};
 
-use super::Shared;
+use super::{recorded_name, Shared};
 
 /// One task-table row (an asyncio task or a greenlet), shared with the recorder.
 #[pyclass(module = "scope_profiler._native", frozen)]
 pub struct TaskHandle {
     pub(crate) task: Arc<TaskRecord>,
+    /// The recorder's state (for the one warning about names with NUL).
+    pub(crate) shared: Arc<Shared>,
 }
 
 #[pymethods]
@@ -42,17 +44,20 @@ impl TaskHandle {
     fn name(&self) -> String {
         self.task.name()
     }
+    /// A NUL in the name is recorded as `\x00` ([`super::recorded_name`]).
     #[setter]
-    fn set_name(&self, name: String) {
-        self.task.set_name(name)
+    fn set_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        self.task.set_name(recorded_name(py, "task", name, &self.shared.nul_warned)?);
+        Ok(())
     }
     #[getter]
     fn coro_name(&self) -> String {
         self.task.coro_name()
     }
     #[setter]
-    fn set_coro_name(&self, name: String) {
-        self.task.set_coro_name(name)
+    fn set_coro_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
+        self.task.set_coro_name(recorded_name(py, "task", name, &self.shared.nul_warned)?);
+        Ok(())
     }
     #[getter]
     fn thread_index(&self) -> i64 {
@@ -86,11 +91,12 @@ impl TaskHandle {
     }
     /// Mark done now (first call wins); optionally record the final name.
     #[pyo3(signature = (name=None))]
-    fn finish(&self, name: Option<String>) {
+    fn finish(&self, py: Python<'_>, name: Option<String>) -> PyResult<()> {
         if let Some(n) = name {
-            self.task.set_name(n);
+            self.task.set_name(recorded_name(py, "task", n, &self.shared.nul_warned)?);
         }
-        self.task.finish()
+        self.task.finish();
+        Ok(())
     }
     fn __repr__(&self) -> String {
         format!(
