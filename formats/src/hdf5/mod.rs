@@ -63,16 +63,7 @@ pub(crate) use scope_profiler_analysis::py_repr;
 /// file - reading a profile just written - would fail with "unable to lock file" for as long
 /// as that child lives. Best effort: nothing happens if the handle cannot be had.
 pub(crate) fn close_on_exec(file: &hdf5::File) {
-    let mut handle: *mut std::ffi::c_void = std::ptr::null_mut();
-    // SAFETY: a valid file id and an out-pointer; the library lock serializes the call.
-    let status = hdf5::sync::sync(|| unsafe {
-        hdf5_sys::h5f::H5Fget_vfd_handle(file.id(), hdf5_sys::h5p::H5P_DEFAULT, &mut handle)
-    });
-    if status < 0 || handle.is_null() {
-        return;
-    }
-    // SAFETY: the default (sec2) driver's handle points at its `int` file descriptor.
-    let fd = unsafe { *(handle as *const libc::c_int) };
+    let Some(fd) = descriptor(file) else { return };
     // SAFETY: fcntl on a descriptor the library holds open.
     unsafe {
         let flags = libc::fcntl(fd, libc::F_GETFD);
@@ -80,6 +71,31 @@ pub(crate) fn close_on_exec(file: &hdf5::File) {
             libc::fcntl(fd, libc::F_SETFD, flags | libc::FD_CLOEXEC);
         }
     }
+}
+
+/// The descriptor HDF5 holds `file` open with (the default sec2 driver), if it can be had.
+fn descriptor(file: &hdf5::File) -> Option<libc::c_int> {
+    let mut handle: *mut std::ffi::c_void = std::ptr::null_mut();
+    // SAFETY: a valid file id and an out-pointer; the library lock serializes the call.
+    let status = hdf5::sync::sync(|| unsafe {
+        hdf5_sys::h5f::H5Fget_vfd_handle(file.id(), hdf5_sys::h5p::H5P_DEFAULT, &mut handle)
+    });
+    if status < 0 || handle.is_null() {
+        return None;
+    }
+    // SAFETY: the default (sec2) driver's handle points at its `int` file descriptor.
+    Some(unsafe { *(handle as *const libc::c_int) })
+}
+
+/// Whether HDF5's `file` is the same file (device and inode) as `other`; `true` when that
+/// cannot be told (no descriptor to ask).
+pub(crate) fn same_file(file: &hdf5::File, other: &std::fs::File) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    use std::os::unix::io::FromRawFd;
+    let (Some(fd), Ok(theirs)) = (descriptor(file), other.metadata()) else { return true };
+    // SAFETY: a borrowed view of HDF5's descriptor, never closed here (ManuallyDrop).
+    let mine = std::mem::ManuallyDrop::new(unsafe { std::fs::File::from_raw_fd(fd) });
+    mine.metadata().map_or(true, |m| m.dev() == theirs.dev() && m.ino() == theirs.ino())
 }
 
 #[cfg(test)]

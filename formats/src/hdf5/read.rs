@@ -141,13 +141,24 @@ pub(crate) fn rank_groups(file: &hdf5::File, ctx: &Ctx) -> R<Vec<(u32, String)>>
 /// Open `path` with HDF5 (descriptor close-on-exec), mapping failures to
 /// [`H5Error::Corrupt`] naming the file. Opening reads no variable-length data.
 fn open_hdf5(ctx: &Ctx) -> R<hdf5::File> {
-    hdf5::File::open(&ctx.source).inspect(super::close_on_exec).map_err(|e| {
+    let file = hdf5::File::open(&ctx.source).inspect(super::close_on_exec).map_err(|e| {
         H5Error::Corrupt(format!(
-            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {}",
-            ctx.path,
-            e.to_string().replace(&ctx.source.display().to_string(), &ctx.path)
+            "{} is not a readable HDF5 profiling file (not HDF5, empty, or truncated, e.g. by a run interrupted while writing); the underlying error was: {e}",
+            ctx.path
         ))
-    })
+    })?;
+    if !super::same_file(&file, &ctx.file) {
+        ctx.replaced.store(true, std::sync::atomic::Ordering::Relaxed);
+        return Err(changing(&ctx.path));
+    }
+    Ok(file)
+}
+
+/// The error for a file that kept changing while it was read.
+fn changing(shown: &str) -> H5Error {
+    H5Error::Corrupt(format!(
+        "{shown} changed while it was being read ({READ_ATTEMPTS} attempts): another process is writing it. Read it again once the writer has finished."
+    ))
 }
 
 /// The error for a heap that would hang HDF5.
@@ -312,10 +323,11 @@ pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
 /// Run `read` with the file's error context: [`H5Error::NotFound`] when nothing exists at
 /// `path`, a panic of the HDF5 bindings becomes [`H5Error::Corrupt`].
 ///
-/// The file is opened once and every part of the read goes through that descriptor
-/// ([`Ctx`]): a path replaced meanwhile (rename) does not mix two files. A file rewritten in
-/// place while it is read (its size, modification or change time differ after the read) is
-/// read again, up to [`READ_ATTEMPTS`] times; then the read fails with
+/// The file is opened once ([`Ctx`]) and the raw reads go through that descriptor; HDF5's
+/// own open is checked to be the same file (a path replaced in between, by rename, is read
+/// again), so two files are never mixed. A file rewritten in place while it is read (its
+/// size or modification time differ after the read) is read again too, up to
+/// [`READ_ATTEMPTS`] times; then the read fails with
 /// [`H5Error::Corrupt`] `"<path> changed while it was being read ..."`.
 pub(crate) fn with_ctx<T>(path: &Path, read: impl Fn(&Ctx) -> R<T>) -> R<T> {
     let shown = path.display().to_string();
@@ -328,27 +340,27 @@ pub(crate) fn with_ctx<T>(path: &Path, read: impl Fn(&Ctx) -> R<T>) -> R<T> {
                 "{shown} could not be read: the HDF5 reader failed on its contents. The file is truncated or damaged."
             ))),
         };
-        if before.is_some() && before == Identity::of(&ctx.file) {
+        let replaced = ctx.replaced.load(std::sync::atomic::Ordering::Relaxed);
+        if !replaced && before.is_some() && before == Identity::of(&ctx.file) {
             return result;
         }
     }
-    Err(H5Error::Corrupt(format!(
-        "{shown} changed while it was being read ({READ_ATTEMPTS} attempts): another process is writing it. Read it again once the writer has finished."
-    )))
+    Err(changing(&shown))
 }
 
 /// Reads of a file that keeps changing before [`with_ctx`] gives up.
 const READ_ATTEMPTS: usize = 3;
 
-/// What tells one state of a file from another: size, modification and change times (ns).
+/// What tells one state of a file's contents from another: size and modification time (ns).
+/// (Not the change time: unlinking a replaced file changes it, not its contents.)
 #[derive(PartialEq, Eq)]
-struct Identity(u64, i64, i64, i64, i64);
+struct Identity(u64, i64, i64);
 
 impl Identity {
     fn of(file: &fs::File) -> Option<Identity> {
         use std::os::unix::fs::MetadataExt;
         let m = file.metadata().ok()?;
-        Some(Identity(m.len(), m.mtime(), m.mtime_nsec(), m.ctime(), m.ctime_nsec()))
+        Some(Identity(m.len(), m.mtime(), m.mtime_nsec()))
     }
 }
 

@@ -7,27 +7,26 @@ use scope_profiler_analysis::memory::Column;
 
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE};
 
-/// One read of one file: the file as the caller named it (for messages), and the one
-/// descriptor every part of the read goes through (HDF5 opens [`Ctx::source`], the
-/// descriptor's `/proc/self/fd` path; raw column and string reads `pread` it), so that a read
-/// is of one file even when the path is replaced meanwhile.
+/// One read of one file: the file as the caller named it (for messages), and the
+/// descriptor that raw column and string reads `pread`. HDF5 opens the path itself;
+/// [`Ctx::replaced`] is set when what it opened is not this descriptor's file (the path was
+/// replaced in between), and the read is then made again.
 pub(crate) struct Ctx {
     pub(crate) path: String,
     pub(crate) file_len: u64,
     pub(crate) file: std::fs::File,
-    /// The path HDF5 opens: `/proc/self/fd/N` of [`Ctx::file`] where that exists, else the path.
+    /// The path as given (HDF5 opens it).
     pub(crate) source: std::path::PathBuf,
+    /// HDF5 opened another file than [`Ctx::file`].
+    pub(crate) replaced: std::sync::atomic::AtomicBool,
 }
 
 impl Ctx {
     /// Open `path` once for a read, with `shown` as its name in messages.
     pub(crate) fn open(path: &std::path::Path, shown: String) -> std::io::Result<Ctx> {
-        use std::os::unix::io::AsRawFd;
         let file = std::fs::File::open(path)?;
         let file_len = file.metadata()?.len();
-        let by_fd = std::path::PathBuf::from(format!("/proc/self/fd/{}", file.as_raw_fd()));
-        let source = if by_fd.exists() { by_fd } else { path.to_path_buf() };
-        Ok(Ctx { path: shown, file_len, file, source })
+        Ok(Ctx { path: shown, file_len, file, source: path.to_path_buf(), replaced: Default::default() })
     }
     pub(crate) fn corrupt(&self, what: impl std::fmt::Display) -> H5Error {
         H5Error::Corrupt(format!("{} {what}", self.path))
