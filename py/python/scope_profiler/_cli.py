@@ -10,9 +10,12 @@ from __future__ import annotations
 
 import os
 import runpy
+import signal
 import sys
 import threading
 import traceback
+from collections.abc import Iterator
+from contextlib import contextmanager
 
 from . import _native
 
@@ -34,6 +37,46 @@ def _print_script_error(exc: BaseException) -> None:
     traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
 
 
+class _Terminated(BaseException):
+    """Raised in the main thread by the SIGTERM handler of ``run``: it unwinds the script
+    (its ``finally`` blocks and ``with`` regions close) so the session writes the profile."""
+
+    def __init__(self, signum: int) -> None:
+        super().__init__(f"terminated by signal {signum}")
+        self.signum = signum
+
+
+def _raise_terminated(signum: int, frame: object) -> None:
+    raise _Terminated(signum)
+
+
+@contextmanager
+def _terminate_writes_profile() -> Iterator[None]:
+    """While the script runs, SIGTERM (systemd, docker stop, kill) unwinds it instead of
+    killing the process before the profile is written. A handler the script installs
+    itself takes over, as it would without the profiler."""
+    try:
+        previous = signal.signal(signal.SIGTERM, _raise_terminated)
+    except ValueError:  # not the main thread: leave signals alone
+        yield
+        return
+    try:
+        yield
+    finally:
+        if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+            signal.signal(signal.SIGTERM, previous)
+
+
+def _die_by(signum: int) -> None:
+    """End the process by `signum` with its default action, so the parent sees the status a
+    run without the profiler would have given (a signal death, e.g. 143 in a shell)."""
+    sys.stdout.flush()
+    sys.stderr.flush()
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # only if the signal did not end the process
+
+
 def _run_script(req: dict) -> int:
     from ._manager import ProfileManager
 
@@ -50,13 +93,16 @@ def _run_script(req: dict) -> int:
     sys.argv = [script, *req["args"]]
     # the script's directory goes first on sys.path, as `python script.py` does
     sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
-    code = 0
+    code, died_by = 0, None
     try:
-        with ProfileManager.session(
-            file_path=output,
-            track_threads=req["track_threads"],
-            track_async=req.get("track_async") or None,
-            verbose=False,
+        with (
+            _terminate_writes_profile(),
+            ProfileManager.session(
+                file_path=output,
+                track_threads=req["track_threads"],
+                track_async=req.get("track_async") or None,
+                verbose=False,
+            ),
         ):
             try:
                 runpy.run_path(script, run_name="__main__")
@@ -66,11 +112,20 @@ def _run_script(req: dict) -> int:
                 else:  # sys.exit("message") prints the message, as python does
                     print(exc.code, file=sys.stderr)
                     code = 1
+            except _Terminated as exc:
+                print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
+                died_by = exc.signum
+            except KeyboardInterrupt as exc:  # Ctrl-C: traceback and 130, as python does
+                _print_script_error(exc)
+                code = 128 + signal.SIGINT
             except BaseException as exc:
                 _print_script_error(exc)
                 code = 1
             finally:
-                _join_non_daemon_threads()
+                try:
+                    _join_non_daemon_threads()
+                except (_Terminated, KeyboardInterrupt):  # a second signal: stop waiting
+                    died_by = died_by or signal.SIGTERM
     finally:
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
@@ -79,7 +134,9 @@ def _run_script(req: dict) -> int:
         _native.cli_after_run(output, req["track_threads"], req["speedscope"], req["quiet"])
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
-        return code or 1
+        code = code or 1
+    if died_by is not None:
+        _die_by(died_by)
     return code
 
 
