@@ -2,15 +2,17 @@
 //! progress bar (indicatif, hidden when stderr is not a terminal), one error line per
 //! failed file and format, never stopping the batch at the first bad file.
 //!
-//! Every format is one entry of [`writer`]: its file suffix and a function with the shape
-//! all writers of `scope_profiler_formats` share, `(run, selection, path) -> paths written`.
-use std::collections::HashMap;
+//! Every format is one entry of [`writer`]: its [`ExportFormat`] (which names its files,
+//! `scope_profiler_formats::export_plan`, the rules the Python exports follow too) and a
+//! function with the shape all writers of `scope_profiler_formats` share,
+//! `(run, selection, path) -> paths written`.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use scope_profiler_analysis::{MetaValue, Run};
+use scope_profiler_formats::export_plan::{self, ExportFormat};
 use scope_profiler_formats::{read_h5, ExportError, Selection};
 
 use crate::args::Format;
@@ -21,8 +23,9 @@ pub type WriteFn = fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportErr
 /// How one format is written.
 #[derive(Clone, Copy)]
 pub struct Writer {
-    /// Appended to the input's stem: `run.h5` -> `run<suffix>`.
-    pub suffix: &'static str,
+    /// The format's file naming (its [`ExportFormat::file_suffix`] is appended to the
+    /// input's stem: `run.h5` -> `run.speedscope.json`).
+    pub format: ExportFormat,
     pub write: WriteFn,
 }
 
@@ -35,44 +38,48 @@ pub fn writer(format: Format) -> Writer {
     use scope_profiler_formats as f;
     match format {
         Format::Speedscope => Writer {
-            suffix: ".speedscope.json",
+            format: ExportFormat::Speedscope,
             write: |run, sel, p| one(p, f::speedscope::write_speedscope_selection(run, sel, p)),
         },
         Format::Folded => {
-            Writer { suffix: ".folded", write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) }
+            Writer { format: ExportFormat::Folded, write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) }
         }
         Format::Flamegraph => Writer {
-            suffix: ".flamegraph.svg",
+            format: ExportFormat::FlamegraphSvg,
             write: |run, sel, p| one(p, f::flamegraph::write_flamegraph_svg(run, sel, p)),
         },
         Format::Timeline => Writer {
-            suffix: ".timeline.svg",
+            format: ExportFormat::TimelineSvg,
             write: |run, sel, p| one(p, f::timeline::write_timeline_svg(run, sel, p)),
         },
-        Format::Parquet => Writer { suffix: ".parquet", write: f::parquet_export::write_parquet },
+        Format::Parquet => Writer { format: ExportFormat::Parquet, write: f::parquet_export::write_parquet },
         Format::Prof => Writer {
-            suffix: ".prof",
+            format: ExportFormat::Prof,
             write: |run, sel, p| f::pstats::write_prof(run, sel, p, f::pstats::ProfOptions::default()),
         },
         Format::Chrome => Writer {
-            suffix: ".trace.json",
+            format: ExportFormat::ChromeTrace,
             write: |run, sel, p| one(p, f::chrome_trace::write_chrome_trace(run, sel, p)),
         },
-        Format::Perfetto => {
-            Writer { suffix: ".pftrace", write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)) }
+        Format::Perfetto => Writer {
+            format: ExportFormat::Perfetto,
+            write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)),
+        },
+        Format::Pprof => {
+            Writer { format: ExportFormat::Pprof, write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) }
         }
-        Format::Pprof => Writer { suffix: ".pb.gz", write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) },
     }
 }
 
-/// File stem of `input` (`run.h5` -> `run`).
+/// File stem of `input` (`run.h5` -> `run`; [`export_plan::default_stem`]).
 pub fn stem(input: &Path) -> String {
-    input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_else(|| "profile".into())
+    let file_stem = input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    export_plan::default_stem(&file_stem, "")
 }
 
 /// Output path for `input` in `dir`: the input's stem plus the format's suffix.
 pub fn output_path(input: &Path, dir: &Path, format: Format) -> PathBuf {
-    dir.join(format!("{}{}", stem(input), writer(format).suffix))
+    export_plan::default_file(dir, &stem(input), writer(format).format)
 }
 
 /// The run's display label: metadata `label`, else `fallback` (the file stem).
@@ -107,7 +114,7 @@ pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], 
         .par_iter()
         .filter_map(|&fmt| {
             let w = writer(fmt);
-            let out = dir.join(format!("{out_stem}{}", w.suffix));
+            let out = export_plan::default_file(dir, out_stem, w.format);
             (w.write)(&run, &sel, &out).err().map(|e| format!("{}: {}: {e}", input.display(), format_name(fmt)))
         })
         .collect()
@@ -120,22 +127,9 @@ pub fn format_name(format: Format) -> String {
 }
 
 /// Output stems, one per input: the input's stem, `_2`, `_3`, ... on a repeat (two inputs
-/// named `a/run.h5` and `b/run.h5` must not overwrite each other).
+/// named `a/run.h5` and `b/run.h5` must not overwrite each other; [`export_plan::unique_stems`]).
 pub fn output_stems(files: &[PathBuf]) -> Vec<String> {
-    let mut seen: HashMap<String, usize> = HashMap::new();
-    files
-        .iter()
-        .map(|f| {
-            let s = stem(f);
-            let n = seen.entry(s.clone()).or_default();
-            *n += 1;
-            if *n == 1 {
-                s
-            } else {
-                format!("{s}_{n}")
-            }
-        })
-        .collect()
+    export_plan::unique_stems(&files.iter().map(|f| stem(f)).collect::<Vec<_>>())
 }
 
 /// Export every file into every format; returns the number of files with a failure (each
@@ -187,12 +181,18 @@ pub fn export_many(
 }
 
 /// `scope-profiler timeline`: write the timeline SVG of `file`; returns the path written.
+/// `output` as the Python exports take a path ([`export_plan::run_paths`]): a directory
+/// gets `<stem>.timeline.svg` inside, a name without suffix gets `.timeline.svg`; default:
+/// `<stem>.timeline.svg` in the working directory.
 pub fn timeline(file: &Path, output: Option<&Path>, ranks: &[u32], width: f64) -> Result<PathBuf, String> {
     use scope_profiler_formats::timeline::{write_timeline_svg_with, TimelineOptions};
     let run = read_h5(file).map_err(|e| e.to_string())?;
-    let sel =
-        cli_selection(&run, ranks, display_label(&run, &stem(file))).map_err(|e| format!("{}: {e}", file.display()))?;
-    let out = output.map(Path::to_path_buf).unwrap_or_else(|| PathBuf::from(format!("{}.timeline.svg", stem(file))));
+    let label = display_label(&run, &stem(file));
+    let target = output.unwrap_or(Path::new("."));
+    let out = export_plan::run_paths(ExportFormat::TimelineSvg, target, &[(label.clone(), stem(file))])
+        .map_err(|e| e.to_string())?
+        .remove(0);
+    let sel = cli_selection(&run, ranks, label).map_err(|e| format!("{}: {e}", file.display()))?;
     let opts = TimelineOptions { width, ..TimelineOptions::default() };
     write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| format!("{}: {e}", file.display()))?;
     Ok(out)
@@ -206,7 +206,8 @@ mod tests {
 
     #[test]
     fn every_format_has_a_writer_with_its_own_suffix() {
-        let mut suffixes: Vec<&str> = Format::value_variants().iter().map(|&f| writer(f).suffix).collect();
+        let mut suffixes: Vec<&str> =
+            Format::value_variants().iter().map(|&f| writer(f).format.file_suffix()).collect();
         let n = suffixes.len();
         suffixes.sort();
         suffixes.dedup();

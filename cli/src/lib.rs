@@ -151,9 +151,13 @@ pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String>
     if !req.speedscope {
         return Ok(None);
     }
-    let name = h5.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
-    let stem = name.split('.').next().unwrap_or("profile").to_string();
-    let out = h5.with_file_name(format!("{stem}.speedscope.json"));
+    let stem = export::stem(h5);
+    let dir = h5.parent().unwrap_or(Path::new(""));
+    let out = scope_profiler_formats::export_plan::default_file(
+        dir,
+        &stem,
+        scope_profiler_formats::export_plan::ExportFormat::Speedscope,
+    );
     let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
     scope_profiler_formats::speedscope::write_speedscope(&run, &ranks, &stem, &out).map_err(|e| {
         let hint = if req.track_threads {

@@ -13,6 +13,25 @@
 //! * file names ([`Naming`], one rule per [`ExportFormat`]); with several runs the label's
 //!   [`slug`] joins the stem, so runs never overwrite each other;
 //! * the [`Selection`] each file is written with (ranks, region names, label).
+//!
+//! # Where the files go (issue 13 item 14)
+//! * `filepath` names a **directory** ([`names_directory`]: it ends with a path separator,
+//!   has no file name such as `"."`, or is an existing directory): the files are written
+//!   inside it under their default names, `<stem><suffix>` with the run's [`default_stem`]
+//!   (its file's stem, e.g. `run` for `run.h5`) and the format's [`ExportFormat::file_suffix`]
+//!   (`run.speedscope.json`); several runs with one stem get `_2`, `_3` ([`unique_stems`]).
+//! * otherwise `filepath` names the **file**: a name with a suffix is used as given when the
+//!   export writes one file for the run (`pool.flame.svg` stays `pool.flame.svg`); a name
+//!   without a suffix gets the format's default suffix (`out` -> `out.speedscope.json`).
+//! * several outputs keep their documented names: several runs add `_<label slug>` to the
+//!   stem; a format writing one file per rank (flame graph SVG, `.prof`) adds `_rank<R>`
+//!   when there are several ranks with calls (`.prof` with `per_lane` also `_<lane slug>`,
+//!   [`crate::pstats::prof_path`]); Parquet writes `<stem>.lanes.parquet` beside its file.
+//! * a computed file path that is an existing directory is refused
+//!   ([`PlanError::IsADirectory`], Python `IsADirectoryError`), and so is a directory
+//!   target that exists as something else ([`PlanError::NotADirectory`]).
+//!
+//! These and [`names_directory`] are the module's only filesystem queries.
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
@@ -33,9 +52,29 @@ pub enum PlanError {
     InvalidRank(i64),
     #[error("No calls recorded for the requested ranks.")]
     NoCalls,
-    /// The target path has no file name (`""`, `"."`, `"/"`).
+    /// The target path is empty (`""`).
     #[error("{0:?} has an empty name")]
     EmptyName(PathBuf),
+    /// A file to write is an existing directory. Python: `IsADirectoryError` (`EISDIR`).
+    #[error("{}: is a directory, cannot write the export there", .0.display())]
+    IsADirectory(PathBuf),
+    /// A directory target (ends with a separator) exists and is not a directory. Python:
+    /// `NotADirectoryError` (`ENOTDIR`).
+    #[error("{}: not a directory, cannot write the export inside it", .0.display())]
+    NotADirectory(PathBuf),
+}
+
+impl PlanError {
+    /// `(errno, strerror, path)` Python raises this with (an `OSError` subclass), if any.
+    pub fn errno(&self) -> Option<(i32, &'static str, &Path)> {
+        match self {
+            PlanError::IsADirectory(p) => Some((libc::EISDIR, "Is a directory: cannot write the export there", p)),
+            PlanError::NotADirectory(p) => {
+                Some((libc::ENOTDIR, "Not a directory: cannot write the export inside it", p))
+            }
+            _ => None,
+        }
+    }
 }
 
 /// The formats of the Python `export_*` functions.
@@ -50,6 +89,8 @@ pub enum ExportFormat {
     FlamegraphSvg,
     TimelineSvg,
     Parquet,
+    /// The JSON profile (`export_json` / `write_json`).
+    Json,
 }
 
 /// How the files of one format are named from the requested path `filepath`.
@@ -64,9 +105,26 @@ pub enum Naming {
     /// `PurePath.stem` / `.suffix`: split at the last dot); the writer derives its files from
     /// it (pstats: `_rank<R>[_<lane slug>]` before the suffix, `pstats::prof_path`).
     PerRunStem { default_suffix: &'static str },
-    /// One file per (run, rank with calls): `<Path.stem>[_<slug>]_rank<R><Path.suffix or
-    /// default_suffix>`, each written with that single rank.
+    /// One file per (run, rank with calls), each written with that single rank:
+    /// `<Path.stem>[_<slug>]_rank<R><Path.suffix or default_suffix>`, or without `_rank<R>`
+    /// when the run has one rank with calls.
     PerRank { default_suffix: &'static str },
+}
+
+impl Naming {
+    /// `(stem, suffix)` of the file name `name` under this rule.
+    fn split(self, name: &str) -> (String, String) {
+        match self {
+            Naming::PerRun { default_suffix } => match name.split_once('.') {
+                Some((stem, tail)) => (stem.to_string(), format!(".{tail}")),
+                None => (name.to_string(), default_suffix.to_string()),
+            },
+            Naming::PerRunStem { default_suffix } | Naming::PerRank { default_suffix } => {
+                let (stem, suffix) = py_stem_suffix(name);
+                (stem.to_string(), if suffix.is_empty() { default_suffix } else { suffix }.to_string())
+            }
+        }
+    }
 }
 
 impl ExportFormat {
@@ -81,10 +139,39 @@ impl ExportFormat {
             Folded => Naming::PerRun { default_suffix: ".folded" },
             TimelineSvg => Naming::PerRun { default_suffix: ".timeline.svg" },
             Parquet => Naming::PerRun { default_suffix: ".parquet" },
+            Json => Naming::PerRun { default_suffix: ".json" },
             Prof => Naming::PerRunStem { default_suffix: ".prof" },
             FlamegraphSvg => Naming::PerRank { default_suffix: ".svg" },
         }
     }
+
+    /// The suffix of this format's default file name `<stem><suffix>` (a directory target,
+    /// the CLI's `export -o DIR`): the default suffix, except the flame graph's
+    /// `.flamegraph.svg` (a bare `.svg` would not tell it from other SVGs). Distinct per format.
+    pub fn file_suffix(self) -> &'static str {
+        match self {
+            ExportFormat::FlamegraphSvg => ".flamegraph.svg",
+            other => match other.naming() {
+                Naming::PerRun { default_suffix }
+                | Naming::PerRunStem { default_suffix }
+                | Naming::PerRank { default_suffix } => default_suffix,
+            },
+        }
+    }
+
+    /// Every format.
+    pub const ALL: [ExportFormat; 10] = [
+        ExportFormat::Speedscope,
+        ExportFormat::Prof,
+        ExportFormat::ChromeTrace,
+        ExportFormat::Perfetto,
+        ExportFormat::Pprof,
+        ExportFormat::Folded,
+        ExportFormat::FlamegraphSvg,
+        ExportFormat::TimelineSvg,
+        ExportFormat::Parquet,
+        ExportFormat::Json,
+    ];
 
     /// Whether the selection always carries the selected region names, even unfiltered:
     /// formats whose output follows the `get_regions` order (speedscope's ties, pstats'
@@ -106,6 +193,9 @@ pub struct RunInput {
     pub regions: Vec<String>,
     /// Ranks on which at least one selected region has a call (any order).
     pub ranks_with_calls: Vec<u32>,
+    /// The stem of the run's file (`Path(file_path).stem`; empty without a file): its
+    /// default file name in a directory target ([`default_stem`]).
+    pub file_stem: String,
 }
 
 /// The user's choices common to every format.
@@ -183,50 +273,147 @@ pub fn plan(runs: &[RunInput], req: &Request<'_>) -> Result<Vec<PlannedFile>, Pl
     if prepared.is_empty() {
         return Err(PlanError::NoCalls);
     }
-    let name = req.path.file_name().map(|n| n.to_string_lossy().into_owned());
-    let name = name.filter(|n| !n.is_empty()).ok_or_else(|| PlanError::EmptyName(req.path.to_path_buf()))?;
-    let multiple = runs.len() > 1;
+    let names: Vec<(String, String)> = runs.iter().map(|r| (r.label.clone(), r.file_stem.clone())).collect();
+    let bases = run_bases(req.format, req.path, &names)?;
     let keep_names = req.filtered || req.format.keeps_region_order();
     let mut files = Vec::new();
     for (i, ranks, with_calls) in prepared {
         let run = &runs[i];
-        let label = &labels[i];
-        let slug = multiple.then(|| slug(label));
         let selection = |ranks: Vec<u32>| Selection {
             ranks,
             regions: keep_names.then(|| run.regions.clone()),
-            label: label.clone(),
+            label: labels[i].clone(),
         };
-        let target = |stem: &str, suffix: &str, rank: Option<u32>| {
-            req.path.with_file_name(file_name(stem, slug.as_deref(), rank, suffix))
-        };
+        let base = &bases[i];
         match req.format.naming() {
-            Naming::PerRun { default_suffix } => {
-                let (stem, suffix) = match name.split_once('.') {
-                    Some((stem, tail)) => (stem.to_string(), format!(".{tail}")),
-                    None => (name.clone(), default_suffix.to_string()),
-                };
-                files.push(PlannedFile { run: i, path: target(&stem, &suffix, None), selection: selection(ranks) });
+            Naming::PerRun { .. } | Naming::PerRunStem { .. } => {
+                files.push(PlannedFile { run: i, path: base.path(None), selection: selection(ranks) });
             }
-            Naming::PerRunStem { default_suffix } => {
-                let (stem, suffix) = py_stem_suffix(&name);
-                let suffix = if suffix.is_empty() { default_suffix } else { suffix };
-                files.push(PlannedFile { run: i, path: target(stem, suffix, None), selection: selection(ranks) });
-            }
-            Naming::PerRank { default_suffix } => {
-                let (stem, suffix) = py_stem_suffix(&name);
-                let suffix = if suffix.is_empty() { default_suffix } else { suffix };
+            Naming::PerRank { .. } => {
+                let several = with_calls.len() > 1;
                 for rank in with_calls {
-                    files.push(PlannedFile {
-                        run: i,
-                        path: target(stem, suffix, Some(rank)),
-                        selection: selection(vec![rank]),
-                    });
+                    let path = base.path(several.then_some(rank));
+                    files.push(PlannedFile { run: i, path, selection: selection(vec![rank]) });
                 }
             }
         }
     }
+    for f in &files {
+        if f.path.is_dir() {
+            return Err(PlanError::IsADirectory(f.path.clone()));
+        }
+    }
     Ok(files)
+}
+
+/// Whether `filepath` names a directory to write into: it ends with a path separator, has
+/// no file name (`"."`, `".."`, `"/"`), or is an existing directory. `""` is not one.
+pub fn names_directory(filepath: &Path) -> bool {
+    use std::os::unix::ffi::OsStrExt;
+    let raw = filepath.as_os_str().as_bytes();
+    !raw.is_empty() && (raw.ends_with(b"/") || filepath.file_name().is_none() || filepath.is_dir())
+}
+
+/// The stem of a run's default file name: its file's stem, else its label's [`slug`],
+/// else `"profile"`.
+pub fn default_stem(file_stem: &str, label: &str) -> String {
+    if !file_stem.is_empty() && file_stem != "." {
+        return file_stem.to_string();
+    }
+    let s = slug(label);
+    if s.is_empty() {
+        "profile".to_string()
+    } else {
+        s
+    }
+}
+
+/// `stems` with repeats made distinct: the second `"run"` becomes `"run_2"`, the third
+/// `"run_3"` (two inputs `a/run.h5` and `b/run.h5` must not overwrite each other).
+pub fn unique_stems(stems: &[String]) -> Vec<String> {
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    stems
+        .iter()
+        .map(|s| {
+            let n = seen.entry(s.as_str()).or_default();
+            *n += 1;
+            if *n == 1 {
+                s.clone()
+            } else {
+                format!("{s}_{n}")
+            }
+        })
+        .collect()
+}
+
+/// The default file of `format` for a run with stem `stem` in `dir`: `dir/<stem><suffix>`.
+pub fn default_file(dir: &Path, stem: &str, format: ExportFormat) -> PathBuf {
+    dir.join(format!("{stem}{}", format.file_suffix()))
+}
+
+/// Where one run's file(s) go: directory, stem and suffix; a rank tag goes between.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Base {
+    dir: PathBuf,
+    stem: String,
+    suffix: String,
+}
+
+impl Base {
+    fn path(&self, rank: Option<u32>) -> PathBuf {
+        let mut name = self.stem.clone();
+        if let Some(r) = rank {
+            name.push_str(&format!("_rank{r}"));
+        }
+        name.push_str(&self.suffix);
+        self.dir.join(name)
+    }
+}
+
+/// The base of every run of `runs` (`(label, file stem)`, every root run in order: the
+/// labels are de-duplicated over all of them) for `format` at `filepath`.
+fn run_bases(format: ExportFormat, filepath: &Path, runs: &[(String, String)]) -> Result<Vec<Base>, PlanError> {
+    if filepath.as_os_str().is_empty() {
+        return Err(PlanError::EmptyName(filepath.to_path_buf()));
+    }
+    if names_directory(filepath) {
+        // `file/` does not exist to stat(2) (ENOTDIR); `file` does
+        let bare = Path::new(filepath.as_os_str().to_str().map(|p| p.trim_end_matches('/')).unwrap_or_default());
+        if (filepath.exists() || (!bare.as_os_str().is_empty() && bare.exists())) && !filepath.is_dir() {
+            return Err(PlanError::NotADirectory(filepath.to_path_buf()));
+        }
+        let stems: Vec<String> = runs.iter().map(|(label, stem)| default_stem(stem, label)).collect();
+        let suffix = format.file_suffix().to_string();
+        return Ok(unique_stems(&stems)
+            .into_iter()
+            .map(|stem| Base { dir: filepath.to_path_buf(), stem, suffix: suffix.clone() })
+            .collect());
+    }
+    let name = filepath.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
+    let (stem, suffix) = format.naming().split(&name);
+    let dir = filepath.parent().map(Path::to_path_buf).unwrap_or_default();
+    let labels = unique_labels(&runs.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>());
+    let several = runs.len() > 1;
+    Ok(labels
+        .iter()
+        .map(|label| Base {
+            dir: dir.clone(),
+            stem: if several { format!("{stem}_{}", slug(label)) } else { stem.clone() },
+            suffix: suffix.clone(),
+        })
+        .collect())
+}
+
+/// The one file of each run of `runs` (`(label, file stem)`) for a per-run format
+/// (`format` other than the flame graph) at `filepath`, by this module's rules (for writers
+/// outside [`plan`], e.g. the JSON profile). Errors: [`PlanError::EmptyName`],
+/// [`PlanError::NotADirectory`], [`PlanError::IsADirectory`].
+pub fn run_paths(format: ExportFormat, filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
+    let paths: Vec<PathBuf> = run_bases(format, filepath, runs)?.iter().map(|b| b.path(None)).collect();
+    if let Some(p) = paths.iter().find(|p| p.is_dir()) {
+        return Err(PlanError::IsADirectory(p.clone()));
+    }
+    Ok(paths)
 }
 
 /// `requested` as ranks of a run with `num_ranks` ranks. Error: the first one outside
@@ -236,20 +423,6 @@ fn valid_ranks(requested: &[i64], num_ranks: u32) -> Result<Vec<u32>, PlanError>
         .iter()
         .map(|&r| u32::try_from(r).ok().filter(|&u| u < num_ranks).ok_or(PlanError::InvalidRank(r)))
         .collect()
-}
-
-/// `"_".join([stem, slug?, "rank<R>"?]) + suffix`.
-fn file_name(stem: &str, slug: Option<&str>, rank: Option<u32>, suffix: &str) -> String {
-    let mut name = stem.to_string();
-    if let Some(s) = slug {
-        name.push('_');
-        name.push_str(s);
-    }
-    if let Some(r) = rank {
-        name.push_str(&format!("_rank{r}"));
-    }
-    name.push_str(suffix);
-    name
 }
 
 /// Python's `PurePath(name).stem` and `.suffix`: split at the last dot unless it is the
@@ -273,6 +446,7 @@ mod tests {
             num_ranks,
             regions: vec!["b".into(), "a".into()],
             ranks_with_calls: with_calls.to_vec(),
+            file_stem: label.into(),
         }
     }
 
@@ -386,16 +560,26 @@ mod tests {
         let mut r = req(ExportFormat::FlamegraphSvg, "g/fg.svg");
         r.ranks = Some(vec![2, 1, 0]);
         let f = plan(&runs, &r).unwrap();
-        assert_eq!(paths(&f), vec!["g/fg_a_rank2.svg", "g/fg_a_rank0.svg", "g/fg_b_rank1.svg"]);
+        // run a has two ranks with calls: `_rank<R>`; run b one: no rank tag
+        assert_eq!(paths(&f), vec!["g/fg_a_rank2.svg", "g/fg_a_rank0.svg", "g/fg_b.svg"]);
         assert_eq!(f.iter().map(|f| f.selection.ranks.clone()).collect::<Vec<_>>(), vec![vec![2], vec![0], vec![1]]);
         // unfiltered: all regions (None); filtered: the get_regions names
         assert_eq!(f[0].selection.regions, None);
         r.filtered = true;
         assert_eq!(plan(&runs, &r).unwrap()[0].selection.regions, Some(vec!["b".into(), "a".into()]));
-        let f = plan(&runs[..1], &req(ExportFormat::FlamegraphSvg, "g/fg")).unwrap();
-        assert_eq!(paths(&f), vec!["g/fg_rank0.svg"]);
-        let f = plan(&runs[..1], &req(ExportFormat::FlamegraphSvg, "g/fg.flame.html")).unwrap();
-        assert_eq!(paths(&f), vec!["g/fg.flame_rank0.html"]);
+        let mut both = req(ExportFormat::FlamegraphSvg, "g/fg");
+        both.ranks = Some(vec![0, 2]);
+        let f = plan(&runs[..1], &both).unwrap();
+        assert_eq!(paths(&f), vec!["g/fg_rank0.svg", "g/fg_rank2.svg"]);
+        let mut one = req(ExportFormat::FlamegraphSvg, "g/fg");
+        one.ranks = Some(vec![1]);
+        assert_eq!(paths(&plan(&runs[1..], &one).unwrap()), vec!["g/fg.svg"]);
+        // one output: the name as given (issue 13 item 14: `pool.flame.svg` became `pool.flame_rank0.svg`)
+        one.path = Path::new("g/pool.flame.svg");
+        assert_eq!(paths(&plan(&runs[1..], &one).unwrap()), vec!["g/pool.flame.svg"]);
+        both.path = Path::new("g/fg.flame.html");
+        let f = plan(&runs[..1], &both).unwrap();
+        assert_eq!(paths(&f), vec!["g/fg.flame_rank0.html", "g/fg.flame_rank2.html"]);
     }
 
     #[test]
@@ -444,5 +628,77 @@ mod tests {
         assert_eq!(slug("__a b__"), "a_b");
         assert_eq!(slug("!!!"), "!!!");
         assert_eq!(slug("v1.2+x-y"), "v1.2+x-y");
+    }
+
+    /// issue 13 item 14: "`export_speedscope(results, "/tmp")` wrote `/tmp.speedscope.json`
+    /// at the filesystem root; `"outdir/"` wrote beside the directory."
+    #[test]
+    fn directory_targets_get_default_names_inside() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_string_lossy().into_owned();
+        let runs = [run("async", 1, &[0])];
+        for format in ExportFormat::ALL {
+            for target in [d.clone(), format!("{d}/"), format!("{d}/new/")] {
+                let f = plan(&runs, &req(format, &target)).unwrap();
+                let want = match format {
+                    ExportFormat::FlamegraphSvg => "async.flamegraph.svg".to_string(),
+                    _ => format!("async{}", format.file_suffix()),
+                };
+                let inside = if target.ends_with("new/") { format!("{d}/new") } else { d.clone() };
+                assert_eq!(paths(&f), vec![format!("{inside}/{want}")], "{format:?} {target}");
+            }
+        }
+        // several ranks (per-rank formats): `_rank<R>` inside the directory
+        let two = [run("mpi", 2, &[0, 1])];
+        let mut r = req(ExportFormat::FlamegraphSvg, &d);
+        r.ranks = Some(vec![0, 1]);
+        assert_eq!(
+            paths(&plan(&two, &r).unwrap()),
+            vec![format!("{d}/mpi_rank0.flamegraph.svg"), format!("{d}/mpi_rank1.flamegraph.svg")]
+        );
+        // several runs: each its own stem, repeats numbered; no file stem: the label, else "profile"
+        let mut anon = run("my run", 1, &[0]);
+        anon.file_stem = String::new();
+        let mut nameless = run("", 1, &[0]);
+        nameless.file_stem = String::new();
+        let runs = [run("a", 1, &[0]), run("a", 1, &[0]), anon, nameless];
+        let f = plan(&runs, &req(ExportFormat::Folded, &format!("{d}/"))).unwrap();
+        let want: Vec<String> =
+            ["a.folded", "a_2.folded", "my_run.folded", "profile.folded"].iter().map(|n| format!("{d}/{n}")).collect();
+        assert_eq!(paths(&f), want);
+        assert!(names_directory(Path::new(".")));
+        assert!(!names_directory(Path::new("")));
+        assert!(!names_directory(Path::new("no-such-dir-here")));
+        assert!(names_directory(Path::new("no-such-dir-here/")));
+    }
+
+    #[test]
+    fn a_directory_in_the_way_is_refused_with_its_errno() {
+        let dir = tempfile::tempdir().unwrap();
+        let d = dir.path().to_string_lossy().into_owned();
+        std::fs::create_dir(dir.path().join("x.speedscope.json")).unwrap();
+        let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/x"))).unwrap_err();
+        assert_eq!(e, PlanError::IsADirectory(dir.path().join("x.speedscope.json")));
+        assert_eq!(e.errno().map(|(n, _, _)| n), Some(libc::EISDIR));
+        std::fs::write(dir.path().join("file"), b"").unwrap();
+        let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/file/"))).unwrap_err();
+        assert_eq!(e, PlanError::NotADirectory(PathBuf::from(format!("{d}/file/"))));
+        assert_eq!(e.errno().map(|(n, _, _)| n), Some(libc::ENOTDIR));
+        let runs = [("label".to_string(), "x".to_string())];
+        assert_eq!(run_paths(ExportFormat::Json, dir.path(), &runs), Ok(vec![dir.path().join("x.json")]));
+        assert_eq!(
+            run_paths(ExportFormat::Json, &dir.path().join("p.json.gz"), &runs),
+            Ok(vec![dir.path().join("p.json.gz")])
+        );
+        let e = run_paths(ExportFormat::Speedscope, &dir.path().join("x"), &runs);
+        assert_eq!(e, Err(PlanError::IsADirectory(dir.path().join("x.speedscope.json"))));
+    }
+
+    #[test]
+    fn file_suffixes_are_distinct() {
+        let mut all: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.file_suffix()).collect();
+        all.sort();
+        all.dedup();
+        assert_eq!(all.len(), ExportFormat::ALL.len());
     }
 }

@@ -25,6 +25,7 @@ use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
 use crate::export_common::write_atomic;
+use crate::export_plan::PlanError;
 use crate::{ExportError, Selection};
 
 /// The `format` value of every document.
@@ -797,28 +798,15 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
     Ok(Run { region_names, regions, threads, tasks, metadata, num_ranks })
 }
 
-/// The target of run `i` among `labels.len()` runs for `filepath` (the reference's
-/// `export_json` naming, like speedscope's): the file name split at its first dot keeps
-/// the tail as the suffix (default `.json`); with several runs the stem gets `_<slug>` of
-/// the run's (de-duplicated) label.
-pub fn json_paths(filepath: &Path, labels: &[String]) -> Vec<PathBuf> {
-    let name = filepath.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (stem, suffix) = match name.split_once('.') {
-        Some((s, tail)) => (s.to_string(), format!(".{tail}")),
-        None => (name.clone(), ".json".to_string()),
-    };
-    let unique = crate::export_plan::unique_labels(labels);
-    unique
-        .iter()
-        .map(|label| {
-            let file = if labels.len() > 1 {
-                format!("{stem}_{}{suffix}", crate::export_common::slug(label))
-            } else {
-                format!("{stem}{suffix}")
-            };
-            filepath.with_file_name(file)
-        })
-        .collect()
+/// The target of each run (`(label, file stem)`) for `filepath` (the reference's
+/// `export_json` naming, like speedscope's): the file name split at its first dot keeps the
+/// tail as the suffix (default `.json`); with several runs the stem gets `_<slug>` of the
+/// run's (de-duplicated) label; a directory gets `<file stem>.json` inside
+/// ([`crate::export_plan`], the rules of every export).
+///
+/// Errors: [`PlanError`] (`EmptyName`, `IsADirectory`, `NotADirectory`).
+pub fn json_paths(filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
+    crate::export_plan::run_paths(crate::export_plan::ExportFormat::Json, filepath, runs)
 }
 
 #[cfg(test)]
@@ -836,9 +824,11 @@ mod tests {
 
     #[test]
     fn naming_follows_speedscope() {
-        let one = json_paths(Path::new("d/p.json.gz"), &["run".into()]);
+        let run = ("run".to_string(), "run".to_string());
+        let one = json_paths(Path::new("d/p.json.gz"), std::slice::from_ref(&run)).unwrap();
         assert_eq!(one, vec![PathBuf::from("d/p.json.gz")]);
-        let two = json_paths(Path::new("d/p"), &["run".into(), "run".into()]);
+        let two = json_paths(Path::new("d/p"), &[run.clone(), run.clone()]).unwrap();
         assert_eq!(two, vec![PathBuf::from("d/p_run.json"), PathBuf::from("d/p_run_2.json")]);
+        assert_eq!(json_paths(Path::new("d/"), &[run]).unwrap(), vec![PathBuf::from("d/run.json")]);
     }
 }

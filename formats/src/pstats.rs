@@ -408,16 +408,18 @@ pub fn prof_path(path: &Path, stats: &ProfStats) -> PathBuf {
     path.with_file_name(name)
 }
 
-/// Write the `.prof` files of `sel` next to `path` (names: [`prof_path`]) and return them
-/// in order (ranks as given, lanes main thread first). Ranks without calls get no file.
+/// Write the `.prof` files of `sel` and return them in order (ranks as given, lanes main
+/// thread first): one file is `path` itself; several (several ranks with calls, or lanes
+/// with `per_lane`) go next to it, named by [`prof_path`]. Ranks without calls get no file.
 /// Everything is reconstructed before the first file is written.
 ///
 /// Errors: `Nesting`, `NoCalls`, `Io` (naming the path).
 pub fn write_prof(run: &Run, sel: &Selection, path: &Path, opts: ProfOptions) -> Result<Vec<PathBuf>, ExportError> {
     let files = prof_stats(run, sel, opts)?;
     let mut written = Vec::with_capacity(files.len());
+    let single = files.len() == 1;
     for f in &files {
-        let p = prof_path(path, f);
+        let p = if single { path.to_path_buf() } else { prof_path(path, f) };
         let bytes = marshal_stats(&f.entries);
         write_atomic(&p, |w| w.write_all(&bytes).map_err(io_err(&p)))?;
         written.push(p);

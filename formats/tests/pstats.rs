@@ -173,7 +173,8 @@ fn per_lane_files_and_names() {
     assert_eq!(names[1], "out_rank0_Task-1_main_on_MainThread.prof");
     assert_eq!(prof_path(&dir.path().join("a.b.prof"), &files[0]).file_name().unwrap(), "a.b_rank0_MainThread.prof");
     let whole = write_prof(&run, &sel, &dir.path().join("out.prof"), ProfOptions::default()).unwrap();
-    assert_eq!(whole, vec![dir.path().join("out_rank0.prof")]);
+    // one file: the name as given (issue 13 item 14)
+    assert_eq!(whole, vec![dir.path().join("out.prof")]);
 }
 
 #[test]

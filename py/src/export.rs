@@ -3,13 +3,14 @@
 //! `Wrote <path> (<note>)` line per path through Python's `print` when `verbose`.
 //!
 //! A result set is anything with a `_native_run` attribute; only this contract is used
-//! (attribute access): `is_root`, `display_label`, `num_ranks`,
+//! (attribute access): `is_root`, `display_label`, `num_ranks`, `file_path`,
 //! `get_regions(include=, exclude=)` (objects with `.name` and `.regions`, a mapping
 //! rank -> object with `.num_calls`) and `_native_run()` -> [`NativeRun`].
 //!
 //! Errors: `TypeError` for anything else than result sets, `ValueError` for the
-//! [`PlanError`]s and "no calls", `NestingError` when a rank cannot be reconstructed,
-//! `OSError` when writing fails.
+//! [`PlanError`]s and "no calls", `IsADirectoryError` / `NotADirectoryError` when a path
+//! is in the way, `NestingError` when a rank cannot be reconstructed, `OSError` when
+//! writing fails. Where the files go: `export_plan` (a directory gets default names inside).
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -34,8 +35,32 @@ pub fn export_err(e: ExportError) -> PyErr {
     }
 }
 
-fn plan_err(e: PlanError) -> PyErr {
-    PyValueError::new_err(e.to_string())
+/// `IsADirectoryError` / `NotADirectoryError` (errno and filename set) for a path in the
+/// way, `ValueError` for the rest.
+pub(crate) fn plan_err(e: PlanError) -> PyErr {
+    match e.errno() {
+        Some((errno, strerror, path)) => PyOSError::new_err((errno, strerror, path.to_string_lossy().into_owned())),
+        None => PyValueError::new_err(e.to_string()),
+    }
+}
+
+/// The `filepath` argument as given (`os.fspath`: a trailing separator, which
+/// `pathlib.Path` drops, still says "a directory").
+pub(crate) fn target_path(filepath: &Bound<'_, PyAny>) -> PyResult<PathBuf> {
+    filepath.extract()
+}
+
+/// `Path(r.file_path).stem` of a result set (`""` without a file or a `file_path`).
+pub(crate) fn file_stem(r: &Bound<'_, PyAny>) -> PyResult<String> {
+    if !r.hasattr("file_path")? {
+        return Ok(String::new());
+    }
+    let path = r.getattr("file_path")?;
+    if path.is_none() {
+        return Ok(String::new());
+    }
+    let path: PathBuf = path.extract().or_else(|_| path.str()?.extract::<String>().map(PathBuf::from))?;
+    Ok(path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
 }
 
 /// `[path]`: the result of a writer that writes exactly its target.
@@ -72,7 +97,7 @@ impl<'py> ExportArgs<'py> {
             .map(|r| run_input(r, self.include.as_ref(), self.exclude.as_ref(), ranks.as_deref().unwrap_or(&[0])))
             .collect::<PyResult<Vec<_>>>()?;
         let pathlib_path = py.import("pathlib")?.getattr("Path")?;
-        let path: PathBuf = pathlib_path.call1((&self.filepath,))?.extract()?;
+        let path = target_path(&self.filepath)?;
         let req = Request { format, path: &path, ranks, filtered: self.include.is_some() || self.exclude.is_some() };
         let print = py.import("builtins")?.getattr("print")?;
         for file in export_plan::plan(&inputs, &req).map_err(plan_err)? {
@@ -173,5 +198,6 @@ fn run_input(
         num_ranks: r.getattr("num_ranks")?.extract()?,
         regions,
         ranks_with_calls,
+        file_stem: file_stem(r)?,
     })
 }

@@ -10,7 +10,7 @@ use scope_profiler_formats::json_profile::{self, JsonError};
 use scope_profiler_formats::Selection;
 
 use crate::errors::JSONProfileError;
-use crate::export::{export_err, requested_ranks, result_sets};
+use crate::export::{export_err, file_stem, plan_err, requested_ranks, result_sets, target_path};
 use crate::results::ProfilingResults;
 use crate::run::NativeRun;
 
@@ -22,10 +22,10 @@ fn json_err(e: JsonError) -> PyErr {
     }
 }
 
-/// Write one result set to `filepath`; returns the `pathlib.Path` written.
+/// Write one result set to `path` (resolved already); returns the `pathlib.Path` written.
 fn write_one<'py>(
     results: &Bound<'py, PyAny>,
-    filepath: &Bound<'py, PyAny>,
+    path: PathBuf,
     include: Option<&Bound<'py, PyAny>>,
     exclude: Option<&Bound<'py, PyAny>>,
     ranks: Option<&Bound<'py, PyAny>>,
@@ -51,12 +51,12 @@ fn write_one<'py>(
         sel = sel.with_regions(names);
     }
     let pathlib_path = py.import("pathlib")?.getattr("Path")?;
-    let path: PathBuf = pathlib_path.call1((filepath,))?.extract()?;
     py.detach(|| json_profile::write_json(&run, &sel, indent, &path)).map_err(export_err)?;
     pathlib_path.call1((path,))
 }
 
-/// Write one run to `filepath` as a JSON profile and return the `pathlib.Path` written.
+/// Write one run to `filepath` as a JSON profile and return the `pathlib.Path` written
+/// (exactly that name; a directory gets `<file stem>.json` inside).
 ///
 /// `ranks`: an int or a list (default: every rank); `include`/`exclude`: region filters
 /// as `get_regions` takes them (rows keep the run's region order); `indent`: as
@@ -72,14 +72,22 @@ pub fn write_json<'py>(
     ranks: Option<Bound<'py, PyAny>>,
     indent: Option<usize>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    write_one(&results, &filepath, include.as_ref(), exclude.as_ref(), ranks.as_ref(), indent)
+    let given = target_path(&filepath)?;
+    // a file name is used exactly (the reference's write_json); a directory gets the default name
+    let path = if scope_profiler_formats::export_plan::names_directory(&given) {
+        let runs = [(results.getattr("display_label")?.extract()?, file_stem(&results)?)];
+        json_profile::json_paths(&given, &runs).map_err(plan_err)?.remove(0)
+    } else {
+        given
+    };
+    write_one(&results, path, include.as_ref(), exclude.as_ref(), ranks.as_ref(), indent)
 }
 
 /// Write one JSON profile per root run; returns the paths written (`list[pathlib.Path]`).
 ///
 /// Naming like `export_speedscope`: the file name split at its first dot keeps the tail
 /// (`profile.json.gz`), default suffix `.json`; with several runs the stem gets
-/// `_<label slug>`. Default ranks: every rank. Prints `Wrote <path>` when `verbose`.
+/// `_<label slug>`; a directory gets `<file stem>.json` per run inside. Default ranks: every rank. Prints `Wrote <path>` when `verbose`.
 /// Raises `TypeError` for anything but results, `ValueError` for an empty list,
 /// `OSError` when writing fails.
 #[pyfunction]
@@ -106,12 +114,14 @@ pub fn export_json<'py>(
     if roots.is_empty() {
         return Ok(written);
     }
-    let labels = roots.iter().map(|r| r.getattr("display_label")?.extract()).collect::<PyResult<Vec<String>>>()?;
-    let base: PathBuf = py.import("pathlib")?.getattr("Path")?.call1((&filepath,))?.extract()?;
+    let names = roots
+        .iter()
+        .map(|r| Ok((r.getattr("display_label")?.extract()?, file_stem(r)?)))
+        .collect::<PyResult<Vec<(String, String)>>>()?;
+    let targets = json_profile::json_paths(&target_path(&filepath)?, &names).map_err(plan_err)?;
     let print = py.import("builtins")?.getattr("print")?;
-    for (run, target) in roots.iter().zip(json_profile::json_paths(&base, &labels)) {
-        let target = target.into_pyobject(py)?.into_any();
-        let p = write_one(run, &target, include.as_ref(), exclude.as_ref(), ranks.as_ref(), indent)?;
+    for (run, target) in roots.iter().zip(targets) {
+        let p = write_one(run, target, include.as_ref(), exclude.as_ref(), ranks.as_ref(), indent)?;
         if verbose {
             print.call1((format!("Wrote {}", p.str()?),))?;
         }

@@ -18,7 +18,7 @@ OUTPUTS = {
     "flamegraph": [".flamegraph.svg"],
     "timeline": [".timeline.svg"],
     "parquet": [".parquet", ".lanes.parquet"],
-    "prof": ["_rank0.prof"],
+    "prof": [".prof"],
     "chrome": [".trace.json"],
     "perfetto": [".pftrace"],
     "pprof": [".pb.gz"],

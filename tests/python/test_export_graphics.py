@@ -148,7 +148,7 @@ def test_folded_inferno_consumer_and_totals(which, request, tmp_path):
 def test_flamegraph_svg_inferno_rendered_and_well_formed(which, request, tmp_path):
     results = request.getfixturevalue(which)
     written = sp.export_flamegraph_svg(results, tmp_path / "flame.svg", verbose=False)
-    assert written == [tmp_path / "flame_rank0.svg"]
+    assert written == [tmp_path / "flame.svg"]  # one rank: the name as given
     out = _run_check(SVG_CHECK, written[0], 40)
     text = written[0].read_text()
     assert "<title>all (" in text, "inferno's root"
@@ -283,10 +283,7 @@ def test_common_rules(threaded, tmp_path):
         "many_async.timeline.svg",
     ]
     written = sp.export_flamegraph_svg([threaded, other], tmp_path / "fl.svg", verbose=False)
-    assert [p.name for p in written] == [
-        f"fl_{threaded.display_label}_rank0.svg",
-        "fl_async_rank0.svg",
-    ]
+    assert [p.name for p in written] == [f"fl_{threaded.display_label}.svg", "fl_async.svg"]
 
 
 def test_verbose_prints_each_file(tasks, tmp_path, capsys):

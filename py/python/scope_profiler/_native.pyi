@@ -947,9 +947,12 @@ def export_speedscope(
 ) -> list[Path]:
     """Write speedscope JSON files, one per run, one evented profile per lane of each requested
     rank (default ``[0]``), times in s from the earliest selected call; returns the paths
-    written. Raises ``TypeError`` for anything but results, ``ValueError`` for no data, an
-    invalid rank, a filter matching nothing or no calls, ``NestingError``, ``OSError`` on I/O
-    failure."""
+    written. ``filepath``: a file name, or a directory (existing, or ending in ``/``) for
+    ``<run file stem>.speedscope.json`` inside - the rule of every export
+    (``docs/exports-traces.md``). Raises ``TypeError`` for anything but results,
+    ``ValueError`` for no data, an invalid rank, a filter matching nothing or no calls,
+    ``NestingError``, ``IsADirectoryError`` when a file to write is a directory, ``OSError``
+    on I/O failure."""
 
 def export_prof(
     profiling_data: _Results,
@@ -962,7 +965,8 @@ def export_prof(
     verbose: bool = True,
 ) -> list[Path]:
     """Write pstats ``.prof`` files (``marshal`` of the pstats dict), one per (run, rank with
-    calls); returns the paths written."""
+    calls): one file is ``filepath`` itself, several get ``_rank<R>`` (``per_lane``: and
+    ``_<lane>``); returns the paths written."""
 
 def export_flamegraph_svg(
     profiling_data: _Results,
@@ -974,9 +978,10 @@ def export_flamegraph_svg(
 ) -> list[Path]:
     """Write one flame graph SVG per (run, rank with calls), rendered by inferno from the
     folded stacks: a tower per thread / task, widths in ns of self + children time,
-    interactive (search, zoom) in a browser. Names like ``.prof``:
-    ``<stem>[_<slug>]_rank<R><suffix or .svg>``. Returns the paths written; errors as
-    ``export_speedscope``."""
+    interactive (search, zoom) in a browser. One rank with calls: ``filepath`` as given
+    (``.svg`` added without a suffix); several: ``<stem>[_<slug>]_rank<R><suffix>``; a
+    directory: ``<run file stem>.flamegraph.svg`` inside. Returns the paths written; errors
+    as ``export_speedscope``."""
 
 def export_chrome_trace(
     profiling_data: _Results,
@@ -1090,7 +1095,8 @@ def write_json(
     indent: int | None = None,
 ) -> Path:
     """Write one run to ``filepath`` as a JSON profile (``.gz``: gzip-compressed); returns the
-    path written. Raises ``OSError`` when writing fails."""
+    path written: ``filepath`` exactly, or for a directory (existing, or ending in ``/``)
+    ``<run file stem>.json`` inside. Raises ``OSError`` when writing fails."""
 
 def read_json(file_path: _Path, verbose: bool = False) -> ProfilingResults:
     """Read a JSON profile (plain or gzip-compressed). Raises ``FileNotFoundError``,
