@@ -135,3 +135,25 @@ step "pytest"
 # its own, before native thread pools of other tests' consumers (duckdb) share its allocator.
 "$VENV/bin/python" -m pytest tests/python/test_fork.py -q -p no:cacheprovider "$@"
 "$VENV/bin/python" -m pytest tests/python -q -p no:cacheprovider --ignore=tests/python/test_fork.py "$@"
+
+step "pytest on the other CPython versions this machine has (3.12, 3.13)"
+# The extension is built for each interpreter in the shared target dir (only pyo3 and the
+# extension crate rebuild) and the Python tests run against it, so a regression on a newer
+# Python is caught. A version the machine lacks is skipped, loudly.
+for v in 3.12 3.13; do
+  py="$(command -v "python$v" || true)"
+  works() { [ -n "$1" ] && "$1" -c "import sys; assert sys.version_info[:2] == tuple(map(int, '$v'.split('.')))" 2>/dev/null; }
+  # a pyenv shim only runs versions pyenv has selected: fall back to pyenv's own install
+  works "$py" || py="$(ls -d "${PYENV_ROOT:-$HOME/.pyenv}"/versions/"$v".*/bin/"python$v" 2>/dev/null | sort -V | tail -1)"
+  if ! works "$py"; then
+    echo "WARNING: python$v not found on this machine; the tests on Python $v are skipped"
+    continue
+  fi
+  V="$ROOT/.venv-$v"
+  [ -x "$V/bin/python" ] || "$py" -m venv "$V"
+  "$V/bin/pip" install -q --disable-pip-version-check "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb
+  VIRTUAL_ENV="$V" maturin develop --release --quiet
+  echo "Python $("$V/bin/python" -c 'import sys; print(sys.version.split()[0])')"
+  "$V/bin/python" -m pytest tests/python/test_fork.py -q -p no:cacheprovider "$@"
+  "$V/bin/python" -m pytest tests/python -q -p no:cacheprovider --ignore=tests/python/test_fork.py "$@"
+done

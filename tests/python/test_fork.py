@@ -28,8 +28,14 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 
 
 def rss_bytes() -> int:
-    with open("/proc/self/statm") as f:
-        return int(f.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    """Anonymous resident memory (``RssAnon``), bytes: what the process allocated. Not the
+    whole RSS, which also counts file-backed pages (shared libraries, files read by other
+    tests) and so depended on test order (issue 13 item 17)."""
+    with open("/proc/self/status") as f:
+        for line in f:
+            if line.startswith("RssAnon:"):
+                return int(line.split()[1]) * 1024
+    raise AssertionError("no RssAnon in /proc/self/status")
 
 
 def in_child(check, tmp_path, timeout=120.0) -> dict:

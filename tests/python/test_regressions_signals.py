@@ -105,3 +105,30 @@ def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
     assert child.returncode == 0, err
     assert "clean exit" in rest
     assert _calls(out)["tick"] >= 5
+
+
+# issue 13 item 17: "on 3.13.0 (before 3.13.3) track_async makes every unnamed task's name
+# 'None' (CPython issue 130033)": the program's own get_name() and the task table keep the
+# default names; a given name is kept too.
+def test_issue_13_track_async_keeps_default_task_names(tmp_path):
+    import asyncio
+
+    from scope_profiler import ProfileManager
+
+    seen = []
+
+    async def job():
+        seen.append(asyncio.current_task().get_name())
+
+    async def main():
+        await asyncio.gather(job(), job(), asyncio.create_task(job(), name="given"))
+
+    with ProfileManager.session(
+        file_path=str(tmp_path / "names.h5"), track_async=True, verbose=False
+    ):
+        asyncio.run(main())
+    assert len(seen) == 3 and "None" not in seen, seen
+    assert sorted(n for n in seen if n != "given")[0].startswith("Task-"), seen
+    assert "given" in seen
+    names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
+    assert "None" not in names and "given" in names, names

@@ -20,6 +20,7 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
 from __future__ import annotations
 
 import asyncio
+import sys
 import weakref
 
 from ._tracking import qualname  # noqa: F401 (re-exported)
@@ -113,8 +114,23 @@ def _run_forever(self):
     return _ORIGINALS["run_forever"](self)
 
 
+#: CPython 3.13.0-3.13.2 call ``task.set_name(name)`` after a custom task factory even when
+#: no name was given, so every unnamed task would be called ``'None'`` (CPython gh-130033,
+#: fixed in 3.13.3) - in the task table and in the program's own ``get_name()``.
+_SETS_NAME_NONE = (3, 13, 0) <= sys.version_info[:3] < (3, 13, 3)
+
+
 def _create_task(self, coro, **kwargs):
     _instrument_active(self)
+    if _SETS_NAME_NONE and kwargs.get("name") is None and self._task_factory is _task_factory:
+        # what 3.13.3 does: the factory's task keeps its default name ("Task-N")
+        self._check_closed()
+        context = kwargs.get("context")
+        return (
+            _task_factory(self, coro)
+            if context is None
+            else _task_factory(self, coro, context=context)
+        )
     return _ORIGINALS["create_task"](self, coro, **kwargs)
 
 
