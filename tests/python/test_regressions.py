@@ -5,7 +5,16 @@ in `*/tests/regression.rs`), so a report can be traced to the test that keeps it
 from __future__ import annotations
 
 import io
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
 
+import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
@@ -405,3 +414,322 @@ def test_issue_13_item_14_several_ranks_and_write_json(tmp_path):
     assert sp.write_json(threads, str(tmp_path / "j") + "/") == tmp_path / "j" / "threads.json"
     assert sp.write_json(threads, tmp_path / "exact") == tmp_path / "exact"
     assert sp.read_json(tmp_path / "exact")["solve"][0].num_calls == threads["solve"][0].num_calls
+
+
+# -- issue 13 items 8-12: reading files that change, bad input ---------------------------
+
+
+def _copy(src, tmp_path, name="damaged.h5"):
+    dst = tmp_path / name
+    shutil.copyfile(src, dst)
+    return dst
+
+
+def _facts(results: ProfilingResults) -> dict:
+    """What a read gives, to compare two reads: names, calls, Σ durations and exclusive."""
+    return {
+        r["name"]: (
+            r["num_calls"],
+            round(r["inclusive_duration"], 12),
+            round(r["exclusive_duration"], 12),
+        )
+        for r in results.summary()
+    }
+
+
+def _written(tmp_path, name: str, n: int, metadata: list[dict] | None = None):
+    """The path of a file we write: region `name` with `n` calls of 10 ns, 20 ns apart."""
+    starts = np.arange(n, dtype=np.int64) * 20
+    region = Region(starts, starts + 10, event_metadata=metadata)
+    path = tmp_path / f"{name}.h5"
+    ProfilingResults({name: MPIRegion(name, {0: region})})._native_run().write_h5(str(path))
+    return path
+
+
+# issue 13 item 10: "a vlen string length of 0xffffffff in the task table makes read_h5
+# allocate 4.2 GB before failing" - refused from the lengths, before any allocation.
+def test_issue_13_a_damaged_string_length_is_refused_without_allocating(tmp_path):
+    path = _copy(ASYNC, tmp_path)
+    with h5py.File(ASYNC) as f:
+        at = f["task_table/name"].id.get_offset()  # contiguous: the 16-byte descriptors
+    with open(path, "r+b") as f:
+        f.seek(at)
+        f.write(b"\xff\xff\xff\xff")
+    code = textwrap.dedent(
+        f"""
+        import resource, scope_profiler as sp
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        try:
+            sp.read_h5({str(path)!r})
+        except sp.CorruptProfileError as e:
+            print("ERR", e)
+        print("GROWTH_KB", resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    lines = dict(line.split(" ", 1) for line in out.stdout.splitlines())
+    assert str(path) in lines["ERR"] and "task_table/name" in lines["ERR"], lines
+    assert "damaged strings" in lines["ERR"] and "claim 4294967343 bytes" in lines["ERR"], lines
+    assert int(lines["GROWTH_KB"]) < 200_000, lines  # not the 4 GiB the length claims
+
+
+# issue 13 item 11: "a damaged event-metadata attribute raises a raw json.JSONDecodeError (or
+# TypeError: 'int' object is not iterable) out of read_h5".
+@pytest.mark.parametrize(
+    "stored, why",
+    [
+        ('[{"a": 1}, {"b"', "not a JSON list of objects"),
+        ("7", "not a JSON list of objects"),
+        ("[1, 2, 3]", "not a JSON list of objects"),
+        ('[{"a": 1}]', "1 entries for 3 calls"),
+    ],
+)
+def test_issue_13_damaged_per_call_metadata_is_a_corrupt_profile(tmp_path, stored, why):
+    path = _written(tmp_path, "io", 3, metadata=[{"a": 1}, {}, {"c": [2]}])
+    assert sp.read_h5(str(path))["io"].regions[0].event_metadata == ({"a": 1}, {}, {"c": [2]})
+    with h5py.File(path, "r+") as f:
+        f["rank_region_index/event_metadata"][0] = stored
+    with pytest.raises(sp.CorruptProfileError) as e:
+        sp.read_h5(str(path))
+    msg = str(e.value)
+    assert str(path) in msg and "rank_region_index/event_metadata row 0" in msg and why in msg, msg
+
+
+# issue 13 item 12: "files that are not what they seem load as empty or silently wrong
+# profiles" - each refused with CorruptProfileError, or read correctly.
+def test_issue_13_foreign_rank_groups_are_not_an_empty_profile(tmp_path):
+    path = tmp_path / "foreign.h5"
+    with h5py.File(path, "w") as f:
+        f.create_group("rank0").create_dataset("x", data=[1, 2, 3])
+    with pytest.raises(sp.CorruptProfileError, match="not a scope-profiler profile"):
+        sp.read_h5(str(path))
+
+
+def test_issue_13_a_columnar_file_without_its_schema_attribute_reads_as_columnar(tmp_path):
+    path = _copy(ASYNC, tmp_path)
+    with h5py.File(path, "r+") as f:
+        del f.attrs["scope_profiler_schema"]
+    lost, original = sp.read_h5(str(path)), sp.read_h5(str(ASYNC))
+    assert _facts(lost) == _facts(original) and len(_facts(lost)) == 4
+    assert (
+        [t.name for t in lost.tasks[0]]
+        == [t.name for t in original.tasks[0]]
+        == [f"Task-{i}" for i in range(1, 10)]
+    )
+
+
+def test_issue_13_a_region_table_that_is_an_int_array_is_refused(tmp_path):
+    path = _copy(ASYNC, tmp_path)
+    with h5py.File(path, "r+") as f:
+        del f["region_table"]
+        f["region_table"] = np.arange(4)
+    with pytest.raises(sp.CorruptProfileError, match="region_table"):
+        sp.read_h5(str(path))
+
+
+def test_issue_13_duplicated_region_names_and_rows_are_refused(tmp_path):
+    names = _copy(ASYNC, tmp_path, "names.h5")
+    with h5py.File(names, "r+") as f:
+        first = f["region_table/names"][0]
+        f["region_table/names"][1] = first
+    with pytest.raises(sp.CorruptProfileError, match="twice in region_table/names"):
+        sp.read_h5(str(names))
+    rows = _copy(ASYNC, tmp_path, "rows.h5")
+    with h5py.File(rows, "r+") as f:
+        ids = f["rank_region_index/region_ids"]
+        ids[1] = ids[0]
+    with pytest.raises(sp.CorruptProfileError, match="two rank_region_index rows for region"):
+        sp.read_h5(str(rows))
+
+
+def test_issue_13_an_exclusive_total_above_the_inclusive_one_is_not_believed(tmp_path):
+    path = _written(tmp_path, "x", 1000)
+    honest = _facts(sp.read_h5(str(path)))
+    with h5py.File(path, "r+") as f:
+        f["rank_region_index/exclusive_totals"][0] = 10**15
+    assert _facts(sp.read_h5(str(path))) == honest == {"x": (1000, 1e-05, 1e-05)}
+    with pytest.raises(sp.CorruptProfileError, match="more than its inclusive total"):
+        sp.read_h5_summary(str(path))
+
+
+_READER = textwrap.dedent(
+    """
+    import json, sys, time, scope_profiler as sp
+    path, seconds, out = sys.argv[1], float(sys.argv[2]), sys.argv[3]
+    seen, end = [], time.monotonic() + seconds
+    while time.monotonic() < end:
+        try:
+            r = sp.read_h5(path)
+            seen.append([[g["name"], g["num_calls"], g["inclusive_duration"]] for g in r.summary()])
+        except sp.CorruptProfileError as e:
+            seen.append(str(e)[:200])
+    with open(out, "w") as f:
+        json.dump(seen, f)
+    """
+)
+
+
+# issue 13 items 8 and 9: "SIGBUS kills the reader when another process rewrites the file in
+# place (cp new.h5 run.h5) while read_h5 runs" and "mixed data from two files, no error":
+# every read is of one of the two files, or a CorruptProfileError; the reader survives.
+@pytest.mark.parametrize("how", ["in place", "rename"])
+def test_issue_13_a_file_rewritten_while_read_is_one_file_or_an_error(tmp_path, how):
+    a, b = _written(tmp_path, "a", 400_000), _written(tmp_path, "b", 150_000)
+    expect = [[[k, v[0]] for k, v in _facts(sp.read_h5(str(p))).items()] for p in (a, b)]
+    target = tmp_path / "run.h5"
+    shutil.copyfile(a, target)
+    seen_file = tmp_path / "seen.json"
+    reader = subprocess.Popen(
+        [sys.executable, "-c", _READER, str(target), "4", str(seen_file)],
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    k = 0
+    while reader.poll() is None:
+        src = (a, b)[k % 2]
+        if how == "in place":
+            shutil.copyfile(src, target)  # truncates and rewrites the same inode, as cp does
+            time.sleep(0.01 * (k % 3))  # some reads fall between rewrites, some across them
+        else:
+            shutil.copyfile(src, tmp_path / "next.h5")
+            os.replace(tmp_path / "next.h5", target)
+        k += 1
+    _, err = reader.communicate()
+    assert reader.returncode == 0, (reader.returncode, err[-2000:])
+    seen = json.loads(seen_file.read_text())
+    reads = [s for s in seen if not isinstance(s, str)]
+    assert k > 10 and len(reads) > 5, (k, len(seen), seen[:3])
+    for s in reads:
+        assert [[name, calls] for name, calls, _ in s] in expect, s
+        assert s[0][2] == pytest.approx(s[0][1] * 1e-8)  # 10 ns per call: the totals of that file
+    errors = [s for s in seen if isinstance(s, str)]
+    for e in errors:
+        assert str(target) in e, e
+    print(f"{how}: {k} rewrites, {len(reads)} reads, {len(errors)} CorruptProfileError")
+
+
+# -- issue 13 items 5 and 17: signals under `run` (real child processes), Python versions --
+
+
+_SERVER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from scope_profiler import ProfileManager
+    work = ProfileManager.profile_region("work")
+    for i in range(5):
+        with work:
+            time.sleep(0.001)
+    print("ready", flush=True)
+    with ProfileManager.profile_region("waiting"):
+        time.sleep(120)
+    """
+)
+
+
+def _run_until_ready(tmp_path):
+    script = tmp_path / "server.py"
+    script.write_text(_SERVER_SCRIPT)
+    out = tmp_path / "server.h5"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "scope_profiler", "run", "-o", str(out), str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(0.3)  # inside "waiting"
+    return child, out
+
+
+def _calls(path) -> dict:
+    r = sp.read_h5(str(path))
+    return {g.name: g.num_calls for g in r.get_regions()}
+
+
+# issue 13 item 5: "SIGTERM loses everything under `scope-profiler run` (a server stopped by
+# systemd or docker)": the file is written, then the process ends by SIGTERM.
+def test_issue_13_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(tmp_path):
+    child, out = _run_until_ready(tmp_path)
+    t0 = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, (child.returncode, err)
+    assert time.monotonic() - t0 < 30  # not the script's 120 s sleep
+    assert "terminated by signal 15; writing the profile" in err
+    calls = _calls(out)
+    assert calls["work"] == 5 and calls["waiting"] == 1, calls
+    waited = sp.read_h5(str(out))["waiting"].total_duration
+    assert 0.3 <= waited < 30, waited  # the interrupted call closed at the signal
+
+
+# issue 13 item 5: "(and SIGINT, exit code 130)".
+def test_issue_13_sigint_under_run_writes_the_profile_and_exits_130(tmp_path):
+    child, out = _run_until_ready(tmp_path)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, (child.returncode, err)
+    assert "KeyboardInterrupt" in err
+    assert _calls(out) == {"scope_profiler.session": 1, "work": 5, "waiting": 1}
+
+
+# A script's own SIGTERM handler keeps working under `run` (it is installed after ours).
+def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import signal, sys, time
+            from scope_profiler import ProfileManager
+            stop = []
+            signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+            print("ready", flush=True)
+            while not stop:
+                with ProfileManager.profile_region("tick"):
+                    time.sleep(0.01)
+            print("clean exit", flush=True)
+            """
+        )
+    )
+    out = tmp_path / "own.h5"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "scope_profiler", "run", "-o", str(out), str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    time.sleep(0.2)
+    child.send_signal(signal.SIGTERM)
+    rest, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert "clean exit" in rest
+    assert _calls(out)["tick"] >= 5
+
+
+# issue 13 item 17: "on 3.13.0 (before 3.13.3) track_async makes every unnamed task's name
+# 'None' (CPython issue 130033)": the program's own get_name() and the task table keep the
+# default names; a given name is kept too.
+def test_issue_13_track_async_keeps_default_task_names(tmp_path):
+    import asyncio
+
+    from scope_profiler import ProfileManager
+
+    seen = []
+
+    async def job():
+        seen.append(asyncio.current_task().get_name())
+
+    async def main():
+        await asyncio.gather(job(), job(), asyncio.create_task(job(), name="given"))
+
+    with ProfileManager.session(
+        file_path=str(tmp_path / "names.h5"), track_async=True, verbose=False
+    ):
+        asyncio.run(main())
+    assert len(seen) == 3 and "None" not in seen, seen
+    assert sorted(n for n in seen if n != "given")[0].startswith("Task-"), seen
+    assert "given" in seen
+    names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
+    assert "None" not in names and "given" in names, names
