@@ -46,11 +46,18 @@ pub struct RunAnalysis {
     pub run: Arc<Run>,
     slots: Mutex<HashMap<u32, Slot>>,
     exclusive: Mutex<HashMap<u32, ExclusiveSlot>>,
+    /// Ranks whose set-aside calls were reported already ([`RunAnalysis::set_aside_notice`]).
+    noticed: Mutex<std::collections::HashSet<u32>>,
 }
 
 impl RunAnalysis {
     pub fn new(run: Arc<Run>) -> Self {
-        RunAnalysis { run, slots: Mutex::new(HashMap::new()), exclusive: Mutex::new(HashMap::new()) }
+        RunAnalysis {
+            run,
+            slots: Mutex::new(HashMap::new()),
+            exclusive: Mutex::new(HashMap::new()),
+            noticed: Mutex::new(Default::default()),
+        }
     }
 
     /// Per-call exclusive ns of row `row` (position in `run.regions`), recorded order, from
@@ -96,6 +103,17 @@ impl RunAnalysis {
             })
         })
         .clone()
+    }
+
+    /// [`crate::set_aside_report`] of `rank`, once: the first call after the rank was
+    /// reconstructed with set-aside calls returns the message, later calls `None` (one
+    /// warning per rank and run). `None` while the rank is not reconstructed.
+    pub fn set_aside_notice(&self, rank: u32) -> Option<String> {
+        let rec = self.slots.lock().unwrap_or_else(|e| e.into_inner()).get(&rank)?.get()?.as_ref().ok()?.clone();
+        if rec.calls.set_aside.is_empty() || !self.noticed.lock().unwrap_or_else(|e| e.into_inner()).insert(rank) {
+            return None;
+        }
+        crate::rank_calls::set_aside_report(&self.run, rank, &rec.rows, &rec.calls)
     }
 
     /// Whether `rank` has been reconstructed already.

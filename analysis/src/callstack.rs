@@ -71,6 +71,21 @@ pub struct CallArrays {
     pub exclusive_ns: Vec<i64>,
     /// Lane per call (`spec-callstack.md` §1); empty when no region has a thread column.
     pub lane: Vec<i32>,
+    /// Calls set aside by a lenient reconstruction ([`build_lenient`]), ascending ids: each
+    /// started inside the call `crossed` on its lane but ended after it (a generator timed
+    /// over its iteration and first advanced inside another region, say). A set-aside call
+    /// stays in the arrays as a root (`parent` -1, depth 0, exclusive = its duration) and is
+    /// nobody's parent; exports, timelines and root time leave it out. Always empty from
+    /// [`build_call_arrays`], which raises instead.
+    pub set_aside: Vec<SetAside>,
+}
+
+/// A call set aside by [`build_lenient`]: it starts inside `crossed` (a call id on the same
+/// lane) and ends after it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct SetAside {
+    pub call: u32,
+    pub crossed: u32,
 }
 
 impl CallArrays {
@@ -196,10 +211,21 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
 /// [`build_call_arrays`] plus the lane split it computed on the way ([`split_by_lane`] of
 /// the result; `None` when the calls have no lane column or a single lane).
 pub fn build_with_lanes(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
-    crate::par::install(|| build_on_pool(regions))
+    crate::par::install(|| build_on_pool(regions, false))
 }
 
-fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
+/// [`build_with_lanes`] for a run's own analysis (summaries, exclusive times, exports,
+/// timelines): when the calls have lanes (thread or task columns), a call that crosses the
+/// call enclosing it on its lane is set aside ([`CallArrays::set_aside`]) instead of
+/// failing the whole rank, and the rest is reconstructed as usual. Without lanes a crossing
+/// is still a [`NestingError`]: there it means interleaved untracked threads, whose calls
+/// cannot be told apart. Other errors as [`build_call_arrays`].
+pub fn build_lenient(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
+    let lenient = regions.iter().any(|r| r.thread_ids.is_some());
+    crate::par::install(|| build_on_pool(regions, lenient))
+}
+
+fn build_on_pool(regions: &[RegionInput<'_>], lenient: bool) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
     let mut n = 0usize;
     for r in regions {
         if r.start_ns.len() != r.end_ns.len() {
@@ -230,11 +256,12 @@ fn build_on_pool(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<Lane
     let mut calls =
         CallArrays { region_index: region, call_index: call, start_ns: start, end_ns: end, lane, ..Default::default() };
     let split = if has_lanes { LaneSplit::of(&calls.lane) } else { None };
-    match walk(&calls.start_ns, &calls.end_ns, split.as_ref()) {
-        Ok((parent, depth, exclusive_ns)) => {
+    match walk(&calls.start_ns, &calls.end_ns, split.as_ref(), lenient) {
+        Ok((parent, depth, exclusive_ns, set_aside)) => {
             calls.parent = parent;
             calls.depth = depth;
             calls.exclusive_ns = exclusive_ns;
+            calls.set_aside = set_aside;
         }
         Err((child, parent)) => {
             return Err(NestingError(format!(
@@ -402,15 +429,11 @@ struct Out {
 /// = one stack); lanes are walked in parallel. `Err((child, parent))`: the first call
 /// (sorted order) that starts inside its parent but ends after it.
 #[allow(clippy::type_complexity)]
-fn walk(
-    start: &[i64],
-    end: &[i64],
-    split: Option<&LaneSplit>,
-) -> Result<(Vec<i32>, Vec<i32>, Vec<i64>), (usize, usize)> {
+fn walk(start: &[i64], end: &[i64], split: Option<&LaneSplit>, lenient: bool) -> Result<Walked, (usize, usize)> {
     let n = start.len();
     let (mut parent, mut depth, mut exclusive) = (Column::new(n), Column::new(n), Column::new(n));
     let out = Out { parent: parent.ptr(), depth: depth.ptr(), exclusive: exclusive.ptr() };
-    let bad = match split {
+    let walked: Vec<Lane> = match split {
         // One stack: cut at calls where it is empty and walk the segments in parallel.
         None => {
             let cuts = empty_stack_cuts(start, end);
@@ -418,25 +441,39 @@ fn walk(
                 .into_par_iter()
                 // SAFETY: segments are disjoint, and no call has its parent in another
                 // segment (the stack is empty at every cut).
-                .map(|k| unsafe { walk_lane(start, end, cuts[k]..cuts[k + 1], out) })
-                .flatten()
-                .min()
+                .map(|k| unsafe { walk_lane(start, end, cuts[k]..cuts[k + 1], out, lenient) })
+                .collect()
         }
         Some(split) => (0..split.len())
             .into_par_iter()
             // SAFETY: every walker owns one lane's positions (lanes partition the calls).
-            .map(|k| unsafe { walk_lane(start, end, split.get(k).1.iter().map(|&i| i as usize), out) })
-            .flatten()
-            .min(),
+            .map(|k| unsafe { walk_lane(start, end, split.get(k).1.iter().map(|&i| i as usize), out, lenient) })
+            .collect(),
     };
+    let bad = walked.iter().filter_map(|w| w.crossing).min();
     // SAFETY: lanes (or segments) partition 0..n and every walker writes each of its calls
     // before moving on - unless it stopped at a nesting error, in which case the columns are
     // not needed: only the offending call's parent is reported.
     match bad {
-        None => Ok(unsafe { (parent.finish(), depth.finish(), exclusive.finish()) }),
+        None => {
+            let mut set_aside: Vec<SetAside> = walked.into_iter().flat_map(|w| w.set_aside).collect();
+            set_aside.sort_unstable_by_key(|s| s.call);
+            Ok(unsafe { (parent.finish(), depth.finish(), exclusive.finish(), set_aside) })
+        }
         // SAFETY: the walker that found `i` wrote its parent before returning.
         Some(i) => Err((i, unsafe { out.parent.read(i) } as usize)),
     }
+}
+
+/// Parent, depth and exclusive columns of a walk, and the calls it set aside.
+type Walked = (Vec<i32>, Vec<i32>, Vec<i64>, Vec<SetAside>);
+
+/// What the walk of one lane (or segment) found.
+struct Lane {
+    /// The first call that ends after its parent, when not lenient (the walk stopped there).
+    crossing: Option<usize>,
+    /// The calls set aside, when lenient.
+    set_aside: Vec<SetAside>,
 }
 
 /// Positions `0 = c0 < c1 < ... < ck = n` of calls at whose start every earlier call has
@@ -474,14 +511,17 @@ fn empty_stack_cuts(start: &[i64], end: &[i64]) -> Vec<usize> {
 }
 
 /// The stack walk of one lane (its call ids ascending). The open-call stack is the chain
-/// `top -> parent -> ...`. Returns the first call that ends after its parent (its parent is
-/// set; the walk stops there).
+/// `top -> parent -> ...`. A call that ends after its parent stops the walk (its parent is
+/// set; [`Lane::crossing`]) - or, `lenient`, is set aside: it becomes a root with its whole
+/// duration as exclusive time, its parent's exclusive time is restored, and it is not
+/// pushed on the stack, so the calls after it nest as if it had not been recorded.
 ///
 /// # Safety
 /// `out` points at three columns of `start.len()` values, and no other walker writes the
 /// positions of this lane.
-unsafe fn walk_lane(start: &[i64], end: &[i64], ids: impl Iterator<Item = usize>, out: Out) -> Option<usize> {
+unsafe fn walk_lane(start: &[i64], end: &[i64], ids: impl Iterator<Item = usize>, out: Out, lenient: bool) -> Lane {
     let mut top: i32 = -1;
+    let mut set_aside = Vec::new();
     for i in ids {
         let si = start[i];
         let mut t = top;
@@ -504,14 +544,22 @@ unsafe fn walk_lane(start: &[i64], end: &[i64], ids: impl Iterator<Item = usize>
             out.depth.write(i, out.depth.read(tu) + 1);
             out.exclusive.write(tu, out.exclusive.read(tu).wrapping_sub(dur));
             if end[tu] < end[i] {
-                return Some(i);
+                if !lenient {
+                    return Lane { crossing: Some(i), set_aside };
+                }
+                out.exclusive.write(tu, out.exclusive.read(tu).wrapping_add(dur));
+                out.parent.write(i, -1);
+                out.depth.write(i, 0);
+                set_aside.push(SetAside { call: i as u32, crossed: tu as u32 });
+                top = t; // the stack as it was: `i` is nobody's parent
+                continue;
             }
         } else {
             out.depth.write(i, 0);
         }
         top = i as i32;
     }
-    None
+    Lane { crossing: None, set_aside }
 }
 
 /// Group a lane column: [`split_by_lane`] of calls whose lane column is `lane` (non-empty
@@ -566,6 +614,13 @@ pub fn lane_calls(calls: &CallArrays, ids: &[u32]) -> CallArrays {
             .collect(),
         exclusive_ns: pick_i64(&calls.exclusive_ns),
         lane: if calls.lane.is_empty() { Vec::new() } else { pick_i32(&calls.lane) },
+        set_aside: calls
+            .set_aside
+            .iter()
+            .filter_map(|a| {
+                Some(SetAside { call: *local.get(&a.call)? as u32, crossed: *local.get(&a.crossed)? as u32 })
+            })
+            .collect(),
     }
 }
 
@@ -585,6 +640,7 @@ mod lane_calls_tests {
             parent: vec![-1, -1, 0, 1],
             exclusive_ns: vec![7, 7, 3, 3],
             lane: vec![-2, -3, -2, -3],
+            set_aside: Vec::new(),
         };
         let lane = lane_calls(&calls, &[1, 3]);
         assert_eq!(lane.start_ns, vec![1, 3]);

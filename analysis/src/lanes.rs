@@ -178,7 +178,15 @@ fn root_ns_per_lane(calls: &CallArrays, split: &LaneSplit) -> Vec<(i64, i64)> {
                 .filter(|&i| calls.parent[i] < 0)
                 .map(|i| calls.end_ns[i] - calls.start_ns[i])
                 .sum::<i64>();
-            (lane, ns)
+            // set-aside calls are roots that overlap the lane's other roots: not counted
+            let aside = calls
+                .set_aside
+                .iter()
+                .map(|a| a.call as usize)
+                .filter(|&i| calls.lane_of(i) == lane)
+                .map(|i| calls.end_ns[i] - calls.start_ns[i])
+                .sum::<i64>();
+            (lane, ns - aside)
         })
         .collect()
 }

@@ -19,8 +19,8 @@ pub mod view;
 pub use cache::{Reconstruction, RunAnalysis};
 pub use call_graph::{call_graph, CallGraphRow};
 pub use callstack::{
-    build_call_arrays, build_with_lanes, group_lanes, lane_calls, lane_id, split_by_lane, CallArrays, LaneSplit,
-    NestingError, RegionInput,
+    build_call_arrays, build_lenient, build_with_lanes, group_lanes, lane_calls, lane_id, split_by_lane, CallArrays,
+    LaneSplit, NestingError, RegionInput, SetAside,
 };
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError};
 pub use lanes::{lane_label, thread_summary, thread_summary_from, thread_summary_split, LaneLabels, ThreadSummaryRow};
@@ -28,6 +28,7 @@ pub use merge::{merge_runs, MergeError, MergeOptions};
 pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
+    set_aside_report,
 };
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use view::{ExclusiveOf, LaneFilter, RowView};

@@ -2,7 +2,7 @@
 //! finalize, per-call exclusive time per row.
 use arrow_array::Int64Array;
 
-use crate::callstack::{build_with_lanes, CallArrays, LaneSplit, NestingError, RegionInput};
+use crate::callstack::{build_lenient, CallArrays, LaneSplit, NestingError, RegionInput};
 use crate::run::{RegionCalls, Run};
 
 /// The rows of `rank` in reconstruction order: region-table order (the reference iterates
@@ -28,19 +28,20 @@ pub fn region_input<'a>(run: &'a Run, row: &'a RegionCalls) -> RegionInput<'a> {
 /// Reconstruct all rows of `rank`. `CallArrays::region_index` then indexes `rows`, the
 /// returned list of positions in `run.regions`. `rows` is in region-table order (the
 /// reference's input order, which decides the parent on exactly identical intervals); for
-/// rows written in registration order that is file order.
+/// rows written in registration order that is file order. Lenient ([`build_lenient`]): on a
+/// rank with lanes, calls that do not nest are set aside, not an error.
 ///
-/// Errors: [`NestingError`] as [`build_call_arrays`].
+/// Errors: [`NestingError`] as [`build_lenient`].
 pub fn rank_call_arrays(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays), NestingError> {
     rank_reconstruction(run, rank).map(|(rows, calls, _)| (rows, calls))
 }
 
-/// [`rank_call_arrays`] plus the lane split computed on the way (see [`build_with_lanes`]).
+/// [`rank_call_arrays`] plus the lane split computed on the way (see [`build_lenient`]).
 #[allow(clippy::type_complexity)]
 pub fn rank_reconstruction(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays, Option<LaneSplit>), NestingError> {
     let rows = rank_rows_ordered(run, rank);
     let inputs: Vec<RegionInput<'_>> = rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
-    let (calls, split) = build_with_lanes(&inputs)?;
+    let (calls, split) = build_lenient(&inputs)?;
     Ok((rows, calls, split))
 }
 
@@ -103,4 +104,45 @@ pub fn exclusive_from(run: &Run, rows: &[usize], calls: &CallArrays) -> Vec<(usi
     let mut out = scatter_by_row(run, rows, calls, |id| calls.exclusive_ns[id]);
     out.sort_by_key(|(r, _)| *r);
     out
+}
+
+/// The one message about the calls of `rank` that a lenient reconstruction set aside
+/// ([`CallArrays::set_aside`]), `None` when there are none: how many, and the first few with
+/// region, call index, lane label and times (s from the rank's first call start), each with
+/// the call it crosses.
+pub fn set_aside_report(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays) -> Option<String> {
+    const SHOWN: usize = 3;
+    if calls.set_aside.is_empty() {
+        return None;
+    }
+    let labels = crate::lanes::LaneLabels::new(run, rank);
+    let origin = calls.start_ns.iter().copied().min().unwrap_or(0);
+    let at = |ns: i64| (ns - origin) as f64 / 1e9;
+    let call = |id: usize| {
+        let row = &run.regions[rows[calls.region_index[id] as usize]];
+        let name = run.region_names.get(row.region as usize).map(String::as_str).unwrap_or("?");
+        format!(
+            "{} call {} [{:.9}, {:.9}] s",
+            crate::py_repr(name),
+            calls.call_index[id],
+            at(calls.start_ns[id]),
+            at(calls.end_ns[id])
+        )
+    };
+    let shown: Vec<String> = calls
+        .set_aside
+        .iter()
+        .take(SHOWN)
+        .map(|a| {
+            let (i, p) = (a.call as usize, a.crossed as usize);
+            format!("{} on {} starts inside {} but ends after it", call(i), labels.label(calls.lane_of(i)), call(p))
+        })
+        .collect();
+    let more = calls.set_aside.len().saturating_sub(SHOWN);
+    Some(format!(
+        "{} call(s) on rank {rank} do not nest in their lane and were set aside (kept in the data; left out of their neighbours' exclusive time, root time, exports and timelines): {}{}. A generator or async generator timed over its iteration and advanced inside another region does this.",
+        calls.set_aside.len(),
+        shown.join("; "),
+        if more > 0 { format!("; and {more} more") } else { String::new() }
+    ))
 }

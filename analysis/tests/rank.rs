@@ -91,10 +91,22 @@ fn assign_ids_and_totals() {
     assert_eq!(run.regions[2].exclusive_total_ns, Some(1));
 }
 
+/// A crossing call on a tracked rank is set aside (issue 13 item 2): ids are assigned, the
+/// crossing call is a root and its would-be parent keeps its whole exclusive time.
+#[test]
+fn assign_ids_sets_a_crossing_call_aside() {
+    let mut run = sample();
+    run.regions[1] = row(1, 0, &[50], &[150], Some(&[0]), Some(&[-1]));
+    assert_eq!(assign_call_ids(&mut run, 0, 0).unwrap(), 2);
+    assert_eq!(run.regions[1].parent_ids.as_ref().unwrap().to_vec(), vec![-1]);
+    assert_eq!((run.regions[0].exclusive_total_ns, run.regions[1].exclusive_total_ns), (Some(100), Some(100)));
+}
+
 #[test]
 fn assign_ids_error_changes_nothing() {
     let mut run = sample();
-    run.regions[1] = row(1, 0, &[50], &[150], Some(&[0]), Some(&[-1]));
+    run.regions[0] = row(0, 0, &[0], &[100], None, None);
+    run.regions[1] = row(1, 0, &[50], &[150], None, None);
     let err = assign_call_ids(&mut run, 0, 0).unwrap_err();
     assert!(err.0.starts_with(
         "recorded calls are not properly nested: 'inner' call 0 [50, 150] ns starts inside 'outer' call 0 [0, 100] ns"

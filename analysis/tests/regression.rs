@@ -1,7 +1,10 @@
 //! Regression tests, each headed by where the problem was reported (an issue of this project,
 //! or a peer tool's public bug report).
 use arrow_array::Int64Array;
-use scope_profiler_analysis::{lane_label, merge_runs, MergeOptions, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{
+    build_call_arrays, exclusive_by_row, lane_label, merge_runs, rank_call_arrays, region_input, set_aside_report,
+    thread_summary, MergeOptions, MetaValue, RegionCalls, Run, RunAnalysis, TaskRow, ThreadRow,
+};
 
 fn run(name: &str, metadata: Vec<(&str, MetaValue)>) -> Run {
     Run {
@@ -66,4 +69,79 @@ fn issue_10_lane_label_is_one_rule() {
         assert_eq!(lane_label(&r, lane, 0), want);
         assert_eq!(labels.label(lane), want);
     }
+}
+
+/// A tracked run with a generator timed over its iteration and first advanced inside
+/// `header`: main [0, 100], header [10, 20], gen [15, 60], body [30, 40] on one thread.
+fn peeked_generator_run(tracked: bool) -> Run {
+    let row = |region: u32, s: i64, e: i64| {
+        let mut r = RegionCalls::new(region, 0, Int64Array::from(vec![s]), Int64Array::from(vec![e]));
+        if tracked {
+            r.thread_ids = Some(Int64Array::from(vec![0]));
+        }
+        r
+    };
+    Run {
+        region_names: vec!["main".into(), "header".into(), "gen".into(), "body".into()],
+        regions: vec![row(0, 0, 100), row(1, 10, 20), row(2, 15, 60), row(3, 30, 40)],
+        threads: vec![ThreadRow {
+            rank: 0,
+            index: 0,
+            ident: 1,
+            native_id: 2,
+            daemon: false,
+            start_ns: 0,
+            end_ns: 200,
+            cpu_ns: 0,
+            name: "MainThread".into(),
+        }],
+        num_ranks: 1,
+        ..Run::default()
+    }
+}
+
+/// issue 13 item 2: "one non-nesting call poisons the whole rank": a generator decorated
+/// with `@profile` and peeked inside a region made thread_summary, exclusive times and every
+/// export fail with NestingError. The crossing call is set aside (kept, flagged, reported)
+/// and the rest is analysed; `build_call_arrays` itself still raises.
+#[test]
+fn issue_13_a_call_that_does_not_nest_is_set_aside_not_fatal() {
+    let run = peeked_generator_run(true);
+    let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
+    let name = |id: u32| {
+        run.region_names[run.regions[rows[calls.region_index[id as usize] as usize]].region as usize].as_str()
+    };
+    assert_eq!(calls.set_aside.len(), 1);
+    assert_eq!((name(calls.set_aside[0].call), name(calls.set_aside[0].crossed)), ("gen", "header"));
+    // exclusive: main loses header and body (not gen); gen keeps its whole duration
+    let excl: Vec<(usize, Vec<i64>)> = exclusive_by_row(&run, 0).unwrap();
+    assert_eq!(excl, vec![(0, vec![80]), (1, vec![10]), (2, vec![45]), (3, vec![10])]);
+    let body = calls.start_ns.iter().position(|&s| s == 30).unwrap();
+    assert_eq!(name(calls.parent[body] as u32), "main");
+    // root time counts main only, not the overlapping set-aside gen
+    let summary = thread_summary(&run, 0).unwrap();
+    assert_eq!((summary[0].num_calls, summary[0].region_time), (4, 100e-9));
+    let report = set_aside_report(&run, 0, &rows, &calls).unwrap();
+    assert!(
+        report.starts_with("1 call(s) on rank 0 do not nest in their lane and were set aside")
+            && report.contains("'gen' call 0 [0.000000015, 0.000000060] s on MainThread starts inside 'header' call 0 [0.000000010, 0.000000020] s but ends after it"),
+        "{report}"
+    );
+    // reported once per rank
+    let analysis = RunAnalysis::new(std::sync::Arc::new(run.clone()));
+    assert!(analysis.set_aside_notice(0).is_none(), "not reconstructed yet");
+    analysis.rank(0).unwrap();
+    assert_eq!(analysis.set_aside_notice(0).as_deref(), Some(report.as_str()));
+    assert!(analysis.set_aside_notice(0).is_none());
+    // the explicit reconstruction keeps its promise
+    let inputs: Vec<_> = run.regions.iter().map(|r| region_input(&run, r)).collect();
+    assert!(build_call_arrays(&inputs).unwrap_err().0.contains("starts inside 'header' call 0"));
+}
+
+/// issue 13 item 2: without lanes a crossing still means interleaved untracked threads:
+/// the page promises NestingError there.
+#[test]
+fn issue_13_untracked_crossings_stay_an_error() {
+    let run = peeked_generator_run(false);
+    assert!(rank_call_arrays(&run, 0).unwrap_err().0.contains("not properly nested"));
 }

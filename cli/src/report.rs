@@ -2,7 +2,10 @@
 //! CLI and by `ProfilingResults.print_summary()` in Python, so both print the same thing.
 use std::fmt::Write as _;
 
-use scope_profiler_analysis::{exclusive_by_row, lane_label, secs, thread_summary, Run};
+use scope_profiler_analysis::{
+    exclusive_from, lane_label, rank_call_arrays, secs, set_aside_report, thread_summary, thread_summary_from,
+    NestingError, Run, ThreadSummaryRow,
+};
 
 /// Region summary of every rank: one line per region with calls (count, total s,
 /// mean/min/max ms, exclusive s). Exclusive time comes from the stored per-row totals
@@ -26,20 +29,26 @@ pub fn summary_text(run: &Run, title: &str) -> String {
         if rows.is_empty() {
             continue;
         }
-        // exclusive totals: stored where present, else reconstructed once for the rank
+        // exclusive totals: stored where present, else from the rank's reconstruction, made
+        // once when anything needs it (missing totals, the thread summary)
         let mut excl: Vec<Option<i64>> = rows.iter().map(|&i| run.regions[i].exclusive_total_ns).collect();
+        let has_threads = run.rank_threads(rank).next().is_some();
+        let rec = (excl.iter().any(Option::is_none) || has_threads).then(|| rank_call_arrays(run, rank));
         let mut nesting_note = None;
-        if excl.iter().any(Option::is_none) {
-            match exclusive_by_row(run, rank) {
-                Ok(per_row) => {
-                    for (pos, values) in per_row {
+        let mut set_aside_note = None;
+        match &rec {
+            Some(Ok((order, calls))) => {
+                if excl.iter().any(Option::is_none) {
+                    for (pos, values) in exclusive_from(run, order, calls) {
                         if let Some(k) = rows.iter().position(|&i| i == pos) {
                             excl[k] = Some(values.iter().sum());
                         }
                     }
                 }
-                Err(e) => nesting_note = Some(e.0),
+                set_aside_note = set_aside_report(run, rank, order, calls);
             }
+            Some(Err(e)) if excl.iter().any(Option::is_none) => nesting_note = Some(e.0.clone()),
+            _ => {}
         }
         let name_w = rows
             .iter()
@@ -80,8 +89,12 @@ pub fn summary_text(run: &Run, title: &str) -> String {
         if let Some(msg) = nesting_note {
             let _ = writeln!(out, "  exclusive time not available: {msg}");
         }
-        if run.rank_threads(rank).next().is_some() {
-            out.push_str(&threads_text(run, rank));
+        if let Some(msg) = set_aside_note {
+            let _ = writeln!(out, "  note: {msg}");
+        }
+        if let Some(rec) = rec.filter(|_| has_threads) {
+            let summary = rec.map(|(_, calls)| thread_summary_from(run, rank, &calls));
+            out.push_str(&threads_text_with(run, rank, summary));
         }
     }
     out
@@ -90,11 +103,16 @@ pub fn summary_text(run: &Run, title: &str) -> String {
 /// The thread table of `rank` with `thread_summary` columns (wall s, CPU s, calls,
 /// region s), then the task table when tasks were tracked.
 pub fn threads_text(run: &Run, rank: u32) -> String {
+    threads_text_with(run, rank, thread_summary(run, rank))
+}
+
+/// [`threads_text`] given the rank's thread summary (or why there is none).
+fn threads_text_with(run: &Run, rank: u32, summary: Result<Vec<ThreadSummaryRow>, NestingError>) -> String {
     let mut out = String::new();
     let threads: Vec<_> = run.rank_threads(rank).collect();
     let _ = writeln!(out, "\nrank {rank}: threads");
     let name_w = threads.iter().map(|t| t.name.chars().count()).max().unwrap_or(4).max(4);
-    match thread_summary(run, rank) {
+    match summary {
         Ok(rows) => {
             let _ = writeln!(
                 out,

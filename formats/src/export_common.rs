@@ -54,11 +54,14 @@ impl RankCalls {
 }
 
 /// The lanes of `calls` with their call ids, in [`lane_order`] (lanes without calls left out).
+/// Calls set aside by the reconstruction ([`CallArrays::set_aside`]: they do not nest in
+/// their lane) are left out: every exporter can rely on proper nesting.
 pub(crate) fn export_lanes(calls: &CallArrays) -> Vec<(i64, Vec<usize>)> {
+    let aside: std::collections::HashSet<u32> = calls.set_aside.iter().map(|a| a.call).collect();
     let mut lanes: Vec<(i64, Vec<usize>)> = split_by_lane(calls)
         .iter()
+        .map(|(lane, ids)| (lane, ids.iter().filter(|i| !aside.contains(i)).map(|&i| i as usize).collect::<Vec<_>>()))
         .filter(|(_, ids)| !ids.is_empty())
-        .map(|(lane, ids)| (lane, ids.iter().map(|&i| i as usize).collect()))
         .collect();
     lanes.sort_by_key(|(lane, _)| lane_order(*lane));
     lanes

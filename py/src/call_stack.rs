@@ -87,6 +87,7 @@ impl CallArrays {
     pub fn cached(py: Python<'_>, analysis: &Arc<RunAnalysis>, rank: u32) -> PyResult<Self> {
         let a = Arc::clone(analysis);
         let rec = py.detach(move || a.rank(rank)).map_err(nesting_err)?;
+        crate::errors::warn_set_aside(py, analysis, rank)?;
         let run = &analysis.run;
         let rows = &rec.rows;
         let names: Vec<String> = rows
@@ -178,6 +179,14 @@ impl CallArrays {
     #[getter]
     fn lane<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyArray1<i32>>> {
         self.i32_col(py, |c| &c.lane)
+    }
+    /// Ids of the calls the run's reconstruction set aside (they start inside another call
+    /// of their lane and end after it), ascending int64, shape `(n_set_aside,)`; empty from
+    /// `build_call_arrays`, which raises instead. A set-aside call is a root (parent -1) with
+    /// its whole duration as exclusive time; exports and timelines leave it out.
+    #[getter]
+    fn set_aside<'py>(&self, py: Python<'py>) -> Bound<'py, PyArray1<i64>> {
+        PyArray1::from_vec(py, self.calls().set_aside.iter().map(|a| a.call as i64).collect())
     }
     fn __len__(&self) -> usize {
         self.calls().len()

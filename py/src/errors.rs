@@ -57,6 +57,18 @@ pub fn nesting_err(e: scope_profiler_analysis::NestingError) -> PyErr {
     NestingError::new_err(e.0)
 }
 
+/// Emit the one `RuntimeWarning` about the calls of `rank` that its reconstruction set aside
+/// (calls that do not nest in their lane: region, lane and times of the first few; see
+/// `RunAnalysis::set_aside_notice`) - once per rank and run, nothing when there are none or
+/// the rank is not reconstructed yet. Raises only if the warning is turned into an error.
+pub fn warn_set_aside(py: Python<'_>, analysis: &scope_profiler_analysis::RunAnalysis, rank: u32) -> PyResult<()> {
+    if let Some(message) = analysis.set_aside_notice(rank) {
+        let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+    }
+    Ok(())
+}
+
 /// Map an HDF5 read/write failure to the reference's exception types.
 pub fn h5_err(e: scope_profiler_formats::H5Error) -> PyErr {
     use scope_profiler_formats::H5Error::*;

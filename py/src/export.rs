@@ -102,8 +102,22 @@ impl<'py> ExportArgs<'py> {
         let print = py.import("builtins")?.getattr("print")?;
         for file in export_plan::plan(&inputs, &req).map_err(plan_err)? {
             let native = roots[file.run].call_method0("_native_run")?;
-            let run = Arc::clone(&native.cast::<NativeRun>()?.get().run);
+            let native = native.cast::<NativeRun>()?.get();
+            let run = Arc::clone(&native.run);
             let paths = py.detach(|| write(&run, &file.selection, &file.path)).map_err(export_err)?;
+            // the exporters leave calls that do not nest out: say so once per rank
+            let analysis = Arc::clone(&native.analysis);
+            let exported: Vec<u32> = analysis
+                .ranks()
+                .into_iter()
+                .filter(|r| req.ranks.as_deref().is_none_or(|want| want.contains(&(*r as i64))))
+                .collect();
+            let a = Arc::clone(&analysis);
+            let reconstructed = exported.clone();
+            py.detach(move || reconstructed.iter().for_each(|&r| drop(a.rank(r))));
+            for r in exported {
+                crate::errors::warn_set_aside(py, &analysis, r)?;
+            }
             for p in paths {
                 let p = pathlib_path.call1((p,))?;
                 if self.verbose {

@@ -262,6 +262,7 @@ impl MPIRegion {
                 all.extend(
                     v.exclusive_ns().map_err(crate::errors::nesting_err)?.values().iter().map(|&x| x as f64 / 1e9),
                 );
+                crate::errors::warn_set_aside(py, &v.analysis, v.calls().rank)?;
             }
         }
         Ok(numpy::PyArray1::from_vec(py, all))

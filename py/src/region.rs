@@ -5,7 +5,7 @@
 //! `time.perf_counter_ns`), read-only numpy views of the run's Arrow buffers (no copy);
 //! `*_times`/`*durations` without `_ns` are new float64 arrays in s. Statistics are
 //! `analysis::region_stats` (numpy's algorithms, so equal to the reference's bit for bit).
-use std::sync::RwLock;
+use std::sync::{Arc, RwLock};
 
 use arrow_array::Int64Array;
 use numpy::{PyArray1, PyReadonlyArray1};
@@ -62,11 +62,21 @@ impl Region {
         a.as_ref().map(|a| i64_view(py, a)).transpose()
     }
     fn exclusive_ns(&self) -> PyResult<Int64Array> {
-        self.with(|v| v.exclusive_ns()).map_err(nesting_err)
+        let values = self.with(|v| v.exclusive_ns()).map_err(nesting_err)?;
+        self.warn_set_aside()?;
+        Ok(values)
     }
     /// The exclusive total in s (stored total until per-call values exist, see `RowView`).
     pub fn exclusive_total(&self) -> PyResult<f64> {
-        self.with(|v| v.exclusive_total_ns()).map(secs).map_err(nesting_err)
+        let total = self.with(|v| v.exclusive_total_ns()).map(secs).map_err(nesting_err)?;
+        self.warn_set_aside()?;
+        Ok(total)
+    }
+    /// The warning about set-aside calls of this row's rank, once per rank (see
+    /// `errors::warn_set_aside`).
+    fn warn_set_aside(&self) -> PyResult<()> {
+        let (analysis, rank) = self.with(|v| (Arc::clone(&v.analysis), v.calls().rank));
+        Python::attach(|py| crate::errors::warn_set_aside(py, &analysis, rank))
     }
     fn slice(&self, filter: LaneFilter, missing: &str) -> PyResult<Region> {
         let view = self.view();

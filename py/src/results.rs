@@ -636,6 +636,7 @@ impl ProfilingResults {
     fn thread_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
+        crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::frames::thread_summary_dicts(py, &rows)
     }
 
@@ -951,6 +952,7 @@ impl ProfilingResults {
     fn thread_summary_frame(&self, py: Python<'_>, rank: u32) -> PyResult<pyo3_arrow::PyTable> {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
+        crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::frames::thread_summary_table(&rows)
     }
     /// `events()` as an Arrow table (lane columns and ids kept).

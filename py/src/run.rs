@@ -36,7 +36,9 @@ impl NativeRun {
     /// The cached reconstruction of `rank` (computed on first use, GIL released).
     pub fn reconstruction(&self, py: Python<'_>, rank: u32) -> PyResult<Arc<Reconstruction>> {
         let analysis = Arc::clone(&self.analysis);
-        py.detach(move || analysis.rank(rank)).map_err(nesting_err)
+        let rec = py.detach(move || analysis.rank(rank)).map_err(nesting_err)?;
+        crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        Ok(rec)
     }
 }
 

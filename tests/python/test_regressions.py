@@ -733,3 +733,58 @@ def test_issue_13_track_async_keeps_default_task_names(tmp_path):
     assert "given" in seen
     names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
     assert "None" not in names and "given" in names, names
+
+
+# issue 13 item 2: "a generator decorated with @profile and peeked inside a region
+# (next(it) within `with region("header")`) makes thread_summary, exclusive times, every
+# export, the timeline and the files of `scope-profiler run` fail with NestingError for all
+# threads and tasks; events_frame() silently drops its call_id/parent_id columns".
+def test_issue_13_item_2_a_peeked_generator_is_set_aside_not_fatal(tmp_path):
+    import warnings
+
+    from scope_profiler import ProfileManager, profile
+
+    @profile
+    def rows():
+        for i in range(3):
+            time.sleep(0.002)
+            yield i
+
+    path = tmp_path / "peek.h5"
+    with ProfileManager.session(file_path=str(path), track_threads=True, verbose=False):
+        with ProfileManager.profile_region("main"):
+            it = rows()
+            with ProfileManager.profile_region("header"):
+                first = next(it)
+            rest = list(it)
+            with ProfileManager.profile_region("body"):
+                time.sleep(0.001)
+    assert (first, rest) == (0, [1, 2])
+    r = sp.read_h5(str(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = r.thread_summary()
+        main = r["main"]
+        excl = main.exclusive_duration
+        r.thread_summary()  # the warning comes once per rank
+    notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(notes) == 1, notes
+    assert "1 call(s) on rank 0 do not nest in their lane and were set aside" in notes[0], notes
+    assert "starts inside 'header' call 0" in notes[0] and "on MainThread" in notes[0], notes
+    # the rest is analysed: main's exclusive time is main minus header and body (not the generator)
+    d = {g.name: g.total_duration for g in r.get_regions()}
+    assert excl == pytest.approx(d["main"] - d["header"] - d["body"], abs=1e-9)
+    main_thread = next(row for row in summary if row["name"] == "MainThread")
+    assert main_thread["region_time"] == pytest.approx(d["scope_profiler.session"], abs=1e-9)
+    calls = r.call_arrays(0)
+    assert len(calls.set_aside) == 1
+    assert calls.names[calls.region_index[calls.set_aside[0]]].endswith("rows")
+    assert calls.parent[calls.set_aside[0]] == -1
+    # exports and frames work; the speedscope file leaves the set-aside call out
+    out = sp.export_speedscope(r, str(tmp_path / "peek.speedscope.json"), verbose=False)
+    doc = json.loads(out[0].read_text())
+    frames = [f["name"] for f in doc["shared"]["frames"]]
+    events = [e for p in doc["profiles"] for e in p["events"]]
+    assert "header" in frames and len(events) == 2 * (len(calls) - 1)
+    table = r.events_frame()
+    assert "call_id" in table.column_names and "parent_id" in table.column_names

@@ -847,6 +847,12 @@ class CallArrays:
     @property
     def lane(self) -> _I32:
         """Lane per call; empty when no region had a thread column."""
+    @property
+    def set_aside(self) -> _I64:
+        """Ids of calls the run's reconstruction set aside (they start inside another call of
+        their lane and end after it), ascending; empty from ``build_call_arrays``, which
+        raises ``NestingError`` instead. Such a call is a root with its whole duration as
+        exclusive time; exports and timelines leave it out."""
 
 @final
 class LaneSplit:
@@ -892,7 +898,9 @@ def lane_groups(lane: npt.ArrayLike) -> tuple[_I64, _I64, _U32]:
 
 def read_h5(file_path: _Path, verbose: bool = False) -> ProfilingResults:
     """Load a profile (schema 1-3). Raises ``CorruptProfileError``, ``HDF5SchemaError``,
-    ``OSError`` naming the file."""
+    ``OSError`` naming the file. When ``file_path`` is missing (or older than the sidecar of
+    a ``flush_interval`` recording whose process is gone), it is first recovered from the
+    sidecar, with a ``RuntimeWarning`` naming both files."""
 
 def read_h5_summary(
     file_path: _Path,
@@ -1045,11 +1053,20 @@ def export_timeline_svg(
     exclude: _Patterns = None,
     verbose: bool = True,
     width: float = 1400.0,
+    *,
+    lanes: int = 64,
+    window: tuple[float | None, float | None] | str | None = None,
+    max_depth: int = 32,
 ) -> list[Path]:
     """Write the lane timeline SVG of each run (default suffix ``.timeline.svg``, ``width`` in
     px): one row per thread and task, calls as nested bars on a time axis in ms since the
-    run start, await share hatched, a tooltip per bar. Returns the paths written; errors as
-    ``export_speedscope``."""
+    run start, await share hatched, a tooltip per bar. Never more than 32,767 px in either
+    direction: at most ``lanes`` rows (the busiest by top-level call time; 0: all) plus one
+    summary row for the others, at most ``max_depth`` levels per row (0: all; deeper calls
+    become markers), only the calls overlapping ``window`` (``(start, end)`` seconds from the
+    run start, either ``None``, or ``"START:END"``) when given, clipped to it. A caption says
+    what was left out. Returns the paths written; ``ValueError`` for a bad ``width``,
+    ``lanes``, ``max_depth`` or ``window``, other errors as ``export_speedscope``."""
 
 def export_parquet(
     profiling_data: _Results,
@@ -1160,6 +1177,23 @@ class NativeRecorder:
         """Completed calls per region: ``(name, starts_ns, ends_ns, thread_ids)``."""
     def _before_fork(self) -> None: ...
     def _after_fork_in_child(self, native_id: int) -> int: ...
+    def start_flush(
+        self, file_path: _Path, interval: float, metadata: dict[str, Any], start_time_ns: int
+    ) -> str:
+        """``flush_interval``: every ``interval`` s a background thread appends the calls
+        completed since the last flush (with the thread/task tables and ``metadata``) to a
+        sidecar beside ``file_path`` and retires them; ``finalize()`` writes them into the
+        file and removes the sidecar. Returns the sidecar's path. ``ValueError`` unless
+        ``interval`` is positive."""
+    def flush_now(self) -> int:
+        """Flush now (as the thread does every interval); returns the calls flushed."""
+    def stop_flush(self) -> None:
+        """End the flush thread; the sidecar stays for the next ``finalize()``."""
+    def discard_flush(self) -> None:
+        """End the flush thread and remove the sidecar (the run is discarded)."""
+    @property
+    def sidecar_path(self) -> str | None:
+        """The sidecar's path while this process streams (``flush_interval``), else None."""
     def finalize(
         self,
         metadata: dict[str, Any],
