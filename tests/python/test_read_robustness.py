@@ -119,17 +119,20 @@ def test_fixed_length_strings_are_read(tmp_path):
 
 
 def test_names_with_nul_are_written_not_lost(tmp_path):
-    """HDF5 strings cannot hold NUL: a region or thread name with one is written with U+2400
-    in its place instead of failing finalize (which would lose the run)."""
+    """HDF5 strings cannot hold NUL. A thread name with one (the program's own) is written with
+    it escaped visibly (``\\x00``) instead of failing finalize, which would lose the run; a
+    region name with one is refused when the region is created (issue 13 item 16)."""
     import threading
 
     path = tmp_path / "nul.h5"
     m = ProfileManager()
     try:
         with m.session(file_path=str(path), verbose=False, track_threads=True):
+            with pytest.raises(ValueError, match="NUL"):
+                m.profile_region("in\0thread")
 
             def work():
-                with m.profile_region("in\0thread"):
+                with m.profile_region("in thread"):
                     pass
 
             t = threading.Thread(target=work, name="w\0x")
@@ -138,6 +141,5 @@ def test_names_with_nul_are_written_not_lost(tmp_path):
     finally:
         m.reset()
     results = sp.read_h5(path)
-    assert "in\u2400thread" in results.region_names
-    assert results["in\u2400thread"][0].num_calls == 1
-    assert "w\u2400x" in [info.name for info in results.threads[0]]
+    assert results["in thread"][0].num_calls == 1
+    assert "w\\x00x" in [info.name for info in results.threads[0]]
