@@ -788,3 +788,54 @@ def test_issue_13_item_2_a_peeked_generator_is_set_aside_not_fatal(tmp_path):
     assert "header" in frames and len(events) == 2 * (len(calls) - 1)
     table = r.events_frame()
     assert "call_id" in table.column_names and "parent_id" in table.column_names
+
+
+# issue 13 item 4: "`@profile` on an `async def` generator records ~0 s (only the creation of
+# the generator), and `inspect.isasyncgenfunction` is False on the wrapper".
+def test_issue_13_item_4_async_generators_are_timed_over_their_iteration(tmp_path):
+    import asyncio
+    import inspect
+
+    from scope_profiler import profile
+
+    @profile
+    async def ticks(n):
+        for i in range(n):
+            await asyncio.sleep(0.01)
+            received = yield i
+            if received == "stop":
+                return
+
+    assert inspect.isasyncgenfunction(ticks)
+
+    async def main():
+        got = [i async for i in ticks(3)]
+        early = ticks(10)
+        first = await early.__anext__()
+        await early.aclose()  # abandoned after one item
+        sent = ticks(10)
+        await sent.__anext__()
+        try:
+            await sent.asend("stop")
+        except StopAsyncIteration:
+            pass
+        thrown = ticks(10)
+        await thrown.__anext__()
+        with pytest.raises(KeyError):
+            await thrown.athrow(KeyError("k"))
+        return got, first
+
+    path = tmp_path / "agen.h5"
+    with ProfileManager.session(file_path=str(path), track_async=True, verbose=False):
+        assert asyncio.run(main()) == ([0, 1, 2], 0)
+    region = next(
+        g for g in sp.read_h5(str(path)).get_regions() if g.name.endswith("ticks")
+    ).regions[0]
+    assert region.num_calls == 4
+    full, early, sent, thrown = region.durations
+    assert (
+        0.03 <= full < 0.5 and 0.01 <= early < 0.3 and 0.01 <= sent < 0.3 and 0.01 <= thrown < 0.3
+    )
+    # suspended in asyncio.sleep nearly all the time, on the iterating task's lane
+    assert all(0.9 * d <= a <= d for d, a in zip(region.durations, region.await_times))
+    assert list(region.task_ids) == [0, 0, 0, 0]

@@ -198,9 +198,9 @@ def _empty_results(file_path):
 
 
 def _lifetime_wrapper(func, profiled):
-    """For ``async def`` and generator functions, a wrapper whose region spans the whole
-    coroutine / generator run (first step to completion) instead of the call that merely
-    creates it. ``profiled`` (the Rust wrapper) holds the region binding that every
+    """For ``async def``, generator and async generator functions, a wrapper whose region
+    spans the whole coroutine / generator run (first step to completion) instead of the call
+    that merely creates it. ``profiled`` (the Rust wrapper) holds the region binding that every
     ``setup()`` rebinds; ``None`` for plain functions, which ``profiled`` times directly."""
     import inspect
 
@@ -226,7 +226,45 @@ def _lifetime_wrapper(func, profiled):
                 return (yield from func(*args, **kwargs))
 
         return generator_wrapper
+    if inspect.isasyncgenfunction(func):
+        return _async_generator_wrapper(func, profiled)
     return None
+
+
+def _async_generator_wrapper(func, profiled):
+    """An async generator function whose region spans the iteration of ``func``'s async
+    generator (first ``__anext__`` to exhaustion, ``aclose()`` or an exception), on the lane
+    of the task that iterates it, with its await time. ``asend``/``athrow``/``aclose`` reach
+    the wrapped generator as they would without the profiler."""
+    import contextlib
+
+    @functools.wraps(func)
+    async def async_generator_wrapper(*args, **kwargs):
+        agen = func(*args, **kwargs)
+        region = profiled._region
+        with region if region is not None else contextlib.nullcontext():
+            try:
+                value = await agen.__anext__()
+            except StopAsyncIteration:
+                return
+            while True:
+                try:
+                    sent = yield value
+                except GeneratorExit:
+                    await agen.aclose()
+                    raise
+                except BaseException as exc:
+                    try:
+                        value = await agen.athrow(exc)
+                    except StopAsyncIteration:
+                        return
+                else:
+                    try:
+                        value = await agen.asend(sent)
+                    except StopAsyncIteration:
+                        return
+
+    return async_generator_wrapper
 
 
 class ProfileManager:
