@@ -7,6 +7,7 @@ pub mod flamegraph;
 pub mod folded;
 pub mod hdf5;
 pub mod json_profile;
+pub mod native_trace;
 pub mod parquet_export;
 pub mod perfetto;
 pub mod pprof;

@@ -41,8 +41,16 @@ create_exception!(
     "The file is not a scope-profiler JSON profile, uses a newer format version, or is malformed. The message names the file."
 );
 
+create_exception!(
+    scope_profiler.native_trace,
+    TraceFormatError,
+    PyValueError,
+    "A file is not a scope-profiler Fortran/C region trace (.spt), is truncated, or uses an unknown format version. The message names the file."
+);
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     let py = m.py();
+    m.add("TraceFormatError", py.get_type::<TraceFormatError>())?;
     m.add("EventDataUnavailableError", py.get_type::<EventDataUnavailableError>())?;
     m.add("SummaryDataUnavailable", py.get_type::<SummaryDataUnavailable>())?;
     m.add("CorruptProfileError", py.get_type::<CorruptProfileError>())?;

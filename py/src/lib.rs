@@ -1,7 +1,7 @@
 //! `scope_profiler._native`: the Rust side of the `scope_profiler` Python package. One Rust
 //! module per Python module it backs: `region` (Region), `mpi_region` (MPIRegion), `results`
 //! (ProfilingResults, merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
-//! `h5reader`, the exporters (`speedscope_export`, `prof_export`, `chrome_trace_export`,
+//! `h5reader`, `native_trace`, the exporters (`speedscope_export`, `prof_export`, `chrome_trace_export`,
 //! `trace_exports`, `graphics_exports`, sharing `export`), and the recording glue behind
 //! `profile_manager` (`recording`).
 use pyo3::prelude::*;
@@ -22,6 +22,7 @@ mod h5reader;
 mod json_export;
 mod merge;
 mod mpi_region;
+mod native_trace;
 mod prof_export;
 mod profile_io;
 mod ranks;
@@ -45,6 +46,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     call_stack::register(m)?;
     h5reader::register(m)?;
     json_export::register(m)?;
+    native_trace::register(m)?;
     profile_io::register(m)?;
     cli::register(m)?;
     recording::register(m)?;

@@ -47,6 +47,7 @@ __all__ = [
     "ThreadExitSentinel",
     "ThreadInfo",
     "TimedCoroutine",
+    "TraceFormatError",
     "_run_from_bytes",
     "_run_to_bytes",
     "_stack_runs",
@@ -74,6 +75,7 @@ __all__ = [
     "read_h5",
     "read_h5_summary",
     "read_json",
+    "read_trace_columns",
     "sniff_profile_format",
     "split_by_lane",
     "summary_text",
@@ -1081,6 +1083,21 @@ def export_parquet(
     await_ns, depth, lane, exclusive_ns) and, beside it, the lanes (``x.lanes.parquet``:
     thread and task tables, join on ``(rank, lane)``). Returns events and lanes paths in
     order; errors as ``export_speedscope``."""
+
+# ---------------------------------------------------------------------------------------------
+# C / Fortran region traces (.spt)
+
+class TraceFormatError(ValueError):
+    """A file is not a scope-profiler Fortran/C region trace (.spt), is truncated, or uses an
+    unknown format version. The message names the file."""
+
+def read_trace_columns(
+    path: _Path,
+) -> tuple[int, int, list[tuple[str, str | None, int | None, _I64, _I64]]]:
+    """One ``.spt`` trace: ``(rank, version, [(name, source_file, source_line, starts, ends)])``,
+    regions in file order, ``starts``/``ends`` int64 ns (the clock of ``time.perf_counter_ns``),
+    source ``None`` when the trace has none (version 1). Raises ``TraceFormatError`` naming the
+    file, ``OSError`` when it cannot be read."""
 
 # ---------------------------------------------------------------------------------------------
 # JSON profile (spec-exports §5)

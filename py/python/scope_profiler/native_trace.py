@@ -1,0 +1,189 @@
+"""Regions recorded by C and Fortran programs: the reference's per-rank native output.
+
+The reference package's C and Fortran region APIs write, at ``sp_finalize()``, one file per
+rank: a compact binary trace (``.spt``, versions 1 and 2, either byte order; the layout is
+documented in ``scope_profiler_formats::native_trace``), or with ``SP_USE_HDF5`` a per-rank
+HDF5 profile (``<prefix>_rank<NNNNN>.h5``). This module reads both (the parsing is Rust) into
+the same results a Python run produces, and ``ProfileManager.finalize(native_traces=...)``
+folds them into a Python run. Native regions have no thread or task: they are reconstructed as
+one stack, lane -1, in memory and after a round trip through HDF5 alike. Timestamps come from
+the clock of ``time.perf_counter_ns``, so native and Python regions of one process tree share
+a timeline.
+
+This package does not ship the C and Fortran sources themselves (``fortran_source_path`` and
+the like of the reference): build them from the reference's distribution.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from os import PathLike
+from pathlib import Path
+from typing import Any
+
+from . import _native
+from ._native import TraceFormatError
+
+__all__ = [
+    "FORMAT_VERSION",
+    "HDF5_SUFFIX",
+    "KNOWN_FORMAT_VERSIONS",
+    "MAGIC",
+    "RANK_HDF5_GLOB",
+    "TRACE_SUFFIX",
+    "TraceFormatError",
+    "find_traces",
+    "load_traces",
+    "read_native_h5",
+    "read_native_ranks",
+    "read_trace",
+]
+
+#: First eight bytes of every trace file.
+MAGIC = b"SCOPEPRF"
+#: The newest trace layout (the C API's); version 1 is the Fortran API's.
+FORMAT_VERSION = 2
+#: Trace format versions this reader accepts.
+KNOWN_FORMAT_VERSIONS = (1, 2)
+#: Extension ``sp_finalize`` gives a binary trace.
+TRACE_SUFFIX = ".spt"
+#: Extension ``sp_finalize`` gives a directly written HDF5 profile.
+HDF5_SUFFIX = ".h5"
+#: How :func:`find_traces` recognizes per-rank HDF5 output in a directory (a merged profile
+#: beside them is not swallowed as an input).
+RANK_HDF5_GLOB = f"*_rank[0-9]*{HDF5_SUFFIX}"
+
+
+class _RegionTrace:
+    """Unpacks as ``(start_times, end_times)`` (int64 ns arrays), with the region's source
+    location as ``source_file`` / ``source_lineno`` (``None`` when the trace has none)."""
+
+    __slots__ = ("end_times", "source_file", "source_lineno", "start_times")
+
+    def __init__(
+        self, start_times: Any, end_times: Any, source_file: str | None, source_lineno: int | None
+    ):
+        self.start_times = start_times
+        self.end_times = end_times
+        self.source_file = source_file
+        self.source_lineno = source_lineno
+
+    def __getitem__(self, index: int) -> Any:
+        return (self.start_times, self.end_times)[index]
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter((self.start_times, self.end_times))
+
+    def __len__(self) -> int:
+        return 2
+
+
+def read_trace(path: str | PathLike[str]) -> tuple[int, dict[str, _RegionTrace]]:
+    """One rank's ``.spt`` trace: ``(rank, {region name: (start_times, end_times)})``, int64
+    ns arrays, file order. Raises ``TraceFormatError`` (a ``ValueError``, naming the file) when
+    the file is not a trace, is truncated, has trailing bytes, holds a region twice or uses an
+    unknown version; ``OSError`` when it cannot be read."""
+    rank, _version, regions = _native.read_trace_columns(path)
+    return rank, {name: _RegionTrace(s, e, file, line) for name, file, line, s, e in regions}
+
+
+def find_traces(inputs: str | PathLike[str] | Iterable[str | PathLike[str]]) -> list[Path]:
+    """The native output files among ``inputs`` (files, and directories searched
+    non-recursively for ``*.spt`` and ``*_rank<N>.h5``), sorted, without duplicates. Raises
+    ``FileNotFoundError`` for an input that does not exist or a directory with neither."""
+    items = [inputs] if isinstance(inputs, (str, PathLike)) else list(inputs)
+    found: list[Path] = []
+    for item in items:
+        path = Path(item)
+        if path.is_dir():
+            in_dir = sorted([*path.glob(f"*{TRACE_SUFFIX}"), *path.glob(RANK_HDF5_GLOB)])
+            if not in_dir:
+                raise FileNotFoundError(
+                    f"no {TRACE_SUFFIX} traces and no per-rank {HDF5_SUFFIX} profiles in {path}"
+                )
+            found.extend(in_dir)
+        elif path.exists():
+            found.append(path)
+        else:
+            raise FileNotFoundError(f"no such file or directory: {path}")
+    return sorted(set(found))
+
+
+def read_native_h5(path: str | PathLike[str]) -> tuple[dict[int, dict[str, Any]], dict]:
+    """A per-rank HDF5 profile of an ``SP_USE_HDF5`` C build (any profile works):
+    ``({rank: {region name: Region}}, metadata)``. Raises as ``read_h5``."""
+    from .h5reader import read_h5
+
+    results = read_h5(path)
+    ranks: dict[int, dict[str, Any]] = {}
+    for region in results.get_regions():
+        for rank, data in region.regions.items():
+            ranks.setdefault(int(rank), {})[region.name] = data
+    return ranks, dict(results.metadata)
+
+
+def read_native_ranks(path: str | PathLike[str]) -> tuple[dict[int, dict[str, Any]], dict]:
+    """One native output file, either format: ``({rank: {region name: Region}}, metadata)``;
+    a ``.spt`` trace gives one rank and no metadata."""
+    from .region import Region
+
+    if Path(path).suffix == HDF5_SUFFIX:
+        return read_native_h5(path)
+    rank, regions = read_trace(path)
+    return {
+        rank: {
+            name: Region(
+                t.start_times, t.end_times, source_file=t.source_file, source_lineno=t.source_lineno
+            )
+            for name, t in regions.items()
+        }
+    }, {}
+
+
+def load_traces(
+    inputs: str | PathLike[str] | Iterable[str | PathLike[str]], label: str | None = None
+) -> Any:
+    """Native output (``.spt`` traces and per-rank ``.h5`` profiles, mixed freely) as one
+    ``ProfilingResults``: every rank in one result, metadata ``source="native"``,
+    ``trace_format_version``, ``start_time_ns`` (the earliest first call start, ns) and
+    ``label``. Raises ``TraceFormatError`` when two files claim the same rank, and as
+    :func:`find_traces` / :func:`read_native_ranks`."""
+    from .mpi_region import MPIRegion
+    from .results import ProfilingResults
+
+    per_region: dict[str, dict[int, Any]] = {}
+    seen: dict[int, Path] = {}
+    file_metadata: dict = {}
+    metadata_rank: int | None = None
+    earliest: int | None = None
+    for path in find_traces(inputs):
+        ranks, metadata = read_native_ranks(path)
+        for rank, regions in sorted(ranks.items()):
+            if rank in seen:
+                raise TraceFormatError(
+                    f"{path} and {seen[rank]} both claim rank {rank}; pass the MPI rank to sp_init() "
+                    "so each rank writes its own"
+                )
+            seen[rank] = path
+            if metadata and (metadata_rank is None or rank < metadata_rank):
+                file_metadata, metadata_rank = metadata, rank
+            for name, region in regions.items():
+                per_region.setdefault(name, {})[rank] = region
+                if region.num_calls:
+                    first = int(region.start_times_ns[0])
+                    earliest = first if earliest is None else min(earliest, first)
+    metadata = dict(file_metadata)
+    metadata.update({"source": "native", "trace_format_version": FORMAT_VERSION})
+    if earliest is not None:
+        metadata["start_time_ns"] = earliest
+    if label is not None:
+        metadata["label"] = label
+    return ProfilingResults(
+        {
+            name: MPIRegion(name=name, regions=dict(sorted(ranks.items())))
+            for name, ranks in per_region.items()
+        },
+        metadata=metadata,
+        num_ranks=len(seen),
+        file_path=label or "native_trace",
+    )
