@@ -139,12 +139,12 @@ pub(crate) fn write_atomic(
     path: &Path,
     fill: impl FnOnce(&mut (dyn Write + Send)) -> Result<(), ExportError>,
 ) -> Result<(), ExportError> {
-    let io = |e: std::io::Error| ExportError::Io(format!("could not write {}: {e}", path.display()));
+    let io = |e: std::io::Error| ExportError::io("could not write", path, &e);
     let dir = match path.parent() {
         Some(p) if !p.as_os_str().is_empty() => p.to_path_buf(),
         _ => PathBuf::from("."),
     };
-    fs::create_dir_all(&dir).map_err(|e| ExportError::Io(format!("could not create {}: {e}", dir.display())))?;
+    fs::create_dir_all(&dir).map_err(|e| ExportError::io("could not create", &dir, &e))?;
     let name = path.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     let tmp = tempfile::Builder::new().prefix(&format!(".{name}.")).suffix(".tmp").tempfile_in(&dir).map_err(io)?;
     {
@@ -173,7 +173,7 @@ pub(crate) fn json_f64(x: f64) -> String {
 
 /// `io::Error` → `ExportError::Io` naming `path`.
 pub(crate) fn io_err(path: &Path) -> impl Fn(std::io::Error) -> ExportError + '_ {
-    move |e| ExportError::Io(format!("could not write {}: {e}", path.display()))
+    move |e| ExportError::io("could not write", path, &e)
 }
 
 /// `re.sub(r"[^\w.+-]+", "_", s).strip("_")` (Python's Unicode `\w`: alphanumerics and `_`),

@@ -16,6 +16,23 @@ pub enum ExportError {
     /// Writing failed; the message names the path. Python: `OSError`.
     #[error("{0}")]
     Io(String),
+    /// The file system refused the target: `errno` of the failing call, and the path it
+    /// concerned. Python: the `OSError` subclass of that errno (`FileNotFoundError`,
+    /// `PermissionError`, ...) with `errno` and `filename` set.
+    #[error("{message}")]
+    File { message: String, errno: i32, path: std::path::PathBuf },
+}
+
+impl ExportError {
+    /// `Io` for `e`, or `File` when the operating system gave an errno. `doing` says what
+    /// failed ("could not write", "could not create").
+    pub fn io(doing: &str, path: &std::path::Path, e: &std::io::Error) -> ExportError {
+        let message = format!("{doing} {}: {e}", path.display());
+        match e.raw_os_error() {
+            Some(errno) => ExportError::File { message, errno, path: path.to_path_buf() },
+            None => ExportError::Io(message),
+        }
+    }
 }
 
 impl From<NestingError> for ExportError {

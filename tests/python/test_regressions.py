@@ -839,3 +839,34 @@ def test_issue_13_item_4_async_generators_are_timed_over_their_iteration(tmp_pat
     # suspended in asyncio.sleep nearly all the time, on the iterating task's lane
     assert all(0.9 * d <= a <= d for d, a in zip(region.durations, region.await_times))
     assert list(region.task_ids) == [0, 0, 0, 0]
+
+
+# issue 13 item 1 (noticed while fixing it): errors from inside the export writers were a
+# bare OSError with errno None ("could not create /tmp/afile/sub: Not a directory (os error
+# 20)"), so `except FileNotFoundError` / `except PermissionError` around an export failed.
+def test_issue_13_export_writer_errors_are_the_oserror_subclass_of_their_errno(tmp_path):
+    import errno
+
+    r = sp.read_h5(str(THREADS))
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    cases = [
+        (
+            blocker / "sub" / "x.speedscope.json",
+            NotADirectoryError,
+            errno.ENOTDIR,
+            str(blocker / "sub"),
+        ),
+        (
+            "/proc/scope-profiler-test/x.prof",
+            FileNotFoundError,
+            errno.ENOENT,
+            "/proc/scope-profiler-test",
+        ),
+    ]
+    for target, kind, code, filename in cases:
+        for export in (sp.export_speedscope, sp.export_prof, sp.export_chrome_trace):
+            with pytest.raises(kind) as e:
+                export(r, str(target), verbose=False)
+            assert (e.value.errno, e.value.filename) == (code, filename), (export.__name__, e.value)
+            assert filename in str(e.value)
