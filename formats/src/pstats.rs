@@ -2,16 +2,29 @@
 //!
 //! A `.prof` file is Python's `marshal.dump` of the pstats dict: key
 //! `(filename, lineno, funcname)` → `(cc, nc, tt, ct, callers)`, `callers` mapping a caller
-//! key to `(cc, nc, tt, ct)`, times in float seconds. It loads with `pstats.Stats`,
-//! snakeviz and gprof2dot.
+//! key to `(nc, cc, tt, ct)` (cProfile's order for an edge), times in float seconds. It
+//! loads with `pstats.Stats`, snakeviz and gprof2dot.
 //!
-//! Content as the reference (keys, `call_paths` semantics, synthetic root inserted last,
-//! dict order), with one deliberate difference: **accounting is per lane**. A call is
-//! primitive (`call_paths=false`) when no *ancestor on its own lane* is a call of the same
-//! region; the reference tests "an earlier call of the region, on any lane, that has not
-//! ended", so a call inside a same-named call running on another thread counted as
-//! recursion and lost its cumulative time. Times are summed as integer ns and converted to
-//! seconds once per entry (the reference sums per-call float seconds).
+//! Keys, `call_paths` naming, synthetic root inserted last and dict order are the
+//! reference's; the counting is cProfile's (issue 13 item 15), which the reference does not
+//! do:
+//! * **Recursion is collapsed.** With `call_paths` (default) a call of a region that is
+//!   already on its parent's path joins the entry of that earlier path (`a > b > a` counts
+//!   as `a`, called from `a > b`); the reference gives every depth a path of its own, so a
+//!   3,000-deep recursion was 3,000 entries named `"rec > rec > ..."` (27 MB without, 54 MB
+//!   with a source file). Now it is one entry with a self-edge, as cProfile writes it.
+//! * `cc` counts primitive calls — no enclosing call of the same entry **on its own lane**
+//!   (the reference tests "an earlier call of the region, on any lane, that has not ended",
+//!   so a call inside a same-named call on another thread counted as recursion) — and `ct`
+//!   sums only their durations (a recursion's outermost call); `nc` and `tt` count every call.
+//! * A caller edge is `(nc, cc, tt, ct)` with cProfile's per-edge recursion: a call is
+//!   primitive on the edge when no enclosing call on its lane has the same caller and callee
+//!   (a 4-deep recursion `f > f > f > f`: edge `f -> f` is `(3, 1, ...)`, its `ct` the
+//!   duration of the second-level call). The reference wrote `(cc, nc, ...)` with the
+//!   entry's primitive test (`(0, 2999, ..., 0.0)` for that self-edge).
+//!
+//! Times are summed as integer ns and converted to seconds once per entry (the reference
+//! sums per-call float seconds).
 //!
 //! With [`ProfOptions::per_lane`] each lane gets its own file whose root is
 //! `<label rank R - lane label>`; otherwise all lanes of a rank hang off one root
@@ -30,8 +43,9 @@ pub type StatKey = (String, i64, String);
 /// How the stats are built.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct ProfOptions {
-    /// One entry per distinct root-to-call path, funcname `"a > b > c"` (default `true`);
-    /// `false`: one entry per region name.
+    /// One entry per distinct root-to-call path without a repeated region, funcname
+    /// `"a > b > c"` (default `true`; recursion joins the earlier path); `false`: one entry
+    /// per region (its `(file, line, name)`), as cProfile keys functions.
     pub call_paths: bool,
     /// One file (and one root) per lane instead of one per rank.
     pub per_lane: bool,
@@ -47,15 +61,18 @@ impl Default for ProfOptions {
 #[derive(Debug, Clone, PartialEq)]
 pub struct StatEntry {
     pub key: StatKey,
-    /// Primitive calls.
+    /// Primitive calls (calls without an enclosing call of this entry on their lane).
     pub cc: i64,
     /// All calls.
     pub nc: i64,
     /// Total self time, s.
     pub tt: f64,
-    /// Cumulative time, s.
+    /// Cumulative time of the primitive calls, s.
     pub ct: f64,
-    /// `(caller key, (cc, nc, tt, ct))` in dict order.
+    /// `(caller key, (nc, cc, tt, ct))` in dict order — cProfile's order for a caller edge
+    /// (calls first, then primitive calls *of that edge*: a call is primitive on the edge
+    /// when no enclosing call on its lane has the same caller and callee entries; `ct` sums
+    /// the durations of those).
     pub callers: Vec<(StatKey, (i64, i64, f64, f64))>,
 }
 
@@ -80,21 +97,25 @@ fn key_of(name: &str, source: Option<(&str, i64)>) -> StatKey {
 
 const NS: f64 = 1e9;
 
-/// Integer accumulator of an entry or a caller edge: (cc, nc, tt ns, ct ns).
+/// Integer accumulator of an entry, (cc, nc, tt ns, ct ns), or of a caller edge,
+/// (nc, cc, tt ns, ct ns).
 type Acc = [i64; 4];
 
 fn add_acc(a: &mut Acc, v: Acc) {
     (0..4).for_each(|j| a[j] += v[j]);
 }
 
+/// No entry: the caller of a top-level call (the synthetic root).
+const ROOT: usize = usize::MAX;
+
 /// The entries of one dict being summed: entries in first-use order, each with its
-/// integer totals and its callers (`None`: the root) in first-use order.
+/// integer totals and its callers (`ROOT`: the synthetic root) in first-use order.
 #[derive(Default)]
 struct Entries {
     entries: Vec<StatEntry>,
     entry_of_key: HashMap<StatKey, usize>,
     acc: Vec<Acc>,
-    callers: Vec<Vec<(Option<usize>, Acc)>>,
+    callers: Vec<Vec<(usize, Acc)>>,
 }
 
 impl Entries {
@@ -108,13 +129,13 @@ impl Entries {
         })
     }
 
-    /// Add `v` to entry `e` and to its edge from `caller`.
-    fn add(&mut self, e: usize, caller: Option<usize>, v: Acc) {
+    /// Add `v` to entry `e` and `edge` to its edge from `caller`.
+    fn add(&mut self, e: usize, caller: usize, v: Acc, edge: Acc) {
         add_acc(&mut self.acc[e], v);
         let list = &mut self.callers[e];
         match list.iter_mut().find(|(k, _)| *k == caller) {
-            Some((_, a)) => add_acc(a, v),
-            None => list.push((caller, v)),
+            Some((_, a)) => add_acc(a, edge),
+            None => list.push((caller, edge)),
         }
     }
 
@@ -131,7 +152,7 @@ impl Entries {
             entry.callers = callers
                 .into_iter()
                 .map(|(k, v)| {
-                    let key = k.map(|x| keys[x].clone()).unwrap_or_else(|| root_key.clone());
+                    let key = if k == ROOT { root_key.clone() } else { keys[k].clone() };
                     (key, (v[0], v[1], v[2] as f64 / NS, v[3] as f64 / NS))
                 })
                 .collect();
@@ -156,65 +177,107 @@ fn build_entries(
     root_name: &str,
     call_paths: bool,
     name_order: Option<&[String]>,
-    scratch: &mut Vec<usize>,
+    entry_of_call: &mut Vec<usize>,
 ) -> Vec<StatEntry> {
     let c = &rc.calls;
     let root_total: i64 = ids.iter().filter(|&&i| c.parent[i] < 0).map(|&i| c.end_ns[i] - c.start_ns[i]).sum();
     let mut entries = Entries::default();
+    entry_of_call.clear();
+    entry_of_call.resize(c.len(), ROOT);
+    // the region row of each by-region entry (caller order), empty for paths
+    let mut row_of_entry: Vec<usize> = Vec::new();
     if call_paths {
-        add_call_paths(&mut entries, run, rc, ids, scratch);
+        path_entries(&mut entries, run, rc, ids, entry_of_call);
     } else {
-        add_by_region(&mut entries, run, rc, ids, name_order);
+        let row_entry = region_entries(&mut entries, run, rc, ids, name_order);
+        row_of_entry = vec![usize::MAX; entries.entries.len()];
+        for (ri, &e) in row_entry.iter().enumerate().rev().filter(|(_, &e)| e != ROOT) {
+            row_of_entry[e] = ri;
+        }
+        for &i in ids {
+            entry_of_call[i] = row_entry[c.region_index[i] as usize];
+        }
+    }
+    add_calls(&mut entries, rc, ids, entry_of_call);
+    if !call_paths {
+        // callers ordered root first, then by the caller's region row (the reference's
+        // bincount order)
+        for list in &mut entries.callers {
+            list.sort_by_key(|&(k, _)| if k == ROOT { -1 } else { row_of_entry[k] as i64 });
+        }
     }
     entries.write(root_name, root_total)
 }
 
-/// One entry per distinct root-to-call path (funcname `"a > b > c"`), every call primitive.
-/// `path_of_call` is scratch space of at least the rank's call count.
-fn add_call_paths(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], path_of_call: &mut Vec<usize>) {
+/// One entry per distinct root-to-call path (funcname `"a > b > c"`), with recursion
+/// collapsed: a call of a region that is already on its parent's path joins the entry of
+/// that earlier path (`a > b > a` is `a`, a 3,000-deep recursion one entry with a
+/// self-edge), so the paths are those without a repeated region and their number does not
+/// grow with recursion depth. Sets `entry_of_call` for `ids`.
+fn path_entries(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], entry_of_call: &mut [usize]) {
+    struct PathNode {
+        parent: usize,
+        region: u32,
+        entry: usize,
+        name: String,
+    }
     let c = &rc.calls;
-    // path identity = (parent path, region name id); path id per call id (only this lane's
-    // entries are read: parents share the lane)
-    path_of_call.resize(c.len(), usize::MAX);
-    let mut paths: HashMap<(usize, u32), usize> = HashMap::new(); // -> path id
-    let mut path_entry: Vec<usize> = Vec::new();
-    let mut path_names: Vec<String> = Vec::new();
+    let mut nodes: Vec<PathNode> = Vec::new();
+    // (parent path, region) -> path; path per call id (parents share the lane)
+    let mut memo: HashMap<(usize, u32), usize> = HashMap::new();
+    let mut path_of_call: Vec<usize> = vec![ROOT; c.len()];
     for &i in ids {
         let p = c.parent[i];
-        let parent_path = if p < 0 { usize::MAX } else { path_of_call[p as usize] };
+        let parent_path = if p < 0 { ROOT } else { path_of_call[p as usize] };
         let region = run.regions[rc.rows[c.region_index[i] as usize]].region;
-        let pid = match paths.get(&(parent_path, region)) {
+        let pid = match memo.get(&(parent_path, region)) {
             Some(&pid) => pid,
             None => {
-                let name = rc.name(run, i);
-                let full = if parent_path == usize::MAX {
-                    name.to_string()
+                let mut q = parent_path;
+                while q != ROOT && nodes[q].region != region {
+                    q = nodes[q].parent;
+                }
+                let pid = if q != ROOT {
+                    q // recursion: the path that already ends in this region
                 } else {
-                    format!("{} > {}", path_names[parent_path], name)
+                    let name = rc.name(run, i);
+                    let full = if parent_path == ROOT {
+                        name.to_string()
+                    } else {
+                        format!("{} > {}", nodes[parent_path].name, name)
+                    };
+                    let entry = entries.entry(key_of(&full, rc.source(run, i)));
+                    nodes.push(PathNode { parent: parent_path, region, entry, name: full });
+                    nodes.len() - 1
                 };
-                let e = entries.entry(key_of(&full, rc.source(run, i)));
-                let pid = path_entry.len();
-                path_entry.push(e);
-                path_names.push(full);
-                paths.insert((parent_path, region), pid);
+                memo.insert((parent_path, region), pid);
                 pid
             }
         };
         path_of_call[i] = pid;
-        let caller = if parent_path == usize::MAX { None } else { Some(path_entry[parent_path]) };
-        entries.add(path_entry[pid], caller, [1, 1, c.exclusive_ns[i], c.end_ns[i] - c.start_ns[i]]);
+        entry_of_call[i] = nodes[pid].entry;
     }
 }
 
-/// One entry per region name; a call is primitive when no ancestor on its own lane is a
-/// call of the same region (only primitive calls add cumulative time).
-fn add_by_region(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], name_order: Option<&[String]>) {
+/// Sum the calls `ids` into their entries (`entry_of_call`), as cProfile counts: a call is
+/// primitive when no enclosing call *on its own lane* has the same entry, and only
+/// primitive calls add cumulative time (a recursion's outermost call); on a caller edge
+/// the same holds for enclosing calls of the same (caller, callee) pair. Self time adds
+/// up over every call.
+fn add_calls(entries: &mut Entries, rc: &RankCalls, ids: &[usize], entry_of_call: &[usize]) {
     let c = &rc.calls;
-    let row_entry = region_entries(entries, run, rc, ids, name_order);
-    // per-lane open counts of each region along the current stack
-    let mut open: HashMap<(i64, u32), u32> = HashMap::new();
+    let caller_of = |i: usize| {
+        let p = c.parent[i];
+        if p < 0 {
+            ROOT
+        } else {
+            entry_of_call[p as usize]
+        }
+    };
+    // per lane: the open calls (stack) and how many of them each entry / edge has
     let mut stacks: HashMap<i64, Vec<usize>> = HashMap::new();
-    let region_of = |i: usize| run.regions[rc.rows[c.region_index[i] as usize]].region;
+    let mut open: HashMap<(i64, usize), u32> = HashMap::new();
+    let mut open_edge: HashMap<(i64, usize, usize), u32> = HashMap::new();
     for &i in ids {
         let lane = c.lane_of(i);
         let stack = stacks.entry(lane).or_default();
@@ -224,22 +287,25 @@ fn add_by_region(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize]
                 break;
             }
             stack.pop();
-            *open.get_mut(&(lane, region_of(top))).expect("opened") -= 1;
+            let e = entry_of_call[top];
+            *open.get_mut(&(lane, e)).expect("opened") -= 1;
+            *open_edge.get_mut(&(lane, caller_of(top), e)).expect("opened") -= 1;
         }
-        let cnt = open.entry((lane, region_of(i))).or_insert(0);
-        let primitive = *cnt == 0;
-        *cnt += 1;
         stack.push(i);
-        let e = row_entry[c.region_index[i] as usize];
-        let ct = if primitive { c.end_ns[i] - c.start_ns[i] } else { 0 };
-        // callers keyed by caller row for now
-        let caller_row = if p < 0 { None } else { Some(c.region_index[p as usize] as usize) };
-        entries.add(e, caller_row, [primitive as i64, 1, c.exclusive_ns[i], ct]);
-    }
-    // callers ordered root first, then by caller row (the reference's bincount order)
-    for list in &mut entries.callers {
-        list.sort_by_key(|(k, _)| k.map(|r| r as i64).unwrap_or(-1));
-        list.iter_mut().for_each(|(k, _)| *k = k.map(|r| row_entry[r]));
+        let (e, k) = (entry_of_call[i], caller_of(i));
+        let n = open.entry((lane, e)).or_insert(0);
+        let primitive = *n == 0;
+        *n += 1;
+        let n = open_edge.entry((lane, k, e)).or_insert(0);
+        let edge_primitive = *n == 0;
+        *n += 1;
+        let (dur, excl) = (c.end_ns[i] - c.start_ns[i], c.exclusive_ns[i]);
+        entries.add(
+            e,
+            k,
+            [primitive as i64, 1, excl, if primitive { dur } else { 0 }],
+            [1, edge_primitive as i64, excl, if edge_primitive { dur } else { 0 }],
+        );
     }
 }
 
@@ -291,7 +357,7 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
     let mut out = Vec::new();
-    let mut scratch: Vec<usize> = Vec::new();
+    let mut scratch: Vec<usize> = Vec::new(); // entry of each call
     for rc in &all {
         if rc.calls.is_empty() {
             continue;
