@@ -7,7 +7,7 @@ use pyo3::types::PyList;
 use scope_profiler_formats::export_plan::ExportFormat;
 use scope_profiler_formats::folded::{write_folded_unit, FoldedUnit};
 use scope_profiler_formats::parquet_export::write_parquet;
-use scope_profiler_formats::timeline::{write_timeline_svg_with, TimelineOptions};
+use scope_profiler_formats::timeline::{parse_window, write_timeline_svg_with, TimelineOptions};
 
 use crate::export::{only, ExportArgs};
 
@@ -40,10 +40,18 @@ pub fn export_folded<'py>(
 
 /// Write the lane timeline SVG of each run (default suffix `.timeline.svg`, `width` in
 /// px): one row per thread and task, calls as nested bars on a time axis in ms since the
-/// run start, await share hatched, a tooltip per bar. Returns the paths written; errors as
-/// `export_speedscope`.
+/// run start, await share hatched, a tooltip per bar. Never more than 32,767 px in either
+/// direction: at most `lanes` rows (the busiest by top-level call time; 0: all) plus one
+/// summary row for the others, at most `max_depth` levels per row (0: all; deeper calls
+/// become markers), only the calls overlapping `window` (`(start, end)` seconds from the
+/// run start, either `None`, or `"START:END"`) when given, clipped to it. A caption says
+/// what was left out. Returns the paths written; `ValueError` for a bad `width`,
+/// `lanes`, `max_depth` or `window`, other errors as `export_speedscope`.
 #[pyfunction]
-#[pyo3(signature = (profiling_data, filepath, ranks=None, include=None, exclude=None, verbose=true, width=1400.0))]
+#[pyo3(signature = (
+    profiling_data, filepath, ranks=None, include=None, exclude=None, verbose=true, width=1400.0,
+    *, lanes=64, window=None, max_depth=32
+))]
 #[allow(clippy::too_many_arguments)]
 pub fn export_timeline_svg<'py>(
     profiling_data: Bound<'py, PyAny>,
@@ -53,12 +61,40 @@ pub fn export_timeline_svg<'py>(
     exclude: Option<Bound<'py, PyAny>>,
     verbose: bool,
     width: f64,
+    lanes: i64,
+    window: Option<Bound<'py, PyAny>>,
+    max_depth: i64,
 ) -> PyResult<Bound<'py, PyList>> {
+    let count = |what: &str, v: i64| {
+        usize::try_from(v).map_err(|_| PyValueError::new_err(format!("{what} must be 0 (all) or more, not {v}")))
+    };
+    let opts = TimelineOptions {
+        width,
+        lanes: count("lanes", lanes)?,
+        max_depth: count("max_depth", max_depth)?,
+        window: window.as_ref().map(timeline_window).transpose()?,
+        ..TimelineOptions::default()
+    };
+    opts.check().map_err(PyValueError::new_err)?;
     let args = ExportArgs { profiling_data, filepath, ranks, include, exclude, verbose };
-    let opts = TimelineOptions { width, ..TimelineOptions::default() };
     args.export(ExportFormat::TimelineSvg, "lane timeline, open in a browser", &|run, sel, p| {
         only(p, write_timeline_svg_with(run, sel, &opts, p))
     })
+}
+
+/// `window=`: `"START:END"` or `(start, end)` in seconds from the run start, `None` (or an
+/// empty side of the string) for the run's start / end.
+fn timeline_window(w: &Bound<'_, PyAny>) -> PyResult<(f64, f64)> {
+    if let Ok(s) = w.extract::<String>() {
+        return parse_window(&s).map_err(PyValueError::new_err);
+    }
+    let (a, b): (Option<f64>, Option<f64>) = w.extract().map_err(|_| {
+        PyValueError::new_err(format!(
+            "window must be (start, end) in seconds from the run start (None: from the start / to the end) or \"START:END\", not {}",
+            w.repr().map(|r| r.to_string()).unwrap_or_default()
+        ))
+    })?;
+    Ok((a.unwrap_or(0.0), b.unwrap_or(f64::INFINITY)))
 }
 
 /// Write Parquet files per run (default suffix `.parquet`): the events (one row per call:
