@@ -148,8 +148,15 @@ pub enum Command {
     /// Draw the lane timeline of one run as SVG: one row per thread and task, calls as
     /// nested bars on a time axis in ms from the run start, await time of task calls
     /// hatched, a tooltip on every bar. Open it in a browser.
+    ///
+    /// The picture is never more than 32,767 px tall or wide (browsers and rsvg refuse larger
+    /// SVG images): at most --lanes rows (the busiest lanes by top-level call time) plus one
+    /// summary row for the others, at most --max-depth levels per row (deeper calls become
+    /// markers under their callers); rows that would still not fit are drawn lower (down to
+    /// 2 px a level), then the least busy lanes join the summary row. A caption under the
+    /// title says what was left out.
     #[command(
-        after_help = "Examples:\n  scope-profiler timeline profiling_data.h5\n  scope-profiler timeline async_run.h5 -o timeline.svg --width 2000\n  scope-profiler timeline mpi_run.h5 --rank 1 -o rank1.svg"
+        after_help = "Examples:\n  scope-profiler timeline profiling_data.h5\n  scope-profiler timeline async_run.h5 -o timeline.svg --width 2000\n  scope-profiler timeline mpi_run.h5 --rank 1 -o rank1.svg\n  scope-profiler timeline server.h5 --window 12.5:13 --lanes 200\n  scope-profiler timeline pool.h5 --include 'fetch*' --exclude 'fetch_cache*' --max-depth 8\n  scope-profiler timeline deep.h5 --lanes 0 --max-depth 0   # everything that fits in 32,767 px"
     )]
     Timeline {
         /// A `.h5` file written by scope-profiler.
@@ -160,8 +167,34 @@ pub enum Command {
         /// Only these ranks (repeatable; default: every rank).
         #[arg(short = 'r', long = "rank", value_name = "RANK")]
         ranks: Vec<u32>,
-        /// Width of the picture in px.
+        /// Width of the picture in px (at most 32,767).
         #[arg(long, default_value_t = 1400.0)]
         width: f64,
+        #[command(flatten)]
+        limits: TimelineLimits,
     },
+}
+
+/// What `timeline` draws of the run (issue 13 item 15: bounded pictures).
+#[derive(Debug, Clone, clap::Args)]
+pub struct TimelineLimits {
+    /// Draw at most N lanes as rows, the busiest by top-level call time (in the window); the
+    /// others are summed up in one summary row. 0: every lane (that fits in 32,767 px).
+    #[arg(long, value_name = "N", default_value_t = scope_profiler_formats::timeline::TimelineOptions::DEFAULT_LANES)]
+    pub lanes: usize,
+    /// Draw at most D depth levels per row; deeper calls become dark markers under their
+    /// callers. 0: every level (that fits in 32,767 px).
+    #[arg(long, value_name = "D", default_value_t = scope_profiler_formats::timeline::TimelineOptions::DEFAULT_MAX_DEPTH)]
+    pub max_depth: usize,
+    /// Only the calls overlapping START..END, in seconds from the run start (either may be
+    /// empty: `2:`, `:0.5`), clipped to it; the axis keeps ms since the run start.
+    #[arg(long, value_name = "START:END", value_parser = scope_profiler_formats::timeline::parse_window)]
+    pub window: Option<(f64, f64)>,
+    /// Only regions whose name matches GLOB (`*`, `?`, `[...]`; repeatable: any of them).
+    /// Calls inside a region left out hang from the nearest kept caller.
+    #[arg(long, value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// Leave out regions whose name matches GLOB (repeatable).
+    #[arg(long, value_name = "GLOB")]
+    pub exclude: Vec<String>,
 }

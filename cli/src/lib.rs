@@ -126,8 +126,8 @@ where
                 }
             }
         }
-        Command::Timeline { file, output, ranks, width } => {
-            match export::timeline(&file, output.as_deref(), &ranks, width) {
+        Command::Timeline { file, output, ranks, width, limits } => {
+            match export::timeline(&file, output.as_deref(), &ranks, width, &limits) {
                 Ok(out) => {
                     println!("wrote {}", out.display());
                     Outcome::Exit(0)
