@@ -102,3 +102,49 @@ fn issue_13_item_1_write_failures_carry_their_errno() {
     }
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
+
+/// issue 13 item 7: "Temp files of a killed write stay forever". A publication removes the
+/// temporary files of dead writers of this namespace in its directory once they are a few
+/// seconds old; a live writer's, a young one and one of another namespace stay.
+#[test]
+fn issue_13_item_7_publication_removes_dead_writers_temp_files() {
+    use scope_profiler_formats::hdf5::leftovers::process_tag;
+    let dir = tempfile::tempdir().unwrap();
+    let mut child = std::process::Command::new("true").spawn().unwrap();
+    let dead = child.id();
+    child.wait().unwrap();
+    let tag = process_tag();
+    let other_tag = format!("{}{}", if tag.starts_with('0') { '1' } else { '0' }, &tag[1..]);
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(60);
+    let make = |name: String, aged: bool| {
+        let p = dir.path().join(name);
+        let f = std::fs::File::create(&p).unwrap();
+        if aged {
+            f.set_modified(old).unwrap();
+        }
+        p
+    };
+    let gone = make(format!(".run.h5.{tag}-{dead}.Ab3xZ9.tmp"), true);
+    let live = make(format!(".run.h5.{tag}-{}.Ab3xZ9.tmp", std::process::id()), true);
+    let young = make(format!(".run.h5.{tag}-{dead}.Qq3xZ9.tmp"), false);
+    let foreign = make(format!(".run.h5.{other_tag}-{dead}.Ab3xZ9.tmp"), true);
+    let stale_side = make(format!(".old.h5.{tag}-{dead}.partial"), true);
+    let pending_side = make(format!(".new.h5.{tag}-{dead}.partial"), true);
+    make("old.h5".into(), false); // newer than its sidecar: that one is stale
+    let rec = Recorder::new(4, true);
+    let table = RegionTable::new();
+    let (a, _) = table.get_or_create("a", vec![]);
+    call(state(&rec), a);
+    unsafe { checkpoint(&rec, &table, request(&dir.path().join("run.h5")), |write| write()) }.unwrap();
+    assert!(!gone.exists() && !stale_side.exists());
+    for kept in [&live, &young, &foreign, &pending_side] {
+        assert!(kept.exists(), "{kept:?}");
+    }
+    let ours = format!("-{}.", std::process::id());
+    let mine: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.ends_with(".tmp") && n.contains(&ours))
+        .collect();
+    assert_eq!(mine.len(), 1, "the publication's own temp file became run.h5: {mine:?}");
+}

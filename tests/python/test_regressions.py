@@ -870,3 +870,101 @@ def test_issue_13_export_writer_errors_are_the_oserror_subclass_of_their_errno(t
                 export(r, str(target), verbose=False)
             assert (e.value.errno, e.value.filename) == (code, filename), (export.__name__, e.value)
             assert filename in str(e.value)
+
+
+# -- issue 13 items 6 and 7: streaming to a sidecar (flush_interval), killed writers -------
+
+
+# issue 13 item 7: "Temp files of a killed write stay forever (hidden `.NAME.h5.XXXXXX.tmp`,
+# 7 of 12 kills during checkpoint writes)". The writer's pid (and namespace) is in the temp
+# name; the next publication into that directory removes those of dead writers (older than a
+# few seconds), never a live writer's, a young one, or one of another namespace.
+def test_issue_13_item_7_temp_files_of_dead_writers_are_removed(tmp_path):
+    script = tmp_path / "writer.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from scope_profiler import ProfileManager
+            ProfileManager.setup(file_path=sys.argv[1], track_threads=True)
+            region = ProfileManager.profile_region("many")
+            for _ in range(1_500_000):
+                with region:
+                    pass
+            print("writing", flush=True)
+            ProfileManager.finalize(verbose=False)
+            print("done", flush=True)
+            """
+        )
+    )
+    target = tmp_path / "big.h5"
+    temps: list = []
+    for _attempt in range(5):  # the kill must land inside the write
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(target)], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        deadline = time.monotonic() + 30
+        while not (temps := list(tmp_path.glob(".big.h5.*.tmp"))) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        temps = list(tmp_path.glob(".big.h5.*.tmp"))
+        if temps:
+            break
+    assert len(temps) == 1, os.listdir(tmp_path)
+    dead = temps[0]
+    assert f"-{child.pid}." in dead.name, dead.name
+    tag = dead.name.split(".")[-3].split("-")[0]
+    old = time.time() - 60
+    os.utime(dead, (old, old))
+    live = tmp_path / f".big.h5.{tag}-{os.getpid()}.AAAAAA.tmp"  # this process: alive
+    young = tmp_path / f".big.h5.{tag}-{child.pid}.BBBBBB.tmp"  # dead, but just written
+    foreign = tmp_path / f".big.h5.{'0' if tag[0] != '0' else '1'}{tag[1:]}-{child.pid}.CCCCCC.tmp"
+    unrelated = tmp_path / ".big.h5.DDDDDD.tmp"  # no pid: not ours to judge
+    for p in (live, foreign, unrelated):
+        p.write_bytes(b"x")
+        os.utime(p, (old, old))
+    young.write_bytes(b"x")
+    with ProfileManager.session(file_path=str(tmp_path / "next.h5"), verbose=False):
+        pass
+    left = sorted(p.name for p in tmp_path.glob(".*.tmp"))
+    assert left == sorted(p.name for p in (live, young, foreign, unrelated)), left
+    # a later publication, once the young one is old, removes it too
+    os.utime(young, (old, old))
+    with ProfileManager.session(file_path=str(tmp_path / "next.h5"), verbose=False):
+        pass
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp")) == sorted(
+        p.name for p in (live, foreign, unrelated)
+    )
+
+
+# issue 13 item 1 (noticed while fixing it): errors from inside the export writers were a
+# bare OSError with errno None ("could not create /tmp/afile/sub: Not a directory (os error
+# 20)"), so `except FileNotFoundError` / `except PermissionError` around an export failed.
+def test_issue_13_export_writer_errors_are_the_oserror_subclass_of_their_errno(tmp_path):
+    import errno
+
+    r = sp.read_h5(str(THREADS))
+    blocker = tmp_path / "afile"
+    blocker.write_text("not a directory")
+    cases = [
+        (
+            blocker / "sub" / "x.speedscope.json",
+            NotADirectoryError,
+            errno.ENOTDIR,
+            str(blocker / "sub"),
+        ),
+        (
+            "/proc/scope-profiler-test/x.prof",
+            FileNotFoundError,
+            errno.ENOENT,
+            "/proc/scope-profiler-test",
+        ),
+    ]
+    for target, kind, code, filename in cases:
+        for export in (sp.export_speedscope, sp.export_prof, sp.export_chrome_trace):
+            with pytest.raises(kind) as e:
+                export(r, str(target), verbose=False)
+            assert (e.value.errno, e.value.filename) == (code, filename), (export.__name__, e.value)
+            assert filename in str(e.value)

@@ -16,6 +16,7 @@ use thiserror::Error;
 
 pub mod columnar;
 pub mod heap_guard;
+pub mod leftovers;
 pub mod read;
 pub mod read_summary;
 pub mod schema1;

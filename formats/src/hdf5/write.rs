@@ -359,9 +359,12 @@ pub(crate) fn process_umask() -> u32 {
 /// 16384 events on (the reference's automatic compression) numeric datasets above 64 KiB are
 /// chunked (65536 elements) with shuffle + gzip level 4.
 ///
-/// Publication: written to `.<name>.<random>.tmp` in the target's directory, fsynced, given
-/// mode `0o666 & !umask`, renamed over `path`, directory fsynced. On error the temp file is
-/// removed and `path` is untouched.
+/// Publication: written to `.<name>.<tag>-<pid>.<random>.tmp` in the target's directory
+/// ([`leftovers`](super::leftovers)), fsynced, given mode `0o666 & !umask`, renamed over
+/// `path`, directory fsynced. On error the temp file is removed and `path` is untouched.
+/// After publishing, what dead writers left in that directory is removed
+/// ([`leftovers::remove_stale`](super::leftovers::remove_stale): their temporary files, and
+/// sidecars older than their target).
 ///
 /// Errors: [`H5Error::Write`] naming the file ([`publish_h5`] also tells the OS error).
 pub fn write_h5(run: &Run, path: &Path) -> Result<(), H5Error> {
@@ -429,7 +432,7 @@ pub fn publish_h5(run: &Run, path: &Path) -> Result<(), WriteFailure> {
         _ => std::path::PathBuf::from("."),
     };
     let tmp = tempfile::Builder::new()
-        .prefix(&format!(".{file_name}."))
+        .prefix(&super::leftovers::temp_prefix(&file_name))
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| os("temporary file", &e))?;
@@ -456,5 +459,7 @@ pub fn publish_h5(run: &Run, path: &Path) -> Result<(), WriteFailure> {
     if let Ok(d) = fs::File::open(&dir) {
         let _ = d.sync_all();
     }
+    // what killed writers left here (issue 13 item 7)
+    super::leftovers::remove_stale(&dir);
     Ok(())
 }
