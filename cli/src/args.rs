@@ -11,7 +11,7 @@ use clap::{Parser, Subcommand, ValueEnum};
     name = "scope-profiler",
     version,
     about = "Region profiler for concurrent Python programs (threads, asyncio, greenlets, MPI)",
-    after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run --track-async my_asyncio_app.py\n  scope-profiler summary profiling_data.h5\n  scope-profiler threads profiling_data.h5\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,parquet runs/*.h5 -o out/\n  scope-profiler timeline profiling_data.h5 -o timeline.svg"
+    after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run --track-async my_asyncio_app.py\n  scope-profiler summary profiling_data.h5\n  scope-profiler threads profiling_data.h5\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,parquet runs/*.h5 -o out/\n  scope-profiler timeline profiling_data.h5 -o timeline.svg\n  scope-profiler run --flush-interval 5 server.py  # then, if it was killed: scope-profiler recover profiling_data.h5"
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -40,6 +40,14 @@ pub enum Format {
     /// pprof profile of self wall time per stack (go tool pprof): `<stem>.pb.gz`
     Pprof,
 }
+/// `--flush-interval`: a positive, finite number of seconds.
+pub fn parse_interval(s: &str) -> Result<f64, String> {
+    match s.trim().parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        _ => Err(format!("'{s}' is not a positive number of seconds")),
+    }
+}
+
 /// A comma-separated list of formats (`folded,flamegraph`).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Formats(pub Vec<Format>);
@@ -93,6 +101,12 @@ pub enum Command {
         /// Do not print the summary.
         #[arg(short, long)]
         quiet: bool,
+        /// Every SECONDS, append the calls completed since the last flush to a sidecar
+        /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
+        /// the OOM killer loses at most about one interval: `scope-profiler recover` then
+        /// writes the `.h5` from the sidecar.
+        #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+        flush_interval: Option<f64>,
         /// The Python script to run (as `__main__`).
         script: PathBuf,
         /// Arguments passed to the script (its `sys.argv[1:]`).
@@ -113,6 +127,24 @@ pub enum Command {
         /// One or more `.h5` files written by scope-profiler (any schema 1-3).
         #[arg(required = true)]
         files: Vec<PathBuf>,
+    },
+    /// Write the `.h5` file that a process recording with `flush_interval` (`run
+    /// --flush-interval`) did not write because it was killed (SIGKILL, OOM killer, power
+    /// loss), from the sidecar it streamed to (`.NAME.<tag>-<pid>.partial` beside FILE): every
+    /// intact frame (a torn last frame is left out), the last thread and task tables.
+    /// Written atomically through the normal writer; the sidecar is then removed.
+    #[command(
+        after_help = "Examples:\n  scope-profiler recover profiling_data.h5\n  scope-profiler recover run.h5 -o recovered.h5"
+    )]
+    Recover {
+        /// The `.h5` file the killed process was recording into (it may not exist).
+        file: PathBuf,
+        /// Write the recovered run there instead of FILE (the sidecar is then kept).
+        #[arg(short = 'o', long = "output")]
+        output: Option<PathBuf>,
+        /// Recover from this sidecar (default: the newest one of FILE whose process is gone).
+        #[arg(long = "from", value_name = "SIDECAR")]
+        from: Option<PathBuf>,
     },
     /// List the threads (and tasks) a run recorded, with wall, CPU and region time.
     #[command(after_help = "Example:\n  scope-profiler threads profiling_data.h5")]

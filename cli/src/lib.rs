@@ -1,4 +1,5 @@
-//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, `timeline`, and `run`.
+//! The `scope-profiler` command line (clap): `summary`, `threads`, `export`, `timeline`,
+//! `recover` (a killed streamed recording's file, `scope_profiler_finalize::stream`), and `run`.
 //!
 //! `run` needs a Python interpreter: [`dispatch`] hands it back as a [`RunRequest`] and the
 //! Python package's console script carries it out (the standalone binary re-executes
@@ -26,6 +27,8 @@ pub struct RunRequest {
     pub output: PathBuf,
     pub speedscope: bool,
     pub quiet: bool,
+    /// `flush_interval` in seconds (`--flush-interval`), if given.
+    pub flush_interval: Option<f64>,
 }
 
 /// What the command line asked for.
@@ -53,7 +56,7 @@ where
         }
     };
     match cli.command {
-        Command::Run { track_threads, track_async, output, no_speedscope, quiet, script, args } => {
+        Command::Run { track_threads, track_async, output, no_speedscope, quiet, flush_interval, script, args } => {
             Outcome::Run(RunRequest {
                 script,
                 args,
@@ -62,7 +65,21 @@ where
                 output,
                 speedscope: !no_speedscope,
                 quiet,
+                flush_interval,
             })
+        }
+        Command::Recover { file, output, from } => {
+            use scope_profiler_finalize::stream::{describe, recover};
+            match recover(&file, from.as_deref(), output.as_deref()) {
+                Ok((recovery, written)) => {
+                    println!("{}", describe(&recovery, &written));
+                    Outcome::Exit(0)
+                }
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Outcome::Exit(1)
+                }
+            }
         }
         Command::Summary { files, merge: true } => match merge::read_merged(&files) {
             Ok(run) => {

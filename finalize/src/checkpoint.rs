@@ -6,6 +6,7 @@ use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 use scope_profiler_recorder::{Recorder, RegionTable};
 
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
+use crate::stream::concat_runs;
 
 /// What a checkpoint does besides taking the snapshot.
 #[derive(Debug, Clone, Default)]
@@ -80,15 +81,38 @@ pub unsafe fn checkpoint(
     req: CheckpointRequest<'_>,
     release: impl FnOnce(WriteJob<'_>) -> Result<(), WriteFailure>,
 ) -> Result<Checkpoint, CheckpointError> {
-    let (mut run, mark) = {
+    checkpoint_with_prior(rec, regions, req, Vec::new(), release)
+}
+
+/// [`checkpoint`] of a streamed recording (`flush_interval`, [`crate::stream`]): `prior`
+/// are the runs flushed to the sidecar since the last checkpoint (their calls already
+/// retired from `rec`); the checkpoint's run is them and the snapshot together
+/// ([`concat_runs`], rows in region-table order, the snapshot's tables and `req.metadata`),
+/// numbered as one. The caller removes the sidecar once the file is published.
+///
+/// # Safety
+/// As [`checkpoint`].
+pub unsafe fn checkpoint_with_prior(
+    rec: &Recorder,
+    regions: &RegionTable,
+    req: CheckpointRequest<'_>,
+    mut prior: Vec<Run>,
+    release: impl FnOnce(WriteJob<'_>) -> Result<(), WriteFailure>,
+) -> Result<Checkpoint, CheckpointError> {
+    let (mut run, mark, order) = {
         let table = regions.lock();
         let snap = Snapshot::take(rec, table.len(), req.start_time_ns);
         let mark = rec.watermark();
         if req.rewind && req.write_to.is_none() {
             rec.retire(&mark);
         }
-        (run_from_snapshot(snap, &table, req.metadata)?, mark)
+        let order: Option<Vec<String>> = (!prior.is_empty()).then(|| table.iter().map(|m| m.name.clone()).collect());
+        (run_from_snapshot(snap, &table, req.metadata)?, mark, order)
     };
+    if let Some(order) = order {
+        prior.push(run);
+        run = concat_runs(prior, Some(&order));
+    }
     let (next_call_id, warning) = number_calls(&mut run, req.call_id_base);
     if let Some(path) = req.write_to {
         let r = &run;

@@ -5,14 +5,17 @@
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
 //!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
+//! * [`stream`]: `flush_interval`: completed calls appended to a sidecar file as they
+//!   complete, read back at finalize, and `recover` of the sidecar of a killed process.
 //! * [`transport`]: a run as bytes between processes of one job (MPI ranks to rank 0) and
 //!   the stacking of such runs into one multi-rank run.
 //!
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
 pub mod checkpoint;
 pub mod snapshot;
+pub mod stream;
 pub mod transport;
 
-pub use checkpoint::{checkpoint, Checkpoint, CheckpointError, CheckpointRequest, WriteJob};
+pub use checkpoint::{checkpoint, checkpoint_with_prior, Checkpoint, CheckpointError, CheckpointRequest, WriteJob};
 pub use snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 pub use transport::{decode_run, encode_run, stack, DecodeError, StackError, MAGIC};

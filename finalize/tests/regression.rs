@@ -103,6 +103,95 @@ fn issue_13_item_1_write_failures_carry_their_errno() {
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
 
+/// issue 13 item 6: "SIGKILL / OOM kill loses everything. Add opt-in streaming": a flush
+/// appends the completed calls to the sidecar and retires exactly those (a call recorded
+/// during the append stays buffered, a call open across it is taken once it completes); the
+/// checkpoint with the sidecar's frames writes every call once, nested as recorded.
+#[test]
+fn issue_13_item_6_flushed_and_buffered_calls_make_the_file_once() {
+    use scope_profiler_finalize::checkpoint_with_prior;
+    use scope_profiler_finalize::stream::{flush, Flushed, SidecarWriter};
+    let rec = Recorder::new(4, true);
+    let table = RegionTable::new();
+    let (outer, _) = table.get_or_create("outer", vec![]);
+    let (inner, _) = table.get_or_create("inner", vec![]);
+    let s = state(&rec);
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("run.h5");
+    let mut side = SidecarWriter::new(dir.path().join(".run.h5.partial"));
+    s.enter(outer, false); // open across the flush
+    for _ in 0..3 {
+        call(s, inner);
+    }
+    let meta = || vec![("start_time_ns".to_string(), MetaValue::Int(0))];
+    let flushed = unsafe {
+        flush(&rec, &table, 0, meta(), &mut side, |job| {
+            call(s, inner); // recorded while the frame is appended (GIL released)
+            job()
+        })
+    }
+    .unwrap();
+    assert_eq!(flushed, Flushed::Frame { calls: 3 });
+    assert_eq!(side.frames(), 1);
+    assert_eq!(unsafe { rec.snapshot(2) }[0].starts.len(), 1, "only the call of the append is buffered");
+    // nothing new: no frame
+    let frames_before = side.frames();
+    assert_eq!(unsafe { flush(&rec, &table, 0, meta(), &mut side, |job| job()) }.unwrap(), Flushed::Frame { calls: 1 });
+    assert_eq!(unsafe { flush(&rec, &table, 0, meta(), &mut side, |job| job()) }.unwrap(), Flushed::Nothing);
+    assert_eq!(side.frames(), frames_before + 1);
+    call(s, inner);
+    assert!(s.exit(outer));
+    let prior = side.read_back().unwrap();
+    assert!(prior.stopped.is_none());
+    let done = unsafe { checkpoint_with_prior(&rec, &table, request(&target), prior.frames, |write| write()) }.unwrap();
+    side.remove();
+    assert!(!dir.path().join(".run.h5.partial").exists());
+    assert!(done.warning.is_none());
+    let back = scope_profiler_formats::read_h5(&target).unwrap();
+    assert_eq!(back.region_names, vec!["outer", "inner"], "region-table order, as without streaming");
+    assert_eq!((back.regions[0].len(), back.regions[1].len()), (1, 5));
+    let starts = back.regions[1].start_ns.values().to_vec();
+    assert!(starts.windows(2).all(|w| w[0] < w[1]), "entry order: {starts:?}");
+    let outer_id = back.regions[0].call_ids.as_ref().unwrap().to_vec()[0];
+    assert_eq!(back.regions[1].parent_ids.as_ref().unwrap().to_vec(), vec![outer_id; 5]);
+    assert_eq!(unsafe { rec.snapshot(2) }.len(), 0, "everything retired once written");
+}
+
+/// issue 13 item 6: a sidecar whose writer runs (this process) is not recovered; its frames
+/// are read up to a torn one ("never failing on a torn last frame") and numbered. (Recovery
+/// of a killed process's sidecar end to end: `tests/python/test_regressions.py`.)
+#[test]
+fn issue_13_item_6_recover_stops_at_a_torn_frame() {
+    use scope_profiler_finalize::stream::{flush, pending_sidecar, recover, recover_run, RecoverError, SidecarWriter};
+    use scope_profiler_formats::hdf5::leftovers::sidecar_path;
+    let rec = Recorder::new(4, true);
+    let table = RegionTable::new();
+    let (a, _) = table.get_or_create("a", vec![]);
+    let s = state(&rec);
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("run.h5");
+    let path = sidecar_path(&target, std::process::id());
+    let mut side = SidecarWriter::new(path.clone());
+    for n in [2, 3] {
+        for _ in 0..n {
+            call(s, a);
+        }
+        unsafe { flush(&rec, &table, 0, vec![], &mut side, |job| job()) }.unwrap();
+    }
+    assert_eq!(pending_sidecar(&target), None, "its writer (this process) is alive");
+    assert!(matches!(recover(&target, None, None), Err(RecoverError::Nothing(m)) if m.contains("still writing")));
+    let whole = std::fs::read(&path).unwrap();
+    std::fs::write(&path, &whole[..whole.len() - 5]).unwrap();
+    assert!(
+        matches!(recover(&target, Some(&path), None), Err(RecoverError::Nothing(m)) if m.contains("still being written"))
+    );
+    let r = recover_run(&path).unwrap();
+    assert_eq!((r.frames, r.calls), (1, 2));
+    assert!(r.stopped.as_deref().unwrap().contains("frame 1 is truncated"), "{:?}", r.stopped);
+    assert_eq!(r.run.regions[0].call_ids.as_ref().unwrap().to_vec(), vec![0, 1]);
+    assert_eq!(r.run.meta("recovered_from"), Some(&MetaValue::Str(path.file_name().unwrap().to_string_lossy().into())));
+}
+
 /// issue 13 item 7: "Temp files of a killed write stay forever". A publication removes the
 /// temporary files of dead writers of this namespace in its directory once they are a few
 /// seconds old; a live writer's, a young one and one of another namespace stay.

@@ -10,7 +10,7 @@ use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `args`,
-/// `track_threads`, `track_async`, `output`, `speedscope`, `quiet`) that Python must carry out, then
+/// `track_threads`, `track_async`, `output`, `speedscope`, `quiet`, `flush_interval`) that Python must carry out, then
 /// pass to `cli_after_run`. The GIL is released while files are read and exported.
 #[pyfunction]
 fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_, PyDict>>)> {
@@ -25,6 +25,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("output", req.output.to_string_lossy().into_owned())?;
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
+            d.set_item("flush_interval", req.flush_interval)?;
             Ok((0, Some(d)))
         }
     }
@@ -49,6 +50,7 @@ fn cli_after_run(
         output: h5.clone(),
         speedscope,
         quiet,
+        flush_interval: None,
     };
     py.detach(|| after_run(&req, &h5)).map(|p| p.map(|p| p.to_string_lossy().into_owned())).map_err(PyOSError::new_err)
 }

@@ -15,14 +15,69 @@ use scope_profiler_formats::{RunSummary, SummaryRow};
 use crate::errors::{h5_err, SummaryDataUnavailable};
 use crate::results::ProfilingResults;
 
-/// Read `path` into results (GIL released while reading).
+/// Read `path` into results (GIL released while reading). When a process that streamed
+/// to `path` (`flush_interval`) died before writing it, `path` is first recovered from its
+/// sidecar ([`recover_first`]; a warning names both files).
 pub fn read(py: Python<'_>, path: PathBuf, verbose: bool) -> PyResult<ProfilingResults> {
-    let run = py.detach(|| scope_profiler_formats::read_h5(&path)).map_err(h5_err)?;
+    let run = match recover_first(py, &path)? {
+        Some(run) => run,
+        None => py.detach(|| scope_profiler_formats::read_h5(&path)).map_err(h5_err)?,
+    };
     if verbose {
         let msg = format!("Read {}: {} region row(s), {} rank(s)", path.display(), run.regions.len(), run.num_ranks);
         py.import("builtins")?.getattr("print")?.call1((msg,))?;
     }
     ProfilingResults::from_run(py, run, path.to_string_lossy().into_owned(), true)
+}
+
+/// Issue 13 item 6: the sidecar of a streamed recording (`flush_interval`) whose process is
+/// gone holds calls `path` does not, with a `RuntimeWarning` naming both files:
+/// * `path` is missing (the process was killed before writing it): it is recovered (written
+///   from the sidecar, [`scope_profiler_finalize::stream::recover`]) and then read; when it
+///   cannot be written, the recovered run is returned (read in memory);
+/// * `path` is older than the sidecar (killed after a checkpoint, or it ended without a
+///   last `finalize()`): `path` is read as it is - a read does not replace a file - and the
+///   warning says how to (`scope-profiler recover`).
+///
+/// None when `path` is to be read as usual.
+fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
+    use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, recover_run, RecoverError};
+    let Some(sidecar) = py.detach(|| pending_sidecar(path)) else { return Ok(None) };
+    let warn = |msg: String| -> PyResult<()> {
+        let msg = std::ffi::CString::new(msg).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)
+    };
+    if path.exists() {
+        warn(format!(
+            "{} is older than {}, the sidecar of a flush_interval recording whose process ended \
+             without writing the calls it holds; reading {0} as it is (`scope-profiler recover {0}` \
+             replaces it with the sidecar's calls)",
+            path.display(),
+            sidecar.display()
+        ))?;
+        return Ok(None);
+    }
+    let head = format!(
+        "{} does not exist, but {} does (the sidecar of a flush_interval recording whose process \
+         ended before writing the file)",
+        path.display(),
+        sidecar.display()
+    );
+    match py.detach(|| recover(path, Some(&sidecar), None)) {
+        Ok((recovery, written)) => {
+            warn(format!("{head}: {}", describe(&recovery, &written)))?;
+            Ok(None)
+        }
+        Err(RecoverError::Write(failure)) => match py.detach(|| recover_run(&sidecar)) {
+            Ok(recovery) => {
+                let calls = recovery.calls;
+                warn(format!("{head}: could not write it ({failure}); read {calls} call(s) from the sidecar instead"))?;
+                Ok(Some(recovery.run))
+            }
+            Err(_) => Ok(None),
+        },
+        Err(_) => Ok(None),
+    }
 }
 
 /// Load a profile written by `finalize()` (any schema 1-3): per-call arrays are read-only

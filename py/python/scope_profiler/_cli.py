@@ -101,6 +101,7 @@ def _run_script(req: dict) -> int:
                 file_path=output,
                 track_threads=req["track_threads"],
                 track_async=req.get("track_async") or None,
+                flush_interval=req.get("flush_interval"),
                 verbose=False,
             ),
         ):

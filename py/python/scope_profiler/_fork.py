@@ -26,7 +26,7 @@ import threading
 import weakref
 from typing import Any
 
-#: Configurations whose recorder keeps a thread table (weak).
+#: Configurations whose recorder keeps a thread table or streams (weak).
 _TRACKED: weakref.WeakSet[Any] = weakref.WeakSet()
 
 
@@ -34,7 +34,9 @@ def track(config) -> None:
     """Note the process that set ``config`` up; remember it if its recorder keeps a thread
     table."""
     config._owner_pid = os.getpid()
-    if getattr(config, "track_threads", False):
+    # a streaming recorder (flush_interval) too: a fork during a flush must not leave the
+    # child's checkpoint turn taken by a thread it does not have
+    if getattr(config, "track_threads", False) or getattr(config, "flush_interval", None):
         _TRACKED.add(config)
 
 

@@ -23,6 +23,7 @@ import functools
 import os
 import sys
 import warnings
+import weakref
 from contextlib import ContextDecorator
 from enum import Enum, auto
 from typing import TYPE_CHECKING, Any, ClassVar
@@ -75,6 +76,50 @@ def _user_stacklevel() -> int:
         frame = frame.f_back
         level += 1
     return level
+
+
+#: Configurations whose recorder streams to a sidecar (``flush_interval``; weak).
+_STREAMING: weakref.WeakSet[Any] = weakref.WeakSet()
+
+
+def _start_streaming(config: ProfilingConfig) -> None:
+    """With ``flush_interval``: start appending completed calls to the sidecar of the
+    output file (a Rust thread; it does not appear in the thread table)."""
+    interval = config.flush_interval
+    if interval is None or config.deactivate_profiling or config.deactivate_file_output:
+        return
+    if config.comm is not None:
+        warnings.warn(
+            "flush_interval is not supported under MPI yet; this rank does not stream",
+            RuntimeWarning,
+            stacklevel=_user_stacklevel(),
+        )
+        return
+    assert config._native is not None  # started
+    config._native.start_flush(
+        os.path.abspath(config.file_path), interval, dict(config.metadata), config.start_time_ns
+    )
+    _STREAMING.add(config)
+
+
+def _stop_streaming(config: ProfilingConfig | None, *, discard: bool = False) -> None:
+    """End the flush thread of ``config``; ``discard`` also removes its sidecar (the run is
+    thrown away: ``reset()``, a new ``setup()``)."""
+    if config is None or config not in _STREAMING or config._native is None:
+        return
+    if discard:
+        config._native.discard_flush()
+        _STREAMING.discard(config)
+    else:
+        config._native.stop_flush()
+
+
+@atexit.register
+def _stop_all_streaming() -> None:
+    # registered at import, so it runs after every auto-finalize (atexit is LIFO): those
+    # read the sidecars back first
+    for config in list(_STREAMING):
+        _stop_streaming(config)
 
 
 class _LifecycleState(Enum):
@@ -166,6 +211,9 @@ class _ProfilingSession(ContextDecorator):
         try:
             self._root_region.__exit__(exc_type, exc_value, traceback)
         finally:
+            # flush_interval: the flush thread ends first, so nothing recorded after the
+            # finalize below starts a new sidecar; finalize reads back what it flushed
+            _stop_streaming(self._manager._config)
             try:
                 self.results = self._manager.finalize(
                     verbose=self._verbose,
@@ -549,6 +597,8 @@ class ProfileManager:
         previous = cls._config
         if previous is not None and previous.tracker is not None:
             previous.tracker.uninstall()
+        if previous is not config:
+            _stop_streaming(previous, discard=True)
         cls._config = config
         _fork.track(config)  # a forked child takes its view of the thread table
         cls._last_results = None
@@ -560,6 +610,7 @@ class ProfileManager:
         )
         if config.tracker is not None:
             config.tracker.install()
+        _start_streaming(config)
         for name, entries in cls._decorators.items():
             for func, wrapper, tags in entries:
                 cls._bind_decorated(name, func, wrapper, tags)
@@ -722,6 +773,7 @@ class ProfileManager:
         cls._cancel_auto_finalize()
         if cls._config is not None and cls._config.tracker is not None:
             cls._config.tracker.uninstall()
+        _stop_streaming(cls._config, discard=True)
         cls._config = None
         cls._last_results = None
         cls._last_native_run = None

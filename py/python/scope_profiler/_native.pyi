@@ -900,9 +900,10 @@ def lane_groups(lane: npt.ArrayLike) -> tuple[_I64, _I64, _U32]:
 
 def read_h5(file_path: _Path, verbose: bool = False) -> ProfilingResults:
     """Load a profile (schema 1-3). Raises ``CorruptProfileError``, ``HDF5SchemaError``,
-    ``OSError`` naming the file. When ``file_path`` is missing (or older than the sidecar of
-    a ``flush_interval`` recording whose process is gone), it is first recovered from the
-    sidecar, with a ``RuntimeWarning`` naming both files."""
+    ``OSError`` naming the file. When ``file_path`` is missing but the sidecar of a
+    ``flush_interval`` recording whose process is gone exists, it is first recovered from
+    the sidecar; a file older than such a sidecar is read as it is. Both with a
+    ``RuntimeWarning`` naming both files."""
 
 def read_h5_summary(
     file_path: _Path,

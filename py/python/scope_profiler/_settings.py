@@ -1,7 +1,8 @@
 """Settings of a profiling run: names, defaults and validation of scope-profiler 0.7.5.
 
 ``ProfilingConfig`` is what ``setup()``/``session()`` build from their keywords (29 flat
-settings, the same names and defaults as the reference's ``ProfilingConfig.__init__``).
+settings, the same names and defaults as the reference's ``ProfilingConfig.__init__``, and
+this package's own ``OWN_DEFAULTS``: ``flush_interval``).
 Constructing one is the run origin (``start_time_ns``), collects the run metadata and
 creates the native recorder (and, with ``track_threads``, the tracker; installing it is
 the manager's job).
@@ -63,7 +64,17 @@ DEFAULTS: dict[str, Any] = {
     "enable_tags": None,
 }
 
-CONFIG_FIELDS = frozenset(DEFAULTS)
+#: Settings of this package that the reference does not have, with their defaults.
+#: ``flush_interval`` (seconds, or None): stream completed calls to a sidecar file beside
+#: ``file_path`` every interval, so a killed process loses at most about one interval
+#: (``docs/recovery.md``).
+OWN_DEFAULTS: dict[str, Any] = {
+    "flush_interval": None,
+}
+
+ALL_DEFAULTS: dict[str, Any] = {**DEFAULTS, **OWN_DEFAULTS}
+
+CONFIG_FIELDS = frozenset(ALL_DEFAULTS)
 
 METADATA_DETAILS = ("minimal", "full")
 
@@ -168,11 +179,11 @@ def _options_to_kwargs(self) -> dict:
     return kwargs
 
 
-#: A reusable bag of ``setup()`` settings: every flat setting (``DEFAULTS``' names) and the
-#: groups ``memray``, ``gpu``, ``hdf5``, each ``None`` = unset.
+#: A reusable bag of ``setup()`` settings: every flat setting (``ALL_DEFAULTS``' names) and
+#: the groups ``memray``, ``gpu``, ``hdf5``, each ``None`` = unset.
 ProfilingOptions: Any = make_dataclass(
     "ProfilingOptions",
-    [(name, Any, field(default=None)) for name in DEFAULTS]
+    [(name, Any, field(default=None)) for name in ALL_DEFAULTS]
     + [(name, Any, field(default=None)) for name in _OPTION_GROUPS],
     namespace={"to_kwargs": _options_to_kwargs, "__module__": __name__},
 )
@@ -376,6 +387,29 @@ def _check_buffer_limit(limit) -> None:
         raise ValueError("buffer_limit must be a positive integer")
 
 
+def _checked_flush_interval(s: dict) -> float | None:
+    """``flush_interval`` as float seconds (None = off); ValueError unless positive, finite
+    and with file output (a sidecar only makes sense beside a file)."""
+    import math
+
+    value = s["flush_interval"]
+    if value is None:
+        return None
+    if (
+        isinstance(value, bool)
+        or not isinstance(value, int | float)
+        or not math.isfinite(value)
+        or value <= 0
+    ):
+        raise ValueError(f"flush_interval must be a positive number of seconds, got {value!r}")
+    if s["deactivate_file_output"] and not s["deactivate_profiling"]:
+        raise ValueError(
+            "flush_interval streams calls to a sidecar of the output file; it cannot be "
+            "combined with deactivate_file_output (or output=None)",
+        )
+    return float(value)
+
+
 def _check_modes(s: dict, perf_events: tuple) -> None:
     """Mode combinations the reference refuses, then the modes this package does not have."""
     other_modes = (
@@ -433,7 +467,7 @@ class ProfilingConfig:
         unknown = set(settings) - CONFIG_FIELDS
         if unknown:
             raise TypeError(unknown_setting_error(unknown))
-        s = dict(DEFAULTS)
+        s = dict(ALL_DEFAULTS)
         s.update({k: v for k, v in settings.items() if v is not None})
         self._start_time_ns = perf_counter_ns()  # the run's origin
         self._perf_events = _as_tuple(s["perf_events"])
@@ -442,6 +476,7 @@ class ProfilingConfig:
         _check_output(s, self._hdf5_compression)
         _check_modes(s, self._perf_events)
         _check_buffer_limit(s["buffer_limit"])
+        self._flush_interval = _checked_flush_interval(s)
         self._settings = s
         self._file_path = os.fspath(s["file_path"])
         self._track_threads = bool(s["track_threads"] or s["track_async"])
@@ -508,6 +543,11 @@ class ProfilingConfig:
     @property
     def buffer_limit(self) -> int:
         return self._settings["buffer_limit"]
+
+    @property
+    def flush_interval(self) -> float | None:
+        """Seconds between appends to the sidecar (``flush_interval``), or None."""
+        return self._flush_interval
 
     @property
     def output_mode(self) -> str:

@@ -15,13 +15,14 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod stream;
 mod tasks;
 pub use tasks::{TaskHandle, TimedCoroutine};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use scope_profiler_analysis::{MetaValue, Run};
-use scope_profiler_finalize::{checkpoint, CheckpointError, CheckpointRequest};
+use scope_profiler_finalize::{checkpoint_with_prior, CheckpointError, CheckpointRequest};
 use scope_profiler_recorder::{Recorder, RegionMeta, RegionTable, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
 
 use crate::errors::write_failure_err;
@@ -102,6 +103,8 @@ pub(crate) struct Shared {
     checkpointing: AtomicBool,
     /// A thread or task name with NUL was escaped and warned about ([`recorded_name`]).
     pub(crate) nul_warned: AtomicBool,
+    /// `flush_interval`: the sidecar and its flusher thread ([`stream`]).
+    stream: stream::Stream,
 }
 
 /// Held while a checkpoint runs; clears [`Shared::checkpointing`] when dropped.
@@ -243,6 +246,7 @@ impl NativeRecorder {
                 on_register: Mutex::new(None),
                 checkpointing: AtomicBool::new(false),
                 nul_warned: AtomicBool::new(false),
+                stream: Default::default(),
             }),
         })
     }
@@ -386,6 +390,44 @@ impl NativeRecorder {
         snap.into_iter().map(|c| (meta[c.region as usize].name.clone(), c.starts, c.ends, c.thread_ids)).collect()
     }
 
+    /// `flush_interval` (issue 13 item 6): from now on, every `interval` seconds a background
+    /// thread appends the calls completed since the last flush, with the thread and task
+    /// tables and `metadata`, to a sidecar beside `file_path` (`.NAME.<tag>-<pid>.partial`),
+    /// fsynced, and retires them; `finalize()` writes them into the file and removes the
+    /// sidecar. Returns the sidecar's path.
+    fn start_flush(
+        &self,
+        py: Python<'_>,
+        file_path: std::path::PathBuf,
+        interval: f64,
+        metadata: &Bound<'_, PyDict>,
+        start_time_ns: i64,
+    ) -> PyResult<String> {
+        let path = stream::start(&self.shared, py, file_path, interval, metadata, start_time_ns)?;
+        Ok(path.to_string_lossy().into_owned())
+    }
+
+    /// Flush now (what the flush thread does every interval); returns the calls flushed.
+    fn flush_now(&self, py: Python<'_>) -> PyResult<usize> {
+        stream::flush_now(&self.shared, py)
+    }
+
+    /// End the flush thread; the sidecar stays for the next `finalize()`.
+    fn stop_flush(&self, py: Python<'_>) {
+        stream::stop(&self.shared, py)
+    }
+
+    /// End the flush thread and remove the sidecar (the run is discarded).
+    fn discard_flush(&self, py: Python<'_>) {
+        stream::discard(&self.shared, py)
+    }
+
+    /// The sidecar's path while this process streams (`flush_interval`), else None.
+    #[getter]
+    fn sidecar_path(&self) -> Option<String> {
+        stream::path(&self.shared)
+    }
+
     /// `os.register_at_fork(before=...)` (`scope_profiler._fork`): sample the forking
     /// thread's CPU so a forked child can continue its row.
     fn _before_fork(&self) {
@@ -441,12 +483,21 @@ impl NativeRecorder {
         // One checkpoint at a time: the write runs with the GIL released and the buffers
         // are rewound after it, so another thread's finalize must wait (GIL released).
         let _turn = self.shared.checkpoint_turn(py);
+        // flush_interval: the calls flushed to the sidecar since the last checkpoint
+        let prior = if write_file { stream::prior(&self.shared, py)? } else { Vec::new() };
         // SAFETY: GIL held for the snapshot and the rewind (module contract); it is released
         // only for the HDF5 write, which does not touch the recorder; `_turn` keeps other
         // checkpoints out meanwhile.
-        let outcome = unsafe { checkpoint(&self.shared.rec, &self.shared.regions, req, |write| py.detach(write)) };
+        let outcome = unsafe {
+            checkpoint_with_prior(&self.shared.rec, &self.shared.regions, req, prior, |write| py.detach(write))
+        };
         let (done, error) = match outcome {
-            Ok(done) => (done, None),
+            Ok(done) => {
+                if write_file {
+                    stream::published(&self.shared); // its calls are in the file now
+                }
+                (done, None)
+            }
             Err(CheckpointError::Write { failure, mut unwritten }) => {
                 unwritten.next_call_id = call_id_base;
                 (*unwritten, Some(write_failure_err(failure, &file_path).into_value(py)))
