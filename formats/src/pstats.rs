@@ -169,25 +169,53 @@ impl Entries {
     }
 }
 
-/// Entries for the calls `ids` (sorted call order; whole lanes) of one rank.
+/// Per-call working space of one rank, grown to its call count and reused for every file
+/// of the rank (no call reads a slot that was not written for its own file first: parents
+/// come before their children, on the same lane).
+#[derive(Default)]
+struct Scratch {
+    /// Entry of each call.
+    entry: Vec<usize>,
+    /// Path node of each call (`call_paths`).
+    path: Vec<usize>,
+    /// Caller edge (dense id) of each call.
+    edge: Vec<usize>,
+    /// Bit 0: primitive call of its entry; bit 1: primitive on its caller edge.
+    primitive: Vec<u8>,
+}
+
+impl Scratch {
+    fn grow(&mut self, n: usize) {
+        if self.entry.len() < n {
+            self.entry.resize(n, ROOT);
+            self.path.resize(n, ROOT);
+            self.edge.resize(n, 0);
+            self.primitive.resize(n, 0);
+        }
+    }
+}
+
+/// Entries for the calls of `lanes` (each lane's calls in sorted call order; `ids`: all of
+/// them in sorted call order) of one rank.
+#[allow(clippy::too_many_arguments)]
 fn build_entries(
     run: &Run,
     rc: &RankCalls,
     ids: &[usize],
+    lanes: &[&[usize]],
     root_name: &str,
     call_paths: bool,
     name_order: Option<&[String]>,
-    entry_of_call: &mut Vec<usize>,
+    scratch: &mut Scratch,
 ) -> Vec<StatEntry> {
     let c = &rc.calls;
     let root_total: i64 = ids.iter().filter(|&&i| c.parent[i] < 0).map(|&i| c.end_ns[i] - c.start_ns[i]).sum();
     let mut entries = Entries::default();
-    entry_of_call.clear();
-    entry_of_call.resize(c.len(), ROOT);
+    scratch.grow(c.len());
     // the region row of each by-region entry (caller order), empty for paths
     let mut row_of_entry: Vec<usize> = Vec::new();
     if call_paths {
-        path_entries(&mut entries, run, rc, ids, entry_of_call);
+        path_entries(&mut entries, run, rc, ids, scratch);
     } else {
         let row_entry = region_entries(&mut entries, run, rc, ids, name_order);
         row_of_entry = vec![usize::MAX; entries.entries.len()];
@@ -195,10 +223,11 @@ fn build_entries(
             row_of_entry[e] = ri;
         }
         for &i in ids {
-            entry_of_call[i] = row_entry[c.region_index[i] as usize];
+            scratch.entry[i] = row_entry[c.region_index[i] as usize];
         }
     }
-    add_calls(&mut entries, rc, ids, entry_of_call);
+    mark_primitive(entries.entries.len(), rc, lanes, call_paths, scratch);
+    add_calls(&mut entries, rc, ids, scratch);
     if !call_paths {
         // callers ordered root first, then by the caller's region row (the reference's
         // bincount order)
@@ -213,8 +242,8 @@ fn build_entries(
 /// collapsed: a call of a region that is already on its parent's path joins the entry of
 /// that earlier path (`a > b > a` is `a`, a 3,000-deep recursion one entry with a
 /// self-edge), so the paths are those without a repeated region and their number does not
-/// grow with recursion depth. Sets `entry_of_call` for `ids`.
-fn path_entries(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], entry_of_call: &mut [usize]) {
+/// grow with recursion depth. Sets `scratch.entry` and `scratch.edge` for `ids`.
+fn path_entries(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize], scratch: &mut Scratch) {
     struct PathNode {
         parent: usize,
         region: u32,
@@ -223,15 +252,15 @@ fn path_entries(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize],
     }
     let c = &rc.calls;
     let mut nodes: Vec<PathNode> = Vec::new();
-    // (parent path, region) -> path; path per call id (parents share the lane)
-    let mut memo: HashMap<(usize, u32), usize> = HashMap::new();
-    let mut path_of_call: Vec<usize> = vec![ROOT; c.len()];
+    // (parent path, region) -> (path, caller edge)
+    let mut memo: HashMap<(usize, u32), (usize, usize)> = HashMap::new();
+    let mut edge_id: HashMap<(usize, usize), usize> = HashMap::new();
     for &i in ids {
         let p = c.parent[i];
-        let parent_path = if p < 0 { ROOT } else { path_of_call[p as usize] };
+        let parent_path = if p < 0 { ROOT } else { scratch.path[p as usize] };
         let region = run.regions[rc.rows[c.region_index[i] as usize]].region;
-        let pid = match memo.get(&(parent_path, region)) {
-            Some(&pid) => pid,
+        let (pid, edge) = match memo.get(&(parent_path, region)) {
+            Some(&known) => known,
             None => {
                 let mut q = parent_path;
                 while q != ROOT && nodes[q].region != region {
@@ -250,55 +279,75 @@ fn path_entries(entries: &mut Entries, run: &Run, rc: &RankCalls, ids: &[usize],
                     nodes.push(PathNode { parent: parent_path, region, entry, name: full });
                     nodes.len() - 1
                 };
-                memo.insert((parent_path, region), pid);
-                pid
+                let caller = if parent_path == ROOT { ROOT } else { nodes[parent_path].entry };
+                let n_edges = edge_id.len();
+                let edge = *edge_id.entry((caller, nodes[pid].entry)).or_insert(n_edges);
+                memo.insert((parent_path, region), (pid, edge));
+                (pid, edge)
             }
         };
-        path_of_call[i] = pid;
-        entry_of_call[i] = nodes[pid].entry;
+        scratch.path[i] = pid;
+        scratch.entry[i] = nodes[pid].entry;
+        scratch.edge[i] = edge;
     }
 }
 
-/// Sum the calls `ids` into their entries (`entry_of_call`), as cProfile counts: a call is
-/// primitive when no enclosing call *on its own lane* has the same entry, and only
-/// primitive calls add cumulative time (a recursion's outermost call); on a caller edge
-/// the same holds for enclosing calls of the same (caller, callee) pair. Self time adds
-/// up over every call.
-fn add_calls(entries: &mut Entries, rc: &RankCalls, ids: &[usize], entry_of_call: &[usize]) {
+/// Which calls of `lanes` are primitive, as cProfile counts: a call is primitive when no
+/// enclosing call *on its own lane* has the same entry, and primitive on its caller edge
+/// when no enclosing call has the same (caller, callee) entries. Sets `scratch.primitive`,
+/// and `scratch.edge` unless `edges_known` (set by [`path_entries`]).
+fn mark_primitive(n_entries: usize, rc: &RankCalls, lanes: &[&[usize]], edges_known: bool, scratch: &mut Scratch) {
     let c = &rc.calls;
-    let caller_of = |i: usize| {
-        let p = c.parent[i];
-        if p < 0 {
-            ROOT
-        } else {
-            entry_of_call[p as usize]
-        }
-    };
-    // per lane: the open calls (stack) and how many of them each entry / edge has
-    let mut stacks: HashMap<i64, Vec<usize>> = HashMap::new();
-    let mut open: HashMap<(i64, usize), u32> = HashMap::new();
-    let mut open_edge: HashMap<(i64, usize, usize), u32> = HashMap::new();
-    for &i in ids {
-        let lane = c.lane_of(i);
-        let stack = stacks.entry(lane).or_default();
-        let p = c.parent[i];
-        while let Some(&top) = stack.last() {
-            if p >= 0 && top == p as usize {
-                break;
+    let mut edge_id: HashMap<(usize, usize), usize> = HashMap::new();
+    // open calls of each entry / edge on the lane's stack
+    let mut open = vec![0u32; n_entries];
+    let mut open_edge: Vec<u32> = Vec::new();
+    let mut stack: Vec<usize> = Vec::new();
+    for lane in lanes {
+        for &i in lane.iter() {
+            let p = c.parent[i];
+            while let Some(&top) = stack.last() {
+                if p >= 0 && top == p as usize {
+                    break;
+                }
+                stack.pop();
+                open[scratch.entry[top]] -= 1;
+                open_edge[scratch.edge[top]] -= 1;
             }
-            stack.pop();
-            let e = entry_of_call[top];
-            *open.get_mut(&(lane, e)).expect("opened") -= 1;
-            *open_edge.get_mut(&(lane, caller_of(top), e)).expect("opened") -= 1;
+            let e = scratch.entry[i];
+            let edge = if edges_known {
+                scratch.edge[i]
+            } else {
+                let k = if p < 0 { ROOT } else { scratch.entry[p as usize] };
+                let n_edges = edge_id.len();
+                let edge = *edge_id.entry((k, e)).or_insert(n_edges);
+                scratch.edge[i] = edge;
+                edge
+            };
+            if edge >= open_edge.len() {
+                open_edge.resize(edge + 1, 0);
+            }
+            scratch.primitive[i] = u8::from(open[e] == 0) | (u8::from(open_edge[edge] == 0) << 1);
+            open[e] += 1;
+            open_edge[edge] += 1;
+            stack.push(i);
         }
-        stack.push(i);
-        let (e, k) = (entry_of_call[i], caller_of(i));
-        let n = open.entry((lane, e)).or_insert(0);
-        let primitive = *n == 0;
-        *n += 1;
-        let n = open_edge.entry((lane, k, e)).or_insert(0);
-        let edge_primitive = *n == 0;
-        *n += 1;
+        for top in stack.drain(..) {
+            open[scratch.entry[top]] -= 1;
+            open_edge[scratch.edge[top]] -= 1;
+        }
+    }
+}
+
+/// Sum the calls `ids` into their entries and caller edges: `nc`, `tt` every call, `cc`
+/// and `ct` the primitive ones ([`mark_primitive`]; only primitive calls add cumulative
+/// time: a recursion's outermost call).
+fn add_calls(entries: &mut Entries, rc: &RankCalls, ids: &[usize], scratch: &Scratch) {
+    let c = &rc.calls;
+    for &i in ids {
+        let p = c.parent[i];
+        let (e, k) = (scratch.entry[i], if p < 0 { ROOT } else { scratch.entry[p as usize] });
+        let (primitive, edge_primitive) = (scratch.primitive[i] & 1 != 0, scratch.primitive[i] & 2 != 0);
         let (dur, excl) = (c.end_ns[i] - c.start_ns[i], c.exclusive_ns[i]);
         entries.add(
             e,
@@ -357,31 +406,36 @@ pub fn prof_stats(run: &Run, sel: &Selection, opts: ProfOptions) -> Result<Vec<P
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
     let mut out = Vec::new();
-    let mut scratch: Vec<usize> = Vec::new(); // entry of each call
+    let mut scratch = Scratch::default();
     for rc in &all {
         if rc.calls.is_empty() {
             continue;
         }
+        let regions = sel.regions.as_deref();
         if opts.per_lane {
             let labels = LaneLabels::new(run, rc.rank);
             for (lane, ids) in &rc.lanes {
                 let lname = lane_name(&labels, rc.rank, *lane);
                 let root = format!("<{} rank {} - {}>", sel.label, rc.rank, lname);
+                let lanes = [ids.as_slice()];
                 out.push(ProfStats {
                     rank: rc.rank,
                     lane: Some(*lane),
                     lane_name: Some(lname),
-                    entries: build_entries(run, rc, ids, &root, opts.call_paths, sel.regions.as_deref(), &mut scratch),
+                    entries: build_entries(run, rc, ids, &lanes, &root, opts.call_paths, regions, &mut scratch),
                 });
             }
         } else {
-            let ids: Vec<usize> = (0..rc.calls.len()).collect();
+            // the calls of every lane (calls set aside by the reconstruction are in none)
+            let mut ids: Vec<usize> = rc.lanes.iter().flat_map(|(_, ids)| ids.iter().copied()).collect();
+            ids.sort_unstable();
+            let lanes: Vec<&[usize]> = rc.lanes.iter().map(|(_, ids)| ids.as_slice()).collect();
             let root = format!("<{} rank {}>", sel.label, rc.rank);
             out.push(ProfStats {
                 rank: rc.rank,
                 lane: None,
                 lane_name: None,
-                entries: build_entries(run, rc, &ids, &root, opts.call_paths, sel.regions.as_deref(), &mut scratch),
+                entries: build_entries(run, rc, &ids, &lanes, &root, opts.call_paths, regions, &mut scratch),
             });
         }
     }

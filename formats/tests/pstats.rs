@@ -250,3 +250,31 @@ fn golden_dumps() {
     )
     .unwrap();
 }
+
+/// A call the reconstruction sets aside (it crosses another call on its lane) is in no
+/// lane, so in no entry and not in the root's time, as in every other export.
+#[test]
+fn set_aside_calls_are_left_out() {
+    // thread 0: a [0, 100], b [50, 150] crosses it; c [200, 210]
+    let run = Run {
+        region_names: vec!["a".into(), "b".into(), "c".into()],
+        regions: vec![
+            lane_row(0, &[0], &[100], &[0], None, None),
+            lane_row(1, &[50], &[150], &[0], None, None),
+            lane_row(2, &[200], &[210], &[0], None, None),
+        ],
+        threads: vec![thread(0, "MainThread")],
+        num_ranks: 1,
+        ..Default::default()
+    };
+    let (_, calls) = rank_call_arrays(&run, 0).unwrap();
+    assert_eq!(calls.set_aside.len(), 1, "the run has a set-aside call");
+    for call_paths in [true, false] {
+        let files =
+            prof_stats(&run, &Selection::new(vec![0], "x"), ProfOptions { call_paths, per_lane: false }).unwrap();
+        let e = &files[0].entries;
+        let n: i64 = e[..e.len() - 1].iter().map(|x| x.nc).sum();
+        assert_eq!(n, 2, "{call_paths}");
+        assert!((e.last().unwrap().ct - 110e-9).abs() < 1e-15, "root: a and c");
+    }
+}
