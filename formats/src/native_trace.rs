@@ -102,7 +102,7 @@ impl<'a> Cursor<'a> {
     }
     /// `n` int64 values (checked against the bytes left first).
     fn i64s(&mut self, n: usize, what: &str) -> Result<Vec<i64>, TraceFormatError> {
-        let raw = self.take(n.checked_mul(8).unwrap_or(usize::MAX), what)?;
+        let raw = self.take(n.saturating_mul(8), what)?;
         let little = self.little;
         Ok(raw
             .chunks_exact(8)
