@@ -4,9 +4,12 @@ in `*/tests/regression.rs`), so a report can be traced to the test that keeps it
 
 from __future__ import annotations
 
+import cProfile
 import io
 import json
 import os
+import pstats
+import re
 import shutil
 import signal
 import subprocess
@@ -14,13 +17,15 @@ import sys
 import textwrap
 import time
 import warnings
+import xml.etree.ElementTree as ET
+from pathlib import Path
 
 import h5py
 import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, run_cli
+from helpers import DATASETS, SHARED, run_cli
 from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 ASYNC = DATASETS / "reference" / "async.h5"
@@ -1146,3 +1151,299 @@ def test_issue_13_export_writer_errors_are_the_oserror_subclass_of_their_errno(t
                 export(r, str(target), verbose=False)
             assert (e.value.errno, e.value.filename) == (code, filename), (export.__name__, e.value)
             assert filename in str(e.value)
+
+
+# -- issue 13 item 15: outputs that stay usable - bounded sizes ------------------------
+
+I64 = np.int64
+MAX_PX = 32767  # browsers, rsvg and cairo refuse larger SVG images
+
+
+def _results(calls: dict[str, list[tuple]], label: str, source=None) -> ProfilingResults:
+    """A run from per-region columns: {name: [(start, end, thread, task), ...]}."""
+    regions = {}
+    for name, rows in calls.items():
+        cols = list(zip(*rows))
+        kw = {}
+        if len(cols) > 2 and cols[2][0] is not None:
+            kw["thread_ids"] = np.array(cols[2], dtype=I64)
+        if len(cols) > 3 and cols[3][0] is not None:
+            kw["task_ids"] = np.array(cols[3], dtype=I64)
+        if source:
+            kw["source_file"], kw["source_lineno"] = source
+        reg = Region(np.array(cols[0], dtype=I64), np.array(cols[1], dtype=I64), **kw)
+        regions[name] = MPIRegion(name, {0: reg})
+    return ProfilingResults(regions, metadata={"label": label})
+
+
+def _nested(tree: list) -> dict[str, list[tuple]]:
+    """Calls of a call tree `[(name, [children...]), ...]` laid out depth first, 10 ns of
+    self time before and after the children of each call."""
+    calls: dict[str, list[tuple]] = {}
+    clock = [0]
+
+    def walk(node):
+        name, children = node
+        start = clock[0]
+        clock[0] += 10
+        for c in children:
+            walk(c)
+        clock[0] += 10
+        calls.setdefault(name, []).append((start, clock[0]))
+
+    for n in tree:
+        walk(n)
+    return calls
+
+
+def _chain(names: list[str]) -> tuple:
+    """`a > b > c` as one nested node."""
+    node: tuple = (names[-1], [])
+    for n in reversed(names[:-1]):
+        node = (n, [node])
+    return node
+
+
+def _deep_recursion(depth: int = 3000) -> ProfilingResults:
+    s = np.arange(depth, dtype=I64) * 10
+    e = (2 * depth - np.arange(depth, dtype=I64)) * 10 + 5
+    return _results({"rec": list(zip(s, e))}, "deep", source=("rec.py", 3))
+
+
+def pstats_check(path: Path) -> str:
+    script = SHARED / "clients" / "pstats" / "pstats_check.py"
+    bins = Path(sys.executable).parent
+    missing = [m for m in ("snakeviz", "gprof2dot") if shutil.which(m, path=str(bins)) is None]
+    missing += [t for t in ("dot", "xmllint") if shutil.which(t) is None]
+    if missing or not script.exists():
+        pytest.skip(f"SKIP pstats consumers not available ({', '.join(missing) or 'script'})")
+    proc = subprocess.run(
+        [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=300
+    )
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    return proc.stdout
+
+
+# ---------------------------------------------------------------- pstats
+
+
+# issue 13 item 15: "`.prof` of a 3,000-deep recursion is 52 MB (every depth a distinct call
+# path; collapse recursion as cProfile does)". One entry with a self-edge in both modes:
+# nc 3000, cc 1, ct the outermost call; the self-edge (nc, cc) = (2999, 1) as cProfile
+# writes it; a few hundred bytes; snakeviz and gprof2dot read it.
+@pytest.mark.parametrize("call_paths", [True, False])
+def test_issue_13_item_15_prof_of_a_deep_recursion_is_one_entry(tmp_path, call_paths):
+    (path,) = sp.export_prof(
+        _deep_recursion(), tmp_path / "deep.prof", call_paths=call_paths, verbose=False
+    )
+    assert path.stat().st_size < 1024, path.stat().st_size  # was 54,342,082 bytes
+    stats = pstats.Stats(str(path)).stats
+    assert list(stats) == [("rec.py", 3, "rec"), ("~", 0, "<deep rank 0>")]
+    cc, nc, tt, ct, callers = stats[("rec.py", 3, "rec")]
+    assert (cc, nc) == (1, 3000)
+    assert ct == pytest.approx(60005e-9, abs=1e-15)  # the outermost call [0, 60005] ns
+    assert tt == pytest.approx(60005e-9, abs=1e-15)  # self time of every call
+    assert callers[("~", 0, "<deep rank 0>")][:2] == (1, 1)
+    self_nc, self_cc, _self_tt, self_ct = callers[("rec.py", 3, "rec")]
+    assert (self_nc, self_cc) == (2999, 1)
+    assert self_ct == pytest.approx(59985e-9, abs=1e-15)  # the second call, outermost rec -> rec
+    out = pstats_check(path)
+    assert "2 functions, 3001 calls (2 primitive)" in out
+
+
+# issue 13 item 15: "match cProfile's semantics": a run with the call structure of a real
+# program gives the counts cProfile gives that program, per function and per caller edge.
+def test_issue_13_item_15_prof_counts_as_cprofile(tmp_path):
+    def f(n):
+        if n:
+            f(n - 1)
+
+    def g():
+        f(3)
+
+    def a(n):
+        if n:
+            b(n)
+
+    def b(n):
+        a(n - 1)
+
+    def main():
+        g()
+        g()
+        a(2)
+
+    prof = cProfile.Profile()
+    prof.runcall(main)
+    prof.create_stats()
+    theirs = {
+        k[2]: (v[0], v[1], {c[2]: sub[:2] for c, sub in v[4].items()})
+        for k, v in prof.stats.items()
+        if k[2] in ("f", "g", "a", "b")
+    }
+    # the same call tree as regions: g > f > f > f > f, twice, then a > b > a > b > a
+    tree = [_chain(["g", "f", "f", "f", "f"]), _chain(["g", "f", "f", "f", "f"])]
+    tree.append(_chain(["a", "b", "a", "b", "a"]))
+    results = _results(_nested(tree), "m")
+    (path,) = sp.export_prof(results, tmp_path / "m.prof", call_paths=False, verbose=False)
+    stats = pstats.Stats(str(path)).stats
+    ours = {
+        k[2]: (
+            v[0],
+            v[1],
+            {("main" if c[2] == "<m rank 0>" else c[2]): sub[:2] for c, sub in v[4].items()},
+        )
+        for k, v in stats.items()
+        if k[2] in ("f", "g", "a", "b")
+    }
+    assert ours == theirs
+    assert ours["f"] == (2, 8, {"g": (2, 2), "f": (6, 2)})
+    # cumulative time: the two outermost f calls only (each 8 x 10 ns around the innermost)
+    assert stats[("~", 0, "f")][3] == pytest.approx(2 * 80e-9, abs=1e-15)
+    pstats_check(path)
+
+
+# ---------------------------------------------------------------- timeline
+
+
+def _svg(path: Path) -> str:
+    """The SVG text of `path`, checked to be well-formed XML with an <svg> root."""
+    text = path.read_text()
+    assert ET.fromstring(text).tag == "{http://www.w3.org/2000/svg}svg"
+    return text
+
+
+def _height(svg: str) -> float:
+    return float(re.search(r'<svg [^>]*height="([\d.]+)"', svg).group(1))
+
+
+def _lanes(svg: str) -> list[int]:
+    return [int(x) for x in re.findall(r'<g class="lane" data-rank="\d+" data-lane="(-?\d+)"', svg)]
+
+
+def _caption(svg: str) -> list[str]:
+    return re.findall(r'<text class="caption"[^>]*><title>([^<]*)</title>', svg)
+
+
+def _threads(n: int = 1000) -> ProfilingResults:
+    """n threads, thread k: 3 calls of `work` of 500 + k ns (the busiest last)."""
+    rows = [(2000 * j + k, 2000 * j + 2 * k + 500, k, None) for k in range(n) for j in range(3)]
+    return _results({"work": rows}, "threads")
+
+
+def _tasks(n: int = 20000) -> ProfilingResults:
+    k = np.arange(n, dtype=I64)
+    s = k * 100
+    rows = list(zip(s, s + 50_000 + (k % 7) * 1000, np.zeros(n, dtype=I64), k))
+    return _results({"fetch": rows}, "tasks")
+
+
+# issue 13 item 15: "the timeline SVG is 51,158 px tall for that recursion": 32 levels by
+# default, the 2,968 deeper calls one marker, named in the caption; max_depth=0 draws every
+# level, lower, within 32,767 px.
+def test_issue_13_item_15_timeline_of_a_deep_recursion(tmp_path):
+    (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "d.svg", verbose=False)
+    svg = _svg(p)
+    assert _height(svg) < 1000
+    assert svg.count("<g><title>rec\n") == 32
+    assert _caption(svg) == [
+        "2,968 call(s) deeper than 32 levels drawn as dark markers under their callers "
+        "(--max-depth / max_depth=, 0: all)"
+    ]
+    (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "a.svg", max_depth=0, verbose=False)
+    svg = _svg(p)
+    assert 30000 < _height(svg) <= MAX_PX
+    assert svg.count("<g><title>rec\n") + svg.count("<title>1 short call(s) of rec") == 3000
+    (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "5.svg", max_depth=5, verbose=False)
+    assert "2995 call(s) deeper than 5 levels not drawn (levels 6–3000)" in _svg(p)
+
+
+# issue 13 item 15: "44,141 px for 1,000 threads": the 64 busiest threads and a summary
+# row naming the 936 others; lanes=N draws N; lanes=0 all 1,000 (27,114 px).
+def test_issue_13_item_15_timeline_of_1000_threads(tmp_path):
+    res = _threads()
+    (p,) = sp.export_timeline_svg(res, tmp_path / "t.svg", verbose=False)
+    svg = _svg(p)
+    assert _height(svg) < 2000
+    assert _lanes(svg) == [-2 - k for k in range(936, 1000)]
+    assert ">+ 936 more lane(s)</text>" in svg
+    assert "936 lane(s) not drawn: 2808 call(s)" in svg
+    assert _caption(svg)[0].startswith("936 of 1,000 lanes not drawn, summed up in the last row")
+    (p,) = sp.export_timeline_svg(res, tmp_path / "t5.svg", lanes=5, verbose=False)
+    assert _lanes(_svg(p)) == [-2 - k for k in range(995, 1000)]
+    (p,) = sp.export_timeline_svg(res, tmp_path / "all.svg", lanes=0, verbose=False)
+    svg = _svg(p)
+    assert len(_lanes(svg)) == 1000 and _height(svg) <= MAX_PX
+    assert _caption(svg) == [] and "more lane(s)" not in svg
+
+
+# issue 13 item 15: "65 MB for 20k tasks": tens of KB by default; lanes=0 draws the rows that
+# fit in 32,767 px (10,240 at 2 px a level), a few MB, the rest in the summary row.
+def test_issue_13_item_15_timeline_of_20k_tasks(tmp_path):
+    res = _tasks()
+    (p,) = sp.export_timeline_svg(res, tmp_path / "t.svg", verbose=False)
+    assert p.stat().st_size < 100_000, p.stat().st_size
+    svg = _svg(p)
+    assert len(_lanes(svg)) == 64 and ">+ 19,936 more lane(s)</text>" in svg
+    (p,) = sp.export_timeline_svg(res, tmp_path / "all.svg", lanes=0, verbose=False)
+    assert p.stat().st_size < 6_000_000, p.stat().st_size
+    svg = _svg(p)
+    assert _height(svg) <= MAX_PX
+    assert len(_lanes(svg)) == 10240 and ">+ 9,760 more lane(s)</text>" in svg
+    assert "only 10,240 rows fit in 32767 px" in _caption(svg)[0]
+
+
+# issue 13 item 15: "--window START:END, --include/--exclude": the calls overlapping the
+# window (clipped), the regions selected; the caption says what is left out.
+def test_issue_13_item_15_timeline_window_and_regions(tmp_path):
+    # thread 0: a [0, 1000] > b [100, 200]; thread 1: a [3000, 4000]; thread 2: a [500, 2500]
+    res = _results(
+        {"a": [(0, 1000, 0), (3000, 4000, 1), (500, 2500, 2)], "b": [(100, 200, 0)]}, "w"
+    )
+    for window in [(0.0000009, 0.000002), "0.0000009:0.000002"]:
+        (p,) = sp.export_timeline_svg(res, tmp_path / "w.svg", window=window, verbose=False)
+        svg = _svg(p)
+        assert _lanes(svg) == [-2, -4]
+        assert svg.count("<g><title>") == 2
+        assert _caption(svg)[0].startswith("Window 0.0009 ms – 0.0020 ms from run start: 2 call(s)")
+    (p,) = sp.export_timeline_svg(res, tmp_path / "o.svg", window=(0.0000035, None), verbose=False)
+    assert _lanes(_svg(p)) == [-3]
+    (p,) = sp.export_timeline_svg(res, tmp_path / "b.svg", include="b", verbose=False)
+    svg = _svg(p)
+    assert _lanes(svg) == [-2] and svg.count("<g><title>b\n") == 1
+    assert _caption(svg)[0].startswith("Regions: 1 of 2 drawn (include/exclude)")
+    (p,) = sp.export_timeline_svg(res, tmp_path / "x.svg", exclude="b", verbose=False)
+    assert _svg(p).count("<g><title>") == 3
+    for bad in [{"window": (2, 1)}, {"window": "x"}, {"lanes": -1}, {"max_depth": -2}]:
+        with pytest.raises(ValueError):
+            sp.export_timeline_svg(res, tmp_path / "bad.svg", verbose=False, **bad)
+    with pytest.raises(ValueError, match="32767"):
+        sp.export_timeline_svg(res, tmp_path / "bad.svg", width=40000, verbose=False)
+    assert not (tmp_path / "bad.svg").exists()
+
+
+# issue 13 item 15: the same limits and options on the command line.
+def test_issue_13_item_15_timeline_cli_options(tmp_path):
+    h5 = tmp_path / "threads.h5"
+    _threads(200)._native_run().write_h5(str(h5))
+    out = tmp_path / "t.svg"
+    proc = run_cli("timeline", h5, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    svg = _svg(out)
+    assert len(_lanes(svg)) == 64 and ">+ 136 more lane(s)</text>" in svg
+    proc = run_cli("timeline", h5, "-o", out, "--lanes", "3", "--max-depth", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert _lanes(_svg(out)) == [-2 - k for k in range(197, 200)]
+    proc = run_cli("timeline", h5, "-o", out, "--lanes", "0", "--window", ":0.000001")
+    assert proc.returncode == 0, proc.stderr
+    svg = _svg(out)
+    assert len(_lanes(svg)) == 200 and _caption(svg)[0].startswith("Window 0.0000 ms – 0.0010 ms")
+    assert run_cli("timeline", h5, "-o", out, "--include", "wo*").returncode == 0
+    proc = run_cli("timeline", h5, "-o", out, "--exclude", "w?rk")
+    assert proc.returncode == 1 and "No regions matched the selected filters." in proc.stderr
+    proc = run_cli("timeline", h5, "-o", out, "--window", "2:1")
+    assert proc.returncode != 0 and "0 <= START < END" in proc.stderr
+    help_text = run_cli("timeline", "--help").stdout
+    for option in ("--lanes", "--window", "--include", "--exclude", "--max-depth", "32,767"):
+        assert option in help_text, option
+    assert os.path.getsize(out) > 0
