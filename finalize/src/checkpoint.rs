@@ -3,7 +3,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::{assign_call_ids, MetaValue, Run};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
-use scope_profiler_recorder::{Recorder, RegionTable};
+use scope_profiler_recorder::{OpenCall, Recorder, RegionTable};
 
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 use crate::stream::concat_runs;
@@ -24,6 +24,12 @@ pub struct CheckpointRequest<'a> {
     pub call_id_base: i64,
     /// Write the run there as HDF5 (atomically), if given.
     pub write_to: Option<&'a Path>,
+    /// The end of the recording (a session's end, the exit-time finalize): calls still
+    /// open are put in the run as calls ending at this absolute ns, flagged
+    /// `{"open_at_finalize": true}` in their per-call metadata, so their time is not
+    /// missing from their lane. `None` (a checkpoint): they stay open in the recorder and
+    /// a later checkpoint reports them once they end.
+    pub close_open_at: Option<i64>,
 }
 
 /// A checkpoint's outcome.
@@ -37,6 +43,9 @@ pub struct Checkpoint {
     /// The nesting failure's message when the calls do not nest on some lane: the run then
     /// has no call graph (no call ids, parent ids or exclusive totals).
     pub warning: Option<String>,
+    /// The calls that were open at the snapshot (closed into the run when
+    /// `close_open_at` was given), with their region names.
+    pub open: Vec<(String, OpenCall)>,
 }
 
 /// Why a checkpoint failed.
@@ -99,15 +108,23 @@ pub unsafe fn checkpoint_with_prior(
     mut prior: Vec<Run>,
     release: impl FnOnce(WriteJob<'_>) -> Result<(), WriteFailure>,
 ) -> Result<Checkpoint, CheckpointError> {
-    let (mut run, mark, order) = {
+    let (mut run, mark, order, open) = {
         let table = regions.lock();
-        let snap = Snapshot::take(rec, table.len(), req.start_time_ns);
+        let mut snap = Snapshot::take(rec, table.len(), req.start_time_ns);
         let mark = rec.watermark();
         if req.rewind && req.write_to.is_none() {
             rec.retire(&mark);
         }
+        let open: Vec<(String, OpenCall)> = rec
+            .open_calls()
+            .into_iter()
+            .filter_map(|c| Some((table.get(c.region as usize)?.name.clone(), c)))
+            .collect();
+        let closed = req.close_open_at.map(|end| close_open_calls(&mut snap, &open, end)).unwrap_or_default();
         let order: Option<Vec<String>> = (!prior.is_empty()).then(|| table.iter().map(|m| m.name.clone()).collect());
-        (run_from_snapshot(snap, &table, req.metadata)?, mark, order)
+        let mut run = run_from_snapshot(snap, &table, req.metadata)?;
+        flag_open_calls(&mut run, &closed);
+        (run, mark, order, open)
     };
     if let Some(order) = order {
         prior.push(run);
@@ -117,14 +134,59 @@ pub unsafe fn checkpoint_with_prior(
     if let Some(path) = req.write_to {
         let r = &run;
         if let Err(failure) = release(&|| publish_h5(r, path)) {
-            let unwritten = Box::new(Checkpoint { run, next_call_id, warning });
+            let unwritten = Box::new(Checkpoint { run, next_call_id, warning, open });
             return Err(CheckpointError::Write { failure, unwritten });
         }
         if req.rewind {
             rec.retire(&mark);
         }
     }
-    Ok(Checkpoint { run, next_call_id, warning })
+    Ok(Checkpoint { run, next_call_id, warning, open })
+}
+
+/// Append `open` to the snapshot's columns as calls ending at `end` (absolute ns), each in
+/// its region's column (one made where the region has no completed call). Returns, per
+/// region name, how many calls were appended (they are the last ones of its column).
+fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) -> Vec<(String, usize)> {
+    let mut closed: Vec<(String, usize)> = Vec::new();
+    for (name, c) in open {
+        let k = match snap.regions.binary_search_by_key(&c.region, |r| r.region) {
+            Ok(k) => k,
+            Err(k) => {
+                snap.regions
+                    .insert(k, scope_profiler_recorder::RegionColumns { region: c.region, ..Default::default() });
+                k
+            }
+        };
+        let col = &mut snap.regions[k];
+        col.starts.push(c.start_ns);
+        col.ends.push(end.max(c.start_ns));
+        col.thread_ids.push(c.thread as i64);
+        if snap.task_columns {
+            col.task_ids.push(c.task);
+            col.await_ns.push(c.await_ns);
+        }
+        match closed.iter_mut().find(|(n, _)| n == name) {
+            Some((_, n)) => *n += 1,
+            None => closed.push((name.clone(), 1)),
+        }
+    }
+    closed
+}
+
+/// Per-call metadata of the rows that got closed open calls: `{}` for each completed call,
+/// then `{"open_at_finalize": true}` for each closed one.
+fn flag_open_calls(run: &mut Run, closed: &[(String, usize)]) {
+    for (name, n) in closed {
+        let Some(id) = run.region_names.iter().position(|r| r == name) else { continue };
+        for row in run.regions.iter_mut().filter(|r| r.region as usize == id) {
+            let done = row.len() - n;
+            let items: Vec<&str> = std::iter::repeat_n("{}", done)
+                .chain(std::iter::repeat_n("{\"open_at_finalize\": true}", *n))
+                .collect();
+            row.event_metadata = Some(format!("[{}]", items.join(", ")));
+        }
+    }
 }
 
 /// Rank 0's call ids from `base`: `(next base, nesting failure message)`.
@@ -135,5 +197,50 @@ fn number_calls(run: &mut Run, base: i64) -> (i64, Option<String>) {
     match assign_call_ids(run, 0, base) {
         Ok(next) => (next, None),
         Err(e) => (base, Some(e.0)),
+    }
+}
+
+impl Checkpoint {
+    /// The warning about [`Checkpoint::open`], `None` when no call was open: how many, the
+    /// first few with region, lane (thread name, or task name and thread) and how long they
+    /// had been open at `now_ns`, and what became of them (`closed`: in the run, ending at
+    /// the end of the recording; else left open for a later checkpoint).
+    pub fn open_calls_warning(&self, now_ns: i64, closed: bool) -> Option<String> {
+        const SHOWN: usize = 3;
+        if self.open.is_empty() {
+            return None;
+        }
+        let thread = |i: usize| {
+            self.run
+                .threads
+                .iter()
+                .find(|t| t.index == i as i64)
+                .map_or_else(|| format!("thread #{i}"), |t| t.name.clone())
+        };
+        let lane = |c: &OpenCall| match self.run.tasks.iter().find(|t| t.index == c.task) {
+            Some(t) => format!("{} on {}", t.name, thread(c.thread)),
+            None => thread(c.thread),
+        };
+        let shown: Vec<String> = self
+            .open
+            .iter()
+            .take(SHOWN)
+            .map(|(name, c)| {
+                let open_s = (now_ns - c.start_ns).max(0) as f64 / 1e9;
+                format!("{} on {} (open {open_s:.3} s)", scope_profiler_analysis::py_repr(name), lane(c))
+            })
+            .collect();
+        let more = self.open.len().saturating_sub(SHOWN);
+        let what = if closed {
+            "at the end of the recording; they are in the profile as calls ending now, flagged {\"open_at_finalize\": true} in their per-call metadata (Region.event_metadata)"
+        } else {
+            "at finalize; they stay open, and the finalize after they end reports them"
+        };
+        Some(format!(
+            "{} call(s) still open {what}: {}{}",
+            self.open.len(),
+            shown.join(", "),
+            if more > 0 { format!(", and {more} more") } else { String::new() }
+        ))
     }
 }

@@ -40,7 +40,7 @@ fn no_lock(
 }
 
 fn req(metadata: Vec<(String, MetaValue)>, start_time_ns: i64, rewind: bool, base: i64) -> CheckpointRequest<'static> {
-    CheckpointRequest { metadata, start_time_ns, rewind, call_id_base: base, write_to: None }
+    CheckpointRequest { metadata, start_time_ns, rewind, call_id_base: base, write_to: None, close_open_at: None }
 }
 
 /// One completed call as the test sees it: (region name, start, end, thread).
@@ -362,6 +362,7 @@ fn write_to_publishes_the_run_through_release() {
         rewind: true,
         call_id_base: 0,
         write_to: Some(&path),
+        close_open_at: None,
     };
     let done = unsafe {
         checkpoint(&rec, &table, request, |write| {

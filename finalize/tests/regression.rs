@@ -25,6 +25,7 @@ fn request(path: &std::path::Path) -> CheckpointRequest<'_> {
         rewind: true,
         call_id_base: 0,
         write_to: Some(path),
+        close_open_at: None,
     }
 }
 
@@ -236,4 +237,49 @@ fn issue_13_item_7_publication_removes_dead_writers_temp_files() {
         .filter(|n| n.ends_with(".tmp") && n.contains(&ours))
         .collect();
     assert_eq!(mine.len(), 1, "the publication's own temp file became run.h5: {mine:?}");
+}
+
+/// issue 13 item 3: "Regions still open at `finalize()` vanish without a word (a worker
+/// blocked inside a region when the session ends)". Every checkpoint lists the open calls;
+/// the end of a recording (`close_open_at`) puts them in the run as calls ending then,
+/// flagged in their per-call metadata; a checkpoint leaves them open for a later one.
+#[test]
+fn issue_13_item_3_calls_open_at_the_end_are_reported_and_closed_into_the_run() {
+    let rec = Recorder::new(4, true);
+    let table = RegionTable::new();
+    let (outer, _) = table.get_or_create("outer", vec![]);
+    let (blocked, _) = table.get_or_create("blocked", vec![]);
+    let s = state(&rec);
+    s.enter(outer, false);
+    call(s, blocked); // one completed call of "blocked"
+    s.enter(blocked, false); // and one still open
+    let entered = now_ns();
+    let req = |close: Option<i64>| CheckpointRequest { rewind: false, close_open_at: close, ..Default::default() };
+
+    let checkpoint_only = unsafe { checkpoint(&rec, &table, req(None), |w| w()) }.unwrap();
+    let names: Vec<&str> = checkpoint_only.open.iter().map(|(n, _)| n.as_str()).collect();
+    assert_eq!(names, ["outer", "blocked"]);
+    assert_eq!(checkpoint_only.run.region_names, ["blocked"]);
+    assert_eq!(checkpoint_only.run.regions[0].len(), 1);
+    assert!(checkpoint_only.run.regions[0].event_metadata.is_none());
+
+    let end = now_ns();
+    let last = unsafe { checkpoint(&rec, &table, req(Some(end)), |w| w()) }.unwrap();
+    let run = &last.run;
+    assert_eq!(run.region_names, ["outer", "blocked"]);
+    let (o, b) = (&run.regions[0], &run.regions[1]);
+    assert_eq!((o.len(), b.len()), (1, 2));
+    assert_eq!(o.end_ns.value(0), end);
+    assert_eq!(b.end_ns.value(1), end);
+    assert!(b.start_ns.value(1) <= entered && b.start_ns.value(1) > b.end_ns.value(0));
+    assert_eq!(o.event_metadata.as_deref(), Some(r#"[{"open_at_finalize": true}]"#));
+    assert_eq!(b.event_metadata.as_deref(), Some(r#"[{}, {"open_at_finalize": true}]"#));
+    // nested as recorded: the closed calls form a tree (outer > blocked, blocked)
+    assert_eq!(b.parent_ids.as_ref().unwrap().to_array().values().to_vec(), vec![0, 0]);
+    assert!(last.warning.is_none());
+    let said = last.open_calls_warning(end + 2_000_000_000, true).unwrap();
+    assert!(said.starts_with("2 call(s) still open at the end of the recording; they are in the profile"), "{said}");
+    assert!(said.contains("'outer' on Main (open 2.0") && said.contains("'blocked' on Main (open 2.0"), "{said}");
+    let kept = checkpoint_only.open_calls_warning(end, false).unwrap();
+    assert!(kept.contains("still open at finalize; they stay open"), "{kept}");
 }

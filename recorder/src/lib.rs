@@ -779,6 +779,57 @@ impl Recorder {
     }
 }
 
+/// A call still open when [`Recorder::open_calls`] looked: where it was entered and when.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct OpenCall {
+    pub region: u32,
+    /// Dense index of the entering thread's state (= thread-table index with tracking).
+    pub thread: usize,
+    /// Task-table index of the lane it is open on, `-1` on the thread's bare lane.
+    pub task: i64,
+    /// Entry time, absolute ns (recording clock).
+    pub start_ns: i64,
+    /// ns its task has been suspended since the entry so far (0 on a bare lane or without
+    /// async columns).
+    pub await_ns: i64,
+}
+
+impl Recorder {
+    /// Every call open now on any lane (paused placeholders excluded), bare lanes first
+    /// (thread index order, outermost first), then task lanes (task index order).
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn open_calls(&self) -> Vec<OpenCall> {
+        let mut out = Vec::new();
+        for st in self.states() {
+            let regions = &*st.regions.get();
+            let mut bare: Vec<OpenCall> = Vec::new();
+            for (r, b) in regions.iter().enumerate() {
+                for &slot in b.stack.iter().filter(|s| **s >= 0) {
+                    let start_ns = b.starts.get(slot as usize).copied().unwrap_or(0);
+                    bare.push(OpenCall { region: r as u32, thread: st.index, task: -1, start_ns, await_ns: 0 });
+                }
+            }
+            bare.sort_by_key(|c| c.start_ns);
+            out.extend(bare);
+        }
+        for task in self.task_records() {
+            for e in (*task.stack.get()).iter().filter(|e| e.slot >= 0) {
+                let st = &*e.state;
+                let regions: &Vec<RegionBuf> = &*st.regions.get();
+                let buf = &regions[e.region as usize];
+                let slot = e.slot as usize;
+                let start_ns = buf.starts.get(slot).copied().unwrap_or(0);
+                let await_ns =
+                    if st.async_cols { buf.await_ns.get(slot).map_or(0, |a| a + task.suspended_ns()) } else { 0 };
+                out.push(OpenCall { region: e.region, thread: st.index, task: task.index as i64, start_ns, await_ns });
+            }
+        }
+        out
+    }
+}
+
 /// Convenience for callers and tests: the calling thread's state, registering it (with
 /// default identity) if needed.
 pub fn local_or_register(rec: &Recorder, info: impl FnOnce() -> ThreadInfo) -> *const ThreadState {
@@ -820,6 +871,23 @@ mod tests {
         assert!(a.starts[0] <= b.starts[0] && b.ends[0] <= a.ends[0]);
         assert!(b.starts[0] <= b.starts[1] && b.ends[1] <= b.ends[0]);
         assert!(b.ends[1] - b.starts[1] >= 1_000_000);
+    }
+
+    #[test]
+    fn open_calls_lists_bare_and_task_lanes() {
+        let rec = Recorder::with_tasks(16, true, true);
+        let s = unsafe { &*local_or_register(&rec, ThreadInfo::default) };
+        s.enter(0, false);
+        s.enter(1, false);
+        s.exit(1);
+        let task = rec.new_task(TaskKind::Task, "t".into(), "c".into(), 0);
+        step_in(s, &task, || s.enter(2, false));
+        let open = unsafe { rec.open_calls() };
+        assert_eq!(open.iter().map(|c| (c.region, c.task)).collect::<Vec<_>>(), vec![(0, -1), (2, 0)]);
+        assert!(open.iter().all(|c| c.start_ns > 0 && c.thread == 0));
+        s.exit(0);
+        step_in(s, &task, || assert!(s.exit(2)));
+        assert!(unsafe { rec.open_calls() }.is_empty());
     }
 
     #[test]

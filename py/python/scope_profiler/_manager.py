@@ -215,7 +215,8 @@ class _ProfilingSession(ContextDecorator):
             # finalize below starts a new sidecar; finalize reads back what it flushed
             _stop_streaming(self._manager._config)
             try:
-                self.results = self._manager.finalize(
+                self.results = self._manager._finalize(
+                    close_open=True,
                     verbose=self._verbose,
                     verbose_line_profiler=self._verbose_line_profiler,
                     return_results=self._return_results,
@@ -524,7 +525,7 @@ class ProfileManager:
         def finalize_at_exit():
             cls._auto_finalize_callback = None
             if cls._configured:
-                cls.finalize()
+                cls._finalize(close_open=True)  # the end of the recording
 
         cls._auto_finalize_callback = finalize_at_exit
         atexit.register(finalize_at_exit)
@@ -655,12 +656,32 @@ class ProfileManager:
     def finalize(
         cls, verbose=True, return_results=False, native_traces=None, verbose_line_profiler=False
     ):
+        """Checkpoint (see :meth:`_finalize`): calls still open stay open, named in a
+        ``RuntimeWarning``."""
+        return cls._finalize(
+            verbose=verbose,
+            return_results=return_results,
+            native_traces=native_traces,
+            verbose_line_profiler=verbose_line_profiler,
+        )
+
+    @classmethod
+    def _finalize(
+        cls,
+        verbose=True,
+        return_results=False,
+        native_traces=None,
+        verbose_line_profiler=False,
+        close_open=False,
+    ):
         """Checkpoint: snapshot completed calls and the thread table, number the calls,
         write the file (unless ``deactivate_file_output``) and optionally return results.
 
-        Calls still open stay buffered for a later finalize; with file output the buffers
-        are rewound once the file is written, so the next finalize reports only new calls
-        (ids continue).
+        Calls still open stay buffered for a later finalize (a ``RuntimeWarning`` names
+        them); with file output the buffers are rewound once the file is written, so the
+        next finalize reports only new calls (ids continue). At the end of a recording
+        (``close_open``: a session's end, the exit-time finalize) they are put in the run as
+        calls ending now, flagged ``{"open_at_finalize": True}`` in their per-call metadata.
 
         When the file cannot be written this raises the ``OSError`` subclass of the
         failure (``FileNotFoundError`` for a missing directory, ``IsADirectoryError``,
@@ -711,6 +732,8 @@ class ProfileManager:
                 write_file,
                 config.file_path,
                 cls._next_call_id,
+                close_open=close_open,
+                expected_open=[_ProfilingSession.ROOT_REGION_NAME],
             )
             cls._next_call_id = next_id
             cls._last_native_run = native_run

@@ -1220,12 +1220,17 @@ class NativeRecorder:
         file_path: str,
         call_id_base: int = 0,
         rewind: bool | None = None,
+        close_open: bool = False,
+        expected_open: list[str] = ...,
     ) -> tuple[NativeRun, int, str | None, OSError | None]:
         """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None,
         write_error_or_None)``. Writes ``file_path`` (HDF5, atomically) when ``write_file``,
         then rewinds only the calls written. A failed write is returned, not raised: the
         ``OSError`` subclass of its errno (``filename`` = ``file_path``); nothing is rewound
-        and ``next_call_id`` is ``call_id_base``."""
+        and ``next_call_id`` is ``call_id_base``. Calls still open are named in a
+        ``RuntimeWarning`` (region, lane, seconds open; not those of ``expected_open``
+        regions, e.g. a session's root); with ``close_open`` (the end of a recording) they are in the run as calls ending now (recording clock), flagged
+        ``{"open_at_finalize": True}`` in ``Region.event_metadata``."""
     @property
     def buffer_limit(self) -> int:
         """The ``buffer_limit`` the recorder was created with (calls; at least 1 is used)."""

@@ -456,7 +456,14 @@ impl NativeRecorder {
     ///
     /// `rewind` (default: `write_file`) rewinds the buffers even though this call writes
     /// no file: under MPI rank 0 writes every rank's calls (`scope_profiler._mpi`).
-    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None))]
+    ///
+    /// `close_open` (the end of a recording: a session's end, the exit-time finalize): calls
+    /// still open go into the run as calls ending now, flagged `{"open_at_finalize": true}`
+    /// in their per-call metadata. Either way a `RuntimeWarning` names the calls that were
+    /// open (region, lane, how long).
+    /// `expected_open` names regions whose open calls are normal at a checkpoint (a
+    /// session's root region) and not warned about.
+    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None, close_open=false, expected_open=Vec::new()))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn finalize(
         &self,
@@ -467,6 +474,8 @@ impl NativeRecorder {
         file_path: String,
         call_id_base: i64,
         rewind: Option<bool>,
+        close_open: bool,
+        expected_open: Vec<String>,
     ) -> PyResult<(Py<NativeRun>, i64, Option<String>, Option<Py<pyo3::exceptions::PyBaseException>>)> {
         let mut meta_vals = Vec::with_capacity(metadata.len());
         for (k, v) in metadata.iter() {
@@ -479,6 +488,7 @@ impl NativeRecorder {
             rewind: rewind.unwrap_or(write_file),
             call_id_base,
             write_to: write_file.then_some(path.as_path()),
+            close_open_at: close_open.then(scope_profiler_recorder::now_ns),
         };
         // One checkpoint at a time: the write runs with the GIL released and the buffers
         // are rewound after it, so another thread's finalize must wait (GIL released).
@@ -504,6 +514,12 @@ impl NativeRecorder {
             }
             Err(CheckpointError::Snapshot(e)) => return Err(pyo3::exceptions::PyRuntimeError::new_err(e.to_string())),
         };
+        let mut done = done;
+        done.open.retain(|(name, _)| !expected_open.contains(name));
+        if let Some(message) = done.open_calls_warning(scope_profiler_recorder::now_ns(), close_open) {
+            let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+        }
         let native = Py::new(py, NativeRun::new(done.run, file_path))?;
         Ok((native, done.next_call_id, done.warning, error))
     }
