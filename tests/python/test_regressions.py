@@ -1447,3 +1447,65 @@ def test_issue_13_item_15_timeline_cli_options(tmp_path):
     for option in ("--lanes", "--window", "--include", "--exclude", "--max-depth", "32,767"):
         assert option in help_text, option
     assert os.path.getsize(out) > 0
+
+
+# issue 13 item 3: "Regions still open at finalize() vanish without a word (a worker blocked
+# inside a region when the session ends; the reference does the same)".
+def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
+    import threading
+    import warnings
+
+    from helpers import reference_read
+
+    release = threading.Event()
+
+    def worker():
+        with ProfileManager.profile_region("blocked"):
+            release.wait()
+
+    path = tmp_path / "open.h5"
+    thread = threading.Thread(target=worker, name="worker-1", daemon=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with ProfileManager.session(file_path=str(path), track_threads=True, verbose=False):
+                thread.start()
+                time.sleep(0.2)
+                ProfileManager.finalize()  # a checkpoint: the call stays open
+    finally:
+        release.set()
+        thread.join()
+    said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(said) == 2, said
+    assert (
+        said[0].startswith("1 call(s) still open at finalize; they stay open")
+        and "'blocked' on worker-1" in said[0]
+    )
+    assert said[1].startswith(
+        "1 call(s) still open at the end of the recording; they are in the profile"
+    )
+    region = sp.read_h5(str(path))["blocked"].regions[0]
+    assert region.num_calls == 1 and 0.2 <= region.durations[0] < 10
+    assert region.event_metadata == ({"open_at_finalize": True},)
+    _main, worker_row = sp.read_h5(str(path)).thread_summary()
+    assert worker_row["name"] == "worker-1" and worker_row["region_time"] == pytest.approx(
+        region.durations[0]
+    )
+    try:
+        theirs = reference_read(path)
+    except pytest.skip.Exception:
+        return
+    assert theirs["regions"]["blocked@0"]["num_calls"] == 1
+
+
+# Found while adding scope_profiler.native_trace (which imports `.region`): a first
+# `import scope_profiler.region` replaced the `scope_profiler.region` shortcut
+# (ProfileManager.region) with the submodule; the reference keeps the shortcut.
+def test_importing_the_region_submodule_keeps_the_region_shortcut():
+    code = (
+        "import scope_profiler as sp, scope_profiler.region, scope_profiler.native_trace\n"
+        "from scope_profiler.region import Region\n"
+        "assert sp.region == sp.ProfileManager.region, sp.region\n"
+        "assert Region is sp.Region\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

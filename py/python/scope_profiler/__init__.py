@@ -10,6 +10,10 @@ Importing this package imports neither ``asyncio``, ``greenlet`` nor ``h5py``.
 
 from __future__ import annotations
 
+# The submodule `scope_profiler.region` (the reference's import path for `Region`) is loaded
+# before the `region` shortcut is bound: loading a submodule sets the package attribute of its
+# name, so a first `import scope_profiler.region` later would replace the shortcut.
+from . import region as _region_module  # noqa: F401
 from ._manager import ProfileManager
 from .call_stack import (
     CallArrays,
