@@ -3,7 +3,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::{assign_call_ids, MetaValue, Run};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
-use scope_profiler_recorder::{OpenCall, Recorder, RegionTable};
+use scope_profiler_recorder::{OpenCall, Recorder, RegionTable, Watermark};
 
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 use crate::stream::concat_runs;
@@ -46,6 +46,10 @@ pub struct Checkpoint {
     /// The calls that were open at the snapshot (closed into the run when
     /// `close_open_at` was given), with their region names.
     pub open: Vec<(String, OpenCall)>,
+    /// The calls taken, when this checkpoint retired none (`rewind` false): the caller may
+    /// retire them later ([`Recorder::retire`]), e.g. once another process wrote them (MPI:
+    /// rank 0 writes every rank's calls). `None` when they were retired here.
+    pub taken: Option<Watermark>,
 }
 
 /// Why a checkpoint failed.
@@ -134,14 +138,15 @@ pub unsafe fn checkpoint_with_prior(
     if let Some(path) = req.write_to {
         let r = &run;
         if let Err(failure) = release(&|| publish_h5(r, path)) {
-            let unwritten = Box::new(Checkpoint { run, next_call_id, warning, open });
+            let unwritten = Box::new(Checkpoint { run, next_call_id, warning, open, taken: Some(mark) });
             return Err(CheckpointError::Write { failure, unwritten });
         }
         if req.rewind {
             rec.retire(&mark);
         }
     }
-    Ok(Checkpoint { run, next_call_id, warning, open })
+    let taken = (!req.rewind).then_some(mark);
+    Ok(Checkpoint { run, next_call_id, warning, open, taken })
 }
 
 /// Append `open` to the snapshot's columns as calls ending at `end` (absolute ns), each in

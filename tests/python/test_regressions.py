@@ -1509,3 +1509,47 @@ def test_importing_the_region_submodule_keeps_the_region_shortcut():
         "assert Region is sp.Region\n"
     )
     subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+
+
+# issue 13 item 1, under MPI (noticed when it was fixed for one process): every rank rewound
+# its buffers before rank 0 wrote the file, so a failed write still lost the whole run.
+def test_issue_13_item_1_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
+    from test_mpi import _mpi_available, mpirun
+
+    why = _mpi_available()
+    if why is not None:
+        pytest.skip(why)
+    target = tmp_path / "missing" / "run.h5"
+    script = tmp_path / "job.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, scope_profiler as sp
+            from mpi4py import MPI
+            comm = MPI.COMM_WORLD
+            sp.ProfileManager.setup(file_path={str(target)!r})
+            for _ in range(3 + comm.Get_rank()):
+                with sp.profile_region("work"):
+                    pass
+            try:
+                sp.ProfileManager.finalize(verbose=False)
+                raise SystemExit("the write should have failed")
+            except (FileNotFoundError, RuntimeError) as e:
+                kind = type(e).__name__
+            assert kind == ("FileNotFoundError" if comm.Get_rank() == 0 else "RuntimeError"), kind
+            assert sp.ProfileManager.last_results()["work"][0].num_calls == 3 + comm.Get_rank()
+            if comm.Get_rank() == 0:
+                os.makedirs({str(target.parent)!r})
+            comm.Barrier()
+            sp.ProfileManager.finalize(verbose=False)  # the retry writes every call
+            """
+        )
+    )
+    mpirun(2, script, cwd=tmp_path)
+    r = sp.read_h5(str(target))
+    assert (r.num_ranks, r["work"][0].num_calls, r["work"][1].num_calls) == (2, 3, 4)
+    # call ids are per rank, given again from the first id of the failed finalize
+    assert (r["work"][0].call_ids.tolist(), r["work"][1].call_ids.tolist()) == (
+        [0, 1, 2],
+        [0, 1, 2, 3],
+    )

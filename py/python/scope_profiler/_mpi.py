@@ -156,15 +156,17 @@ def finalize(manager, config, *, verbose: bool, return_results: bool):
     config.metadata["num_nodes"] = len(set(comm.allgather(socket.gethostname())))
     if config.tracker is not None and hasattr(config.tracker, "_refresh_task_names"):
         config.tracker._refresh_task_names()
+    # No file here (rank 0 writes every rank's calls) and nothing retired yet: the calls are
+    # retired only once rank 0 reports the file written, so a failed write loses nothing.
+    first_call_id = manager._next_call_id
     native_run, next_id, nesting_error, _ = config._native.finalize(  # no file: no write error
         dict(config.metadata),
         config.start_time_ns,
         False,
         config.file_path,
-        manager._next_call_id,
-        rewind=write_file,
+        first_call_id,
+        rewind=False,
     )
-    manager._next_call_id = next_id
     manager._last_native_run = native_run
     if nesting_error is not None:
         warnings.warn(
@@ -190,10 +192,16 @@ def finalize(manager, config, *, verbose: bool, return_results: bool):
     message = comm.bcast(
         None if failure is None else f"{type(failure).__name__}: {failure}", root=0
     )
-    if failure is not None:
-        raise failure
-    if message is not None:
+    if failure is not None or message is not None:
+        # every call stays buffered (and the call ids are given again): finalize() once the
+        # path is writable writes them all; the rank's own run is in last_results()
+        manager._last_results = _results_from_native(native_run)
+        if failure is not None:
+            raise failure
         raise RuntimeError(f"rank 0 could not write profiling data: {message}")
+    manager._next_call_id = next_id
+    if write_file:
+        config._native.retire_taken()
     if rank != 0:
         if not need_results:
             return None

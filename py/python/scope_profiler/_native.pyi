@@ -1212,6 +1212,9 @@ class NativeRecorder:
     @property
     def sidecar_path(self) -> str | None:
         """The sidecar's path while this process streams (``flush_interval``), else None."""
+    def retire_taken(self) -> None:
+        """Retire the calls the last ``finalize(rewind=False)`` took, once another process
+        wrote them (MPI: rank 0); until then a failed write loses nothing."""
     def finalize(
         self,
         metadata: dict[str, Any],

@@ -105,6 +105,9 @@ pub(crate) struct Shared {
     pub(crate) nul_warned: AtomicBool,
     /// `flush_interval`: the sidecar and its flusher thread ([`stream`]).
     stream: stream::Stream,
+    /// The calls the last checkpoint took without retiring them (`rewind=False`), for
+    /// [`NativeRecorder::retire_taken`] once they are written elsewhere.
+    taken: Mutex<Option<scope_profiler_recorder::Watermark>>,
 }
 
 /// Held while a checkpoint runs; clears [`Shared::checkpointing`] when dropped.
@@ -247,6 +250,7 @@ impl NativeRecorder {
                 checkpointing: AtomicBool::new(false),
                 nul_warned: AtomicBool::new(false),
                 stream: Default::default(),
+                taken: Mutex::new(None),
             }),
         })
     }
@@ -407,6 +411,18 @@ impl NativeRecorder {
         Ok(path.to_string_lossy().into_owned())
     }
 
+    /// Retire the calls the last `finalize(rewind=False)` took (they were written by another
+    /// process: under MPI, rank 0): the next finalize no longer reports them. Nothing when
+    /// that finalize retired its calls itself or a later one ran. Call it only once the
+    /// calls are safely written - until then a failed write loses nothing.
+    fn retire_taken(&self, py: Python<'_>) {
+        let _turn = self.shared.checkpoint_turn(py);
+        if let Some(mark) = self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()).take() {
+            // SAFETY: GIL held (module contract); `_turn` keeps checkpoints out.
+            unsafe { self.shared.rec.retire(&mark) };
+        }
+    }
+
     /// Flush now (what the flush thread does every interval); returns the calls flushed.
     fn flush_now(&self, py: Python<'_>) -> PyResult<usize> {
         stream::flush_now(&self.shared, py)
@@ -515,6 +531,7 @@ impl NativeRecorder {
             Err(CheckpointError::Snapshot(e)) => return Err(pyo3::exceptions::PyRuntimeError::new_err(e.to_string())),
         };
         let mut done = done;
+        *self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()) = done.taken.take();
         done.open.retain(|(name, _)| !expected_open.contains(name));
         if let Some(message) = done.open_calls_warning(scope_profiler_recorder::now_ns(), close_open) {
             let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
