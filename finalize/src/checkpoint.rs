@@ -30,6 +30,21 @@ pub struct CheckpointRequest<'a> {
     /// missing from their lane. `None` (a checkpoint): they stay open in the recorder and
     /// a later checkpoint reports them once they end.
     pub close_open_at: Option<i64>,
+    /// Regions recorded outside the recorder for this rank (the C/Fortran region APIs'
+    /// traces, `finalize(native_traces=...)`): added to the run as rows without a thread or
+    /// task (lane -1, one stack), numbered and written with the rest.
+    pub foreign: Vec<ForeignRegion>,
+}
+
+/// A region recorded outside the recorder: its calls' starts and ends (absolute ns, the
+/// recording clock) and source location.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ForeignRegion {
+    pub name: String,
+    pub start_ns: Vec<i64>,
+    pub end_ns: Vec<i64>,
+    pub source_file: Option<String>,
+    pub source_line: Option<i64>,
 }
 
 /// A checkpoint's outcome.
@@ -63,6 +78,10 @@ pub enum CheckpointError {
     /// caller can still report the run.
     #[error("{failure}")]
     Write { failure: WriteFailure, unwritten: Box<Checkpoint> },
+    /// A foreign region has the name of a recorded one (merging them would count the
+    /// region twice) or mismatched columns. Nothing was retired.
+    #[error("{0}")]
+    Foreign(String),
 }
 
 /// The HDF5 write of a checkpoint, handed to the caller's `release` (see [`checkpoint`]).
@@ -134,6 +153,7 @@ pub unsafe fn checkpoint_with_prior(
         prior.push(run);
         run = concat_runs(prior, Some(&order));
     }
+    add_foreign(&mut run, req.foreign)?;
     let (next_call_id, warning) = number_calls(&mut run, req.call_id_base);
     if let Some(path) = req.write_to {
         let r = &run;
@@ -147,6 +167,43 @@ pub unsafe fn checkpoint_with_prior(
     }
     let taken = (!req.rewind).then_some(mark);
     Ok(Checkpoint { run, next_call_id, warning, open, taken })
+}
+
+/// Add `foreign` regions to rank 0 of `run` as rows without thread or task columns.
+/// Errors: [`CheckpointError::Foreign`] for a name the run has already, or for starts and
+/// ends of different lengths.
+fn add_foreign(run: &mut Run, foreign: Vec<ForeignRegion>) -> Result<(), CheckpointError> {
+    for f in foreign {
+        if run.region_names.contains(&f.name) {
+            return Err(CheckpointError::Foreign(format!(
+                "region {} was recorded by both the Python API and a native profile; merging them would double-count it. Give the regions distinct names (a 'c:' or 'fortran:' prefix, say).",
+                scope_profiler_analysis::py_repr(&f.name)
+            )));
+        }
+        if f.start_ns.len() != f.end_ns.len() {
+            return Err(CheckpointError::Foreign(format!(
+                "native region {} has {} starts but {} ends",
+                scope_profiler_analysis::py_repr(&f.name),
+                f.start_ns.len(),
+                f.end_ns.len()
+            )));
+        }
+        let id = run.region_names.len() as u32;
+        run.region_names.push(f.name);
+        let mut row = scope_profiler_analysis::RegionCalls::new(
+            id,
+            0,
+            arrow_array::Int64Array::from(f.start_ns),
+            arrow_array::Int64Array::from(f.end_ns),
+        );
+        row.source_file = f.source_file;
+        row.source_line = f.source_line;
+        run.regions.push(row);
+    }
+    if !run.regions.is_empty() {
+        run.num_ranks = run.num_ranks.max(1);
+    }
+    Ok(())
 }
 
 /// Append `open` to the snapshot's columns as calls ending at `end` (absolute ns), each in

@@ -16,6 +16,8 @@ pub mod snapshot;
 pub mod stream;
 pub mod transport;
 
-pub use checkpoint::{checkpoint, checkpoint_with_prior, Checkpoint, CheckpointError, CheckpointRequest, WriteJob};
+pub use checkpoint::{
+    checkpoint, checkpoint_with_prior, Checkpoint, CheckpointError, CheckpointRequest, ForeignRegion, WriteJob,
+};
 pub use snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 pub use transport::{decode_run, encode_run, stack, DecodeError, StackError, MAGIC};

@@ -40,7 +40,15 @@ fn no_lock(
 }
 
 fn req(metadata: Vec<(String, MetaValue)>, start_time_ns: i64, rewind: bool, base: i64) -> CheckpointRequest<'static> {
-    CheckpointRequest { metadata, start_time_ns, rewind, call_id_base: base, write_to: None, close_open_at: None }
+    CheckpointRequest {
+        metadata,
+        start_time_ns,
+        rewind,
+        call_id_base: base,
+        write_to: None,
+        close_open_at: None,
+        foreign: Vec::new(),
+    }
 }
 
 /// One completed call as the test sees it: (region name, start, end, thread).
@@ -363,6 +371,7 @@ fn write_to_publishes_the_run_through_release() {
         call_id_base: 0,
         write_to: Some(&path),
         close_open_at: None,
+        foreign: Vec::new(),
     };
     let done = unsafe {
         checkpoint(&rec, &table, request, |write| {

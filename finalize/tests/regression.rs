@@ -26,6 +26,7 @@ fn request(path: &std::path::Path) -> CheckpointRequest<'_> {
         call_id_base: 0,
         write_to: Some(path),
         close_open_at: None,
+        foreign: Vec::new(),
     }
 }
 

@@ -135,3 +135,49 @@ def test_the_reference_reads_the_same_values(tmp_path):
             ]
         )
     assert ours == theirs
+
+
+def test_finalize_native_traces_folds_this_ranks_regions_into_the_run(tmp_path):
+    from helpers import reference_read
+    from scope_profiler import ProfileManager
+
+    traces = tmp_path / "native"
+    traces.mkdir()
+    (traces / "run_rank00000.spt").write_bytes(encode(0, RANK0, 2, "<"))
+    (traces / "run_rank00001.spt").write_bytes(
+        encode(1, RANK1, 1, ">")
+    )  # another rank's: not taken
+    path = tmp_path / "mixed.h5"
+    with ProfileManager.session(
+        file_path=str(path), track_threads=True, native_traces=traces, verbose=False
+    ):
+        with ProfileManager.profile_region("python"):
+            pass
+    r = sp.read_h5(str(path))
+    assert r.num_ranks == 1
+    assert sorted(r.region_names) == ["assemble", "python", "scope_profiler.session", "solve"]
+    assert r["solve"][0].num_calls == 3 and r["assemble"][0].num_calls == 2
+    assert list(r["solve"][0].thread_ids) == [-1, -1, -1]  # no thread: lane -1
+    assert r["solve"][0].source_file == "solver.f90"
+    calls = r.call_arrays(0)
+    native = [i for i, name in enumerate(calls.names) if name in ("solve", "assemble")]
+    lanes = {int(calls.lane[k]) for k in range(len(calls)) if calls.region_index[k] in native}
+    assert lanes == {-1}
+    # one stack: assemble nests in solve
+    assert r["solve"][0].exclusive_duration == pytest.approx(
+        (3_000 + 3_500 + 500 - 1_000 - 500) / 1e9
+    )
+    try:
+        theirs = reference_read(path)
+    except pytest.skip.Exception:
+        theirs = None
+    if theirs is not None:
+        assert theirs["regions"]["solve@0"]["num_calls"] == 3
+    # a name recorded on both sides is refused, as the reference refuses it
+    (traces / "run_rank00000.spt").write_bytes(encode(0, [("python", None, -1, [1], [2])]))
+    with pytest.raises(ValueError, match="recorded by both the Python API and a native profile"):
+        with ProfileManager.session(
+            file_path=str(tmp_path / "clash.h5"), native_traces=traces, verbose=False
+        ):
+            with ProfileManager.profile_region("python"):
+                pass

@@ -246,6 +246,29 @@ def _empty_results(file_path):
     return ProfilingResults({}, file_path=file_path)
 
 
+def _native_regions(traces, rank: int) -> list:
+    """The regions of ``rank`` in the C/Fortran output ``traces`` (files and/or directories,
+    ``.spt`` traces and per-rank ``.h5`` profiles; see ``scope_profiler.native_trace``) as
+    ``(name, starts, ends, source_file, source_line)`` for ``finalize``. Raises as
+    ``find_traces`` / ``read_native_ranks`` (``FileNotFoundError``, ``TraceFormatError``)."""
+    from .native_trace import find_traces, read_native_ranks
+
+    out = []
+    for path in find_traces(traces):
+        ranks, _ = read_native_ranks(path)
+        for name, region in ranks.get(rank, {}).items():
+            out.append(
+                (
+                    name,
+                    region.start_times_ns,
+                    region.end_times_ns,
+                    region.source_file,
+                    region.source_lineno,
+                )
+            )
+    return out
+
+
 def _lifetime_wrapper(func, profiled):
     """For ``async def``, generator and async generator functions, a wrapper whose region
     spans the whole coroutine / generator run (first step to completion) instead of the call
@@ -695,9 +718,9 @@ class ProfileManager:
                 cls._last_results = _empty_results(file_path)
                 return cls._last_results
             return None
-        if native_traces is not None:
-            raise NotImplementedError("native_traces is not supported")
         config = cls.get_config()
+        rank = getattr(config, "_rank", 0)
+        native = _native_regions(native_traces, rank) if native_traces is not None else []
         finalize_time_ns = perf_counter_ns()
         config.metadata["finalize_time_ns"] = finalize_time_ns
         if config.deactivate_profiling:
@@ -711,7 +734,9 @@ class ProfileManager:
         if config.comm is not None:  # MPI rank: collective, one file written by rank 0
             from . import _mpi
 
-            results = _mpi.finalize(cls, config, verbose=verbose, return_results=return_results)
+            results = _mpi.finalize(
+                cls, config, verbose=verbose, return_results=return_results, native=native
+            )
             cls._lifecycle_state = _LifecycleState.FINALIZED
             cls._cancel_auto_finalize()
             if return_results:
@@ -734,6 +759,7 @@ class ProfileManager:
                 cls._next_call_id,
                 close_open=close_open,
                 expected_open=[_ProfilingSession.ROOT_REGION_NAME],
+                native=native,
             )
             cls._next_call_id = next_id
             cls._last_native_run = native_run

@@ -138,10 +138,10 @@ def _gather_runs(comm, payload: bytes):
     return parts
 
 
-def finalize(manager, config, *, verbose: bool, return_results: bool):
+def finalize(manager, config, *, verbose: bool, return_results: bool, native=()):
     """The MPI branch of ``ProfileManager.finalize`` (collective; see the module docs).
     Returns rank 0's results, an empty non-root result set elsewhere, or None when no
-    results were asked for."""
+    results were asked for. ``native``: this rank's regions from C/Fortran traces."""
     from . import _native
     from ._manager import _results_from_native
 
@@ -166,6 +166,7 @@ def finalize(manager, config, *, verbose: bool, return_results: bool):
         config.file_path,
         first_call_id,
         rewind=False,
+        native=list(native),  # this rank's C/Fortran regions (native_traces)
     )
     manager._last_native_run = native_run
     if nesting_error is not None:

@@ -1225,6 +1225,7 @@ class NativeRecorder:
         rewind: bool | None = None,
         close_open: bool = False,
         expected_open: list[str] = ...,
+        native: list[tuple[str, _I64, _I64, str | None, int | None]] = ...,
     ) -> tuple[NativeRun, int, str | None, OSError | None]:
         """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None,
         write_error_or_None)``. Writes ``file_path`` (HDF5, atomically) when ``write_file``,
@@ -1233,7 +1234,10 @@ class NativeRecorder:
         and ``next_call_id`` is ``call_id_base``. Calls still open are named in a
         ``RuntimeWarning`` (region, lane, seconds open; not those of ``expected_open``
         regions, e.g. a session's root); with ``close_open`` (the end of a recording) they are in the run as calls ending now (recording clock), flagged
-        ``{"open_at_finalize": True}`` in ``Region.event_metadata``."""
+        ``{"open_at_finalize": True}`` in ``Region.event_metadata``. ``native``: regions recorded
+        outside the recorder (C/Fortran traces) as ``(name, starts, ends, source_file,
+        source_line)``, int64 ns: rows without thread or task (lane -1); ``ValueError`` for a
+        name also recorded here."""
     @property
     def buffer_limit(self) -> int:
         """The ``buffer_limit`` the recorder was created with (calls; at least 1 is used)."""

@@ -22,7 +22,7 @@ pub use tasks::{TaskHandle, TimedCoroutine};
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use scope_profiler_analysis::{MetaValue, Run};
-use scope_profiler_finalize::{checkpoint_with_prior, CheckpointError, CheckpointRequest};
+use scope_profiler_finalize::{checkpoint_with_prior, CheckpointError, CheckpointRequest, ForeignRegion};
 use scope_profiler_recorder::{Recorder, RegionMeta, RegionTable, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
 
 use crate::errors::write_failure_err;
@@ -91,6 +91,10 @@ pub(crate) fn recorded_name(py: Python<'_>, what: &str, name: String, warned: &A
 }
 
 /// What a [`NativeRecorder`] and its regions share.
+/// A native region handed to `finalize`: `(name, starts, ends, source_file, source_line)`.
+type NativeRegionArg<'py> =
+    (String, numpy::PyReadonlyArray1<'py, i64>, numpy::PyReadonlyArray1<'py, i64>, Option<String>, Option<i64>);
+
 pub(crate) struct Shared {
     rec: Recorder,
     regions: RegionTable,
@@ -479,7 +483,10 @@ impl NativeRecorder {
     /// open (region, lane, how long).
     /// `expected_open` names regions whose open calls are normal at a checkpoint (a
     /// session's root region) and not warned about.
-    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None, close_open=false, expected_open=Vec::new()))]
+    /// `native`: regions recorded outside the recorder for this rank (C/Fortran traces),
+    /// `(name, starts, ends, source_file, source_line)` with int64 ns arrays: rows without
+    /// thread or task (lane -1); `ValueError` for a name also recorded here.
+    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None, close_open=false, expected_open=Vec::new(), native=Vec::new()))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn finalize(
         &self,
@@ -492,6 +499,7 @@ impl NativeRecorder {
         rewind: Option<bool>,
         close_open: bool,
         expected_open: Vec<String>,
+        native: Vec<NativeRegionArg<'_>>,
     ) -> PyResult<(Py<NativeRun>, i64, Option<String>, Option<Py<pyo3::exceptions::PyBaseException>>)> {
         let mut meta_vals = Vec::with_capacity(metadata.len());
         for (k, v) in metadata.iter() {
@@ -505,6 +513,16 @@ impl NativeRecorder {
             call_id_base,
             write_to: write_file.then_some(path.as_path()),
             close_open_at: close_open.then(scope_profiler_recorder::now_ns),
+            foreign: native
+                .into_iter()
+                .map(|(name, starts, ends, source_file, source_line)| ForeignRegion {
+                    name,
+                    start_ns: starts.as_array().to_vec(),
+                    end_ns: ends.as_array().to_vec(),
+                    source_file,
+                    source_line,
+                })
+                .collect(),
         };
         // One checkpoint at a time: the write runs with the GIL released and the buffers
         // are rewound after it, so another thread's finalize must wait (GIL released).
@@ -529,6 +547,7 @@ impl NativeRecorder {
                 (*unwritten, Some(write_failure_err(failure, &file_path).into_value(py)))
             }
             Err(CheckpointError::Snapshot(e)) => return Err(pyo3::exceptions::PyRuntimeError::new_err(e.to_string())),
+            Err(CheckpointError::Foreign(m)) => return Err(pyo3::exceptions::PyValueError::new_err(m)),
         };
         let mut done = done;
         *self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()) = done.taken.take();
