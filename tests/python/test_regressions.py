@@ -1553,3 +1553,50 @@ def test_issue_13_item_1_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
         [0, 1, 2],
         [0, 1, 2, 3],
     )
+
+
+# Found by a new-user trial of issue 13 item 5: SIGTERM while a non-daemon thread of the
+# script waited inside a region hung `run` (it joined the thread, which never ended), and a
+# second SIGTERM during the write ended with a traceback and status 1.
+def test_issue_13_item_5_sigterm_does_not_wait_for_the_scripts_threads(tmp_path):
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import threading, time
+            from scope_profiler import ProfileManager
+            ev = threading.Event()
+            def worker():
+                with ProfileManager.profile_region("waiting"):
+                    ev.wait()
+            threading.Thread(target=worker, name="stuck").start()
+            time.sleep(0.2)
+            print("ready", flush=True)
+            time.sleep(120)
+            """
+        )
+    )
+    out = tmp_path / "stuck.h5"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scope_profiler",
+            "run",
+            "--track-threads",
+            "-o",
+            str(out),
+            str(script),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    t0 = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, (child.returncode, err)
+    assert time.monotonic() - t0 < 20, "waited for the script's thread"
+    waiting = sp.read_h5(str(out))["waiting"].regions[0]
+    assert waiting.num_calls == 1 and waiting.event_metadata == ({"open_at_finalize": True},)

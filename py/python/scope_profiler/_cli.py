@@ -114,6 +114,8 @@ def _run_script(req: dict) -> int:
                     print(exc.code, file=sys.stderr)
                     code = 1
             except _Terminated as exc:
+                # a second SIGTERM while the profile is written ends the process at once
+                signal.signal(signal.SIGTERM, signal.SIG_DFL)
                 print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
                 died_by = exc.signum
             except KeyboardInterrupt as exc:  # Ctrl-C: traceback and 130, as python does
@@ -123,10 +125,17 @@ def _run_script(req: dict) -> int:
                 _print_script_error(exc)
                 code = 1
             finally:
-                try:
-                    _join_non_daemon_threads()
-                except (_Terminated, KeyboardInterrupt):  # a second signal: stop waiting
-                    died_by = died_by or signal.SIGTERM
+                # Terminated: no waiting for the script's threads (they may never end); the
+                # calls they still have open are closed into the profile at its end.
+                if died_by is None:
+                    try:
+                        _join_non_daemon_threads()
+                    except _Terminated as exc:  # SIGTERM while waiting for them
+                        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+                        print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
+                        died_by = exc.signum
+                    except KeyboardInterrupt:  # Ctrl-C while waiting: stop waiting
+                        code = 128 + signal.SIGINT
     finally:
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
