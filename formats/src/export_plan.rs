@@ -298,9 +298,12 @@ pub fn plan(runs: &[RunInput], req: &Request<'_>) -> Result<Vec<PlannedFile>, Pl
             }
         }
     }
+    // every file a writer will create, before any is written (Parquet writes its lanes
+    // table beside its events file)
     for f in &files {
-        if f.path.is_dir() {
-            return Err(PlanError::IsADirectory(f.path.clone()));
+        let lanes = (req.format == ExportFormat::Parquet).then(|| crate::parquet_export::lanes_path(&f.path));
+        if let Some(p) = std::iter::once(&f.path).chain(lanes.as_ref()).find(|p| p.is_dir()) {
+            return Err(PlanError::IsADirectory(p.clone()));
         }
     }
     Ok(files)
@@ -679,6 +682,11 @@ mod tests {
         std::fs::create_dir(dir.path().join("x.speedscope.json")).unwrap();
         let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/x"))).unwrap_err();
         assert_eq!(e, PlanError::IsADirectory(dir.path().join("x.speedscope.json")));
+        // a new-user trial: Parquet's lanes table in the way was found only after the events
+        // file had been written
+        std::fs::create_dir(dir.path().join("zz.lanes.parquet")).unwrap();
+        let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Parquet, &format!("{d}/zz.parquet"))).unwrap_err();
+        assert_eq!(e, PlanError::IsADirectory(dir.path().join("zz.lanes.parquet")));
         assert_eq!(e.errno().map(|(n, _, _)| n), Some(libc::EISDIR));
         std::fs::write(dir.path().join("file"), b"").unwrap();
         let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/file/"))).unwrap_err();
