@@ -16,7 +16,9 @@ pub(crate) fn shared(v: Vec<i64>) -> Int64Array {
 /// Schema-3 decoding in place: within each row span `[lo, hi)`, `starts` (the start
 /// deltas) becomes the running sum and `ends` (the durations) becomes `start + duration`.
 /// Spans are disjoint (checked by the caller); rows are decoded in parallel.
-fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) {
+/// Returns whether a row holds a negative duration (a call that ends before it starts: no
+/// valid file has one).
+fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) -> bool {
     use rayon::prelude::*;
     let mut order: Vec<(usize, usize)> =
         spans.iter().map(|&(lo, hi)| (lo as usize, hi as usize)).filter(|s| s.1 > s.0).collect();
@@ -34,13 +36,24 @@ fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) {
     }
     let decode = |(s, e): (&mut [i64], &mut [i64])| {
         let mut acc = 0i64;
+        let mut negative = false;
         for (x, d) in s.iter_mut().zip(e.iter_mut()) {
             acc = acc.wrapping_add(*x);
             *x = acc;
+            negative |= *d < 0;
             *d = acc.wrapping_add(*d);
         }
+        negative
     };
-    scope_profiler_analysis::par::install(|| parts.into_par_iter().for_each(decode));
+    scope_profiler_analysis::par::install(|| parts.into_par_iter().map(decode).reduce(|| false, |a, b| a || b))
+}
+
+/// Whether a call in the rows `spans` of absolute `starts`/`ends` ends before it starts.
+fn ends_before_start(starts: &[i64], ends: &[i64], spans: &[(i128, i128)]) -> bool {
+    spans.iter().any(|&(lo, hi)| {
+        let (lo, hi) = (lo as usize, hi as usize);
+        starts[lo..hi].iter().zip(&ends[lo..hi]).any(|(s, e)| e < s)
+    })
 }
 
 const IX: &str = "rank_region_index";
@@ -241,14 +254,29 @@ impl EventColumns {
         let gpu = rd.optional("gpu_durations", max_end)?;
         let thread_ids = rd.optional("thread_ids", max_end)?;
         let task_ids = rd.optional("task_ids", max_end)?;
+        for (name, ids) in [("thread_ids", &thread_ids), ("task_ids", &task_ids)] {
+            if let Some(bad) = ids.as_ref().and_then(|a| a.values().iter().copied().find(|&v| v > i32::MAX as i64)) {
+                return Err(rd.ctx.corrupt(format!(
+                    "holds {bad} in events/{name}, beyond any thread or task table (at most {}). The file is damaged.",
+                    i32::MAX
+                )));
+            }
+        }
         let await_ns = rd.optional("await_ns", max_end)?;
         // Absolute starts and ends for every event, decoded per row (schema 3: cumsum), in
         // place: the deltas become the starts and the durations the ends (rows in parallel).
         // Events outside every row keep their stored values; no row refers to them.
         col_a.truncate(num_events);
         col_b.truncate(num_events);
-        if delta_encoded {
-            decode_deltas(&mut col_a, &mut col_b, &spans);
+        let backwards = if delta_encoded {
+            decode_deltas(&mut col_a, &mut col_b, &spans)
+        } else {
+            ends_before_start(&col_a, &col_b, &spans)
+        };
+        if backwards {
+            return Err(rd.ctx.corrupt(format!(
+                "has a call that ends before it starts (events/{b}). No recording has one: the file is damaged."
+            )));
         }
         let (starts, ends) = (shared(col_a), shared(col_b));
         // Stored call graph ids are kept bit-packed (see `scope_profiler_analysis::packed`):
