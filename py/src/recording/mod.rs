@@ -506,13 +506,16 @@ impl NativeRecorder {
             meta_vals.push((k.str()?.to_string(), to_meta_value(&v)?));
         }
         let path = std::path::PathBuf::from(&file_path);
+        // the snapshot's moment: open calls end there, and the warning measures to it
+        let now = scope_profiler_recorder::now_ns();
+        let close_open_at = close_open.then_some(now);
         let req = CheckpointRequest {
             metadata: meta_vals,
             start_time_ns,
             rewind: rewind.unwrap_or(write_file),
             call_id_base,
             write_to: write_file.then_some(path.as_path()),
-            close_open_at: close_open.then(scope_profiler_recorder::now_ns),
+            close_open_at,
             foreign: native
                 .into_iter()
                 .map(|(name, starts, ends, source_file, source_line)| ForeignRegion {
@@ -552,7 +555,7 @@ impl NativeRecorder {
         let mut done = done;
         *self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()) = done.taken.take();
         done.open.retain(|(name, _)| !expected_open.contains(name));
-        if let Some(message) = done.open_calls_warning(scope_profiler_recorder::now_ns(), close_open) {
+        if let Some(message) = done.open_calls_warning(now, close_open) {
             let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
             PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
         }
