@@ -175,9 +175,14 @@ def test_finalize_native_traces_folds_this_ranks_regions_into_the_run(tmp_path):
         assert theirs["regions"]["solve@0"]["num_calls"] == 3
     # a name recorded on both sides is refused, as the reference refuses it
     (traces / "run_rank00000.spt").write_bytes(encode(0, [("python", None, -1, [1], [2])]))
-    with pytest.raises(ValueError, match="recorded by both the Python API and a native profile"):
-        with ProfileManager.session(
-            file_path=str(tmp_path / "clash.h5"), native_traces=traces, verbose=False
+    try:
+        with pytest.raises(
+            ValueError, match="recorded by both the Python API and a native profile"
         ):
-            with ProfileManager.profile_region("python"):
-                pass
+            with ProfileManager.session(
+                file_path=str(tmp_path / "clash.h5"), native_traces=traces, verbose=False
+            ):
+                with ProfileManager.profile_region("python"):
+                    pass
+    finally:
+        ProfileManager.reset()  # the failed finalize leaves the run configured (to retry it)
