@@ -841,11 +841,10 @@ def test_issue_13_item_4_async_generators_are_timed_over_their_iteration(tmp_pat
     ).regions[0]
     assert region.num_calls == 4
     full, early, sent, thrown = region.durations
-    assert (
-        0.03 <= full < 0.5 and 0.01 <= early < 0.3 and 0.01 <= sent < 0.3 and 0.01 <= thrown < 0.3
-    )
-    # suspended in asyncio.sleep nearly all the time, on the iterating task's lane
-    assert all(0.9 * d <= a <= d for d, a in zip(region.durations, region.await_times))
+    # the iteration's time (the old wrapper recorded ~0 s), with room for a loaded machine
+    assert 0.03 <= full < 5 and 0.01 <= early < 5 and 0.01 <= sent < 5 and 0.01 <= thrown < 5
+    # suspended in asyncio.sleep most of the time, on the iterating task's lane
+    assert all(0.5 * d <= a <= d for d, a in zip(region.durations, region.await_times))
     assert list(region.task_ids) == [0, 0, 0, 0]
 
 
