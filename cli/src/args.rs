@@ -155,7 +155,9 @@ pub enum Command {
     /// Convert many `.h5` files in parallel into one or more formats; the outputs of each
     /// input go to DIR, named after the input's stem. A file that fails gets one error line
     /// and the exit code is 1, but the batch goes on. A progress bar is drawn on stderr when
-    /// it is a terminal.
+    /// it is a terminal. Calls that do not nest in their lane (a generator peeked inside a
+    /// region) are set aside and left out of the exports: each file with some gets a
+    /// `note:` line naming them, and the total is printed at the end.
     #[command(
         after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof (comma-separated for several).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\""
     )]

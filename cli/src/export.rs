@@ -11,7 +11,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
-use scope_profiler_analysis::{MetaValue, Run};
+use scope_profiler_analysis::{rank_call_arrays, set_aside_report, MetaValue, Run};
 use scope_profiler_formats::export_plan::{self, ExportFormat};
 use scope_profiler_formats::{read_h5, ExportError, Selection};
 
@@ -99,25 +99,56 @@ pub fn cli_selection(run: &Run, ranks: &[u32], label: String) -> Result<Selectio
     Ok(Selection::new(ranks, label))
 }
 
+/// What exporting one input produced.
+#[derive(Debug, Default)]
+pub struct FileOutcome {
+    /// One message per failed format (a file that could not be read: one message).
+    pub errors: Vec<String>,
+    /// Calls set aside by the reconstruction (they do not nest in their lane, so every
+    /// export leaves them out), summed over the selected ranks.
+    pub set_aside: usize,
+    /// One note per rank with set-aside calls ([`set_aside_report`]: count, region, lane,
+    /// times), prefixed with the input's path.
+    pub notes: Vec<String>,
+}
+
 /// Convert one input into every format of `formats` under the output stem `out_stem`.
-/// Returns one `Err(message)` per failed format (the file could not be read: one error).
-pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], ranks: &[u32]) -> Vec<String> {
+pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], ranks: &[u32]) -> FileOutcome {
     let run = match read_h5(input) {
         Ok(r) => r,
-        Err(e) => return vec![e.to_string()],
+        Err(e) => return FileOutcome { errors: vec![e.to_string()], ..FileOutcome::default() },
     };
     let sel = match cli_selection(&run, ranks, display_label(&run, &stem(input))) {
         Ok(s) => s,
-        Err(e) => return vec![format!("{}: {e}", input.display())],
+        Err(e) => return FileOutcome { errors: vec![format!("{}: {e}", input.display())], ..FileOutcome::default() },
     };
-    formats
+    let errors: Vec<String> = formats
         .par_iter()
         .filter_map(|&fmt| {
             let w = writer(fmt);
             let out = export_plan::default_file(dir, out_stem, w.format);
             (w.write)(&run, &sel, &out).err().map(|e| format!("{}: {}: {e}", input.display(), format_name(fmt)))
         })
-        .collect()
+        .collect();
+    let mut outcome = FileOutcome { errors, ..FileOutcome::default() };
+    set_aside_notes(&run, &sel.ranks, input, &mut outcome);
+    outcome
+}
+
+/// Count and describe the calls the writers set aside on `ranks`. Calls are set aside only
+/// on ranks with lanes (a thread table), so only those ranks are reconstructed again.
+fn set_aside_notes(run: &Run, ranks: &[u32], input: &Path, outcome: &mut FileOutcome) {
+    for &rank in ranks {
+        if run.rank_threads(rank).next().is_none() {
+            continue;
+        }
+        if let Ok((rows, calls)) = rank_call_arrays(run, rank) {
+            outcome.set_aside += calls.set_aside.len();
+            if let Some(msg) = set_aside_report(run, rank, &rows, &calls) {
+                outcome.notes.push(format!("{}: {msg}", input.display()));
+            }
+        }
+    }
 }
 
 /// The command-line name of `format`.
@@ -132,15 +163,27 @@ pub fn output_stems(files: &[PathBuf]) -> Vec<String> {
     export_plan::unique_stems(&files.iter().map(|f| stem(f)).collect::<Vec<_>>())
 }
 
-/// Export every file into every format; returns the number of files with a failure (each
-/// failure already reported on stderr as `error: FILE: FORMAT: message`).
+/// What a batch export did, over all its files.
+#[derive(Debug, Default, PartialEq, Eq)]
+pub struct BatchOutcome {
+    /// Files with at least one failed format.
+    pub failed_files: usize,
+    /// Calls set aside (left out of every export because they do not nest in their lane),
+    /// summed over all files and selected ranks.
+    pub set_aside: usize,
+    /// Files with at least one set-aside call.
+    pub files_with_set_aside: usize,
+}
+
+/// Export every file into every format. Each failure is reported on stderr as
+/// `error: FILE: FORMAT: message`, each rank with set-aside calls as `note: FILE: ...`.
 pub fn export_many(
     files: &[PathBuf],
     dir: &Path,
     formats: &[Format],
     ranks: &[u32],
     jobs: Option<usize>,
-) -> Result<usize, String> {
+) -> Result<BatchOutcome, String> {
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))?;
     let mut formats = formats.to_vec();
     formats.sort();
@@ -152,14 +195,25 @@ pub fn export_many(
             .expect("static progress template is valid"),
     );
     let failures = AtomicUsize::new(0);
+    let set_aside = AtomicUsize::new(0);
+    let files_with_set_aside = AtomicUsize::new(0);
     let work = || {
         files.par_iter().zip(stems.par_iter()).for_each(|(input, out_stem)| {
-            let errors = export_one(input, dir, out_stem, &formats, ranks);
-            if !errors.is_empty() {
+            let outcome = export_one(input, dir, out_stem, &formats, ranks);
+            if !outcome.errors.is_empty() {
                 failures.fetch_add(1, Ordering::Relaxed);
+            }
+            if outcome.set_aside > 0 {
+                set_aside.fetch_add(outcome.set_aside, Ordering::Relaxed);
+                files_with_set_aside.fetch_add(1, Ordering::Relaxed);
+            }
+            if !outcome.errors.is_empty() || !outcome.notes.is_empty() {
                 bar.suspend(|| {
-                    for msg in &errors {
+                    for msg in &outcome.errors {
                         eprintln!("error: {msg}");
+                    }
+                    for msg in &outcome.notes {
+                        eprintln!("note: {msg}");
                     }
                 });
             }
@@ -177,7 +231,11 @@ pub fn export_many(
         None => work(),
     }
     bar.finish_and_clear();
-    Ok(failures.into_inner())
+    Ok(BatchOutcome {
+        failed_files: failures.into_inner(),
+        set_aside: set_aside.into_inner(),
+        files_with_set_aside: files_with_set_aside.into_inner(),
+    })
 }
 
 /// `scope-profiler timeline`: write the timeline SVG of `file`; returns the path written.

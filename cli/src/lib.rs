@@ -129,13 +129,20 @@ where
         },
         Command::Export { formats, files, output_dir, ranks, jobs } => {
             match export::export_many(&files, &output_dir, &formats.0, &ranks, jobs) {
-                Ok(0) => {
-                    eprintln!("exported {} file(s) to {}", files.len(), output_dir.display());
-                    Outcome::Exit(0)
-                }
-                Ok(n) => {
-                    eprintln!("{n} of {} file(s) failed", files.len());
-                    Outcome::Exit(1)
+                Ok(done) => {
+                    if done.set_aside > 0 {
+                        eprintln!(
+                            "{} call(s) in {} file(s) were set aside (they do not nest in their lane) and left out of the exports",
+                            done.set_aside, done.files_with_set_aside
+                        );
+                    }
+                    if done.failed_files == 0 {
+                        eprintln!("exported {} file(s) to {}", files.len(), output_dir.display());
+                        Outcome::Exit(0)
+                    } else {
+                        eprintln!("{} of {} file(s) failed", done.failed_files, files.len());
+                        Outcome::Exit(1)
+                    }
                 }
                 Err(msg) => {
                     eprintln!("error: {msg}");
