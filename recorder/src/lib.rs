@@ -56,6 +56,7 @@ pub mod clock;
 pub mod fork;
 pub mod regions;
 pub mod task;
+pub mod trace_select;
 
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
@@ -86,8 +87,12 @@ pub struct ThreadInfo {
 pub struct ThreadRecord {
     pub index: usize,
     pub info: ThreadInfo,
-    /// Registration time, absolute ns ([`now_ns`]).
+    /// Registration time, absolute ns ([`now_ns`]); for the thread that marked the run's
+    /// start ([`Recorder::mark_start_thread`]), that moment.
     pub start_ns: i64,
+    /// The thread's CPU clock at `start_ns`, ns: `cpu_ns - cpu_start_ns` is the CPU burned
+    /// since then (during the run).
+    pub cpu_start_ns: i64,
     end_ns: AtomicI64,
     cpu_ns: AtomicI64,
     /// CPU ns added to every reading: the pre-fork total of a thread that continues in a
@@ -355,6 +360,8 @@ pub struct ThreadRowData {
     pub start_ns: i64,
     pub end_ns: i64,
     pub cpu_ns: i64,
+    /// CPU ns at registration (see [`ThreadRecord::cpu_start_ns`]).
+    pub cpu_start_ns: i64,
 }
 
 struct LocalEntry {
@@ -379,6 +386,8 @@ pub struct Recorder {
     paused: AtomicBool,
     alive: Arc<()>,
     states: Mutex<Vec<Arc<ThreadState>>>,
+    /// The thread that started the run (`setup()`): its id, the clock and its CPU clock then.
+    start_thread: Mutex<Option<(std::thread::ThreadId, i64, i64)>>,
 }
 
 impl Recorder {
@@ -400,7 +409,17 @@ impl Recorder {
             paused: AtomicBool::new(false),
             alive: Arc::new(()),
             states: Mutex::new(Vec::new()),
+            start_thread: Mutex::new(None),
         }
+    }
+
+    /// Note the calling thread as the one that started the run (`setup()`), with the clock
+    /// and its CPU clock now: when it registers (lazily, at its first region), its row
+    /// starts here instead, so its wall and CPU time cover the run from its start (issue 14:
+    /// the main thread's CPU time was its whole life's, its wall time unknown).
+    pub fn mark_start_thread(&self) {
+        *self.start_thread.lock().unwrap_or_else(|e| e.into_inner()) =
+            Some((std::thread::current().id(), now_ns(), thread_cpu_ns()));
     }
 
     pub fn tracking(&self) -> bool {
@@ -488,12 +507,18 @@ impl Recorder {
             let mut states = self.states.lock().unwrap_or_else(|e| e.into_inner());
             let index = states.len();
             let record = self.tracking.then(|| {
+                let cpu = thread_cpu_ns();
+                let (start_ns, cpu_start_ns) = match *self.start_thread.lock().unwrap_or_else(|e| e.into_inner()) {
+                    Some((id, at, cpu_then)) if id == std::thread::current().id() => (at, cpu_then),
+                    _ => (now_ns(), cpu),
+                };
                 Arc::new(ThreadRecord {
                     index,
                     info,
-                    start_ns: now_ns(),
+                    start_ns,
+                    cpu_start_ns,
                     end_ns: AtomicI64::new(UNKNOWN),
-                    cpu_ns: AtomicI64::new(thread_cpu_ns()),
+                    cpu_ns: AtomicI64::new(cpu),
                     cpu_base: AtomicI64::new(0),
                     native_id_now: AtomicI64::new(0),
                 })
@@ -568,6 +593,7 @@ impl Recorder {
                     start_ns: r.start_ns - origin_ns,
                     end_ns: if end == UNKNOWN { UNKNOWN } else { end - origin_ns },
                     cpu_ns: r.cpu_ns(),
+                    cpu_start_ns: r.cpu_start_ns,
                 }
             })
             .collect()

@@ -1,0 +1,353 @@
+//! Which Python functions function-level tracing records, and under which region name
+//! (`scope-profiler run --recursive`, `recursive_profile=True`; issue 12).
+//!
+//! The tracer (Python glue in the `py` crate) asks [`Selection::decide`] once per code
+//! object and caches the answer; everything here is plain strings, so the rules are tested
+//! without an interpreter. The rules are the reference's (`ProfileManager._get_recursive_tracer`,
+//! `_is_user_code`, `_frame_region_name` of scope-profiler 0.7.5):
+//!
+//! * the region name is `module.qualname`: `module` is the `__name__` of the frame's
+//!   globals (`__main__` for the script), `qualname` the code's `co_qualname`
+//!   (`A.m`, `<module>`, `outer.<locals>.inner`); with `entrypoint`, a code whose `co_name`
+//!   equals it is named `entrypoint` instead;
+//! * the profiler's own modules (`scope_profiler` and `scope_profiler.*`) are never traced;
+//! * without `all`, only user code: a file whose name does not start with `<` (`<string>`,
+//!   `<frozen ...>`) and whose real path does not start with one of the standard-library /
+//!   installed-package prefixes (`sysconfig` paths, `site` packages; computed by the caller);
+//! * `include` (any of, default every name) then `exclude` (none of) are `fnmatch` globs on
+//!   the region name `module.qualname` (`*` matches dots too).
+
+use std::path::Path;
+
+/// The tracing selection of one recording. Built once at tracer start.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Selection {
+    /// Trace the standard library and installed packages too (`--all`).
+    pub all: bool,
+    /// Real-path prefixes of non-user code (ignored with `all`).
+    pub system_prefixes: Vec<String>,
+    /// `--include GLOB` (empty = every name).
+    pub include: Vec<String>,
+    /// `--exclude GLOB`.
+    pub exclude: Vec<String>,
+    /// `--entrypoint NAME`: the code whose `co_name` is NAME is recorded as region NAME.
+    pub entrypoint: Option<String>,
+}
+
+/// What the tracer knows of a code object when it first meets it.
+#[derive(Debug, Clone, Copy)]
+pub struct CodeInfo<'a> {
+    /// `co_filename`.
+    pub filename: &'a str,
+    /// `__name__` of the frame's globals (`""` when unknown).
+    pub module: &'a str,
+    /// `co_qualname`.
+    pub qualname: &'a str,
+    /// `co_name`.
+    pub name: &'a str,
+}
+
+/// The reference's region name of a traced function: `module.qualname`.
+pub fn region_name(module: &str, qualname: &str) -> String {
+    let module = if module.is_empty() { "<unknown>" } else { module };
+    format!("{module}.{qualname}")
+}
+
+/// Whether `module` is part of the profiler itself (never traced).
+pub fn is_profiler_module(module: &str) -> bool {
+    module == "scope_profiler" || module.starts_with("scope_profiler.")
+}
+
+impl Selection {
+    /// The region name `code` is recorded under, or `None` when it is not traced.
+    /// `realpath` resolves a file name (the caller's `os.path.realpath`, or [`real_path`]);
+    /// it is called only for user-code checks (not with `all`).
+    pub fn decide(&self, code: &CodeInfo<'_>, realpath: impl FnOnce(&str) -> String) -> Option<String> {
+        if is_profiler_module(code.module) {
+            return None;
+        }
+        if !self.all && !self.is_user_file(code.filename, realpath) {
+            return None;
+        }
+        let name = region_name(code.module, code.qualname);
+        if !self.include.is_empty() && !self.include.iter().any(|p| fnmatch(&name, p)) {
+            return None;
+        }
+        if self.exclude.iter().any(|p| fnmatch(&name, p)) {
+            return None;
+        }
+        Some(match &self.entrypoint {
+            Some(entry) if entry == code.name => entry.clone(),
+            _ => name,
+        })
+    }
+
+    /// The reference's `_is_user_code`: a real file outside every system prefix.
+    fn is_user_file(&self, filename: &str, realpath: impl FnOnce(&str) -> String) -> bool {
+        if filename.is_empty() || filename.starts_with('<') {
+            return false;
+        }
+        let real = realpath(filename);
+        !self.system_prefixes.iter().any(|p| !p.is_empty() && real.starts_with(p.as_str()))
+    }
+}
+
+/// `os.path.realpath` for an existing file (symlinks resolved); a name that cannot be
+/// resolved is returned made absolute against the working directory, unchanged otherwise.
+pub fn real_path(filename: &str) -> String {
+    match std::fs::canonicalize(filename) {
+        Ok(p) => p.to_string_lossy().into_owned(),
+        Err(_) => {
+            let p = Path::new(filename);
+            if p.is_absolute() {
+                filename.to_string()
+            } else {
+                std::env::current_dir()
+                    .map(|d| d.join(p).to_string_lossy().into_owned())
+                    .unwrap_or_else(|_| filename.to_string())
+            }
+        }
+    }
+}
+
+/// Python's `fnmatch.fnmatchcase` (POSIX `fnmatch` does not fold case): `*` any run of
+/// characters (dots and slashes included), `?` one character, `[abc]`/`[a-z]` a set,
+/// `[!abc]` its complement; a `[` without a closing `]` is a literal.
+pub fn fnmatch(name: &str, pattern: &str) -> bool {
+    let n: Vec<char> = name.chars().collect();
+    let p: Vec<char> = pattern.chars().collect();
+    // Iterative matcher with one backtrack point for the last `*` (linear in practice).
+    let (mut i, mut j) = (0usize, 0usize);
+    let mut star: Option<(usize, usize)> = None;
+    while i < n.len() {
+        if j < p.len() {
+            match p[j] {
+                '*' => {
+                    star = Some((j, i));
+                    j += 1;
+                    continue;
+                }
+                '?' => {
+                    i += 1;
+                    j += 1;
+                    continue;
+                }
+                '[' => {
+                    if let Some((matched, next)) = class_match(&p, j, n[i]) {
+                        if matched {
+                            i += 1;
+                            j = next;
+                            continue;
+                        }
+                    } else if n[i] == '[' {
+                        i += 1;
+                        j += 1;
+                        continue;
+                    }
+                }
+                c => {
+                    if c == n[i] {
+                        i += 1;
+                        j += 1;
+                        continue;
+                    }
+                }
+            }
+        }
+        match star {
+            Some((sj, si)) => {
+                j = sj + 1;
+                i = si + 1;
+                star = Some((sj, si + 1));
+            }
+            None => return false,
+        }
+    }
+    p[j..].iter().all(|c| *c == '*')
+}
+
+/// The set `[...]` starting at `p[start]`: `Some((whether c is in it, index after it))`,
+/// `None` when there is no closing `]` (then `[` is a literal).
+fn class_match(p: &[char], start: usize, c: char) -> Option<(bool, usize)> {
+    let mut k = start + 1;
+    let negate = k < p.len() && p[k] == '!';
+    if negate {
+        k += 1;
+    }
+    let first = k;
+    let mut found = false;
+    while k < p.len() {
+        if p[k] == ']' && k > first {
+            return Some((found != negate, k + 1));
+        }
+        if k + 2 < p.len() && p[k + 1] == '-' && p[k + 2] != ']' {
+            if p[k] <= c && c <= p[k + 2] {
+                found = true;
+            }
+            k += 3;
+        } else {
+            if p[k] == c {
+                found = true;
+            }
+            k += 1;
+        }
+    }
+    None
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn code<'a>(filename: &'a str, module: &'a str, qualname: &'a str, name: &'a str) -> CodeInfo<'a> {
+        CodeInfo { filename, module, qualname, name }
+    }
+
+    fn identity(s: &str) -> String {
+        s.to_string()
+    }
+
+    #[test]
+    fn names_are_module_dot_qualname() {
+        assert_eq!(region_name("__main__", "A.m"), "__main__.A.m");
+        assert_eq!(region_name("__main__", "<module>"), "__main__.<module>");
+        assert_eq!(region_name("", "f"), "<unknown>.f");
+    }
+
+    #[test]
+    fn user_code_excludes_system_prefixes_and_pseudo_files() {
+        let sel = Selection { system_prefixes: vec!["/usr/lib/python3.11".into()], ..Default::default() };
+        let user = code("/home/u/s.py", "__main__", "fib", "fib");
+        assert_eq!(sel.decide(&user, identity).as_deref(), Some("__main__.fib"));
+        assert_eq!(sel.decide(&code("/usr/lib/python3.11/json/__init__.py", "json", "dumps", "dumps"), identity), None);
+        assert_eq!(
+            sel.decide(&code("<frozen importlib._bootstrap>", "importlib._bootstrap", "f", "f"), identity),
+            None
+        );
+        assert_eq!(sel.decide(&code("<string>", "__main__", "f", "f"), identity), None);
+        // the check is on the real path (a symlink into the standard library is not user code)
+        assert_eq!(sel.decide(&user, |_| "/usr/lib/python3.11/x.py".to_string()), None);
+        let all = Selection { all: true, ..sel.clone() };
+        assert_eq!(
+            all.decide(&code("/usr/lib/python3.11/json/__init__.py", "json", "dumps", "dumps"), |_| unreachable!())
+                .as_deref(),
+            Some("json.dumps")
+        );
+        assert_eq!(all.decide(&code("<string>", "__main__", "f", "f"), identity).as_deref(), Some("__main__.f"));
+    }
+
+    #[test]
+    fn the_profiler_itself_is_never_traced() {
+        let all = Selection { all: true, ..Default::default() };
+        assert_eq!(all.decide(&code("/x/_manager.py", "scope_profiler._manager", "f", "f"), identity), None);
+        assert_eq!(all.decide(&code("/x/__init__.py", "scope_profiler", "f", "f"), identity), None);
+        assert_eq!(
+            all.decide(&code("/x/m.py", "scope_profiler_extra", "f", "f"), identity).as_deref(),
+            Some("scope_profiler_extra.f")
+        );
+    }
+
+    #[test]
+    fn include_then_exclude_globs_on_the_region_name() {
+        let sel = Selection {
+            include: vec!["__main__.work*".into(), "*.helper".into()],
+            exclude: vec!["*_skip".into()],
+            ..Default::default()
+        };
+        let d = |q: &str| sel.decide(&code("/s.py", "__main__", q, q), identity);
+        assert_eq!(d("work").as_deref(), Some("__main__.work"));
+        assert_eq!(d("worker.run").as_deref(), Some("__main__.worker.run"));
+        assert_eq!(d("A.helper").as_deref(), Some("__main__.A.helper"));
+        assert_eq!(d("work_skip"), None);
+        assert_eq!(d("other"), None);
+        let only_exclude = Selection { exclude: vec!["__main__.fib".into()], ..Default::default() };
+        assert_eq!(only_exclude.decide(&code("/s.py", "__main__", "fib", "fib"), identity), None);
+        assert!(only_exclude.decide(&code("/s.py", "__main__", "fib2", "fib2"), identity).is_some());
+    }
+
+    #[test]
+    fn entrypoint_renames_the_code_named_so() {
+        let sel = Selection { entrypoint: Some("main".into()), ..Default::default() };
+        assert_eq!(sel.decide(&code("/s.py", "__main__", "main", "main"), identity).as_deref(), Some("main"));
+        assert_eq!(sel.decide(&code("/s.py", "__main__", "A.main", "main"), identity).as_deref(), Some("main"));
+        assert_eq!(sel.decide(&code("/s.py", "__main__", "f", "f"), identity).as_deref(), Some("__main__.f"));
+    }
+
+    #[test]
+    fn fnmatch_matches_python() {
+        // expected values from Python's fnmatch.fnmatchcase
+        let cases = [
+            ("__main__.fib", "*fib", true),
+            ("__main__.fib", "__main__.*", true),
+            ("a.b.c", "a*c", true),
+            ("abc", "a?c", true),
+            ("ac", "a?c", false),
+            ("abc", "a[bx]c", true),
+            ("abc", "a[!b]c", false),
+            ("adc", "a[!b]c", true),
+            ("a-c", "a[a-]c", true),
+            ("abc", "a[a-c]c", true),
+            ("a]c", "a[]]c", true),
+            ("a[c", "a[c", true),
+            ("abc", "", false),
+            ("", "*", true),
+            ("aaab", "*a*b", true),
+            ("aaab", "*a*c", false),
+            ("Fib", "fib", false),
+        ];
+        for (name, pat, want) in cases {
+            assert_eq!(fnmatch(name, pat), want, "fnmatch({name:?}, {pat:?})");
+        }
+    }
+
+    #[test]
+    fn real_path_of_a_missing_file_is_absolute() {
+        let p = real_path("no/such/file.py");
+        assert!(Path::new(&p).is_absolute() && p.ends_with("no/such/file.py"), "{p}");
+        assert_eq!(real_path("/no/such/abs.py"), "/no/such/abs.py");
+    }
+}
+
+/// The call budget of one tracing recording (`recursive_call_limit`): calls past it are
+/// not recorded but counted, so the run says what it left out (never silently).
+/// Used with the GIL held (one writer at a time); plain counters.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CallBudget {
+    /// Most calls recorded; `u64::MAX` = no limit.
+    pub limit: u64,
+    /// Calls recorded so far.
+    pub recorded: u64,
+    /// Calls not recorded because the limit was reached.
+    pub dropped: u64,
+}
+
+impl CallBudget {
+    pub fn new(limit: u64) -> Self {
+        CallBudget { limit, recorded: 0, dropped: 0 }
+    }
+
+    /// Count one call entry: true when it is recorded, false when it is dropped.
+    #[inline]
+    pub fn admit(&mut self) -> bool {
+        if self.recorded < self.limit {
+            self.recorded += 1;
+            true
+        } else {
+            self.dropped += 1;
+            false
+        }
+    }
+}
+
+#[cfg(test)]
+mod budget_tests {
+    use super::CallBudget;
+
+    #[test]
+    fn budget_records_up_to_the_limit_and_counts_the_rest() {
+        let mut b = CallBudget::new(3);
+        let admitted: Vec<bool> = (0..5).map(|_| b.admit()).collect();
+        assert_eq!(admitted, vec![true, true, true, false, false]);
+        assert_eq!((b.recorded, b.dropped), (3, 2));
+    }
+}
