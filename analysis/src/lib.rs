@@ -14,6 +14,7 @@ pub mod pytext;
 pub mod rank_calls;
 pub mod region_stats;
 pub mod run;
+pub mod summary;
 pub mod view;
 
 pub use cache::{Reconstruction, RunAnalysis};
@@ -31,4 +32,5 @@ pub use rank_calls::{
     set_aside_report,
 };
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
+pub use summary::{rank_summary, RankSummary, RegionSummaryRow};
 pub use view::{ExclusiveOf, LaneFilter, RowView};

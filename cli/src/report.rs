@@ -2,10 +2,7 @@
 //! CLI and by `ProfilingResults.print_summary()` in Python, so both print the same thing.
 use std::fmt::Write as _;
 
-use scope_profiler_analysis::{
-    exclusive_from, lane_label, rank_call_arrays, secs, set_aside_report, thread_summary, thread_summary_from,
-    NestingError, Run, ThreadSummaryRow,
-};
+use scope_profiler_analysis::{lane_label, rank_summary, secs, thread_summary, NestingError, Run, ThreadSummaryRow};
 
 /// Region summary of every rank: one line per region with calls (count, total s,
 /// mean/min/max ms, exclusive s). Exclusive time comes from the stored per-row totals
@@ -25,75 +22,37 @@ pub fn summary_text(run: &Run, title: &str) -> String {
         run.num_ranks
     );
     for rank in 0..run.num_ranks {
-        let rows: Vec<usize> = (0..run.regions.len()).filter(|&i| run.regions[i].rank == rank).collect();
-        if rows.is_empty() {
+        let Some(sum) = rank_summary(run, rank) else {
             continue;
-        }
-        // exclusive totals: stored where present, else from the rank's reconstruction, made
-        // once when anything needs it (missing totals, the thread summary)
-        let mut excl: Vec<Option<i64>> = rows.iter().map(|&i| run.regions[i].exclusive_total_ns).collect();
-        let has_threads = run.rank_threads(rank).next().is_some();
-        let rec = (excl.iter().any(Option::is_none) || has_threads).then(|| rank_call_arrays(run, rank));
-        let mut nesting_note = None;
-        let mut set_aside_note = None;
-        match &rec {
-            Some(Ok((order, calls))) => {
-                if excl.iter().any(Option::is_none) {
-                    for (pos, values) in exclusive_from(run, order, calls) {
-                        if let Some(k) = rows.iter().position(|&i| i == pos) {
-                            excl[k] = Some(values.iter().sum());
-                        }
-                    }
-                }
-                set_aside_note = set_aside_report(run, rank, order, calls);
-            }
-            Some(Err(e)) if excl.iter().any(Option::is_none) => nesting_note = Some(e.0.clone()),
-            _ => {}
-        }
-        let name_w = rows
-            .iter()
-            .map(|&i| run.region_names[run.regions[i].region as usize].chars().count())
-            .max()
-            .unwrap_or(6)
-            .max(6);
+        };
+        let name_w = sum.rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(6).max(6);
         let _ = writeln!(out, "\nrank {rank}: regions");
         let _ = writeln!(
             out,
             "  {:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
             "region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"
         );
-        for (k, &i) in rows.iter().enumerate() {
-            let r = &run.regions[i];
-            let n = r.len();
-            let (mut total, mut min, mut max) = (0i64, i64::MAX, i64::MIN);
-            for (s, e) in r.start_ns.values().iter().zip(r.end_ns.values().iter()) {
-                let d = e - s;
-                total += d;
-                min = min.min(d);
-                max = max.max(d);
-            }
-            let mean_ms = if n > 0 { total as f64 / n as f64 / 1e6 } else { 0.0 };
-            let ex = excl[k].map(|v| format!("{:.6}", secs(v))).unwrap_or_else(|| "-".into());
+        for r in &sum.rows {
+            let ex = r.exclusive_ns.map(|v| format!("{:.6}", secs(v))).unwrap_or_else(|| "-".into());
             let _ = writeln!(
                 out,
                 "  {:<name_w$} {:>9} {:>12.6} {:>11.3} {:>11.3} {:>11.3} {:>12}",
-                run.region_names[r.region as usize],
-                n,
-                secs(total),
-                mean_ms,
-                if n > 0 { min as f64 / 1e6 } else { 0.0 },
-                if n > 0 { max as f64 / 1e6 } else { 0.0 },
+                r.name,
+                r.calls,
+                secs(r.total_ns),
+                r.mean_ns / 1e6,
+                r.min_ns as f64 / 1e6,
+                r.max_ns as f64 / 1e6,
                 ex
             );
         }
-        if let Some(msg) = nesting_note {
+        if let Some(msg) = &sum.nesting_note {
             let _ = writeln!(out, "  exclusive time not available: {msg}");
         }
-        if let Some(msg) = set_aside_note {
+        if let Some(msg) = &sum.set_aside_note {
             let _ = writeln!(out, "  note: {msg}");
         }
-        if let Some(rec) = rec.filter(|_| has_threads) {
-            let summary = rec.map(|(_, calls)| thread_summary_from(run, rank, &calls));
+        if let Some(summary) = sum.threads {
             out.push_str(&threads_text_with(run, rank, summary));
         }
     }

@@ -37,6 +37,24 @@ fn options(sel: &Selection) -> Options<'static> {
 /// Errors: [`ExportError::Nesting`], [`ExportError::NoCalls`] (also when every path has
 /// zero self time), [`ExportError::Io`].
 pub fn write_flamegraph_svg_to<W: Write>(run: &Run, sel: &Selection, out: W) -> Result<(), ExportError> {
+    render(run, sel, options(sel), out)
+}
+
+/// [`write_flamegraph_svg_to`] drawn `width` px wide instead of filling the window (inferno's
+/// "fluid" drawing measures its window when it loads, which an `<iframe>` that is still being
+/// laid out reports as 0 px wide: the HTML report embeds this one).
+pub fn write_flamegraph_svg_fixed_to<W: Write>(
+    run: &Run,
+    sel: &Selection,
+    width: usize,
+    out: W,
+) -> Result<(), ExportError> {
+    let mut opt = options(sel);
+    opt.image_width = Some(width);
+    render(run, sel, opt, out)
+}
+
+fn render<W: Write>(run: &Run, sel: &Selection, mut opt: Options<'_>, out: W) -> Result<(), ExportError> {
     let mut lines = folded_stacks(run, sel, FoldedUnit::Nanoseconds)?;
     if lines.is_empty() {
         return Err(ExportError::NoCalls);
@@ -44,7 +62,6 @@ pub fn write_flamegraph_svg_to<W: Write>(run: &Run, sel: &Selection, out: W) -> 
     // inferno's from_lines expects sorted input (it merges adjacent equal prefixes)
     lines.sort();
     let text: Vec<String> = lines.iter().map(|(p, c)| format!("{p} {c}")).collect();
-    let mut opt = options(sel);
     let mut w = BufWriter::with_capacity(1 << 16, out);
     flamegraph::from_lines(&mut opt, text.iter().map(String::as_str), &mut w)
         .map_err(|e| ExportError::Io(format!("inferno: {e}")))?;

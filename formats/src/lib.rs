@@ -6,6 +6,7 @@ pub mod export_plan;
 pub mod flamegraph;
 pub mod folded;
 pub mod hdf5;
+pub mod html_report;
 pub mod json_profile;
 pub mod native_trace;
 pub mod parquet_export;

@@ -1,0 +1,120 @@
+//! The region summary of one rank: one row per region row with its call count, duration
+//! totals and extremes, exclusive and await time, plus the rank's thread summary. Computed
+//! once here; the text report (`scope-profiler summary`, `print_summary()`) and the HTML
+//! report (`scope-profiler report`, `export_html`) only format it.
+use crate::lanes::{thread_summary_from, ThreadSummaryRow};
+use crate::rank_calls::{exclusive_from, rank_call_arrays, set_aside_report};
+use crate::{NestingError, Run};
+
+/// One region row of a rank. Durations are `end - start` of each call, ns on the recording
+/// clock (`time.perf_counter_ns()`), wall time.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RegionSummaryRow {
+    /// Position of the row in [`Run::regions`].
+    pub row: usize,
+    /// Region name.
+    pub name: String,
+    /// Number of calls.
+    pub calls: usize,
+    /// Σ durations, ns (inclusive time).
+    pub total_ns: i64,
+    /// Mean duration, ns (`total_ns / calls`, 0 without calls).
+    pub mean_ns: f64,
+    /// Shortest / longest call, ns (0 without calls).
+    pub min_ns: i64,
+    pub max_ns: i64,
+    /// Σ exclusive ns (the call minus its children on its lane): stored in the file, else
+    /// from the rank's reconstruction; `None` when the calls cannot be nested.
+    pub exclusive_ns: Option<i64>,
+    /// Σ await ns (time the call's task was suspended inside it, `track_async`); `None`
+    /// when the row has no await column.
+    pub await_ns: Option<i64>,
+}
+
+impl RegionSummaryRow {
+    /// Σ held ns = `total_ns - await_ns` (the time the calls ran or waited on their thread,
+    /// not suspended in an `await`); `None` without an await column.
+    pub fn held_ns(&self) -> Option<i64> {
+        self.await_ns.map(|a| self.total_ns - a)
+    }
+}
+
+/// The summary of one rank.
+#[derive(Debug)]
+pub struct RankSummary {
+    pub rank: u32,
+    /// The rank's region rows, in file order.
+    pub rows: Vec<RegionSummaryRow>,
+    /// Why exclusive times are missing (the reconstruction failed), if they are.
+    pub nesting_note: Option<String>,
+    /// [`set_aside_report`] of the rank's reconstruction: calls left out because they do not
+    /// nest in their lane.
+    pub set_aside_note: Option<String>,
+    /// The thread summary (`None` without a thread table; `Err` when the calls cannot be
+    /// reconstructed).
+    pub threads: Option<Result<Vec<ThreadSummaryRow>, NestingError>>,
+}
+
+impl RankSummary {
+    /// Whether any row carries await times (the run was recorded with `track_async`).
+    pub fn has_await(&self) -> bool {
+        self.rows.iter().any(|r| r.await_ns.is_some())
+    }
+}
+
+/// The summary of `rank`, `None` when the rank has no region row. The rank is
+/// reconstructed (once) only when exclusive totals are missing or it has a thread table.
+pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
+    let positions: Vec<usize> = (0..run.regions.len()).filter(|&i| run.regions[i].rank == rank).collect();
+    if positions.is_empty() {
+        return None;
+    }
+    let mut rows: Vec<RegionSummaryRow> = positions.iter().map(|&i| region_row(run, i)).collect();
+    let has_threads = run.rank_threads(rank).next().is_some();
+    let missing = rows.iter().any(|r| r.exclusive_ns.is_none());
+    let rec = (missing || has_threads).then(|| rank_call_arrays(run, rank));
+    let mut out = RankSummary { rank, rows: Vec::new(), nesting_note: None, set_aside_note: None, threads: None };
+    match &rec {
+        Some(Ok((order, calls))) => {
+            if missing {
+                for (pos, values) in exclusive_from(run, order, calls) {
+                    if let Some(r) = rows.iter_mut().find(|r| r.row == pos) {
+                        r.exclusive_ns = Some(values.iter().sum());
+                    }
+                }
+            }
+            out.set_aside_note = set_aside_report(run, rank, order, calls);
+        }
+        Some(Err(e)) if missing => out.nesting_note = Some(e.0.clone()),
+        _ => {}
+    }
+    if has_threads {
+        out.threads = rec.map(|r| r.map(|(_, calls)| thread_summary_from(run, rank, &calls)));
+    }
+    out.rows = rows;
+    Some(out)
+}
+
+/// The totals of row `i` of `run.regions` (exclusive: the stored total, if any).
+fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
+    let r = &run.regions[i];
+    let n = r.len();
+    let (mut total, mut min, mut max) = (0i64, i64::MAX, i64::MIN);
+    for (s, e) in r.start_ns.values().iter().zip(r.end_ns.values().iter()) {
+        let d = e - s;
+        total += d;
+        min = min.min(d);
+        max = max.max(d);
+    }
+    RegionSummaryRow {
+        row: i,
+        name: run.region_names.get(r.region as usize).cloned().unwrap_or_else(|| "?".into()),
+        calls: n,
+        total_ns: total,
+        mean_ns: if n > 0 { total as f64 / n as f64 } else { 0.0 },
+        min_ns: if n > 0 { min } else { 0 },
+        max_ns: if n > 0 { max } else { 0 },
+        exclusive_ns: r.exclusive_total_ns,
+        await_ns: r.await_ns.as_ref().map(|a| a.values().iter().map(|&v| v.max(0)).sum()),
+    }
+}

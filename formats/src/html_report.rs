@@ -1,0 +1,413 @@
+//! A self-contained HTML report of a run (`scope-profiler report`, `run -o x.html`,
+//! `export_html`): one file that opens in any browser without a server or a network.
+//!
+//! Per selected rank: the region summary ([`rank_summary`]: calls, total, mean/min/max,
+//! exclusive time, and await/held time when the run recorded await times), the thread table
+//! ([`ThreadSummaryRow`]) and the task table; then, for the selection, the lane timeline
+//! ([`crate::timeline`], inline SVG) and the flame graph ([`crate::flamegraph`], inferno's
+//! interactive SVG in an `<iframe>` from a `data:` URL: its script looks up its own elements
+//! by id and would clash with the page's). Tables sort by a click on a column header.
+//!
+//! All times are wall time on the recording clock (`time.perf_counter_ns()`), printed in
+//! seconds (`s`) or milliseconds (`ms`); CPU time comes from each thread's own CPU clock.
+use std::fmt::Write as _;
+use std::path::Path;
+
+use base64::Engine as _;
+use scope_profiler_analysis::{lane_label, rank_summary, secs, MetaValue, RankSummary, Run};
+
+use crate::export_common::{io_err, write_atomic};
+use crate::flamegraph::write_flamegraph_svg_fixed_to;
+use crate::timeline::{timeline_svg, TimelineOptions};
+use crate::{ExportError, Selection};
+
+/// An HTML report being assembled: [`HtmlReport::add`] one run (or several, one section
+/// each), then [`HtmlReport::write`] or [`HtmlReport::html`].
+#[derive(Debug, Clone)]
+pub struct HtmlReport {
+    title: String,
+    body: String,
+}
+
+/// One table cell: the text shown and, for numbers, the value the column sorts by.
+struct Cell {
+    text: String,
+    sort: Option<f64>,
+}
+
+fn text(s: impl Into<String>) -> Cell {
+    Cell { text: s.into(), sort: None }
+}
+
+/// Seconds with 6 decimals (the text summary's precision), sorted by value.
+fn s6(v: f64) -> Cell {
+    Cell { text: format!("{v:.6}"), sort: Some(v) }
+}
+
+/// ns shown as seconds.
+fn ns_s(ns: i64) -> Cell {
+    s6(secs(ns))
+}
+
+/// ns shown as ms with 3 decimals.
+fn ns_ms(ns: f64) -> Cell {
+    let v = ns / 1e6;
+    Cell { text: format!("{v:.3}"), sort: Some(v) }
+}
+
+fn int(n: i64) -> Cell {
+    Cell { text: n.to_string(), sort: Some(n as f64) }
+}
+
+/// `s` escaped for HTML text and attribute values.
+fn esc(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// A sortable table; `class` names it for styling and tests (`regions`, `threads`, `tasks`).
+fn table(out: &mut String, class: &str, headers: &[&str], rows: Vec<Vec<Cell>>) {
+    let _ = write!(out, "<table class=\"{class}\"><thead><tr>");
+    for h in headers {
+        let _ = write!(out, "<th>{}</th>", esc(h));
+    }
+    out.push_str("</tr></thead><tbody>\n");
+    for row in rows {
+        out.push_str("<tr>");
+        for c in row {
+            match c.sort {
+                Some(v) => {
+                    let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&c.text));
+                }
+                None => {
+                    let _ = write!(out, "<td>{}</td>", esc(&c.text));
+                }
+            }
+        }
+        out.push_str("</tr>\n");
+    }
+    out.push_str("</tbody></table>\n");
+}
+
+fn note(out: &mut String, msg: &str) {
+    let _ = writeln!(out, "<p class=\"note\">{}</p>", esc(msg));
+}
+
+impl HtmlReport {
+    /// An empty report titled `title` (the page title and its first heading).
+    pub fn new(title: impl Into<String>) -> Self {
+        HtmlReport { title: title.into(), body: String::new() }
+    }
+
+    /// Add the section of `run` restricted to `sel` (its ranks, in order; its regions; its
+    /// label heads the section): overview, per-rank region, thread and task tables, the lane
+    /// timeline and the flame graph. A timeline or flame graph that cannot be drawn (calls that
+    /// do not nest) leaves a note in its place.
+    ///
+    /// Errors: [`ExportError::NoCalls`] when no selected rank has a call (nothing is added).
+    pub fn add(&mut self, run: &Run, sel: &Selection) -> Result<&mut Self, ExportError> {
+        let applied = sel.apply(run);
+        let run: &Run = &applied;
+        let summaries: Vec<RankSummary> = sel.ranks.iter().filter_map(|&r| rank_summary(run, r)).collect();
+        if summaries.iter().all(|s| s.rows.iter().all(|r| r.calls == 0)) {
+            return Err(ExportError::NoCalls);
+        }
+        let mut out = String::new();
+        let _ = writeln!(out, "<section class=\"run\"><h2>{}</h2>", esc(&sel.label));
+        overview(&mut out, run, &summaries);
+        let multi = summaries.len() > 1;
+        for s in &summaries {
+            rank_tables(&mut out, run, s, multi);
+        }
+        out.push_str("<h3>Timeline</h3>\n");
+        out.push_str(
+            "<p class=\"help\">One row per thread and per task or greenlet (a lane); bars are calls, \
+             nested calls below their caller; the hatched part of a task's call is await time. \
+             Hover a bar for its times.</p>\n",
+        );
+        match timeline_svg(run, sel, &TimelineOptions::default()) {
+            Ok(svg) => {
+                let _ = writeln!(out, "<div class=\"figure timeline\">{}</div>", strip_xml_prolog(&svg));
+            }
+            Err(e) => note(&mut out, &format!("timeline not available: {e}")),
+        }
+        out.push_str("<h3>Flame graph</h3>\n");
+        out.push_str(
+            "<p class=\"help\">Wall time per region path, one tower per lane; width = the path's \
+             inclusive time. Click a frame to zoom, Ctrl+F to search.</p>\n",
+        );
+        let mut fg = Vec::new();
+        match write_flamegraph_svg_fixed_to(run, sel, FLAME_WIDTH, &mut fg) {
+            Ok(()) => {
+                let svg = String::from_utf8_lossy(&fg);
+                let height = svg_height(&svg).unwrap_or(600.0);
+                let data = base64::engine::general_purpose::STANDARD.encode(with_history_shim(&svg));
+                let _ = writeln!(
+                    out,
+                    "<iframe class=\"figure flamegraph\" title=\"flame graph\" style=\"width:{}px;height:{:.0}px\" src=\"data:image/svg+xml;base64,{data}\"></iframe>",
+                    FLAME_WIDTH + 4,
+                    height + 4.0
+                );
+            }
+            Err(e) => note(&mut out, &format!("flame graph not available: {e}")),
+        }
+        out.push_str("</section>\n");
+        self.body.push_str(&out);
+        Ok(self)
+    }
+
+    /// The whole document.
+    pub fn html(&self) -> String {
+        let mut out = String::with_capacity(self.body.len() + 4096);
+        let _ = write!(
+            out,
+            "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\">\n\
+             <meta name=\"generator\" content=\"scope-profiler {}\">\n<title>{}</title>\n<style>{STYLE}</style>\n</head>\n\
+             <body>\n<h1>{}</h1>\n",
+            env!("CARGO_PKG_VERSION"),
+            esc(&self.title),
+            esc(&self.title)
+        );
+        out.push_str(&self.body);
+        let _ = write!(out, "<script>{SCRIPT}</script>\n</body></html>\n");
+        out
+    }
+
+    /// Write the document to `path` (atomically, parent directories created).
+    /// Errors: [`ExportError::Io`] naming the path.
+    pub fn write(&self, path: &Path) -> Result<(), ExportError> {
+        let html = self.html();
+        write_atomic(path, |f| f.write_all(html.as_bytes()).map_err(io_err(path)))
+    }
+}
+
+/// The report of `sel` as a string, titled with its label. Errors as [`HtmlReport::add`].
+pub fn html_report(run: &Run, sel: &Selection) -> Result<String, ExportError> {
+    let mut r = HtmlReport::new(format!("scope-profiler report: {}", sel.label));
+    r.add(run, sel)?;
+    Ok(r.html())
+}
+
+/// Write the report of `sel` to `path` (the uniform writer signature of this crate).
+/// Errors as [`HtmlReport::add`] and [`HtmlReport::write`]; nothing is written on error.
+pub fn write_html_report(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
+    let mut r = HtmlReport::new(format!("scope-profiler report: {}", sel.label));
+    r.add(run, sel)?;
+    r.write(path)
+}
+
+/// Run-level facts: ranks, regions, calls, the run's span, what was tracked, metadata.
+fn overview(out: &mut String, run: &Run, summaries: &[RankSummary]) {
+    let calls: usize = summaries.iter().flat_map(|s| &s.rows).map(|r| r.calls).sum();
+    let regions: usize = summaries.iter().flat_map(|s| &s.rows).filter(|r| r.calls > 0).count();
+    let mut facts: Vec<(String, String)> = vec![
+        ("calls".into(), calls.to_string()),
+        ("region rows with calls".into(), regions.to_string()),
+        ("ranks".into(), format!("{} of {}", summaries.len(), run.num_ranks)),
+    ];
+    if let (Some(s), Some(f)) = (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
+        if f >= s {
+            facts.push(("run (setup to finalize)".into(), format!("{:.6} s", secs(f - s))));
+        }
+    }
+    let tracked = if !run.tasks.is_empty() {
+        "threads and tasks/greenlets (track_async)"
+    } else if run.has_thread_ids() {
+        "threads (track_threads)"
+    } else {
+        "no lanes (calls of all threads share one stack)"
+    };
+    facts.push(("recorded".into(), tracked.into()));
+    out.push_str("<dl class=\"facts\">");
+    for (k, v) in &facts {
+        let _ = write!(out, "<dt>{}</dt><dd>{}</dd>", esc(k), esc(v));
+    }
+    out.push_str("</dl>\n");
+    if !run.metadata.is_empty() {
+        out.push_str("<details><summary>metadata</summary><table class=\"metadata\"><tbody>\n");
+        for (k, v) in &run.metadata {
+            let _ = writeln!(out, "<tr><th>{}</th><td>{}</td></tr>", esc(k), esc(&meta_text(v)));
+        }
+        out.push_str("</tbody></table></details>\n");
+    }
+}
+
+fn meta_text(v: &MetaValue) -> String {
+    match v {
+        MetaValue::Int(i) => i.to_string(),
+        MetaValue::Float(f) => f.to_string(),
+        MetaValue::Str(s) => s.clone(),
+        MetaValue::StrList(l) => l.join(", "),
+    }
+}
+
+/// The region, thread and task tables of one rank.
+fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
+    let heading = |what: &str| if multi { format!("Rank {}: {what}", s.rank) } else { what.to_string() };
+    let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Regions")));
+    let with_await = s.has_await();
+    let mut headers = vec!["region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"];
+    if with_await {
+        headers.extend(["held s", "await s"]);
+    }
+    let rows = s
+        .rows
+        .iter()
+        .map(|r| {
+            let mut row = vec![
+                text(&r.name),
+                int(r.calls as i64),
+                ns_s(r.total_ns),
+                ns_ms(r.mean_ns),
+                ns_ms(r.min_ns as f64),
+                ns_ms(r.max_ns as f64),
+                r.exclusive_ns.map(ns_s).unwrap_or_else(|| text("-")),
+            ];
+            if with_await {
+                row.push(r.held_ns().map(ns_s).unwrap_or_else(|| text("-")));
+                row.push(r.await_ns.map(ns_s).unwrap_or_else(|| text("-")));
+            }
+            row
+        })
+        .collect();
+    table(out, "regions", &headers, rows);
+    if with_await {
+        out.push_str(
+            "<p class=\"help\">held = total − await: the time the calls were not suspended in an <code>await</code> \
+             (running, or blocking their thread).</p>\n",
+        );
+    }
+    if let Some(msg) = &s.nesting_note {
+        note(out, &format!("exclusive time not available: {msg}"));
+    }
+    if let Some(msg) = &s.set_aside_note {
+        note(out, msg);
+    }
+    match &s.threads {
+        None => {}
+        Some(Err(e)) => {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Threads")));
+            note(out, &format!("thread summary not available: {}", e.0));
+        }
+        Some(Ok(threads)) => {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Threads")));
+            let headers = ["index", "name", "alive", "wall s", "cpu s", "calls", "region s"];
+            let rows = threads
+                .iter()
+                .map(|t| {
+                    vec![
+                        int(t.index),
+                        text(&t.name),
+                        text(if t.alive { "yes" } else { "no" }),
+                        t.wall_time.map(s6).unwrap_or_else(|| text("-")),
+                        s6(t.cpu_time),
+                        int(t.num_calls),
+                        s6(t.region_time),
+                    ]
+                })
+                .collect();
+            table(out, "threads", &headers, rows);
+        }
+    }
+    let tasks: Vec<_> = run.rank_tasks(s.rank).collect();
+    if !tasks.is_empty() {
+        let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
+        let headers = ["index", "lane", "steps", "running s", "awaiting s"];
+        let rows = tasks
+            .iter()
+            .map(|t| {
+                vec![
+                    int(t.index),
+                    text(lane_label(run, t.index, s.rank)),
+                    int(t.steps),
+                    ns_s(t.running_ns),
+                    ns_s(t.suspended_ns),
+                ]
+            })
+            .collect();
+        table(out, "tasks", &headers, rows);
+    }
+}
+
+/// `svg` without a leading `<?xml ...?>` declaration and `<!DOCTYPE ...>` (not valid inside HTML).
+fn strip_xml_prolog(svg: &str) -> &str {
+    let mut s = svg.trim_start();
+    for open in ["<?xml", "<!DOCTYPE"] {
+        if s.starts_with(open) {
+            if let Some(end) = s.find('>') {
+                s = s[end + 1..].trim_start();
+            }
+        }
+    }
+    s
+}
+
+/// The `height` attribute of the outermost `<svg>` element, px.
+fn svg_height(svg: &str) -> Option<f64> {
+    let tag = &svg[svg.find("<svg")?..];
+    let tag = &tag[..tag.find('>')?];
+    let at = tag.find(" height=\"")? + " height=\"".len();
+    tag[at..].split('"').next()?.parse().ok()
+}
+
+/// inferno's script records the zoom and search in the URL with `history.replaceState`,
+/// which a `data:` document may not do (a `SecurityError` on every click): a script placed
+/// before it turns such a refusal into a no-op.
+fn with_history_shim(svg: &str) -> String {
+    const SHIM: &str = "<script type=\"text/ecmascript\"><![CDATA[(function(){var r=history.replaceState;\
+history.replaceState=function(){try{return r.apply(history,arguments)}catch(e){}};})();]]></script>";
+    match svg.find("<svg").and_then(|at| svg[at..].find('>').map(|e| at + e + 1)) {
+        Some(end) => format!("{}{SHIM}{}", &svg[..end], &svg[end..]),
+        None => svg.to_string(),
+    }
+}
+
+/// Width of the embedded flame graph, px.
+const FLAME_WIDTH: usize = 1200;
+
+const STYLE: &str = "
+body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1f2328;max-width:1500px}
+h1{font-size:22px;margin:0 0 12px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
+h3{font-size:15px;margin:22px 0 6px}
+table{border-collapse:collapse;margin:4px 0 8px;font-variant-numeric:tabular-nums}
+th,td{border:1px solid #d0d7de;padding:3px 8px;text-align:left}
+thead th{background:#f6f8fa;cursor:pointer;user-select:none;white-space:nowrap}
+thead th.asc::after{content:' \\25B2'}thead th.desc::after{content:' \\25BC'}
+td.num{text-align:right}tbody tr:nth-child(even){background:#fafbfc}
+dl.facts{display:grid;grid-template-columns:max-content auto;gap:2px 14px;margin:8px 0}
+dl.facts dt{color:#57606a}dl.facts dd{margin:0}
+.note{color:#9a3412}.help{color:#57606a;margin:2px 0 6px;font-size:13px}
+.figure{border:1px solid #d0d7de;overflow:auto;max-width:100%}
+iframe.flamegraph{display:block}
+details{margin:6px 0}table.metadata th{background:#f6f8fa;font-weight:normal}
+";
+
+/// Click a header to sort its table (numbers by value, text by name); again to reverse.
+const SCRIPT: &str = "
+document.querySelectorAll('table:not(.metadata)').forEach(function(t){
+  t.querySelectorAll('thead th').forEach(function(th,col){
+    th.addEventListener('click',function(){
+      var asc=!th.classList.contains('asc');
+      t.querySelectorAll('thead th').forEach(function(h){h.classList.remove('asc','desc')});
+      th.classList.add(asc?'asc':'desc');
+      var body=t.tBodies[0],rows=Array.prototype.slice.call(body.rows);
+      rows.sort(function(a,b){
+        var x=a.cells[col],y=b.cells[col],vx=x.dataset.v,vy=y.dataset.v,c;
+        if(vx!==undefined&&vy!==undefined){c=parseFloat(vx)-parseFloat(vy)}
+        else{c=x.textContent.localeCompare(y.textContent)}
+        return asc?c:-c});
+      rows.forEach(function(r){body.appendChild(r)});
+    });
+  });
+});
+";
