@@ -81,7 +81,7 @@ pub enum Command {
     /// are recorded by the process-wide manager; a root region `scope_profiler.session`
     /// spans the whole script.
     #[command(
-        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3"
+        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5"
     )]
     Run {
         /// Record the thread of every call and the thread table (`track_threads=True`).
@@ -92,7 +92,10 @@ pub enum Command {
         /// it, calls of interleaved tasks share their thread's stack.
         #[arg(long)]
         track_async: bool,
-        /// The `.h5` file to write.
+        /// The file to write: an `.h5` file, or a JSON profile (`.json`, `.json.gz`: the run
+        /// records into `<output>.scope-profiler.h5` beside it, which is rendered to the JSON
+        /// file and removed; if that fails it is kept and named). The speedscope file is named
+        /// after it (`run.json` -> `run.speedscope.json`).
         #[arg(short = 'o', long = "output", default_value = "profiling_data.h5")]
         output: PathBuf,
         /// Do not write the `.speedscope.json` next to the `.h5` file.

@@ -12,7 +12,9 @@ pub mod report;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use scope_profiler_formats::read_h5;
+use scope_profiler_analysis::Run;
+use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::{read_h5, Selection};
 
 pub use args::{Cli, Command, Format, Formats};
 
@@ -166,17 +168,28 @@ where
 }
 
 /// After Python ran a script into `h5`: print the summary (unless quiet) and write the
-/// speedscope file beside it. Returns the speedscope path written, if any.
+/// speedscope file. When `req.output` names another format than HDF5 (`run -o run.json`),
+/// `h5` is the temporary `<output>.scope-profiler.h5` the run wrote beside it: the requested
+/// file is rendered from it ([`render_output`]) and it is removed once that is published (a
+/// failed rendering keeps it, and the error names it). The summary and the speedscope file
+/// are named after `req.output`. Returns the speedscope path written, if any.
 pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String> {
     let run = read_h5(h5).map_err(|e| e.to_string())?;
+    let written = &req.output;
+    if written.as_path() != h5 {
+        render_output(&run, h5, written)?;
+    }
     if !req.quiet {
-        print!("{}", report::summary_text(&run, &h5.display().to_string()));
+        print!("{}", report::summary_text(&run, &written.display().to_string()));
     }
     if !req.speedscope {
+        if !req.quiet && written.as_path() != h5 {
+            println!("\nwrote {}", written.display());
+        }
         return Ok(None);
     }
-    let stem = export::stem(h5);
-    let dir = h5.parent().unwrap_or(Path::new(""));
+    let stem = export::stem(written);
+    let dir = written.parent().unwrap_or(Path::new(""));
     let out = scope_profiler_formats::export_plan::default_file(
         dir,
         &stem,
@@ -189,10 +202,45 @@ pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String>
         } else {
             " (concurrent code: record with --track-threads, or --track-async for asyncio)"
         };
-        format!("{} was written, but the speedscope export failed: {e}{hint}", h5.display())
+        format!("{} was written, but the speedscope export failed: {e}{hint}", written.display())
     })?;
     if !req.quiet {
-        println!("\nwrote {} and {}", h5.display(), out.display());
+        println!("\nwrote {} and {}", written.display(), out.display());
     }
     Ok(Some(out))
+}
+
+/// The path a run writes its HDF5 file to when `output` asks for another format
+/// ([`ProfileFormat::by_name`]): `<output>.scope-profiler.h5` beside it (the reference's
+/// name: same directory, so publishing stays a rename); `output` itself for HDF5.
+pub fn recording_path(output: &Path) -> PathBuf {
+    match ProfileFormat::by_name(output) {
+        ProfileFormat::Hdf5 => output.to_path_buf(),
+        _ => {
+            let mut name = output.as_os_str().to_owned();
+            name.push(".scope-profiler.h5");
+            PathBuf::from(name)
+        }
+    }
+}
+
+/// Write `run` (read from `h5`) to `output` in the format its name asks for: a JSON profile
+/// (`.json`, `.json.gz`: every rank, the reference's `write_profile`), then remove `h5`.
+/// Errors name `output` and say that `h5` is kept.
+pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> {
+    let kept = |e: String| format!("{e}; the recorded run is kept in {}", h5.display());
+    match ProfileFormat::by_name(output) {
+        ProfileFormat::Json => {
+            let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
+            let label = export::display_label(run, &export::stem(output));
+            scope_profiler_formats::json_profile::write_json(run, &Selection::new(ranks, label), None, output)
+                .map_err(|e| kept(e.to_string()))?;
+        }
+        ProfileFormat::Html => {
+            return Err(kept(format!("{}: HTML reports cannot be written yet", output.display())));
+        }
+        ProfileFormat::Hdf5 => return Ok(()),
+    }
+    std::fs::remove_file(h5)
+        .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))
 }

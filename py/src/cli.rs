@@ -4,14 +4,16 @@ use std::path::PathBuf;
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::{after_run, dispatch, report, Outcome, RunRequest};
+use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
 
 use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `args`,
-/// `track_threads`, `track_async`, `output`, `speedscope`, `quiet`, `flush_interval`) that Python must carry out, then
-/// pass to `cli_after_run`. The GIL is released while files are read and exported.
+/// `track_threads`, `track_async`, `output`, `recording`, `speedscope`, `quiet`,
+/// `flush_interval`) that Python must carry out, then pass to `cli_after_run`. `recording` is
+/// the HDF5 file the run writes: `output` itself, or `<output>.scope-profiler.h5` when
+/// `output` names a JSON profile (rendered from it afterwards). The GIL is released while files are read and exported.
 #[pyfunction]
 fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_, PyDict>>)> {
     match py.detach(|| dispatch(argv)) {
@@ -23,6 +25,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("track_threads", req.track_threads)?;
             d.set_item("track_async", req.track_async)?;
             d.set_item("output", req.output.to_string_lossy().into_owned())?;
+            d.set_item("recording", recording_path(&req.output).to_string_lossy().into_owned())?;
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
             d.set_item("flush_interval", req.flush_interval)?;
@@ -31,12 +34,15 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
     }
 }
 
-/// After a `run`: print the summary of `h5` (unless quiet) and write the speedscope file.
-/// Returns the speedscope path or None. Raises `OSError` naming the file on failure.
+/// After a `run` that wrote `h5`: render `output` from it when that names another format
+/// (then remove `h5`), print the summary (unless quiet) and write the speedscope file named
+/// after `output`. Returns the speedscope path or None. Raises `OSError` naming the file on
+/// failure (a failed rendering keeps `h5`).
 #[pyfunction]
-#[pyo3(signature = (h5, track_threads, speedscope, quiet))]
+#[pyo3(signature = (output, h5, track_threads, speedscope, quiet))]
 fn cli_after_run(
     py: Python<'_>,
+    output: PathBuf,
     h5: PathBuf,
     track_threads: bool,
     speedscope: bool,
@@ -47,7 +53,7 @@ fn cli_after_run(
         args: vec![],
         track_threads,
         track_async: false,
-        output: h5.clone(),
+        output,
         speedscope,
         quiet,
         flush_interval: None,

@@ -12,6 +12,7 @@ import numpy as np
 import pytest
 import scope_profiler as sp
 from helpers import DATASETS, reference_python
+from scope_profiler.profile_io import read_profile
 
 REF = DATASETS / "reference"
 
@@ -274,3 +275,96 @@ def test_profile_io_dispatches_by_contents_and_name(tmp_path):
         profile_io.load(html)
     with pytest.raises(FileNotFoundError):
         profile_io.load(tmp_path / "missing.h5")
+
+
+# issue 11: "`setup(output="run.json")` and `run -o run.json`" - the reference records into
+# `<output>.scope-profiler.h5` and renders the JSON profile from it after finalize.
+@pytest.mark.parametrize("suffix", [".json", ".json.gz"])
+def test_setup_output_json_renders_the_profile_and_removes_the_recording(tmp_path, suffix):
+    import threading
+    import time
+
+    from scope_profiler import ProfileManager
+
+    out = tmp_path / f"run{suffix}"
+
+    def work():
+        with ProfileManager.profile_region("work"):
+            time.sleep(0.002)
+
+    try:
+        run = ProfileManager.setup(output=str(out), track_threads=True)
+        assert run.file_path == str(out)
+        threads = [threading.Thread(target=work) for _ in range(3)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        results = run.finalize(verbose=False)
+    finally:
+        ProfileManager.reset()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [out.name]  # the .h5 is gone
+    back = read_profile(out)
+    assert back["work"].num_calls == 3
+    ids = back["work"].regions[0].thread_ids
+    assert list(ids) == list(results["work"].regions[0].thread_ids) and len(set(ids)) == 3
+    assert back["work"].total_duration == pytest.approx(results["work"].total_duration, abs=1e-9)
+    assert [t.name for t in back.threads[0]] == [t.name for t in results.threads[0]]
+
+
+def test_setup_output_json_opens_in_the_reference(tmp_path):
+    from scope_profiler import ProfileManager
+
+    reference_python()
+    out = tmp_path / "run.json"
+    try:
+        run = ProfileManager.setup(output=str(out), track_threads=True)
+        for _ in range(2):
+            with ProfileManager.profile_region("work"):
+                pass
+        run.finalize(verbose=False)
+    finally:
+        ProfileManager.reset()
+    theirs = ref_summary(str(out), "read")
+    assert theirs["regions"]["work"]["num_calls"] == 2
+    assert_close(theirs, normalized(summary_of(sp.read_json(out))))
+
+
+def test_setup_output_json_that_cannot_be_written_keeps_the_recording(tmp_path):
+    from scope_profiler import ProfileManager
+
+    out = tmp_path / "run.json"
+    out.mkdir()  # a directory in the way: the rendering fails
+    try:
+        run = ProfileManager.setup(output=str(out))
+        with ProfileManager.profile_region("kept"):
+            pass
+        with pytest.raises(IsADirectoryError) as e:
+            run.finalize(verbose=False)
+    finally:
+        ProfileManager.reset()
+    recorded = tmp_path / "run.json.scope-profiler.h5"
+    assert f"the recorded run is kept in {recorded}" in "\n".join(e.value.__notes__)
+    assert sp.read_h5(recorded)["kept"].num_calls == 1
+
+
+def test_run_dash_o_json_writes_the_profile_and_its_speedscope_file(tmp_path):
+    from helpers import run_cli
+
+    script = tmp_path / "s.py"
+    script.write_text(
+        "import time\nfrom scope_profiler import ProfileManager\n"
+        "for _ in range(4):\n"
+        "    with ProfileManager.profile_region('step'):\n"
+        "        time.sleep(0.001)\n"
+    )
+    proc = run_cli("run", "-o", tmp_path / "out" / "run.json", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    out = tmp_path / "out"
+    assert sorted(p.name for p in out.iterdir()) == ["run.json", "run.speedscope.json"]
+    assert f"{out / 'run.json'}: 2 region(s), 5 call(s)" in proc.stdout, proc.stdout
+    assert f"wrote {out / 'run.json'} and {out / 'run.speedscope.json'}" in proc.stdout
+    back = read_profile(out / "run.json")
+    assert back["step"].num_calls == 4 and back["scope_profiler.session"].num_calls == 1
+    doc = json.loads((out / "run.speedscope.json").read_text())
+    assert "step" in [f["name"] for f in doc["shared"]["frames"]]

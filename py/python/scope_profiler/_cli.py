@@ -86,6 +86,8 @@ def _run_script(req: dict) -> int:
         print(f"error: script {what}: {script}", file=sys.stderr)
         return 2
     output = os.path.abspath(req["output"])
+    # the HDF5 file the run writes: the output itself, or a temporary beside a JSON output
+    recording = os.path.abspath(req["recording"])
     parent = os.path.dirname(output)
     if parent:
         os.makedirs(parent, exist_ok=True)
@@ -98,7 +100,7 @@ def _run_script(req: dict) -> int:
         with (
             _terminate_writes_profile(),
             ProfileManager.session(
-                file_path=output,
+                file_path=recording,
                 track_threads=req["track_threads"],
                 track_async=req.get("track_async") or None,
                 flush_interval=req.get("flush_interval"),
@@ -141,7 +143,9 @@ def _run_script(req: dict) -> int:
         if sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
     try:
-        _native.cli_after_run(output, req["track_threads"], req["speedscope"], req["quiet"])
+        _native.cli_after_run(
+            output, recording, req["track_threads"], req["speedscope"], req["quiet"]
+        )
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         code = code or 1

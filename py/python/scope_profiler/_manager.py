@@ -42,9 +42,6 @@ if TYPE_CHECKING:
 
 _UNSET = object()
 
-#: ``output=`` names the reference renders in another format after finalize.
-_NON_HDF5_SUFFIXES = (".json", ".json.gz", ".html", ".htm")
-
 #: Modules whose frames are not user call sites (source capture skips them).
 _INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
 
@@ -231,6 +228,39 @@ class _ProfilingSession(ContextDecorator):
                 if config is not None and config.tracker is not None:
                     config.tracker.uninstall()
         return False
+
+
+def _recording_path(output: str) -> str:
+    """The HDF5 file a run with ``output=`` writes: ``output`` itself, or, for a JSON
+    profile (``.json``, ``.json.gz``), ``<output>.scope-profiler.h5`` beside it (the
+    reference's name), rendered to ``output`` after each finalize. ``NotImplementedError``
+    for an HTML report, which this package cannot write yet."""
+    from .profile_io import FORMAT_HDF5, FORMAT_HTML, profile_format
+
+    kind = profile_format(output)
+    if kind == FORMAT_HTML:
+        raise NotImplementedError(f"output={output!r}: HTML reports cannot be written yet")
+    return output if kind == FORMAT_HDF5 else output + ".scope-profiler.h5"
+
+
+def _render_output(requested: str | None, recorded: str, native_run) -> None:
+    """After ``recorded`` (the HDF5 file) was written: when ``setup(output=)`` asked for
+    another format, write ``requested`` from the run and remove ``recorded``. A failed
+    rendering raises its ``OSError`` and keeps ``recorded`` (nothing recorded is lost)."""
+    if requested is None or os.path.abspath(requested) == os.path.abspath(recorded):
+        return
+    import errno
+
+    from .profile_io import write_profile
+
+    try:
+        if os.path.isdir(requested):  # write_profile would write a default name inside
+            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), requested)
+        write_profile(_results_from_native(native_run), requested)
+    except OSError as exc:
+        exc.add_note(f"the recorded run is kept in {recorded}")
+        raise
+    os.remove(recorded)
 
 
 def _results_from_native(native_run):
@@ -589,12 +619,7 @@ class ProfileManager:
                 overrides["deactivate_file_output"] = True
             else:
                 requested_output = os.fspath(output)
-                if os.path.basename(requested_output).lower().endswith(_NON_HDF5_SUFFIXES):
-                    raise NotImplementedError(
-                        f"output={requested_output!r}: only HDF5 output is supported "
-                        "(JSON/HTML rendering is not implemented)",
-                    )
-                overrides["file_path"] = requested_output
+                overrides["file_path"] = _recording_path(requested_output)
                 overrides["deactivate_file_output"] = False
         settings: dict = {}
         if config_path is not None:
@@ -774,11 +799,13 @@ class ProfileManager:
                 # (once the path is writable) writes them all. The run is kept in memory.
                 cls._last_results = _results_from_native(native_run)
                 raise write_error
+            if write_file:
+                _render_output(cls._requested_output, config.file_path, native_run)
             if need_results:
                 results = _results_from_native(native_run)
                 if verbose and hasattr(results, "print_summary"):
                     if write_file:
-                        results.print_summary()
+                        results.print_summary(title=cls._requested_output)
                     else:
                         results.print_summary(
                             title=f"{getattr(results, 'display_label', config.file_path)} "

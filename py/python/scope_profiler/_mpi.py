@@ -216,10 +216,14 @@ def finalize(manager, config, *, verbose: bool, return_results: bool, native=())
             is_root=False,
         )
     manager._last_native_run = stacked
+    if write_file:
+        from ._manager import _render_output
+
+        _render_output(manager._requested_output, config.file_path, stacked)
     results = _results_from_native(stacked) if need_results else None
     if verbose and results is not None and hasattr(results, "print_summary"):
         if write_file:
-            results.print_summary()
+            results.print_summary(title=manager._requested_output)
         else:
             label = "rank" if size == 1 else "ranks"
             results.print_summary(

@@ -924,8 +924,12 @@ def summary_text(run: NativeRun, title: str) -> str:
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``."""
 
-def cli_after_run(h5: _Path, track_threads: bool, speedscope: bool, quiet: bool) -> str | None:
-    """Summary and speedscope file after a ``run``; the speedscope path or None. ``OSError``."""
+def cli_after_run(
+    output: _Path, h5: _Path, track_threads: bool, speedscope: bool, quiet: bool
+) -> str | None:
+    """After a ``run`` that wrote ``h5``: render ``output`` from it (JSON profile; ``h5`` is
+    then removed), summary and speedscope file named after ``output``; the speedscope path
+    or None. ``OSError`` naming the file (a failed rendering keeps ``h5``)."""
 
 def _run_to_bytes(native: NativeRun) -> bytes:
     """``NativeRun`` -> bytes (pickle-free transport between processes of one job)."""
