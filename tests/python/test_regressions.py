@@ -635,10 +635,12 @@ _SERVER_SCRIPT = textwrap.dedent(
 )
 
 
-def _run_until_ready(tmp_path):
-    script = tmp_path / "server.py"
-    script.write_text(_SERVER_SCRIPT)
-    out = tmp_path / "server.h5"
+def _start_run_until_ready(tmp_path, name: str, source: str, settle_s: float):
+    """`scope-profiler run -o NAME.h5 NAME.py` of `source`, once the script has printed
+    "ready" and `settle_s` more seconds have passed; returns (child, output path)."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(source)
+    out = tmp_path / f"{name}.h5"
     child = subprocess.Popen(
         [sys.executable, "-m", "scope_profiler", "run", "-o", str(out), str(script)],
         stdout=subprocess.PIPE,
@@ -647,8 +649,12 @@ def _run_until_ready(tmp_path):
     )
     assert child.stdout is not None
     assert child.stdout.readline().strip() == "ready"
-    time.sleep(0.3)  # inside "waiting"
+    time.sleep(settle_s)
     return child, out
+
+
+def _run_until_ready(tmp_path):
+    return _start_run_until_ready(tmp_path, "server", _SERVER_SCRIPT, 0.3)  # inside "waiting"
 
 
 def _calls(path) -> dict:
@@ -684,8 +690,9 @@ def test_issue_13_sigint_under_run_writes_the_profile_and_exits_130(tmp_path):
 
 # A script's own SIGTERM handler keeps working under `run` (it is installed after ours).
 def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
-    script = tmp_path / "own.py"
-    script.write_text(
+    child, out = _start_run_until_ready(
+        tmp_path,
+        "own",
         textwrap.dedent(
             """
             import signal, sys, time
@@ -698,17 +705,9 @@ def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
                     time.sleep(0.01)
             print("clean exit", flush=True)
             """
-        )
+        ),
+        0.2,
     )
-    out = tmp_path / "own.h5"
-    child = subprocess.Popen(
-        [sys.executable, "-m", "scope_profiler", "run", "-o", str(out), str(script)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
-    time.sleep(0.2)
     child.send_signal(signal.SIGTERM)
     rest, err = child.communicate(timeout=60)
     assert child.returncode == 0, err
