@@ -110,6 +110,26 @@ pub enum Command {
         /// writes the `.h5` from the sidecar.
         #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
         flush_interval: Option<f64>,
+        /// Record every Python function call of the script's own code as a call of the
+        /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level
+        /// tracer, on every thread and task lane). `--all`, `--include`, `--exclude` and
+        /// `--entrypoint` imply it.
+        #[arg(long)]
+        recursive: bool,
+        /// With --recursive: trace the standard library and installed packages too.
+        #[arg(long)]
+        all: bool,
+        /// With --recursive: trace only functions whose `module.qualname` matches GLOB
+        /// (fnmatch; repeatable: any of them).
+        #[arg(long = "include", value_name = "GLOB")]
+        include: Vec<String>,
+        /// With --recursive: do not trace functions whose `module.qualname` matches GLOB
+        /// (repeatable).
+        #[arg(long = "exclude", value_name = "GLOB")]
+        exclude: Vec<String>,
+        /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
+        #[arg(long, value_name = "NAME")]
+        entrypoint: Option<String>,
         /// The Python script to run (as `__main__`).
         script: PathBuf,
         /// Arguments passed to the script (its `sys.argv[1:]`).

@@ -31,6 +31,21 @@ pub struct RunRequest {
     pub quiet: bool,
     /// `flush_interval` in seconds (`--flush-interval`), if given.
     pub flush_interval: Option<f64>,
+    /// Function-level tracing (`--recursive` and the options implying it), if asked for.
+    pub tracing: Option<TracingRequest>,
+}
+
+/// What `run --recursive` traces (`recursive_profile=True` and the `recursive_*` settings).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TracingRequest {
+    /// `--all`: the standard library and installed packages too.
+    pub all: bool,
+    /// `--include GLOB` (any of; empty = every function).
+    pub include: Vec<String>,
+    /// `--exclude GLOB`.
+    pub exclude: Vec<String>,
+    /// `--entrypoint NAME`.
+    pub entrypoint: Option<String>,
 }
 
 /// What the command line asked for.
@@ -58,7 +73,23 @@ where
         }
     };
     match cli.command {
-        Command::Run { track_threads, track_async, output, no_speedscope, quiet, flush_interval, script, args } => {
+        Command::Run {
+            track_threads,
+            track_async,
+            output,
+            no_speedscope,
+            quiet,
+            flush_interval,
+            recursive,
+            all,
+            include,
+            exclude,
+            entrypoint,
+            script,
+            args,
+        } => {
+            let traced = recursive || all || !include.is_empty() || !exclude.is_empty() || entrypoint.is_some();
+            let tracing = traced.then_some(TracingRequest { all, include, exclude, entrypoint });
             Outcome::Run(RunRequest {
                 script,
                 args,
@@ -68,6 +99,7 @@ where
                 speedscope: !no_speedscope,
                 quiet,
                 flush_interval,
+                tracing,
             })
         }
         Command::Recover { file, output, from } => {

@@ -29,6 +29,14 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
             d.set_item("flush_interval", req.flush_interval)?;
+            if let Some(t) = req.tracing {
+                let tracing = PyDict::new(py);
+                tracing.set_item("all", t.all)?;
+                tracing.set_item("include", t.include)?;
+                tracing.set_item("exclude", t.exclude)?;
+                tracing.set_item("entrypoint", t.entrypoint)?;
+                d.set_item("tracing", tracing)?;
+            }
             Ok((0, Some(d)))
         }
     }
@@ -57,6 +65,7 @@ fn cli_after_run(
         speedscope,
         quiet,
         flush_interval: None,
+        tracing: None,
     };
     py.detach(|| after_run(&req, &h5)).map(|p| p.map(|p| p.to_string_lossy().into_owned())).map_err(PyOSError::new_err)
 }

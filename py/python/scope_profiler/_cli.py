@@ -77,6 +77,32 @@ def _die_by(signum: int) -> None:
     os._exit(128 + signum)  # only if the signal did not end the process
 
 
+def _tracing_settings(tracing: dict | None) -> dict:
+    """The session settings of ``run --recursive`` (``recursive_profile=True`` and the
+    ``recursive_*`` options); none without it."""
+    if tracing is None:
+        return {}
+    return {
+        "recursive_profile": True,
+        "recursive_all": tracing["all"],
+        "recursive_include": tracing["include"] or None,
+        "recursive_exclude": tracing["exclude"] or None,
+        "recursive_entrypoint": tracing["entrypoint"],
+    }
+
+
+def _run_path(script: str, traced: bool) -> None:
+    """Run ``script`` as ``__main__``; traced, inside a region named after the script's file
+    name (the reference's root region of ``run --recursive``, e.g. ``app.py``)."""
+    if not traced:
+        runpy.run_path(script, run_name="__main__")
+        return
+    from ._manager import ProfileManager
+
+    with ProfileManager.region(os.path.basename(script)):
+        runpy.run_path(script, run_name="__main__")
+
+
 def _run_script(req: dict) -> int:
     from ._manager import ProfileManager
 
@@ -105,10 +131,11 @@ def _run_script(req: dict) -> int:
                 track_async=req.get("track_async") or None,
                 flush_interval=req.get("flush_interval"),
                 verbose=False,
+                **_tracing_settings(req.get("tracing")),
             ),
         ):
             try:
-                runpy.run_path(script, run_name="__main__")
+                _run_path(script, traced=req.get("tracing") is not None)
             except SystemExit as exc:  # the script's own exit; the profile is still written
                 if isinstance(exc.code, int) or exc.code is None:
                     code = exc.code or 0

@@ -29,6 +29,7 @@ from enum import Enum, auto
 from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _fork
+from . import _tracer
 from ._native import ProfiledFunction, ProfileRegion, check_region_name, perf_counter_ns
 from ._settings import (
     CONFIG_FIELDS,
@@ -512,6 +513,7 @@ class ProfileManager:
         def decorator(func):
             name = region_name or func.__name__
             check_region_name(name)  # refused now, not at the next setup()
+            _tracer.mark_decorated(func)  # the tracer leaves it to its own region
             wrapper = ProfiledFunction(func)
             functools.update_wrapper(wrapper, func)
             cls._bind_decorated(name, func, wrapper, region_tags)
@@ -644,6 +646,8 @@ class ProfileManager:
         cls._regions.clear()
         cls._next_call_id = 0
         previous = cls._config
+        if previous is not config:
+            _tracer.forget(previous)
         if previous is not None and previous.tracker is not None:
             previous.tracker.uninstall()
         if previous is not config:
@@ -659,6 +663,7 @@ class ProfileManager:
         )
         if config.tracker is not None:
             config.tracker.install()
+        _tracer.start(config, cls._recorded_path)  # recursive_profile=True
         _start_streaming(config)
         for name, entries in cls._decorators.items():
             for func, wrapper, tags in entries:
@@ -737,6 +742,8 @@ class ProfileManager:
         and loses nothing: the run is in :meth:`last_results`, the calls stay buffered,
         and calling ``finalize()`` again once the path is writable writes them all.
         """
+        if close_open:  # the end of the recording: function-level tracing ends first
+            _tracer.stop(cls._config)
         if not cls._configured:
             if return_results:
                 file_path = cls._config.file_path if cls._config is not None else ""
@@ -776,6 +783,7 @@ class ProfileManager:
             if config.tracker is not None:
                 config.tracker._refresh_task_names()  # Task.get_name() as of now
             assert config._native is not None  # get_config() started it
+            _tracer.report(config, stacklevel=_user_stacklevel())  # calls the limit dropped
             native_run, next_id, nesting_error, write_error = config._native.finalize(
                 dict(config.metadata),
                 config.start_time_ns,
@@ -847,6 +855,7 @@ class ProfileManager:
         (decorated functions call straight through until the next ``setup()``)."""
         cls._regions = {}
         cls._cancel_auto_finalize()
+        _tracer.forget(cls._config)
         if cls._config is not None and cls._config.tracker is not None:
             cls._config.tracker.uninstall()
         _stop_streaming(cls._config, discard=True)

@@ -68,8 +68,17 @@ DEFAULTS: dict[str, Any] = {
 #: ``flush_interval`` (seconds, or None): stream completed calls to a sidecar file beside
 #: ``file_path`` every interval, so a killed process loses at most about one interval
 #: (``docs/recovery.md``).
+#: ``recursive_all`` / ``recursive_include`` / ``recursive_exclude`` /
+#: ``recursive_entrypoint``: what ``recursive_profile=True`` traces (``run --recursive
+#: --all/--include/--exclude/--entrypoint``); ``recursive_call_limit``: most traced calls
+#: recorded, later ones counted and reported (``docs/tracing.md``).
 OWN_DEFAULTS: dict[str, Any] = {
     "flush_interval": None,
+    "recursive_all": False,
+    "recursive_include": None,
+    "recursive_exclude": None,
+    "recursive_entrypoint": None,
+    "recursive_call_limit": 20_000_000,
 }
 
 ALL_DEFAULTS: dict[str, Any] = {**DEFAULTS, **OWN_DEFAULTS}
@@ -387,6 +396,11 @@ def _check_buffer_limit(limit) -> None:
         raise ValueError("buffer_limit must be a positive integer")
 
 
+def _check_call_limit(limit) -> None:
+    if isinstance(limit, bool) or not isinstance(limit, int) or limit < 1:
+        raise ValueError(f"recursive_call_limit must be a positive integer, got {limit!r}")
+
+
 def _checked_flush_interval(s: dict) -> float | None:
     """``flush_interval`` as float seconds (None = off); ValueError unless positive, finite
     and with file output (a sidecar only makes sense beside a file)."""
@@ -476,6 +490,7 @@ class ProfilingConfig:
         _check_output(s, self._hdf5_compression)
         _check_modes(s, self._perf_events)
         _check_buffer_limit(s["buffer_limit"])
+        _check_call_limit(s["recursive_call_limit"])
         self._flush_interval = _checked_flush_interval(s)
         self._settings = s
         self._file_path = os.fspath(s["file_path"])

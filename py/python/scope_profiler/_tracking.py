@@ -52,6 +52,9 @@ def qualname(obj) -> str:
 
 # -- the process-wide threading hook --------------------------------------------------
 _THREAD_TRACKERS: list = []
+#: Called with the thread's first frame at each thread start (3.11 function-level tracing
+#: installs its C profile function there: ``scope_profiler._tracer``).
+_THREAD_START_CALLBACKS: list = []
 _previous_thread_hook = None
 
 
@@ -66,32 +69,60 @@ def _thread_bootstrap(frame, event, arg):
     finally:
         if previous is not None:
             sys.setprofile(previous)
+    for callback in list(_THREAD_START_CALLBACKS):
+        callback(frame)
     if previous is not None:
         return previous(frame, event, arg)
     return None
 
 
-def _acquire_thread_hook(tracker) -> None:
+def _arm_thread_hook() -> None:
+    """Install the shared hook if nobody uses it yet (call before adding a user)."""
     global _previous_thread_hook
-    if tracker in _THREAD_TRACKERS:
-        return
-    if not _THREAD_TRACKERS:
+    if not _THREAD_TRACKERS and not _THREAD_START_CALLBACKS:
         current = threading.getprofile()
         if current is not _thread_bootstrap:
             _previous_thread_hook = current
         threading.setprofile(_thread_bootstrap)
+
+
+def _disarm_thread_hook() -> None:
+    """Restore the previous hook once nobody uses the shared one (call after removing one)."""
+    global _previous_thread_hook
+    if not _THREAD_TRACKERS and not _THREAD_START_CALLBACKS:
+        if threading.getprofile() is _thread_bootstrap:
+            threading.setprofile(_previous_thread_hook)
+        _previous_thread_hook = None
+
+
+def _acquire_thread_hook(tracker) -> None:
+    if tracker in _THREAD_TRACKERS:
+        return
+    _arm_thread_hook()
     _THREAD_TRACKERS.append(tracker)
 
 
 def _release_thread_hook(tracker) -> None:
-    global _previous_thread_hook
     if tracker not in _THREAD_TRACKERS:
         return
     _THREAD_TRACKERS.remove(tracker)
-    if not _THREAD_TRACKERS:
-        if threading.getprofile() is _thread_bootstrap:
-            threading.setprofile(_previous_thread_hook)
-        _previous_thread_hook = None
+    _disarm_thread_hook()
+
+
+def add_thread_start_callback(callback) -> None:
+    """Call ``callback(frame)`` on every thread started from now on, at its first event
+    (after the trackers registered it). Idempotent."""
+    if callback in _THREAD_START_CALLBACKS:
+        return
+    _arm_thread_hook()
+    _THREAD_START_CALLBACKS.append(callback)
+
+
+def remove_thread_start_callback(callback) -> None:
+    """Undo :func:`add_thread_start_callback` (idempotent)."""
+    if callback in _THREAD_START_CALLBACKS:
+        _THREAD_START_CALLBACKS.remove(callback)
+        _disarm_thread_hook()
 
 
 class ConcurrencyTracker:

@@ -17,6 +17,7 @@ use std::sync::{Arc, Mutex};
 
 mod stream;
 mod tasks;
+mod tracer;
 pub use tasks::{TaskHandle, TimedCoroutine};
 
 use pyo3::prelude::*;
@@ -38,6 +39,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name, m)?)?;
+    tracer::register(m)?;
     Ok(())
 }
 

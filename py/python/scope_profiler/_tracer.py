@@ -1,0 +1,148 @@
+"""Function-level tracing without markers (``recursive_profile=True``, ``scope-profiler run
+--recursive``; issue 12): the Python side of ``scope_profiler._native.NativeTracer``.
+
+Every call of a selected Python function becomes a call of the region ``module.qualname``
+(the reference's name), on the calling thread's buffers and task lane, like an explicit
+region. The selection (user code only unless ``recursive_all``; ``recursive_include`` /
+``recursive_exclude`` globs; ``recursive_entrypoint``) is decided once per code object in
+Rust. This module only builds the tracer from a configuration, starts and stops it with the
+recording, arms the thread-start hook on 3.11 (on 3.12+ ``sys.monitoring`` is process-wide)
+and reports the calls that ``recursive_call_limit`` left out.
+"""
+
+from __future__ import annotations
+
+import dis
+import os
+import site
+import sys
+import sysconfig
+import warnings
+from typing import TYPE_CHECKING, Any
+
+from ._native import NativeTracer
+
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
+    from ._settings import ProfilingConfig
+
+#: Code objects of ``@profile``-decorated functions: recorded by their own region, so the
+#: tracer leaves them out (a call is never recorded twice).
+DECORATED_CODES: set = set()
+
+#: The tracer of each configuration that records with ``recursive_profile`` (by id).
+_TRACERS: dict[int, NativeTracer] = {}
+
+
+def mark_decorated(func: Any) -> None:
+    """Note ``func`` (about to be wrapped by ``@profile``) so the tracer skips its code."""
+    code = getattr(func, "__code__", None)
+    if code is not None:
+        DECORATED_CODES.add(code)
+
+
+def system_prefixes() -> list[str]:
+    """Real paths of the standard library and installed-package directories (the reference's
+    ``_system_path_prefixes``): code under them is not user code."""
+    prefixes: set[str] = set()
+    try:
+        paths = sysconfig.get_paths()
+        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
+            path = paths.get(key)
+            if path:
+                prefixes.add(os.path.realpath(path))
+    except Exception:
+        pass
+    try:
+        prefixes.update(os.path.realpath(p) for p in site.getsitepackages())
+    except Exception:
+        pass
+    try:
+        user = site.getusersitepackages()
+        if user:
+            prefixes.add(os.path.realpath(user))
+    except Exception:
+        pass
+    return sorted(prefixes)
+
+
+def _patterns(value: Any) -> list[str]:
+    if value is None:
+        return []
+    if isinstance(value, str):
+        return [value]
+    return [str(v) for v in value]
+
+
+def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> NativeTracer | None:
+    """Start tracing for ``config`` when it asks for it (``recursive_profile``); returns the
+    running tracer or None. Raises ``RuntimeError`` when no ``sys.monitoring`` tool id is
+    free (3.12+)."""
+    if not config.recursive_profile or config.deactivate_profiling or config._native is None:
+        return None
+    tracer = _TRACERS.get(id(config))
+    if tracer is not None and tracer.running_now:
+        return tracer
+    tracer = NativeTracer(
+        config._native,
+        all=bool(config.recursive_all),
+        system_prefixes=system_prefixes(),
+        include=_patterns(config.recursive_include),
+        exclude=_patterns(config.recursive_exclude),
+        entrypoint=config.recursive_entrypoint,
+        call_limit=config.recursive_call_limit,
+        decorated=DECORATED_CODES,
+        recorded_path=recorded_path,
+        resume_opcode=dis.opmap.get("RESUME", 151),
+    )
+    tracer.start()
+    _TRACERS[id(config)] = tracer
+    if sys.version_info < (3, 12):
+        from . import _tracking
+
+        _tracking.add_thread_start_callback(tracer.install_thread)
+    return tracer
+
+
+def tracer_of(config: ProfilingConfig | None) -> NativeTracer | None:
+    """The tracer ``config`` started (running or stopped), or None."""
+    return None if config is None else _TRACERS.get(id(config))
+
+
+def stop(config: ProfilingConfig | None) -> None:
+    """Stop the tracing of ``config`` (idempotent); its counters stay readable."""
+    tracer = tracer_of(config)
+    if tracer is None or not tracer.running_now:
+        return
+    if sys.version_info < (3, 12):
+        from . import _tracking
+
+        _tracking.remove_thread_start_callback(tracer.install_thread)
+    tracer.stop()
+
+
+def forget(config: ProfilingConfig | None) -> None:
+    """Stop and forget the tracer of ``config`` (the configuration is replaced)."""
+    stop(config)
+    if config is not None:
+        _TRACERS.pop(id(config), None)
+
+
+def report(config: ProfilingConfig, stacklevel: int = 2) -> None:
+    """Before a finalize: record ``traced_calls`` / ``traced_calls_dropped`` in the run's
+    metadata and warn (``RuntimeWarning``) when ``recursive_call_limit`` dropped calls."""
+    tracer = tracer_of(config)
+    if tracer is None:
+        return
+    dropped = tracer.dropped
+    config.metadata["traced_calls"] = tracer.recorded
+    config.metadata["traced_calls_dropped"] = dropped
+    if dropped:
+        warnings.warn(
+            f"function-level tracing recorded {tracer.recorded:,} calls and dropped {dropped:,} "
+            f"more past recursive_call_limit={tracer.call_limit:,}; the run lacks them (raise "
+            "recursive_call_limit, or narrow the selection with recursive_include/_exclude)",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )

@@ -1,0 +1,722 @@
+//! Function-level tracing without markers (issue 12): the interpreter glue. Every traced
+//! Python call becomes a call of the region named by
+//! [`scope_profiler_recorder::trace_select`] (`module.qualname`), entered and exited on the
+//! calling thread's [`ThreadState`](scope_profiler_recorder::ThreadState) exactly as an
+//! explicit region is (same buffers, same task lanes), so everything downstream is unchanged.
+//!
+//! * 3.11: a C profile function ([`profile_callback`]) installed per thread with
+//!   `PyEval_SetProfile` (the starting thread), `_PyEval_SetProfile` (threads that exist
+//!   already) and [`NativeTracer::install_thread`] (threads started later; called by the
+//!   thread-start hook of `scope_profiler._tracking` with the thread's first frame).
+//! * 3.12+: `sys.monitoring` (process-wide) with `PY_START`, `PY_RETURN` and `PY_UNWIND`
+//!   callbacks that are builtin functions (`METH_FASTCALL`). `PY_START`/`PY_RETURN` of a
+//!   code object outside the selection return `sys.monitoring.DISABLE`, so filtered code
+//!   costs nothing after its first call. `PY_YIELD`/`PY_RESUME`/`PY_THROW` are not
+//!   subscribed: a generator's or coroutine's call spans its whole run, from its first start
+//!   (`PY_START`, only ever once per frame) to its return or unwind; a task's suspensions
+//!   are its await time, counted by the task lane the call sits on.
+//!
+//! The decision per code object (traced or not, region id, generator kind) is taken once,
+//! at its first event, and cached in the code object's `co_extra` slot, tagged with the
+//! recording's generation so a later recording decides afresh.
+//!
+//! # Threading
+//! Everything here runs with the GIL held (callbacks are called by the interpreter with it);
+//! the active tracer is one process-wide pointer, replaced only with the GIL held. GIL
+//! builds only, like the rest of the recording glue.
+use std::cell::UnsafeCell;
+use std::ffi::{c_int, c_void};
+use std::ptr;
+use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use pyo3::exceptions::PyRuntimeError;
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PySet};
+use scope_profiler_recorder::trace_select::{real_path, CallBudget, CodeInfo, Selection};
+
+use super::{NativeRecorder, Shared};
+
+/// `co_flags` of generator-like code (a call that suspends and resumes).
+const CO_GENERATOR: i64 = 0x20;
+const CO_COROUTINE: i64 = 0x80;
+const CO_ITERABLE_COROUTINE: i64 = 0x100;
+const CO_ASYNC_GENERATOR: i64 = 0x200;
+
+/// Region bits of a cached decision meaning "not traced".
+const SKIP: u32 = u32::MAX;
+
+/// Kind of a traced code object (cached with its decision).
+#[derive(Clone, Copy, PartialEq, Eq, Debug)]
+enum Kind {
+    Plain = 0,
+    Generator = 1,
+    Coroutine = 2,
+    AsyncGenerator = 3,
+}
+
+/// A decision packed in a code object's extra slot: generation (16 bits) | resume0 (14 bits,
+/// the code unit of the `RESUME 0` that starts the frame, for 3.11) | kind (2) | region (32).
+#[derive(Clone, Copy, Debug)]
+struct Decision(u64);
+
+impl Decision {
+    fn new(generation: u64, region: u32, kind: Kind, resume0: u32) -> Self {
+        Decision((generation & 0xFFFF) << 48 | ((resume0 as u64) & 0x3FFF) << 34 | (kind as u64) << 32 | region as u64)
+    }
+    fn generation(self) -> u64 {
+        self.0 >> 48
+    }
+    fn region(self) -> u32 {
+        self.0 as u32
+    }
+    fn kind(self) -> Kind {
+        match (self.0 >> 32) & 3 {
+            1 => Kind::Generator,
+            2 => Kind::Coroutine,
+            3 => Kind::AsyncGenerator,
+            _ => Kind::Plain,
+        }
+    }
+    fn resume0(self) -> u32 {
+        ((self.0 >> 34) & 0x3FFF) as u32
+    }
+}
+
+/// The `co_extra` index of this module (one per process).
+fn extra_index() -> ffi::Py_ssize_t {
+    static INDEX: OnceLock<ffi::Py_ssize_t> = OnceLock::new();
+    // SAFETY: called with the GIL held; the slot holds plain bits, nothing to free.
+    *INDEX.get_or_init(|| unsafe { ffi::PyUnstable_Eval_RequestCodeExtraIndex(keep_bits) })
+}
+
+/// The `co_extra` free function: the slot holds a [`Decision`], not a pointer.
+unsafe extern "C" fn keep_bits(_: *mut c_void) {}
+
+/// Generations 1..=65535 (0 = undecided), one per tracer start.
+static GENERATION: AtomicU64 = AtomicU64::new(0);
+
+fn next_generation() -> u64 {
+    loop {
+        let g = (GENERATION.fetch_add(1, Ordering::Relaxed) + 1) & 0xFFFF;
+        if g != 0 {
+            return g;
+        }
+    }
+}
+
+/// How the tracer is hooked into the interpreter.
+enum Hook {
+    /// 3.11: the C profile function; the thread states it was installed on.
+    Profile { installed: Vec<usize> },
+    /// 3.12+: `sys.monitoring` with this tool id; `disable` is `sys.monitoring.DISABLE`.
+    Monitoring { tool: i32, disable: Py<PyAny> },
+}
+
+/// The state of a running tracer (what the callbacks read).
+struct Active {
+    shared: Arc<Shared>,
+    selection: Selection,
+    generation: u64,
+    /// Code objects of `@profile`-decorated functions (a Python set; not traced again).
+    decorated: Py<PySet>,
+    /// `recorded_path(filename) -> str` of the manager (the file name recorded as source).
+    recorded_path: Option<Py<PyAny>>,
+    /// Opcode of `RESUME` (3.11), to find a generator's first start.
+    resume_opcode: u8,
+    budget: UnsafeCell<CallBudget>,
+    hook: UnsafeCell<Hook>,
+}
+
+/// The running tracer, or null. Set and cleared with the GIL held.
+static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(ptr::null_mut());
+
+impl Active {
+    /// The cached decision of `code`, deciding now on first sight (`frame`: the frame
+    /// running it, for the module name; null = the current frame).
+    #[inline]
+    unsafe fn decision(&self, py: Python<'_>, code: *mut ffi::PyObject, frame: *mut ffi::PyFrameObject) -> Decision {
+        let mut extra: *mut c_void = ptr::null_mut();
+        if ffi::PyUnstable_Code_GetExtra(code, extra_index(), &mut extra) == 0 && !extra.is_null() {
+            let d = Decision(extra as u64);
+            if d.generation() == self.generation {
+                return d;
+            }
+        }
+        self.decide(py, code, frame)
+    }
+
+    #[cold]
+    unsafe fn decide(&self, py: Python<'_>, code: *mut ffi::PyObject, frame: *mut ffi::PyFrameObject) -> Decision {
+        let d = match self.try_decide(py, code, frame) {
+            Ok(d) => d,
+            Err(e) => {
+                e.write_unraisable(py, None);
+                Decision::new(self.generation, SKIP, Kind::Plain, 0)
+            }
+        };
+        if ffi::PyUnstable_Code_SetExtra(code, extra_index(), d.0 as *mut c_void) != 0 {
+            ffi::PyErr_Clear();
+        }
+        d
+    }
+
+    unsafe fn try_decide(
+        &self,
+        py: Python<'_>,
+        code: *mut ffi::PyObject,
+        frame: *mut ffi::PyFrameObject,
+    ) -> PyResult<Decision> {
+        let skip = Decision::new(self.generation, SKIP, Kind::Plain, 0);
+        let code_obj = Bound::from_borrowed_ptr(py, code);
+        if self.decorated.bind(py).contains(&code_obj)? {
+            return Ok(skip);
+        }
+        let frame = if frame.is_null() { ffi::PyEval_GetFrame() } else { frame };
+        let module: String = if frame.is_null() {
+            String::new()
+        } else {
+            let globals = ffi::PyFrame_GetGlobals(frame); // new reference
+            let globals = Bound::from_owned_ptr_or_err(py, globals)?;
+            match globals.cast::<PyDict>().ok().and_then(|g| g.get_item("__name__").ok().flatten()) {
+                Some(n) => n.extract().unwrap_or_default(),
+                None => String::new(),
+            }
+        };
+        let filename: String = code_obj.getattr("co_filename")?.extract()?;
+        let qualname: String = code_obj.getattr("co_qualname")?.extract()?;
+        let name: String = code_obj.getattr("co_name")?.extract()?;
+        let info = CodeInfo { filename: &filename, module: &module, qualname: &qualname, name: &name };
+        let Some(region_name) = self.selection.decide(&info, real_path) else { return Ok(skip) };
+        if super::check_region_name(&region_name).is_err() {
+            return Ok(skip);
+        }
+        let flags: i64 = code_obj.getattr("co_flags")?.extract()?;
+        let kind = if flags & CO_ASYNC_GENERATOR != 0 {
+            Kind::AsyncGenerator
+        } else if flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE) != 0 {
+            Kind::Coroutine
+        } else if flags & CO_GENERATOR != 0 {
+            Kind::Generator
+        } else {
+            Kind::Plain
+        };
+        let resume0 = if kind == Kind::Plain { 0 } else { self.first_resume(&code_obj)? };
+        let (id, _) = self.shared.regions.get_or_create(&region_name, Vec::new());
+        let line: Option<i64> = code_obj.getattr("co_firstlineno")?.extract().ok();
+        let recorded = match &self.recorded_path {
+            Some(f) => f.bind(py).call1((&filename,))?.extract::<String>()?,
+            None => filename.clone(),
+        };
+        self.shared.regions.set_source(id, recorded, line, None);
+        Ok(Decision::new(self.generation, id, kind, resume0))
+    }
+
+    /// Code unit of the first `RESUME 0` of `code` (3.11's `f_lasti` / 2 at a generator's
+    /// first start; a resume after a yield has another). 0 when not found.
+    fn first_resume(&self, code: &Bound<'_, PyAny>) -> PyResult<u32> {
+        let bytes: Vec<u8> = code.getattr("co_code")?.extract()?;
+        Ok(bytes
+            .chunks_exact(2)
+            .position(|w| w[0] == self.resume_opcode && w[1] == 0)
+            .map_or(0, |i| (i as u32).min(0x3FFF)))
+    }
+
+    /// Open a call of `region` on the calling thread's current lane.
+    #[inline]
+    unsafe fn enter(&self, py: Python<'_>, region: u32) {
+        let st = match self.shared.state(py) {
+            Ok(st) => st,
+            Err(e) => {
+                e.write_unraisable(py, None);
+                return;
+            }
+        };
+        let budget = &mut *self.budget.get();
+        // a dropped call (past the limit) or a paused recorder pushes a placeholder, so the
+        // matching exit closes nothing
+        let placeholder = !budget.admit() || self.shared.rec.paused();
+        (*st).enter(region, placeholder);
+    }
+
+    /// Close the innermost open call of `region` on the calling thread's current lane
+    /// (nothing if none: a frame that started before tracing did).
+    #[inline]
+    unsafe fn exit(&self, region: u32) {
+        if let Some(st) = self.shared.rec.local() {
+            (*st).exit(region);
+        }
+    }
+}
+
+#[inline]
+fn active() -> Option<&'static Active> {
+    let p = ACTIVE.load(Ordering::Acquire);
+    // SAFETY: the pointer is replaced and freed only with the GIL held, and every reader
+    // runs with the GIL held (callbacks), so it stays valid while read.
+    (!p.is_null()).then(|| unsafe { &*p })
+}
+
+// ------------------------------------------------------------------ 3.11: profile function
+
+/// Whether `gen` (a generator, coroutine or async generator) is suspended (at a yield).
+unsafe fn suspended(py: Python<'_>, frame: *mut ffi::PyFrameObject, kind: Kind) -> bool {
+    let gen = ffi::PyFrame_GetGenerator(frame); // new reference or NULL
+    let Ok(gen) = Bound::from_owned_ptr_or_err(py, gen) else {
+        ffi::PyErr_Clear();
+        return false;
+    };
+    let attr = match kind {
+        Kind::Coroutine => pyo3::intern!(py, "cr_suspended"),
+        Kind::AsyncGenerator => pyo3::intern!(py, "ag_suspended"),
+        _ => pyo3::intern!(py, "gi_suspended"),
+    };
+    match gen.getattr(attr) {
+        Ok(v) => v.is_truthy().unwrap_or(false),
+        Err(_) => false,
+    }
+}
+
+/// The C profile function (3.11). A generator-like frame is one call from its first start
+/// (`f_lasti` at its `RESUME 0`) to its return or unwind: the profile events of its resumes
+/// and yields (the frame still suspended) are skipped.
+unsafe extern "C" fn profile_callback(
+    _obj: *mut ffi::PyObject,
+    frame: *mut ffi::PyFrameObject,
+    what: c_int,
+    arg: *mut ffi::PyObject,
+) -> c_int {
+    if what != ffi::PyTrace_CALL && what != ffi::PyTrace_RETURN {
+        return 0;
+    }
+    let Some(a) = active() else { return 0 };
+    let py = Python::assume_attached();
+    let code = ffi::PyFrame_GetCode(frame) as *mut ffi::PyObject; // new reference
+    let d = a.decision(py, code, frame);
+    ffi::Py_DECREF(code); // the frame keeps it alive
+    let region = d.region();
+    if region == SKIP {
+        return 0;
+    }
+    let kind = d.kind();
+    if what == ffi::PyTrace_CALL {
+        if kind != Kind::Plain && (ffi::PyFrame_GetLasti(frame) / 2) as u32 != d.resume0() {
+            return 0; // a resume
+        }
+        a.enter(py, region);
+    } else {
+        // arg NULL = the frame exits by an exception (it is done)
+        if kind != Kind::Plain && !arg.is_null() && suspended(py, frame, kind) {
+            return 0; // a yield
+        }
+        a.exit(region);
+    }
+    0
+}
+
+type SetProfileForThread =
+    unsafe extern "C" fn(*mut ffi::PyThreadState, Option<ffi::Py_tracefunc>, *mut ffi::PyObject) -> c_int;
+
+/// 3.11's `_PyEval_SetProfile(tstate, func, arg)` (exported, not in the headers pyo3 binds):
+/// sets the profile function of another thread.
+fn set_profile_for_thread() -> Option<SetProfileForThread> {
+    static F: OnceLock<usize> = OnceLock::new();
+    let p = *F.get_or_init(|| {
+        // SAFETY: dlsym on the process's own symbols with a NUL-terminated name.
+        unsafe { libc::dlsym(libc::RTLD_DEFAULT, c"_PyEval_SetProfile".as_ptr()) as usize }
+    });
+    // SAFETY: the symbol has this signature in CPython 3.11.
+    (p != 0).then(|| unsafe { std::mem::transmute::<usize, SetProfileForThread>(p) })
+}
+
+/// Every thread state of the calling interpreter.
+unsafe fn thread_states() -> Vec<*mut ffi::PyThreadState> {
+    let mut out = Vec::new();
+    let mut t = ffi::PyInterpreterState_ThreadHead(ffi::PyInterpreterState_Get());
+    while !t.is_null() {
+        out.push(t);
+        t = ffi::PyThreadState_Next(t);
+    }
+    out
+}
+
+// ------------------------------------------------------------------ 3.12+: sys.monitoring
+
+/// `PY_START(code, offset)`: enter, or `DISABLE` for code outside the selection.
+unsafe extern "C" fn on_start(
+    _slf: *mut ffi::PyObject,
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    monitoring_event(args, nargs, true, true)
+}
+
+/// `PY_RETURN(code, offset, retval)`: exit, or `DISABLE` for code outside the selection.
+unsafe extern "C" fn on_return(
+    _slf: *mut ffi::PyObject,
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    monitoring_event(args, nargs, false, true)
+}
+
+/// `PY_UNWIND(code, offset, exception)`: exit (this event cannot be disabled).
+unsafe extern "C" fn on_unwind(
+    _slf: *mut ffi::PyObject,
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    monitoring_event(args, nargs, false, false)
+}
+
+#[inline]
+unsafe fn monitoring_event(
+    args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+    start: bool,
+    can_disable: bool,
+) -> *mut ffi::PyObject {
+    let none = || {
+        let n = ffi::Py_None();
+        ffi::Py_INCREF(n);
+        n
+    };
+    let Some(a) = active() else { return none() };
+    if nargs < 1 {
+        return none();
+    }
+    let py = Python::assume_attached();
+    let code = *args;
+    let d = a.decision(py, code, ptr::null_mut());
+    let region = d.region();
+    if region == SKIP {
+        if can_disable {
+            if let Hook::Monitoring { disable, .. } = &*a.hook.get() {
+                let p = disable.as_ptr();
+                ffi::Py_INCREF(p);
+                return p;
+            }
+        }
+        return none();
+    }
+    if start {
+        a.enter(py, region);
+    } else {
+        a.exit(region);
+    }
+    none()
+}
+
+static mut START_DEF: ffi::PyMethodDef = ffi::PyMethodDef {
+    ml_name: c"scope_profiler_py_start".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunctionFast: on_start },
+    ml_flags: ffi::METH_FASTCALL,
+    ml_doc: ptr::null(),
+};
+static mut RETURN_DEF: ffi::PyMethodDef = ffi::PyMethodDef {
+    ml_name: c"scope_profiler_py_return".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunctionFast: on_return },
+    ml_flags: ffi::METH_FASTCALL,
+    ml_doc: ptr::null(),
+};
+static mut UNWIND_DEF: ffi::PyMethodDef = ffi::PyMethodDef {
+    ml_name: c"scope_profiler_py_unwind".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunctionFast: on_unwind },
+    ml_flags: ffi::METH_FASTCALL,
+    ml_doc: ptr::null(),
+};
+
+fn builtin(py: Python<'_>, def: *mut ffi::PyMethodDef) -> PyResult<Bound<'_, PyAny>> {
+    // SAFETY: `def` is a static method table entry; a new reference is returned.
+    unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyCFunction_New(def, ptr::null_mut())) }
+}
+
+/// The tool ids tried, in order: `PROFILER_ID` (2), then the two ids CPython leaves unnamed.
+const TOOL_IDS: [i32; 3] = [2, 3, 4];
+
+fn start_monitoring(py: Python<'_>) -> PyResult<Hook> {
+    let mon = py.import("sys")?.getattr("monitoring")?;
+    let mut tool = None;
+    for id in TOOL_IDS {
+        if mon.call_method1("get_tool", (id,))?.is_none() {
+            tool = Some(id);
+            break;
+        }
+    }
+    let Some(tool) = tool else {
+        return Err(PyRuntimeError::new_err(format!(
+            "function-level tracing needs a free sys.monitoring tool id; {TOOL_IDS:?} are all in use \
+             (another profiler or debugger is running)"
+        )));
+    };
+    mon.call_method1("use_tool_id", (tool, "scope_profiler"))?;
+    let events = mon.getattr("events")?;
+    let ev = |n: &str| -> PyResult<i64> { events.getattr(n)?.extract() };
+    let (start, ret, unwind) = (ev("PY_START")?, ev("PY_RETURN")?, ev("PY_UNWIND")?);
+    // the static method tables are never moved
+    let (sd, rd, ud) = (&raw mut START_DEF, &raw mut RETURN_DEF, &raw mut UNWIND_DEF);
+    mon.call_method1("register_callback", (tool, start, builtin(py, sd)?))?;
+    mon.call_method1("register_callback", (tool, ret, builtin(py, rd)?))?;
+    mon.call_method1("register_callback", (tool, unwind, builtin(py, ud)?))?;
+    // locations disabled by an earlier recording (another selection) report again
+    mon.call_method0("restart_events")?;
+    mon.call_method1("set_events", (tool, start | ret | unwind))?;
+    Ok(Hook::Monitoring { tool, disable: mon.getattr("DISABLE")?.unbind() })
+}
+
+fn stop_monitoring(py: Python<'_>, tool: i32) -> PyResult<()> {
+    let mon = py.import("sys")?.getattr("monitoring")?;
+    mon.call_method1("set_events", (tool, 0))?;
+    let events = mon.getattr("events")?;
+    for n in ["PY_START", "PY_RETURN", "PY_UNWIND"] {
+        mon.call_method1("register_callback", (tool, events.getattr(n)?, py.None()))?;
+    }
+    mon.call_method1("free_tool_id", (tool,))?;
+    Ok(())
+}
+
+fn uses_monitoring(py: Python<'_>) -> bool {
+    py.version_info() >= (3, 12)
+}
+
+// ------------------------------------------------------------------ the Python object
+
+/// Function-level tracing of one recording (`recursive_profile=True`, `run --recursive`):
+/// every call of a selected Python function, on every thread, becomes a call of the region
+/// `module.qualname` in `recorder`. At most one tracer runs per process; starting one stops
+/// the one running. Created by `scope_profiler._tracer`.
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct NativeTracer {
+    active: UnsafeCell<Option<Box<Active>>>,
+    /// The counters of the last run once stopped (recorded, dropped).
+    last: UnsafeCell<CallBudget>,
+}
+
+// SAFETY: the cells are only touched with the GIL held (pymethods; GIL build).
+unsafe impl Sync for NativeTracer {}
+
+#[pymethods]
+impl NativeTracer {
+    /// `system_prefixes`: real-path prefixes of non-user code (ignored with `all`);
+    /// `include`/`exclude`: fnmatch globs on `module.qualname`; `entrypoint`: the `co_name`
+    /// recorded as a region of that name; `call_limit`: most calls recorded (later ones are
+    /// counted in `dropped`); `decorated`: a set of code objects not traced (the
+    /// `@profile`-decorated functions, recorded by their own region); `recorded_path`:
+    /// `filename -> str`, the source file name recorded for a region.
+    #[new]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151))]
+    #[allow(clippy::too_many_arguments)]
+    fn new(
+        recorder: &NativeRecorder,
+        all: bool,
+        system_prefixes: Vec<String>,
+        include: Vec<String>,
+        exclude: Vec<String>,
+        entrypoint: Option<String>,
+        call_limit: Option<u64>,
+        decorated: Py<PySet>,
+        recorded_path: Option<Py<PyAny>>,
+        resume_opcode: u8,
+    ) -> Self {
+        let active = Active {
+            shared: Arc::clone(&recorder.shared),
+            selection: Selection { all, system_prefixes, include, exclude, entrypoint },
+            generation: 0,
+            decorated,
+            recorded_path,
+            resume_opcode,
+            budget: UnsafeCell::new(CallBudget::new(call_limit.unwrap_or(u64::MAX))),
+            hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
+        };
+        NativeTracer { active: UnsafeCell::new(Some(Box::new(active))), last: UnsafeCell::new(CallBudget::new(0)) }
+    }
+
+    /// Start tracing on every thread (the calling one and those that exist; later ones via
+    /// `install_thread`). Stops the tracer running, if any. `RuntimeError` when already
+    /// stopped, or (3.12+) when no `sys.monitoring` tool id is free.
+    fn start(&self, py: Python<'_>) -> PyResult<()> {
+        // SAFETY: GIL held.
+        let slot = unsafe { &mut *self.active.get() };
+        let Some(a) = slot.as_mut() else {
+            return Err(PyRuntimeError::new_err("this tracer has been stopped; create a new one"));
+        };
+        let me: *mut Active = &mut **a;
+        if ACTIVE.load(Ordering::Acquire) == me {
+            return Ok(());
+        }
+        stop_running(py)?;
+        a.generation = next_generation();
+        let hook = if uses_monitoring(py) {
+            start_monitoring(py)?
+        } else {
+            let marker = ptr::null_mut();
+            // SAFETY: GIL held; installs on this thread, then on every other thread state.
+            let mut installed = Vec::new();
+            unsafe {
+                let current = ffi::PyThreadState_Get();
+                ffi::PyEval_SetProfile(Some(profile_callback), marker);
+                installed.push(current as usize);
+                if let Some(set) = set_profile_for_thread() {
+                    for t in thread_states() {
+                        if t != current && set(t, Some(profile_callback), marker) == 0 {
+                            installed.push(t as usize);
+                        }
+                    }
+                }
+            }
+            Hook::Profile { installed }
+        };
+        // SAFETY: GIL held.
+        unsafe { *a.hook.get() = hook };
+        ACTIVE.store(me, Ordering::Release);
+        Ok(())
+    }
+
+    /// 3.11: trace the calling thread from now on, and count `frame` (the thread's first
+    /// frame, whose call event the thread-start hook received) as entered. No-op on 3.12+
+    /// (monitoring is process-wide) or when this tracer is not running.
+    #[pyo3(signature = (frame=None))]
+    fn install_thread(&self, py: Python<'_>, frame: Option<Bound<'_, PyAny>>) {
+        let Some(a) = self.running() else { return };
+        // SAFETY: GIL held.
+        if let Hook::Profile { installed } = unsafe { &mut *a.hook.get() } {
+            unsafe {
+                ffi::PyEval_SetProfile(Some(profile_callback), ptr::null_mut());
+                installed.push(ffi::PyThreadState_Get() as usize);
+                if let Some(f) = frame {
+                    if ffi::PyFrame_Check(f.as_ptr()) != 0 {
+                        profile_callback(
+                            ptr::null_mut(),
+                            f.as_ptr() as *mut ffi::PyFrameObject,
+                            ffi::PyTrace_CALL,
+                            ptr::null_mut(),
+                        );
+                    }
+                }
+            }
+        }
+        let _ = py;
+    }
+
+    /// Stop tracing (every thread). Idempotent. Calls still open stay open in the
+    /// recorder (the session's end closes them).
+    fn stop(&self, py: Python<'_>) -> PyResult<()> {
+        // SAFETY: GIL held.
+        let slot = unsafe { &mut *self.active.get() };
+        let Some(a) = slot.as_mut() else { return Ok(()) };
+        let me: *mut Active = &mut **a;
+        let result = if ACTIVE.load(Ordering::Acquire) == me { stop_running(py) } else { Ok(()) };
+        // SAFETY: GIL held; no callback reads it any more (ACTIVE no longer points at it).
+        unsafe { *self.last.get() = *a.budget.get() };
+        *slot = None;
+        result
+    }
+
+    /// Whether this tracer is the one running.
+    #[getter]
+    fn running_now(&self) -> bool {
+        self.running().is_some()
+    }
+
+    /// Calls recorded so far (all threads).
+    #[getter]
+    fn recorded(&self) -> u64 {
+        self.budget().recorded
+    }
+
+    /// Calls not recorded because `call_limit` was reached (all threads).
+    #[getter]
+    fn dropped(&self) -> u64 {
+        self.budget().dropped
+    }
+
+    /// The `call_limit` (None = no limit).
+    #[getter]
+    fn call_limit(&self) -> Option<u64> {
+        let l = self.budget().limit;
+        (l != u64::MAX).then_some(l)
+    }
+
+    /// How the tracer hooks in: `"sys.monitoring"` (3.12+) or `"PyEval_SetProfile"`.
+    #[getter]
+    fn mechanism(&self, py: Python<'_>) -> &'static str {
+        if uses_monitoring(py) {
+            "sys.monitoring"
+        } else {
+            "PyEval_SetProfile"
+        }
+    }
+
+    fn __repr__(&self) -> String {
+        let b = self.budget();
+        format!("<NativeTracer running={} recorded={} dropped={}>", self.running().is_some(), b.recorded, b.dropped)
+    }
+}
+
+impl NativeTracer {
+    fn running(&self) -> Option<&Active> {
+        // SAFETY: GIL held (pymethods).
+        let a = unsafe { &*self.active.get() }.as_deref()?;
+        (ACTIVE.load(Ordering::Acquire) as *const Active == a as *const Active).then_some(a)
+    }
+
+    fn budget(&self) -> CallBudget {
+        // SAFETY: GIL held (pymethods).
+        match unsafe { &*self.active.get() } {
+            Some(a) => unsafe { *a.budget.get() },
+            None => unsafe { *self.last.get() },
+        }
+    }
+}
+
+/// Unhook the running tracer (if any) from the interpreter and clear [`ACTIVE`].
+fn stop_running(py: Python<'_>) -> PyResult<()> {
+    let p = ACTIVE.load(Ordering::Acquire);
+    if p.is_null() {
+        return Ok(());
+    }
+    ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    // SAFETY: GIL held; `p` is owned by its NativeTracer, alive until its stop().
+    let hook = unsafe { &mut *(*p).hook.get() };
+    match hook {
+        Hook::Monitoring { tool, .. } => stop_monitoring(py, *tool),
+        Hook::Profile { installed } => {
+            // SAFETY: GIL held; only thread states still alive are touched.
+            unsafe {
+                let current = ffi::PyThreadState_Get();
+                let alive = thread_states();
+                for &t in installed.iter() {
+                    let t = t as *mut ffi::PyThreadState;
+                    if t == current {
+                        ffi::PyEval_SetProfile(None, ptr::null_mut());
+                    } else if alive.contains(&t) {
+                        if let Some(set) = set_profile_for_thread() {
+                            set(t, None, ptr::null_mut());
+                        }
+                    }
+                }
+            }
+            installed.clear();
+            Ok(())
+        }
+    }
+}
+
+impl Drop for NativeTracer {
+    fn drop(&mut self) {
+        let Some(a) = self.active.get_mut().as_mut() else { return };
+        let me: *mut Active = &mut **a;
+        if ACTIVE.load(Ordering::Acquire) == me {
+            // SAFETY: a pyclass is dropped with the GIL held.
+            let py = unsafe { Python::assume_attached() };
+            if let Err(e) = stop_running(py) {
+                e.write_unraisable(py, None);
+            }
+        }
+    }
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<NativeTracer>()
+}
