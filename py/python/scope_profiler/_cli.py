@@ -134,6 +134,8 @@ def _run_script(req: dict) -> int:
                 **_tracing_settings(req.get("tracing")),
             ),
         ):
+            # the script's own setup()/session() joins this run (both record)
+            ProfileManager._host_config = ProfileManager._config
             try:
                 _run_path(script, traced=req.get("tracing") is not None)
             except SystemExit as exc:  # the script's own exit; the profile is still written
@@ -165,6 +167,8 @@ def _run_script(req: dict) -> int:
                         died_by = exc.signum
                     except KeyboardInterrupt:  # Ctrl-C while waiting: stop waiting
                         code = 128 + signal.SIGINT
+                ProfileManager._host_config = None  # the session's end finalizes this run
+                ProfileManager._joined.clear()
     finally:
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:

@@ -134,6 +134,7 @@ class ProfilingRun:
         self._config = config
         self._file_path = output or config.file_path
         self.results = None
+        self._joined = False  # a hosted script's run (ProfileManager._join_host)
 
     @property
     def file_path(self):
@@ -173,6 +174,7 @@ class _ProfilingSession(ContextDecorator):
         self._native_traces = native_traces
         self.results = None
         self._root_region: Any = None
+        self._joined = False  # set up under scope-profiler run: joined to its run
 
     def _recreate_cm(self):
         return type(self)(
@@ -200,12 +202,15 @@ class _ProfilingSession(ContextDecorator):
         return super().__call__(func)
 
     def __enter__(self):
-        self._manager.setup(**self._setup_kwargs)
+        run = self._manager.setup(**self._setup_kwargs)
+        self._joined = getattr(run, "_joined", False)  # under scope-profiler run
         self._root_region = self._manager.profile_region(self.ROOT_REGION_NAME)
         self._root_region.__enter__()
         return self
 
     def __exit__(self, exc_type, exc_value, traceback):
+        if self._joined:
+            return self._exit_joined(exc_type, exc_value, traceback)
         try:
             self._root_region.__exit__(exc_type, exc_value, traceback)
         finally:
@@ -228,6 +233,22 @@ class _ProfilingSession(ContextDecorator):
                 config = self._manager._config
                 if config is not None and config.tracker is not None:
                     config.tracker.uninstall()
+        return False
+
+    def _exit_joined(self, exc_type, exc_value, traceback):
+        """The end of a session joined to ``scope-profiler run``'s run: write the script's
+        file (a snapshot), leave the run, its hooks and streaming to the command line."""
+        manager = self._manager
+        try:
+            self._root_region.__exit__(exc_type, exc_value, traceback)
+            self.results = manager._finalize(
+                verbose=self._verbose,
+                return_results=self._return_results,
+                native_traces=self._native_traces,
+            )
+        finally:
+            if manager._joined:
+                manager._joined.pop()
         return False
 
 
@@ -391,6 +412,12 @@ class ProfileManager:
     _last_results = None
     _last_native_run = None
     _requested_output = None
+    #: The run of ``scope-profiler run`` while it hosts a script (``_cli``): a script's own
+    #: ``setup()``/``session()`` joins it instead of failing (:meth:`_join_host`).
+    _host_config = None
+    #: Runs the hosted script set up, innermost last: ``(file_path, requested_output,
+    #: deactivate_file_output)``; their finalize writes a snapshot there (:meth:`_finalize_joined`).
+    _joined: ClassVar[list] = []
     # name -> [(func, wrapper, tags), ...]
     _decorators: ClassVar[dict] = {}
 
@@ -410,6 +437,8 @@ class ProfileManager:
                 "_last_results": None,
                 "_last_native_run": None,
                 "_requested_output": None,
+                "_host_config": None,
+                "_joined": [],
                 "_decorators": {},
                 "__module__": cls.__module__,
             },
@@ -597,9 +626,14 @@ class ProfileManager:
         config_path=None,
         **overrides,
     ):
-        """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`."""
+        """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`.
+
+        Under ``scope-profiler run`` a script's own ``setup()``/``session()`` joins the run
+        of the command line instead (:meth:`_join_host`): both record."""
+        hosted = cls._hosting()
         if (
-            cls._configured
+            not hosted
+            and cls._configured
             and cls._lifecycle_state is _LifecycleState.ACTIVE
             and not replace
             and not _fork.inherited(cls._config)
@@ -633,11 +667,85 @@ class ProfileManager:
             raise NotImplementedError("region_tags is not supported")
         # Validation happens here, before anything of the previous run is replaced.
         config = ProfilingConfig(**settings)
+        if hosted:
+            return cls._join_host(config, requested_output)
         cls._set_config(config)
         cls._requested_output = requested_output
         if auto_finalize:
             cls._register_auto_finalize()
         return ProfilingRun(cls, config, requested_output)
+
+    @classmethod
+    def _hosting(cls) -> bool:
+        """Whether ``scope-profiler run``'s own run is the active one (a script's setup joins it)."""
+        return cls._host_config is not None and cls._config is cls._host_config
+
+    @classmethod
+    def _join_host(cls, config: ProfilingConfig, requested_output: str | None):
+        """A hosted script's ``setup()``: keep recording into the command line's run (its
+        file gets everything) and remember the script's own output, which the script's
+        ``finalize()`` / session end writes as a snapshot of the run so far. When the script
+        asks for more tracking than the command line (``track_async`` under plain ``run``),
+        the run restarts with it, saying so on stderr (calls recorded before are not kept)."""
+        host = cls._config
+        assert host is not None
+        upgrade = {
+            name: True
+            for name in ("track_threads", "track_async")
+            if getattr(config, name) and not getattr(host, name)
+        }
+        if upgrade:
+            print(
+                f"scope-profiler run: the script's own setup asks for {', '.join(sorted(upgrade))}; "
+                f"the run restarts with it ({host.file_path} has what is recorded from now on)",
+                file=sys.stderr,
+            )
+            requested = cls._requested_output
+            host = ProfilingConfig(**{**host._settings, **upgrade})
+            cls._set_config(host)
+            cls._requested_output = requested
+            cls._host_config = host
+        cls._joined.append((config.file_path, requested_output, config.deactivate_file_output))
+        run = ProfilingRun(cls, host, requested_output or config.file_path)
+        run._joined = True
+        return run
+
+    @classmethod
+    def _finalize_joined(cls, verbose: bool, return_results: bool, native_traces) -> Any:
+        """``finalize()`` of a hosted script's run: a snapshot of every completed call so
+        far (nothing is rewound or closed: the command line's run goes on and writes them
+        all), written to the script's own output unless it set ``deactivate_file_output``."""
+        path, requested, no_file = cls._joined[-1]
+        config = cls.get_config()
+        native = _native_regions(native_traces, 0) if native_traces is not None else []
+        if config.tracker is not None:
+            config.tracker._refresh_task_names()
+        assert config._native is not None
+        native_run, _, nesting_error, _ = config._native.finalize(
+            dict(config.metadata),
+            config.start_time_ns,
+            False,
+            path,
+            cls._next_call_id,
+            close_open=False,
+            expected_open=[_ProfilingSession.ROOT_REGION_NAME],
+            native=native,
+        )
+        if nesting_error is not None:
+            warnings.warn(
+                f"call graph not recorded: {nesting_error}",
+                RuntimeWarning,
+                stacklevel=_user_stacklevel(),
+            )
+        results = _results_from_native(native_run)
+        cls._last_results = results
+        if not no_file:
+            from .profile_io import write_profile
+
+            write_profile(results, requested or path)
+        if verbose:
+            results.print_summary(title=requested or path)
+        return results if return_results else None
 
     @classmethod
     def _set_config(cls, config: ProfilingConfig) -> None:
@@ -742,6 +850,8 @@ class ProfileManager:
         and loses nothing: the run is in :meth:`last_results`, the calls stay buffered,
         and calling ``finalize()`` again once the path is writable writes them all.
         """
+        if cls._joined and cls._hosting():  # a script's own run under scope-profiler run
+            return cls._finalize_joined(verbose, return_results, native_traces)
         if close_open:  # the end of the recording: function-level tracing ends first
             _tracer.stop(cls._config)
         if not cls._configured:

@@ -41,6 +41,7 @@ __all__ = [
     "ProfiledFunction",
     "ProfilingResults",
     "Region",
+    "RegionCache",
     "SummaryDataUnavailable",
     "TaskHandle",
     "TaskInfo",
@@ -1254,6 +1255,26 @@ class NativeRecorder:
     @property
     def paused(self) -> bool:
         """Whether recording is paused."""
+
+@final
+class RegionCache:
+    """The region cache of one manager class: its name -> ``ProfileRegion`` dict, the Python
+    creation path for misses it does not handle, and (while recording) the recorder."""
+
+    def __new__(
+        cls, regions: dict[str, ProfileRegion], create: Callable[..., Any]
+    ) -> RegionCache: ...
+    @property
+    def lookup(self) -> Callable[..., ProfileRegion]:
+        """``region(region_name, functions=None, tags=None)`` over this cache (a builtin
+        function: a cached name is one dict probe, no Python frame)."""
+    def bind(
+        self,
+        recorder: NativeRecorder | None = None,
+        recorded_path: Callable[[str], str] | None = None,
+    ) -> None:
+        """Make new names natively into ``recorder`` (None: always the Python path);
+        ``recorded_path(filename)`` gives a defining file as recorded."""
 
 @final
 class ProfileRegion:

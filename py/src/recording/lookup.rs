@@ -1,0 +1,218 @@
+//! `ProfileManager.region(name)` / `profile_region(name)` as a native callable (issue 15):
+//! written inside a function, the lookup runs on every call, so it is a builtin function
+//! (`METH_FASTCALL`, no Python frame, no descriptor binding) whose hit path is one dict probe
+//! of the manager's region dict. A new name is created here too (region table, defining
+//! site from the caller's frame), unless the call needs the Python path (`functions=` /
+//! `tags=` given, profiling off, `capture_region_source`), which is the manager's
+//! `_create_region`.
+use std::cell::UnsafeCell;
+use std::collections::HashMap;
+use std::ffi::CStr;
+use std::sync::Arc;
+
+use pyo3::ffi;
+use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyString};
+
+use super::{check_region_name, ProfileRegion, Shared};
+
+/// Modules whose frames are not user call sites (their regions get no defining site).
+const INTERNAL_MODULES: [&str; 3] = ["scope_profiler._manager", "scope_profiler", "scope_profiler._settings"];
+
+/// What the native miss path needs from the active configuration (set by `bind`).
+struct Binding {
+    shared: Arc<Shared>,
+    /// `_recorded_path(filename)` of the manager: the file name as recorded.
+    recorded_path: Py<PyAny>,
+    /// Raw `co_filename` -> recorded path, computed once per file per `setup()` (the
+    /// working directory and `sys.path` as of the first region of that file).
+    paths: HashMap<String, String>,
+}
+
+/// The region cache of one manager class: its `_regions` dict (name -> `ProfileRegion`),
+/// the Python creation path and, while recording, the recorder. `lookup` is the callable
+/// installed as `region` / `profile_region`.
+#[pyclass(module = "scope_profiler._native", frozen)]
+pub struct RegionCache {
+    regions: Py<PyDict>,
+    create: Py<PyAny>,
+    /// Read and written only with the GIL held (GIL build; see the module docs).
+    binding: UnsafeCell<Option<Binding>>,
+}
+
+// SAFETY: `binding` is only accessed with the GIL held.
+unsafe impl Sync for RegionCache {}
+
+struct MethodDef(ffi::PyMethodDef);
+// SAFETY: the definition is immutable and its pointers are 'static.
+unsafe impl Sync for MethodDef {}
+
+static LOOKUP_DEF: MethodDef = MethodDef(ffi::PyMethodDef {
+    ml_name: c"region".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunctionFastWithKeywords: lookup },
+    ml_flags: ffi::METH_FASTCALL | ffi::METH_KEYWORDS,
+    ml_doc: LOOKUP_DOC.as_ptr(),
+});
+
+const LOOKUP_DOC: &CStr = c"region(region_name, functions=None, tags=None)
+--
+
+The region named ``region_name`` (created on first use, cached until the next
+``setup()``): a re-entrant context manager usable from any thread. A cached name costs
+one dict probe (no Python frame runs).
+
+``functions`` is accepted for compatibility (line profiling is not implemented).
+Reusing a name with different non-None ``tags`` raises ``ValueError``, and so does
+a name the profile file cannot hold unchanged (one with a NUL character).";
+
+/// The fastcall entry point: `slf` is the `RegionCache`.
+unsafe extern "C" fn lookup(
+    slf: *mut ffi::PyObject,
+    args: *const *mut ffi::PyObject,
+    nargsf: ffi::Py_ssize_t,
+    kwnames: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this with the GIL held and `slf` the cache this function was
+    // created for (`RegionCache::lookup`).
+    let py = unsafe { Python::assume_attached() };
+    let slf = unsafe { Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<RegionCache>() };
+    let cache: &RegionCache = slf.get();
+    let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf as usize) };
+    let no_kwargs = kwnames.is_null() || unsafe { ffi::PyTuple_GET_SIZE(kwnames) } == 0;
+    if nargs == 1 && no_kwargs {
+        let name = unsafe { *args };
+        let hit = unsafe { ffi::PyDict_GetItemWithError(cache.regions.as_ptr(), name) };
+        if !hit.is_null() {
+            unsafe { ffi::Py_INCREF(hit) };
+            return hit;
+        }
+        if unsafe { !ffi::PyErr_Occurred().is_null() } {
+            return std::ptr::null_mut(); // unhashable name: the dict's TypeError
+        }
+        match cache.create_native(py, unsafe { Bound::from_borrowed_ptr(py, name) }) {
+            Ok(Some(region)) => return region.into_ptr(),
+            Ok(None) => {}
+            Err(e) => {
+                e.restore(py);
+                return std::ptr::null_mut();
+            }
+        }
+    }
+    // SAFETY: forwarding the caller's vectorcall arguments unchanged.
+    unsafe { ffi::PyObject_Vectorcall(cache.create.as_ptr(), args, nargsf as usize, kwnames) }
+}
+
+impl RegionCache {
+    /// A new region for `name` made natively, or None when the Python path must run.
+    fn create_native<'py>(&self, py: Python<'py>, name: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        // SAFETY: GIL held; nothing below re-enters `bind` before the borrow ends except the
+        // `recorded_path` call, after which the binding is looked up again.
+        let Some(binding) = (unsafe { &*self.binding.get() }) else { return Ok(None) };
+        let Ok(text) = name.cast::<PyString>() else { return Ok(None) };
+        let text = text.to_str()?;
+        check_region_name(text)?;
+        let shared = Arc::clone(&binding.shared);
+        let (id, tags) = shared.regions.get_or_create(text, Vec::new());
+        if let Some((file, line)) = caller_site(py)? {
+            // SAFETY: as above.
+            let known = unsafe { &*self.binding.get() }.as_ref().and_then(|b| b.paths.get(&file).cloned());
+            let recorded = match known {
+                Some(p) => Some(p),
+                None => self.recorded_path(py, file)?,
+            };
+            if let Some(path) = recorded {
+                shared.regions.set_source(id, path, Some(line), None);
+            }
+        }
+        let region = Bound::new(
+            py,
+            ProfileRegion { shared: Some(Arc::clone(&shared)), meta: Some(shared), id, name: text.to_string(), tags },
+        )?;
+        // Another thread may have created it meanwhile: keep the first object (the region
+        // table already maps both to one id).
+        let kept = unsafe { ffi::PyDict_SetDefault(self.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };
+        if kept.is_null() {
+            return Err(PyErr::fetch(py));
+        }
+        Ok(Some(unsafe { Bound::from_borrowed_ptr(py, kept) }))
+    }
+
+    /// The recorded path of `file` (cached per binding); None when the binding went away.
+    fn recorded_path(&self, py: Python<'_>, file: String) -> PyResult<Option<String>> {
+        // SAFETY: GIL held.
+        let Some(binding) = (unsafe { &*self.binding.get() }) else { return Ok(None) };
+        let resolver = binding.recorded_path.clone_ref(py);
+        let path: String = resolver.call1(py, (file.as_str(),))?.extract(py)?;
+        // the call ran Python code: look the binding up again
+        if let Some(b) = unsafe { &mut *self.binding.get() } {
+            b.paths.insert(file, path.clone());
+        }
+        Ok(Some(path))
+    }
+}
+
+/// `(co_filename, line)` of the Python frame calling the lookup, unless it belongs to this
+/// package (`INTERNAL_MODULES`).
+fn caller_site(py: Python<'_>) -> PyResult<Option<(String, i64)>> {
+    // SAFETY: GIL held; a borrowed reference to the running frame (or null).
+    let frame = unsafe { ffi::PyEval_GetFrame() };
+    if frame.is_null() {
+        return Ok(None);
+    }
+    let frame = unsafe { Bound::from_borrowed_ptr(py, frame.cast::<ffi::PyObject>()) };
+    let globals = frame.getattr(pyo3::intern!(py, "f_globals"))?;
+    if let Ok(globals) = globals.cast::<PyDict>() {
+        if let Some(module) = globals.get_item(pyo3::intern!(py, "__name__"))? {
+            if let Ok(module) = module.cast::<PyString>() {
+                if INTERNAL_MODULES.contains(&module.to_str()?) {
+                    return Ok(None);
+                }
+            }
+        }
+    }
+    let file: String =
+        frame.getattr(pyo3::intern!(py, "f_code"))?.getattr(pyo3::intern!(py, "co_filename"))?.extract()?;
+    let line = unsafe { ffi::PyFrame_GetLineNumber(frame.as_ptr().cast()) } as i64;
+    Ok(Some((file, line)))
+}
+
+#[pymethods]
+impl RegionCache {
+    /// A cache over `regions` (the manager's name -> region dict) whose misses go to
+    /// `create(region_name, functions=None, tags=None)` unless made natively.
+    #[new]
+    fn new(regions: Py<PyDict>, create: Py<PyAny>) -> Self {
+        RegionCache { regions, create, binding: UnsafeCell::new(None) }
+    }
+
+    /// The `region(region_name, functions=None, tags=None)` callable over this cache (a
+    /// builtin function: not bound when read from a class or an instance).
+    #[getter]
+    fn lookup<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, PyAny>> {
+        // SAFETY: a static method definition; the function holds a reference to `slf`.
+        unsafe {
+            let f = ffi::PyCMethod_New(
+                &LOOKUP_DEF.0 as *const ffi::PyMethodDef as *mut ffi::PyMethodDef,
+                slf.as_ptr(),
+                std::ptr::null_mut(),
+                std::ptr::null_mut(),
+            );
+            Bound::from_owned_ptr_or_err(slf.py(), f)
+        }
+    }
+
+    /// Record new names natively into `recorder` (`None`: profiling off, or regions need
+    /// the Python path, e.g. `capture_region_source`). `recorded_path(filename)` gives the
+    /// defining file as recorded. Called by every `setup()` and `reset()`.
+    #[pyo3(signature = (recorder=None, recorded_path=None))]
+    fn bind(&self, recorder: Option<&Bound<'_, super::NativeRecorder>>, recorded_path: Option<Py<PyAny>>) {
+        let binding = match (recorder, recorded_path) {
+            (Some(r), Some(p)) => {
+                Some(Binding { shared: Arc::clone(&r.get().shared), recorded_path: p, paths: HashMap::new() })
+            }
+            _ => None,
+        };
+        // SAFETY: GIL held (a pymethod); the old binding is dropped under the GIL.
+        unsafe { *self.binding.get() = binding };
+    }
+}

@@ -1,0 +1,186 @@
+"""issue 15: the per-call paths (a reused region object, a decorated call, and
+``with ProfileManager.profile_region(name):`` looked up per call) run no Python frame and
+leave no Python object behind, in each mode (untracked, track_threads, track_async).
+
+Checked without timing: ``sys.setprofile`` sees every Python frame that starts (a C
+function only shows up as ``c_call``), and ``sys.getallocatedblocks()`` counts the live
+pymalloc blocks, which grow by at least one per call if any call keeps an object.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gc
+import sys
+
+import pytest
+from scope_profiler import ProfileManager
+
+CALLS = 100_000
+MODES = {
+    "untracked": {},
+    "track_threads": {"track_threads": True},
+    "track_async": {"track_async": True},
+}
+
+
+def _paths(manager):
+    """The three hot paths as ``loop(n)`` functions (each runs the path ``n`` times)."""
+    region = manager.profile_region("reused")
+
+    @manager.profile
+    def decorated():
+        return None
+
+    def reused(n):
+        for _ in range(n):
+            with region:
+                pass
+
+    def call_decorated(n):
+        for _ in range(n):
+            decorated()
+
+    def looked_up(n):
+        for _ in range(n):
+            with manager.profile_region("looked_up"):
+                pass
+
+    def class_looked_up(n):  # the process-wide default, as the README writes it
+        for _ in range(n):
+            with ProfileManager.profile_region("class_looked_up"):
+                pass
+
+    return {
+        "reused": reused,
+        "decorated": call_decorated,
+        "profile_region": looked_up,
+        "ProfileManager.profile_region": class_looked_up,
+    }
+
+
+def _python_frames(loop, n: int) -> int:
+    """Python frames started while ``loop(n)`` runs, ``loop``'s own included (after one
+    call that creates the regions)."""
+    loop(1)
+    started = 0
+
+    def profiler(frame, event, arg):
+        nonlocal started
+        if event == "call":
+            started += 1
+
+    previous = sys.getprofile()
+    sys.setprofile(profiler)
+    try:
+        loop(n)
+    finally:
+        sys.setprofile(previous)
+    return started
+
+
+def _block_growth(loop, n: int) -> int:
+    """Live pymalloc blocks after ``loop(n)`` minus before (gc off meanwhile)."""
+    loop(1000)  # warm: specialization, first-use buffers
+    gc.collect()
+    gc.disable()
+    try:
+        before = sys.getallocatedblocks()
+        loop(n)
+        after = sys.getallocatedblocks()
+    finally:
+        gc.enable()
+    return after - before
+
+
+def _measure(kwargs, measure):
+    """``measure(loop)`` for every path, recording with ``kwargs``; with ``track_async`` the
+    paths run inside a task (on its lane). Also returns the recorded call counts."""
+    manager = ProfileManager()
+    default = ProfileManager.setup(deactivate_file_output=True, replace=True, **kwargs)
+    try:
+        with manager.session(deactivate_file_output=True, verbose=False, **kwargs):
+            loops = _paths(manager)
+            if kwargs.get("track_async"):
+
+                async def main():
+                    return {name: measure(loop) for name, loop in loops.items()}
+
+                out = asyncio.run(main())
+            else:
+                out = {name: measure(loop) for name, loop in loops.items()}
+            counts = {
+                name: manager.get_region(name).num_calls
+                for name in ("reused", "decorated", "looked_up")
+            }
+            counts["class_looked_up"] = ProfileManager.get_region("class_looked_up").num_calls
+    finally:
+        default.finalize(verbose=False)
+        ProfileManager.reset()
+    return out, counts
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hot_paths_run_no_python_frame(mode):
+    frames, counts = _measure(MODES[mode], lambda loop: _python_frames(loop, 1000))
+    # only the loop function itself (and the decorated function's own body): nothing per call
+    assert frames == {**dict.fromkeys(frames, 1), "decorated": 1 + 1000}
+    # and every call was recorded (the paths did run)
+    assert counts == dict.fromkeys(counts, 1 + 1000)
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_hot_paths_create_no_python_objects(mode):
+    growth, counts = _measure(MODES[mode], lambda loop: _block_growth(loop, CALLS))
+    # one object kept per call would be >= 100,000 blocks; a few come from the interpreter
+    assert all(abs(g) < 100 for g in growth.values()), growth
+    assert counts == dict.fromkeys(counts, 1000 + CALLS)
+
+
+def test_profile_region_is_one_native_function_per_manager():
+    a, b = ProfileManager(), ProfileManager()
+    # a builtin: no descriptor binding, the same object from the class and its instances
+    assert type(ProfileManager.profile_region).__name__ == "builtin_function_or_method"
+    assert ProfileManager.region is ProfileManager.profile_region
+    assert a.profile_region is type(a).profile_region is a.region
+    assert a.profile_region is not b.profile_region
+    with a.session(deactivate_file_output=True, verbose=False):
+        first = a.profile_region("x")
+        assert a.profile_region("x") is first and a.region("x") is first
+        assert b.profile_region("x") is not first  # b's own regions
+        assert ProfileManager.get_region("x") is None
+        line = sys._getframe().f_lineno + 1
+        made_here = a.profile_region("made_here")
+        assert made_here.source_lineno == line
+        assert made_here.source_file == "tests/python/test_hot_path_allocations.py" or (
+            made_here.source_file.endswith("test_hot_path_allocations.py")
+        )
+        # tags go through the Python path: checked against the first creation
+        tagged = a.profile_region("tagged", tags=["t"])
+        assert a.profile_region("tagged", tags=["t"]) is tagged
+        assert a.profile_region("tagged") is tagged
+        with pytest.raises(ValueError, match="already has tags"):
+            a.profile_region("tagged", tags=["u"])
+        with pytest.raises(ValueError, match="NUL"):
+            a.profile_region("bad\0name")
+        with pytest.raises(TypeError):
+            a.profile_region(["unhashable"])
+    a.reset()
+    assert a.get_region("x") is None
+    assert not a.profile_region("x").enabled  # not configured: a disabled region
+
+
+def test_subclass_gets_its_own_region_cache():
+    class Custom(ProfileManager):
+        pass
+
+    assert Custom.profile_region is not ProfileManager.profile_region
+    assert Custom._regions is not ProfileManager._regions
+    try:
+        Custom.setup(deactivate_file_output=True)
+        with Custom.profile_region("sub"):
+            pass
+        assert Custom.get_region("sub").num_calls == 1
+        assert ProfileManager.get_region("sub") is None
+    finally:
+        Custom.reset()

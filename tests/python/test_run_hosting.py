@@ -1,0 +1,130 @@
+"""`scope-profiler run` on scripts that set up profiling themselves (issue 11: "a script that
+opens its own `session()` (the README's own example, `examples/async_fetch.py`) must run -
+the script's session takes over, or both record; never a `RuntimeError`").
+
+Under `run`, the script's own `setup()`/`session()` joins the command line's run: the run's
+file gets every call, the script's own file a snapshot of the run when its session ends (or
+at each of its `finalize()` calls)."""
+
+from __future__ import annotations
+
+import textwrap
+
+import scope_profiler as sp
+from helpers import ROOT, run_cli
+
+
+def _script(tmp_path, body: str):
+    path = tmp_path / "script.py"
+    path.write_text(textwrap.dedent(body))
+    return path
+
+
+def _calls(path) -> dict:
+    return {g.name: g.num_calls for g in sp.read_h5(str(path)).get_regions()}
+
+
+def test_a_scripts_own_session_joins_the_run_and_both_files_are_written(tmp_path):
+    script = _script(
+        tmp_path,
+        """
+        import asyncio
+        from scope_profiler import ProfileManager
+
+        async def step(i):
+            with ProfileManager.profile_region("step"):
+                await asyncio.sleep(0.01)
+
+        async def main():
+            await asyncio.gather(*(step(i) for i in range(3)))
+
+        with ProfileManager.session(
+            file_path="own.h5", track_async=True, return_results=True, verbose=False
+        ) as session:
+            asyncio.run(main())
+        print("own results:", session.results["step"].num_calls)
+        """,
+    )
+    proc = run_cli("run", "--track-async", "-o", tmp_path / "run.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "RuntimeError" not in proc.stderr and "restarts" not in proc.stderr, proc.stderr
+    assert "own results: 3" in proc.stdout
+    # the script's file: its session root and its three calls, each on its own task lane
+    own = sp.read_h5(str(tmp_path / "own.h5"))
+    assert own["step"].num_calls == 3
+    assert len(set(own["step"].regions[0].task_ids)) == 3
+    # the run's file: everything, the script's session nested in the command line's root
+    assert _calls(tmp_path / "run.h5") == {"scope_profiler.session": 2, "step": 3}
+    calls = sp.read_h5(str(tmp_path / "run.h5")).call_arrays(0)
+    sessions = [
+        i
+        for i in range(len(calls))
+        if calls.names[calls.region_index[i]] == "scope_profiler.session"
+    ]
+    outer, inner = sessions
+    assert calls.parent[outer] == -1 and calls.parent[inner] == outer
+    assert (
+        calls.start_ns[outer] <= calls.start_ns[inner] <= calls.end_ns[inner] <= calls.end_ns[outer]
+    )
+
+
+def test_a_script_asking_for_more_tracking_restarts_the_run_with_it_and_says_so(tmp_path):
+    script = _script(
+        tmp_path,
+        """
+        import threading
+        from scope_profiler import ProfileManager
+
+        def work():
+            with ProfileManager.profile_region("work"):
+                pass
+
+        with ProfileManager.session(file_path="own.h5", track_threads=True, verbose=False):
+            threads = [threading.Thread(target=work) for _ in range(2)]
+            for t in threads:
+                t.start()
+            for t in threads:
+                t.join()
+        """,
+    )
+    proc = run_cli("run", "-o", tmp_path / "run.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "asks for track_threads; the run restarts with it" in proc.stderr, proc.stderr
+    for name in ("own.h5", "run.h5"):
+        r = sp.read_h5(str(tmp_path / name))
+        assert r["work"].num_calls == 2, name
+        assert len(r.threads[0]) == 3, name  # MainThread and the two workers
+
+
+def test_setup_and_finalize_in_the_script_write_a_snapshot_each_time(tmp_path):
+    script = _script(
+        tmp_path,
+        """
+        from scope_profiler import ProfileManager
+
+        ProfileManager.setup(file_path="own.h5")
+        with ProfileManager.profile_region("a"):
+            pass
+        first = ProfileManager.finalize(return_results=True, verbose=False)
+        with ProfileManager.profile_region("b"):
+            pass
+        ProfileManager.finalize(verbose=False)
+        print("first:", sorted(first.region_names))
+        """,
+    )
+    proc = run_cli("run", "-o", tmp_path / "run.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "first: ['a']" in proc.stdout
+    # nothing is rewound: the second snapshot and the run's file have both calls
+    assert _calls(tmp_path / "own.h5") == {"a": 1, "b": 1}
+    assert _calls(tmp_path / "run.h5") == {"scope_profiler.session": 1, "a": 1, "b": 1}
+
+
+def test_the_bundled_async_example_runs_under_run(tmp_path):
+    example = ROOT / "examples" / "async_fetch.py"
+    proc = run_cli("run", "--track-async", "-o", tmp_path / "run.h5", example, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    own, run = _calls(tmp_path / "async_fetch.h5"), _calls(tmp_path / "run.h5")
+    # the snapshot leaves out the command line's root, still open when the script's ended
+    assert own.pop("scope_profiler.session") == 1 and run.pop("scope_profiler.session") == 2
+    assert own == run and own["fetch"] > 0, (own, run)
