@@ -30,7 +30,13 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 from . import _fork
 from . import _tracer
-from ._native import ProfiledFunction, ProfileRegion, check_region_name, perf_counter_ns
+from ._native import (
+    ProfiledFunction,
+    ProfileRegion,
+    RegionCache,
+    check_region_name,
+    perf_counter_ns,
+)
 from ._settings import (
     CONFIG_FIELDS,
     ProfilingConfig,
@@ -403,7 +409,7 @@ class ProfileManager:
                 work()
     """
 
-    _regions: ClassVar[dict] = {}
+    _regions: ClassVar[dict]  # name -> ProfileRegion, per class (_install_region_cache)
     _next_call_id = 0
     _config: ProfilingConfig | None = None
     _configured = False
@@ -428,7 +434,6 @@ class ProfileManager:
             "ProfileManagerInstance",
             (cls,),
             {
-                "_regions": {},
                 "_next_call_id": 0,
                 "_config": None,
                 "_configured": False,
@@ -458,15 +463,37 @@ class ProfileManager:
             return _relative_source_path(filename)
         return filename
 
-    @classmethod
-    def region(cls, region_name, functions=None, tags=None):
-        """The region named ``region_name`` (created on first use, cached until the next
-        ``setup()``): a re-entrant context manager usable from any thread.
+    #: ``region(region_name, functions=None, tags=None)``: the region named ``region_name``
+    #: (created on first use, cached until the next ``setup()``), a re-entrant context
+    #: manager usable from any thread. A native function (``RegionCache.lookup``, installed
+    #: per manager class by ``__init_subclass__``): a cached name is one dict probe, no Python
+    #: frame; new names are made natively unless :meth:`_create_region` is needed.
+    region: ClassVar[Any]
+    #: Same object as :attr:`region`.
+    profile_region: ClassVar[Any]
+    _region_cache: ClassVar[RegionCache]
 
-        ``functions`` is accepted for compatibility (line profiling is not implemented).
-        Reusing a name with different non-None ``tags`` raises ``ValueError``, and so does
-        a name the profile file cannot hold unchanged (one with a NUL character).
-        """
+    def __init_subclass__(cls, **kwargs) -> None:
+        super().__init_subclass__(**kwargs)
+        _install_region_cache(cls)
+
+    @classmethod
+    def _bind_region_cache(cls) -> None:
+        """Let the native lookup make new regions of the current recording itself (not
+        with ``capture_region_source``, which reads the line in Python)."""
+        config = cls._config
+        if cls._recording() and config is not None and not config.capture_region_source:
+            cls._region_cache.bind(config._native, cls._recorded_path)
+        else:
+            cls._region_cache.bind(None)
+
+    @classmethod
+    def _create_region(cls, region_name, functions=None, tags=None):
+        """The Python path of :attr:`region`: a miss the native lookup does not handle, or
+        a call with ``functions``/``tags``. ``functions`` is accepted for compatibility (line
+        profiling is not implemented). Reusing a name with different non-None ``tags`` raises
+        ``ValueError``, and so does a name the profile file cannot hold unchanged (one with a
+        NUL character)."""
         region = cls._regions.get(region_name)
         if region is None:
             normalized = () if tags is None else tuple(tags)
@@ -498,15 +525,12 @@ class ProfileManager:
                 )
         return region
 
-    #: Same object as :meth:`region`.
-    profile_region = region
-
     @classmethod
     def _bind_decorated(cls, name, func, wrapper, tags) -> None:
         if not cls._recording():
             wrapper._bind(None)
             return
-        region = cls.region(name, tags=tags)
+        region = cls._create_region(name, tags=tags)
         code = getattr(func, "__code__", None)
         if code is not None:
             text = None
@@ -769,6 +793,7 @@ class ProfileManager:
         cls._lifecycle_state = (
             _LifecycleState.INACTIVE if config.deactivate_profiling else _LifecycleState.ACTIVE
         )
+        cls._bind_region_cache()
         if config.tracker is not None:
             config.tracker.install()
         _tracer.start(config, cls._recorded_path)  # recursive_profile=True
@@ -963,7 +988,8 @@ class ProfileManager:
     def reset(cls) -> None:
         """Forget the configuration and everything recorded; keep the instrumentation
         (decorated functions call straight through until the next ``setup()``)."""
-        cls._regions = {}
+        cls._regions.clear()  # the dict the native lookup probes
+        cls._region_cache.bind(None)
         cls._cancel_auto_finalize()
         _tracer.forget(cls._config)
         if cls._config is not None and cls._config.tracker is not None:
@@ -985,3 +1011,14 @@ class ProfileManager:
         """``reset()`` and forget every decorator too (test isolation)."""
         cls.reset()
         cls._decorators.clear()
+
+
+def _install_region_cache(cls) -> None:
+    """Give manager class ``cls`` its own region dict and native ``region`` /
+    ``profile_region`` over it (unbound until its next ``setup()``)."""
+    cls._regions = {}
+    cls._region_cache = RegionCache(cls._regions, cls._create_region)
+    cls.region = cls.profile_region = cls._region_cache.lookup
+
+
+_install_region_cache(ProfileManager)

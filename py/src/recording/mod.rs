@@ -15,6 +15,7 @@ use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
+mod lookup;
 mod stream;
 mod tasks;
 mod tracer;
@@ -32,6 +33,7 @@ use crate::run::NativeRun;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRecorder>()?;
     m.add_class::<ProfileRegion>()?;
+    m.add_class::<lookup::RegionCache>()?;
     m.add_class::<ProfiledFunction>()?;
     m.add_class::<ThreadExitSentinel>()?;
     m.add_class::<TaskHandle>()?;
