@@ -28,8 +28,8 @@ from contextlib import ContextDecorator
 from enum import Enum, auto
 from typing import TYPE_CHECKING, Any, ClassVar
 
-from . import _fork
-from . import _tracer
+from . import _fork, _manager_api, _tracer
+from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     ProfiledFunction,
     ProfileRegion,
@@ -48,6 +48,21 @@ if TYPE_CHECKING:
     from types import FrameType
 
 _UNSET = object()
+
+#: Opt-in tags (``register_opt_in_tag``), shared by every manager: a region carrying one is
+#: disabled unless the run enables that tag (``enable_tags``, ``SCOPE_PROFILER_ENABLE_TAGS``).
+_OPT_IN_TAGS: set[str] = set()
+ENABLE_TAGS_ENV = "SCOPE_PROFILER_ENABLE_TAGS"
+
+
+def _enabled_tags(config: ProfilingConfig) -> frozenset:
+    """The opt-in tags ``config``'s run records: its ``enable_tags`` and the comma-separated
+    ``SCOPE_PROFILER_ENABLE_TAGS`` (``"*"``: every tag)."""
+    env = os.environ.get(ENABLE_TAGS_ENV, "")
+    return frozenset(config.enable_tags or ()).union(
+        tag.strip() for tag in env.split(",") if tag.strip()
+    )
+
 
 #: Modules whose frames are not user call sites (source capture skips them).
 _INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
@@ -426,6 +441,9 @@ class ProfileManager:
     _joined: ClassVar[list] = []
     # name -> [(func, wrapper, tags), ...]
     _decorators: ClassVar[dict] = {}
+    # name -> (functions, tags) of define_region(), re-created by every setup()
+    _region_definitions: ClassVar[dict] = {}
+    _enabled_tags: frozenset = frozenset()
 
     def __new__(cls):
         if cls is not ProfileManager:
@@ -445,6 +463,8 @@ class ProfileManager:
                 "_host_config": None,
                 "_joined": [],
                 "_decorators": {},
+                "_region_definitions": {},
+                "_enabled_tags": frozenset(),
                 "__module__": cls.__module__,
             },
         )
@@ -497,7 +517,7 @@ class ProfileManager:
         region = cls._regions.get(region_name)
         if region is None:
             normalized = () if tags is None else tuple(tags)
-            if cls._recording():
+            if cls._recording() and cls._opt_in_enabled(normalized):
                 config = cls._config
                 assert config is not None and config._native is not None  # _recording() holds
                 region = config._native.region(region_name, list(normalized))
@@ -553,10 +573,19 @@ class ProfileManager:
         The returned wrapper is a Rust object: each call enters the region, calls the
         function and exits, on the calling thread's own buffer and scope stack. It works on
         functions and methods (``__get__``), and is rebound by every ``setup()``.
-        ``recursive``, ``metadata`` and ``record_outcome`` are not implemented.
+        ``recursive=True`` raises ``NotImplementedError`` (tracing the calls made inside one
+        decorated function needs a per-call mode of the function-level tracer,
+        ``scope_profiler._tracer``, which traces whole recordings: use
+        ``setup(recursive_profile=True)`` or ``scope-profiler run --recursive``);
+        ``metadata`` and ``record_outcome`` are not implemented.
         """
         if recursive:
-            raise NotImplementedError("profile(recursive=True) is not supported")
+            raise NotImplementedError(
+                "profile(recursive=True) is not supported: the function-level tracer "
+                "(scope_profiler._tracer) traces whole recordings, not the calls inside one "
+                "decorated function; use setup(recursive_profile=True) or "
+                "'scope-profiler run --recursive'"
+            )
         if metadata is not None or record_outcome:
             raise NotImplementedError(
                 "per-call metadata (metadata=, record_outcome=) is not supported"
@@ -578,6 +607,104 @@ class ProfileManager:
             region_name = None
             return decorator(func)
         return decorator
+
+    @classmethod
+    def define_region(cls, region_name, functions=None, tags=None) -> RegionHandle:
+        """A :class:`RegionHandle` for ``region_name`` that survives later ``setup()`` calls
+        (each re-creates the region, so it is in :meth:`registered_regions`). Defining a name
+        again with other ``functions``/``tags`` raises ``ValueError``."""
+        definition = (
+            None if functions is None else tuple(functions),
+            None if tags is None else tuple(tags),
+        )
+        previous = cls._region_definitions.get(region_name)
+        if previous is not None and previous != definition:
+            raise ValueError(f"region {region_name!r} was already defined differently")
+        check_region_name(region_name)
+        cls._create_region(region_name, functions=functions, tags=tags)
+        cls._region_definitions[region_name] = definition
+        return RegionHandle(cls, region_name, functions=functions, tags=tags)
+
+    @classmethod
+    def region_factory(cls, region_name, *, tags=None) -> RegionFactory:
+        """A :class:`RegionFactory`: ``with factory():`` is one call of ``region_name``
+        (defined as by :meth:`define_region`)."""
+        cls.define_region(region_name, tags=tags)
+        return RegionFactory(cls, region_name, tags=tags)
+
+    @classmethod
+    def _opt_in_enabled(cls, tags) -> bool:
+        """Whether ``tags`` carry no opt-in tag, or one this run enables."""
+        opt_in = _OPT_IN_TAGS.intersection(tags)
+        if not opt_in or "*" in cls._enabled_tags:
+            return True
+        return not opt_in.isdisjoint(cls._enabled_tags)
+
+    @classmethod
+    def register_opt_in_tag(cls, *tags: str) -> None:
+        """Mark ``tags`` as opt-in (for every manager): regions and decorated functions
+        carrying one record nothing unless the run enables it (``setup(enable_tags=[...])``,
+        ``SCOPE_PROFILER_ENABLE_TAGS=a,b``; ``"*"`` enables all). Existing regions and
+        decorators of this manager pick the change up. ``TypeError`` for a tag that is not
+        a non-empty string."""
+        for tag in tags:
+            if not isinstance(tag, str) or not tag:
+                raise TypeError(f"opt-in tags must be non-empty strings, got {tag!r}")
+        new = set(tags) - _OPT_IN_TAGS
+        _OPT_IN_TAGS.update(new)
+        if not new or not cls._configured:
+            return
+        for name in [n for n, r in cls._regions.items() if new.intersection(r.tags)]:
+            del cls._regions[name]
+        for name, entries in cls._decorators.items():
+            for func, wrapper, region_tags in entries:
+                if region_tags and new.intersection(region_tags):
+                    cls._bind_decorated(name, func, wrapper, region_tags)
+
+    @classmethod
+    def instrument(cls, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
+        """Decorate ``module``'s functions matching ``include`` and not ``exclude`` (globs)
+        with :meth:`profile`, in place, as regions ``<prefix or module name>.<function>``;
+        returns ``{name: wrapper}`` (see ``_manager_api.instrument``)."""
+        return _manager_api.instrument(cls, module, include, exclude, prefix, tags)
+
+    @classmethod
+    def run(cls, func, *args, output=None, **kwargs):
+        """``func(*args)`` inside a ``session(**kwargs)`` (``verbose=False``,
+        ``return_results=True`` by default); returns its value, the results are in
+        :meth:`last_results`."""
+        return _manager_api.run(cls, func, args, output, kwargs)
+
+    @classmethod
+    def run_script(cls, script_path, script_args=None, region_name=None, recursive=True) -> None:
+        """Run a script as ``__main__`` in the current run (see ``_manager_api.run_script``)."""
+        _manager_api.run_script(cls, script_path, script_args, region_name, recursive)
+
+    @classmethod
+    def profile_script(cls, script_path, *, script_args=None, output=None, **kwargs):
+        """``setup(**kwargs)``, run the script, ``finalize``; returns the
+        ``ProfilingResults`` (the script's exception propagates after the finalize)."""
+        return _manager_api.profile_script(cls, script_path, script_args, output, kwargs)
+
+    @classmethod
+    def profile_command(cls, command, *, output=None, recursive=False, all=False, mpi_calls=False):
+        """Run a script under ``scope-profiler run`` in a child process; returns its
+        ``CompletedProcess`` with ``profile_results`` (see ``_manager_api``)."""
+        return _manager_api.profile_command(command, output, recursive, all, mpi_calls)
+
+    @classmethod
+    def setup_from_env(cls, **overrides):
+        """``setup()`` from ``SCOPE_PROFILER_CONFIG`` / ``_OUTPUT`` / ``_RECURSIVE`` /
+        ``_AUTO_FINALIZE``; keywords win. Returns the ``ProfilingRun``."""
+        return _manager_api.setup_from_env(cls, overrides)
+
+    @classmethod
+    def read_results(cls):
+        """The profile this run wrote (``output=`` or ``file_path``), read back;
+        ``FileNotFoundError`` before a finalize wrote it."""
+        from .profile_io import read_profile
+
+        return read_profile(cls._requested_output or cls.get_config().file_path)
 
     @classmethod
     def get_region(cls, region_name):
@@ -798,9 +925,12 @@ class ProfileManager:
             config.tracker.install()
         _tracer.start(config, cls._recorded_path)  # recursive_profile=True
         _start_streaming(config)
+        cls._enabled_tags = _enabled_tags(config)
         for name, entries in cls._decorators.items():
             for func, wrapper, tags in entries:
                 cls._bind_decorated(name, func, wrapper, tags)
+        for name, (functions, tags) in cls._region_definitions.items():
+            cls._create_region(name, functions=functions, tags=tags)
 
     @classmethod
     def session(
@@ -1002,15 +1132,18 @@ class ProfileManager:
         cls._configured = False
         cls._lifecycle_state = _LifecycleState.INACTIVE
         cls._next_call_id = 0
+        cls._enabled_tags = frozenset()
         for entries in cls._decorators.values():
             for _func, wrapper, _tags in entries:
                 wrapper._bind(None)
 
     @classmethod
     def _reset(cls) -> None:
-        """``reset()`` and forget every decorator too (test isolation)."""
+        """``reset()`` and forget every decorator and region definition too (test
+        isolation)."""
         cls.reset()
         cls._decorators.clear()
+        cls._region_definitions.clear()
 
 
 def _install_region_cache(cls) -> None:

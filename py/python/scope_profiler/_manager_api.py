@@ -1,0 +1,269 @@
+"""The reference's conveniences over ``ProfileManager`` (scope-profiler 0.7.5): region
+handles and factories, ``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``,
+``profile_command()`` and ``setup_from_env()``.
+
+Each is reached as a ``ProfileManager`` classmethod (and so as a ``scope_profiler``
+module-level function); the functions here take the manager class first. Nothing here runs
+per recorded call except ``RegionHandle.__enter__``/``__exit__`` (one context-variable push
+and pop around the native region's own enter/exit).
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import inspect
+import os
+import runpy
+import subprocess
+import sys
+from contextvars import ContextVar
+from typing import Any
+
+#: Environment variables read by :func:`setup_from_env` (the reference's names).
+ENV_CONFIG = "SCOPE_PROFILER_CONFIG"
+ENV_OUTPUT = "SCOPE_PROFILER_OUTPUT"
+ENV_RECURSIVE = "SCOPE_PROFILER_RECURSIVE"
+ENV_AUTO_FINALIZE = "SCOPE_PROFILER_AUTO_FINALIZE"
+
+
+class RegionHandle:
+    """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
+
+    ``with handle:`` enters the region of that name in the manager's *current* run (looked
+    up at entry, so a handle made before ``setup()`` records once profiling is set up) and
+    exits the same region object even if a ``setup(replace=True)`` came in between. Usable
+    from any thread or task (the entered regions are kept per context)."""
+
+    def __init__(self, manager, name, functions=None, tags=None) -> None:
+        self._manager = manager
+        self.name = name
+        self._functions = None if functions is None else tuple(functions)
+        self._tags = None if tags is None else tuple(tags)
+        self._stack: ContextVar[tuple] = ContextVar(f"scope_profiler_region_{id(self)}", default=())
+
+    def __enter__(self):
+        region = self._manager.region(self.name, functions=self._functions, tags=self._tags)
+        entered = region.__enter__()
+        self._stack.set((*self._stack.get(), region))
+        return entered
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        stack = self._stack.get()
+        if not stack:
+            raise RuntimeError(f"region handle {self.name!r} exited without being entered")
+        self._stack.set(stack[:-1])
+        return stack[-1].__exit__(exc_type, exc_value, traceback)
+
+    def __repr__(self) -> str:
+        return f"RegionHandle({self.name!r}, tags={self._tags!r})"
+
+
+class RegionFactory:
+    """A reusable region definition (``ProfileManager.region_factory``): calling it returns
+    a context manager for one call of the region.
+
+    ``factory(**metadata)`` tags the call with per-call metadata in the reference; that
+    needs ``ProfileManager.metadata``, and without it a call with keywords raises
+    ``NotImplementedError`` (``factory()`` with no keywords always works)."""
+
+    def __init__(self, manager, name, tags=None) -> None:
+        self._manager = manager
+        self.name = name
+        self._tags = None if tags is None else tuple(tags)
+
+    def __call__(self, **metadata):
+        if not metadata:
+            return RegionHandle(self._manager, self.name, tags=self._tags)
+        scope = getattr(self._manager, "metadata", None)
+        if scope is None:
+            raise NotImplementedError(
+                f"region factory {self.name!r} called with metadata "
+                f"({', '.join(sorted(metadata))}): per-call metadata (ProfileManager.metadata) "
+                "is not supported yet; call the factory without keywords"
+            )
+        from contextlib import ExitStack
+
+        stack = ExitStack()
+        stack.enter_context(scope(**metadata))
+        stack.enter_context(RegionHandle(self._manager, self.name, tags=self._tags))
+        return stack
+
+    def __repr__(self) -> str:
+        return f"RegionFactory({self.name!r}, tags={self._tags!r})"
+
+
+def _patterns(value, what: str) -> tuple[str, ...]:
+    """A glob or an iterable of globs as a tuple; ``TypeError`` naming ``what`` otherwise."""
+    if isinstance(value, str):
+        return (value,)
+    try:
+        patterns = tuple(value)
+    except TypeError:
+        raise TypeError(f"{what} must be a glob or an iterable of globs, got {value!r}") from None
+    for pattern in patterns:
+        if not isinstance(pattern, str):
+            raise TypeError(f"{what} patterns must be strings, got {pattern!r}")
+    return patterns
+
+
+def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
+    """Decorate ``module``'s own module-level functions with ``manager.profile`` in place.
+
+    A function is decorated when its name matches a glob of ``include`` and none of
+    ``exclude`` (``fnmatch``); its region is ``f"{prefix}.{name}"``, or
+    ``f"{module.__name__}.{name}"`` without ``prefix``, with ``tags`` (as ``profile``).
+    Classes, builtins and already-wrapped functions are left alone. Returns
+    ``{name: wrapper}`` of what was replaced."""
+    include = _patterns(include, "include")
+    exclude = _patterns(exclude, "exclude")
+    module_name = getattr(module, "__name__", "module")
+    changed = {}
+    for name, function in list(vars(module).items()):
+        if not inspect.isfunction(function):
+            continue
+        if not any(fnmatch.fnmatchcase(name, p) for p in include):
+            continue
+        if any(fnmatch.fnmatchcase(name, p) for p in exclude):
+            continue
+        region_name = f"{prefix}.{name}" if prefix else f"{module_name}.{name}"
+        wrapped = manager.profile(region_name, tags=tags)(function)
+        setattr(module, name, wrapped)
+        changed[name] = wrapped
+    return changed
+
+
+def run(manager, func, args, output, session_kwargs: dict):
+    """``func(*args)`` inside ``manager.session(**session_kwargs)`` (``verbose=False`` and
+    ``return_results=True`` unless given; ``output`` as ``setup(output=)`` when not None).
+    Returns ``func``'s value; the results are in ``manager.last_results()``. Keywords are
+    the session's, never ``func``'s (as in the reference)."""
+    options = dict(session_kwargs)
+    if output is not None:
+        options["output"] = output
+    options.setdefault("verbose", False)
+    options.setdefault("return_results", True)
+    with manager.session(**options) as session:
+        value = func(*args)
+    manager._last_results = session.results
+    return value
+
+
+def run_script(manager, script_path, script_args=None, region_name=None, recursive=True) -> None:
+    """Run the script at ``script_path`` as ``__main__`` in the manager's current run
+    (``sys.argv`` = the script and ``script_args``, its directory first on ``sys.path``;
+    both restored afterwards). With ``recursive``, inside a region named ``region_name``
+    (default: the script's file name), as the reference's ``run --recursive`` root; the
+    function-level tracing itself is the run's ``recursive_profile`` setting."""
+    script_path = os.path.abspath(os.fspath(script_path))
+    if not os.path.isfile(script_path):
+        raise FileNotFoundError(f"no script at {script_path!r}")
+    saved_argv = sys.argv
+    sys.argv = [script_path, *(os.fspath(a) for a in (script_args or ()))]
+    script_dir = os.path.dirname(script_path)
+    added = script_dir not in sys.path
+    if added:
+        sys.path.insert(0, script_dir)
+    try:
+        if recursive:
+            with manager.region(region_name or os.path.basename(script_path)):
+                runpy.run_path(script_path, run_name="__main__")
+        else:
+            runpy.run_path(script_path, run_name="__main__")
+    finally:
+        sys.argv = saved_argv
+        if added and script_dir in sys.path:
+            sys.path.remove(script_dir)
+
+
+def profile_script(manager, script_path, script_args, output, setup_kwargs: dict):
+    """``setup(**setup_kwargs)``, :func:`run_script`, then ``finalize(verbose=False,
+    return_results=True)`` even when the script raises (its exception, ``SystemExit``
+    included, propagates). Returns the ``ProfilingResults``."""
+    options = dict(setup_kwargs)
+    if output is not None:
+        options["output"] = output
+    manager.setup(**options)
+    try:
+        run_script(
+            manager,
+            script_path,
+            script_args=script_args,
+            recursive=bool(manager.get_config().recursive_profile),
+        )
+    finally:
+        results = manager._finalize(close_open=True, verbose=False, return_results=True)
+    return results
+
+
+def _is_python(program: str) -> bool:
+    return program == sys.executable or os.path.basename(program) in {"python", "python3"}
+
+
+def profile_command(command, output=None, recursive=False, all=False, mpi_calls=False):
+    """Run ``command`` (a Python script and its arguments; a leading ``python`` is dropped)
+    as ``python -m scope_profiler run -q -o OUTPUT [--recursive] [--all] ...`` in a child
+    process and wait for it. Returns its ``subprocess.CompletedProcess`` (output not
+    captured) with ``profile_results``: the profile read back (``load``) when the command
+    exited 0 and wrote a readable file, else None. ``ValueError`` when no script is given;
+    ``NotImplementedError`` for ``mpi_calls=True`` (MPI call profiling is not supported)."""
+    command = [os.fspath(value) for value in command]
+    if command and _is_python(command[0]):
+        command = command[1:]
+    if not command:
+        raise ValueError("profile_command() requires a Python script path")
+    if mpi_calls:
+        raise NotImplementedError(
+            "profile_command(mpi_calls=True): MPI call profiling "
+            "(profile_mpi_calls) is not supported"
+        )
+    output_path = os.fspath(output) if output is not None else "profiling_data.h5"
+    options = []
+    if recursive or all:
+        options.append("--recursive")
+    if all:
+        options.append("--all")
+    completed: Any = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "scope_profiler",
+            "run",
+            "-q",
+            "-o",
+            output_path,
+            *options,
+            *command,
+        ],
+        check=False,
+    )
+    completed.profile_results = None
+    if completed.returncode == 0:
+        from .profile_io import FORMAT_HTML, load, profile_format
+
+        if os.path.exists(output_path) and profile_format(output_path) != FORMAT_HTML:
+            completed.profile_results = load(output_path)
+    return completed
+
+
+def _env_bool(name: str) -> bool | None:
+    value = os.environ.get(name)
+    return None if value is None else value.lower() in {"1", "true", "yes", "on"}
+
+
+def setup_from_env(manager, overrides: dict):
+    """``setup()`` from ``SCOPE_PROFILER_*`` variables: ``_CONFIG`` (TOML ``config_path``),
+    ``_OUTPUT`` (``output=``), ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE``
+    (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise.
+    Keywords in ``overrides`` win over the environment. Returns the ``ProfilingRun``."""
+    overrides = dict(overrides)
+    output = os.environ.get(ENV_OUTPUT)
+    if output is not None:
+        overrides.setdefault("output", output)
+    recursive = _env_bool(ENV_RECURSIVE)
+    if recursive is not None:
+        overrides.setdefault("recursive_profile", recursive)
+    auto_finalize = _env_bool(ENV_AUTO_FINALIZE)
+    if auto_finalize is not None:
+        overrides.setdefault("auto_finalize", auto_finalize)
+    overrides.setdefault("config_path", os.environ.get(ENV_CONFIG))
+    return manager.setup(**overrides)
