@@ -14,7 +14,8 @@ from __future__ import annotations
 # before the `region` shortcut is bound: loading a submodule sets the package attribute of its
 # name, so a first `import scope_profiler.region` later would replace the shortcut.
 from . import region as _region_module  # noqa: F401
-from ._manager import ProfileManager
+from ._manager import ProfileManager, ProfilingRun, RegionFactory, RegionHandle
+from ._settings import GPUOptions, HDF5Options, MemrayOptions, ProfilingOptions
 from .call_stack import (
     CallArrays,
     build_call_arrays,
@@ -46,9 +47,26 @@ profile = ProfileManager.profile
 reset = ProfileManager.reset
 is_active = ProfileManager.is_active
 get_config = ProfileManager.get_config
+define_region = ProfileManager.define_region
+instrument = ProfileManager.instrument
+is_configured = ProfileManager.is_configured
+last_results = ProfileManager.last_results
+profile_command = ProfileManager.profile_command
+profile_script = ProfileManager.profile_script
+recorded_regions = ProfileManager.recorded_regions
+region_factory = ProfileManager.region_factory
+register_opt_in_tag = ProfileManager.register_opt_in_tag
+registered_regions = ProfileManager.registered_regions
+run = ProfileManager.run
+setup_from_env = ProfileManager.setup_from_env
 
 _LAZY = {
     "export_speedscope": ("speedscope_export", "export_speedscope"),
+    "load": ("profile_io", "load"),
+    "read_profile": ("profile_io", "read_profile"),
+    "sniff_profile_format": ("profile_io", "sniff_profile_format"),
+    "write_profile": ("profile_io", "write_profile"),
+    "load_prof": ("prof_export", "load_prof"),
     "export_prof": ("prof_export", "export_prof"),
     "export_flamegraph_svg": ("prof_export", "export_flamegraph_svg"),
     "export_chrome_trace": ("chrome_trace_export", "export_chrome_trace"),
@@ -59,40 +77,118 @@ _LAZY = {
     "export_parquet": ("exports", "export_parquet"),
 }
 
+_NO_LIKWID = "LIKWID hardware counters (use_likwid) are not supported"
+_NO_MPI_CALLS = "MPI call profiling (profile_mpi_calls, the mpi4py wrappers) is not supported"
+_NO_PERF = "perf event counters (perf_events) are not supported"
+_NO_PLOTS = (
+    "the matplotlib plots are not part of this package; draw with export_timeline_svg, "
+    "export_flamegraph_svg or create_html_report (or 'scope-profiler timeline/export')"
+)
+_NO_INSPECT = (
+    "the file inspector is not supported; use 'scope-profiler summary FILE' or "
+    "read_h5(FILE).metadata"
+)
+
+#: Public names of scope-profiler 0.7.5 that this package cannot honour, with the reason:
+#: accessing one raises ``NotImplementedError`` saying so (``from scope_profiler import x``
+#: too), rather than a bare ``AttributeError``. ``docs/api-coverage.md`` lists them.
+_UNSUPPORTED = {
+    "LikwidRegionResult": _NO_LIKWID,
+    "MPIRegionMetadata": _NO_MPI_CALLS,
+    "ProfiledMPIComm": _NO_MPI_CALLS,
+    "ProfiledMPIRequest": _NO_MPI_CALLS,
+    "format_mpi_region": _NO_MPI_CALLS,
+    "message_nbytes": _NO_MPI_CALLS,
+    "parse_mpi_region": _NO_MPI_CALLS,
+    "profile_mpi4py": _NO_MPI_CALLS,
+    "profile_mpi_comm": _NO_MPI_CALLS,
+    "PerfEventError": _NO_PERF,
+    "PerfEventTotals": _NO_PERF,
+    "collect_file_metadata": _NO_INSPECT,
+    "inspect_file": _NO_INSPECT,
+    "metadata": "per-call metadata (ProfileManager.metadata) is not supported yet",
+    "to_pstats": "to_pstats is not supported yet; export_prof(results, path) then load_prof(path)",
+    **dict.fromkeys(
+        (
+            "collect_region_statistics",
+            "collect_roofline_points",
+            "plot_duration_timeseries",
+            "plot_durations",
+            "plot_flame",
+            "plot_flame_chart",
+            "plot_flame_graph",
+            "plot_gantt",
+            "plot_perf_events",
+            "plot_rank_heatmap",
+            "plot_roofline",
+            "plot_scaling_efficiency",
+            "plot_speedup",
+            "plot_weak_scaling",
+            "plot_weak_scaling_efficiency",
+            "write_region_statistics_json",
+        ),
+        _NO_PLOTS,
+    ),
+}
+
 __all__ = [
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
+    "GPUOptions",
+    "HDF5Options",
     "HDF5SchemaError",
     "JSONProfileError",
     "MPIRegion",
+    "MemrayOptions",
     "NestingError",
     "ProfileManager",
+    "ProfilingOptions",
     "ProfilingResults",
+    "ProfilingRun",
     "Region",
+    "RegionFactory",
+    "RegionHandle",
     "TaskInfo",
     "ThreadInfo",
     "build_call_arrays",
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "define_region",
     "export_json",
     "export_speedscope",
     "finalize",
     "get_config",
+    "instrument",
     "is_active",
+    "is_configured",
+    "last_results",
+    "load",
+    "load_prof",
     "merge_results",
     "profile",
+    "profile_command",
     "profile_region",
+    "profile_script",
     "read_h5",
     "read_h5_summary",
     "read_json",
+    "read_profile",
+    "recorded_regions",
     "region",
+    "region_factory",
+    "register_opt_in_tag",
+    "registered_regions",
     "reset",
+    "run",
     "session",
     "setup",
+    "setup_from_env",
+    "sniff_profile_format",
     "split_by_lane",
     "write_json",
+    "write_profile",
 ]
 
 
@@ -109,4 +205,9 @@ def __getattr__(name: str):
 
         mod, attr = _LAZY[name]
         return getattr(importlib.import_module(f".{mod}", __name__), attr)
+    if name in _UNSUPPORTED:
+        raise NotImplementedError(
+            f"scope_profiler.{name} (scope-profiler 0.7.5) is not available in this package: "
+            f"{_UNSUPPORTED[name]} (docs/api-coverage.md)"
+        )
     raise AttributeError(f"module 'scope_profiler' has no attribute '{name}'")
