@@ -169,6 +169,24 @@ pub enum Command {
         #[arg(long = "from", value_name = "SIDECAR")]
         from: Option<PathBuf>,
     },
+    /// Write one self-contained HTML report (no server, no network: open it in a browser):
+    /// the region summary (calls, total/mean/min/max, exclusive time; held and await time for
+    /// runs recorded with --track-async), the thread and task tables, the lane timeline and an
+    /// interactive flame graph. Several files give one section each.
+    #[command(
+        after_help = "Examples:\n  scope-profiler report profiling_data.h5 -o report.html\n  scope-profiler report before.h5 after.h5 -o compare.html\n  scope-profiler report mpi_run.h5 --rank 0 -o rank0.html\n  scope-profiler run --track-async -o run.html my_app.py   # record and write the report"
+    )]
+    Report {
+        /// One or more `.h5` files written by scope-profiler.
+        #[arg(required = true)]
+        files: Vec<PathBuf>,
+        /// The HTML file to write.
+        #[arg(short = 'o', long = "output", default_value = "report.html")]
+        output: PathBuf,
+        /// Only these ranks (repeatable; default: every rank).
+        #[arg(short = 'r', long = "rank", value_name = "RANK")]
+        ranks: Vec<u32>,
+    },
     /// List the threads (and tasks) a run recorded, with wall, CPU and region time.
     #[command(after_help = "Example:\n  scope-profiler threads profiling_data.h5")]
     Threads {

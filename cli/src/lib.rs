@@ -6,6 +6,7 @@
 //! `python3 -m scope_profiler`). Everything that reads files runs here, in Rust.
 pub mod args;
 pub mod export;
+pub mod html;
 pub mod merge;
 pub mod report;
 
@@ -143,6 +144,16 @@ where
             }
             Outcome::Exit(code)
         }
+        Command::Report { files, output, ranks } => match html::write_report(&files, &output, &ranks) {
+            Ok(out) => {
+                println!("wrote {}", out.display());
+                Outcome::Exit(0)
+            }
+            Err(e) => {
+                eprintln!("error: {e}");
+                Outcome::Exit(1)
+            }
+        },
         Command::Threads { file } => match read_h5(&file) {
             Ok(run) => {
                 if run.threads.is_empty() {
@@ -268,9 +279,7 @@ pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> 
             scope_profiler_formats::json_profile::write_json(run, &Selection::new(ranks, label), None, output)
                 .map_err(|e| kept(e.to_string()))?;
         }
-        ProfileFormat::Html => {
-            return Err(kept(format!("{}: HTML reports cannot be written yet", output.display())));
-        }
+        ProfileFormat::Html => html::write_run_report(run, &export::stem(output), output).map_err(kept)?,
         ProfileFormat::Hdf5 => return Ok(()),
     }
     std::fs::remove_file(h5)

@@ -91,6 +91,8 @@ pub enum ExportFormat {
     Parquet,
     /// The JSON profile (`export_json` / `write_json`).
     Json,
+    /// The self-contained HTML report (`export_html`, [`crate::html_report`]).
+    HtmlReport,
 }
 
 /// How the files of one format are named from the requested path `filepath`.
@@ -140,6 +142,7 @@ impl ExportFormat {
             TimelineSvg => Naming::PerRun { default_suffix: ".timeline.svg" },
             Parquet => Naming::PerRun { default_suffix: ".parquet" },
             Json => Naming::PerRun { default_suffix: ".json" },
+            HtmlReport => Naming::PerRun { default_suffix: ".html" },
             Prof => Naming::PerRunStem { default_suffix: ".prof" },
             FlamegraphSvg => Naming::PerRank { default_suffix: ".svg" },
         }
@@ -160,7 +163,7 @@ impl ExportFormat {
     }
 
     /// Every format.
-    pub const ALL: [ExportFormat; 10] = [
+    pub const ALL: [ExportFormat; 11] = [
         ExportFormat::Speedscope,
         ExportFormat::Prof,
         ExportFormat::ChromeTrace,
@@ -171,6 +174,7 @@ impl ExportFormat {
         ExportFormat::TimelineSvg,
         ExportFormat::Parquet,
         ExportFormat::Json,
+        ExportFormat::HtmlReport,
     ];
 
     /// Whether the selection always carries the selected region names, even unfiltered:

@@ -6,6 +6,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyList;
 use scope_profiler_formats::export_plan::ExportFormat;
 use scope_profiler_formats::folded::{write_folded_unit, FoldedUnit};
+use scope_profiler_formats::html_report::write_html_report;
 use scope_profiler_formats::parquet_export::write_parquet;
 use scope_profiler_formats::timeline::{parse_window, write_timeline_svg_with, TimelineOptions};
 
@@ -116,8 +117,29 @@ pub fn export_parquet<'py>(
     args.export(ExportFormat::Parquet, "Parquet: DuckDB, Polars, pyarrow", &write_parquet)
 }
 
+/// Write a self-contained HTML report per run (default suffix `.html`; no server or network
+/// needed to open it): the region summary (calls, total/mean/min/max, exclusive time; held
+/// and await time when the run has await times), thread and task tables, the lane timeline
+/// and the flame graph. Returns the paths written; errors as `export_speedscope`.
+#[pyfunction]
+#[pyo3(signature = (profiling_data, filepath, ranks=None, include=None, exclude=None, verbose=true))]
+pub fn export_html<'py>(
+    profiling_data: Bound<'py, PyAny>,
+    filepath: Bound<'py, PyAny>,
+    ranks: Option<Bound<'py, PyAny>>,
+    include: Option<Bound<'py, PyAny>>,
+    exclude: Option<Bound<'py, PyAny>>,
+    verbose: bool,
+) -> PyResult<Bound<'py, PyList>> {
+    let args = ExportArgs { profiling_data, filepath, ranks, include, exclude, verbose };
+    args.export(ExportFormat::HtmlReport, "HTML report, open in a browser", &|run, sel, p| {
+        only(p, write_html_report(run, sel, p))
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(export_folded, m)?)?;
     m.add_function(wrap_pyfunction!(export_timeline_svg, m)?)?;
+    m.add_function(wrap_pyfunction!(export_html, m)?)?;
     m.add_function(wrap_pyfunction!(export_parquet, m)?)
 }

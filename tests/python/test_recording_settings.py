@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from scope_profiler import ProfileManager
@@ -150,7 +151,15 @@ def test_output_keyword(manager):
     assert manager.get_config().file_path == "c.h5"
 
 
-def test_html_output_not_supported_yet(manager):
-    with pytest.raises(NotImplementedError, match="HTML reports cannot be written yet"):
-        manager.setup(output="run.html")
-    assert not manager.is_configured()
+# issue 14: setup(output="run.html") raised NotImplementedError; it writes the HTML report
+# (from the HDF5 file recorded beside it, which is removed once the report is written).
+def test_html_output_writes_the_report(manager, tmp_path):
+    out = tmp_path / "run.html"
+    manager.setup(output=str(out))
+    with manager.region("work"):
+        time.sleep(0.002)
+    manager.finalize()
+    html = out.read_text()
+    assert html.startswith("<!DOCTYPE html>")
+    assert '<td>work</td><td class="num" data-v="1">1</td>' in html  # 1 call of "work"
+    assert not (tmp_path / "run.html.scope-profiler.h5").exists()

@@ -75,6 +75,8 @@ _LAZY = {
     "export_folded": ("exports", "export_folded"),
     "export_timeline_svg": ("exports", "export_timeline_svg"),
     "export_parquet": ("exports", "export_parquet"),
+    "export_html": ("exports", "export_html"),
+    "create_html_report": ("exports", "create_html_report"),
 }
 
 _NO_LIKWID = "LIKWID hardware counters (use_likwid) are not supported"
@@ -155,9 +157,19 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "create_html_report",
     "define_region",
+    "export_chrome_trace",
+    "export_flamegraph_svg",
+    "export_folded",
+    "export_html",
     "export_json",
+    "export_parquet",
+    "export_perfetto",
+    "export_pprof",
+    "export_prof",
     "export_speedscope",
+    "export_timeline_svg",
     "finalize",
     "get_config",
     "instrument",
@@ -190,6 +202,12 @@ __all__ = [
     "write_json",
     "write_profile",
 ]
+
+
+def __dir__() -> list[str]:
+    """The module's names plus the lazily imported exporters (``export_html``, ...), so that
+    ``dir()`` and notebook completion list them before their first use."""
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
 
 
 def __getattr__(name: str):

@@ -275,14 +275,12 @@ class _ProfilingSession(ContextDecorator):
 
 def _recording_path(output: str) -> str:
     """The HDF5 file a run with ``output=`` writes: ``output`` itself, or, for a JSON
-    profile (``.json``, ``.json.gz``), ``<output>.scope-profiler.h5`` beside it (the
-    reference's name), rendered to ``output`` after each finalize. ``NotImplementedError``
-    for an HTML report, which this package cannot write yet."""
-    from .profile_io import FORMAT_HDF5, FORMAT_HTML, profile_format
+    profile (``.json``, ``.json.gz``) or an HTML report (``.html``, ``.htm``),
+    ``<output>.scope-profiler.h5`` beside it (the reference's name), rendered to ``output``
+    after each finalize."""
+    from .profile_io import FORMAT_HDF5, profile_format
 
     kind = profile_format(output)
-    if kind == FORMAT_HTML:
-        raise NotImplementedError(f"output={output!r}: HTML reports cannot be written yet")
     return output if kind == FORMAT_HDF5 else output + ".scope-profiler.h5"
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
+    "export_html",
     "export_json",
     "export_parquet",
     "export_perfetto",
@@ -1075,6 +1076,19 @@ def export_timeline_svg(
     run start, either ``None``, or ``"START:END"``) when given, clipped to it. A caption says
     what was left out. Returns the paths written; ``ValueError`` for a bad ``width``,
     ``lanes``, ``max_depth`` or ``window``, other errors as ``export_speedscope``."""
+
+def export_html(
+    profiling_data: _Results,
+    filepath: _Path,
+    ranks: _Ranks = None,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    verbose: bool = True,
+) -> list[Path]:
+    """Write a self-contained HTML report per run (default suffix ``.html``; no server or network
+    needed to open it): the region summary (calls, total/mean/min/max, exclusive time; held
+    and await time when the run has await times), thread and task tables, the lane timeline
+    and the flame graph. Returns the paths written; errors as ``export_speedscope``."""
 
 def export_parquet(
     profiling_data: _Results,

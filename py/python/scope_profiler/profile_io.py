@@ -54,13 +54,15 @@ def read_profile_summary(file_path: str | Path, **kwargs: Any) -> ProfilingResul
 
 def write_profile(results: ProfilingResults, file_path: str | Path, **kwargs: Any) -> Path:
     """Write ``results`` in the format ``file_path``'s name asks for: ``.json``/``.json.gz``
-    a JSON profile (``kwargs`` go to ``write_json``), anything else HDF5. HTML reports are
-    not available in this package (``ValueError``)."""
+    a JSON profile (``kwargs`` go to ``write_json``), ``.html``/``.htm`` the HTML report of
+    every rank (``create_html_report``, ``kwargs`` go to it), anything else HDF5."""
     kind = profile_format(file_path)
     if kind == FORMAT_JSON:
         return write_json(results, file_path, **kwargs)
     if kind == FORMAT_HTML:
-        raise ValueError(f"{str(file_path)!r}: HTML reports are not available in this package")
+        from .exports import create_html_report
+
+        return create_html_report(results, file_path, **kwargs)
     path = Path(file_path)
     results._native_run().write_h5(path)
     return path

@@ -1,0 +1,37 @@
+//! `scope-profiler report`: one self-contained HTML file from one or more `.h5` files
+//! ([`scope_profiler_formats::html_report`]), one section per file.
+use std::path::{Path, PathBuf};
+
+use scope_profiler_formats::html_report::HtmlReport;
+use scope_profiler_formats::read_h5;
+
+use crate::export::{cli_selection, display_label, stem};
+
+/// Write the report of `files` (each one section, labelled by its metadata `label` or its
+/// stem; `ranks`, or every rank when empty) to `output`. Returns the path written.
+///
+/// Errors (the message names the file): an unreadable input, a rank the run does not have,
+/// an input without calls on the selected ranks, a failed write. Nothing is written on error.
+pub fn write_report(files: &[PathBuf], output: &Path, ranks: &[u32]) -> Result<PathBuf, String> {
+    let title = match files {
+        [one] => format!("scope-profiler report: {}", one.display()),
+        _ => format!("scope-profiler report: {} runs", files.len()),
+    };
+    let mut report = HtmlReport::new(title);
+    for f in files {
+        let run = read_h5(f).map_err(|e| e.to_string())?;
+        let sel =
+            cli_selection(&run, ranks, display_label(&run, &stem(f))).map_err(|e| format!("{}: {e}", f.display()))?;
+        report.add(&run, &sel).map_err(|e| format!("{}: {e}", f.display()))?;
+    }
+    report.write(output).map_err(|e| e.to_string())?;
+    Ok(output.to_path_buf())
+}
+
+/// [`write_report`] of one run already read (`run -o run.html`), every rank, labelled `label`.
+pub fn write_run_report(run: &scope_profiler_analysis::Run, label: &str, output: &Path) -> Result<(), String> {
+    let sel = cli_selection(run, &[], display_label(run, label))?;
+    let mut report = HtmlReport::new(format!("scope-profiler report: {}", output.display()));
+    report.add(run, &sel).map_err(|e| format!("{}: {e}", output.display()))?;
+    report.write(output).map_err(|e| e.to_string())
+}
