@@ -1,0 +1,347 @@
+"""The rest of the reference's manager API (issue 11) and the package root.
+
+``define_region``/``RegionHandle``, ``region_factory``/``RegionFactory``, opt-in tags,
+``instrument``, ``run``, ``profile_script``, ``profile_command``, ``setup_from_env``,
+``config_path=`` precedence; the root's names against scope-profiler 0.7.5; and
+``docs/api-coverage.md`` against the real module. The same scripts run under this package
+and, when ``SCOPE_PROFILER_REF_PYTHON`` is set, under the reference, each in its own
+process (never both packages in one interpreter).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import subprocess
+import sys
+import types
+from pathlib import Path
+
+import pytest
+import scope_profiler as sp
+from helpers import ROOT, reference_python
+from scope_profiler import ProfileManager
+
+# One process records: handles, opt-in tags, instrument, factories, run(), TOML precedence
+# and setup_from_env; prints what a user observes as JSON.
+MANAGER_SCRIPT = 'import json, os, sys, types\nimport scope_profiler as sp\nfrom scope_profiler import ProfileManager as PM\n\nout = {}\ntmp = sys.argv[1]\nout["configured_before"] = PM.is_configured()\nh = PM.define_region("handle", tags=("a",))\nout["registered_before_setup"] = list(PM.registered_regions())\ntry:\n    PM.define_region("handle", tags=("b",))\nexcept ValueError as e:\n    out["redefine"] = str(e)\nPM.register_opt_in_tag("lib")\ntry:\n    PM.register_opt_in_tag("")\nexcept TypeError as e:\n    out["bad_tag"] = str(e)\n\n@PM.profile("libfn", tags=("lib",))\ndef libfn(x):\n    return x + 1\n\nmod = types.ModuleType("mymod")\nexec("def alpha(n):\\n    return n * 2\\ndef beta():\\n    return \'b\'\\ndef _private():\\n    return 0\\nclass C:\\n    pass\\nimport math\\nsqrt = math.sqrt\\n", mod.__dict__)\nchanged = PM.instrument(mod, include=("a*", "b*", "_*"), exclude=("_*",), prefix="pre")\nout["instrumented"] = sorted(changed)\n\nfac = PM.region_factory("fac")\nPM.setup(output=None)\nout["configured_after"] = PM.is_configured()\nout["registered_after_setup"] = sorted(PM.registered_regions())\nwith h:\n    with h:\n        pass\nwith fac():\n    pass\nwith fac():\n    pass\nout["libfn"] = libfn(1)\nout["alpha"] = mod.alpha(4)\nout["beta"] = mod.beta()\nmod.beta()\nwith PM.region("tagged", tags=("lib",)):\n    pass\nout["recorded"] = sorted(PM.recorded_regions())\nr = PM.finalize(verbose=False, return_results=True)\nout["last_is_r"] = PM.last_results() is r\nout["calls1"] = {n: int(r[n][0].num_calls) for n in r.region_names}\n\nos.environ["SCOPE_PROFILER_ENABLE_TAGS"] = "lib"\nPM.setup(output=None, replace=True)\nlibfn(2)\nwith PM.region("tagged", tags=("lib",)):\n    pass\nr = PM.finalize(verbose=False, return_results=True)\nout["calls2"] = {n: int(r[n][0].num_calls) for n in r.region_names}\nwith h:\n    PM.setup(output=None, replace=True)  # the handle exits the region it entered\nwith h:\n    pass\nr = PM.finalize(verbose=False, return_results=True)\nout["calls3"] = {n: int(r[n][0].num_calls) for n in r.region_names}\ndel os.environ["SCOPE_PROFILER_ENABLE_TAGS"]\n\ndef work(a, b=3):\n    with PM.region("inside"):\n        return a * b\nout["run_value"] = PM.run(work, 7, track_threads=True)\nres = PM.last_results()\nout["run_regions"] = {n: int(res[n][0].num_calls) for n in res.region_names}\n\n# TOML precedence: defaults < config_path < options < keywords\ntoml = os.path.join(tmp, "prof.toml")\nwith open(toml, "w") as f:\n    f.write(\'[profiling]\\nlabel = "from-toml"\\nbuffer_limit = 77\\nmetadata_detail = "full"\\nfile_path = "toml.h5"\\n\')\nopts = sp.ProfilingOptions(buffer_limit=88, file_path="opts.h5")\nrun = PM.setup(opts, config_path=toml, file_path=os.path.join(tmp, "kw.h5"), replace=True)\ncfg = PM.get_config()\nout["toml"] = [cfg.label, cfg.buffer_limit, cfg.metadata_detail, os.path.basename(cfg.file_path), os.path.basename(run.file_path)]\nbad = os.path.join(tmp, "bad.toml")\nwith open(bad, "w") as f:\n    f.write("[profiling]\\ntrack_thread = true\\n")\ntry:\n    PM.setup(config_path=bad, replace=True)\nexcept ValueError as e:\n    out["bad_toml"] = str(e)\n\nos.environ["SCOPE_PROFILER_OUTPUT"] = os.path.join(tmp, "env.h5")\nos.environ["SCOPE_PROFILER_CONFIG"] = toml\nos.environ["SCOPE_PROFILER_RECURSIVE"] = "no"\nrun = PM.setup_from_env(replace=True, label="kw-label")\ncfg = PM.get_config()\nout["env"] = [cfg.label, cfg.buffer_limit, os.path.basename(run.file_path), bool(cfg.recursive_profile)]\nwith PM.region("env-region"):\n    pass\nr = PM.finalize(verbose=False, return_results=True)\nout["env_file"] = os.path.exists(os.path.join(tmp, "env.h5"))\nout["env_calls"] = {n: int(r[n][0].num_calls) for n in r.region_names}\nPM.reset()\nout["configured_after_reset"] = PM.is_configured()\nout["registered_after_reset"] = sorted(PM.registered_regions())\nprint(json.dumps(out, sort_keys=True))\n'
+
+# profile_script / profile_command on TARGET_SCRIPT.
+SCRIPT_RUNNERS = 'import json, os, sys\nfrom scope_profiler import ProfileManager as PM\ntmp, script = sys.argv[1], sys.argv[2]\nout = {}\nos.environ["ARGV_OUT"] = os.path.join(tmp, "argv1.json")\nr = PM.profile_script(script, script_args=["x", "y"], output=os.path.join(tmp, "ps.h5"))\nout["script_calls"] = {n: int(r[n][0].num_calls) for n in r.region_names}\nout["script_argv"] = json.load(open(os.environ["ARGV_OUT"]))\nout["script_file"] = os.path.exists(os.path.join(tmp, "ps.h5"))\nos.environ["ARGV_OUT"] = os.path.join(tmp, "argv2.json")\nc = PM.profile_command(["python", script, "z"], output=os.path.join(tmp, "pc.h5"))\nout["cmd_rc"] = c.returncode\nr = c.profile_results\nout["cmd_calls"] = {n: int(r[n][0].num_calls) for n in r.region_names}\nout["cmd_argv"] = json.load(open(os.environ["ARGV_OUT"]))\ntry:\n    PM.profile_command([sys.executable])\nexcept ValueError as e:\n    out["cmd_empty"] = str(e)\nc = PM.profile_command([os.path.join(tmp, "missing.py")], output=os.path.join(tmp, "none.h5"))\nout["cmd_missing"] = [c.returncode != 0, c.profile_results]\nprint(json.dumps(out, sort_keys=True))\n'
+
+TARGET_SCRIPT = 'import json, os, sys\nimport scope_profiler as sp\nwith sp.region("work"):\n    for i in range(3):\n        with sp.region("step"):\n            pass\nwith open(os.environ["ARGV_OUT"], "w") as f:\n    json.dump({"argv": sys.argv[1:], "name": __name__}, f)\n'
+
+#: What MANAGER_SCRIPT prints; every value was checked equal under scope-profiler 0.7.5.
+EXPECTED_MANAGER = {
+    "alpha": 8,
+    "bad_tag": "opt-in tags must be non-empty strings, got ''",
+    "bad_toml": "Unknown profiling setting(s): 'track_thread' (did you mean 'track_threads'?)",
+    "beta": "b",
+    # opt-in "lib" off: libfn and the tagged region record nothing
+    "calls1": {"fac": 2, "handle": 2, "pre.alpha": 1, "pre.beta": 2},
+    # SCOPE_PROFILER_ENABLE_TAGS=lib at the next setup(): both record
+    "calls2": {"libfn": 1, "tagged": 1},
+    # the handle entered before setup(replace=True) exited cleanly; the new run has one call
+    "calls3": {"handle": 1},
+    "configured_after": True,
+    "configured_after_reset": False,
+    "configured_before": False,
+    # keyword label > TOML; TOML buffer_limit; SCOPE_PROFILER_OUTPUT; _RECURSIVE=no
+    "env": ["kw-label", 77, "env.h5", False],
+    "env_calls": {"env-region": 1},
+    "env_file": True,
+    "instrumented": ["alpha", "beta"],
+    "last_is_r": True,
+    "libfn": 2,
+    "recorded": ["fac", "handle", "pre.alpha", "pre.beta"],
+    "redefine": "region 'handle' was already defined differently",
+    "registered_after_reset": [],
+    "registered_after_setup": ["fac", "handle", "libfn", "pre.alpha", "pre.beta"],
+    "registered_before_setup": ["handle"],
+    "run_regions": {"inside": 1, "scope_profiler.session": 1},
+    "run_value": 21,
+    # TOML label and metadata_detail; options buffer_limit over TOML; keyword file_path
+    "toml": ["from-toml", 88, "full", "kw.h5", "kw.h5"],
+}
+
+
+def _observe(python: str, script: str, tmp: Path, *args: str, env=None) -> dict:
+    path = tmp / "observe.py"
+    path.write_text(script)
+    proc = subprocess.run(
+        [python, str(path), str(tmp), *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        cwd=tmp,
+        env={**os.environ, **(env or {})},
+    )
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.fixture(autouse=True)
+def _fresh_manager():
+    ProfileManager._reset()
+    yield
+    ProfileManager._reset()
+
+
+def test_manager_api_values(tmp_path):
+    assert _observe(sys.executable, MANAGER_SCRIPT, tmp_path) == EXPECTED_MANAGER
+
+
+def test_manager_api_same_as_reference(tmp_path):
+    ref = reference_python()
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "ref").mkdir()
+    ours = _observe(sys.executable, MANAGER_SCRIPT, tmp_path / "ours")
+    theirs = _observe(ref, MANAGER_SCRIPT, tmp_path / "ref")
+    assert ours == theirs
+
+
+def _runners(python: str, tmp: Path) -> dict:
+    (tmp / "target.py").write_text(TARGET_SCRIPT)
+    return _observe(python, SCRIPT_RUNNERS, tmp, str(tmp / "target.py"))
+
+
+def test_profile_script_and_command(tmp_path):
+    out = _runners(sys.executable, tmp_path)
+    assert out["script_calls"] == {"step": 3, "work": 1}
+    assert out["script_argv"] == {"argv": ["x", "y"], "name": "__main__"}
+    assert out["script_file"] is True
+    assert out["cmd_rc"] == 0
+    # scope-profiler run adds its root region around the script (docs/api-coverage.md)
+    assert out["cmd_calls"] == {"scope_profiler.session": 1, "step": 3, "work": 1}
+    assert out["cmd_argv"] == {"argv": ["z"], "name": "__main__"}
+    assert out["cmd_empty"] == "profile_command() requires a Python script path"
+    assert out["cmd_missing"] == [True, None]
+
+
+def test_profile_script_and_command_same_as_reference(tmp_path):
+    ref = reference_python()
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "ref").mkdir()
+    ours = _runners(sys.executable, tmp_path / "ours")
+    theirs = _runners(ref, tmp_path / "ref")
+    # the documented difference: scope-profiler run's root region around the script
+    assert ours["cmd_calls"].pop("scope_profiler.session") == 1
+    assert ours == theirs
+
+
+def test_profile_script_restores_argv_and_path_and_finalizes_on_error(tmp_path):
+    script = tmp_path / "fails.py"
+    script.write_text(
+        "import scope_profiler as sp\nwith sp.region('before'):\n    pass\nraise SystemExit(3)\n"
+    )
+    argv, path = list(sys.argv), list(sys.path)
+    with pytest.raises(SystemExit) as info:
+        ProfileManager.profile_script(script, script_args=["a"], output=None)
+    assert info.value.code == 3
+    assert sys.argv == argv
+    assert sys.path == path
+    results = ProfileManager.last_results()
+    assert {n: results[n][0].num_calls for n in results.region_names} == {"before": 1}
+
+
+def test_profile_command_mpi_calls_refused(tmp_path):
+    with pytest.raises(NotImplementedError, match="profile_mpi_calls"):
+        ProfileManager.profile_command([str(tmp_path / "x.py")], mpi_calls=True)
+
+
+def test_instrument_takes_one_glob_string_and_skips_wrapped_functions():
+    mod = types.ModuleType("strmod")
+    exec("def beta():\n    return 1\ndef bravo():\n    return 2\n", mod.__dict__)
+    changed = ProfileManager.instrument(mod, include="be*")
+    assert sorted(changed) == ["beta"]
+    assert ProfileManager.instrument(mod) == {"bravo": mod.bravo}  # beta is wrapped already
+    ProfileManager.setup(output=None)
+    mod.beta()
+    mod.bravo()
+    results = ProfileManager.finalize(verbose=False, return_results=True)
+    assert {n: results[n][0].num_calls for n in results.region_names} == {
+        "strmod.beta": 1,
+        "strmod.bravo": 1,
+    }
+    with pytest.raises(TypeError, match="include"):
+        ProfileManager.instrument(mod, include=3)
+
+
+def test_run_passes_args_only_and_returns_value():
+    def add(a, b):
+        with ProfileManager.region("add"):
+            return a + b
+
+    assert ProfileManager.run(add, 2, 5, output=None) == 7
+    results = ProfileManager.last_results()
+    assert results["add"][0].num_calls == 1
+    assert not ProfileManager.get_config().track_threads
+
+
+def test_profile_recursive_is_refused_naming_the_tracer():
+    with pytest.raises(NotImplementedError, match=r"scope_profiler\._tracer"):
+        ProfileManager.profile(recursive=True)
+
+
+def test_region_factory_metadata_refused_without_metadata_support():
+    factory = ProfileManager.region_factory("factory")
+    if hasattr(ProfileManager, "metadata"):
+        pytest.skip("per-call metadata exists: the factory uses it")
+    with pytest.raises(NotImplementedError, match="per-call metadata"):
+        factory(step=1)
+
+
+def test_instances_keep_their_own_definitions():
+    manager = ProfileManager()
+    manager.define_region("only-instance")
+    manager.setup(output=None)
+    ProfileManager.setup(output=None)
+    assert "only-instance" in manager.registered_regions()
+    assert "only-instance" not in ProfileManager.registered_regions()
+    manager.reset()
+
+
+def test_setup_from_env_auto_finalize_writes_at_exit(tmp_path):
+    out = tmp_path / "atexit.h5"
+    code = (
+        "import scope_profiler as sp\n"
+        "sp.setup_from_env()\n"
+        "for _ in range(4):\n"
+        "    with sp.region('tick'):\n        pass\n"
+    )
+    proc = subprocess.run(
+        [sys.executable, "-c", code],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+        env={
+            **os.environ,
+            "SCOPE_PROFILER_OUTPUT": str(out),
+            "SCOPE_PROFILER_AUTO_FINALIZE": "TRUE",
+        },
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(out, verbose=False)["tick"][0].num_calls == 4
+
+
+# ------------------------------------------------------------------------ package root
+#: spec-api.md section 1: the module-level functions that are the manager's classmethods.
+MANAGER_FUNCTIONS = [
+    "finalize",
+    "define_region",
+    "is_active",
+    "is_configured",
+    "instrument",
+    "last_results",
+    "metadata",
+    "profile_command",
+    "profile_script",
+    "profile",
+    "region_factory",
+    "recorded_regions",
+    "region",
+    "register_opt_in_tag",
+    "reset",
+    "registered_regions",
+    "session",
+    "setup",
+    "setup_from_env",
+    "run",
+]
+
+
+def _unsupported() -> dict:
+    return sp._UNSUPPORTED
+
+
+def test_module_functions_are_the_classmethods():
+    for name in MANAGER_FUNCTIONS:
+        if name in _unsupported():
+            continue
+        assert getattr(sp, name) == getattr(ProfileManager, name), name
+    assert sp.region is ProfileManager.region
+
+
+def test_unsupported_names_say_why():
+    for name, reason in _unsupported().items():
+        with pytest.raises(NotImplementedError) as info:
+            getattr(sp, name)
+        assert reason in str(info.value) and name in str(info.value)
+        assert name not in sp.__all__ and name not in dir(sp)
+    with pytest.raises(NotImplementedError, match="matplotlib"):
+        exec("from scope_profiler import plot_gantt", {})
+    with pytest.raises(AttributeError, match="no attribute 'nonexistent'"):
+        sp.nonexistent
+
+
+def test_all_resolves_and_import_stays_light():
+    for name in sp.__all__:
+        assert getattr(sp, name) is not None, name
+    code = (
+        "import sys, scope_profiler\n"
+        "print([m for m in ('asyncio', 'greenlet', 'h5py', 'tomllib') if m in sys.modules])"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
+REFERENCE_NAMES_CODE = (
+    "import json, scope_profiler as s\n"
+    "m = [n for n in dir(s.ProfileManager) if not n.startswith('_')]\n"
+    "print(json.dumps({'root': sorted(s.__all__), 'manager': sorted(m)}))"
+)
+
+
+def test_root_covers_the_reference():
+    proc = subprocess.run(
+        [reference_python(), "-c", REFERENCE_NAMES_CODE], capture_output=True, text=True, timeout=60
+    )
+    assert proc.returncode == 0, proc.stderr
+    names = json.loads(proc.stdout)
+    missing = set(names["root"]) - set(sp.__all__) - set(_unsupported())
+    assert not missing
+    doc_root, doc_manager = _coverage_doc()
+    assert set(names["root"]) | {"__version__"} == set(doc_root)
+    assert set(names["manager"]) == set(doc_manager)
+
+
+# ------------------------------------------------------------------------ the coverage doc
+DOC = ROOT / "docs" / "api-coverage.md"
+STATUSES = {"supported", "differs", "not supported"}
+
+
+def _coverage_doc() -> tuple[dict, dict]:
+    """The two tables of docs/api-coverage.md as {name: status}."""
+    tables: list[dict] = []
+    for line in DOC.read_text().splitlines():
+        if line.startswith("## "):
+            tables.append({})
+        match = re.match(r"\| `([^`]+)` \| ([a-z ]+) \|", line)
+        if match:
+            assert tables, line
+            name, status = match.groups()
+            assert status in STATUSES, line
+            assert name not in tables[-1], f"{name} listed twice"
+            tables[-1][name] = status
+    assert len(tables) == 2
+    return tables[0], tables[1]
+
+
+def test_api_coverage_doc_matches_the_package():
+    root, manager = _coverage_doc()
+    # every name of spec-api.md section 1 and of the reference's manager is listed
+    assert set(MANAGER_FUNCTIONS) <= set(root)
+    assert set(_unsupported()) == {n for n, s in root.items() if s == "not supported"}
+    for name, status in root.items():
+        if status == "not supported":
+            with pytest.raises(NotImplementedError):
+                getattr(sp, name)
+        else:
+            assert getattr(sp, name) is not None, name
+            if name != "__version__":
+                assert name in sp.__all__, name
+    for name, status in manager.items():
+        assert hasattr(ProfileManager, name) == (status != "not supported"), name
