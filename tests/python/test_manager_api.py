@@ -75,10 +75,19 @@ def _observe(python: str, script: str, tmp: Path, *args: str, env=None) -> dict:
         text=True,
         timeout=300,
         cwd=tmp,
-        env={**os.environ, **(env or {})},
+        env=_env_for(python, env),
     )
     assert proc.returncode == 0, proc.stderr
     return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+def _env_for(python: str, extra: dict | None) -> dict:
+    """The environment of a child: the reference's never sees a PYTHONPATH that could put
+    this package before its own."""
+    env = {**os.environ, **(extra or {})}
+    if python != sys.executable:
+        env.pop("PYTHONPATH", None)
+    return env
 
 
 @pytest.fixture(autouse=True)
@@ -296,8 +305,13 @@ REFERENCE_NAMES_CODE = (
 
 
 def test_root_covers_the_reference():
+    ref = reference_python()
     proc = subprocess.run(
-        [reference_python(), "-c", REFERENCE_NAMES_CODE], capture_output=True, text=True, timeout=60
+        [ref, "-c", REFERENCE_NAMES_CODE],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env=_env_for(ref, None),
     )
     assert proc.returncode == 0, proc.stderr
     names = json.loads(proc.stdout)
