@@ -12,6 +12,7 @@ waits (``fetch``), so the thread table shows wall time far above CPU time for th
 from __future__ import annotations
 
 import hashlib
+import os
 import queue
 import threading
 import time
@@ -19,7 +20,7 @@ import time
 import scope_profiler as sp
 
 N_ITEMS = 24
-N_WORKERS = 3
+N_WORKERS = int(os.environ.get("PIPELINE_WORKERS", "3"))
 
 
 @sp.profile

@@ -1,0 +1,169 @@
+"""issue 14: every script in examples/ runs, and what it records is what it says it records
+(call counts, lanes, await times, the files it writes). examples/multiprocessing_workers.py is
+run under every start method by test_multiprocessing.py; here once, with fork."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import scope_profiler as sp
+from helpers import ROOT, run_cli
+
+EXAMPLES = ROOT / "examples"
+
+
+def run_example(name: str, *args: object, cwd: Path, timeout: float = 120) -> str:
+    proc = subprocess.run(
+        [sys.executable, str(EXAMPLES / name), *map(str, args)],
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+    assert proc.returncode == 0, f"{name} failed:\n{proc.stdout}\n{proc.stderr}"
+    return proc.stdout
+
+
+def test_threaded_pipeline_under_the_cli(tmp_path):
+    out = tmp_path / "pipe.h5"
+    proc = run_cli("run", "--track-threads", "-q", "-o", out, EXAMPLES / "threaded_pipeline.py")
+    assert proc.returncode == 0, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r["handle_item"][0].num_calls == 24 and r["parse"][0].num_calls == 24
+    assert {t.name for t in r.threads[0]} == {"MainThread", "worker-0", "worker-1", "worker-2"}
+
+
+def test_thread_pool(tmp_path):
+    stdout = run_example("thread_pool.py", tmp_path / "pool.h5", cwd=tmp_path)
+    r = sp.read_h5(str(tmp_path / "pool.h5"))
+    assert r["job"][0].num_calls == 24 and r["checksum"][0].num_calls == 24
+    summary = r.thread_summary()
+    workers = [row for row in summary if row["name"].startswith("pool_")]
+    assert 1 <= len(workers) <= 4
+    # every job, download and checksum call ran on a pool worker: 3 calls per job
+    assert sum(row["num_calls"] for row in workers) == 3 * 24
+    assert "24 jobs, 24 'job' calls" in stdout
+
+
+def test_asyncio_crawler_against_a_local_server(tmp_path):
+    stdout = run_example("asyncio_crawler.py", tmp_path / "crawl.h5", cwd=tmp_path)
+    assert stdout.startswith("crawled 13 pages")
+    r = sp.read_h5(str(tmp_path / "crawl.h5"))
+    fetch = r["fetch"][0]
+    assert fetch.num_calls == 13 and r["parse"][0].num_calls == 13
+    # one task per page, each fetch on its own task lane
+    assert len(set(fetch.task_ids.tolist())) == 13
+    labels = {r.lane_label(int(t)) for t in fetch.task_ids}
+    assert {f"page-{p} (fetch) on MainThread" for p in range(1, 14)} == labels
+    # each fetch waited for the server's 20 ms delay, suspended, not holding the thread
+    assert (fetch.await_times >= 0.019).all()
+    assert (fetch.durations - fetch.await_times <= fetch.durations).all()
+    # the server answered on its own threads
+    serve = r["serve"][0]
+    assert serve.num_calls == 13 and 0 not in set(serve.thread_ids.tolist())
+
+
+def test_async_fetch(tmp_path):
+    stdout = run_example("async_fetch.py", cwd=tmp_path)
+    r = sp.read_h5(str(tmp_path / "async_fetch.h5"))
+    fetch = r["fetch"][0]
+    assert fetch.num_calls == 6 and (fetch.await_times >= 0.0099).all()
+    assert "first-page (fetch) on MainThread" in stdout
+
+
+def test_gevent_workers(tmp_path):
+    pytest.importorskip("gevent")
+    stdout = run_example("gevent_workers.py", tmp_path / "gv.h5", cwd=tmp_path)
+    r = sp.read_h5(str(tmp_path / "gv.h5"))
+    dl = r["download"][0]
+    assert dl.num_calls == 16 and r["job"][0].num_calls == 16
+    assert len(set(dl.task_ids.tolist())) == 16  # a greenlet lane per job
+    assert (dl.await_times >= 0.0099).all()  # switched out for its gevent.sleep
+    assert "16 jobs" in stdout
+
+
+def test_multiprocessing_workers_fork(tmp_path):
+    run_example("multiprocessing_workers.py", "--method", "fork", "--out", tmp_path, cwd=tmp_path)
+    workers = sorted(tmp_path.rglob("worker_*.h5"))
+    assert workers, list(tmp_path.rglob("*"))
+    proc = run_cli("summary", "--merge", *workers)
+    assert proc.returncode == 0 and "merged" in proc.stdout, proc.stderr
+
+
+def test_mpi_threads(tmp_path):
+    from test_mpi import _mpi_available, mpirun
+
+    why = _mpi_available()
+    if why:
+        pytest.skip(why)
+    out = tmp_path / "mpi.h5"
+    proc = mpirun(2, EXAMPLES / "mpi_threads.py", out, cwd=tmp_path)
+    assert f"wrote {out}: 2 rank(s)" in proc.stdout
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert sorted(r["compute"].ranks) == [0, 1]
+
+
+def test_checkpoints(tmp_path):
+    stdout = run_example("checkpoints.py", tmp_path, cwd=tmp_path)
+    counts = []
+    for k in (1, 2, 3):
+        r = sp.read_h5(str(tmp_path / f"phase{k}.h5"))
+        # each checkpoint holds only its phase: 2 workers x (k + 1) steps, one phase region
+        counts.append(r["step"][0].num_calls)
+        assert {reg.name for reg in r.get_regions()} == {"step", f"phase-{k}"}
+        assert len(r.threads[0]) == 1 + 2 * k  # the thread table carries on
+    assert counts == [4, 6, 8]
+    assert "checkpoint 3:" in stdout
+
+
+def test_exports(tmp_path):
+    stdout = run_example("exports.py", tmp_path / "run.h5", tmp_path / "out", cwd=tmp_path)
+    out = tmp_path / "out"
+    names = {
+        "run.speedscope.json",
+        "run.trace.json",
+        "run.pftrace",
+        "run.prof",
+        "run.pb.gz",
+        "run.folded",
+        "run.svg",
+        "run.timeline.svg",
+        "run.parquet",
+        "run.lanes.parquet",
+        "run.html",
+        "run.json",
+    }
+    assert {p.name for p in out.iterdir()} == names
+    assert all((out / n).stat().st_size > 0 for n in names)
+    assert stdout.count(" bytes  ") == len(names)
+    r = sp.read_h5(str(tmp_path / "run.h5"))
+    # speedscope: one profile per lane with calls (main thread, worker, two tasks)
+    doc = json.loads((out / "run.speedscope.json").read_text())
+    assert len(doc["profiles"]) == 4
+    # Parquet: one row per call
+    import pyarrow.parquet as pq
+
+    n_calls = sum(reg[0].num_calls for reg in r.get_regions())
+    assert pq.read_table(out / "run.parquet").num_rows == n_calls == 1 + 3 + 2
+    assert sp.read_json(out / "run.json")["task"][0].num_calls == 2
+
+
+def test_batch_cli(tmp_path):
+    stdout = run_example("batch_cli.py", tmp_path, cwd=tmp_path, timeout=300)
+    for n in (1, 2, 4):
+        r = sp.read_h5(str(tmp_path / "runs" / f"workers_{n}.h5"))
+        assert len(r.threads[0]) == 1 + n  # PIPELINE_WORKERS
+        assert (tmp_path / "exports" / f"workers_{n}.timeline.svg").is_file()
+    html = (tmp_path / "report.html").read_text()
+    assert html.count('<section class="run">') == 3
+    assert "3 file(s), merged:" in stdout
+    try:
+        import duckdb  # noqa: F401
+    except ImportError:
+        return
+    assert stdout.count("busiest region") == 3
