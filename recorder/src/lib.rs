@@ -126,6 +126,9 @@ impl ThreadRecord {
     }
 }
 
+/// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
+pub const FIRST_SLOTS: usize = 4;
+
 /// One region's buffer on one thread.
 #[derive(Debug, Default)]
 struct RegionBuf {
@@ -143,19 +146,20 @@ struct RegionBuf {
 }
 
 impl RegionBuf {
+    /// Grow a full buffer (preserving slots): first to [`FIRST_SLOTS`] (at most `limit`),
+    /// then doubling. `limit` (`buffer_limit`) is reached after a few doublings instead of
+    /// being reserved up front, so a region called once costs a few slots, not `limit`
+    /// (issue 15: 100,000 names reserved 16 KiB each, 1.9 GB).
     #[cold]
-    fn reserve_for(&mut self, initial: usize, async_cols: bool) {
-        // First use: the configured initial capacity; afterwards double (preserving slots).
-        let extra = if self.starts.capacity() == 0 { initial.max(1) } else { self.starts.capacity() };
+    fn reserve_for(&mut self, limit: usize, async_cols: bool) {
+        let cap = self.starts.capacity();
+        let extra = if cap == 0 { limit.clamp(1, FIRST_SLOTS) } else { cap };
         self.starts.reserve_exact(extra);
         self.ends.reserve_exact(extra);
         if async_cols {
             let n = self.task_ids.len();
             self.task_ids.reserve_exact(self.starts.capacity() - n);
             self.await_ns.reserve_exact(self.starts.capacity() - n);
-        }
-        if self.stack.capacity() == 0 {
-            self.stack.reserve(8);
         }
     }
 }
@@ -391,7 +395,8 @@ pub struct Recorder {
 }
 
 impl Recorder {
-    /// `buffer_limit`: initial per-(region, thread) capacity (doubles on demand).
+    /// `buffer_limit`: per-(region, thread) capacity grown to by doubling from
+    /// [`FIRST_SLOTS`] (and doubled on beyond it).
     /// `tracking`: keep a thread table (`track_threads`).
     pub fn new(buffer_limit: usize, tracking: bool) -> Self {
         Self::with_tasks(buffer_limit, tracking, false)
@@ -940,6 +945,24 @@ mod tests {
         assert!(snap[0].ends[0] >= snap[0].ends[1]);
         unsafe { rec.mark_written() };
         assert_eq!(unsafe { rec.num_calls(0) }, 7);
+    }
+
+    /// issue 15: a region called once holds a few slots, not `buffer_limit` of them
+    /// (100,000 names took 1.9 GB); a busy one still reaches `buffer_limit` by doubling.
+    #[test]
+    fn issue_15_buffers_start_small_and_double() {
+        let rec = Recorder::new(1024, false);
+        let s = st(&rec);
+        s.enter(0, false);
+        s.exit(0);
+        let cap = |s: &ThreadState| unsafe { (&*s.regions.get())[0].starts.capacity() };
+        assert_eq!(cap(s), FIRST_SLOTS);
+        for _ in 0..1000 {
+            s.enter(0, false);
+            s.exit(0);
+        }
+        assert_eq!(cap(s), 1024);
+        assert_eq!(unsafe { rec.snapshot(1) }[0].starts.len(), 1001);
     }
 
     #[test]

@@ -5,8 +5,13 @@
 //!
 //! Synchronization: a mutex (poison-tolerant). It is taken on region creation, when a
 //! source site is recorded and by readers (snapshot conversion, open-region names), never on
-//! the enter/exit hot path.
+//! the enter/exit hot path. Names are found through a hash index of ids (one `u32` per
+//! region, the name itself stays only in the table), so creating a region costs the same
+//! with 10 or 100,000 regions.
+use std::hash::BuildHasher;
 use std::sync::{Mutex, MutexGuard};
+
+use hashbrown::HashTable;
 
 /// Per-region facts that are not per call: name, first creation site, tags.
 #[derive(Debug, Clone, Default, PartialEq)]
@@ -25,6 +30,9 @@ pub struct RegionMeta {
 #[derive(Debug, Default)]
 pub struct RegionTable {
     regions: Mutex<Vec<RegionMeta>>,
+    /// Ids by name hash (taken after `regions`, only by `get_or_create`).
+    index: Mutex<HashTable<u32>>,
+    hasher: std::hash::RandomState,
 }
 
 impl RegionTable {
@@ -42,13 +50,21 @@ impl RegionTable {
     /// two threads creating the same name at once share one id.
     pub fn get_or_create(&self, name: &str, tags: Vec<String>) -> (u32, Vec<String>) {
         let mut regions = self.lock();
-        match regions.iter().position(|m| m.name == name) {
-            Some(i) => (i as u32, regions[i].tags.clone()),
-            None => {
-                regions.push(RegionMeta { name: name.to_string(), tags: tags.clone(), ..Default::default() });
-                ((regions.len() - 1) as u32, tags)
-            }
+        let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        // ids pushed without the index (none today) are indexed before the lookup
+        while index.len() < regions.len() {
+            let id = index.len();
+            let hash = self.hasher.hash_one(regions[id].name.as_str());
+            index.insert_unique(hash, id as u32, |&i| self.hasher.hash_one(regions[i as usize].name.as_str()));
         }
+        let hash = self.hasher.hash_one(name);
+        if let Some(&id) = index.find(hash, |&i| regions[i as usize].name == name) {
+            return (id, regions[id as usize].tags.clone());
+        }
+        let id = regions.len() as u32;
+        regions.push(RegionMeta { name: name.to_string(), tags: tags.clone(), ..Default::default() });
+        index.insert_unique(hash, id, |&i| self.hasher.hash_one(regions[i as usize].name.as_str()));
+        (id, tags)
     }
 
     /// Record the defining site of region `id` unless one is recorded already (first writer
@@ -84,6 +100,13 @@ mod tests {
         assert_eq!(t.get_or_create("b", vec![]), (1, vec![]));
         assert_eq!(t.get_or_create("a", vec!["y".into()]), (0, vec!["x".to_string()]));
         assert_eq!(t.len(), 2);
+        // many names: each keeps its id (the hash index, not a scan)
+        for i in 0..10_000 {
+            assert_eq!(t.get_or_create(&format!("n{i}"), vec![]).0, i + 2);
+        }
+        assert_eq!(t.get_or_create("n9999", vec![]).0, 10_001);
+        assert_eq!(t.get_or_create("b", vec![]).0, 1);
+        assert_eq!(t.len(), 10_002);
         t.set_source(0, "f.py".into(), Some(3), Some("with a:".into()));
         t.set_source(0, "g.py".into(), Some(9), None);
         t.set_source(7, "h.py".into(), None, None);
