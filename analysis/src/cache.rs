@@ -12,7 +12,7 @@ use arrow_array::Int64Array;
 use rayon::prelude::*;
 
 use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
-use crate::lanes::{thread_summary_split, ThreadSummaryRow};
+use crate::lanes::{task_summary_split, thread_summary_split, TaskSummaryRow, ThreadSummaryRow};
 use crate::rank_calls::{exclusive_from, rank_reconstruction};
 use crate::run::Run;
 
@@ -149,5 +149,14 @@ impl RunAnalysis {
         }
         let rec = self.rank(rank)?;
         Ok(thread_summary_split(&self.run, rank, &rec.calls, rec.lanes()))
+    }
+
+    /// [`crate::task_summary`] from the cached reconstruction.
+    pub fn task_summary(&self, rank: u32) -> Result<Vec<TaskSummaryRow>, NestingError> {
+        if self.run.rank_tasks(rank).next().is_none() {
+            return Ok(Vec::new());
+        }
+        let rec = self.rank(rank)?;
+        Ok(task_summary_split(&self.run, rank, &rec.calls, rec.lanes()))
     }
 }

@@ -7,28 +7,72 @@ use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
 use crate::rank_calls::rank_call_arrays;
 use crate::run::{secs, Run, TaskRow, ThreadRow};
 
-/// One row of `thread_summary(rank)`.
+/// One row of `thread_summary(rank)`. Times in s on the recording clock (wall) or the
+/// thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`).
 #[derive(Debug, Clone, PartialEq)]
 pub struct ThreadSummaryRow {
     pub index: i64,
     pub name: String,
+    /// Whether the thread was still running at the end of the recording.
     pub alive: bool,
-    /// s (end - start), `None` while alive.
+    /// s from the thread's start (registration; the run's start for the thread that called
+    /// `setup()`) to its end, or to the end of the run (`finalize_time_ns`) while alive.
+    /// `None` without a start, or alive in a run whose end is not recorded.
     pub wall_time: Option<f64>,
-    /// s of CPU (`CLOCK_THREAD_CPUTIME_ID`).
+    /// s of CPU burned during the run: `cpu_ns - cpu_start_ns`, or the whole-life figure
+    /// when the file does not record `cpu_start_ns` (files of 0.7.5).
     pub cpu_time: f64,
+    /// s of CPU over the thread's whole life (CPU before `setup()` included), the
+    /// reference's `cpu_time`.
+    pub cpu_time_total: f64,
     /// Calls (all regions, nested included) whose thread id is `index`.
     pub num_calls: i64,
-    /// s: root calls of the thread's bare lane and of the tasks whose last step ran on it.
+    /// s of wall-clock time covered by the top-level calls of the thread's lanes (its bare
+    /// lane and the lanes of the tasks/greenlets whose latest step ran on it), counted once
+    /// where calls of different lanes overlap; never more than `wall_time`.
     pub region_time: f64,
+    /// s those top-level calls held the thread: Σ (duration − await), `None` when the rank
+    /// recorded no await column (no `track_async`).
+    pub held_time: Option<f64>,
+    /// s those top-level calls were suspended in an `await` (or switched out greenlet):
+    /// Σ await, `None` without an await column. `held_time + await_time` = Σ durations of
+    /// the top-level calls (the reference's `region_time`).
+    pub await_time: Option<f64>,
+}
+
+/// One row of `task_summary(rank)`: an asyncio task or greenlet lane. Times in s, wall clock.
+#[derive(Debug, Clone, PartialEq)]
+pub struct TaskSummaryRow {
+    /// Task-table index, also the lane id.
+    pub index: i64,
+    /// `"task"` or `"greenlet"`.
+    pub kind: String,
+    pub name: String,
+    pub coro_name: String,
+    /// Thread-table index of the thread that ran the latest step (`-1` unknown).
+    pub thread_index: i64,
+    /// That thread's name (`"thread {i}"` when not in the table, `"unknown lane"` for -1).
+    pub thread: String,
+    pub done: bool,
+    /// s from creation to completion, or to the end of the run (`finalize_time_ns`) when not
+    /// done; `None` when neither is known.
+    pub wall_time: Option<f64>,
+    /// Calls on the lane (all regions, nested included).
+    pub num_calls: i64,
+    /// s: Σ durations of the lane's top-level calls (they do not overlap on one lane).
+    pub region_time: f64,
+    /// s: Σ (duration − await) of the top-level calls; `None` without an await column.
+    pub held_time: Option<f64>,
+    /// s: Σ await of the top-level calls; `None` without an await column.
+    pub await_time: Option<f64>,
 }
 
 /// `thread_summary(rank)`: one row per thread-table row, index order; empty without a table.
 ///
-/// `wall_time` = `end_ns/1e9 − start_ns/1e9` (s, float arithmetic in that order like the
-/// reference), `None` while alive; `cpu_time` = `cpu_ns/1e9`; `num_calls` counts calls whose
-/// thread id is the row's index; `region_time` = Σ durations (ns, then /1e9) of root calls on
-/// the thread's bare lane `-2-index` and on every task lane whose `thread_index == index`.
+/// See [`ThreadSummaryRow`] for each number; `wall_time` is `end/1e9 − start/1e9` (float
+/// arithmetic in that order, like the reference), the end being `finalize_time_ns −
+/// start_time_ns` (metadata) for a thread alive at the end. Top-level calls are the roots of
+/// the lane reconstruction, calls set aside by it left out.
 ///
 /// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
 pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, NestingError> {
@@ -40,7 +84,7 @@ pub fn thread_summary(run: &Run, rank: u32) -> Result<Vec<ThreadSummaryRow>, Nes
 }
 
 /// [`thread_summary`] from an existing reconstruction of `rank` (`calls` from
-/// [`rank_call_arrays`]); O(calls + threads + tasks).
+/// [`rank_call_arrays`]); O(calls log calls).
 pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<ThreadSummaryRow> {
     if run.rank_threads(rank).next().is_none() {
         return Vec::new();
@@ -50,10 +94,148 @@ pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Thre
 }
 
 /// [`thread_summary_from`] given the lane split of `calls` too (the cached reconstruction's):
-/// root time is summed per lane, and without task columns a thread's call count is the size
-/// of its lane - O(lanes) instead of a pass over the calls.
+/// without task columns a thread's call count is the size of its lane - O(lanes) instead of
+/// a pass over the calls.
 pub fn thread_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<ThreadSummaryRow> {
     crate::par::install(|| thread_summary_on_pool(run, rank, calls, split))
+}
+
+/// `task_summary(rank)`: one row per task-table row of `rank` (index order); empty without
+/// a task table. See [`TaskSummaryRow`].
+///
+/// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
+pub fn task_summary(run: &Run, rank: u32) -> Result<Vec<TaskSummaryRow>, NestingError> {
+    if run.rank_tasks(rank).next().is_none() {
+        return Ok(Vec::new());
+    }
+    let (_, calls) = rank_call_arrays(run, rank)?;
+    let split = if calls.lane.is_empty() { LaneSplit::default() } else { split_by_lane(&calls) };
+    Ok(task_summary_split(run, rank, &calls, &split))
+}
+
+/// [`task_summary`] from an existing reconstruction of `rank` and its lane split.
+pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<TaskSummaryRow> {
+    let tasks: Vec<&TaskRow> = run.rank_tasks(rank).collect();
+    if tasks.is_empty() {
+        return Vec::new();
+    }
+    let lanes: HashMap<i64, LaneTimes> =
+        crate::par::install(|| lane_times(run, rank, calls, split)).into_iter().map(|t| (t.lane, t)).collect();
+    let has_await = rank_has_await(run, rank);
+    let labels = LaneLabels::new(run, rank);
+    let run_end = run_end_ns(run);
+    tasks
+        .iter()
+        .map(|t| {
+            let lane = lanes.get(&t.index);
+            let (held, awaited) = lane.map_or((0, 0), |l| (l.held_ns, l.await_ns));
+            let done = t.done_ns != crate::run::UNKNOWN;
+            let end = if done { Some(t.done_ns) } else { run_end };
+            TaskSummaryRow {
+                index: t.index,
+                kind: t.kind.clone(),
+                name: t.name.clone(),
+                coro_name: t.coro_name.clone(),
+                thread_index: t.thread_index,
+                thread: if t.thread_index == crate::run::UNKNOWN {
+                    "unknown lane".to_string()
+                } else {
+                    labels.thread_label(t.thread_index)
+                },
+                done,
+                wall_time: end.filter(|_| t.created_ns != crate::run::UNKNOWN).map(|e| secs(e) - secs(t.created_ns)),
+                num_calls: lane.map_or(0, |l| l.calls),
+                region_time: secs(held + awaited),
+                held_time: has_await.then(|| secs(held)),
+                await_time: has_await.then(|| secs(awaited)),
+            }
+        })
+        .collect()
+}
+
+/// The end of the run relative to its start (`finalize_time_ns − start_time_ns`), ns.
+fn run_end_ns(run: &Run) -> Option<i64> {
+    match (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
+        (Some(s), Some(f)) if f >= s => Some(f - s),
+        _ => None,
+    }
+}
+
+/// Whether any row of `rank` carries an await column (`track_async`).
+fn rank_has_await(run: &Run, rank: u32) -> bool {
+    run.rank_rows(rank).any(|r| r.await_ns.is_some())
+}
+
+/// The top-level calls of one lane.
+struct LaneTimes {
+    lane: i64,
+    /// Calls on the lane (all depths).
+    calls: i64,
+    /// `(start, end)` ns of the top-level calls, ascending start (non-overlapping).
+    roots: Vec<(i64, i64)>,
+    /// Σ (duration − await) and Σ await ns of the top-level calls (await clamped to
+    /// `[0, duration]`; 0 without an await column).
+    held_ns: i64,
+    await_ns: i64,
+}
+
+/// [`LaneTimes`] of every lane of `split` (lanes in parallel). Set-aside calls are roots
+/// that overlap their lane's other roots: not counted.
+fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<LaneTimes> {
+    // await column per reconstruction row (`calls.region_index` indexes these rows)
+    let awaits: Vec<Option<&[i64]>> = crate::rank_calls::rank_rows_ordered(run, rank)
+        .iter()
+        .map(|&i| run.regions[i].await_ns.as_ref().map(|a| &a.values()[..]))
+        .collect();
+    let mut aside = vec![false; if calls.set_aside.is_empty() { 0 } else { calls.len() }];
+    for a in &calls.set_aside {
+        aside[a.call as usize] = true;
+    }
+    (0..split.len())
+        .into_par_iter()
+        .map(|k| {
+            let (lane, ids) = split.get(k);
+            let mut out = LaneTimes { lane, calls: ids.len() as i64, roots: Vec::new(), held_ns: 0, await_ns: 0 };
+            for &i in ids {
+                let i = i as usize;
+                if calls.parent[i] >= 0 || aside.get(i).copied().unwrap_or(false) {
+                    continue;
+                }
+                let (s, e) = (calls.start_ns[i], calls.end_ns[i]);
+                let d = e - s;
+                let w = awaits
+                    .get(calls.region_index[i] as usize)
+                    .copied()
+                    .flatten()
+                    .and_then(|a| a.get(calls.call_index[i] as usize).copied())
+                    .unwrap_or(0)
+                    .clamp(0, d.max(0));
+                out.roots.push((s, e));
+                out.held_ns += d - w;
+                out.await_ns += w;
+            }
+            out.roots.sort_unstable();
+            out
+        })
+        .collect()
+}
+
+/// ns covered by the union of `intervals` (sorted here).
+fn union_ns(mut intervals: Vec<(i64, i64)>) -> i64 {
+    intervals.sort_unstable();
+    let mut total = 0i64;
+    let mut current: Option<(i64, i64)> = None;
+    for (s, e) in intervals {
+        match current {
+            Some((cs, ce)) if s <= ce => current = Some((cs, ce.max(e))),
+            Some((cs, ce)) => {
+                total += ce - cs;
+                current = Some((s, e));
+            }
+            None => current = Some((s, e)),
+        }
+    }
+    total + current.map_or(0, |(s, e)| e - s)
 }
 
 fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<ThreadSummaryRow> {
@@ -62,14 +244,13 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         return Vec::new();
     }
 
-    // Thread index -> (num_calls, root ns); rows sharing an index share the entry.
+    // Thread index -> slot; rows sharing an index share the entry.
     let mut slot: HashMap<i64, usize> = HashMap::with_capacity(threads.len());
     for t in &threads {
         let next = slot.len();
         slot.entry(t.index).or_insert(next);
     }
     let mut num_calls = vec![0i64; slot.len()];
-    let mut root_ns = vec![0i64; slot.len()];
 
     // Dense lookup for the usual small non-negative thread indices (a HashMap probe per
     // call is the cost of this function otherwise).
@@ -125,68 +306,60 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         }
     }
 
-    // Root ns per lane, then per thread: a thread's bare lane, and every task lane whose
-    // task rows name the thread (each distinct thread once).
+    // Top-level calls per lane, then per thread: a thread's bare lane, and every task lane
+    // whose task rows name the thread (each distinct thread once).
     let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
     task_threads.sort_unstable();
-    for (lane, ns) in root_ns_per_lane(calls, split) {
-        if lane <= -2 {
-            if let Some(s) = slot_of(-2 - lane) {
-                root_ns[s] += ns;
+    let mut roots: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slot.len()];
+    let mut held = vec![0i64; slot.len()];
+    let mut awaited = vec![0i64; slot.len()];
+    for lt in lane_times(run, rank, calls, split) {
+        let mut add = |s: usize| {
+            roots[s].extend_from_slice(&lt.roots);
+            held[s] += lt.held_ns;
+            awaited[s] += lt.await_ns;
+        };
+        if lt.lane <= -2 {
+            if let Some(s) = slot_of(-2 - lt.lane) {
+                add(s);
             }
-        } else if lane >= 0 {
-            let from = task_threads.partition_point(|&(k, _)| k < lane);
+        } else if lt.lane >= 0 {
+            let from = task_threads.partition_point(|&(k, _)| k < lt.lane);
             let mut last_slot = usize::MAX;
-            for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lane) {
+            for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lt.lane) {
                 if let Some(s) = slot_of(th) {
                     if s != last_slot {
-                        root_ns[s] += ns;
+                        add(s);
                         last_slot = s;
                     }
                 }
             }
         }
     }
+    let covered: Vec<i64> = roots.into_par_iter().map(union_ns).collect();
 
+    let has_await = rank_has_await(run, rank);
+    let run_end = run_end_ns(run);
     threads
         .iter()
         .map(|t| {
             let s = slot[&t.index];
             let alive = t.end_ns == crate::run::UNKNOWN;
+            let end = if alive { run_end } else { Some(t.end_ns) };
+            let started = t.start_ns != crate::run::UNKNOWN;
+            let cpu_run = if t.cpu_start_ns == crate::run::UNKNOWN { t.cpu_ns } else { t.cpu_ns - t.cpu_start_ns };
             ThreadSummaryRow {
                 index: t.index,
                 name: t.name.clone(),
                 alive,
-                wall_time: if alive { None } else { Some(secs(t.end_ns) - secs(t.start_ns)) },
-                cpu_time: secs(t.cpu_ns),
+                wall_time: end.filter(|_| started).map(|e| secs(e) - secs(t.start_ns)),
+                cpu_time: secs(cpu_run),
+                cpu_time_total: secs(t.cpu_ns),
                 num_calls: num_calls[s],
-                region_time: secs(root_ns[s]),
+                region_time: secs(covered[s]),
+                held_time: has_await.then(|| secs(held[s])),
+                await_time: has_await.then(|| secs(awaited[s])),
             }
-        })
-        .collect()
-}
-
-/// `(lane, Σ root durations ns)` per lane of `split` (lanes in parallel).
-fn root_ns_per_lane(calls: &CallArrays, split: &LaneSplit) -> Vec<(i64, i64)> {
-    (0..split.len())
-        .into_par_iter()
-        .map(|k| {
-            let (lane, ids) = split.get(k);
-            let ns = ids
-                .iter()
-                .map(|&i| i as usize)
-                .filter(|&i| calls.parent[i] < 0)
-                .map(|i| calls.end_ns[i] - calls.start_ns[i])
-                .sum::<i64>();
-            // set-aside calls are roots that overlap the lane's other roots: not counted
-            let aside = calls
-                .set_aside
-                .iter()
-                .map(|a| a.call as usize)
-                .filter(|&i| calls.lane_of(i) == lane)
-                .map(|i| calls.end_ns[i] - calls.start_ns[i])
-                .sum::<i64>();
-            (lane, ns - aside)
         })
         .collect()
 }
@@ -212,7 +385,8 @@ impl<'a> LaneLabels<'a> {
         LaneLabels { threads, tasks }
     }
 
-    fn thread_label(&self, index: i64) -> String {
+    /// The name of thread `index`, `"thread {index}"` when the table has no such row.
+    pub fn thread_label(&self, index: i64) -> String {
         match self.threads.get(&index) {
             Some(t) => t.name.clone(),
             None => format!("thread {index}"),

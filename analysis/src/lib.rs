@@ -24,7 +24,10 @@ pub use callstack::{
     LaneSplit, NestingError, RegionInput, SetAside,
 };
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError};
-pub use lanes::{lane_label, thread_summary, thread_summary_from, thread_summary_split, LaneLabels, ThreadSummaryRow};
+pub use lanes::{
+    lane_label, task_summary, task_summary_split, thread_summary, thread_summary_from, thread_summary_split,
+    LaneLabels, TaskSummaryRow, ThreadSummaryRow,
+};
 pub use merge::{merge_runs, MergeError, MergeOptions};
 pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use rank_calls::{

@@ -282,6 +282,7 @@ mod tests {
             start_ns: 0,
             end_ns: -1,
             cpu_ns: 3,
+            cpu_start_ns: 1,
             name: name.into(),
         }
     }

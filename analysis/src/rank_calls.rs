@@ -8,7 +8,7 @@ use crate::run::{RegionCalls, Run};
 /// The rows of `rank` in reconstruction order: region-table order (the reference iterates
 /// its regions by name order), ties (duplicate rows) in file order. For a file or snapshot
 /// whose rows follow region registration order this is file order.
-fn rank_rows_ordered(run: &Run, rank: u32) -> Vec<usize> {
+pub(crate) fn rank_rows_ordered(run: &Run, rank: u32) -> Vec<usize> {
     let mut rows: Vec<usize> = run.regions.iter().enumerate().filter(|(_, r)| r.rank == rank).map(|(i, _)| i).collect();
     rows.sort_by_key(|&i| run.regions[i].region); // stable: file order on ties
     rows

@@ -153,8 +153,15 @@ pub struct ThreadRow {
     pub start_ns: i64,
     /// Thread end, ns since the run origin; `-1` while alive.
     pub end_ns: i64,
-    /// Total CPU time of the OS thread (`CLOCK_THREAD_CPUTIME_ID`), ns.
+    /// Total CPU time of the OS thread (`CLOCK_THREAD_CPUTIME_ID`) at its end or at the
+    /// latest sample, ns: the whole life of the thread, CPU spent before `setup()` included
+    /// (the reference's `cpu_ns`).
     pub cpu_ns: i64,
+    /// The thread's CPU clock when the run started counting it, ns: read at registration
+    /// (for the thread that called `setup()`, at `setup()`). `cpu_ns - cpu_start_ns` is the
+    /// CPU burned during the run. [`UNKNOWN`] (`-1`) when not recorded (files of the
+    /// reference, 0.7.5, and runs built without it).
+    pub cpu_start_ns: i64,
     /// `Thread.name` at registration.
     pub name: String,
 }

@@ -35,6 +35,7 @@ fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
         start_ns: start,
         end_ns: end,
         cpu_ns: cpu,
+        cpu_start_ns: -1,
         name: name.into(),
     }
 }
@@ -130,11 +131,16 @@ fn summary_rows() {
     let rows = thread_summary(&run, 0).unwrap();
     assert_eq!(rows.len(), 2);
     let main = &rows[0];
+    // alive, and the run's end is not in the metadata: no wall time
     assert_eq!((main.index, main.name.as_str(), main.alive, main.wall_time), (0, "MainThread", true, None));
     assert_eq!(main.num_calls, 4);
-    // roots: outer (100 ns, bare lane) + the task's call (40 ns, task on thread 0)
-    assert_eq!(main.region_time, 140.0 / 1e9);
-    assert_eq!(main.cpu_time, 0.005);
+    // roots: outer [0, 100] on the bare lane and the task's call [50, 90] (task on thread 0)
+    // overlap: the union is 100 ns (issue 14: the sum, 140 ns, exceeded the wall time)
+    assert_eq!(main.region_time, 100.0 / 1e9);
+    // no cpu_start_ns recorded: the whole-life figure
+    assert_eq!((main.cpu_time, main.cpu_time_total), (0.005, 0.005));
+    // no await column: held and await unknown
+    assert_eq!((main.held_time, main.await_time), (None, None));
     let w = &rows[1];
     assert_eq!(w.num_calls, 1);
     assert_eq!(w.region_time, 10.0 / 1e9);
@@ -174,4 +180,104 @@ fn summary_without_task_columns() {
     assert_eq!((rows[0].num_calls, rows[0].region_time), (4, 100.0 / 1e9));
     assert_eq!((rows[1].num_calls, rows[1].region_time), (1, 10.0 / 1e9));
     assert_eq!(RunAnalysis::new(std::sync::Arc::new(run)).thread_summary(0).unwrap(), rows);
+}
+
+/// issue 14: per-thread numbers that mean what they say. A thread with a bare-lane root
+/// [0, 1000] and two task lanes on it whose roots interleave ([100, 600] awaiting 400 ns,
+/// [200, 700] awaiting 450 ns): region time is the union over the lanes (1000 ns, never
+/// above the wall time), held/await come from the await column, CPU is the run's share.
+#[test]
+fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
+    let mut outer = row(0, 0, &[0], &[1000], Some(&[0]), Some(&[-1]));
+    outer.await_ns = Some(Int64Array::from(vec![0]));
+    let mut inner = row(1, 0, &[100, 200, 300], &[600, 700, 350], Some(&[0, 0, 0]), Some(&[0, 1, 1]));
+    // the third call (nested in task 1's root) awaits 10 ns: not a top-level call
+    inner.await_ns = Some(Int64Array::from(vec![400, 450, 10]));
+    let mut main = thread(0, "MainThread", 5, -1, 9_000);
+    main.cpu_start_ns = 4_000;
+    let mut worker = thread(1, "worker", 10, 1_010, 300);
+    worker.cpu_start_ns = 100;
+    let mut t1 = task(1, 0, "Task-3", "m.g");
+    t1.created_ns = 150;
+    t1.done_ns = 800;
+    let run = Run {
+        region_names: vec!["outer".into(), "inner".into()],
+        regions: vec![outer, inner],
+        threads: vec![main, worker],
+        tasks: vec![task(0, 0, "Task-2", "m.f"), t1],
+        metadata: vec![("start_time_ns".into(), MetaValue::Int(1_000)), ("finalize_time_ns".into(), MetaValue::Int(3_000))],
+        num_ranks: 1,
+    };
+    let rows = thread_summary(&run, 0).unwrap();
+    let m = &rows[0];
+    assert_eq!(m.region_time, 1000.0 / 1e9);
+    // alive: wall from its start (5 ns) to the run's end (3000 - 1000 ns)
+    assert_eq!(m.wall_time, Some(2000.0 / 1e9 - 5.0 / 1e9));
+    assert!(m.region_time <= m.wall_time.unwrap());
+    // top-level calls: outer 1000 held; task 0: 500 - 400; task 1: 500 - 450
+    assert_eq!(m.await_time, Some(850.0 / 1e9));
+    assert_eq!(m.held_time, Some((1000.0 + 100.0 + 50.0) / 1e9));
+    assert_eq!((m.cpu_time, m.cpu_time_total), (5_000.0 / 1e9, 9_000.0 / 1e9));
+    assert_eq!(m.num_calls, 4);
+    let w = &rows[1];
+    assert_eq!((w.wall_time, w.cpu_time, w.region_time), (Some(1010.0 / 1e9 - 10.0 / 1e9), 200.0 / 1e9, 0.0));
+    assert_eq!((w.held_time, w.await_time), (Some(0.0), Some(0.0)));
+    assert_eq!(RunAnalysis::new(std::sync::Arc::new(run.clone())).thread_summary(0).unwrap(), rows);
+
+    let tasks = task_summary(&run, 0).unwrap();
+    assert_eq!(tasks.len(), 2);
+    let (a, b) = (&tasks[0], &tasks[1]);
+    assert_eq!((a.index, a.name.as_str(), a.thread.as_str(), a.done), (0, "Task-2", "MainThread", false));
+    // not done: wall from creation (0) to the run's end
+    assert_eq!(a.wall_time, Some(2000.0 / 1e9));
+    assert_eq!((a.num_calls, a.region_time, a.held_time, a.await_time), (1, 500e-9, Some(100e-9), Some(400e-9)));
+    assert_eq!(b.wall_time, Some(800.0 / 1e9 - 150.0 / 1e9));
+    assert_eq!((b.num_calls, b.region_time, b.held_time, b.await_time), (2, 500e-9, Some(50e-9), Some(450e-9)));
+    for t in &tasks {
+        assert!((t.held_time.unwrap() + t.await_time.unwrap() - t.region_time).abs() < 1e-15);
+    }
+    assert_eq!(RunAnalysis::new(std::sync::Arc::new(run)).task_summary(0).unwrap(), tasks);
+}
+
+/// issue 14: the union of the top-level calls, checked against a brute-force count of
+/// covered nanoseconds on random overlapping task lanes of one thread.
+#[test]
+fn issue_14_region_time_is_the_union_of_lanes() {
+    let mut state = 12345u64;
+    let mut next = |m: i64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        ((state >> 33) as i64) % m
+    };
+    let (mut s, mut e, mut th, mut tk) = (vec![], vec![], vec![], vec![]);
+    let lanes = 6;
+    for lane in 0..lanes {
+        let mut t = next(50);
+        for _ in 0..20 {
+            let d = 1 + next(40);
+            s.push(t);
+            e.push(t + d);
+            th.push(0);
+            tk.push(lane);
+            t += d + next(30);
+        }
+    }
+    let mut covered = vec![false; 5_000];
+    for (a, b) in s.iter().zip(&e) {
+        for c in &mut covered[*a as usize..*b as usize] {
+            *c = true;
+        }
+    }
+    let want = covered.iter().filter(|c| **c).count() as f64 / 1e9;
+    let run = Run {
+        region_names: vec!["r".into()],
+        regions: vec![row(0, 0, &s, &e, Some(&th), Some(&tk))],
+        threads: vec![thread(0, "MainThread", 0, 10_000, 1)],
+        tasks: (0..lanes).map(|k| task(k, 0, "T", "c")).collect(),
+        num_ranks: 1,
+        ..Run::default()
+    };
+    let got = thread_summary(&run, 0).unwrap()[0].region_time;
+    assert!((got - want).abs() < 1e-15, "{got} vs {want}");
+    let total: f64 = task_summary(&run, 0).unwrap().iter().map(|t| t.region_time).sum();
+    assert!(total > got, "the lanes overlap, so their sum exceeds the union");
 }

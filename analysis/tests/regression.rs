@@ -47,6 +47,7 @@ fn issue_10_lane_label_is_one_rule() {
         start_ns: 0,
         end_ns: -1,
         cpu_ns: 0,
+        cpu_start_ns: -1,
         name: "MainThread".into(),
     }];
     r.tasks = vec![TaskRow {
@@ -93,6 +94,7 @@ fn peeked_generator_run(tracked: bool) -> Run {
             start_ns: 0,
             end_ns: 200,
             cpu_ns: 0,
+            cpu_start_ns: -1,
             name: "MainThread".into(),
         }],
         num_ranks: 1,

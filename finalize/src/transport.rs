@@ -1,7 +1,7 @@
 //! A [`Run`] as bytes between processes of one job (what an MPI rank sends to rank 0 at
 //! `finalize()`, one pickle-free buffer), and the stacking of such runs as blocks of ranks.
 //!
-//! Encoding (little-endian): magic `b"SPRUN\x01"`, then the region names, the rows (every
+//! Encoding (little-endian): magic `b"SPRUN\x02"`, then the region names, the rows (every
 //! column as raw `i64`s, optional columns flagged; bit-packed ids are written decoded), the
 //! thread and task tables, the metadata and `num_ranks`. It is a transport between
 //! processes of one job running the same package build, not a file format: rows read
@@ -13,7 +13,7 @@ use scope_profiler_analysis::{merge_runs, MergeError, MergeOptions, MetaValue, R
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 
 /// First bytes of every encoding (the trailing byte is the encoding version).
-pub const MAGIC: &[u8; 6] = b"SPRUN\x01";
+pub const MAGIC: &[u8; 6] = b"SPRUN\x02";
 
 struct Enc(Vec<u8>);
 
@@ -172,7 +172,7 @@ pub fn encode_run(run: &Run) -> Vec<u8> {
     e.u64(run.threads.len() as u64);
     for t in &run.threads {
         e.u32(t.rank);
-        for v in [t.index, t.ident, t.native_id, t.start_ns, t.end_ns, t.cpu_ns] {
+        for v in [t.index, t.ident, t.native_id, t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns] {
             e.i64(v);
         }
         e.u8(t.daemon as u8);
@@ -276,11 +276,22 @@ pub fn decode_run(bytes: &[u8]) -> Result<Run, DecodeError> {
     }
     for _ in 0..d.len()? {
         let rank = d.u32()?;
-        let (index, ident, native_id, start_ns, end_ns, cpu_ns) =
-            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
+        let (index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns) =
+            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
         let daemon = d.u8()? != 0;
         let name = d.str()?;
-        run.threads.push(ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name });
+        run.threads.push(ThreadRow {
+            rank,
+            index,
+            ident,
+            native_id,
+            daemon,
+            start_ns,
+            end_ns,
+            cpu_ns,
+            cpu_start_ns,
+            name,
+        });
     }
     for _ in 0..d.len()? {
         let rank = d.u32()?;

@@ -369,6 +369,13 @@ struct ThreadOut<'a> {
     start_ns: i64,
     end_ns: i64,
     cpu_ns: i64,
+    /// Not in the reference's format: written only when known (issue 14).
+    #[serde(skip_serializing_if = "is_unknown")]
+    cpu_start_ns: i64,
+}
+
+fn is_unknown(v: &i64) -> bool {
+    *v == scope_profiler_analysis::UNKNOWN
 }
 
 #[derive(Serialize)]
@@ -426,6 +433,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             start_ns: t.start_ns,
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
+            cpu_start_ns: t.cpu_start_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -550,6 +558,8 @@ struct ThreadIn {
     end_ns: i64,
     #[serde(default = "minus_one")]
     cpu_ns: i64,
+    #[serde(default = "minus_one")]
+    cpu_start_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -759,6 +769,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             start_ns: t.start_ns,
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
+            cpu_start_ns: t.cpu_start_ns,
             name: t.name,
         }));
     }

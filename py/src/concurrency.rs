@@ -17,7 +17,8 @@ fn opt_secs(ns: i64) -> Option<f64> {
 ///
 /// `index` is the value `Region.thread_ids` holds; `start_time`/`end_time` are s since the
 /// run start (`end_time` None while alive); `cpu_time` is the thread's total CPU time in s
-/// (`CLOCK_THREAD_CPUTIME_ID`, including CPU spent before `setup()`).
+/// (`CLOCK_THREAD_CPUTIME_ID`, including CPU spent before `setup()`), `cpu_start_time` the
+/// CPU clock when the run started counting the thread.
 #[pyclass(module = "scope_profiler.concurrency", frozen)]
 pub struct ThreadInfo {
     run: Arc<Run>,
@@ -38,8 +39,10 @@ impl ThreadInfo {
 #[pymethods]
 impl ThreadInfo {
     /// A thread-table row from its stored fields (times in ns since the run start, `end_ns`
-    /// -1 while alive, `cpu_ns` CPU ns).
+    /// -1 while alive, `cpu_ns` the thread's whole-life CPU ns, `cpu_start_ns` its CPU ns at
+    /// registration, -1 = not known).
     #[new]
+    #[pyo3(signature = (index, rank, name, ident, native_id, daemon, start_ns, end_ns, cpu_ns, cpu_start_ns=-1))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         index: i64,
@@ -51,8 +54,9 @@ impl ThreadInfo {
         start_ns: i64,
         end_ns: i64,
         cpu_ns: i64,
+        cpu_start_ns: i64,
     ) -> Self {
-        let row = ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name };
+        let row = ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, cpu_start_ns, name };
         ThreadInfo { run: Arc::new(Run { threads: vec![row], ..Run::default() }), at: 0 }
     }
     #[getter]
@@ -89,10 +93,18 @@ impl ThreadInfo {
     fn end_time(&self) -> Option<f64> {
         opt_secs(self.row().end_ns)
     }
-    /// Total CPU time of the OS thread, s.
+    /// Total CPU time of the OS thread, s: its whole life, CPU spent before `setup()`
+    /// included (the reference's figure; `thread_summary()` gives the CPU of the run).
     #[getter]
     fn cpu_time(&self) -> f64 {
         secs(self.row().cpu_ns)
+    }
+    /// The thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) when the run started counting it,
+    /// s: at registration, or at `setup()` for the thread that called it. None when the
+    /// file does not record it (files of scope-profiler 0.7.5).
+    #[getter]
+    fn cpu_start_time(&self) -> Option<f64> {
+        opt_secs(self.row().cpu_start_ns)
     }
     /// Whether the thread was still running when the run was collected.
     #[getter]

@@ -1,14 +1,14 @@
 //! Conversions between a [`Run`] and Python values.
 //!
 //! Thread rows travel as `(rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns,
-//! name)`, task rows as `(rank, index, thread_index, created_ns, done_ns, steps, running_ns,
+//! name)` (the CPU clock at registration is not known then: `cpu_start_ns = -1`), task rows as `(rank, index, thread_index, created_ns, done_ns, steps, running_ns,
 //! suspended_ns, kind, name, coro_name)`, region rows as dicts (see [`row_dict`]).
 use arrow_array::Int64Array;
 use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};
 
 use crate::arrays::slice_of;
 
@@ -17,7 +17,7 @@ pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, St
 
 pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
     let (rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name) = t;
-    ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name }
+    ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, cpu_start_ns: UNKNOWN, name }
 }
 
 pub fn task_from_tuple(t: TaskTuple) -> TaskRow {

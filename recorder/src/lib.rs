@@ -1204,4 +1204,45 @@ mod tests {
         assert!(unsafe { rec.snapshot(2) }.is_empty());
         assert_eq!(unsafe { rec.num_calls(0) } + unsafe { rec.num_calls(1) }, 5);
     }
+
+    /// issue 14: a thread's row counts CPU from its registration, and the thread that
+    /// marked the run's start counts wall and CPU time from that mark: a thread that burned
+    /// CPU before the recorder existed does not carry it into the run.
+    #[test]
+    fn issue_14_cpu_and_start_are_counted_from_the_run() {
+        fn burn() {
+            let t0 = crate::thread_cpu_ns();
+            let mut x = 0u64;
+            while crate::thread_cpu_ns() - t0 < 20_000_000 {
+                x = std::hint::black_box(x.wrapping_add(1));
+            }
+        }
+        thread::spawn(|| {
+            burn(); // before the run
+            let rec = Recorder::new(16, true);
+            rec.mark_start_thread();
+            let marked = crate::now_ns();
+            burn(); // in the run, before the first region
+            let (state, _) = rec.register_current_thread(ThreadInfo::default());
+            let r = state.record().unwrap();
+            assert!(r.start_ns <= marked);
+            r.mark_exited();
+            let run_cpu = r.cpu_ns() - r.cpu_start_ns;
+            assert!(r.cpu_start_ns >= 20_000_000, "{}", r.cpu_start_ns);
+            assert!((20_000_000..35_000_000).contains(&run_cpu), "{run_cpu}");
+            // another thread registers with its own clock
+            let rec2 = Arc::new(rec);
+            let rec3 = Arc::clone(&rec2);
+            thread::spawn(move || {
+                burn();
+                let (st, _) = rec3.register_current_thread(ThreadInfo::default());
+                let r = st.record().unwrap();
+                assert!(r.cpu_start_ns >= 20_000_000 && r.start_ns > marked);
+            })
+            .join()
+            .unwrap();
+        })
+        .join()
+        .unwrap();
+    }
 }

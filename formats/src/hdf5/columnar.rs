@@ -426,9 +426,20 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
         &["name"],
     )?;
     let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
+    // written since issue 14 (the CPU clock at registration); absent in the reference's files
+    let cpu_start = if has(g, "cpu_start_ns") {
+        let c = dataset_ints(g, "cpu_start_ns", ctx, "thread_table")?;
+        if c.len() != n {
+            return Err(ctx.corrupt("has thread_table columns of different lengths. The file is truncated or damaged."));
+        }
+        c
+    } else {
+        vec![scope_profiler_analysis::UNKNOWN; n]
+    };
     (0..n)
         .map(|i| {
             Ok(ThreadRow {
+                cpu_start_ns: cpu_start[i],
                 rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 ident: iv[2][i],

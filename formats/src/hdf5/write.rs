@@ -310,6 +310,11 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     w.ints(&g, "start_ns", &t.iter().map(|x| x.start_ns).collect::<Vec<i64>>())?;
     w.ints(&g, "end_ns", &t.iter().map(|x| x.end_ns).collect::<Vec<i64>>())?;
     w.ints(&g, "cpu_ns", &t.iter().map(|x| x.cpu_ns).collect::<Vec<i64>>())?;
+    // not in the reference's layout (its reader takes the columns it knows by name);
+    // left out when no row knows it (a run read from a reference file is written back as it was)
+    if t.iter().any(|x| x.cpu_start_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "cpu_start_ns", &t.iter().map(|x| x.cpu_start_ns).collect::<Vec<i64>>())?;
+    }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }
 

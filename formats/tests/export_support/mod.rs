@@ -75,6 +75,7 @@ pub fn thread(index: i64, name: &str) -> ThreadRow {
         start_ns: 0,
         end_ns: -1,
         cpu_ns: 0,
+        cpu_start_ns: -1,
         name: name.into(),
     }
 }

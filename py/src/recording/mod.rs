@@ -249,9 +249,12 @@ impl NativeRecorder {
     #[pyo3(signature = (buffer_limit=1024, track_threads=false, track_async=false))]
     fn new(py: Python<'_>, buffer_limit: i64, track_threads: bool, track_async: bool) -> PyResult<Self> {
         let local = py.import("threading")?.getattr("local")?.call0()?.unbind();
+        let rec = Recorder::with_tasks(buffer_limit.max(1) as usize, track_threads, track_async);
+        // the creating thread (setup()'s) counts its wall and CPU time from now (issue 14)
+        rec.mark_start_thread();
         Ok(NativeRecorder {
             shared: Arc::new(Shared {
-                rec: Recorder::with_tasks(buffer_limit.max(1) as usize, track_threads, track_async),
+                rec,
                 regions: RegionTable::new(),
                 local,
                 on_register: Mutex::new(None),

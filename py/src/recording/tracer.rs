@@ -127,6 +127,8 @@ struct Active {
     resume_opcode: u8,
     budget: UnsafeCell<CallBudget>,
     hook: UnsafeCell<Hook>,
+    /// 3.12+: generators with an open call -> (region, weak reference with a callback).
+    open_gens: UnsafeCell<std::collections::HashMap<usize, (u32, Py<PyAny>)>>,
 }
 
 /// The running tracer, or null. Set and cleared with the GIL held.
@@ -402,11 +404,77 @@ unsafe fn monitoring_event(
     }
     if start {
         a.enter(py, region);
+        if d.kind() == Kind::Generator {
+            watch_generator(py, a, region);
+        }
     } else {
+        if d.kind() == Kind::Generator {
+            if let Some(gen) = current_generator(py) {
+                // it ends here: no call to close at its death
+                (*a.open_gens.get()).remove(&(gen.as_ptr() as usize));
+            }
+        }
         a.exit(region);
     }
     none()
 }
+
+/// The generator of the frame running now (the one the event is about), if any.
+unsafe fn current_generator(py: Python<'_>) -> Option<Bound<'_, PyAny>> {
+    let frame = ffi::PyEval_GetFrame();
+    if frame.is_null() {
+        return None;
+    }
+    Bound::from_owned_ptr_or_opt(py, ffi::PyFrame_GetGenerator(frame))
+}
+
+/// 3.12+: a suspended generator that is closed (a `break` out of its loop, `close()`, its
+/// last reference dropped) outside any `try` block ends without running its frame, so no
+/// `PY_RETURN`/`PY_UNWIND` reports it. Its call is closed when the generator dies instead,
+/// by a weak reference's callback ([`on_generator_dead`]).
+unsafe fn watch_generator(py: Python<'_>, a: &Active, region: u32) {
+    let Some(gen) = current_generator(py) else { return };
+    let key = gen.as_ptr() as usize;
+    let key_obj = key.into_pyobject(py).unwrap_or_else(|e| match e {});
+    let callback = ffi::PyCFunction_New(&raw mut GEN_DEAD_DEF, key_obj.as_ptr());
+    let Ok(callback) = Bound::from_owned_ptr_or_err(py, callback) else {
+        ffi::PyErr_Clear();
+        return;
+    };
+    let weak = ffi::PyWeakref_NewRef(gen.as_ptr(), callback.as_ptr());
+    match Bound::from_owned_ptr_or_err(py, weak) {
+        Ok(weak) => {
+            (*a.open_gens.get()).insert(key, (region, weak.unbind()));
+        }
+        Err(_) => ffi::PyErr_Clear(),
+    }
+}
+
+/// Weak-reference callback of a watched generator (`self` = its address): its call is
+/// still open, so it ends now, on the lane running when it dies.
+unsafe extern "C" fn on_generator_dead(slf: *mut ffi::PyObject, _weak: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    let none = ffi::Py_None();
+    ffi::Py_INCREF(none);
+    let Some(a) = active() else { return none };
+    let key = ffi::PyLong_AsSize_t(slf);
+    if key == usize::MAX && !ffi::PyErr_Occurred().is_null() {
+        ffi::PyErr_Clear();
+        return none;
+    }
+    if let Some((region, weak)) = (*a.open_gens.get()).remove(&key) {
+        a.exit(region);
+        // CPython holds its own reference to the weak reference while calling back
+        drop(weak);
+    }
+    none
+}
+
+static mut GEN_DEAD_DEF: ffi::PyMethodDef = ffi::PyMethodDef {
+    ml_name: c"scope_profiler_generator_dead".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunction: on_generator_dead },
+    ml_flags: ffi::METH_O,
+    ml_doc: ptr::null(),
+};
 
 static mut START_DEF: ffi::PyMethodDef = ffi::PyMethodDef {
     ml_name: c"scope_profiler_py_start".as_ptr(),
@@ -528,6 +596,7 @@ impl NativeTracer {
             resume_opcode,
             budget: UnsafeCell::new(CallBudget::new(call_limit.unwrap_or(u64::MAX))),
             hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
+            open_gens: UnsafeCell::new(std::collections::HashMap::new()),
         };
         NativeTracer { active: UnsafeCell::new(Some(Box::new(active))), last: UnsafeCell::new(CallBudget::new(0)) }
     }
@@ -677,6 +746,8 @@ fn stop_running(py: Python<'_>) -> PyResult<()> {
         return Ok(());
     }
     ACTIVE.store(ptr::null_mut(), Ordering::Release);
+    // SAFETY: GIL held; the watched generators' calls stay open (the session's end closes them)
+    unsafe { (*(*p).open_gens.get()).clear() };
     // SAFETY: GIL held; `p` is owned by its NativeTracer, alive until its stop().
     let hook = unsafe { &mut *(*p).hook.get() };
     match hook {

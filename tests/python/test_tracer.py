@@ -1,0 +1,387 @@
+"""Function-level tracing without markers (issue 12): ``run --recursive`` and
+``recursive_profile=True``. Expected counts are computed from each script's call structure
+(closed forms in the comments), durations from what the script sleeps."""
+
+from __future__ import annotations
+
+import sys
+import textwrap
+import threading
+import time
+import warnings
+from collections import Counter
+from pathlib import Path
+
+import pytest
+from helpers import run_cli
+from scope_profiler import ProfileManager, read_h5
+
+
+def _run_traced(tmp_path: Path, source: str, *options: str):
+    """Write ``source`` as a script, run it under ``run --recursive OPTIONS``, return the
+    run read back and the completed process."""
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent(source))
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--recursive", *options, "-q", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    return read_h5(str(out)), proc
+
+
+def _calls(run, name: str) -> int:
+    return run[name][0].num_calls if name in run else 0
+
+
+THREADS_AND_TASKS = """
+import asyncio, threading
+
+def leaf(n):
+    return n * 2
+
+def work(k):
+    total = 0
+    for i in range(k):
+        total += leaf(i)
+    return total
+
+def thread_main():
+    for _ in range(4):
+        work(10)
+
+async def task_fn(i):
+    await asyncio.sleep(0.05)
+    work(3)
+    return i
+
+async def amain():
+    return await asyncio.gather(*(task_fn(i) for i in range(5)))
+
+def main():
+    threads = [threading.Thread(target=thread_main, name=f"w{i}") for i in range(3)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    asyncio.run(amain())
+
+main()
+"""
+
+
+def test_three_threads_five_tasks_counted_exactly_each_its_own_lane(tmp_path):
+    run, proc = _run_traced(tmp_path, THREADS_AND_TASKS, "--track-async")
+    assert "still open" not in proc.stderr and "not recorded" not in proc.stderr, proc.stderr
+    assert _calls(run, "__main__.main") == 1
+    assert _calls(run, "__main__.thread_main") == 3
+    assert _calls(run, "__main__.amain") == 1
+    assert _calls(run, "__main__.task_fn") == 5
+    assert _calls(run, "__main__.work") == 3 * 4 + 5  # 4 per thread, 1 per task
+    assert _calls(run, "__main__.leaf") == 3 * 4 * 10 + 5 * 3
+    assert _calls(run, "app.py") == 1  # the reference's root region of run --recursive
+    threads = {t.index: t.name for t in run.threads[0]}
+    tm = run["__main__.thread_main"][0]
+    assert sorted(threads[int(i)] for i in tm.thread_ids) == ["w0", "w1", "w2"]
+    leaf = run["__main__.leaf"][0]
+    per_thread = Counter(threads[int(i)] for i in leaf.thread_ids)
+    assert per_thread == {"w0": 40, "w1": 40, "w2": 40, "MainThread": 15}
+    # each task its own lane; the calls made in a task carry its lane, with its await time
+    tasks = run["__main__.task_fn"][0]
+    task_lanes = set(tasks.task_ids.tolist())
+    assert len(task_lanes) == 5 and min(task_lanes) >= 0
+    assert (tasks.await_times >= 0.04).all(), tasks.await_times
+    assert (tasks.durations >= tasks.await_times).all()
+    work = run["__main__.work"][0]
+    assert sorted(t for t in work.task_ids.tolist() if t >= 0) == sorted(task_lanes)
+    assert (work.task_ids == -1).sum() == 12  # the threads' calls: bare lanes
+    assert run["__main__.amain"][0].await_times[0] >= 0.04  # waits for the gather
+    by_index = {t.index: t for t in run.tasks[0]}
+    assert {by_index[t].coro_name for t in task_lanes} == {"task_fn"}
+
+
+GENERATORS = """
+import time
+
+def gen(n):
+    for i in range(n):
+        yield i
+
+def consume():
+    for _ in gen(3):
+        time.sleep(0.01)
+
+def early():
+    for x in gen(10):
+        if x == 2:
+            break
+
+def thrower():
+    g = gen(5)
+    next(g)
+    try:
+        g.throw(KeyError("k"))
+    except KeyError:
+        pass
+
+consume()
+early()
+thrower()
+"""
+
+
+def test_a_generator_is_one_call_spanning_its_iteration(tmp_path):
+    run, proc = _run_traced(tmp_path, GENERATORS)
+    assert "still open" not in proc.stderr and "not recorded" not in proc.stderr, proc.stderr
+    g = run["__main__.gen"][0]
+    assert g.num_calls == 3  # one per generator, not one per step
+    order = g.start_times_ns.argsort()
+    durations = g.durations[order]
+    # consume's generator spans the three 10 ms sleeps of its consumer between its steps
+    assert durations[0] >= 0.025
+    # early's generator (left by a break) ends inside early, thrower's by the exception
+    for outer, k in (("__main__.early", 1), ("__main__.thrower", 2)):
+        o = run[outer][0]
+        assert o.start_times_ns[0] <= g.start_times_ns[order][k]
+        assert g.end_times_ns[order][k] <= o.end_times_ns[0]
+    assert run.call_stack() is not None
+
+
+EXCEPTIONS = """
+def boom(depth):
+    if depth == 0:
+        raise ValueError("bottom")
+    boom(depth - 1)
+
+def guard():
+    for _ in range(5):
+        try:
+            boom(3)
+        except ValueError:
+            pass
+
+guard()
+"""
+
+
+def test_exceptions_close_every_unwound_call(tmp_path):
+    run, proc = _run_traced(tmp_path, EXCEPTIONS)
+    assert "still open" not in proc.stderr and "not recorded" not in proc.stderr, proc.stderr
+    boom = run["__main__.boom"][0]
+    assert boom.num_calls == 5 * 4
+    calls = run.call_stack()
+    by_id = {c["call_id"]: c for c in calls}
+    booms = [c for c in calls if c["name"] == "__main__.boom"]
+    # each unwound chain nests: 5 chains of 4, the outermost under guard
+    roots = [c for c in booms if by_id[c["parent"]]["name"] == "__main__.guard"]
+    assert len(roots) == 5
+
+
+def test_recursion_1000_deep(tmp_path):
+    source = """
+    import sys
+    sys.setrecursionlimit(10_000)
+
+    def rec(n):
+        return 0 if n == 0 else 1 + rec(n - 1)
+
+    rec(999)
+    """
+    run, proc = _run_traced(tmp_path, source)
+    assert "not recorded" not in proc.stderr, proc.stderr
+    rec = run["__main__.rec"][0]
+    assert rec.num_calls == 1000
+    calls = [c for c in run.call_stack() if c["name"] == "__main__.rec"]
+    by_id = {c["call_id"]: c for c in calls}
+    parents = {c["parent"] for c in calls}
+    innermost = [c for c in calls if c["call_id"] not in parents]
+    assert len(innermost) == 1
+    depth, node = 0, innermost[0]
+    while node["parent"] in by_id:
+        node, depth = by_id[node["parent"]], depth + 1
+    assert depth == 999  # the innermost call has 999 traced ancestors
+    starts, ends = rec.start_times_ns, rec.end_times_ns
+    order = starts.argsort()
+    assert (ends[order][:-1] >= ends[order][1:]).all()  # strictly nested
+
+
+SELECTION = """
+import json
+
+def alpha():
+    return json.dumps({"a": 1})
+
+def alpha_helper():
+    return 1
+
+def beta():
+    return alpha_helper()
+
+for _ in range(3):
+    alpha()
+    beta()
+"""
+
+
+def test_user_code_by_default_all_include_exclude(tmp_path):
+    run, _ = _run_traced(tmp_path, SELECTION)
+    names = set(run.region_names)
+    assert {"__main__.alpha", "__main__.alpha_helper", "__main__.beta"} <= names
+    assert not any(n.startswith("json.") for n in names), names
+    assert _calls(run, "__main__.alpha") == 3
+
+    run, _ = _run_traced(tmp_path, SELECTION, "--all")
+    assert _calls(run, "json.dumps") == 3
+    assert _calls(run, "json.encoder.JSONEncoder.encode") == 3
+    assert not any(
+        n.startswith("scope_profiler") and n != "scope_profiler.session" for n in run.region_names
+    )
+
+    run, _ = _run_traced(tmp_path, SELECTION, "--include", "__main__.alpha*")
+    traced = {n for n in run.region_names if n.startswith("__main__.")}
+    assert traced == {"__main__.alpha", "__main__.alpha_helper"}
+    assert _calls(run, "__main__.alpha_helper") == 3
+
+    run, _ = _run_traced(tmp_path, SELECTION, "--exclude", "*helper", "--exclude", "*.<module>")
+    traced = {n for n in run.region_names if n.startswith("__main__.")}
+    assert traced == {"__main__.alpha", "__main__.beta"}
+
+    run, _ = _run_traced(tmp_path, SELECTION, "--entrypoint", "beta")
+    assert _calls(run, "beta") == 3 and "__main__.beta" not in run
+
+
+def test_explicit_regions_and_decorated_functions_beside_tracing(tmp_path):
+    source = """
+    import scope_profiler as sp
+
+    def inner():
+        return 1
+
+    @sp.profile
+    def decorated():
+        return inner()
+
+    def plain():
+        with sp.profile_region("explicit"):
+            inner()
+
+    for _ in range(4):
+        decorated()
+        plain()
+    """
+    run, proc = _run_traced(tmp_path, source)
+    assert "not recorded" not in proc.stderr, proc.stderr
+    assert _calls(run, "decorated") == 4
+    assert "__main__.decorated" not in run  # not recorded twice
+    assert _calls(run, "explicit") == 4
+    assert _calls(run, "__main__.plain") == 4
+    assert _calls(run, "__main__.inner") == 8
+    calls = run.call_stack()
+    by_id = {c["call_id"]: c for c in calls}
+    parents = sorted(by_id[c["parent"]]["name"] for c in calls if c["name"] == "__main__.inner")
+    assert parents == ["decorated"] * 4 + ["explicit"] * 4
+
+
+# ------------------------------------------------------------------ the Python API
+def _leaf(i):
+    return i
+
+
+def _loop(n):
+    for i in range(n):
+        _leaf(i)
+
+
+@pytest.fixture
+def manager():
+    m = ProfileManager()
+    yield m
+    m.reset()
+
+
+def test_setup_recursive_profile_traces_threads_that_exist_already(manager):
+    go = threading.Event()
+    done = threading.Event()
+
+    def waiting_worker():
+        go.wait()
+        _loop(7)
+        done.set()
+
+    t = threading.Thread(target=waiting_worker)
+    t.start()
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, recursive_profile=True
+    ) as s:
+        go.set()
+        done.wait(10)
+        _loop(3)
+        t.join()
+    r = s.results
+    name = f"{__name__}._loop"
+    assert r[name][0].num_calls == 2
+    assert r[f"{__name__}._leaf"][0].num_calls == 10
+    # tracing stopped with the session
+    _loop(5)
+    assert r[f"{__name__}._leaf"][0].num_calls == 10
+
+
+def test_call_limit_drops_and_says_so(manager):
+    with (
+        warnings.catch_warnings(record=True) as caught,
+        manager.session(
+            verbose=False,
+            return_results=True,
+            deactivate_file_output=True,
+            recursive_profile=True,
+            recursive_call_limit=100,
+        ) as s,
+    ):
+        warnings.simplefilter("always")
+        _loop(1000)
+    r = s.results
+    assert r[f"{__name__}._loop"][0].num_calls == 1
+    assert r[f"{__name__}._leaf"][0].num_calls == 99
+    assert r.metadata["traced_calls"] == 100
+    assert r.metadata["traced_calls_dropped"] == 901
+    messages = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert any("dropped 901" in m and "recursive_call_limit=100" in m for m in messages), messages
+
+
+def test_bad_call_limit_is_refused(manager):
+    with pytest.raises(ValueError, match="recursive_call_limit"):
+        manager.setup(recursive_profile=True, recursive_call_limit=0)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+def test_monitoring_tool_is_freed_after_the_session(manager):
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, recursive_profile=True
+    ):
+        assert sys.monitoring.get_tool(2) == "scope_profiler"
+    assert sys.monitoring.get_tool(2) is None
+
+
+def test_task_function_await_time_in_process(manager):
+    import asyncio
+
+    async def sleeper():
+        await asyncio.sleep(0.05)
+        _leaf(1)
+
+    async def main():
+        await asyncio.gather(sleeper(), sleeper())
+
+    start = time.perf_counter()
+    with manager.session(
+        verbose=False,
+        return_results=True,
+        deactivate_file_output=True,
+        recursive_profile=True,
+        track_async=True,
+    ) as s:
+        asyncio.run(main())
+    wall = time.perf_counter() - start
+    sl = s.results[f"{__name__}.test_task_function_await_time_in_process.<locals>.sleeper"][0]
+    assert sl.num_calls == 2 and len(set(sl.task_ids.tolist())) == 2
+    assert ((sl.await_times >= 0.045) & (sl.await_times <= wall)).all(), sl.await_times
+    leaf = s.results[f"{__name__}._leaf"][0]
+    assert sorted(leaf.task_ids.tolist()) == sorted(sl.task_ids.tolist())
