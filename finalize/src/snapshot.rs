@@ -96,6 +96,7 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
         start_ns: r.start_ns,
         end_ns: r.end_ns,
         cpu_ns: r.cpu_ns,
+        cpu_start_ns: r.cpu_start_ns,
         name: r.info.name,
     }
 }
