@@ -1427,3 +1427,44 @@ class TimedCoroutine(Coroutine[Any, Any, Any]):
     def __wrapped__(self) -> Any: ...
     @property
     def _task_index(self) -> int: ...
+
+@final
+class NativeTracer:
+    """Function-level tracing of one recording (``recursive_profile=True``, ``run
+    --recursive``): every call of a selected Python function, on every thread, becomes a call
+    of the region ``module.qualname`` in ``recorder``. One runs per process at a time."""
+
+    def __new__(
+        cls,
+        recorder: NativeRecorder,
+        *,
+        all: bool = False,
+        system_prefixes: Sequence[str] = ...,
+        include: Sequence[str] = ...,
+        exclude: Sequence[str] = ...,
+        entrypoint: str | None = None,
+        call_limit: int | None = None,
+        decorated: set[Any],
+        recorded_path: Callable[[str], str] | None = None,
+        resume_opcode: int = 151,
+    ) -> NativeTracer: ...
+    def start(self) -> None:
+        """Trace every thread from now on (stops the tracer running); ``RuntimeError`` when
+        stopped, or (3.12+) when no ``sys.monitoring`` tool id is free."""
+    def install_thread(self, frame: Any = None) -> None:
+        """3.11: trace the calling thread, counting ``frame`` (its first) as entered."""
+    def stop(self) -> None:
+        """Stop tracing (idempotent); the counters stay readable."""
+    @property
+    def running_now(self) -> bool: ...
+    @property
+    def recorded(self) -> int:
+        """Calls recorded (all threads)."""
+    @property
+    def dropped(self) -> int:
+        """Calls not recorded because ``call_limit`` was reached."""
+    @property
+    def call_limit(self) -> int | None: ...
+    @property
+    def mechanism(self) -> str:
+        """``"sys.monitoring"`` (3.12+) or ``"PyEval_SetProfile"`` (3.11)."""
