@@ -14,7 +14,7 @@ step() { printf '\n==> %s\n' "$*"; }
 
 step "python environment ($VENV)"
 [ -x "$VENV/bin/python" ] || python3 -m venv "$VENV"
-"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb
+"$VENV/bin/pip" install -q --disable-pip-version-check "cmake>=3.26" "maturin>=1.7,<2" "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb nbclient ipykernel
 export PATH="$VENV/bin:$PATH"   # cmake for hdf5-metno's static HDF5 build
 
 step "habits gates: cargo fmt, clippy (release, shared target dir), ruff, mypy"
@@ -151,7 +151,7 @@ for v in 3.12 3.13; do
   fi
   V="$ROOT/.venv-$v"
   [ -x "$V/bin/python" ] || "$py" -m venv "$V"
-  "$V/bin/pip" install -q --disable-pip-version-check "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb
+  "$V/bin/pip" install -q --disable-pip-version-check "pytest>=7" numpy h5py polars pandas greenlet gevent uvloop pyarrow duckdb nbclient ipykernel
   VIRTUAL_ENV="$V" maturin develop --release --quiet
   echo "Python $("$V/bin/python" -c 'import sys; print(sys.version.split()[0])')"
   "$V/bin/python" -m pytest tests/python/test_fork.py -q -p no:cacheprovider "$@"

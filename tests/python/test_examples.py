@@ -167,3 +167,35 @@ def test_batch_cli(tmp_path):
     except ImportError:
         return
     assert stdout.count("busiest region") == 3
+
+
+def test_notebook_runs():
+    """examples/notebook.ipynb executes top to bottom (nbclient, a real IPython kernel) and
+    shows the bundled run's numbers."""
+    import re
+
+    nbformat = pytest.importorskip("nbformat")
+    nbclient = pytest.importorskip("nbclient")
+    pytest.importorskip("ipykernel")
+    nb = nbformat.read(EXAMPLES / "notebook.ipynb", as_version=4)
+    client = nbclient.NotebookClient(
+        nb, timeout=180, kernel_name="python3", resources={"metadata": {"path": str(EXAMPLES)}}
+    )
+    client.execute()
+    outputs = [o for c in nb.cells if c.cell_type == "code" for o in c.outputs]
+    assert not [o for o in outputs if o.output_type == "error"]
+    texts = [o["data"]["text/plain"] for o in outputs if "data" in o]
+    # the per-thread slice of "solve": one row per thread with its number of calls, as the
+    # thread ids of the file say
+    r = sp.read_h5(str(ROOT / "datasets" / "reference" / "threads.h5"))
+    solve = r["solve"][0]
+    per_thread = next(t for t in texts if "mean_ms" in t)
+    for t in r.threads[0]:
+        n = int((solve.thread_ids == t.index).sum())
+        assert re.search(rf"{t.name}\s*┆\s*{n}\s*┆", per_thread), (t.name, n, per_thread)
+    # thread_summary as a frame: a row per thread
+    frame = texts[1]
+    assert "region_time" in frame and all(t.name in frame for t in r.threads[0])
+    assert "{'fetch': 1, 'parse': 1}" in texts  # one task's calls
+    svgs = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
+    assert len(svgs) == 2 and all('<g class="lane"' in o["data"]["image/svg+xml"] for o in svgs)
