@@ -359,3 +359,37 @@ def test_api_coverage_doc_matches_the_package():
                 assert name in sp.__all__, name
     for name, status in manager.items():
         assert hasattr(ProfileManager, name) == (status != "not supported"), name
+
+
+# ------------------------------------------------------------------------ to_pstats
+# Both packages' to_pstats on the same reference-written file, two runs (a repeated label).
+PSTATS_SCRIPT = 'import json, sys\nimport scope_profiler as sp\nfrom scope_profiler.prof_export import to_pstats\nr = sp.read_h5(sys.argv[2], verbose=False)\nout = {}\nfor (label, rank), st in to_pstats([r, r], ranks=[0], call_paths=sys.argv[3] == "1").items():\n    out[f"{label}@{rank}"] = sorted(\n        [list(k), v[0], v[1], round(v[2], 9), round(v[3], 9), sorted([list(c), list(e[:2])] for c, e in v[4].items())]\n        for k, v in st.stats.items() if not k[2].startswith("<")\n    )\nprint(json.dumps(out, sort_keys=True))\n'
+
+
+@pytest.mark.parametrize(
+    ("dataset", "call_paths"),
+    [("single", "1"), ("single", "0"), ("threads", "1"), ("pool", "1"), ("async", "1")],
+)
+def test_to_pstats_same_as_reference(tmp_path, dataset, call_paths):
+    ref = reference_python()
+    h5 = str(ROOT / "datasets" / "reference" / f"{dataset}.h5")
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "ref").mkdir()
+    ours = _observe(sys.executable, PSTATS_SCRIPT, tmp_path / "ours", h5, call_paths)
+    theirs = _observe(ref, PSTATS_SCRIPT, tmp_path / "ref", h5, call_paths)
+    assert set(ours) == {f"{dataset}@0", f"{dataset} (2)@0"}
+    assert ours == theirs
+
+
+def test_to_pstats_is_what_export_prof_writes(tmp_path):
+    results = sp.read_h5(ROOT / "datasets" / "reference" / "threads.h5", verbose=False)
+    stats = sp.to_pstats(results, call_paths=False)
+    assert list(stats) == [(results.display_label, 0)]
+    [path] = sp.export_prof(results, tmp_path / "t.prof", call_paths=False, verbose=False)
+    assert stats[(results.display_label, 0)].stats == sp.load_prof(path).stats
+    with pytest.raises(ValueError, match="Invalid rank requested: 5"):
+        sp.to_pstats(results, ranks=5)
+    with pytest.raises(ValueError, match="No regions matched"):
+        sp.to_pstats(results, include="nothing*")
+    with pytest.raises(ValueError, match="No profiling data"):
+        sp.to_pstats([])

@@ -67,6 +67,7 @@ _LAZY = {
     "sniff_profile_format": ("profile_io", "sniff_profile_format"),
     "write_profile": ("profile_io", "write_profile"),
     "load_prof": ("prof_export", "load_prof"),
+    "to_pstats": ("prof_export", "to_pstats"),
     "export_prof": ("prof_export", "export_prof"),
     "export_flamegraph_svg": ("prof_export", "export_flamegraph_svg"),
     "export_chrome_trace": ("chrome_trace_export", "export_chrome_trace"),
@@ -109,7 +110,6 @@ _UNSUPPORTED = {
     "collect_file_metadata": _NO_INSPECT,
     "inspect_file": _NO_INSPECT,
     "metadata": "per-call metadata (ProfileManager.metadata) is not supported yet",
-    "to_pstats": "to_pstats is not supported yet; export_prof(results, path) then load_prof(path)",
     **dict.fromkeys(
         (
             "collect_region_statistics",
@@ -199,6 +199,7 @@ __all__ = [
     "setup_from_env",
     "sniff_profile_format",
     "split_by_lane",
+    "to_pstats",
     "write_json",
     "write_profile",
 ]
