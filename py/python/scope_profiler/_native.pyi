@@ -36,6 +36,7 @@ __all__ = [
     "MPIRegion",
     "NativeRecorder",
     "NativeRun",
+    "NativeTracer",
     "NestingError",
     "ProfileRegion",
     "ProfiledFunction",
