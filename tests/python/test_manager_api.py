@@ -393,3 +393,22 @@ def test_to_pstats_is_what_export_prof_writes(tmp_path):
         sp.to_pstats(results, include="nothing*")
     with pytest.raises(ValueError, match="No profiling data"):
         sp.to_pstats([])
+
+
+# ------------------------------------------------------------------------ region_tags
+# setup(region_tags=...): only regions with one of the tags record (it also enables that
+# opt-in tag); the next run without it records untagged regions again.
+REGION_TAGS_SCRIPT = 'import json, sys\nfrom scope_profiler import ProfileManager as PM\nPM.register_opt_in_tag("io")\n@PM.profile("read", tags=("io",))\ndef read():\n    return 1\n@PM.profile("plain")\ndef plain():\n    return 2\nh = PM.define_region("defined-io", tags=("io", "x"))\nout = {}\nwith PM.session(output=None, return_results=True, verbose=False, region_tags=["io"]) as s:\n    read(); plain()\n    with PM.region("untagged"):\n        pass\n    with PM.region("tagged-other", tags=("cpu",)):\n        pass\n    with h:\n        pass\nout["filtered"] = {n: int(s.results[n][0].num_calls) for n in s.results.region_names}\nwith PM.session(output=None, return_results=True, verbose=False) as s:\n    read(); plain()\n    with PM.region("untagged"):\n        pass\nout["unfiltered"] = {n: int(s.results[n][0].num_calls) for n in s.results.region_names}\nprint(json.dumps(out, sort_keys=True))\n'
+
+EXPECTED_REGION_TAGS = {
+    "filtered": {"defined-io": 1, "read": 1},
+    "unfiltered": {"plain": 1, "scope_profiler.session": 1, "untagged": 1},
+}
+
+
+def test_region_tags_values(tmp_path):
+    assert _observe(sys.executable, REGION_TAGS_SCRIPT, tmp_path) == EXPECTED_REGION_TAGS
+
+
+def test_region_tags_same_as_reference(tmp_path):
+    assert _observe(reference_python(), REGION_TAGS_SCRIPT, tmp_path) == EXPECTED_REGION_TAGS

@@ -442,6 +442,8 @@ class ProfileManager:
     # name -> (functions, tags) of define_region(), re-created by every setup()
     _region_definitions: ClassVar[dict] = {}
     _enabled_tags: frozenset = frozenset()
+    # setup(region_tags=...): only regions carrying one of these record (None: no filter)
+    _region_tag_filter: frozenset | None = None
 
     def __new__(cls):
         if cls is not ProfileManager:
@@ -463,6 +465,7 @@ class ProfileManager:
                 "_decorators": {},
                 "_region_definitions": {},
                 "_enabled_tags": frozenset(),
+                "_region_tag_filter": None,
                 "__module__": cls.__module__,
             },
         )
@@ -498,9 +501,15 @@ class ProfileManager:
     @classmethod
     def _bind_region_cache(cls) -> None:
         """Let the native lookup make new regions of the current recording itself (not
-        with ``capture_region_source``, which reads the line in Python)."""
+        with ``capture_region_source``, which reads the line in Python, nor with
+        ``region_tags``, which disables untagged regions)."""
         config = cls._config
-        if cls._recording() and config is not None and not config.capture_region_source:
+        if (
+            cls._recording()
+            and config is not None
+            and not config.capture_region_source
+            and cls._region_tag_filter is None
+        ):
             cls._region_cache.bind(config._native, cls._recorded_path)
         else:
             cls._region_cache.bind(None)
@@ -515,7 +524,7 @@ class ProfileManager:
         region = cls._regions.get(region_name)
         if region is None:
             normalized = () if tags is None else tuple(tags)
-            if cls._recording() and cls._opt_in_enabled(normalized):
+            if cls._recording() and cls._tags_record(normalized):
                 config = cls._config
                 assert config is not None and config._native is not None  # _recording() holds
                 region = config._native.region(region_name, list(normalized))
@@ -629,6 +638,15 @@ class ProfileManager:
         (defined as by :meth:`define_region`)."""
         cls.define_region(region_name, tags=tags)
         return RegionFactory(cls, region_name, tags=tags)
+
+    @classmethod
+    def _tags_record(cls, tags) -> bool:
+        """Whether a region with ``tags`` records in this run: it carries one of
+        ``setup(region_tags=...)`` (when given), and no opt-in tag the run leaves off."""
+        region_filter = cls._region_tag_filter
+        if region_filter is not None and region_filter.isdisjoint(tags):
+            return False
+        return cls._opt_in_enabled(tags)
 
     @classmethod
     def _opt_in_enabled(cls, tags) -> bool:
@@ -777,6 +795,10 @@ class ProfileManager:
     ):
         """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`.
 
+        ``region_tags`` (tags, or one tag): record only regions carrying one of them
+        (untagged ones too are disabled, the session root included); they also enable
+        those opt-in tags (:meth:`register_opt_in_tag`).
+
         Under ``scope-profiler run`` a script's own ``setup()``/``session()`` joins the run
         of the command line instead (:meth:`_join_host`): both record."""
         hosted = cls._hosting()
@@ -812,12 +834,13 @@ class ProfileManager:
         if options is not None:
             settings.update(options.to_kwargs())
         settings.update({k: v for k, v in overrides.items() if v is not None})
-        if region_tags is not None:
-            raise NotImplementedError("region_tags is not supported")
         # Validation happens here, before anything of the previous run is replaced.
         config = ProfilingConfig(**settings)
         if hosted:
             return cls._join_host(config, requested_output)
+        if isinstance(region_tags, str):
+            region_tags = (region_tags,)
+        cls._region_tag_filter = None if region_tags is None else frozenset(region_tags)
         cls._set_config(config)
         cls._requested_output = requested_output
         if auto_finalize:
@@ -923,7 +946,7 @@ class ProfileManager:
             config.tracker.install()
         _tracer.start(config, cls._recorded_path)  # recursive_profile=True
         _start_streaming(config)
-        cls._enabled_tags = _enabled_tags(config)
+        cls._enabled_tags = _enabled_tags(config) | (cls._region_tag_filter or frozenset())
         for name, entries in cls._decorators.items():
             for func, wrapper, tags in entries:
                 cls._bind_decorated(name, func, wrapper, tags)
@@ -1131,6 +1154,7 @@ class ProfileManager:
         cls._lifecycle_state = _LifecycleState.INACTIVE
         cls._next_call_id = 0
         cls._enabled_tags = frozenset()
+        cls._region_tag_filter = None
         for entries in cls._decorators.values():
             for _func, wrapper, _tags in entries:
                 wrapper._bind(None)
