@@ -412,3 +412,25 @@ def test_region_tags_values(tmp_path):
 
 def test_region_tags_same_as_reference(tmp_path):
     assert _observe(reference_python(), REGION_TAGS_SCRIPT, tmp_path) == EXPECTED_REGION_TAGS
+
+
+# ------------------------------------------------------------------------ sample_every
+SAMPLE_EVERY_SCRIPT = 'import json, sys\nfrom scope_profiler import ProfileManager as PM\nout = {"selected": []}\nwith PM.session(output=None, return_results=True, verbose=False) as s:\n    with PM.sample_every(3, start=1) as profile_step:\n        for t in range(10):\n            with profile_step(t) as selected:\n                out["selected"].append(selected)\n                with PM.region("step"):\n                    pass\n    out["paused_after"] = PM.get_config().paused\n    with PM.region("after"):\n        pass\n    for bad in (0, True):\n        try:\n            with PM.sample_every(bad):\n                pass\n        except ValueError as e:\n            out[f"bad_{bad}"] = str(e)\n    try:\n        with PM.sample_every(2) as step, step("1"):\n            pass\n    except TypeError as e:\n        out["bad_step"] = str(e)\nout["calls"] = {n: int(s.results[n][0].num_calls) for n in s.results.region_names}\nprint(json.dumps(out, sort_keys=True))\n'
+
+EXPECTED_SAMPLE_EVERY = {
+    "bad_0": "every must be a positive integer",
+    "bad_True": "every must be a positive integer",
+    "bad_step": "timestep must be an integer",
+    # timesteps 1, 4, 7 of 0..9 recorded; recording resumes after the loop
+    "calls": {"after": 1, "scope_profiler.session": 1, "step": 3},
+    "paused_after": False,
+    "selected": [False, True, False, False, True, False, False, True, False, False],
+}
+
+
+def test_sample_every_values(tmp_path):
+    assert _observe(sys.executable, SAMPLE_EVERY_SCRIPT, tmp_path) == EXPECTED_SAMPLE_EVERY
+
+
+def test_sample_every_same_as_reference(tmp_path):
+    assert _observe(reference_python(), SAMPLE_EVERY_SCRIPT, tmp_path) == EXPECTED_SAMPLE_EVERY

@@ -715,6 +715,13 @@ class ProfileManager:
         return _manager_api.setup_from_env(cls, overrides)
 
     @classmethod
+    def sample_every(cls, every: int, start: int = 0):
+        """Context manager yielding ``profile_step(timestep)``: record timestep ``start``
+        and every ``every``-th after it, pause for the others (see
+        ``_manager_api.sample_every``)."""
+        return _manager_api.sample_every(cls, every, start)
+
+    @classmethod
     def read_results(cls):
         """The profile this run wrote (``output=`` or ``file_path``), read back;
         ``FileNotFoundError`` before a finalize wrote it."""

@@ -16,6 +16,7 @@ import os
 import runpy
 import subprocess
 import sys
+from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 
@@ -243,6 +244,40 @@ def profile_command(command, output=None, recursive=False, all=False, mpi_calls=
         if os.path.exists(output_path) and profile_format(output_path) != FORMAT_HTML:
             completed.profile_results = load(output_path)
     return completed
+
+
+@contextmanager
+def sample_every(manager, every: int, start: int = 0):
+    """Yield ``profile_step(timestep)``: a context manager that resumes recording for
+    timestep ``start`` and every ``every``-th one after it and pauses it for the others
+    (yielding whether the step is recorded). At the end the manager's pause state is what it
+    was before. ``ValueError`` unless ``every`` is a positive int and ``start`` an int;
+    ``TypeError`` for a non-int timestep; a step cannot begin while a region is open
+    (``pause()``'s ``RuntimeError``)."""
+    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
+        raise ValueError("every must be a positive integer")
+    if isinstance(start, bool) or not isinstance(start, int):
+        raise ValueError("start must be an integer")
+    was_paused = manager.get_config().paused
+
+    @contextmanager
+    def profile_step(timestep: int):
+        if isinstance(timestep, bool) or not isinstance(timestep, int):
+            raise TypeError("timestep must be an integer")
+        selected = timestep >= start and (timestep - start) % every == 0
+        if selected:
+            manager.resume()
+        else:
+            manager.pause()
+        yield selected
+
+    try:
+        yield profile_step
+    finally:
+        if was_paused:
+            manager.pause()
+        else:
+            manager.resume()
 
 
 def _env_bool(name: str) -> bool | None:
