@@ -434,3 +434,26 @@ def test_sample_every_values(tmp_path):
 
 def test_sample_every_same_as_reference(tmp_path):
     assert _observe(reference_python(), SAMPLE_EVERY_SCRIPT, tmp_path) == EXPECTED_SAMPLE_EVERY
+
+
+# ------------------------------------------------------------------------ traced scripts
+TRACED_APP = "def leaf(n):\n    return n + 1\ndef middle(n):\n    return leaf(n) * 2\nfor i in range(3):\n    middle(i)\n"
+
+TRACED_RUNNER = (
+    "import json, sys\n"
+    "from scope_profiler import ProfileManager as PM\n"
+    "r = PM.profile_script(sys.argv[2], output=None, recursive_profile=True)\n"
+    "print(json.dumps({n: int(r[n][0].num_calls) for n in sorted(r.region_names)}))\n"
+)
+
+#: profile_script with recursive_profile=True: the script's root region (its file name)
+#: and every traced function, as 0.7.5 records them.
+EXPECTED_TRACED = {"__main__.<module>": 1, "__main__.leaf": 3, "__main__.middle": 3, "app.py": 1}
+
+
+@pytest.mark.parametrize("which", ["ours", "reference"])
+def test_profile_script_recursive(tmp_path, which):
+    python = sys.executable if which == "ours" else reference_python()
+    app = tmp_path / "app.py"
+    app.write_text(TRACED_APP)
+    assert _observe(python, TRACED_RUNNER, tmp_path, str(app)) == EXPECTED_TRACED
