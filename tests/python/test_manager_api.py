@@ -457,3 +457,28 @@ def test_profile_script_recursive(tmp_path, which):
     app = tmp_path / "app.py"
     app.write_text(TRACED_APP)
     assert _observe(python, TRACED_RUNNER, tmp_path, str(app)) == EXPECTED_TRACED
+
+
+# ------------------------------------------------------------------------ lifecycle queries
+LIFECYCLE_SCRIPT = 'import json, os, sys\nfrom scope_profiler import ProfileManager as PM\ntmp = sys.argv[1]\nout = {}\nout["a"] = [PM.is_configured(), PM.is_active(), PM.last_results(), list(PM.registered_regions())]\nwith PM.region("before"):\n    pass\nout["b"] = [list(PM.registered_regions()), list(PM.recorded_regions())]\nrun = PM.setup(file_path=os.path.join(tmp, "life.h5"))\nout["c"] = [PM.is_configured(), PM.is_active(), run.is_active, list(PM.registered_regions())]\nwith PM.region("x"):\n    pass\nPM.region("never")\nout["d"] = [list(PM.registered_regions()), list(PM.recorded_regions())]\nPM.finalize(verbose=False)\nout["e"] = [PM.last_results() is None, PM.is_active(), list(PM.recorded_regions())]\nres = run.finalize(verbose=False)\nout["f"] = [PM.last_results() is res, run.results is res, sorted(res.region_names)]\nout["g"] = sorted(PM.read_results().region_names)\nPM.setup(output=None, deactivate_profiling=True, replace=True)\nout["h"] = [PM.is_configured(), PM.is_active(), run.is_active]\ntry:\n    run.finalize()\nexcept RuntimeError as e:\n    out["i"] = str(e)\nprint(json.dumps(out, sort_keys=True))\n'
+
+EXPECTED_LIFECYCLE = {
+    "a": [False, False, None, []],
+    # before setup() a region is made (disabled) and registered, never recorded
+    "b": [["before"], []],
+    "c": [True, True, True, []],
+    "d": [["x", "never"], ["x"]],
+    # finalize() without return_results leaves last_results() None; num_calls is lifetime
+    "e": [True, True, ["x"]],
+    # the second finalize reports only what came after the first (nothing)
+    "f": [True, True, []],
+    "g": [],
+    "h": [True, False, False],
+    "i": "this profiling run has been replaced",
+}
+
+
+@pytest.mark.parametrize("which", ["ours", "reference"])
+def test_lifecycle_queries(tmp_path, which):
+    python = sys.executable if which == "ours" else reference_python()
+    assert _observe(python, LIFECYCLE_SCRIPT, tmp_path) == EXPECTED_LIFECYCLE
