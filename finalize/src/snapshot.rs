@@ -43,7 +43,7 @@ impl Snapshot {
 /// named from `regions` (indexed by region id; the run's region table lists only regions
 /// with calls, renumbered densely in that order). Thread ids are kept only with
 /// `snap.thread_ids`, task ids and await ns only with `snap.task_columns`. No call ids yet.
-/// `num_ranks` is `max(1, metadata mpi_size)` when there are rows, else 0.
+/// `num_ranks` is `max(1, metadata mpi_size)` when there are rows or lane-table rows, else 0.
 ///
 /// Errors: [`UnknownRegion`] when a column names a region id outside `regions` (a
 /// snapshot taken with more regions than the table has; [`crate::checkpoint`] takes both
@@ -73,7 +73,10 @@ pub fn run_from_snapshot(
     run.threads = snap.threads.into_iter().map(thread_row).collect();
     run.tasks = snap.tasks.into_iter().map(task_row).collect();
     let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
-    run.num_ranks = if run.regions.is_empty() { 0 } else { mpi_size.max(1) };
+    // a tracked run that recorded no region is still a run of this process: one rank with
+    // its thread table (issue 11, a defect of the reference, whose file said 0 ranks)
+    let recorded = !run.regions.is_empty() || !run.threads.is_empty() || !run.tasks.is_empty();
+    run.num_ranks = if recorded { mpi_size.max(1) } else { 0 };
     Ok(run)
 }
 

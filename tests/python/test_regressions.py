@@ -1659,3 +1659,84 @@ def test_damaged_timestamps_and_lane_ids_are_refused_when_read(tmp_path, column,
     with pytest.raises(sp.CorruptProfileError, match=why) as e:
         sp.read_h5(str(path))
     assert str(path) in str(e.value) and column in str(e.value)
+
+
+# issue 11, reference defect: "a tracked run that recorded no region writes its thread table
+# and `num_ranks` 1 to the file, as in memory" (the reference's file said 0 ranks, no threads).
+def test_issue_11_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+    import threading
+
+    path = tmp_path / "empty.h5"
+    try:
+        ProfileManager.setup(file_path=str(path), track_threads=True)
+        worker = threading.Thread(target=lambda: None, name="idle")
+        worker.start()
+        worker.join()
+        memory = ProfileManager.finalize(return_results=True, verbose=False)
+    finally:
+        ProfileManager.reset()
+    names = [t.name for t in memory.threads[0]]
+    assert memory.num_ranks == 1 and "idle" in names, names
+    for r in (sp.read_h5(str(path)), sp.read_h5_summary(str(path))):
+        assert r.num_ranks == 1
+        assert [t.name for t in r.threads[0]] == names
+        assert r.region_names == []
+    ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+    if ref:  # and the reference opens it, thread table included
+        code = "import sys, scope_profiler as sp; print(len(sp.read_h5(sys.argv[1]).threads[0]))"
+        out = subprocess.run([ref, "-c", code, str(path)], capture_output=True, text=True)
+        assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
+
+
+# issue 11, reference defect: "`deactivate_profiling=True` installs no hooks at all".
+def test_issue_11_deactivate_profiling_installs_no_hooks():
+    code = textwrap.dedent(
+        """
+        import sys, threading
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(deactivate_profiling=True, track_async=True)
+        with ProfileManager.profile_region("r"):
+            pass
+        print(ProfileManager.get_config().tracker is None,
+              threading._profile_hook is None,
+              "scope_profiler._asyncio_hooks" in sys.modules,
+              "scope_profiler._greenlet_hooks" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False", "False"], out.stdout
+
+
+# issue 11, reference defect: "a thread made outside `threading` (`_thread.start_new_thread`,
+# C code) whose `ident` the OS reuses gets its own row with its own `native_id`, never a
+# stale one".
+def test_issue_11_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_path):
+    import _thread
+    import threading
+
+    seen: list[tuple[int, int]] = []
+
+    def foreign():
+        with ProfileManager.profile_region("foreign"):
+            seen.append((threading.get_ident(), threading.get_native_id()))
+
+    try:
+        ProfileManager.setup(file_path=str(tmp_path / "reuse.h5"), track_threads=True)
+        for _ in range(3):
+            n = len(seen)
+            _thread.start_new_thread(foreign, ())
+            deadline = time.monotonic() + 10
+            while len(seen) == n and time.monotonic() < deadline:
+                time.sleep(0.001)
+            time.sleep(0.05)  # the thread has ended: its ident may be reused
+        results = ProfileManager.finalize(return_results=True, verbose=False)
+    finally:
+        ProfileManager.reset()
+    assert len(seen) == 3
+    rows = {t.index: t for t in results.threads[0]}
+    ids = list(results["foreign"].regions[0].thread_ids)
+    assert len(set(ids)) == 3  # one row per thread
+    assert [rows[i].native_id for i in ids] == [native for _, native in seen]
+    names = [rows[i].name for i in ids]
+    assert len(set(names)) == 3, names  # a reused Dummy thread object says which thread it is

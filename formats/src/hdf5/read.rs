@@ -292,6 +292,11 @@ pub(crate) fn read_inner(ctx: &Ctx) -> R<Run> {
         read_columnar(&file, ctx, &mut run, &mut prefetched)?;
         read_lane_tables(&file, ctx, &mut run)?;
         run.num_ranks = num_ranks(ctx, &run.metadata, run.regions.iter().map(|r| r.rank).max(), run.regions.len())?;
+        if run.regions.is_empty() && !(run.threads.is_empty() && run.tasks.is_empty()) {
+            // a tracked run that recorded no region: its lane tables' ranks
+            let max_rank = run.threads.iter().map(|t| t.rank).chain(run.tasks.iter().map(|t| t.rank)).max();
+            run.num_ranks = num_ranks(ctx, &run.metadata, max_rank, usize::MAX)?;
+        }
     } else {
         if groups.is_empty() && !has(&file, "region_table") {
             return Err(ctx.corrupt(

@@ -61,8 +61,20 @@ fn read_summary_inner(ctx: &Ctx) -> R<Option<RunSummary>> {
     let metadata = read_metadata(&file, ctx)?;
     let mut lanes = scope_profiler_analysis::Run::default();
     read_lane_tables(&file, ctx, &mut lanes)?;
-    let num_ranks = num_ranks(ctx, &metadata, rows.iter().map(|r| r.rank).max(), rows.len())?;
-    Ok(Some(RunSummary { region_names: names, rows, threads: lanes.threads, tasks: lanes.tasks, metadata, num_ranks }))
+    let mut ranks = num_ranks(ctx, &metadata, rows.iter().map(|r| r.rank).max(), rows.len())?;
+    if rows.is_empty() {
+        // a tracked run that recorded no region: its lane tables' ranks (as read_h5)
+        let lane_rank = lanes.threads.iter().map(|t| t.rank).chain(lanes.tasks.iter().map(|t| t.rank)).max();
+        ranks = ranks.max(num_ranks(ctx, &metadata, lane_rank, usize::MAX)?);
+    }
+    Ok(Some(RunSummary {
+        region_names: names,
+        rows,
+        threads: lanes.threads,
+        tasks: lanes.tasks,
+        metadata,
+        num_ranks: ranks,
+    }))
 }
 
 /// The `rank_region_index` group of a file that can answer a summary read, `None` for a

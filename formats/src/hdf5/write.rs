@@ -286,11 +286,14 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
 }
 
 /// Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
-/// rows together with its regions) only for ranks that recorded calls.
+/// rows together with its regions) only for ranks that recorded calls - except in a run
+/// without any call, whose tables are written whole (a tracked run that recorded no region
+/// keeps its threads; the reference dropped them, issue 11).
 fn write_lane_tables(run: &Run, rows: &[&RegionCalls], file: &hdf5::File, w: &W<'_>) -> R<()> {
     let ranks_with_calls: std::collections::HashSet<u32> = rows.iter().map(|r| r.rank).collect();
-    let threads: Vec<&ThreadRow> = run.threads.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
-    let tasks: Vec<&TaskRow> = run.tasks.iter().filter(|t| ranks_with_calls.contains(&t.rank)).collect();
+    let kept = |rank: u32| rows.is_empty() || ranks_with_calls.contains(&rank);
+    let threads: Vec<&ThreadRow> = run.threads.iter().filter(|t| kept(t.rank)).collect();
+    let tasks: Vec<&TaskRow> = run.tasks.iter().filter(|t| kept(t.rank)).collect();
     if !threads.is_empty() {
         write_thread_table(&threads, file, w)?;
     }

@@ -506,12 +506,14 @@ class ProfilingConfig:
             self._metadata["label"] = self._label
 
     def start(self) -> None:
-        """Create the recorder, the tracker (``track_threads``, not yet installed) and, under
-        an MPI launch, attach the communicator. Idempotent."""
+        """Create the recorder, the tracker (``track_threads`` unless ``deactivate_profiling``;
+        not yet installed) and, under an MPI launch, attach the communicator. Idempotent."""
         if self._native is not None:
             return
         self._native = NativeRecorder(self.buffer_limit, self._track_threads, self._track_async)
-        if self._track_threads:
+        # deactivate_profiling: no tracker, so no thread, asyncio or greenlet hook is
+        # installed at all (issue 11; the reference installed them for a run recording nothing)
+        if self._track_threads and not self.deactivate_profiling:
             from ._tracking import ConcurrencyTracker
 
             self._tracker = ConcurrencyTracker(self._native, track_async=self._track_async)

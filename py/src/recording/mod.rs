@@ -150,10 +150,20 @@ impl Shared {
         let int_attr = |name: &str| -> i64 {
             t.getattr(name).ok().and_then(|v| v.extract::<Option<i64>>().ok()).flatten().unwrap_or(0)
         };
+        // The OS's id of this thread, not the Thread object's: a thread made outside
+        // `threading` (`_thread.start_new_thread`, C code) whose ident the OS reused gets
+        // the stale `_DummyThread` of the thread that had it before (issue 11), whose name
+        // then says which thread this is.
+        let native_id: i64 = threading.call_method0("get_native_id")?.extract()?;
+        let mut name = t.getattr("name")?.str()?.to_string();
+        let object_native_id = int_attr("native_id");
+        if object_native_id != 0 && object_native_id != native_id {
+            name = format!("{name} (native id {native_id})");
+        }
         let info = ThreadInfo {
             ident: int_attr("ident"),
-            native_id: int_attr("native_id"),
-            name: recorded_name(py, "thread", t.getattr("name")?.str()?.to_string(), &self.nul_warned)?,
+            native_id,
+            name: recorded_name(py, "thread", name, &self.nul_warned)?,
             daemon: t.getattr("daemon")?.is_truthy()?,
         };
         let (state, created) = self.rec.register_current_thread(info);
