@@ -482,3 +482,21 @@ EXPECTED_LIFECYCLE = {
 def test_lifecycle_queries(tmp_path, which):
     python = sys.executable if which == "ours" else reference_python()
     assert _observe(python, LIFECYCLE_SCRIPT, tmp_path) == EXPECTED_LIFECYCLE
+
+
+# ------------------------------------------------------------------------ TOML settings
+TOML_SCRIPT = 'import json, os, sys\nfrom scope_profiler import ProfileManager as PM\nfrom scope_profiler import ProfilingOptions\ntmp = sys.argv[1]\nout = {}\ncases = {\n    "group": \'[profiling]\\nfile_path = "g.h5"\\n[profiling.hdf5]\\ncompression = "gzip"\\ncompression_level = 4\\n\',\n    "both": \'[profiling]\\nhdf5_compression = "gzip"\\n[profiling.hdf5]\\ncompression = "lzf"\\n\',\n    "badgroup": \'[profiling.hdf5]\\ncolour = 1\\n\',\n    "toplevel": \'label = "top"\\nbuffer_limit = 5\\n\',\n    "notable": \'profiling = 3\\n\',\n    "broken": \'[profiling\\n\',\n    "badvalue": \'[profiling]\\nbuffer_limit = -1\\n\',\n}\nfor name, text in cases.items():\n    path = os.path.join(tmp, name + ".toml")\n    with open(path, "w") as f:\n        f.write(text)\n    try:\n        with PM.session(config_path=path, output=None, verbose=False, replace=True):\n            c = PM.get_config()\n            out[name] = [c.label, c.buffer_limit, c.hdf5_compression, c._settings.get("hdf5_compression_level") if hasattr(c, "_settings") else c.hdf5_compression_level]\n    except (ValueError, TypeError) as e:\n        out[name] = [type(e).__name__, str(e).replace(tmp, "TMP")]\ntry:\n    PM.setup(config_path=os.path.join(tmp, "missing.toml"), replace=True)\nexcept ValueError as e:\n    out["missing"] = str(e).replace(tmp, "TMP").split(":")[0]\nprint(json.dumps(out, sort_keys=True))\n'
+
+
+def test_toml_settings_same_as_reference(tmp_path):
+    ref = reference_python()
+    (tmp_path / "ours").mkdir()
+    (tmp_path / "ref").mkdir()
+    ours = _observe(sys.executable, TOML_SCRIPT, tmp_path / "ours")
+    theirs = _observe(ref, TOML_SCRIPT, tmp_path / "ref")
+    # the reference's message for a negative buffer_limit is numpy's; ours names the setting
+    assert ours.pop("badvalue") == ["ValueError", "buffer_limit must be a positive integer"]
+    assert theirs.pop("badvalue")[0] == "ValueError"
+    assert ours == theirs
+    assert ours["group"] == [None, 1024, "gzip", 4]
+    assert ours["toplevel"] == ["top", 5, None, None]
