@@ -500,3 +500,21 @@ def test_toml_settings_same_as_reference(tmp_path):
     assert ours == theirs
     assert ours["group"] == [None, 1024, "gzip", 4]
     assert ours["toplevel"] == ["top", 5, None, None]
+
+
+# ------------------------------------------------------------------------ import paths
+def test_profile_manager_and_profile_config_import_paths(tmp_path):
+    from scope_profiler import profile_config, profile_manager
+
+    # the reference's own names there, less its internal RankPayload / SetupOptions
+    for name in ["ProfileManager", "ProfilingRun", "RegionFactory", "RegionHandle"]:
+        assert getattr(profile_manager, name) is getattr(sp, name)
+    for name in ["GPUOptions", "HDF5Options", "MemrayOptions", "ProfilingOptions"]:
+        assert getattr(profile_config, name) is getattr(sp, name)
+    assert profile_config.ProfilingConfig is type(ProfileManager.get_config())
+    toml = tmp_path / "p.toml"
+    toml.write_text('[profiling]\nlabel = "x"\n[profiling.gpu]\nbackend = "cupy"\n')
+    assert profile_config.load_profiling_config(toml) == {
+        "label": "x",
+        "gpu_timing_backend": "cupy",
+    }
