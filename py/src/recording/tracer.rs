@@ -727,7 +727,7 @@ impl NativeTracer {
     fn running(&self) -> Option<&Active> {
         // SAFETY: GIL held (pymethods).
         let a = unsafe { &*self.active.get() }.as_deref()?;
-        (ACTIVE.load(Ordering::Acquire) as *const Active == a as *const Active).then_some(a)
+        std::ptr::eq(ACTIVE.load(Ordering::Acquire), a).then_some(a)
     }
 
     fn budget(&self) -> CallBudget {
