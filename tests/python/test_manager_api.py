@@ -177,6 +177,26 @@ def test_instrument_takes_one_glob_string_and_skips_wrapped_functions():
         ProfileManager.instrument(mod, include=3)
 
 
+def test_instrument_leaves_profiled_coroutine_and_generator_functions_alone():
+    import asyncio
+
+    mod = types.ModuleType("lifemod")
+    exec(
+        "async def fetch():\n    return 1\ndef numbers():\n    yield from range(3)\n",
+        mod.__dict__,
+    )
+    assert sorted(ProfileManager.instrument(mod)) == ["fetch", "numbers"]
+    assert ProfileManager.instrument(mod) == {}  # their wrappers are functions too
+    ProfileManager.setup(output=None)
+    assert asyncio.run(mod.fetch()) == 1
+    assert list(mod.numbers()) == [0, 1, 2]
+    results = ProfileManager.finalize(verbose=False, return_results=True)
+    assert {n: results[n][0].num_calls for n in results.region_names} == {
+        "lifemod.fetch": 1,
+        "lifemod.numbers": 1,
+    }
+
+
 def test_run_passes_args_only_and_returns_value():
     def add(a, b):
         with ProfileManager.region("add"):

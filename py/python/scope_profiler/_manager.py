@@ -607,7 +607,11 @@ class ProfileManager:
             functools.update_wrapper(wrapper, func)
             cls._bind_decorated(name, func, wrapper, region_tags)
             cls._decorators.setdefault(name, []).append((func, wrapper, region_tags))
-            return _lifetime_wrapper(func, wrapper) or wrapper
+            lifetime = _lifetime_wrapper(func, wrapper)
+            if lifetime is None:
+                return wrapper
+            lifetime._scope_profiler_wrapper = wrapper  # instrument() leaves it alone
+            return lifetime
 
         if callable(region_name):
             func = region_name

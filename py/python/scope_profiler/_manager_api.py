@@ -113,15 +113,15 @@ def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=No
     A function is decorated when its name matches a glob of ``include`` and none of
     ``exclude`` (``fnmatch``); its region is ``f"{prefix}.{name}"``, or
     ``f"{module.__name__}.{name}"`` without ``prefix``, with ``tags`` (as ``profile``).
-    Classes, builtins and already-wrapped functions are left alone. Returns
+    Classes, builtins and functions ``profile`` already wraps are left alone. Returns
     ``{name: wrapper}`` of what was replaced."""
     include = _patterns(include, "include")
     exclude = _patterns(exclude, "exclude")
     module_name = getattr(module, "__name__", "module")
     changed = {}
     for name, function in list(vars(module).items()):
-        if not inspect.isfunction(function):
-            continue
+        if not inspect.isfunction(function) or hasattr(function, "_scope_profiler_wrapper"):
+            continue  # not a function, or @profile's wrapper of a coroutine/generator function
         if not any(fnmatch.fnmatchcase(name, p) for p in include):
             continue
         if any(fnmatch.fnmatchcase(name, p) for p in exclude):
