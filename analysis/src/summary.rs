@@ -2,7 +2,7 @@
 //! totals and extremes, exclusive and await time, plus the rank's thread summary. Computed
 //! once here; the text report (`scope-profiler summary`, `print_summary()`) and the HTML
 //! report (`scope-profiler report`, `export_html`) only format it.
-use crate::lanes::{thread_summary_from, ThreadSummaryRow};
+use crate::lanes::{task_summary_split, thread_summary_from, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow};
 use crate::rank_calls::{exclusive_from, rank_call_arrays, set_aside_report};
 use crate::{NestingError, Run};
 
@@ -53,6 +53,11 @@ pub struct RankSummary {
     /// The thread summary (`None` without a thread table; `Err` when the calls cannot be
     /// reconstructed).
     pub threads: Option<Result<Vec<ThreadSummaryRow>, NestingError>>,
+    /// The task/greenlet summary (`None` without a task table; `Err` as `threads`).
+    pub tasks: Option<Result<Vec<TaskSummaryRow>, NestingError>>,
+    /// [`untracked_tasks_note`]: calls that look like an event loop's tasks recorded
+    /// without `track_async`, and what to do.
+    pub untracked_tasks_note: Option<String>,
 }
 
 impl RankSummary {
@@ -63,7 +68,7 @@ impl RankSummary {
 }
 
 /// The summary of `rank`, `None` when the rank has no region row. The rank is
-/// reconstructed (once) only when exclusive totals are missing or it has a thread table.
+/// reconstructed (once) only when exclusive totals are missing or it has a thread or task table.
 pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
     let positions: Vec<usize> = (0..run.regions.len()).filter(|&i| run.regions[i].rank == rank).collect();
     if positions.is_empty() {
@@ -71,9 +76,18 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
     }
     let mut rows: Vec<RegionSummaryRow> = positions.iter().map(|&i| region_row(run, i)).collect();
     let has_threads = run.rank_threads(rank).next().is_some();
+    let has_tasks = run.rank_tasks(rank).next().is_some();
     let missing = rows.iter().any(|r| r.exclusive_ns.is_none());
-    let rec = (missing || has_threads).then(|| rank_call_arrays(run, rank));
-    let mut out = RankSummary { rank, rows: Vec::new(), nesting_note: None, set_aside_note: None, threads: None };
+    let rec = (missing || has_threads || has_tasks).then(|| rank_call_arrays(run, rank));
+    let mut out = RankSummary {
+        rank,
+        rows: Vec::new(),
+        nesting_note: None,
+        set_aside_note: None,
+        threads: None,
+        tasks: None,
+        untracked_tasks_note: None,
+    };
     match &rec {
         Some(Ok((order, calls))) => {
             if missing {
@@ -84,11 +98,18 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
                 }
             }
             out.set_aside_note = set_aside_report(run, rank, order, calls);
+            out.untracked_tasks_note = untracked_tasks_note(run, rank, calls);
         }
         Some(Err(e)) if missing => out.nesting_note = Some(e.0.clone()),
         _ => {}
     }
     if has_threads {
+        if run.rank_tasks(rank).next().is_some() {
+            out.tasks = rec.as_ref().map(|r| match r {
+                Ok((_, calls)) => Ok(task_summary_split(run, rank, calls, &crate::callstack::split_by_lane(calls))),
+                Err(e) => Err(e.clone()),
+            });
+        }
         out.threads = rec.map(|r| r.map(|(_, calls)| thread_summary_from(run, rank, &calls)));
     }
     out.rows = rows;

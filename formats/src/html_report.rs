@@ -55,6 +55,11 @@ fn ns_ms(ns: f64) -> Cell {
     Cell { text: format!("{v:.3}"), sort: Some(v) }
 }
 
+/// Optional seconds, `-` when unknown.
+fn opt_s(v: Option<f64>) -> Cell {
+    v.map(s6).unwrap_or_else(|| text("-"))
+}
+
 fn int(n: i64) -> Cell {
     Cell { text: n.to_string(), sort: Some(n as f64) }
 }
@@ -301,41 +306,82 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
         }
         Some(Ok(threads)) => {
             let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Threads")));
-            let headers = ["index", "name", "alive", "wall s", "cpu s", "calls", "region s"];
+            let held = threads.iter().any(|t| t.held_time.is_some());
+            let mut headers = vec!["index", "name", "alive", "wall s", "cpu s", "calls", "region s"];
+            if held {
+                headers.extend(["held s", "await s"]);
+            }
             let rows = threads
                 .iter()
                 .map(|t| {
-                    vec![
+                    let mut row = vec![
                         int(t.index),
                         text(&t.name),
                         text(if t.alive { "yes" } else { "no" }),
-                        t.wall_time.map(s6).unwrap_or_else(|| text("-")),
+                        opt_s(t.wall_time),
                         s6(t.cpu_time),
                         int(t.num_calls),
                         s6(t.region_time),
-                    ]
+                    ];
+                    if held {
+                        row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
+                    }
+                    row
                 })
                 .collect();
             table(out, "threads", &headers, rows);
+            out.push_str(
+                "<p class=\"help\">wall: the thread's start to its end (or the run's end); cpu: CPU the thread \
+                 burned during the run; region: wall-clock time covered by the top-level calls of the thread and \
+                 of the tasks that ran on it (overlaps counted once)",
+            );
+            if held {
+                out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
+            }
+            out.push_str(".</p>\n");
         }
     }
-    let tasks: Vec<_> = run.rank_tasks(s.rank).collect();
-    if !tasks.is_empty() {
-        let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
-        let headers = ["index", "lane", "steps", "running s", "awaiting s"];
-        let rows = tasks
-            .iter()
-            .map(|t| {
-                vec![
-                    int(t.index),
-                    text(lane_label(run, t.index, s.rank)),
-                    int(t.steps),
-                    ns_s(t.running_ns),
-                    ns_s(t.suspended_ns),
-                ]
-            })
-            .collect();
-        table(out, "tasks", &headers, rows);
+    let steps: Vec<_> = run.rank_tasks(s.rank).collect();
+    match &s.tasks {
+        None => {}
+        Some(Err(e)) => {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
+            note(out, &format!("task summary not available: {}", e.0));
+        }
+        Some(Ok(tasks)) => {
+            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
+            let held = tasks.iter().any(|t| t.held_time.is_some());
+            let mut headers = vec!["index", "lane", "steps", "wall s", "calls", "region s"];
+            if held {
+                headers.extend(["held s", "await s"]);
+            }
+            headers.extend(["running s", "awaiting s"]);
+            let rows = tasks
+                .iter()
+                .map(|t| {
+                    let row_of = steps.iter().find(|r| r.index == t.index);
+                    let mut row = vec![
+                        int(t.index),
+                        text(lane_label(run, t.index, s.rank)),
+                        row_of.map(|r| int(r.steps)).unwrap_or_else(|| text("-")),
+                        opt_s(t.wall_time),
+                        int(t.num_calls),
+                        s6(t.region_time),
+                    ];
+                    if held {
+                        row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
+                    }
+                    row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
+                    row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
+                    row
+                })
+                .collect();
+            table(out, "tasks", &headers, rows);
+            out.push_str(
+                "<p class=\"help\">wall: creation to completion (or the run's end); region / held / await: the \
+                 task's top-level calls; running / awaiting: all the task's steps, inside regions or not.</p>\n",
+            );
+        }
     }
 }
 

@@ -80,7 +80,10 @@ fn async_report_tables_hold_the_reference_values() {
         assert_eq!(row[1], t.name);
         assert_eq!(row[5], t.num_calls.to_string());
         assert_eq!(row[6], s6(t.region_time));
+        assert_eq!(row[7], s6(t.held_time.unwrap()));
+        assert_eq!(row[8], s6(t.await_time.unwrap()));
     }
+    assert_eq!(headers(&html, "threads")[7..], ["held s", "await s"]);
     assert_eq!(threads[0][1], "MainThread");
     assert_eq!(threads[0][5], "14");
 
@@ -92,9 +95,22 @@ fn async_report_tables_hold_the_reference_values() {
         assert_eq!(row[0], t["index"].to_string());
         assert!(row[1].starts_with(t["name"].as_str().unwrap()), "{row:?}");
         assert_eq!(row[2], t["steps"].to_string());
-        assert_eq!(row[3], s6(t["running_time"].as_f64().unwrap()));
-        assert_eq!(row[4], s6(t["awaiting_time"].as_f64().unwrap()));
+        assert_eq!(row[8], s6(t["running_time"].as_f64().unwrap()));
+        assert_eq!(row[9], s6(t["awaiting_time"].as_f64().unwrap()));
     }
+    // and the per-task lane numbers of task_summary, held + await = region time
+    assert_eq!(
+        headers(&html, "tasks"),
+        ["index", "lane", "steps", "wall s", "calls", "region s", "held s", "await s", "running s", "awaiting s"]
+    );
+    for (row, t) in tasks.iter().zip(task_summary(&run, 0).unwrap()) {
+        assert_eq!(row[4], t.num_calls.to_string());
+        assert_eq!(row[5], s6(t.region_time));
+        assert_eq!(row[6], s6(t.held_time.unwrap()));
+        assert_eq!(row[7], s6(t.await_time.unwrap()));
+    }
+    // fetch task 1: one fetch (4.429089 ms, 2.135347 awaited) and its parse inside it
+    assert_eq!(&tasks[1][4..8], ["2", "0.004429", "0.002294", "0.002135"]);
 
     // the timeline inline (one row per lane), the flame graph as an SVG data: URL with every
     // region as a frame

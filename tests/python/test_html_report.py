@@ -130,7 +130,14 @@ def test_tables_hold_the_runs_numbers(run_h5, tmp_path):
     fetch_tasks = [r for r in t["tasks"] if "(fetch)" in r[1]]
     assert len(fetch_tasks) == 3
     for r in fetch_tasks:
-        assert float(r[4]) >= 0.0099  # awaiting s: each slept at least 10 ms
+        assert float(r[7]) >= 0.0099  # await s of its calls: each slept at least 10 ms
+        assert float(r[9]) >= 0.0099  # awaiting s of the task
+    # the thread table holds thread_summary(); held + await = the top-level calls' durations
+    for row, want in zip(t["threads"], results.thread_summary()):
+        assert row[1] == want["name"] and row[6] == f"{want['region_time']:.6f}"
+        assert float(row[7]) >= 0 and float(row[8]) >= 0
+    loop = next(r for r in t["threads"] if r[1] == "MainThread")
+    assert float(loop[8]) >= 0.045  # the fetch tasks' sleeps, on the event loop's thread
     html = out.read_text()
     assert html.count('<g class="lane"') >= 2 + 1 + 3  # timeline: worker threads, main, tasks
     assert 'src="data:image/svg+xml;base64,' in html  # the flame graph, inline
