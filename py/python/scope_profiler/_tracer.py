@@ -12,6 +12,7 @@ and reports the calls that ``recursive_call_limit`` left out.
 
 from __future__ import annotations
 
+import atexit
 import dis
 import os
 import site
@@ -127,6 +128,19 @@ def forget(config: ProfilingConfig | None) -> None:
     stop(config)
     if config is not None:
         _TRACERS.pop(id(config), None)
+
+
+@atexit.register
+def _stop_all() -> None:
+    """At interpreter exit (after every exit-time finalize, atexit being LIFO): no tracer
+    outlives the interpreter's modules (a traced call at shutdown would import threading)."""
+    for tracer in list(_TRACERS.values()):
+        if tracer.running_now:
+            if sys.version_info < (3, 12):
+                from . import _tracking
+
+                _tracking.remove_thread_start_callback(tracer.install_thread)
+            tracer.stop()
 
 
 def report(config: ProfilingConfig, stacklevel: int = 2) -> None:
