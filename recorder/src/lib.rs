@@ -127,7 +127,7 @@ impl ThreadRecord {
 }
 
 /// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
-pub const FIRST_SLOTS: usize = 4;
+pub const FIRST_SLOTS: usize = 2;
 
 /// One region's buffer on one thread.
 #[derive(Debug, Default)]
@@ -160,6 +160,9 @@ impl RegionBuf {
             let n = self.task_ids.len();
             self.task_ids.reserve_exact(self.starts.capacity() - n);
             self.await_ns.reserve_exact(self.starts.capacity() - n);
+        }
+        if self.stack.capacity() == 0 {
+            self.stack.reserve_exact(2); // 16 bytes (a push would take 4 slots)
         }
     }
 }

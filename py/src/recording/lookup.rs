@@ -112,7 +112,7 @@ impl RegionCache {
         let text = text.to_str()?;
         check_region_name(text)?;
         let shared = Arc::clone(&binding.shared);
-        let (id, tags) = shared.regions.get_or_create(text, Vec::new());
+        let (id, _) = shared.regions.get_or_create(text, Vec::new());
         if let Some((file, line)) = caller_site(py)? {
             // SAFETY: as above.
             let known = unsafe { &*self.binding.get() }.as_ref().and_then(|b| b.paths.get(&file).cloned());
@@ -124,10 +124,7 @@ impl RegionCache {
                 shared.regions.set_source(id, path, Some(line), None);
             }
         }
-        let region = Bound::new(
-            py,
-            ProfileRegion { shared: Some(Arc::clone(&shared)), meta: Some(shared), id, name: text.to_string(), tags },
-        )?;
+        let region = Bound::new(py, ProfileRegion::of(&shared, id, true))?;
         // Another thread may have created it meanwhile: keep the first object (the region
         // table already maps both to one id).
         let kept = unsafe { ffi::PyDict_SetDefault(self.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };

@@ -153,11 +153,14 @@ impl Shared {
         // The OS's id of this thread, not the Thread object's: a thread made outside
         // `threading` (`_thread.start_new_thread`, C code) whose ident the OS reused gets
         // the stale `_DummyThread` of the thread that had it before (issue 11), whose name
-        // then says which thread this is.
+        // then says which thread this is. (A real Thread's native_id can also be stale for
+        // a moment - in a forked child before threading's own fork handler runs - but its
+        // name is right.)
         let native_id: i64 = threading.call_method0("get_native_id")?.extract()?;
         let mut name = t.getattr("name")?.str()?.to_string();
         let object_native_id = int_attr("native_id");
-        if object_native_id != 0 && object_native_id != native_id {
+        let dummy = t.is_instance(&threading.getattr("_DummyThread")?)?;
+        if dummy && object_native_id != 0 && object_native_id != native_id {
             name = format!("{name} (native id {native_id})");
         }
         let info = ThreadInfo {
@@ -352,14 +355,8 @@ impl NativeRecorder {
         check_region_name(&name)?;
         // Get-or-create by name under the table's lock: two threads creating the same
         // region at once (the Python-level cache is not atomic) still share one id.
-        let (id, tags) = self.shared.regions.get_or_create(&name, tags);
-        Ok(ProfileRegion {
-            shared: enabled.then(|| Arc::clone(&self.shared)),
-            meta: Some(Arc::clone(&self.shared)),
-            id,
-            name,
-            tags,
-        })
+        let (id, _) = self.shared.regions.get_or_create(&name, tags);
+        Ok(ProfileRegion::of(&self.shared, id, enabled))
     }
 
     /// Register the calling thread now (the `threading.setprofile` bootstrap hook calls
@@ -584,20 +581,35 @@ impl NativeRecorder {
 /// A region as returned by `ProfileManager.region(name)`: a re-entrant context manager
 /// usable from any thread. `__enter__`/`__exit__` are the recorder's hot path.
 #[pyclass(module = "scope_profiler._native", frozen)]
+///
+/// Small (one per region name, issue 15): the name, tags and source live in the recorder's
+/// region table, read through `id`; only a region made without a recorder (`disabled()`)
+/// carries its own name and tags.
 pub struct ProfileRegion {
-    /// `None` = disabled (before `setup()`, `deactivate_profiling`): enter/exit do nothing.
+    /// The recorder whose region table defines `id`; None for `disabled()`.
     shared: Option<Arc<Shared>>,
-    /// Region table the id refers to (also for disabled regions created by a recorder).
-    meta: Option<Arc<Shared>>,
+    /// False = disabled (before `setup()`, `deactivate_profiling`): enter/exit do nothing.
+    enabled: bool,
     id: u32,
-    name: String,
-    tags: Vec<String>,
+    /// Name and tags of a region without a recorder.
+    detached: Option<Box<(String, Vec<String>)>>,
 }
 
 impl ProfileRegion {
+    /// Region `id` of `shared`'s table.
+    pub(crate) fn of(shared: &Arc<Shared>, id: u32, enabled: bool) -> Self {
+        ProfileRegion { shared: Some(Arc::clone(shared)), enabled, id, detached: None }
+    }
+
+    /// The recorder, when recording into it.
+    #[inline(always)]
+    fn active(&self) -> Option<&Arc<Shared>> {
+        self.shared.as_ref().filter(|_| self.enabled)
+    }
+
     #[inline]
     fn enter(&self, py: Python<'_>) -> PyResult<()> {
-        if let Some(sh) = &self.shared {
+        if let Some(sh) = self.active() {
             let st = sh.state(py)?;
             // SAFETY: the calling thread's own state.
             unsafe { &*st }.enter(self.id, sh.rec.paused());
@@ -605,9 +617,21 @@ impl ProfileRegion {
         Ok(())
     }
 
+    /// `f` of this region's table row, or None for a region without a recorder.
+    fn row<T>(&self, f: impl FnOnce(&RegionMeta) -> T) -> Option<T> {
+        self.shared.as_ref().map(|sh| f(&sh.meta()[self.id as usize]))
+    }
+
+    fn name_string(&self) -> String {
+        match &self.detached {
+            Some(d) => d.0.clone(),
+            None => self.row(|m| m.name.clone()).unwrap_or_default(),
+        }
+    }
+
     #[inline]
     fn exit(&self) {
-        if let Some(sh) = &self.shared {
+        if let Some(sh) = self.active() {
             if let Some(st) = sh.rec.local() {
                 // SAFETY: the calling thread's own state.
                 unsafe { &*st }.exit(self.id);
@@ -623,7 +647,7 @@ impl ProfileRegion {
     #[pyo3(signature = (name, tags=Vec::new()))]
     fn disabled(name: String, tags: Vec<String>) -> PyResult<Self> {
         check_region_name(&name)?;
-        Ok(ProfileRegion { shared: None, meta: None, id: 0, name, tags })
+        Ok(ProfileRegion { shared: None, enabled: false, id: 0, detached: Some(Box::new((name, tags))) })
     }
 
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
@@ -642,45 +666,48 @@ impl ProfileRegion {
     }
 
     #[getter]
-    fn region_name(&self) -> &str {
-        &self.name
+    fn region_name(&self) -> String {
+        self.name_string()
     }
 
     #[getter]
-    fn name(&self) -> &str {
-        &self.name
+    fn name(&self) -> String {
+        self.name_string()
     }
 
     #[getter]
     fn tags(&self) -> Vec<String> {
-        self.tags.clone()
+        match &self.detached {
+            Some(d) => d.1.clone(),
+            None => self.row(|m| m.tags.clone()).unwrap_or_default(),
+        }
     }
 
     #[getter]
     fn enabled(&self) -> bool {
-        self.shared.is_some()
+        self.active().is_some()
     }
 
     /// Record the defining site; first writer wins.
     #[pyo3(signature = (filename, lineno, text=None))]
     fn set_source(&self, filename: Option<String>, lineno: Option<i64>, text: Option<String>) {
-        let (Some(sh), Some(filename)) = (&self.meta, filename) else { return };
+        let (Some(sh), Some(filename)) = (&self.shared, filename) else { return };
         sh.regions.set_source(self.id, filename, lineno, text);
     }
 
     #[getter]
     fn source_file(&self) -> Option<String> {
-        self.meta.as_ref().and_then(|sh| sh.meta()[self.id as usize].source_file.clone())
+        self.row(|m| m.source_file.clone()).flatten()
     }
 
     #[getter]
     fn source_lineno(&self) -> Option<i64> {
-        self.meta.as_ref().and_then(|sh| sh.meta()[self.id as usize].source_line)
+        self.row(|m| m.source_line).flatten()
     }
 
     #[getter]
     fn source_text(&self) -> Option<String> {
-        self.meta.as_ref().and_then(|sh| sh.meta()[self.id as usize].source_text.clone())
+        self.row(|m| m.source_text.clone()).flatten()
     }
 
     #[getter]
@@ -691,7 +718,7 @@ impl ProfileRegion {
     /// Calls entered over the process lifetime (all threads, open ones included).
     #[getter]
     fn num_calls(&self) -> u64 {
-        match &self.shared {
+        match self.active() {
             // SAFETY: GIL held (module contract).
             Some(sh) => unsafe { sh.rec.num_calls(self.id) },
             None => 0,
@@ -701,7 +728,7 @@ impl ProfileRegion {
     /// Indices of the threads that entered this region (tracking only meaningful).
     #[getter]
     fn thread_indices(&self) -> Vec<usize> {
-        match &self.shared {
+        match self.active() {
             // SAFETY: GIL held (module contract).
             Some(sh) => unsafe { sh.rec.threads_of_region(self.id) },
             None => Vec::new(),
@@ -709,8 +736,8 @@ impl ProfileRegion {
     }
 
     fn __repr__(&self) -> String {
-        let kind = if self.shared.is_some() { "active" } else { "disabled" };
-        format!("<ProfileRegion {:?} ({kind})>", self.name)
+        let kind = if self.enabled { "active" } else { "disabled" };
+        format!("<ProfileRegion {:?} ({kind})>", self.name_string())
     }
 }
 
@@ -751,7 +778,7 @@ impl ProfiledFunction {
         let region = unsafe { (*self.binding.get()).as_ref().map(|r| r.clone_ref(py)) };
         let func = self.func.bind(py);
         match region {
-            Some(r) if r.get().shared.is_some() => {
+            Some(r) if r.get().enabled => {
                 let r = r.get();
                 r.enter(py)?;
                 let out = func.call(args, kwargs);
