@@ -140,7 +140,7 @@ impl HtmlReport {
              nested calls below their caller; the hatched part of a task's call is await time. \
              Hover a bar for its times.</p>\n",
         );
-        match timeline_svg(run, sel, &TimelineOptions::default()) {
+        match timeline_svg(run, sel, &TimelineOptions { width: TIMELINE_WIDTH, ..TimelineOptions::default() }) {
             Ok(svg) => {
                 let _ = writeln!(out, "<div class=\"figure timeline\">{}</div>", strip_xml_prolog(&svg));
             }
@@ -417,6 +417,9 @@ history.replaceState=function(){try{return r.apply(history,arguments)}catch(e){}
         None => svg.to_string(),
     }
 }
+
+/// Width of the embedded timeline, px (it fits a 1400 px window beside the page's margins).
+const TIMELINE_WIDTH: f64 = 1300.0;
 
 /// Width of the embedded flame graph, px.
 const FLAME_WIDTH: usize = 1200;

@@ -46,7 +46,14 @@ async function main() {
       details: !!document.getElementById('details'),
     }))
     if (!fg.init || !fg.details || fg.frames === 0) fail('flame graph script did not run: ' + JSON.stringify(fg))
-    if (shot) await page.screenshot({ path: shot, fullPage: true })
+    // a cross-origin (data:) frame outside the viewport is left unpainted in a full-page
+    // screenshot: make the viewport as tall as the page instead
+    if (shot) {
+      const h = await page.evaluate(() => document.documentElement.scrollHeight)
+      await page.setViewportSize({ width: 1400, height: Math.min(h, 16000) })
+      await page.waitForTimeout(500)
+    }
+    if (shot) await page.screenshot({ path: shot })
     // interactions: sort a table, zoom into a flame-graph frame
     const th = await page.$('table.regions thead th:nth-child(3)')
     if (th) { await th.click(); await th.click() }
