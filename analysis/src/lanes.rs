@@ -364,6 +364,29 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         .collect()
 }
 
+/// A note when `rank`'s calls look like an event loop's tasks (asyncio, gevent) recorded
+/// without `track_async`: the rank has thread ids but no task ids, and calls on a thread's
+/// lane were set aside because they overlap without nesting (coroutines suspended inside
+/// regions interleave their calls on the one thread that runs them). Says to record with
+/// `--track-async` / `track_async=True`. `None` otherwise (issue 14: the only hint was about
+/// a missing `sp_end`).
+pub fn untracked_tasks_note(run: &Run, rank: u32, calls: &CallArrays) -> Option<String> {
+    let threads = run.rank_rows(rank).any(|r| r.thread_ids.is_some());
+    let tasks = run.rank_rows(rank).any(|r| r.task_ids.is_some());
+    if !threads || tasks || calls.lane.is_empty() {
+        return None;
+    }
+    let crossed = calls.set_aside.iter().filter(|a| calls.lane_of(a.call as usize) <= -2).count();
+    (crossed > 0).then(|| {
+        format!(
+            "{crossed} call(s) on rank {rank} overlap others on the same thread without nesting, as the \
+             calls of asyncio tasks or greenlets do when they are suspended inside a region: their \
+             times are not per task. If this program runs an event loop, record it with --track-async \
+             (track_async=True), which gives each task its own lane and its await time."
+        )
+    })
+}
+
 /// Lane labels of one rank with O(1) lookups, for labelling many lanes (exports).
 /// Gives exactly [`lane_label`]'s strings.
 pub struct LaneLabels<'a> {

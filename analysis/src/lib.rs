@@ -26,7 +26,7 @@ pub use callstack::{
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError};
 pub use lanes::{
     lane_label, task_summary, task_summary_split, thread_summary, thread_summary_from, thread_summary_split,
-    LaneLabels, TaskSummaryRow, ThreadSummaryRow,
+    untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
 };
 pub use merge::{merge_runs, MergeError, MergeOptions};
 pub use pytext::{py_float_repr, py_format_g, py_repr};

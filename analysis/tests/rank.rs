@@ -205,7 +205,10 @@ fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
         regions: vec![outer, inner],
         threads: vec![main, worker],
         tasks: vec![task(0, 0, "Task-2", "m.f"), t1],
-        metadata: vec![("start_time_ns".into(), MetaValue::Int(1_000)), ("finalize_time_ns".into(), MetaValue::Int(3_000))],
+        metadata: vec![
+            ("start_time_ns".into(), MetaValue::Int(1_000)),
+            ("finalize_time_ns".into(), MetaValue::Int(3_000)),
+        ],
         num_ranks: 1,
     };
     let rows = thread_summary(&run, 0).unwrap();

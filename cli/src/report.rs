@@ -2,10 +2,13 @@
 //! CLI and by `ProfilingResults.print_summary()` in Python, so both print the same thing.
 use std::fmt::Write as _;
 
-use scope_profiler_analysis::{lane_label, rank_summary, secs, thread_summary, NestingError, Run, ThreadSummaryRow};
+use scope_profiler_analysis::{
+    rank_summary, secs, task_summary, thread_summary, LaneLabels, NestingError, Run, TaskSummaryRow, ThreadSummaryRow,
+};
 
 /// Region summary of every rank: one line per region with calls (count, total s,
-/// mean/min/max ms, exclusive s). Exclusive time comes from the stored per-row totals
+/// mean/min/max ms, exclusive s; await s and held s = total − await when the run recorded
+/// await times). Exclusive time comes from the stored per-row totals
 /// or, when absent, from reconstruction; a run whose calls cannot be nested prints `-`
 /// and says why. `title` heads the report (usually the file path).
 pub fn summary_text(run: &Run, title: &str) -> String {
@@ -26,15 +29,21 @@ pub fn summary_text(run: &Run, title: &str) -> String {
             continue;
         };
         let name_w = sum.rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(6).max(6);
+        let with_await = sum.has_await();
         let _ = writeln!(out, "\nrank {rank}: regions");
-        let _ = writeln!(
+        let _ = write!(
             out,
             "  {:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
             "region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"
         );
+        let _ = writeln!(
+            out,
+            "{}",
+            if with_await { format!(" {:>12} {:>12}", "await s", "held s") } else { String::new() }
+        );
         for r in &sum.rows {
             let ex = r.exclusive_ns.map(|v| format!("{:.6}", secs(v))).unwrap_or_else(|| "-".into());
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "  {:<name_w$} {:>9} {:>12.6} {:>11.3} {:>11.3} {:>11.3} {:>12}",
                 r.name,
@@ -45,6 +54,15 @@ pub fn summary_text(run: &Run, title: &str) -> String {
                 r.max_ns as f64 / 1e6,
                 ex
             );
+            let _ = writeln!(
+                out,
+                "{}",
+                if with_await {
+                    format!(" {:>12} {:>12}", opt_s(r.await_ns.map(secs)), opt_s(r.held_ns().map(secs)))
+                } else {
+                    String::new()
+                }
+            );
         }
         if let Some(msg) = &sum.nesting_note {
             let _ = writeln!(out, "  exclusive time not available: {msg}");
@@ -52,44 +70,70 @@ pub fn summary_text(run: &Run, title: &str) -> String {
         if let Some(msg) = &sum.set_aside_note {
             let _ = writeln!(out, "  note: {msg}");
         }
+        if let Some(msg) = &sum.untracked_tasks_note {
+            let _ = writeln!(out, "  note: {msg}");
+        }
         if let Some(summary) = sum.threads {
-            out.push_str(&threads_text_with(run, rank, summary));
+            out.push_str(&threads_text_with(run, rank, summary, sum.tasks.unwrap_or_else(|| Ok(Vec::new()))));
         }
     }
     out
 }
 
-/// The thread table of `rank` with `thread_summary` columns (wall s, CPU s, calls,
-/// region s), then the task table when tasks were tracked.
-pub fn threads_text(run: &Run, rank: u32) -> String {
-    threads_text_with(run, rank, thread_summary(run, rank))
+/// `{:.6}` of a value in s, `-` when unknown.
+fn opt_s(v: Option<f64>) -> String {
+    v.map(|v| format!("{v:.6}")).unwrap_or_else(|| "-".into())
 }
 
-/// [`threads_text`] given the rank's thread summary (or why there is none).
-fn threads_text_with(run: &Run, rank: u32, summary: Result<Vec<ThreadSummaryRow>, NestingError>) -> String {
+/// The thread table of `rank` with `thread_summary` columns (wall s, CPU s in the run,
+/// calls, region s; held s and await s when the run recorded await times), then the
+/// `task_summary` table when tasks were tracked.
+pub fn threads_text(run: &Run, rank: u32) -> String {
+    threads_text_with(run, rank, thread_summary(run, rank), task_summary(run, rank))
+}
+
+/// [`threads_text`] given the rank's thread and task summaries (or why there are none).
+fn threads_text_with(
+    run: &Run,
+    rank: u32,
+    summary: Result<Vec<ThreadSummaryRow>, NestingError>,
+    tasks: Result<Vec<TaskSummaryRow>, NestingError>,
+) -> String {
     let mut out = String::new();
     let threads: Vec<_> = run.rank_threads(rank).collect();
     let _ = writeln!(out, "\nrank {rank}: threads");
     let name_w = threads.iter().map(|t| t.name.chars().count()).max().unwrap_or(4).max(4);
     match summary {
         Ok(rows) => {
+            let with_await = rows.iter().any(|r| r.await_time.is_some());
             let _ = writeln!(
                 out,
-                "  {:>5} {:<name_w$} {:>6} {:>10} {:>10} {:>9} {:>10}",
-                "index", "name", "alive", "wall s", "cpu s", "calls", "region s"
+                "  {:>5} {:<name_w$} {:>6} {:>10} {:>10} {:>9} {:>10}{}",
+                "index",
+                "name",
+                "alive",
+                "wall s",
+                "cpu s",
+                "calls",
+                "region s",
+                if with_await { format!(" {:>10} {:>10}", "held s", "await s") } else { String::new() }
             );
             for row in rows {
-                let wall = row.wall_time.map(|w| format!("{w:.6}")).unwrap_or_else(|| "-".into());
                 let _ = writeln!(
                     out,
-                    "  {:>5} {:<name_w$} {:>6} {:>10} {:>10.6} {:>9} {:>10.6}",
+                    "  {:>5} {:<name_w$} {:>6} {:>10} {:>10.6} {:>9} {:>10.6}{}",
                     row.index,
                     row.name,
                     if row.alive { "yes" } else { "no" },
-                    wall,
+                    opt_s(row.wall_time),
                     row.cpu_time,
                     row.num_calls,
-                    row.region_time
+                    row.region_time,
+                    if with_await {
+                        format!(" {:>10} {:>10}", opt_s(row.held_time), opt_s(row.await_time))
+                    } else {
+                        String::new()
+                    }
                 );
             }
         }
@@ -100,21 +144,33 @@ fn threads_text_with(run: &Run, rank: u32, summary: Result<Vec<ThreadSummaryRow>
             }
         }
     }
-    let tasks: Vec<_> = run.rank_tasks(rank).collect();
-    if !tasks.is_empty() {
-        let _ = writeln!(out, "\nrank {rank}: tasks");
-        let _ =
-            writeln!(out, "  {:>5} {:<40} {:>7} {:>11} {:>11}", "index", "lane", "steps", "running s", "awaiting s");
-        for t in tasks {
+    match tasks {
+        Ok(rows) if rows.is_empty() => {}
+        Ok(rows) => {
+            let _ = writeln!(out, "\nrank {rank}: tasks");
+            let labels = LaneLabels::new(run, rank);
+            let label_w = rows.iter().map(|t| labels.label(t.index).chars().count()).max().unwrap_or(4).clamp(4, 60);
             let _ = writeln!(
                 out,
-                "  {:>5} {:<40} {:>7} {:>11.6} {:>11.6}",
-                t.index,
-                lane_label(run, t.index, rank),
-                t.steps,
-                secs(t.running_ns),
-                secs(t.suspended_ns)
+                "  {:>5} {:<label_w$} {:>10} {:>9} {:>10} {:>10} {:>10}",
+                "index", "lane", "wall s", "calls", "region s", "held s", "await s"
             );
+            for t in rows {
+                let _ = writeln!(
+                    out,
+                    "  {:>5} {:<label_w$} {:>10} {:>9} {:>10.6} {:>10} {:>10}",
+                    t.index,
+                    labels.label(t.index),
+                    opt_s(t.wall_time),
+                    t.num_calls,
+                    t.region_time,
+                    opt_s(t.held_time),
+                    opt_s(t.await_time)
+                );
+            }
+        }
+        Err(e) => {
+            let _ = writeln!(out, "\nrank {rank}: tasks\n  task summary not available: {}", e.0);
         }
     }
     out
