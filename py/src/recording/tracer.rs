@@ -131,6 +131,11 @@ struct Active {
     open_gens: UnsafeCell<std::collections::HashMap<usize, (u32, Py<PyAny>)>>,
 }
 
+// SAFETY: the cells are read and written only with the GIL held (callbacks and pymethods;
+// GIL build), which serializes every access.
+unsafe impl Send for Active {}
+unsafe impl Sync for Active {}
+
 /// The running tracer, or null. Set and cleared with the GIL held.
 static ACTIVE: AtomicPtr<Active> = AtomicPtr::new(ptr::null_mut());
 
@@ -138,19 +143,35 @@ impl Active {
     /// The cached decision of `code`, deciding now on first sight (`frame`: the frame
     /// running it, for the module name; null = the current frame).
     #[inline]
-    unsafe fn decision(&self, py: Python<'_>, code: *mut ffi::PyObject, frame: *mut ffi::PyFrameObject) -> Decision {
+    /// `None` when the tracer stopped while deciding (Python ran and another thread got
+    /// the GIL): the caller must not touch `self` any more.
+    unsafe fn decision(
+        &self,
+        py: Python<'_>,
+        code: *mut ffi::PyObject,
+        frame: *mut ffi::PyFrameObject,
+    ) -> Option<Decision> {
         let mut extra: *mut c_void = ptr::null_mut();
         if ffi::PyUnstable_Code_GetExtra(code, extra_index(), &mut extra) == 0 && !extra.is_null() {
             let d = Decision(extra as u64);
             if d.generation() == self.generation {
-                return d;
+                return Some(d);
             }
         }
-        self.decide(py, code, frame)
+        let d = self.decide(py, code, frame);
+        self.still_running().then_some(d)
+    }
+
+    /// Whether this is still the running tracer (after Python code ran).
+    #[inline]
+    fn still_running(&self) -> bool {
+        std::ptr::eq(ACTIVE.load(Ordering::Acquire), self)
     }
 
     #[cold]
     unsafe fn decide(&self, py: Python<'_>, code: *mut ffi::PyObject, frame: *mut ffi::PyFrameObject) -> Decision {
+        // Python runs in here (and may switch threads): another thread may stop the tracer
+        let _alive = KeepAlive::new(self);
         let d = match self.try_decide(py, code, frame) {
             Ok(d) => d,
             Err(e) => {
@@ -228,7 +249,17 @@ impl Active {
     /// Open a call of `region` on the calling thread's current lane.
     #[inline]
     unsafe fn enter(&self, py: Python<'_>, region: u32) {
-        let st = match self.shared.state(py) {
+        let st = match self.shared.rec.local() {
+            Some(st) => Ok(st),
+            None => {
+                let st = self.register_thread(py);
+                if !self.still_running() {
+                    return;
+                }
+                st
+            }
+        };
+        let st = match st {
             Ok(st) => st,
             Err(e) => {
                 e.write_unraisable(py, None);
@@ -242,6 +273,13 @@ impl Active {
         (*st).enter(region, placeholder);
     }
 
+    /// The calling thread's first call: register it (Python runs: threading, callbacks).
+    #[cold]
+    unsafe fn register_thread(&self, py: Python<'_>) -> PyResult<*const scope_profiler_recorder::ThreadState> {
+        let _alive = KeepAlive::new(self);
+        self.shared.state(py)
+    }
+
     /// Close the innermost open call of `region` on the calling thread's current lane
     /// (nothing if none: a frame that started before tracing did).
     #[inline]
@@ -249,6 +287,27 @@ impl Active {
         if let Some(st) = self.shared.rec.local() {
             (*st).exit(region);
         }
+    }
+}
+
+/// Keeps an [`Active`] alive while Python code runs inside a callback (a thread switch
+/// there may let another thread stop the tracer and drop its last reference).
+struct KeepAlive(*const Active);
+
+impl KeepAlive {
+    /// # Safety
+    /// `a` is owned by an `Arc` (every `Active` is, see [`NativeTracer`]).
+    unsafe fn new(a: &Active) -> Self {
+        let p = a as *const Active;
+        Arc::increment_strong_count(p);
+        KeepAlive(p)
+    }
+}
+
+impl Drop for KeepAlive {
+    fn drop(&mut self) {
+        // SAFETY: the count taken in `new`.
+        unsafe { Arc::decrement_strong_count(self.0) }
     }
 }
 
@@ -297,6 +356,7 @@ unsafe extern "C" fn profile_callback(
     let code = ffi::PyFrame_GetCode(frame) as *mut ffi::PyObject; // new reference
     let d = a.decision(py, code, frame);
     ffi::Py_DECREF(code); // the frame keeps it alive
+    let Some(d) = d else { return 0 };
     let region = d.region();
     if region == SKIP {
         return 0;
@@ -390,7 +450,7 @@ unsafe fn monitoring_event(
     }
     let py = Python::assume_attached();
     let code = *args;
-    let d = a.decision(py, code, ptr::null_mut());
+    let Some(d) = a.decision(py, code, ptr::null_mut()) else { return none() };
     let region = d.region();
     if region == SKIP {
         if can_disable {
@@ -556,7 +616,7 @@ fn uses_monitoring(py: Python<'_>) -> bool {
 /// the one running. Created by `scope_profiler._tracer`.
 #[pyclass(module = "scope_profiler._native", frozen)]
 pub struct NativeTracer {
-    active: UnsafeCell<Option<Box<Active>>>,
+    active: UnsafeCell<Option<Arc<Active>>>,
     /// The counters of the last run once stopped (recorded, dropped).
     last: UnsafeCell<CallBudget>,
 }
@@ -598,7 +658,7 @@ impl NativeTracer {
             hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
             open_gens: UnsafeCell::new(std::collections::HashMap::new()),
         };
-        NativeTracer { active: UnsafeCell::new(Some(Box::new(active))), last: UnsafeCell::new(CallBudget::new(0)) }
+        NativeTracer { active: UnsafeCell::new(Some(Arc::new(active))), last: UnsafeCell::new(CallBudget::new(0)) }
     }
 
     /// Start tracing on every thread (the calling one and those that exist; later ones via
@@ -607,14 +667,17 @@ impl NativeTracer {
     fn start(&self, py: Python<'_>) -> PyResult<()> {
         // SAFETY: GIL held.
         let slot = unsafe { &mut *self.active.get() };
-        let Some(a) = slot.as_mut() else {
+        let Some(arc) = slot.as_mut() else {
             return Err(PyRuntimeError::new_err("this tracer has been stopped; create a new one"));
         };
-        let me: *mut Active = &mut **a;
+        let me = Arc::as_ptr(arc) as *mut Active;
         if ACTIVE.load(Ordering::Acquire) == me {
             return Ok(());
         }
         stop_running(py)?;
+        let Some(a) = Arc::get_mut(arc) else {
+            return Err(PyRuntimeError::new_err("this tracer is still in use; create a new one"));
+        };
         a.generation = next_generation();
         let hook = if uses_monitoring(py) {
             start_monitoring(py)?
@@ -673,8 +736,8 @@ impl NativeTracer {
     fn stop(&self, py: Python<'_>) -> PyResult<()> {
         // SAFETY: GIL held.
         let slot = unsafe { &mut *self.active.get() };
-        let Some(a) = slot.as_mut() else { return Ok(()) };
-        let me: *mut Active = &mut **a;
+        let Some(a) = slot.as_ref() else { return Ok(()) };
+        let me = Arc::as_ptr(a) as *mut Active;
         let result = if ACTIVE.load(Ordering::Acquire) == me { stop_running(py) } else { Ok(()) };
         // SAFETY: GIL held; no callback reads it any more (ACTIVE no longer points at it).
         unsafe { *self.last.get() = *a.budget.get() };
@@ -776,8 +839,8 @@ fn stop_running(py: Python<'_>) -> PyResult<()> {
 
 impl Drop for NativeTracer {
     fn drop(&mut self) {
-        let Some(a) = self.active.get_mut().as_mut() else { return };
-        let me: *mut Active = &mut **a;
+        let Some(a) = self.active.get_mut().as_ref() else { return };
+        let me = Arc::as_ptr(a) as *mut Active;
         if ACTIVE.load(Ordering::Acquire) == me {
             // SAFETY: a pyclass is dropped with the GIL held.
             let py = unsafe { Python::assume_attached() };
