@@ -27,12 +27,19 @@ pub struct RegionMeta {
 }
 
 /// The region table of one recorder: position = region id.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct RegionTable {
     regions: Mutex<Vec<RegionMeta>>,
     /// Ids by name hash (taken after `regions`, only by `get_or_create`).
     index: Mutex<HashTable<u32>>,
-    hasher: std::hash::RandomState,
+    /// FxHash: region names come from the program, not from an adversary.
+    hasher: rustc_hash::FxBuildHasher,
+}
+
+impl std::fmt::Debug for RegionTable {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RegionTable").field("regions", &self.regions).finish_non_exhaustive()
+    }
 }
 
 impl RegionTable {

@@ -27,6 +27,17 @@ struct Binding {
     /// Raw `co_filename` -> recorded path, computed once per file per `setup()` (the
     /// working directory and `sys.path` as of the first region of that file).
     paths: HashMap<String, String>,
+    /// The defining site per call site (code object, instruction offset): a loop making
+    /// many names at one line reads the frame once, not per name.
+    sites: HashMap<(usize, i32), Site>,
+}
+
+/// A call site's defining site as recorded; `path` None = a frame of this package (no site).
+struct Site {
+    /// Keeps the code object (whose address is the key) alive.
+    _code: Py<PyAny>,
+    path: Option<String>,
+    line: i64,
 }
 
 /// The region cache of one manager class: its `_regions` dict (name -> `ProfileRegion`),
@@ -113,18 +124,13 @@ impl RegionCache {
         check_region_name(text)?;
         let shared = Arc::clone(&binding.shared);
         let (id, _) = shared.regions.get_or_create(text, Vec::new());
-        if let Some((file, line)) = caller_site(py)? {
-            // SAFETY: as above.
-            let known = unsafe { &*self.binding.get() }.as_ref().and_then(|b| b.paths.get(&file).cloned());
-            let recorded = match known {
-                Some(p) => Some(p),
-                None => self.recorded_path(py, file)?,
-            };
-            if let Some(path) = recorded {
-                shared.regions.set_source(id, path, Some(line), None);
-            }
+        if let Some((path, line)) = self.caller_site(py)? {
+            shared.regions.set_source(id, path, Some(line), None);
         }
         let region = Bound::new(py, ProfileRegion::of(&shared, id, true))?;
+        // It takes part in no reference cycle the collector could see (its only reference is
+        // an Arc): untracked, 100,000 names trigger no full collections (issue 15).
+        unsafe { ffi::PyObject_GC_UnTrack(region.as_ptr().cast()) };
         // Another thread may have created it meanwhile: keep the first object (the region
         // table already maps both to one id).
         let kept = unsafe { ffi::PyDict_SetDefault(self.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };
@@ -148,15 +154,44 @@ impl RegionCache {
     }
 }
 
-/// `(co_filename, line)` of the Python frame calling the lookup, unless it belongs to this
-/// package (`INTERNAL_MODULES`).
-fn caller_site(py: Python<'_>) -> PyResult<Option<(String, i64)>> {
-    // SAFETY: GIL held; a borrowed reference to the running frame (or null).
-    let frame = unsafe { ffi::PyEval_GetFrame() };
-    if frame.is_null() {
-        return Ok(None);
+impl RegionCache {
+    /// `(recorded path, line)` of the Python frame calling the lookup (cached per call
+    /// site), or None for a frame of this package or without a binding.
+    fn caller_site(&self, py: Python<'_>) -> PyResult<Option<(String, i64)>> {
+        // SAFETY: GIL held; a borrowed reference to the running frame (or null).
+        let frame = unsafe { ffi::PyEval_GetFrame() };
+        if frame.is_null() {
+            return Ok(None);
+        }
+        // SAFETY: a live frame; GetCode returns a new reference.
+        let code = unsafe { Bound::from_owned_ptr(py, ffi::PyFrame_GetCode(frame).cast::<ffi::PyObject>()) };
+        let key = (code.as_ptr() as usize, unsafe { ffi::PyFrame_GetLasti(frame) });
+        // SAFETY: GIL held; the borrow ends before any Python code runs.
+        if let Some(site) = unsafe { &*self.binding.get() }.as_ref().and_then(|b| b.sites.get(&key)) {
+            return Ok(site.path.clone().map(|p| (p, site.line)));
+        }
+        let frame = unsafe { Bound::from_borrowed_ptr(py, frame.cast::<ffi::PyObject>()) };
+        let (path, line) = match frame_site(py, &frame)? {
+            Some((file, line)) => {
+                // SAFETY: as above.
+                let known = unsafe { &*self.binding.get() }.as_ref().and_then(|b| b.paths.get(&file).cloned());
+                match known {
+                    Some(p) => (Some(p), line),
+                    None => (self.recorded_path(py, file)?, line),
+                }
+            }
+            None => (None, 0),
+        };
+        // the resolver ran Python code: look the binding up again
+        if let Some(b) = unsafe { &mut *self.binding.get() } {
+            b.sites.insert(key, Site { _code: code.unbind(), path: path.clone(), line });
+        }
+        Ok(path.map(|p| (p, line)))
     }
-    let frame = unsafe { Bound::from_borrowed_ptr(py, frame.cast::<ffi::PyObject>()) };
+}
+
+/// `(co_filename, line)` of `frame`, unless it belongs to this package (`INTERNAL_MODULES`).
+fn frame_site(py: Python<'_>, frame: &Bound<'_, PyAny>) -> PyResult<Option<(String, i64)>> {
     let globals = frame.getattr(pyo3::intern!(py, "f_globals"))?;
     if let Ok(globals) = globals.cast::<PyDict>() {
         if let Some(module) = globals.get_item(pyo3::intern!(py, "__name__"))? {
@@ -204,9 +239,12 @@ impl RegionCache {
     #[pyo3(signature = (recorder=None, recorded_path=None))]
     fn bind(&self, recorder: Option<&Bound<'_, super::NativeRecorder>>, recorded_path: Option<Py<PyAny>>) {
         let binding = match (recorder, recorded_path) {
-            (Some(r), Some(p)) => {
-                Some(Binding { shared: Arc::clone(&r.get().shared), recorded_path: p, paths: HashMap::new() })
-            }
+            (Some(r), Some(p)) => Some(Binding {
+                shared: Arc::clone(&r.get().shared),
+                recorded_path: p,
+                paths: HashMap::new(),
+                sites: HashMap::new(),
+            }),
             _ => None,
         };
         // SAFETY: GIL held (a pymethod); the old binding is dropped under the GIL.
