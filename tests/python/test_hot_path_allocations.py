@@ -184,3 +184,25 @@ def test_subclass_gets_its_own_region_cache():
         assert ProfileManager.get_region("sub") is None
     finally:
         Custom.reset()
+
+
+def test_new_names_record_their_own_lines():
+    """issue 15: the defining site is cached per call site (code object, instruction), so
+    names made in one loop at two lines, and by a helper, each record the right line."""
+    manager = ProfileManager()
+
+    def helper(name):
+        return manager.profile_region(name)  # the site is this line
+
+    helper_line = helper.__code__.co_firstlineno + 1
+    with manager.session(deactivate_file_output=True, verbose=False):
+        first = sys._getframe().f_lineno + 3
+        made = []
+        for i in range(3):
+            made.append(manager.profile_region(f"a{i}"))
+            made.append(manager.profile_region(f"b{i}"))
+        by_helper = [helper(f"h{i}") for i in range(3)]
+        assert [r.source_lineno for r in made] == [first, first + 1] * 3
+        assert [r.source_lineno for r in by_helper] == [helper_line] * 3
+        assert {r.name for r in made} == {f"{c}{i}" for c in "ab" for i in range(3)}
+        assert len({r.source_file for r in made + by_helper}) == 1
