@@ -385,3 +385,41 @@ def test_task_function_await_time_in_process(manager):
     assert ((sl.await_times >= 0.045) & (sl.await_times <= wall)).all(), sl.await_times
     leaf = s.results[f"{__name__}._leaf"][0]
     assert sorted(leaf.task_ids.tolist()) == sorted(sl.task_ids.tolist())
+
+
+def test_downstream_speedscope_lanes_and_thread_summary(manager, tmp_path):
+    import json
+
+    import scope_profiler as sp
+
+    def worker():
+        _loop(6)
+
+    with manager.session(
+        verbose=False,
+        return_results=True,
+        file_path=str(tmp_path / "run.h5"),
+        recursive_profile=True,
+        track_threads=True,
+    ) as s:
+        t = threading.Thread(target=worker, name="tw")
+        t.start()
+        t.join()
+        _loop(2)
+    written = sp.export_speedscope(s.results, tmp_path / "t.speedscope.json", verbose=False)
+    doc = json.loads(written[0].read_text())
+    frames = {f["name"]: f for f in doc["shared"]["frames"]}
+    leaf = frames[f"{__name__}._leaf"]
+    # the frame is the function's file and first line
+    assert leaf["file"].endswith("test_tracer.py")
+    assert leaf["line"] == _leaf.__code__.co_firstlineno
+    names = [p["name"] for p in doc["profiles"]]
+    assert "rank 0 - tw" in names and "rank 0 - MainThread" in names
+    # the file read back holds the same calls, on their threads
+    back = read_h5(str(tmp_path / "run.h5"))
+    threads = {t.index: t.name for t in back.threads[0]}
+    got = Counter(threads[int(i)] for i in back[f"{__name__}._leaf"][0].thread_ids)
+    assert got == {"tw": 6, "MainThread": 2}
+    summary = {row["name"]: row for row in s.results.thread_summary()}
+    # worker (the thread's target, traced too), _loop and its 6 _leaf calls
+    assert summary["tw"]["num_calls"] == 1 + 1 + 6
