@@ -423,3 +423,15 @@ def test_downstream_speedscope_lanes_and_thread_summary(manager, tmp_path):
     summary = {row["name"]: row for row in s.results.thread_summary()}
     # worker (the thread's target, traced too), _loop and its 6 _leaf calls
     assert summary["tw"]["num_calls"] == 1 + 1 + 6
+
+
+def test_profile_script_with_recursive_profile(manager, tmp_path):
+    script = tmp_path / "job.py"
+    script.write_text(EXCEPTIONS)
+    results = manager.profile_script(
+        str(script), recursive_profile=True, output=str(tmp_path / "job.h5")
+    )
+    assert results["__main__.boom"][0].num_calls == 5 * 4
+    assert results["__main__.guard"][0].num_calls == 1
+    assert results["job.py"][0].num_calls == 1
+    assert read_h5(str(tmp_path / "job.h5"))["__main__.boom"][0].num_calls == 20
