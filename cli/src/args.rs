@@ -81,7 +81,7 @@ pub enum Command {
     /// are recorded by the process-wide manager; a root region `scope_profiler.session`
     /// spans the whole script.
     #[command(
-        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5"
+        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5\n  scope-profiler run --track-threads -m http.server 8000  # a module, as python -m"
     )]
     Run {
         /// Record the thread of every call and the thread table (`track_threads=True`).
@@ -130,8 +130,14 @@ pub enum Command {
         /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
         #[arg(long, value_name = "NAME")]
         entrypoint: Option<String>,
+        /// Run a module instead of a script, as `python -m MODULE` does (`sys.argv[0]` is its
+        /// file, `sys.path[0]` the working directory); everything after `-m MODULE` is the
+        /// module's arguments (`scope-profiler run -m pytest -x tests/`).
+        #[arg(short = 'm', long = "module", value_name = "MODULE")]
+        module: Option<String>,
         /// The Python script to run (as `__main__`).
-        script: PathBuf,
+        #[arg(required_unless_present = "module")]
+        script: Option<PathBuf>,
         /// Arguments passed to the script (its `sys.argv[1:]`).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,

@@ -22,7 +22,10 @@ pub use args::{Cli, Command, Format, Formats};
 /// A `run` subcommand to be carried out by Python.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
+    /// The script to run; empty with [`RunRequest::module`].
     pub script: PathBuf,
+    /// `-m MODULE`: run this module as `__main__` (`runpy.run_module`) instead of a script.
+    pub module: Option<String>,
     pub args: Vec<String>,
     pub track_threads: bool,
     /// `track_async=True` (implies `track_threads`).
@@ -58,6 +61,45 @@ pub enum Outcome {
     Run(RunRequest),
 }
 
+/// `run`'s options that take a value (so that a value is not read as `-m`).
+const RUN_VALUE_OPTIONS: [&str; 6] = ["-o", "--output", "--flush-interval", "--include", "--exclude", "--entrypoint"];
+
+/// In `run ... -m MODULE ARGS...`, everything after the module name is the module's, as
+/// with `python -m`: rewritten to `run ... --module MODULE -- ARGS...` so that clap reads
+/// none of it (`run -m json.tool --help` is json.tool's `--help`). `-mMODULE` too. Likewise
+/// `run ... SCRIPT ARGS...` becomes `run ... -- SCRIPT ARGS...`: the script's own `-m` is
+/// its argument.
+fn module_args_last(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
+    let Some(run) = argv.iter().skip(1).position(|a| a == "run").map(|i| i + 1) else { return argv };
+    let mut i = run + 1;
+    while i < argv.len() {
+        let token = argv[i].to_string_lossy().into_owned();
+        if token == "--" {
+            return argv;
+        }
+        if !token.starts_with('-') {
+            // the script: it and all after it are the script's (its own -m included)
+            argv.insert(i, "--".into());
+            return argv;
+        }
+        let module = match token.as_str() {
+            "-m" | "--module" => argv.get(i + 1).map(|m| (m.clone(), 2)),
+            t if t.starts_with("-m") => Some((t[2..].into(), 1)),
+            t if t.starts_with("--module=") => Some((t["--module=".len()..].into(), 1)),
+            _ => None,
+        };
+        if let Some((module, used)) = module {
+            let rest = argv.split_off(i + used);
+            argv.truncate(i);
+            argv.extend(["--module".into(), module, "--".into()]);
+            argv.extend(rest);
+            return argv;
+        }
+        i += if RUN_VALUE_OPTIONS.contains(&token.as_str()) { 2 } else { 1 };
+    }
+    argv
+}
+
 /// Parse `argv` (program name first) and carry out every subcommand but `run`.
 /// `--help`/`--version` and usage errors print and give `Exit(0)`/`Exit(2)`.
 pub fn dispatch<I, T>(argv: I) -> Outcome
@@ -65,7 +107,7 @@ where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
 {
-    let cli = match Cli::try_parse_from(argv) {
+    let cli = match Cli::try_parse_from(module_args_last(argv.into_iter().map(Into::into).collect())) {
         Ok(c) => c,
         Err(e) => {
             let code = if e.use_stderr() { 2 } else { 0 };
@@ -86,13 +128,22 @@ where
             include,
             exclude,
             entrypoint,
+            module,
             script,
             args,
         } => {
+            // with -m, what clap took for the script is the module's first argument
+            let (script, args) = match (&module, script) {
+                (Some(_), Some(first)) => {
+                    (PathBuf::new(), std::iter::once(first.to_string_lossy().into_owned()).chain(args).collect())
+                }
+                (_, script) => (script.unwrap_or_default(), args),
+            };
             let traced = recursive || all || !include.is_empty() || !exclude.is_empty() || entrypoint.is_some();
             let tracing = traced.then_some(TracingRequest { all, include, exclude, entrypoint });
             Outcome::Run(RunRequest {
                 script,
+                module,
                 args,
                 track_threads: track_threads || track_async,
                 track_async,
@@ -284,4 +335,41 @@ pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> 
     }
     std::fs::remove_file(h5)
         .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn request(argv: &[&str]) -> RunRequest {
+        match dispatch(argv.iter().copied()) {
+            Outcome::Run(req) => req,
+            Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
+        }
+    }
+
+    /// issue 11: "`run -m module`": everything after `-m MODULE` is the module's, as with
+    /// `python -m` (its `--help` is not ours), options before it are ours.
+    #[test]
+    fn run_dash_m_gives_the_rest_to_the_module() {
+        let req = request(&["sp", "run", "--track-threads", "-o", "x.h5", "-m", "json.tool", "--help", "-o", "y"]);
+        assert_eq!(req.module.as_deref(), Some("json.tool"));
+        assert_eq!(req.script, PathBuf::new());
+        assert_eq!(req.args, ["--help", "-o", "y"]);
+        assert_eq!(req.output, PathBuf::from("x.h5"));
+        assert!(req.track_threads);
+        let req = request(&["sp", "run", "-mhttp.server"]);
+        assert_eq!((req.module.as_deref(), req.args.len()), (Some("http.server"), 0));
+        let req = request(&["sp", "run", "--module=pkg.tool", "a"]);
+        assert_eq!((req.module.as_deref(), req.args.as_slice()), (Some("pkg.tool"), &["a".to_string()][..]));
+        // a value of our option is not taken for -m; a script's own -m is the script's
+        let req = request(&["sp", "run", "--include", "m*", "script.py", "-m", "x"]);
+        assert_eq!((req.script, req.module), (PathBuf::from("script.py"), None));
+        assert_eq!(req.args, ["-m", "x"]);
+    }
+
+    #[test]
+    fn run_without_script_or_module_is_a_usage_error() {
+        assert!(matches!(dispatch(["sp", "run"]), Outcome::Exit(2)));
+    }
 }

@@ -9,7 +9,8 @@ use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, R
 use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
-/// or `(0, request)` for `run`, where `request` is a dict (`script`, `args`,
+/// or `(0, request)` for `run`, where `request` is a dict (`script`, `module` (None or the
+/// `-m` module, then `script` is empty), `args`,
 /// `track_threads`, `track_async`, `output`, `recording`, `speedscope`, `quiet`,
 /// `flush_interval`) that Python must carry out, then pass to `cli_after_run`. `recording` is
 /// the HDF5 file the run writes: `output` itself, or `<output>.scope-profiler.h5` when
@@ -21,6 +22,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
         Outcome::Run(req) => {
             let d = PyDict::new(py);
             d.set_item("script", req.script.to_string_lossy().into_owned())?;
+            d.set_item("module", req.module)?;
             d.set_item("args", req.args)?;
             d.set_item("track_threads", req.track_threads)?;
             d.set_item("track_async", req.track_async)?;
@@ -58,6 +60,7 @@ fn cli_after_run(
 ) -> PyResult<Option<String>> {
     let req = RunRequest {
         script: PathBuf::new(),
+        module: None,
         args: vec![],
         track_threads,
         track_async: false,
