@@ -128,3 +128,30 @@ def test_the_bundled_async_example_runs_under_run(tmp_path):
     # the snapshot leaves out the command line's root, still open when the script's ended
     assert own.pop("scope_profiler.session") == 1 and run.pop("scope_profiler.session") == 2
     assert own == run and own["fetch"] > 0, (own, run)
+
+
+# issue 11: "`run -m module`": the module runs as `python -m` runs it (argv[0] its file, the
+# working directory on sys.path), every argument after it is the module's.
+def test_run_dash_m_runs_a_module_with_its_own_arguments(tmp_path):
+    pkg = tmp_path / "tool"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "__main__.py").write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from scope_profiler import ProfileManager
+            for arg in sys.argv[1:]:
+                with ProfileManager.profile_region("arg"):
+                    pass
+            print("argv", sys.argv[0].endswith("__main__.py"), sys.argv[1:])
+            """
+        )
+    )
+    out = tmp_path / "mod.h5"
+    proc = run_cli("run", "-o", out, "-m", "tool", "--help", "-o", "x", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "argv True ['--help', '-o', 'x']" in proc.stdout, proc.stdout
+    assert _calls(out) == {"scope_profiler.session": 1, "arg": 3}
+    missing = run_cli("run", "-m", "no_such_module_here", cwd=tmp_path)
+    assert missing.returncode == 1 and "No module named 'no_such_module_here'" in missing.stderr

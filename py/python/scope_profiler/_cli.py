@@ -91,23 +91,41 @@ def _tracing_settings(tracing: dict | None) -> dict:
     }
 
 
-def _run_path(script: str, traced: bool) -> None:
-    """Run ``script`` as ``__main__``; traced, inside a region named after the script's file
-    name (the reference's root region of ``run --recursive``, e.g. ``app.py``)."""
+def _run_path(script: str, traced: bool, module: str | None = None) -> None:
+    """Run ``script`` as ``__main__`` (``module``: that module, as ``python -m`` does);
+    traced, inside a region named after the script's file name (the reference's root region
+    of ``run --recursive``, e.g. ``app.py``) or the module's name."""
+
+    def run() -> None:
+        if module is not None:
+            runpy.run_module(module, run_name="__main__", alter_sys=True)
+        else:
+            runpy.run_path(script, run_name="__main__")
+
     if not traced:
         runpy.run_path(script, run_name="__main__")
         return
     from ._manager import ProfileManager
 
-    with ProfileManager.region(os.path.basename(script)):
-        runpy.run_path(script, run_name="__main__")
+    with ProfileManager.region(module if module is not None else os.path.basename(script)):
+        run()
 
 
 def _run_script(req: dict) -> int:
     from ._manager import ProfileManager
 
-    script = req["script"]
-    if not os.path.isfile(script):
+    script, module = req["script"], req.get("module")
+    if module is not None:
+        import importlib.util
+
+        try:
+            found = importlib.util.find_spec(module) is not None
+        except (ImportError, ValueError):
+            found = False
+        if not found:  # as python -m says it
+            print(f"error: No module named {module!r}", file=sys.stderr)
+            return 1
+    elif not os.path.isfile(script):
         what = "is a directory, not a script" if os.path.isdir(script) else "not found"
         print(f"error: script {what}: {script}", file=sys.stderr)
         return 2
@@ -118,9 +136,12 @@ def _run_script(req: dict) -> int:
     if parent:
         os.makedirs(parent, exist_ok=True)
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
-    sys.argv = [script, *req["args"]]
-    # the script's directory goes first on sys.path, as `python script.py` does
-    sys.path.insert(0, os.path.dirname(os.path.abspath(script)))
+    sys.argv = [script or module, *req["args"]]  # run_module sets argv[0] to the module's file
+    # the script's directory goes first on sys.path, as `python script.py` does (the working
+    # directory for `python -m`)
+    sys.path.insert(
+        0, os.getcwd() if module is not None else os.path.dirname(os.path.abspath(script))
+    )
     code, died_by = 0, None
     try:
         with (
@@ -137,7 +158,7 @@ def _run_script(req: dict) -> int:
             # the script's own setup()/session() joins this run (both record)
             ProfileManager._host_config = ProfileManager._config
             try:
-                _run_path(script, traced=req.get("tracing") is not None)
+                _run_path(script, traced=req.get("tracing") is not None, module=module)
             except SystemExit as exc:  # the script's own exit; the profile is still written
                 if isinstance(exc.code, int) or exc.code is None:
                     code = exc.code or 0
