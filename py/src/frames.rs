@@ -15,7 +15,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use pyo3_arrow::PyTable;
-use scope_profiler_analysis::{secs, Run, ThreadSummaryRow, UNKNOWN};
+use scope_profiler_analysis::{secs, Run, TaskSummaryRow, ThreadSummaryRow, UNKNOWN};
 
 /// A one-batch table from named columns (a column is nullable iff it has nulls).
 pub fn table(columns: Vec<(&str, ArrayRef)>) -> PyResult<PyTable> {
@@ -87,8 +87,9 @@ pub fn tasks_table(run: &Run) -> PyResult<PyTable> {
     ])
 }
 
-/// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time, num_calls,
-/// region_time` (one row per thread-table row).
+/// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time,
+/// cpu_time_total, num_calls, region_time, held_time, await_time` (one row per thread-table
+/// row; s; held/await null without an await column).
 pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
     table(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -96,8 +97,30 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
         ("alive", bools(rows.iter().map(|r| r.alive))),
         ("wall_time", opt_floats(rows.iter().map(|r| r.wall_time))),
         ("cpu_time", floats(rows.iter().map(|r| r.cpu_time))),
+        ("cpu_time_total", floats(rows.iter().map(|r| r.cpu_time_total))),
         ("num_calls", ints(rows.iter().map(|r| r.num_calls))),
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
+        ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
+        ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+    ])
+}
+
+/// `task_summary(rank)` as a table: `index, kind, name, coro_name, thread_index, thread,
+/// done, wall_time, num_calls, region_time, held_time, await_time` (one row per task/greenlet).
+pub fn task_summary_table(rows: &[TaskSummaryRow]) -> PyResult<PyTable> {
+    table(vec![
+        ("index", ints(rows.iter().map(|r| r.index))),
+        ("kind", strs(rows.iter().map(|r| r.kind.as_str()))),
+        ("name", strs(rows.iter().map(|r| r.name.as_str()))),
+        ("coro_name", strs(rows.iter().map(|r| r.coro_name.as_str()))),
+        ("thread_index", ints(rows.iter().map(|r| r.thread_index))),
+        ("thread", strs(rows.iter().map(|r| r.thread.as_str()))),
+        ("done", bools(rows.iter().map(|r| r.done))),
+        ("wall_time", opt_floats(rows.iter().map(|r| r.wall_time))),
+        ("num_calls", ints(rows.iter().map(|r| r.num_calls))),
+        ("region_time", floats(rows.iter().map(|r| r.region_time))),
+        ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
+        ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
     ])
 }
 
@@ -150,8 +173,7 @@ pub fn events_numpy<'py>(py: Python<'py>, run: &Run, rows: &[usize], origin: f64
     Ok(out)
 }
 
-/// `thread_summary` rows as dicts (keys `index, name, alive, wall_time, cpu_time, num_calls,
-/// region_time`).
+/// `thread_summary` rows as dicts (keys as [`thread_summary_table`]'s columns).
 pub fn thread_summary_dicts<'py>(
     py: Python<'py>,
     rows: &[ThreadSummaryRow],
@@ -164,8 +186,33 @@ pub fn thread_summary_dicts<'py>(
         d.set_item("alive", r.alive)?;
         d.set_item("wall_time", r.wall_time)?;
         d.set_item("cpu_time", r.cpu_time)?;
+        d.set_item("cpu_time_total", r.cpu_time_total)?;
         d.set_item("num_calls", r.num_calls)?;
         d.set_item("region_time", r.region_time)?;
+        d.set_item("held_time", r.held_time)?;
+        d.set_item("await_time", r.await_time)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// `task_summary` rows as dicts (keys as [`task_summary_table`]'s columns).
+pub fn task_summary_dicts<'py>(py: Python<'py>, rows: &[TaskSummaryRow]) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    let out = pyo3::types::PyList::empty(py);
+    for r in rows {
+        let d = PyDict::new(py);
+        d.set_item("index", r.index)?;
+        d.set_item("kind", &r.kind)?;
+        d.set_item("name", &r.name)?;
+        d.set_item("coro_name", &r.coro_name)?;
+        d.set_item("thread_index", r.thread_index)?;
+        d.set_item("thread", &r.thread)?;
+        d.set_item("done", r.done)?;
+        d.set_item("wall_time", r.wall_time)?;
+        d.set_item("num_calls", r.num_calls)?;
+        d.set_item("region_time", r.region_time)?;
+        d.set_item("held_time", r.held_time)?;
+        d.set_item("await_time", r.await_time)?;
         out.append(d)?;
     }
     Ok(out)

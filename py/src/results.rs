@@ -629,15 +629,34 @@ impl ProfilingResults {
     fn lane_label(&self, lane: i64, rank: u32) -> String {
         lane_label(&self.analysis.run, lane, rank)
     }
-    /// Per-thread `index, name, alive, wall_time, cpu_time, num_calls, region_time` (s;
-    /// `region_time` = root calls on the thread's lane and its tasks' lanes); `[]` without a
-    /// thread table. Raises NestingError.
+    /// One dict per thread-table row of `rank` (index order), s:
+    /// `index, name, alive`; `wall_time` (start to end, or to the run's end while alive; the
+    /// thread that called `setup()` starts with the run); `cpu_time` (CPU burned during the
+    /// run, `CLOCK_THREAD_CPUTIME_ID`) and `cpu_time_total` (the thread's whole life, the
+    /// reference's `cpu_time`); `num_calls`; `region_time` (wall-clock union of the top-level
+    /// calls on the thread's lane and on the lanes of the tasks/greenlets that ran on it,
+    /// never above `wall_time`); `held_time` / `await_time` (Σ duration − await / Σ await of
+    /// those top-level calls; None without `track_async`). `[]` without a thread table.
+    /// Raises NestingError.
     #[pyo3(signature = (rank=0))]
     fn thread_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::frames::thread_summary_dicts(py, &rows)
+    }
+    /// One dict per task/greenlet of `rank` (task-table order), s: `index, kind, name,
+    /// coro_name, thread_index, thread` (the thread of its latest step), `done`,
+    /// `wall_time` (creation to completion, or to the run's end), `num_calls` (calls on its
+    /// lane), `region_time` (Σ its top-level calls), `held_time` / `await_time` (None
+    /// without an await column; `held_time + await_time == region_time`). `[]` without a
+    /// task table. Raises NestingError.
+    #[pyo3(signature = (rank=0))]
+    fn task_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
+        let analysis = Arc::clone(&self.analysis);
+        let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
+        crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::frames::task_summary_dicts(py, &rows)
     }
 
     // -- metadata, times ---------------------------------------------------------------------
@@ -893,9 +912,10 @@ impl ProfilingResults {
         ))
     }
 
-    /// Notebook view: title, region summary table, thread and task counts.
+    /// Notebook view: title, region summary table (await and held columns for runs with
+    /// await times), rank 0's thread and task summaries, thread and task counts.
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        let columns = [
+        let mut columns = vec![
             "name",
             "num_ranks",
             "num_calls",
@@ -910,7 +930,28 @@ impl ProfilingResults {
         } else {
             self.selected(py, None, None)?.iter().map(|r| r.borrow().summary_dict(py)).collect::<PyResult<_>>()?
         };
+        if rows.iter().any(|r| r.contains("await_duration").unwrap_or(false)) {
+            columns.extend(["await_duration", "held_duration"]);
+        }
         let mut out = crate::display::summary_html(py, &self.default_title(py)?, &rows, Some(&columns))?;
+        if self.event_data {
+            let analysis = Arc::clone(&self.analysis);
+            // a run whose calls cannot be reconstructed shows the region table alone
+            if let Ok((threads, tasks)) = py.detach(move || {
+                Ok::<_, scope_profiler_analysis::NestingError>((analysis.thread_summary(0)?, analysis.task_summary(0)?))
+            }) {
+                for (title, list) in [
+                    ("threads (rank 0)", crate::frames::thread_summary_dicts(py, &threads)?),
+                    ("tasks and greenlets (rank 0)", crate::frames::task_summary_dicts(py, &tasks)?),
+                ] {
+                    let dicts: Vec<Bound<'_, PyDict>> =
+                        list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
+                    if !dicts.is_empty() {
+                        out.push_str(&crate::display::summary_html(py, title, &dicts, None)?);
+                    }
+                }
+            }
+        }
         let (threads, tasks) = (self.analysis.run.threads.len(), self.analysis.run.tasks.len());
         if threads > 0 || tasks > 0 {
             out.push_str(&format!("<p>{threads} thread(s), {tasks} task(s) tracked</p>"));
@@ -954,6 +995,14 @@ impl ProfilingResults {
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::frames::thread_summary_table(&rows)
+    }
+    /// `task_summary(rank)` as an Arrow table. Raises NestingError.
+    #[pyo3(signature = (rank=0))]
+    fn task_summary_frame(&self, py: Python<'_>, rank: u32) -> PyResult<pyo3_arrow::PyTable> {
+        let analysis = Arc::clone(&self.analysis);
+        let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
+        crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::frames::task_summary_table(&rows)
     }
     /// `events()` as an Arrow table (lane columns and ids kept).
     #[pyo3(signature = (include=None, exclude=None, ranks=None, relative=true, origin=None))]

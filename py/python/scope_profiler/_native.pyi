@@ -495,6 +495,7 @@ class ThreadInfo:
         start_ns: int,
         end_ns: int,
         cpu_ns: int,
+        cpu_start_ns: int = ...,  # -1 = not known
     ) -> ThreadInfo: ...
     @property
     def index(self) -> int:
@@ -528,7 +529,12 @@ class ThreadInfo:
         """``end_time - start_time`` in s, or None while alive."""
     @property
     def cpu_time(self) -> float:
-        """Total CPU time of the OS thread, s."""
+        """Total CPU time of the OS thread, s (its whole life, CPU before ``setup()``
+        included; ``thread_summary()`` gives the CPU of the run)."""
+    @property
+    def cpu_start_time(self) -> float | None:
+        """The thread's CPU clock when the run started counting it (registration, or
+        ``setup()`` for the thread that called it), s; None in files of 0.7.5."""
 
 @final
 class TaskInfo:
@@ -670,7 +676,17 @@ class ProfilingResults:
     def lane_label(self, lane: int, rank: int = 0) -> str:
         """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ..."""
     def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
-        """Per-thread times in s. Raises NestingError."""
+        """One dict per thread of ``rank``, s: ``index, name, alive, wall_time`` (start to end,
+        or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
+        ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
+        ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
+        its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
+        without ``track_async``). Raises NestingError."""
+    def task_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+        """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
+        thread_index, thread, done, wall_time, num_calls, region_time, held_time,
+        await_time`` (held + await = region_time; None without an await column).
+        Raises NestingError."""
     def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]:
         """LIKWID regions (always empty: not recorded by this edition)."""
     def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]:
@@ -702,6 +718,8 @@ class ProfilingResults:
         """Task table of every rank (``TaskInfo`` fields) as an Arrow table."""
     def thread_summary_frame(self, rank: int = 0) -> _ArrowTable:
         """``thread_summary(rank)`` as an Arrow table. Raises NestingError."""
+    def task_summary_frame(self, rank: int = 0) -> _ArrowTable:
+        """``task_summary(rank)`` as an Arrow table. Raises NestingError."""
     def events_frame(
         self,
         include: _Patterns = None,

@@ -1,0 +1,330 @@
+"""issue 14 "Per-thread numbers": thread_summary / task_summary numbers that mean what a user
+reads into them, on threaded, asyncio and gevent runs, and the summaries that show them.
+
+The invariants: ``region_time <= wall_time`` for every thread; on task/greenlet lanes
+``held_time + await_time == region_time`` (= Σ durations of the lane's top-level calls,
+checked against the lane's own calls); ``cpu_time`` is the CPU burned during the run, so
+three sequential sessions burning the same CPU report the same figure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import io
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from scope_profiler import ProfileManager
+
+BURN = 0.1  # s of CPU
+
+
+@pytest.fixture
+def manager():
+    m = ProfileManager()
+    yield m
+    m.reset()
+
+
+def _session(m, **kw):
+    kw.setdefault("deactivate_file_output", True)
+    return m.session(verbose=False, return_results=True, **kw)
+
+
+def _burn(seconds: float) -> None:
+    """Burn `seconds` of this thread's CPU (measured on its own CPU clock)."""
+    t0 = time.thread_time()
+    x = 0
+    while time.thread_time() - t0 < seconds:
+        x += 1
+
+
+def _roots_total(region, lane):
+    """Σ durations (s) of `region`'s calls on `lane` that have no parent: the lane's
+    top-level calls of that region, from the per-call columns."""
+    part = region.for_lane(lane)
+    roots = part.parent_ids == -1
+    return float(part.durations_ns[roots].sum()) / 1e9, float(
+        part.await_times_ns[roots].sum()
+    ) / 1e9
+
+
+def _check_threads(results, rank=0):
+    rows = results.thread_summary(rank)
+    assert rows
+    for t in rows:
+        assert t["wall_time"] is not None, t
+        assert 0 <= t["region_time"] <= t["wall_time"] + 1e-9, t
+        assert 0 <= t["cpu_time"] <= t["cpu_time_total"] + 1e-12, t
+    return rows
+
+
+# -- threads ---------------------------------------------------------------------------------
+
+
+def test_issue_14_threaded_run_numbers(manager):
+    def work():
+        with manager.region("work"):
+            _burn(0.03)
+            time.sleep(0.05)
+
+    with _session(manager, track_threads=True) as s:
+        with manager.region("main_part"):
+            workers = [threading.Thread(target=work, name=f"w{i}") for i in range(3)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+    r = s.results
+    rows = {t["name"]: t for t in _check_threads(r)}
+    # without track_async there is no await column: held and await are unknown
+    assert all(t["held_time"] is None and t["await_time"] is None for t in rows.values())
+    work = r["work"][0]
+    for i in range(3):
+        t = rows[f"w{i}"]
+        assert not t["alive"]
+        mine = work.for_thread(t["index"])
+        assert mine.num_calls == t["num_calls"] == 1
+        # one top-level call: region time is its duration
+        assert t["region_time"] == pytest.approx(mine.durations[0], abs=1e-12)
+        assert 0.025 <= t["cpu_time"] <= 0.045, t
+        assert t["wall_time"] >= t["region_time"]
+    main = rows["MainThread"]
+    # the thread that called setup(): counted from setup() (when it creates the recorder,
+    # a few ms after the run's origin) to the end of the run, not from its first region
+    run_span = (r.metadata["finalize_time_ns"] - r.metadata["start_time_ns"]) / 1e9
+    assert main["alive"] and run_span - 0.05 <= main["wall_time"] <= run_span, (main, run_span)
+    assert main["wall_time"] > r["main_part"][0].durations[0]
+    assert main["region_time"] >= r["main_part"][0].durations[0] - 1e-12
+
+
+# -- asyncio ---------------------------------------------------------------------------------
+
+
+async def _fetch(manager, i):
+    with manager.region("fetch"):
+        await asyncio.sleep(0.02 * (i + 1))
+        _burn(0.005)
+
+
+async def _crawl(manager):
+    with manager.region("crawl"):
+        await asyncio.gather(*(_fetch(manager, i) for i in range(5)))
+
+
+def test_issue_14_asyncio_run_numbers(manager):
+    with _session(manager, track_async=True) as s:
+        asyncio.run(_crawl(manager))
+    r = s.results
+    rows = _check_threads(r)
+    main = rows[0]
+    # issue 14: the loop thread's region time added up every task's time, awaits included
+    assert main["region_time"] <= main["wall_time"]
+    assert main["held_time"] is not None and main["await_time"] is not None
+    tasks = r.task_summary()
+    fetch = r["fetch"][0]
+    fetch_lanes = sorted(set(fetch.task_ids.tolist()))
+    assert len(fetch_lanes) == 5
+    by_index = {t["index"]: t for t in tasks}
+    for lane in fetch_lanes:
+        t = by_index[lane]
+        assert t["thread"] == "MainThread" and t["done"]
+        assert t["num_calls"] == 1
+        total, awaited = _roots_total(fetch, lane)
+        assert t["region_time"] == pytest.approx(total, abs=1e-12)
+        assert t["await_time"] == pytest.approx(awaited, abs=1e-12)
+        assert t["held_time"] + t["await_time"] == pytest.approx(t["region_time"], abs=1e-12)
+        # suspended in asyncio.sleep for most of the call, held for the CPU burn
+        assert t["await_time"] >= 0.015 and 0.004 <= t["held_time"] <= 0.05, t
+        assert t["region_time"] <= t["wall_time"] + 1e-9
+    # the loop thread's await/held = the sum over its lanes' top-level calls
+    summed = sum(t["held_time"] + t["await_time"] for t in tasks)
+    crawl = r["crawl"][0]
+    session = r["scope_profiler.session"][0] if "scope_profiler.session" in r.region_names else None
+    bare = session.durations.sum() if session is not None else 0.0
+    assert main["held_time"] + main["await_time"] == pytest.approx(summed + bare, abs=1e-9)
+    assert crawl.num_calls == 1
+    # the slices beside for_thread keep exclusive times and lane columns
+    one = fetch.for_task(fetch_lanes[0])
+    assert one.num_calls == 1 and one.task_ids.tolist() == [fetch_lanes[0]]
+    assert (
+        one.exclusive_durations_ns.tolist()
+        == fetch.exclusive_durations_ns[fetch.task_ids == fetch_lanes[0]].tolist()
+    )
+    assert fetch.for_lane(fetch_lanes[0]).durations_ns.tolist() == one.durations_ns.tolist()
+
+
+def test_issue_14_every_summary_shows_await_and_held(manager):
+    with _session(manager, track_async=True) as s:
+        asyncio.run(_crawl(manager))
+    r = s.results
+    rows = {row["name"]: row for row in r.summary()}
+    fetch = r["fetch"][0]
+    awaited = float(fetch.await_times_ns.sum()) / 1e9
+    assert rows["fetch"]["await_duration"] == pytest.approx(awaited, abs=1e-12)
+    assert rows["fetch"]["held_duration"] == pytest.approx(
+        fetch.durations.sum() - awaited, abs=1e-9
+    )
+    out = io.StringIO()
+    r.print_summary(stream=out)
+    text = out.getvalue()
+    assert "await s" in text and "held s" in text
+    assert "rank 0: tasks" in text and "Task-" in text
+    html = r._repr_html_()
+    assert "await_duration" in html and "held_duration" in html and "held_time" in html
+    assert r.thread_summary_frame().column_names[-2:] == ["held_time", "await_time"]
+    assert "await_time" in r.task_summary_frame().column_names
+
+
+def test_issue_14_runs_without_await_column_show_no_held_column(manager):
+    with _session(manager, track_threads=True) as s:
+        with manager.region("x"):
+            pass
+    r = s.results
+    assert "await_duration" not in r.summary()[0]
+    out = io.StringIO()
+    r.print_summary(stream=out)
+    assert "held s" not in out.getvalue()
+    assert r.task_summary() == []
+
+
+# -- gevent ----------------------------------------------------------------------------------
+
+
+def test_issue_14_gevent_run_numbers(manager):
+    gevent = pytest.importorskip("gevent")
+
+    def job(i):
+        with manager.region("job"):
+            gevent.sleep(0.02 * (i + 1))
+            _burn(0.003)
+
+    with _session(manager, track_async=True) as s:
+        gevent.joinall([gevent.spawn(job, i) for i in range(4)])
+    r = s.results
+    rows = _check_threads(r)
+    assert rows[0]["region_time"] <= rows[0]["wall_time"]
+    job_region = r["job"][0]
+    lanes = sorted(set(job_region.task_ids.tolist()))
+    assert len(lanes) == 4
+    by_index = {t["index"]: t for t in r.task_summary()}
+    for lane in lanes:
+        t = by_index[lane]
+        assert t["kind"] == "greenlet"
+        total, awaited = _roots_total(job_region, lane)
+        assert t["region_time"] == pytest.approx(total, abs=1e-12)
+        assert t["held_time"] + t["await_time"] == pytest.approx(t["region_time"], abs=1e-12)
+        assert t["await_time"] == pytest.approx(awaited, abs=1e-12) and awaited >= 0.015
+
+
+# -- CPU of sequential sessions --------------------------------------------------------------
+
+
+def test_issue_14_cpu_time_of_sequential_sessions_is_each_own_burn(manager):
+    """issue 14: three sessions each burning 0.1 s on the main thread reported 0.41, 0.52,
+    0.62 s (the thread's CPU since it started). Half the burn is outside any region: CPU
+    time counts from setup(), not from the first region."""
+    _burn(0.05)  # CPU before any session must not count
+    figures = []
+    for _ in range(3):
+        m = ProfileManager()
+        with m.session(
+            deactivate_file_output=True, verbose=False, return_results=True, track_threads=True
+        ) as s:
+            _burn(BURN / 2)
+            with m.region("burn"):
+                _burn(BURN / 2)
+        main = s.results.thread_summary()[0]
+        figures.append((main["cpu_time"], main["cpu_time_total"]))
+        m.reset()
+    for cpu, total in figures:
+        assert BURN * 0.9 <= cpu <= BURN * 1.6, figures
+        assert total > cpu
+    # the whole-life figure keeps growing; the run's figure does not
+    assert figures[2][1] - figures[0][1] >= 2 * BURN * 0.9
+    assert abs(figures[2][0] - figures[0][0]) < BURN * 0.5
+
+
+def test_issue_14_pool_worker_cpu_per_session(manager):
+    """A worker thread that exists before setup() (a pool reused across sessions) counts
+    only the CPU of each session (it reported 0.117, 0.237, 0.361 s for identical tasks)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    pool = ThreadPoolExecutor(max_workers=1)
+    pool.submit(_burn, 0.03).result()  # the worker exists and has burned CPU before the runs
+    try:
+        figures = []
+        for _ in range(3):
+            m = ProfileManager()
+            with m.session(
+                deactivate_file_output=True, verbose=False, return_results=True, track_threads=True
+            ) as s:
+
+                def task(m=m):
+                    with m.region("task"):
+                        _burn(0.04)
+
+                pool.submit(task).result()
+            worker = [t for t in s.results.thread_summary() if t["name"] != "MainThread"]
+            assert len(worker) == 1
+            figures.append(worker[0]["cpu_time"])
+            m.reset()
+    finally:
+        pool.shutdown()
+    assert all(0.035 <= f <= 0.07 for f in figures), figures
+
+
+# -- the CLI hint ----------------------------------------------------------------------------
+
+INTERLEAVED = """
+import asyncio
+from scope_profiler import ProfileManager
+
+region = ProfileManager.profile_region
+
+async def step(i):
+    with region(f"step{i}"):
+        await asyncio.sleep(0.02 * (i + 1))
+
+async def main():
+    await asyncio.gather(*(step(i) for i in range(3)))
+
+asyncio.run(main())
+"""
+
+
+def test_issue_14_cli_says_track_async_for_tasks_recorded_with_threads_only(tmp_path):
+    script = tmp_path / "interleaved.py"
+    script.write_text(INTERLEAVED)
+    out = tmp_path / "p.h5"
+    cmd = [
+        sys.executable,
+        "-m",
+        "scope_profiler",
+        "run",
+        "--track-threads",
+        "--no-speedscope",
+        "-o",
+        str(out),
+    ]
+    done = subprocess.run([*cmd, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--track-async" in done.stdout + done.stderr
+    summary = subprocess.run(
+        [sys.executable, "-m", "scope_profiler", "summary", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert "--track-async" in summary.stdout
+    # with --track-async the tasks are lanes: no such note
+    done = subprocess.run(
+        [*cmd[:4], "--track-async", *cmd[5:], str(script)], capture_output=True, text=True
+    )
+    assert done.returncode == 0, done.stderr
+    assert "--track-async" not in done.stdout + done.stderr
+    # the held/await columns are there instead
+    assert "await s" in done.stdout
