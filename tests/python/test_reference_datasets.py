@@ -141,13 +141,29 @@ def _check_summary(rows, want_rows):
             "alive",
             "wall_time",
             "cpu_time",
+            "cpu_time_total",
             "num_calls",
             "region_time",
+            "held_time",
+            "await_time",
         ]
         for key in ("index", "name", "alive", "num_calls"):
             assert row[key] == want[key], key
-        for key in ("wall_time", "cpu_time", "region_time"):
-            assert row[key] == approx(want[key]), key
+        # the reference's files carry no CPU reading at registration: the whole-life figure
+        assert row["cpu_time"] == row["cpu_time_total"] == approx(want["cpu_time"])
+        # issue 14 deviations (docs/migration.md, "Per-thread numbers"): a live thread's wall
+        # time runs to the run's end (the reference: None); region time is the union of the
+        # top-level calls over the thread's lanes, the reference's sum is held + await
+        if want["wall_time"] is None:
+            assert row["alive"] and row["wall_time"] is not None
+        else:
+            assert row["wall_time"] == approx(want["wall_time"])
+        assert row["region_time"] <= row["wall_time"] + 1e-9
+        if row["await_time"] is None:
+            assert row["region_time"] == approx(want["region_time"])
+        else:
+            assert row["held_time"] + row["await_time"] == approx(want["region_time"])
+            assert row["region_time"] <= want["region_time"] + 1e-9
 
 
 @pytest.mark.parametrize("name", REFERENCE_NAMES)
