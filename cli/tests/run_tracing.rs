@@ -1,0 +1,55 @@
+//! `run --recursive` and the options that imply it (issue 12): what the request asks Python
+//! to trace.
+use scope_profiler_cli::{dispatch, Outcome, TracingRequest};
+
+fn tracing_of(args: &[&str]) -> Option<TracingRequest> {
+    let argv = std::iter::once("scope-profiler").chain(args.iter().copied());
+    match dispatch(argv) {
+        Outcome::Run(req) => req.tracing,
+        Outcome::Exit(code) => panic!("{args:?} exited with {code}"),
+    }
+}
+
+#[test]
+fn plain_run_traces_nothing() {
+    assert_eq!(tracing_of(&["run", "app.py"]), None);
+}
+
+#[test]
+fn recursive_alone_traces_user_code() {
+    assert_eq!(tracing_of(&["run", "--recursive", "app.py"]), Some(TracingRequest::default()));
+}
+
+#[test]
+fn all_include_exclude_entrypoint_imply_recursive_and_are_kept() {
+    assert_eq!(tracing_of(&["run", "--all", "app.py"]), Some(TracingRequest { all: true, ..Default::default() }));
+    let t = tracing_of(&[
+        "run",
+        "--include",
+        "__main__.a*",
+        "--include",
+        "*.b",
+        "--exclude",
+        "*helper",
+        "--entrypoint",
+        "main",
+        "app.py",
+    ])
+    .unwrap();
+    assert_eq!(t.include, vec!["__main__.a*", "*.b"]);
+    assert_eq!(t.exclude, vec!["*helper"]);
+    assert_eq!(t.entrypoint.as_deref(), Some("main"));
+    assert!(!t.all);
+}
+
+#[test]
+fn options_after_the_script_belong_to_the_script() {
+    let argv = ["scope-profiler", "run", "--recursive", "app.py", "--all", "--include", "x"];
+    match dispatch(argv) {
+        Outcome::Run(req) => {
+            assert_eq!(req.tracing, Some(TracingRequest::default()));
+            assert_eq!(req.args, vec!["--all", "--include", "x"]);
+        }
+        Outcome::Exit(code) => panic!("exited with {code}"),
+    }
+}
