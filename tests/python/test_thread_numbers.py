@@ -328,3 +328,49 @@ def test_issue_14_cli_says_track_async_for_tasks_recorded_with_threads_only(tmp_
     assert "--track-async" not in done.stdout + done.stderr
     # the held/await columns are there instead
     assert "await s" in done.stdout
+
+
+NESTED_LOOKING = """
+import asyncio
+from scope_profiler import ProfileManager
+
+region = ProfileManager.profile_region
+
+async def work(i):
+    with region("work"):  # one region: the calls pair up nested, with the wrong durations
+        await asyncio.sleep(0.02)
+
+async def main():
+    await asyncio.gather(*(work(i) for i in range(4)))
+
+asyncio.run(main())
+"""
+
+
+@pytest.mark.parametrize("flags", [["--track-threads"], []])
+def test_issue_14_cli_notes_an_event_loop_run_without_track_async(tmp_path, flags):
+    """issue 14: asyncio recorded with --track-threads only (whose calls interleave and pair
+    up wrongly on one thread) got no hint to use --track-async; now the run says so even when
+    the calls happen to nest. A program without asyncio gets no such note."""
+    script = tmp_path / "nested.py"
+    script.write_text(NESTED_LOOKING)
+    plain = tmp_path / "plain.py"
+    plain.write_text(
+        "from scope_profiler import ProfileManager\nwith ProfileManager.profile_region('x'):\n    pass\n"
+    )
+    base = [
+        sys.executable,
+        "-m",
+        "scope_profiler",
+        "run",
+        *flags,
+        "--no-speedscope",
+        "-o",
+        str(tmp_path / "p.h5"),
+    ]
+    done = subprocess.run([*base, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "imported asyncio but was recorded without --track-async" in done.stderr
+    done = subprocess.run([*base, str(plain)], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert "--track-async" not in done.stdout + done.stderr

@@ -201,9 +201,26 @@ def _run_script(req: dict) -> int:
     except OSError as exc:
         print(f"error: {exc}", file=sys.stderr)
         code = code or 1
+    if not req.get("track_async") and not req["quiet"]:
+        _untracked_event_loop_note()
     if died_by is not None:
         _die_by(died_by)
     return code
+
+
+def _untracked_event_loop_note() -> None:
+    """After a run without ``--track-async``: when the program imported asyncio or gevent
+    (this package imports neither unless ``track_async`` is on), say that an event loop's
+    tasks interleave their calls on one thread without it (issue 14: the only hint was the
+    summary's, about a missing ``sp_end``, and only when no tracking flag was given)."""
+    loaded = [name for name in ("asyncio", "gevent") if name in sys.modules]
+    if loaded:
+        print(
+            f"note: the program imported {' and '.join(loaded)} but was recorded without --track-async: "
+            "if it runs an event loop, its tasks' calls interleave on one thread and their times are "
+            "not per task. Record it with --track-async for one lane per task and its await time.",
+            file=sys.stderr,
+        )
 
 
 def main(argv: list[str] | None = None) -> int:
