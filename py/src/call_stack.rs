@@ -330,7 +330,7 @@ impl LaneSplit {
 /// Reconstruct `regions` (`MPIRegion`s, in this order: an earlier region's call encloses a
 /// later one's identical call) on `rank`; regions without data there are skipped. The cached
 /// reconstruction is returned when the regions are exactly a result set's rows of that rank
-/// in its order. Raises NestingError (a call ends before it starts, or two calls on one lane
+/// in its order and it set no call aside. Raises NestingError (a call ends before it starts, or two calls on one lane
 /// overlap without nesting; the message names both, child first).
 pub fn reconstruct(py: Python<'_>, regions: &[Bound<'_, MPIRegion>], rank: i64) -> PyResult<CallArrays> {
     let mut views = Vec::new();
@@ -348,7 +348,9 @@ pub fn reconstruct(py: Python<'_>, regions: &[Bound<'_, MPIRegion>], rank: i64) 
             let rows: Vec<usize> = views.iter().map(|(_, v)| v.row).collect();
             let cached = CallArrays::cached(py, &first.analysis, rank as u32)?;
             if let Source::Cached(rec) = &cached.source {
-                if rec.rows == rows {
+                // the cache is lenient (calls that do not nest are set aside); this API is
+                // strict, so with set-aside calls it reconstructs again and raises
+                if rec.rows == rows && rec.calls.set_aside.is_empty() {
                     return Ok(cached);
                 }
             }

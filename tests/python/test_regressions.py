@@ -1740,3 +1740,26 @@ def test_issue_11_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_pa
     assert [rows[i].native_id for i in ids] == [native for _, native in seen]
     names = [rows[i].name for i in ids]
     assert len(set(names)) == 3, names  # a reused Dummy thread object says which thread it is
+
+
+# Found while reviewing issue 10's cached path: `build_call_arrays(results.get_regions(), 0)`
+# returned the results' cached, lenient reconstruction (a crossing call set aside) when the
+# regions were the run's rows in order, instead of the NestingError its page promises.
+def test_build_call_arrays_stays_strict_when_the_cache_set_a_call_aside(tmp_path):
+    from scope_profiler.call_stack import NestingError, build_call_arrays
+
+    path = tmp_path / "cross.h5"
+    with ProfileManager.session(file_path=str(path), track_threads=True, verbose=False):
+        with ProfileManager.profile_region("main"):
+            a, b = ProfileManager.profile_region("a"), ProfileManager.profile_region("b")
+            a.__enter__()
+            b.__enter__()  # b starts inside a ...
+            a.__exit__(None, None, None)
+            b.__exit__(None, None, None)  # ... and ends after it
+    r = sp.read_h5(str(path))
+    assert [g.name for g in r.get_regions()] == ["scope_profiler.session", "main", "a", "b"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert len(r.call_arrays(0).set_aside) == 1  # the lenient cache, made first
+    with pytest.raises(NestingError, match="'b' call 0 .* starts inside 'a' call 0"):
+        build_call_arrays(r.get_regions(), 0)
