@@ -103,7 +103,7 @@ def _run_path(script: str, traced: bool, module: str | None = None) -> None:
             runpy.run_path(script, run_name="__main__")
 
     if not traced:
-        runpy.run_path(script, run_name="__main__")
+        run()
         return
     from ._manager import ProfileManager
 
@@ -136,7 +136,8 @@ def _run_script(req: dict) -> int:
     if parent:
         os.makedirs(parent, exist_ok=True)
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
-    sys.argv = [script or module, *req["args"]]  # run_module sets argv[0] to the module's file
+    # run_module sets argv[0] to the module's file
+    sys.argv = [module if module is not None else script, *req["args"]]
     # the script's directory goes first on sys.path, as `python script.py` does (the working
     # directory for `python -m`)
     sys.path.insert(
