@@ -435,3 +435,22 @@ def test_profile_script_with_recursive_profile(manager, tmp_path):
     assert results["__main__.guard"][0].num_calls == 1
     assert results["job.py"][0].num_calls == 1
     assert read_h5(str(tmp_path / "job.h5"))["__main__.boom"][0].num_calls == 20
+
+
+def test_a_later_recording_decides_afresh(manager):
+    # the first selection leaves _loop/_leaf out (DISABLEd on 3.12+, cached as skipped)
+    with manager.session(
+        verbose=False,
+        return_results=True,
+        deactivate_file_output=True,
+        recursive_profile=True,
+        recursive_include="nomatch",
+    ) as first:
+        _loop(3)
+    assert f"{__name__}._leaf" not in first.results
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, recursive_profile=True
+    ) as second:
+        _loop(4)
+    assert second.results[f"{__name__}._leaf"][0].num_calls == 4
+    assert second.results[f"{__name__}._loop"][0].num_calls == 1
