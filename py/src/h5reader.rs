@@ -74,9 +74,16 @@ fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>
                 warn(format!("{head}: could not write it ({failure}); read {calls} call(s) from the sidecar instead"))?;
                 Ok(Some(recovery.run))
             }
-            Err(_) => Ok(None),
+            Err(e) => {
+                warn(format!("{head}: could not write it ({failure}) nor read it ({e})"))?;
+                Ok(None)
+            }
         },
-        Err(_) => Ok(None),
+        // say why the sidecar did not help before the missing file is reported
+        Err(e) => {
+            warn(format!("{head}, but nothing could be recovered from it: {e}"))?;
+            Ok(None)
+        }
     }
 }
 
