@@ -1,4 +1,5 @@
-"""Shared fixtures for the Python tests: paths of the reference datasets."""
+"""Shared fixtures for the Python tests: paths of the reference datasets, and the global
+manager reset after each test."""
 
 from __future__ import annotations
 
@@ -26,3 +27,16 @@ def reference_dir() -> Path:
 @pytest.fixture
 def compat_dir() -> Path:
     return COMPAT
+
+
+@pytest.fixture(autouse=True)
+def _global_manager_reset():
+    """Every test starts with the process-wide ProfileManager unconfigured: a session ends
+    FINALIZED but configured (finalize is a checkpoint), which a later test that checks
+    `is_configured()` of the global manager (test_recording::test_instances_are_isolated)
+    would see, depending on the order the files run in."""
+    yield
+    from scope_profiler import ProfileManager
+
+    if ProfileManager.is_configured():
+        ProfileManager.reset()
