@@ -123,7 +123,7 @@ pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         crate::par::install(|| lane_times(run, rank, calls, split)).into_iter().map(|t| (t.lane, t)).collect();
     let has_await = rank_has_await(run, rank);
     let labels = LaneLabels::new(run, rank);
-    let run_end = run_end_ns(run);
+    let run_end = run_end_ns(run, rank);
     tasks
         .iter()
         .map(|t| {
@@ -153,8 +153,15 @@ pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         .collect()
 }
 
-/// The end of the run relative to its start (`finalize_time_ns − start_time_ns`), ns.
-fn run_end_ns(run: &Run) -> Option<i64> {
+/// The end of the run relative to its start (`finalize_time_ns − start_time_ns`), ns, for
+/// the lane tables of `rank`. The metadata is one process's: in a run stacked from several
+/// files (`merged_from` with more than one path) only rank 0's tables share its origin and
+/// end, so other ranks have none.
+fn run_end_ns(run: &Run, rank: u32) -> Option<i64> {
+    let stacked = matches!(run.meta("merged_from"), Some(crate::run::MetaValue::StrList(p)) if p.len() > 1);
+    if stacked && rank > 0 {
+        return None;
+    }
     match (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
         (Some(s), Some(f)) if f >= s => Some(f - s),
         _ => None,
@@ -339,7 +346,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
     let covered: Vec<i64> = roots.into_par_iter().map(union_ns).collect();
 
     let has_await = rank_has_await(run, rank);
-    let run_end = run_end_ns(run);
+    let run_end = run_end_ns(run, rank);
     threads
         .iter()
         .map(|t| {

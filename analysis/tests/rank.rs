@@ -284,3 +284,21 @@ fn issue_14_region_time_is_the_union_of_lanes() {
     let total: f64 = task_summary(&run, 0).unwrap().iter().map(|t| t.region_time).sum();
     assert!(total > got, "the lanes overlap, so their sum exceeds the union");
 }
+
+/// issue 14: a live thread's wall time runs to the run's end; in a run stacked from several
+/// files the metadata's end is rank 0's process's only, so other ranks' live threads have none.
+#[test]
+fn issue_14_live_wall_time_in_stacked_runs() {
+    let mut run = Run {
+        region_names: vec!["r".into()],
+        regions: vec![row(0, 0, &[10], &[20], Some(&[0]), None), row(0, 1, &[10], &[20], Some(&[0]), None)],
+        threads: vec![thread(0, "MainThread", 0, -1, 1), ThreadRow { rank: 1, ..thread(0, "MainThread", 0, -1, 1) }],
+        metadata: vec![("start_time_ns".into(), MetaValue::Int(100)), ("finalize_time_ns".into(), MetaValue::Int(600))],
+        num_ranks: 2,
+        ..Run::default()
+    };
+    assert_eq!(thread_summary(&run, 1).unwrap()[0].wall_time, Some(500e-9));
+    run.metadata.push(("merged_from".into(), MetaValue::StrList(vec!["a.h5".into(), "b.h5".into()])));
+    assert_eq!(thread_summary(&run, 0).unwrap()[0].wall_time, Some(500e-9));
+    assert_eq!(thread_summary(&run, 1).unwrap()[0].wall_time, None);
+}
