@@ -135,7 +135,11 @@ def test_tables_hold_the_runs_numbers(run_h5, tmp_path):
     # the thread table holds thread_summary(); held + await = the top-level calls' durations
     for row, want in zip(t["threads"], results.thread_summary()):
         assert row[1] == want["name"] and row[6] == f"{want['region_time']:.6f}"
-        assert float(row[7]) >= 0 and float(row[8]) >= 0
+        assert row[7] == f"{want['held_time']:.6f}" and row[8] == f"{want['await_time']:.6f}"
+    # and the task table holds task_summary()
+    for row, want in zip(t["tasks"], results.task_summary()):
+        assert row[4] == str(want["num_calls"]) and row[5] == f"{want['region_time']:.6f}"
+        assert row[6] == f"{want['held_time']:.6f}" and row[7] == f"{want['await_time']:.6f}"
     loop = next(r for r in t["threads"] if r[1] == "MainThread")
     assert float(loop[8]) >= 0.045  # the fetch tasks' sleeps, on the event loop's thread
     html = out.read_text()
