@@ -648,6 +648,39 @@ fn large_run_is_compressed_and_round_trips() {
     }
 }
 
+/// issue 15: compressed chunks are shuffled and deflated in parallel and written directly;
+/// several chunks and a partial last one read back equal, here and in the reference.
+#[test]
+fn issue_15_directly_written_chunks_round_trip() {
+    let run = synthetic_run(150_001, 3);
+    let dir = tmpdir();
+    let out = dir.path().join("chunks.h5");
+    write_h5(&run, &out).unwrap();
+    {
+        let f = hdf5::File::open(&out).unwrap();
+        let ds = f.dataset("events/durations").unwrap();
+        assert_eq!(ds.chunk(), Some(vec![65_536]));
+        assert!(ds.size() > 2 * 65_536 && !ds.size().is_multiple_of(65_536), "{}", ds.size());
+        assert_eq!(ds.num_chunks(), Some(ds.size().div_ceil(65_536)));
+    }
+    let back = read_h5(&out).unwrap();
+    assert_runs_equal(&run, &back, "chunks");
+    if let Some(python) = reference_python() {
+        let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
+                    print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), int(g.start_times_ns[-1]))";
+        let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
+        let r = &run.regions[1];
+        let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
+        let last = r.start_ns.values()[r.len() - 1];
+        assert_eq!(
+            String::from_utf8_lossy(&o.stdout).trim(),
+            format!("{} {total} {last}", r.len()),
+            "{}",
+            String::from_utf8_lossy(&o.stderr)
+        );
+    }
+}
+
 #[test]
 #[ignore]
 fn scale_twenty_million_events() {

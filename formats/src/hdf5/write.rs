@@ -50,10 +50,37 @@ pub(crate) const AUTO_COMPRESSION_MIN_EVENTS: usize = 1 << 14;
 pub(crate) const CONTIGUOUS_MAX_BYTES: usize = 64 * 1024;
 /// Chunk length (elements) of compressed datasets.
 pub(crate) const COMPRESSED_CHUNK: usize = 1 << 16;
+/// gzip level of compressed datasets (the reference's automatic policy uses 4; any level
+/// reads back the same, and 1 deflates several times faster for a slightly larger file).
+pub(crate) const DEFLATE_LEVEL: u8 = 1;
+
+/// Whether `T` is stored as a plain native integer (its bytes are the file's bytes).
+fn is_plain_integer<T: H5Type>() -> bool {
+    use hdf5::types::TypeDescriptor::{Integer, Unsigned};
+    matches!(T::type_descriptor(), Integer(s) | Unsigned(s) if s as usize == std::mem::size_of::<T>())
+}
+
+/// One stored chunk of `chunk` elements of `size` bytes from `raw` (the last chunk of a
+/// dataset is shorter: zero-padded, as HDF5 stores edge chunks whole): byte-shuffled as
+/// HDF5's shuffle filter (byte `j` of element `i` at `j * chunk + i`), then zlib-deflated
+/// as its deflate filter.
+fn stored_chunk(raw: &[u8], chunk: usize, size: usize) -> Vec<u8> {
+    use std::io::Write as _;
+    let mut shuffled = vec![0u8; chunk * size];
+    for (i, element) in raw.chunks_exact(size).enumerate() {
+        for (j, &b) in element.iter().enumerate() {
+            shuffled[j * chunk + i] = b;
+        }
+    }
+    let mut z =
+        flate2::write::ZlibEncoder::new(Vec::with_capacity(chunk), flate2::Compression::new(DEFLATE_LEVEL.into()));
+    z.write_all(&shuffled).expect("writing to memory");
+    z.finish().expect("writing to memory")
+}
 
 pub(crate) struct W<'a> {
     path: &'a str,
-    /// gzip level 4 + shuffle for datasets above [`CONTIGUOUS_MAX_BYTES`].
+    /// gzip ([`DEFLATE_LEVEL`]) + shuffle for datasets above [`CONTIGUOUS_MAX_BYTES`].
     compress: bool,
     /// The OS error number of the last HDF5 failure that had one (disk full, ...).
     errno: std::cell::Cell<Option<i32>>,
@@ -94,11 +121,60 @@ impl W<'_> {
         H5Error::Write(format!("could not write {}: region {} has {detail}", self.path, py_repr(name)))
     }
     fn ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
+        let compress = self.compress && std::mem::size_of_val(v) > CONTIGUOUS_MAX_BYTES;
+        if compress && is_plain_integer::<T>() {
+            return self.compressed_ints(g, name, v);
+        }
         let b = g.new_dataset_builder().with_data(v);
-        if self.compress && std::mem::size_of_val(v) > CONTIGUOUS_MAX_BYTES {
-            b.chunk(v.len().min(COMPRESSED_CHUNK)).shuffle().deflate(4).create(name).map_err(self.err(name))?;
+        if compress {
+            b.chunk(v.len().min(COMPRESSED_CHUNK))
+                .shuffle()
+                .deflate(DEFLATE_LEVEL)
+                .create(name)
+                .map_err(self.err(name))?;
         } else {
             b.create(name).map_err(self.err(name))?;
+        }
+        Ok(())
+    }
+    /// A chunked dataset declaring shuffle + gzip (what any HDF5 reader decodes, the
+    /// reference's included) whose chunks are shuffled and deflated here, in parallel, and
+    /// written as they are stored (`H5Dwrite_chunk`): the library's filter pipeline would
+    /// compress them one after the other on one core (issue 15: most of `finalize()`).
+    fn compressed_ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
+        use rayon::prelude::*;
+        let chunk = v.len().min(COMPRESSED_CHUNK);
+        let ds = g
+            .new_dataset::<T>()
+            .chunk(chunk)
+            .shuffle()
+            .deflate(DEFLATE_LEVEL)
+            .shape(v.len())
+            .create(name)
+            .map_err(self.err(name))?;
+        let size = std::mem::size_of::<T>();
+        // SAFETY: `T` is a plain integer type (`is_plain_integer`): no padding, any bytes valid.
+        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
+        let stored: Vec<Vec<u8>> = bytes.par_chunks(chunk * size).map(|raw| stored_chunk(raw, chunk, size)).collect();
+        for (k, data) in stored.iter().enumerate() {
+            let offset = [(k * chunk) as hdf5_sys::h5::hsize_t];
+            // SAFETY: a dataset of this file, a one-dimensional offset, `data` alive for the call.
+            let rc = hdf5::sync::sync(|| unsafe {
+                hdf5_sys::h5d::H5Dwrite_chunk(
+                    ds.id(),
+                    hdf5_sys::h5p::H5P_DEFAULT,
+                    0,
+                    offset.as_ptr(),
+                    data.len(),
+                    data.as_ptr().cast(),
+                )
+            });
+            if rc < 0 {
+                if let Some(n) = std::io::Error::last_os_error().raw_os_error().filter(|&n| n != 0) {
+                    self.errno.set(Some(n));
+                }
+                return Err(H5Error::Write(format!("could not write {} ({name}): chunk {k} was refused", self.path)));
+            }
         }
         Ok(())
     }
@@ -365,7 +441,7 @@ pub(crate) fn process_umask() -> u32 {
 /// are not written, and `region_table/names` holds only the names rows use (the reference
 /// writes only regions with completed calls). Datasets are contiguous, except that from
 /// 16384 events on (the reference's automatic compression) numeric datasets above 64 KiB are
-/// chunked (65536 elements) with shuffle + gzip level 4.
+/// chunked (65536 elements) with shuffle + gzip level 1 ([`DEFLATE_LEVEL`]), chunks compressed in parallel and written directly.
 ///
 /// Publication: written to `.<name>.<tag>-<pid>.<random>.tmp` in the target's directory
 /// ([`leftovers`](super::leftovers)), fsynced, given mode `0o666 & !umask`, renamed over
