@@ -211,12 +211,14 @@ def rounds(ref_python: str, n: int, code: str, *args) -> tuple[list[dict], list[
     return ours, ref
 
 
-def row(label: str, key: str, ours: list[dict], ref: list[dict], unit: str, fmt: str = ".0f") -> None:
+def row(
+    label: str, key: str, ours: list[dict], ref: list[dict], unit: str, fmt: str = ".0f"
+) -> None:
     o = [r[key] for r in ours]
     f = [r[key] for r in ref]
     ratio = min(o) / min(f) if min(f) else float("nan")
     print(
-        f"{label:<34} {min(o):>9{fmt}} {statistics.median(o):>9{fmt}}   "
+        f"{label:<50} {min(o):>9{fmt}} {statistics.median(o):>9{fmt}}   "
         f"{min(f):>9{fmt}} {statistics.median(f):>9{fmt}}   {ratio:>6.3f}  {unit}"
     )
 
@@ -224,8 +226,7 @@ def row(label: str, key: str, ours: list[dict], ref: list[dict], unit: str, fmt:
 def header(title: str) -> None:
     print(f"\n{title}")
     print(
-        f"{'':<34} {'ours best':>9} {'median':>9}   {'ref best':>9} {'median':>9}   "
-        f"{'ours/ref':>6}"
+        f"{'':<50} {'ours best':>9} {'median':>9}   {'ref best':>9} {'median':>9}   {'ours/ref':>6}"
     )
 
 
@@ -283,7 +284,9 @@ def main() -> None:
             row("file size per call", "disk_bytes_per_call", ours, ref, "bytes", ".2f")
             back = run(a.ref_python, READBACK, f"{d}/o0.h5")
             expected = dict.fromkeys(("outer", "middle", "inner", "leaf"), a.finalize_calls // 4)
-            print(f"  reference reads our file: {back} ({'ok' if back == expected else 'MISMATCH'})")
+            print(
+                f"  reference reads our file: {back} ({'ok' if back == expected else 'MISMATCH'})"
+            )
     print(f"\nload average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
 
 
