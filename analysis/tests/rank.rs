@@ -302,3 +302,31 @@ fn issue_14_live_wall_time_in_stacked_runs() {
     assert_eq!(thread_summary(&run, 0).unwrap()[0].wall_time, Some(500e-9));
     assert_eq!(thread_summary(&run, 1).unwrap()[0].wall_time, None);
 }
+
+/// issue 14: calls crossing on one thread without task ids (asyncio recorded with
+/// --track-threads) get a note naming --track-async; the same calls on task lanes do not.
+#[test]
+fn issue_14_untracked_tasks_note() {
+    let crossing = |tasks: Option<&[i64]>| Run {
+        region_names: vec!["a".into(), "b".into()],
+        regions: vec![
+            row(0, 0, &[0], &[100], Some(&[0]), tasks.map(|_| &[0][..])),
+            row(1, 0, &[50], &[150], Some(&[0]), tasks),
+        ],
+        threads: vec![thread(0, "MainThread", 0, -1, 1)],
+        num_ranks: 1,
+        ..Run::default()
+    };
+    let run = crossing(None);
+    let (_, calls) = rank_call_arrays(&run, 0).unwrap();
+    let note = untracked_tasks_note(&run, 0, &calls).expect("a note");
+    assert!(note.starts_with("1 call(s) on rank 0 overlap") && note.contains("--track-async"), "{note}");
+    let run = crossing(Some(&[1]));
+    let (_, calls) = rank_call_arrays(&run, 0).unwrap();
+    assert_eq!(untracked_tasks_note(&run, 0, &calls), None);
+    // nested calls: nothing to say
+    let mut run = crossing(None);
+    run.regions[1] = row(1, 0, &[50], &[90], Some(&[0]), None);
+    let (_, calls) = rank_call_arrays(&run, 0).unwrap();
+    assert_eq!(untracked_tasks_note(&run, 0, &calls), None);
+}
