@@ -1316,13 +1316,14 @@ class ProfileRegion:
     @staticmethod
     def disabled(name: str, tags: Sequence[str] = ...) -> ProfileRegion:
         """A region whose ``with``/decorator paths do nothing."""
-    def __enter__(self) -> ProfileRegion:
+    def __enter__(self, /) -> ProfileRegion:
         """Start a call on the calling thread's current lane (recording clock, ns)."""
     def __exit__(
         self,
-        _exc_type: type[BaseException] | None,
-        _exc: BaseException | None,
-        _tb: TracebackType | None,
+        exc_type: type[BaseException] | None,
+        exc: BaseException | None,
+        tb: TracebackType | None,
+        /,
     ) -> bool:
         """End the innermost open call; never suppresses the exception."""
     def wrap(self, func: Callable[..., Any]) -> Callable[..., Any]:

@@ -251,3 +251,71 @@ impl RegionCache {
         unsafe { *self.binding.get() = binding };
     }
 }
+
+// -- `with region:` without pyo3's method wrappers ------------------------------------------
+
+static ENTER_DEF: MethodDef = MethodDef(ffi::PyMethodDef {
+    ml_name: c"__enter__".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunction: region_enter },
+    ml_flags: ffi::METH_NOARGS,
+    ml_doc: c"__enter__($self, /)\n--\n\nStart a call on the calling thread's current lane (recording clock, ns)."
+        .as_ptr(),
+});
+
+static EXIT_DEF: MethodDef = MethodDef(ffi::PyMethodDef {
+    ml_name: c"__exit__".as_ptr(),
+    ml_meth: ffi::PyMethodDefPointer { PyCFunctionFast: region_exit },
+    ml_flags: ffi::METH_FASTCALL,
+    ml_doc:
+        c"__exit__($self, exc_type, exc, tb, /)\n--\n\nEnd the innermost open call; never suppresses the exception."
+            .as_ptr(),
+});
+
+/// `ProfileRegion.__enter__` (METH_NOARGS): the region itself.
+unsafe extern "C" fn region_enter(slf: *mut ffi::PyObject, _: *mut ffi::PyObject) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls this with the GIL held on a `ProfileRegion` (the descriptor's type).
+    let py = unsafe { Python::assume_attached() };
+    let region = unsafe { Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<ProfileRegion>() };
+    match region.get().enter(py) {
+        Ok(()) => region.into_ptr(),
+        Err(e) => {
+            e.restore(py);
+            std::ptr::null_mut()
+        }
+    }
+}
+
+/// `ProfileRegion.__exit__(exc_type, exc, tb)` (METH_FASTCALL): False.
+unsafe extern "C" fn region_exit(
+    slf: *mut ffi::PyObject,
+    _args: *mut *mut ffi::PyObject,
+    nargs: ffi::Py_ssize_t,
+) -> *mut ffi::PyObject {
+    // SAFETY: as `region_enter`.
+    let py = unsafe { Python::assume_attached() };
+    if nargs != 3 {
+        pyo3::exceptions::PyTypeError::new_err(format!("__exit__ expected 3 arguments, got {nargs}")).restore(py);
+        return std::ptr::null_mut();
+    }
+    unsafe { Bound::from_borrowed_ptr(py, slf).cast_into_unchecked::<ProfileRegion>() }.get().exit();
+    unsafe { ffi::Py_NewRef(ffi::Py_False()) }
+}
+
+/// Replace `ProfileRegion`'s `__enter__`/`__exit__` with plain C methods: the `with`
+/// statement looks both up and calls them on every call, and pyo3's wrappers (GIL count,
+/// argument parsing, result conversion) were a fifth of its cost (issue 15).
+pub(crate) fn install_region_methods(py: Python<'_>) -> PyResult<()> {
+    let tp = py.get_type::<ProfileRegion>();
+    for def in [&ENTER_DEF, &EXIT_DEF] {
+        // SAFETY: a static definition for this type; a new reference or null with an error.
+        let descr = unsafe {
+            Bound::from_owned_ptr_or_err(
+                py,
+                ffi::PyDescr_NewMethod(tp.as_type_ptr(), &def.0 as *const ffi::PyMethodDef as *mut ffi::PyMethodDef),
+            )?
+        };
+        let name = unsafe { CStr::from_ptr(def.0.ml_name) }.to_str().expect("ASCII");
+        tp.setattr(name, descr)?;
+    }
+    Ok(())
+}

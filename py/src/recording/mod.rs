@@ -33,6 +33,7 @@ use crate::run::NativeRun;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<NativeRecorder>()?;
     m.add_class::<ProfileRegion>()?;
+    lookup::install_region_methods(m.py())?;
     m.add_class::<lookup::RegionCache>()?;
     m.add_class::<ProfiledFunction>()?;
     m.add_class::<ThreadExitSentinel>()?;
