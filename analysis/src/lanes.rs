@@ -119,15 +119,18 @@ pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
     if tasks.is_empty() {
         return Vec::new();
     }
-    let lanes: HashMap<i64, LaneTimes> =
-        crate::par::install(|| lane_times(run, rank, calls, split)).into_iter().map(|t| (t.lane, t)).collect();
+    // task lanes only, without their root intervals; ascending lane id (the split's order)
+    let mut lanes = crate::par::install(|| lane_times(run, rank, calls, split, false));
+    lanes.retain(|l| l.lane >= 0);
+    lanes.sort_unstable_by_key(|l| l.lane);
+    let lane_of = |index: i64| lanes.binary_search_by_key(&index, |l| l.lane).ok().map(|k| &lanes[k]);
     let has_await = rank_has_await(run, rank);
     let labels = LaneLabels::new(run, rank);
     let run_end = run_end_ns(run, rank);
     tasks
         .iter()
         .map(|t| {
-            let lane = lanes.get(&t.index);
+            let lane = lane_of(t.index);
             let (held, awaited) = lane.map_or((0, 0), |l| (l.held_ns, l.await_ns));
             let done = t.done_ns != crate::run::UNKNOWN;
             let end = if done { Some(t.done_ns) } else { run_end };
@@ -186,9 +189,9 @@ struct LaneTimes {
     await_ns: i64,
 }
 
-/// [`LaneTimes`] of every lane of `split` (lanes in parallel). Set-aside calls are roots
-/// that overlap their lane's other roots: not counted.
-fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<LaneTimes> {
+/// [`LaneTimes`] of every lane of `split` (lanes in parallel; `roots` filled only with
+/// `with_roots`). Set-aside calls are roots that overlap their lane's other roots: not counted.
+fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_roots: bool) -> Vec<LaneTimes> {
     // await column per reconstruction row (`calls.region_index` indexes these rows)
     let awaits: Vec<Option<&[i64]>> = crate::rank_calls::rank_rows_ordered(run, rank)
         .iter()
@@ -217,7 +220,9 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Ve
                     .and_then(|a| a.get(calls.call_index[i] as usize).copied())
                     .unwrap_or(0)
                     .clamp(0, d.max(0));
-                out.roots.push((s, e));
+                if with_roots {
+                    out.roots.push((s, e));
+                }
                 out.held_ns += d - w;
                 out.await_ns += w;
             }
@@ -320,7 +325,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
     let mut roots: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slot.len()];
     let mut held = vec![0i64; slot.len()];
     let mut awaited = vec![0i64; slot.len()];
-    for lt in lane_times(run, rank, calls, split) {
+    for lt in lane_times(run, rank, calls, split, true) {
         let mut add = |s: usize| {
             roots[s].extend_from_slice(&lt.roots);
             held[s] += lt.held_ns;
