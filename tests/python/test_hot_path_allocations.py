@@ -206,3 +206,19 @@ def test_new_names_record_their_own_lines():
         assert [r.source_lineno for r in by_helper] == [helper_line] * 3
         assert {r.name for r in made} == {f"{c}{i}" for c in "ab" for i in range(3)}
         assert len({r.source_file for r in made + by_helper}) == 1
+
+
+def test_region_enter_exit_are_plain_c_methods():
+    """issue 15: ``__enter__``/``__exit__`` replaced pyo3's wrappers; the ``with`` protocol
+    still holds (the region is the target, exceptions propagate, calls are recorded)."""
+    manager = ProfileManager()
+    with manager.session(deactivate_file_output=True, verbose=False):
+        region = manager.profile_region("c")
+        with region as target:
+            assert target is region
+        with pytest.raises(KeyError), region:
+            raise KeyError("propagates")
+        assert region.__exit__(None, None, None) is False  # nothing open: a no-op
+        with pytest.raises(TypeError, match="expected 3 arguments, got 0"):
+            region.__exit__()
+        assert region.num_calls == 2
