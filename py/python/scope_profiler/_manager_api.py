@@ -10,11 +10,7 @@ and pop around the native region's own enter/exit).
 
 from __future__ import annotations
 
-import fnmatch
-import inspect
 import os
-import runpy
-import subprocess
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
@@ -115,6 +111,9 @@ def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=No
     ``f"{module.__name__}.{name}"`` without ``prefix``, with ``tags`` (as ``profile``).
     Classes, builtins and functions ``profile`` already wraps are left alone. Returns
     ``{name: wrapper}`` of what was replaced."""
+    import fnmatch
+    import inspect
+
     include = _patterns(include, "include")
     exclude = _patterns(exclude, "exclude")
     module_name = getattr(module, "__name__", "module")
@@ -164,6 +163,8 @@ def run_script(manager, script_path, script_args=None, region_name=None, recursi
     added = script_dir not in sys.path
     if added:
         sys.path.insert(0, script_dir)
+    import runpy
+
     try:
         if recursive:
             with manager.region(region_name or os.path.basename(script_path)):
@@ -223,6 +224,8 @@ def profile_command(command, output=None, recursive=False, all=False, mpi_calls=
         options.append("--recursive")
     if all:
         options.append("--all")
+    import subprocess
+
     completed: Any = subprocess.run(
         [
             sys.executable,
