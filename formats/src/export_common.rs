@@ -197,3 +197,22 @@ pub(crate) fn slug(s: &str) -> String {
         t.to_string()
     }
 }
+
+/// `s` escaped for XML/HTML text and double-quoted attribute values (the timeline SVG, the
+/// HTML report): `& < > "` as entities, and the control characters XML 1.0 cannot carry
+/// (all below U+0020 but newline and tab) as spaces.
+pub(crate) fn markup_escape(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for c in s.chars() {
+        match c {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            // characters XML 1.0 cannot carry
+            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
+            c => out.push(c),
+        }
+    }
+    out
+}

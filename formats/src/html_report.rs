@@ -16,7 +16,7 @@ use std::path::Path;
 use base64::Engine as _;
 use scope_profiler_analysis::{lane_label, rank_summary, secs, MetaValue, RankSummary, Run};
 
-use crate::export_common::{io_err, write_atomic};
+use crate::export_common::{io_err, markup_escape as esc, write_atomic};
 use crate::flamegraph::write_flamegraph_svg_fixed_to;
 use crate::timeline::{timeline_svg, TimelineOptions};
 use crate::{ExportError, Selection};
@@ -62,22 +62,6 @@ fn opt_s(v: Option<f64>) -> Cell {
 
 fn int(n: i64) -> Cell {
     Cell { text: n.to_string(), sort: Some(n as f64) }
-}
-
-/// `s` escaped for HTML text and attribute values.
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&#39;"),
-            c => out.push(c),
-        }
-    }
-    out
 }
 
 /// A sortable table; `class` names it for styling and tests (`regions`, `threads`, `tasks`).

@@ -29,7 +29,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::{LaneLabels, Run, TaskRow, ThreadRow};
 
-use crate::export_common::{io_err, origin_ns, reconstruct, write_atomic, RankCalls};
+use crate::export_common::{io_err, markup_escape as esc, origin_ns, reconstruct, write_atomic, RankCalls};
 use crate::{ExportError, Selection};
 
 /// Neither dimension of the picture exceeds this many px (browsers and rsvg refuse larger
@@ -132,22 +132,6 @@ const BAR_H: f64 = 15.0;
 const LEVEL: f64 = 17.0;
 const ROW_PAD: f64 = 5.0;
 const TOP: f64 = 84.0;
-
-fn esc(s: &str) -> String {
-    let mut out = String::with_capacity(s.len());
-    for c in s.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            // characters XML 1.0 cannot carry
-            c if (c as u32) < 0x20 && c != '\n' && c != '\t' => out.push(' '),
-            c => out.push(c),
-        }
-    }
-    out
-}
 
 /// `s` cut to at most `max_chars` characters, with an ellipsis when cut.
 fn fit(s: &str, max_chars: usize) -> Option<String> {
