@@ -155,3 +155,44 @@ def test_run_dash_m_runs_a_module_with_its_own_arguments(tmp_path):
     assert _calls(out) == {"scope_profiler.session": 1, "arg": 3}
     missing = run_cli("run", "-m", "no_such_module_here", cwd=tmp_path)
     assert missing.returncode == 1 and "No module named 'no_such_module_here'" in missing.stderr
+
+
+# Found by a new-user trial (stop 19): `scope-profiler run` of a threaded script without
+# --track-threads exited 1 although the script succeeded and the profile was written - the
+# speedscope file (whose interleaved calls cannot be drawn) was reported as an error, while
+# docs/cli.md says `run` returns the script's own code.
+def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_drawn(tmp_path):
+    script = _script(
+        tmp_path,
+        """
+        import threading
+        from scope_profiler import ProfileManager
+
+        first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+
+        def first():
+            with ProfileManager.profile_region("work"):
+                first_in.set()
+                second_in.wait()
+            first_out.set()  # the first call ends while the second is still open
+
+        def second():
+            first_in.wait()
+            with ProfileManager.profile_region("work"):
+                second_in.set()
+                first_out.wait()
+
+        threads = [threading.Thread(target=first), threading.Thread(target=second)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        """,
+    )
+    out = tmp_path / "untracked.h5"
+    proc = run_cli("run", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "no speedscope file" in proc.stderr, proc.stderr
+    assert "record with --track-threads" in proc.stderr
+    assert _calls(out)["work"] == 2
+    assert not (tmp_path / "untracked.speedscope.json").exists()
