@@ -108,7 +108,7 @@ pub enum Command {
         /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
         /// the OOM killer loses at most about one interval: `scope-profiler recover` then
         /// writes the `.h5` from the sidecar.
-        #[arg(long, value_name = "SECONDS", value_parser = parse_interval)]
+        #[arg(long, value_name = "SECONDS", value_parser = parse_interval, allow_negative_numbers = true)]
         flush_interval: Option<f64>,
         /// Record every Python function call of the script's own code as a call of the
         /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level

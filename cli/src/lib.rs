@@ -372,6 +372,15 @@ mod tests {
         assert_eq!(req.args, ["-m", "x"]);
     }
 
+    /// Found by a new-user trial (stop 19): `run --flush-interval -1 x.py` said
+    /// "unexpected argument '-1' found" instead of what is wrong with the value.
+    #[test]
+    fn a_negative_flush_interval_is_named_as_such() {
+        use clap::Parser;
+        let err = Cli::try_parse_from(["sp", "run", "--flush-interval", "-1", "x.py"]).unwrap_err();
+        assert!(err.to_string().contains("'-1' is not a positive number of seconds"), "{err}");
+    }
+
     #[test]
     fn run_without_script_or_module_is_a_usage_error() {
         assert!(matches!(dispatch(["sp", "run"]), Outcome::Exit(2)));
