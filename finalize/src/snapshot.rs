@@ -57,17 +57,17 @@ pub fn run_from_snapshot(
     for cols in snap.regions {
         let m = regions.get(cols.region as usize).ok_or(UnknownRegion { id: cols.region, regions: regions.len() })?;
         let region = run.region_names.len() as u32;
-        run.region_names.push(m.name.clone());
+        run.region_names.push(m.name.to_string());
         let mut row = RegionCalls::new(region, 0, Int64Array::from(cols.starts), Int64Array::from(cols.ends));
         row.thread_ids = snap.thread_ids.then(|| Int64Array::from(cols.thread_ids));
         if snap.task_columns {
             row.task_ids = Some(Int64Array::from(cols.task_ids));
             row.await_ns = Some(Int64Array::from(cols.await_ns));
         }
-        row.source_file = m.source_file.clone();
+        row.source_file = m.source_file.as_deref().map(str::to_owned);
         row.source_line = m.source_line;
-        row.source_text = m.source_text.clone();
-        row.tags = m.tags.clone();
+        row.source_text = m.source_text().map(str::to_owned);
+        row.tags = m.tags().to_vec();
         run.regions.push(row);
     }
     run.threads = snap.threads.into_iter().map(thread_row).collect();

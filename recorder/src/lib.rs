@@ -62,6 +62,8 @@ use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
+use smallvec::SmallVec;
+
 pub use clock::{now_ns, thread_cpu_ns};
 pub use regions::{RegionMeta, RegionTable};
 use task::LaneEntry;
@@ -127,20 +129,21 @@ impl ThreadRecord {
 }
 
 /// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
-pub const FIRST_SLOTS: usize = 2;
+pub const FIRST_SLOTS: usize = 1;
 
-/// One region's buffer on one thread.
+/// One region's buffer on one thread: 88 bytes, and one heap block once called (issue 15:
+/// a program with 100,000 region names holds one per name per thread).
 #[derive(Debug, Default)]
 struct RegionBuf {
-    starts: Vec<i64>,
-    /// 0 = open.
-    ends: Vec<i64>,
-    /// Task index per slot (-1 = outside any task); only with async columns.
-    task_ids: Vec<i64>,
-    /// Await ns per slot (minus the task's suspended total while open); only with async columns.
-    await_ns: Vec<i64>,
-    /// Reserved slots of open calls on the thread's bare lane of open calls, innermost last; -1 = entered while paused.
-    stack: Vec<i64>,
+    /// `[start, end]` per slot, absolute ns; end 0 = open.
+    calls: Vec<[i64; 2]>,
+    /// `[task index, await ns]` per slot (task -1 = outside any task; await minus the
+    /// task's suspended total while open); only with async columns.
+    lanes: Vec<[i64; 2]>,
+    /// Reserved slots of open calls on the thread's bare lane of open calls, innermost last;
+    /// -1 = entered while paused. Two levels inline (no allocation unless the region nests
+    /// in itself deeper).
+    stack: SmallVec<[i64; 2]>,
     /// Calls retired by earlier written finalizes.
     retired: u64,
 }
@@ -152,17 +155,12 @@ impl RegionBuf {
     /// (issue 15: 100,000 names reserved 16 KiB each, 1.9 GB).
     #[cold]
     fn reserve_for(&mut self, limit: usize, async_cols: bool) {
-        let cap = self.starts.capacity();
+        let cap = self.calls.capacity();
         let extra = if cap == 0 { limit.clamp(1, FIRST_SLOTS) } else { cap };
-        self.starts.reserve_exact(extra);
-        self.ends.reserve_exact(extra);
+        self.calls.reserve_exact(extra);
         if async_cols {
-            let n = self.task_ids.len();
-            self.task_ids.reserve_exact(self.starts.capacity() - n);
-            self.await_ns.reserve_exact(self.starts.capacity() - n);
-        }
-        if self.stack.capacity() == 0 {
-            self.stack.reserve_exact(2); // 16 bytes (a push would take 4 slots)
+            let n = self.lanes.len();
+            self.lanes.reserve_exact(self.calls.capacity() - n);
         }
     }
 }
@@ -254,31 +252,28 @@ impl ThreadState {
             }
             return;
         }
-        let slot = buf.starts.len();
-        if slot == buf.starts.capacity() {
+        let slot = buf.calls.len();
+        if slot == buf.calls.capacity() {
             buf.reserve_for(self.buffer_limit, self.async_cols);
         }
-        buf.starts.push(0);
-        buf.ends.push(0);
+        buf.calls.push([0, 0]);
         if task.is_null() {
             if self.async_cols {
-                buf.task_ids.push(-1);
-                buf.await_ns.push(0);
+                buf.lanes.push([-1, 0]);
             }
             buf.stack.push(slot as i64);
         } else {
             // SAFETY: a current task is alive (registry of this recorder).
             let t = unsafe { &*task };
             if self.async_cols {
-                buf.task_ids.push(t.index as i64);
-                buf.await_ns.push(-t.suspended_ns());
+                buf.lanes.push([t.index as i64, -t.suspended_ns()]);
             }
             t.push(LaneEntry { region, slot: slot as i64, state: self });
         }
         let t = now_ns(); // clock read last
                           // SAFETY: `slot` was just pushed.
         unsafe {
-            *buf.starts.get_unchecked_mut(slot) = t;
+            buf.calls.get_unchecked_mut(slot)[0] = t;
         }
     }
 
@@ -300,7 +295,7 @@ impl ThreadState {
             return true;
         }
         let slot = slot as usize;
-        buf.ends[slot] = if end == 0 { 1 } else { end };
+        buf.calls[slot][1] = if end == 0 { 1 } else { end };
         if slot & CPU_SAMPLE_MASK == 0 {
             if let Some(rec) = &self.record {
                 rec.sample_cpu();
@@ -325,9 +320,9 @@ impl ThreadState {
         let st = unsafe { &*entry.state };
         let regions = unsafe { st.regions_mut() };
         let buf = &mut regions[region as usize];
-        buf.ends[slot] = if end == 0 { 1 } else { end };
+        buf.calls[slot][1] = if end == 0 { 1 } else { end };
         if st.async_cols {
-            buf.await_ns[slot] += t.suspended_ns();
+            buf.lanes[slot][1] += t.suspended_ns();
         }
         if slot & CPU_SAMPLE_MASK == 0 {
             if let Some(rec) = &self.record {
@@ -424,10 +419,15 @@ impl Recorder {
     /// Note the calling thread as the one that started the run (`setup()`), with the clock
     /// and its CPU clock now: when it registers (lazily, at its first region), its row
     /// starts here instead, so its wall and CPU time cover the run from its start (issue 14:
-    /// the main thread's CPU time was its whole life's, its wall time unknown).
-    pub fn mark_start_thread(&self) {
+    /// the main thread's CPU time was its whole life's, its wall time unknown). Marking again
+    /// moves the mark. Returns the moment, ns on the recording clock (`CLOCK_MONOTONIC`): the
+    /// run's origin, so that the thread starts exactly with the run (issue 14, new-user
+    /// trial: the origin was taken before the metadata and the recorder, ~60-100 ms earlier).
+    pub fn mark_start_thread(&self) -> i64 {
+        let at = now_ns();
         *self.start_thread.lock().unwrap_or_else(|e| e.into_inner()) =
-            Some((std::thread::current().id(), now_ns(), thread_cpu_ns()));
+            Some((std::thread::current().id(), at, thread_cpu_ns()));
+        at
     }
 
     pub fn tracking(&self) -> bool {
@@ -619,17 +619,41 @@ impl Recorder {
         let mut out = Vec::new();
         for region in 0..num_regions {
             let mut cols = RegionColumns { region: region as u32, ..Default::default() };
+            // sized once (completed calls plus the few open ones): no regrowth, no slack
+            let n: usize = states.iter().map(|st| (&*st.regions.get()).get(region).map_or(0, |b| b.calls.len())).sum();
+            if n == 0 {
+                continue;
+            }
+            cols.starts.reserve_exact(n);
+            cols.ends.reserve_exact(n);
+            cols.thread_ids.reserve_exact(n);
+            if self.async_cols {
+                cols.task_ids.reserve_exact(n);
+                cols.await_ns.reserve_exact(n);
+            }
             for st in &states {
                 let regions = &*st.regions.get();
                 let Some(buf) = regions.get(region) else { continue };
-                for (i, (s, e)) in buf.starts.iter().zip(buf.ends.iter()).enumerate() {
-                    if *e != 0 {
-                        cols.starts.push(*s);
-                        cols.ends.push(*e);
+                if !buf.calls.iter().any(|c| c[1] == 0) {
+                    // every call completed (the usual case): whole columns at once
+                    cols.starts.extend(buf.calls.iter().map(|c| c[0]));
+                    cols.ends.extend(buf.calls.iter().map(|c| c[1]));
+                    cols.thread_ids.extend(std::iter::repeat_n(st.index as i64, buf.calls.len()));
+                    if self.async_cols {
+                        cols.task_ids.extend(buf.lanes.iter().map(|l| l[0]));
+                        cols.await_ns.extend(buf.lanes.iter().map(|l| l[1]));
+                    }
+                    continue;
+                }
+                for (i, &[s, e]) in buf.calls.iter().enumerate() {
+                    if e != 0 {
+                        cols.starts.push(s);
+                        cols.ends.push(e);
                         cols.thread_ids.push(st.index as i64);
                         if self.async_cols {
-                            cols.task_ids.push(buf.task_ids[i]);
-                            cols.await_ns.push(buf.await_ns[i]);
+                            let [task, await_ns] = buf.lanes[i];
+                            cols.task_ids.push(task);
+                            cols.await_ns.push(await_ns);
                         }
                     }
                 }
@@ -666,8 +690,8 @@ impl Recorder {
                 regions
                     .iter()
                     .map(|buf| BufMark {
-                        len: buf.starts.len(),
-                        open: (0..buf.ends.len()).filter(|&i| buf.ends[i] == 0).collect(),
+                        len: buf.calls.len(),
+                        open: (0..buf.calls.len()).filter(|&i| buf.calls[i][1] == 0).collect(),
                     })
                     .collect(),
             );
@@ -694,7 +718,7 @@ impl Recorder {
             let regions = &mut *st.regions.get();
             let mut per_region = Vec::with_capacity(regions.len());
             for (buf, m) in regions.iter_mut().zip(marks) {
-                let n = buf.starts.len();
+                let n = buf.calls.len();
                 // slot i is retired iff i < m.len and it was not open at the mark
                 let retire_count = m.len - m.open.len();
                 if retire_count == 0 {
@@ -703,10 +727,8 @@ impl Recorder {
                 }
                 buf.retired += retire_count as u64;
                 if retire_count == n {
-                    buf.starts.clear();
-                    buf.ends.clear();
-                    buf.task_ids.clear();
-                    buf.await_ns.clear();
+                    buf.calls.clear();
+                    buf.lanes.clear();
                     per_region.push(None);
                     continue;
                 }
@@ -718,20 +740,16 @@ impl Recorder {
                     if !keep {
                         continue;
                     }
-                    buf.starts[new] = buf.starts[old];
-                    buf.ends[new] = buf.ends[old];
+                    buf.calls[new] = buf.calls[old];
                     if st.async_cols {
-                        buf.task_ids[new] = buf.task_ids[old];
-                        buf.await_ns[new] = buf.await_ns[old];
+                        buf.lanes[new] = buf.lanes[old];
                     }
                     *target = new as i64;
                     new += 1;
                 }
-                buf.starts.truncate(new);
-                buf.ends.truncate(new);
+                buf.calls.truncate(new);
                 if st.async_cols {
-                    buf.task_ids.truncate(new);
-                    buf.await_ns.truncate(new);
+                    buf.lanes.truncate(new);
                 }
                 // Every slot on a stack is open now, so it was open at the mark (or entered
                 // since) and is kept: the remap of a stack entry is never -1.
@@ -767,7 +785,7 @@ impl Recorder {
             .iter()
             .map(|st| {
                 let regions = &*st.regions.get();
-                regions.get(region as usize).map_or(0, |b| b.retired + b.starts.len() as u64)
+                regions.get(region as usize).map_or(0, |b| b.retired + b.calls.len() as u64)
             })
             .sum()
     }
@@ -781,7 +799,7 @@ impl Recorder {
             .iter()
             .filter(|st| {
                 let regions = &*st.regions.get();
-                regions.get(region as usize).is_some_and(|b| b.retired > 0 || !b.starts.is_empty())
+                regions.get(region as usize).is_some_and(|b| b.retired > 0 || !b.calls.is_empty())
             })
             .map(|st| st.index)
             .collect()
@@ -841,7 +859,7 @@ impl Recorder {
             let mut bare: Vec<OpenCall> = Vec::new();
             for (r, b) in regions.iter().enumerate() {
                 for &slot in b.stack.iter().filter(|s| **s >= 0) {
-                    let start_ns = b.starts.get(slot as usize).copied().unwrap_or(0);
+                    let start_ns = b.calls.get(slot as usize).map_or(0, |c| c[0]);
                     bare.push(OpenCall { region: r as u32, thread: st.index, task: -1, start_ns, await_ns: 0 });
                 }
             }
@@ -854,9 +872,9 @@ impl Recorder {
                 let regions: &Vec<RegionBuf> = &*st.regions.get();
                 let buf = &regions[e.region as usize];
                 let slot = e.slot as usize;
-                let start_ns = buf.starts.get(slot).copied().unwrap_or(0);
+                let start_ns = buf.calls.get(slot).map_or(0, |c| c[0]);
                 let await_ns =
-                    if st.async_cols { buf.await_ns.get(slot).map_or(0, |a| a + task.suspended_ns()) } else { 0 };
+                    if st.async_cols { buf.lanes.get(slot).map_or(0, |l| l[1] + task.suspended_ns()) } else { 0 };
                 out.push(OpenCall { region: e.region, thread: st.index, task: task.index as i64, start_ns, await_ns });
             }
         }
@@ -876,6 +894,28 @@ pub fn local_or_register(rec: &Recorder, info: impl FnOnce() -> ThreadInfo) -> *
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    // issue 15 (100,000 region names: 568 bytes per name): each name costs a RegionBuf on
+    // each thread that calls it, so its size is part of the per-name cost
+    #[test]
+    fn a_region_buffer_is_small_and_a_first_call_allocates_once() {
+        assert!(std::mem::size_of::<RegionBuf>() <= 88, "{}", std::mem::size_of::<RegionBuf>());
+        let rec = Recorder::new(1024, false);
+        let st = local_or_register(&rec, ThreadInfo::default);
+        // SAFETY: this thread owns `st`.
+        let st = unsafe { &*st };
+        st.enter(0, false);
+        assert!(st.exit(0));
+        let buf = |st: &ThreadState| unsafe { &(&*st.regions.get())[0] };
+        assert_eq!((buf(st).calls.capacity(), buf(st).lanes.capacity()), (FIRST_SLOTS, 0));
+        st.enter(0, false);
+        st.enter(0, false); // nested in itself: the stack stays inline
+        assert!(!buf(st).stack.spilled());
+        assert!(st.exit(0) && st.exit(0));
+        let snap = unsafe { rec.snapshot(1) };
+        assert_eq!(snap[0].starts.len(), 3);
+        assert!(snap[0].starts[1] <= snap[0].starts[2] && snap[0].ends[2] <= snap[0].ends[1]);
+    }
     use std::thread;
     use std::time::Duration;
 
@@ -935,7 +975,7 @@ mod tests {
         }
         let snap = unsafe { rec.snapshot(1) };
         assert_eq!(snap[0].starts.len(), 5);
-        let open_start = unsafe { (&*s.regions.get())[0].starts[0] };
+        let open_start = unsafe { (&*s.regions.get())[0].calls[0][0] };
         unsafe { rec.mark_written() };
         assert_eq!(unsafe { rec.num_calls(0) }, 6);
         assert_eq!(unsafe { rec.snapshot(1) }.len(), 0);
@@ -958,7 +998,7 @@ mod tests {
         let s = st(&rec);
         s.enter(0, false);
         s.exit(0);
-        let cap = |s: &ThreadState| unsafe { (&*s.regions.get())[0].starts.capacity() };
+        let cap = |s: &ThreadState| unsafe { (&*s.regions.get())[0].calls.capacity() };
         assert_eq!(cap(s), FIRST_SLOTS);
         for _ in 0..1000 {
             s.enter(0, false);
@@ -1223,12 +1263,14 @@ mod tests {
         thread::spawn(|| {
             burn(); // before the run
             let rec = Recorder::new(16, true);
-            rec.mark_start_thread();
+            let at = rec.mark_start_thread();
             let marked = crate::now_ns();
+            assert!(at <= marked);
             burn(); // in the run, before the first region
             let (state, _) = rec.register_current_thread(ThreadInfo::default());
             let r = state.record().unwrap();
             assert!(r.start_ns <= marked);
+            assert_eq!(r.start_ns, at, "the thread starts at the mark, the run's origin");
             r.mark_exited();
             let run_cpu = r.cpu_ns() - r.cpu_start_ns;
             assert!(r.cpu_start_ns >= 20_000_000, "{}", r.cpu_start_ns);

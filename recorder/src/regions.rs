@@ -8,22 +8,56 @@
 //! the enter/exit hot path. Names are found through a hash index of ids (one `u32` per
 //! region, the name itself stays only in the table), so creating a region costs the same
 //! with 10 or 100,000 regions.
+//!
+//! Memory per region (issue 15: programs with 100,000 dynamic names): an entry is 56 bytes
+//! plus its name; source files are interned (one allocation per distinct file, shared by
+//! every region defined in it); tags and source text, rare, live in a box of their own.
+use std::collections::HashSet;
 use std::hash::BuildHasher;
-use std::sync::{Mutex, MutexGuard};
+use std::sync::{Arc, Mutex, MutexGuard};
 
 use hashbrown::HashTable;
 
 /// Per-region facts that are not per call: name, first creation site, tags.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct RegionMeta {
-    pub name: String,
-    /// File of the first site that defined the region (first writer wins).
-    pub source_file: Option<String>,
+    pub name: Box<str>,
+    /// File of the first site that defined the region (first writer wins); shared by the
+    /// regions of one file.
+    pub source_file: Option<Arc<str>>,
     /// 1-based line of that site.
     pub source_line: Option<i64>,
-    /// Source text of that line.
-    pub source_text: Option<String>,
-    pub tags: Vec<String>,
+    /// Source text and tags ([`RegionMeta::source_text`], [`RegionMeta::tags`]), None when
+    /// the region has neither.
+    extra: Option<Box<RegionExtra>>,
+}
+
+/// The rarely set facts of a region, boxed.
+#[derive(Debug, Clone, Default, PartialEq)]
+struct RegionExtra {
+    source_text: Option<Box<str>>,
+    tags: Box<[String]>,
+}
+
+impl RegionMeta {
+    /// A region named `name` with no site and no tags.
+    pub fn named(name: &str) -> Self {
+        RegionMeta { name: name.into(), ..Default::default() }
+    }
+
+    /// Source text of the defining line, if recorded.
+    pub fn source_text(&self) -> Option<&str> {
+        self.extra.as_ref()?.source_text.as_deref()
+    }
+
+    /// Tags given at creation (empty: none).
+    pub fn tags(&self) -> &[String] {
+        self.extra.as_ref().map_or(&[], |e| &e.tags)
+    }
+
+    fn extra_mut(&mut self) -> &mut RegionExtra {
+        self.extra.get_or_insert_with(Default::default)
+    }
 }
 
 /// The region table of one recorder: position = region id.
@@ -34,6 +68,8 @@ pub struct RegionTable {
     index: Mutex<HashTable<u32>>,
     /// FxHash: region names come from the program, not from an adversary.
     hasher: rustc_hash::FxBuildHasher,
+    /// Source file names, interned (taken after `regions`, only by `set_source`).
+    files: Mutex<HashSet<Arc<str>, rustc_hash::FxBuildHasher>>,
 }
 
 impl std::fmt::Debug for RegionTable {
@@ -61,16 +97,20 @@ impl RegionTable {
         // ids pushed without the index (none today) are indexed before the lookup
         while index.len() < regions.len() {
             let id = index.len();
-            let hash = self.hasher.hash_one(regions[id].name.as_str());
-            index.insert_unique(hash, id as u32, |&i| self.hasher.hash_one(regions[i as usize].name.as_str()));
+            let hash = self.hasher.hash_one(&*regions[id].name);
+            index.insert_unique(hash, id as u32, |&i| self.hasher.hash_one(&*regions[i as usize].name));
         }
         let hash = self.hasher.hash_one(name);
-        if let Some(&id) = index.find(hash, |&i| regions[i as usize].name == name) {
-            return (id, regions[id as usize].tags.clone());
+        if let Some(&id) = index.find(hash, |&i| &*regions[i as usize].name == name) {
+            return (id, regions[id as usize].tags().to_vec());
         }
         let id = regions.len() as u32;
-        regions.push(RegionMeta { name: name.to_string(), tags: tags.clone(), ..Default::default() });
-        index.insert_unique(hash, id, |&i| self.hasher.hash_one(regions[i as usize].name.as_str()));
+        let mut meta = RegionMeta::named(name);
+        if !tags.is_empty() {
+            meta.extra_mut().tags = tags.clone().into();
+        }
+        regions.push(meta);
+        index.insert_unique(hash, id, |&i| self.hasher.hash_one(&*regions[i as usize].name));
         (id, tags)
     }
 
@@ -80,9 +120,20 @@ impl RegionTable {
         let mut regions = self.lock();
         let Some(m) = regions.get_mut(id as usize) else { return };
         if m.source_file.is_none() {
+            let mut files = self.files.lock().unwrap_or_else(|e| e.into_inner());
+            let file = match files.get(file.as_str()) {
+                Some(f) => Arc::clone(f),
+                None => {
+                    let f: Arc<str> = file.into();
+                    files.insert(Arc::clone(&f));
+                    f
+                }
+            };
             m.source_file = Some(file);
             m.source_line = line;
-            m.source_text = text;
+            if let Some(text) = text {
+                m.extra_mut().source_text = Some(text.into_boxed_str());
+            }
         }
     }
 
@@ -120,7 +171,24 @@ mod tests {
         let regions = t.lock();
         assert_eq!(regions[0].source_file.as_deref(), Some("f.py"));
         assert_eq!(regions[0].source_line, Some(3));
-        assert_eq!(regions[0].source_text.as_deref(), Some("with a:"));
+        assert_eq!(regions[0].source_text(), Some("with a:"));
         assert_eq!(regions[1].source_file, None);
+    }
+
+    // issue 15 (100,000 region names: 568 bytes per name): an entry stays small and the
+    // regions of one file share its name
+    #[test]
+    fn entries_are_small_and_share_their_file() {
+        assert!(std::mem::size_of::<RegionMeta>() <= 56, "{}", std::mem::size_of::<RegionMeta>());
+        let t = RegionTable::new();
+        for i in 0..3 {
+            let (id, _) = t.get_or_create(&format!("r{i}"), vec![]);
+            t.set_source(id, "app.py".into(), Some(i), None);
+        }
+        let regions = t.lock();
+        let (a, b) = (regions[0].source_file.as_ref().unwrap(), regions[2].source_file.as_ref().unwrap());
+        assert!(Arc::ptr_eq(a, b) && &**a == "app.py");
+        assert_eq!(regions[2].source_line, Some(2));
+        assert!(regions[2].extra.is_none() && regions[2].tags().is_empty());
     }
 }
