@@ -43,33 +43,48 @@ impl PackedColumn {
     /// Pack `values`; `None` when a step between neighbours does not fit 32 bits once
     /// zigzag-encoded (keep such a column plain).
     pub fn pack(values: &[i64]) -> Option<PackedColumn> {
-        let packer = BitPacker4x::new();
         let blocks = values.len().div_ceil(BLOCK);
         let mut col = PackedColumn {
-            len: values.len(),
+            len: 0,
             first: Vec::with_capacity(blocks),
             bits: Vec::with_capacity(blocks),
             offsets: Vec::with_capacity(blocks + 1),
             data: Vec::new(),
         };
+        for block in values.chunks(BLOCK) {
+            col.push_block(block)?;
+        }
+        Some(col.finish())
+    }
+
+    /// Append one block (at most [`BLOCK`] values; only the last block may be shorter).
+    /// `None` (nothing appended) when a step does not fit 32 bits once zigzag-encoded.
+    fn push_block(&mut self, block: &[i64]) -> Option<()> {
+        let packer = BitPacker4x::new();
         let mut deltas = [0u32; BLOCK];
         let mut out = [0u8; 4 * BLOCK];
-        for block in values.chunks(BLOCK) {
-            deltas.fill(0);
-            for i in 1..block.len() {
-                let z = zigzag(block[i].wrapping_sub(block[i - 1]));
-                deltas[i] = u32::try_from(z).ok()?;
-            }
-            let bits = packer.num_bits(&deltas);
-            let n = packer.compress(&deltas, &mut out, bits);
-            col.first.push(block[0]);
-            col.bits.push(bits);
-            col.offsets.push(col.data.len());
-            col.data.extend_from_slice(&out[..n]);
+        for i in 1..block.len() {
+            let z = zigzag(block[i].wrapping_sub(block[i - 1]));
+            deltas[i] = u32::try_from(z).ok()?;
         }
-        col.offsets.push(col.data.len());
-        col.data.shrink_to_fit();
-        Some(col)
+        let bits = packer.num_bits(&deltas);
+        let n = packer.compress(&deltas, &mut out, bits);
+        self.first.push(block[0]);
+        self.bits.push(bits);
+        self.offsets.push(self.data.len());
+        self.data.extend_from_slice(&out[..n]);
+        self.len += block.len();
+        Some(())
+    }
+
+    /// The column once every block is in: the end offset, no spare capacity.
+    fn finish(mut self) -> PackedColumn {
+        self.offsets.push(self.data.len());
+        self.data.shrink_to_fit();
+        self.first.shrink_to_fit();
+        self.bits.shrink_to_fit();
+        self.offsets.shrink_to_fit();
+        self
     }
 
     /// Number of values.
@@ -89,9 +104,16 @@ impl PackedColumn {
 
     /// Values `offset..offset + len` (within bounds) appended to `out`.
     fn decode_into(&self, offset: usize, len: usize, out: &mut Vec<i64>) {
+        let at = out.len();
+        out.resize(at + len, 0);
+        self.decode_to(offset, &mut out[at..]);
+    }
+
+    /// Values `offset..offset + out.len()` (within bounds) into `out`.
+    fn decode_to(&self, offset: usize, out: &mut [i64]) {
         let packer = BitPacker4x::new();
         let mut deltas = [0u32; BLOCK];
-        let end = offset + len;
+        let end = offset + out.len();
         let mut at = offset;
         while at < end {
             let b = at / BLOCK;
@@ -105,10 +127,68 @@ impl PackedColumn {
                     v = v.wrapping_add(unzigzag(d));
                 }
                 if block_start + i >= at {
-                    out.push(v);
+                    out[block_start + i - offset] = v;
                 }
             }
             at = stop;
+        }
+    }
+}
+
+/// An id column built one value at a time, packed a block at a time (the whole column is
+/// never held plain, unless a step does not fit 32 bits: then it is kept plain).
+#[derive(Debug, Default)]
+pub struct IdColumnBuilder {
+    packed: Option<PackedColumn>,
+    /// The values of the block being filled, or every value once the column went plain.
+    pending: Vec<i64>,
+    plain: bool,
+}
+
+impl IdColumnBuilder {
+    /// An empty column.
+    pub fn new() -> Self {
+        IdColumnBuilder {
+            packed: Some(PackedColumn { len: 0, first: vec![], bits: vec![], offsets: vec![], data: vec![] }),
+            pending: Vec::with_capacity(BLOCK),
+            plain: false,
+        }
+    }
+
+    /// Append `v`.
+    #[inline]
+    pub fn push(&mut self, v: i64) {
+        self.pending.push(v);
+        if !self.plain && self.pending.len() == BLOCK {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        let Some(col) = self.packed.as_mut() else { return };
+        if self.pending.is_empty() || col.push_block(&self.pending).is_some() {
+            self.pending.clear();
+            return;
+        }
+        // a step beyond 32 bits: the whole column plain from here
+        let mut all = Vec::with_capacity(col.len + self.pending.len());
+        col.offsets.push(col.data.len());
+        col.decode_into(0, col.len, &mut all);
+        all.append(&mut self.pending);
+        self.pending = all;
+        self.packed = None;
+        self.plain = true;
+    }
+
+    /// The column: packed, or plain when it did not pack.
+    pub fn finish(mut self) -> IdColumn {
+        self.flush();
+        match self.packed {
+            Some(col) if !self.plain => {
+                let len = col.len;
+                IdColumn::Packed { column: Arc::new(col.finish()), offset: 0, len }
+            }
+            _ => IdColumn::Plain(Int64Array::from(self.pending)),
         }
     }
 }
@@ -161,6 +241,14 @@ impl IdColumn {
         }
     }
 
+    /// Ids `at..at + out.len()` (within `0..len()`) into `out`, without decoding the rest.
+    pub fn copy_range(&self, at: usize, out: &mut [i64]) {
+        match self {
+            IdColumn::Plain(a) => out.copy_from_slice(&a.values()[at..at + out.len()]),
+            IdColumn::Packed { column, offset, .. } => column.decode_to(offset + at, out),
+        }
+    }
+
     /// Whether the ids are held packed.
     pub fn is_packed(&self) -> bool {
         matches!(self, IdColumn::Packed { .. })
@@ -191,6 +279,29 @@ impl PartialEq for IdColumn {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// issue 15: ids packed as they come (finalize) equal their values, a step beyond 32
+    /// bits keeps the column plain.
+    #[test]
+    fn builder_packs_as_values_come() {
+        for values in [
+            (0..1000).map(|i| 5 + 4 * i).collect::<Vec<i64>>(),
+            (0..300).map(|i| if i == 200 { 1 << 40 } else { i }).collect(),
+            vec![],
+            vec![-1; 129],
+        ] {
+            let mut b = IdColumnBuilder::new();
+            for &v in &values {
+                b.push(v);
+            }
+            let col = b.finish();
+            assert_eq!(col.to_vec(), values);
+            assert_eq!(col.is_packed(), !values.contains(&(1 << 40)), "{}", values.len());
+            let mut part = vec![0; values.len().saturating_sub(3)];
+            col.copy_range(values.len().min(3), &mut part);
+            assert_eq!(part, values[values.len().min(3)..]);
+        }
+    }
 
     fn roundtrip(values: &[i64]) {
         let col = PackedColumn::pack(values).expect("packs");

@@ -11,9 +11,11 @@
 //! * [`schema1`]: schema-1 per-rank groups;
 //! * [`heap_guard`]: refuse files whose global heap makes HDF5 loop forever;
 //! * [`summary`]: the `summary_statistics` compound (reference's `_timing_summary`);
-//! * [`write`]: [`write_h5`] (schema 3, atomic publication).
+//! * [`write`]: [`write_h5`] (schema 3, atomic publication);
+//! * `chunks`: compressed chunks (shuffle + deflate) encoded in parallel for direct writes.
 use thiserror::Error;
 
+pub(crate) mod chunks;
 pub mod columnar;
 pub mod heap_guard;
 pub mod leftovers;

@@ -1,5 +1,4 @@
 //! Writing: [`write_h5`] (schema 3, the reference's layout, atomic publication).
-use std::borrow::Cow;
 use std::fs;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
@@ -7,8 +6,9 @@ use std::path::Path;
 use arrow_array::Int64Array;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Group, H5Type};
-use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 
+use super::chunks::{self, ColumnSource};
 use super::summary::{summary_record, SummaryRecord};
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 
@@ -58,24 +58,6 @@ pub(crate) const DEFLATE_LEVEL: u8 = 1;
 fn is_plain_integer<T: H5Type>() -> bool {
     use hdf5::types::TypeDescriptor::{Integer, Unsigned};
     matches!(T::type_descriptor(), Integer(s) | Unsigned(s) if s as usize == std::mem::size_of::<T>())
-}
-
-/// One stored chunk of `chunk` elements of `size` bytes from `raw` (the last chunk of a
-/// dataset is shorter: zero-padded, as HDF5 stores edge chunks whole): byte-shuffled as
-/// HDF5's shuffle filter (byte `j` of element `i` at `j * chunk + i`), then zlib-deflated
-/// as its deflate filter.
-fn stored_chunk(raw: &[u8], chunk: usize, size: usize) -> Vec<u8> {
-    use std::io::Write as _;
-    let mut shuffled = vec![0u8; chunk * size];
-    for (i, element) in raw.chunks_exact(size).enumerate() {
-        for (j, &b) in element.iter().enumerate() {
-            shuffled[j * chunk + i] = b;
-        }
-    }
-    let mut z =
-        flate2::write::ZlibEncoder::new(Vec::with_capacity(chunk), flate2::Compression::new(DEFLATE_LEVEL.into()));
-    z.write_all(&shuffled).expect("writing to memory");
-    z.finish().expect("writing to memory")
 }
 
 pub(crate) struct W<'a> {
@@ -137,25 +119,20 @@ impl W<'_> {
         }
         Ok(())
     }
-    /// A chunked dataset declaring shuffle + gzip (what any HDF5 reader decodes, the
-    /// reference's included) whose chunks are shuffled and deflated here, in parallel, and
-    /// written as they are stored (`H5Dwrite_chunk`): the library's filter pipeline would
-    /// compress them one after the other on one core (issue 15: most of `finalize()`).
-    fn compressed_ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
-        use rayon::prelude::*;
-        let chunk = v.len().min(COMPRESSED_CHUNK);
-        let ds = g
-            .new_dataset::<T>()
-            .chunk(chunk)
+    /// A chunked dataset of `len` elements declaring shuffle + gzip (what any HDF5 reader
+    /// decodes, the reference's included), to be filled with [`W::write_chunks`].
+    fn chunked<T: H5Type>(&self, g: &Group, name: &str, len: usize) -> R<hdf5::Dataset> {
+        g.new_dataset::<T>()
+            .chunk(len.min(COMPRESSED_CHUNK))
             .shuffle()
             .deflate(DEFLATE_LEVEL)
-            .shape(v.len())
+            .shape(len)
             .create(name)
-            .map_err(self.err(name))?;
-        let size = std::mem::size_of::<T>();
-        // SAFETY: `T` is a plain integer type (`is_plain_integer`): no padding, any bytes valid.
-        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
-        let stored: Vec<Vec<u8>> = bytes.par_chunks(chunk * size).map(|raw| stored_chunk(raw, chunk, size)).collect();
+            .map_err(self.err(name))
+    }
+    /// Write `stored` (chunk `k` = elements `k * chunk..`, already shuffled and deflated)
+    /// into `ds` as they are (`H5Dwrite_chunk`).
+    fn write_chunks(&self, ds: &hdf5::Dataset, name: &str, chunk: usize, stored: &[Vec<u8>]) -> R<()> {
         for (k, data) in stored.iter().enumerate() {
             let offset = [(k * chunk) as hdf5_sys::h5::hsize_t];
             // SAFETY: a dataset of this file, a one-dimensional offset, `data` alive for the call.
@@ -177,6 +154,33 @@ impl W<'_> {
             }
         }
         Ok(())
+    }
+    /// A plain-integer dataset above [`CONTIGUOUS_MAX_BYTES`], compressed here in parallel
+    /// ([`chunks`](super::chunks)) and written directly.
+    fn compressed_ints<T: H5Type>(&self, g: &Group, name: &str, v: &[T]) -> R<()> {
+        use rayon::prelude::*;
+        let chunk = v.len().min(COMPRESSED_CHUNK);
+        let ds = self.chunked::<T>(g, name, v.len())?;
+        let size = std::mem::size_of::<T>();
+        // SAFETY: `T` is a plain integer type (`is_plain_integer`): no padding, any bytes valid.
+        let bytes = unsafe { std::slice::from_raw_parts(v.as_ptr().cast::<u8>(), std::mem::size_of_val(v)) };
+        let stored: Vec<Vec<u8>> = bytes
+            .par_chunks(chunk * size)
+            .map(|raw| chunks::deflate(&chunks::shuffle_bytes(raw, chunk, size), DEFLATE_LEVEL))
+            .collect();
+        self.write_chunks(&ds, name, chunk, &stored)
+    }
+    /// An `i64` event column: compressed as [`W::ints`] would, its chunks produced from
+    /// `src` one at a time (the column is never held whole), else written contiguous.
+    fn column(&self, g: &Group, name: &str, src: &dyn ColumnSource) -> R<()> {
+        let len = src.len();
+        if !(self.compress && len * std::mem::size_of::<i64>() > CONTIGUOUS_MAX_BYTES) {
+            return self.ints(g, name, &chunks::to_vec(src));
+        }
+        let chunk = len.min(COMPRESSED_CHUNK);
+        let ds = self.chunked::<i64>(g, name, len)?;
+        let stored = chunks::encode_i64_chunks(src, chunk, DEFLATE_LEVEL);
+        self.write_chunks(&ds, name, chunk, &stored)
     }
     fn strs(&self, g: &Group, name: &str, v: &[String]) -> R<()> {
         let data = self.vlen(v, name)?;
@@ -271,55 +275,117 @@ fn write_metadata(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
     Ok(())
 }
 
-/// `events/start_deltas` (per row, from 0) and `events/durations`.
-fn write_timings(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
-    let total: usize = rows.iter().map(|r| r.len()).sum();
-    let mut start_deltas = Vec::with_capacity(total);
-    let mut durations = Vec::with_capacity(total);
-    for r in rows {
-        let (s, e) = (r.start_ns.values(), r.end_ns.values());
-        if s.len() != e.len() {
-            return Err(w.region_err(run, r, format!("{} starts but {} ends", s.len(), e.len())));
-        }
-        let mut prev = 0i64;
-        for i in 0..s.len() {
-            start_deltas.push(s[i].wrapping_sub(prev));
-            prev = s[i];
-            durations.push(e[i].wrapping_sub(s[i]));
+/// An event column: every row's values back to back, a row's values given by `row`
+/// (`row(r, at, out)`: values `at..at + out.len()` of row `r`).
+struct RowsColumn<'a, F> {
+    rows: &'a [&'a RegionCalls],
+    /// `rows.len() + 1` offsets of each row's first event.
+    offsets: &'a [usize],
+    row: F,
+}
+
+impl<F: Fn(&RegionCalls, usize, &mut [i64]) + Sync> ColumnSource for RowsColumn<'_, F> {
+    fn len(&self) -> usize {
+        *self.offsets.last().unwrap_or(&0)
+    }
+    fn fill(&self, at: usize, out: &mut [i64]) {
+        let end = at + out.len();
+        let mut r = self.offsets.partition_point(|&o| o <= at).saturating_sub(1);
+        let mut pos = at;
+        while pos < end {
+            let hi = self.offsets[r + 1].min(end);
+            (self.row)(self.rows[r], pos - self.offsets[r], &mut out[pos - at..hi - at]);
+            pos = hi;
+            r += 1;
         }
     }
-    w.ints(events, "start_deltas", &start_deltas)?;
-    w.ints(events, "durations", &durations)
+}
+
+/// Each row's first event in the event columns, plus the total.
+fn event_offsets(rows: &[&RegionCalls]) -> Vec<usize> {
+    std::iter::once(0)
+        .chain(rows.iter().scan(0usize, |acc, r| {
+            *acc += r.len();
+            Some(*acc)
+        }))
+        .collect()
+}
+
+/// `events/start_deltas` (per row, from 0) and `events/durations`.
+fn write_timings(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
+    for r in rows {
+        let (s, e) = (r.start_ns.len(), r.end_ns.len());
+        if s != e {
+            return Err(w.region_err(run, r, format!("{s} starts but {e} ends")));
+        }
+    }
+    let offsets = event_offsets(rows);
+    let deltas = |r: &RegionCalls, at: usize, out: &mut [i64]| {
+        let s = &r.start_ns.values()[..];
+        let mut prev = if at == 0 { 0 } else { s[at - 1] };
+        for (o, &v) in out.iter_mut().zip(&s[at..]) {
+            *o = v.wrapping_sub(prev);
+            prev = v;
+        }
+    };
+    w.column(events, "start_deltas", &RowsColumn { rows, offsets: &offsets, row: deltas })?;
+    let durations = |r: &RegionCalls, at: usize, out: &mut [i64]| {
+        let (s, e) = (&r.start_ns.values()[at..], &r.end_ns.values()[at..]);
+        for ((o, &a), &b) in out.iter_mut().zip(s).zip(e) {
+            *o = b.wrapping_sub(a);
+        }
+    };
+    w.column(events, "durations", &RowsColumn { rows, offsets: &offsets, row: durations })
+}
+
+/// One optional event column of a row: its values, held plain or as packed ids.
+enum Optional<'a> {
+    Plain(&'a Int64Array),
+    Ids(&'a IdColumn),
+}
+
+impl Optional<'_> {
+    fn len(&self) -> usize {
+        match self {
+            Optional::Plain(a) => a.len(),
+            Optional::Ids(c) => c.len(),
+        }
+    }
+    fn copy_range(&self, at: usize, out: &mut [i64]) {
+        match self {
+            Optional::Plain(a) => out.copy_from_slice(&a.values()[at..at + out.len()]),
+            Optional::Ids(c) => c.copy_range(at, out),
+        }
+    }
 }
 
 /// The optional event columns some row has, rows without it back-filled (-1, 0 for
-/// `await_ns`). Call and parent ids may be held bit-packed: decoded row by row here.
+/// `await_ns`). Call and parent ids may be held bit-packed: decoded a chunk at a time.
 fn write_optional_columns(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
-    type Col = fn(&RegionCalls) -> Option<Cow<'_, Int64Array>>;
+    type Col = fn(&RegionCalls) -> Option<Optional<'_>>;
     let optional: [(&str, Col, i64); 6] = [
-        ("gpu_durations", |r| r.gpu_ns.as_ref().map(Cow::Borrowed), -1),
-        ("call_ids", |r| r.call_ids.as_ref().map(|c| Cow::Owned(c.to_array())), -1),
-        ("parent_ids", |r| r.parent_ids.as_ref().map(|c| Cow::Owned(c.to_array())), -1),
-        ("thread_ids", |r| r.thread_ids.as_ref().map(Cow::Borrowed), -1),
-        ("task_ids", |r| r.task_ids.as_ref().map(Cow::Borrowed), -1),
-        ("await_ns", |r| r.await_ns.as_ref().map(Cow::Borrowed), 0),
+        ("gpu_durations", |r| r.gpu_ns.as_ref().map(Optional::Plain), -1),
+        ("call_ids", |r| r.call_ids.as_ref().map(Optional::Ids), -1),
+        ("parent_ids", |r| r.parent_ids.as_ref().map(Optional::Ids), -1),
+        ("thread_ids", |r| r.thread_ids.as_ref().map(Optional::Plain), -1),
+        ("task_ids", |r| r.task_ids.as_ref().map(Optional::Plain), -1),
+        ("await_ns", |r| r.await_ns.as_ref().map(Optional::Plain), 0),
     ];
-    let total: usize = rows.iter().map(|r| r.len()).sum();
+    let offsets = event_offsets(rows);
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {
             continue;
         }
-        let mut col = Vec::with_capacity(total);
         for r in rows {
-            match get(r) {
-                Some(a) if a.len() == r.len() => col.extend_from_slice(a.values()),
-                Some(a) => {
-                    return Err(w.region_err(run, r, format!("{} calls but {} values in {name}", r.len(), a.len())))
-                }
-                None => col.extend(std::iter::repeat_n(missing, r.len())),
+            if let Some(a) = get(r).filter(|a| a.len() != r.len()) {
+                return Err(w.region_err(run, r, format!("{} calls but {} values in {name}", r.len(), a.len())));
             }
         }
-        w.ints(events, name, &col)?;
+        let row = |r: &RegionCalls, at: usize, out: &mut [i64]| match get(r) {
+            Some(a) => a.copy_range(at, out),
+            None => out.fill(missing),
+        };
+        w.column(events, name, &RowsColumn { rows, offsets: &offsets, row })?;
     }
     Ok(())
 }

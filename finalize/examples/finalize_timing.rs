@@ -1,0 +1,53 @@
+//! Time each step of `finalize()` after N recorded calls (4 nested regions, one tracked
+//! thread, as `benches/bench_recording.py --what finalize`): snapshot -> Run, call ids,
+//! HDF5 write. `cargo run --release -p scope-profiler-finalize --example finalize_timing -- [CALLS] [REPEAT]`
+use std::time::Instant;
+
+use scope_profiler_analysis::assign_call_ids;
+use scope_profiler_finalize::{run_from_snapshot, Snapshot};
+use scope_profiler_formats::hdf5::write::publish_h5;
+use scope_profiler_recorder::{Recorder, RegionTable, ThreadInfo};
+
+fn main() {
+    let args: Vec<String> = std::env::args().collect();
+    let calls: usize = args.get(1).and_then(|s| s.parse().ok()).unwrap_or(1_000_000);
+    let repeat: usize = args.get(2).and_then(|s| s.parse().ok()).unwrap_or(3);
+    let dir = tempfile::tempdir().expect("temp dir");
+    for _ in 0..repeat {
+        let rec = Recorder::new(1 << 30, true);
+        let table = RegionTable::new();
+        let ids: Vec<u32> =
+            ["outer", "middle", "inner", "leaf"].iter().map(|n| table.get_or_create(n, vec![]).0).collect();
+        let (st, _) =
+            rec.register_current_thread(ThreadInfo { ident: 1, native_id: 1, name: "Main".into(), daemon: false });
+        for _ in 0..calls / 4 {
+            for &r in &ids {
+                st.enter(r, false);
+            }
+            for &r in ids.iter().rev() {
+                st.exit(r);
+            }
+        }
+        let path = dir.path().join("t.h5");
+        let t0 = Instant::now();
+        // SAFETY: this thread is the only one recording.
+        let snap = unsafe { Snapshot::take(&rec, table.len(), 0) };
+        let t1 = Instant::now();
+        let mut run = run_from_snapshot(snap, &table.lock(), vec![]).expect("snapshot");
+        let t2 = Instant::now();
+        assign_call_ids(&mut run, 0, 0).expect("call ids");
+        let t3 = Instant::now();
+        publish_h5(&run, &path).expect("write");
+        let t4 = Instant::now();
+        let ns = |a: Instant, b: Instant| (b - a).as_nanos() as f64 / calls as f64;
+        println!(
+            "ns/call: snapshot {:5.1}  run {:5.1}  call ids {:5.1}  write {:5.1}  total {:5.1}  ({} bytes/call on disk)",
+            ns(t0, t1),
+            ns(t1, t2),
+            ns(t2, t3),
+            ns(t3, t4),
+            ns(t0, t4),
+            std::fs::metadata(&path).map(|m| m.len() as f64 / calls as f64).unwrap_or(0.0),
+        );
+    }
+}

@@ -1,0 +1,265 @@
+//! Compressed chunks as HDF5 stores them: byte-shuffled (the shuffle filter) and
+//! zlib-deflated (the deflate filter), encoded here in parallel, so that the writer hands
+//! them to `H5Dwrite_chunk` as they are (issue 15: HDF5's own filter pipeline compressed
+//! one chunk after the other on one core, most of `finalize()`).
+//!
+//! An event column is a [`ColumnSource`]: it fills any range of its values, so a chunk is
+//! produced straight into a per-worker buffer, shuffled into a second one and deflated;
+//! no column is ever materialised whole (issue 15: peak memory of `finalize()`).
+use rayon::prelude::*;
+
+/// An `i64` column produced a range at a time.
+pub(crate) trait ColumnSource: Sync {
+    /// Number of values.
+    fn len(&self) -> usize;
+    /// Values `at..at + out.len()` (within `0..len()`) into `out`.
+    fn fill(&self, at: usize, out: &mut [i64]);
+}
+
+/// The whole column as a vector (for datasets written without chunks).
+pub(crate) fn to_vec(src: &dyn ColumnSource) -> Vec<i64> {
+    let mut v = vec![0i64; src.len()];
+    src.fill(0, &mut v);
+    v
+}
+
+/// HDF5's shuffle of one chunk of `i64`: byte `j` of element `i` at `j * values.len() + i`.
+pub(crate) fn shuffle_i64(values: &[i64], out: &mut [u8]) {
+    let n = values.len();
+    debug_assert_eq!(out.len(), n * 8);
+    for (j, plane) in out.chunks_exact_mut(n.max(1)).enumerate().take(8) {
+        let shift = 8 * j as u32;
+        for (o, &v) in plane.iter_mut().zip(values) {
+            *o = (v >> shift) as u8;
+        }
+    }
+}
+
+/// HDF5's shuffle of `chunk` elements of `size` bytes from `raw` (shorter for the last
+/// chunk of a dataset: the rest stays zero, as HDF5 stores edge chunks whole).
+pub(crate) fn shuffle_bytes(raw: &[u8], chunk: usize, size: usize) -> Vec<u8> {
+    let mut shuffled = vec![0u8; chunk * size];
+    for (i, element) in raw.chunks_exact(size).enumerate() {
+        for (j, &b) in element.iter().enumerate() {
+            shuffled[j * chunk + i] = b;
+        }
+    }
+    shuffled
+}
+
+/// A zlib stream of `bytes` at `level` (what HDF5's deflate filter stores), with a reused
+/// compressor.
+fn deflate_with(z: &mut flate2::Compress, bytes: &[u8]) -> Vec<u8> {
+    z.reset();
+    let mut out = Vec::with_capacity(bytes.len() / 4 + 64);
+    loop {
+        let status = z.compress_vec(&bytes[z.total_in() as usize..], &mut out, flate2::FlushCompress::Finish);
+        match status {
+            Ok(flate2::Status::StreamEnd) => return out,
+            Ok(_) => out.reserve(out.capacity().max(4096)),
+            // compressing from memory into a growing vector cannot fail
+            Err(e) => unreachable!("deflate into memory: {e}"),
+        }
+    }
+}
+
+/// A zlib stream of `bytes` at `level`.
+pub(crate) fn deflate(bytes: &[u8], level: u8) -> Vec<u8> {
+    deflate_with(&mut flate2::Compress::new(flate2::Compression::new(level.into()), true), bytes)
+}
+
+/// Sampled bytes per plane ([`plane_is_noise`]).
+const SAMPLE_STEP: usize = 16;
+
+/// Whether a shuffled byte plane is close to random (the low bytes of timestamps and
+/// durations): estimated from every [`SAMPLE_STEP`]th byte and its successor, over 7 bits of
+/// entropy per byte both in the bytes and in their steps (a counter's low byte takes every
+/// value, yet deflate packs it to nothing). deflate would spend most of a chunk's time on
+/// such a plane to save little.
+fn plane_is_noise(plane: &[u8]) -> bool {
+    let (mut values, mut steps) = ([0u32; 256], [0u32; 256]);
+    let mut n = 0u32;
+    for pair in plane.chunks_exact(SAMPLE_STEP) {
+        values[pair[0] as usize] += 1;
+        steps[pair[1].wrapping_sub(pair[0]) as usize] += 1;
+        n += 1;
+    }
+    if n < 256 {
+        return false;
+    }
+    let bits = |counts: &[u32; 256]| -> f64 {
+        counts.iter().filter(|&&c| c > 0).map(|&c| c as f64 / n as f64).map(|p| -p * p.log2()).sum()
+    };
+    // a sample of 4096 from 256 equally likely values estimates ~7.95 bits
+    bits(&values) > 7.0 && bits(&steps) > 7.0
+}
+
+/// Feed `input` to `z` with `flush`, growing `out` until all of it is in and, for a flush,
+/// the flush had room to complete (`Finish`: until the stream end).
+fn feed(z: &mut flate2::Compress, input: &[u8], out: &mut Vec<u8>, flush: flate2::FlushCompress) {
+    let start = z.total_in();
+    loop {
+        let at = (z.total_in() - start) as usize;
+        out.reserve(4096);
+        match z.compress_vec(&input[at..], out, flush) {
+            Ok(flate2::Status::StreamEnd) => return,
+            Ok(_) if flush == flate2::FlushCompress::Finish => {}
+            // all input in and room left: nothing more pending for this flush
+            Ok(_) if z.total_in() - start == input.len() as u64 && out.len() < out.capacity() => return,
+            Ok(_) => {}
+            // compressing from memory into a growing vector cannot fail
+            Err(e) => unreachable!("deflate into memory: {e}"),
+        }
+    }
+}
+
+/// A zlib stream of a shuffled chunk made plane by plane: planes that are close to random
+/// ([`plane_is_noise`]) as stored blocks, the others deflated at `level` by one raw deflate
+/// stream (`z`), flushed in full (byte-aligned, no match reaching back across it) only
+/// where a stored plane follows deflated ones, then its final block (or an empty final
+/// stored block) and the Adler-32 of the whole chunk. Any zlib decoder (HDF5's deflate
+/// filter) reads it as one stream.
+fn deflate_planes(z: &mut flate2::Compress, bytes: &[u8], plane: usize) -> Vec<u8> {
+    z.reset();
+    let mut out = Vec::with_capacity(bytes.len() / 4 + 64);
+    out.extend_from_slice(&[0x78, 0x01]); // zlib header: deflate, 32 KiB window, fastest
+    let mut fed = false; // `z` has input since its start or last full flush
+    for p in bytes.chunks(plane.max(1)) {
+        if !plane_is_noise(p) {
+            feed(z, p, &mut out, flate2::FlushCompress::None);
+            fed = true;
+            continue;
+        }
+        if fed {
+            feed(z, &[], &mut out, flate2::FlushCompress::Full);
+            fed = false;
+        }
+        for block in p.chunks(u16::MAX as usize) {
+            let len = block.len() as u16;
+            out.push(0); // not final, stored (byte-aligned: at the start or after a full flush)
+            out.extend_from_slice(&len.to_le_bytes());
+            out.extend_from_slice(&(!len).to_le_bytes());
+            out.extend_from_slice(block);
+        }
+    }
+    if fed {
+        feed(z, &[], &mut out, flate2::FlushCompress::Finish); // its last block is final
+    } else {
+        out.extend_from_slice(&[0x01, 0x00, 0x00, 0xff, 0xff]); // final empty stored block
+    }
+    let mut adler = simd_adler32::Adler32::new();
+    adler.write(bytes);
+    out.extend_from_slice(&adler.finish().to_be_bytes());
+    out
+}
+
+/// Every stored chunk (shuffled, then deflated at `level` plane by plane,
+/// [`deflate_planes`]) of `src` in chunks of `chunk` elements, encoded in parallel; the
+/// last is zero-padded to `chunk` elements.
+pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8) -> Vec<Vec<u8>> {
+    let n = src.len();
+    let init = || {
+        (vec![0i64; chunk], vec![0u8; chunk * 8], flate2::Compress::new(flate2::Compression::new(level.into()), false))
+    };
+    (0..n.div_ceil(chunk))
+        .into_par_iter()
+        .map_init(init, |(values, bytes, z), k| {
+            let at = k * chunk;
+            let len = chunk.min(n - at);
+            src.fill(at, &mut values[..len]);
+            values[len..].fill(0);
+            shuffle_i64(values, bytes);
+            deflate_planes(z, bytes, chunk)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Ramp(usize);
+    impl ColumnSource for Ramp {
+        fn len(&self) -> usize {
+            self.0
+        }
+        fn fill(&self, at: usize, out: &mut [i64]) {
+            for (k, o) in out.iter_mut().enumerate() {
+                *o = ((at + k) as i64 * 7919) ^ ((at + k) as i64) << 40;
+            }
+        }
+    }
+
+    fn inflate(z: &[u8]) -> Vec<u8> {
+        use std::io::Read as _;
+        let mut out = Vec::new();
+        flate2::read::ZlibDecoder::new(z).read_to_end(&mut out).unwrap();
+        out
+    }
+
+    #[test]
+    fn i64_shuffle_is_the_byte_shuffle() {
+        let values: Vec<i64> = (0..1000).map(|i| i * 0x0102_0304_0506_0709 - 77).collect();
+        let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+        let mut out = vec![0u8; 8000];
+        shuffle_i64(&values, &mut out);
+        assert_eq!(out, shuffle_bytes(&raw, 1000, 8));
+    }
+
+    #[test]
+    fn chunks_decode_to_the_padded_shuffled_values() {
+        let src = Ramp(2500);
+        let chunks = encode_i64_chunks(&src, 1024, 1);
+        assert_eq!(chunks.len(), 3);
+        let all = to_vec(&src);
+        for (k, c) in chunks.iter().enumerate() {
+            let mut values = all[k * 1024..((k + 1) * 1024).min(2500)].to_vec();
+            values.resize(1024, 0);
+            let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            assert_eq!(inflate(c), shuffle_bytes(&raw, 1024, 8), "chunk {k}");
+        }
+        assert_eq!(inflate(&deflate(b"abcabcabc", 4)), b"abcabcabc");
+    }
+
+    /// issue 15: random low bytes go into stored blocks, the rest deflated; one stream.
+    #[test]
+    fn noisy_planes_are_stored_and_decode() {
+        let mut x = 88172645463325252u64;
+        let noisy: Vec<i64> = (0..70_000)
+            .map(|i| {
+                x ^= x << 13;
+                x ^= x >> 7;
+                x ^= x << 17;
+                (i as i64) << 16 | (x & 0xffff) as i64
+            })
+            .collect();
+        struct Values(Vec<i64>);
+        impl ColumnSource for Values {
+            fn len(&self) -> usize {
+                self.0.len()
+            }
+            fn fill(&self, at: usize, out: &mut [i64]) {
+                out.copy_from_slice(&self.0[at..at + out.len()]);
+            }
+        }
+        // random second byte after a constant first: a stored plane after a deflated one
+        let second: Vec<i64> = noisy.iter().map(|v| (v & 0xff00) | 7).collect();
+        let chunks = encode_i64_chunks(&Values(second.clone()), 65_536, 1);
+        let raw: Vec<u8> = second[..65_536].iter().flat_map(|v| v.to_le_bytes()).collect();
+        assert_eq!(inflate(&chunks[0]), shuffle_bytes(&raw, 65_536, 8));
+        assert!(chunks[0].len() > 65_536 && chunks[0].len() < 65_536 + 4096, "{}", chunks[0].len());
+        let chunks = encode_i64_chunks(&Values(noisy.clone()), 65_536, 1);
+        for (k, c) in chunks.iter().enumerate() {
+            let mut values = noisy[k * 65_536..((k + 1) * 65_536).min(noisy.len())].to_vec();
+            values.resize(65_536, 0);
+            let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+            let shuffled = shuffle_bytes(&raw, 65_536, 8);
+            if k == 0 {
+                assert!(plane_is_noise(&shuffled[..65_536]) && !plane_is_noise(&shuffled[7 * 65_536..]));
+            }
+            assert_eq!(inflate(c), shuffled, "chunk {k}");
+        }
+        // the two random planes stored (a little over their size), the counter's deflated
+        assert!(chunks[0].len() > 2 * 65_536 && chunks[0].len() < 2 * 65_536 + 8192, "{}", chunks[0].len());
+    }
+}
