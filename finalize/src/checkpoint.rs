@@ -5,6 +5,7 @@ use scope_profiler_analysis::{assign_call_ids, MetaValue, Run};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 use scope_profiler_recorder::{OpenCall, Recorder, RegionTable, Watermark};
 
+use crate::metadata_scopes::{self, MetadataScopes};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 use crate::stream::concat_runs;
 
@@ -34,6 +35,11 @@ pub struct CheckpointRequest<'a> {
     /// traces, `finalize(native_traces=...)`): added to the run as rows without a thread or
     /// task (lane -1, one stack), numbered and written with the rest.
     pub foreign: Vec<ForeignRegion>,
+    /// The recording's exited `metadata()` scopes: every scope held is applied to the
+    /// run's recorded calls ([`metadata_scopes::apply`]; not to `foreign` regions, as the
+    /// reference) and retired with the calls (when they are retired here; else
+    /// [`Checkpoint::scopes_taken`] says how many to retire with [`Checkpoint::taken`]).
+    pub metadata_scopes: Option<&'a MetadataScopes>,
 }
 
 /// A region recorded outside the recorder: its calls' starts and ends (absolute ns, the
@@ -65,6 +71,9 @@ pub struct Checkpoint {
     /// retire them later ([`Recorder::retire`]), e.g. once another process wrote them (MPI:
     /// rank 0 writes every rank's calls). `None` when they were retired here.
     pub taken: Option<Watermark>,
+    /// How many `metadata()` scopes the run applied (the oldest held): retired here with the
+    /// calls, or to retire ([`MetadataScopes::retire`]) with [`Checkpoint::taken`].
+    pub scopes_taken: usize,
 }
 
 /// Why a checkpoint failed.
@@ -131,20 +140,28 @@ pub unsafe fn checkpoint_with_prior(
     mut prior: Vec<Run>,
     release: impl FnOnce(WriteJob<'_>) -> Result<(), WriteFailure>,
 ) -> Result<Checkpoint, CheckpointError> {
+    let scopes = req.metadata_scopes.map(MetadataScopes::taken).unwrap_or_default();
+    let retire_scopes = || {
+        if let Some(store) = req.metadata_scopes {
+            store.retire(scopes.len());
+        }
+    };
     let (mut run, mark, order, open) = {
         let table = regions.lock();
         let mut snap = Snapshot::take(rec, table.len(), req.start_time_ns);
         let mark = rec.watermark();
         if req.rewind && req.write_to.is_none() {
             rec.retire(&mark);
+            retire_scopes();
         }
         let open: Vec<(String, OpenCall)> = rec
             .open_calls()
             .into_iter()
-            .filter_map(|c| Some((table.get(c.region as usize)?.name.clone(), c)))
+            .filter_map(|c| Some((table.get(c.region as usize)?.name.to_string(), c)))
             .collect();
         let closed = req.close_open_at.map(|end| close_open_calls(&mut snap, &open, end)).unwrap_or_default();
-        let order: Option<Vec<String>> = (!prior.is_empty()).then(|| table.iter().map(|m| m.name.clone()).collect());
+        let order: Option<Vec<String>> =
+            (!prior.is_empty()).then(|| table.iter().map(|m| m.name.to_string()).collect());
         let mut run = run_from_snapshot(snap, &table, req.metadata)?;
         flag_open_calls(&mut run, &closed);
         (run, mark, order, open)
@@ -153,20 +170,23 @@ pub unsafe fn checkpoint_with_prior(
         prior.push(run);
         run = concat_runs(prior, Some(&order));
     }
+    metadata_scopes::apply(&mut run, &scopes);
     add_foreign(&mut run, req.foreign)?;
     let (next_call_id, warning) = number_calls(&mut run, req.call_id_base);
     if let Some(path) = req.write_to {
         let r = &run;
         if let Err(failure) = release(&|| publish_h5(r, path)) {
-            let unwritten = Box::new(Checkpoint { run, next_call_id, warning, open, taken: Some(mark) });
+            let scopes_taken = scopes.len();
+            let unwritten = Box::new(Checkpoint { run, next_call_id, warning, open, taken: Some(mark), scopes_taken });
             return Err(CheckpointError::Write { failure, unwritten });
         }
         if req.rewind {
             rec.retire(&mark);
+            retire_scopes();
         }
     }
     let taken = (!req.rewind).then_some(mark);
-    Ok(Checkpoint { run, next_call_id, warning, open, taken })
+    Ok(Checkpoint { run, next_call_id, warning, open, taken, scopes_taken: scopes.len() })
 }
 
 /// Add `foreign` regions to rank 0 of `run` as rows without thread or task columns.

@@ -5,6 +5,8 @@
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
 //!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
+//! * [`metadata_scopes`]: `metadata()` scopes (entry/exit times and values) applied to the
+//!   calls they contain at a checkpoint; nothing per call.
 //! * [`stream`]: `flush_interval`: completed calls appended to a sidecar file as they
 //!   complete, read back at finalize, and `recover` of the sidecar of a killed process.
 //! * [`transport`]: a run as bytes between processes of one job (MPI ranks to rank 0) and
@@ -12,6 +14,7 @@
 //!
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
 pub mod checkpoint;
+pub mod metadata_scopes;
 pub mod snapshot;
 pub mod stream;
 pub mod transport;
@@ -19,5 +22,6 @@ pub mod transport;
 pub use checkpoint::{
     checkpoint, checkpoint_with_prior, Checkpoint, CheckpointError, CheckpointRequest, ForeignRegion, WriteJob,
 };
+pub use metadata_scopes::{BadScopeValues, MetadataScope, MetadataScopes};
 pub use snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 pub use transport::{decode_run, encode_run, stack, DecodeError, StackError, MAGIC};

@@ -48,6 +48,7 @@ fn req(metadata: Vec<(String, MetaValue)>, start_time_ns: i64, rewind: bool, bas
         write_to: None,
         close_open_at: None,
         foreign: Vec::new(),
+        metadata_scopes: None,
     }
 }
 
@@ -372,6 +373,7 @@ fn write_to_publishes_the_run_through_release() {
         write_to: Some(&path),
         close_open_at: None,
         foreign: Vec::new(),
+        metadata_scopes: None,
     };
     let done = unsafe {
         checkpoint(&rec, &table, request, |write| {
@@ -407,7 +409,49 @@ fn a_snapshot_naming_an_unknown_region_is_an_error() {
         }],
         ..Default::default()
     };
-    let table = vec![RegionMeta { name: "a".into(), ..Default::default() }];
+    let table = vec![RegionMeta::named("a")];
     let err = run_from_snapshot(snap, &table, vec![]).unwrap_err();
     assert_eq!((err.id, err.regions), (3, 1));
+}
+
+/// Issue 11 (per-call metadata): a checkpoint gives the calls inside `metadata()` scopes
+/// their values (two threads: the rule is time, as the reference's), retires the scopes with
+/// its calls, and keeps them when it keeps its calls (`rewind` false: `scopes_taken` says
+/// how many to retire later).
+#[test]
+fn metadata_scopes_are_applied_and_retired_with_the_calls() {
+    use scope_profiler_finalize::{MetadataScope, MetadataScopes};
+    let rec = Arc::new(Recorder::new(8, true));
+    let table = RegionTable::new();
+    let (a, _) = table.get_or_create("a", vec![]);
+    let s = state(&rec, ThreadInfo { name: "Main".into(), ..Default::default() });
+    let store = MetadataScopes::default();
+    call(s, a, || {}); // before any scope
+    let outer_start = now_ns();
+    call(s, a, || {});
+    let inner_start = now_ns();
+    let rec2 = Arc::clone(&rec);
+    thread::spawn(move || {
+        // SAFETY: as `state`: the recorder outlives the thread's use of it
+        let s2 = unsafe { &*Arc::as_ptr(&rec2.register_current_thread(ThreadInfo::default()).0) };
+        call(s2, a, || {});
+    })
+    .join()
+    .unwrap();
+    store.push(MetadataScope::new(inner_start, now_ns(), r#"{"k": 1, "inner": true}"#).unwrap());
+    store.push(MetadataScope::new(outer_start, now_ns(), r#"{"k": 0, "s": "x"}"#).unwrap());
+    let keep = CheckpointRequest { metadata_scopes: Some(&store), ..req(vec![], 0, false, 0) };
+    let done = unsafe { checkpoint(&rec, &table, keep, no_lock) }.unwrap();
+    // rows per thread: Main's two calls, then the other thread's one
+    assert_eq!(
+        done.run.regions[0].event_metadata.as_deref(),
+        Some(r#"[{}, {"k": 0, "s": "x"}, {"k": 1, "s": "x", "inner": true}]"#)
+    );
+    assert_eq!((done.scopes_taken, store.len()), (2, 2), "kept with the calls");
+    let retire = CheckpointRequest { metadata_scopes: Some(&store), ..req(vec![], 0, true, 0) };
+    let again = unsafe { checkpoint(&rec, &table, retire, no_lock) }.unwrap();
+    assert_eq!(again.run.regions[0].event_metadata, done.run.regions[0].event_metadata);
+    assert!(store.is_empty(), "retired with the calls");
+    let empty = unsafe { checkpoint(&rec, &table, req(vec![], 0, true, 0), no_lock) }.unwrap();
+    assert!(empty.run.regions.is_empty());
 }

@@ -27,6 +27,7 @@ fn request(path: &std::path::Path) -> CheckpointRequest<'_> {
         write_to: Some(path),
         close_open_at: None,
         foreign: Vec::new(),
+        metadata_scopes: None,
     }
 }
 
