@@ -31,12 +31,19 @@ pub struct ThreadSummaryRow {
     /// lane and the lanes of the tasks/greenlets whose latest step ran on it), counted once
     /// where calls of different lanes overlap; never more than `wall_time`.
     pub region_time: f64,
-    /// s those top-level calls held the thread: Σ (duration − await), `None` when the rank
-    /// recorded no await column (no `track_async`).
+    /// s those calls held the thread: Σ (duration − await) of the task lanes' top-level
+    /// calls, plus the bare lane's top-level calls outside the task calls they enclose (a
+    /// task call made while a call of the thread itself is open - `with region():
+    /// asyncio.run(...)`, the `session()` root - is split into its own held and await, as a
+    /// child is in exclusive time). `None` when the rank recorded no await column (no
+    /// `track_async`). `held_time <= region_time`: the held parts of calls on one thread do
+    /// not overlap (issue 14, new-user trial: under `session()` the root was counted whole
+    /// beside the task calls inside it, and held exceeded wall).
     pub held_time: Option<f64>,
     /// s those top-level calls were suspended in an `await` (or switched out greenlet):
     /// Σ await, `None` without an await column. `held_time + await_time` = Σ durations of
-    /// the top-level calls (the reference's `region_time`).
+    /// the top-level calls of all the thread's lanes (the reference's `region_time`) minus
+    /// the time of the task calls enclosed by a bare-lane call (which 0.7.5 counted twice).
     pub await_time: Option<f64>,
 }
 
@@ -181,8 +188,8 @@ struct LaneTimes {
     lane: i64,
     /// Calls on the lane (all depths).
     calls: i64,
-    /// `(start, end)` ns of the top-level calls, ascending start (non-overlapping).
-    roots: Vec<(i64, i64)>,
+    /// `(start, end, await)` ns of the top-level calls, ascending start (non-overlapping).
+    roots: Vec<(i64, i64, i64)>,
     /// Σ (duration − await) and Σ await ns of the top-level calls (await clamped to
     /// `[0, duration]`; 0 without an await column).
     held_ns: i64,
@@ -221,7 +228,7 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_
                     .unwrap_or(0)
                     .clamp(0, d.max(0));
                 if with_roots {
-                    out.roots.push((s, e));
+                    out.roots.push((s, e, w));
                 }
                 out.held_ns += d - w;
                 out.await_ns += w;
@@ -230,6 +237,12 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_
             out
         })
         .collect()
+}
+
+/// Whether `[start, end]` lies inside one of `sorted` (ascending start, non-overlapping).
+fn inside(sorted: &[(i64, i64)], start: i64, end: i64) -> bool {
+    let k = sorted.partition_point(|&(b, _)| b <= start);
+    k > 0 && end <= sorted[k - 1].1
 }
 
 /// ns covered by the union of `intervals` (sorted here).
@@ -318,35 +331,55 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         }
     }
 
-    // Top-level calls per lane, then per thread: a thread's bare lane, and every task lane
-    // whose task rows name the thread (each distinct thread once).
+    // Top-level calls per lane, then per thread: a thread's bare lane first, then every task
+    // lane whose task rows name the thread (each distinct thread once), without the task
+    // calls that lie inside a bare-lane call of that thread (issue 14: the session root
+    // counted as held beside the task calls it contains, held > wall).
     let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
     task_threads.sort_unstable();
+    let lanes = lane_times(run, rank, calls, split, true);
     let mut roots: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slot.len()];
     let mut held = vec![0i64; slot.len()];
     let mut awaited = vec![0i64; slot.len()];
-    for lt in lane_times(run, rank, calls, split, true) {
-        let mut add = |s: usize| {
-            roots[s].extend_from_slice(&lt.roots);
+    for lt in lanes.iter().filter(|lt| lt.lane <= -2) {
+        if let Some(s) = slot_of(-2 - lt.lane) {
+            roots[s].extend(lt.roots.iter().map(|&(b, e, _)| (b, e)));
             held[s] += lt.held_ns;
             awaited[s] += lt.await_ns;
-        };
-        if lt.lane <= -2 {
-            if let Some(s) = slot_of(-2 - lt.lane) {
-                add(s);
-            }
-        } else if lt.lane >= 0 {
-            let from = task_threads.partition_point(|&(k, _)| k < lt.lane);
-            let mut last_slot = usize::MAX;
-            for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lt.lane) {
-                if let Some(s) = slot_of(th) {
-                    if s != last_slot {
-                        add(s);
-                        last_slot = s;
-                    }
+        }
+    }
+    // the bare-lane roots of each thread, ascending start (non-overlapping per lane; rows
+    // sharing an index may bring several lanes, hence the sort)
+    let bare: Vec<Vec<(i64, i64)>> = roots
+        .iter()
+        .map(|r| {
+            let mut r = r.clone();
+            r.sort_unstable();
+            r
+        })
+        .collect();
+    let mut enclosed: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slot.len()];
+    for lt in lanes.iter().filter(|lt| lt.lane >= 0) {
+        let from = task_threads.partition_point(|&(k, _)| k < lt.lane);
+        let mut last_slot = usize::MAX;
+        for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lt.lane) {
+            let Some(s) = slot_of(th).filter(|&s| s != last_slot) else { continue };
+            last_slot = s;
+            for &(b, e, w) in &lt.roots {
+                if inside(&bare[s], b, e) {
+                    enclosed[s].push((b, e));
+                } else {
+                    roots[s].push((b, e));
                 }
+                held[s] += e - b - w;
+                awaited[s] += w;
             }
         }
+    }
+    // a bare-lane call holds the thread only outside the task calls it encloses (those are
+    // split into their own held and await): like exclusive time, across lanes
+    for (h, inner) in held.iter_mut().zip(enclosed) {
+        *h -= union_ns(inner);
     }
     let covered: Vec<i64> = roots.into_par_iter().map(union_ns).collect();
 
@@ -359,7 +392,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
             let alive = t.end_ns == crate::run::UNKNOWN;
             let end = if alive { run_end } else { Some(t.end_ns) };
             let started = t.start_ns != crate::run::UNKNOWN;
-            let cpu_run = if t.cpu_start_ns == crate::run::UNKNOWN { t.cpu_ns } else { t.cpu_ns - t.cpu_start_ns };
+            let cpu_run = t.cpu_run_ns().unwrap_or(t.cpu_ns);
             ThreadSummaryRow {
                 index: t.index,
                 name: t.name.clone(),
@@ -374,6 +407,19 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
             }
         })
         .collect()
+}
+
+/// Why `thread_summary(rank)` is empty, when it is because the rank has calls but no thread
+/// table: the run was recorded without `track_threads` (0.7.5 returned `[]` silently; issue
+/// 14, new-user trial). `None` when the rank has a thread table, or no calls either.
+pub fn no_thread_table_note(run: &Run, rank: u32) -> Option<String> {
+    if run.rank_threads(rank).next().is_some() || run.rank_rows(rank).next().is_none() {
+        return None;
+    }
+    Some(format!(
+        "thread_summary(rank={rank}) is empty: the run was recorded without track_threads, so it has no \
+         thread table. Record with track_threads=True (scope-profiler run --track-threads) for one row per thread."
+    ))
 }
 
 /// A note when `rank`'s calls look like an event loop's tasks (asyncio, gevent) recorded

@@ -1,6 +1,7 @@
 //! Analysis engine of scope-profiler: the run model ([`run`]) and the algorithms on it.
 pub mod cache;
 pub mod call_graph;
+mod call_numbering;
 pub mod callstack;
 pub mod events;
 pub mod lanes;
@@ -25,14 +26,14 @@ pub use callstack::{
 };
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError};
 pub use lanes::{
-    lane_label, task_summary, task_summary_split, thread_summary, thread_summary_from, thread_summary_split,
-    untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
+    lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
+    thread_summary_split, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
 };
 pub use merge::{merge_runs, MergeError, MergeOptions};
 pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
-    set_aside_report,
+    set_aside_causes, set_aside_report,
 };
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use summary::{rank_summary, RankSummary, RegionSummaryRow};

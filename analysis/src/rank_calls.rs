@@ -3,6 +3,7 @@
 use arrow_array::Int64Array;
 
 use crate::callstack::{build_lenient, CallArrays, LaneSplit, NestingError, RegionInput};
+use crate::packed::IdColumn;
 use crate::run::{RegionCalls, Run};
 
 /// The rows of `rank` in reconstruction order: region-table order (the reference iterates
@@ -66,7 +67,27 @@ fn scatter_by_row(
 /// `call_ids`/`parent_ids`; set each row's `exclusive_total_ns` (Σ exclusive ns of its calls).
 /// Returns the next base (`base + number of calls`).
 /// On `NestingError` nothing is changed (the caller drops the call graph and warns).
+///
+/// Cost: one streaming merge of the rank's sorted runs ([`crate::call_numbering`]), no
+/// reconstruction; the general reconstruction only for what that pass leaves (its errors).
 pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, NestingError> {
+    let rows = rank_rows_ordered(run, rank);
+    let numbered = {
+        let inputs: Vec<RegionInput<'_>> = rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
+        let n: usize = inputs.iter().map(|r| r.start_ns.len()).sum();
+        (n <= i32::MAX as usize).then(|| crate::call_numbering::number_calls(&inputs, base)).flatten()
+    };
+    if let Some(numbered) = numbered {
+        let n: usize = numbered.call_ids.iter().map(IdColumn::len).sum();
+        let columns = numbered.call_ids.into_iter().zip(numbered.parent_ids).zip(numbered.exclusive_totals);
+        for (&row, ((ids, parents), total)) in rows.iter().zip(columns) {
+            let r = &mut run.regions[row];
+            r.call_ids = Some(ids);
+            r.parent_ids = Some(parents);
+            r.exclusive_total_ns = Some(total);
+        }
+        return Ok(base + n as i64);
+    }
     let (rows, calls) = rank_call_arrays(run, rank)?;
     let ids = scatter_by_row(run, &rows, &calls, |id| base + id as i64);
     let parents = scatter_by_row(run, &rows, &calls, |id| {
@@ -140,9 +161,39 @@ pub fn set_aside_report(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays
         .collect();
     let more = calls.set_aside.len().saturating_sub(SHOWN);
     Some(format!(
-        "{} call(s) on rank {rank} do not nest in their lane and were set aside (kept in the data; left out of their neighbours' exclusive time, root time, exports and timelines): {}{}. A generator or async generator timed over its iteration and advanced inside another region does this.",
+        "{} call(s) on rank {rank} do not nest in their lane and were set aside (kept in the data; left out of their neighbours' exclusive time, root time, exports and timelines): {}{}. Likely cause: {}.",
         calls.set_aside.len(),
         shown.join("; "),
-        if more > 0 { format!("; and {more} more") } else { String::new() }
+        if more > 0 { format!("; and {more} more") } else { String::new() },
+        set_aside_causes(run, rank, calls).join("; or ")
     ))
+}
+
+/// What likely made the set-aside calls of `rank` cross another call on their lane, from the
+/// lanes they are on (issue 14, new-user trial: the note always blamed generators). One
+/// cause per kind of lane, in the order unknown lane, thread lane, task lane:
+/// * the unknown lane (-1: calls without a thread id): threads recorded without
+///   `track_threads`, whose calls share one stack;
+/// * a thread's lane in a rank without task ids: a generator advanced inside another region,
+///   or an event loop's tasks recorded without `track_async`;
+/// * a thread's lane with task ids, or a task's lane: a generator (`yield` inside a region).
+pub fn set_aside_causes(run: &Run, rank: u32, calls: &CallArrays) -> Vec<&'static str> {
+    let tasks = run.rank_rows(rank).any(|r| r.task_ids.is_some());
+    let mut kinds = [false; 3];
+    for a in &calls.set_aside {
+        let lane = calls.lane_of(a.call as usize);
+        kinds[if lane == -1 {
+            0
+        } else if lane <= -2 && !tasks {
+            1
+        } else {
+            2
+        }] = true;
+    }
+    const CAUSES: [&str; 3] = [
+        "calls of several threads recorded without track_threads (--track-threads) share one stack",
+        "a generator timed over its iteration (a yield inside a region) advanced inside another region, or an event loop's tasks recorded without track_async (--track-async)",
+        "a generator or async generator timed over its iteration (a yield inside a region) advanced inside another region",
+    ];
+    kinds.iter().zip(CAUSES).filter(|(k, _)| **k).map(|(_, c)| c).collect()
 }

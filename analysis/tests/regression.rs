@@ -2,8 +2,8 @@
 //! or a peer tool's public bug report).
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{
-    build_call_arrays, exclusive_by_row, lane_label, merge_runs, rank_call_arrays, region_input, set_aside_report,
-    thread_summary, MergeOptions, MetaValue, RegionCalls, Run, RunAnalysis, TaskRow, ThreadRow,
+    build_call_arrays, exclusive_by_row, lane_label, merge_runs, rank_call_arrays, region_input, set_aside_causes,
+    set_aside_report, thread_summary, MergeOptions, MetaValue, RegionCalls, Run, RunAnalysis, TaskRow, ThreadRow,
 };
 
 fn run(name: &str, metadata: Vec<(&str, MetaValue)>) -> Run {
@@ -146,4 +146,38 @@ fn issue_13_a_call_that_does_not_nest_is_set_aside_not_fatal() {
 fn issue_13_untracked_crossings_stay_an_error() {
     let run = peeked_generator_run(false);
     assert!(rank_call_arrays(&run, 0).unwrap_err().0.contains("not properly nested"));
+}
+
+/// issue 14 (new-user trial): the set-aside note always blamed generators. It names the
+/// likely cause from the lanes of the crossing calls: on a thread's lane of a run without
+/// task ids a generator or untracked event-loop tasks (`--track-async`); on a task lane a
+/// generator only; on the unknown lane (no thread id) threads recorded without
+/// `--track-threads`.
+#[test]
+fn issue_14_new_user_trial_set_aside_note_names_the_likely_cause() {
+    let run = peeked_generator_run(true);
+    let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
+    let report = set_aside_report(&run, 0, &rows, &calls).unwrap();
+    assert!(report.ends_with("Likely cause: a generator timed over its iteration (a yield inside a region) advanced inside another region, or an event loop's tasks recorded without track_async (--track-async)."), "{report}");
+    assert!(!report.contains("--track-threads"), "{report}");
+    // the same calls inside one task: a generator only
+    let mut tasks = run.clone();
+    for r in &mut tasks.regions {
+        r.task_ids = Some(Int64Array::from(vec![0]));
+    }
+    let (_, calls) = rank_call_arrays(&tasks, 0).unwrap();
+    assert_eq!(
+        set_aside_causes(&tasks, 0, &calls),
+        ["a generator or async generator timed over its iteration (a yield inside a region) advanced inside another region"]
+    );
+    // the crossing call without a thread id (unknown lane) in a tracked run
+    let mut unknown = run.clone();
+    for r in &mut unknown.regions {
+        r.thread_ids = Some(Int64Array::from(vec![-1]));
+    }
+    let (_, calls) = rank_call_arrays(&unknown, 0).unwrap();
+    assert_eq!(
+        set_aside_causes(&unknown, 0, &calls),
+        ["calls of several threads recorded without track_threads (--track-threads) share one stack"]
+    );
 }

@@ -13,9 +13,10 @@ use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use scope_profiler_analysis::{rank_call_arrays, set_aside_report, MetaValue, Run};
 use scope_profiler_formats::export_plan::{self, ExportFormat};
-use scope_profiler_formats::{read_h5, ExportError, Selection};
+use scope_profiler_formats::{ExportError, Selection};
 
 use crate::args::{Format, TimelineLimits};
+use crate::failure::{read_input, Failure};
 
 /// A writer: `(run, selection, output path) -> every path written`.
 pub type WriteFn = fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError>;
@@ -91,10 +92,14 @@ pub fn display_label(run: &Run, fallback: &str) -> String {
 }
 
 /// The selection the CLI exports: `ranks` (all ranks of the run when empty), every region.
-pub fn cli_selection(run: &Run, ranks: &[u32], label: String) -> Result<Selection, String> {
+/// Errors: a rank the run does not have (a usage error).
+pub fn cli_selection(run: &Run, ranks: &[u32], label: String) -> Result<Selection, Failure> {
     let ranks: Vec<u32> = if ranks.is_empty() { (0..run.num_ranks.max(1)).collect() } else { ranks.to_vec() };
     if let Some(bad) = ranks.iter().find(|&&r| r >= run.num_ranks.max(1)) {
-        return Err(format!("Invalid rank requested: {bad} (the run has {} rank(s))", run.num_ranks.max(1)));
+        return Err(Failure::usage(format!(
+            "Invalid rank requested: {bad} (the run has {} rank(s))",
+            run.num_ranks.max(1)
+        )));
     }
     Ok(Selection::new(ranks, label))
 }
@@ -104,6 +109,9 @@ pub fn cli_selection(run: &Run, ranks: &[u32], label: String) -> Result<Selectio
 pub struct FileOutcome {
     /// One message per failed format (a file that could not be read: one message).
     pub errors: Vec<String>,
+    /// Whether the file failed for a usage error (of another kind, a rank it does not
+    /// have): the batch then exits 2.
+    pub usage: bool,
     /// Calls set aside by the reconstruction (they do not nest in their lane, so every
     /// export leaves them out), summed over the selected ranks.
     pub set_aside: usize,
@@ -114,13 +122,14 @@ pub struct FileOutcome {
 
 /// Convert one input into every format of `formats` under the output stem `out_stem`.
 pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], ranks: &[u32]) -> FileOutcome {
-    let run = match read_h5(input) {
+    let failed = |e: Failure| FileOutcome { usage: e.usage, errors: vec![e.message], ..FileOutcome::default() };
+    let run = match read_input(input) {
         Ok(r) => r,
-        Err(e) => return FileOutcome { errors: vec![e.to_string()], ..FileOutcome::default() },
+        Err(e) => return failed(e),
     };
     let sel = match cli_selection(&run, ranks, display_label(&run, &stem(input))) {
         Ok(s) => s,
-        Err(e) => return FileOutcome { errors: vec![format!("{}: {e}", input.display())], ..FileOutcome::default() },
+        Err(e) => return failed(e.context(input.display())),
     };
     let errors: Vec<String> = formats
         .par_iter()
@@ -168,6 +177,8 @@ pub fn output_stems(files: &[PathBuf]) -> Vec<String> {
 pub struct BatchOutcome {
     /// Files with at least one failed format.
     pub failed_files: usize,
+    /// Of those, files that failed for a usage error ([`FileOutcome::usage`]).
+    pub usage_failures: usize,
     /// Calls set aside (left out of every export because they do not nest in their lane),
     /// summed over all files and selected ranks.
     pub set_aside: usize,
@@ -195,6 +206,7 @@ pub fn export_many(
             .expect("static progress template is valid"),
     );
     let failures = AtomicUsize::new(0);
+    let usage_failures = AtomicUsize::new(0);
     let set_aside = AtomicUsize::new(0);
     let files_with_set_aside = AtomicUsize::new(0);
     let work = || {
@@ -202,6 +214,9 @@ pub fn export_many(
             let outcome = export_one(input, dir, out_stem, &formats, ranks);
             if !outcome.errors.is_empty() {
                 failures.fetch_add(1, Ordering::Relaxed);
+                if outcome.usage {
+                    usage_failures.fetch_add(1, Ordering::Relaxed);
+                }
             }
             if outcome.set_aside > 0 {
                 set_aside.fetch_add(outcome.set_aside, Ordering::Relaxed);
@@ -233,6 +248,7 @@ pub fn export_many(
     bar.finish_and_clear();
     Ok(BatchOutcome {
         failed_files: failures.into_inner(),
+        usage_failures: usage_failures.into_inner(),
         set_aside: set_aside.into_inner(),
         files_with_set_aside: files_with_set_aside.into_inner(),
     })
@@ -249,7 +265,7 @@ pub fn timeline(
     ranks: &[u32],
     width: f64,
     limits: &TimelineLimits,
-) -> Result<PathBuf, String> {
+) -> Result<PathBuf, Failure> {
     use scope_profiler_formats::timeline::{write_timeline_svg_with, TimelineOptions};
     let opts = TimelineOptions {
         width,
@@ -258,14 +274,14 @@ pub fn timeline(
         window: limits.window,
         ..TimelineOptions::default()
     };
-    opts.check()?;
-    let run = read_h5(file).map_err(|e| e.to_string())?;
+    opts.check().map_err(Failure::usage)?;
+    let run = read_input(file)?;
     let label = display_label(&run, &stem(file));
     let target = output.unwrap_or(Path::new("."));
     let out = export_plan::run_paths(ExportFormat::TimelineSvg, target, &[(label.clone(), stem(file))])
-        .map_err(|e| e.to_string())?
+        .map_err(|e| Failure::usage(e.to_string()))?
         .remove(0);
-    let mut sel = cli_selection(&run, ranks, label).map_err(|e| format!("{}: {e}", file.display()))?;
+    let mut sel = cli_selection(&run, ranks, label).map_err(|e| e.context(file.display()))?;
     if !limits.include.is_empty() || !limits.exclude.is_empty() {
         let keep = |name: &str| {
             (limits.include.is_empty() || limits.include.iter().any(|g| glob_match(g, name)))
@@ -273,11 +289,12 @@ pub fn timeline(
         };
         let names: Vec<String> = run.region_names.iter().filter(|n| keep(n)).cloned().collect();
         if names.is_empty() {
-            return Err(format!("{}: No regions matched the selected filters.", file.display()));
+            return Err(Failure::usage(format!("{}: No regions matched the selected filters.", file.display())));
         }
         sel = sel.with_regions(names);
     }
-    write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| format!("{}: {e}", file.display()))?;
+    write_timeline_svg_with(&run, &sel, &opts, &out)
+        .map_err(|e| Failure::runtime(format!("{}: {e}", file.display())))?;
     Ok(out)
 }
 

@@ -3,34 +3,36 @@
 use std::path::{Path, PathBuf};
 
 use scope_profiler_formats::html_report::HtmlReport;
-use scope_profiler_formats::read_h5;
 
 use crate::export::{cli_selection, display_label, stem};
+use crate::failure::{check_report_output, read_input, Failure};
 
 /// Write the report of `files` (each one section, labelled by its metadata `label` or its
 /// stem; `ranks`, or every rank when empty) to `output`. Returns the path written.
 ///
 /// Errors (the message names the file): an unreadable input, a rank the run does not have,
 /// an input without calls on the selected ranks, a failed write. Nothing is written on error.
-pub fn write_report(files: &[PathBuf], output: &Path, ranks: &[u32]) -> Result<PathBuf, String> {
+/// Usage errors (exit 2): an output not named `.html`/`.htm`, an input of another kind, a
+/// rank the run does not have.
+pub fn write_report(files: &[PathBuf], output: &Path, ranks: &[u32]) -> Result<PathBuf, Failure> {
+    check_report_output(output)?;
     let title = match files {
         [one] => format!("scope-profiler report: {}", one.display()),
         _ => format!("scope-profiler report: {} runs", files.len()),
     };
     let mut report = HtmlReport::new(title);
     for f in files {
-        let run = read_h5(f).map_err(|e| e.to_string())?;
-        let sel =
-            cli_selection(&run, ranks, display_label(&run, &stem(f))).map_err(|e| format!("{}: {e}", f.display()))?;
-        report.add(&run, &sel).map_err(|e| format!("{}: {e}", f.display()))?;
+        let run = read_input(f)?;
+        let sel = cli_selection(&run, ranks, display_label(&run, &stem(f))).map_err(|e| e.context(f.display()))?;
+        report.add(&run, &sel).map_err(|e| Failure::runtime(format!("{}: {e}", f.display())))?;
     }
-    report.write(output).map_err(|e| e.to_string())?;
+    report.write(output).map_err(|e| Failure::runtime(e.to_string()))?;
     Ok(output.to_path_buf())
 }
 
 /// [`write_report`] of one run already read (`run -o run.html`), every rank, labelled `label`.
 pub fn write_run_report(run: &scope_profiler_analysis::Run, label: &str, output: &Path) -> Result<(), String> {
-    let sel = cli_selection(run, &[], display_label(run, label))?;
+    let sel = cli_selection(run, &[], display_label(run, label)).map_err(|e| e.to_string())?;
     let mut report = HtmlReport::new(format!("scope-profiler report: {}", output.display()));
     report.add(run, &sel).map_err(|e| format!("{}: {e}", output.display()))?;
     report.write(output).map_err(|e| e.to_string())

@@ -6,6 +6,7 @@
 //! `python3 -m scope_profiler`). Everything that reads files runs here, in Rust.
 pub mod args;
 pub mod export;
+pub mod failure;
 pub mod html;
 pub mod merge;
 pub mod report;
@@ -16,6 +17,8 @@ use clap::Parser;
 use scope_profiler_analysis::Run;
 use scope_profiler_formats::profile_format::ProfileFormat;
 use scope_profiler_formats::{read_h5, Selection};
+
+use crate::failure::{check_run_output, read_input};
 
 pub use args::{Cli, Command, Format, Formats};
 
@@ -101,7 +104,10 @@ fn module_args_last(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
 }
 
 /// Parse `argv` (program name first) and carry out every subcommand but `run`.
-/// `--help`/`--version` and usage errors print and give `Exit(0)`/`Exit(2)`.
+/// `--help`/`--version` print and give `Exit(0)`; usage errors - clap's and ours (a bad
+/// option value, an input or output of the wrong kind: [`failure::Failure`]) - print
+/// `error: ...` and give `Exit(2)`; runtime failures (a file missing, damaged, not written)
+/// `Exit(1)`.
 pub fn dispatch<I, T>(argv: I) -> Outcome
 where
     I: IntoIterator<Item = T>,
@@ -139,6 +145,10 @@ where
                 }
                 (_, script) => (script.unwrap_or_default(), args),
             };
+            if let Err(e) = check_run_output(&output) {
+                eprintln!("error: {e}");
+                return Outcome::Exit(e.code());
+            }
             let traced = recursive || all || !include.is_empty() || !exclude.is_empty() || entrypoint.is_some();
             let tracing = traced.then_some(TracingRequest { all, include, exclude, entrypoint });
             Outcome::Run(RunRequest {
@@ -174,13 +184,13 @@ where
             }
             Err(e) => {
                 eprintln!("error: {e}");
-                Outcome::Exit(1)
+                Outcome::Exit(e.code())
             }
         },
         Command::Summary { files, merge: false } => {
             let mut code = 0;
             for (k, f) in files.iter().enumerate() {
-                match read_h5(f) {
+                match read_input(f) {
                     Ok(run) => {
                         if k > 0 {
                             println!();
@@ -189,7 +199,7 @@ where
                     }
                     Err(e) => {
                         eprintln!("error: {e}");
-                        code = 1;
+                        code = code.max(e.code());
                     }
                 }
             }
@@ -202,10 +212,10 @@ where
             }
             Err(e) => {
                 eprintln!("error: {e}");
-                Outcome::Exit(1)
+                Outcome::Exit(e.code())
             }
         },
-        Command::Threads { file } => match read_h5(&file) {
+        Command::Threads { file } => match read_input(&file) {
             Ok(run) => {
                 if run.threads.is_empty() {
                     println!("{}: no thread table (the run was not recorded with track_threads)", file.display());
@@ -220,7 +230,7 @@ where
             }
             Err(e) => {
                 eprintln!("error: {e}");
-                Outcome::Exit(1)
+                Outcome::Exit(e.code())
             }
         },
         Command::Export { formats, files, output_dir, ranks, jobs } => {
@@ -237,7 +247,7 @@ where
                         Outcome::Exit(0)
                     } else {
                         eprintln!("{} of {} file(s) failed", done.failed_files, files.len());
-                        Outcome::Exit(1)
+                        Outcome::Exit(if done.usage_failures > 0 { 2 } else { 1 })
                     }
                 }
                 Err(msg) => {
@@ -252,9 +262,9 @@ where
                     println!("wrote {}", out.display());
                     Outcome::Exit(0)
                 }
-                Err(msg) => {
-                    eprintln!("error: {msg}");
-                    Outcome::Exit(1)
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    Outcome::Exit(e.code())
                 }
             }
         }
@@ -269,8 +279,11 @@ where
 /// are named after `req.output`. Returns the speedscope path written, if any: a run whose
 /// calls cannot be drawn (interleaved untracked threads) gets a warning on stderr instead.
 pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String> {
-    let run = read_h5(h5).map_err(|e| e.to_string())?;
     let written = &req.output;
+    if req.quiet && !req.speedscope && written.as_path() == h5 {
+        return Ok(None); // nothing to print, render or export: the file stands as written
+    }
+    let run = read_h5(h5).map_err(|e| e.to_string())?;
     if written.as_path() != h5 {
         render_output(&run, h5, written)?;
     }
@@ -379,6 +392,18 @@ mod tests {
         use clap::Parser;
         let err = Cli::try_parse_from(["sp", "run", "--flush-interval", "-1", "x.py"]).unwrap_err();
         assert!(err.to_string().contains("'-1' is not a positive number of seconds"), "{err}");
+    }
+
+    /// Noticed at stop 19: `run -q --no-speedscope` read the whole `.h5` back after the
+    /// script (decompressing every column) to print and export nothing. It no longer opens
+    /// the file: a path that does not exist is no error there, and is one otherwise.
+    #[test]
+    fn a_quiet_run_without_speedscope_does_not_read_its_file_back() {
+        let missing = std::env::temp_dir().join(format!("sp-after-run-{}-missing.h5", std::process::id()));
+        let req = request(&["sp", "run", "-q", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
+        assert_eq!(after_run(&req, &missing), Ok(None));
+        let loud = request(&["sp", "run", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
+        assert!(after_run(&loud, &missing).is_err());
     }
 
     #[test]

@@ -77,6 +77,16 @@ pub fn warn_set_aside(py: Python<'_>, analysis: &scope_profiler_analysis::RunAna
     Ok(())
 }
 
+/// The `RuntimeWarning` of an empty `thread_summary(rank)` of a rank with calls but no thread
+/// table (`analysis::no_thread_table_note`; issue 14). Raises only if warnings are errors.
+pub fn warn_no_thread_table(py: Python<'_>, run: &scope_profiler_analysis::Run, rank: u32) -> PyResult<()> {
+    if let Some(message) = scope_profiler_analysis::no_thread_table_note(run, rank) {
+        let message = std::ffi::CString::new(message).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+    }
+    Ok(())
+}
+
 /// Map an HDF5 read/write failure to the reference's exception types.
 pub fn h5_err(e: scope_profiler_formats::H5Error) -> PyErr {
     use scope_profiler_formats::H5Error::*;

@@ -341,12 +341,11 @@ impl Region {
     fn await_times<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
         self.with(|v| v.calls().await_ns.as_ref().map(|a| secs_array(py, a.values())))
     }
-    /// Σ await time in s, or None without `track_async`.
+    /// Σ await time in s (a negative await, found only in damaged data, counts as 0, as in
+    /// every summary), or None without `track_async`.
     #[getter]
     fn total_await_duration(&self) -> Option<f64> {
-        self.with(|v| {
-            v.calls().await_ns.as_ref().map(|a| secs(a.values().iter().fold(0i64, |x, &y| x.wrapping_add(y))))
-        })
+        self.with(|v| v.await_total_ns().map(secs))
     }
     /// Call id per call (int64, unique per rank), or None without a call graph.
     #[getter]

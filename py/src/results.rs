@@ -635,14 +635,17 @@ impl ProfilingResults {
     /// run, `CLOCK_THREAD_CPUTIME_ID`) and `cpu_time_total` (the thread's whole life, the
     /// reference's `cpu_time`); `num_calls`; `region_time` (wall-clock union of the top-level
     /// calls on the thread's lane and on the lanes of the tasks/greenlets that ran on it,
-    /// never above `wall_time`); `held_time` / `await_time` (Σ duration − await / Σ await of
-    /// those top-level calls; None without `track_async`). `[]` without a thread table.
-    /// Raises NestingError.
+    /// never above `wall_time`; a task call inside a call of the thread itself is part of
+    /// it); `held_time` / `await_time` (Σ duration − await / Σ await of those top-level
+    /// calls, `held_time <= region_time`; None without `track_async`). `[]` without a thread
+    /// table, with a `RuntimeWarning` saying why when the rank has calls (recorded without
+    /// `track_threads`). Raises NestingError.
     #[pyo3(signature = (rank=0))]
     fn thread_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::frames::thread_summary_dicts(py, &rows)
     }
     /// One dict per task/greenlet of `rank` (task-table order), s: `index, kind, name,
@@ -980,7 +983,9 @@ impl ProfilingResults {
         crate::frames::dict_rows_table(py, &rows)
     }
     /// Thread table of every rank (`rank, index, name, ident, native_id, daemon, start_time,
-    /// end_time, cpu_time, alive, wall_time`; s since the run start) as an Arrow table.
+    /// end_time, cpu_time, alive, wall_time, cpu_time_total, cpu_time_run`; s since the run
+    /// start; `cpu_time` = `cpu_time_total` the whole life, `cpu_time_run` during the run) as
+    /// an Arrow table.
     fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
         crate::frames::threads_table(&self.analysis.run)
     }
@@ -994,6 +999,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::frames::thread_summary_table(&rows)
     }
     /// `task_summary(rank)` as an Arrow table. Raises NestingError.

@@ -1,0 +1,175 @@
+//! Why a subcommand failed, and its exit code: 2 for a usage error (a bad option value, an
+//! input or output of the wrong kind - what clap itself exits 2 for), 1 for a runtime
+//! failure (a file missing, unreadable, damaged, or not written). Issue 14, new-user trial:
+//! usage errors exited with 2 from clap and 1 from our own checks.
+use std::fmt;
+use std::path::Path;
+
+use scope_profiler_analysis::Run;
+use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::read_h5;
+
+/// A failed subcommand: its message (naming the file and the problem) and its kind.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Failure {
+    /// A usage error (exit 2) rather than a runtime failure (exit 1).
+    pub usage: bool,
+    pub message: String,
+}
+
+impl Failure {
+    /// A usage error: the request itself is wrong (exit 2).
+    pub fn usage(message: impl Into<String>) -> Self {
+        Failure { usage: true, message: message.into() }
+    }
+    /// A runtime failure: the request is right, carrying it out failed (exit 1).
+    pub fn runtime(message: impl Into<String>) -> Self {
+        Failure { usage: false, message: message.into() }
+    }
+    /// The process exit code: 2 for a usage error, 1 otherwise.
+    pub fn code(&self) -> i32 {
+        if self.usage {
+            2
+        } else {
+            1
+        }
+    }
+    /// The same failure with `prefix: ` before the message.
+    pub fn context(self, prefix: impl fmt::Display) -> Self {
+        Failure { message: format!("{prefix}: {}", self.message), ..self }
+    }
+}
+
+impl fmt::Display for Failure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+/// Suffixes of the HDF5 profiles the reading subcommands take.
+const HDF5_SUFFIXES: [&str; 2] = [".h5", ".hdf5"];
+
+/// Read the HDF5 profile `path` for a subcommand. A file that is there but of another kind -
+/// a JSON profile or an HTML report by its contents, or a name without `.h5`/`.hdf5` and no
+/// HDF5 signature (a script, a text file) - is a usage error naming what it is; a missing,
+/// empty, truncated or damaged `.h5` file is a runtime failure (`read_h5`'s message).
+pub fn read_input(path: &Path) -> Result<Run, Failure> {
+    read_h5(path).map_err(|e| match wrong_kind(path) {
+        Some(kind) => Failure::usage(format!(
+            "{} is {kind}, not an HDF5 profile: this command reads the .h5 files that `run` and finalize() write",
+            path.display()
+        )),
+        None => Failure::runtime(e.to_string()),
+    })
+}
+
+/// What `path` is when it is a non-empty file that is not HDF5: `"a JSON profile"`, `"an
+/// HTML file"`, or `"not an HDF5 file"` for a name without an HDF5 suffix. `None` for a
+/// missing or empty file, an HDF5 signature, or an `.h5`/`.hdf5` name (damaged, not foreign).
+fn wrong_kind(path: &Path) -> Option<&'static str> {
+    if std::fs::metadata(path).ok()?.len() == 0 {
+        return None;
+    }
+    let named_h5 = {
+        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+        HDF5_SUFFIXES.iter().any(|s| name.ends_with(s))
+    };
+    let mut head = [0u8; 8];
+    let sniffed = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).ok()?;
+    if head[..sniffed].starts_with(b"\x89HDF\r\n\x1a\n") {
+        return None;
+    }
+    match ProfileFormat::sniff(path).ok()? {
+        ProfileFormat::Json if !named_h5 => Some("a JSON profile"),
+        ProfileFormat::Html if !named_h5 => Some("an HTML file"),
+        _ if !named_h5 => Some("not an HDF5 file"),
+        _ => None,
+    }
+}
+
+/// Outputs `run -o` writes, by suffix (case-insensitive): HDF5, a JSON profile, the HTML report.
+pub const RUN_OUTPUT_SUFFIXES: [&str; 6] = [".h5", ".hdf5", ".json", ".json.gz", ".html", ".htm"];
+
+/// Check `run -o OUTPUT`: its name must end in one of [`RUN_OUTPUT_SUFFIXES`] (issue 14,
+/// new-user trial: `run -o out.txt` silently wrote HDF5 into `out.txt`, as 0.7.5 does).
+pub fn check_run_output(output: &Path) -> Result<(), Failure> {
+    let name = output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    if RUN_OUTPUT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+        return Ok(());
+    }
+    Err(Failure::usage(format!(
+        "run -o {}: unknown output kind; the name must end in .h5 or .hdf5 (HDF5), .json or .json.gz (a JSON \
+         profile) or .html or .htm (the HTML report)",
+        output.display()
+    )))
+}
+
+/// Check `report -o OUTPUT`: an `.html`/`.htm` name (it writes HTML whatever the name says).
+pub fn check_report_output(output: &Path) -> Result<(), Failure> {
+    match ProfileFormat::by_name(output) {
+        ProfileFormat::Html => Ok(()),
+        _ => Err(Failure::usage(format!(
+            "report -o {}: the report is an HTML file; give a name ending in .html or .htm",
+            output.display()
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{dispatch, Outcome};
+
+    fn temp(name: &str, bytes: &[u8]) -> std::path::PathBuf {
+        let dir = std::env::temp_dir().join(format!("sp-failure-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let path = dir.join(name);
+        std::fs::write(&path, bytes).unwrap();
+        path
+    }
+
+    fn code(argv: &[&str]) -> i32 {
+        match dispatch(argv.iter().copied()) {
+            Outcome::Exit(code) => code,
+            Outcome::Run(req) => panic!("{argv:?}: ran {req:?}"),
+        }
+    }
+
+    /// issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks.
+    /// A file of another kind is a usage error (2); a missing or damaged `.h5` a runtime
+    /// failure (1).
+    #[test]
+    fn issue_14_new_user_trial_wrong_file_kind_is_a_usage_error() {
+        let html = temp("report.html", b"<!doctype html><html></html>");
+        let json = temp("run.json", b"{\"regions\": {}}");
+        let script = temp("script.py", b"print('hi')\n");
+        let junk = temp("junk.h5", b"this is not an HDF5 file");
+        let empty = temp("empty.txt", b"");
+        for (path, kind) in [(&html, "an HTML file"), (&json, "a JSON profile"), (&script, "not an HDF5 file")] {
+            let e = read_input(path).unwrap_err();
+            assert!(e.usage && e.code() == 2, "{e}");
+            assert!(e.message.starts_with(&format!("{} is {kind}", path.display())), "{e}");
+            assert_eq!(code(&["sp", "summary", path.to_str().unwrap()]), 2);
+            assert_eq!(code(&["sp", "threads", path.to_str().unwrap()]), 2);
+        }
+        for path in [&junk, &empty, &junk.with_file_name("missing.h5")] {
+            let e = read_input(path).unwrap_err();
+            assert!(!e.usage && e.code() == 1, "{e}");
+            assert_eq!(code(&["sp", "summary", path.to_str().unwrap()]), 1);
+        }
+    }
+
+    /// issue 14 (new-user trial): `run -o out.txt` silently wrote HDF5 into `out.txt` (as
+    /// 0.7.5 does): refused, naming the accepted suffixes, exit 2 like clap's errors.
+    #[test]
+    fn issue_14_new_user_trial_run_refuses_an_unknown_output_kind() {
+        assert_eq!(code(&["sp", "run", "-o", "out.txt", "x.py"]), 2);
+        let e = check_run_output(Path::new("out.txt")).unwrap_err();
+        assert!(e.message.contains(".h5 or .hdf5") && e.message.contains(".json.gz") && e.message.contains(".htm"));
+        for ok in ["a.h5", "a.HDF5", "a.json", "a.json.gz", "a.html", "A.HTM", "dir/run.h5"] {
+            assert!(check_run_output(Path::new(ok)).is_ok(), "{ok}");
+            assert!(matches!(dispatch(["sp", "run", "-o", ok, "x.py"]), Outcome::Run(_)), "{ok}");
+        }
+        assert_eq!(code(&["sp", "report", "x.h5", "-o", "r.txt"]), 2);
+    }
+}
