@@ -13,18 +13,16 @@ and reports the calls that ``recursive_call_limit`` left out.
 from __future__ import annotations
 
 import atexit
-import dis
 import os
-import site
 import sys
-import sysconfig
 import warnings
-from typing import TYPE_CHECKING, Any
 
 from ._native import NativeTracer
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
     from collections.abc import Callable
+    from typing import Any
 
     from ._settings import ProfilingConfig
 
@@ -46,6 +44,9 @@ def mark_decorated(func: Any) -> None:
 def system_prefixes() -> list[str]:
     """Real paths of the standard library and installed-package directories (the reference's
     ``_system_path_prefixes``): code under them is not user code."""
+    import site
+    import sysconfig
+
     prefixes: set[str] = set()
     try:
         paths = sysconfig.get_paths()
@@ -85,6 +86,8 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     tracer = _TRACERS.get(id(config))
     if tracer is not None and tracer.running_now:
         return tracer
+    import dis
+
     tracer = NativeTracer(
         config._native,
         all=bool(config.recursive_all),
@@ -106,6 +109,38 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     return tracer
 
 
+def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], str]) -> Any:
+    """The per-call tracer of ``config`` for ``profile(recursive=True)`` (made and started
+    on first use; ``None`` when ``config`` does not record, traces its whole recording
+    already - ``recursive_profile`` - or another recording's tracer is running).
+
+    Its selection is the reference's for a recursive decorated call: every Python function
+    (standard library and packages included), but the profiler's own and ``@profile``-
+    decorated ones, named ``module.qualname``; only the thread running a decorated call is
+    traced, from its ``enter_call()`` to its ``exit_call()``."""
+    if config is None or config.deactivate_profiling or config._native is None:
+        return None
+    tracer = _TRACERS.get(id(config))
+    if tracer is not None:
+        return tracer if tracer.running_now and tracer.scoped else None
+    if config.recursive_profile or any(t.running_now for t in _TRACERS.values()):
+        return None
+    import dis
+
+    tracer = NativeTracer(
+        config._native,
+        all=True,
+        call_limit=config.recursive_call_limit,
+        decorated=DECORATED_CODES,
+        recorded_path=recorded_path,
+        resume_opcode=dis.opmap.get("RESUME", 151),
+        scoped=True,
+    )
+    tracer.start()
+    _TRACERS[id(config)] = tracer
+    return tracer
+
+
 def tracer_of(config: ProfilingConfig | None) -> NativeTracer | None:
     """The tracer ``config`` started (running or stopped), or None."""
     return None if config is None else _TRACERS.get(id(config))
@@ -116,7 +151,7 @@ def stop(config: ProfilingConfig | None) -> None:
     tracer = tracer_of(config)
     if tracer is None or not tracer.running_now:
         return
-    if sys.version_info < (3, 12):
+    if sys.version_info < (3, 12) and not tracer.scoped:
         from . import _tracking
 
         _tracking.remove_thread_start_callback(tracer.install_thread)
@@ -136,7 +171,7 @@ def _stop_all() -> None:
     outlives the interpreter's modules (a traced call at shutdown would import threading)."""
     for tracer in list(_TRACERS.values()):
         if tracer.running_now:
-            if sys.version_info < (3, 12):
+            if sys.version_info < (3, 12) and not tracer.scoped:
                 from . import _tracking
 
                 _tracking.remove_thread_start_callback(tracer.install_thread)

@@ -24,7 +24,7 @@
 //! Everything here runs with the GIL held (callbacks are called by the interpreter with it);
 //! the active tracer is one process-wide pointer, replaced only with the GIL held. GIL
 //! builds only, like the rest of the recording glue.
-use std::cell::UnsafeCell;
+use std::cell::{Cell, UnsafeCell};
 use std::ffi::{c_int, c_void};
 use std::ptr;
 use std::sync::atomic::{AtomicPtr, AtomicU64, Ordering};
@@ -129,6 +129,21 @@ struct Active {
     hook: UnsafeCell<Hook>,
     /// 3.12+: generators with an open call -> (region, weak reference with a callback).
     open_gens: UnsafeCell<std::collections::HashMap<usize, (u32, Py<PyAny>)>>,
+    /// Per-call tracing (`profile(recursive=True)`): only threads inside a traced call
+    /// ([`CALL_DEPTH`] > 0) are traced, not the whole recording.
+    scoped: bool,
+}
+
+thread_local! {
+    /// How many per-call traced calls (`NativeTracer.enter_call`) the calling thread is
+    /// inside; the scoped tracer records only while it is above 0.
+    static CALL_DEPTH: Cell<u32> = const { Cell::new(0) };
+}
+
+/// Whether the calling thread is inside a per-call traced call.
+#[inline]
+fn in_traced_call() -> bool {
+    CALL_DEPTH.with(|d| d.get() > 0)
 }
 
 // SAFETY: the cells are read and written only with the GIL held (callbacks and pymethods;
@@ -352,6 +367,9 @@ unsafe extern "C" fn profile_callback(
         return 0;
     }
     let Some(a) = active() else { return 0 };
+    if a.scoped && !in_traced_call() {
+        return 0;
+    }
     let py = Python::assume_attached();
     let code = ffi::PyFrame_GetCode(frame) as *mut ffi::PyObject; // new reference
     let d = a.decision(py, code, frame);
@@ -445,8 +463,8 @@ unsafe fn monitoring_event(
         n
     };
     let Some(a) = active() else { return none() };
-    if nargs < 1 {
-        return none();
+    if nargs < 1 || (a.scoped && !in_traced_call()) {
+        return none(); // not DISABLE: the same code may run inside a traced call later
     }
     let py = Python::assume_attached();
     let code = *args;
@@ -631,9 +649,11 @@ impl NativeTracer {
     /// recorded as a region of that name; `call_limit`: most calls recorded (later ones are
     /// counted in `dropped`); `decorated`: a set of code objects not traced (the
     /// `@profile`-decorated functions, recorded by their own region); `recorded_path`:
-    /// `filename -> str`, the source file name recorded for a region.
+    /// `filename -> str`, the source file name recorded for a region; `scoped`: per-call
+    /// tracing (`profile(recursive=True)`): `start` hooks no thread, each thread is traced
+    /// only between its `enter_call` and the matching `exit_call`.
     #[new]
-    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151))]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         recorder: &NativeRecorder,
@@ -646,6 +666,7 @@ impl NativeTracer {
         decorated: Py<PySet>,
         recorded_path: Option<Py<PyAny>>,
         resume_opcode: u8,
+        scoped: bool,
     ) -> Self {
         let active = Active {
             shared: Arc::clone(&recorder.shared),
@@ -657,6 +678,7 @@ impl NativeTracer {
             budget: UnsafeCell::new(CallBudget::new(call_limit.unwrap_or(u64::MAX))),
             hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
             open_gens: UnsafeCell::new(std::collections::HashMap::new()),
+            scoped,
         };
         NativeTracer { active: UnsafeCell::new(Some(Arc::new(active))), last: UnsafeCell::new(CallBudget::new(0)) }
     }
@@ -681,6 +703,8 @@ impl NativeTracer {
         a.generation = next_generation();
         let hook = if uses_monitoring(py) {
             start_monitoring(py)?
+        } else if a.scoped {
+            Hook::Profile { installed: Vec::new() } // threads are hooked by enter_call
         } else {
             let marker = ptr::null_mut();
             // SAFETY: GIL held; installs on this thread, then on every other thread state.
@@ -729,6 +753,65 @@ impl NativeTracer {
             }
         }
         let _ = py;
+    }
+
+    /// Per-call tracing (`scoped`): trace the calling thread until the matching
+    /// [`exit_call`](Self::exit_call); calls nest (a traced call inside another, on this
+    /// thread, only counts). The thread is registered with the recorder first, so its
+    /// registration (Python code) is not traced. Returns False (and counts nothing) when
+    /// this tracer is not the one running or is not scoped.
+    fn enter_call(&self, py: Python<'_>) -> PyResult<bool> {
+        let Some(a) = self.running() else { return Ok(false) };
+        if !a.scoped {
+            return Ok(false);
+        }
+        if a.shared.rec.local().is_none() {
+            a.shared.state(py)?;
+            if self.running().is_none() {
+                return Ok(false); // Python ran: another thread stopped the tracer
+            }
+        }
+        let depth = CALL_DEPTH.with(|d| d.replace(d.get() + 1));
+        if depth == 0 && !uses_monitoring(py) {
+            // SAFETY: GIL held; hooks the calling thread only.
+            unsafe {
+                ffi::PyEval_SetProfile(Some(profile_callback), ptr::null_mut());
+                if let Hook::Profile { installed } = &mut *a.hook.get() {
+                    installed.push(ffi::PyThreadState_Get() as usize);
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// The end of a per-call traced call begun by [`enter_call`](Self::enter_call) (which
+    /// returned True): the outermost one unhooks the calling thread. Calls this thread
+    /// still has open (a generator it did not finish) stay open.
+    fn exit_call(&self, py: Python<'_>) {
+        let depth = CALL_DEPTH.with(|d| {
+            let v = d.get().saturating_sub(1);
+            d.set(v);
+            v
+        });
+        if depth > 0 || uses_monitoring(py) {
+            return;
+        }
+        let Some(a) = self.running() else { return };
+        // SAFETY: GIL held; unhooks the calling thread only.
+        unsafe {
+            let me = ffi::PyThreadState_Get();
+            if let Hook::Profile { installed } = &mut *a.hook.get() {
+                installed.retain(|&t| t != me as usize);
+            }
+            ffi::PyEval_SetProfile(None, ptr::null_mut());
+        }
+    }
+
+    /// Whether this tracer traces per call (`profile(recursive=True)`).
+    #[getter]
+    fn scoped(&self) -> bool {
+        // SAFETY: GIL held (pymethods).
+        unsafe { &*self.active.get() }.as_deref().is_some_and(|a| a.scoped)
     }
 
     /// Stop tracing (every thread). Idempotent. Calls still open stay open in the
