@@ -21,7 +21,8 @@ better for us), and the load average before and after.
 * scale    : 100,000 distinct names (one call each): seconds to record and RSS growth per
              name (process RSS after minus before, the names' strings included)
 * import   : `import scope_profiler` in a fresh process, ms (best of K in-process timings
-             is one round)
+             is one round); our package's bytecode is written first (`compileall`), as
+             `pip install` wrote the reference's
 * finalize : `finalize()` writing the file after N calls of 4 regions (track_threads): ns
              per recorded call, peak RSS growth during finalize per call, bytes on disk per
              call; checked: the reference reads our file back with the same call counts
@@ -202,6 +203,18 @@ def run(python: str, code: str, *args: str) -> dict:
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
+def compile_ours() -> None:
+    """Write our package's bytecode, as ``pip install`` does for the reference's: an editable
+    install under ``PYTHONDONTWRITEBYTECODE`` would otherwise compile every module from source
+    on each import, which no installed wheel does."""
+    code = "import os, scope_profiler; print(os.path.dirname(scope_profiler.__file__))"
+    pkg = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True
+    ).stdout.strip()
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    subprocess.run([sys.executable, "-m", "compileall", "-q", pkg], env=env, check=False)
+
+
 def rounds(ref_python: str, n: int, code: str, *args) -> tuple[list[dict], list[dict]]:
     """``n`` rounds of (ours, reference), interleaved."""
     ours, ref = [], []
@@ -269,6 +282,7 @@ def main() -> None:
         row("RSS growth per name", "bytes_per_name", ours, ref, "bytes")
     if "import" in what:
         header("import scope_profiler, ms (fresh process each)")
+        compile_ours()
         ours, ref = rounds(a.ref_python, a.rounds * a.repeat, IMPORT_WORKER)
         row("import", "ms", ours, ref, "ms", ".1f")
         print(f"  heavy modules after import: ours {ours[0]['heavy']}, ref {ref[0]['heavy']}")

@@ -35,6 +35,9 @@ mod trace_exports;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    // the wheel's version is this crate's (maturin takes it from Cargo.toml): known without
+    // importlib.metadata, whose import alone took ~0.1 s of every setup()
+    m.add("__version__", env!("CARGO_PKG_VERSION"))?;
     errors::register(m)?;
     m.add_class::<run::NativeRun>()?;
     m.add_class::<region::Region>()?;

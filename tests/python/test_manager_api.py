@@ -208,11 +208,6 @@ def test_run_passes_args_only_and_returns_value():
     assert not ProfileManager.get_config().track_threads
 
 
-def test_profile_recursive_is_refused_naming_the_tracer():
-    with pytest.raises(NotImplementedError, match=r"scope_profiler\._tracer"):
-        ProfileManager.profile(recursive=True)
-
-
 def test_region_factory_metadata_refused_without_metadata_support():
     factory = ProfileManager.region_factory("factory")
     if hasattr(ProfileManager, "metadata"):
@@ -315,6 +310,47 @@ def test_all_resolves_and_import_stays_light():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == "[]"
+
+
+#: Modules ``import scope_profiler`` must not load (issue 15's import target: each is loaded
+#: on first use of what needs it - arrays, Arrow, event loops, option dataclasses, TOML,
+#: the tracer's bytecode and path tables).
+HEAVY_MODULES = (
+    "numpy",
+    "pyarrow",
+    "polars",
+    "pandas",
+    "h5py",
+    "asyncio",
+    "greenlet",
+    "inspect",
+    "dataclasses",
+    "typing",
+    "enum",
+    "re",
+    "pathlib",
+    "datetime",
+    "dis",
+    "sysconfig",
+    "tomllib",
+    "linecache",
+)
+
+
+def test_import_loads_no_heavy_module():
+    # issue 15: import scope_profiler <= 0.3 of the reference's; a fresh process, so nothing
+    # imported by the test session hides a regression
+    code = (
+        "import sys, scope_profiler\n"
+        f"print([m for m in {HEAVY_MODULES!r} if m in sys.modules])\n"
+        "names = set(dir(scope_profiler))\n"
+        "print(sorted(n for n in scope_profiler.__all__ if n not in names))\n"
+        "from scope_profiler import ProfilingOptions, GPUOptions, HDF5Options, MemrayOptions\n"
+        "print(ProfilingOptions(label='x').to_kwargs(), 'dataclasses' in sys.modules)"
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == ["[]", "[]", "{'label': 'x'} True"]
 
 
 REFERENCE_NAMES_CODE = (

@@ -24,7 +24,10 @@ from __future__ import annotations
 import os
 import threading
 import weakref
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Configurations whose recorder keeps a thread table or streams (weak).
 _TRACKED: weakref.WeakSet[Any] = weakref.WeakSet()

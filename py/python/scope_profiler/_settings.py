@@ -21,15 +21,28 @@ Settings this package accepts but does not implement:
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field, fields, make_dataclass
-from datetime import UTC
-from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
 
 from ._native import NativeRecorder, perf_counter_ns
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
+    from typing import Any
+
     from ._tracking import ConcurrencyTracker
+
+#: Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here.
+_OPTION_NAMES = frozenset(
+    {"GPUOptions", "HDF5Options", "MemrayOptions", "ProfilingOptions", "load_profiling_config"}
+)
+
+
+def __getattr__(name: str):
+    if name in _OPTION_NAMES:
+        from . import _options
+
+        return getattr(_options, name)
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 #: Every flat setting with its default (reference ``ProfilingConfig.__init__`` order).
 DEFAULTS: dict[str, Any] = {
@@ -104,138 +117,6 @@ def unknown_setting_error(names) -> str:
     return "Unknown profiling setting(s): " + ", ".join(parts)
 
 
-# --------------------------------------------------------------------------- options
-@dataclass
-class _OptionGroup:
-    _FIELD_MAP: ClassVar[dict[str, str]] = {}
-
-    def to_kwargs(self) -> dict:
-        return {
-            self._FIELD_MAP[f.name]: value
-            for f in fields(self)
-            if (value := getattr(self, f.name)) is not None
-        }
-
-
-@dataclass
-class MemrayOptions(_OptionGroup):
-    enabled: bool | None = None
-    path: str | None = None
-    native_traces: bool | None = None
-    trace_python_allocators: bool | None = None
-    follow_fork: bool | None = None
-
-    _FIELD_MAP: ClassVar[dict[str, str]] = {
-        "enabled": "use_memray",
-        "path": "memory_profile_path",
-        "native_traces": "memray_native_traces",
-        "trace_python_allocators": "memray_trace_python_allocators",
-        "follow_fork": "memray_follow_fork",
-    }
-
-
-@dataclass
-class GPUOptions(_OptionGroup):
-    timing: bool | None = None
-    backend: Any = None
-    nvtx: bool | None = None
-    sync_on_exit: bool | None = None
-
-    _FIELD_MAP: ClassVar[dict[str, str]] = {
-        "timing": "use_gpu_timing",
-        "backend": "gpu_timing_backend",
-        "sync_on_exit": "gpu_sync_on_exit",
-        "nvtx": "use_nvtx",
-    }
-
-
-@dataclass
-class HDF5Options(_OptionGroup):
-    compression: str | None = None
-    compression_level: int | None = None
-    chunk_size: int | None = None
-
-    _FIELD_MAP: ClassVar[dict[str, str]] = {
-        "compression": "hdf5_compression",
-        "compression_level": "hdf5_compression_level",
-        "chunk_size": "hdf5_chunk_size",
-    }
-
-
-_OPTION_GROUPS: dict[str, type[_OptionGroup]] = {
-    "memray": MemrayOptions,
-    "gpu": GPUOptions,
-    "hdf5": HDF5Options,
-}
-
-
-def _options_to_kwargs(self) -> dict:
-    """The flat settings this bag sets (groups expanded; a setting given twice: ValueError)."""
-    kwargs = {
-        f.name: value
-        for f in fields(self)
-        if f.name not in _OPTION_GROUPS and (value := getattr(self, f.name)) is not None
-    }
-    for name in _OPTION_GROUPS:
-        group = getattr(self, name)
-        for key, value in (group.to_kwargs() if group is not None else {}).items():
-            if key in kwargs:
-                raise ValueError(
-                    f"{key!r} is set both directly and on the {name!r} option group; "
-                    "set it in one place",
-                )
-            kwargs[key] = value
-    return kwargs
-
-
-#: A reusable bag of ``setup()`` settings: every flat setting (``ALL_DEFAULTS``' names) and
-#: the groups ``memray``, ``gpu``, ``hdf5``, each ``None`` = unset.
-ProfilingOptions: Any = make_dataclass(
-    "ProfilingOptions",
-    [(name, Any, field(default=None)) for name in ALL_DEFAULTS]
-    + [(name, Any, field(default=None)) for name in _OPTION_GROUPS],
-    namespace={"to_kwargs": _options_to_kwargs, "__module__": __name__},
-)
-
-
-def load_profiling_config(path) -> dict:
-    """The ``[profiling]`` table (or top-level table) of a TOML settings file."""
-    import tomllib
-
-    config_path = Path(path)
-    try:
-        with config_path.open("rb") as stream:
-            raw = tomllib.load(stream)
-    except OSError as exc:
-        raise ValueError(f"Could not read profiling config {path!r}: {exc}") from exc
-    except tomllib.TOMLDecodeError as exc:
-        raise ValueError(f"Invalid profiling TOML {path!r}: {exc}") from exc
-    settings = raw.get("profiling", raw)
-    if not isinstance(settings, dict):
-        raise ValueError("Profiling config [profiling] must be a TOML table")
-    flat = {k: v for k, v in settings.items() if k not in _OPTION_GROUPS}
-    for name, group_cls in _OPTION_GROUPS.items():
-        table = settings.get(name)
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise ValueError(f"Profiling setting {name!r} must be a TOML table")
-        unknown = sorted(set(table) - set(group_cls._FIELD_MAP))
-        if unknown:
-            raise ValueError(f"Unknown [{name}] profiling setting(s): {', '.join(unknown)}")
-        for key, value in table.items():
-            flat_key = group_cls._FIELD_MAP[key]
-            if flat_key in flat:
-                raise ValueError(
-                    f"Profiling setting {flat_key!r} is set both directly and as {name}.{key}",
-                )
-            flat[flat_key] = value
-    unknown_flat = set(flat) - CONFIG_FIELDS
-    if unknown_flat:
-        raise ValueError(unknown_setting_error(unknown_flat))
-    return flat
-
-
 # --------------------------------------------------------------------------- metadata
 _OMP_LIBRARY_NAMES = ("libomp.so", "libgomp.so.1", "libiomp5.so", "libomp.dylib", "libiomp5.dylib")
 _ENVIRONMENT_VARIABLES = (
@@ -290,12 +171,10 @@ def _chip_information() -> str:
 
 
 def _package_version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
+    """This build's version (``scope_profiler.__version__``), compiled into the extension."""
+    from ._native import __version__
 
-    try:
-        return version("scope-profiler-rs")
-    except PackageNotFoundError:
-        return "unknown"
+    return __version__
 
 
 def collect_metadata(detail: str = "minimal") -> dict:
@@ -305,7 +184,7 @@ def collect_metadata(detail: str = "minimal") -> dict:
     per process; ``timestamp`` is taken now.
     """
     import platform
-    from datetime import datetime
+    from datetime import UTC, datetime
 
     global _STATIC_METADATA
     if _STATIC_METADATA is None:
@@ -483,7 +362,8 @@ class ProfilingConfig:
             raise TypeError(unknown_setting_error(unknown))
         s = dict(ALL_DEFAULTS)
         s.update({k: v for k, v in settings.items() if v is not None})
-        self._start_time_ns = perf_counter_ns()  # the run's origin
+        # the run's origin, until start() takes it where recording begins (mark_started)
+        self._start_time_ns = perf_counter_ns()
         self._perf_events = _as_tuple(s["perf_events"])
         self._enable_tags = _as_tuple(s["enable_tags"])
         self._hdf5_compression = _normalized_compression(s["hdf5_compression"])
@@ -520,6 +400,16 @@ class ProfilingConfig:
         from ._mpi import configure  # imports mpi4py only under an MPI launch
 
         configure(self)
+
+    def mark_started(self) -> None:
+        """Take the run's origin (``start_time_ns``) now, once the recorder, the metadata and
+        the hooks are ready: the thread that called ``setup()`` starts at this same moment
+        (issue 14, new-user trial: the origin was taken before the metadata and the recorder,
+        so MainThread's wall time started ~60-100 ms after the run and every timeline had an
+        empty lead-in). Requires :meth:`start`."""
+        assert self._native is not None, "ProfilingConfig.start() was not called"
+        self._start_time_ns = self._native.mark_start()
+        self._metadata["start_time_ns"] = self._start_time_ns
 
     @classmethod
     def reset(cls) -> None:

@@ -26,8 +26,8 @@ import os
 import sys
 import threading
 import weakref
-from typing import TYPE_CHECKING
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
     from ._native import TaskInfo, ThreadInfo
 
