@@ -199,3 +199,19 @@ def test_notebook_runs():
     assert "{'fetch': 1, 'parse': 1}" in texts  # one task's calls
     svgs = [o for o in outputs if "image/svg+xml" in o.get("data", {})]
     assert len(svgs) == 2 and all('<g class="lane"' in o["data"]["image/svg+xml"] for o in svgs)
+
+
+def test_tagged_jobs(tmp_path):
+    """issue 11: per-call metadata, read back from the file."""
+    stdout = run_example("tagged_jobs.py", tmp_path / "jobs.h5", cwd=tmp_path)
+    r = sp.read_h5(str(tmp_path / "jobs.h5"))
+    process = r["process"][0].event_metadata
+    sizes = [*range(10, 20), *range(20, 30)]
+    assert [m["size"] for m in process] == sizes
+    assert [m["batch"] for m in process] == [0] * 10 + [1] * 10
+    assert [m["status"] for m in process] == ["error" if s % 7 == 0 else "ok" for s in sizes]
+    assert [m.get("exception") for m in process if m["status"] == "error"] == ["ValueError"] * 3
+    # load runs inside process: it carries the batch and the process call's size too
+    assert [m["size"] for m in r["load"][0].event_metadata] == sizes
+    assert "20 process calls, 3 failed:" in stdout
+    assert "slowest: {'batch': " in stdout  # which one depends on the machine

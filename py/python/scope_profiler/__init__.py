@@ -15,7 +15,6 @@ from __future__ import annotations
 # name, so a first `import scope_profiler.region` later would replace the shortcut.
 from . import region as _region_module  # noqa: F401
 from ._manager import ProfileManager, ProfilingRun, RegionFactory, RegionHandle
-from ._settings import GPUOptions, HDF5Options, MemrayOptions, ProfilingOptions
 from .call_stack import (
     CallArrays,
     build_call_arrays,
@@ -51,6 +50,7 @@ define_region = ProfileManager.define_region
 instrument = ProfileManager.instrument
 is_configured = ProfileManager.is_configured
 last_results = ProfileManager.last_results
+metadata = ProfileManager.metadata
 profile_command = ProfileManager.profile_command
 profile_script = ProfileManager.profile_script
 recorded_regions = ProfileManager.recorded_regions
@@ -60,7 +60,13 @@ registered_regions = ProfileManager.registered_regions
 run = ProfileManager.run
 setup_from_env = ProfileManager.setup_from_env
 
+#: Names loaded from their module on first use (``import scope_profiler`` stays light: the
+#: exporters, and the option dataclasses, whose ``dataclasses`` import pulls ``inspect``).
 _LAZY = {
+    "GPUOptions": ("_options", "GPUOptions"),
+    "HDF5Options": ("_options", "HDF5Options"),
+    "MemrayOptions": ("_options", "MemrayOptions"),
+    "ProfilingOptions": ("_options", "ProfilingOptions"),
     "export_speedscope": ("speedscope_export", "export_speedscope"),
     "load": ("profile_io", "load"),
     "read_profile": ("profile_io", "read_profile"),
@@ -109,7 +115,6 @@ _UNSUPPORTED = {
     "PerfEventTotals": _NO_PERF,
     "collect_file_metadata": _NO_INSPECT,
     "inspect_file": _NO_INSPECT,
-    "metadata": "per-call metadata (ProfileManager.metadata) is not supported yet",
     **dict.fromkeys(
         (
             "collect_region_statistics",
@@ -179,6 +184,7 @@ __all__ = [
     "load",
     "load_prof",
     "merge_results",
+    "metadata",
     "profile",
     "profile_command",
     "profile_region",
@@ -213,12 +219,9 @@ def __dir__() -> list[str]:
 
 def __getattr__(name: str):
     if name == "__version__":
-        from importlib.metadata import PackageNotFoundError, version
+        from ._native import __version__
 
-        try:
-            return version("scope-profiler-rs")
-        except PackageNotFoundError:
-            return "unknown"
+        return __version__
     if name in _LAZY:
         import importlib
 

@@ -25,10 +25,9 @@ import sys
 import warnings
 import weakref
 from contextlib import ContextDecorator
-from enum import Enum, auto
-from typing import TYPE_CHECKING, Any, ClassVar
+from contextvars import ContextVar
 
-from . import _fork, _manager_api, _tracer
+from . import _fork, _manager_api, _metadata, _tracer
 from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     ProfiledFunction,
@@ -40,12 +39,13 @@ from ._native import (
 from ._settings import (
     CONFIG_FIELDS,
     ProfilingConfig,
-    load_profiling_config,
     unknown_setting_error,
 )
 
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
     from types import FrameType
+    from typing import Any, ClassVar
 
 _UNSET = object()
 
@@ -141,10 +141,25 @@ def _stop_all_streaming() -> None:
         _stop_streaming(config)
 
 
-class _LifecycleState(Enum):
-    INACTIVE = auto()
-    ACTIVE = auto()
-    FINALIZED = auto()
+class _LifecycleState:
+    """The manager's lifecycle: three named constants compared by identity (not an
+    ``enum.Enum``: importing ``enum`` was a tenth of ``import scope_profiler``, issue 15)."""
+
+    __slots__ = ("name",)
+    INACTIVE: _LifecycleState
+    ACTIVE: _LifecycleState
+    FINALIZED: _LifecycleState
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def __repr__(self) -> str:
+        return f"<_LifecycleState.{self.name}>"
+
+
+_LifecycleState.INACTIVE = _LifecycleState("INACTIVE")
+_LifecycleState.ACTIVE = _LifecycleState("ACTIVE")
+_LifecycleState.FINALIZED = _LifecycleState("FINALIZED")
 
 
 class ProfilingRun:
@@ -374,6 +389,35 @@ def _lifetime_wrapper(func, profiled):
     return None
 
 
+def _recursive_wrapper(cls, func, profiled, call):
+    """``profile(recursive=True)``: ``call`` (the decorated function's wrapper) run with the
+    calling thread traced by the per-call tracer of ``cls``'s recording
+    (:func:`_tracer.call_tracer`) - the reference's ``sys.setprofile`` tracer, in Rust. A
+    nested or recursive decorated call on the same thread only counts (the outermost one
+    unhooks the thread); a profile function set before (``sys.setprofile``) is set again
+    after the call, as the reference restores it. Not traced while the region is off
+    (before ``setup()``, an opt-in tag that is off)."""
+
+    @functools.wraps(func)
+    def recursive_wrapper(*args, **kwargs):
+        tracer = None
+        if profiled._region is not None:
+            tracer = _tracer.call_tracer(cls._config, cls._recorded_path)
+        if tracer is None:
+            return call(*args, **kwargs)
+        previous = sys.getprofile()
+        if not tracer.enter_call():
+            return call(*args, **kwargs)
+        try:
+            return call(*args, **kwargs)
+        finally:
+            tracer.exit_call()
+            if previous is not None:
+                sys.setprofile(previous)
+
+    return recursive_wrapper
+
+
 def _async_generator_wrapper(func, profiled):
     """An async generator function whose region spans the iteration of ``func``'s async
     generator (first ``__anext__`` to exhaustion, ``aclose()`` or an exception), on the lane
@@ -444,6 +488,8 @@ class ProfileManager:
     _enabled_tags: frozenset = frozenset()
     # setup(region_tags=...): only regions carrying one of these record (None: no filter)
     _region_tag_filter: frozenset | None = None
+    # the merged values of the metadata() blocks around the current thread / task
+    _metadata_context: ContextVar = ContextVar("scope_profiler_metadata", default=None)
 
     def __new__(cls):
         if cls is not ProfileManager:
@@ -466,6 +512,9 @@ class ProfileManager:
                 "_region_definitions": {},
                 "_enabled_tags": frozenset(),
                 "_region_tag_filter": None,
+                "_metadata_context": ContextVar(
+                    f"scope_profiler_metadata_{id(object())}", default=None
+                ),
                 "__module__": cls.__module__,
             },
         )
@@ -580,23 +629,21 @@ class ProfileManager:
         The returned wrapper is a Rust object: each call enters the region, calls the
         function and exits, on the calling thread's own buffer and scope stack. It works on
         functions and methods (``__get__``), and is rebound by every ``setup()``.
-        ``recursive=True`` raises ``NotImplementedError`` (tracing the calls made inside one
-        decorated function needs a per-call mode of the function-level tracer,
-        ``scope_profiler._tracer``, which traces whole recordings: use
-        ``setup(recursive_profile=True)`` or ``scope-profiler run --recursive``);
-        ``metadata`` and ``record_outcome`` are not implemented.
+        ``recursive=True``: while a call runs, every Python function it calls on its thread
+        (standard library and packages too, not the profiler's own nor other decorated
+        functions, which keep their region) is recorded as a call of ``module.qualname``,
+        as the reference does (``_recursive_wrapper``; ``docs/tracing.md``). ``None`` and
+        ``False`` add nothing to what the run traces (``setup(recursive_profile=True)``
+        traces the whole recording).
+
+        ``metadata`` (a mapping, or a callable given the call's arguments that returns one)
+        and ``record_outcome`` (``status`` ``"ok"``/``"error"`` and, for failures,
+        ``exception``: the exception's type name) put each call in a :meth:`metadata` block
+        (so calls of other regions inside it carry the values too, as in the reference); for
+        coroutine and generator functions the block spans their whole run, as the region does.
+        Without them the call path is the Rust wrapper alone.
         """
-        if recursive:
-            raise NotImplementedError(
-                "profile(recursive=True) is not supported: the function-level tracer "
-                "(scope_profiler._tracer) traces whole recordings, not the calls inside one "
-                "decorated function; use setup(recursive_profile=True) or "
-                "'scope-profiler run --recursive'"
-            )
-        if metadata is not None or record_outcome:
-            raise NotImplementedError(
-                "per-call metadata (metadata=, record_outcome=) is not supported"
-            )
+        with_metadata = metadata is not None or record_outcome
         region_tags = None if tags is None else tuple(tags)
 
         def decorator(func):
@@ -609,15 +656,41 @@ class ProfileManager:
             cls._decorators.setdefault(name, []).append((func, wrapper, region_tags))
             lifetime = _lifetime_wrapper(func, wrapper)
             if lifetime is None:
+                outer: Any = wrapper
+                if with_metadata:
+                    outer = functools.wraps(func)(
+                        _metadata.call_with_metadata(cls, wrapper, metadata, record_outcome)
+                    )
+            else:
+                outer = (
+                    _metadata.lifetime_with_metadata(
+                        cls, wrapper, lifetime, metadata, record_outcome
+                    )
+                    if with_metadata
+                    else None
+                ) or lifetime
+            if recursive:
+                outer = _recursive_wrapper(cls, func, wrapper, outer)
+            if outer is wrapper:
                 return wrapper
-            lifetime._scope_profiler_wrapper = wrapper  # instrument() leaves it alone
-            return lifetime
+            outer._scope_profiler_wrapper = wrapper  # instrument() leaves it alone
+            return outer
 
         if callable(region_name):
             func = region_name
             region_name = None
             return decorator(func)
         return decorator
+
+    @classmethod
+    def metadata(cls, /, **values) -> _metadata.MetadataScope:
+        """Attach key/value metadata to calls completed inside this block (a context
+        manager yielding the merged dict, and a decorator). Every call of any region that
+        starts and ends inside the block's time gets the values, on any thread or task
+        (the reference's rule); nested blocks merge, the inner one's values winning. Values
+        are stored as JSON (see ``scope_profiler._metadata``); nothing is recorded while
+        profiling is not active."""
+        return _metadata.MetadataScope(cls, values)
 
     @classmethod
     def define_region(cls, region_name, functions=None, tags=None) -> RegionHandle:
@@ -841,6 +914,8 @@ class ProfileManager:
                 overrides["deactivate_file_output"] = False
         settings: dict = {}
         if config_path is not None:
+            from ._options import load_profiling_config
+
             settings.update(load_profiling_config(config_path))
         if options is not None:
             settings.update(options.to_kwargs())
@@ -956,6 +1031,7 @@ class ProfileManager:
         if config.tracker is not None:
             config.tracker.install()
         _tracer.start(config, cls._recorded_path)  # recursive_profile=True
+        config.mark_started()  # the origin: recording begins now (the stream's frames use it)
         _start_streaming(config)
         cls._enabled_tags = _enabled_tags(config) | (cls._region_tag_filter or frozenset())
         for name, entries in cls._decorators.items():

@@ -14,7 +14,10 @@ import os
 import sys
 from contextlib import contextmanager
 from contextvars import ContextVar
-from typing import Any
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+if TYPE_CHECKING:
+    from typing import Any
 
 #: Environment variables read by :func:`setup_from_env` (the reference's names).
 ENV_CONFIG = "SCOPE_PROFILER_CONFIG"
@@ -59,9 +62,8 @@ class RegionFactory:
     """A reusable region definition (``ProfileManager.region_factory``): calling it returns
     a context manager for one call of the region.
 
-    ``factory(**metadata)`` tags the call with per-call metadata in the reference; that
-    needs ``ProfileManager.metadata``, and without it a call with keywords raises
-    ``NotImplementedError`` (``factory()`` with no keywords always works)."""
+    ``factory(**metadata)`` runs the call inside ``manager.metadata(**metadata)`` (the
+    block entered first, the region inside it), so the call carries those values."""
 
     def __init__(self, manager, name, tags=None) -> None:
         self._manager = manager
@@ -71,22 +73,37 @@ class RegionFactory:
     def __call__(self, **metadata):
         if not metadata:
             return RegionHandle(self._manager, self.name, tags=self._tags)
-        scope = getattr(self._manager, "metadata", None)
-        if scope is None:
-            raise NotImplementedError(
-                f"region factory {self.name!r} called with metadata "
-                f"({', '.join(sorted(metadata))}): per-call metadata (ProfileManager.metadata) "
-                "is not supported yet; call the factory without keywords"
-            )
-        from contextlib import ExitStack
-
-        stack = ExitStack()
-        stack.enter_context(scope(**metadata))
-        stack.enter_context(RegionHandle(self._manager, self.name, tags=self._tags))
-        return stack
+        return _FactoryCall(
+            self._manager.metadata(**metadata),
+            RegionHandle(self._manager, self.name, tags=self._tags),
+        )
 
     def __repr__(self) -> str:
         return f"RegionFactory({self.name!r}, tags={self._tags!r})"
+
+
+class _FactoryCall:
+    """``factory(**metadata)``: the metadata block, and the region inside it."""
+
+    __slots__ = ("_handle", "_scope")
+
+    def __init__(self, scope, handle: RegionHandle) -> None:
+        self._scope = scope
+        self._handle = handle
+
+    def __enter__(self):
+        self._scope.__enter__()
+        try:
+            return self._handle.__enter__()
+        except BaseException:
+            self._scope.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            return self._handle.__exit__(exc_type, exc_value, traceback)
+        finally:
+            self._scope.__exit__(exc_type, exc_value, traceback)
 
 
 def _patterns(value, what: str) -> tuple[str, ...]:

@@ -26,6 +26,9 @@ _Ranks = int | Sequence[int] | None
 # an Arrow table (`arro3.core.Table`, pyo3-arrow's PyCapsule-interface table); arro3 ships no stubs
 _ArrowTable = Any
 
+#: This build's version (the crate's, which the wheel carries): ``scope_profiler.__version__``.
+__version__: str
+
 __all__ = [
     "CallArrays",
     "CorruptProfileError",
@@ -50,6 +53,7 @@ __all__ = [
     "ThreadInfo",
     "TimedCoroutine",
     "TraceFormatError",
+    "__version__",
     "_run_from_bytes",
     "_run_to_bytes",
     "_stack_runs",
@@ -338,7 +342,8 @@ class Region:
         """Mean GPU duration, s, or None without GPU timing."""
     @property
     def total_await_duration(self) -> float | None:
-        """Σ await time in s, or None without ``track_async``."""
+        """Σ await time in s (a negative await, found only in damaged data, counts as 0, as in
+        every summary), or None without ``track_async``."""
 
 @final
 class MPIRegion:
@@ -1203,6 +1208,8 @@ class NativeRecorder:
     def __new__(
         cls, buffer_limit: int = 1024, track_threads: bool = False, track_async: bool = False
     ) -> NativeRecorder: ...
+    def mark_start(self) -> int:
+        """Mark now as the run's start for the calling thread; returns it (ns, monotonic clock)."""
     def set_register_callback(self, callback: Callable[[], object] | None = None) -> None:
         """Callable run (no arguments) on each thread right after it registers lazily; None removes it."""
     def new_task(self, kind: str, name: str, coro_name: str) -> TaskHandle:
@@ -1253,6 +1260,11 @@ class NativeRecorder:
     def retire_taken(self) -> None:
         """Retire the calls the last ``finalize(rewind=False)`` took, once another process
         wrote them (MPI: rank 0); until then a failed write loses nothing."""
+    def add_metadata_scope(self, start_ns: int, end_ns: int, values: str) -> None:
+        """Record an exited ``ProfileManager.metadata()`` block (entry/exit ns on this
+        clock, ``values`` = ``json.dumps`` of its merged dict): the next checkpoint gives the
+        values to every call wholly inside that time, on any thread. ``ValueError`` when
+        ``values`` is not a JSON object."""
     def finalize(
         self,
         metadata: dict[str, Any],
@@ -1467,10 +1479,20 @@ class NativeTracer:
         decorated: set[Any],
         recorded_path: Callable[[str], str] | None = None,
         resume_opcode: int = 151,
+        scoped: bool = False,
     ) -> NativeTracer: ...
     def start(self) -> None:
         """Trace every thread from now on (stops the tracer running); ``RuntimeError`` when
-        stopped, or (3.12+) when no ``sys.monitoring`` tool id is free."""
+        stopped, or (3.12+) when no ``sys.monitoring`` tool id is free. A ``scoped`` tracer
+        (``profile(recursive=True)``) hooks no thread: each is traced between its
+        ``enter_call()`` and ``exit_call()``."""
+    def enter_call(self) -> bool:
+        """``scoped``: trace the calling thread until the matching ``exit_call()`` (calls
+        nest); False when not running or not scoped (then no ``exit_call()``)."""
+    def exit_call(self) -> None:
+        """The end of a call begun by ``enter_call()``; the outermost unhooks the thread."""
+    @property
+    def scoped(self) -> bool: ...
     def install_thread(self, frame: Any = None) -> None:
         """3.11: trace the calling thread, counting ``frame`` (its first) as entered."""
     def stop(self) -> None:

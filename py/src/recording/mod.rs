@@ -116,7 +116,9 @@ pub(crate) struct Shared {
     stream: stream::Stream,
     /// The calls the last checkpoint took without retiring them (`rewind=False`), for
     /// [`NativeRecorder::retire_taken`] once they are written elsewhere.
-    taken: Mutex<Option<scope_profiler_recorder::Watermark>>,
+    taken: Mutex<Option<(scope_profiler_recorder::Watermark, usize)>>,
+    /// Exited `ProfileManager.metadata()` scopes, applied to the calls at each checkpoint.
+    metadata_scopes: scope_profiler_finalize::MetadataScopes,
 }
 
 /// Held while a checkpoint runs; clears [`Shared::checkpointing`] when dropped.
@@ -276,8 +278,16 @@ impl NativeRecorder {
                 nul_warned: AtomicBool::new(false),
                 stream: Default::default(),
                 taken: Mutex::new(None),
+                metadata_scopes: Default::default(),
             }),
         })
+    }
+
+    /// Mark now as the run's start for the calling thread (`setup()`'s): its row starts here
+    /// when it registers. Returns the moment, ns on the recording clock (`CLOCK_MONOTONIC`,
+    /// `time.perf_counter_ns()`'s on Linux): the run's `start_time_ns`.
+    fn mark_start(&self) -> i64 {
+        self.shared.rec.mark_start_thread()
     }
 
     #[getter]
@@ -390,7 +400,7 @@ impl NativeRecorder {
         open.sort();
         open.dedup_by_key(|(r, _)| *r);
         let meta = self.shared.meta();
-        open.into_iter().map(|(r, _)| meta[r as usize].name.clone()).collect()
+        open.into_iter().map(|(r, _)| meta[r as usize].name.to_string()).collect()
     }
 
     /// The thread table as `ThreadInfo` rows (times relative to `origin_ns`, -1 kept).
@@ -410,7 +420,7 @@ impl NativeRecorder {
         let meta = self.shared.meta();
         // SAFETY: GIL held (module contract).
         let snap = unsafe { self.shared.rec.snapshot(meta.len()) };
-        snap.into_iter().map(|c| (meta[c.region as usize].name.clone(), c.starts, c.ends, c.thread_ids)).collect()
+        snap.into_iter().map(|c| (meta[c.region as usize].name.to_string(), c.starts, c.ends, c.thread_ids)).collect()
     }
 
     /// `flush_interval` (issue 13 item 6): from now on, every `interval` seconds a background
@@ -436,10 +446,23 @@ impl NativeRecorder {
     /// calls are safely written - until then a failed write loses nothing.
     fn retire_taken(&self, py: Python<'_>) {
         let _turn = self.shared.checkpoint_turn(py);
-        if let Some(mark) = self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()).take() {
+        if let Some((mark, scopes)) = self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()).take() {
             // SAFETY: GIL held (module contract); `_turn` keeps checkpoints out.
             unsafe { self.shared.rec.retire(&mark) };
+            self.shared.metadata_scopes.retire(scopes);
         }
+    }
+
+    /// Record an exited `ProfileManager.metadata()` block: entered at `start_ns`, exited at
+    /// `end_ns` (this clock, `perf_counter_ns`), with `values` = `json.dumps` of its merged
+    /// dict. The next checkpoint gives its values to every call wholly inside that time, on
+    /// any thread ([`scope_profiler_finalize::metadata_scopes`]). ValueError when `values`
+    /// is not a JSON object.
+    fn add_metadata_scope(&self, start_ns: i64, end_ns: i64, values: &str) -> PyResult<()> {
+        let scope = scope_profiler_finalize::MetadataScope::new(start_ns, end_ns, values)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        self.shared.metadata_scopes.push(scope);
+        Ok(())
     }
 
     /// Flush now (what the flush thread does every interval); returns the calls flushed.
@@ -541,6 +564,7 @@ impl NativeRecorder {
                     source_line,
                 })
                 .collect(),
+            metadata_scopes: Some(&self.shared.metadata_scopes),
         };
         // One checkpoint at a time: the write runs with the GIL released and the buffers
         // are rewound after it, so another thread's finalize must wait (GIL released).
@@ -568,7 +592,8 @@ impl NativeRecorder {
             Err(CheckpointError::Foreign(m)) => return Err(pyo3::exceptions::PyValueError::new_err(m)),
         };
         let mut done = done;
-        *self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()) = done.taken.take();
+        *self.shared.taken.lock().unwrap_or_else(|e| e.into_inner()) =
+            done.taken.take().map(|m| (m, done.scopes_taken));
         done.open.retain(|(name, _)| !expected_open.contains(name));
         if let Some(message) = done.open_calls_warning(now, close_open) {
             let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
@@ -626,7 +651,7 @@ impl ProfileRegion {
     fn name_string(&self) -> String {
         match &self.detached {
             Some(d) => d.0.clone(),
-            None => self.row(|m| m.name.clone()).unwrap_or_default(),
+            None => self.row(|m| m.name.to_string()).unwrap_or_default(),
         }
     }
 
@@ -680,7 +705,7 @@ impl ProfileRegion {
     fn tags(&self) -> Vec<String> {
         match &self.detached {
             Some(d) => d.1.clone(),
-            None => self.row(|m| m.tags.clone()).unwrap_or_default(),
+            None => self.row(|m| m.tags().to_vec()).unwrap_or_default(),
         }
     }
 
@@ -698,7 +723,7 @@ impl ProfileRegion {
 
     #[getter]
     fn source_file(&self) -> Option<String> {
-        self.row(|m| m.source_file.clone()).flatten()
+        self.row(|m| m.source_file.as_deref().map(str::to_owned)).flatten()
     }
 
     #[getter]
@@ -708,7 +733,7 @@ impl ProfileRegion {
 
     #[getter]
     fn source_text(&self) -> Option<String> {
-        self.row(|m| m.source_text.clone()).flatten()
+        self.row(|m| m.source_text().map(str::to_owned)).flatten()
     }
 
     #[getter]
