@@ -83,3 +83,38 @@ def speedscope_import(path: Path) -> str:
     )
     assert proc.returncode == 0, f"speedscope rejected {path}:\n{proc.stdout}\n{proc.stderr}"
     return proc.stdout
+
+
+def enclosed_task_time(results, rank: int) -> dict:
+    """s per thread index of `rank`: the wall-clock union of the top-level calls of the task
+    lanes of the thread that lie inside a top-level call of the thread's own lane - counted
+    twice in 0.7.5's ``region_time`` (the enclosing call and the task call), once in
+    ``held_time + await_time`` (issue 14, new-user trial). Computed from the call arrays."""
+    calls = results.call_arrays(rank)
+    aside = {int(i) for i in calls.set_aside}
+    roots = [i for i in range(len(calls.start_ns)) if calls.parent[i] < 0 and i not in aside]
+    thread_of = {t.index: t.thread_index for t in results.tasks.get(rank, [])}
+    out = {}
+    for th in {t.index for t in results.threads.get(rank, [])}:
+        bare = [
+            (int(calls.start_ns[i]), int(calls.end_ns[i]))
+            for i in roots
+            if calls.lane[i] == -2 - th
+        ]
+        inner = sorted(
+            (int(calls.start_ns[i]), int(calls.end_ns[i]))
+            for i in roots
+            if calls.lane[i] >= 0
+            and thread_of.get(int(calls.lane[i])) == th
+            and any(b <= calls.start_ns[i] and calls.end_ns[i] <= e for b, e in bare)
+        )
+        total, current = 0, None
+        for s, e in inner:
+            if current is not None and s <= current[1]:
+                current = (current[0], max(current[1], e))
+            else:
+                total += 0 if current is None else current[1] - current[0]
+                current = (s, e)
+        total += 0 if current is None else current[1] - current[0]
+        out[th] = total / 1e9
+    return out

@@ -204,3 +204,37 @@ def test_export_caps_workers_at_the_number_of_files(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     assert (tmp_path / "single.folded").exists() or any(tmp_path.iterdir())
+
+
+def test_issue_14_new_user_trial_exit_codes(tmp_path):
+    """issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks,
+    and `run -o out.txt` silently wrote HDF5 into out.txt. Usage errors exit 2 (bad option
+    values, files of the wrong kind, unknown output kinds), runtime failures 1."""
+    ref = DATASETS / "reference" / "pool.h5"
+    html = tmp_path / "report.html"
+    html.write_text("<!doctype html><html></html>")
+    script = tmp_path / "hi.py"
+    script.write_text("print('hi')\n")
+    usage = [
+        ("summary", html),
+        ("threads", script),
+        ("timeline", ref, "--rank", "7", "-o", tmp_path / "t.svg"),
+        ("report", ref, "-o", tmp_path / "r.txt"),
+        ("export", "folded", html, "-o", tmp_path / "x"),
+        ("run", "-o", tmp_path / "out.txt", script),
+        ("run", "nope.py"),
+        ("run", "-m", "no_such_module_here"),
+        ("run", "--flush-interval", "0", script),  # clap's own
+    ]
+    for args in usage:
+        proc = run_cli(*args, cwd=tmp_path)
+        assert proc.returncode == 2, (args, proc.stderr)
+        assert proc.stderr.startswith("error: "), (args, proc.stderr)
+    proc = run_cli("run", "-o", tmp_path / "out.txt", script, cwd=tmp_path)
+    assert ".h5 or .hdf5" in proc.stderr and ".html" in proc.stderr and "hi" not in proc.stdout
+    assert not (tmp_path / "out.txt").exists()
+    junk = tmp_path / "junk.h5"
+    junk.write_bytes(b"this is not an HDF5 file")
+    for args in [("summary", tmp_path / "missing.h5"), ("threads", junk)]:
+        proc = run_cli(*args, cwd=tmp_path)
+        assert proc.returncode == 1, (args, proc.stderr)

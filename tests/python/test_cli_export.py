@@ -80,7 +80,7 @@ def test_unknown_format_and_bad_rank(tmp_path):
     assert proc.returncode == 2
     assert "unknown format 'gif'" in proc.stderr and "timeline" in proc.stderr
     proc = run_cli("export", "folded", REF / "pool.h5", "-o", tmp_path, "--rank", "3")
-    assert proc.returncode == 1
+    assert proc.returncode == 2  # issue 14 (new-user trial): a usage error (was 1)
     assert "Invalid rank requested: 3" in proc.stderr
 
 

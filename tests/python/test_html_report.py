@@ -178,7 +178,8 @@ def test_cli_report(run_h5, tmp_path):
     t = tables(out)
     assert {r[0]: r[1] for r in t["regions"]}["solve"] == "26"  # the reference file's count
     bad = run_cli("report", ref, "--rank", "2", "-o", tmp_path / "bad.html")
-    assert bad.returncode == 1 and "Invalid rank requested: 2" in bad.stderr
+    # issue 14 (new-user trial): a bad option value is a usage error, exit 2 (was 1)
+    assert bad.returncode == 2 and "Invalid rank requested: 2" in bad.stderr
     assert not (tmp_path / "bad.html").exists()
     missing = run_cli("report", tmp_path / "nope.h5", "-o", tmp_path / "n.html")
     assert missing.returncode == 1 and "nope.h5" in missing.stderr

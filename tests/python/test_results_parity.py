@@ -9,8 +9,9 @@ import subprocess
 import sys
 
 import pytest
+import scope_profiler as sp
 from conftest import COMPAT, REFERENCE, REFERENCE_NAMES
-from helpers import reference_python
+from helpers import enclosed_task_time, reference_python
 
 DUMP_PRELUDE = r"""
 import json, sys
@@ -105,7 +106,7 @@ FILES = [REFERENCE / f"{name}.h5" for name in REFERENCE_NAMES] + [
 ]
 
 
-def as_reference_numbers(ours, ref):
+def as_reference_numbers(ours, ref, enclosed=None):
     """Check the issue 14 deviations (docs/migration.md, "Per-thread numbers") of `ours`
     against `ref` and return `ours` in the reference's shape: thread_summary without
     cpu_time_total/held_time/await_time, with the reference's wall and region time where
@@ -116,7 +117,11 @@ def as_reference_numbers(ours, ref):
             held, awaited = row.pop("held_time"), row.pop("await_time")
             assert row["region_time"] <= row["wall_time"] + 1e-9
             if awaited is not None:  # the reference's region time: the sum, held + await
-                assert math.isclose(held + awaited, want["region_time"], rel_tol=1e-9)
+                # plus the task calls inside a call of the thread itself, which it counted
+                # twice (issue 14, new-user trial)
+                twice = (enclosed or {}).get(int(rank), {}).get(row["index"], 0.0)
+                assert math.isclose(held + awaited + twice, want["region_time"], rel_tol=1e-9)
+                assert held <= row["region_time"] + 1e-9
                 row["region_time"] = want["region_time"]
             if want["wall_time"] is None:  # alive: ours runs to the run's end
                 assert row["alive"] and row["wall_time"] is not None
@@ -131,7 +136,9 @@ def as_reference_numbers(ours, ref):
 @pytest.mark.parametrize("path", FILES, ids=lambda p: p.stem)
 def test_same_answers_as_reference(path):
     ref = dump(reference_python(), path)
-    ours = as_reference_numbers(dump(sys.executable, path), ref)
+    results = sp.read_h5(str(path))
+    enclosed = {rank: enclosed_task_time(results, rank) for rank in range(results.num_ranks)}
+    ours = as_reference_numbers(dump(sys.executable, path), ref, enclosed)
     assert_same(ours, ref)
 
 

@@ -154,7 +154,8 @@ def test_run_dash_m_runs_a_module_with_its_own_arguments(tmp_path):
     assert "argv True ['--help', '-o', 'x']" in proc.stdout, proc.stdout
     assert _calls(out) == {"scope_profiler.session": 1, "arg": 3}
     missing = run_cli("run", "-m", "no_such_module_here", cwd=tmp_path)
-    assert missing.returncode == 1 and "No module named 'no_such_module_here'" in missing.stderr
+    # issue 14 (new-user trial): a usage error, exit 2 like a missing script (was 1)
+    assert missing.returncode == 2 and "No module named 'no_such_module_here'" in missing.stderr
 
 
 # Found by a new-user trial (stop 19): `scope-profiler run` of a threaded script without

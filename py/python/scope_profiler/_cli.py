@@ -122,9 +122,9 @@ def _run_script(req: dict) -> int:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):
             found = False
-        if not found:  # as python -m says it
+        if not found:  # as python -m says it; a usage error, exit 2 like a missing script
             print(f"error: No module named {module!r}", file=sys.stderr)
-            return 1
+            return 2
     elif not os.path.isfile(script):
         what = "is a directory, not a script" if os.path.isdir(script) else "not found"
         print(f"error: script {what}: {script}", file=sys.stderr)
