@@ -8,8 +8,12 @@ at each of its `finalize()` calls)."""
 
 from __future__ import annotations
 
+import subprocess
+import sys
 import textwrap
+from pathlib import Path
 
+import pytest
 import scope_profiler as sp
 from helpers import ROOT, run_cli
 
@@ -197,3 +201,40 @@ def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_dr
     assert "record with --track-threads" in proc.stderr
     assert _calls(out)["work"] == 2
     assert not (tmp_path / "untracked.speedscope.json").exists()
+
+
+# issue 14 (second new-user trial): the `scope-profiler` console script said "No module named
+# 'mymod'" for `run -m mymod` with mymod.py in the working directory (python -m finds it: the
+# console script's sys.path[0] is its bin directory, and the lookup ran before the working
+# directory was put first); a failing script's traceback showed `<frozen runpy>` frames.
+def test_console_script_run_m_finds_a_module_in_the_working_directory(tmp_path):
+    console = Path(sys.executable).with_name("scope-profiler")
+    if not console.exists():
+        pytest.skip(f"no console script beside {sys.executable}")
+    (tmp_path / "mymod.py").write_text(
+        "from scope_profiler import ProfileManager\n"
+        "with ProfileManager.profile_region('in_mymod'):\n"
+        "    print('hi from mymod')\n"
+    )
+    out = tmp_path / "m.h5"
+    proc = subprocess.run(
+        [console, "run", "-q", "-o", out, "-m", "mymod"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "hi from mymod" in proc.stdout
+    assert _calls(out) == {"scope_profiler.session": 1, "in_mymod": 1}
+    (tmp_path / "boom.py").write_text("def f():\n    raise ValueError('boom')\nf()\n")
+    proc = subprocess.run(
+        [console, "run", "-q", "-o", tmp_path / "b.h5", "boom.py"],
+        cwd=tmp_path,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 1
+    assert "ValueError: boom" in proc.stderr and "runpy" not in proc.stderr, proc.stderr
+    assert proc.stderr.startswith("Traceback (most recent call last):\n  File"), proc.stderr

@@ -32,7 +32,9 @@ def _join_non_daemon_threads() -> None:
 def _print_script_error(exc: BaseException) -> None:
     """Print the script's traceback without this module's and runpy's frames."""
     tb = exc.__traceback__
-    while tb is not None and tb.tb_frame.f_code.co_filename in (__file__, runpy.__file__):
+    # runpy's frames are "<frozen runpy>" where the module is frozen (3.11+ builds)
+    ours = (__file__, runpy.__file__, "<frozen runpy>")
+    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
 
@@ -118,10 +120,16 @@ def _run_script(req: dict) -> int:
     if module is not None:
         import importlib.util
 
+        # looked up as python -m looks it up: the working directory first on sys.path (the
+        # console script's sys.path[0] is its bin directory; issue 14, second new-user
+        # trial: a module in the working directory was "not found")
+        sys.path.insert(0, os.getcwd())
         try:
             found = importlib.util.find_spec(module) is not None
         except (ImportError, ValueError):
             found = False
+        finally:
+            sys.path.pop(0)
         if not found:  # as python -m says it; a usage error, exit 2 like a missing script
             print(f"error: No module named {module!r}", file=sys.stderr)
             return 2
