@@ -100,7 +100,7 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
             out.set_aside_note = set_aside_report(run, rank, order, calls);
             out.untracked_tasks_note = untracked_tasks_note(run, rank, calls);
         }
-        Some(Err(e)) if missing => out.nesting_note = Some(e.0.clone()),
+        Some(Err(e)) if missing => out.nesting_note = Some(nesting_note(run, rank, e)),
         _ => {}
     }
     if has_threads {
@@ -114,6 +114,24 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
     }
     out.rows = rows;
     Some(out)
+}
+
+/// The summary's note for a rank whose calls cannot be reconstructed: the error, plus, when
+/// the rank recorded no thread ids, the likely cause - calls of several threads sharing one
+/// stack - and the flag that records them apart (issue 14, new-user trial: a threaded
+/// program run without `--track-threads` was pointed only at a missing `sp_end`).
+fn nesting_note(run: &Run, rank: u32, e: &NestingError) -> String {
+    let untracked = run.rank_rows(rank).all(|r| r.thread_ids.is_none());
+    if untracked && e.0.contains("not properly nested") {
+        format!(
+            "{} If the program runs regions on several threads (or asyncio tasks), their calls share one \
+             stack without tracking: record it with --track-threads (--track-async for asyncio), \
+             track_threads=True in Python.",
+            e.0
+        )
+    } else {
+        e.0.clone()
+    }
 }
 
 /// The totals of row `i` of `run.regions` (exclusive: the stored total, if any).

@@ -2,8 +2,9 @@
 //! or a peer tool's public bug report).
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{
-    build_call_arrays, exclusive_by_row, lane_label, merge_runs, rank_call_arrays, region_input, set_aside_causes,
-    set_aside_report, thread_summary, MergeOptions, MetaValue, RegionCalls, Run, RunAnalysis, TaskRow, ThreadRow,
+    build_call_arrays, exclusive_by_row, lane_label, merge_runs, rank_call_arrays, rank_summary, region_input,
+    set_aside_causes, set_aside_report, thread_summary, MergeOptions, MetaValue, RegionCalls, Run, RunAnalysis,
+    TaskRow, ThreadRow,
 };
 
 fn run(name: &str, metadata: Vec<(&str, MetaValue)>) -> Run {
@@ -180,4 +181,22 @@ fn issue_14_new_user_trial_set_aside_note_names_the_likely_cause() {
         set_aside_causes(&unknown, 0, &calls),
         ["calls of several threads recorded without track_threads (--track-threads) share one stack"]
     );
+}
+
+/// issue 14 (second new-user trial): a threaded program run without `--track-threads` got a
+/// summary whose only note pointed at a missing `sp_end`. The note of an untracked rank whose
+/// calls cross now names the likely cause and the flag; a tracked rank's note is unchanged.
+#[test]
+fn issue_14_untracked_crossing_note_names_track_threads() {
+    let mut untracked = peeked_generator_run(false);
+    untracked.threads.clear();
+    let note = rank_summary(&untracked, 0).unwrap().nesting_note.expect("cannot be reconstructed");
+    assert!(note.starts_with("recorded calls are not properly nested: 'gen' call 0"), "{note}");
+    assert!(note.contains("sp_end / __exit__. If the program runs regions on several threads"), "{note}");
+    assert!(note.contains("--track-threads (--track-async for asyncio), track_threads=True"), "{note}");
+    // an end before a start is no threading matter: the error alone
+    let mut reversed = run("x", vec![]);
+    reversed.regions[0] = RegionCalls::new(0, 0, Int64Array::from(vec![10]), Int64Array::from(vec![5]));
+    let note = rank_summary(&reversed, 0).unwrap().nesting_note.unwrap();
+    assert_eq!(note, "a recorded call ends before it starts");
 }
