@@ -92,10 +92,11 @@ pub enum Command {
         /// it, calls of interleaved tasks share their thread's stack.
         #[arg(long)]
         track_async: bool,
-        /// The file to write: an `.h5` file, or a JSON profile (`.json`, `.json.gz`: the run
-        /// records into `<output>.scope-profiler.h5` beside it, which is rendered to the JSON
-        /// file and removed; if that fails it is kept and named). The speedscope file is named
-        /// after it (`run.json` -> `run.speedscope.json`).
+        /// The file to write, its kind by its suffix: `.h5`/`.hdf5` (HDF5), a JSON profile
+        /// (`.json`, `.json.gz`) or the HTML report (`.html`, `.htm`); any other suffix is
+        /// refused. For JSON and HTML the run records into `<output>.scope-profiler.h5` beside
+        /// it, which is rendered and removed (kept and named if that fails). The speedscope
+        /// file is named after the output's stem (`run.json` -> `run.speedscope.json`).
         #[arg(short = 'o', long = "output", default_value = "profiling_data.h5")]
         output: PathBuf,
         /// Do not write the `.speedscope.json` next to the `.h5` file.
