@@ -238,3 +238,40 @@ def test_console_script_run_m_finds_a_module_in_the_working_directory(tmp_path):
     assert proc.returncode == 1
     assert "ValueError: boom" in proc.stderr and "runpy" not in proc.stderr, proc.stderr
     assert proc.stderr.startswith("Traceback (most recent call last):\n  File"), proc.stderr
+
+
+# issue 14 (second new-user trial): a script's own session under `scope-profiler run` gave
+# MainThread wall_time None in its results and in its file (the snapshot had no end), so its
+# region_time could not be compared with its wall time.
+def test_hosted_snapshot_gives_live_threads_their_wall_time(tmp_path):
+    script = tmp_path / "snap.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import threading, time
+            from scope_profiler import ProfileManager as PM
+            def w():
+                with PM.profile_region("w"):
+                    time.sleep(0.05)
+            with PM.session(file_path="snap.h5", track_threads=True, return_results=True) as run:
+                t = threading.Thread(target=w)
+                t.start()
+                with PM.profile_region("m"):
+                    time.sleep(0.02)
+                t.join()
+            for row in run.results.thread_summary():
+                print("ROW", row["name"], row["wall_time"], row["region_time"])
+            """
+        )
+    )
+    proc = run_cli("run", "-q", "--track-threads", "-o", tmp_path / "run.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    rows = {
+        line.split()[1]: [float(x) for x in line.split()[-2:]]
+        for line in proc.stdout.splitlines()
+        if line.startswith("ROW ")
+    }
+    wall, region = rows["MainThread"]
+    assert 0.05 <= region <= wall < 5.0, rows
+    from_file = {r["name"]: r for r in sp.read_h5(tmp_path / "snap.h5").thread_summary()}
+    assert from_file["MainThread"]["wall_time"] == pytest.approx(wall)

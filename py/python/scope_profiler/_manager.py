@@ -979,8 +979,11 @@ class ProfileManager:
         if config.tracker is not None:
             config.tracker._refresh_task_names()
         assert config._native is not None
+        # the snapshot's end: live threads' wall time runs to it (issue 14, second new-user
+        # trial: without it MainThread's wall_time was None in the script's own results)
+        metadata = {**config.metadata, "finalize_time_ns": perf_counter_ns()}
         native_run, _, nesting_error, _ = config._native.finalize(
-            dict(config.metadata),
+            metadata,
             config.start_time_ns,
             False,
             path,
