@@ -1202,12 +1202,19 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
         ));
     }
     if view.windowed {
+        // "N call(s) outside it not drawn", then how many lanes have no call in it at all (issue
+        // 14, second new-user trial: "4 call(s) of 0 lane(s) outside it" read as nonsense)
+        let empty_lanes = n_lanes - in_view_lanes;
         lines.push(format!(
-            "Window {} – {} from run start: {} call(s) of {} lane(s) outside it not drawn; calls across its edges clipped",
+            "Window {} – {} from run start: {} call(s) outside it not drawn{}; calls across its edges clipped",
             ms(view.v0 - origin),
             ms(view.v1 - origin),
             count(lane_calls - in_view_calls),
-            count(n_lanes - in_view_lanes)
+            if empty_lanes > 0 {
+                format!(" ({} lane(s) without a call in it)", count(empty_lanes))
+            } else {
+                String::new()
+            }
         ));
     }
     if omitted.lanes > 0 {

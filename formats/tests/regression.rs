@@ -260,7 +260,7 @@ fn issue_13_item_15_timeline_window() {
     assert!((xs[1].1 - 1380.0).abs() < 0.01, "{xs:?}");
     assert_eq!(
         caption(&svg)[0],
-        "Window 0.0009 ms – 0.0020 ms from run start: 2 call(s) of 1 lane(s) outside it not drawn; calls across its edges clipped"
+        "Window 0.0009 ms – 0.0020 ms from run start: 2 call(s) outside it not drawn (1 lane(s) without a call in it); calls across its edges clipped"
     );
     // an open end: to the run's end
     let open =
