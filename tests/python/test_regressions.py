@@ -1515,6 +1515,9 @@ def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
         thread.join()
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(said) == 2, said
+    # both name the user's line (the finalize() call, the with statement), not the manager's
+    # (issue 14, second new-user trial: they pointed at _manager.py)
+    assert {w.filename for w in caught if issubclass(w.category, RuntimeWarning)} == {__file__}
     assert (
         said[0].startswith("1 call(s) still open at finalize; they stay open")
         and "'blocked' on worker-1" in said[0]

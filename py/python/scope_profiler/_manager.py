@@ -991,6 +991,7 @@ class ProfileManager:
             close_open=False,
             expected_open=[_ProfilingSession.ROOT_REGION_NAME],
             native=native,
+            stacklevel=_user_stacklevel(),
         )
         if nesting_error is not None:
             warnings.warn(
@@ -1169,6 +1170,9 @@ class ProfileManager:
                 close_open=close_open,
                 expected_open=[_ProfilingSession.ROOT_REGION_NAME],
                 native=native,
+                # the open-calls warning names the user's line, not this module's (issue 14,
+                # second new-user trial)
+                stacklevel=_user_stacklevel(),
             )
             cls._next_call_id = next_id
             cls._last_native_run = native_run

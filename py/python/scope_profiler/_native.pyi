@@ -1276,6 +1276,7 @@ class NativeRecorder:
         close_open: bool = False,
         expected_open: list[str] = ...,
         native: list[tuple[str, _I64, _I64, str | None, int | None]] = ...,
+        stacklevel: int = 1,
     ) -> tuple[NativeRun, int, str | None, OSError | None]:
         """Snapshot into a run (rank 0); ``(run, next_call_id, nesting_error_or_None,
         write_error_or_None)``. Writes ``file_path`` (HDF5, atomically) when ``write_file``,
@@ -1287,7 +1288,8 @@ class NativeRecorder:
         ``{"open_at_finalize": True}`` in ``Region.event_metadata``. ``native``: regions recorded
         outside the recorder (C/Fortran traces) as ``(name, starts, ends, source_file,
         source_line)``, int64 ns: rows without thread or task (lane -1); ``ValueError`` for a
-        name also recorded here."""
+        name also recorded here. ``stacklevel``: the open-calls warning's, as
+        ``warnings.warn``'s from the calling frame."""
     @property
     def buffer_limit(self) -> int:
         """The ``buffer_limit`` the recorder was created with (calls; at least 1 is used)."""

@@ -524,7 +524,9 @@ impl NativeRecorder {
     /// `native`: regions recorded outside the recorder for this rank (C/Fortran traces),
     /// `(name, starts, ends, source_file, source_line)` with int64 ns arrays: rows without
     /// thread or task (lane -1); `ValueError` for a name also recorded here.
-    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None, close_open=false, expected_open=Vec::new(), native=Vec::new()))]
+    /// `stacklevel`: of the open-calls `RuntimeWarning`, as `warnings.warn`'s from the
+    /// calling Python frame (the manager passes the user's frame, not its own).
+    #[pyo3(signature = (metadata, start_time_ns, write_file, file_path, call_id_base=0, rewind=None, close_open=false, expected_open=Vec::new(), native=Vec::new(), stacklevel=1))]
     #[allow(clippy::too_many_arguments, clippy::type_complexity)]
     fn finalize(
         &self,
@@ -538,6 +540,7 @@ impl NativeRecorder {
         close_open: bool,
         expected_open: Vec<String>,
         native: Vec<NativeRegionArg<'_>>,
+        stacklevel: i32,
     ) -> PyResult<(Py<NativeRun>, i64, Option<String>, Option<Py<pyo3::exceptions::PyBaseException>>)> {
         let mut meta_vals = Vec::with_capacity(metadata.len());
         for (k, v) in metadata.iter() {
@@ -597,7 +600,7 @@ impl NativeRecorder {
         done.open.retain(|(name, _)| !expected_open.contains(name));
         if let Some(message) = done.open_calls_warning(now, close_open) {
             let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
-            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+            PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, stacklevel)?;
         }
         let native = Py::new(py, NativeRun::new(done.run, file_path))?;
         Ok((native, done.next_call_id, done.warning, error))
