@@ -14,8 +14,12 @@ use scope_profiler_analysis::{
 pub fn summary_text(run: &Run, title: &str) -> String {
     let mut out = String::new();
     let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
+    // a run stacked from several files keeps the first file's metadata: its span would be
+    // that file's alone (issue 14, second new-user trial: the header changed with the order
+    // of the files), so a merged run's header gives none
+    let merged = run.meta("merged_from").is_some();
     let span = match (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
-        (Some(s), Some(f)) if f >= s => format!(", run {:.6} s", secs(f - s)),
+        (Some(s), Some(f)) if f >= s && !merged => format!(", run {:.6} s", secs(f - s)),
         _ => String::new(),
     };
     let _ = writeln!(

@@ -157,6 +157,11 @@ def test_cli_summary_merge(workers, tmp_path):
     out = proc.stdout
     assert out.startswith("3 file(s), merged: ")
     assert "3 rank(s)" in out.splitlines()[0]
+    # issue 14 (second new-user trial): the header's "run X s" was the first file's span,
+    # changing with the order of the files; a merged run's header gives none
+    assert ", run " not in out.splitlines()[0]
+    again = run_cli("summary", "--merge", *reversed(files))
+    assert again.stdout.splitlines()[0].rsplit(": ", 1)[1] == out.splitlines()[0].rsplit(": ", 1)[1]
     for k in range(3):
         assert f"rank {k}: threads" in out
         assert f"w{k}-0" in out
