@@ -6,6 +6,7 @@ use std::fmt;
 use std::path::Path;
 
 use scope_profiler_analysis::Run;
+use scope_profiler_formats::json_profile::{read_json, JsonError, NOT_A_PROFILE};
 use scope_profiler_formats::profile_format::ProfileFormat;
 use scope_profiler_formats::read_h5;
 
@@ -49,11 +50,24 @@ impl fmt::Display for Failure {
 /// Suffixes of the HDF5 profiles the reading subcommands take.
 const HDF5_SUFFIXES: [&str; 2] = [".h5", ".hdf5"];
 
-/// Read the HDF5 profile `path` for a subcommand. A file that is there but of another kind -
-/// a JSON profile or an HTML report by its contents, or a name without `.h5`/`.hdf5` and no
-/// HDF5 signature (a script, a text file) - is a usage error naming what it is; a missing,
-/// empty, truncated or damaged `.h5` file is a runtime failure (`read_h5`'s message).
+/// Read the profile `path` for a subcommand: an HDF5 file, or a JSON profile (`run -o
+/// run.json`, `export_json`; by its contents, plain or gzip-compressed - issue 14, second
+/// new-user trial: the CLI refused the JSON profiles its own `run` writes). A file that is
+/// there but of another kind - JSON that is not a scope-profiler profile, an HTML report, or
+/// a name without `.h5`/`.hdf5` and no HDF5 signature (a script, a text file) - is a usage
+/// error naming what it is; a missing, empty, truncated or damaged profile is a runtime
+/// failure (the reader's message, naming the file).
 pub fn read_input(path: &Path) -> Result<Run, Failure> {
+    if !named_h5(path) && ProfileFormat::sniff(path).ok() == Some(ProfileFormat::Json) {
+        return read_json(path).map_err(|e| match e {
+            JsonError::Invalid(m) if m.contains(NOT_A_PROFILE) => Failure::usage(format!(
+                "{} is JSON but not a scope-profiler profile: this command reads the .h5 files and JSON profiles \
+                 that `run` and finalize() write",
+                path.display()
+            )),
+            e => Failure::runtime(e.to_string()),
+        });
+    }
     read_h5(path).map_err(|e| match wrong_kind(path) {
         Some(kind) => Failure::usage(format!(
             "{} is {kind}, not an HDF5 profile: this command reads the .h5 files that `run` and finalize() write",
@@ -70,10 +84,7 @@ fn wrong_kind(path: &Path) -> Option<&'static str> {
     if std::fs::metadata(path).ok()?.len() == 0 {
         return None;
     }
-    let named_h5 = {
-        let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-        HDF5_SUFFIXES.iter().any(|s| name.ends_with(s))
-    };
+    let named_h5 = named_h5(path);
     let mut head = [0u8; 8];
     let sniffed = std::fs::File::open(path).and_then(|mut f| std::io::Read::read(&mut f, &mut head)).ok()?;
     if head[..sniffed].starts_with(b"\x89HDF\r\n\x1a\n") {
@@ -85,6 +96,12 @@ fn wrong_kind(path: &Path) -> Option<&'static str> {
         _ if !named_h5 => Some("not an HDF5 file"),
         _ => None,
     }
+}
+
+/// Whether `path`'s name ends in an HDF5 suffix ([`HDF5_SUFFIXES`], case-insensitive).
+fn named_h5(path: &Path) -> bool {
+    let name = path.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    HDF5_SUFFIXES.iter().any(|s| name.ends_with(s))
 }
 
 /// Outputs `run -o` writes, by suffix (case-insensitive): HDF5, a JSON profile, the HTML report.
@@ -145,7 +162,9 @@ mod tests {
         let script = temp("script.py", b"print('hi')\n");
         let junk = temp("junk.h5", b"this is not an HDF5 file");
         let empty = temp("empty.txt", b"");
-        for (path, kind) in [(&html, "an HTML file"), (&json, "a JSON profile"), (&script, "not an HDF5 file")] {
+        for (path, kind) in
+            [(&html, "an HTML file"), (&json, "JSON but not a scope-profiler profile"), (&script, "not an HDF5 file")]
+        {
             let e = read_input(path).unwrap_err();
             assert!(e.usage && e.code() == 2, "{e}");
             assert!(e.message.starts_with(&format!("{} is {kind}", path.display())), "{e}");
@@ -157,6 +176,36 @@ mod tests {
             assert!(!e.usage && e.code() == 1, "{e}");
             assert_eq!(code(&["sp", "summary", path.to_str().unwrap()]), 1);
         }
+    }
+
+    /// issue 14 (second new-user trial): the reading subcommands refused the JSON profiles
+    /// `run -o run.json` writes. They read them (plain or gzip, any name); a damaged JSON
+    /// profile is a runtime failure naming the file.
+    #[test]
+    fn issue_14_json_profiles_are_read_by_the_subcommands() {
+        let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/compat/json-v1.json");
+        let bytes = std::fs::read(&dataset).unwrap();
+        let first = read_input(&dataset).unwrap();
+        assert!(!first.regions.is_empty());
+        let gz = {
+            use std::io::Write as _;
+            let mut z = flate2::write::GzEncoder::new(Vec::new(), flate2::Compression::fast());
+            z.write_all(&bytes).unwrap();
+            temp("run.json.gz", &z.finish().unwrap())
+        };
+        let renamed = temp("profile.data", &bytes);
+        for path in [&dataset, &gz, &renamed] {
+            let run = read_input(path).unwrap();
+            assert_eq!(run.region_names, first.region_names, "{}", path.display());
+            assert_eq!(run.regions.len(), first.regions.len());
+            for cmd in ["summary", "threads"] {
+                assert_eq!(code(&["sp", cmd, path.to_str().unwrap()]), 0, "{cmd} {}", path.display());
+            }
+        }
+        let cut = temp("cut.json", &bytes[..bytes.len() / 2]);
+        let e = read_input(&cut).unwrap_err();
+        assert!(!e.usage && e.message.contains("cut.json"), "{e}");
+        assert_eq!(code(&["sp", "summary", cut.to_str().unwrap()]), 1);
     }
 
     /// issue 14 (new-user trial): `run -o out.txt` silently wrote HDF5 into `out.txt` (as

@@ -604,9 +604,13 @@ fn read_bytes(path: &Path) -> Result<Vec<u8>, JsonError> {
     Ok(raw)
 }
 
+/// The words of [`JsonError::Invalid`] for a JSON document that is not a scope-profiler
+/// profile at all (a foreign file, not a damaged profile).
+pub const NOT_A_PROFILE: &str = "is not a scope-profiler JSON profile";
+
 fn not_a_profile(path: &Path) -> JsonError {
     JsonError::Invalid(format!(
-        "{} is not a scope-profiler JSON profile (written by `scope-profiler export json` or `-o <name>.json`).",
+        "{} {NOT_A_PROFILE} (written by `scope-profiler export json` or `-o <name>.json`).",
         path.display()
     ))
 }
