@@ -80,8 +80,11 @@ pub enum Command {
     /// The script's own regions (`scope_profiler.profile_region(...)`, `@scope_profiler.profile`)
     /// are recorded by the process-wide manager; a root region `scope_profiler.session`
     /// spans the whole script.
+    ///
+    /// Python processes the script starts are profiled too and merged into the output, one
+    /// rank block per process (`--no-follow`: this process only).
     #[command(
-        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5\n  scope-profiler run --track-threads -m http.server 8000  # a module, as python -m"
+        after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5\n  scope-profiler run --track-threads -m http.server 8000  # a module, as python -m\n  scope-profiler run --no-follow pool_script.py  # this process only, not its workers"
     )]
     Run {
         /// Record the thread of every call and the thread table (`track_threads=True`).
@@ -105,6 +108,14 @@ pub enum Command {
         /// Do not print the summary.
         #[arg(short, long)]
         quiet: bool,
+        /// Profile only this process. By default the Python processes the script starts
+        /// (`multiprocessing` under fork, spawn and forkserver, `ProcessPoolExecutor`,
+        /// `subprocess` running Python, and theirs in turn) record with the same options, each
+        /// into its own file, and the output holds one rank block per process that recorded
+        /// calls: this process rank 0, the others in the order they started (metadata
+        /// `processes` names each rank's process).
+        #[arg(long)]
+        no_follow: bool,
         /// Every SECONDS, append the calls completed since the last flush to a sidecar
         /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
         /// the OOM killer loses at most about one interval: `scope-profiler recover` then

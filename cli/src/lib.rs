@@ -9,6 +9,7 @@ pub mod export;
 pub mod failure;
 pub mod html;
 pub mod merge;
+pub mod processes;
 pub mod report;
 
 use std::path::{Path, PathBuf};
@@ -40,6 +41,8 @@ pub struct RunRequest {
     pub flush_interval: Option<f64>,
     /// Function-level tracing (`--recursive` and the options implying it), if asked for.
     pub tracing: Option<TracingRequest>,
+    /// Profile the Python processes the script starts too (not `--no-follow`).
+    pub follow: bool,
 }
 
 /// What `run --recursive` traces (`recursive_profile=True` and the `recursive_*` settings).
@@ -128,6 +131,7 @@ where
             output,
             no_speedscope,
             quiet,
+            no_follow,
             flush_interval,
             recursive,
             all,
@@ -162,6 +166,7 @@ where
                 quiet,
                 flush_interval,
                 tracing,
+                follow: !no_follow,
             })
         }
         Command::Recover { file, output, from } => {
@@ -278,12 +283,23 @@ where
 /// failed rendering keeps it, and the error names it). The summary and the speedscope file
 /// are named after `req.output`. Returns the speedscope path written, if any: a run whose
 /// calls cannot be drawn (interleaved untracked threads) gets a warning on stderr instead.
-pub fn after_run(req: &RunRequest, h5: &Path) -> Result<Option<PathBuf>, String> {
+///
+/// `processes`: the private directory the followed processes wrote into and this process's
+/// description; their recordings are first stacked after `h5`'s run as rank blocks and the
+/// result written over `h5` ([`processes::merge_processes`]). No recording there: as without.
+pub fn after_run(req: &RunRequest, h5: &Path, processes: Option<(&Path, &str)>) -> Result<Option<PathBuf>, String> {
     let written = &req.output;
-    if req.quiet && !req.speedscope && written.as_path() == h5 {
+    let merged = match processes {
+        Some((dir, label)) => processes::merge_processes(h5, dir, label)?,
+        None => None,
+    };
+    if merged.is_none() && req.quiet && !req.speedscope && written.as_path() == h5 {
         return Ok(None); // nothing to print, render or export: the file stands as written
     }
-    let run = read_h5(h5).map_err(|e| e.to_string())?;
+    let run = match merged {
+        Some(run) => run,
+        None => read_h5(h5).map_err(|e| e.to_string())?,
+    };
     if written.as_path() != h5 {
         render_output(&run, h5, written)?;
     }
@@ -401,9 +417,9 @@ mod tests {
     fn a_quiet_run_without_speedscope_does_not_read_its_file_back() {
         let missing = std::env::temp_dir().join(format!("sp-after-run-{}-missing.h5", std::process::id()));
         let req = request(&["sp", "run", "-q", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert_eq!(after_run(&req, &missing), Ok(None));
+        assert_eq!(after_run(&req, &missing, None), Ok(None));
         let loud = request(&["sp", "run", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert!(after_run(&loud, &missing).is_err());
+        assert!(after_run(&loud, &missing, None).is_err());
     }
 
     #[test]

@@ -12,7 +12,7 @@ use crate::run::NativeRun;
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `module` (None or the
 /// `-m` module, then `script` is empty), `args`,
 /// `track_threads`, `track_async`, `output`, `recording`, `speedscope`, `quiet`,
-/// `flush_interval`) that Python must carry out, then pass to `cli_after_run`. `recording` is
+/// `flush_interval`, `follow`) that Python must carry out, then pass to `cli_after_run`. `recording` is
 /// the HDF5 file the run writes: `output` itself, or `<output>.scope-profiler.h5` when
 /// `output` names a JSON profile (rendered from it afterwards). The GIL is released while files are read and exported.
 #[pyfunction]
@@ -31,6 +31,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
             d.set_item("flush_interval", req.flush_interval)?;
+            d.set_item("follow", req.follow)?;
             if let Some(t) = req.tracing {
                 let tracing = PyDict::new(py);
                 tracing.set_item("all", t.all)?;
@@ -48,8 +49,13 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
 /// (then remove `h5`), print the summary (unless quiet) and write the speedscope file named
 /// after `output`. Returns the speedscope path or None. Raises `OSError` naming the file on
 /// failure (a failed rendering keeps `h5`).
+///
+/// `processes` (the directory the followed processes of `run` wrote into) and
+/// `process_label` (this process's description): their recordings are first stacked after
+/// `h5`'s run, one rank block per process, and written over `h5` (metadata `processes`).
 #[pyfunction]
-#[pyo3(signature = (output, h5, track_threads, speedscope, quiet))]
+#[pyo3(signature = (output, h5, track_threads, speedscope, quiet, processes=None, process_label=String::new()))]
+#[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
     output: PathBuf,
@@ -57,6 +63,8 @@ fn cli_after_run(
     track_threads: bool,
     speedscope: bool,
     quiet: bool,
+    processes: Option<PathBuf>,
+    process_label: String,
 ) -> PyResult<Option<String>> {
     let req = RunRequest {
         script: PathBuf::new(),
@@ -69,8 +77,12 @@ fn cli_after_run(
         quiet,
         flush_interval: None,
         tracing: None,
+        follow: processes.is_some(),
     };
-    py.detach(|| after_run(&req, &h5)).map(|p| p.map(|p| p.to_string_lossy().into_owned())).map_err(PyOSError::new_err)
+    let processes = processes.as_deref().map(|dir| (dir, process_label.as_str()));
+    py.detach(|| after_run(&req, &h5, processes))
+        .map(|p| p.map(|p| p.to_string_lossy().into_owned()))
+        .map_err(PyOSError::new_err)
 }
 
 /// The summary report of a run as text (same as `scope-profiler summary`).

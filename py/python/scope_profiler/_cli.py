@@ -10,14 +10,16 @@ from __future__ import annotations
 
 import os
 import runpy
+import shlex
+import shutil
 import signal
 import sys
 import threading
 import traceback
 from collections.abc import Iterator
-from contextlib import contextmanager
+from contextlib import contextmanager, nullcontext
 
-from . import _native
+from . import _follow, _native
 
 
 def _join_non_daemon_threads() -> None:
@@ -50,6 +52,20 @@ class _Terminated(BaseException):
 
 def _raise_terminated(signum: int, frame: object) -> None:
     raise _Terminated(signum)
+
+
+def _default_sigterm_in_child() -> None:
+    """A forked child of the script does not inherit the handler above: it is not the run's
+    process, and SIGTERM would raise in whatever it runs (an after-fork hook, where the
+    exception is ignored and the child goes on: a multiprocessing pool worker terminated
+    while starting kept waiting on the pool's lock). It gets the default action, as without
+    the profiler."""
+    if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_sigterm_in_child)
 
 
 @contextmanager
@@ -145,24 +161,30 @@ def _run_script(req: dict) -> int:
         os.makedirs(parent, exist_ok=True)
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     # run_module sets argv[0] to the module's file
-    sys.argv = [module if module is not None else script, *req["args"]]
+    script_argv = [module if module is not None else script, *req["args"]]
+    sys.argv = list(script_argv)
     # the script's directory goes first on sys.path, as `python script.py` does (the working
     # directory for `python -m`)
     sys.path.insert(
         0, os.getcwd() if module is not None else os.path.dirname(os.path.abspath(script))
     )
     code, died_by = 0, None
+    settings = {
+        "track_threads": req["track_threads"],
+        "track_async": req.get("track_async") or None,
+        "flush_interval": req.get("flush_interval"),
+        **_tracing_settings(req.get("tracing")),
+    }
+    started_pid = os.getpid()
+    processes: str | None = None
     try:
         with (
+            (
+                # the Python processes the script starts record too (docs/processes.md)
+                _follow.following(recording, settings) if req.get("follow") else nullcontext()
+            ) as processes,
             _terminate_writes_profile(),
-            ProfileManager.session(
-                file_path=recording,
-                track_threads=req["track_threads"],
-                track_async=req.get("track_async") or None,
-                flush_interval=req.get("flush_interval"),
-                verbose=False,
-                **_tracing_settings(req.get("tracing")),
-            ),
+            ProfileManager.session(file_path=recording, verbose=False, **settings),
         ):
             # the script's own setup()/session() joins this run (both record)
             ProfileManager._host_config = ProfileManager._config
@@ -197,19 +219,37 @@ def _run_script(req: dict) -> int:
                         died_by = exc.signum
                     except KeyboardInterrupt:  # Ctrl-C while waiting: stop waiting
                         code = 128 + signal.SIGINT
+                if os.getpid() != started_pid and processes is not None:
+                    # a child the script forked (os.fork()) came back here: it writes its
+                    # own file, not this run's
+                    _follow.finish()
+                    ProfileManager.reset()
                 ProfileManager._host_config = None  # the session's end finalizes this run
                 ProfileManager._joined.clear()
     finally:
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
+    if os.getpid() != started_pid:  # a forked child: no summary, no merge
+        return code
     try:
         _native.cli_after_run(
-            output, recording, req["track_threads"], req["speedscope"], req["quiet"]
+            output,
+            recording,
+            req["track_threads"],
+            req["speedscope"],
+            req["quiet"],
+            processes=processes,
+            process_label=f"pid {started_pid}: "
+            + shlex.join(script_argv if module is None else ["-m", *script_argv]),
         )
     except OSError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        kept = f"; the other processes' profiles are kept in {processes}" if processes else ""
+        print(f"error: {exc}{kept}", file=sys.stderr)
         code = code or 1
+    else:
+        if processes is not None:
+            shutil.rmtree(processes, ignore_errors=True)
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
     if died_by is not None:

@@ -17,6 +17,10 @@ that file has a row (the reference writes ids with no row). The supported patter
 child's own ``setup()``/``session()`` (own ``file_path``), which tracks concurrency again;
 it replaces the inherited run without ``replace=True`` (the reference raises "profiling is
 already configured" there, so a forked pool worker could not open its own session).
+
+Under ``scope-profiler run`` (unless ``--no-follow``) a forked child does not stand down: it
+drops the inherited run and records its own from the fork on (``_follow.restart_in_child``,
+installed with :func:`set_follow_hook`, called last in ``after_in_child``).
 """
 
 from __future__ import annotations
@@ -27,10 +31,21 @@ import weakref
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
+    from collections.abc import Callable
     from typing import Any
 
 #: Configurations whose recorder keeps a thread table or streams (weak).
 _TRACKED: weakref.WeakSet[Any] = weakref.WeakSet()
+
+#: ``scope-profiler run`` following processes: called last in a forked child.
+_follow_hook: Callable[[], None] | None = None
+
+
+def set_follow_hook(hook: Callable[[], None] | None) -> None:
+    """Install (None: remove) the hook a forked child calls after taking its view of the
+    inherited recorders (``_follow.restart_in_child``)."""
+    global _follow_hook
+    _follow_hook = hook
 
 
 def track(config) -> None:
@@ -59,6 +74,8 @@ def _after_fork_in_child() -> None:
     native_id = threading.get_native_id()
     for config in list(_TRACKED):
         config._native._after_fork_in_child(native_id)
+    if _follow_hook is not None:
+        _follow_hook()
 
 
 if hasattr(os, "register_at_fork"):

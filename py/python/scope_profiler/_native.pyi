@@ -951,11 +951,20 @@ def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``."""
 
 def cli_after_run(
-    output: _Path, h5: _Path, track_threads: bool, speedscope: bool, quiet: bool
+    output: _Path,
+    h5: _Path,
+    track_threads: bool,
+    speedscope: bool,
+    quiet: bool,
+    processes: _Path | None = None,
+    process_label: str = "",
 ) -> str | None:
     """After a ``run`` that wrote ``h5``: render ``output`` from it (JSON profile; ``h5`` is
     then removed), summary and speedscope file named after ``output``; the speedscope path
-    or None. ``OSError`` naming the file (a failed rendering keeps ``h5``)."""
+    or None. ``OSError`` naming the file (a failed rendering keeps ``h5``). ``processes``:
+    the directory the followed processes recorded into; their files are first stacked after
+    ``h5``'s run as rank blocks (``process_label`` describes this process) and the result
+    written over ``h5``."""
 
 def _run_to_bytes(native: NativeRun) -> bytes:
     """``NativeRun`` -> bytes (pickle-free transport between processes of one job)."""

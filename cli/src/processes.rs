@@ -1,0 +1,181 @@
+//! `run` following processes: the files the script's Python processes wrote into the run's
+//! private directory (`<output>.procs-<pid>/`, `scope_profiler._follow`), stacked after the
+//! run's own file as rank blocks ([`merge_runs`], as `summary --merge`).
+use std::path::{Path, PathBuf};
+
+use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run};
+use scope_profiler_finalize::stream::{pending_sidecar, recover_run};
+use scope_profiler_formats::hdf5::leftovers::{self, LeftoverKind};
+use scope_profiler_formats::hdf5::write::publish_h5;
+use scope_profiler_formats::read_h5;
+
+use crate::failure::read_input;
+
+/// The metadata key a followed process stores its description in (one process, one file).
+pub const PROCESS_KEY: &str = "process";
+/// The merged run's metadata key: one description per rank block, in rank order.
+pub const PROCESSES_KEY: &str = "processes";
+
+/// One process's recording in the directory: its file, or the sidecar a process recording
+/// with `flush_interval` left when it was killed before writing the file.
+enum Source {
+    File(PathBuf),
+    Sidecar(PathBuf),
+}
+
+/// The recordings in `dir`, in the order their processes started: a followed process names
+/// its file `<start time ns, 20 digits>-<pid>.h5`, so the name order is the start order.
+fn recordings(dir: &Path) -> Vec<(String, Source)> {
+    let mut found: Vec<(String, Source)> = Vec::new();
+    if let Ok(entries) = std::fs::read_dir(dir) {
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            if !name.starts_with('.') && name.ends_with(".h5") {
+                found.push((name, Source::File(e.path())));
+            }
+        }
+    }
+    for (_, l) in leftovers::list(dir) {
+        let target = dir.join(&l.target);
+        if l.kind != LeftoverKind::Sidecar || target.exists() || found.iter().any(|(n, _)| *n == l.target) {
+            continue;
+        }
+        // a sidecar whose writer still runs is not taken (its `.started` marker names it)
+        if let Some(sidecar) = pending_sidecar(&target) {
+            found.push((l.target, Source::Sidecar(sidecar)));
+        }
+    }
+    found.sort_by(|a, b| a.0.cmp(&b.0));
+    found
+}
+
+/// The processes that announced themselves (`<ns>-<pid>.started`, holding a description)
+/// but left no recording: killed before writing, or still running when the script ended.
+/// One `warning:` line each.
+fn warn_missing(dir: &Path, found: &[(String, Source)]) {
+    let Ok(entries) = std::fs::read_dir(dir) else { return };
+    let mut missing: Vec<(String, String)> = entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".started")?.to_string();
+            let recorded = format!("{stem}.h5");
+            (!found.iter().any(|(n, _)| *n == recorded)).then(|| {
+                let described = std::fs::read_to_string(e.path()).unwrap_or_default();
+                (stem, described)
+            })
+        })
+        .collect();
+    missing.sort();
+    for (stem, described) in missing {
+        let who = if described.trim().is_empty() { pid_of(&stem) } else { described.trim().to_string() };
+        let pid = stem.rsplit('-').next().unwrap_or_default();
+        if Path::new("/proc").join(pid).exists() {
+            eprintln!(
+                "warning: process {who} was still running when the script ended; it is left out of the result (join or wait for it in the script)"
+            );
+        } else {
+            eprintln!(
+                "warning: process {who} ended without writing its profile (killed?); it is left out of the result (with --flush-interval, a killed process keeps its calls up to its last flush)"
+            );
+        }
+    }
+}
+
+/// `pid N` from a recording's name `<ns>-<pid>.h5` (the description of a process whose file
+/// does not carry one).
+fn pid_of(name: &str) -> String {
+    let pid = name.trim_end_matches(".h5").trim_end_matches(".started").rsplit('-').next().unwrap_or(name);
+    format!("pid {pid}")
+}
+
+/// Stack the run in `h5` (this process: rank 0, described as `label`) and every recording in
+/// `dir` (rank blocks after it, in start order), write the result over `h5` (atomically) and
+/// return it, with metadata `processes` (each block's description, from the process's
+/// `process` metadata). `None` when `dir` holds no recording: `h5` stands as written.
+///
+/// A recording that cannot be read (a process killed while writing, a damaged file) is left
+/// out with a `warning:` line on stderr naming it; a process killed before it wrote its file
+/// while streaming (`--flush-interval`) is recovered from its sidecar, with a `note:` line.
+/// Errors (the run's own file unreadable, the merged file not written) name the file.
+pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>, String> {
+    let found = recordings(dir);
+    warn_missing(dir, &found);
+    if found.is_empty() {
+        return Ok(None);
+    }
+    let own = read_h5(h5).map_err(|e| e.to_string())?;
+    let mut offset = own.num_ranks.max(1);
+    let mut parts = vec![(0u32, own)];
+    let mut labels = vec![label.to_string()];
+    for (name, source) in found {
+        let read = match &source {
+            Source::File(path) => read_input(path).map_err(|e| {
+                format!("{e}; that process is left out of the result (was it killed while writing its profile?)")
+            }),
+            Source::Sidecar(path) => match recover_run(path) {
+                Ok(r) => {
+                    eprintln!(
+                        "note: a process was killed before it wrote its profile: {} call(s) recovered from {}",
+                        r.calls,
+                        path.display()
+                    );
+                    Ok(r.run)
+                }
+                Err(e) => Err(format!("{e}; that process is left out of the result")),
+            },
+        };
+        let mut run = match read {
+            Ok(run) => run,
+            Err(e) => {
+                eprintln!("warning: {e}");
+                continue;
+            }
+        };
+        let description = match run.meta(PROCESS_KEY) {
+            Some(MetaValue::Str(s)) => s.clone(),
+            _ => pid_of(&name),
+        };
+        run.metadata.retain(|(k, _)| k != PROCESS_KEY);
+        let span = run.num_ranks.max(1);
+        parts.push((offset, run));
+        labels.push(description);
+        offset += span;
+    }
+    if parts.len() == 1 {
+        return Ok(None); // every recording was left out: the run's own file stands
+    }
+    let options = MergeOptions { num_ranks: Some(offset), ..Default::default() };
+    let mut run = merge_runs(parts, &options).map_err(|e| format!("cannot merge the processes' profiles: {e}"))?;
+    run.metadata.retain(|(k, _)| k != PROCESSES_KEY);
+    run.metadata.push((PROCESSES_KEY.into(), MetaValue::StrList(labels)));
+    publish_h5(&run, h5).map_err(|e| e.error.to_string())?;
+    Ok(Some(run))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn recordings_are_in_start_order_and_pid_comes_from_the_name() {
+        let dir = std::env::temp_dir().join(format!("sp-procs-order-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        for name in ["00000000000000000300-17.h5", "00000000000000000100-99.h5", ".hidden.h5", "notes.txt"] {
+            std::fs::write(dir.join(name), b"x").unwrap();
+        }
+        let names: Vec<String> = recordings(&dir).into_iter().map(|(n, _)| n).collect();
+        assert_eq!(names, ["00000000000000000100-99.h5", "00000000000000000300-17.h5"]);
+        assert_eq!(pid_of("00000000000000000100-99.h5"), "pid 99");
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    #[test]
+    fn an_empty_directory_merges_nothing_and_does_not_read_the_run() {
+        let dir = std::env::temp_dir().join(format!("sp-procs-empty-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let missing = dir.join("missing.h5");
+        assert_eq!(merge_processes(&missing, &dir, "pid 1").map(|r| r.is_none()), Ok(true));
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+}

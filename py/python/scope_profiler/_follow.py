@@ -1,0 +1,353 @@
+"""``scope-profiler run`` follows the Python processes the script starts (``--no-follow``: not).
+
+The parent (:func:`following`, around the script) creates a private directory beside the
+output, ``<output>.procs-<pid>/``, and while the script runs puts into the environment
+
+* ``SCOPE_PROFILER_FOLLOW``: the directory and the recording options (JSON), and
+* ``PYTHONPATH`` with ``_follow_boot`` first: its ``sitecustomize`` calls
+  :func:`start_from_environment` in every Python process started from this one
+  (``subprocess``, ``multiprocessing`` spawn and forkserver, their own children), then runs
+  the ``sitecustomize`` it shadows, if any.
+
+A process started that way records into ``<dir>/<start ns>-<pid>.h5`` with the run's options
+(a session of its own; the script's own ``setup()``/``session()`` there joins it, as under
+``run``). A process *forked* from a followed one (``fork`` start method, a forkserver's
+children, ``os.fork()``) drops the run it inherited and starts its own from the fork
+(:func:`restart_in_child`, called by ``_fork``'s after-fork hook).
+
+The file is written at the process's end: ``atexit`` for ordinary processes, and a
+``multiprocessing.util.Finalize`` for multiprocessing children (they end through
+``os._exit`` after ``BaseProcess._bootstrap``, which runs those finalizers but not
+``atexit``). A process that recorded nothing but its session (the forkserver itself, a
+``python -c 'print(1)'`` helper) writes no file. At the end the parent stacks its own file
+and every file there as rank blocks (Rust, ``cli/src/processes.rs``) and removes the
+directory.
+"""
+
+from __future__ import annotations
+
+import atexit
+import os
+import sys
+from contextlib import contextmanager
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from types import FrameType
+    from typing import Any
+
+#: The environment variable naming the directory and the options of a followed run.
+ENV = "SCOPE_PROFILER_FOLLOW"
+
+#: The directory holding the bootstrap ``sitecustomize.py`` put first on ``PYTHONPATH``.
+BOOT_DIR = os.path.join(os.path.dirname(os.path.abspath(__file__)), "_follow_boot")
+
+#: What this process follows with (``{"dir": ..., "settings": {...}}``), or None.
+_spec: dict | None = None
+
+#: This process's own session (a ``_ProfilingSession`` entered at its start) and its pid.
+_session: Any = None
+_session_pid: int | None = None
+
+#: Whether this process was forked from a followed one (it runs its parent's program).
+_forked = False
+
+#: Whether ``multiprocessing.util.register_after_fork`` has our hook in this process image
+#: (inherited by forks with the registry itself).
+_mp_hook_registered = False
+
+
+#: finish() is writing this process's file; a SIGTERM meanwhile (``_terminated``) waits for it.
+_finishing = False
+_pending_signal: int | None = None
+
+
+class _Marker:
+    """A weak-referenceable key for ``multiprocessing.util.register_after_fork``."""
+
+
+_MARKER = _Marker()
+
+
+def private_directory(output: str) -> str:
+    """The directory the followed processes of a run writing ``output`` record into."""
+    return f"{output}.procs-{os.getpid()}"
+
+
+def describe_process(parent: bool = False) -> str:
+    """This process as the merged run's metadata ``processes`` names it: its pid, its parent's
+    pid (for a child) and what it runs (a multiprocessing process's name, else its command
+    line, shortened to 200 characters)."""
+    import shlex
+
+    who = f"pid {os.getpid()}" if parent else f"pid {os.getpid()} (child of {os.getppid()})"
+    mp_process = sys.modules.get("multiprocessing.process")
+    if not parent and mp_process is not None and mp_process.parent_process() is not None:
+        what = f"multiprocessing {mp_process.current_process().name}"
+    elif not parent and _forked:  # os.fork(): it runs its parent's program
+        what = "fork: " + shlex.join(sys.argv)
+    else:
+        argv = list(getattr(sys, "orig_argv", sys.argv))
+        if argv and os.path.basename(argv[0]).startswith("python"):
+            argv[0] = "python"
+        what = shlex.join(argv)
+    what = what.replace("\n", "\\n")  # one line (`python -c` code)
+    if len(what) > 200:
+        what = what[:197] + "..."
+    return f"{who}: {what}"
+
+
+@contextmanager
+def following(output: str, settings: dict) -> Iterator[str]:
+    """The parent's (``run``) context around the script: the private directory (created, and
+    yielded), the environment of the script's children and this process's fork hook. The
+    directory is the caller's to merge and remove."""
+    import json
+
+    from ._fork import set_follow_hook
+
+    global _spec
+    directory = private_directory(output)
+    os.makedirs(directory, exist_ok=True)
+    spec = {"dir": directory, "settings": settings}
+    saved = {name: os.environ.get(name) for name in (ENV, "PYTHONPATH")}
+    os.environ[ENV] = json.dumps(spec)
+    path = saved["PYTHONPATH"]
+    os.environ["PYTHONPATH"] = BOOT_DIR + (os.pathsep + path if path else "")
+    _spec = spec
+    set_follow_hook(restart_in_child)
+    try:
+        yield directory
+    finally:
+        set_follow_hook(None)
+        _spec = None
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+def start_from_environment() -> None:
+    """The bootstrap ``sitecustomize``: start recording this process if a followed run
+    started it (its directory still exists). A failure to start is one line on stderr,
+    never the program's failure."""
+    raw = os.environ.get(ENV)
+    if not raw:
+        return
+    try:
+        import json
+
+        spec = json.loads(raw)
+        if not os.path.isdir(spec["dir"]):
+            return  # the run that started it is over
+        argv = getattr(sys, "orig_argv", ())
+        if _multiprocessing_helper(argv):
+            # the forkserver, the resource tracker: not the program's processes; the
+            # processes the forkserver forks record (restart_in_child)
+            from ._fork import set_follow_hook
+
+            global _spec
+            _spec = spec
+            set_follow_hook(restart_in_child)
+            return
+        _start(spec)
+        if "--multiprocessing-fork" in argv:
+            # a multiprocessing spawn child: it ends through sys.exit() (atexit runs), but
+            # SpawnProcess runs no after-fork hooks, so SIGTERM is armed here
+            _arm_sigterm()
+    except Exception as exc:  # the program runs unprofiled
+        print(f"scope-profiler: not profiling process {os.getpid()}: {exc}", file=sys.stderr)
+
+
+def _multiprocessing_helper(argv: Sequence[str]) -> bool:
+    """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
+    processes (``python -c 'from multiprocessing.forkserver import main; ...'``, the
+    resource tracker), not a process of the program."""
+    if "-c" not in argv or "--multiprocessing-fork" in argv:
+        return False
+    code = argv.index("-c") + 1
+    return code < len(argv) and argv[code].startswith("from multiprocessing.")
+
+
+def _forked_by_multiprocessing() -> bool:
+    """In an after-fork hook: whether ``os.fork()`` was called by multiprocessing itself
+    (``popen_fork``, the forkserver), i.e. the child is a multiprocessing process."""
+    util = sys.modules.get("multiprocessing.util")
+    if util is None:
+        return False
+    package = os.path.dirname(os.path.abspath(__file__))
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and os.path.dirname(frame.f_code.co_filename) == package:
+        frame = frame.f_back  # this package's hook frames
+    where = os.path.dirname(util.__file__ or "")
+    return frame is not None and os.path.dirname(frame.f_code.co_filename) == where
+
+
+def restart_in_child() -> None:
+    """``_fork``'s after-fork hook in a forked child of a followed process: drop the run it
+    inherited and record its own from the fork on."""
+    global _forked
+    spec = _spec
+    if spec is None or not os.path.isdir(spec["dir"]):
+        return
+    _forked = True
+    if _forked_by_multiprocessing():
+        # a pool terminated right after it started its workers sends SIGTERM before
+        # BaseProcess._bootstrap arms it: the worker ends as an empty recording then
+        _arm_sigterm()
+    try:
+        _start(spec)
+    except Exception as exc:
+        print(f"scope-profiler: not profiling process {os.getpid()}: {exc}", file=sys.stderr)
+
+
+def _start(spec: dict) -> None:
+    global _spec, _session, _session_pid
+    import time
+
+    from ._fork import set_follow_hook
+    from ._manager import ProfileManager
+
+    base = os.path.join(spec["dir"], f"{time.time_ns():020d}-{os.getpid()}")
+    path = base + ".h5"
+    session = ProfileManager.session(
+        file_path=path, verbose=False, replace=True, **spec["settings"]
+    )
+    # the inherited run's joined sessions (a forked child) are the parent's
+    ProfileManager._joined.clear()
+    ProfileManager._host_config = None
+    session.__enter__()
+    # the program's own setup()/session() joins this run (both record), as under `run`
+    ProfileManager._host_config = ProfileManager._config
+    _spec, _session, _session_pid = spec, session, os.getpid()
+    _write_marker()
+    set_follow_hook(restart_in_child)
+    atexit.register(finish)
+    _arm_multiprocessing()
+
+
+def _arm_multiprocessing() -> None:
+    """In a process that has ``multiprocessing`` loaded: make the multiprocessing children
+    forked from it (``fork``, forkserver) write their file at their end (see the module)."""
+    global _mp_hook_registered
+    util = sys.modules.get("multiprocessing.util")
+    if util is None or _mp_hook_registered:
+        return
+    util.register_after_fork(_MARKER, _multiprocessing_child)
+    _mp_hook_registered = True
+
+
+def _multiprocessing_child(_marker: object) -> None:
+    """In ``BaseProcess._bootstrap`` of a multiprocessing child, after the finalizer registry
+    was cleared: write the file in ``util._exit_function()`` (before ``os._exit``; last,
+    after its own children are joined), and when SIGTERM ends it (``Pool.terminate()``,
+    which ``with Pool(...)`` calls; ``Process.terminate()``) first (see :func:`_terminated`)."""
+    import multiprocessing.util as util
+
+    util.Finalize(None, finish, exitpriority=-100)
+    _arm_sigterm()
+    _write_marker()  # now with its multiprocessing name
+
+
+def _marker_path() -> str | None:
+    config = getattr(_session, "_manager", None)
+    config = config._config if config is not None else None
+    if config is None or _session_pid != os.getpid():
+        return None
+    return os.path.splitext(config.file_path)[0] + ".started"
+
+
+def _write_marker() -> None:
+    """``<start ns>-<pid>.started`` beside the file this process will write, holding its
+    description: the parent names a process that ended without writing its file (killed)
+    or was still running, instead of leaving it out silently. Removed once it is written."""
+    path = _marker_path()
+    if path is not None:
+        with open(path, "w", encoding="utf-8") as f:
+            f.write(describe_process())
+
+
+def _arm_sigterm() -> None:
+    import signal
+
+    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # not the program's own
+        signal.signal(signal.SIGTERM, _terminated)
+
+
+def _terminated(signum: int, frame: object) -> None:
+    """SIGTERM in a followed multiprocessing child: write its file, then die by the signal
+    (the exit status the parent would see without the profiler)."""
+    global _pending_signal
+    if _finishing:  # it arrived while the file is written: die once it is
+        _pending_signal = signum
+        return
+    finish()
+    _die_by(signum)
+
+
+def _die_by(signum: int) -> None:
+    import signal
+
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+
+
+def finish() -> None:
+    """The end of this process's own recording: write its file (unless it recorded nothing
+    but its session, or the run that started it is over). Once per process."""
+    global _session, _session_pid, _finishing
+    session, pid = _session, _session_pid
+    if session is None or pid != os.getpid():
+        return
+    marker = _marker_path()
+    _session = _session_pid = None
+    _finishing = True
+    try:
+        if _finish(session) and marker is not None:
+            try:
+                os.remove(marker)
+            except OSError:
+                pass
+    finally:
+        _finishing = False
+        if _pending_signal is not None:
+            _die_by(_pending_signal)
+
+
+def _finish(session: Any) -> bool:
+    """Write the file; False when that failed (the marker then stays for the parent)."""
+    from ._manager import ProfileManager, _stop_streaming
+
+    config = ProfileManager._config
+    if (
+        config is None
+        or ProfileManager._host_config is not config
+        or not ProfileManager._configured
+    ):
+        return True  # the program replaced or finalized the run itself
+    ProfileManager._host_config = None
+    ProfileManager._joined.clear()
+    directory = os.path.dirname(config.file_path)
+    native = config._native
+    empty = (
+        native is not None
+        and native.sidecar_path is None
+        and not native.snapshot()
+        and native.open_region_names() == [session.ROOT_REGION_NAME]
+    )
+    if empty or not os.path.isdir(directory):
+        _stop_streaming(config, discard=True)
+        ProfileManager.reset()
+        return True
+    config.metadata["process"] = describe_process()
+    try:
+        session.__exit__(None, None, None)
+    except Exception as exc:  # the program's exit status stands
+        print(
+            f"scope-profiler: process {os.getpid()} could not write its profile: {exc}",
+            file=sys.stderr,
+        )
+        return False
+    return True
