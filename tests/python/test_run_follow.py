@@ -1,0 +1,249 @@
+"""issue 11: "`scope-profiler run` on ordinary scripts: ... Worker processes the script starts
+(`multiprocessing` under every start method, `concurrent.futures.ProcessPoolExecutor`,
+`subprocess` running Python) are profiled too, each into its own file, and merged into one
+result at the end, one rank block per process; `--no-follow` turns it off. Exit codes as
+Python's." (`scope_profiler._follow`, `cli/src/processes.rs`, docs/processes.md)"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+
+import scope_profiler as sp
+from helpers import run_cli
+
+SESSION = "scope_profiler.session"
+
+#: A script starting one process of each kind, each recording its own regions (a distinct
+#: count per process), and ending with its own exit code.
+FAMILY = textwrap.dedent(
+    """
+    import multiprocessing as mp
+    import subprocess
+    import sys
+    from concurrent.futures import ProcessPoolExecutor
+
+    import scope_profiler as sp
+
+    CHILD = "import scope_profiler as sp\\nfor _ in range({n}):\\n    with sp.profile_region('{name}'): pass"
+
+
+    @sp.profile
+    def work(n):
+        for _ in range(n):
+            with sp.profile_region("work.step"):
+                pass
+
+
+    def pool_task(x):
+        with sp.profile_region("pool.task"):
+            if x == 0:  # a worker's own child process: followed too
+                subprocess.run([sys.executable, "-c", CHILD.format(n=2, name="nested.child")], check=True)
+            return x * x
+
+
+    if __name__ == "__main__":
+        for _ in range(2):
+            with sp.profile_region("parent.step"):
+                pass
+        for method, n in (("fork", 3), ("spawn", 4), ("forkserver", 5)):
+            p = mp.get_context(method).Process(target=work, args=(n,))
+            p.start()
+            p.join()
+            assert p.exitcode == 0, (method, p.exitcode)
+        with ProcessPoolExecutor(1, mp_context=mp.get_context("spawn")) as pool:
+            assert sum(pool.map(pool_task, range(6))) == 55
+        subprocess.run([sys.executable, "-c", CHILD.format(n=7, name="child.py")], check=True)
+        subprocess.run(["/bin/sh", "-c", "exit 0"], check=True)  # not Python: unaffected
+        sys.exit(5)
+    """
+)
+
+
+def counts(results, rank: int) -> dict[str, int]:
+    return {
+        name: results[name][rank].num_calls
+        for name in results.region_names
+        if rank in results[name].ranks and results[name][rank].num_calls
+    }
+
+
+def test_every_kind_of_child_process_is_one_rank_block_with_its_own_calls(tmp_path):
+    script = tmp_path / "family.py"
+    script.write_text(FAMILY)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "-o", out, script, cwd=tmp_path)
+    # the script's own exit code, as `python family.py` gives
+    assert proc.returncode == 5, proc.stderr
+    assert "warning" not in proc.stderr, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 7
+    assert [counts(r, rank) for rank in range(7)] == [
+        {SESSION: 1, "parent.step": 2},
+        {SESSION: 1, "work": 1, "work.step": 3},  # fork
+        {SESSION: 1, "work": 1, "work.step": 4},  # spawn
+        {SESSION: 1, "work": 1, "work.step": 5},  # forkserver
+        {SESSION: 1, "pool.task": 6},  # the ProcessPoolExecutor's worker
+        {SESSION: 1, "nested.child": 2},  # started by that worker
+        {SESSION: 1, "child.py": 7},  # subprocess running python -c
+    ]
+    processes = r.metadata["processes"]
+    assert len(processes) == 7
+    pids = [int(re.match(r"pid (\d+)", p).group(1)) for p in processes]
+    assert len(set(pids)) == 7
+    assert processes[0] == f"pid {pids[0]}: {script}"
+    assert re.fullmatch(rf"pid {pids[1]} \(child of {pids[0]}\): multiprocessing ForkProcess-1", processes[1])
+    assert re.fullmatch(rf"pid {pids[2]} \(child of {pids[0]}\): multiprocessing SpawnProcess-2", processes[2])
+    # a forkserver child's parent is the forkserver
+    assert re.fullmatch(rf"pid {pids[3]} \(child of \d+\): multiprocessing ForkServerProcess-3", processes[3])
+    assert re.fullmatch(rf"pid {pids[4]} \(child of {pids[0]}\): multiprocessing SpawnProcess-4", processes[4])
+    assert processes[5].startswith(f"pid {pids[5]} (child of {pids[4]}): python -c 'import scope_profiler")
+    assert processes[6].startswith(f"pid {pids[6]} (child of {pids[0]}): python -c 'import scope_profiler")
+    # the summary names each rank's process
+    assert f"rank 4 ({processes[4]}): regions" in proc.stdout
+    # the private directory is gone; the speedscope file has every process
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["family.py", "run.h5", "run.speedscope.json"]
+
+
+def test_no_follow_records_only_the_scripts_own_process(tmp_path):
+    script = tmp_path / "family.py"
+    script.write_text(FAMILY)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--no-follow", "-q", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 5, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 1
+    assert counts(r, 0) == {SESSION: 1, "parent.step": 2}
+    assert "processes" not in r.metadata
+    # no child wrote anything anywhere (no private directory was made)
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["family.py", "run.h5", "run.speedscope.json"]
+
+
+def test_a_script_without_children_is_recorded_as_before(tmp_path):
+    script = tmp_path / "alone.py"
+    script.write_text(
+        "import os\nimport scope_profiler as sp\n"
+        "with sp.profile_region('a'):\n    print(bool(os.environ.get('SCOPE_PROFILER_FOLLOW')))\n"
+    )
+    out = tmp_path / "alone.h5"
+    proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"  # the children would be followed
+    r = sp.read_h5(str(out))
+    assert (r.num_ranks, counts(r, 0)) == (1, {SESSION: 1, "a": 1})
+    assert "processes" not in r.metadata  # no merge
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.h5", "alone.py", "alone.speedscope.json"]
+
+
+def test_a_killed_child_is_a_warning_and_the_others_are_kept(tmp_path):
+    script = tmp_path / "killed.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp, os, signal
+            import scope_profiler as sp
+
+            def victim():
+                with sp.profile_region("victim"):
+                    pass
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            def survivor():
+                for _ in range(3):
+                    with sp.profile_region("survivor"):
+                        pass
+
+            if __name__ == "__main__":
+                for target in (victim, survivor):
+                    p = mp.get_context("fork").Process(target=target)
+                    p.start()
+                    p.join()
+                    print(target.__name__, p.exitcode)
+            """
+        )
+    )
+    out = tmp_path / "killed.h5"
+    proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "victim -9" in proc.stdout and "survivor 0" in proc.stdout
+    warned = re.search(
+        r"warning: process pid (\d+) \(child of \d+\): multiprocessing ForkProcess-1 ended without "
+        r"writing its profile \(killed\?\); it is left out of the result",
+        proc.stderr,
+    )
+    assert warned, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert [counts(r, rank) for rank in range(2)] == [{SESSION: 1}, {SESSION: 1, "survivor": 3}]
+    assert "ForkProcess-2" in r.metadata["processes"][1]
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["killed.h5", "killed.py", "killed.speedscope.json"]
+
+
+def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path):
+    script = tmp_path / "streamed.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp, os, signal, time
+            import scope_profiler as sp
+
+            def victim():
+                for _ in range(4):
+                    with sp.profile_region("victim.step"):
+                        pass
+                time.sleep(0.6)  # past a flush
+                os.kill(os.getpid(), signal.SIGKILL)
+
+            if __name__ == "__main__":
+                p = mp.get_context("spawn").Process(target=victim)
+                p.start()
+                p.join()
+            """
+        )
+    )
+    out = tmp_path / "streamed.h5"
+    proc = run_cli("run", "-q", "--flush-interval", "0.1", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "note: a process was killed before it wrote its profile: 4 call(s) recovered from" in proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert counts(r, 1) == {"victim.step": 4}  # the session root was still open: not flushed
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["streamed.h5", "streamed.py", "streamed.speedscope.json"]
+
+
+def test_pool_workers_terminated_by_with_pool_write_their_calls(tmp_path):
+    """`with Pool(...)` ends with Pool.terminate(): SIGTERM to every worker. A followed
+    worker writes its file first (found while building this: a worker terminated while it
+    was still starting waited forever on the pool's lock when SIGTERM raised `run`'s own
+    exception inside an after-fork hook)."""
+    script = tmp_path / "pools.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp
+            import scope_profiler as sp
+
+            def task(x):
+                with sp.profile_region("task"):
+                    return x + 1
+
+            if __name__ == "__main__":
+                for method in ("fork", "spawn"):
+                    with mp.get_context(method).Pool(2) as pool:
+                        assert sum(pool.map(task, range(10))) == 55
+            """
+        )
+    )
+    out = tmp_path / "pools.h5"
+    for _ in range(3):  # the terminate races with the workers' start: a few times
+        proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        assert "warning" not in proc.stderr, proc.stderr
+        r = sp.read_h5(str(out))
+        workers = r.metadata["processes"][1:]
+        # a worker that ran no task recorded nothing and is not a block
+        assert all(re.search(r"multiprocessing (Fork|Spawn)PoolWorker-\d+$", w) for w in workers)
+        per_method = {"Fork": 0, "Spawn": 0}
+        for rank, w in enumerate(workers, start=1):
+            per_method["Fork" if "ForkPool" in w else "Spawn"] += counts(r, rank)["task"]
+        assert per_method == {"Fork": 10, "Spawn": 10}
