@@ -94,6 +94,26 @@ def test_multiprocessing_workers_fork(tmp_path):
     assert proc.returncode == 0 and "merged" in proc.stdout, proc.stderr
 
 
+def test_process_pool_run_is_one_result_with_a_rank_per_process(tmp_path):
+    out = tmp_path / "pool_run.h5"
+    proc = run_cli("run", "-o", out, EXAMPLES / "process_pool_run.py", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    total = sum(sum((seed * i) % 7 for i in range(20_000)) for seed in range(8))
+    assert f"total {total}" in proc.stdout
+    r = sp.read_h5(str(out))
+    processes = r.metadata["processes"]
+    assert len(processes) == r.num_ranks >= 3  # this process, 1-2 workers, the helper
+    assert processes[0].endswith("process_pool_run.py")
+    assert r["prepare"][0].num_calls == 1 and r["report"][0].num_calls == 1
+    workers = range(1, r.num_ranks - 1)
+    assert all("multiprocessing SpawnProcess" in processes[k] for k in workers)
+    assert sum(r["simulate"][k].num_calls for k in workers) == 8
+    assert sum(r["simulate.steps"][k].num_calls for k in workers) == 8
+    assert "python -c" in processes[-1] and r["helper.format"][r.num_ranks - 1].num_calls == 1
+    assert "rank 1 (pid " in proc.stdout  # the summary names the processes
+    assert not list(tmp_path.glob("*.procs-*"))
+
+
 def test_mpi_threads(tmp_path):
     from test_mpi import _mpi_available, mpirun
 

@@ -92,17 +92,33 @@ def test_every_kind_of_child_process_is_one_rank_block_with_its_own_calls(tmp_pa
     pids = [int(re.match(r"pid (\d+)", p).group(1)) for p in processes]
     assert len(set(pids)) == 7
     assert processes[0] == f"pid {pids[0]}: {script}"
-    assert re.fullmatch(rf"pid {pids[1]} \(child of {pids[0]}\): multiprocessing ForkProcess-1", processes[1])
-    assert re.fullmatch(rf"pid {pids[2]} \(child of {pids[0]}\): multiprocessing SpawnProcess-2", processes[2])
+    assert re.fullmatch(
+        rf"pid {pids[1]} \(child of {pids[0]}\): multiprocessing ForkProcess-1", processes[1]
+    )
+    assert re.fullmatch(
+        rf"pid {pids[2]} \(child of {pids[0]}\): multiprocessing SpawnProcess-2", processes[2]
+    )
     # a forkserver child's parent is the forkserver
-    assert re.fullmatch(rf"pid {pids[3]} \(child of \d+\): multiprocessing ForkServerProcess-3", processes[3])
-    assert re.fullmatch(rf"pid {pids[4]} \(child of {pids[0]}\): multiprocessing SpawnProcess-4", processes[4])
-    assert processes[5].startswith(f"pid {pids[5]} (child of {pids[4]}): python -c 'import scope_profiler")
-    assert processes[6].startswith(f"pid {pids[6]} (child of {pids[0]}): python -c 'import scope_profiler")
+    assert re.fullmatch(
+        rf"pid {pids[3]} \(child of \d+\): multiprocessing ForkServerProcess-3", processes[3]
+    )
+    assert re.fullmatch(
+        rf"pid {pids[4]} \(child of {pids[0]}\): multiprocessing SpawnProcess-4", processes[4]
+    )
+    assert processes[5].startswith(
+        f"pid {pids[5]} (child of {pids[4]}): python -c 'import scope_profiler"
+    )
+    assert processes[6].startswith(
+        f"pid {pids[6]} (child of {pids[0]}): python -c 'import scope_profiler"
+    )
     # the summary names each rank's process
     assert f"rank 4 ({processes[4]}): regions" in proc.stdout
     # the private directory is gone; the speedscope file has every process
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["family.py", "run.h5", "run.speedscope.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "family.py",
+        "run.h5",
+        "run.speedscope.json",
+    ]
 
 
 def test_no_follow_records_only_the_scripts_own_process(tmp_path):
@@ -116,7 +132,11 @@ def test_no_follow_records_only_the_scripts_own_process(tmp_path):
     assert counts(r, 0) == {SESSION: 1, "parent.step": 2}
     assert "processes" not in r.metadata
     # no child wrote anything anywhere (no private directory was made)
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["family.py", "run.h5", "run.speedscope.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "family.py",
+        "run.h5",
+        "run.speedscope.json",
+    ]
 
 
 def test_a_script_without_children_is_recorded_as_before(tmp_path):
@@ -132,7 +152,11 @@ def test_a_script_without_children_is_recorded_as_before(tmp_path):
     r = sp.read_h5(str(out))
     assert (r.num_ranks, counts(r, 0)) == (1, {SESSION: 1, "a": 1})
     assert "processes" not in r.metadata  # no merge
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["alone.h5", "alone.py", "alone.speedscope.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "alone.h5",
+        "alone.py",
+        "alone.speedscope.json",
+    ]
 
 
 def test_a_killed_child_is_a_warning_and_the_others_are_kept(tmp_path):
@@ -176,7 +200,11 @@ def test_a_killed_child_is_a_warning_and_the_others_are_kept(tmp_path):
     assert r.num_ranks == 2
     assert [counts(r, rank) for rank in range(2)] == [{SESSION: 1}, {SESSION: 1, "survivor": 3}]
     assert "ForkProcess-2" in r.metadata["processes"][1]
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["killed.h5", "killed.py", "killed.speedscope.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "killed.h5",
+        "killed.py",
+        "killed.speedscope.json",
+    ]
 
 
 def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path):
@@ -204,11 +232,18 @@ def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path)
     out = tmp_path / "streamed.h5"
     proc = run_cli("run", "-q", "--flush-interval", "0.1", "-o", out, script, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "note: a process was killed before it wrote its profile: 4 call(s) recovered from" in proc.stderr
+    assert (
+        "note: a process was killed before it wrote its profile: 4 call(s) recovered from"
+        in proc.stderr
+    )
     r = sp.read_h5(str(out))
     assert r.num_ranks == 2
     assert counts(r, 1) == {"victim.step": 4}  # the session root was still open: not flushed
-    assert sorted(p.name for p in tmp_path.iterdir()) == ["streamed.h5", "streamed.py", "streamed.speedscope.json"]
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "streamed.h5",
+        "streamed.py",
+        "streamed.speedscope.json",
+    ]
 
 
 def test_pool_workers_terminated_by_with_pool_write_their_calls(tmp_path):
