@@ -422,6 +422,16 @@ mod tests {
         assert!(after_run(&loud, &missing, None).is_err());
     }
 
+    /// issue 11: `run` follows the script's processes unless `--no-follow`; the script's
+    /// own `--no-follow` is its argument.
+    #[test]
+    fn run_follows_processes_unless_no_follow() {
+        assert!(request(&["sp", "run", "x.py"]).follow);
+        assert!(!request(&["sp", "run", "--no-follow", "x.py"]).follow);
+        let req = request(&["sp", "run", "x.py", "--no-follow"]);
+        assert!(req.follow && req.args == ["--no-follow"]);
+    }
+
     #[test]
     fn run_without_script_or_module_is_a_usage_error() {
         assert!(matches!(dispatch(["sp", "run"]), Outcome::Exit(2)));
