@@ -49,6 +49,15 @@ fn recordings(dir: &Path) -> Vec<(String, Source)> {
     found
 }
 
+/// Whether process `pid` still runs (a zombie - ended, not yet reaped - does not).
+fn running(pid: &str) -> bool {
+    match std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")) {
+        // `pid (comm) S ...`: the state follows the last `)`
+        Ok(stat) => stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"),
+        Err(_) => false,
+    }
+}
+
 /// The processes that announced themselves (`<ns>-<pid>.started`, holding a description)
 /// but left no recording: killed before writing, or still running when the script ended.
 /// One `warning:` line each.
@@ -70,7 +79,7 @@ fn warn_missing(dir: &Path, found: &[(String, Source)]) {
     for (stem, described) in missing {
         let who = if described.trim().is_empty() { pid_of(&stem) } else { described.trim().to_string() };
         let pid = stem.rsplit('-').next().unwrap_or_default();
-        if Path::new("/proc").join(pid).exists() {
+        if running(pid) {
             eprintln!(
                 "warning: process {who} was still running when the script ended; it is left out of the result (join or wait for it in the script)"
             );

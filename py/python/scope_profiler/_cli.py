@@ -50,7 +50,18 @@ class _Terminated(BaseException):
         self.signum = signum
 
 
+#: The process of the run (a forked child that still has the handler below is not it).
+_RUN_PID = os.getpid()
+
+
 def _raise_terminated(signum: int, frame: object) -> None:
+    if os.getpid() != _RUN_PID:
+        # a child the script forked, before its after-fork hook took this handler out: the
+        # default action, as without the profiler (raising there would be lost in an
+        # after-fork hook and the child would go on)
+        signal.signal(signum, signal.SIG_DFL)
+        os.kill(os.getpid(), signum)
+        return
     raise _Terminated(signum)
 
 
@@ -73,6 +84,8 @@ def _terminate_writes_profile() -> Iterator[None]:
     """While the script runs, SIGTERM (systemd, docker stop, kill) unwinds it instead of
     killing the process before the profile is written. A handler the script installs
     itself takes over, as it would without the profiler."""
+    global _RUN_PID
+    _RUN_PID = os.getpid()
     try:
         previous = signal.signal(signal.SIGTERM, _raise_terminated)
     except ValueError:  # not the main thread: leave signals alone

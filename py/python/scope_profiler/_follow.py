@@ -152,11 +152,12 @@ def start_from_environment() -> None:
             _spec = spec
             set_follow_hook(restart_in_child)
             return
-        _start(spec)
         if "--multiprocessing-fork" in argv:
             # a multiprocessing spawn child: it ends through sys.exit() (atexit runs), but
-            # SpawnProcess runs no after-fork hooks, so SIGTERM is armed here
+            # SpawnProcess runs no after-fork hooks, so SIGTERM is armed here (first: a
+            # pool terminated while its workers start)
             _arm_sigterm()
+        _start(spec)
     except Exception as exc:  # the program runs unprofiled
         print(f"scope-profiler: not profiling process {os.getpid()}: {exc}", file=sys.stderr)
 
@@ -272,7 +273,10 @@ def _write_marker() -> None:
 def _arm_sigterm() -> None:
     import signal
 
-    if signal.getsignal(signal.SIGTERM) is signal.SIG_DFL:  # not the program's own
+    handler = signal.getsignal(signal.SIGTERM)
+    # the default, or `run`'s own handler inherited by a fork child (its after-fork hook,
+    # which runs after this one, would reset it to the default): not the program's own
+    if handler is signal.SIG_DFL or getattr(handler, "__module__", "") == "scope_profiler._cli":
         signal.signal(signal.SIGTERM, _terminated)
 
 
