@@ -54,7 +54,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
 /// `process_label` (this process's description): their recordings are first stacked after
 /// `h5`'s run, one rank block per process, and written over `h5` (metadata `processes`).
 #[pyfunction]
-#[pyo3(signature = (output, h5, track_threads, speedscope, quiet, processes=None, process_label=String::new()))]
+#[pyo3(signature = (output, h5, track_threads, speedscope, quiet, processes=None, process_label=None))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
@@ -64,8 +64,9 @@ fn cli_after_run(
     speedscope: bool,
     quiet: bool,
     processes: Option<PathBuf>,
-    process_label: String,
+    process_label: Option<String>,
 ) -> PyResult<Option<String>> {
+    let process_label = process_label.unwrap_or_default();
     let req = RunRequest {
         script: PathBuf::new(),
         module: None,

@@ -957,7 +957,7 @@ def cli_after_run(
     speedscope: bool,
     quiet: bool,
     processes: _Path | None = None,
-    process_label: str = "",
+    process_label: str | None = None,
 ) -> str | None:
     """After a ``run`` that wrote ``h5``: render ``output`` from it (JSON profile; ``h5`` is
     then removed), summary and speedscope file named after ``output``; the speedscope path
