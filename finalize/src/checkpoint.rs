@@ -227,11 +227,14 @@ fn add_foreign(run: &mut Run, foreign: Vec<ForeignRegion>) -> Result<(), Checkpo
 }
 
 /// Append `open` to the snapshot's columns as calls ending at `end` (absolute ns), each in
-/// its region's column (one made where the region has no completed call). Returns, per
-/// region name, how many calls were appended (they are the last ones of its column).
+/// its region's column (one made where the region has no completed call) - or earlier, at
+/// the end of the innermost completed call of its lane that encloses its start (see
+/// [`closing_times`]). Returns, per region name, how many calls were appended (they are the
+/// last ones of its column).
 fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) -> Vec<(String, usize)> {
+    let ends = closing_times(snap, open, end);
     let mut closed: Vec<(String, usize)> = Vec::new();
-    for (name, c) in open {
+    for ((name, c), end) in open.iter().zip(ends) {
         let k = match snap.regions.binary_search_by_key(&c.region, |r| r.region) {
             Ok(k) => k,
             Err(k) => {
@@ -242,11 +245,11 @@ fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) 
         };
         let col = &mut snap.regions[k];
         col.starts.push(c.start_ns);
-        col.ends.push(end.max(c.start_ns));
+        col.ends.push(end);
         col.thread_ids.push(c.thread as i64);
         if snap.task_columns {
             col.task_ids.push(c.task);
-            col.await_ns.push(c.await_ns);
+            col.await_ns.push(c.await_ns.min(end - c.start_ns)); // an earlier end: no longer
         }
         match closed.iter_mut().find(|(n, _)| n == name) {
             Some((_, n)) => *n += 1,
@@ -254,6 +257,47 @@ fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) 
         }
     }
     closed
+}
+
+/// The end each of `open` gets when closed at `end`: `end`, or the end of the innermost
+/// completed call on its lane that encloses its start, when that call ended first. A call left open inside one that was exited - the
+/// session's root region closing around a worker's call when a pool is terminated, an
+/// `__enter__` without `__exit__` before `sys.exit()` - then nests in it instead of crossing
+/// it (issue 14, third new-user trial: it crossed, so an untracked run lost its call graph
+/// and a tracked one set the call aside). Lanes as the reconstruction's: the task lane for a
+/// call in a task, else the thread's; one lane for all without a thread column.
+/// Cost: one pass over the snapshot's calls, looking up only the lanes with an open call.
+fn closing_times(snap: &Snapshot, open: &[(String, OpenCall)], end: i64) -> Vec<i64> {
+    let lane = |thread: i64, task: i64| -> (i64, i64) {
+        if !snap.thread_ids {
+            (0, -1)
+        } else if snap.task_columns && task >= 0 {
+            (-1, task)
+        } else {
+            (thread, -1)
+        }
+    };
+    let mut ends: Vec<i64> = open.iter().map(|(_, c)| end.max(c.start_ns)).collect();
+    let mut by_lane: std::collections::HashMap<(i64, i64), Vec<usize>> = std::collections::HashMap::new();
+    for (k, (_, c)) in open.iter().enumerate() {
+        by_lane.entry(lane(c.thread as i64, c.task)).or_default().push(k);
+    }
+    for col in &snap.regions {
+        for (i, (&s, &e)) in col.starts.iter().zip(&col.ends).enumerate() {
+            let thread = col.thread_ids.get(i).copied().unwrap_or(-1);
+            let task = if snap.task_columns { col.task_ids.get(i).copied().unwrap_or(-1) } else { -1 };
+            let Some(waiting) = by_lane.get(&lane(thread, task)) else { continue };
+            for &k in waiting {
+                let start = open[k].1.start_ns;
+                // strictly around its start: a sibling that ended at the very ns it started
+                // does not enclose it
+                if s < start && start < e && e < ends[k] {
+                    ends[k] = e;
+                }
+            }
+        }
+    }
+    ends
 }
 
 /// Per-call metadata of the rows that got closed open calls: `{}` for each completed call,

@@ -1821,3 +1821,38 @@ def test_setup_reads_the_version_without_importlib_metadata(tmp_path):
     assert got["loaded"] is False
     assert got["version"] == version("scope-profiler-rs")
     assert sp.read_h5(out_file).metadata["scope_profiler_version"] == got["version"]
+
+
+# issue 14 (third new-user trial): a call left open when the recording ends (an `__enter__`
+# without `__exit__` before `sys.exit()`, a pool worker terminated inside a task) was closed
+# at finalize, after the session's root region had closed around it: it crossed the root, so
+# an untracked run lost its call graph and every exclusive time, and a tracked one set the
+# call aside blaming generators. It now ends with the innermost call of its lane that closed
+# around it, and nests there.
+@pytest.mark.parametrize("track_threads", [False, True])
+def test_call_left_open_at_the_end_nests_in_the_session_root(tmp_path, track_threads):
+    path = tmp_path / "open.h5"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ProfileManager.session(
+            file_path=str(path), track_threads=track_threads, verbose=False
+        ):
+            with ProfileManager.profile_region("done"):
+                pass
+            ProfileManager.profile_region("left_open").__enter__()
+            time.sleep(0.01)
+    said = [str(w.message) for w in caught]
+    assert not any("call graph not recorded" in m or "set aside" in m for m in said), said
+    assert any("still open at the end of the recording" in m for m in said), said
+    results = sp.read_h5(str(path))
+    root = results["scope_profiler.session"].regions[0]
+    left = results["left_open"].regions[0]
+    assert left.event_metadata == ({"open_at_finalize": True},)
+    assert left.start_times[0] > root.start_times[0]
+    assert left.end_times[0] == root.end_times[0]  # ends with the root it was open in
+    assert 0.01 <= left.durations[0] < root.durations[0]
+    assert list(left.parent_ids) == list(root.call_ids)
+    done = results["done"].regions[0].durations[0]
+    assert root.exclusive_durations[0] == pytest.approx(
+        root.durations[0] - done - left.durations[0]
+    )
