@@ -93,8 +93,18 @@ pub fn merge_runs(parts: Vec<(u32, Run)>, options: &MergeOptions) -> Result<Run,
     let mut any_rows = false;
     let mut computed_ranks = 0u32;
     let mut order = Vec::with_capacity(parts.len());
+    // stacking: (first rank, the part's `processes` labels or None), per part
+    let mut labelled: Vec<(u32, Option<Vec<String>>, u32, usize)> = Vec::new();
     for (pos, (k, offset, run)) in parts.into_iter().enumerate() {
         order.push(k);
+        if !options.union {
+            let span = run.num_ranks.max(1);
+            let names = match run.meta(PROCESSES) {
+                Some(MetaValue::StrList(names)) if names.len() == span as usize => Some(names.clone()),
+                _ => None,
+            };
+            labelled.push((offset, names, span, k));
+        }
         merge_metadata(&mut out.metadata, run.metadata);
         let remap: Vec<u32> = run
             .region_names
@@ -138,6 +148,10 @@ pub fn merge_runs(parts: Vec<(u32, Run)>, options: &MergeOptions) -> Result<Run,
         set_meta(&mut out.metadata, "merged_from", MetaValue::StrList(ordered));
     }
     out.num_ranks = options.num_ranks.unwrap_or(if any_rows { computed_ranks } else { 0 });
+    if labelled.iter().any(|(_, names, _, _)| names.is_some()) {
+        let processes = stacked_processes(&labelled, out.num_ranks, options.merged_from.as_deref());
+        set_meta(&mut out.metadata, PROCESSES, MetaValue::StrList(processes));
+    }
     if out.num_ranks > 1 {
         match out.metadata.iter_mut().find(|(k, _)| k == "mpi_size") {
             Some((_, MetaValue::Int(v))) if *v < out.num_ranks as i64 => *v = out.num_ranks as i64,
@@ -168,6 +182,33 @@ fn merge_metadata(merged: &mut Vec<(String, MetaValue)>, later: Vec<(String, Met
             merged.push((k, v));
         }
     }
+}
+
+/// The metadata key naming the process of each rank (`scope-profiler run` following the
+/// script's processes): a string list, one per rank.
+pub const PROCESSES: &str = "processes";
+
+/// `processes` of a stacked run (issue 14, third new-user trial: stacking runs that had it
+/// kept the first part's list, shorter than the ranks): each part's labels at its ranks; a
+/// part without them is named by its `merged_from` path (`path` or `path rank r`), else "".
+fn stacked_processes(
+    parts: &[(u32, Option<Vec<String>>, u32, usize)],
+    num_ranks: u32,
+    paths: Option<&[String]>,
+) -> Vec<String> {
+    let mut out = vec![String::new(); num_ranks as usize];
+    for (offset, names, span, k) in parts {
+        for r in 0..*span {
+            let Some(slot) = out.get_mut((offset + r) as usize) else { continue };
+            *slot = match (names, paths.and_then(|p| p.get(*k))) {
+                (Some(names), _) => names[r as usize].clone(),
+                (None, Some(path)) if *span == 1 => path.clone(),
+                (None, Some(path)) => format!("{path} rank {r}"),
+                (None, None) => String::new(),
+            };
+        }
+    }
+    out
 }
 
 fn set_meta(meta: &mut Vec<(String, MetaValue)>, key: &str, value: MetaValue) {

@@ -200,3 +200,37 @@ fn issue_14_untracked_crossing_note_names_track_threads() {
     let note = rank_summary(&reversed, 0).unwrap().nesting_note.unwrap();
     assert_eq!(note, "a recorded call ends before it starts");
 }
+
+/// issue 14 (third new-user trial): `merge_results` of two runs of `scope-profiler run`
+/// (each with a `processes` label per rank) kept the first run's list, shorter than the
+/// ranks, so the summary dropped every label. Stacking gives one label per rank: each part's
+/// own, a part without labels named by its `merged_from` path.
+#[test]
+fn issue_14_stacked_runs_keep_one_process_label_per_rank() {
+    let labelled = |labels: &[&str]| {
+        let mut r = run("x", vec![("processes", MetaValue::StrList(labels.iter().map(|s| s.to_string()).collect()))]);
+        r.num_ranks = labels.len() as u32;
+        r.regions.push(RegionCalls::new(
+            0,
+            labels.len() as u32 - 1,
+            Int64Array::from(vec![0]),
+            Int64Array::from(vec![1]),
+        ));
+        r
+    };
+    let options = MergeOptions {
+        num_ranks: Some(5),
+        merged_from: Some(vec!["a.h5".into(), "b.h5".into(), "c.h5".into()]),
+        ..MergeOptions::default()
+    };
+    let parts = vec![(0, labelled(&["pid 1", "pid 2"])), (2, run("y", vec![])), (3, labelled(&["pid 7", "pid 8"]))];
+    let merged = merge_runs(parts, &options).unwrap();
+    assert_eq!(
+        merged.meta("processes"),
+        Some(&MetaValue::StrList(vec!["pid 1".into(), "pid 2".into(), "b.h5".into(), "pid 7".into(), "pid 8".into()]))
+    );
+    // no part with labels: no `processes` key
+    let plain = merge_runs(vec![(0, run("x", vec![])), (1, run("y", vec![]))], &MergeOptions::default()).unwrap();
+    assert_eq!(merged.num_ranks, 5);
+    assert!(plain.meta("processes").is_none());
+}

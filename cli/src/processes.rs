@@ -3,7 +3,7 @@
 //! run's own file as rank blocks ([`merge_runs`], as `summary --merge`).
 use std::path::{Path, PathBuf};
 
-use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run};
+use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run, PROCESSES, UNKNOWN};
 use scope_profiler_finalize::stream::{pending_sidecar, recover_run};
 use scope_profiler_formats::hdf5::leftovers::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::publish_h5;
@@ -13,8 +13,6 @@ use crate::failure::read_input;
 
 /// The metadata key a followed process stores its description in (one process, one file).
 pub const PROCESS_KEY: &str = "process";
-/// The merged run's metadata key: one description per rank block, in rank order.
-pub const PROCESSES_KEY: &str = "processes";
 
 /// One process's recording in the directory: its file, or the sidecar a process recording
 /// with `flush_interval` left when it was killed before writing the file.
@@ -23,7 +21,7 @@ enum Source {
     Sidecar(PathBuf),
 }
 
-/// The recordings in `dir`, in the order their processes started: a followed process names
+/// The recordings in `dir`, in the order their processes began recording: a followed process names
 /// its file `<start time ns, 20 digits>-<pid>.h5`, so the name order is the start order.
 fn recordings(dir: &Path) -> Vec<(String, Source)> {
     let mut found: Vec<(String, Source)> = Vec::new();
@@ -114,6 +112,7 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
         return Ok(None);
     }
     let own = read_h5(h5).map_err(|e| e.to_string())?;
+    let origin = own.meta_int("start_time_ns");
     let mut offset = own.num_ranks.max(1);
     let mut parts = vec![(0u32, own)];
     let mut labels = vec![label.to_string()];
@@ -146,6 +145,9 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
             _ => pid_of(&name),
         };
         run.metadata.retain(|(k, _)| k != PROCESS_KEY);
+        if let Some(origin) = origin {
+            on_the_scripts_origin(&mut run, origin);
+        }
         let span = run.num_ranks.max(1);
         parts.push((offset, run));
         labels.push(description);
@@ -156,15 +158,89 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
     }
     let options = MergeOptions { num_ranks: Some(offset), ..Default::default() };
     let mut run = merge_runs(parts, &options).map_err(|e| format!("cannot merge the processes' profiles: {e}"))?;
-    run.metadata.retain(|(k, _)| k != PROCESSES_KEY);
-    run.metadata.push((PROCESSES_KEY.into(), MetaValue::StrList(labels)));
+    run.metadata.retain(|(k, _)| k != PROCESSES);
+    run.metadata.push((PROCESSES.into(), MetaValue::StrList(labels)));
     publish_h5(&run, h5).map_err(|e| e.error.to_string())?;
     Ok(Some(run))
+}
+
+/// A followed process's lane tables on the script's origin (`origin`: rank 0's
+/// `start_time_ns`, the same `CLOCK_MONOTONIC` as the process's): its thread and task times
+/// are relative to its own start, so they are shifted by the difference, and the threads
+/// still alive when it wrote its file end at its `finalize_time_ns` - the process ended
+/// there (issue 14, third new-user trial: a worker's MainThread started at 0 and, alive,
+/// ran to the script's end, so its wall time was the whole run's). A run without its own
+/// `start_time_ns` (recovered from a sidecar) is left as it is.
+fn on_the_scripts_origin(run: &mut Run, origin: i64) {
+    let Some(start) = run.meta_int("start_time_ns") else { return };
+    let shift = start - origin;
+    let ended = run.meta_int("finalize_time_ns").filter(|&f| f >= start).map(|f| f - origin);
+    let moved = |t: i64| if t == UNKNOWN { t } else { t + shift };
+    for t in &mut run.threads {
+        t.start_ns = moved(t.start_ns);
+        t.end_ns = match (t.end_ns, ended) {
+            (UNKNOWN, Some(end)) => end,
+            (e, _) => moved(e),
+        };
+    }
+    for t in &mut run.tasks {
+        t.created_ns = moved(t.created_ns);
+        t.done_ns = moved(t.done_ns);
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    /// issue 14 (third new-user trial): a followed worker's MainThread started at 0 and ran,
+    /// alive, to the script's end. Its tables move to the script's origin and its live
+    /// threads end where the worker wrote its file.
+    #[test]
+    fn a_followed_process_s_tables_are_on_the_script_s_origin() {
+        use scope_profiler_analysis::{TaskRow, ThreadRow};
+        let thread = |index, start_ns, end_ns| ThreadRow {
+            rank: 0,
+            index,
+            ident: 1,
+            native_id: 1,
+            daemon: false,
+            start_ns,
+            end_ns,
+            cpu_ns: 5,
+            cpu_start_ns: UNKNOWN,
+            name: "t".into(),
+        };
+        let mut run = Run {
+            threads: vec![thread(0, 0, UNKNOWN), thread(1, 10, 40), thread(2, UNKNOWN, UNKNOWN)],
+            tasks: vec![TaskRow {
+                rank: 0,
+                index: 0,
+                thread_index: 0,
+                created_ns: 20,
+                done_ns: UNKNOWN,
+                steps: 1,
+                running_ns: 1,
+                suspended_ns: 0,
+                kind: "asyncio".into(),
+                name: "Task-1".into(),
+                coro_name: "c".into(),
+            }],
+            metadata: vec![
+                ("start_time_ns".into(), MetaValue::Int(1_150)),
+                ("finalize_time_ns".into(), MetaValue::Int(1_210)),
+            ],
+            ..Run::default()
+        };
+        on_the_scripts_origin(&mut run, 1_000);
+        let spans: Vec<(i64, i64)> = run.threads.iter().map(|t| (t.start_ns, t.end_ns)).collect();
+        assert_eq!(spans, [(150, 210), (160, 190), (UNKNOWN, 210)]);
+        assert_eq!((run.tasks[0].created_ns, run.tasks[0].done_ns), (170, UNKNOWN));
+        // a recovered run without its origin stays as it is
+        let mut recovered = Run { threads: vec![thread(0, 0, UNKNOWN)], ..Run::default() };
+        on_the_scripts_origin(&mut recovered, 1_000);
+        assert_eq!((recovered.threads[0].start_ns, recovered.threads[0].end_ns), (0, UNKNOWN));
+    }
 
     #[test]
     fn recordings_are_in_start_order_and_pid_comes_from_the_name() {

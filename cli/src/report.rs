@@ -11,7 +11,9 @@ use scope_profiler_analysis::{
 /// multiprocessing Process-1)`.
 pub fn rank_title(run: &Run, rank: u32) -> String {
     match run.meta("processes") {
-        Some(scope_profiler_analysis::MetaValue::StrList(names)) if names.len() == run.num_ranks as usize => {
+        Some(scope_profiler_analysis::MetaValue::StrList(names))
+            if names.len() == run.num_ranks as usize && !names[rank as usize].is_empty() =>
+        {
             format!("rank {rank} ({})", names[rank as usize])
         }
         _ => format!("rank {rank}"),

@@ -282,3 +282,44 @@ def test_pool_workers_terminated_by_with_pool_write_their_calls(tmp_path):
         for rank, w in enumerate(workers, start=1):
             per_method["Fork" if "ForkPool" in w else "Spawn"] += counts(r, rank)["task"]
         assert per_method == {"Fork": 10, "Spawn": 10}
+
+
+# issue 14 (third new-user trial): a followed process's MainThread started at 0 and, alive,
+# ran to the script's end (its wall time was the whole run's); merge_results of two such
+# runs kept the first one's `processes`, shorter than the ranks.
+def test_a_child_rank_s_threads_are_on_the_run_s_clock(tmp_path):
+    script = tmp_path / "later.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import subprocess, sys, time
+            import scope_profiler as sp
+            with sp.profile_region("before"):
+                time.sleep(0.1)
+            child = "import time, scope_profiler as sp\\nwith sp.profile_region('c'): time.sleep(0.05)"
+            subprocess.run([sys.executable, "-c", child], check=True)
+            with sp.profile_region("after"):
+                time.sleep(0.1)
+            """
+        )
+    )
+    outs = []
+    for k in range(2):
+        outs.append(tmp_path / f"run{k}.h5")
+        proc = run_cli("run", "-q", "--track-threads", "-o", outs[k], script, cwd=tmp_path)
+        assert proc.returncode == 0, proc.stderr
+    r = sp.read_h5(str(outs[0]))
+    assert r.num_ranks == 2
+    parent, child = r.thread_summary(0)[0], r.thread_summary(1)[0]
+    child_thread = r.threads[1][0]
+    # the child started after the parent's 0.1 s region and ended before its last one
+    assert 0.1 <= child_thread.start_time < parent["wall_time"] - 0.1
+    assert not child_thread.alive
+    assert 0.05 <= child["region_time"] <= child["wall_time"] < parent["wall_time"] - 0.15
+    c = r["c"][1]
+    assert child_thread.start_time <= c.start_times[0] - r.metadata["start_time_ns"] / 1e9 + 1e-3
+    merged = sp.merge_results(r, sp.read_h5(str(outs[1])))
+    assert merged.num_ranks == 4
+    labels = merged.metadata["processes"]
+    assert len(labels) == 4 and labels[:2] == r.metadata["processes"]
+    assert labels[1].startswith(f"pid {labels[1].split()[1]} (child of")
