@@ -4,6 +4,25 @@
 //! `run` needs a Python interpreter: [`dispatch`] hands it back as a [`RunRequest`] and the
 //! Python package's console script carries it out (the standalone binary re-executes
 //! `python3 -m scope_profiler`). Everything that reads files runs here, in Rust.
+
+/// `println!` to standard output that drops what it cannot write instead of panicking: a
+/// reader that closed the pipe (`scope-profiler summary f.h5 | head -3`) ends the output, not
+/// the command (issue 14, third new-user trial: a Rust panic and a Python traceback).
+macro_rules! outln {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = writeln!(std::io::stdout(), $($arg)*);
+    }};
+}
+
+/// `print!` as [`outln!`].
+macro_rules! out {
+    ($($arg:tt)*) => {{
+        use std::io::Write as _;
+        let _ = write!(std::io::stdout(), $($arg)*);
+    }};
+}
+
 pub mod args;
 pub mod export;
 pub mod failure;
@@ -173,7 +192,7 @@ where
             use scope_profiler_finalize::stream::{describe, recover};
             match recover(&file, from.as_deref(), output.as_deref()) {
                 Ok((recovery, written)) => {
-                    println!("{}", describe(&recovery, &written));
+                    outln!("{}", describe(&recovery, &written));
                     Outcome::Exit(0)
                 }
                 Err(e) => {
@@ -184,7 +203,7 @@ where
         }
         Command::Summary { files, merge: true } => match merge::read_merged(&files) {
             Ok(run) => {
-                print!("{}", report::summary_text(&run, &format!("{} file(s), merged", files.len())));
+                out!("{}", report::summary_text(&run, &format!("{} file(s), merged", files.len())));
                 Outcome::Exit(0)
             }
             Err(e) => {
@@ -198,9 +217,9 @@ where
                 match read_input(f) {
                     Ok(run) => {
                         if k > 0 {
-                            println!();
+                            outln!();
                         }
-                        print!("{}", report::summary_text(&run, &f.display().to_string()));
+                        out!("{}", report::summary_text(&run, &f.display().to_string()));
                     }
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -212,7 +231,7 @@ where
         }
         Command::Report { files, output, ranks } => match html::write_report(&files, &output, &ranks) {
             Ok(out) => {
-                println!("wrote {}", out.display());
+                outln!("wrote {}", out.display());
                 Outcome::Exit(0)
             }
             Err(e) => {
@@ -223,11 +242,16 @@ where
         Command::Threads { file } => match read_input(&file) {
             Ok(run) => {
                 if run.threads.is_empty() {
-                    println!("{}: no thread table (the run was not recorded with track_threads)", file.display());
+                    outln!("{}: no thread table (the run was not recorded with track_threads)", file.display());
                 } else {
+                    // each rank's table starts with a blank line (it follows the regions in
+                    // `summary`); the first one here has nothing above it
+                    let mut first = true;
                     for rank in 0..run.num_ranks {
                         if run.rank_threads(rank).next().is_some() {
-                            print!("{}", report::threads_text(&run, rank));
+                            let text = report::threads_text(&run, rank);
+                            out!("{}", if first { text.trim_start_matches('\n') } else { &text });
+                            first = false;
                         }
                     }
                 }
@@ -264,7 +288,7 @@ where
         Command::Timeline { file, output, ranks, width, limits } => {
             match export::timeline(&file, output.as_deref(), &ranks, width, &limits) {
                 Ok(out) => {
-                    println!("wrote {}", out.display());
+                    outln!("wrote {}", out.display());
                     Outcome::Exit(0)
                 }
                 Err(e) => {
@@ -304,11 +328,11 @@ pub fn after_run(req: &RunRequest, h5: &Path, processes: Option<(&Path, &str)>) 
         render_output(&run, h5, written)?;
     }
     if !req.quiet {
-        print!("{}", report::summary_text(&run, &written.display().to_string()));
+        out!("{}", report::summary_text(&run, &written.display().to_string()));
     }
     if !req.speedscope {
         if !req.quiet && written.as_path() != h5 {
-            println!("\nwrote {}", written.display());
+            outln!("\nwrote {}", written.display());
         }
         return Ok(None);
     }
@@ -332,7 +356,7 @@ pub fn after_run(req: &RunRequest, h5: &Path, processes: Option<(&Path, &str)>) 
         return Ok(None);
     }
     if !req.quiet {
-        println!("\nwrote {} and {}", written.display(), out.display());
+        outln!("\nwrote {} and {}", written.display(), out.display());
     }
     Ok(Some(out))
 }

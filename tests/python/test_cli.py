@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import json
 import shutil
+import subprocess
+import sys
 
 import h5py
 import numpy as np
@@ -238,3 +240,28 @@ def test_issue_14_new_user_trial_exit_codes(tmp_path):
     for args in [("summary", tmp_path / "missing.h5"), ("threads", junk)]:
         proc = run_cli(*args, cwd=tmp_path)
         assert proc.returncode == 1, (args, proc.stderr)
+
+
+def test_issue_14_a_closed_pipe_ends_the_output_not_the_command():
+    """issue 14 (third new-user trial): `scope-profiler threads f.h5 | head -1` panicked in
+    Rust (failed printing to stdout: Broken pipe) with a Python traceback. The reader is
+    gone before anything is written here: the command ends quietly with its own code."""
+    for args in (["summary"], ["threads"]):
+        proc = subprocess.Popen(
+            [
+                sys.executable,
+                "-m",
+                "scope_profiler",
+                *args,
+                str(DATASETS / "reference" / "pool.h5"),
+            ],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        proc.stdout.close()  # no reader: every write gets EPIPE
+        err = proc.stderr.read()
+        assert proc.wait(timeout=60) == 0, err
+        assert "panicked" not in err and "Traceback" not in err, err
+    proc = run_cli("threads", DATASETS / "reference" / "pool.h5")
+    assert proc.stdout.startswith("rank 0: threads"), proc.stdout[:80]
