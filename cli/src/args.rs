@@ -112,7 +112,7 @@ pub enum Command {
         /// (`multiprocessing` under fork, spawn and forkserver, `ProcessPoolExecutor`,
         /// `subprocess` running Python, and theirs in turn) record with the same options, each
         /// into its own file, and the output holds one rank block per process that recorded
-        /// calls: this process rank 0, the others in the order they started (metadata
+        /// calls: this process rank 0, the others in the order they began recording (metadata
         /// `processes` names each rank's process).
         #[arg(long)]
         no_follow: bool,
