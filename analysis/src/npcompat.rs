@@ -27,32 +27,41 @@ pub const CAST_BUFFER: usize = 8192;
 /// numpy's `pairwise_sum` for doubles: blocks of < 8 summed in order, blocks up to 128 with
 /// eight accumulators, larger blocks split at half (rounded down to a multiple of 8).
 fn pairwise_sum(a: &[f64]) -> f64 {
-    let n = a.len();
+    pairwise_sum_by(0, a.len(), &|i| a[i])
+}
+
+/// [`pairwise_sum`] of the `n` values `value(at)`, `value(at + 1)`, ... computed as they are
+/// needed, in the same order of operations (bit for bit the same result), so that a derived
+/// array - durations, squared deviations - is never materialised (issue 15: `finalize()`
+/// allocated and faulted in two such arrays per region).
+fn pairwise_sum_by<F: Fn(usize) -> f64>(at: usize, n: usize, value: &F) -> f64 {
     if n < 8 {
         let mut res = -0.0;
-        for &x in a {
-            res += x;
+        for i in at..at + n {
+            res += value(i);
         }
         res
     } else if n <= 128 {
         let mut r = [0.0f64; 8];
-        r.copy_from_slice(&a[..8]);
+        for (j, acc) in r.iter_mut().enumerate() {
+            *acc = value(at + j);
+        }
         let mut i = 8;
         while i < n - (n % 8) {
             for (j, acc) in r.iter_mut().enumerate() {
-                *acc += a[i + j];
+                *acc += value(at + i + j);
             }
             i += 8;
         }
         let mut res = ((r[0] + r[1]) + (r[2] + r[3])) + ((r[4] + r[5]) + (r[6] + r[7]));
-        for &x in &a[i..] {
-            res += x;
+        for k in at + i..at + n {
+            res += value(k);
         }
         res
     } else {
         let mut n2 = n / 2;
         n2 -= n2 % 8;
-        pairwise_sum(&a[..n2]) + pairwise_sum(&a[n2..])
+        pairwise_sum_by(at, n2, value) + pairwise_sum_by(at + n2, n - n2, value)
     }
 }
 
@@ -66,14 +75,29 @@ pub fn sum_f64(a: &[f64]) -> f64 {
 /// compute it: each element cast with `as f64` (round to nearest), in buffers of
 /// [`CAST_BUFFER`]; the buffer sums added in order to `0.0`. Empty: `0.0`.
 pub fn sum_i64_as_f64(a: &[i64]) -> f64 {
+    sum_i64_as_f64_by(a.len(), |i| a[i])
+}
+
+/// [`sum_i64_as_f64`] of the int64 values `value(0..n)`, computed as they are needed.
+pub fn sum_i64_as_f64_by(n: usize, value: impl Fn(usize) -> i64) -> f64 {
     let mut total = 0.0;
-    let mut buf = Vec::with_capacity(CAST_BUFFER.min(a.len()));
-    for chunk in a.chunks(CAST_BUFFER) {
-        buf.clear();
-        buf.extend(chunk.iter().map(|&x| x as f64));
-        total += pairwise_sum(&buf);
+    for at in (0..n).step_by(CAST_BUFFER) {
+        total += pairwise_sum_by(at, CAST_BUFFER.min(n - at), &|i| value(i) as f64);
     }
     total
+}
+
+/// `(float(np.mean(a)), float(np.var(a)))` of the int64 array `a[i] = value(i)`, `i < n`,
+/// without materialising `a` nor its squared deviations ([`mean_i64`], [`var_i64`] bit for
+/// bit). Empty: `(NaN, NaN)`.
+pub fn mean_var_i64_by(n: usize, value: impl Fn(usize) -> i64) -> (f64, f64) {
+    let mean = sum_i64_as_f64_by(n, &value) / n as f64;
+    let sq = 0.0
+        + pairwise_sum_by(0, n, &|i| {
+            let d = value(i) as f64 - mean;
+            d * d
+        });
+    (mean, sq / n as f64)
 }
 
 /// `float(np.mean(a))` of an int64 array: [`sum_i64_as_f64`] / n. Empty: NaN (numpy warns
@@ -101,8 +125,7 @@ fn sum_sq_dev(values: impl Iterator<Item = f64>, mean: f64) -> f64 {
 /// `float(np.var(a))` (ddof 0) of an int64 array: Σ (a[i] as f64 - mean)² / n, with numpy's
 /// mean and pairwise sum. Empty: NaN (numpy warns and returns nan).
 pub fn var_i64(a: &[i64]) -> f64 {
-    let mean = mean_i64(a);
-    sum_sq_dev(a.iter().map(|&x| x as f64), mean) / a.len() as f64
+    mean_var_i64_by(a.len(), |i| a[i]).1
 }
 
 /// `float(np.var(a))` (ddof 0) of a float64 array. Empty: NaN (as numpy).

@@ -1,7 +1,7 @@
 //! `rank_region_index/summary_statistics`: the reference's `_timing_summary` per region row,
 //! with numpy's summation order (`analysis::npcompat`) so float statistics match bit for bit.
 use hdf5::H5Type;
-use scope_profiler_analysis::npcompat::{mean_i64, var_i64};
+use scope_profiler_analysis::npcompat::mean_var_i64_by;
 
 /// One row of `rank_region_index/summary_statistics` (88 bytes, the reference's compound).
 #[derive(H5Type, Clone, Copy, Debug, Default, PartialEq)]
@@ -31,17 +31,26 @@ pub fn summary_record(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> Summar
     let mut s = SummaryRecord::default();
     let n = start.len().min(end.len());
     if n > 0 {
-        let d: Vec<i64> = (0..n).map(|i| end[i].wrapping_sub(start[i])).collect();
+        // the durations are computed where they are used, never held as an array (issue 15:
+        // two arrays of n per region were allocated and faulted in at every finalize())
+        let (start, end) = (&start[..n], &end[..n]);
+        let d = |i: usize| end[i].wrapping_sub(start[i]);
         // `float(np.mean(d, dtype=f8))` and `float(np.var(d, dtype=f8)) * count`.
-        s.mean = mean_i64(&d);
-        s.m2 = var_i64(&d) * n as f64;
-        s.total = d.iter().fold(0i64, |a, &x| a.wrapping_add(x));
-        s.minimum = *d.iter().min().unwrap();
-        s.maximum = *d.iter().max().unwrap();
-        s.first = d[0];
-        s.last = d[n - 1];
-        s.start_minimum = *start[..n].iter().min().unwrap();
-        s.end_maximum = *end[..n].iter().max().unwrap();
+        let (mean, var) = mean_var_i64_by(n, d);
+        s.mean = mean;
+        s.m2 = var * n as f64;
+        let (mut total, mut minimum, mut maximum) = (0i64, i64::MAX, i64::MIN);
+        for (&b, &e) in start.iter().zip(end) {
+            let x = e.wrapping_sub(b);
+            total = total.wrapping_add(x);
+            minimum = minimum.min(x);
+            maximum = maximum.max(x);
+        }
+        (s.total, s.minimum, s.maximum) = (total, minimum, maximum);
+        s.first = d(0);
+        s.last = d(n - 1);
+        s.start_minimum = start.iter().copied().fold(i64::MAX, i64::min);
+        s.end_maximum = end.iter().copied().fold(i64::MIN, i64::max);
     }
     if let Some(g) = gpu {
         for &v in g.iter().filter(|&&v| v >= 0) {
