@@ -323,3 +323,32 @@ def test_a_child_rank_s_threads_are_on_the_run_s_clock(tmp_path):
     labels = merged.metadata["processes"]
     assert len(labels) == 4 and labels[:2] == r.metadata["processes"]
     assert labels[1].startswith(f"pid {labels[1].split()[1]} (child of")
+
+
+# issue 14 (third new-user trial): under `run`, the warning about a call still open at the
+# end named the profiler's own line (`_cli.py:194`, `_follow.py:350` in a followed process).
+# It is printed plainly, as the profiler's, in the script's process and in a child alike.
+def test_profiler_warnings_under_run_name_no_profiler_file(tmp_path):
+    script = tmp_path / "leaves_open.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import subprocess, sys, warnings
+            import scope_profiler as sp
+            child = "import scope_profiler as sp\\nsp.profile_region('child_open').__enter__()"
+            subprocess.run([sys.executable, "-c", child], check=True)
+            warnings.warn("the script's own warning")
+            sp.profile_region("parent_open").__enter__()
+            """
+        )
+    )
+    proc = run_cli("run", "-q", "-o", tmp_path / "run.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    said = [line for line in proc.stderr.splitlines() if "still open" in line]
+    assert len(said) == 2, proc.stderr
+    for line in said:
+        assert line.startswith("scope-profiler: RuntimeWarning: 1 call(s) still open"), line
+    assert "'child_open'" in proc.stderr and "'parent_open'" in proc.stderr
+    assert "_cli.py" not in proc.stderr and "_follow.py" not in proc.stderr, proc.stderr
+    # a warning of the script itself keeps its file and line
+    assert f"{script}:6: UserWarning: the script's own warning" in proc.stderr, proc.stderr

@@ -31,6 +31,35 @@ def _join_non_daemon_threads() -> None:
             thread.join()
 
 
+#: The package's directory: warnings raised by its own modules have no line of the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def show_profiler_warnings_plainly() -> None:
+    """Under ``run`` (and in the processes it follows): a warning the profiler raises from
+    its own code - calls still open at the end, a call graph not recorded - is printed as
+    ``scope-profiler: RuntimeWarning: ...``, without the profiler's file and line, which
+    say nothing to the user (issue 14, third new-user trial: ``_cli.py:194`` and
+    ``_follow.py:350``). Every other warning is shown as before."""
+    import warnings
+
+    shown = warnings.showwarning
+    if getattr(shown, "_scope_profiler_plain", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if os.path.dirname(os.path.abspath(filename)) != _PACKAGE_DIR:
+            return shown(message, category, filename, lineno, file, line)
+        out = sys.stderr if file is None else file
+        try:
+            out.write(f"scope-profiler: {category.__name__}: {message}\n")
+        except (OSError, ValueError):  # stderr closed: the warning is lost, as warnings' own
+            pass
+
+    show._scope_profiler_plain = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
+
+
 def _print_script_error(exc: BaseException) -> None:
     """Print the script's traceback without this module's and runpy's frames."""
     tb = exc.__traceback__
@@ -182,6 +211,7 @@ def _run_script(req: dict) -> int:
         0, os.getcwd() if module is not None else os.path.dirname(os.path.abspath(script))
     )
     code, died_by = 0, None
+    show_profiler_warnings_plainly()
     settings = {
         "track_threads": req["track_threads"],
         "track_async": req.get("track_async") or None,

@@ -208,9 +208,11 @@ def _start(spec: dict) -> None:
     global _spec, _session, _session_pid
     import time
 
+    from ._cli import show_profiler_warnings_plainly
     from ._fork import set_follow_hook
     from ._manager import ProfileManager
 
+    show_profiler_warnings_plainly()
     base = os.path.join(spec["dir"], f"{time.time_ns():020d}-{os.getpid()}")
     path = base + ".h5"
     session = ProfileManager.session(
