@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 import textwrap
 
+import pytest
 import scope_profiler as sp
 from helpers import run_cli
 
@@ -159,7 +160,18 @@ def test_a_script_without_children_is_recorded_as_before(tmp_path):
     ]
 
 
-def test_a_killed_child_is_a_warning_and_the_others_are_kept(tmp_path):
+# the spawn case: issue 14 (third new-user trial), a killed spawn child was named by the
+# spawn_main command line in the warning
+@pytest.mark.parametrize(
+    ("method", "victim_label", "survivor_label"),
+    [
+        ("fork", "multiprocessing ForkProcess-1", "ForkProcess-2"),
+        ("spawn", "multiprocessing spawn child", "SpawnProcess-2"),
+    ],
+)
+def test_a_killed_child_is_a_warning_and_the_others_are_kept(
+    tmp_path, method, victim_label, survivor_label
+):
     script = tmp_path / "killed.py"
     script.write_text(
         textwrap.dedent(
@@ -179,19 +191,19 @@ def test_a_killed_child_is_a_warning_and_the_others_are_kept(tmp_path):
 
             if __name__ == "__main__":
                 for target in (victim, survivor):
-                    p = mp.get_context("fork").Process(target=target)
+                    p = mp.get_context(METHOD).Process(target=target)
                     p.start()
                     p.join()
                     print(target.__name__, p.exitcode)
             """
-        )
+        ).replace("METHOD", repr(method))
     )
     out = tmp_path / "killed.h5"
     proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "victim -9" in proc.stdout and "survivor 0" in proc.stdout
     warned = re.search(
-        r"warning: process pid (\d+) \(child of \d+\): multiprocessing ForkProcess-1 ended without "
+        rf"warning: process pid (\d+) \(child of \d+\): {victim_label} ended without "
         r"writing its profile \(killed\?\); it is left out of the result",
         proc.stderr,
     )
@@ -199,7 +211,7 @@ def test_a_killed_child_is_a_warning_and_the_others_are_kept(tmp_path):
     r = sp.read_h5(str(out))
     assert r.num_ranks == 2
     assert [counts(r, rank) for rank in range(2)] == [{SESSION: 1}, {SESSION: 1, "survivor": 3}]
-    assert "ForkProcess-2" in r.metadata["processes"][1]
+    assert survivor_label in r.metadata["processes"][1]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "killed.h5",
         "killed.py",

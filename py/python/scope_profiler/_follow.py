@@ -87,6 +87,11 @@ def describe_process(parent: bool = False) -> str:
         what = f"multiprocessing {mp_process.current_process().name}"
     elif not parent and _forked:  # os.fork(): it runs its parent's program
         what = "fork: " + shlex.join(sys.argv)
+    elif not parent and "--multiprocessing-fork" in getattr(sys, "orig_argv", ()):
+        # a spawn child before multiprocessing has named it (its `.started` marker, named
+        # in the warning if it never writes its file; issue 14, third new-user trial: the
+        # spawn_main command line stood there)
+        what = "multiprocessing spawn child"
     else:
         argv = list(getattr(sys, "orig_argv", sys.argv))
         if argv and os.path.basename(argv[0]).startswith("python"):
