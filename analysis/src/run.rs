@@ -233,6 +233,21 @@ impl Run {
             _ => None,
         }
     }
+    /// How a rank is named as a whole (summaries, report and timeline headings, trace
+    /// process names): `rank R`, and the process it was when the run stacks processes one
+    /// rank each (`scope-profiler run` following processes: metadata
+    /// [`PROCESSES`](crate::merge::PROCESSES)), e.g. `rank 1 (pid 4251 (child of 4242):
+    /// multiprocessing Process-1)`.
+    pub fn rank_label(&self, rank: u32) -> String {
+        match self.meta(crate::merge::PROCESSES) {
+            Some(MetaValue::StrList(names)) if names.len() == self.num_ranks as usize => match names.get(rank as usize)
+            {
+                Some(name) if !name.is_empty() => format!("rank {rank} ({name})"),
+                _ => format!("rank {rank}"),
+            },
+            _ => format!("rank {rank}"),
+        }
+    }
     /// Rows of one rank, in file order.
     pub fn rank_rows(&self, rank: u32) -> impl Iterator<Item = &RegionCalls> {
         self.regions.iter().filter(move |r| r.rank == rank)

@@ -6,20 +6,6 @@ use scope_profiler_analysis::{
     rank_summary, secs, task_summary, thread_summary, LaneLabels, NestingError, Run, TaskSummaryRow, ThreadSummaryRow,
 };
 
-/// `rank R`, and the process it was when the run stacks processes one rank each (`run`
-/// following processes: metadata `processes`), e.g. `rank 1 (pid 4251 (child of 4242):
-/// multiprocessing Process-1)`.
-pub fn rank_title(run: &Run, rank: u32) -> String {
-    match run.meta("processes") {
-        Some(scope_profiler_analysis::MetaValue::StrList(names))
-            if names.len() == run.num_ranks as usize && !names[rank as usize].is_empty() =>
-        {
-            format!("rank {rank} ({})", names[rank as usize])
-        }
-        _ => format!("rank {rank}"),
-    }
-}
-
 /// Region summary of every rank: one line per region with calls (count, total s,
 /// mean/min/max ms, exclusive s; await s and held s = total − await when the run recorded
 /// await times). Exclusive time comes from the stored per-row totals
@@ -48,7 +34,7 @@ pub fn summary_text(run: &Run, title: &str) -> String {
         };
         let name_w = sum.rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(6).max(6);
         let with_await = sum.has_await();
-        let _ = writeln!(out, "\n{}: regions", rank_title(run, rank));
+        let _ = writeln!(out, "\n{}: regions", run.rank_label(rank));
         let _ = write!(
             out,
             "  {:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
@@ -119,7 +105,7 @@ fn threads_text_with(
 ) -> String {
     let mut out = String::new();
     let threads: Vec<_> = run.rank_threads(rank).collect();
-    let _ = writeln!(out, "\n{}: threads", rank_title(run, rank));
+    let _ = writeln!(out, "\n{}: threads", run.rank_label(rank));
     let name_w = threads.iter().map(|t| t.name.chars().count()).max().unwrap_or(4).max(4);
     match summary {
         Ok(rows) => {
@@ -165,7 +151,7 @@ fn threads_text_with(
     match tasks {
         Ok(rows) if rows.is_empty() => {}
         Ok(rows) => {
-            let _ = writeln!(out, "\n{}: tasks", rank_title(run, rank));
+            let _ = writeln!(out, "\n{}: tasks", run.rank_label(rank));
             let labels = LaneLabels::new(run, rank);
             let label_w = rows.iter().map(|t| labels.label(t.index).chars().count()).max().unwrap_or(4).clamp(4, 60);
             let _ = writeln!(
@@ -188,7 +174,7 @@ fn threads_text_with(
             }
         }
         Err(e) => {
-            let _ = writeln!(out, "\n{}: tasks\n  task summary not available: {}", rank_title(run, rank), e.0);
+            let _ = writeln!(out, "\n{}: tasks\n  task summary not available: {}", run.rank_label(rank), e.0);
         }
     }
     out

@@ -91,8 +91,9 @@ impl<'r, 'w> TraceWriter<'r, 'w> {
             return Ok(());
         }
         let pid = rc.rank;
+        let name = json_str(&self.run.rank_label(pid));
         self.event(format_args!(
-            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":\"rank {pid}\"}}}}"
+            "{{\"name\":\"process_name\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"name\":{name}}}}}"
         ))?;
         self.event(format_args!(
             "{{\"name\":\"process_sort_index\",\"ph\":\"M\",\"pid\":{pid},\"tid\":0,\"args\":{{\"sort_index\":{pid}}}}}"

@@ -242,7 +242,14 @@ fn meta_text(v: &MetaValue) -> String {
 
 /// The region, thread and task tables of one rank.
 fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
-    let heading = |what: &str| if multi { format!("Rank {}: {what}", s.rank) } else { what.to_string() };
+    let heading = |what: &str| {
+        if multi {
+            // `Rank R` and its process when the run stacks processes (`rank_label`)
+            format!("{}: {what}", run.rank_label(s.rank).replacen("rank", "Rank", 1))
+        } else {
+            what.to_string()
+        }
+    };
     let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Regions")));
     let with_await = s.has_await();
     let mut headers = vec!["region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"];

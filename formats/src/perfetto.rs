@@ -259,7 +259,7 @@ impl<'a> RankTracks<'a> {
         let base = (rank as u64 + 1) << 32;
         packets.push(track_packet(TrackDescriptor {
             uuid: Some(base),
-            process: Some(ProcessDescriptor { pid: Some(rank as i32 + 1), process_name: Some(format!("rank {rank}")) }),
+            process: Some(ProcessDescriptor { pid: Some(rank as i32 + 1), process_name: Some(run.rank_label(rank)) }),
             child_ordering: Some(3),
             ..Default::default()
         }));

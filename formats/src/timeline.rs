@@ -682,7 +682,12 @@ impl<'a> Timeline<'a> {
         let mut stripe = false;
         for (head, v) in rows {
             if let Some(rank) = head {
-                let _ = writeln!(s, r#"<text x="10" y="{:.1}" font-weight="bold">rank {rank}</text>"#, y + 14.0);
+                let _ = writeln!(
+                    s,
+                    r#"<text x="10" y="{:.1}" font-weight="bold">{}</text>"#,
+                    y + 14.0,
+                    esc(&self.run.rank_label(*rank))
+                );
                 y += HEADING_H;
             }
             let mut ys = Vec::with_capacity(v.len());
