@@ -776,6 +776,15 @@ impl Recorder {
         }
     }
 
+    /// Whether any thread holds a completed call not yet retired (what [`Recorder::snapshot`]
+    /// would copy), found without copying: stops at the first one.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn has_completed_calls(&self) -> bool {
+        self.states().iter().any(|st| (&*st.regions.get()).iter().any(|b| b.calls.iter().any(|c| c[1] != 0)))
+    }
+
     /// Calls of `region` entered over the process lifetime, open ones included, all threads.
     ///
     /// # Safety
@@ -922,6 +931,24 @@ mod tests {
     fn st(rec: &Recorder) -> &ThreadState {
         let p = local_or_register(rec, || ThreadInfo { name: "t".into(), ..Default::default() });
         unsafe { &*p }
+    }
+
+    /// `has_completed_calls` (a followed process's exit check, stop 20: it copied every call
+    /// through `snapshot()` to learn whether there was one): open calls are not completed,
+    /// retired ones are gone.
+    #[test]
+    fn has_completed_calls_sees_only_completed_unretired_calls() {
+        let rec = Recorder::new(4, false);
+        let s = st(&rec);
+        assert!(!unsafe { rec.has_completed_calls() });
+        s.enter(0, false);
+        assert!(!unsafe { rec.has_completed_calls() }, "an open call");
+        s.enter(1, false);
+        assert!(s.exit(1));
+        assert!(unsafe { rec.has_completed_calls() });
+        assert_eq!(unsafe { rec.has_completed_calls() }, !unsafe { rec.snapshot(2) }.is_empty());
+        unsafe { rec.mark_written() };
+        assert!(!unsafe { rec.has_completed_calls() }, "retired; the root is still open");
     }
 
     #[test]

@@ -127,7 +127,7 @@ def _terminate_writes_profile() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _die_by(signum: int) -> None:
+def die_by(signum: int) -> None:
     """End the process by `signum` with its default action, so the parent sees the status a
     run without the profiler would have given (a signal death, e.g. 143 in a shell)."""
     sys.stdout.flush()
@@ -296,7 +296,7 @@ def _run_script(req: dict) -> int:
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
     if died_by is not None:
-        _die_by(died_by)
+        die_by(died_by)
     return code
 
 

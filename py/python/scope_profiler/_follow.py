@@ -294,15 +294,10 @@ def _terminated(signum: int, frame: object) -> None:
     if _finishing:  # it arrived while the file is written: die once it is
         _pending_signal = signum
         return
+    from ._cli import die_by
+
     finish()
-    _die_by(signum)
-
-
-def _die_by(signum: int) -> None:
-    import signal
-
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
+    die_by(signum)
 
 
 def finish() -> None:
@@ -324,7 +319,9 @@ def finish() -> None:
     finally:
         _finishing = False
         if _pending_signal is not None:
-            _die_by(_pending_signal)
+            from ._cli import die_by
+
+            die_by(_pending_signal)
 
 
 def _finish(session: Any) -> bool:
@@ -345,7 +342,7 @@ def _finish(session: Any) -> bool:
     empty = (
         native is not None
         and native.sidecar_path is None
-        and not native.snapshot()
+        and not native.has_completed_calls()
         and native.open_region_names() == [session.ROOT_REGION_NAME]
     )
     if empty or not os.path.isdir(directory):

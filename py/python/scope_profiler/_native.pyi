@@ -1247,6 +1247,8 @@ class NativeRecorder:
         re-samples the calling thread's CPU time."""
     def snapshot(self) -> list[tuple[str, _I64, _I64, _I64 | None]]:
         """Completed calls per region: ``(name, starts_ns, ends_ns, thread_ids)``."""
+    def has_completed_calls(self) -> bool:
+        """Whether any completed call is held (``snapshot()`` non-empty), without copying."""
     def _before_fork(self) -> None: ...
     def _after_fork_in_child(self, native_id: int) -> int: ...
     def start_flush(

@@ -423,6 +423,13 @@ impl NativeRecorder {
         snap.into_iter().map(|c| (meta[c.region as usize].name.to_string(), c.starts, c.ends, c.thread_ids)).collect()
     }
 
+    /// Whether any completed call is held (not yet written or flushed): `snapshot()` is
+    /// non-empty, without copying the calls.
+    fn has_completed_calls(&self) -> bool {
+        // SAFETY: GIL held (module contract).
+        unsafe { self.shared.rec.has_completed_calls() }
+    }
+
     /// `flush_interval` (issue 13 item 6): from now on, every `interval` seconds a background
     /// thread appends the calls completed since the last flush, with the thread and task
     /// tables and `metadata`, to a sidecar beside `file_path` (`.NAME.<tag>-<pid>.partial`),
