@@ -208,6 +208,9 @@ pub fn build_call_arrays(regions: &[RegionInput<'_>]) -> Result<CallArrays, Nest
     build_with_lanes(regions).map(|(calls, _)| calls)
 }
 
+/// How a [`NestingError`] for calls that cross on one lane begins (the rest names them).
+pub const NOT_NESTED: &str = "recorded calls are not properly nested";
+
 /// [`build_call_arrays`] plus the lane split it computed on the way ([`split_by_lane`] of
 /// the result; `None` when the calls have no lane column or a single lane).
 pub fn build_with_lanes(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
@@ -265,7 +268,7 @@ fn build_on_pool(regions: &[RegionInput<'_>], lenient: bool) -> Result<(CallArra
         }
         Err((child, parent)) => {
             return Err(NestingError(format!(
-                "recorded calls are not properly nested: {} starts inside {} but ends after it. Regions \
+                "{NOT_NESTED}: {} starts inside {} but ends after it. Regions \
                  must nest completely or not overlap at all - check for a missing or misordered sp_end / \
                  __exit__.",
                 call_label(regions, &calls, child),

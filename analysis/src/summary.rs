@@ -122,7 +122,7 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
 /// program run without `--track-threads` was pointed only at a missing `sp_end`).
 fn nesting_note(run: &Run, rank: u32, e: &NestingError) -> String {
     let untracked = run.rank_rows(rank).all(|r| r.thread_ids.is_none());
-    if untracked && e.0.contains("not properly nested") {
+    if untracked && e.0.starts_with(crate::callstack::NOT_NESTED) {
         format!(
             "{} If the program runs regions on several threads (or asyncio tasks), their calls share one \
              stack without tracking: record it with --track-threads (--track-async for asyncio), \
