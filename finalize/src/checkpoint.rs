@@ -266,7 +266,8 @@ fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) 
 /// it (issue 14, third new-user trial: it crossed, so an untracked run lost its call graph
 /// and a tracked one set the call aside). Lanes as the reconstruction's: the task lane for a
 /// call in a task, else the thread's; one lane for all without a thread column.
-/// Cost: one pass over the snapshot's calls, looking up only the lanes with an open call.
+/// Cost: none without open calls; else one pass over the snapshot's calls, looking up only
+/// the lanes with an open call.
 fn closing_times(snap: &Snapshot, open: &[(String, OpenCall)], end: i64) -> Vec<i64> {
     let lane = |thread: i64, task: i64| -> (i64, i64) {
         if !snap.thread_ids {
@@ -278,6 +279,9 @@ fn closing_times(snap: &Snapshot, open: &[(String, OpenCall)], end: i64) -> Vec<
         }
     };
     let mut ends: Vec<i64> = open.iter().map(|(_, c)| end.max(c.start_ns)).collect();
+    if open.is_empty() {
+        return ends; // the usual end of a recording: no pass over the calls
+    }
     let mut by_lane: std::collections::HashMap<(i64, i64), Vec<usize>> = std::collections::HashMap::new();
     for (k, (_, c)) in open.iter().enumerate() {
         by_lane.entry(lane(c.thread as i64, c.task)).or_default().push(k);
