@@ -7,6 +7,9 @@ Python's." (`scope_profiler._follow`, `cli/src/processes.rs`, docs/processes.md)
 from __future__ import annotations
 
 import re
+import signal
+import subprocess
+import sys
 import textwrap
 
 import pytest
@@ -364,3 +367,23 @@ def test_profiler_warnings_under_run_name_no_profiler_file(tmp_path):
     assert "_cli.py" not in proc.stderr and "_follow.py" not in proc.stderr, proc.stderr
     # a warning of the script itself keeps its file and line
     assert f"{script}:6: UserWarning: the script's own warning" in proc.stderr, proc.stderr
+
+
+# CI of stop 20 (test above timed out): a spawn pool worker got the pool's SIGTERM while it
+# was still importing `scope_profiler._cli`; the handler's `from ._cli import die_by` raised
+# ImportError (partially initialized module) inside the worker, which then lived on
+# unprofiled and the pool's join waited forever. The handler now needs nothing from `_cli`
+# and ends the process by the signal whatever happens while the file is written.
+def test_sigterm_while_the_cli_module_is_half_imported_still_ends_the_process():
+    code = textwrap.dedent(
+        """
+        import signal, sys, types
+        from scope_profiler import _follow
+        sys.modules["scope_profiler._cli"] = types.ModuleType("scope_profiler._cli")  # half imported
+        _follow._terminated(signal.SIGTERM, None)
+        print("survived")
+        """
+    )
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stdout, proc.stderr)
+    assert "survived" not in proc.stdout

@@ -127,16 +127,6 @@ def _terminate_writes_profile() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def die_by(signum: int) -> None:
-    """End the process by `signum` with its default action, so the parent sees the status a
-    run without the profiler would have given (a signal death, e.g. 143 in a shell)."""
-    sys.stdout.flush()
-    sys.stderr.flush()
-    signal.signal(signum, signal.SIG_DFL)
-    os.kill(os.getpid(), signum)
-    os._exit(128 + signum)  # only if the signal did not end the process
-
-
 def _tracing_settings(tracing: dict | None) -> dict:
     """The session settings of ``run --recursive`` (``recursive_profile=True`` and the
     ``recursive_*`` options); none without it."""
@@ -296,7 +286,7 @@ def _run_script(req: dict) -> int:
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
     if died_by is not None:
-        die_by(died_by)
+        _follow.die_by(died_by)
     return code
 
 

@@ -287,6 +287,21 @@ def _arm_sigterm() -> None:
         signal.signal(signal.SIGTERM, _terminated)
 
 
+def die_by(signum: int) -> None:
+    """End the process by `signum` with its default action, so the parent sees the status a
+    run without the profiler would have given (a signal death, e.g. 143 in a shell)."""
+    import signal
+
+    for stream in (sys.stdout, sys.stderr):
+        try:
+            stream.flush()
+        except (OSError, ValueError, AttributeError):  # closed, or None: nothing to flush
+            pass
+    signal.signal(signum, signal.SIG_DFL)
+    os.kill(os.getpid(), signum)
+    os._exit(128 + signum)  # only if the signal did not end the process
+
+
 def _terminated(signum: int, frame: object) -> None:
     """SIGTERM in a followed multiprocessing child: write its file, then die by the signal
     (the exit status the parent would see without the profiler)."""
@@ -294,10 +309,10 @@ def _terminated(signum: int, frame: object) -> None:
     if _finishing:  # it arrived while the file is written: die once it is
         _pending_signal = signum
         return
-    from ._cli import die_by
-
-    finish()
-    die_by(signum)
+    try:
+        finish()
+    finally:  # whatever happened, the process ends as the signal asked
+        die_by(signum)
 
 
 def finish() -> None:
@@ -319,8 +334,6 @@ def finish() -> None:
     finally:
         _finishing = False
         if _pending_signal is not None:
-            from ._cli import die_by
-
             die_by(_pending_signal)
 
 
