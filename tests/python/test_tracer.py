@@ -583,7 +583,14 @@ def test_profile_recursive_matches_the_reference(tmp_path):
         pytest.skip(f"the reference runs on Python {'.'.join(ref_version)}, these tests on another")
     ref = _recursive_counts(reference_python(), tmp_path, "ref")
     ours = _recursive_counts(sys.executable, tmp_path, "ours")
-    assert ours == ref
+    # Thread.start() waits on its `_started` Event: Condition.wait and its helpers run only
+    # when the new thread has not set it yet, a race between the threads, not a difference
+    # of the tracers (seen at stop 21: ours had the four Condition calls, the reference not)
+    assert _without_condition_waits(ours) == _without_condition_waits(ref)
+
+
+def _without_condition_waits(counts: dict) -> dict:
+    return {k: v for k, v in counts.items() if not k.startswith("threading.Condition.")}
 
 
 def test_profile_recursive_nests_and_restores_the_profile_function(manager):
