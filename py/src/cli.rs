@@ -1,5 +1,6 @@
 //! The command line for the console script, and the text reports for `print_summary`.
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
@@ -53,8 +54,11 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
 /// `processes` (the directory the followed processes of `run` wrote into) and
 /// `process_label` (this process's description): their recordings are first stacked after
 /// `h5`'s run, one rank block per process, and written over `h5` (metadata `processes`).
+///
+/// `recorded`: the run this process just wrote to `h5` (the last finalize's); used instead
+/// of reading `h5` back when its `file_path` is `h5`.
 #[pyfunction]
-#[pyo3(signature = (output, h5, track_threads, speedscope, quiet, processes=None, process_label=None))]
+#[pyo3(signature = (output, h5, track_threads, speedscope, quiet, processes=None, process_label=None, recorded=None))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
@@ -65,7 +69,9 @@ fn cli_after_run(
     quiet: bool,
     processes: Option<PathBuf>,
     process_label: Option<String>,
+    recorded: Option<PyRef<'_, NativeRun>>,
 ) -> PyResult<Option<String>> {
+    let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
     let process_label = process_label.unwrap_or_default();
     let req = RunRequest {
         script: PathBuf::new(),
@@ -81,7 +87,7 @@ fn cli_after_run(
         follow: processes.is_some(),
     };
     let processes = processes.as_deref().map(|dir| (dir, process_label.as_str()));
-    py.detach(|| after_run(&req, &h5, processes))
+    py.detach(|| after_run(&req, &h5, processes, recorded.as_deref()))
         .map(|p| p.map(|p| p.to_string_lossy().into_owned()))
         .map_err(PyOSError::new_err)
 }

@@ -275,6 +275,8 @@ def _run_script(req: dict) -> int:
             processes=processes,
             process_label=f"pid {started_pid}: "
             + shlex.join(script_argv if module is None else ["-m", *script_argv]),
+            # the run the session just wrote (not read back when it is the file's)
+            recorded=ProfileManager._last_written_run,
         )
     except OSError as exc:
         kept = f"; the other processes' profiles are kept in {processes}" if processes else ""

@@ -474,6 +474,7 @@ class ProfileManager:
     _auto_finalize_callback = None
     _last_results = None
     _last_native_run = None
+    _last_written_run = None
     _requested_output = None
     #: The run of ``scope-profiler run`` while it hosts a script (``_cli``): a script's own
     #: ``setup()``/``session()`` joins it instead of failing (:meth:`_join_host`).
@@ -505,6 +506,7 @@ class ProfileManager:
                 "_auto_finalize_callback": None,
                 "_last_results": None,
                 "_last_native_run": None,
+                "_last_written_run": None,
                 "_requested_output": None,
                 "_host_config": None,
                 "_joined": [],
@@ -1025,7 +1027,7 @@ class ProfileManager:
         cls._config = config
         _fork.track(config)  # a forked child takes its view of the thread table
         cls._last_results = None
-        cls._last_native_run = None
+        cls._last_native_run = cls._last_written_run = None
         cls._requested_output = None
         cls._configured = True
         cls._lifecycle_state = (
@@ -1176,6 +1178,8 @@ class ProfileManager:
             )
             cls._next_call_id = next_id
             cls._last_native_run = native_run
+            # what the file now holds, for `run` not to read it back
+            cls._last_written_run = native_run if write_file and write_error is None else None
             if nesting_error is not None:
                 warnings.warn(
                     f"call graph not recorded: {nesting_error}",
@@ -1242,7 +1246,7 @@ class ProfileManager:
         _stop_streaming(cls._config, discard=True)
         cls._config = None
         cls._last_results = None
-        cls._last_native_run = None
+        cls._last_native_run = cls._last_written_run = None
         cls._requested_output = None
         cls._configured = False
         cls._lifecycle_state = _LifecycleState.INACTIVE

@@ -169,6 +169,7 @@ def finalize(manager, config, *, verbose: bool, return_results: bool, native=())
         native=list(native),  # this rank's C/Fortran regions (native_traces)
     )
     manager._last_native_run = native_run
+    manager._last_written_run = None  # rank 0 writes the stacked run, read back by `run`
     if nesting_error is not None:
         warnings.warn(
             f"call graph not recorded on rank {rank}: {nesting_error}",
