@@ -3,7 +3,8 @@
 reference's ``run --recursive`` and viztracer (``--tracer_entries`` large enough to keep
 every call), on a recursive pure-Python workload of ~1M calls. Each command is a whole
 process; its time minus the untraced script's time, divided by the calls, is the cost per
-call. Median of ``--repeat`` runs; the load average is printed with the table.
+call. After one warm-up run of each, median of ``--repeat`` rounds (every command once per
+round, interleaved); the load average is printed with the table.
 
 Also, with ``--python313``: the same under 3.13, and the cost on 3.12+ of code outside the
 selection (``--include`` matching nothing: every code object is DISABLEd at its first
@@ -73,11 +74,18 @@ def calls_of(depth: int) -> int:
     return b if depth >= 1 else 1
 
 
+#: The commands' environment: without PYTHONDONTWRITEBYTECODE (set on these machines), a
+#: package installed editable (ours) would compile every module from source at every start,
+#: which no user of an installed wheel pays (pip compiles on install), while the reference's
+#: wheel ships compiled: the fixed cost would be ours alone.
+ENV = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+
+
 def timed(cmd: list[str], repeat: int, cwd: Path) -> list[float]:
     out = []
     for _ in range(repeat):
         t = time.perf_counter()
-        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True)
+        proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV)
         out.append(time.perf_counter() - t)
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
@@ -161,10 +169,15 @@ def main() -> None:
                 )
             )
         medians: dict[str, float] = {}
-        base_of: dict[str, float] = {}
-        for name, cmd, interp in commands:
-            medians[name] = statistics.median(timed(cmd, args.repeat, d))
-            base_of[name] = interp
+        for _, cmd, _ in commands:  # warm-up: every package's bytecode cached, files paged in
+            timed(cmd, 1, d)
+        # interleaved: round by round every command once, so load changes hit all alike
+        times: dict[str, list[float]] = {name: [] for name, _, _ in commands}
+        for _ in range(args.repeat):
+            for name, cmd, _ in commands:
+                times[name] += timed(cmd, 1, d)
+        for name, spent in times.items():
+            medians[name] = statistics.median(spent)
         print(
             f"fib({args.depth}): {calls:,} calls; median of {args.repeat}; load average {os.getloadavg()}"
         )
