@@ -87,6 +87,9 @@ def timed(cmd: list[str], repeat: int, cwd: Path) -> list[float]:
         t = time.perf_counter()
         proc = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, env=ENV)
         out.append(time.perf_counter() - t)
+        # its output written back to disk now, not by the kernel during the next command
+        # (viztracer's JSON is ~100 MB: its writeback slowed whatever ran after it)
+        os.sync()
         if proc.returncode != 0:
             raise SystemExit(f"{' '.join(cmd)} failed ({proc.returncode}):\n{proc.stderr[-2000:]}")
     return out
