@@ -81,6 +81,7 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--cap", type=float, default=60.0)
     args = ap.parse_args()
+    print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     cache = Path(args.cache)
     generate(cache)
     rows = []
@@ -134,7 +135,7 @@ def main() -> None:
     print()
     print(
         f"ours: {OURS}; reference: {REF}; best of {args.repeat} (reference 100k-lane analysis: 1 run); "
-        f"{os.cpu_count()} CPUs"
+        f"{os.cpu_count()} CPUs; load average after: {' '.join(f'{x:.2f}' for x in os.getloadavg())}"
     )
 
 
