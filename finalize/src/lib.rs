@@ -5,6 +5,8 @@
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
 //!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
+//! * [`host`]: host facts of the run's `/metadata` (`platform`, `omp_num_threads`) from
+//!   system calls, without a subprocess.
 //! * [`metadata_scopes`]: `metadata()` scopes (entry/exit times and values) applied to the
 //!   calls they contain at a checkpoint; nothing per call.
 //! * [`stream`]: `flush_interval`: completed calls appended to a sidecar file as they
@@ -14,6 +16,7 @@
 //!
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
 pub mod checkpoint;
+pub mod host;
 pub mod metadata_scopes;
 pub mod snapshot;
 pub mod stream;

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import platform
 import threading
 import time
 
@@ -42,6 +43,18 @@ def _events(f, name):
     return starts, starts + durations, cols
 
 
+def _omp_threads_by_ctypes() -> int:
+    """The reference's way: omp_get_max_threads() of the first OpenMP runtime that loads."""
+    import ctypes
+
+    for name in ("libomp.so", "libgomp.so.1", "libiomp5.so", "libomp.dylib", "libiomp5.dylib"):
+        try:
+            return int(ctypes.CDLL(name).omp_get_max_threads())
+        except (OSError, AttributeError):
+            continue
+    return int((os.environ.get("OMP_NUM_THREADS") or "1").split(",")[0])
+
+
 def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
     path = tmp_path / "untracked.h5"
     with manager.session(file_path=str(path), verbose=False, return_results=True) as s:
@@ -73,6 +86,12 @@ def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
         assert key in meta, key
     assert int(meta["mpi_size"]) == 1 and int(meta["num_nodes"]) == 1
     assert "label" not in meta
+    # the host facts (read by system calls, no `uname -p` subprocess) are what Python's
+    # platform module and ctypes report, as the reference computes them
+    assert meta["platform"] == platform.platform()
+    assert meta["python_version"] == platform.python_version()
+    assert int(meta["omp_num_threads"]) == _omp_threads_by_ctypes()
+    assert int(meta["total_cores"]) == int(meta["omp_num_threads"])
     assert int(meta["finalize_time_ns"]) > int(meta["start_time_ns"])
     # the results returned and the file agree
     back = read_h5(str(path))

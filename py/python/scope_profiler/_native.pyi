@@ -75,6 +75,7 @@ __all__ = [
     "export_prof",
     "export_speedscope",
     "export_timeline_svg",
+    "host_facts",
     "lane_groups",
     "merge_results",
     "perf_counter_ns",
@@ -1204,6 +1205,13 @@ def sniff_profile_format(path: _Path) -> str:
 
 def perf_counter_ns() -> int:
     """The recorder clock (``CLOCK_MONOTONIC``, ns)."""
+
+def host_facts() -> tuple[str | None, int]:
+    """Host facts of the run's ``/metadata`` read by system calls (no subprocess, no
+    ctypes): ``(platform, omp_num_threads)``. ``platform`` is ``platform.platform()``'s
+    string, or ``None`` where it cannot be computed so (not glibc Linux); ``omp_num_threads``
+    is ``omp_get_max_threads()`` of the first OpenMP runtime that loads, else the first
+    entry of ``OMP_NUM_THREADS``, else 1."""
 
 def thread_time_ns() -> int:
     """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""

@@ -21,6 +21,7 @@ Settings this package accepts but does not implement:
 from __future__ import annotations
 
 import os
+import sys
 
 from ._native import NativeRecorder, perf_counter_ns
 
@@ -118,7 +119,6 @@ def unknown_setting_error(names) -> str:
 
 
 # --------------------------------------------------------------------------- metadata
-_OMP_LIBRARY_NAMES = ("libomp.so", "libgomp.so.1", "libiomp5.so", "libomp.dylib", "libiomp5.dylib")
 _ENVIRONMENT_VARIABLES = (
     "LD_LIBRARY_PATH",
     "LOADEDMODULES",
@@ -138,27 +138,9 @@ _TRUNCATION_MARKER = "...[truncated]"
 _STATIC_METADATA: dict | None = None
 
 
-def _omp_num_threads() -> int:
-    import ctypes
-
-    for libname in _OMP_LIBRARY_NAMES:
-        try:
-            return int(ctypes.CDLL(libname).omp_get_max_threads())
-        except (OSError, AttributeError):
-            continue
-    env_value = os.environ.get("OMP_NUM_THREADS")
-    if env_value:
-        try:
-            return int(env_value.split(",")[0].strip())
-        except ValueError:
-            pass
-    return 1
-
-
 def _chip_information() -> str:
-    import platform
-
-    if platform.system() == "Linux":
+    """The CPU's model name (``/proc/cpuinfo`` on Linux), else the machine's type."""
+    if sys.platform.startswith("linux"):
         try:
             with open("/proc/cpuinfo", encoding="utf-8", errors="replace") as handle:
                 for line in handle:
@@ -167,6 +149,8 @@ def _chip_information() -> str:
                         return value.strip()
         except OSError:
             pass
+    import platform
+
     return platform.processor() or platform.machine() or "unknown"
 
 
@@ -181,18 +165,24 @@ def collect_metadata(detail: str = "minimal") -> dict:
     """Run metadata as in spec-hdf5 §2 (serial run: ``mpi_size = num_nodes = 1``).
 
     The process-constant part (platform, CPU, versions, OpenMP threads) is computed once
-    per process; ``timestamp`` is taken now.
+    per process, by system calls (``host_facts``: no ``uname -p`` subprocess, no ctypes);
+    ``timestamp`` is taken now.
     """
-    import platform
     from datetime import UTC, datetime
+
+    from ._native import host_facts
 
     global _STATIC_METADATA
     if _STATIC_METADATA is None:
-        omp = _omp_num_threads()
+        platform_string, omp = host_facts()
+        if platform_string is None:
+            import platform
+
+            platform_string = platform.platform()
         _STATIC_METADATA = {
-            "platform": platform.platform(),
+            "platform": platform_string,
             "chip_information": _chip_information(),
-            "python_version": platform.python_version(),
+            "python_version": sys.version.split()[0],  # platform.python_version()
             "scope_profiler_version": _package_version(),
             "omp_num_threads": omp,
         }
@@ -210,6 +200,7 @@ def collect_metadata(detail: str = "minimal") -> dict:
     }
     if detail == "full":
         import getpass
+        import platform
         import socket
 
         metadata.update(

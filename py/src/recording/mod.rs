@@ -41,6 +41,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimedCoroutine>()?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
+    m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name, m)?)?;
     tracer::register(m)?;
     Ok(())
@@ -50,6 +51,16 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
 #[pyfunction]
 fn perf_counter_ns() -> i64 {
     scope_profiler_recorder::now_ns()
+}
+
+/// Host facts of the run's `/metadata` read by system calls (no subprocess, no ctypes):
+/// `(platform, omp_num_threads)`. `platform` is `platform.platform()`'s string, or `None`
+/// where it cannot be computed so (not glibc Linux: ask Python); `omp_num_threads` is
+/// `omp_get_max_threads()` of the first OpenMP runtime that loads, else `OMP_NUM_THREADS`,
+/// else 1.
+#[pyfunction]
+fn host_facts(py: Python<'_>) -> (Option<String>, i64) {
+    py.detach(|| (scope_profiler_finalize::host::platform_string(), scope_profiler_finalize::host::omp_num_threads()))
 }
 
 /// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`, ns).
