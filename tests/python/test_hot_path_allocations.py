@@ -222,3 +222,50 @@ def test_region_enter_exit_are_plain_c_methods():
         with pytest.raises(TypeError, match="expected 3 arguments, got 0"):
             region.__exit__()
         assert region.num_calls == 2
+
+
+def test_with_reuses_one_bound_method_per_region_and_regions_are_still_collected():
+    """issue 15: ``with region:`` gets the region's own bound ``__enter__``/``__exit__``
+    (made at the second lookup, kept by the region) instead of allocating two bound methods
+    per statement; a name used once keeps none. The region and its bound methods form a
+    cycle: the collector must still free them once the manager drops the region."""
+    manager = ProfileManager()
+
+    def live(region_type):
+        gc.collect()
+        return sum(
+            1
+            for o in gc.get_objects()
+            if type(o) is region_type and o.name.startswith("collected-")
+        )
+
+    with manager.session(deactivate_file_output=True, verbose=False):
+        region = manager.profile_region("bound")
+        region_type = type(region)
+        first, second, third = region.__enter__, region.__enter__, region.__enter__
+        assert first is not second and second is third and third.__self__ is region
+        assert region.__exit__ is not region.__exit__ and region.__exit__ is region.__exit__
+        other = manager.profile_region("other")
+        other.__enter__
+        assert other.__enter__ is not region.__enter__ and other.__enter__.__self__ is other
+        # the class attribute reads as the plain method (stubs, inspect, unbound calls)
+        assert type(region_type.__dict__["__enter__"]).__name__ == "region_method"
+        assert repr(region_type.__exit__).startswith("<method '__exit__'")
+        assert region_type.__enter__(region) is region
+        assert region_type.__exit__(region, None, None, None) is False
+        with region:
+            pass
+        assert region.num_calls == 2
+        once = manager.profile_region("once")
+        with once:
+            pass
+        assert not gc.is_tracked(once)  # nothing cached: no cycle, nothing for the collector
+        for i in range(1000):
+            for _ in range(2):
+                with manager.profile_region(f"collected-{i}"):
+                    pass
+        del region, other
+        assert live(region_type) == 1000  # the manager's region dict holds them
+    with manager.session(deactivate_file_output=True, verbose=False):
+        pass
+    assert live(region_type) == 0

@@ -128,8 +128,9 @@ impl RegionCache {
             shared.regions.set_source(id, path, Some(line), None);
         }
         let region = Bound::new(py, ProfileRegion::of(&shared, id, true))?;
-        // It takes part in no reference cycle the collector could see (its only reference is
-        // an Arc): untracked, 100,000 names trigger no full collections (issue 15).
+        // Until its second `with` it takes part in no reference cycle (its only reference is
+        // an Arc): untracked, 100,000 names trigger no full collections (issue 15). Its
+        // cached bound methods make a cycle: `region_method_get` tracks it then.
         unsafe { ffi::PyObject_GC_UnTrack(region.as_ptr().cast()) };
         // Another thread may have created it meanwhile: keep the first object (the region
         // table already maps both to one id).
@@ -301,21 +302,91 @@ unsafe extern "C" fn region_exit(
     unsafe { ffi::Py_NewRef(ffi::Py_False()) }
 }
 
-/// Replace `ProfileRegion`'s `__enter__`/`__exit__` with plain C methods: the `with`
-/// statement looks both up and calls them on every call, and pyo3's wrappers (GIL count,
-/// argument parsing, result conversion) were a fifth of its cost (issue 15).
+/// `ProfileRegion.__enter__` / `__exit__`: a descriptor that hands each region its own
+/// bound method, made once per region (`ProfileRegion::bound_methods`).
+///
+/// A `with` statement looks `__enter__` and `__exit__` up on every call. Through a plain
+/// method descriptor, each lookup allocated a bound builtin method, GC-tracked, freed at the
+/// end of the statement: about a third of `with region:` (issue 15). Here `tp_descr_get`
+/// ([`region_method_get`]) returns the region's cached one (a new reference, no allocation),
+/// made at its second lookup (a region used once keeps none).
+/// Looked up on the class (`ProfileRegion.__enter__`), it gives the plain method descriptor.
+#[pyclass(module = "scope_profiler._native", frozen, name = "region_method")]
+pub struct RegionMethod {
+    /// 0 = `__enter__`, 1 = `__exit__`: the slot of `ProfileRegion::bound_methods`.
+    which: usize,
+    /// The method's definition (a static).
+    def: &'static MethodDef,
+    /// The plain method descriptor (`PyDescr_NewMethod`): what the class attribute reads as.
+    plain: Py<PyAny>,
+}
+
+/// `tp_descr_get` of [`RegionMethod`]: the region's cached bound method (made on first use).
+unsafe extern "C" fn region_method_get(
+    descr: *mut ffi::PyObject,
+    obj: *mut ffi::PyObject,
+    ty: *mut ffi::PyObject,
+) -> *mut ffi::PyObject {
+    // SAFETY: CPython calls descriptors with the GIL held; `descr` is a `RegionMethod` (this
+    // function is only installed on that type).
+    let py = unsafe { Python::assume_attached() };
+    let method = unsafe { Bound::from_borrowed_ptr(py, descr).cast_into_unchecked::<RegionMethod>() };
+    let method = method.get();
+    let region_type = py.get_type::<ProfileRegion>();
+    // what the plain descriptor does (a new bound method each time)
+    let plain = || {
+        let plain = method.plain.as_ptr();
+        match unsafe { (*ffi::Py_TYPE(plain)).tp_descr_get } {
+            Some(get) => unsafe { get(plain, obj, ty) },
+            None => unsafe { ffi::Py_NewRef(plain) },
+        }
+    };
+    if obj.is_null() || unsafe { ffi::PyObject_TypeCheck(obj, region_type.as_type_ptr()) } == 0 {
+        return plain(); // the class attribute, or an object of another type
+    }
+    // SAFETY: a `ProfileRegion` (type checked above); GIL held, no other borrow of its cache.
+    let region = unsafe { Bound::from_borrowed_ptr(py, obj).cast_into_unchecked::<ProfileRegion>() };
+    let region = region.get();
+    let cache = unsafe { &mut *region.bound_methods() };
+    if let Some(bound) = &cache[method.which] {
+        return bound.clone_ref(py).into_ptr();
+    }
+    if !region.looked_up_before(method.which) {
+        return plain(); // a name used once (dynamic names) keeps nothing
+    }
+    let def = &method.def.0 as *const ffi::PyMethodDef as *mut ffi::PyMethodDef;
+    // SAFETY: a static definition; `obj` becomes the bound method's self (a new reference).
+    let bound = unsafe { ffi::PyCFunction_NewEx(def, obj, std::ptr::null_mut()) };
+    if !bound.is_null() {
+        // SAFETY: a new reference; the cache keeps one, the caller gets the other.
+        cache[method.which] = Some(unsafe { Bound::from_borrowed_ptr(py, bound) }.unbind());
+        // region -> bound method -> region is a cycle: the collector must see the region
+        // (made untracked by the native lookup) to free it once the manager drops it
+        if unsafe { ffi::PyObject_GC_IsTracked(obj) } == 0 {
+            unsafe { ffi::PyObject_GC_Track(obj.cast()) };
+        }
+    }
+    bound
+}
+
+/// Install [`RegionMethod`] descriptors as `ProfileRegion.__enter__`/`__exit__`: the plain C
+/// methods ([`region_enter`], [`region_exit`]: no pyo3 wrapper, whose GIL count, argument
+/// parsing and result conversion were a fifth of a `with`), bound once per region.
 pub(crate) fn install_region_methods(py: Python<'_>) -> PyResult<()> {
     let tp = py.get_type::<ProfileRegion>();
-    for def in [&ENTER_DEF, &EXIT_DEF] {
+    let method_type = py.get_type::<RegionMethod>();
+    // SAFETY: the type object is alive and not yet used as a descriptor (module init).
+    unsafe { (*method_type.as_type_ptr()).tp_descr_get = Some(region_method_get) };
+    for (which, def) in [&ENTER_DEF, &EXIT_DEF].into_iter().enumerate() {
         // SAFETY: a static definition for this type; a new reference or null with an error.
-        let descr = unsafe {
+        let plain = unsafe {
             Bound::from_owned_ptr_or_err(
                 py,
                 ffi::PyDescr_NewMethod(tp.as_type_ptr(), &def.0 as *const ffi::PyMethodDef as *mut ffi::PyMethodDef),
             )?
         };
         let name = unsafe { CStr::from_ptr(def.0.ml_name) }.to_str().expect("ASCII");
-        tp.setattr(name, descr)?;
+        tp.setattr(name, Bound::new(py, RegionMethod { which, def, plain: plain.unbind() })?)?;
     }
     Ok(())
 }

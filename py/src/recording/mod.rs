@@ -23,6 +23,7 @@ pub use tasks::{TaskHandle, TimedCoroutine};
 
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
+use pyo3::{PyTraverseError, PyVisit};
 use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_finalize::{checkpoint_with_prior, CheckpointError, CheckpointRequest, ForeignRegion};
 use scope_profiler_recorder::{Recorder, RegionMeta, RegionTable, TaskKind, ThreadInfo, ThreadRecord, ThreadState};
@@ -640,12 +641,43 @@ pub struct ProfileRegion {
     id: u32,
     /// Name and tags of a region without a recorder.
     detached: Option<Box<(String, Vec<String>)>>,
+    /// This region's bound `__enter__` and `__exit__`, made on first use and handed out by
+    /// `with` from then on ([`lookup::RegionMethod`]); read and written with the GIL held.
+    bound: UnsafeCell<[Option<Py<PyAny>>; 2]>,
+    /// Bit `k`: `bound[k]` was looked up once (it is cached at the second lookup, so a name
+    /// used once keeps no bound method: 100,000 dynamic names stay small).
+    looked_up: std::cell::Cell<u8>,
 }
+
+// SAFETY: `bound` is only accessed with the GIL held (GIL build).
+unsafe impl Sync for ProfileRegion {}
 
 impl ProfileRegion {
     /// Region `id` of `shared`'s table.
     pub(crate) fn of(shared: &Arc<Shared>, id: u32, enabled: bool) -> Self {
-        ProfileRegion { shared: Some(Arc::clone(shared)), enabled, id, detached: None }
+        ProfileRegion {
+            shared: Some(Arc::clone(shared)),
+            enabled,
+            id,
+            detached: None,
+            bound: Default::default(),
+            looked_up: Default::default(),
+        }
+    }
+
+    /// The cache of this region's bound `__enter__` (0) and `__exit__` (1): dereference it
+    /// only with the GIL held, while no other reference into it is alive.
+    #[inline(always)]
+    pub(crate) fn bound_methods(&self) -> *mut [Option<Py<PyAny>>; 2] {
+        self.bound.get()
+    }
+
+    /// Whether bound method `which` was looked up before (and note that it is now).
+    #[inline(always)]
+    pub(crate) fn looked_up_before(&self, which: usize) -> bool {
+        let bits = self.looked_up.get();
+        self.looked_up.set(bits | (1 << which));
+        bits & (1 << which) != 0
     }
 
     /// The recorder, when recording into it.
@@ -694,7 +726,14 @@ impl ProfileRegion {
     #[pyo3(signature = (name, tags=Vec::new()))]
     fn disabled(name: String, tags: Vec<String>) -> PyResult<Self> {
         check_region_name(&name)?;
-        Ok(ProfileRegion { shared: None, enabled: false, id: 0, detached: Some(Box::new((name, tags))) })
+        Ok(ProfileRegion {
+            shared: None,
+            enabled: false,
+            id: 0,
+            detached: Some(Box::new((name, tags))),
+            bound: Default::default(),
+            looked_up: Default::default(),
+        })
     }
 
     fn __enter__<'py>(slf: &Bound<'py, Self>) -> PyResult<Bound<'py, Self>> {
@@ -705,6 +744,20 @@ impl ProfileRegion {
     fn __exit__(&self, _exc_type: &Bound<'_, PyAny>, _exc: &Bound<'_, PyAny>, _tb: &Bound<'_, PyAny>) -> bool {
         self.exit();
         false
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        // SAFETY: the collector runs with the GIL held.
+        for method in unsafe { &*self.bound.get() }.iter().flatten() {
+            visit.call(method)?;
+        }
+        Ok(())
+    }
+
+    fn __clear__(&self) {
+        // SAFETY: the collector runs with the GIL held.
+        let old = std::mem::take(unsafe { &mut *self.bound.get() });
+        drop(old);
     }
 
     /// Wrap `func` so each call is recorded in this region (same path as `with`).
