@@ -1856,3 +1856,83 @@ def test_call_left_open_at_the_end_nests_in_the_session_root(tmp_path, track_thr
     assert root.exclusive_durations[0] == pytest.approx(
         root.durations[0] - done - left.durations[0]
     )
+
+
+# Noticed at stop 21 (this project, issue 11's worker-process following): a child of a bare
+# `os.fork()` ends, by convention, with `os._exit()`, which runs no atexit handler; under
+# `scope-profiler run` its calls were dropped with a "killed?" warning.
+def test_run_keeps_the_calls_of_a_forked_child_that_ends_with_os_exit(tmp_path):
+    script = tmp_path / "fork_exit.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os
+            import scope_profiler as sp
+
+            pid = os.fork()
+            if pid == 0:
+                for _ in range(3):
+                    with sp.profile_region("child.step"):
+                        pass
+                os._exit(7)
+            _, status = os.waitpid(pid, 0)
+            print("child exit", os.waitstatus_to_exitcode(status))
+            with sp.profile_region("parent.step"):
+                pass
+            """
+        )
+    )
+    out = tmp_path / "fork_exit.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "child exit 7" in proc.stdout  # the status the child gave stands
+    assert "without writing its profile" not in proc.stderr, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert r["parent.step"][0].num_calls == 1
+    assert r["child.step"].ranks == [1] and r["child.step"][1].num_calls == 3
+    assert r.metadata["processes"][1].endswith(f"fork: {script}")
+
+
+# Issue 11 (stop 22 new-user trial): a Python child started with `subprocess` and stopped
+# with `Popen.terminate()` lost its profile ("ended without writing its profile (killed?)"),
+# while multiprocessing children stopped the same way kept theirs.
+def test_run_keeps_the_calls_of_a_subprocess_child_stopped_by_sigterm(tmp_path):
+    child = tmp_path / "child.py"
+    child.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            import scope_profiler as sp
+
+            for _ in range(2):
+                with sp.profile_region("child.step"):
+                    pass
+            with sp.profile_region("child.wait"):
+                print("ready", flush=True)
+                time.sleep(30)
+            """
+        )
+    )
+    script = tmp_path / "parent.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import subprocess, sys
+            p = subprocess.Popen([sys.executable, {str(child)!r}], stdout=subprocess.PIPE, text=True)
+            assert p.stdout.readline() == "ready\\n"
+            p.terminate()
+            print("child status", p.wait())
+            """
+        )
+    )
+    out = tmp_path / "parent.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "child status -15" in proc.stdout  # it still dies by SIGTERM
+    assert "without writing its profile" not in proc.stderr, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert r["child.step"].ranks == [1] and r["child.step"][1].num_calls == 2
+    wait = r["child.wait"][1]
+    assert wait.num_calls == 1 and wait.event_metadata == ({"open_at_finalize": True},)

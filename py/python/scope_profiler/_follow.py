@@ -15,10 +15,11 @@ A process started that way records into ``<dir>/<start ns>-<pid>.h5`` with the r
 children, ``os.fork()``) drops the run it inherited and starts its own from the fork
 (:func:`restart_in_child`, called by ``_fork``'s after-fork hook).
 
-The file is written at the process's end: ``atexit`` for ordinary processes, and a
+The file is written at the process's end: ``atexit`` for ordinary processes, a
 ``multiprocessing.util.Finalize`` for multiprocessing children (they end through
 ``os._exit`` after ``BaseProcess._bootstrap``, which runs those finalizers but not
-``atexit``). A process that recorded nothing but its session (the forkserver itself, a
+``atexit``), and ``os._exit`` itself, wrapped in every followed process (a child of a bare
+``os.fork()`` ends that way by convention: its calls were lost before). A process that recorded nothing but its session (the forkserver itself, a
 ``python -c 'print(1)'`` helper) writes no file. At the end the parent stacks its own file
 and every file there as rank blocks (Rust, ``cli/src/processes.rs``) and removes the
 directory.
@@ -57,6 +58,9 @@ _forked = False
 #: (inherited by forks with the registry itself).
 _mp_hook_registered = False
 
+
+#: ``os._exit`` as Python had it, before :func:`_arm_os_exit` wrapped it (None: not wrapped).
+_os_exit: Any = None
 
 #: finish() is writing this process's file; a SIGTERM meanwhile (``_terminated``) waits for it.
 _finishing = False
@@ -157,11 +161,10 @@ def start_from_environment() -> None:
             _spec = spec
             set_follow_hook(restart_in_child)
             return
-        if "--multiprocessing-fork" in argv:
-            # a multiprocessing spawn child: it ends through sys.exit() (atexit runs), but
-            # SpawnProcess runs no after-fork hooks, so SIGTERM is armed here (first: a
-            # pool terminated while its workers start)
-            _arm_sigterm()
+        # SIGTERM writes the file first (Popen.terminate(), a spawn pool's terminate()):
+        # armed here, first, as SpawnProcess runs no after-fork hooks and a pool may be
+        # terminated while its workers start
+        _arm_sigterm()
         _start(spec)
     except Exception as exc:  # the program runs unprofiled
         print(f"scope-profiler: not profiling process {os.getpid()}: {exc}", file=sys.stderr)
@@ -233,7 +236,28 @@ def _start(spec: dict) -> None:
     _write_marker()
     set_follow_hook(restart_in_child)
     atexit.register(finish)
+    _arm_os_exit()
     _arm_multiprocessing()
+
+
+def _arm_os_exit() -> None:
+    """Wrap ``os._exit`` so that a followed process ending through it (no ``atexit``
+    handler runs there) writes its file first; once per process image (a fork inherits the
+    wrapper)."""
+    global _os_exit
+    if _os_exit is not None:
+        return
+    _os_exit = os._exit
+
+    def _exit(status: int, /) -> None:
+        try:
+            finish()
+        finally:
+            _os_exit(status)
+
+    _exit.__doc__ = _os_exit.__doc__
+    _exit.__wrapped__ = _os_exit  # type: ignore[attr-defined]
+    os._exit = _exit  # type: ignore[assignment]
 
 
 def _arm_multiprocessing() -> None:
@@ -299,12 +323,13 @@ def die_by(signum: int) -> None:
             pass
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
-    os._exit(128 + signum)  # only if the signal did not end the process
+    (_os_exit or os._exit)(128 + signum)  # only if the signal did not end the process
 
 
 def _terminated(signum: int, frame: object) -> None:
-    """SIGTERM in a followed multiprocessing child: write its file, then die by the signal
-    (the exit status the parent would see without the profiler)."""
+    """SIGTERM in a followed process (a multiprocessing child, a Python ``subprocess``):
+    write its file, then die by the signal (the exit status the parent would see without
+    the profiler)."""
     global _pending_signal
     if _finishing:  # it arrived while the file is written: die once it is
         _pending_signal = signum
