@@ -1936,3 +1936,69 @@ def test_run_keeps_the_calls_of_a_subprocess_child_stopped_by_sigterm(tmp_path):
     assert r["child.step"].ranks == [1] and r["child.step"][1].num_calls == 2
     wait = r["child.wait"][1]
     assert wait.num_calls == 1 and wait.event_metadata == ({"open_at_finalize": True},)
+
+
+# Issue 15 (stop 22 new-user trial): a region object kept across `setup()` calls went on
+# recording into the finished run (no file ever got those calls) while its repr said
+# "(active)"; one made before the first `setup()` never recorded; under `scope-profiler run`
+# a module-level region lost every call once the script's own `setup(track_threads=True)`
+# restarted the run.
+def test_a_region_object_kept_across_setups_records_into_the_current_run(tmp_path):
+    manager = ProfileManager()
+    early = manager.profile_region("early")  # before any setup(): disabled for now
+    assert "(disabled)" in repr(early) and not early.enabled
+    first, second = tmp_path / "first.h5", tmp_path / "second.h5"
+    manager.setup(file_path=str(first))
+    kept = manager.profile_region("kept")
+    with kept:
+        pass
+    with early:
+        pass
+    manager.finalize(verbose=False)
+    manager.reset()
+    assert "(disabled)" in repr(kept) and not kept.enabled  # no run now
+    with kept:  # recorded nowhere
+        pass
+    assert kept.num_calls == 0
+    manager.setup(file_path=str(second), track_threads=True)
+    assert "(active)" in repr(kept) and kept.enabled
+    for _ in range(4):
+        with kept:
+            pass
+        with manager.profile_region("kept"):  # the name looked up: the same region
+            pass
+    assert kept.num_calls == 8
+    manager.finalize(verbose=False)
+
+    def counts(path):
+        r = sp.read_h5(str(path))
+        return {n: r[n][0].num_calls for n in r.region_names}
+
+    assert counts(first) == {"kept": 1, "early": 1}
+    assert counts(second) == {"kept": 8}
+
+
+def test_run_keeps_a_module_level_region_when_the_script_restarts_the_run(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            from scope_profiler import ProfileManager as PM
+            reg = PM.profile_region("module_level")
+            PM.setup(file_path="own.h5", track_threads=True)
+            for _ in range(3):
+                with reg:
+                    pass
+            PM.finalize(verbose=False)
+            for _ in range(2):
+                with reg:
+                    pass
+            """
+        )
+    )
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(str(tmp_path / "own.h5"))["module_level"][0].num_calls == 3
+    run = sp.read_h5(str(out))
+    assert run["module_level"][0].num_calls == 5  # the script's 3, then 2 after its finalize

@@ -578,7 +578,9 @@ class ProfileManager:
             if cls._recording() and cls._tags_record(normalized):
                 config = cls._config
                 assert config is not None and config._native is not None  # _recording() holds
-                region = config._native.region(region_name, list(normalized))
+                region = config._native.region(
+                    region_name, list(normalized), cache=cls._region_cache
+                )
                 frame = sys._getframe(1)
                 if frame.f_globals.get("__name__", "") not in _INTERNAL_MODULES:
                     filename = frame.f_code.co_filename
@@ -590,7 +592,9 @@ class ProfileManager:
                         text = linecache.getline(filename, lineno).rstrip("\n") or None
                     region.set_source(cls._recorded_path(filename), lineno, text)
             else:
-                region = ProfileRegion.disabled(region_name, list(normalized))
+                region = ProfileRegion.disabled(
+                    region_name, list(normalized), cache=cls._region_cache
+                )
             # Another thread may have created it meanwhile: keep the first object (the
             # native table already maps both to one id).
             region = cls._regions.setdefault(region_name, region)

@@ -1242,8 +1242,14 @@ class NativeRecorder:
     def task_table(self, origin_ns: int = 0) -> list[TaskInfo]:
         """The task table as ``TaskInfo`` rows, times in s relative to ``origin_ns``."""
     def region(
-        self, name: str, tags: Sequence[str] = ..., enabled: bool = True
-    ) -> ProfileRegion: ...
+        self,
+        name: str,
+        tags: Sequence[str] = ...,
+        enabled: bool = True,
+        cache: RegionCache | None = None,
+    ) -> ProfileRegion:
+        """The region ``name`` of this recording (same id for the same name); with
+        ``cache`` (the manager's lookup), a later ``setup()`` rebinds it to that run."""
     def register_thread(self) -> int:
         """Register the calling thread; returns its thread-table index."""
     def is_registered(self) -> bool:
@@ -1349,8 +1355,11 @@ class ProfileRegion:
     """A region: a re-entrant context manager usable from any thread."""
 
     @staticmethod
-    def disabled(name: str, tags: Sequence[str] = ...) -> ProfileRegion:
-        """A region whose ``with``/decorator paths do nothing."""
+    def disabled(
+        name: str, tags: Sequence[str] = ..., cache: RegionCache | None = None
+    ) -> ProfileRegion:
+        """A region whose ``with``/decorator paths do nothing; with ``cache`` (the manager's
+        lookup) it records once a later ``setup()`` records its name."""
     def __enter__(self, /) -> ProfileRegion:
         """Start a call on the calling thread's current lane (recording clock, ns)."""
     def __exit__(
@@ -1376,7 +1385,8 @@ class ProfileRegion:
         """The tags of the region's first creation."""
     @property
     def enabled(self) -> bool:
-        """False for a disabled region."""
+        """Whether a call now would be recorded (as of the manager's current ``setup()``:
+        a region object kept across ``setup()``/``reset()`` follows its manager's run)."""
     @property
     def source_file(self) -> str | None:
         """Defining file of the region (relative to the working directory), or None."""

@@ -100,7 +100,7 @@ unsafe extern "C" fn lookup(
         if unsafe { !ffi::PyErr_Occurred().is_null() } {
             return std::ptr::null_mut(); // unhashable name: the dict's TypeError
         }
-        match cache.create_native(py, unsafe { Bound::from_borrowed_ptr(py, name) }) {
+        match RegionCache::create_native(&slf, py, unsafe { Bound::from_borrowed_ptr(py, name) }) {
             Ok(Some(region)) => return region.into_ptr(),
             Ok(None) => {}
             Err(e) => {
@@ -115,26 +115,32 @@ unsafe extern "C" fn lookup(
 
 impl RegionCache {
     /// A new region for `name` made natively, or None when the Python path must run.
-    fn create_native<'py>(&self, py: Python<'py>, name: Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+    fn create_native<'py>(
+        slf: &Bound<'py, RegionCache>,
+        py: Python<'py>,
+        name: Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let this = slf.get();
         // SAFETY: GIL held; nothing below re-enters `bind` before the borrow ends except the
         // `recorded_path` call, after which the binding is looked up again.
-        let Some(binding) = (unsafe { &*self.binding.get() }) else { return Ok(None) };
+        let Some(binding) = (unsafe { &*this.binding.get() }) else { return Ok(None) };
         let Ok(text) = name.cast::<PyString>() else { return Ok(None) };
         let text = text.to_str()?;
         check_region_name(text)?;
         let shared = Arc::clone(&binding.shared);
         let (id, _) = shared.regions.get_or_create(text, Vec::new());
-        if let Some((path, line)) = self.caller_site(py)? {
+        if let Some((path, line)) = this.caller_site(py)? {
             shared.regions.set_source(id, path, Some(line), None);
         }
-        let region = Bound::new(py, ProfileRegion::of(&shared, id, true))?;
-        // Until its second `with` it takes part in no reference cycle (its only reference is
-        // an Arc): untracked, 100,000 names trigger no full collections (issue 15). Its
-        // cached bound methods make a cycle: `region_method_get` tracks it then.
+        let region = Bound::new(py, ProfileRegion::of(&shared, id, true, Some(slf.clone().unbind())))?;
+        // Untracked, 100,000 names trigger no full collections (issue 15). Its references
+        // (an Arc, this cache) come back to it only through the manager's dict, which every
+        // setup()/reset() clears; its cached bound methods make a cycle of their own:
+        // `region_method_get` tracks it then.
         unsafe { ffi::PyObject_GC_UnTrack(region.as_ptr().cast()) };
         // Another thread may have created it meanwhile: keep the first object (the region
         // table already maps both to one id).
-        let kept = unsafe { ffi::PyDict_SetDefault(self.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };
+        let kept = unsafe { ffi::PyDict_SetDefault(this.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };
         if kept.is_null() {
             return Err(PyErr::fetch(py));
         }
@@ -250,6 +256,35 @@ impl RegionCache {
         };
         // SAFETY: GIL held (a pymethod); the old binding is dropped under the GIL.
         unsafe { *self.binding.get() = binding };
+        // every region object (of every manager) looks itself up again before its next call
+        super::next_setup_generation();
+    }
+}
+
+impl RegionCache {
+    /// What `region(name)` (with `tags`, when any) gives now: the current run's region, or
+    /// a disabled one (`ProfileRegion::resolve` of a region kept across `setup()` calls).
+    pub(crate) fn current<'py>(
+        slf: &Bound<'py, RegionCache>,
+        py: Python<'py>,
+        name: &str,
+        tags: Vec<String>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let key = PyString::new(py, name);
+        let this = slf.get();
+        if let Some(hit) = this.regions.bind(py).get_item(&key)? {
+            return Ok(hit);
+        }
+        if tags.is_empty() {
+            if let Some(made) = RegionCache::create_native(slf, py, key.clone().into_any())? {
+                return Ok(made);
+            }
+        }
+        let kwargs = PyDict::new(py);
+        if !tags.is_empty() {
+            kwargs.set_item("tags", tags)?;
+        }
+        this.create.bind(py).call((key,), Some(&kwargs))
     }
 }
 

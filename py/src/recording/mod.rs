@@ -372,14 +372,21 @@ impl NativeRecorder {
     /// The region named `name` (created with a new id on first use; a later call with the
     /// same name returns an object with the same id and the first call's tags). Callers
     /// cache the object by name. `enabled=False` gives a region whose `with`/decorator
-    /// paths do nothing.
-    #[pyo3(signature = (name, tags=Vec::new(), enabled=true))]
-    fn region(&self, name: String, tags: Vec<String>, enabled: bool) -> PyResult<ProfileRegion> {
+    /// paths do nothing. `cache`: the manager's `RegionCache`, through which the region
+    /// records into a later `setup()`'s run.
+    #[pyo3(signature = (name, tags=Vec::new(), enabled=true, cache=None))]
+    fn region(
+        &self,
+        name: String,
+        tags: Vec<String>,
+        enabled: bool,
+        cache: Option<Py<lookup::RegionCache>>,
+    ) -> PyResult<ProfileRegion> {
         check_region_name(&name)?;
         // Get-or-create by name under the table's lock: two threads creating the same
         // region at once (the Python-level cache is not atomic) still share one id.
         let (id, _) = self.shared.regions.get_or_create(&name, tags);
-        Ok(ProfileRegion::of(&self.shared, id, enabled))
+        Ok(ProfileRegion::of(&self.shared, id, enabled, cache))
     }
 
     /// Register the calling thread now (the `threading.setprofile` bootstrap hook calls
@@ -634,13 +641,12 @@ impl NativeRecorder {
 /// region table, read through `id`; only a region made without a recorder (`disabled()`)
 /// carries its own name and tags.
 pub struct ProfileRegion {
-    /// The recorder whose region table defines `id`; None for `disabled()`.
-    shared: Option<Arc<Shared>>,
-    /// False = disabled (before `setup()`, `deactivate_profiling`): enter/exit do nothing.
-    enabled: bool,
-    id: u32,
-    /// Name and tags of a region without a recorder.
-    detached: Option<Box<(String, Vec<String>)>>,
+    /// What the region records into; replaced when it is re-resolved after a `setup()` or
+    /// `reset()` (see [`ProfileRegion::resolve`]). Read and written with the GIL held.
+    binding: UnsafeCell<RegionBinding>,
+    /// The manager's region lookup this region came from (None: made without a manager):
+    /// through it a region object kept across `setup()` calls records into the current run.
+    cache: Option<Py<lookup::RegionCache>>,
     /// This region's bound `__enter__` and `__exit__`, made on first use and handed out by
     /// `with` from then on ([`lookup::RegionMethod`]); read and written with the GIL held.
     bound: UnsafeCell<[Option<Py<PyAny>>; 2]>,
@@ -649,20 +655,60 @@ pub struct ProfileRegion {
     looked_up: std::cell::Cell<u8>,
 }
 
-// SAFETY: `bound` is only accessed with the GIL held (GIL build).
+/// What a [`ProfileRegion`] records into, as of one [`setup_generation`].
+struct RegionBinding {
+    /// The recorder whose region table defines `id`; None for a disabled region.
+    shared: Option<Arc<Shared>>,
+    /// False = disabled (before `setup()`, `deactivate_profiling`): enter/exit do nothing.
+    enabled: bool,
+    id: u32,
+    /// Name and tags of a region without a recorder.
+    detached: Option<Box<(String, Vec<String>)>>,
+    /// The [`setup_generation`] this binding was made or checked at.
+    generation: u64,
+}
+
+/// Bumped by every manager's `setup()` and `reset()` (`RegionCache::bind`): a region whose
+/// binding is older looks itself up again before its next call.
+static SETUP_GENERATION: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
+
+/// The current setup generation (see [`SETUP_GENERATION`]).
+#[inline(always)]
+pub(crate) fn setup_generation() -> u64 {
+    SETUP_GENERATION.load(Ordering::Relaxed)
+}
+
+/// A new setup generation: every region re-resolves before its next call.
+pub(crate) fn next_setup_generation() {
+    SETUP_GENERATION.fetch_add(1, Ordering::Relaxed);
+}
+
+// SAFETY: `binding` and `bound` are only accessed with the GIL held (GIL build).
 unsafe impl Sync for ProfileRegion {}
 
 impl ProfileRegion {
-    /// Region `id` of `shared`'s table.
-    pub(crate) fn of(shared: &Arc<Shared>, id: u32, enabled: bool) -> Self {
-        ProfileRegion {
+    /// Region `id` of `shared`'s table, looked up through `cache`.
+    pub(crate) fn of(shared: &Arc<Shared>, id: u32, enabled: bool, cache: Option<Py<lookup::RegionCache>>) -> Self {
+        let binding = RegionBinding {
             shared: Some(Arc::clone(shared)),
             enabled,
             id,
             detached: None,
+            generation: setup_generation(),
+        };
+        ProfileRegion {
+            binding: UnsafeCell::new(binding),
+            cache,
             bound: Default::default(),
             looked_up: Default::default(),
         }
+    }
+
+    /// The binding as of now (GIL held: no Python code runs while it is borrowed).
+    #[inline(always)]
+    fn b(&self) -> &RegionBinding {
+        // SAFETY: written only by `resolve`, with the GIL held and no borrow alive across it.
+        unsafe { &*self.binding.get() }
     }
 
     /// The cache of this region's bound `__enter__` (0) and `__exit__` (1): dereference it
@@ -683,26 +729,84 @@ impl ProfileRegion {
     /// The recorder, when recording into it.
     #[inline(always)]
     fn active(&self) -> Option<&Arc<Shared>> {
-        self.shared.as_ref().filter(|_| self.enabled)
+        let b = self.b();
+        b.shared.as_ref().filter(|_| b.enabled)
     }
 
     #[inline]
     fn enter(&self, py: Python<'_>) -> PyResult<()> {
+        self.fresh(py)?;
         if let Some(sh) = self.active() {
             let st = sh.state(py)?;
             // SAFETY: the calling thread's own state.
-            unsafe { &*st }.enter(self.id, sh.rec.paused());
+            unsafe { &*st }.enter(self.b().id, sh.rec.paused());
         }
         Ok(())
     }
 
+    /// After a `setup()` or `reset()` of any manager: take the binding of what the manager's
+    /// lookup gives for this name now (the current run's region, or a disabled one), so a
+    /// region object kept across `setup()` calls records into the current run, as a region
+    /// looked up by name does (stop 22 new-user trial: it went on recording into the
+    /// finished run, whose calls no file ever got).
+    #[cold]
+    fn resolve(&self, py: Python<'_>) -> PyResult<()> {
+        let generation = setup_generation();
+        let Some(cache) = self.cache.as_ref().map(|c| c.clone_ref(py)) else {
+            // SAFETY: GIL held; no borrow of the binding is alive here.
+            unsafe { (*self.binding.get()).generation = generation };
+            return Ok(());
+        };
+        let (name, tags) = (self.name_string(), self.tags_vec());
+        // Python may run in here (a miss creates the region): nothing of `self` is borrowed
+        let current = lookup::RegionCache::current(cache.bind(py), py, &name, tags)?;
+        let next = match current.cast::<ProfileRegion>() {
+            Ok(r) if !std::ptr::eq(r.get(), self) => {
+                let c = r.get().b();
+                RegionBinding {
+                    shared: c.shared.clone(),
+                    enabled: c.enabled,
+                    id: c.id,
+                    detached: c.detached.clone(),
+                    generation,
+                }
+            }
+            _ => {
+                // SAFETY: as above.
+                unsafe { (*self.binding.get()).generation = generation };
+                return Ok(());
+            }
+        };
+        // SAFETY: GIL held; no borrow of the binding is alive (the old one drops here).
+        unsafe { *self.binding.get() = next };
+        Ok(())
+    }
+
+    /// Re-resolve when a `setup()`/`reset()` happened since the binding was made.
+    #[inline]
+    fn fresh(&self, py: Python<'_>) -> PyResult<()> {
+        if self.b().generation != setup_generation() {
+            self.resolve(py)?;
+        }
+        Ok(())
+    }
+
+    /// The region's tags (from its table row, or its own for a region without a recorder).
+    fn tags_vec(&self) -> Vec<String> {
+        match &self.b().detached {
+            Some(d) => d.1.clone(),
+            None => self.row(|m| m.tags().to_vec()).unwrap_or_default(),
+        }
+    }
+
     /// `f` of this region's table row, or None for a region without a recorder.
     fn row<T>(&self, f: impl FnOnce(&RegionMeta) -> T) -> Option<T> {
-        self.shared.as_ref().map(|sh| f(&sh.meta()[self.id as usize]))
+        let b = self.b();
+        b.shared.as_ref().map(|sh| f(&sh.meta()[b.id as usize]))
     }
 
     fn name_string(&self) -> String {
-        match &self.detached {
+        match &self.b().detached {
             Some(d) => d.0.clone(),
             None => self.row(|m| m.name.to_string()).unwrap_or_default(),
         }
@@ -713,7 +817,7 @@ impl ProfileRegion {
         if let Some(sh) = self.active() {
             if let Some(st) = sh.rec.local() {
                 // SAFETY: the calling thread's own state.
-                unsafe { &*st }.exit(self.id);
+                unsafe { &*st }.exit(self.b().id);
             }
         }
     }
@@ -721,16 +825,22 @@ impl ProfileRegion {
 
 #[pymethods]
 impl ProfileRegion {
-    /// A disabled region (what `region()` returns before `setup()`).
+    /// A disabled region (what `region()` returns before `setup()`); with `cache` (the
+    /// manager's `RegionCache`) it records once a later `setup()` records its name.
     #[staticmethod]
-    #[pyo3(signature = (name, tags=Vec::new()))]
-    fn disabled(name: String, tags: Vec<String>) -> PyResult<Self> {
+    #[pyo3(signature = (name, tags=Vec::new(), cache=None))]
+    fn disabled(name: String, tags: Vec<String>, cache: Option<Py<lookup::RegionCache>>) -> PyResult<Self> {
         check_region_name(&name)?;
-        Ok(ProfileRegion {
+        let binding = RegionBinding {
             shared: None,
             enabled: false,
             id: 0,
             detached: Some(Box::new((name, tags))),
+            generation: setup_generation(),
+        };
+        Ok(ProfileRegion {
+            binding: UnsafeCell::new(binding),
+            cache,
             bound: Default::default(),
             looked_up: Default::default(),
         })
@@ -777,22 +887,22 @@ impl ProfileRegion {
 
     #[getter]
     fn tags(&self) -> Vec<String> {
-        match &self.detached {
-            Some(d) => d.1.clone(),
-            None => self.row(|m| m.tags().to_vec()).unwrap_or_default(),
-        }
+        self.tags_vec()
     }
 
+    /// Whether a call now would be recorded (as of the manager's current `setup()`).
     #[getter]
-    fn enabled(&self) -> bool {
-        self.active().is_some()
+    fn enabled(&self, py: Python<'_>) -> PyResult<bool> {
+        self.fresh(py)?;
+        Ok(self.active().is_some())
     }
 
     /// Record the defining site; first writer wins.
     #[pyo3(signature = (filename, lineno, text=None))]
     fn set_source(&self, filename: Option<String>, lineno: Option<i64>, text: Option<String>) {
-        let (Some(sh), Some(filename)) = (&self.shared, filename) else { return };
-        sh.regions.set_source(self.id, filename, lineno, text);
+        let b = self.b();
+        let (Some(sh), Some(filename)) = (&b.shared, filename) else { return };
+        sh.regions.set_source(b.id, filename, lineno, text);
     }
 
     #[getter]
@@ -815,29 +925,32 @@ impl ProfileRegion {
         self.source_file().is_some()
     }
 
-    /// Calls entered over the process lifetime (all threads, open ones included).
+    /// Calls entered in the current recording (all threads, open ones included).
     #[getter]
-    fn num_calls(&self) -> u64 {
-        match self.active() {
+    fn num_calls(&self, py: Python<'_>) -> PyResult<u64> {
+        self.fresh(py)?;
+        Ok(match self.active() {
             // SAFETY: GIL held (module contract).
-            Some(sh) => unsafe { sh.rec.num_calls(self.id) },
+            Some(sh) => unsafe { sh.rec.num_calls(self.b().id) },
             None => 0,
-        }
+        })
     }
 
     /// Indices of the threads that entered this region (tracking only meaningful).
     #[getter]
-    fn thread_indices(&self) -> Vec<usize> {
-        match self.active() {
+    fn thread_indices(&self, py: Python<'_>) -> PyResult<Vec<usize>> {
+        self.fresh(py)?;
+        Ok(match self.active() {
             // SAFETY: GIL held (module contract).
-            Some(sh) => unsafe { sh.rec.threads_of_region(self.id) },
+            Some(sh) => unsafe { sh.rec.threads_of_region(self.b().id) },
             None => Vec::new(),
-        }
+        })
     }
 
-    fn __repr__(&self) -> String {
-        let kind = if self.enabled { "active" } else { "disabled" };
-        format!("<ProfileRegion {:?} ({kind})>", self.name_string())
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        self.fresh(py)?;
+        let kind = if self.active().is_some() { "active" } else { "disabled" };
+        Ok(format!("<ProfileRegion {:?} ({kind})>", self.name_string()))
     }
 }
 
@@ -878,7 +991,7 @@ impl ProfiledFunction {
         let region = unsafe { (*self.binding.get()).as_ref().map(|r| r.clone_ref(py)) };
         let func = self.func.bind(py);
         match region {
-            Some(r) if r.get().enabled => {
+            Some(r) if r.get().b().enabled => {
                 let r = r.get();
                 r.enter(py)?;
                 let out = func.call(args, kwargs);
