@@ -2002,3 +2002,43 @@ def test_run_keeps_a_module_level_region_when_the_script_restarts_the_run(tmp_pa
     assert sp.read_h5(str(tmp_path / "own.h5"))["module_level"][0].num_calls == 3
     run = sp.read_h5(str(out))
     assert run["module_level"][0].num_calls == 5  # the script's 3, then 2 after its finalize
+
+
+# Issue 11 (stop 22 new-user trial): `run -o` to a path that cannot be written printed a
+# Python traceback (FileNotFoundError, FileExistsError, PermissionError) instead of one
+# `error:` line; an output that is a directory ran the script, then failed with a traceback,
+# exit code 1 instead of the script's, and left an empty `<output>.procs-<pid>` directory.
+def test_run_refuses_an_unwritable_output_before_the_script_runs(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("open('ran', 'w').close()\n")
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir.h5").mkdir()
+    for output, code, said in (
+        (tmp_path / "afile" / "x.h5", 1, f"{tmp_path / 'afile'} is not a directory"),
+        (tmp_path / "adir.h5", 2, f"the output is a directory: {tmp_path / 'adir.h5'}"),
+    ):
+        proc = run_cli("run", "-q", "-o", output, script, cwd=tmp_path)
+        assert proc.returncode == code, proc.stderr
+        assert proc.stderr.startswith("error: ") and said in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "ran").exists()  # refused before the script ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.h5", "afile", "script.py"]
+
+
+def test_run_reports_a_profile_it_could_not_write_after_the_script(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import os, sys\n"
+        "import scope_profiler as sp\n"
+        "with sp.profile_region('w'):\n"
+        "    pass\n"
+        "os.mkdir(sys.argv[1])  # the output path becomes a directory meanwhile\n"
+        "sys.exit(int(sys.argv[2]))\n"
+    )
+    for script_code, code in ((0, 1), (3, 3)):
+        out = tmp_path / f"late{script_code}.h5"
+        proc = run_cli("run", "-q", "-o", out, script, out, str(script_code), cwd=tmp_path)
+        assert proc.returncode == code, proc.stderr
+        assert proc.stderr.startswith("error: the profile was not written: "), proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not list(tmp_path.glob("*.procs-*"))  # nothing left behind

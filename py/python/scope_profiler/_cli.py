@@ -188,9 +188,11 @@ def _run_script(req: dict) -> int:
     output = os.path.abspath(req["output"])
     # the HDF5 file the run writes: the output itself, or a temporary beside a JSON output
     recording = os.path.abspath(req["recording"])
-    parent = os.path.dirname(output)
-    if parent:
-        os.makedirs(parent, exist_ok=True)
+    refused = _unwritable_output(output, recording)
+    if refused is not None:
+        message, code = refused
+        print(f"error: {message}", file=sys.stderr)
+        return code
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     # run_module sets argv[0] to the module's file
     script_argv = [module if module is not None else script, *req["args"]]
@@ -210,6 +212,7 @@ def _run_script(req: dict) -> int:
     }
     started_pid = os.getpid()
     processes: str | None = None
+    written = True
     try:
         with (
             (
@@ -259,11 +262,22 @@ def _run_script(req: dict) -> int:
                     ProfileManager.reset()
                 ProfileManager._host_config = None  # the session's end finalizes this run
                 ProfileManager._joined.clear()
+    except OSError as exc:  # the session's file could not be written (a full disk, ...)
+        if os.getpid() != started_pid:
+            raise
+        if processes is not None and not os.listdir(processes):
+            os.rmdir(processes)  # no other process wrote a profile
+            processes = None
+        kept = f"; the other processes' profiles are kept in {processes}" if processes else ""
+        print(f"error: the profile was not written: {exc}{kept}", file=sys.stderr)
+        written, code = False, code or 1
     finally:
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
     if os.getpid() != started_pid:  # a forked child: no summary, no merge
+        return code
+    if not written:
         return code
     try:
         _native.cli_after_run(
@@ -290,6 +304,28 @@ def _run_script(req: dict) -> int:
     if died_by is not None:
         _follow.die_by(died_by)
     return code
+
+
+def _unwritable_output(output: str, recording: str) -> tuple[str, int] | None:
+    """Why ``run`` could not write ``output`` (and ``recording``, the HDF5 file it records
+    into) - ``(message, exit code)`` - checked before the script runs, so that the script
+    does not run for a profile that cannot be written; None when it can. Missing parent
+    directories are created here."""
+    for path in dict.fromkeys((output, recording)):
+        if os.path.isdir(path):
+            return f"the output is a directory: {path}", 2
+    parent = os.path.dirname(output) or "."
+    try:
+        os.makedirs(parent, exist_ok=True)
+        import tempfile
+
+        with tempfile.NamedTemporaryFile(dir=parent, prefix=".scope-profiler-check-"):
+            pass
+    except (FileExistsError, NotADirectoryError) as exc:  # a file where a directory must be
+        return f"cannot write the output {output}: {exc.filename} is not a directory", 1
+    except OSError as exc:
+        return f"cannot write the output {output}: {exc.strerror or exc}", 1
+    return None
 
 
 def _untracked_event_loop_note() -> None:
