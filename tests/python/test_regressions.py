@@ -2042,3 +2042,42 @@ def test_run_reports_a_profile_it_could_not_write_after_the_script(tmp_path):
         assert proc.stderr.startswith("error: the profile was not written: "), proc.stderr
         assert "Traceback" not in proc.stderr
         assert not list(tmp_path.glob("*.procs-*"))  # nothing left behind
+
+
+# Issue 11 (stop 22 new-user trial): a script ending with `os._exit(5)` under `run` exited 5
+# with no profile, no message and an empty `<output>.procs-<pid>` directory left behind.
+@pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "other-thread"])
+def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, from_thread):
+    script = tmp_path / "exits.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, threading, time
+            import scope_profiler as sp
+
+            def end():
+                with sp.profile_region("work"):
+                    pass
+                os._exit(5)
+
+            if {from_thread}:
+                threading.Thread(target=end).start()
+                with sp.profile_region("waiting"):
+                    time.sleep(30)
+            end()
+            """
+        )
+    )
+    out = tmp_path / "exits.h5"
+    proc = run_cli("run", "--track-threads", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 5, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "work" in proc.stdout  # the summary was printed
+    r = sp.read_h5(str(out))
+    assert r["work"][0].num_calls == 1
+    assert (tmp_path / "exits.speedscope.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "exits.h5",
+        "exits.py",
+        "exits.speedscope.json",
+    ]

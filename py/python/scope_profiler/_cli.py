@@ -16,7 +16,7 @@ import signal
 import sys
 import threading
 import traceback
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
 from . import _follow, _native
@@ -213,6 +213,17 @@ def _run_script(req: dict) -> int:
     started_pid = os.getpid()
     processes: str | None = None
     written = True
+    session = ProfileManager.session(file_path=recording, verbose=False, **settings)
+
+    def finish_at_os_exit(status: int) -> None:
+        ProfileManager._host_config = None  # the session's end finalizes this run
+        ProfileManager._joined.clear()
+        session.__exit__(None, None, None)
+        _after_run(req, output, recording, processes, label, status)
+
+    label = f"pid {started_pid}: " + shlex.join(
+        script_argv if module is None else ["-m", *script_argv]
+    )
     try:
         with (
             (
@@ -220,7 +231,8 @@ def _run_script(req: dict) -> int:
                 _follow.following(recording, settings) if req.get("follow") else nullcontext()
             ) as processes,
             _terminate_writes_profile(),
-            ProfileManager.session(file_path=recording, verbose=False, **settings),
+            session,
+            _os_exit_writes_profile(finish_at_os_exit),
         ):
             # the script's own setup()/session() joins this run (both record)
             ProfileManager._host_config = ProfileManager._config
@@ -279,6 +291,20 @@ def _run_script(req: dict) -> int:
         return code
     if not written:
         return code
+    code = _after_run(req, output, recording, processes, label, code)
+    if died_by is not None:
+        _follow.die_by(died_by)
+    return code
+
+
+def _after_run(
+    req: dict, output: str, recording: str, processes: str | None, label: str, code: int
+) -> int:
+    """The end of ``run`` once the session wrote ``recording``: merge the followed
+    processes' files, print the summary, write the speedscope file (Rust); the exit code
+    (``code``, 1 instead of 0 when that failed)."""
+    from ._manager import ProfileManager
+
     try:
         _native.cli_after_run(
             output,
@@ -287,8 +313,7 @@ def _run_script(req: dict) -> int:
             req["speedscope"],
             req["quiet"],
             processes=processes,
-            process_label=f"pid {started_pid}: "
-            + shlex.join(script_argv if module is None else ["-m", *script_argv]),
+            process_label=label,
             # the run the session just wrote (not read back when it is the file's)
             recorded=ProfileManager._last_written_run,
         )
@@ -301,9 +326,36 @@ def _run_script(req: dict) -> int:
             shutil.rmtree(processes, ignore_errors=True)
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
-    if died_by is not None:
-        _follow.die_by(died_by)
     return code
+
+
+@contextmanager
+def _os_exit_writes_profile(finish: Callable[[int], None]) -> Iterator[None]:
+    """While the script runs: ``os._exit(status)`` in this process, which runs no cleanup,
+    first calls ``finish(status)`` (write the profile, the end of ``run``), then exits with
+    ``status`` (stop 22 new-user trial: the profile was lost without a word and an empty
+    ``.procs`` directory left). A forked child's ``os._exit`` is left to ``_follow``."""
+    real_exit = os._exit
+    pid = os.getpid()
+
+    def exit_now(status: int, /) -> None:
+        if os.getpid() != pid:
+            real_exit(status)
+        os._exit = real_exit  # once
+        try:
+            finish(status)
+        except BaseException as exc:  # the exit goes ahead whatever happened
+            print(f"scope-profiler: the profile was not written: {exc}", file=sys.stderr)
+        finally:
+            real_exit(status)
+
+    exit_now.__doc__ = real_exit.__doc__
+    os._exit = exit_now  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        if os._exit is exit_now:
+            os._exit = real_exit
 
 
 def _unwritable_output(output: str, recording: str) -> tuple[str, int] | None:
