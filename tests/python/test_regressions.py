@@ -2081,3 +2081,47 @@ def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, fro
         "exits.py",
         "exits.speedscope.json",
     ]
+
+
+# Issue 12 (stop 22 new-user trial): `run --recursive` on a script with its own session
+# warned at the script's finalize about calls "still open" that were run's own root region
+# and the script's enclosing frames (`__main__.<module>`, `__main__.main`): open by design,
+# nothing the user could act on. A region the script leaves open inside its session is
+# still named.
+def test_run_recursive_with_the_script_s_own_session_warns_only_about_its_own_open_calls(
+    tmp_path,
+):
+    script = tmp_path / "own.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from scope_profiler import ProfileManager as PM
+
+            def fib(n):
+                return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+            def main(leave_open):
+                with PM.session(file_path="own.h5", verbose=False):
+                    fib(5)
+                    if leave_open:
+                        PM.profile_region("left_open").__enter__()
+
+            main(len(sys.argv) > 1)
+            """
+        )
+    )
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "-q", "--recursive", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "still open" not in proc.stderr, proc.stderr
+    assert sp.read_h5(str(tmp_path / "own.h5"))["__main__.fib"][0].num_calls == 15
+    proc = run_cli(
+        "run", "-q", "--recursive", "--no-speedscope", "-o", out, script, "x", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "still open" in line]
+    # at the script's finalize, and at the end of the run (closed into the profile)
+    assert len(warned) == 2, proc.stderr
+    for line in warned:
+        assert "1 call(s) still open" in line and "'left_open'" in line, line

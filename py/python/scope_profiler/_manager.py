@@ -480,7 +480,8 @@ class ProfileManager:
     #: ``setup()``/``session()`` joins it instead of failing (:meth:`_join_host`).
     _host_config = None
     #: Runs the hosted script set up, innermost last: ``(file_path, requested_output,
-    #: deactivate_file_output)``; their finalize writes a snapshot there (:meth:`_finalize_joined`).
+    #: deactivate_file_output, names of the calls open at the join)``; their finalize
+    #: writes a snapshot there (:meth:`_finalize_joined`).
     _joined: ClassVar[list] = []
     # name -> [(func, wrapper, tags), ...]
     _decorators: ClassVar[dict] = {}
@@ -969,7 +970,13 @@ class ProfileManager:
             cls._set_config(host)
             cls._requested_output = requested
             cls._host_config = host
-        cls._joined.append((config.file_path, requested_output, config.deactivate_file_output))
+        # calls open now (the script's own frames under --recursive, run's root region) are
+        # still open at the script's finalize, as expected: its warning leaves them out
+        assert host._native is not None
+        open_now = host._native.open_region_names()
+        cls._joined.append(
+            (config.file_path, requested_output, config.deactivate_file_output, open_now)
+        )
         run = ProfilingRun(cls, host, requested_output or config.file_path)
         run._joined = True
         return run
@@ -979,7 +986,7 @@ class ProfileManager:
         """``finalize()`` of a hosted script's run: a snapshot of every completed call so
         far (nothing is rewound or closed: the command line's run goes on and writes them
         all), written to the script's own output unless it set ``deactivate_file_output``."""
-        path, requested, no_file = cls._joined[-1]
+        path, requested, no_file, open_at_join = cls._joined[-1]
         config = cls.get_config()
         native = _native_regions(native_traces, 0) if native_traces is not None else []
         if config.tracker is not None:
@@ -995,7 +1002,7 @@ class ProfileManager:
             path,
             cls._next_call_id,
             close_open=False,
-            expected_open=[_ProfilingSession.ROOT_REGION_NAME],
+            expected_open=[_ProfilingSession.ROOT_REGION_NAME, *open_at_join],
             native=native,
             stacklevel=_user_stacklevel(),
         )
