@@ -8,7 +8,7 @@ use std::path::Path;
 use scope_profiler_analysis::Run;
 use scope_profiler_formats::json_profile::{read_json, JsonError, NOT_A_PROFILE};
 use scope_profiler_formats::profile_format::ProfileFormat;
-use scope_profiler_formats::read_h5;
+use scope_profiler_formats::{read_h5, NOT_A_PROFILE_H5};
 
 /// A failed subcommand: its message (naming the file and the problem) and its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -73,6 +73,8 @@ pub fn read_input(path: &Path) -> Result<Run, Failure> {
             "{} is {kind}, not an HDF5 profile: this command reads the .h5 files that `run` and finalize() write",
             path.display()
         )),
+        // HDF5 of another program (stop 22 new-user trial: it exited 1, as a damaged profile)
+        None if e.to_string().contains(NOT_A_PROFILE_H5) => Failure::usage(e.to_string()),
         None => Failure::runtime(e.to_string()),
     })
 }

@@ -2125,3 +2125,19 @@ def test_run_recursive_with_the_script_s_own_session_warns_only_about_its_own_op
     assert len(warned) == 2, proc.stderr
     for line in warned:
         assert "1 call(s) still open" in line and "'left_open'" in line, line
+
+
+# Issue 14 (stop 22 new-user trial): an HDF5 file written by another program exited 1, as a
+# damaged profile, while docs/cli.md lists "a file of another kind" under exit code 2.
+def test_cli_an_hdf5_file_that_is_not_a_profile_is_a_usage_error(tmp_path):
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = np.arange(3)
+    for command in ("summary", "threads"):
+        proc = run_cli(command, foreign)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(
+            f"error: {foreign} is an HDF5 file but not a scope-profiler profile"
+        ), proc.stderr
+    with pytest.raises(sp.CorruptProfileError, match="not a scope-profiler profile"):
+        sp.read_h5(str(foreign))  # the Python error is unchanged

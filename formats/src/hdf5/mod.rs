@@ -52,6 +52,10 @@ pub enum H5Error {
 
 pub(crate) type R<T> = Result<T, H5Error>;
 
+/// Part of the message of an [`H5Error::Corrupt`] for an HDF5 file that is not a
+/// scope-profiler profile (a file of another kind: the CLI's usage error, exit 2).
+pub const NOT_A_PROFILE: &str = "is an HDF5 file but not a scope-profiler profile";
+
 /// Newest schema this crate reads (and the one it writes).
 pub const SCHEMA_VERSION: i64 = 3;
 pub(crate) const SCHEMA_ATTRIBUTE: &str = "scope_profiler_schema";

@@ -13,6 +13,7 @@ use super::columnar::{read_columnar, read_lane_tables};
 use super::heap_guard::global_heap_would_hang;
 use super::schema1::read_schema1;
 use super::typed::*;
+use super::NOT_A_PROFILE;
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 
 /// `scope_profiler_schema` validation, with the reference's `HDF5SchemaError` messages.
@@ -285,9 +286,7 @@ pub(crate) fn read_inner(ctx: &Ctx) -> R<Run> {
             return Err(aggregate_error(ctx));
         }
         if !has(&file, "region_table") && groups.is_empty() {
-            return Err(ctx.corrupt(
-                "is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups.",
-            ));
+            return Err(ctx.corrupt(format!("{NOT_A_PROFILE}: it has no region_table and no rank groups.")));
         }
         read_columnar(&file, ctx, &mut run, &mut prefetched)?;
         read_lane_tables(&file, ctx, &mut run)?;
@@ -299,9 +298,7 @@ pub(crate) fn read_inner(ctx: &Ctx) -> R<Run> {
         }
     } else {
         if groups.is_empty() && !has(&file, "region_table") {
-            return Err(ctx.corrupt(
-                "is an HDF5 file but not a scope-profiler profile: it has no region_table and no rank groups.",
-            ));
+            return Err(ctx.corrupt(format!("{NOT_A_PROFILE}: it has no region_table and no rank groups.")));
         }
         read_schema1(&file, ctx, &mut run, &groups)?;
     }

@@ -3,6 +3,7 @@ use arrow_array::Int64Array;
 use scope_profiler_analysis::{RegionCalls, Run};
 
 use super::typed::*;
+use super::NOT_A_PROFILE;
 use super::R;
 
 /// Schema 1: `/rank<N>/regions/<name>/{start_times, end_times, ...}`.
@@ -10,9 +11,9 @@ pub(crate) fn read_schema1(file: &hdf5::File, ctx: &Ctx, run: &mut Run, groups: 
     let mut ids: std::collections::HashMap<String, u32> = std::collections::HashMap::new();
     let with_regions = groups.iter().filter(|(_, g)| file.group(g).is_ok_and(|rg| has(&rg, "regions"))).count();
     if with_regions == 0 {
-        return Err(ctx.corrupt(
-            "is an HDF5 file but not a scope-profiler profile: it has rank groups, but none holds a regions group (and it has no scope_profiler_schema attribute).",
-        ));
+        return Err(ctx.corrupt(format!(
+            "{NOT_A_PROFILE}: it has rank groups, but none holds a regions group (and it has no scope_profiler_schema attribute)."
+        )));
     }
     for (rank, gname) in groups {
         let rg = file.group(gname).map_err(ctx.h5(gname))?;
