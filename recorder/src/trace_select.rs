@@ -49,7 +49,14 @@ pub struct CodeInfo<'a> {
 
 /// The reference's region name of a traced function: `module.qualname`.
 pub fn region_name(module: &str, qualname: &str) -> String {
-    let module = if module.is_empty() { "<unknown>" } else { module };
+    let module = match module {
+        "" => "<unknown>",
+        // the main script as multiprocessing's spawn and forkserver children import it: the
+        // same functions as `__main__`'s in the parent and fork children, so one region
+        // across ranks (stop 22 new-user trial: `__main__.task` and `__mp_main__.task`)
+        "__mp_main__" => "__main__",
+        m => m,
+    };
     format!("{module}.{qualname}")
 }
 
@@ -212,6 +219,7 @@ mod tests {
         assert_eq!(region_name("__main__", "A.m"), "__main__.A.m");
         assert_eq!(region_name("__main__", "<module>"), "__main__.<module>");
         assert_eq!(region_name("", "f"), "<unknown>.f");
+        assert_eq!(region_name("__mp_main__", "task"), "__main__.task");
     }
 
     #[test]

@@ -2141,3 +2141,32 @@ def test_cli_an_hdf5_file_that_is_not_a_profile_is_a_usage_error(tmp_path):
         ), proc.stderr
     with pytest.raises(sp.CorruptProfileError, match="not a scope-profiler profile"):
         sp.read_h5(str(foreign))  # the Python error is unchanged
+
+
+# Issue 12 (stop 22 new-user trial): under `run --recursive`, a function of the main script
+# was `__main__.task` in fork children and `__mp_main__.task` in spawn children (the name
+# multiprocessing imports the main script under), so its ranks did not line up.
+def test_run_recursive_names_main_script_functions_alike_in_spawn_children(tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp
+
+            def task(x):
+                return x * x
+
+            if __name__ == "__main__":
+                for method in ("fork", "spawn"):
+                    with mp.get_context(method).Pool(1) as pool:
+                        assert sum(pool.map(task, range(4))) == 14
+            """
+        )
+    )
+    out = tmp_path / "pool.h5"
+    proc = run_cli("run", "-q", "--recursive", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = sp.read_h5(str(out))
+    assert not [n for n in r.region_names if n.startswith("__mp_main__.")]
+    task = r["__main__.task"]
+    assert len(task.ranks) == 2 and sum(task[k].num_calls for k in task.ranks) == 8
