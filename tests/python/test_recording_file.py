@@ -6,6 +6,7 @@ import os
 import platform
 import threading
 import time
+from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
@@ -92,6 +93,11 @@ def test_untracked_file_schema3_no_lane_columns(manager, tmp_path):
     assert meta["python_version"] == platform.python_version()
     assert int(meta["omp_num_threads"]) == _omp_threads_by_ctypes()
     assert int(meta["total_cores"]) == int(meta["omp_num_threads"])
+    # datetime.now(UTC).isoformat() at setup (made without importing datetime)
+    stamp = datetime.fromisoformat(str(meta["timestamp"]))
+    assert stamp.utcoffset() == timedelta(0)
+    assert abs((datetime.now(UTC) - stamp).total_seconds()) < 60
+    assert str(meta["timestamp"]) == stamp.isoformat()
     assert int(meta["finalize_time_ns"]) > int(meta["start_time_ns"])
     # the results returned and the file agree
     back = read_h5(str(path))

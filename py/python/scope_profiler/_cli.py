@@ -10,12 +10,9 @@ from __future__ import annotations
 
 import os
 import runpy
-import shlex
-import shutil
 import signal
 import sys
 import threading
-import traceback
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
@@ -67,6 +64,8 @@ def _print_script_error(exc: BaseException) -> None:
     ours = (__file__, runpy.__file__, "<frozen runpy>")
     while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
+    import traceback
+
     traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
 
 
@@ -221,7 +220,7 @@ def _run_script(req: dict) -> int:
         session.__exit__(None, None, None)
         _after_run(req, output, recording, processes, label, status)
 
-    label = f"pid {started_pid}: " + shlex.join(
+    label = f"pid {started_pid}: " + _shell_join(
         script_argv if module is None else ["-m", *script_argv]
     )
     try:
@@ -297,6 +296,32 @@ def _run_script(req: dict) -> int:
     return code
 
 
+def _remove_directory(path: str) -> None:
+    """Remove the followed processes' directory: its files, then itself (``shutil.rmtree``,
+    which imports bz2 and lzma, only for what that leaves); errors ignored."""
+    try:
+        for entry in os.scandir(path):
+            if entry.is_file(follow_symlinks=False):
+                os.remove(entry.path)
+        os.rmdir(path)
+    except OSError:
+        import shutil
+
+        shutil.rmtree(path, ignore_errors=True)
+
+
+def _shell_join(argv: list[str]) -> str:
+    """``shlex.join(argv)`` (shlex, and with it re, imported only when an argument needs
+    quoting: ``run``'s start-up cost)."""
+    if all(
+        arg and all(c.isascii() and (c.isalnum() or c in "@%+=:,./-_") for c in arg) for arg in argv
+    ):
+        return " ".join(argv)
+    import shlex
+
+    return shlex.join(argv)
+
+
 def _after_run(
     req: dict, output: str, recording: str, processes: str | None, label: str, code: int
 ) -> int:
@@ -323,7 +348,7 @@ def _after_run(
         code = code or 1
     else:
         if processes is not None:
-            shutil.rmtree(processes, ignore_errors=True)
+            _remove_directory(processes)
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
     return code
@@ -367,12 +392,11 @@ def _unwritable_output(output: str, recording: str) -> tuple[str, int] | None:
         if os.path.isdir(path):
             return f"the output is a directory: {path}", 2
     parent = os.path.dirname(output) or "."
+    probe = os.path.join(parent, f".scope-profiler-check-{os.getpid()}")
     try:
         os.makedirs(parent, exist_ok=True)
-        import tempfile
-
-        with tempfile.NamedTemporaryFile(dir=parent, prefix=".scope-profiler-check-"):
-            pass
+        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
+        os.remove(probe)
     except (FileExistsError, NotADirectoryError) as exc:  # a file where a directory must be
         return f"cannot write the output {output}: {exc.filename} is not a directory", 1
     except OSError as exc:

@@ -29,10 +29,10 @@ thread tracking (there is no collective MPI-IO writer here; the file is the same
 from __future__ import annotations
 
 import os
-import socket
 import sys
 import warnings
-from typing import TYPE_CHECKING
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 
 if TYPE_CHECKING:
     from types import FrameType
@@ -153,6 +153,8 @@ def finalize(manager, config, *, verbose: bool, return_results: bool, native=())
         return None
     if write_file and config.output_mode == "parallel" and config.track_threads:
         raise RuntimeError(PARALLEL_WITH_THREADS)
+    import socket
+
     config.metadata["num_nodes"] = len(set(comm.allgather(socket.gethostname())))
     if config.tracker is not None and hasattr(config.tracker, "_refresh_task_names"):
         config.tracker._refresh_task_names()
