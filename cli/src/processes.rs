@@ -89,6 +89,15 @@ fn warn_missing(dir: &Path, found: &[(String, Source)]) {
     }
 }
 
+/// The description a process announced in `<ns>-<pid>.started` beside recording `name`
+/// (`pid N (child of M): multiprocessing SpawnProcess-1`), if it left one.
+fn announced(dir: &Path, name: &str) -> Option<String> {
+    let stem = name.trim_end_matches(".h5");
+    let text = std::fs::read_to_string(dir.join(format!("{stem}.started"))).ok()?;
+    let text = text.trim();
+    (!text.is_empty()).then(|| text.to_string())
+}
+
 /// `pid N` from a recording's name `<ns>-<pid>.h5` (the description of a process whose file
 /// does not carry one).
 fn pid_of(name: &str) -> String {
@@ -123,10 +132,11 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
             }),
             Source::Sidecar(path) => match recover_run(path) {
                 Ok(r) => {
+                    // the directory is removed once merged: name the process, not its sidecar
+                    let who = announced(dir, &name).unwrap_or_else(|| pid_of(&name));
                     eprintln!(
-                        "note: a process was killed before it wrote its profile: {} call(s) recovered from {}",
+                        "note: a process was killed before it wrote its profile: {} call(s) recovered from the --flush-interval sidecar of {who}",
                         r.calls,
-                        path.display()
                     );
                     Ok(r.run)
                 }
@@ -140,9 +150,11 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
                 continue;
             }
         };
+        // a recovered run has no `process` metadata: its `.started` announcement describes it
+        // (stop 22 new-user trial: the rank was labelled only `pid N`)
         let description = match run.meta(PROCESS_KEY) {
             Some(MetaValue::Str(s)) => s.clone(),
-            _ => pid_of(&name),
+            _ => announced(dir, &name).unwrap_or_else(|| pid_of(&name)),
         };
         run.metadata.retain(|(k, _)| k != PROCESS_KEY);
         if let Some(origin) = origin {

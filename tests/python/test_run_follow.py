@@ -251,8 +251,12 @@ def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path)
         "note: a process was killed before it wrote its profile: 4 call(s) recovered from"
         in proc.stderr
     )
+    # stop 22 new-user trial: the note named the sidecar in the removed directory, and the
+    # recovered rank was labelled only "pid N"
+    assert re.search(r"sidecar of pid \d+ \(child of \d+\): multiprocessing", proc.stderr)
     r = sp.read_h5(str(out))
     assert r.num_ranks == 2
+    assert re.fullmatch(r"pid \d+ \(child of \d+\): multiprocessing .+", r.metadata["processes"][1])
     assert counts(r, 1) == {"victim.step": 4}  # the session root was still open: not flushed
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "streamed.h5",
