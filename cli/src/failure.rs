@@ -109,18 +109,54 @@ fn named_h5(path: &Path) -> bool {
 /// Outputs `run -o` writes, by suffix (case-insensitive): HDF5, a JSON profile, the HTML report.
 pub const RUN_OUTPUT_SUFFIXES: [&str; 6] = [".h5", ".hdf5", ".json", ".json.gz", ".html", ".htm"];
 
-/// Check `run -o OUTPUT`: its name must end in one of [`RUN_OUTPUT_SUFFIXES`] (issue 14,
-/// new-user trial: `run -o out.txt` silently wrote HDF5 into `out.txt`, as 0.7.5 does).
-pub fn check_run_output(output: &Path) -> Result<(), Failure> {
+/// Check `run -o OUTPUT` before the script runs, so that it does not run for a profile that
+/// cannot be written:
+/// * its name must end in one of [`RUN_OUTPUT_SUFFIXES`] (issue 14, new-user trial: `run -o
+///   out.txt` silently wrote HDF5 into `out.txt`, as 0.7.5 does) - a usage error;
+/// * neither it nor `recording` (the HDF5 file recorded into) may be a directory - a usage
+///   error; its directory is created if missing and must take a new file - else a runtime
+///   failure (stop 22 new-user trial: these were Python tracebacks, one after the script ran).
+pub fn check_run_output(output: &Path, recording: &Path) -> Result<(), Failure> {
     let name = output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
-    if RUN_OUTPUT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
-        return Ok(());
+    if !RUN_OUTPUT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
+        return Err(Failure::usage(format!(
+            "run -o {}: unknown output kind; the name must end in .h5 or .hdf5 (HDF5), .json or .json.gz (a JSON \
+             profile) or .html or .htm (the HTML report)",
+            output.display()
+        )));
     }
-    Err(Failure::usage(format!(
-        "run -o {}: unknown output kind; the name must end in .h5 or .hdf5 (HDF5), .json or .json.gz (a JSON \
-         profile) or .html or .htm (the HTML report)",
-        output.display()
-    )))
+    for path in [output, recording] {
+        if path.is_dir() {
+            return Err(Failure::usage(format!("the output is a directory: {}", path.display())));
+        }
+    }
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    writable_directory(parent)
+        .map_err(|why| Failure::runtime(format!("cannot write the output {}: {why}", output.display())))
+}
+
+/// Create `dir` if missing and check that it takes a new file (a probe file, removed);
+/// `Err(why)` otherwise.
+fn writable_directory(dir: &Path) -> Result<(), String> {
+    if let Some(file) = dir.ancestors().find(|a| a.is_file()) {
+        return Err(format!("{} is not a directory", file.display()));
+    }
+    std::fs::create_dir_all(dir).map_err(|e| os_reason(&e))?;
+    static PROBES: std::sync::atomic::AtomicUsize = std::sync::atomic::AtomicUsize::new(0);
+    let n = PROBES.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+    let probe = dir.join(format!(".scope-profiler-check-{}-{n}", std::process::id()));
+    std::fs::OpenOptions::new().write(true).create_new(true).open(&probe).map_err(|e| os_reason(&e))?;
+    let _ = std::fs::remove_file(&probe);
+    Ok(())
+}
+
+/// An I/O error's reason without Rust's `(os error N)` suffix.
+fn os_reason(e: &std::io::Error) -> String {
+    let text = e.to_string();
+    match text.rfind(" (os error") {
+        Some(at) => text[..at].to_string(),
+        None => text,
+    }
 }
 
 /// Check `report -o OUTPUT`: an `.html`/`.htm` name (it writes HTML whatever the name says).
@@ -152,6 +188,41 @@ mod tests {
             Outcome::Exit(code) => code,
             Outcome::Run(req) => panic!("{argv:?}: ran {req:?}"),
         }
+    }
+
+    /// stop 22 new-user trial: an output under a file, in an unwritable place or that is a
+    /// directory printed a Python traceback (the last one after the script ran).
+    #[test]
+    fn run_output_that_cannot_be_written_is_refused_before_the_script() {
+        let dir = std::env::temp_dir().join(format!("sp-run-output-{}", std::process::id()));
+        std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
+        std::fs::write(dir.join("afile"), b"").unwrap();
+        let ok = dir.join("new/sub/run.h5");
+        assert_eq!(check_run_output(&ok, &ok), Ok(()));
+        assert!(dir.join("new/sub").is_dir()); // created
+        assert_eq!(std::fs::read_dir(dir.join("new/sub")).unwrap().count(), 0); // probe removed
+        let under_file = dir.join("afile/x.h5");
+        let e = check_run_output(&under_file, &under_file).unwrap_err();
+        assert_eq!(e.code(), 1);
+        assert_eq!(
+            e.message,
+            format!(
+                "cannot write the output {}: {} is not a directory",
+                under_file.display(),
+                dir.join("afile").display()
+            )
+        );
+        let a_dir = dir.join("adir.h5");
+        let e = check_run_output(&a_dir, &a_dir).unwrap_err();
+        assert_eq!((e.code(), e.message.clone()), (2, format!("the output is a directory: {}", a_dir.display())));
+        let json = dir.join("adir.h5.json");
+        std::fs::create_dir_all(dir.join("adir.h5.json.scope-profiler.h5")).unwrap();
+        let recording = dir.join("adir.h5.json.scope-profiler.h5");
+        assert_eq!(check_run_output(&json, &recording).unwrap_err().code(), 2);
+        let e = check_run_output(Path::new("/proc/nope/run.h5"), Path::new("/proc/nope/run.h5")).unwrap_err();
+        assert_eq!(e.code(), 1);
+        assert!(e.message.starts_with("cannot write the output /proc/nope/run.h5: "), "{e}");
+        assert!(!e.message.contains("os error"), "{e}");
     }
 
     /// issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks.
@@ -215,11 +286,14 @@ mod tests {
     #[test]
     fn issue_14_new_user_trial_run_refuses_an_unknown_output_kind() {
         assert_eq!(code(&["sp", "run", "-o", "out.txt", "x.py"]), 2);
-        let e = check_run_output(Path::new("out.txt")).unwrap_err();
+        let e = check_run_output(Path::new("out.txt"), Path::new("out.txt")).unwrap_err();
         assert!(e.message.contains(".h5 or .hdf5") && e.message.contains(".json.gz") && e.message.contains(".htm"));
+        let base = std::env::temp_dir().join(format!("sp-run-kinds-{}", std::process::id()));
         for ok in ["a.h5", "a.HDF5", "a.json", "a.json.gz", "a.html", "A.HTM", "dir/run.h5"] {
-            assert!(check_run_output(Path::new(ok)).is_ok(), "{ok}");
-            assert!(matches!(dispatch(["sp", "run", "-o", ok, "x.py"]), Outcome::Run(_)), "{ok}");
+            let out = base.join(ok);
+            assert!(check_run_output(&out, &crate::recording_path(&out)).is_ok(), "{ok}");
+            let out = out.to_str().unwrap();
+            assert!(matches!(dispatch(["sp", "run", "-o", out, "x.py"]), Outcome::Run(_)), "{ok}");
         }
         assert_eq!(code(&["sp", "report", "x.h5", "-o", "r.txt"]), 2);
     }

@@ -168,7 +168,7 @@ where
                 }
                 (_, script) => (script.unwrap_or_default(), args),
             };
-            if let Err(e) = check_run_output(&output) {
+            if let Err(e) = check_run_output(&output, &recording_path(&output)) {
                 eprintln!("error: {e}");
                 return Outcome::Exit(e.code());
             }

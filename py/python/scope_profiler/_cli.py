@@ -187,11 +187,6 @@ def _run_script(req: dict) -> int:
     output = os.path.abspath(req["output"])
     # the HDF5 file the run writes: the output itself, or a temporary beside a JSON output
     recording = os.path.abspath(req["recording"])
-    refused = _unwritable_output(output, recording)
-    if refused is not None:
-        message, code = refused
-        print(f"error: {message}", file=sys.stderr)
-        return code
     saved_argv, saved_path0 = sys.argv, sys.path[0] if sys.path else None
     # run_module sets argv[0] to the module's file
     script_argv = [module if module is not None else script, *req["args"]]
@@ -381,27 +376,6 @@ def _os_exit_writes_profile(finish: Callable[[int], None]) -> Iterator[None]:
     finally:
         if os._exit is exit_now:
             os._exit = real_exit
-
-
-def _unwritable_output(output: str, recording: str) -> tuple[str, int] | None:
-    """Why ``run`` could not write ``output`` (and ``recording``, the HDF5 file it records
-    into) - ``(message, exit code)`` - checked before the script runs, so that the script
-    does not run for a profile that cannot be written; None when it can. Missing parent
-    directories are created here."""
-    for path in dict.fromkeys((output, recording)):
-        if os.path.isdir(path):
-            return f"the output is a directory: {path}", 2
-    parent = os.path.dirname(output) or "."
-    probe = os.path.join(parent, f".scope-profiler-check-{os.getpid()}")
-    try:
-        os.makedirs(parent, exist_ok=True)
-        os.close(os.open(probe, os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o600))
-        os.remove(probe)
-    except (FileExistsError, NotADirectoryError) as exc:  # a file where a directory must be
-        return f"cannot write the output {output}: {exc.filename} is not a directory", 1
-    except OSError as exc:
-        return f"cannot write the output {output}: {exc.strerror or exc}", 1
-    return None
 
 
 def _untracked_event_loop_note() -> None:
