@@ -13,10 +13,14 @@ import runpy
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 
 from . import _follow, _native
+
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+if TYPE_CHECKING:
+    from typing import Any
 
 
 def _join_non_daemon_threads() -> None:
@@ -206,18 +210,15 @@ def _run_script(req: dict) -> int:
     }
     started_pid = os.getpid()
     processes: str | None = None
-    written = True
     session = ProfileManager.session(file_path=recording, verbose=False, **settings)
 
     def finish_at_os_exit(status: int) -> None:
-        ProfileManager._host_config = None  # the session's end finalizes this run
-        ProfileManager._joined.clear()
+        # os._exit(): no unwinding, so the session ends here, and the end of `run` with it
+        _end_hosting(ProfileManager)
         session.__exit__(None, None, None)
-        _after_run(req, output, recording, processes, label, status)
+        _after_run(req, output, recording, processes, started_pid, script_argv, module, status)
 
-    label = f"pid {started_pid}: " + _shell_join(
-        script_argv if module is None else ["-m", *script_argv]
-    )
+    undo_os_exit_hook = _follow.write_before_os_exit(finish_at_os_exit)
     try:
         with (
             (
@@ -226,7 +227,6 @@ def _run_script(req: dict) -> int:
             ) as processes,
             _terminate_writes_profile(),
             session,
-            _os_exit_writes_profile(finish_at_os_exit),
         ):
             # the script's own setup()/session() joins this run (both record)
             ProfileManager._host_config = ProfileManager._config
@@ -266,8 +266,7 @@ def _run_script(req: dict) -> int:
                     # own file, not this run's
                     _follow.finish()
                     ProfileManager.reset()
-                ProfileManager._host_config = None  # the session's end finalizes this run
-                ProfileManager._joined.clear()
+                _end_hosting(ProfileManager)  # the session's end finalizes this run
     except OSError as exc:  # the session's file could not be written (a full disk, ...)
         if os.getpid() != started_pid:
             raise
@@ -276,54 +275,46 @@ def _run_script(req: dict) -> int:
             processes = None
         kept = f"; the other processes' profiles are kept in {processes}" if processes else ""
         print(f"error: the profile was not written: {exc}{kept}", file=sys.stderr)
-        written, code = False, code or 1
+        return code or 1
     finally:
+        undo_os_exit_hook()
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
     if os.getpid() != started_pid:  # a forked child: no summary, no merge
         return code
-    if not written:
-        return code
-    code = _after_run(req, output, recording, processes, label, code)
+    code = _after_run(req, output, recording, processes, started_pid, script_argv, module, code)
     if died_by is not None:
         _follow.die_by(died_by)
     return code
 
 
-def _remove_directory(path: str) -> None:
-    """Remove the followed processes' directory: its files, then itself (``shutil.rmtree``,
-    which imports bz2 and lzma, only for what that leaves); errors ignored."""
-    try:
-        for entry in os.scandir(path):
-            if entry.is_file(follow_symlinks=False):
-                os.remove(entry.path)
-        os.rmdir(path)
-    except OSError:
-        import shutil
-
-        shutil.rmtree(path, ignore_errors=True)
-
-
-def _shell_join(argv: list[str]) -> str:
-    """``shlex.join(argv)`` (shlex, and with it re, imported only when an argument needs
-    quoting: ``run``'s start-up cost)."""
-    if all(
-        arg and all(c.isascii() and (c.isalnum() or c in "@%+=:,./-_") for c in arg) for arg in argv
-    ):
-        return " ".join(argv)
-    import shlex
-
-    return shlex.join(argv)
+def _end_hosting(manager: Any) -> None:
+    """The script's own setup()/session() no longer join ``run``'s session: ending it now
+    finalizes the run."""
+    manager._host_config = None
+    manager._joined.clear()
 
 
 def _after_run(
-    req: dict, output: str, recording: str, processes: str | None, label: str, code: int
+    req: dict,
+    output: str,
+    recording: str,
+    processes: str | None,
+    pid: int,
+    script_argv: list[str],
+    module: str | None,
+    code: int,
 ) -> int:
     """The end of ``run`` once the session wrote ``recording``: merge the followed
-    processes' files, print the summary, write the speedscope file (Rust); the exit code
-    (``code``, 1 instead of 0 when that failed)."""
+    processes' files (this one described by ``pid`` and its command line), print the
+    summary, write the speedscope file (Rust); the exit code (``code``, 1 instead of 0 when
+    that failed)."""
+    import shlex
+
     from ._manager import ProfileManager
+
+    label = f"pid {pid}: " + shlex.join(script_argv if module is None else ["-m", *script_argv])
 
     try:
         _native.cli_after_run(
@@ -343,39 +334,12 @@ def _after_run(
         code = code or 1
     else:
         if processes is not None:
-            _remove_directory(processes)
+            import shutil
+
+            shutil.rmtree(processes, ignore_errors=True)
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
     return code
-
-
-@contextmanager
-def _os_exit_writes_profile(finish: Callable[[int], None]) -> Iterator[None]:
-    """While the script runs: ``os._exit(status)`` in this process, which runs no cleanup,
-    first calls ``finish(status)`` (write the profile, the end of ``run``), then exits with
-    ``status`` (stop 22 new-user trial: the profile was lost without a word and an empty
-    ``.procs`` directory left). A forked child's ``os._exit`` is left to ``_follow``."""
-    real_exit = os._exit
-    pid = os.getpid()
-
-    def exit_now(status: int, /) -> None:
-        if os.getpid() != pid:
-            real_exit(status)
-        os._exit = real_exit  # once
-        try:
-            finish(status)
-        except BaseException as exc:  # the exit goes ahead whatever happened
-            print(f"scope-profiler: the profile was not written: {exc}", file=sys.stderr)
-        finally:
-            real_exit(status)
-
-    exit_now.__doc__ = real_exit.__doc__
-    os._exit = exit_now  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        if os._exit is exit_now:
-            os._exit = real_exit
 
 
 def _untracked_event_loop_note() -> None:

@@ -34,7 +34,7 @@ from contextlib import contextmanager
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from types import FrameType
     from typing import Any
 
@@ -59,8 +59,9 @@ _forked = False
 _mp_hook_registered = False
 
 
-#: ``os._exit`` as Python had it, before :func:`_arm_os_exit` wrapped it (None: not wrapped).
-_os_exit: Any = None
+#: ``os._exit`` as Python had it when this module was imported (before any
+#: :func:`write_before_os_exit` wrapper): what :func:`die_by` ends the process with.
+_real_os_exit = os._exit
 
 #: finish() is writing this process's file; a SIGTERM meanwhile (``_terminated``) waits for it.
 _finishing = False
@@ -236,28 +237,36 @@ def _start(spec: dict) -> None:
     _write_marker()
     set_follow_hook(restart_in_child)
     atexit.register(finish)
-    _arm_os_exit()
+    write_before_os_exit(lambda _status: finish())
     _arm_multiprocessing()
 
 
-def _arm_os_exit() -> None:
-    """Wrap ``os._exit`` so that a followed process ending through it (no ``atexit``
-    handler runs there) writes its file first; once per process image (a fork inherits the
-    wrapper)."""
-    global _os_exit
-    if _os_exit is not None:
-        return
-    _os_exit = os._exit
+def write_before_os_exit(finish: Callable[[int], None]) -> Callable[[], None]:
+    """Wrap ``os._exit``, which runs no cleanup (no ``atexit``, no ``finally``), so that in
+    this process ``finish(status)`` runs first - writing the profile - and then the exit
+    goes ahead whatever happened. A forked child inherits the wrapper and passes through it
+    (its own, if any, is installed over it). Returns the function that takes it out again.
+    Used by ``run`` for its own process and by every followed process."""
+    previous = os._exit
+    pid = os.getpid()
 
     def _exit(status: int, /) -> None:
-        try:
-            finish()
-        finally:
-            _os_exit(status)
+        if os.getpid() == pid:
+            try:
+                finish(status)
+            except BaseException as exc:  # the exit goes ahead whatever happened
+                print(f"scope-profiler: the profile was not written: {exc}", file=sys.stderr)
+        previous(status)
 
-    _exit.__doc__ = _os_exit.__doc__
-    _exit.__wrapped__ = _os_exit  # type: ignore[attr-defined]
+    _exit.__doc__ = previous.__doc__
+    _exit.__wrapped__ = previous  # type: ignore[attr-defined]
     os._exit = _exit  # type: ignore[assignment]
+
+    def undo() -> None:
+        if os._exit is _exit:
+            os._exit = previous
+
+    return undo
 
 
 def _arm_multiprocessing() -> None:
@@ -323,7 +332,7 @@ def die_by(signum: int) -> None:
             pass
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
-    (_os_exit or os._exit)(128 + signum)  # only if the signal did not end the process
+    _real_os_exit(128 + signum)  # only if the signal did not end the process
 
 
 def _terminated(signum: int, frame: object) -> None:

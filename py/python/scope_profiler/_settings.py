@@ -161,17 +161,6 @@ def _package_version() -> str:
     return __version__
 
 
-def _utc_now_isoformat() -> str:
-    """``datetime.now(UTC).isoformat()`` (``2026-12-02T16:14:15.707048+00:00``; no fraction
-    at a whole second) without importing datetime (``setup()``'s start-up cost)."""
-    import time
-
-    ns = time.time_ns()
-    seconds, micros = divmod(ns // 1000, 1_000_000)
-    stamp = time.strftime("%Y-%m-%dT%H:%M:%S", time.gmtime(seconds))
-    return f"{stamp}.{micros:06d}+00:00" if micros else f"{stamp}+00:00"
-
-
 def collect_metadata(detail: str = "minimal") -> dict:
     """Run metadata as in spec-hdf5 §2 (serial run: ``mpi_size = num_nodes = 1``).
 
@@ -179,6 +168,8 @@ def collect_metadata(detail: str = "minimal") -> dict:
     per process, by system calls (``host_facts``: no ``uname -p`` subprocess, no ctypes);
     ``timestamp`` is taken now.
     """
+    from datetime import UTC, datetime
+
     from ._native import host_facts
 
     global _STATIC_METADATA
@@ -197,7 +188,7 @@ def collect_metadata(detail: str = "minimal") -> dict:
         }
     static = _STATIC_METADATA
     metadata: dict = {
-        "timestamp": _utc_now_isoformat(),
+        "timestamp": datetime.now(UTC).isoformat(),
         "platform": static["platform"],
         "chip_information": static["chip_information"],
         "python_version": static["python_version"],
