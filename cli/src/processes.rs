@@ -61,22 +61,18 @@ fn running(pid: &str) -> bool {
 /// One `warning:` line each.
 fn warn_missing(dir: &Path, found: &[(String, Source)]) {
     let Ok(entries) = std::fs::read_dir(dir) else { return };
-    let mut missing: Vec<(String, String)> = entries
+    let mut missing: Vec<String> = entries
         .flatten()
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
-            let stem = name.strip_suffix(".started")?.to_string();
-            let recorded = format!("{stem}.h5");
-            (!found.iter().any(|(n, _)| *n == recorded)).then(|| {
-                let described = std::fs::read_to_string(e.path()).unwrap_or_default();
-                (stem, described)
-            })
+            let recorded = format!("{}.h5", name.strip_suffix(".started")?);
+            (!found.iter().any(|(n, _)| *n == recorded)).then_some(recorded)
         })
         .collect();
     missing.sort();
-    for (stem, described) in missing {
-        let who = if described.trim().is_empty() { pid_of(&stem) } else { described.trim().to_string() };
-        let pid = stem.rsplit('-').next().unwrap_or_default();
+    for recorded in missing {
+        let who = announced(dir, &recorded).unwrap_or_else(|| pid_of(&recorded));
+        let pid = recorded.trim_end_matches(".h5").rsplit('-').next().unwrap_or_default();
         if running(pid) {
             eprintln!(
                 "warning: process {who} was still running when the script ended; it is left out of the result (join or wait for it in the script)"

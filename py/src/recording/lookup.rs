@@ -264,27 +264,19 @@ impl RegionCache {
 impl RegionCache {
     /// What `region(name)` (with `tags`, when any) gives now: the current run's region, or
     /// a disabled one (`ProfileRegion::resolve` of a region kept across `setup()` calls).
+    /// The same path as a call of [`RegionCache::lookup`]'s function.
     pub(crate) fn current<'py>(
         slf: &Bound<'py, RegionCache>,
-        py: Python<'py>,
         name: &str,
         tags: Vec<String>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let key = PyString::new(py, name);
-        let this = slf.get();
-        if let Some(hit) = this.regions.bind(py).get_item(&key)? {
-            return Ok(hit);
-        }
+        let region = RegionCache::lookup(slf)?;
         if tags.is_empty() {
-            if let Some(made) = RegionCache::create_native(slf, py, key.clone().into_any())? {
-                return Ok(made);
-            }
+            return region.call1((name,));
         }
-        let kwargs = PyDict::new(py);
-        if !tags.is_empty() {
-            kwargs.set_item("tags", tags)?;
-        }
-        this.create.bind(py).call((key,), Some(&kwargs))
+        let kwargs = PyDict::new(slf.py());
+        kwargs.set_item("tags", tags)?;
+        region.call((name,), Some(&kwargs))
     }
 }
 

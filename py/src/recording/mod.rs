@@ -759,26 +759,19 @@ impl ProfileRegion {
         };
         let (name, tags) = (self.name_string(), self.tags_vec());
         // Python may run in here (a miss creates the region): nothing of `self` is borrowed
-        let current = lookup::RegionCache::current(cache.bind(py), py, &name, tags)?;
-        let next = match current.cast::<ProfileRegion>() {
-            Ok(r) if !std::ptr::eq(r.get(), self) => {
+        let current = lookup::RegionCache::current(cache.bind(py), &name, tags)?;
+        // SAFETY: GIL held; no other borrow of this binding is alive (`c` is another object's).
+        let binding = unsafe { &mut *self.binding.get() };
+        if let Ok(r) = current.cast::<ProfileRegion>() {
+            if !std::ptr::eq(r.get(), self) {
                 let c = r.get().b();
-                RegionBinding {
-                    shared: c.shared.clone(),
-                    enabled: c.enabled,
-                    id: c.id,
-                    detached: c.detached.clone(),
-                    generation,
-                }
+                binding.shared = c.shared.clone();
+                binding.enabled = c.enabled;
+                binding.id = c.id;
+                binding.detached = c.detached.clone();
             }
-            _ => {
-                // SAFETY: as above.
-                unsafe { (*self.binding.get()).generation = generation };
-                return Ok(());
-            }
-        };
-        // SAFETY: GIL held; no borrow of the binding is alive (the old one drops here).
-        unsafe { *self.binding.get() = next };
+        }
+        binding.generation = generation;
         Ok(())
     }
 
