@@ -6,11 +6,11 @@
 //! numbered densely by the caller (`u32` ids, registration order; [`RegionTable`] maps
 //! an id to its name, tags and source). Every OS thread that
 //! records gets its own [`ThreadState`]: per region a buffer of `starts`/`ends` (an end of
-//! `0` means "still open") and a scope stack of reserved slots (`-1` = entered while
-//! paused). Entering a region reserves a slot, pushes it on that region's stack of the
-//! calling thread and reads the clock last; exiting reads the clock first, pops the
-//! region's stack and writes the end. So concurrent threads never share a slot or a stack,
-//! whether or not threads are tracked.
+//! `0` means "still open"), and one stack of its open calls, `(region, reserved slot)`
+//! (slot `-1` = entered while paused). Entering a region reserves a slot, pushes it on the
+//! calling thread's stack and reads the clock last; exiting reads the clock first, removes
+//! the innermost entry of that region (the top, unless exits cross) and writes the end. So
+//! concurrent threads never share a slot or a stack, whether or not threads are tracked.
 //!
 //! With tracking ([`Recorder::new`] `tracking = true`) each thread state carries a
 //! [`ThreadRecord`] (a row of the thread table) and its index is the thread id stored
@@ -61,8 +61,6 @@ pub mod trace_select;
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
-
-use smallvec::SmallVec;
 
 pub use clock::{now_ns, thread_cpu_ns};
 pub use regions::{RegionMeta, RegionTable};
@@ -131,8 +129,9 @@ impl ThreadRecord {
 /// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
 pub const FIRST_SLOTS: usize = 1;
 
-/// One region's buffer on one thread: 88 bytes, and one heap block once called (issue 15:
-/// a program with 100,000 region names holds one per name per thread).
+/// One region's buffer on one thread: 56 bytes, and one heap block once called (issue 15:
+/// a program with 100,000 region names holds one per name per thread). Its open calls are
+/// on the thread's bare-lane stack ([`ThreadState`]'s `bare`), not here.
 #[derive(Debug, Default)]
 struct RegionBuf {
     /// `[start, end]` per slot, absolute ns; end 0 = open.
@@ -140,10 +139,6 @@ struct RegionBuf {
     /// `[task index, await ns]` per slot (task -1 = outside any task; await minus the
     /// task's suspended total while open); only with async columns.
     lanes: Vec<[i64; 2]>,
-    /// Reserved slots of open calls on the thread's bare lane of open calls, innermost last;
-    /// -1 = entered while paused. Two levels inline (no allocation unless the region nests
-    /// in itself deeper).
-    stack: SmallVec<[i64; 2]>,
     /// Calls retired by earlier written finalizes.
     retired: u64,
 }
@@ -187,9 +182,20 @@ pub struct ThreadState {
     async_cols: bool,
     record: Option<Arc<ThreadRecord>>,
     regions: UnsafeCell<Vec<RegionBuf>>,
+    /// The calls open on this thread's bare lane (outside any task), innermost last: one
+    /// stack for all regions, so a region costs no stack of its own (issue 15).
+    bare: UnsafeCell<Vec<BareEntry>>,
     /// The task lane running on this thread right now; null = the thread's bare lane.
     /// Set by the step timer / greenlet switch; points into the recorder's task registry.
     current: Cell<*const TaskRecord>,
+}
+
+/// A call open on a thread's bare lane: its region and reserved slot (-1 = entered while
+/// paused).
+#[derive(Debug, Clone, Copy)]
+struct BareEntry {
+    region: u32,
+    slot: i64,
 }
 
 // SAFETY: `regions` is mutated only by the owning thread (enter/exit) and read by others
@@ -226,6 +232,26 @@ impl ThreadState {
         &mut *self.regions.get()
     }
 
+    #[allow(clippy::mut_from_ref)]
+    #[inline(always)]
+    unsafe fn bare_mut(&self) -> &mut Vec<BareEntry> {
+        &mut *self.bare.get()
+    }
+
+    /// Remove and return the innermost open bare-lane entry of `region`.
+    #[inline(always)]
+    fn pop_bare(&self, region: u32) -> Option<BareEntry> {
+        // SAFETY: only the owning thread calls enter/exit (crate contract).
+        let bare = unsafe { self.bare_mut() };
+        match bare.last() {
+            Some(e) if e.region == region => bare.pop(),
+            _ => {
+                let pos = bare.iter().rposition(|e| e.region == region)?;
+                Some(bare.remove(pos))
+            }
+        }
+    }
+
     #[cold]
     fn grow_regions(regions: &mut Vec<RegionBuf>, region: usize) {
         regions.resize_with(region + 1, RegionBuf::default);
@@ -245,7 +271,8 @@ impl ThreadState {
         let task = self.current.get();
         if paused {
             if task.is_null() {
-                buf.stack.push(-1);
+                // SAFETY: owning thread (crate contract).
+                unsafe { self.bare_mut() }.push(BareEntry { region, slot: -1 });
             } else {
                 // SAFETY: a current task is alive (registry of this recorder).
                 unsafe { &*task }.push(LaneEntry { region, slot: -1, state: self });
@@ -261,7 +288,8 @@ impl ThreadState {
             if self.async_cols {
                 buf.lanes.push([-1, 0]);
             }
-            buf.stack.push(slot as i64);
+            // SAFETY: owning thread (crate contract).
+            unsafe { self.bare_mut() }.push(BareEntry { region, slot: slot as i64 });
         } else {
             // SAFETY: a current task is alive (registry of this recorder).
             let t = unsafe { &*task };
@@ -287,15 +315,14 @@ impl ThreadState {
         if !task.is_null() {
             return self.exit_task(region, end, task);
         }
-        // SAFETY: only the owning thread calls enter/exit (crate contract).
-        let regions = unsafe { self.regions_mut() };
-        let Some(buf) = regions.get_mut(region as usize) else { return false };
-        let Some(slot) = buf.stack.pop() else { return false };
+        let Some(BareEntry { slot, .. }) = self.pop_bare(region) else { return false };
         if slot < 0 {
             return true;
         }
         let slot = slot as usize;
-        buf.calls[slot][1] = if end == 0 { 1 } else { end };
+        // SAFETY: only the owning thread calls enter/exit (crate contract).
+        let regions = unsafe { self.regions_mut() };
+        regions[region as usize].calls[slot][1] = if end == 0 { 1 } else { end };
         if slot & CPU_SAMPLE_MASK == 0 {
             if let Some(rec) = &self.record {
                 rec.sample_cpu();
@@ -335,8 +362,8 @@ impl ThreadState {
     /// Number of calls of `region` open on this thread's bare lane (paused placeholders excluded).
     pub fn open_calls(&self, region: u32) -> usize {
         // SAFETY: read by the owning thread, or under the crate contract.
-        let regions = unsafe { &*self.regions.get() };
-        regions.get(region as usize).map_or(0, |b| b.stack.iter().filter(|s| **s >= 0).count())
+        let bare = unsafe { &*self.bare.get() };
+        bare.iter().filter(|e| e.region == region && e.slot >= 0).count()
     }
 }
 
@@ -537,6 +564,7 @@ impl Recorder {
                 async_cols: self.async_cols,
                 record,
                 regions: UnsafeCell::new(Vec::new()),
+                bare: UnsafeCell::new(Vec::with_capacity(16)),
                 current: Cell::new(std::ptr::null()),
             });
             states.push(state.clone());
@@ -751,14 +779,14 @@ impl Recorder {
                 if st.async_cols {
                     buf.lanes.truncate(new);
                 }
-                // Every slot on a stack is open now, so it was open at the mark (or entered
-                // since) and is kept: the remap of a stack entry is never -1.
-                for s in buf.stack.iter_mut() {
-                    if *s >= 0 {
-                        *s = remap[*s as usize];
-                    }
-                }
                 per_region.push(Some(remap));
+            }
+            // Every slot on a stack is open now, so it was open at the mark (or entered
+            // since) and is kept: the remap of a stack entry is never -1.
+            for e in (*st.bare.get()).iter_mut() {
+                if let (true, Some(Some(remap))) = (e.slot >= 0, per_region.get(e.region as usize)) {
+                    e.slot = remap[e.slot as usize];
+                }
             }
             remaps.push(per_region);
         }
@@ -822,12 +850,10 @@ impl Recorder {
     pub unsafe fn open_regions(&self) -> Vec<(u32, usize)> {
         let mut out = Vec::new();
         for st in self.states() {
-            let regions = &*st.regions.get();
-            for (r, b) in regions.iter().enumerate() {
-                if b.stack.iter().any(|s| *s >= 0) {
-                    out.push((r as u32, st.index));
-                }
-            }
+            let mut open: Vec<u32> = (*st.bare.get()).iter().filter(|e| e.slot >= 0).map(|e| e.region).collect();
+            open.sort_unstable();
+            open.dedup();
+            out.extend(open.into_iter().map(|r| (r, st.index)));
         }
         for task in self.task_records() {
             for e in (*task.stack.get()).iter() {
@@ -866,11 +892,10 @@ impl Recorder {
         for st in self.states() {
             let regions = &*st.regions.get();
             let mut bare: Vec<OpenCall> = Vec::new();
-            for (r, b) in regions.iter().enumerate() {
-                for &slot in b.stack.iter().filter(|s| **s >= 0) {
-                    let start_ns = b.calls.get(slot as usize).map_or(0, |c| c[0]);
-                    bare.push(OpenCall { region: r as u32, thread: st.index, task: -1, start_ns, await_ns: 0 });
-                }
+            for e in (*st.bare.get()).iter().filter(|e| e.slot >= 0) {
+                let start_ns =
+                    regions.get(e.region as usize).and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
+                bare.push(OpenCall { region: e.region, thread: st.index, task: -1, start_ns, await_ns: 0 });
             }
             bare.sort_by_key(|c| c.start_ns);
             out.extend(bare);
@@ -908,7 +933,7 @@ mod tests {
     // each thread that calls it, so its size is part of the per-name cost
     #[test]
     fn a_region_buffer_is_small_and_a_first_call_allocates_once() {
-        assert!(std::mem::size_of::<RegionBuf>() <= 88, "{}", std::mem::size_of::<RegionBuf>());
+        assert!(std::mem::size_of::<RegionBuf>() <= 56, "{}", std::mem::size_of::<RegionBuf>());
         let rec = Recorder::new(1024, false);
         let st = local_or_register(&rec, ThreadInfo::default);
         // SAFETY: this thread owns `st`.
@@ -918,8 +943,8 @@ mod tests {
         let buf = |st: &ThreadState| unsafe { &(&*st.regions.get())[0] };
         assert_eq!((buf(st).calls.capacity(), buf(st).lanes.capacity()), (FIRST_SLOTS, 0));
         st.enter(0, false);
-        st.enter(0, false); // nested in itself: the stack stays inline
-        assert!(!buf(st).stack.spilled());
+        st.enter(0, false); // nested in itself: both on the thread's one bare-lane stack
+        assert_eq!(st.open_calls(0), 2);
         assert!(st.exit(0) && st.exit(0));
         let snap = unsafe { rec.snapshot(1) };
         assert_eq!(snap[0].starts.len(), 3);
@@ -972,6 +997,31 @@ mod tests {
         assert!(a.starts[0] <= b.starts[0] && b.ends[0] <= a.ends[0]);
         assert!(b.starts[0] <= b.starts[1] && b.ends[1] <= b.ends[0]);
         assert!(b.ends[1] - b.starts[1] >= 1_000_000);
+    }
+
+    // stop 23 (issue 15: a region's own stack was 32 of its 88 bytes per name per thread):
+    // one bare-lane stack per thread still closes the innermost call of the exiting region,
+    // whatever the order of exits, and a retire remaps the slots it holds
+    #[test]
+    fn one_bare_stack_closes_the_exiting_region_in_any_order() {
+        let rec = Recorder::new(4, false);
+        let s = st(&rec);
+        s.enter(0, false); // a
+        s.enter(1, false); // b
+        s.enter(0, false); // a again, inside b
+        assert!(s.exit(1)); // b ends before the inner a: the a calls stay open
+        assert_eq!((s.open_calls(0), s.open_calls(1)), (2, 0));
+        s.enter(2, true); // paused: a placeholder, closes nothing
+        assert!(s.exit(2));
+        assert_eq!(unsafe { rec.open_regions() }, vec![(0, 0)]);
+        unsafe { rec.mark_written() }; // retires b's call; a's two open slots move to 0 and 1
+        assert!(s.exit(0) && s.exit(0) && !s.exit(0));
+        let snap = unsafe { rec.snapshot(3) };
+        assert_eq!(snap.len(), 1, "b retired, the paused call never recorded");
+        let a = &snap[0];
+        assert_eq!(a.starts.len(), 2);
+        // slot 0 is the outer a: it started first and ended last
+        assert!(a.starts[0] <= a.starts[1] && a.ends[1] <= a.ends[0]);
     }
 
     #[test]
