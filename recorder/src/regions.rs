@@ -92,26 +92,38 @@ impl RegionTable {
     /// first tags (`tags` is then ignored); a new one gets the next id and `tags`. Atomic, so
     /// two threads creating the same name at once share one id.
     pub fn get_or_create(&self, name: &str, tags: Vec<String>) -> (u32, Vec<String>) {
+        let (id, new) = self.intern(name, &tags);
+        if new {
+            (id, tags)
+        } else {
+            (id, self.lock()[id as usize].tags().to_vec())
+        }
+    }
+
+    /// The id of the region named `name`, and whether this call created it (then with
+    /// `tags`; an existing region keeps its first tags). Atomic, as [`Self::get_or_create`].
+    pub fn intern(&self, name: &str, tags: &[String]) -> (u32, bool) {
         let mut regions = self.lock();
         let mut index = self.index.lock().unwrap_or_else(|e| e.into_inner());
-        // ids pushed without the index (none today) are indexed before the lookup
-        while index.len() < regions.len() {
-            let id = index.len();
-            let hash = self.hasher.hash_one(&*regions[id].name);
-            index.insert_unique(hash, id as u32, |&i| self.hasher.hash_one(&*regions[i as usize].name));
-        }
         let hash = self.hasher.hash_one(name);
         if let Some(&id) = index.find(hash, |&i| &*regions[i as usize].name == name) {
-            return (id, regions[id as usize].tags().to_vec());
+            return (id, false);
         }
         let id = regions.len() as u32;
         let mut meta = RegionMeta::named(name);
         if !tags.is_empty() {
-            meta.extra_mut().tags = tags.clone().into();
+            meta.extra_mut().tags = tags.into();
         }
         regions.push(meta);
         index.insert_unique(hash, id, |&i| self.hasher.hash_one(&*regions[i as usize].name));
-        (id, tags)
+        (id, true)
+    }
+
+    /// The id of the region named `name`, if there is one.
+    pub fn find(&self, name: &str) -> Option<u32> {
+        let regions = self.lock();
+        let index = self.index.lock().unwrap_or_else(|e| e.into_inner());
+        index.find(self.hasher.hash_one(name), |&i| &*regions[i as usize].name == name).copied()
     }
 
     /// Record the defining site of region `id` unless one is recorded already (first writer
@@ -165,6 +177,10 @@ mod tests {
         assert_eq!(t.get_or_create("n9999", vec![]).0, 10_001);
         assert_eq!(t.get_or_create("b", vec![]).0, 1);
         assert_eq!(t.len(), 10_002);
+        assert_eq!((t.find("n9999"), t.find("missing")), (Some(10_001), None));
+        assert_eq!(t.intern("n5", &[]), (7, false));
+        assert_eq!(t.intern("fresh", &["t".into()]), (10_002, true));
+        assert_eq!(t.get_or_create("fresh", vec![]).1, vec!["t".to_string()]);
         t.set_source(0, "f.py".into(), Some(3), Some("with a:".into()));
         t.set_source(0, "g.py".into(), Some(9), None);
         t.set_source(7, "h.py".into(), None, None);

@@ -260,8 +260,10 @@ def test_with_reuses_one_bound_method_per_region_and_regions_are_still_collected
         with once:
             pass
         assert not gc.is_tracked(once)  # nothing cached: no cycle, nothing for the collector
+        # a name used once keeps no object; its second use lists one in the manager's dict,
+        # whose second `with` caches its bound methods: the cycle (stop 23)
         for i in range(1000):
-            for _ in range(2):
+            for _ in range(3):
                 with manager.profile_region(f"collected-{i}"):
                     pass
         del region, other
@@ -269,3 +271,40 @@ def test_with_reuses_one_bound_method_per_region_and_regions_are_still_collected
     with manager.session(deactivate_file_output=True, verbose=False):
         pass
     assert live(region_type) == 0
+
+
+def test_a_name_used_once_keeps_no_python_object():
+    """issue 15 (100,000 dynamic names like ``f"GET /item/{i}"``: 398 bytes per name at
+    stop 22, a region object and a dict key each): a name looked up once keeps no Python
+    object, only its row in the native region table, until it is looked up again. It is
+    still registered and recorded, and a name gives one object while anyone holds it."""
+    manager = ProfileManager()
+    with manager.session(deactivate_file_output=True, verbose=False, return_results=True) as s:
+        with manager.profile_region("warm"):
+            pass
+        names = [f"GET /item/{i}" for i in range(20_000)]
+        gc.collect()
+        before = sys.getallocatedblocks()
+        for name in names:
+            with manager.profile_region(name):
+                pass
+        gc.collect()
+        grown = sys.getallocatedblocks() - before
+        assert grown < len(names) // 20, grown  # at stop 22: two blocks per name
+        held = manager.profile_region("held")
+        assert manager.profile_region("held") is held  # listed at its second lookup
+        assert manager.region("held") is held
+        alive = manager.profile_region("alive")
+        assert manager.profile_region("alive", tags=None) is alive  # the Python path too
+        registered = manager.registered_regions()
+        root = "scope_profiler.session"  # the session's own region
+        assert set(registered) == {root, "warm", "held", "alive", *names}
+        assert len(registered) == len(names) + 4
+        assert manager.get_region("missing") is None
+        assert manager.get_region("GET /item/7").num_calls == 1
+        with manager.profile_region("GET /item/7"):
+            pass
+        assert manager.get_region("GET /item/7").num_calls == 2
+        assert set(manager.recorded_regions()) == {root, "warm", *names}  # held/alive: no call
+    calls = {name: int(s.results[name][0].num_calls) for name in s.results.region_names}
+    assert calls == {root: 1, "warm": 1, **dict.fromkeys(names, 1), "GET /item/7": 2}

@@ -575,6 +575,8 @@ class ProfileManager:
         NUL character)."""
         region = cls._regions.get(region_name)
         if region is None:
+            region = cls._region_cache.adopt(region_name)  # a name used once so far
+        if region is None:
             normalized = () if tags is None else tuple(tags)
             if cls._recording() and cls._tags_record(normalized):
                 config = cls._config
@@ -815,19 +817,21 @@ class ProfileManager:
 
     @classmethod
     def get_region(cls, region_name):
-        return cls._regions.get(region_name)
+        return cls._region_cache.get(region_name)
 
     @classmethod
     def get_all_regions(cls) -> dict:
+        for name in cls._region_cache.unlisted_names():
+            cls._region_cache.get(name)  # lists a name used once so far
         return cls._regions
 
     @classmethod
     def registered_regions(cls) -> tuple:
-        return tuple(cls._regions)
+        return (*cls._regions, *cls._region_cache.unlisted_names())
 
     @classmethod
     def recorded_regions(cls) -> tuple:
-        return tuple(name for name, r in cls._regions.items() if r.num_calls > 0)
+        return tuple(name for name, r in cls.get_all_regions().items() if r.num_calls > 0)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod

@@ -1342,6 +1342,16 @@ class RegionCache:
     def lookup(self) -> Callable[..., ProfileRegion]:
         """``region(region_name, functions=None, tags=None)`` over this cache (a builtin
         function: a cached name is one dict probe, no Python frame)."""
+    def unlisted_names(self) -> list[str]:
+        """Names the native lookup made since the last :meth:`bind` that are not in the
+        manager's dict (used once so far, their object gone or not yet listed), in creation
+        order."""
+    def get(self, region_name: object) -> ProfileRegion | None:
+        """The region registered as ``region_name`` (listed in the dict now if it was made
+        by the native lookup and used once so far), else None; creates no region."""
+    def adopt(self, region_name: object) -> ProfileRegion | None:
+        """The live object of ``region_name`` made by the native lookup and not yet in the
+        manager's dict, listed in it now; None when there is none."""
     def bind(
         self,
         recorder: NativeRecorder | None = None,

@@ -30,6 +30,15 @@ struct Binding {
     /// The defining site per call site (code object, instruction offset): a loop making
     /// many names at one line reads the frame once, not per name.
     sites: HashMap<(usize, i32), Site>,
+    /// Ids of the regions this binding created natively, ascending: with the manager's
+    /// dict, the registered names ([`RegionCache::unlisted_names`]).
+    created: Vec<u32>,
+    /// The live region object of each natively created name not (yet) in the manager's
+    /// dict: id -> (object, address of its contents). A name used once keeps no Python
+    /// object after its call (issue 15: 100,000 dynamic names); its second lookup while the
+    /// first object lives returns that object and lists it in the dict, so a name gives one
+    /// object as long as anyone holds it. Entries leave on the object's drop.
+    unlisted: HashMap<u32, (usize, usize)>,
 }
 
 /// A call site's defining site as recorded; `path` None = a frame of this package (no site).
@@ -128,7 +137,10 @@ impl RegionCache {
         let text = text.to_str()?;
         check_region_name(text)?;
         let shared = Arc::clone(&binding.shared);
-        let (id, _) = shared.regions.get_or_create(text, Vec::new());
+        let (id, new) = shared.regions.intern(text, &[]);
+        if let Some(live) = this.take_unlisted(id) {
+            return this.list(py, &name, live).map(Some);
+        }
         if let Some((path, line)) = this.caller_site(py)? {
             shared.regions.set_source(id, path, Some(line), None);
         }
@@ -138,13 +150,56 @@ impl RegionCache {
         // setup()/reset() clears; its cached bound methods make a cycle of their own:
         // `region_method_get` tracks it then.
         unsafe { ffi::PyObject_GC_UnTrack(region.as_ptr().cast()) };
-        // Another thread may have created it meanwhile: keep the first object (the region
-        // table already maps both to one id).
-        let kept = unsafe { ffi::PyDict_SetDefault(this.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };
+        if !new {
+            return this.list(py, &name, region).map(Some);
+        }
+        // a new name: not in the dict until its second lookup (see `Binding::unlisted`)
+        // SAFETY: GIL held; no Python code ran since `binding` was read above except the
+        // site resolver, so look the binding up again.
+        if let Some(b) = unsafe { &mut *this.binding.get() } {
+            b.created.push(id);
+            b.unlisted.insert(id, (region.as_ptr() as usize, region.get() as *const ProfileRegion as usize));
+            region.get().set_unlisted(true);
+        }
+        Ok(Some(region.into_any()))
+    }
+
+    /// Put `region` in the manager's dict under `name`, unless another thread put one there
+    /// meanwhile (the region table maps both to one id): the object kept.
+    fn list<'py>(
+        &self,
+        py: Python<'py>,
+        name: &Bound<'py, PyAny>,
+        region: Bound<'py, ProfileRegion>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        region.get().set_unlisted(false);
+        // SAFETY: GIL held; a borrowed reference to the kept value, or null with an error.
+        let kept = unsafe { ffi::PyDict_SetDefault(self.regions.as_ptr(), name.as_ptr(), region.as_ptr()) };
         if kept.is_null() {
             return Err(PyErr::fetch(py));
         }
-        Ok(Some(unsafe { Bound::from_borrowed_ptr(py, kept) }))
+        Ok(unsafe { Bound::from_borrowed_ptr(py, kept) })
+    }
+
+    /// The live unlisted object of region `id`, removed from the unlisted map.
+    fn take_unlisted<'py>(&self, id: u32) -> Option<Bound<'py, ProfileRegion>> {
+        let py = unsafe { Python::assume_attached() };
+        // SAFETY: GIL held (callers), no other borrow of the binding alive.
+        let (obj, _) = unsafe { &mut *self.binding.get() }.as_mut()?.unlisted.remove(&id)?;
+        // SAFETY: the entry leaves the map when its object is dropped, so it is alive; the
+        // map holds no reference, so take a new one.
+        Some(unsafe { Bound::from_borrowed_ptr(py, obj as *mut ffi::PyObject).cast_into_unchecked() })
+    }
+
+    /// Forget the unlisted entry of region `id` if it is the object at `contents` (called
+    /// when that object is dropped, GIL held).
+    pub(crate) fn forget_unlisted(&self, id: u32, contents: usize) {
+        // SAFETY: GIL held (a drop of a Python object).
+        if let Some(b) = unsafe { &mut *self.binding.get() } {
+            if b.unlisted.get(&id).is_some_and(|&(_, c)| c == contents) {
+                b.unlisted.remove(&id);
+            }
+        }
     }
 
     /// The recorded path of `file` (cached per binding); None when the binding went away.
@@ -240,6 +295,56 @@ impl RegionCache {
         }
     }
 
+    /// Names of the regions made by this cache's native lookup since the last `bind` that
+    /// are not in the manager's dict (used once so far), in creation order.
+    fn unlisted_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
+        // SAFETY: GIL held; no Python code runs while the binding is borrowed (the dict
+        // probes below use borrowed strings only).
+        let Some(b) = (unsafe { &*self.binding.get() }) else { return Ok(Vec::new()) };
+        let table = b.shared.regions.lock();
+        let dict = self.regions.bind(py);
+        let mut out = Vec::new();
+        for &id in &b.created {
+            let name = &*table[id as usize].name;
+            if !dict.contains(name)? {
+                out.push(name.to_owned());
+            }
+        }
+        Ok(out)
+    }
+
+    /// The region registered as `region_name` (in the manager's dict, or made by the native
+    /// lookup and used once so far: then listed in the dict now), else None. Creates nothing.
+    fn get<'py>(slf: &Bound<'py, Self>, region_name: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let this = slf.get();
+        if let Some(r) = this.regions.bind(slf.py()).get_item(region_name)? {
+            return Ok(Some(r));
+        }
+        let Ok(text) = region_name.cast::<PyString>() else { return Ok(None) };
+        // SAFETY: GIL held; the borrow ends before any Python code runs.
+        let known = unsafe { &*this.binding.get() }.as_ref().is_some_and(|b| {
+            b.shared.regions.find(text.to_str().unwrap_or("")).is_some_and(|id| b.created.binary_search(&id).is_ok())
+        });
+        if !known {
+            return Ok(None);
+        }
+        Ok(Some(RegionCache::lookup(slf)?.call1((region_name,))?))
+    }
+
+    /// The live object of `region_name` made by the native lookup and not yet in the
+    /// manager's dict, listed in the dict now; None when there is none (the Python creation
+    /// path then makes the region).
+    fn adopt<'py>(slf: &Bound<'py, Self>, region_name: &Bound<'py, PyAny>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let this = slf.get();
+        let Ok(text) = region_name.cast::<PyString>() else { return Ok(None) };
+        // SAFETY: GIL held; the borrow ends before any Python code runs.
+        let id = unsafe { &*this.binding.get() }.as_ref().and_then(|b| b.shared.regions.find(text.to_str().ok()?));
+        match id.and_then(|id| this.take_unlisted(id)) {
+            Some(live) => this.list(slf.py(), region_name, live).map(Some),
+            None => Ok(None),
+        }
+    }
+
     /// Record new names natively into `recorder` (`None`: profiling off, or regions need
     /// the Python path, e.g. `capture_region_source`). `recorded_path(filename)` gives the
     /// defining file as recorded. Called by every `setup()` and `reset()`.
@@ -251,6 +356,8 @@ impl RegionCache {
                 recorded_path: p,
                 paths: HashMap::new(),
                 sites: HashMap::new(),
+                created: Vec::new(),
+                unlisted: HashMap::new(),
             }),
             _ => None,
         };

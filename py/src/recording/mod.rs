@@ -653,6 +653,21 @@ pub struct ProfileRegion {
     /// Bit `k`: `bound[k]` was looked up once (it is cached at the second lookup, so a name
     /// used once keeps no bound method: 100,000 dynamic names stay small).
     looked_up: std::cell::Cell<u8>,
+    /// Made by the native lookup and not in the manager's dict (a name used once so far):
+    /// its drop removes it from the lookup's unlisted map (`lookup::Binding::unlisted`).
+    unlisted: std::cell::Cell<bool>,
+}
+
+impl Drop for ProfileRegion {
+    fn drop(&mut self) {
+        if self.unlisted.get() {
+            if let Some(cache) = &self.cache {
+                // SAFETY: a Python object is dropped with the GIL held.
+                let py = unsafe { Python::assume_attached() };
+                cache.bind(py).get().forget_unlisted(self.b().id, self as *const ProfileRegion as usize);
+            }
+        }
+    }
 }
 
 /// What a [`ProfileRegion`] records into, as of one [`setup_generation`].
@@ -701,7 +716,13 @@ impl ProfileRegion {
             cache,
             bound: Default::default(),
             looked_up: Default::default(),
+            unlisted: Default::default(),
         }
+    }
+
+    /// Mark whether the region is outside the manager's dict (see [`ProfileRegion::drop`]).
+    pub(crate) fn set_unlisted(&self, unlisted: bool) {
+        self.unlisted.set(unlisted);
     }
 
     /// The binding as of now (GIL held: no Python code runs while it is borrowed).
@@ -836,6 +857,7 @@ impl ProfileRegion {
             cache,
             bound: Default::default(),
             looked_up: Default::default(),
+            unlisted: Default::default(),
         })
     }
 
