@@ -124,7 +124,8 @@ pub enum Command {
         flush_interval: Option<f64>,
         /// Record every Python function call of the script's own code as a call of the
         /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level
-        /// tracer, on every thread and task lane). `--all`, `--include`, `--exclude` and
+        /// tracer, on every thread and task lane). It implies --track-threads: the calls of
+        /// concurrent threads cannot share one stack. `--all`, `--include`, `--exclude` and
         /// `--entrypoint` imply it.
         #[arg(long)]
         recursive: bool,

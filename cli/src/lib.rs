@@ -50,6 +50,7 @@ pub struct RunRequest {
     /// `-m MODULE`: run this module as `__main__` (`runpy.run_module`) instead of a script.
     pub module: Option<String>,
     pub args: Vec<String>,
+    /// `track_threads=True`: `--track-threads`, `--track-async`, or function tracing.
     pub track_threads: bool,
     /// `track_async=True` (implies `track_threads`).
     pub track_async: bool,
@@ -178,7 +179,8 @@ where
                 script,
                 module,
                 args,
-                track_threads: track_threads || track_async,
+                // a traced function runs on whichever thread calls it: one lane per thread
+                track_threads: track_threads || track_async || traced,
                 track_async,
                 output,
                 speedscope: !no_speedscope,

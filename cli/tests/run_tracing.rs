@@ -53,3 +53,21 @@ fn options_after_the_script_belong_to_the_script() {
         Outcome::Exit(code) => panic!("exited with {code}"),
     }
 }
+
+// stop 23 (noticed at stop 22): `run --recursive` without --track-threads traced every
+// thread onto one stack, so a script whose threads overlap got no exclusive times, no call
+// graph and no speedscope file. Tracing now implies thread tracking; a plain run does not.
+#[test]
+fn tracing_implies_track_threads() {
+    let track_threads = |args: &[&str]| {
+        let argv = std::iter::once("scope-profiler").chain(args.iter().copied());
+        match dispatch(argv) {
+            Outcome::Run(req) => (req.track_threads, req.track_async),
+            Outcome::Exit(code) => panic!("{args:?} exited with {code}"),
+        }
+    };
+    assert_eq!(track_threads(&["run", "app.py"]), (false, false));
+    assert_eq!(track_threads(&["run", "--recursive", "app.py"]), (true, false));
+    assert_eq!(track_threads(&["run", "--include", "x*", "app.py"]), (true, false));
+    assert_eq!(track_threads(&["run", "--recursive", "--track-async", "app.py"]), (true, true));
+}

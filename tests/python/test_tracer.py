@@ -130,6 +130,44 @@ thrower()
 """
 
 
+OVERLAPPING_THREADS = """
+import threading, time
+
+barrier = threading.Barrier(3)
+
+def inner():
+    time.sleep(0.05)
+
+def outer():
+    barrier.wait()
+    inner()
+
+threads = [threading.Thread(target=outer) for _ in range(3)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
+
+
+# stop 23 (noticed at stop 22): `run --recursive` without --track-threads put the traced
+# calls of every thread on one stack; three threads inside `outer` at once did not nest, so
+# the run had no exclusive times, no call graph and no speedscope file. Tracing now implies
+# thread tracking.
+def test_recursive_alone_gives_overlapping_threads_their_own_lanes(tmp_path):
+    run, proc = _run_traced(tmp_path, OVERLAPPING_THREADS)
+    assert "not properly nested" not in proc.stderr, proc.stderr
+    outer, inner = run["__main__.outer"][0], run["__main__.inner"][0]
+    assert outer.num_calls == inner.num_calls == 3
+    assert len(set(outer.thread_ids.tolist())) == 3  # one lane per thread
+    by_call = dict(zip(outer.call_ids.tolist(), outer.thread_ids.tolist()))
+    # each inner call's parent is the outer call of its own thread
+    assert [by_call[p] for p in inner.parent_ids.tolist()] == inner.thread_ids.tolist()
+    # outer's exclusive time is its own (barrier), not the sleeps of other threads
+    assert (outer.exclusive_durations_ns >= 0).all()
+    assert (inner.durations >= 0.05).all()
+
+
 def test_a_generator_is_one_call_spanning_its_iteration(tmp_path):
     run, proc = _run_traced(tmp_path, GENERATORS)
     assert "still open" not in proc.stderr and "not recorded" not in proc.stderr, proc.stderr
