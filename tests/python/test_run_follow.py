@@ -303,6 +303,68 @@ def test_pool_workers_terminated_by_with_pool_write_their_calls(tmp_path):
         assert per_method == {"Fork": 10, "Spawn": 10}
 
 
+# stop 23 (noticed at stop 22): a multiprocessing child still running when the script ended
+# was left out ("still running ... left out of the result"): `run` merged the files before
+# multiprocessing's exit handler terminated the daemonic ones (and joined the others).
+# `run` now runs that handler first: each child writes its file (on SIGTERM, or at its end).
+def test_children_still_running_at_the_end_are_ended_as_multiprocessing_ends_them(tmp_path):
+    script = tmp_path / "unjoined.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp, time
+            import scope_profiler as sp
+
+            def forever(q):
+                for _ in range(3):
+                    with sp.profile_region("daemon_work"):
+                        pass
+                q.put("ready")
+                time.sleep(60)  # never ends on its own
+
+            def late():
+                time.sleep(0.3)
+                with sp.profile_region("late_work"):
+                    pass
+
+            def task(x):
+                with sp.profile_region("task"):
+                    return x
+
+            if __name__ == "__main__":
+                for method in ("fork", "spawn"):
+                    q = mp.get_context(method).Queue()
+                    mp.get_context(method).Process(target=forever, args=(q,), daemon=True).start()
+                    assert q.get(timeout=30) == "ready"
+                mp.get_context("fork").Process(target=late).start()  # not joined
+                pool = mp.get_context("fork").Pool(2)  # neither closed nor terminated
+                assert pool.map(task, range(4)) == [0, 1, 2, 3]
+                with sp.profile_region("parent_work"):
+                    pass
+            """
+        )
+    )
+    out = tmp_path / "unjoined.h5"
+    proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    assert "left out" not in proc.stderr, proc.stderr
+    r = sp.read_h5(str(out))
+    assert counts(r, 0)["parent_work"] == 1
+    what = {rank: c.rsplit(": ", 1)[1] for rank, c in enumerate(r.metadata["processes"])}
+    by_name = {name: counts(r, rank) for rank, name in what.items() if rank}
+    assert by_name["multiprocessing ForkProcess-1"] == {
+        "scope_profiler.session": 1,
+        "daemon_work": 3,
+    }
+    assert by_name["multiprocessing SpawnProcess-2"] == {
+        "scope_profiler.session": 1,
+        "daemon_work": 3,
+    }
+    assert by_name["multiprocessing ForkProcess-3"] == {"scope_profiler.session": 1, "late_work": 1}
+    workers = [c for name, c in by_name.items() if "PoolWorker" in name]
+    assert sum(c["task"] for c in workers) == 4
+
+
 # issue 14 (third new-user trial): a followed process's MainThread started at 0 and, alive,
 # ran to the script's end (its wall time was the whole run's); merge_results of two such
 # runs kept the first one's `processes`, shorter than the ranks.

@@ -283,6 +283,8 @@ def _run_script(req: dict) -> int:
             sys.path.pop(0)
     if os.getpid() != started_pid:  # a forked child: no summary, no merge
         return code
+    if processes is not None and died_by is None:
+        _follow.end_multiprocessing()  # at exit it would come after the merge
     code = _after_run(req, output, recording, processes, started_pid, script_argv, module, code)
     if died_by is not None:
         _follow.die_by(died_by)

@@ -139,6 +139,21 @@ def following(output: str, settings: dict) -> Iterator[str]:
                 os.environ[name] = value
 
 
+def end_multiprocessing() -> None:
+    """Run ``multiprocessing``'s own exit handler now, before ``run`` merges the processes'
+    files, instead of at interpreter exit after the merge: its finalizers (a pool neither
+    closed nor terminated terminates its workers), SIGTERM to daemonic children still
+    running, then a join of every child. A followed child writes its profile on SIGTERM or
+    when it ends, so its calls are in the result instead of being left out (stop 23). The
+    handler runs once per process (it is guarded), so the exit does not repeat it; the
+    script's own ``atexit`` handlers run after it, as they would for ones registered before
+    the script imported ``multiprocessing``."""
+    util = sys.modules.get("multiprocessing.util")
+    exit_function = getattr(util, "_exit_function", None)
+    if callable(exit_function):
+        exit_function()
+
+
 def start_from_environment() -> None:
     """The bootstrap ``sitecustomize``: start recording this process if a followed run
     started it (its directory still exists). A failure to start is one line on stderr,
