@@ -257,6 +257,8 @@ def main() -> None:
         default=os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python"),
     )
     a = ap.parse_args()
+    if os.sep in a.ref_python:  # the workers run in /tmp: a relative path would not resolve
+        a.ref_python = os.path.abspath(a.ref_python)
     what = a.what.split(",")
     print(f"load average before: {' '.join(f'{x:.2f}' for x in os.getloadavg())}")
     print(f"rounds {a.rounds} (ours and reference interleaved, each a fresh process)")
