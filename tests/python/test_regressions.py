@@ -2170,3 +2170,79 @@ def test_run_recursive_names_main_script_functions_alike_in_spawn_children(tmp_p
     assert not [n for n in r.region_names if n.startswith("__mp_main__.")]
     task = r["__main__.task"]
     assert len(task.ranks) == 2 and sum(task[k].num_calls for k in task.ranks) == 8
+
+
+# stop 23 new-user trial, problem 1: "A name looked up on another thread while setup() runs
+# records nothing for the whole new run": the lookup put a region of the earlier run in the
+# manager's dict after setup() had cleared it; the region looked itself up again, found
+# itself, and stayed bound to the earlier run. (The thread switch is simulated: the stale
+# region is put where the other thread's lookup put it.)
+def test_stop_23_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
+    manager = ProfileManager()
+    manager.setup(deactivate_file_output=True)
+    stale = manager.profile_region("x")
+    assert manager.profile_region("x") is stale  # listed in the dict at its second lookup
+    manager.finalize(verbose=False)
+    manager.setup(deactivate_file_output=True, replace=True)
+    manager._regions["x"] = stale  # what the other thread's lookup did during setup()
+    for _ in range(3):
+        with manager.profile_region("x"):
+            pass
+    with stale:  # the object itself follows the new run too
+        pass
+    assert manager.get_region("x") is not stale
+    results = manager.finalize(verbose=False, return_results=True)
+    assert results["x"][0].num_calls == 4
+    manager.reset()
+
+
+# stop 23 new-user trial, problem 2: "recorded_regions() crashes while another thread
+# creates regions" (RuntimeError: dictionary changed size during iteration).
+def test_stop_23_recorded_regions_while_another_thread_creates_regions():
+    manager = ProfileManager()
+    manager.setup(deactivate_file_output=True, track_threads=True)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    names = [f"GET /item/{i}" for i in range(3000)]
+
+    def worker():
+        for name in names:
+            for _ in range(2):  # the second lookup lists the name in the dict
+                with manager.region(name):
+                    pass
+
+    import threading
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        while t.is_alive():
+            recorded = manager.recorded_regions()
+            assert set(recorded) <= set(names)
+    finally:
+        t.join()
+        sys.setswitchinterval(switch)
+    assert manager.recorded_regions() == tuple(names)
+    manager.finalize(verbose=False)
+    manager.reset()
+
+
+# stop 23 new-user trial, problem 4: after "A region name used once keeps no Python object",
+# `region("t", tags=("x",))` for a name used once (its object gone) silently kept the old
+# tags instead of raising, as it does for a name in the dict; and problem 5: the registered
+# names lost their creation order; `region()` without a name named a private method.
+def test_stop_23_a_name_used_once_keeps_its_tags_order_and_messages():
+    manager = ProfileManager()
+    with manager.session(deactivate_file_output=True, verbose=False):
+        for name in ("t", "a", "b", "c"):
+            with manager.region(name):
+                pass
+        with manager.region("c"):  # listed in the dict now
+            pass
+        with pytest.raises(ValueError, match=r"already has tags \(\); cannot reuse it"):
+            manager.region("t", tags=("x",))
+        assert manager.region("t", tags=()) is manager.get_region("t")
+        names = manager.registered_regions()
+        assert names[names.index("t") :] == ("t", "a", "b", "c")
+        with pytest.raises(TypeError, match=r"^region\(\) missing 1 required argument"):
+            manager.region()

@@ -185,6 +185,42 @@ def test_a_generator_is_one_call_spanning_its_iteration(tmp_path):
     assert run.call_stack() is not None
 
 
+ASYNC_GENERATORS = """
+import asyncio, time
+
+async def agen(n):
+    for i in range(n):
+        await asyncio.sleep(0.01)
+        yield i
+
+async def agen_nowait(n):
+    for i in range(n):
+        time.sleep(0.01)
+        yield i
+
+async def consume():
+    async for _ in agen(3):
+        pass
+    async for _ in agen_nowait(3):
+        await asyncio.sleep(0.01)
+
+asyncio.run(consume())
+"""
+
+
+# stop 23 new-user trial, problem 3: "`--recursive --track-async` ends an async
+# generator's call at its first suspension" (3.11 has no `ag_suspended`: every yield read as
+# the generator's end) - an async generator is one call spanning its iteration.
+def test_an_async_generator_is_one_call_spanning_its_iteration(tmp_path):
+    run, proc = _run_traced(tmp_path, ASYNC_GENERATORS, "--track-async")
+    assert "still open" not in proc.stderr and "not recorded" not in proc.stderr, proc.stderr
+    waits, sleeps = run["__main__.agen"][0], run["__main__.agen_nowait"][0]
+    assert waits.num_calls == sleeps.num_calls == 1
+    # three awaited 10 ms sleeps inside, three 10 ms sleeps of its own plus its consumer's
+    assert waits.durations[0] >= 0.03 and waits.await_times[0] >= 0.025
+    assert sleeps.durations[0] >= 0.05
+
+
 EXCEPTIONS = """
 def boom(depth):
     if depth == 0:

@@ -601,13 +601,13 @@ class ProfileManager:
             # Another thread may have created it meanwhile: keep the first object (the
             # native table already maps both to one id).
             region = cls._regions.setdefault(region_name, region)
-        elif tags is not None:
-            normalized = tuple(tags)
-            if tuple(region.tags) != normalized:
-                raise ValueError(
-                    f"region {region_name!r} already has tags {tuple(region.tags)!r}; "
-                    f"cannot reuse it with {normalized!r}",
-                )
+        # an existing region keeps its first tags (in the dict, or only in the recorder's
+        # table when the name was used once so far)
+        if tags is not None and tuple(region.tags) != tuple(tags):
+            raise ValueError(
+                f"region {region_name!r} already has tags {tuple(region.tags)!r}; "
+                f"cannot reuse it with {tuple(tags)!r}",
+            )
         return region
 
     @classmethod
@@ -821,17 +821,21 @@ class ProfileManager:
 
     @classmethod
     def get_all_regions(cls) -> dict:
-        for name in cls._region_cache.unlisted_names():
+        for name, _ in cls._region_cache.unlisted_calls():
             cls._region_cache.get(name)  # lists a name used once so far
         return cls._regions
 
     @classmethod
     def registered_regions(cls) -> tuple:
-        return (*cls._regions, *cls._region_cache.unlisted_names())
+        return tuple(cls._region_cache.registered())
 
     @classmethod
     def recorded_regions(cls) -> tuple:
-        return tuple(name for name, r in cls.get_all_regions().items() if r.num_calls > 0)
+        # copies taken without running Python code: other threads may add regions meanwhile
+        listed = tuple(cls._regions.items())
+        calls = dict(cls._region_cache.unlisted_calls())
+        calls.update((name, r.num_calls) for name, r in listed)
+        return tuple(name for name in cls._region_cache.registered() if calls.get(name, 0) > 0)
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod

@@ -1342,10 +1342,14 @@ class RegionCache:
     def lookup(self) -> Callable[..., ProfileRegion]:
         """``region(region_name, functions=None, tags=None)`` over this cache (a builtin
         function: a cached name is one dict probe, no Python frame)."""
-    def unlisted_names(self) -> list[str]:
-        """Names the native lookup made since the last :meth:`bind` that are not in the
-        manager's dict (used once so far, their object gone or not yet listed), in creation
-        order."""
+    def registered(self) -> list[str]:
+        """The registered region names in creation order: the manager's dict and the names
+        the native lookup made since the last :meth:`bind` (used once so far); then dict
+        names the recorder does not know (disabled regions)."""
+    def unlisted_calls(self) -> list[tuple[str, int]]:
+        """``(name, calls)`` of each name the native lookup made since the last :meth:`bind`
+        that is not in the manager's dict, in creation order; calls as
+        ``ProfileRegion.num_calls`` counts them (all threads, open ones included)."""
     def get(self, region_name: object) -> ProfileRegion | None:
         """The region registered as ``region_name`` (listed in the dict now if it was made
         by the native lookup and used once so far), else None; creates no region."""
@@ -1522,6 +1526,7 @@ class NativeTracer:
         decorated: set[Any],
         recorded_path: Callable[[str], str] | None = None,
         resume_opcode: int = 151,
+        yield_opcode: int = 86,
         scoped: bool = False,
     ) -> NativeTracer: ...
     def start(self) -> None:

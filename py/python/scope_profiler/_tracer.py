@@ -99,6 +99,7 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
         resume_opcode=dis.opmap.get("RESUME", 151),
+        yield_opcode=dis.opmap.get("YIELD_VALUE", 86),
     )
     tracer.start()
     _TRACERS[id(config)] = tracer
@@ -134,6 +135,7 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
         resume_opcode=dis.opmap.get("RESUME", 151),
+        yield_opcode=dis.opmap.get("YIELD_VALUE", 86),
         scoped=True,
     )
     tracer.start()

@@ -31,7 +31,7 @@ struct Binding {
     /// many names at one line reads the frame once, not per name.
     sites: HashMap<(usize, i32), Site>,
     /// Ids of the regions this binding created natively, ascending: with the manager's
-    /// dict, the registered names ([`RegionCache::unlisted_names`]).
+    /// dict, the registered names (`RegionCache.registered`).
     created: Vec<u32>,
     /// The live region object of each natively created name not (yet) in the manager's
     /// dict: id -> (object, address of its contents). A name used once keeps no Python
@@ -58,6 +58,9 @@ pub struct RegionCache {
     create: Py<PyAny>,
     /// Read and written only with the GIL held (GIL build; see the module docs).
     binding: UnsafeCell<Option<Binding>>,
+    /// The setup generation of the last `bind`: a region made or checked at an older one
+    /// may be bound to an earlier run ([`ProfileRegion::resolve`](super::ProfileRegion)).
+    bound_at: std::sync::atomic::AtomicU64,
 }
 
 // SAFETY: `binding` is only accessed with the GIL held.
@@ -99,6 +102,11 @@ unsafe extern "C" fn lookup(
     let cache: &RegionCache = slf.get();
     let nargs = unsafe { ffi::PyVectorcall_NARGS(nargsf as usize) };
     let no_kwargs = kwnames.is_null() || unsafe { ffi::PyTuple_GET_SIZE(kwnames) } == 0;
+    if nargs == 0 && no_kwargs {
+        // not the Python path's own message, which names a private method
+        pyo3::exceptions::PyTypeError::new_err("region() missing 1 required argument: 'region_name'").restore(py);
+        return std::ptr::null_mut();
+    }
     if nargs == 1 && no_kwargs {
         let name = unsafe { *args };
         let hit = unsafe { ffi::PyDict_GetItemWithError(cache.regions.as_ptr(), name) };
@@ -276,7 +284,7 @@ impl RegionCache {
     /// `create(region_name, functions=None, tags=None)` unless made natively.
     #[new]
     fn new(regions: Py<PyDict>, create: Py<PyAny>) -> Self {
-        RegionCache { regions, create, binding: UnsafeCell::new(None) }
+        RegionCache { regions, create, binding: UnsafeCell::new(None), bound_at: Default::default() }
     }
 
     /// The `region(region_name, functions=None, tags=None)` callable over this cache (a
@@ -295,19 +303,46 @@ impl RegionCache {
         }
     }
 
-    /// Names of the regions made by this cache's native lookup since the last `bind` that
-    /// are not in the manager's dict (used once so far), in creation order.
-    fn unlisted_names(&self, py: Python<'_>) -> PyResult<Vec<String>> {
-        // SAFETY: GIL held; no Python code runs while the binding is borrowed (the dict
-        // probes below use borrowed strings only).
-        let Some(b) = (unsafe { &*self.binding.get() }) else { return Ok(Vec::new()) };
-        let table = b.shared.regions.lock();
+    /// The registered region names, in creation order: those in the manager's dict and those
+    /// the native lookup made since the last `bind` (used once so far), by region id; then
+    /// dict names the recorder does not know (disabled regions), in dict order. Taken
+    /// without running Python code (another thread cannot change it meanwhile).
+    fn registered(&self, py: Python<'_>) -> PyResult<Vec<String>> {
         let dict = self.regions.bind(py);
+        // SAFETY: GIL held; no Python code runs while the binding is borrowed (the dict holds
+        // str keys: probing it runs none).
+        let Some(b) = (unsafe { &*self.binding.get() }) else {
+            return dict.keys().iter().map(|k| k.extract::<String>()).collect();
+        };
+        let mut ids = b.created.clone();
+        let mut unknown = Vec::new();
+        for key in dict.keys().iter() {
+            let name: String = key.extract()?;
+            match b.shared.regions.find(&name) {
+                Some(id) => ids.push(id),
+                None => unknown.push(name),
+            }
+        }
+        ids.sort_unstable();
+        ids.dedup();
+        let table = b.shared.regions.lock();
+        Ok(ids.iter().map(|&id| table[id as usize].name.to_string()).chain(unknown).collect())
+    }
+
+    /// `(name, calls)` of each region the native lookup made since the last `bind` that is
+    /// not in the manager's dict (used once so far), in creation order; calls as
+    /// `ProfileRegion.num_calls` counts them (all threads, open ones included).
+    fn unlisted_calls(&self, py: Python<'_>) -> PyResult<Vec<(String, u64)>> {
+        // SAFETY: as `registered`.
+        let Some(b) = (unsafe { &*self.binding.get() }) else { return Ok(Vec::new()) };
+        let dict = self.regions.bind(py);
+        let table = b.shared.regions.lock();
         let mut out = Vec::new();
         for &id in &b.created {
             let name = &*table[id as usize].name;
             if !dict.contains(name)? {
-                out.push(name.to_owned());
+                // SAFETY: GIL held (module contract): no thread is inside enter/exit.
+                out.push((name.to_owned(), unsafe { b.shared.rec.num_calls(id) }));
             }
         }
         Ok(out)
@@ -365,6 +400,7 @@ impl RegionCache {
         unsafe { *self.binding.get() = binding };
         // every region object (of every manager) looks itself up again before its next call
         super::next_setup_generation();
+        self.bound_at.store(super::setup_generation(), std::sync::atomic::Ordering::Relaxed);
     }
 }
 
@@ -372,6 +408,21 @@ impl RegionCache {
     /// What `region(name)` (with `tags`, when any) gives now: the current run's region, or
     /// a disabled one (`ProfileRegion::resolve` of a region kept across `setup()` calls).
     /// The same path as a call of [`RegionCache::lookup`]'s function.
+    /// The setup generation of this cache's last `bind` (0: never bound).
+    pub(crate) fn bound_at(&self) -> u64 {
+        self.bound_at.load(std::sync::atomic::Ordering::Relaxed)
+    }
+
+    /// Remove `region` from the manager's dict under `name` if it is there (a region of an
+    /// earlier run that another thread put there while `setup()` ran).
+    pub(crate) fn evict(&self, py: Python<'_>, name: &str, region: &Bound<'_, PyAny>) -> PyResult<()> {
+        let dict = self.regions.bind(py);
+        if dict.get_item(name)?.is_some_and(|r| r.is(region)) {
+            dict.del_item(name)?;
+        }
+        Ok(())
+    }
+
     pub(crate) fn current<'py>(
         slf: &Bound<'py, RegionCache>,
         name: &str,

@@ -778,9 +778,26 @@ impl ProfileRegion {
             unsafe { (*self.binding.get()).generation = generation };
             return Ok(());
         };
+        let cache = cache.bind(py);
+        if self.b().generation >= cache.get().bound_at() {
+            // made or checked since its own manager's last setup()/reset(): another manager's
+            // setup bumped the generation, this binding is current
+            // SAFETY: GIL held; no borrow of the binding is alive here.
+            unsafe { (*self.binding.get()).generation = generation };
+            return Ok(());
+        }
         let (name, tags) = (self.name_string(), self.tags_vec());
         // Python may run in here (a miss creates the region): nothing of `self` is borrowed
-        let current = lookup::RegionCache::current(cache.bind(py), &name, tags)?;
+        let mut current = lookup::RegionCache::current(cache, &name, tags.clone())?;
+        if let Ok(r) = current.cast::<ProfileRegion>() {
+            if std::ptr::eq(r.get(), self) {
+                // itself, bound to an earlier run: another thread looked the name up while
+                // setup() ran and put it in the dict (stop 23 new-user trial: a whole run
+                // recorded nothing under that name); the current run's region replaces it
+                cache.get().evict(py, &name, &current)?;
+                current = lookup::RegionCache::current(cache, &name, tags)?;
+            }
+        }
         // SAFETY: GIL held; no other borrow of this binding is alive (`c` is another object's).
         let binding = unsafe { &mut *self.binding.get() };
         if let Ok(r) = current.cast::<ProfileRegion>() {

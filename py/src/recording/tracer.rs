@@ -125,6 +125,8 @@ struct Active {
     recorded_path: Option<Py<PyAny>>,
     /// Opcode of `RESUME` (3.11), to find a generator's first start.
     resume_opcode: u8,
+    /// Opcode of `YIELD_VALUE` (3.11), to tell an async generator's yield from its return.
+    yield_opcode: u8,
     budget: UnsafeCell<CallBudget>,
     hook: UnsafeCell<Hook>,
     /// 3.12+: generators with an open call -> (region, weak reference with a callback).
@@ -337,7 +339,12 @@ fn active() -> Option<&'static Active> {
 // ------------------------------------------------------------------ 3.11: profile function
 
 /// Whether `gen` (a generator, coroutine or async generator) is suspended (at a yield).
-unsafe fn suspended(py: Python<'_>, frame: *mut ffi::PyFrameObject, kind: Kind) -> bool {
+unsafe fn suspended(py: Python<'_>, frame: *mut ffi::PyFrameObject, kind: Kind, yield_opcode: u8) -> bool {
+    if kind == Kind::AsyncGenerator {
+        // 3.11's async generators have no `ag_suspended`: the frame stopped at a yield
+        // (stop 23 new-user trial: an async generator's call ended at its first yield)
+        return stopped_at(py, frame, yield_opcode);
+    }
     let gen = ffi::PyFrame_GetGenerator(frame); // new reference or NULL
     let Ok(gen) = Bound::from_owned_ptr_or_err(py, gen) else {
         ffi::PyErr_Clear();
@@ -351,6 +358,19 @@ unsafe fn suspended(py: Python<'_>, frame: *mut ffi::PyFrameObject, kind: Kind) 
     match gen.getattr(attr) {
         Ok(v) => v.is_truthy().unwrap_or(false),
         Err(_) => false,
+    }
+}
+
+/// Whether the last instruction `frame` ran has opcode `opcode`.
+unsafe fn stopped_at(py: Python<'_>, frame: *mut ffi::PyFrameObject, opcode: u8) -> bool {
+    let Ok(at) = usize::try_from(ffi::PyFrame_GetLasti(frame)) else { return false };
+    let code = Bound::from_owned_ptr(py, ffi::PyFrame_GetCode(frame).cast::<ffi::PyObject>());
+    match code.getattr(pyo3::intern!(py, "co_code")) {
+        Ok(c) => c.cast::<pyo3::types::PyBytes>().is_ok_and(|b| b.as_bytes().get(at) == Some(&opcode)),
+        Err(_) => {
+            ffi::PyErr_Clear();
+            false
+        }
     }
 }
 
@@ -387,7 +407,7 @@ unsafe extern "C" fn profile_callback(
         a.enter(py, region);
     } else {
         // arg NULL = the frame exits by an exception (it is done)
-        if kind != Kind::Plain && !arg.is_null() && suspended(py, frame, kind) {
+        if kind != Kind::Plain && !arg.is_null() && suspended(py, frame, kind, a.yield_opcode) {
             return 0; // a yield
         }
         a.exit(region);
@@ -653,7 +673,7 @@ impl NativeTracer {
     /// tracing (`profile(recursive=True)`): `start` hooks no thread, each thread is traced
     /// only between its `enter_call` and the matching `exit_call`.
     #[new]
-    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151, scoped=false))]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151, yield_opcode=86, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         recorder: &NativeRecorder,
@@ -666,6 +686,7 @@ impl NativeTracer {
         decorated: Py<PySet>,
         recorded_path: Option<Py<PyAny>>,
         resume_opcode: u8,
+        yield_opcode: u8,
         scoped: bool,
     ) -> Self {
         let active = Active {
@@ -675,6 +696,7 @@ impl NativeTracer {
             decorated,
             recorded_path,
             resume_opcode,
+            yield_opcode,
             budget: UnsafeCell::new(CallBudget::new(call_limit.unwrap_or(u64::MAX))),
             hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
             open_gens: UnsafeCell::new(std::collections::HashMap::new()),
