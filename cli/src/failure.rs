@@ -58,6 +58,12 @@ const HDF5_SUFFIXES: [&str; 2] = [".h5", ".hdf5"];
 /// error naming what it is; a missing, empty, truncated or damaged profile is a runtime
 /// failure (the reader's message, naming the file).
 pub fn read_input(path: &Path) -> Result<Run, Failure> {
+    if path.is_dir() {
+        return Err(Failure::usage(format!(
+            "{} is a directory, not a profile file: give the files (e.g. DIR/*.h5)",
+            path.display()
+        )));
+    }
     if !named_h5(path) && ProfileFormat::sniff(path).ok() == Some(ProfileFormat::Json) {
         return read_json(path).map_err(|e| match e {
             JsonError::Invalid(m) if m.contains(NOT_A_PROFILE) => Failure::usage(format!(
@@ -249,6 +255,19 @@ mod tests {
             assert!(!e.usage && e.code() == 1, "{e}");
             assert_eq!(code(&["sp", "summary", path.to_str().unwrap()]), 1);
         }
+    }
+
+    /// stop 23 new-user trial: `summary DIR` exited 1 (a runtime failure) although a
+    /// directory given for a file is a wrong request, like a file of another kind.
+    #[test]
+    fn a_directory_for_a_file_is_a_usage_error() {
+        let dir = std::env::temp_dir().join(format!("sp-dir-input-{}.h5", std::process::id()));
+        std::fs::create_dir_all(&dir).unwrap();
+        let e = read_input(&dir).unwrap_err();
+        assert!(e.usage && e.message.ends_with("is a directory, not a profile file: give the files (e.g. DIR/*.h5)"));
+        assert_eq!(code(&["sp", "summary", dir.to_str().unwrap()]), 2);
+        assert_eq!(code(&["sp", "threads", dir.to_str().unwrap()]), 2);
+        std::fs::remove_dir(&dir).unwrap();
     }
 
     /// issue 14 (second new-user trial): the reading subcommands refused the JSON profiles
