@@ -36,5 +36,5 @@ pub use rank_calls::{
     set_aside_causes, set_aside_report,
 };
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
-pub use summary::{rank_summary, RankSummary, RegionSummaryRow};
+pub use summary::{nesting_note, rank_summary, RankSummary, RegionSummaryRow};
 pub use view::{ExclusiveOf, LaneFilter, RowView};

@@ -116,11 +116,12 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
     Some(out)
 }
 
-/// The summary's note for a rank whose calls cannot be reconstructed: the error, plus, when
-/// the rank recorded no thread ids, the likely cause - calls of several threads sharing one
-/// stack - and the flag that records them apart (issue 14, new-user trial: a threaded
-/// program run without `--track-threads` was pointed only at a missing `sp_end`).
-fn nesting_note(run: &Run, rank: u32, e: &NestingError) -> String {
+/// The note for a rank whose calls cannot be reconstructed (the summary's, finalize()'s
+/// "call graph not recorded" warning): the error, plus, when the rank recorded no thread
+/// ids, the likely cause - calls of several threads sharing one stack - and the flag that
+/// records them apart (issue 14, new-user trial: a threaded program run without
+/// `--track-threads` was pointed only at a missing `sp_end`).
+pub fn nesting_note(run: &Run, rank: u32, e: &NestingError) -> String {
     let untracked = run.rank_rows(rank).all(|r| r.thread_ids.is_none());
     if untracked && e.0.starts_with(crate::callstack::NOT_NESTED) {
         format!(

@@ -1,7 +1,7 @@
 //! `finalize()` / checkpoint: recorder -> numbered [`Run`], optionally written as HDF5.
 use std::path::Path;
 
-use scope_profiler_analysis::{assign_call_ids, MetaValue, Run};
+use scope_profiler_analysis::{assign_call_ids, nesting_note, MetaValue, Run};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 use scope_profiler_recorder::{OpenCall, Recorder, RegionTable, Watermark};
 
@@ -326,7 +326,9 @@ fn number_calls(run: &mut Run, base: i64) -> (i64, Option<String>) {
     }
     match assign_call_ids(run, 0, base) {
         Ok(next) => (next, None),
-        Err(e) => (base, Some(e.0)),
+        // with the likely cause when untracked (stop 23 new-user trial: threads traced by
+        // setup(recursive_profile=True) were pointed at a missing sp_end)
+        Err(e) => (base, Some(nesting_note(run, 0, &e))),
     }
 }
 

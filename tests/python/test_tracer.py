@@ -712,3 +712,35 @@ def test_profile_recursive_before_setup_is_a_plain_call(manager):
         assert f(2) == 2
     assert s.results["f"][0].num_calls == 1
     assert s.results[f"{__name__}._leaf"][0].num_calls == 1
+
+
+# stop 23 new-user trial: `setup(recursive_profile=True)` without track_threads, on threads
+# inside traced code at once, warned only "check for a missing or misordered sp_end /
+# __exit__"; the warning now names the likely cause and track_threads=True.
+def test_untracked_threads_under_recursive_profile_are_pointed_at_track_threads(manager):
+    a_in, b_in = threading.Event(), threading.Event()
+
+    def first():  # returns while second() runs: the two calls cross on one stack
+        a_in.set()
+        b_in.wait()
+
+    def second():
+        b_in.set()
+        time.sleep(0.05)
+
+    manager.setup(deactivate_file_output=True, recursive_profile=True)
+    a = threading.Thread(target=first)
+    a.start()
+    a_in.wait()
+    b = threading.Thread(target=second)
+    b.start()
+    a.join()
+    b.join()
+    with warnings.catch_warnings(record=True) as said:
+        warnings.simplefilter("always")
+        manager.finalize(verbose=False, return_results=True)
+    messages = [str(w.message) for w in said if w.category is RuntimeWarning]
+    assert any(
+        m.startswith("call graph not recorded: ") and m.endswith("track_threads=True in Python.")
+        for m in messages
+    ), messages
