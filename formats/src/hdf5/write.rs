@@ -1,5 +1,7 @@
 //! Writing: [`write_h5`] (schema 3, the reference's layout, atomic publication).
 use std::fs;
+
+use rayon::prelude::*;
 use std::panic::{catch_unwind, AssertUnwindSafe};
 use std::path::Path;
 
@@ -420,8 +422,9 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
     w.strs(&index, "tags", &tags)?;
     let metadata: Vec<String> = rows.iter().map(|r| r.event_metadata.clone().unwrap_or_else(|| "[]".into())).collect();
     w.strs(&index, "event_metadata", &metadata)?;
+    // one row per task, on the pool (a row of 250,000 calls takes ~2 ms)
     let summaries: Vec<SummaryRecord> = rows
-        .iter()
+        .par_iter()
         .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
         .collect();
     w.ints(&index, "summary_statistics", &summaries)
