@@ -72,9 +72,17 @@ pub fn writer(format: Format) -> Writer {
     }
 }
 
-/// File stem of `input` (`run.h5` -> `run`; [`export_plan::default_stem`]).
+/// File stem of `input` (`run.h5` -> `run`, `run.json.gz` -> `run` in any case;
+/// [`export_plan::default_stem`]).
 pub fn stem(input: &Path) -> String {
-    let file_stem = input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    let name = input.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    const GZIPPED_JSON: &str = ".json.gz";
+    let file_stem = if name.len() > GZIPPED_JSON.len() && name.to_ascii_lowercase().ends_with(GZIPPED_JSON) {
+        // the suffix matched in ASCII: its bytes are the last ones, on a char boundary
+        name[..name.len() - GZIPPED_JSON.len()].to_string()
+    } else {
+        input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    };
     export_plan::default_stem(&file_stem, "")
 }
 
@@ -370,6 +378,23 @@ mod tests {
     use super::*;
     use crate::args::parse_formats;
     use clap::ValueEnum;
+
+    // stop 23 new-user trial: `run -o out/x.json.gz` wrote `out/x.json.speedscope.json`,
+    // `-o out/x.JSON` wrote `out/x.speedscope.json`
+    #[test]
+    fn the_stem_drops_a_gzipped_json_suffix_in_any_case() {
+        for (input, want) in [
+            ("out/x.json.gz", "x"),
+            ("out/x.JSON.GZ", "x"),
+            ("out/x.JSON", "x"),
+            ("run.h5", "run"),
+            ("a.b.h5", "a.b"),
+            (".json.gz", ".json"),
+            ("données.json.gz", "données"),
+        ] {
+            assert_eq!(stem(Path::new(input)), want, "{input}");
+        }
+    }
 
     #[test]
     fn globs_match_as_fnmatch() {
