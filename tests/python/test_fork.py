@@ -324,3 +324,26 @@ def _record_small(path, name):
         t.join()
     m.reset()
     return path
+
+
+def test_child_forked_after_parent_wrote_a_compressed_profile_does_not_hang(tmp_path):
+    """stop 23 (found by CI: the writer's per-row summaries, parallel since this stop, ran
+    on rayon's global pool): a child forked after the parent wrote a profile hung in its own
+    finalize(). The compression of large columns now runs on the fork-safe pool too."""
+    calls = 20_000  # compressed from 16,384 events on
+
+    def record(path):
+        m = ProfileManager()
+        with m.session(file_path=str(path), verbose=False):
+            for _ in range(calls):
+                with m.profile_region("x"):
+                    pass
+        m.reset()
+        return sp.read_h5(str(path))["x"][0].num_calls
+
+    assert record(tmp_path / "parent.h5") == calls
+
+    def check():
+        return {"calls": record(tmp_path / f"child_{os.getpid()}.h5")}
+
+    assert in_child(check, tmp_path, timeout=60) == {"calls": calls}

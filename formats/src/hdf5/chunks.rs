@@ -240,17 +240,20 @@ pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8)
     let init = || {
         (vec![0i64; chunk], vec![0u8; chunk * 8], flate2::Compress::new(flate2::Compression::new(level.into()), false))
     };
-    (0..n.div_ceil(chunk))
-        .into_par_iter()
-        .map_init(init, |(values, bytes, z), k| {
-            let at = k * chunk;
-            let len = chunk.min(n - at);
-            src.fill(at, &mut values[..len]);
-            values[len..].fill(0);
-            shuffle_i64(values, bytes);
-            deflate_planes(z, bytes, chunk)
-        })
-        .collect()
+    // on this process's pool, safe across fork() (`analysis::par`), as every parallel job
+    scope_profiler_analysis::par::install(|| {
+        (0..n.div_ceil(chunk))
+            .into_par_iter()
+            .map_init(init, |(values, bytes, z), k| {
+                let at = k * chunk;
+                let len = chunk.min(n - at);
+                src.fill(at, &mut values[..len]);
+                values[len..].fill(0);
+                shuffle_i64(values, bytes);
+                deflate_planes(z, bytes, chunk)
+            })
+            .collect()
+    })
 }
 
 #[cfg(test)]

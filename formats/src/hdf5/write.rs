@@ -422,11 +422,13 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
     w.strs(&index, "tags", &tags)?;
     let metadata: Vec<String> = rows.iter().map(|r| r.event_metadata.clone().unwrap_or_else(|| "[]".into())).collect();
     w.strs(&index, "event_metadata", &metadata)?;
-    // one row per task, on the pool (a row of 250,000 calls takes ~2 ms)
-    let summaries: Vec<SummaryRecord> = rows
-        .par_iter()
-        .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
-        .collect();
+    // one row per task (a row of 250,000 calls takes ~2 ms), on this process's pool, safe
+    // across fork() (the global pool hangs a forked child: CI of stop 23, test_fork.py)
+    let summaries: Vec<SummaryRecord> = scope_profiler_analysis::par::install(|| {
+        rows.par_iter()
+            .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
+            .collect()
+    });
     w.ints(&index, "summary_statistics", &summaries)
 }
 
