@@ -173,20 +173,63 @@ fn plane_is_noise(plane: &[u8]) -> bool {
     bits(&values) > 7.0 && bits(&steps) > 7.0
 }
 
-/// Feed `input` to `z` with `flush`, growing `out` until all of it is in and, for a flush,
-/// the flush had room to complete (`Finish`: until the stream end).
-fn feed(z: &mut flate2::Compress, input: &[u8], out: &mut Vec<u8>, flush: flate2::FlushCompress) {
+/// A deflated stream being built, in a buffer kept from chunk to chunk: its bytes were
+/// zeroed once, when it grew, so deflating into it touches no fresh page (flate2's
+/// `compress_vec` zeroes a vector's whole spare capacity on every call; into a new
+/// vector per chunk that was most of the page faults of `finalize()`, issue 15).
+#[derive(Default)]
+struct Sink {
+    buf: Vec<u8>,
+    len: usize,
+}
+
+impl Sink {
+    fn clear(&mut self) {
+        self.len = 0;
+    }
+    /// The unwritten rest of the buffer, at least `at_least` bytes (grown, doubling).
+    fn spare(&mut self, at_least: usize) -> &mut [u8] {
+        if self.buf.len() - self.len < at_least {
+            let n = (self.buf.len() * 2).max(self.len + at_least);
+            self.buf.resize(n, 0);
+        }
+        &mut self.buf[self.len..]
+    }
+    /// Count `n` more bytes of [`Sink::spare`] as written.
+    fn advance(&mut self, n: usize) {
+        self.len += n;
+    }
+    fn extend(&mut self, bytes: &[u8]) {
+        self.spare(bytes.len())[..bytes.len()].copy_from_slice(bytes);
+        self.advance(bytes.len());
+    }
+    fn push(&mut self, byte: u8) {
+        self.extend(&[byte]);
+    }
+    fn bytes(&self) -> &[u8] {
+        &self.buf[..self.len]
+    }
+}
+
+/// Feed `input` to `z` with `flush` into `out`, growing it until all of it is in and, for a
+/// flush, the flush had room to complete (`Finish`: until the stream end).
+fn feed(z: &mut flate2::Compress, input: &[u8], out: &mut Sink, flush: flate2::FlushCompress) {
     let start = z.total_in();
     loop {
         let at = (z.total_in() - start) as usize;
-        out.reserve(4096);
-        match z.compress_vec(&input[at..], out, flush) {
+        let before = z.total_out();
+        let spare = out.spare(4096);
+        let room = spare.len();
+        let status = z.compress(&input[at..], spare, flush);
+        let wrote = (z.total_out() - before) as usize;
+        out.advance(wrote);
+        match status {
             Ok(flate2::Status::StreamEnd) => return,
             Ok(_) if flush == flate2::FlushCompress::Finish => {}
             // all input in and room left: nothing more pending for this flush
-            Ok(_) if z.total_in() - start == input.len() as u64 && out.len() < out.capacity() => return,
+            Ok(_) if z.total_in() - start == input.len() as u64 && wrote < room => return,
             Ok(_) => {}
-            // compressing from memory into a growing vector cannot fail
+            // compressing from memory into a buffer with room cannot fail
             Err(e) => unreachable!("deflate into memory: {e}"),
         }
     }
@@ -198,61 +241,109 @@ fn feed(z: &mut flate2::Compress, input: &[u8], out: &mut Vec<u8>, flush: flate2
 /// where a stored plane follows deflated ones, then its final block (or an empty final
 /// stored block) and the Adler-32 of the whole chunk. Any zlib decoder (HDF5's deflate
 /// filter) reads it as one stream.
-fn deflate_planes(z: &mut flate2::Compress, bytes: &[u8], plane: usize) -> Vec<u8> {
+fn deflate_planes(z: &mut flate2::Compress, bytes: &[u8], plane: usize, out: &mut Sink) -> Vec<u8> {
     z.reset();
-    let mut out = Vec::with_capacity(bytes.len() / 4 + 64);
-    out.extend_from_slice(&[0x78, 0x01]); // zlib header: deflate, 32 KiB window, fastest
+    out.clear();
+    out.extend(&[0x78, 0x01]); // zlib header: deflate, 32 KiB window, fastest
     let mut fed = false; // `z` has input since its start or last full flush
     for p in bytes.chunks(plane.max(1)) {
         if !plane_is_noise(p) {
-            feed(z, p, &mut out, flate2::FlushCompress::None);
+            feed(z, p, out, flate2::FlushCompress::None);
             fed = true;
             continue;
         }
         if fed {
-            feed(z, &[], &mut out, flate2::FlushCompress::Full);
+            feed(z, &[], out, flate2::FlushCompress::Full);
             fed = false;
         }
         for block in p.chunks(u16::MAX as usize) {
             let len = block.len() as u16;
             out.push(0); // not final, stored (byte-aligned: at the start or after a full flush)
-            out.extend_from_slice(&len.to_le_bytes());
-            out.extend_from_slice(&(!len).to_le_bytes());
-            out.extend_from_slice(block);
+            out.extend(&len.to_le_bytes());
+            out.extend(&(!len).to_le_bytes());
+            out.extend(block);
         }
     }
     if fed {
-        feed(z, &[], &mut out, flate2::FlushCompress::Finish); // its last block is final
+        feed(z, &[], out, flate2::FlushCompress::Finish); // its last block is final
     } else {
-        out.extend_from_slice(&[0x01, 0x00, 0x00, 0xff, 0xff]); // final empty stored block
+        out.extend(&[0x01, 0x00, 0x00, 0xff, 0xff]); // final empty stored block
     }
     let mut adler = simd_adler32::Adler32::new();
     adler.write(bytes);
-    out.extend_from_slice(&adler.finish().to_be_bytes());
-    out
+    out.extend(&adler.finish().to_be_bytes());
+    out.bytes().to_vec()
+}
+
+/// What one thread encoding chunks reuses from chunk to chunk and column to column: a
+/// chunk of values, its shuffled bytes, the stream being deflated and the compressor
+/// (issue 15: made afresh per job, their first-touched pages cost ~10 ns per call in
+/// `finalize()`).
+struct Worker {
+    values: Vec<i64>,
+    bytes: Vec<u8>,
+    out: Sink,
+    z: flate2::Compress,
+    level: u8,
+}
+
+impl Worker {
+    fn new(chunk: usize, level: u8) -> Self {
+        Worker {
+            values: vec![0; chunk],
+            bytes: vec![0; chunk * 8],
+            out: Sink::default(),
+            z: flate2::Compress::new(flate2::Compression::new(level.into()), false),
+            level,
+        }
+    }
+    /// Ready for chunks of `chunk` values deflated at `level`.
+    fn fit(&mut self, chunk: usize, level: u8) {
+        self.values.resize(chunk, 0);
+        self.bytes.resize(chunk * 8, 0);
+        if self.level != level {
+            self.z = flate2::Compress::new(flate2::Compression::new(level.into()), false);
+            self.level = level;
+        }
+    }
+    /// Stored chunk `k` of `src`.
+    fn encode(&mut self, src: &dyn ColumnSource, chunk: usize, k: usize) -> Vec<u8> {
+        let at = k * chunk;
+        let len = chunk.min(src.len() - at);
+        src.fill(at, &mut self.values[..len]);
+        self.values[len..chunk].fill(0);
+        shuffle_i64(&self.values[..chunk], &mut self.bytes[..chunk * 8]);
+        deflate_planes(&mut self.z, &self.bytes[..chunk * 8], chunk, &mut self.out)
+    }
+}
+
+/// One [`Worker`] per thread of the pool, made on first use and kept for one write (one
+/// `Workers` per file written; dropped with it).
+#[derive(Default)]
+pub(crate) struct Workers(std::sync::OnceLock<Vec<std::sync::Mutex<Option<Worker>>>>);
+
+impl Workers {
+    /// Chunk `k` of `src`, on the calling pool thread's worker.
+    fn encode(&self, src: &dyn ColumnSource, chunk: usize, level: u8, k: usize) -> Vec<u8> {
+        let slots =
+            self.0.get_or_init(|| (0..rayon::current_num_threads().max(1)).map(|_| Default::default()).collect());
+        let i = rayon::current_thread_index().unwrap_or(0) % slots.len();
+        // each pool thread has its own slot: never contended, poisoned only by a panic there
+        let mut slot = slots[i].lock().unwrap_or_else(|e| e.into_inner());
+        let worker = slot.get_or_insert_with(|| Worker::new(chunk, level));
+        worker.fit(chunk, level);
+        worker.encode(src, chunk, k)
+    }
 }
 
 /// Every stored chunk (shuffled, then deflated at `level` plane by plane,
-/// [`deflate_planes`]) of `src` in chunks of `chunk` elements, encoded in parallel; the
-/// last is zero-padded to `chunk` elements.
-pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8) -> Vec<Vec<u8>> {
+/// [`deflate_planes`]) of `src` in chunks of `chunk` elements, encoded in parallel on
+/// `workers` (their buffers reused); the last is zero-padded to `chunk` elements.
+pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8, workers: &Workers) -> Vec<Vec<u8>> {
     let n = src.len();
-    let init = || {
-        (vec![0i64; chunk], vec![0u8; chunk * 8], flate2::Compress::new(flate2::Compression::new(level.into()), false))
-    };
     // on this process's pool, safe across fork() (`analysis::par`), as every parallel job
     scope_profiler_analysis::par::install(|| {
-        (0..n.div_ceil(chunk))
-            .into_par_iter()
-            .map_init(init, |(values, bytes, z), k| {
-                let at = k * chunk;
-                let len = chunk.min(n - at);
-                src.fill(at, &mut values[..len]);
-                values[len..].fill(0);
-                shuffle_i64(values, bytes);
-                deflate_planes(z, bytes, chunk)
-            })
-            .collect()
+        (0..n.div_ceil(chunk)).into_par_iter().map(|k| workers.encode(src, chunk, level, k)).collect()
     })
 }
 
@@ -294,7 +385,7 @@ mod tests {
     #[test]
     fn chunks_decode_to_the_padded_shuffled_values() {
         let src = Ramp(2500);
-        let chunks = encode_i64_chunks(&src, 1024, 1);
+        let chunks = encode_i64_chunks(&src, 1024, 1, &Workers::default());
         assert_eq!(chunks.len(), 3);
         let all = to_vec(&src);
         for (k, c) in chunks.iter().enumerate() {
@@ -304,6 +395,25 @@ mod tests {
             assert_eq!(inflate(c), shuffle_bytes(&raw, 1024, 8), "chunk {k}");
         }
         assert_eq!(inflate(&deflate(b"abcabcabc", 4)), b"abcabcabc");
+    }
+
+    /// issue 15: one write's workers, reused by columns of other chunk sizes, encode each
+    /// as fresh ones would (buffers resized, nothing of an earlier chunk left in a later one).
+    #[test]
+    fn reused_workers_encode_columns_of_any_chunk_size() {
+        let workers = Workers::default();
+        for (len, chunk) in [(2500, 1024), (70_000, 65_536), (2500, 1024), (100, 64)] {
+            let src = Ramp(len);
+            let reused = encode_i64_chunks(&src, chunk, 1, &workers);
+            assert_eq!(reused, encode_i64_chunks(&src, chunk, 1, &Workers::default()), "{len} in {chunk}");
+            let all = to_vec(&src);
+            for (k, c) in reused.iter().enumerate() {
+                let mut values = all[k * chunk..((k + 1) * chunk).min(len)].to_vec();
+                values.resize(chunk, 0);
+                let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
+                assert_eq!(inflate(c), shuffle_bytes(&raw, chunk, 8), "{len} in {chunk}: chunk {k}");
+            }
+        }
     }
 
     /// issue 15: random low bytes go into stored blocks, the rest deflated; one stream.
@@ -328,12 +438,13 @@ mod tests {
             }
         }
         // random second byte after a constant first: a stored plane after a deflated one
+        let workers = Workers::default(); // reused across columns, as by a write
         let second: Vec<i64> = noisy.iter().map(|v| (v & 0xff00) | 7).collect();
-        let chunks = encode_i64_chunks(&Values(second.clone()), 65_536, 1);
+        let chunks = encode_i64_chunks(&Values(second.clone()), 65_536, 1, &workers);
         let raw: Vec<u8> = second[..65_536].iter().flat_map(|v| v.to_le_bytes()).collect();
         assert_eq!(inflate(&chunks[0]), shuffle_bytes(&raw, 65_536, 8));
         assert!(chunks[0].len() > 65_536 && chunks[0].len() < 65_536 + 4096, "{}", chunks[0].len());
-        let chunks = encode_i64_chunks(&Values(noisy.clone()), 65_536, 1);
+        let chunks = encode_i64_chunks(&Values(noisy.clone()), 65_536, 1, &workers);
         for (k, c) in chunks.iter().enumerate() {
             let mut values = noisy[k * 65_536..((k + 1) * 65_536).min(noisy.len())].to_vec();
             values.resize(65_536, 0);

@@ -68,6 +68,8 @@ pub(crate) struct W<'a> {
     compress: bool,
     /// The OS error number of the last HDF5 failure that had one (disk full, ...).
     errno: std::cell::Cell<Option<i32>>,
+    /// The chunk encoders' buffers, reused by every column of this write.
+    workers: chunks::Workers,
 }
 
 impl W<'_> {
@@ -181,7 +183,7 @@ impl W<'_> {
         }
         let chunk = len.min(COMPRESSED_CHUNK);
         let ds = self.chunked::<i64>(g, name, len)?;
-        let stored = chunks::encode_i64_chunks(src, chunk, DEFLATE_LEVEL);
+        let stored = chunks::encode_i64_chunks(src, chunk, DEFLATE_LEVEL, &self.workers);
         self.write_chunks(&ds, name, chunk, &stored)
     }
     fn strs(&self, g: &Group, name: &str, v: &[String]) -> R<()> {
@@ -592,7 +594,12 @@ pub fn publish_h5(run: &Run, path: &Path) -> Result<(), WriteFailure> {
         .tempfile_in(&dir)
         .map_err(|e| os("temporary file", &e))?;
     let total: usize = run.regions.iter().map(|r| r.len()).sum();
-    let w = W { path: &shown, compress: total >= AUTO_COMPRESSION_MIN_EVENTS, errno: Default::default() };
+    let w = W {
+        path: &shown,
+        compress: total >= AUTO_COMPRESSION_MIN_EVENTS,
+        errno: Default::default(),
+        workers: Default::default(),
+    };
     let written = catch_unwind(AssertUnwindSafe(|| -> R<()> {
         let file = hdf5::File::create(tmp.path()).map_err(w.err("create"))?;
         super::close_on_exec(&file);
