@@ -28,7 +28,8 @@ impl Snapshot {
     /// As [`Recorder::snapshot`]: no thread may be inside `enter`/`exit` of `rec`
     /// concurrently, and earlier such calls must happen-before this one.
     pub unsafe fn take(rec: &Recorder, num_regions: usize, origin_ns: i64) -> Snapshot {
-        let regions = rec.snapshot(num_regions);
+        // columns of 4 MiB and more on huge pages where the kernel offers them
+        let regions = rec.snapshot_into(num_regions, scope_profiler_analysis::memory::with_capacity);
         Snapshot {
             regions,
             threads: rec.thread_rows(origin_ns),

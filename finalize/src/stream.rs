@@ -446,13 +446,7 @@ pub unsafe fn flush(
     let (run, mark, calls, tables) = {
         let table = regions.lock();
         // completed calls only (what `retire` of the watermark below removes)
-        let snap = Snapshot {
-            regions: rec.snapshot(table.len()),
-            threads: rec.thread_rows(origin_ns),
-            tasks: rec.task_rows(origin_ns),
-            thread_ids: rec.tracking(),
-            task_columns: rec.async_columns(),
-        };
+        let snap = Snapshot::take(rec, table.len(), origin_ns);
         let calls: usize = snap.regions.iter().map(|c| c.starts.len()).sum();
         let tables = (snap.threads.len(), snap.tasks.len());
         // a frame for new calls, or for changed tables of a sidecar that has calls already
