@@ -33,6 +33,7 @@ from ._native import (
     ProfiledFunction,
     ProfileRegion,
     RegionCache,
+    TraceHook,
     check_region_name,
     perf_counter_ns,
 )
@@ -412,7 +413,8 @@ def _recursive_wrapper(cls, func, profiled, call):
             return call(*args, **kwargs)
         finally:
             tracer.exit_call()
-            if previous is not None:
+            # an enclosing traced call's hook (3.11) is not a Python profile function
+            if previous is not None and not isinstance(previous, TraceHook):
                 sys.setprofile(previous)
 
     return recursive_wrapper
@@ -1141,7 +1143,7 @@ class ProfileManager:
         if cls._joined and cls._hosting():  # a script's own run under scope-profiler run
             return cls._finalize_joined(verbose, return_results, native_traces)
         if close_open:  # the end of the recording: function-level tracing ends first
-            _tracer.stop(cls._config)
+            _tracer.stop(cls._config, stacklevel=_user_stacklevel())
         if not cls._configured:
             if return_results:
                 file_path = cls._config.file_path if cls._config is not None else ""

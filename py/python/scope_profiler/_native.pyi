@@ -52,6 +52,7 @@ __all__ = [
     "ThreadExitSentinel",
     "ThreadInfo",
     "TimedCoroutine",
+    "TraceHook",
     "TraceFormatError",
     "__version__",
     "_run_from_bytes",
@@ -1508,6 +1509,10 @@ class TimedCoroutine(Coroutine[Any, Any, Any]):
     def _task_index(self) -> int: ...
 
 @final
+class TraceHook:
+    """What ``sys.getprofile()`` returns on a thread traced by scope-profiler (3.11)."""
+
+@final
 class NativeTracer:
     """Function-level tracing of one recording (``recursive_profile=True``, ``run
     --recursive``): every call of a selected Python function, on every thread, becomes a call
@@ -1547,6 +1552,12 @@ class NativeTracer:
         """Stop tracing (idempotent); the counters stay readable."""
     @property
     def running_now(self) -> bool: ...
+    @property
+    def displaced_here(self) -> bool:
+        """3.11: whether another profile function (``sys.setprofile``, ``cProfile``) has
+        replaced this running tracer on the calling thread since it was installed there
+        (the thread's later calls are not recorded). False on 3.12+, when not running, or
+        on a thread it was not installed on."""
     @property
     def recorded(self) -> int:
         """Calls recorded (all threads)."""

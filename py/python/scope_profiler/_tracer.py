@@ -15,6 +15,7 @@ from __future__ import annotations
 import atexit
 import os
 import sys
+import threading
 import warnings
 
 from ._native import NativeTracer
@@ -148,11 +149,22 @@ def tracer_of(config: ProfilingConfig | None) -> NativeTracer | None:
     return None if config is None else _TRACERS.get(id(config))
 
 
-def stop(config: ProfilingConfig | None) -> None:
-    """Stop the tracing of ``config`` (idempotent); its counters stay readable."""
+def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
+    """Stop the tracing of ``config`` (idempotent); its counters stay readable. Warns
+    (``RuntimeWarning``) when another profiler had replaced the tracer on the calling
+    thread (3.11): that thread's later calls are missing from the run."""
     tracer = tracer_of(config)
     if tracer is None or not tracer.running_now:
         return
+    if tracer.displaced_here:
+        warnings.warn(
+            f"function-level tracing stopped early on thread {threading.current_thread().name!r}: "
+            "another profiler (sys.setprofile, cProfile) replaced scope-profiler's on that "
+            "thread, so its calls after that are not in the run (on Python 3.11 a thread has "
+            "one profile function; 3.12+ has no such limit)",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
     if sys.version_info < (3, 12) and not tracer.scoped:
         from . import _tracking
 

@@ -134,6 +134,22 @@ struct Active {
     /// Per-call tracing (`profile(recursive=True)`): only threads inside a traced call
     /// ([`CALL_DEPTH`] > 0) are traced, not the whole recording.
     scoped: bool,
+    /// 3.11: the profile object installed with the callback (what `sys.getprofile()`
+    /// returns on a traced thread), to tell whether another profiler replaced it.
+    hook_object: Py<TraceHook>,
+}
+
+/// What `sys.getprofile()` returns on a thread that scope-profiler traces (3.11): its
+/// identity tells whether another profiler (`sys.setprofile`, cProfile) has since replaced
+/// the tracer on that thread.
+#[pyclass(frozen, module = "scope_profiler._native")]
+pub struct TraceHook;
+
+#[pymethods]
+impl TraceHook {
+    fn __repr__(&self) -> &'static str {
+        "<scope-profiler function-level tracer>"
+    }
 }
 
 thread_local! {
@@ -676,6 +692,7 @@ impl NativeTracer {
     #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151, yield_opcode=86, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
+        py: Python<'_>,
         recorder: &NativeRecorder,
         all: bool,
         system_prefixes: Vec<String>,
@@ -688,7 +705,7 @@ impl NativeTracer {
         resume_opcode: u8,
         yield_opcode: u8,
         scoped: bool,
-    ) -> Self {
+    ) -> PyResult<Self> {
         let active = Active {
             shared: Arc::clone(&recorder.shared),
             selection: Selection { all, system_prefixes, include, exclude, entrypoint },
@@ -701,8 +718,9 @@ impl NativeTracer {
             hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
             open_gens: UnsafeCell::new(std::collections::HashMap::new()),
             scoped,
+            hook_object: Py::new(py, TraceHook)?,
         };
-        NativeTracer { active: UnsafeCell::new(Some(Arc::new(active))), last: UnsafeCell::new(CallBudget::new(0)) }
+        Ok(NativeTracer { active: UnsafeCell::new(Some(Arc::new(active))), last: UnsafeCell::new(CallBudget::new(0)) })
     }
 
     /// Start tracing on every thread (the calling one and those that exist; later ones via
@@ -728,7 +746,7 @@ impl NativeTracer {
         } else if a.scoped {
             Hook::Profile { installed: Vec::new() } // threads are hooked by enter_call
         } else {
-            let marker = ptr::null_mut();
+            let marker = a.hook_object.as_ptr();
             // SAFETY: GIL held; installs on this thread, then on every other thread state.
             let mut installed = Vec::new();
             unsafe {
@@ -760,7 +778,7 @@ impl NativeTracer {
         // SAFETY: GIL held.
         if let Hook::Profile { installed } = unsafe { &mut *a.hook.get() } {
             unsafe {
-                ffi::PyEval_SetProfile(Some(profile_callback), ptr::null_mut());
+                ffi::PyEval_SetProfile(Some(profile_callback), a.hook_object.as_ptr());
                 installed.push(ffi::PyThreadState_Get() as usize);
                 if let Some(f) = frame {
                     if ffi::PyFrame_Check(f.as_ptr()) != 0 {
@@ -797,7 +815,7 @@ impl NativeTracer {
         if depth == 0 && !uses_monitoring(py) {
             // SAFETY: GIL held; hooks the calling thread only.
             unsafe {
-                ffi::PyEval_SetProfile(Some(profile_callback), ptr::null_mut());
+                ffi::PyEval_SetProfile(Some(profile_callback), a.hook_object.as_ptr());
                 if let Hook::Profile { installed } = &mut *a.hook.get() {
                     installed.push(ffi::PyThreadState_Get() as usize);
                 }
@@ -856,6 +874,16 @@ impl NativeTracer {
         self.running().is_some()
     }
 
+    /// 3.11: whether another profile function (`sys.setprofile`, `cProfile`) has replaced
+    /// this running tracer on the calling thread since it was installed there: the
+    /// thread's calls since then are not recorded. False on 3.12+ (`sys.monitoring` tools
+    /// do not displace each other), when not running, or on a thread it was not installed on.
+    #[getter]
+    fn displaced_here(&self, py: Python<'_>) -> PyResult<bool> {
+        let Some(a) = self.running() else { return Ok(false) };
+        Ok(installed_here(a) && !profile_is(py, a)?)
+    }
+
     /// Calls recorded so far (all threads).
     #[getter]
     fn recorded(&self) -> u64 {
@@ -907,6 +935,25 @@ impl NativeTracer {
     }
 }
 
+/// 3.11: whether `a` was installed on the calling thread (and not removed there since).
+fn installed_here(a: &Active) -> bool {
+    // SAFETY: GIL held (callers are pymethods or hold it).
+    match unsafe { &*a.hook.get() } {
+        Hook::Profile { installed } => {
+            // SAFETY: GIL held.
+            let me = unsafe { ffi::PyThreadState_Get() } as usize;
+            installed.contains(&me)
+        }
+        Hook::Monitoring { .. } => false,
+    }
+}
+
+/// Whether the calling thread's profile object (`sys.getprofile()`) is `a`'s hook object.
+fn profile_is(py: Python<'_>, a: &Active) -> PyResult<bool> {
+    let current = py.import(pyo3::intern!(py, "sys"))?.call_method0(pyo3::intern!(py, "getprofile"))?;
+    Ok(current.is(a.hook_object.bind(py)))
+}
+
 /// Unhook the running tracer (if any) from the interpreter and clear [`ACTIVE`].
 fn stop_running(py: Python<'_>) -> PyResult<()> {
     let p = ACTIVE.load(Ordering::Acquire);
@@ -928,7 +975,10 @@ fn stop_running(py: Python<'_>) -> PyResult<()> {
                 for &t in installed.iter() {
                     let t = t as *mut ffi::PyThreadState;
                     if t == current {
-                        ffi::PyEval_SetProfile(None, ptr::null_mut());
+                        // another profiler installed since (cProfile) keeps running
+                        if profile_is(py, &*p).unwrap_or(true) {
+                            ffi::PyEval_SetProfile(None, ptr::null_mut());
+                        }
                     } else if alive.contains(&t) {
                         if let Some(set) = set_profile_for_thread() {
                             set(t, None, ptr::null_mut());
@@ -957,5 +1007,6 @@ impl Drop for NativeTracer {
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_class::<TraceHook>()?;
     m.add_class::<NativeTracer>()
 }
