@@ -2300,3 +2300,93 @@ def test_stop_24_stopping_the_tracer_leaves_a_later_profiler_running():
         pr.disable()
     assert any("tracing stopped early on thread 'MainThread'" in str(w.message) for w in caught)
     assert sys.getprofile() is None
+
+
+# stop 24 new-user trial, problem 1: "`@profile(..., recursive=True)` crashes the script when
+# cProfile is on": the decorator restored cProfile with sys.setprofile(<Profile object>),
+# and the next call raised TypeError: 'Profile' object is not callable.
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
+def test_stop_24_a_recursive_decorated_call_resumes_a_running_cprofile(tmp_path):
+    def fib(n):
+        return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+    ProfileManager.setup(file_path=str(tmp_path / "r.h5"), replace=True)
+
+    @ProfileManager.profile("solve", recursive=True)
+    def solve():
+        return fib(5)
+
+    pr = cProfile.Profile()
+    pr.enable()
+    try:
+        assert solve() == 5
+        assert sys.getprofile() is pr, "cProfile not running again after the traced call"
+        fib(3)  # 5 calls seen by cProfile
+    finally:
+        pr.disable()
+    results = ProfileManager._finalize(verbose=False, return_results=True, close_open=True)
+    assert results[f"test_regressions.{fib.__qualname__}"][0].num_calls == 15  # fib(5), by us
+    seen = {k[2]: v[1] for k, v in pstats.Stats(pr).stats.items()}
+    assert seen["fib"] == 5  # only the call after the traced one
+
+
+# stop 24 new-user trial, problem 3: "session/setup(recursive_profile=True) takes over an
+# existing profiler silently and never gives it back".
+@pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
+def test_stop_24_a_profiler_running_before_the_recording_is_paused_and_resumed(tmp_path):
+    seen: list[str] = []
+
+    def mine(frame, event, arg):
+        if event == "call":
+            seen.append(frame.f_code.co_name)
+
+    def traced():
+        return 1
+
+    sys.setprofile(mine)
+    try:
+        with pytest.warns(
+            RuntimeWarning, match=r"the profiler running on this thread .* is paused"
+        ):
+            with ProfileManager.session(
+                file_path=str(tmp_path / "s.h5"), recursive_profile=True, verbose=False
+            ):
+                traced()
+        assert sys.getprofile() is mine
+        traced()
+    finally:
+        sys.setprofile(None)
+    assert seen.count("traced") == 1  # the call after the session, not the one inside
+    run = sp.read_h5(str(tmp_path / "s.h5"))
+    assert run[f"test_regressions.{traced.__qualname__}"][0].num_calls == 1
+
+
+# stop 24 new-user trial, problem 2: "threading.setprofile in the script silently stops
+# tracing of all later threads". They cannot be traced (3.11 hooks threads through that
+# one hook), but the run says so.
+THREADING_SETPROFILE = """
+import threading
+
+def fib(n):
+    return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+threading.setprofile(lambda *a: None)
+threading.setprofile(None)
+t = threading.Thread(target=fib, args=(5,))
+t.start()
+t.join()
+fib(3)
+"""
+
+
+@pytest.mark.skipif(
+    sys.version_info >= (3, 12), reason="3.11 hooks threads with threading.setprofile"
+)
+def test_stop_24_threads_missed_after_threading_setprofile_are_reported(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(THREADING_SETPROFILE)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--recursive", "-q", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    assert "function-level tracing missed threads" in proc.stderr, proc.stderr
+    assert sp.read_h5(str(out))["__main__.fib"][0].num_calls == 5  # the main thread's fib(3)

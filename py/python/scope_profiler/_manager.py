@@ -33,7 +33,6 @@ from ._native import (
     ProfiledFunction,
     ProfileRegion,
     RegionCache,
-    TraceHook,
     check_region_name,
     perf_counter_ns,
 )
@@ -406,16 +405,14 @@ def _recursive_wrapper(cls, func, profiled, call):
             tracer = _tracer.call_tracer(cls._config, cls._recorded_path)
         if tracer is None:
             return call(*args, **kwargs)
-        previous = sys.getprofile()
+        previous = _tracer.other_profiler()
         if not tracer.enter_call():
             return call(*args, **kwargs)
         try:
             return call(*args, **kwargs)
         finally:
             tracer.exit_call()
-            # an enclosing traced call's hook (3.11) is not a Python profile function
-            if previous is not None and not isinstance(previous, TraceHook):
-                sys.setprofile(previous)
+            _tracer.restore_profiler(previous)
 
     return recursive_wrapper
 

@@ -18,7 +18,7 @@ import sys
 import threading
 import warnings
 
-from ._native import NativeTracer
+from ._native import NativeTracer, TraceHook
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
@@ -78,6 +78,46 @@ def _patterns(value: Any) -> list[str]:
     return [str(v) for v in value]
 
 
+#: id(config) -> the profiler that ran on the thread that started the tracer (3.11), put
+#: back when the tracer stops.
+_PAUSED: dict[int, Any] = {}
+
+
+def _outside_stacklevel() -> int:
+    """``stacklevel`` of the first caller outside the ``scope_profiler`` package (the
+    ``setup()`` or ``with session():`` line), for a warning raised by the caller of this."""
+    level, frame = 2, sys._getframe(2)
+    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
+        "scope_profiler"
+    ):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
+def other_profiler() -> Any:
+    """3.11: the calling thread's profiler other than the tracer (what ``sys.getprofile()``
+    returns: a Python profile function, or a C profiler's object such as a
+    ``cProfile.Profile``), else None. None on 3.12+, where the tracer does not use it."""
+    if sys.version_info >= (3, 12):
+        return None
+    current = sys.getprofile()
+    return None if isinstance(current, TraceHook) else current
+
+
+def restore_profiler(previous: Any) -> None:
+    """3.11: run ``previous`` (from :func:`other_profiler`) on the calling thread again: a
+    Python profile function with ``sys.setprofile``, a C profiler's object with its
+    ``enable()`` (``cProfile.Profile``: ``sys.setprofile`` would install the object itself
+    as a function and fail at the next call; stop 24 new-user trial)."""
+    if previous is None or sys.version_info >= (3, 12) or sys.getprofile() is previous:
+        return
+    if callable(previous):
+        sys.setprofile(previous)
+    elif callable(getattr(previous, "enable", None)):
+        previous.enable()
+
+
 def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> NativeTracer | None:
     """Start tracing for ``config`` when it asks for it (``recursive_profile``); returns the
     running tracer or None. Raises ``RuntimeError`` when no ``sys.monitoring`` tool id is
@@ -102,8 +142,18 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
         resume_opcode=dis.opmap.get("RESUME", 151),
         yield_opcode=dis.opmap.get("YIELD_VALUE", 86),
     )
+    previous = other_profiler()
     tracer.start()
     _TRACERS[id(config)] = tracer
+    if previous is not None:
+        _PAUSED[id(config)] = previous
+        warnings.warn(
+            f"recursive_profile: the profiler running on this thread ({previous!r}) is paused "
+            "while scope-profiler traces it (Python 3.11 gives a thread one profile function) "
+            "and resumed when the recording ends",
+            RuntimeWarning,
+            stacklevel=_outside_stacklevel(),
+        )
     if sys.version_info < (3, 12):
         from . import _tracking
 
@@ -168,8 +218,17 @@ def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
     if sys.version_info < (3, 12) and not tracer.scoped:
         from . import _tracking
 
+        if _tracking.thread_hook_displaced():
+            warnings.warn(
+                "function-level tracing missed threads: the program replaced scope-profiler's "
+                "thread-start hook with threading.setprofile(), so threads started after that "
+                "were not traced (Python 3.11; 3.12+ traces every thread)",
+                RuntimeWarning,
+                stacklevel=stacklevel,
+            )
         _tracking.remove_thread_start_callback(tracer.install_thread)
     tracer.stop()
+    restore_profiler(_PAUSED.pop(id(config), None))
 
 
 def forget(config: ProfilingConfig | None) -> None:
@@ -177,6 +236,7 @@ def forget(config: ProfilingConfig | None) -> None:
     stop(config)
     if config is not None:
         _TRACERS.pop(id(config), None)
+        _PAUSED.pop(id(config), None)
 
 
 @atexit.register

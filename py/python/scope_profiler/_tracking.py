@@ -95,6 +95,15 @@ def _disarm_thread_hook() -> None:
         _previous_thread_hook = None
 
 
+def thread_hook_displaced() -> bool:
+    """Whether the shared thread-start hook is in use but no longer installed: the program
+    called ``threading.setprofile()`` since, so threads it starts are not hooked."""
+    return (
+        bool(_THREAD_TRACKERS or _THREAD_START_CALLBACKS)
+        and threading.getprofile() is not _thread_bootstrap
+    )
+
+
 def _acquire_thread_hook(tracker) -> None:
     if tracker in _THREAD_TRACKERS:
         return
