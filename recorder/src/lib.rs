@@ -315,6 +315,26 @@ impl ThreadState {
         if !task.is_null() {
             return self.exit_task(region, end, task);
         }
+        self.exit_bare(region, end)
+    }
+
+    /// Close the innermost open call of `region` on lane `task` of this thread (a task
+    /// record of this recorder; null = this thread's bare lane), whichever lane runs now:
+    /// a generator entered on one lane and finished on another (an async generator left
+    /// by `break` is closed by asyncio in a task of its own; stop 24 new-user trial: its
+    /// call stayed open to the end of the run). Returns false when that lane has no open
+    /// call of the region. Must be called on the owning thread.
+    pub fn exit_on(&self, region: u32, task: *const TaskRecord) -> bool {
+        let end = now_ns();
+        if task.is_null() {
+            self.exit_bare(region, end)
+        } else {
+            self.exit_task(region, end, task)
+        }
+    }
+
+    #[inline]
+    fn exit_bare(&self, region: u32, end: i64) -> bool {
         let Some(BareEntry { slot, .. }) = self.pop_bare(region) else { return false };
         if slot < 0 {
             return true;
@@ -1220,6 +1240,28 @@ mod tests {
         f();
         s.set_current(prev);
         t.leave_step(now_ns());
+    }
+
+    /// stop 24 new-user trial (an async generator left by `break` is closed by asyncio in
+    /// another task): `exit_on` closes a call on the lane it was entered on, from any lane.
+    #[test]
+    fn exit_on_closes_a_call_on_another_lane_of_the_thread() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let s = st(&rec);
+        let a = rec.new_task(TaskKind::Task, "A".into(), "fa".into(), 0);
+        let b = rec.new_task(TaskKind::Task, "B".into(), "fb".into(), 0);
+        step_in(s, &a, || s.enter(1, false));
+        s.enter(2, false); // bare lane
+        step_in(s, &b, || {
+            assert!(!s.exit(1), "not open on B's lane");
+            assert!(s.exit_on(1, Arc::as_ptr(&a)));
+            assert!(!s.exit_on(1, Arc::as_ptr(&a)), "closed once");
+            assert!(s.exit_on(2, std::ptr::null()), "the bare lane");
+        });
+        let snap = unsafe { rec.snapshot(3) };
+        assert_eq!((snap[0].region, snap[0].task_ids.clone()), (1, vec![0]));
+        assert_eq!((snap[1].region, snap[1].task_ids.clone()), (2, vec![-1]));
+        assert!(snap.iter().all(|c| c.starts[0] <= c.ends[0]));
     }
 
     #[test]

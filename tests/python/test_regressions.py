@@ -2390,3 +2390,41 @@ def test_stop_24_threads_missed_after_threading_setprofile_are_reported(tmp_path
     assert proc.returncode == 0, proc.stderr
     assert "function-level tracing missed threads" in proc.stderr, proc.stderr
     assert sp.read_h5(str(out))["__main__.fib"][0].num_calls == 5  # the main thread's fib(3)
+
+
+# stop 24 new-user trial, problem 4: "an async generator left by `break` stays open to the
+# end of the run": asyncio closes it (aclose) in a task of its own, and the tracer closed
+# the call only on the lane running then. The call now closes on the lane it was entered
+# on, when the generator finishes: ~at the break, not 0.2 s later at the end of the run.
+ASYNC_GENERATOR_BREAK = """
+import asyncio, time
+
+async def agen(n):
+    for i in range(n):
+        await asyncio.sleep(0)
+        yield i
+
+async def main():
+    async for v in agen(100):
+        if v == 2:
+            break
+    await asyncio.sleep(0.2)
+
+asyncio.run(main())
+"""
+
+
+def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(ASYNC_GENERATOR_BREAK)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--recursive", "--track-async", "-q", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    assert "still open" not in proc.stderr, proc.stderr
+    run = sp.read_h5(str(out))
+    agen, main = run["__main__.agen"][0], run["__main__.main"][0]
+    assert agen.num_calls == 1 and main.num_calls == 1
+    assert agen.total_duration < 0.1 < main.total_duration, (agen.total_duration, main.total_duration)
+    # on main's task lane, inside main
+    assert agen.task_ids[0] == main.task_ids[0] >= 0
+    assert main.start_times[0] <= agen.start_times[0] and agen.end_times[0] <= main.end_times[0]

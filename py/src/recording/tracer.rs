@@ -131,12 +131,24 @@ struct Active {
     hook: UnsafeCell<Hook>,
     /// 3.12+: generators with an open call -> (region, weak reference with a callback).
     open_gens: UnsafeCell<std::collections::HashMap<usize, (u32, Py<PyAny>)>>,
+    /// Generators with an open call -> the thread state and lane (task record, null = the
+    /// thread's bare lane) their call was entered on, to close it there when the generator
+    /// finishes on another lane. An entry is replaced by the next generator at the same
+    /// address and dropped when its call closes.
+    gen_lanes: UnsafeCell<std::collections::HashMap<usize, GenLane>>,
     /// Per-call tracing (`profile(recursive=True)`): only threads inside a traced call
     /// ([`CALL_DEPTH`] > 0) are traced, not the whole recording.
     scoped: bool,
     /// 3.11: the profile object installed with the callback (what `sys.getprofile()`
     /// returns on a traced thread), to tell whether another profiler replaced it.
     hook_object: Py<TraceHook>,
+}
+
+/// Where a generator's call was entered ([`Active::gen_lanes`]).
+#[derive(Clone, Copy)]
+struct GenLane {
+    state: *const scope_profiler_recorder::ThreadState,
+    task: *const scope_profiler_recorder::TaskRecord,
 }
 
 /// What `sys.getprofile()` returns on a thread that scope-profiler traces (3.11): its
@@ -306,6 +318,27 @@ impl Active {
         (*st).enter(region, placeholder);
     }
 
+    /// Note that the call of generator `key` ([`generator_key`]) was entered on the calling
+    /// thread's current lane.
+    unsafe fn note_generator_lane(&self, key: Option<usize>) {
+        let Some(state) = self.shared.rec.local() else { return };
+        let Some(key) = key else { return };
+        (*self.gen_lanes.get()).insert(key, GenLane { state, task: (*state).current() });
+    }
+
+    /// Close the call (region `region`) of generator `key` on the lane it was entered on,
+    /// when that is another lane of the calling thread than the one running.
+    unsafe fn exit_generator(&self, region: u32, key: Option<usize>) {
+        let lane = key.and_then(|key| (*self.gen_lanes.get()).remove(&key));
+        if self.exit(region) {
+            return;
+        }
+        let (Some(lane), Some(state)) = (lane, self.shared.rec.local()) else { return };
+        if std::ptr::eq(lane.state, state) {
+            (*state).exit_on(region, lane.task);
+        }
+    }
+
     /// The calling thread's first call: register it (Python runs: threading, callbacks).
     #[cold]
     unsafe fn register_thread(&self, py: Python<'_>) -> PyResult<*const scope_profiler_recorder::ThreadState> {
@@ -316,9 +349,10 @@ impl Active {
     /// Close the innermost open call of `region` on the calling thread's current lane
     /// (nothing if none: a frame that started before tracing did).
     #[inline]
-    unsafe fn exit(&self, region: u32) {
-        if let Some(st) = self.shared.rec.local() {
-            (*st).exit(region);
+    unsafe fn exit(&self, region: u32) -> bool {
+        match self.shared.rec.local() {
+            Some(st) => (*st).exit(region),
+            None => false,
         }
     }
 }
@@ -417,18 +451,31 @@ unsafe extern "C" fn profile_callback(
     }
     let kind = d.kind();
     if what == ffi::PyTrace_CALL {
-        if kind != Kind::Plain && (ffi::PyFrame_GetLasti(frame) / 2) as u32 != d.resume0() {
-            return 0; // a resume
-        }
-        a.enter(py, region);
-    } else {
-        // arg NULL = the frame exits by an exception (it is done)
-        if kind != Kind::Plain && !arg.is_null() && suspended(py, frame, kind, a.yield_opcode) {
-            return 0; // a yield
-        }
+        if kind == Kind::Plain {
+            a.enter(py, region);
+        } else if (ffi::PyFrame_GetLasti(frame) / 2) as u32 == d.resume0() {
+            a.enter(py, region);
+            a.note_generator_lane(generator_key(frame));
+        } // else a resume
+    } else if kind == Kind::Plain {
         a.exit(region);
+    } else if arg.is_null() || !suspended(py, frame, kind, a.yield_opcode) {
+        // done (arg NULL: it exits by an exception), not a yield
+        a.exit_generator(region, generator_key(frame));
     }
     0
+}
+
+/// The address of the generator (coroutine, async generator) running `frame`, the key of
+/// [`Active::gen_lanes`].
+unsafe fn generator_key(frame: *mut ffi::PyFrameObject) -> Option<usize> {
+    let gen = ffi::PyFrame_GetGenerator(frame); // new reference or NULL
+    if gen.is_null() {
+        ffi::PyErr_Clear();
+        return None;
+    }
+    ffi::Py_DECREF(gen); // the frame keeps it alive
+    Some(gen as usize)
 }
 
 type SetProfileForThread =
@@ -516,19 +563,27 @@ unsafe fn monitoring_event(
         }
         return none();
     }
+    if d.kind() == Kind::Plain {
+        if start {
+            a.enter(py, region);
+        } else {
+            a.exit(region);
+        }
+        return none();
+    }
+    let key = current_generator(py).map(|g| g.as_ptr() as usize);
     if start {
         a.enter(py, region);
+        a.note_generator_lane(key);
         if d.kind() == Kind::Generator {
             watch_generator(py, a, region);
         }
     } else {
-        if d.kind() == Kind::Generator {
-            if let Some(gen) = current_generator(py) {
-                // it ends here: no call to close at its death
-                (*a.open_gens.get()).remove(&(gen.as_ptr() as usize));
-            }
+        if let Some(key) = key {
+            // it ends here: no call to close at its death
+            (*a.open_gens.get()).remove(&key);
         }
-        a.exit(region);
+        a.exit_generator(region, key);
     }
     none()
 }
@@ -576,7 +631,7 @@ unsafe extern "C" fn on_generator_dead(slf: *mut ffi::PyObject, _weak: *mut ffi:
         return none;
     }
     if let Some((region, weak)) = (*a.open_gens.get()).remove(&key) {
-        a.exit(region);
+        a.exit_generator(region, Some(key));
         // CPython holds its own reference to the weak reference while calling back
         drop(weak);
     }
@@ -717,6 +772,7 @@ impl NativeTracer {
             budget: UnsafeCell::new(CallBudget::new(call_limit.unwrap_or(u64::MAX))),
             hook: UnsafeCell::new(Hook::Profile { installed: Vec::new() }),
             open_gens: UnsafeCell::new(std::collections::HashMap::new()),
+            gen_lanes: UnsafeCell::new(std::collections::HashMap::new()),
             scoped,
             hook_object: Py::new(py, TraceHook)?,
         };
@@ -962,7 +1018,10 @@ fn stop_running(py: Python<'_>) -> PyResult<()> {
     }
     ACTIVE.store(ptr::null_mut(), Ordering::Release);
     // SAFETY: GIL held; the watched generators' calls stay open (the session's end closes them)
-    unsafe { (*(*p).open_gens.get()).clear() };
+    unsafe {
+        (*(*p).open_gens.get()).clear();
+        (*(*p).gen_lanes.get()).clear();
+    }
     // SAFETY: GIL held; `p` is owned by its NativeTracer, alive until its stop().
     let hook = unsafe { &mut *(*p).hook.get() };
     match hook {
