@@ -49,11 +49,7 @@ fn recordings(dir: &Path) -> Vec<(String, Source)> {
 
 /// Whether process `pid` still runs (a zombie - ended, not yet reaped - does not).
 fn running(pid: &str) -> bool {
-    match std::fs::read_to_string(Path::new("/proc").join(pid).join("stat")) {
-        // `pid (comm) S ...`: the state follows the last `)`
-        Ok(stat) => stat.rsplit(')').next().and_then(|rest| rest.split_whitespace().next()) != Some("Z"),
-        Err(_) => false,
-    }
+    pid.parse().is_ok_and(leftovers::process_alive)
 }
 
 /// The processes that announced themselves (`<ns>-<pid>.started`, holding a description)

@@ -70,17 +70,28 @@ pub fn process_tag() -> &'static str {
     })
 }
 
-/// Whether process `pid` exists in this pid namespace (`kill(pid, 0)` is not `ESRCH`).
+/// Whether process `pid` runs in this pid namespace: `kill(pid, 0)` is not `ESRCH`, and it
+/// is not a zombie (ended, not yet reaped by its parent: a killed writer whose supervisor
+/// has not called `wait()` yet; stop 24 new-user trial: `recover` called it "still
+/// writing").
 pub fn process_alive(pid: u32) -> bool {
     let Ok(p) = libc::pid_t::try_from(pid) else { return false };
     if p <= 0 {
         return false;
     }
     // SAFETY: signal 0 only checks that the process exists.
-    if unsafe { libc::kill(p, 0) } == 0 {
-        return true;
+    if unsafe { libc::kill(p, 0) } != 0 {
+        return std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH);
     }
-    std::io::Error::last_os_error().raw_os_error() != Some(libc::ESRCH)
+    process_state(pid) != Some('Z')
+}
+
+/// The state letter of process `pid` (`/proc/<pid>/stat` field 3: `R`, `S`, `Z`, ...);
+/// None when it cannot be read.
+fn process_state(pid: u32) -> Option<char> {
+    let stat = fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    // the command name (field 2) is in parentheses and may hold spaces and parentheses
+    stat[stat.rfind(')')? + 1..].split_whitespace().next()?.chars().next()
 }
 
 /// When process `pid` started, in clock ticks since boot (`/proc/<pid>/stat` field 22);
@@ -213,6 +224,14 @@ mod tests {
     fn this_process_is_alive_and_its_start_is_known() {
         let me = std::process::id();
         assert!(process_alive(me));
+        // stop 24 new-user trial: an ended, unreaped child (a zombie) is not alive
+        let mut child = std::process::Command::new("true").spawn().expect("spawn true");
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while process_state(child.id()) != Some('Z') && std::time::Instant::now() < deadline {
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
+        assert!(!process_alive(child.id()), "a zombie counts as running");
+        child.wait().expect("reap");
         let start = process_start_ticks(me).unwrap();
         assert!(writer_alive(me, start));
         assert!(!writer_alive(me, start + 1), "another process with the same pid");
