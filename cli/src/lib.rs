@@ -195,6 +195,11 @@ where
             match recover(&file, from.as_deref(), output.as_deref()) {
                 Ok((recovery, written)) => {
                     outln!("{}", describe(&recovery, &written));
+                    if let Some(pid) = recovery.pid {
+                        if let Some(note) = processes::recover_followed(&file, pid, &written) {
+                            outln!("{note}");
+                        }
+                    }
                     Outcome::Exit(0)
                 }
                 Err(e) => {

@@ -168,6 +168,40 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
     Ok(Some(run))
 }
 
+/// After `recover FILE` turned the sidecar of process `pid` into `written`: when `pid` was
+/// a `run` that followed processes (`FILE.procs-<pid>/`, left behind when the run was
+/// killed), their recordings - files, and the sidecars of those killed too - are stacked
+/// after the recovered run in `written` ([`merge_processes`]) and the directory is
+/// removed (stop 24 new-user trial: `recover` brought back only the script's own process
+/// and left the workers' streamed calls in a directory nothing cleaned up). Returns the
+/// line to print; a merge that fails is a `warning:` on stderr, and the directory stays.
+pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String> {
+    let dir = PathBuf::from(format!("{}.procs-{pid}", file.display()));
+    if !dir.is_dir() || leftovers::process_alive(pid) {
+        return None;
+    }
+    let merged = match merge_processes(written, &dir, &format!("pid {pid}")) {
+        Ok(merged) => merged,
+        Err(e) => {
+            eprintln!("warning: {e}; the followed processes' recordings stay in {}", dir.display());
+            return None;
+        }
+    };
+    let removed = std::fs::remove_dir_all(&dir);
+    let note = merged.map(|run| {
+        format!(
+            "{}: ranks 1 to {} are the processes the run followed (from {})",
+            written.display(),
+            run.num_ranks.saturating_sub(1),
+            dir.display(),
+        )
+    });
+    if let Err(e) = removed {
+        eprintln!("warning: could not remove {}: {e}", dir.display());
+    }
+    note
+}
+
 /// A followed process's lane tables on the script's origin (`origin`: rank 0's
 /// `start_time_ns`, the same `CLOCK_MONOTONIC` as the process's): its thread and task times
 /// are relative to its own start, so they are shifted by the difference, and the threads

@@ -453,3 +453,46 @@ def test_sigterm_while_the_cli_module_is_half_imported_still_ends_the_process():
     proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
     assert proc.returncode == -signal.SIGTERM, (proc.returncode, proc.stdout, proc.stderr)
     assert "survived" not in proc.stdout
+
+
+# stop 24 new-user trial: "`recover` ignores the workers' sidecars after the whole tree is
+# SIGKILLed, and leaves their directory behind". `recover FILE` now stacks the recordings of
+# the processes the killed run followed after the recovered run, and removes the directory.
+def test_recover_after_a_killed_run_keeps_its_followed_processes(tmp_path):
+    script = tmp_path / "par.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp, os, signal, time
+            import scope_profiler as sp
+
+            def worker():
+                for _ in range(5):
+                    with sp.profile_region("worker.step"):
+                        pass
+
+            if __name__ == "__main__":
+                p = mp.get_context("fork").Process(target=worker)
+                p.start()
+                p.join()
+                for _ in range(3):
+                    with sp.profile_region("parent.step"):
+                        pass
+                time.sleep(0.5)  # past a flush
+                os.kill(os.getpid(), signal.SIGKILL)
+            """
+        )
+    )
+    out = tmp_path / "par.h5"
+    proc = run_cli("run", "-q", "--flush-interval", "0.1", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert [p.name for p in tmp_path.glob("par.h5.procs-*")], "the run left no directory"
+    proc = run_cli("recover", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "ranks 1 to 1 are the processes the run followed" in proc.stdout, proc.stdout
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert counts(r, 0) == {"parent.step": 3}  # the session root was still open: not flushed
+    assert counts(r, 1) == {SESSION: 1, "worker.step": 5}
+    assert "ForkProcess-1" in r.metadata["processes"][1]
+    assert not list(tmp_path.glob("par.h5.procs-*")), "the directory is removed once merged"
