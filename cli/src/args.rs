@@ -214,7 +214,8 @@ pub enum Command {
     },
     /// Convert many `.h5` files in parallel into one or more formats; the outputs of each
     /// input go to DIR, named after the input's stem. A file that fails gets one error line
-    /// and the exit code is 1, but the batch goes on. A progress bar is drawn on stderr when
+    /// and the batch goes on; the exit code is then 2 if a file failed for a usage error (a
+    /// `--rank` it lacks, not a profile), else 1. A progress bar is drawn on stderr when
     /// it is a terminal. Calls that do not nest in their lane (a generator peeked inside a
     /// region) are set aside and left out of the exports: each file with some gets a
     /// `note:` line naming them, and the total is printed at the end.
