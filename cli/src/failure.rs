@@ -141,6 +141,28 @@ pub fn check_run_output(output: &Path, recording: &Path) -> Result<(), Failure> 
         .map_err(|why| Failure::runtime(format!("cannot write the output {}: {why}", output.display())))
 }
 
+/// Check `recover -o OUTPUT` before recovering: `recover` writes HDF5, so the name must end
+/// in `.h5` or `.hdf5` (stop 24 new-user trial: `-o rx.json` wrote HDF5 under a JSON name),
+/// and it may not be a directory - usage errors; its directory is created if missing and
+/// must take a new file (the trial: a missing directory failed at the temporary file) - else
+/// a runtime failure.
+pub fn check_recover_output(output: &Path) -> Result<(), Failure> {
+    let name = output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
+    if ![".h5", ".hdf5"].iter().any(|s| name.ends_with(s)) {
+        return Err(Failure::usage(format!(
+            "recover -o {}: recover writes HDF5, so the name must end in .h5 or .hdf5 (convert the \
+             recovered file afterwards with `scope-profiler export`)",
+            output.display()
+        )));
+    }
+    if output.is_dir() {
+        return Err(Failure::usage(format!("the output is a directory: {}", output.display())));
+    }
+    let parent = output.parent().filter(|p| !p.as_os_str().is_empty()).unwrap_or(Path::new("."));
+    writable_directory(parent)
+        .map_err(|why| Failure::runtime(format!("cannot write the output {}: {why}", output.display())))
+}
+
 /// Create `dir` if missing and check that it takes a new file (a probe file, removed);
 /// `Err(why)` otherwise.
 fn writable_directory(dir: &Path) -> Result<(), String> {
@@ -234,6 +256,23 @@ mod tests {
     /// issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks.
     /// A file of another kind is a usage error (2); a missing or damaged `.h5` a runtime
     /// failure (1).
+    /// stop 24 new-user trial: `recover -o rx.json` wrote HDF5 under a JSON name, and
+    /// `recover -o nodir/deep/out.h5` failed at its temporary file.
+    #[test]
+    fn stop_24_recover_output_is_hdf5_and_its_directory_is_created() {
+        let dir = std::env::temp_dir().join(format!("sp-recover-output-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        let e = check_recover_output(&dir.join("rx.json")).unwrap_err();
+        assert!(e.usage && e.message.contains("must end in .h5 or .hdf5"), "{}", e.message);
+        assert_eq!(code(&["sp", "recover", "x.h5", "-o", dir.join("rx.json").to_str().unwrap()]), 2);
+        let deep = dir.join("nodir/deep/out.H5");
+        check_recover_output(&deep).unwrap();
+        assert!(deep.parent().unwrap().is_dir());
+        std::fs::create_dir_all(dir.join("adir.h5")).unwrap();
+        assert!(check_recover_output(&dir.join("adir.h5")).unwrap_err().usage);
+        std::fs::remove_dir_all(&dir).unwrap();
+    }
+
     #[test]
     fn issue_14_new_user_trial_wrong_file_kind_is_a_usage_error() {
         let html = temp("report.html", b"<!doctype html><html></html>");

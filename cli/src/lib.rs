@@ -191,7 +191,11 @@ where
             })
         }
         Command::Recover { file, output, from } => {
-            use scope_profiler_finalize::stream::{describe, recover};
+            use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, RecoverError};
+            if let Some(Err(f)) = output.as_deref().map(failure::check_recover_output) {
+                eprintln!("error: {}", f.message);
+                return Outcome::Exit(f.code());
+            }
             match recover(&file, from.as_deref(), output.as_deref()) {
                 Ok((recovery, written)) => {
                     outln!("{}", describe(&recovery, &written));
@@ -201,6 +205,22 @@ where
                         }
                     }
                     Outcome::Exit(0)
+                }
+                Err(RecoverError::Nothing(why)) if recording_path(&file) != file && from.is_none() => {
+                    // `run -o k.json` records into `k.json.scope-profiler.h5` (stop 24 new-user
+                    // trial: `recover k.json` said nothing was streamed)
+                    let h5 = recording_path(&file);
+                    if pending_sidecar(&h5).is_some() {
+                        eprintln!(
+                            "error: {why}; a run writing {} records into {}: recover that (`scope-profiler recover {}`), then export it",
+                            file.display(),
+                            h5.display(),
+                            h5.display()
+                        );
+                    } else {
+                        eprintln!("error: {why}");
+                    }
+                    Outcome::Exit(1)
                 }
                 Err(e) => {
                     eprintln!("error: {e}");

@@ -2428,3 +2428,24 @@ def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_pat
     # on main's task lane, inside main
     assert agen.task_ids[0] == main.task_ids[0] >= 0
     assert main.start_times[0] <= agen.start_times[0] and agen.end_times[0] <= main.end_times[0]
+
+
+# stop 24 new-user trial: "`recover` on a JSON output says nothing was streamed, which is
+# wrong": `run -o k.json` records into k.json.scope-profiler.h5, whose sidecar it is.
+def test_stop_24_recover_of_a_json_output_names_the_file_to_recover(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import os, signal, time\nimport scope_profiler as sp\n"
+        "for _ in range(3):\n    with sp.profile_region('step'):\n        pass\n"
+        "time.sleep(0.5)\nos.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    out = tmp_path / "k.json"
+    proc = run_cli("run", "-q", "--flush-interval", "0.1", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    proc = run_cli("recover", out, cwd=tmp_path)
+    assert proc.returncode == 1
+    h5 = f"{out}.scope-profiler.h5"
+    assert f"records into {h5}: recover that" in proc.stderr, proc.stderr
+    proc = run_cli("recover", h5, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(h5)["step"][0].num_calls == 3
