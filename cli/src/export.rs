@@ -203,6 +203,8 @@ pub fn export_many(
     ranks: &[u32],
     jobs: Option<usize>,
 ) -> Result<BatchOutcome, String> {
+    let created =
+        dir.ancestors().take_while(|a| !a.as_os_str().is_empty() && !a.exists()).last().map(Path::to_path_buf);
     std::fs::create_dir_all(dir).map_err(|e| format!("cannot create output directory {}: {e}", dir.display()))?;
     let mut formats = formats.to_vec();
     formats.sort();
@@ -254,12 +256,26 @@ pub fn export_many(
         None => work(),
     }
     bar.finish_and_clear();
+    if let Some(top) = created {
+        remove_empty(dir, &top);
+    }
     Ok(BatchOutcome {
         failed_files: failures.into_inner(),
         usage_failures: usage_failures.into_inner(),
         set_aside: set_aside.into_inner(),
         files_with_set_aside: files_with_set_aside.into_inner(),
     })
+}
+
+/// Remove `dir` and its ancestors up to `top` while they are empty: the output directories
+/// a batch created and then wrote nothing into (every file failed; stop 24 new-user trial:
+/// `export prof run.h5 --rank 9 -o e4` left an empty `e4/`).
+fn remove_empty(dir: &Path, top: &Path) {
+    for a in dir.ancestors() {
+        if std::fs::remove_dir(a).is_err() || a == top {
+            break;
+        }
+    }
 }
 
 /// `scope-profiler timeline`: write the timeline SVG of `file`; returns the path written.
@@ -394,6 +410,26 @@ mod tests {
         ] {
             assert_eq!(stem(Path::new(input)), want, "{input}");
         }
+    }
+
+    /// stop 24 new-user trial: a batch whose every file failed left the output directory
+    /// it created, empty; a directory that existed, or got a file, stays.
+    #[test]
+    fn a_batch_that_wrote_nothing_leaves_no_directory_it_created() {
+        let base = std::env::temp_dir().join(format!("sp-export-empty-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&base);
+        std::fs::create_dir_all(&base).unwrap();
+        let bad = base.join("notes.txt");
+        std::fs::write(&bad, b"not a profile").unwrap();
+        let out = base.join("new/deeper");
+        let outcome = export_many(std::slice::from_ref(&bad), &out, &[Format::Folded], &[], None).unwrap();
+        assert_eq!(outcome.failed_files, 1);
+        assert!(!base.join("new").exists(), "the created directories are removed");
+        let existing = base.join("existing");
+        std::fs::create_dir_all(&existing).unwrap();
+        export_many(&[bad], &existing, &[Format::Folded], &[], None).unwrap();
+        assert!(existing.is_dir(), "a directory that existed stays");
+        std::fs::remove_dir_all(&base).unwrap();
     }
 
     #[test]
