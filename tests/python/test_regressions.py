@@ -2418,13 +2418,18 @@ def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_pat
     script = tmp_path / "app.py"
     script.write_text(ASYNC_GENERATOR_BREAK)
     out = tmp_path / "run.h5"
-    proc = run_cli("run", "--recursive", "--track-async", "-q", "--no-speedscope", "-o", out, script)
+    proc = run_cli(
+        "run", "--recursive", "--track-async", "-q", "--no-speedscope", "-o", out, script
+    )
     assert proc.returncode == 0, proc.stderr
     assert "still open" not in proc.stderr, proc.stderr
     run = sp.read_h5(str(out))
     agen, main = run["__main__.agen"][0], run["__main__.main"][0]
     assert agen.num_calls == 1 and main.num_calls == 1
-    assert agen.total_duration < 0.1 < main.total_duration, (agen.total_duration, main.total_duration)
+    assert agen.total_duration < 0.1 < main.total_duration, (
+        agen.total_duration,
+        main.total_duration,
+    )
     # on main's task lane, inside main
     assert agen.task_ids[0] == main.task_ids[0] >= 0
     assert main.start_times[0] <= agen.start_times[0] and agen.end_times[0] <= main.end_times[0]
