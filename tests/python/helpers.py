@@ -30,6 +30,21 @@ def run_cli(
     )
 
 
+def run_traced(tmp_path: Path, source: str, *options: str):
+    """Write ``source`` as a script, run it under ``run --recursive OPTIONS``, assert that it
+    succeeded, and return the run read back and the completed process."""
+    import textwrap
+
+    import scope_profiler
+
+    script = tmp_path / "app.py"
+    script.write_text(textwrap.dedent(source))
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--recursive", *options, "-q", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    return scope_profiler.read_h5(str(out)), proc
+
+
 def reference_python() -> str:
     """The interpreter that has the reference scope-profiler 0.7.5, or skip (loudly)."""
     ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED, run_cli
+from helpers import DATASETS, SHARED, run_cli, run_traced
 from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 ASYNC = DATASETS / "reference" / "async.h5"
@@ -2275,13 +2275,8 @@ after()
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
 def test_stop_24_a_profiler_that_replaces_the_tracer_is_reported(tmp_path):
-    script = tmp_path / "app.py"
-    script.write_text(CPROFILE_INSIDE)
-    out = tmp_path / "run.h5"
-    proc = run_cli("run", "--recursive", "-q", "--no-speedscope", "-o", out, script)
-    assert proc.returncode == 0, proc.stderr
+    run, proc = run_traced(tmp_path, CPROFILE_INSIDE)
     assert "function-level tracing stopped early on thread 'MainThread'" in proc.stderr, proc.stderr
-    run = sp.read_h5(str(out))
     assert run["__main__.before"][0].num_calls == 1
     assert "__main__.after" not in run  # both calls came after cProfile took the thread
 
@@ -2383,13 +2378,9 @@ fib(3)
     sys.version_info >= (3, 12), reason="3.11 hooks threads with threading.setprofile"
 )
 def test_stop_24_threads_missed_after_threading_setprofile_are_reported(tmp_path):
-    script = tmp_path / "app.py"
-    script.write_text(THREADING_SETPROFILE)
-    out = tmp_path / "run.h5"
-    proc = run_cli("run", "--recursive", "-q", "--no-speedscope", "-o", out, script)
-    assert proc.returncode == 0, proc.stderr
+    run, proc = run_traced(tmp_path, THREADING_SETPROFILE)
     assert "function-level tracing missed threads" in proc.stderr, proc.stderr
-    assert sp.read_h5(str(out))["__main__.fib"][0].num_calls == 5  # the main thread's fib(3)
+    assert run["__main__.fib"][0].num_calls == 5  # the main thread's fib(3)
 
 
 # stop 24 new-user trial, problem 4: "an async generator left by `break` stays open to the
@@ -2415,15 +2406,8 @@ asyncio.run(main())
 
 
 def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_path):
-    script = tmp_path / "app.py"
-    script.write_text(ASYNC_GENERATOR_BREAK)
-    out = tmp_path / "run.h5"
-    proc = run_cli(
-        "run", "--recursive", "--track-async", "-q", "--no-speedscope", "-o", out, script
-    )
-    assert proc.returncode == 0, proc.stderr
+    run, proc = run_traced(tmp_path, ASYNC_GENERATOR_BREAK, "--track-async")
     assert "still open" not in proc.stderr, proc.stderr
-    run = sp.read_h5(str(out))
     agen, main = run["__main__.agen"][0], run["__main__.main"][0]
     assert agen.num_calls == 1 and main.num_calls == 1
     assert agen.total_duration < 0.1 < main.total_duration, (

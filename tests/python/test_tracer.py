@@ -7,7 +7,6 @@ from __future__ import annotations
 import json
 import subprocess
 import sys
-import textwrap
 import threading
 import time
 import warnings
@@ -15,19 +14,9 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from helpers import reference_python, run_cli
+from helpers import reference_python
+from helpers import run_traced as _run_traced
 from scope_profiler import ProfileManager, read_h5
-
-
-def _run_traced(tmp_path: Path, source: str, *options: str):
-    """Write ``source`` as a script, run it under ``run --recursive OPTIONS``, return the
-    run read back and the completed process."""
-    script = tmp_path / "app.py"
-    script.write_text(textwrap.dedent(source))
-    out = tmp_path / "run.h5"
-    proc = run_cli("run", "--recursive", *options, "-q", "--no-speedscope", "-o", out, script)
-    assert proc.returncode == 0, proc.stderr
-    return read_h5(str(out)), proc
 
 
 def _calls(run, name: str) -> int:
