@@ -32,8 +32,8 @@ pub use lanes::{
 pub use merge::{merge_runs, MergeError, MergeOptions, PROCESSES};
 pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use rank_calls::{
-    assign_call_ids, exclusive_by_row, exclusive_from, rank_call_arrays, rank_reconstruction, region_input,
-    set_aside_causes, set_aside_report,
+    assign_call_ids, exclusive_by_row, exclusive_from, number_rank, rank_call_arrays, rank_reconstruction,
+    region_input, set_aside_causes, set_aside_report, CallNumbering,
 };
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use summary::{nesting_note, rank_summary, RankSummary, RegionSummaryRow};

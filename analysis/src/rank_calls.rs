@@ -68,9 +68,43 @@ fn scatter_by_row(
 /// Returns the next base (`base + number of calls`).
 /// On `NestingError` nothing is changed (the caller drops the call graph and warns).
 ///
+/// [`number_rank`] then [`CallNumbering::apply`]: callers that have other work on the run
+/// meanwhile (the HDF5 writer's encoding of the columns that do not depend on call ids) do
+/// the two steps themselves.
+pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, NestingError> {
+    Ok(number_rank(run, rank, base)?.apply(run))
+}
+
+/// The call ids, parent ids and exclusive totals [`assign_call_ids`] gives the rows of one
+/// rank, computed from a shared `&Run` (so other readers of the run can run alongside), not
+/// yet stored.
+pub struct CallNumbering {
+    /// Per row: (position in `run.regions`, call ids, parent ids, Σ exclusive ns).
+    rows: Vec<(usize, IdColumn, IdColumn, i64)>,
+    next: i64,
+}
+
+impl CallNumbering {
+    /// Store the numbering in `run` (the run it was computed from, unchanged since in its
+    /// rows and their calls); returns the next base (`base + number of calls`).
+    pub fn apply(self, run: &mut Run) -> i64 {
+        for (row, ids, parents, total) in self.rows {
+            let r = &mut run.regions[row];
+            r.call_ids = Some(ids);
+            r.parent_ids = Some(parents);
+            r.exclusive_total_ns = Some(total);
+        }
+        self.next
+    }
+}
+
+/// [`assign_call_ids`]'s numbering of `rank` from `base`, without storing it.
+///
 /// Cost: one streaming merge of the rank's sorted runs ([`crate::call_numbering`]), no
 /// reconstruction; the general reconstruction only for what that pass leaves (its errors).
-pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, NestingError> {
+///
+/// Errors: [`NestingError`] when the rank's calls cannot be reconstructed.
+pub fn number_rank(run: &Run, rank: u32, base: i64) -> Result<CallNumbering, NestingError> {
     let rows = rank_rows_ordered(run, rank);
     let numbered = {
         let inputs: Vec<RegionInput<'_>> = rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
@@ -80,13 +114,8 @@ pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, Nesti
     if let Some(numbered) = numbered {
         let n: usize = numbered.call_ids.iter().map(IdColumn::len).sum();
         let columns = numbered.call_ids.into_iter().zip(numbered.parent_ids).zip(numbered.exclusive_totals);
-        for (&row, ((ids, parents), total)) in rows.iter().zip(columns) {
-            let r = &mut run.regions[row];
-            r.call_ids = Some(ids);
-            r.parent_ids = Some(parents);
-            r.exclusive_total_ns = Some(total);
-        }
-        return Ok(base + n as i64);
+        let rows = rows.iter().zip(columns).map(|(&row, ((ids, parents), total))| (row, ids, parents, total)).collect();
+        return Ok(CallNumbering { rows, next: base + n as i64 });
     }
     let (rows, calls) = rank_call_arrays(run, rank)?;
     let ids = scatter_by_row(run, &rows, &calls, |id| base + id as i64);
@@ -102,13 +131,15 @@ pub fn assign_call_ids(run: &mut Run, rank: u32, base: i64) -> Result<i64, Nesti
     for id in 0..calls.len() {
         totals[calls.region_index[id] as usize] += calls.exclusive_ns[id];
     }
-    for (((row, id_vals), (_, parent_vals)), total) in ids.into_iter().zip(parents).zip(totals) {
-        let r = &mut run.regions[row];
-        r.call_ids = Some(Int64Array::from(id_vals).into());
-        r.parent_ids = Some(Int64Array::from(parent_vals).into());
-        r.exclusive_total_ns = Some(total);
-    }
-    Ok(base + calls.len() as i64)
+    let rows = ids
+        .into_iter()
+        .zip(parents)
+        .zip(totals)
+        .map(|(((row, id_vals), (_, parent_vals)), total)| {
+            (row, Int64Array::from(id_vals).into(), Int64Array::from(parent_vals).into(), total)
+        })
+        .collect();
+    Ok(CallNumbering { rows, next: base + calls.len() as i64 })
 }
 
 /// Per-call exclusive ns of every row of `rank`: `(position in run.regions, values in the

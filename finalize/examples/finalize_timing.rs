@@ -1,11 +1,12 @@
 //! Time each step of `finalize()` after N recorded calls (4 nested regions, one tracked
-//! thread, as `benches/bench_recording.py --what finalize`): snapshot -> Run, call ids,
-//! HDF5 write. `cargo run --release -p scope-profiler-finalize --example finalize_timing -- [CALLS] [REPEAT]`
+//! thread, as `benches/bench_recording.py --what finalize`): snapshot -> Run, call ids
+//! (with the columns that do not need them encoded meanwhile, as `finalize()` does), the
+//! rest of the HDF5 write. `cargo run --release -p scope-profiler-finalize --example finalize_timing -- [CALLS] [REPEAT]`
 use std::time::Instant;
 
-use scope_profiler_analysis::assign_call_ids;
+use scope_profiler_analysis::number_rank;
 use scope_profiler_finalize::{run_from_snapshot, Snapshot};
-use scope_profiler_formats::hdf5::write::publish_h5;
+use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead};
 use scope_profiler_recorder::{Recorder, RegionTable, ThreadInfo};
 
 fn main() {
@@ -35,13 +36,16 @@ fn main() {
         let t1 = Instant::now();
         let mut run = run_from_snapshot(snap, &table.lock(), vec![]).expect("snapshot");
         let t2 = Instant::now();
-        assign_call_ids(&mut run, 0, 0).expect("call ids");
+        let (numbering, ahead) = scope_profiler_analysis::par::install(|| {
+            rayon::join(|| number_rank(&run, 0, 0).expect("call ids"), || encode_ahead(&run))
+        });
+        numbering.apply(&mut run);
         let t3 = Instant::now();
-        publish_h5(&run, &path).expect("write");
+        publish_h5_ahead(&run, &path, &ahead).expect("write");
         let t4 = Instant::now();
         let ns = |a: Instant, b: Instant| (b - a).as_nanos() as f64 / calls as f64;
         println!(
-            "ns/call: snapshot {:5.1}  run {:5.1}  call ids {:5.1}  write {:5.1}  total {:5.1}  ({} bytes/call on disk)",
+            "ns/call: snapshot {:5.1}  run {:5.1}  call ids + ahead {:5.1}  write {:5.1}  total {:5.1}  ({} bytes/call on disk)",
             ns(t0, t1),
             ns(t1, t2),
             ns(t2, t3),

@@ -1,8 +1,8 @@
 //! `finalize()` / checkpoint: recorder -> numbered [`Run`], optionally written as HDF5.
 use std::path::Path;
 
-use scope_profiler_analysis::{assign_call_ids, nesting_note, MetaValue, Run};
-use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
+use scope_profiler_analysis::{nesting_note, number_rank, MetaValue, Run};
+use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead, EncodedAhead, WriteFailure};
 use scope_profiler_recorder::{OpenCall, Recorder, RegionTable, Watermark};
 
 use crate::metadata_scopes::{self, MetadataScopes};
@@ -172,10 +172,18 @@ pub unsafe fn checkpoint_with_prior(
     }
     metadata_scopes::apply(&mut run, &scopes);
     add_foreign(&mut run, req.foreign)?;
-    let (next_call_id, warning) = number_calls(&mut run, req.call_id_base);
+    // the columns that do not depend on call ids are encoded meanwhile (issue 15)
+    let writes = req.write_to.is_some();
+    let (numbering, ahead) = scope_profiler_analysis::par::install(|| {
+        rayon::join(
+            || number_rank(&run, 0, req.call_id_base),
+            || if writes { encode_ahead(&run) } else { EncodedAhead::default() },
+        )
+    });
+    let (next_call_id, warning) = apply_numbering(&mut run, req.call_id_base, numbering);
     if let Some(path) = req.write_to {
         let r = &run;
-        if let Err(failure) = release(&|| publish_h5(r, path)) {
+        if let Err(failure) = release(&|| publish_h5_ahead(r, path, &ahead)) {
             let scopes_taken = scopes.len();
             let unwritten = Box::new(Checkpoint { run, next_call_id, warning, open, taken: Some(mark), scopes_taken });
             return Err(CheckpointError::Write { failure, unwritten });
@@ -319,13 +327,18 @@ fn flag_open_calls(run: &mut Run, closed: &[(String, usize)]) {
     }
 }
 
-/// Rank 0's call ids from `base`: `(next base, nesting failure message)`.
-fn number_calls(run: &mut Run, base: i64) -> (i64, Option<String>) {
+/// Store rank 0's call ids from `base` ([`number_rank`]): `(next base, nesting failure
+/// message)`; on a failure the run keeps no call graph.
+fn apply_numbering(
+    run: &mut Run,
+    base: i64,
+    numbering: Result<scope_profiler_analysis::CallNumbering, scope_profiler_analysis::NestingError>,
+) -> (i64, Option<String>) {
     if run.regions.is_empty() {
         return (base, None);
     }
-    match assign_call_ids(run, 0, base) {
-        Ok(next) => (next, None),
+    match numbering {
+        Ok(numbering) => (numbering.apply(run), None),
         // with the likely cause when untracked (stop 23 new-user trial: threads traced by
         // setup(recursive_profile=True) were pointed at a missing sp_end)
         Err(e) => (base, Some(nesting_note(run, 0, &e))),

@@ -755,3 +755,38 @@ fn tracked_run_without_calls_keeps_its_lane_tables() {
     assert_eq!(back.threads, threads);
     assert_eq!(back.num_ranks, 1);
 }
+
+/// issue 15: at `finalize()` the columns that do not depend on call ids are encoded while
+/// the calls are numbered (`encode_ahead`), then written with the rest: the file holds
+/// exactly what a plain write of the numbered run holds, and call ids numbered after the
+/// ahead step (a run that had ids already, renumbered from another base) are the new ones.
+#[test]
+fn issue_15_columns_encoded_ahead_write_what_a_plain_write_does() {
+    use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead};
+    let dir = tmpdir();
+    let numbered = synthetic_run(150_001, 3);
+    let plain = dir.path().join("plain.h5");
+    write_h5(&numbered, &plain).unwrap();
+    for (name, base) in [("ahead.h5", 0), ("renumbered.h5", 1000)] {
+        let mut run = numbered.clone();
+        if base == 0 {
+            for r in &mut run.regions {
+                (r.call_ids, r.parent_ids, r.exclusive_total_ns) = (None, None, None);
+            }
+        }
+        let ahead = encode_ahead(&run);
+        let next = number_rank(&run, 0, base).unwrap().apply(&mut run);
+        assert_eq!(next, base + 150_000 + 1);
+        let out = dir.path().join(name);
+        publish_h5_ahead(&run, &out, &ahead).unwrap();
+        let (a, b) = (hdf5::File::open(&plain).unwrap(), hdf5::File::open(&out).unwrap());
+        for column in ["start_deltas", "durations", "thread_ids", "call_ids", "parent_ids"] {
+            let want: Vec<i64> = a.dataset(&format!("events/{column}")).unwrap().read_raw().unwrap();
+            let got: Vec<i64> = b.dataset(&format!("events/{column}")).unwrap().read_raw().unwrap();
+            let shift = if column.ends_with("ids") && column != "thread_ids" { base } else { 0 };
+            let want: Vec<i64> = want.iter().map(|&v| if v >= 0 { v + shift } else { v }).collect();
+            assert_eq!(got, want, "{name}: events/{column}");
+        }
+        assert_runs_equal(&run, &read_h5(&out).unwrap(), name);
+    }
+}

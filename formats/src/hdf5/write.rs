@@ -68,8 +68,9 @@ pub(crate) struct W<'a> {
     compress: bool,
     /// The OS error number of the last HDF5 failure that had one (disk full, ...).
     errno: std::cell::Cell<Option<i32>>,
-    /// The chunk encoders' buffers, reused by every column of this write.
-    workers: chunks::Workers,
+    /// The chunk encoders' buffers (reused by every column of this write) and the columns
+    /// encoded before it ([`encode_ahead`]).
+    ahead: &'a EncodedAhead,
 }
 
 impl W<'_> {
@@ -183,7 +184,10 @@ impl W<'_> {
         }
         let chunk = len.min(COMPRESSED_CHUNK);
         let ds = self.chunked::<i64>(g, name, len)?;
-        let stored = chunks::encode_i64_chunks(src, chunk, DEFLATE_LEVEL, &self.workers);
+        if let Some(stored) = self.ahead.get(name, len) {
+            return self.write_chunks(&ds, name, chunk, stored);
+        }
+        let stored = chunks::encode_i64_chunks(src, chunk, DEFLATE_LEVEL, &self.ahead.workers);
         self.write_chunks(&ds, name, chunk, &stored)
     }
     fn strs(&self, g: &Group, name: &str, v: &[String]) -> R<()> {
@@ -199,15 +203,14 @@ impl W<'_> {
 ///
 /// Errors: [`H5Error::Write`] naming the file and the dataset, or the inconsistent row.
 pub(crate) fn write_contents(run: &Run, file: &hdf5::File, w: &W<'_>) -> R<()> {
-    let rows: Vec<&RegionCalls> = run.regions.iter().filter(|r| !r.is_empty()).collect();
+    let rows = written_rows(run);
     let (new_id, names) = used_names(run, &rows, w)?;
     write_root_attributes(file, w)?;
     write_metadata(run, file, w)?;
     let rt = file.create_group("region_table").map_err(w.err("region_table"))?;
     w.strs(&rt, "names", &names)?;
     let events = file.create_group("events").map_err(w.err("events"))?;
-    write_timings(run, &rows, &events, w)?;
-    write_optional_columns(run, &rows, &events, w)?;
+    write_events(run, &rows, &events, w)?;
     write_index(&rows, &new_id, file, w)?;
     write_lane_tables(run, &rows, file, w)
 }
@@ -315,31 +318,16 @@ fn event_offsets(rows: &[&RegionCalls]) -> Vec<usize> {
         .collect()
 }
 
-/// `events/start_deltas` (per row, from 0) and `events/durations`.
-fn write_timings(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
-    for r in rows {
-        let (s, e) = (r.start_ns.len(), r.end_ns.len());
-        if s != e {
-            return Err(w.region_err(run, r, format!("{s} starts but {e} ends")));
-        }
-    }
-    let offsets = event_offsets(rows);
-    let deltas = |r: &RegionCalls, at: usize, out: &mut [i64]| {
-        let s = &r.start_ns.values()[..];
-        let mut prev = if at == 0 { 0 } else { s[at - 1] };
-        for (o, &v) in out.iter_mut().zip(&s[at..]) {
-            *o = v.wrapping_sub(prev);
-            prev = v;
-        }
-    };
-    w.column(events, "start_deltas", &RowsColumn { rows, offsets: &offsets, row: deltas })?;
-    let durations = |r: &RegionCalls, at: usize, out: &mut [i64]| {
-        let (s, e) = (&r.start_ns.values()[at..], &r.end_ns.values()[at..]);
-        for ((o, &a), &b) in out.iter_mut().zip(s).zip(e) {
-            *o = b.wrapping_sub(a);
-        }
-    };
-    w.column(events, "durations", &RowsColumn { rows, offsets: &offsets, row: durations })
+/// The rows a file holds: those with calls (the reference writes only regions with
+/// completed calls), in run order.
+fn written_rows(run: &Run) -> Vec<&RegionCalls> {
+    run.regions.iter().filter(|r| !r.is_empty()).collect()
+}
+
+/// Whether the event columns of `run` are compressed (gzip + shuffle; the reference's
+/// `"auto"` policy: from [`AUTO_COMPRESSION_MIN_EVENTS`] events on).
+fn compresses(run: &Run) -> bool {
+    run.regions.iter().map(|r| r.len()).sum::<usize>() >= AUTO_COMPRESSION_MIN_EVENTS
 }
 
 /// One optional event column of a row: its values, held plain or as packed ids.
@@ -363,9 +351,40 @@ impl Optional<'_> {
     }
 }
 
-/// The optional event columns some row has, rows without it back-filled (-1, 0 for
-/// `await_ns`). Call and parent ids may be held bit-packed: decoded a chunk at a time.
-fn write_optional_columns(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
+/// A row's values `at..at + out.len()` of one event column, into `out`.
+type RowFill<'a> = Box<dyn Fn(&RegionCalls, usize, &mut [i64]) + Sync + 'a>;
+
+/// The event columns numbered at finalize: they are encoded after the numbering, the others
+/// may be encoded ahead, alongside it ([`encode_ahead`]).
+const ID_COLUMNS: [&str; 2] = ["call_ids", "parent_ids"];
+
+/// The event columns of `rows` in file order: `start_deltas` (per row, from 0),
+/// `durations`, then each optional column some row has, rows without it back-filled (-1, 0
+/// for `await_ns`). Call and parent ids may be held bit-packed: decoded a chunk at a time.
+///
+/// Errors: the first row whose columns disagree in length, and how.
+fn event_columns<'a>(rows: &[&'a RegionCalls]) -> Result<Vec<(&'static str, RowFill<'a>)>, (&'a RegionCalls, String)> {
+    for r in rows {
+        let (s, e) = (r.start_ns.len(), r.end_ns.len());
+        if s != e {
+            return Err((r, format!("{s} starts but {e} ends")));
+        }
+    }
+    let deltas: RowFill<'a> = Box::new(|r: &RegionCalls, at: usize, out: &mut [i64]| {
+        let s = &r.start_ns.values()[..];
+        let mut prev = if at == 0 { 0 } else { s[at - 1] };
+        for (o, &v) in out.iter_mut().zip(&s[at..]) {
+            *o = v.wrapping_sub(prev);
+            prev = v;
+        }
+    });
+    let durations: RowFill<'a> = Box::new(|r: &RegionCalls, at: usize, out: &mut [i64]| {
+        let (s, e) = (&r.start_ns.values()[at..], &r.end_ns.values()[at..]);
+        for ((o, &a), &b) in out.iter_mut().zip(s).zip(e) {
+            *o = b.wrapping_sub(a);
+        }
+    });
+    let mut columns = vec![("start_deltas", deltas), ("durations", durations)];
     type Col = fn(&RegionCalls) -> Option<Optional<'_>>;
     let optional: [(&str, Col, i64); 6] = [
         ("gpu_durations", |r| r.gpu_ns.as_ref().map(Optional::Plain), -1),
@@ -375,23 +394,71 @@ fn write_optional_columns(run: &Run, rows: &[&RegionCalls], events: &Group, w: &
         ("task_ids", |r| r.task_ids.as_ref().map(Optional::Plain), -1),
         ("await_ns", |r| r.await_ns.as_ref().map(Optional::Plain), 0),
     ];
-    let offsets = event_offsets(rows);
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {
             continue;
         }
         for r in rows {
             if let Some(a) = get(r).filter(|a| a.len() != r.len()) {
-                return Err(w.region_err(run, r, format!("{} calls but {} values in {name}", r.len(), a.len())));
+                return Err((r, format!("{} calls but {} values in {name}", r.len(), a.len())));
             }
         }
-        let row = |r: &RegionCalls, at: usize, out: &mut [i64]| match get(r) {
+        let row: RowFill<'a> = Box::new(move |r: &RegionCalls, at: usize, out: &mut [i64]| match get(r) {
             Some(a) => a.copy_range(at, out),
             None => out.fill(missing),
-        };
+        });
+        columns.push((name, row));
+    }
+    Ok(columns)
+}
+
+/// `/events`: every event column of `rows` ([`event_columns`]).
+fn write_events(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> R<()> {
+    let columns = event_columns(rows).map_err(|(r, detail)| w.region_err(run, r, detail))?;
+    let offsets = event_offsets(rows);
+    for (name, row) in columns {
         w.column(events, name, &RowsColumn { rows, offsets: &offsets, row })?;
     }
     Ok(())
+}
+
+/// The compressed event columns of a run that do not depend on its call ids (times, lanes,
+/// await), encoded before the write ([`encode_ahead`]), with the chunk encoders' buffers.
+#[derive(Default)]
+pub struct EncodedAhead {
+    workers: chunks::Workers,
+    /// (column name, number of values, stored chunks)
+    columns: Vec<(&'static str, usize, Vec<Vec<u8>>)>,
+}
+
+impl EncodedAhead {
+    /// The stored chunks of column `name` when it was encoded ahead with `len` values.
+    fn get(&self, name: &str, len: usize) -> Option<&[Vec<u8>]> {
+        self.columns.iter().find(|c| c.0 == name && c.1 == len).map(|c| &c.2[..])
+    }
+}
+
+/// Encode the compressed event columns of `run` that do not depend on its call ids, for a
+/// later [`publish_h5_ahead`] of the same run once numbered (issue 15: at `finalize()` this
+/// runs alongside the numbering of the calls, which is serial). Nothing is encoded when the
+/// file would not compress them, or when its columns disagree in length (the write reports
+/// that). Parallel, on the analysis pool.
+pub fn encode_ahead(run: &Run) -> EncodedAhead {
+    let mut ahead = EncodedAhead::default();
+    let rows = written_rows(run);
+    let offsets = event_offsets(&rows);
+    let len = *offsets.last().unwrap_or(&0);
+    if !(compresses(run) && len * std::mem::size_of::<i64>() > CONTIGUOUS_MAX_BYTES) {
+        return ahead;
+    }
+    let Ok(columns) = event_columns(&rows) else { return ahead };
+    let chunk = len.min(COMPRESSED_CHUNK);
+    for (name, row) in columns.into_iter().filter(|(name, _)| !ID_COLUMNS.contains(name)) {
+        let src = RowsColumn { rows: &rows, offsets: &offsets, row };
+        let stored = chunks::encode_i64_chunks(&src, chunk, DEFLATE_LEVEL, &ahead.workers);
+        ahead.columns.push((name, len, stored));
+    }
+    ahead
 }
 
 /// `/rank_region_index`: one value per row in each column; `new_id` from [`used_names`].
@@ -570,6 +637,12 @@ fn hdf5_errno(e: &hdf5::Error) -> Option<i32> {
 
 /// [`write_h5`], telling the OS error of a failure ([`WriteFailure`]).
 pub fn publish_h5(run: &Run, path: &Path) -> Result<(), WriteFailure> {
+    publish_h5_ahead(run, path, &EncodedAhead::default())
+}
+
+/// [`publish_h5`] with the columns [`encode_ahead`] encoded from this same run (unchanged
+/// since, except for its call ids, parent ids and exclusive totals).
+pub fn publish_h5_ahead(run: &Run, path: &Path, ahead: &EncodedAhead) -> Result<(), WriteFailure> {
     let shown = path.display().to_string();
     let os = |what: &str, e: &std::io::Error| WriteFailure {
         error: H5Error::Write(format!("could not write {shown} ({what}): {e}")),
@@ -593,13 +666,7 @@ pub fn publish_h5(run: &Run, path: &Path) -> Result<(), WriteFailure> {
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| os("temporary file", &e))?;
-    let total: usize = run.regions.iter().map(|r| r.len()).sum();
-    let w = W {
-        path: &shown,
-        compress: total >= AUTO_COMPRESSION_MIN_EVENTS,
-        errno: Default::default(),
-        workers: Default::default(),
-    };
+    let w = W { path: &shown, compress: compresses(run), errno: Default::default(), ahead };
     let written = catch_unwind(AssertUnwindSafe(|| -> R<()> {
         let file = hdf5::File::create(tmp.path()).map_err(w.err("create"))?;
         super::close_on_exec(&file);
