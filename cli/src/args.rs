@@ -174,12 +174,15 @@ pub enum Command {
     /// --flush-interval`) did not write because it was killed (SIGKILL, OOM killer, power
     /// loss), from the sidecar it streamed to (`.NAME.<tag>-<pid>.partial` beside FILE): every
     /// intact frame (a torn last frame is left out), the last thread and task tables.
-    /// Written atomically through the normal writer; the sidecar is then removed.
+    /// Written atomically through the normal writer; the sidecar is then removed. For a run
+    /// that wrote JSON or HTML (`run -o k.json`, recorded into `k.json.scope-profiler.h5`), `recover
+    /// k.json` recovers that recording and renders `k.json` from it, as the run would have.
     #[command(
-        after_help = "Examples:\n  scope-profiler recover profiling_data.h5\n  scope-profiler recover run.h5 -o recovered.h5"
+        after_help = "Examples:\n  scope-profiler recover profiling_data.h5\n  scope-profiler recover run.h5 -o recovered.h5\n  scope-profiler recover k.json   # a killed `run -o k.json --flush-interval 5`"
     )]
     Recover {
-        /// The `.h5` file the killed process was recording into (it may not exist).
+        /// The `.h5` file the killed process was recording into (it may not exist), or the
+        /// `.json` file a killed `run -o k.json` was to write.
         file: PathBuf,
         /// Write the recovered run there instead of FILE (the sidecar is then kept).
         #[arg(short = 'o', long = "output")]

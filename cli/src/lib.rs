@@ -208,19 +208,20 @@ where
                 }
                 Err(RecoverError::Nothing(why)) if recording_path(&file) != file && from.is_none() => {
                     // `run -o k.json` records into `k.json.scope-profiler.h5` (stop 24 new-user
-                    // trial: `recover k.json` said nothing was streamed)
+                    // trial: `recover k.json` said nothing was streamed): that recording is
+                    // recovered, and `k.json` rendered from it as the run would have
                     let h5 = recording_path(&file);
-                    if pending_sidecar(&h5).is_some() {
-                        eprintln!(
-                            "error: {why}; a run writing {} records into {}: recover that (`scope-profiler recover {}`), then export it",
-                            file.display(),
-                            h5.display(),
-                            h5.display()
-                        );
-                    } else {
+                    if pending_sidecar(&h5).is_none() {
                         eprintln!("error: {why}");
+                        return Outcome::Exit(1);
                     }
-                    Outcome::Exit(1)
+                    match recover_rendered(&h5, &file, output.as_deref()) {
+                        Ok(()) => Outcome::Exit(0),
+                        Err(e) => {
+                            eprintln!("error: {e}");
+                            Outcome::Exit(1)
+                        }
+                    }
                 }
                 Err(e) => {
                     eprintln!("error: {e}");
@@ -397,6 +398,30 @@ pub fn after_run(
         outln!("\nwrote {} and {}", written.display(), out.display());
     }
     Ok(Some(out))
+}
+
+/// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover
+/// its recording `h5` (`k.json.scope-profiler.h5`, [`recording_path`]), with the processes
+/// it followed, then render `file` from it ([`render_output`], which removes `h5`), as the
+/// run would have. With `output` (an `.h5` name) the recovered run is written there and
+/// nothing is rendered. Errors: the recovery's, or the rendering's (naming `file` and
+/// saying that `h5` is kept).
+fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(), String> {
+    use scope_profiler_finalize::stream::{describe, recover};
+    let (recovery, written) = recover(h5, None, output).map_err(|e| e.to_string())?;
+    outln!("{}", describe(&recovery, &written));
+    if let Some(pid) = recovery.pid {
+        if let Some(note) = processes::recover_followed(h5, pid, &written) {
+            outln!("{note}");
+        }
+    }
+    if output.is_some() {
+        return Ok(());
+    }
+    let run = read_h5(&written).map_err(|e| e.to_string())?;
+    render_output(&run, &written, file)?;
+    outln!("wrote {}", file.display());
+    Ok(())
 }
 
 /// The path a run writes its HDF5 file to when `output` asks for another format

@@ -2421,7 +2421,9 @@ def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_pat
 
 # stop 24 new-user trial: "`recover` on a JSON output says nothing was streamed, which is
 # wrong": `run -o k.json` records into k.json.scope-profiler.h5, whose sidecar it is.
-def test_stop_24_recover_of_a_json_output_names_the_file_to_recover(tmp_path):
+# stop 24 note ("noticed, not fixed"): `recover k.json` named that file but did not render
+# k.json itself; it now recovers the recording and renders k.json, as the run would have.
+def test_stop_24_recover_of_a_json_output_renders_it(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(
         "import os, signal, time\nimport scope_profiler as sp\n"
@@ -2429,12 +2431,15 @@ def test_stop_24_recover_of_a_json_output_names_the_file_to_recover(tmp_path):
         "time.sleep(0.5)\nos.kill(os.getpid(), signal.SIGKILL)\n"
     )
     out = tmp_path / "k.json"
+    h5 = tmp_path / "k.json.scope-profiler.h5"
     proc = run_cli("run", "-q", "--flush-interval", "0.1", "-o", out, script, cwd=tmp_path)
     assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not out.exists()
     proc = run_cli("recover", out, cwd=tmp_path)
-    assert proc.returncode == 1
-    h5 = f"{out}.scope-profiler.h5"
-    assert f"records into {h5}: recover that" in proc.stderr, proc.stderr
-    proc = run_cli("recover", h5, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert sp.read_h5(h5)["step"][0].num_calls == 3
+    assert f"wrote {out}" in proc.stdout, proc.stdout
+    assert sp.read_profile(str(out))["step"][0].num_calls == 3
+    assert not h5.exists()  # rendered, then removed, as `run` does
+    # nothing left to recover now: the error says so, exit 1
+    again = run_cli("recover", out, cwd=tmp_path)
+    assert again.returncode == 1 and "error:" in again.stderr, again.stderr
