@@ -158,6 +158,9 @@ def _run_path(script: str, traced: bool, module: str | None = None) -> None:
     if not traced:
         run()
         return
+    # runpy imports pkgutil (and typing) on its first run_path: not the script's time
+    import pkgutil  # noqa: F401
+
     from ._manager import ProfileManager
 
     with ProfileManager.region(module if module is not None else os.path.basename(script)):
