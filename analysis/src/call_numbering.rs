@@ -32,16 +32,21 @@ struct Frame {
     exclusive: i64,
 }
 
-/// Sort key of a call: (start, end descending, row, call).
-type Key = (i64, Reverse<i64>, usize, usize);
+/// Sort key of a call: (start, end descending). Ties between runs go to the lower run,
+/// which is the lower (row, call): runs are listed by row, then by first call.
+type Key = (i64, Reverse<i64>);
 
 /// Runs up to this many are merged by scanning their heads (a heap beyond).
 const SCAN_MAX_RUNS: usize = 8;
 
+/// The head key of an exhausted run in [`Heads::Scan`]: after every real key (a real call
+/// starting at `i64::MAX` ends there too, so its key is smaller).
+const EXHAUSTED: Key = (i64::MAX, Reverse(i64::MIN));
+
 /// The next call of every sorted run, smallest key first.
 enum Heads {
-    /// Few runs: each run's next key (`None` once exhausted), found by a scan.
-    Scan(Vec<Option<Key>>),
+    /// Few runs: each run's next key ([`EXHAUSTED`] once done), found by a scan.
+    Scan { keys: Vec<Key>, live: usize },
     /// Many runs: a heap of (key, run).
     Heap(BinaryHeap<Reverse<(Key, usize)>>),
 }
@@ -49,36 +54,105 @@ enum Heads {
 impl Heads {
     fn new(keys: Vec<Key>) -> Heads {
         if keys.len() <= SCAN_MAX_RUNS {
-            Heads::Scan(keys.into_iter().map(Some).collect())
+            Heads::Scan { live: keys.len(), keys }
         } else {
             Heads::Heap(keys.into_iter().enumerate().map(|(k, key)| Reverse((key, k))).collect())
         }
     }
-    /// The smallest key and its run; the run's entry is left empty until [`Heads::refill`].
-    fn pop(&mut self) -> Option<(Key, usize)> {
+    /// The smallest key's run; its entry is left empty until [`Heads::refill`] or
+    /// [`Heads::exhaust`].
+    fn pop(&mut self) -> Option<usize> {
         match self {
-            Heads::Scan(keys) => {
-                let mut best: Option<(Key, usize)> = None;
-                for (k, key) in keys.iter().enumerate() {
-                    if let Some(key) = key {
-                        if best.is_none_or(|(b, _)| *key < b) {
-                            best = Some((*key, k));
-                        }
+            Heads::Scan { keys, live } => {
+                if *live == 0 {
+                    return None;
+                }
+                let mut best = 0;
+                for k in 1..keys.len() {
+                    if keys[k] < keys[best] {
+                        best = k;
                     }
                 }
-                let (key, k) = best?;
-                keys[k] = None;
-                Some((key, k))
+                Some(best)
             }
-            Heads::Heap(heap) => heap.pop().map(|Reverse(x)| x),
+            Heads::Heap(heap) => heap.pop().map(|Reverse((_, run))| run),
         }
     }
     fn refill(&mut self, run: usize, key: Key) {
         match self {
-            Heads::Scan(keys) => keys[run] = Some(key),
+            Heads::Scan { keys, .. } => keys[run] = key,
             Heads::Heap(heap) => heap.push(Reverse((key, run))),
         }
     }
+    /// Run `run` has no call left.
+    fn exhaust(&mut self, run: usize) {
+        if let Heads::Scan { keys, live } = self {
+            keys[run] = EXHAUSTED;
+            *live -= 1;
+        }
+    }
+}
+
+/// One sorted run of a row: its calls `at..end`, with the row's columns.
+struct Run<'a> {
+    row: usize,
+    at: usize,
+    end: usize,
+    starts: &'a [i64],
+    ends: &'a [i64],
+    threads: Option<&'a [i64]>,
+    tasks: Option<&'a [i64]>,
+}
+
+impl Run<'_> {
+    fn key(&self) -> Key {
+        (self.starts[self.at], Reverse(self.ends[self.at]))
+    }
+    /// The lane of call `at` ([`lane_id`]; -1 without a thread column).
+    fn lane(&self) -> i64 {
+        match self.threads {
+            None => -1,
+            Some(t) => lane_id(
+                t.get(self.at).copied().unwrap_or(-1),
+                self.tasks.and_then(|k| k.get(self.at).copied()).unwrap_or(-1),
+            ),
+        }
+    }
+}
+
+/// The sorted runs of `rows` (each row cut where its starts go down, or tie with a longer
+/// call after a shorter one); `None` for mismatched columns or an end before its start.
+fn sorted_runs<'a>(rows: &[RegionInput<'a>]) -> Option<Vec<Run<'a>>> {
+    let mut runs = Vec::new();
+    for (k, r) in rows.iter().enumerate() {
+        let (s, e) = (r.start_ns, r.end_ns);
+        if s.len() != e.len() {
+            return None;
+        }
+        let run = |at: usize, end: usize| Run {
+            row: k,
+            at,
+            end,
+            starts: s,
+            ends: e,
+            threads: r.thread_ids,
+            tasks: r.task_ids,
+        };
+        let mut lo = 0;
+        for i in 0..s.len() {
+            if e[i] < s[i] {
+                return None;
+            }
+            if i > 0 && (s[i] < s[i - 1] || (s[i] == s[i - 1] && e[i] > e[i - 1])) {
+                runs.push(run(lo, i));
+                lo = i;
+            }
+        }
+        if !s.is_empty() {
+            runs.push(run(lo, s.len()));
+        }
+    }
+    Some(runs)
 }
 
 /// Number the calls of `rows` (one rank; `rows` in reconstruction order) from `base`.
@@ -86,29 +160,8 @@ impl Heads {
 /// do not nest on a rank without lane columns (the general path then reports why).
 pub(crate) fn number_calls(rows: &[RegionInput<'_>], base: i64) -> Option<Numbered> {
     let lenient = rows.iter().any(|r| r.thread_ids.is_some());
-    // the sorted runs every row consists of: (row, first call, end)
-    let mut runs: Vec<(usize, usize, usize)> = Vec::new();
-    for (k, r) in rows.iter().enumerate() {
-        let (s, e) = (r.start_ns, r.end_ns);
-        if s.len() != e.len() || s.iter().zip(e).any(|(a, b)| b < a) {
-            return None;
-        }
-        let mut lo = 0;
-        for i in 1..s.len() {
-            if s[i] < s[i - 1] || (s[i] == s[i - 1] && e[i] > e[i - 1]) {
-                runs.push((k, lo, i));
-                lo = i;
-            }
-        }
-        if !s.is_empty() {
-            runs.push((k, lo, s.len()));
-        }
-    }
-    let key = |run: usize, at: usize| -> Key {
-        let r = &rows[runs[run].0];
-        (r.start_ns[at], Reverse(r.end_ns[at]), runs[run].0, at)
-    };
-    let mut heads = Heads::new((0..runs.len()).map(|k| key(k, runs[k].1)).collect());
+    let mut runs = sorted_runs(rows)?;
+    let mut heads = Heads::new(runs.iter().map(Run::key).collect());
     // a run's calls come out in its order: its ids are packed as they come
     let mut ids: Vec<IdColumnBuilder> = runs.iter().map(|_| IdColumnBuilder::new()).collect();
     let mut parents: Vec<IdColumnBuilder> = runs.iter().map(|_| IdColumnBuilder::new()).collect();
@@ -116,17 +169,15 @@ pub(crate) fn number_calls(rows: &[RegionInput<'_>], base: i64) -> Option<Number
     let mut lanes: HashMap<i64, Vec<Frame>> = HashMap::new();
     let mut last_lane = (i64::MIN, Vec::new());
     let mut id = base;
-    while let Some(((start, Reverse(end), row, at), run)) = heads.pop() {
-        if at + 1 < runs[run].2 {
-            heads.refill(run, key(run, at + 1));
+    while let Some(k) = heads.pop() {
+        let run = &mut runs[k];
+        let (start, end, row, lane) = (run.starts[run.at], run.ends[run.at], run.row, run.lane());
+        run.at += 1;
+        if run.at < run.end {
+            heads.refill(k, run.key());
+        } else {
+            heads.exhaust(k);
         }
-        let r = &rows[row];
-        let lane = match r.thread_ids {
-            None => -1,
-            Some(t) => {
-                lane_id(t.get(at).copied().unwrap_or(-1), r.task_ids.and_then(|k| k.get(at).copied()).unwrap_or(-1))
-            }
-        };
         if lane != last_lane.0 {
             let stack = lanes.remove(&lane).unwrap_or_default();
             let previous = std::mem::replace(&mut last_lane, (lane, stack));
@@ -145,18 +196,18 @@ pub(crate) fn number_calls(rows: &[RegionInput<'_>], base: i64) -> Option<Number
             }
         }
         let dur = end.wrapping_sub(start);
-        ids[run].push(id);
+        ids[k].push(id);
         match stack.last_mut() {
             Some(top) if top.end < end => {
                 if !lenient {
                     return None;
                 }
                 // set aside: a root with its whole duration, nobody's parent
-                parents[run].push(-1);
+                parents[k].push(-1);
                 totals[row] = totals[row].wrapping_add(dur);
             }
             top => {
-                parents[run].push(match top {
+                parents[k].push(match top {
                     Some(top) => {
                         top.exclusive = top.exclusive.wrapping_sub(dur);
                         top.id
@@ -171,7 +222,7 @@ pub(crate) fn number_calls(rows: &[RegionInput<'_>], base: i64) -> Option<Number
     for frame in lanes.into_values().chain(std::iter::once(last_lane.1)).flatten() {
         totals[frame.row] = totals[frame.row].wrapping_add(frame.exclusive);
     }
-    let run_rows: Vec<usize> = runs.iter().map(|r| r.0).collect();
+    let run_rows: Vec<usize> = runs.iter().map(|r| r.row).collect();
     Some(Numbered {
         call_ids: row_columns(rows.len(), &run_rows, ids),
         parent_ids: row_columns(rows.len(), &run_rows, parents),
