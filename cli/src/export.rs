@@ -317,8 +317,11 @@ pub fn timeline(
         }
         sel = sel.with_regions(names);
     }
-    write_timeline_svg_with(&run, &sel, &opts, &out)
-        .map_err(|e| Failure::runtime(format!("{}: {e}", file.display())))?;
+    write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| match e {
+        // a window past the run's end: the request is wrong, as a malformed one is
+        ExportError::Request(m) => Failure::usage(format!("{}: {m}", file.display())),
+        e => Failure::runtime(format!("{}: {e}", file.display())),
+    })?;
     Ok(out)
 }
 

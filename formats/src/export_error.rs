@@ -13,6 +13,11 @@ pub enum ExportError {
     /// The selected ranks and regions hold no calls. Python: `ValueError` with this text.
     #[error("No calls recorded for the requested ranks.")]
     NoCalls,
+    /// The request does not fit this run (a timeline window that starts after the run's
+    /// last call ends); the message names the request and the run's extent. Python:
+    /// `ValueError`; the command line: a usage error (exit 2).
+    #[error("{0}")]
+    Request(String),
     /// Writing failed; the message names the path. Python: `OSError`.
     #[error("{0}")]
     Io(String),

@@ -1161,9 +1161,28 @@ fn choose_rows<'a>(
     (drawn, left_out, Geom::new(scale), by_height)
 }
 
+/// `Ok` unless the window `w` (its `view`) starts at or after `end`, the end of the run's
+/// last selected call, while the run lasts (`end > origin`): nothing of the run is in it, and
+/// an empty picture would look like a run without calls (stop 24 note). A window that only
+/// partly overlaps the run is drawn, clipped.
+///
+/// Errors: [`ExportError::Request`] naming the window and the run's extent in s.
+fn window_in_run(w: (f64, f64), view: View, origin: i64, end: i64) -> Result<(), ExportError> {
+    if view.v0 < end || end <= origin {
+        return Ok(());
+    }
+    let shown = if w.1.is_finite() { format!("{}:{}", w.0, w.1) } else { format!("{}:", w.0) };
+    let extent = (end - origin) as f64 / 1e9;
+    Err(ExportError::Request(format!(
+        "window {shown} starts after the end of the run: its calls span 0 to {extent:.6} s from the run start; \
+         give a window starting before {extent:.6} s"
+    )))
+}
+
 /// Render the timeline of `sel` as an SVG document (see the module text for its limits).
 ///
-/// Errors: [`ExportError::Nesting`], [`ExportError::NoCalls`].
+/// Errors: [`ExportError::Nesting`], [`ExportError::NoCalls`], [`ExportError::Request`] for
+/// a window that starts after the run's end.
 pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result<String, ExportError> {
     let whole = run;
     let applied = sel.apply(run);
@@ -1172,6 +1191,9 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
     let origin = origin_ns(run, &all);
     let end = picture_end(run, &all);
     let view = View::new(origin, end, opt.window);
+    if let Some(w) = opt.window {
+        window_in_run(w, view, origin, end)?;
+    }
     let max_levels = depth_limit(opt.max_depth);
     let multi = all.len() > 1;
     let per_rank: Vec<(u32, Vec<Row<'_>>)> = all

@@ -332,3 +332,43 @@ fn issue_14_followed_processes_are_named_in_every_export() {
     let plain = Run { metadata: vec![], ..run };
     assert_eq!(plain.rank_label(1), "rank 1");
 }
+
+// Reported: stop 24 note, "Noticed, not fixed": "`timeline --window 0.05:` past the end of
+// the run draws an empty window instead of refusing it".
+/// A window starting at or after the end of the run's last call is refused
+/// (`ExportError::Request`, naming the window and the run's extent); one that overlaps the
+/// run only in part is drawn, clipped, as before.
+#[test]
+fn stop_24_a_timeline_window_past_the_end_of_the_run_is_refused() {
+    use scope_profiler_formats::ExportError;
+    // one thread: a [0, 4000] ns (the run's origin is its first call)
+    let run = Run {
+        region_names: vec!["a".into()],
+        regions: vec![lane_row(0, &[0], &[4000], &[0], None, None)],
+        threads: vec![thread(0, "t0")],
+        num_ranks: 1,
+        ..Default::default()
+    };
+    let draw = |w: (f64, f64)| {
+        timeline_svg(&run, &Selection::new(vec![0], "w"), &TimelineOptions { window: Some(w), ..Default::default() })
+    };
+    assert_eq!(
+        draw((0.05, f64::INFINITY)).unwrap_err(),
+        ExportError::Request(
+            "window 0.05: starts after the end of the run: its calls span 0 to 0.000004 s from the run start; \
+             give a window starting before 0.000004 s"
+                .into()
+        )
+    );
+    assert_eq!(
+        draw((0.000004, 1.0)).unwrap_err().to_string(),
+        "window 0.000004:1 starts after the end of the run: its calls span 0 to 0.000004 s from the run start; \
+         give a window starting before 0.000004 s",
+        "a window starting at the very end holds nothing either"
+    );
+    // partly in the run: drawn, clipped (as before)
+    let svg = draw((0.000003, 0.000005)).unwrap();
+    assert_eq!(drawn_lanes(&svg), [-2]);
+    // clipped: 3000..4000 ns of the window 3000..5000 ns, half of the 1120 px plot
+    assert!(svg.contains("<rect x=\"260.00\" y=\"105.0\" width=\"560.00\""), "{svg}");
+}

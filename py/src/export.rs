@@ -26,12 +26,13 @@ use crate::run::NativeRun;
 /// A writer of `formats`: `(run, selection, path) -> every path written`.
 pub type Write<'a> = &'a (dyn Fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError> + Sync);
 
-/// `Nesting` -> `NestingError`, `NoCalls` -> `ValueError`, `Io` -> `OSError`, `File` -> the
+/// `Nesting` -> `NestingError`, `NoCalls` and `Request` -> `ValueError`, `Io` -> `OSError`, `File` -> the
 /// `OSError` subclass of its errno (`OSError(errno, message, path)` picks it), `filename` set.
 pub fn export_err(e: ExportError) -> PyErr {
     match e {
         ExportError::Nesting(m) => crate::errors::NestingError::new_err(m),
         ExportError::NoCalls => PyValueError::new_err(ExportError::NoCalls.to_string()),
+        ExportError::Request(m) => PyValueError::new_err(m),
         ExportError::Io(m) => PyOSError::new_err(m),
         ExportError::File { message, errno, path } => {
             PyOSError::new_err((errno, message, path.to_string_lossy().into_owned()))
