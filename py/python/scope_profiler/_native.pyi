@@ -1219,7 +1219,8 @@ def thread_time_ns() -> int:
 
 def check_region_name(name: str) -> None:
     """``ValueError`` (naming the name and why) for a region name a profile file cannot
-    hold unchanged: one containing a NUL character."""
+    hold unchanged: one containing a NUL character, or a lone surrogate (not valid Unicode
+    text; its ``__cause__`` is the ``UnicodeEncodeError``)."""
 
 @final
 class NativeRecorder:

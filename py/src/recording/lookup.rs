@@ -14,7 +14,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
 
-use super::{check_region_name, ProfileRegion, Shared};
+use super::{region_name_text, ProfileRegion, Shared};
 
 /// Modules whose frames are not user call sites (their regions get no defining site).
 const INTERNAL_MODULES: [&str; 3] = ["scope_profiler._manager", "scope_profiler", "scope_profiler._settings"];
@@ -142,8 +142,8 @@ impl RegionCache {
         // `recorded_path` call, after which the binding is looked up again.
         let Some(binding) = (unsafe { &*this.binding.get() }) else { return Ok(None) };
         let Ok(text) = name.cast::<PyString>() else { return Ok(None) };
-        let text = text.to_str()?;
-        check_region_name(text)?;
+        let text = region_name_text(&text)?;
+        let text: &str = &text;
         let shared = Arc::clone(&binding.shared);
         let (id, new) = shared.regions.intern(text, &[]);
         if let Some(live) = this.take_unlisted(id) {

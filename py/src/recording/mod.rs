@@ -43,7 +43,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
-    m.add_function(wrap_pyfunction!(check_region_name, m)?)?;
+    m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;
     tracer::register(m)?;
     Ok(())
 }
@@ -70,10 +70,44 @@ fn thread_time_ns() -> i64 {
     scope_profiler_recorder::thread_cpu_ns()
 }
 
+/// `check_region_name(name)` for Python: [`region_name_text`] without keeping the text.
+#[pyfunction]
+#[pyo3(name = "check_region_name")]
+fn check_region_name_py(name: &Bound<'_, PyString>) -> PyResult<()> {
+    region_name_text(name).map(drop)
+}
+
+/// The text of a region name given by Python, refused ([`check_region_name`]) when a
+/// profile file cannot hold it unchanged. A name that is not valid Unicode text - a lone
+/// surrogate, as `os.fsdecode` gives for undecodable bytes - has no UTF-8 form:
+/// `ValueError` naming the region (its `repr`), the character and its position, caused by
+/// the `UnicodeEncodeError` (which named neither the region nor what to do; stop 24 note).
+pub(crate) fn region_name_text<'a>(name: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, str>> {
+    let text = name.to_cow().map_err(|e| {
+        let py = name.py();
+        let value = e.value(py);
+        let at = value.getattr("start").and_then(|s| s.extract::<usize>()).ok();
+        let what = at
+            .and_then(|i| name.get_item(i).ok())
+            .and_then(|c| c.repr().ok())
+            .map(|c| format!("the lone surrogate {c} at position {}", at.unwrap_or(0)))
+            .unwrap_or_else(|| "a lone surrogate".to_string());
+        let shown = name.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+        let err = pyo3::exceptions::PyValueError::new_err(format!(
+            "region name {shown} contains {what}, which is not valid Unicode text: a profile \
+             file (UTF-8) cannot hold it; choose a name without it (decode the bytes it comes \
+             from with errors='replace', or name the region yourself)"
+        ));
+        err.set_cause(py, Some(e));
+        err
+    })?;
+    check_region_name(&text)?;
+    Ok(text)
+}
+
 /// Refuse a region name the profile file cannot hold unchanged: HDF5 strings end at NUL,
 /// so a name with `\0` would come back altered (issue 13 item 16). `ValueError` naming
 /// the name and why.
-#[pyfunction]
 pub(crate) fn check_region_name(name: &str) -> PyResult<()> {
     if name.contains('\0') {
         return Err(pyo3::exceptions::PyValueError::new_err(format!(
@@ -377,12 +411,12 @@ impl NativeRecorder {
     #[pyo3(signature = (name, tags=Vec::new(), enabled=true, cache=None))]
     fn region(
         &self,
-        name: String,
+        name: &Bound<'_, PyString>,
         tags: Vec<String>,
         enabled: bool,
         cache: Option<Py<lookup::RegionCache>>,
     ) -> PyResult<ProfileRegion> {
-        check_region_name(&name)?;
+        let name = region_name_text(name)?;
         // Get-or-create by name under the table's lock: two threads creating the same
         // region at once (the Python-level cache is not atomic) still share one id.
         let (id, _) = self.shared.regions.get_or_create(&name, tags);
@@ -860,8 +894,12 @@ impl ProfileRegion {
     /// manager's `RegionCache`) it records once a later `setup()` records its name.
     #[staticmethod]
     #[pyo3(signature = (name, tags=Vec::new(), cache=None))]
-    fn disabled(name: String, tags: Vec<String>, cache: Option<Py<lookup::RegionCache>>) -> PyResult<Self> {
-        check_region_name(&name)?;
+    fn disabled(
+        name: &Bound<'_, PyString>,
+        tags: Vec<String>,
+        cache: Option<Py<lookup::RegionCache>>,
+    ) -> PyResult<Self> {
+        let name = region_name_text(name)?.into_owned();
         let binding = RegionBinding {
             shared: None,
             enabled: false,
