@@ -2458,3 +2458,36 @@ def test_stop_22_root_region_of_recursive_run_holds_no_profiler_imports(tmp_path
         own.append(root.exclusive_duration)
     # the script's <module> is inside the root; what is left is runpy reading, compiling
     assert min(own) < 0.003, own
+
+    assert sp.read_h5(h5)["step"][0].num_calls == 3
+
+
+# Reported: stop 24 note, "Noticed, not fixed" (from earlier stops): "A region name with a
+# lone surrogate gives `UnicodeEncodeError` (a `ValueError`), with no mention of the region
+# name". Every path a name crosses into Rust now says which region and what is wrong.
+SURROGATE_MESSAGE = (
+    r"region name 'a\udcff' contains the lone surrogate '\udcff' at position 1, which is "
+    r"not valid Unicode text: a profile file (UTF-8) cannot hold it; choose a name without it"
+)
+
+
+def test_stop_24_a_region_name_with_a_lone_surrogate_is_named_in_the_error(tmp_path):
+    def refused(make):
+        with pytest.raises(ValueError) as caught:
+            make()
+        assert str(caught.value).startswith(SURROGATE_MESSAGE), str(caught.value)
+        assert isinstance(caught.value.__cause__, UnicodeEncodeError)
+
+    name = "a\udcff"
+    refused(lambda: ProfileManager.profile_region(name))  # before setup(): disabled region
+    refused(lambda: ProfileManager.profile(name)(lambda: None))
+    out = tmp_path / "run.h5"
+    ProfileManager.setup(file_path=str(out))
+    try:
+        refused(lambda: ProfileManager.profile_region(name))
+        refused(lambda: ProfileManager.define_region(name))
+        with ProfileManager.profile_region("fine"):
+            pass
+    finally:
+        ProfileManager.finalize(verbose=False)
+    assert sp.read_h5(str(out))["fine"][0].num_calls == 1  # the run is unharmed
