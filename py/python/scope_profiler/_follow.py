@@ -93,10 +93,15 @@ def describe_process(parent: bool = False) -> str:
     elif not parent and _forked:  # os.fork(): it runs its parent's program
         what = "fork: " + shlex.join(sys.argv)
     elif not parent and "--multiprocessing-fork" in getattr(sys, "orig_argv", ()):
-        # a spawn child before multiprocessing has named it (its `.started` marker, named
-        # in the warning if it never writes its file; issue 14, third new-user trial: the
-        # spawn_main command line stood there)
-        what = "multiprocessing spawn child"
+        # a spawn child before BaseProcess._bootstrap (its `.started` marker, named in the
+        # warning if it never writes its file; issue 14, third new-user trial: the
+        # spawn_main command line stood there): its name once spawn.prepare() set it
+        # (_name_spawn_child; stop 24 note), else what it is
+        name = mp_process.current_process().name if mp_process is not None else ""
+        if name and name != "MainProcess":
+            what = f"multiprocessing {name}"
+        else:
+            what = "multiprocessing spawn child"
     else:
         argv = list(getattr(sys, "orig_argv", sys.argv))
         if argv and os.path.basename(argv[0]).startswith("python"):
@@ -178,12 +183,39 @@ def start_from_environment() -> None:
             set_follow_hook(restart_in_child)
             return
         # SIGTERM writes the file first (Popen.terminate(), a spawn pool's terminate()):
-        # armed here, first, as SpawnProcess runs no after-fork hooks and a pool may be
-        # terminated while its workers start
+        # armed here, first, as a pool may be terminated while its workers start
         _arm_sigterm()
         _start(spec)
+        if "--multiprocessing-fork" in argv:
+            _name_spawn_child()
     except Exception as exc:  # the program runs unprofiled
         print(f"scope-profiler: not profiling process {os.getpid()}: {exc}", file=sys.stderr)
+
+
+def _name_spawn_child() -> None:
+    """In a multiprocessing spawn child, before ``spawn_main`` reads what the parent sent:
+    once ``spawn.prepare()`` gets the process's name (``SpawnProcess-1``; the first thing it
+    sets), rewrite the ``.started`` marker with it, before the main module is imported. A
+    child killed later is then named in the warning and in its recovered rank as a child
+    that ended normally is in its file (stop 24 note: those said ``multiprocessing spawn
+    child``). ``SpawnProcess`` runs no after-fork hooks, hence the wrapper."""
+    import multiprocessing.spawn as spawn
+    from multiprocessing import process
+
+    prepare = spawn.prepare
+
+    def named_prepare(data: Any) -> Any:
+        spawn.prepare = prepare  # once
+        name = data.get("name") if isinstance(data, dict) else None
+        if isinstance(name, str):
+            process.current_process().name = name  # what prepare() sets first
+            try:
+                _write_marker()
+            except OSError:
+                pass  # the marker keeps its first description
+        return prepare(data)
+
+    spawn.prepare = named_prepare
 
 
 def _multiprocessing_helper(argv: Sequence[str]) -> bool:
