@@ -13,18 +13,24 @@ use crate::run::{secs, Run, TaskRow, ThreadRow};
 pub struct ThreadSummaryRow {
     pub index: i64,
     pub name: String,
+    /// Whether the thread table has a row for this thread. `false`: calls carry its id but
+    /// the table (a damaged file) has no row; named `thread {index}`, times unknown.
+    pub listed: bool,
     /// Whether the thread was still running at the end of the recording.
     pub alive: bool,
     /// s from the thread's start (registration; the run's start for the thread that called
     /// `setup()`) to its end, or to the end of the run (`finalize_time_ns`) while alive.
-    /// `None` without a start, or alive in a run whose end is not recorded.
+    /// `None` without a start, or alive in a run whose end is not recorded, or when the
+    /// start or end is unsound (negative, an end before the start: [`thread_table_note`]).
     pub wall_time: Option<f64>,
     /// s of CPU burned during the run: `cpu_ns - cpu_start_ns`, or the whole-life figure
-    /// when the file does not record `cpu_start_ns` (files of 0.7.5).
-    pub cpu_time: f64,
+    /// when the file does not record `cpu_start_ns` (files of 0.7.5). `None` when the row's
+    /// CPU clock readings are unsound (negative, or below their start: a damaged file,
+    /// [`thread_table_note`]) or the thread has no row.
+    pub cpu_time: Option<f64>,
     /// s of CPU over the thread's whole life (CPU before `setup()` included), the
-    /// reference's `cpu_time`.
-    pub cpu_time_total: f64,
+    /// reference's `cpu_time`; `None` as `cpu_time`.
+    pub cpu_time_total: Option<f64>,
     /// Calls (all regions, nested included) whose thread id is `index`.
     pub num_calls: i64,
     /// s of wall-clock time covered by the top-level calls of the thread's lanes (its bare
@@ -74,7 +80,9 @@ pub struct TaskSummaryRow {
     pub await_time: Option<f64>,
 }
 
-/// `thread_summary(rank)`: one row per thread-table row, index order; empty without a table.
+/// `thread_summary(rank)`: one row per thread-table row, index order, then one per thread id
+/// that calls carry but the table has no row for (a damaged file: `listed` false, ascending
+/// id); empty without a table. Unsound times are `None` ([`thread_table_note`] says which).
 ///
 /// See [`ThreadSummaryRow`] for each number; `wall_time` is `end/1e9 − start/1e9` (float
 /// arithmetic in that order, like the reference), the end being `finalize_time_ns −
@@ -276,60 +284,64 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         slot.entry(t.index).or_insert(next);
     }
     let mut num_calls = vec![0i64; slot.len()];
+    // Calls whose thread id has no thread-table row (`-1`, "unknown thread", aside): a
+    // damaged file. Such threads get a row of their own, after the table's (stop 24 note:
+    // their calls were counted nowhere).
+    let mut unlisted: HashMap<i64, i64> = HashMap::new();
 
-    // Dense lookup for the usual small non-negative thread indices (a HashMap probe per
-    // call is the cost of this function otherwise).
-    let max_index = threads.iter().map(|t| t.index).max().unwrap_or(-1);
-    let dense: Option<Vec<usize>> = (0..(1 << 20)).contains(&max_index).then(|| {
-        let mut d = vec![usize::MAX; max_index as usize + 1];
-        for (&index, &s) in &slot {
-            if index >= 0 {
-                d[index as usize] = s;
-            }
-        }
-        d
-    });
-    let slot_of = |t: i64| -> Option<usize> {
-        match &dense {
-            Some(d) => usize::try_from(t).ok().and_then(|t| d.get(t)).copied().filter(|&s| s != usize::MAX),
-            None => slot.get(&t).copied(),
-        }
-    };
     // Calls per thread. Without task columns a call's lane is -2 - its thread id (or -1),
     // so the count is the lane's size; else the rows' thread columns, counted in parallel.
     let tasks_recorded = run.rank_rows(rank).any(|r| r.task_ids.is_some());
-    if !tasks_recorded {
-        for (lane, ids) in split.iter() {
-            if lane <= -2 {
-                if let Some(s) = slot_of(-2 - lane) {
-                    num_calls[s] += ids.len() as i64;
-                }
-            }
-        }
-    }
-    let columns: Vec<&[i64]> = if !tasks_recorded {
-        Vec::new()
-    } else {
-        run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect()
-    };
-    let chunks: Vec<&[i64]> = columns.iter().flat_map(|c| c.chunks(1 << 16)).collect();
-    for counts in chunks
-        .par_iter()
-        .map(|ids| {
-            let mut counts = vec![0i64; num_calls.len()];
-            for &t in ids.iter() {
-                if let Some(s) = slot_of(t) {
-                    counts[s] += 1;
-                }
-            }
-            counts
-        })
-        .collect::<Vec<_>>()
     {
-        for (total, c) in num_calls.iter_mut().zip(counts) {
-            *total += c;
+        let slots = SlotIndex::new(&slot);
+        if !tasks_recorded {
+            for (lane, ids) in split.iter() {
+                if lane <= -2 {
+                    match slots.get(-2 - lane) {
+                        Some(s) => num_calls[s] += ids.len() as i64,
+                        None => *unlisted.entry(-2 - lane).or_default() += ids.len() as i64,
+                    }
+                }
+            }
+        }
+        let columns: Vec<&[i64]> = if !tasks_recorded {
+            Vec::new()
+        } else {
+            run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect()
+        };
+        let chunks: Vec<&[i64]> = columns.iter().flat_map(|c| c.chunks(1 << 16)).collect();
+        for (counts, missing) in chunks
+            .par_iter()
+            .map(|ids| {
+                let mut counts = vec![0i64; num_calls.len()];
+                let mut missing: HashMap<i64, i64> = HashMap::new();
+                for &t in ids.iter() {
+                    match slots.get(t) {
+                        Some(s) => counts[s] += 1,
+                        None if t != crate::run::UNKNOWN => *missing.entry(t).or_default() += 1,
+                        None => {}
+                    }
+                }
+                (counts, missing)
+            })
+            .collect::<Vec<_>>()
+        {
+            for (total, c) in num_calls.iter_mut().zip(counts) {
+                *total += c;
+            }
+            for (t, n) in missing {
+                *unlisted.entry(t).or_default() += n;
+            }
         }
     }
+    let mut unlisted: Vec<(i64, i64)> = unlisted.into_iter().collect();
+    unlisted.sort_unstable();
+    for &(t, n) in &unlisted {
+        slot.insert(t, num_calls.len());
+        num_calls.push(n);
+    }
+    let slots = SlotIndex::new(&slot);
+    let slot_of = |t: i64| slots.get(t);
 
     // Top-level calls per lane, then per thread: a thread's bare lane first, then every task
     // lane whose task rows name the thread (each distinct thread once), without the task
@@ -385,28 +397,122 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
 
     let has_await = rank_has_await(run, rank);
     let run_end = run_end_ns(run, rank);
-    threads
+    // unsound values (`ThreadRow::problems`) are unknown here, never a negative time
+    let mut rows: Vec<ThreadSummaryRow> = threads
         .iter()
         .map(|t| {
             let s = slot[&t.index];
             let alive = t.end_ns == crate::run::UNKNOWN;
-            let end = if alive { run_end } else { Some(t.end_ns) };
-            let started = t.start_ns != crate::run::UNKNOWN;
-            let cpu_run = t.cpu_run_ns().unwrap_or(t.cpu_ns);
+            let end = if alive { run_end } else { t.sound_end_ns() };
             ThreadSummaryRow {
                 index: t.index,
                 name: t.name.clone(),
+                listed: true,
                 alive,
-                wall_time: end.filter(|_| started).map(|e| secs(e) - secs(t.start_ns)),
-                cpu_time: secs(cpu_run),
-                cpu_time_total: secs(t.cpu_ns),
+                wall_time: end.zip(t.sound_start_ns()).map(|(e, b)| secs(e) - secs(b)),
+                cpu_time: t.sound_cpu_run_ns().map(secs),
+                cpu_time_total: t.sound_cpu_ns().map(secs),
                 num_calls: num_calls[s],
                 region_time: secs(covered[s]),
                 held_time: has_await.then(|| secs(held[s])),
                 await_time: has_await.then(|| secs(awaited[s])),
             }
         })
-        .collect()
+        .collect();
+    rows.extend(unlisted.iter().map(|&(t, n)| {
+        let s = slot[&t];
+        ThreadSummaryRow {
+            index: t,
+            name: format!("thread {t}"),
+            listed: false,
+            alive: false,
+            wall_time: None,
+            cpu_time: None,
+            cpu_time_total: None,
+            num_calls: n,
+            region_time: secs(covered[s]),
+            held_time: has_await.then(|| secs(held[s])),
+            await_time: has_await.then(|| secs(awaited[s])),
+        }
+    }));
+    rows
+}
+
+/// Thread index -> slot of `thread_summary`'s tables: a dense vector for the usual small
+/// non-negative indices (a HashMap probe per call is the cost of the summary otherwise),
+/// else the map.
+struct SlotIndex<'a> {
+    dense: Option<Vec<usize>>,
+    map: &'a HashMap<i64, usize>,
+}
+
+impl<'a> SlotIndex<'a> {
+    fn new(map: &'a HashMap<i64, usize>) -> Self {
+        let max_index = map.keys().copied().max().unwrap_or(-1);
+        let dense = (0..(1 << 20)).contains(&max_index).then(|| {
+            let mut d = vec![usize::MAX; max_index as usize + 1];
+            for (&index, &s) in map {
+                if index >= 0 {
+                    d[index as usize] = s;
+                }
+            }
+            d
+        });
+        SlotIndex { dense, map }
+    }
+
+    fn get(&self, t: i64) -> Option<usize> {
+        match &self.dense {
+            Some(d) => usize::try_from(t).ok().and_then(|t| d.get(t)).copied().filter(|&s| s != usize::MAX),
+            None => self.map.get(&t).copied(),
+        }
+    }
+}
+
+/// What is wrong with `rank`'s thread table, given its summary `rows` (from
+/// [`thread_summary`]): the rows whose times no recording gives ([`ThreadRow::problems`],
+/// shown as unknown in the summary) and the thread ids that calls carry but the table has
+/// no row for (listed as `thread N` with unknown times). `None` for a sound table. One
+/// message naming the table, each bad row (its position in the run's thread table, ranks
+/// ascending: the file's row for files written in rank order) and the problem; the caller
+/// adds the file. Stop 24 note: a damaged table gave negative times and uncounted calls
+/// without a word.
+pub fn thread_table_note(run: &Run, rank: u32, rows: &[ThreadSummaryRow]) -> Option<String> {
+    const SHOWN: usize = 5;
+    let bad: Vec<String> = run
+        .threads
+        .iter()
+        .enumerate()
+        .filter(|(_, t)| t.rank == rank)
+        .filter_map(|(k, t)| {
+            let p = t.problems();
+            (!p.is_empty())
+                .then(|| format!("row {k} (thread {} {}): {}", t.index, crate::py_repr(&t.name), p.join(", ")))
+        })
+        .collect();
+    let unlisted: Vec<&ThreadSummaryRow> = rows.iter().filter(|r| !r.listed).collect();
+    if bad.is_empty() && unlisted.is_empty() {
+        return None;
+    }
+    let mut parts = Vec::new();
+    if !bad.is_empty() {
+        let more = if bad.len() > SHOWN { format!("; and {} more row(s)", bad.len() - SHOWN) } else { String::new() };
+        parts.push(format!(
+            "thread_table of rank {rank} has times no recording gives, shown as unknown (-): {}{more}",
+            bad[..bad.len().min(SHOWN)].join("; ")
+        ));
+    }
+    if !unlisted.is_empty() {
+        let calls: i64 = unlisted.iter().map(|r| r.num_calls).sum();
+        let ids: Vec<String> = unlisted.iter().take(SHOWN).map(|r| r.index.to_string()).collect();
+        let more = if unlisted.len() > SHOWN { format!(" and {} more", unlisted.len() - SHOWN) } else { String::new() };
+        parts.push(format!(
+            "{calls} call(s) on rank {rank} carry thread id(s) {}{more} with no thread_table row: listed as \
+             `thread N` with unknown times",
+            ids.join(", ")
+        ));
+    }
+    Some(format!("{}. The file is damaged.", parts.join("; ")))
 }
 
 /// Why `thread_summary(rank)` is empty, when it is because the rank has calls but no thread

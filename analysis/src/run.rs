@@ -172,6 +172,59 @@ impl ThreadRow {
     pub fn cpu_run_ns(&self) -> Option<i64> {
         (self.cpu_start_ns != UNKNOWN).then(|| self.cpu_ns - self.cpu_start_ns)
     }
+
+    /// What is wrong with this row's times: one phrase per value no recording gives (a
+    /// negative time other than [`UNKNOWN`], an end before the start, a negative CPU clock or
+    /// one below its start); empty for a sound row. Summaries show such values as unknown
+    /// and say so ([`crate::thread_table_note`]) instead of printing a negative time (stop 24
+    /// note: `threads` printed negative CPU and wall times of a damaged file).
+    pub fn problems(&self) -> Vec<String> {
+        let mut out = Vec::new();
+        if self.start_ns < UNKNOWN {
+            out.push(format!("start_ns {} is negative", self.start_ns));
+        }
+        if self.end_ns < UNKNOWN {
+            out.push(format!("end_ns {} is negative", self.end_ns));
+        } else if self.end_ns != UNKNOWN && self.start_ns >= 0 && self.end_ns < self.start_ns {
+            out.push(format!("end_ns {} is before start_ns {}", self.end_ns, self.start_ns));
+        }
+        if self.cpu_ns < 0 {
+            out.push(format!("cpu_ns {} is negative", self.cpu_ns));
+        }
+        if self.cpu_start_ns < UNKNOWN {
+            out.push(format!("cpu_start_ns {} is negative", self.cpu_start_ns));
+        } else if self.cpu_start_ns != UNKNOWN && self.cpu_ns >= 0 && self.cpu_ns < self.cpu_start_ns {
+            out.push(format!("cpu_ns {} is below cpu_start_ns {}", self.cpu_ns, self.cpu_start_ns));
+        }
+        out
+    }
+
+    /// `start_ns`, `None` when not known or unsound ([`ThreadRow::problems`]).
+    pub fn sound_start_ns(&self) -> Option<i64> {
+        (self.start_ns >= 0).then_some(self.start_ns)
+    }
+
+    /// `end_ns` of a thread that ended, `None` while alive or when unsound (negative, or
+    /// before the start).
+    pub fn sound_end_ns(&self) -> Option<i64> {
+        (self.end_ns >= 0 && (self.start_ns < 0 || self.end_ns >= self.start_ns)).then_some(self.end_ns)
+    }
+
+    /// `cpu_ns` (the whole life), `None` when negative.
+    pub fn sound_cpu_ns(&self) -> Option<i64> {
+        (self.cpu_ns >= 0).then_some(self.cpu_ns)
+    }
+
+    /// CPU ns of the run: [`ThreadRow::cpu_run_ns`], or the whole life when `cpu_start_ns`
+    /// is not recorded; `None` when either clock reading is unsound.
+    pub fn sound_cpu_run_ns(&self) -> Option<i64> {
+        let total = self.sound_cpu_ns()?;
+        match self.cpu_start_ns {
+            UNKNOWN => Some(total),
+            start if start >= 0 && total >= start => Some(total - start),
+            _ => None,
+        }
+    }
 }
 
 /// One row of `task_table`: an asyncio task or a greenlet on one rank.

@@ -2,7 +2,9 @@
 //! totals and extremes, exclusive and await time, plus the rank's thread summary. Computed
 //! once here; the text report (`scope-profiler summary`, `print_summary()`) and the HTML
 //! report (`scope-profiler report`, `export_html`) only format it.
-use crate::lanes::{task_summary_split, thread_summary_from, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow};
+use crate::lanes::{
+    task_summary_split, thread_summary_from, thread_table_note, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow,
+};
 use crate::rank_calls::{exclusive_from, rank_call_arrays, set_aside_report};
 use crate::{NestingError, Run};
 
@@ -58,6 +60,9 @@ pub struct RankSummary {
     /// [`untracked_tasks_note`]: calls that look like an event loop's tasks recorded
     /// without `track_async`, and what to do.
     pub untracked_tasks_note: Option<String>,
+    /// [`thread_table_note`]: thread-table rows with unsound times, thread ids without a
+    /// row (a damaged file).
+    pub thread_table_note: Option<String>,
 }
 
 impl RankSummary {
@@ -87,6 +92,7 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
         threads: None,
         tasks: None,
         untracked_tasks_note: None,
+        thread_table_note: None,
     };
     match &rec {
         Some(Ok((order, calls))) => {
@@ -111,6 +117,9 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
             });
         }
         out.threads = rec.map(|r| r.map(|(_, calls)| thread_summary_from(run, rank, &calls)));
+        if let Some(Ok(rows)) = &out.threads {
+            out.thread_table_note = thread_table_note(run, rank, rows);
+        }
     }
     out.rows = rows;
     Some(out)

@@ -234,3 +234,69 @@ fn issue_14_stacked_runs_keep_one_process_label_per_rank() {
     assert_eq!(merged.num_ranks, 5);
     assert!(plain.meta("processes").is_none());
 }
+
+// Reported: stop 24 note, "Noticed, not fixed": "An `.h5` with negative
+// `thread_table/cpu_ns` or `end_ns = 0`, or with thread ids that have no thread row, is
+// accepted without a word: `threads` prints negative CPU or wall times, or 0 calls per
+// thread." (The file-level test is `test_regressions.py`; this one is the summary's rule.)
+/// Unsound times are `None` (never negative), calls of a thread id without a row get a row
+/// `thread N` of their own, and `thread_table_note` names each bad row and the problem.
+#[test]
+fn stop_24_a_damaged_thread_table_gives_unknown_times_and_a_note() {
+    use scope_profiler_analysis::thread_table_note;
+    let thread = |index: i64, name: &str, start_ns: i64, end_ns: i64, cpu_ns: i64, cpu_start_ns: i64| ThreadRow {
+        rank: 0,
+        index,
+        ident: 0,
+        native_id: 0,
+        daemon: false,
+        start_ns,
+        end_ns,
+        cpu_ns,
+        cpu_start_ns,
+        name: name.into(),
+    };
+    let mut row = RegionCalls::new(0, 0, Int64Array::from(vec![0, 10, 20, 30]), Int64Array::from(vec![5, 15, 25, 35]));
+    row.thread_ids = Some(Int64Array::from(vec![0, 1, 7, 7]));
+    let run = Run {
+        region_names: vec!["r".into()],
+        regions: vec![row],
+        threads: vec![
+            thread(0, "good", 100, 900, 50, 10),
+            thread(1, "bad", 500, 0, -5, -1),
+            thread(2, "cpu", 100, -1, 20, 30),
+        ],
+        num_ranks: 1,
+        ..Run::default()
+    };
+    let rows = thread_summary(&run, 0).unwrap();
+    type Shown<'a> = (i64, &'a str, bool, Option<f64>, Option<f64>, i64);
+    let got: Vec<Shown<'_>> =
+        rows.iter().map(|r| (r.index, r.name.as_str(), r.listed, r.wall_time, r.cpu_time, r.num_calls)).collect();
+    assert_eq!(
+        got,
+        [
+            (0, "good", true, Some(900.0 / 1e9 - 100.0 / 1e9), Some(4e-8), 1),
+            (1, "bad", true, None, None, 1),
+            (2, "cpu", true, None, None, 0), // alive, the run's end unknown: no wall time either
+            (7, "thread 7", false, None, None, 2),
+        ]
+    );
+    assert_eq!(rows[1].cpu_time_total, None);
+    assert_eq!(rows[2].cpu_time_total, Some(2e-8), "the whole-life clock is sound");
+    assert_eq!(
+        thread_table_note(&run, 0, &rows).as_deref(),
+        Some(
+            "thread_table of rank 0 has times no recording gives, shown as unknown (-): row 1 (thread 1 'bad'): \
+             end_ns 0 is before start_ns 500, cpu_ns -5 is negative; row 2 (thread 2 'cpu'): cpu_ns 20 is below \
+             cpu_start_ns 30; 2 call(s) on rank 0 carry thread id(s) 7 with no thread_table row: listed as \
+             `thread N` with unknown times. The file is damaged."
+        )
+    );
+    let sound = Run { threads: run.threads[..1].to_vec(), ..run.clone() };
+    let mut sound = sound;
+    sound.regions[0].thread_ids = Some(Int64Array::from(vec![0, 0, 0, 0]));
+    let rows = thread_summary(&sound, 0).unwrap();
+    assert_eq!(thread_table_note(&sound, 0, &rows), None);
+    assert_eq!(rows.iter().map(|r| r.num_calls).collect::<Vec<_>>(), [4]);
+}

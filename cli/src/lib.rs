@@ -277,7 +277,7 @@ where
                     let mut first = true;
                     for rank in 0..run.num_ranks {
                         if run.rank_threads(rank).next().is_some() {
-                            let text = report::threads_text(&run, rank);
+                            let text = report::threads_text(&run, rank, &file.display().to_string());
                             out!("{}", if first { text.trim_start_matches('\n') } else { &text });
                             first = false;
                         }

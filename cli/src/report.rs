@@ -3,7 +3,8 @@
 use std::fmt::Write as _;
 
 use scope_profiler_analysis::{
-    rank_summary, secs, task_summary, thread_summary, LaneLabels, NestingError, Run, TaskSummaryRow, ThreadSummaryRow,
+    rank_summary, secs, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError, Run, TaskSummaryRow,
+    ThreadSummaryRow,
 };
 
 /// Region summary of every rank: one line per region with calls (count, total s,
@@ -80,6 +81,9 @@ pub fn summary_text(run: &Run, title: &str) -> String {
         if let Some(summary) = sum.threads {
             out.push_str(&threads_text_with(run, rank, summary, sum.tasks.unwrap_or_else(|| Ok(Vec::new()))));
         }
+        if let Some(msg) = &sum.thread_table_note {
+            let _ = writeln!(out, "  note: {title}: {msg}");
+        }
     }
     out
 }
@@ -91,9 +95,16 @@ fn opt_s(v: Option<f64>) -> String {
 
 /// The thread table of `rank` with `thread_summary` columns (wall s, CPU s in the run,
 /// calls, region s; held s and await s when the run recorded await times), then the
-/// `task_summary` table when tasks were tracked.
-pub fn threads_text(run: &Run, rank: u32) -> String {
-    threads_text_with(run, rank, thread_summary(run, rank), task_summary(run, rank))
+/// `task_summary` table when tasks were tracked. Unsound times print as `-`, followed by a
+/// note (`thread_table_note`) naming `source` (the file), the rows and the problem.
+pub fn threads_text(run: &Run, rank: u32, source: &str) -> String {
+    let summary = thread_summary(run, rank);
+    let note = summary.as_ref().ok().and_then(|rows| thread_table_note(run, rank, rows));
+    let mut out = threads_text_with(run, rank, summary, task_summary(run, rank));
+    if let Some(msg) = note {
+        let _ = writeln!(out, "  note: {source}: {msg}");
+    }
+    out
 }
 
 /// [`threads_text`] given the rank's thread and task summaries (or why there are none).
@@ -109,6 +120,8 @@ fn threads_text_with(
     let name_w = threads.iter().map(|t| t.name.chars().count()).max().unwrap_or(4).max(4);
     match summary {
         Ok(rows) => {
+            // rows of thread ids without a table row (`thread 7`) too
+            let name_w = rows.iter().map(|r| r.name.chars().count()).fold(name_w, usize::max);
             let with_await = rows.iter().any(|r| r.await_time.is_some());
             let _ = writeln!(
                 out,
@@ -125,12 +138,18 @@ fn threads_text_with(
             for row in rows {
                 let _ = writeln!(
                     out,
-                    "  {:>5} {:<name_w$} {:>6} {:>10} {:>10.6} {:>9} {:>10.6}{}",
+                    "  {:>5} {:<name_w$} {:>6} {:>10} {:>10} {:>9} {:>10.6}{}",
                     row.index,
                     row.name,
-                    if row.alive { "yes" } else { "no" },
+                    if !row.listed {
+                        "-"
+                    } else if row.alive {
+                        "yes"
+                    } else {
+                        "no"
+                    },
                     opt_s(row.wall_time),
-                    row.cpu_time,
+                    opt_s(row.cpu_time),
                     row.num_calls,
                     row.region_time,
                     if with_await {

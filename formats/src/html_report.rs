@@ -308,9 +308,15 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
                     let mut row = vec![
                         int(t.index),
                         text(&t.name),
-                        text(if t.alive { "yes" } else { "no" }),
+                        text(if !t.listed {
+                            "-"
+                        } else if t.alive {
+                            "yes"
+                        } else {
+                            "no"
+                        }),
                         opt_s(t.wall_time),
-                        s6(t.cpu_time),
+                        opt_s(t.cpu_time),
                         int(t.num_calls),
                         s6(t.region_time),
                     ];
@@ -330,6 +336,9 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
                 out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
             }
             out.push_str(".</p>\n");
+            if let Some(msg) = &s.thread_table_note {
+                note(out, msg);
+            }
         }
     }
     let steps: Vec<_> = run.rank_tasks(s.rank).collect();

@@ -87,6 +87,25 @@ pub fn warn_no_thread_table(py: Python<'_>, run: &scope_profiler_analysis::Run, 
     Ok(())
 }
 
+/// The `RuntimeWarning` of a `thread_summary(rank)` over a damaged thread table: rows whose
+/// times are shown as unknown (None), thread ids without a row (`analysis::thread_table_note`,
+/// stop 24 note), prefixed with `source` (the file) when there is one. Raises only if
+/// warnings are errors.
+pub fn warn_thread_table(
+    py: Python<'_>,
+    run: &scope_profiler_analysis::Run,
+    rank: u32,
+    rows: &[scope_profiler_analysis::ThreadSummaryRow],
+    source: &str,
+) -> PyResult<()> {
+    if let Some(message) = scope_profiler_analysis::thread_table_note(run, rank, rows) {
+        let message = if source.is_empty() { message } else { format!("{source}: {message}") };
+        let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+    }
+    Ok(())
+}
+
 /// Map an HDF5 read/write failure to the reference's exception types.
 pub fn h5_err(e: scope_profiler_formats::H5Error) -> PyErr {
     use scope_profiler_formats::H5Error::*;

@@ -639,13 +639,17 @@ impl ProfilingResults {
     /// it); `held_time` / `await_time` (Σ duration − await / Σ await of those top-level
     /// calls, `held_time <= region_time`; None without `track_async`). `[]` without a thread
     /// table, with a `RuntimeWarning` saying why when the rank has calls (recorded without
-    /// `track_threads`). Raises NestingError.
+    /// `track_threads`). A damaged thread table (negative times, an end before the start,
+    /// thread ids without a row) gives None for those times, a row `thread N` per id without
+    /// one, and a `RuntimeWarning` naming the file, the rows and the problem. Raises
+    /// NestingError.
     #[pyo3(signature = (rank=0))]
     fn thread_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
+        crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
         crate::frames::thread_summary_dicts(py, &rows)
     }
     /// One dict per task/greenlet of `rank` (task-table order), s: `index, kind, name,
@@ -1000,6 +1004,7 @@ impl ProfilingResults {
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
+        crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
         crate::frames::thread_summary_table(&rows)
     }
     /// `task_summary(rank)` as an Arrow table. Raises NestingError.

@@ -2542,3 +2542,88 @@ def test_stop_24_a_recovered_spawn_child_is_labelled_as_one_that_ended_normally(
     assert re.fullmatch(pattern.format("SpawnProcess-1"), labels[by_region["victim.step"]])
     assert re.fullmatch(pattern.format("SpawnProcess-2"), labels[by_region["survivor.step"]])
     assert r["victim.step"][by_region["victim.step"]].num_calls == 4
+
+
+# Reported: stop 24 note, "Noticed, not fixed": "An `.h5` with negative
+# `thread_table/cpu_ns` or `end_ns = 0`, or with thread ids that have no thread row, is
+# accepted without a word: `threads` prints negative CPU or wall times, or 0 calls per
+# thread." The bad values are now unknown (`-`, None), the calls of a thread id without a
+# row are listed under `thread N`, and one note / RuntimeWarning names the file, the table,
+# the rows and the problem; the rest of the table reads as before.
+def _damaged_threads_file(tmp_path: Path) -> Path:
+    bad = tmp_path / "damaged.h5"
+    shutil.copyfile(THREADS, bad)
+    with h5py.File(bad, "r+") as f:
+        table = f["thread_table"]
+        table["cpu_ns"][1] = -5000  # worker-0
+        table["end_ns"][2] = 0  # worker-1, started at 5846420
+        ids = f["events/thread_ids"]
+        values = ids[:]
+        values[values == 4] = 7  # worker-3's 16 calls: a thread id without a row
+        ids[...] = values
+    return bad
+
+
+def test_stop_24_a_damaged_thread_table_is_flagged_not_misreported(tmp_path):
+    bad = _damaged_threads_file(tmp_path)
+    proc = run_cli("threads", bad)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[1:] == [
+        "  index name        alive     wall s      cpu s     calls   region s",
+        "      0 MainThread    yes   0.049987   0.139535         2   0.049931",
+        "      1 worker-0       no   0.007397          -        10   0.007243",
+        "      2 worker-1       no          -   0.001861        12   0.044821",
+        "      3 worker-2       no   0.013225   0.001587        14   0.013128",
+        "      4 worker-3       no   0.015474   0.001826         0   0.000000",
+        "      7 thread 7        -          -          -        16   0.015426",
+        f"  note: {bad}: thread_table of rank 0 has times no recording gives, shown as unknown "
+        "(-): row 1 (thread 1 'worker-0'): cpu_ns -5000 is negative; row 2 (thread 2 "
+        "'worker-1'): end_ns 0 is before start_ns 5846420; 16 call(s) on rank 0 carry thread "
+        "id(s) 7 with no thread_table row: listed as `thread N` with unknown times. The file "
+        "is damaged.",
+    ]
+    # the same in Python: None for what is unknown, one warning naming the file and rows
+    r = sp.read_h5(str(bad))
+    with pytest.warns(RuntimeWarning) as caught:
+        rows = r.thread_summary()
+    assert len(caught) == 1
+    message = str(caught[0].message)
+    assert message.startswith(f"{bad}: thread_table of rank 0 has times no recording gives")
+    assert "row 1 (thread 1 'worker-0'): cpu_ns -5000 is negative" in message
+    assert [(row["index"], row["num_calls"]) for row in rows] == [
+        (0, 2),
+        (1, 10),
+        (2, 12),
+        (3, 14),
+        (4, 0),
+        (7, 16),
+    ]
+    assert rows[1]["cpu_time"] is None and rows[1]["wall_time"] == pytest.approx(0.007397, abs=1e-6)
+    assert rows[2]["wall_time"] is None and rows[2]["cpu_time"] == pytest.approx(0.001861, abs=1e-6)
+    assert (rows[5]["name"], rows[5]["wall_time"], rows[5]["cpu_time"]) == ("thread 7", None, None)
+    # the reference's own file: no warning, every value as before
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        sound = sp.read_h5(str(THREADS)).thread_summary()
+    assert [row["num_calls"] for row in sound] == [2, 10, 12, 14, 16]
+    assert all(row["cpu_time"] > 0 and row["wall_time"] > 0 for row in sound)
+
+
+# Reported: stop 24 note, "Noticed, not fixed": "`timeline --window 0.05:` past the end of
+# the run draws an empty window instead of refusing it." A usage error (exit 2) naming the
+# window and the run's extent; a window overlapping the run in part is drawn as before.
+def test_stop_24_a_timeline_window_past_the_run_end_is_a_usage_error(tmp_path):
+    out = tmp_path / "t.svg"
+    proc = run_cli("timeline", THREADS, "--window", "0.06:", "-o", out)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"error: {THREADS}: window 0.06: starts after the end of the run: its calls span 0 to "
+        "0.050958 s from the run start; give a window starting before 0.050958 s\n"
+    )
+    assert not out.exists()
+    proc = run_cli("timeline", THREADS, "--window", "0.05:", "-o", out)  # its last 0.96 ms
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists()
+    with pytest.raises(ValueError, match=r"window 0\.06:1 starts after the end of the run"):
+        sp.export_timeline_svg(sp.read_h5(str(THREADS)), str(tmp_path / "p.svg"), window=(0.06, 1))

@@ -142,7 +142,7 @@ impl RegionCache {
         // `recorded_path` call, after which the binding is looked up again.
         let Some(binding) = (unsafe { &*this.binding.get() }) else { return Ok(None) };
         let Ok(text) = name.cast::<PyString>() else { return Ok(None) };
-        let text = region_name_text(&text)?;
+        let text = region_name_text(text)?;
         let text: &str = &text;
         let shared = Arc::clone(&binding.shared);
         let (id, new) = shared.regions.intern(text, &[]);
