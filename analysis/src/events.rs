@@ -11,14 +11,16 @@
 //! | `call_index` | int64 | always | position of the call in its region row's arrays |
 //! | `start`, `end` | float64 | always | s on the recording clock minus `origin_s` |
 //! | `duration` | float64 | always | `end - start`, s |
-//! | `gpu_duration` | float64 | a selected row has a GPU value >= 0 | GPU s (`-1e-9` where the call has none) |
-//! | `call_id`, `parent_id` | int64 | a selected row has both id columns | stored call id, parent's id or -1 |
-//! | `thread` | int64 | a selected row has `thread_ids` | thread-table index, -1 = unknown |
-//! | `task`, `await_duration` | int64, float64 | a selected row has `task_ids` and `await_ns` | task-table index (-1 = none), s suspended inside the call |
-//! | `metadata` | utf8 | a selected row has `event_metadata` | the call's metadata dict as JSON text (as stored), null when empty |
+//! | `gpu_duration` | float64 | a row of the run has a GPU value >= 0 | GPU s (`-1e-9` where the call has none) |
+//! | `call_id`, `parent_id` | int64 | a row of the run has both id columns | stored call id, parent's id or -1 |
+//! | `thread` | int64 | the run has a thread table or a row with `thread_ids` | thread-table index, -1 = unknown |
+//! | `task`, `await_duration` | int64, float64 | the run has a task table or a row with `task_ids` and `await_ns` | task-table index (-1 = none), s suspended inside the call |
+//! | `metadata` | utf8 | a row of the run has `event_metadata` | the call's metadata dict as JSON text (as stored), null when empty |
 //!
-//! Rows appear in the order given, each row's calls in recorded order. An optional column
-//! holds nulls for the calls of rows that lack it; a column is nullable exactly when it
+//! Which optional columns appear depends on the run alone ([`OptionalColumns`]), never on
+//! the rows selected: an empty selection keeps them. Rows appear in the order given, each
+//! row's calls in recorded order. An optional column holds nulls for the calls of rows that
+//! lack it; a column is nullable exactly when it
 //! holds a null. Seconds are `ns as f64 / 1e9` (Python's `float(ns) / 1e9`).
 use std::sync::Arc;
 
@@ -150,6 +152,33 @@ fn metadata_of(run: &Run, r: &RegionCalls) -> Result<Vec<Option<String>>, Events
     Ok(out)
 }
 
+/// Which optional columns a run has: one of its region rows carries them (for `gpu`, a GPU
+/// value >= 0). The events table has exactly these, whatever rows a query selects, so its
+/// schema depends on the run and the query's `metadata` flag, never on the rows selected.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct OptionalColumns {
+    pub gpu: bool,
+    pub ids: bool,
+    pub thread: bool,
+    pub task: bool,
+    pub metadata: bool,
+}
+
+impl OptionalColumns {
+    /// The optional columns of `run`: a thread column also when the run has a thread table,
+    /// task columns also when it has a task table (a tracked run without calls).
+    pub fn of(run: &Run) -> Self {
+        let rows = &run.regions;
+        OptionalColumns {
+            gpu: rows.iter().any(|r| gpu_of(r).is_some()),
+            ids: rows.iter().any(|r| r.call_ids.is_some() && r.parent_ids.is_some()),
+            thread: !run.threads.is_empty() || rows.iter().any(|r| r.thread_ids.is_some()),
+            task: !run.tasks.is_empty() || rows.iter().any(|r| tasks_of(r).is_some()),
+            metadata: rows.iter().any(|r| r.event_metadata.is_some()),
+        }
+    }
+}
+
 /// A column of `n` values, `Some` per row that has it, nulls for the others.
 fn extend_opt<T: Copy>(col: &mut Vec<Option<T>>, values: Option<impl Iterator<Item = T>>, m: usize) {
     match values {
@@ -174,11 +203,11 @@ pub fn events_batch_with(run: &Run, rows: &[usize], origin_s: f64, metadata: boo
         sel.push(run.regions.get(row).ok_or(EventsError::RowOutOfRange { row, rows: run.regions.len() })?);
     }
     let n: usize = sel.iter().map(|r| r.len()).sum();
-    let any_gpu = sel.iter().any(|r| gpu_of(r).is_some());
-    let any_ids = sel.iter().any(|r| r.call_ids.is_some() && r.parent_ids.is_some());
-    let any_thread = sel.iter().any(|r| r.thread_ids.is_some());
-    let any_task = sel.iter().any(|r| tasks_of(r).is_some());
-    let any_meta = metadata && sel.iter().any(|r| r.event_metadata.is_some());
+    // the optional columns are those of the run, not of the selected rows: a query selecting
+    // no row (or rows without them) keeps the schema (stop 25 new-user trial, finding 4)
+    let has = OptionalColumns::of(run);
+    let (any_gpu, any_ids, any_thread, any_task) = (has.gpu, has.ids, has.thread, has.task);
+    let any_meta = metadata && has.metadata;
     let cap = |on: bool| if on { n } else { 0 };
     let mut name = StringBuilder::with_capacity(n, n * 8);
     let (mut rank, mut call_index) = (Vec::with_capacity(n), Vec::with_capacity(n));
@@ -295,13 +324,24 @@ mod tests {
 
     #[test]
     fn rows_without_optional_columns_give_the_six_base_columns() {
+        let mut r = run();
+        r.regions.truncate(2);
+        r.regions[0] = RegionCalls::new(0, 0, Int64Array::from(vec![1]), Int64Array::from(vec![2]));
+        assert_eq!(
+            names(&events_batch(&r, &[0, 1], 0.0).unwrap()),
+            vec!["name", "rank", "call_index", "start", "end", "duration"]
+        );
+        // a row without the run's optional columns gets them as nulls
         let b = events_batch(&run(), &[1], 0.0).unwrap();
-        assert_eq!(names(&b), vec!["name", "rank", "call_index", "start", "end", "duration"]);
+        assert_eq!(b.num_columns(), 13);
+        assert_eq!(ints(&b, "thread"), vec![None]);
         assert_eq!(ints(&b, "rank"), vec![Some(1)]);
         assert_eq!(floats(&b, "start"), vec![Some(3.0)]);
         assert_eq!(floats(&b, "end"), vec![Some(3.0000005)]);
         assert_eq!(floats(&b, "duration"), vec![Some(3.0000005 - 3.0)]);
-        assert!(b.schema().fields().iter().all(|f| !f.is_nullable()));
+        assert!(!b.schema().field_with_name("start").unwrap().is_nullable());
+        // no row selected: the same columns
+        assert_eq!(names(&events_batch(&run(), &[], 0.0).unwrap()), names(&b));
     }
 
     #[test]
@@ -358,7 +398,7 @@ mod tests {
         assert_eq!(events_batch(&r, &[], 0.0).unwrap().num_rows(), 0);
         // without the metadata column the metadata is not read
         let b = events_batch_with(&r, &[0], 0.0, false).unwrap();
-        assert_eq!(b.num_columns(), 10);
+        assert_eq!(b.num_columns(), 12);
         assert!(b.column_by_name("metadata").is_none());
     }
 }

@@ -617,3 +617,41 @@ impl<'a> LaneLabels<'a> {
 pub fn lane_label(run: &Run, lane: i64, rank: u32) -> String {
     LaneLabels::new(run, rank).label(lane)
 }
+
+/// [`lane_label`] of a lane the run has on `rank`: `-1` (no lane), a thread or task of the
+/// rank's tables, or the lane of one of its calls (a thread id or task id a call carries);
+/// `Err` naming the lane and the lanes that exist otherwise (stop 25 new-user trial:
+/// `lane_label(-999)` answered `"thread 997"` for a thread the run never had).
+pub fn checked_lane_label(run: &Run, lane: i64, rank: u32) -> Result<String, String> {
+    let known = lane == -1
+        || if lane >= 0 {
+            run.rank_tasks(rank).any(|t| t.index == lane)
+                || run
+                    .regions
+                    .iter()
+                    .filter(|r| r.rank == rank)
+                    .any(|r| r.task_ids.as_ref().is_some_and(|ids| ids.values().contains(&lane)))
+        } else {
+            let index = -2 - lane;
+            run.rank_threads(rank).any(|t| t.index == index)
+                || run
+                    .regions
+                    .iter()
+                    .filter(|r| r.rank == rank)
+                    .any(|r| r.thread_ids.as_ref().is_some_and(|ids| ids.values().contains(&index)))
+        };
+    if known {
+        return Ok(lane_label(run, lane, rank));
+    }
+    let list = |v: Vec<String>| match v.len() {
+        0 => "none".to_string(),
+        n if n > 16 => format!("{}, ... ({n} in all)", v[..16].join(", ")),
+        _ => v.join(", "),
+    };
+    let threads = list(run.rank_threads(rank).map(|t| format!("{} (thread {})", -2 - t.index, t.index)).collect());
+    let tasks = list(run.rank_tasks(rank).map(|t| t.index.to_string()).collect());
+    let what = if lane >= 0 { format!("task {lane}") } else { format!("thread {}", -2 - lane) };
+    Err(format!(
+        "lane {lane} ({what}) is not a lane of rank {rank}: its thread lanes are {threads}; its task lanes are {tasks}; -1 is the lane of calls without one"
+    ))
+}

@@ -24,10 +24,11 @@ pub use callstack::{
     build_call_arrays, build_lenient, build_with_lanes, group_lanes, lane_calls, lane_id, split_by_lane, CallArrays,
     LaneSplit, NestingError, RegionInput, SetAside,
 };
-pub use events::{events_batch, events_batch_with, EventColumn, EventsError};
+pub use events::{events_batch, events_batch_with, EventColumn, EventsError, OptionalColumns};
 pub use lanes::{
-    lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
-    thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
+    checked_lane_label, lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary,
+    thread_summary_from, thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow,
+    ThreadSummaryRow,
 };
 pub use merge::{merge_runs, MergeError, MergeOptions, PROCESSES};
 pub use pytext::{py_float_repr, py_format_g, py_repr};
@@ -36,5 +37,5 @@ pub use rank_calls::{
     region_input, set_aside_causes, set_aside_report, CallNumbering,
 };
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
-pub use summary::{nesting_note, rank_summary, RankSummary, RegionSummaryRow};
+pub use summary::{nesting_note, rank_summary, summary_table_columns, RankSummary, RegionSummaryRow};
 pub use view::{ExclusiveOf, LaneFilter, RowView};

@@ -2,6 +2,7 @@
 //! totals and extremes, exclusive and await time, plus the rank's thread summary. Computed
 //! once here; the text report (`scope-profiler summary`, `print_summary()`) and the HTML
 //! report (`scope-profiler report`, `export_html`) only format it.
+use crate::events::OptionalColumns;
 use crate::lanes::{
     task_summary_split, thread_summary_from, thread_table_note, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow,
 };
@@ -166,4 +167,49 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
         exclusive_ns: r.exclusive_total_ns,
         await_ns: r.await_ns.as_ref().map(|a| a.values().iter().map(|&v| v.max(0)).sum()),
     }
+}
+
+/// The columns of the region summary table (`ProfilingResults.to_arrow()` / `to_polars()` /
+/// `to_pandas()`), in order: `summary()`'s keys, or with `per_rank` one row per (region,
+/// rank). They depend on the query (`per_rank`) and on the run's optional columns (GPU
+/// values, await times: [`OptionalColumns`]), never on how many rows the query gives (stop 25
+/// new-user trial, finding 4: an empty run had 12 columns, `num_ranks` in its per-rank frame).
+pub fn summary_table_columns(run: &Run, per_rank: bool) -> Vec<&'static str> {
+    let has = OptionalColumns::of(run);
+    let mut cols = vec!["name", if per_rank { "rank" } else { "num_ranks" }];
+    cols.extend([
+        "num_calls",
+        "total_duration",
+        "inclusive_duration",
+        "exclusive_duration",
+        "average_duration",
+        "min_duration",
+        "max_duration",
+        "first_duration",
+        "last_duration",
+        "std_duration",
+    ]);
+    if has.gpu {
+        cols.extend(["gpu_total_duration", "gpu_average_duration"]);
+    }
+    if per_rank {
+        cols.extend(["p50_duration", "p95_duration", "p99_duration"]);
+        return cols;
+    }
+    cols.extend([
+        "tags",
+        "p50_duration",
+        "p95_duration",
+        "p99_duration",
+        "rank_imbalance",
+        "rank_imbalance_pct",
+        "p50",
+        "p95",
+        "p99",
+        "imbalance",
+    ]);
+    if has.task || run.regions.iter().any(|r| r.await_ns.is_some()) {
+        cols.extend(["await_duration", "held_duration"]);
+    }
+    cols
 }
