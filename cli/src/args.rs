@@ -39,6 +39,9 @@ pub enum Format {
     Perfetto,
     /// pprof profile of self wall time per stack (go tool pprof): `<stem>.pb.gz`
     Pprof,
+    /// the JSON profile, lossless (`run -o x.json`, `export_json`; read back by every command
+    /// and by `read_json`): `<stem>.json`
+    Json,
 }
 /// `--flush-interval`: a positive, finite number of seconds.
 pub fn parse_interval(s: &str) -> Result<f64, String> {
@@ -223,11 +226,11 @@ pub enum Command {
     /// region) are set aside and left out of the exports: each file with some gets a
     /// `note:` line naming them, and the total is printed at the end.
     #[command(
-        after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof (comma-separated for several).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\""
+        after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof, json (comma-separated for several; json: the lossless JSON profile `run -o x.json` writes, which every command reads back).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export json runs/*.h5 -o json/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\""
     )]
     Export {
         /// Output format(s), comma-separated: speedscope, folded, flamegraph, timeline, parquet,
-        /// prof, chrome, perfetto, pprof.
+        /// prof, chrome, perfetto, pprof, json.
         #[arg(value_parser = parse_formats, value_name = "FORMAT[,FORMAT...]")]
         formats: Formats,
         /// Input `.h5` files.

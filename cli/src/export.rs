@@ -69,6 +69,10 @@ pub fn writer(format: Format) -> Writer {
         Format::Pprof => {
             Writer { format: ExportFormat::Pprof, write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) }
         }
+        Format::Json => Writer {
+            format: ExportFormat::Json,
+            write: |run, sel, p| one(p, f::json_profile::write_json(run, sel, None, p)),
+        },
     }
 }
 
@@ -144,12 +148,44 @@ pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], 
         .filter_map(|&fmt| {
             let w = writer(fmt);
             let out = export_plan::default_file(dir, out_stem, w.format);
-            (w.write)(&run, &sel, &out).err().map(|e| format!("{}: {}: {e}", input.display(), format_name(fmt)))
+            if same_file(input, &out) {
+                // `export json runs/a.json -o runs/`: the output is the input itself
+                return Some(format!(
+                    "{}: {}: the output {} is the input file; choose another -o directory",
+                    input.display(),
+                    format_name(fmt),
+                    out.display()
+                ));
+            }
+            (w.write)(&run, &sel, &out)
+                .err()
+                .map(|e| format!("{}: {}: {}", input.display(), format_name(fmt), no_calls_text(&run, e)))
         })
         .collect();
     let mut outcome = FileOutcome { errors, ..FileOutcome::default() };
     set_aside_notes(&run, &sel.ranks, input, &mut outcome);
     outcome
+}
+
+/// Whether `a` and `b` name one existing file (same device and inode).
+fn same_file(a: &Path, b: &Path) -> bool {
+    use std::os::unix::fs::MetadataExt;
+    match (std::fs::metadata(a), std::fs::metadata(b)) {
+        (Ok(x), Ok(y)) => x.dev() == y.dev() && x.ino() == y.ino(),
+        _ => false,
+    }
+}
+
+/// The message of a writer's error; "no calls" of a run that has none at all says so (stop
+/// 25 new-user trial, finding 2: "No calls recorded for the requested ranks" for a run
+/// recorded with no call, where no rank was requested).
+pub fn no_calls_text(run: &Run, e: ExportError) -> String {
+    match e {
+        ExportError::NoCalls if run.regions.iter().all(|r| r.is_empty()) => {
+            "the run has no calls (nothing was recorded between setup and finalize): nothing to draw or export".into()
+        }
+        e => e.to_string(),
+    }
 }
 
 /// Count and describe the calls the writers set aside on `ranks`. Calls are set aside only
@@ -320,7 +356,7 @@ pub fn timeline(
     write_timeline_svg_with(&run, &sel, &opts, &out).map_err(|e| match e {
         // a window past the run's end: the request is wrong, as a malformed one is
         ExportError::Request(m) => Failure::usage(format!("{}: {m}", file.display())),
-        e => Failure::runtime(format!("{}: {e}", file.display())),
+        e => Failure::runtime(format!("{}: {}", file.display(), no_calls_text(&run, e))),
     })?;
     Ok(out)
 }

@@ -269,7 +269,11 @@ where
         },
         Command::Threads { file } => match read_input(&file) {
             Ok(run) => {
-                if run.threads.is_empty() {
+                if run.threads.is_empty() && run.regions.iter().all(|r| r.is_empty()) {
+                    // a run without calls has no thread table whether or not it tracked
+                    // threads: the file cannot tell (stop 25 new-user trial, finding 3)
+                    outln!("{}: no thread recorded (the run has no calls)", file.display());
+                } else if run.threads.is_empty() {
                     outln!("{}: no thread table (the run was not recorded with track_threads)", file.display());
                 } else {
                     // each rank's table starts with a blank line (it follows the regions in

@@ -6,6 +6,41 @@ use scope_profiler_analysis::{
     rank_summary, secs, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError, Run, TaskSummaryRow,
     ThreadSummaryRow,
 };
+use unicode_width::UnicodeWidthStr;
+
+/// `name` for one cell of a text table: control characters escaped as Python's `repr` does
+/// (`\n`, `\t`, `\r`, `\x1b`, `\u2028`), so a name stays on its row (stop 25 new-user
+/// trial, finding 6: a name with a newline split its row in two, a tab printed raw).
+pub fn cell_text(name: &str) -> String {
+    let mut out = String::with_capacity(name.len());
+    for c in name.chars() {
+        match c {
+            '\n' => out.push_str("\\n"),
+            '\t' => out.push_str("\\t"),
+            '\r' => out.push_str("\\r"),
+            c if c.is_control() && (c as u32) < 0x100 => {
+                let _ = write!(out, "\\x{:02x}", c as u32);
+            }
+            c if c.is_control() || matches!(c, '\u{2028}' | '\u{2029}') => {
+                let _ = write!(out, "\\u{:04x}", c as u32);
+            }
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+/// Columns `text` takes on a terminal (CJK and emoji count 2, combining marks 0).
+pub fn display_width(text: &str) -> usize {
+    UnicodeWidthStr::width(text)
+}
+
+/// `text` left-aligned in `width` terminal columns (padded by display width, not chars).
+fn pad(text: &str, width: usize) -> String {
+    let mut out = text.to_string();
+    out.extend(std::iter::repeat_n(' ', width.saturating_sub(display_width(text))));
+    out
+}
 
 /// Region summary of every rank: one line per region with calls (count, total s,
 /// mean/min/max ms, exclusive s; await s and held s = total − await when the run recorded
@@ -13,8 +48,26 @@ use scope_profiler_analysis::{
 /// or, when absent, from reconstruction; a run whose calls cannot be nested prints `-`
 /// and says why. `title` heads the report (usually the file path).
 pub fn summary_text(run: &Run, title: &str) -> String {
+    summary_text_filtered(run, title, None)
+}
+
+/// [`summary_text`] of a run already restricted to a selection (`print_summary(include=...)`):
+/// `filter` (e.g. `include=['outer']`) is said in the header, whose region count is then the
+/// regions with calls in the selection, and above each thread table, whose calls count only
+/// the selected regions (stop 25 new-user trial, finding 5).
+pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> String {
     let mut out = String::new();
     let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
+    let num_regions = match filter {
+        None => run.region_names.len(),
+        Some(_) => {
+            let mut ids: Vec<u32> = run.regions.iter().map(|r| r.region).collect();
+            ids.sort_unstable();
+            ids.dedup();
+            ids.len()
+        }
+    };
+    let filtered = filter.map(|f| format!(" (filtered: {f})")).unwrap_or_default();
     // a run stacked from several files keeps the first file's metadata: its span would be
     // that file's alone (issue 14, second new-user trial: the header changed with the order
     // of the files), so a merged run's header gives none
@@ -25,33 +78,39 @@ pub fn summary_text(run: &Run, title: &str) -> String {
     };
     let _ = writeln!(
         out,
-        "{title}: {} region(s), {total_calls} call(s), {} rank(s){span}",
-        run.region_names.len(),
+        "{title}: {num_regions} region(s), {total_calls} call(s), {} rank(s){span}{filtered}",
         run.num_ranks
     );
     for rank in 0..run.num_ranks {
         let Some(sum) = rank_summary(run, rank) else {
             continue;
         };
-        let name_w = sum.rows.iter().map(|r| r.name.chars().count()).max().unwrap_or(6).max(6);
+        let names: Vec<String> = sum.rows.iter().map(|r| cell_text(&r.name)).collect();
+        let name_w = names.iter().map(|n| display_width(n)).max().unwrap_or(6).max(6);
         let with_await = sum.has_await();
         let _ = writeln!(out, "\n{}: regions", run.rank_label(rank));
         let _ = write!(
             out,
-            "  {:<name_w$} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
-            "region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"
+            "  {} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
+            pad("region", name_w),
+            "calls",
+            "total s",
+            "mean ms",
+            "min ms",
+            "max ms",
+            "exclusive s"
         );
         let _ = writeln!(
             out,
             "{}",
             if with_await { format!(" {:>12} {:>12}", "await s", "held s") } else { String::new() }
         );
-        for r in &sum.rows {
+        for (r, name) in sum.rows.iter().zip(&names) {
             let ex = r.exclusive_ns.map(|v| format!("{:.6}", secs(v))).unwrap_or_else(|| "-".into());
             let _ = write!(
                 out,
-                "  {:<name_w$} {:>9} {:>12.6} {:>11.3} {:>11.3} {:>11.3} {:>12}",
-                r.name,
+                "  {} {:>9} {:>12.6} {:>11.3} {:>11.3} {:>11.3} {:>12}",
+                pad(name, name_w),
                 r.calls,
                 secs(r.total_ns),
                 r.mean_ns / 1e6,
@@ -79,7 +138,15 @@ pub fn summary_text(run: &Run, title: &str) -> String {
             let _ = writeln!(out, "  note: {msg}");
         }
         if let Some(summary) = sum.threads {
-            out.push_str(&threads_text_with(run, rank, summary, sum.tasks.unwrap_or_else(|| Ok(Vec::new()))));
+            let tables = threads_text_with(run, rank, summary, sum.tasks.unwrap_or_else(|| Ok(Vec::new())));
+            match filter {
+                // the lane tables count the selected regions' calls only: say so under each heading
+                Some(f) => out.push_str(&tables.replace(
+                    ": threads\n",
+                    &format!(": threads (calls and region s of the selected regions only, {f})\n"),
+                )),
+                None => out.push_str(&tables),
+            }
         }
         if let Some(msg) = &sum.thread_table_note {
             let _ = writeln!(out, "  note: {title}: {msg}");
@@ -117,17 +184,17 @@ fn threads_text_with(
     let mut out = String::new();
     let threads: Vec<_> = run.rank_threads(rank).collect();
     let _ = writeln!(out, "\n{}: threads", run.rank_label(rank));
-    let name_w = threads.iter().map(|t| t.name.chars().count()).max().unwrap_or(4).max(4);
+    let name_w = threads.iter().map(|t| display_width(&cell_text(&t.name))).max().unwrap_or(4).max(4);
     match summary {
         Ok(rows) => {
             // rows of thread ids without a table row (`thread 7`) too
-            let name_w = rows.iter().map(|r| r.name.chars().count()).fold(name_w, usize::max);
+            let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
             let with_await = rows.iter().any(|r| r.await_time.is_some());
             let _ = writeln!(
                 out,
-                "  {:>5} {:<name_w$} {:>6} {:>10} {:>10} {:>9} {:>10}{}",
+                "  {:>5} {} {:>6} {:>10} {:>10} {:>9} {:>10}{}",
                 "index",
-                "name",
+                pad("name", name_w),
                 "alive",
                 "wall s",
                 "cpu s",
@@ -138,9 +205,9 @@ fn threads_text_with(
             for row in rows {
                 let _ = writeln!(
                     out,
-                    "  {:>5} {:<name_w$} {:>6} {:>10} {:>10} {:>9} {:>10.6}{}",
+                    "  {:>5} {} {:>6} {:>10} {:>10} {:>9} {:>10.6}{}",
                     row.index,
-                    row.name,
+                    pad(&cell_text(&row.name), name_w),
                     if !row.listed {
                         "-"
                     } else if row.alive {
@@ -163,7 +230,8 @@ fn threads_text_with(
         Err(e) => {
             let _ = writeln!(out, "  thread summary not available: {}", e.0);
             for t in &threads {
-                let _ = writeln!(out, "  {:>5} {:<name_w$} cpu {:.6} s", t.index, t.name, secs(t.cpu_ns));
+                let _ =
+                    writeln!(out, "  {:>5} {} cpu {:.6} s", t.index, pad(&cell_text(&t.name), name_w), secs(t.cpu_ns));
             }
         }
     }
@@ -172,18 +240,25 @@ fn threads_text_with(
         Ok(rows) => {
             let _ = writeln!(out, "\n{}: tasks", run.rank_label(rank));
             let labels = LaneLabels::new(run, rank);
-            let label_w = rows.iter().map(|t| labels.label(t.index).chars().count()).max().unwrap_or(4).clamp(4, 60);
+            let label_w =
+                rows.iter().map(|t| display_width(&cell_text(&labels.label(t.index)))).max().unwrap_or(4).clamp(4, 60);
             let _ = writeln!(
                 out,
-                "  {:>5} {:<label_w$} {:>10} {:>9} {:>10} {:>10} {:>10}",
-                "index", "lane", "wall s", "calls", "region s", "held s", "await s"
+                "  {:>5} {} {:>10} {:>9} {:>10} {:>10} {:>10}",
+                "index",
+                pad("lane", label_w),
+                "wall s",
+                "calls",
+                "region s",
+                "held s",
+                "await s"
             );
             for t in rows {
                 let _ = writeln!(
                     out,
-                    "  {:>5} {:<label_w$} {:>10} {:>9} {:>10.6} {:>10} {:>10}",
+                    "  {:>5} {} {:>10} {:>9} {:>10.6} {:>10} {:>10}",
                     t.index,
-                    labels.label(t.index),
+                    pad(&cell_text(&labels.label(t.index)), label_w),
                     opt_s(t.wall_time),
                     t.num_calls,
                     t.region_time,
@@ -197,4 +272,67 @@ fn threads_text_with(
         }
     }
     out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use arrow_array::Int64Array;
+    use scope_profiler_analysis::RegionCalls;
+
+    fn run_of(names: &[&str]) -> Run {
+        Run {
+            region_names: names.iter().map(|n| n.to_string()).collect(),
+            regions: (0..names.len() as u32)
+                .map(|k| {
+                    let s = 100 * k as i64;
+                    RegionCalls::new(k, 0, Int64Array::from(vec![s]), Int64Array::from(vec![s + 50]))
+                })
+                .collect(),
+            num_ranks: 1,
+            ..Run::default()
+        }
+    }
+
+    /// stop 25 new-user trial (analysis), finding 6: "the text summary breaks on a region
+    /// name with a newline (row split over two lines), prints tabs raw, and misaligns CJK and
+    /// emoji names". Control characters are escaped as Python's repr does; padding counts
+    /// terminal columns, so every row's `calls` column ends at the same column.
+    #[test]
+    fn stop_25_finding_6_names_are_escaped_and_padded_by_display_width() {
+        assert_eq!(cell_text("a\nb\tc\rd\u{1b}e\u{2028}"), "a\\nb\\tc\\rd\\x1be\\u2028");
+        assert_eq!(cell_text("計算 🚀"), "計算 🚀");
+        assert_eq!(display_width("計算"), 4);
+        let text = summary_text(&run_of(&["main\nline", "tab\there", "計算", "🚀x", "plain"]), "t.h5");
+        let lines: Vec<&str> = text.lines().collect();
+        let rows: Vec<&str> = lines.iter().skip_while(|l| !l.ends_with(": regions")).skip(1).take(6).copied().collect();
+        assert!(rows[1].starts_with("  main\\nline "), "{text}");
+        assert!(rows[2].starts_with("  tab\\there "), "{text}");
+        // the header and each row: `calls` right-aligned at the same terminal column
+        let end_of_calls = |l: &str| {
+            let i = l.find(" 1 ").map(|i| i + 2).unwrap_or_else(|| l.find("calls").unwrap() + 5);
+            display_width(&l[..i])
+        };
+        let want = end_of_calls(rows[0]);
+        for row in &rows[1..] {
+            assert_eq!(end_of_calls(row), want, "{row:?} in\n{text}");
+        }
+        assert_eq!(text.lines().count(), 9, "title, blank, heading, header, one line per region row:\n{text}");
+    }
+
+    /// stop 25 new-user trial (analysis), finding 5: "`print_summary(include=['outer'])`
+    /// prints `7 region(s), 6 call(s)`: 7 unfiltered, 6 filtered, and a thread table of
+    /// filtered calls without saying so". The filtered header counts the selection and names
+    /// the filter.
+    #[test]
+    fn stop_25_finding_5_a_filtered_summary_says_so_and_counts_the_selection() {
+        let mut run = run_of(&["outer", "inner", "other"]);
+        run.regions.truncate(1);
+        let text = summary_text_filtered(&run, "mine.h5", Some("include=['outer']"));
+        assert!(
+            text.starts_with("mine.h5: 1 region(s), 1 call(s), 1 rank(s) (filtered: include=['outer'])\n"),
+            "{text}"
+        );
+        assert!(summary_text(&run, "mine.h5").starts_with("mine.h5: 3 region(s), 1 call(s), 1 rank(s)\n"));
+    }
 }

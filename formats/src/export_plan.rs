@@ -177,6 +177,13 @@ impl ExportFormat {
         ExportFormat::HtmlReport,
     ];
 
+    /// Whether a run without calls (on the requested ranks) is written rather than refused
+    /// with [`PlanError::NoCalls`] when no filter is given: the HTML report, which then says
+    /// the run has no calls.
+    pub fn reports_empty_runs(self) -> bool {
+        self == ExportFormat::HtmlReport
+    }
+
     /// Whether the selection always carries the selected region names, even unfiltered:
     /// formats whose output follows the `get_regions` order (speedscope's ties, pstats'
     /// entry order). The others get `None` (all regions, table order) when neither
@@ -264,13 +271,20 @@ pub fn plan(runs: &[RunInput], req: &Request<'_>) -> Result<Vec<PlannedFile>, Pl
     let requested = req.ranks.clone().unwrap_or_else(|| vec![0]);
     let labels = unique_labels(&runs.iter().map(|r| r.label.clone()).collect::<Vec<_>>());
     let mut prepared = Vec::new();
+    // the HTML report of an unfiltered run without calls says so (0.7.5 wrote one too)
+    let report_empty = req.format.reports_empty_runs() && !req.filtered;
     for (i, run) in runs.iter().enumerate() {
-        if run.regions.is_empty() {
+        if run.regions.is_empty() && !report_empty {
             return Err(PlanError::NoRegions);
         }
-        let ranks = valid_ranks(&requested, run.num_ranks)?;
+        // a run without calls has 0 ranks: the default rank 0 is then none
+        let ranks = if report_empty && req.ranks.is_none() && run.num_ranks == 0 {
+            Vec::new()
+        } else {
+            valid_ranks(&requested, run.num_ranks)?
+        };
         let with_calls: Vec<u32> = ranks.iter().copied().filter(|r| run.ranks_with_calls.contains(r)).collect();
-        if !with_calls.is_empty() {
+        if !with_calls.is_empty() || report_empty {
             prepared.push((i, ranks, with_calls));
         }
     }

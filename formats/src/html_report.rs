@@ -103,16 +103,27 @@ impl HtmlReport {
     /// timeline and the flame graph. A timeline or flame graph that cannot be drawn (calls that
     /// do not nest) leaves a note in its place.
     ///
-    /// Errors: [`ExportError::NoCalls`] when no selected rank has a call (nothing is added).
+    /// A selection without calls (a run that recorded none: setup then finalize) gets a
+    /// section that says so, with the overview and metadata and no tables or figures, as
+    /// 0.7.5's `create_html_report` writes a report of it (stop 25 new-user trial, finding 2).
     pub fn add(&mut self, run: &Run, sel: &Selection) -> Result<&mut Self, ExportError> {
         let applied = sel.apply(run);
         let run: &Run = &applied;
         let summaries: Vec<RankSummary> = sel.ranks.iter().filter_map(|&r| rank_summary(run, r)).collect();
-        if summaries.iter().all(|s| s.rows.iter().all(|r| r.calls == 0)) {
-            return Err(ExportError::NoCalls);
-        }
         let mut out = String::new();
         let _ = writeln!(out, "<section class=\"run\"><h2>{}</h2>", esc(&sel.label));
+        if summaries.iter().all(|s| s.rows.iter().all(|r| r.calls == 0)) {
+            overview(&mut out, run, &summaries);
+            let shown: Vec<String> = sel.ranks.iter().map(u32::to_string).collect();
+            if run.regions.iter().all(|r| r.is_empty()) {
+                note(&mut out, "The run has no calls: no region was entered between setup and finalize.");
+            } else {
+                note(&mut out, &format!("No calls on the selected rank(s) {}.", shown.join(", ")));
+            }
+            out.push_str("</section>\n");
+            self.body.push_str(&out);
+            return Ok(self);
+        }
         overview(&mut out, run, &summaries);
         let multi = summaries.len() > 1;
         for s in &summaries {
@@ -188,7 +199,7 @@ pub fn html_report(run: &Run, sel: &Selection) -> Result<String, ExportError> {
 }
 
 /// Write the report of `sel` to `path` (the uniform writer signature of this crate).
-/// Errors as [`HtmlReport::add`] and [`HtmlReport::write`]; nothing is written on error.
+/// Errors as [`HtmlReport::write`]; nothing is written on error.
 pub fn write_html_report(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
     let mut r = HtmlReport::new(format!("scope-profiler report: {}", sel.label));
     r.add(run, sel)?;
@@ -209,7 +220,10 @@ fn overview(out: &mut String, run: &Run, summaries: &[RankSummary]) {
             facts.push(("run (setup to finalize)".into(), format!("{:.6} s", secs(f - s))));
         }
     }
-    let tracked = if !run.tasks.is_empty() {
+    let tracked = if calls == 0 && run.threads.is_empty() {
+        // nothing tells a run without calls recorded with track_threads from one without
+        "unknown (no calls)"
+    } else if !run.tasks.is_empty() {
         "threads and tasks/greenlets (track_async)"
     } else if run.has_thread_ids() {
         "threads (track_threads)"

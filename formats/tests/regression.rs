@@ -372,3 +372,47 @@ fn stop_24_a_timeline_window_past_the_end_of_the_run_is_refused() {
     // clipped: 3000..4000 ns of the window 3000..5000 ns, half of the 1120 px plot
     assert!(svg.contains("<rect x=\"260.00\" y=\"105.0\" width=\"560.00\""), "{svg}");
 }
+
+/// stop 25 new-user trial (analysis), finding 2: "an empty run (setup then finalize, no
+/// calls): `report` and `create_html_report` refuse it ('No calls recorded for the requested
+/// ranks'), 0.7.5 writes a report". The HTML report is planned and written, saying so; the
+/// other formats still refuse it.
+#[test]
+fn stop_25_finding_2_the_html_report_of_a_run_without_calls() {
+    use scope_profiler_formats::export_plan::{plan, ExportFormat, PlanError, Request, RunInput};
+    use scope_profiler_formats::html_report::html_report;
+    let empty = RunInput {
+        label: "empty".into(),
+        num_ranks: 0,
+        regions: vec![],
+        ranks_with_calls: vec![],
+        file_stem: "empty".into(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("e.html");
+    let req = |format, ranks: Option<Vec<i64>>, filtered| Request { format, path: &target, ranks, filtered };
+    for ranks in [None, Some(vec![])] {
+        let files = plan(std::slice::from_ref(&empty), &req(ExportFormat::HtmlReport, ranks.clone(), false)).unwrap();
+        assert_eq!(files.len(), 1, "{ranks:?}");
+        assert_eq!(files[0].path, target);
+        assert!(files[0].selection.ranks.is_empty());
+    }
+    // other formats, and a filter, still refuse it
+    assert_eq!(
+        plan(std::slice::from_ref(&empty), &req(ExportFormat::Speedscope, None, false)).unwrap_err(),
+        PlanError::NoRegions
+    );
+    assert_eq!(
+        plan(std::slice::from_ref(&empty), &req(ExportFormat::HtmlReport, None, true)).unwrap_err(),
+        PlanError::NoRegions
+    );
+    let run = Run { metadata: vec![("mpi_size".into(), MetaValue::Int(1))], ..Default::default() };
+    let html = html_report(&run, &Selection::new(vec![0], "empty")).unwrap();
+    assert!(
+        html.contains("<p class=\"note\">The run has no calls: no region was entered between setup and finalize.</p>")
+    );
+    assert!(html.contains("<dt>calls</dt><dd>0</dd>"), "overview");
+    assert!(html.contains("<dt>recorded</dt><dd>unknown (no calls)</dd>"));
+    assert!(!html.contains("Flame graph"));
+    assert!(html.trim_end().ends_with("</html>"));
+}
