@@ -240,10 +240,11 @@ fn column_kind(key: &str, values: &[Bound<'_, PyAny>]) -> &'static str {
     }
 }
 
-/// A table from dict rows (the union of their keys, first-seen order; a run without regions
-/// gives the summary's columns, empty).
-pub fn dict_rows_table(py: Python<'_>, rows: &[Bound<'_, PyDict>]) -> PyResult<PyTable> {
-    let mut keys: Vec<String> = Vec::new();
+/// A table from dict rows with the columns `columns` (in this order; a key a row lacks is
+/// null), then any other key of the rows (first-seen order). `columns` comes from
+/// `analysis::summary_table_columns`, so an empty result keeps the schema.
+pub fn dict_rows_table(py: Python<'_>, rows: &[Bound<'_, PyDict>], columns: &[&str]) -> PyResult<PyTable> {
+    let mut keys: Vec<String> = columns.iter().map(|c| c.to_string()).collect();
     for row in rows {
         for k in row.keys() {
             let k: String = k.extract()?;
@@ -251,25 +252,6 @@ pub fn dict_rows_table(py: Python<'_>, rows: &[Bound<'_, PyDict>]) -> PyResult<P
                 keys.push(k);
             }
         }
-    }
-    if keys.is_empty() {
-        keys = [
-            "name",
-            "num_ranks",
-            "num_calls",
-            "total_duration",
-            "inclusive_duration",
-            "exclusive_duration",
-            "average_duration",
-            "min_duration",
-            "max_duration",
-            "first_duration",
-            "last_duration",
-            "std_duration",
-        ]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
     }
     let mut columns: Vec<(String, ArrayRef)> = Vec::with_capacity(keys.len());
     for key in keys {

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use scope_profiler_analysis::region_stats::RowStats;
-use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
+use scope_profiler_analysis::{checked_lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
 
 use crate::concurrency::{lane_tables, TaskInfo, ThreadInfo};
 use crate::errors::{nesting_err, EventDataUnavailableError};
@@ -624,10 +624,12 @@ impl ProfilingResults {
     fn tasks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         Ok(self.tables(py)?.1.bind(py).clone())
     }
-    /// `"MainThread"`, `"Task-2 (fetch) on MainThread"`, `"unknown lane"`, ...
+    /// `"MainThread"`, `"Task-2 (fetch) on MainThread"`, `"unknown lane"`, ... Raises
+    /// ValueError, naming the lanes that exist, for a lane the rank does not have
+    /// (`analysis::checked_lane_label`).
     #[pyo3(signature = (lane, rank=0))]
-    fn lane_label(&self, lane: i64, rank: u32) -> String {
-        lane_label(&self.analysis.run, lane, rank)
+    fn lane_label(&self, lane: i64, rank: u32) -> PyResult<String> {
+        checked_lane_label(&self.analysis.run, lane, rank).map_err(PyValueError::new_err)
     }
     /// One dict per thread-table row of `rank` (index order), s:
     /// `index, name, alive`; `wall_time` (start to end, or to the run's end while alive; the
@@ -869,6 +871,14 @@ impl ProfilingResults {
         if !self.is_root {
             return Ok(());
         }
+        // what the caller filtered by, as Python shows it (the report's header says it)
+        let mut filters = Vec::new();
+        for (key, value) in [("include", &include), ("exclude", &exclude), ("ranks", &ranks)] {
+            if let Some(v) = value.as_ref().filter(|v| !v.is_none()) {
+                filters.push(format!("{key}={}", v.repr()?));
+            }
+        }
+        let filter = (!filters.is_empty()).then(|| filters.join(", "));
         let names: Vec<String> =
             self.selected(py, include, exclude)?.iter().map(|r| r.borrow().name().to_string()).collect();
         let ranks: Option<Vec<u32>> = match ranks {
@@ -892,7 +902,7 @@ impl ProfilingResults {
             if !sel.ranks.is_empty() {
                 run.regions.retain(|r| sel.ranks.contains(&r.rank));
             }
-            scope_profiler_cli::report::summary_text(&run, &title)
+            scope_profiler_cli::report::summary_text_filtered(&run, &title, filter.as_deref())
         });
         if !suppress_notes {
             text.push_str(
@@ -984,7 +994,8 @@ impl ProfilingResults {
         if rows.is_empty() && filtered {
             return Err(PyValueError::new_err("No regions matched the selected filters."));
         }
-        crate::frames::dict_rows_table(py, &rows)
+        let columns = scope_profiler_analysis::summary_table_columns(&self.analysis.run, per_rank);
+        crate::frames::dict_rows_table(py, &rows, &columns)
     }
     /// Thread table of every rank (`rank, index, name, ident, native_id, daemon, start_time,
     /// end_time, cpu_time, alive, wall_time, cpu_time_total, cpu_time_run`; s since the run

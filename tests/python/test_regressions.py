@@ -2627,3 +2627,188 @@ def test_stop_24_a_timeline_window_past_the_run_end_is_a_usage_error(tmp_path):
     assert out.exists()
     with pytest.raises(ValueError, match=r"window 0\.06:1 starts after the end of the run"):
         sp.export_timeline_svg(sp.read_h5(str(THREADS)), str(tmp_path / "p.svg"), window=(0.06, 1))
+
+
+def _empty_run(path: Path, **settings) -> Path:
+    manager = ProfileManager()
+    manager.setup(file_path=str(path), replace=True, **settings)
+    manager.finalize(verbose=False)
+    return path
+
+
+def _nested_threaded_run(path: Path) -> ProfilingResults:
+    import threading
+
+    manager = ProfileManager()
+    manager.setup(file_path=str(path), track_threads=True, replace=True)
+
+    def work():
+        for _ in range(3):
+            with manager.profile_region("outer"):
+                with manager.profile_region("inner"):
+                    pass
+
+    t = threading.Thread(target=work, name="w")
+    t.start()
+    t.join()
+    with manager.profile_region("main"):
+        pass
+    manager.finalize(verbose=False)
+    return sp.read_h5(path)
+
+
+# Reported: stop 25 new-user trial (analysis), finding 1: the JSON profile reader's error
+# said "written by `scope-profiler export json`", which failed with "unknown format 'json'".
+def test_stop_25_finding_1_export_json_writes_the_json_profile(tmp_path):
+    src = tmp_path / "run.h5"
+    results = _nested_threaded_run(src)
+    proc = run_cli("export", "json", src, "-o", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    written = tmp_path / "out" / "run.json"
+    doc = json.loads(written.read_text())
+    assert doc["format"] == "scope-profiler-profile"
+    back = sp.read_json(written)
+    assert back.region_names == results.region_names
+    assert back["outer"][0].num_calls == 3
+    assert (back["outer"][0].start_times_ns == results["outer"][0].start_times_ns).all()
+    # the same document export_json writes
+    sp.export_json(results, tmp_path / "py.json", verbose=False)
+    assert json.loads((tmp_path / "py.json").read_text())["regions"] == doc["regions"]
+    # an output that is the input itself is refused for that file
+    same = run_cli("export", "json", written, "-o", tmp_path / "out")
+    assert same.returncode == 1
+    assert "json: the output" in same.stderr and "is the input file" in same.stderr
+    assert "json" in run_cli("export", "--help").stdout.split("Formats:")[1].splitlines()[0]
+
+
+# Reported: stop 25 new-user trial (analysis), finding 2: an empty run (setup then finalize)
+# was refused by `report` and `create_html_report` ("No calls recorded for the requested
+# ranks"); 0.7.5 writes a report. timeline / exports refuse it with a clear message, exit 1.
+def test_stop_25_finding_2_an_empty_run_gets_a_report_and_clear_refusals(tmp_path):
+    empty = _empty_run(tmp_path / "empty.h5")
+    proc = run_cli("report", empty, "-o", tmp_path / "e.html")
+    assert proc.returncode == 0, proc.stderr
+    assert "The run has no calls" in (tmp_path / "e.html").read_text()
+    path = sp.create_html_report(sp.read_h5(empty), tmp_path / "p.html")
+    html = Path(path).read_text()
+    assert "The run has no calls: no region was entered between setup and finalize." in html
+    assert html.rstrip().endswith("</html>")
+    for args in (
+        ("timeline", empty, "-o", tmp_path / "e.svg"),
+        ("export", "speedscope", empty, "-o", tmp_path),
+    ):
+        proc = run_cli(*args)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert f"{empty}: " in proc.stderr and "the run has no calls" in proc.stderr, proc.stderr
+        assert "No calls recorded for the requested ranks" not in proc.stderr
+
+
+# Reported: stop 25 new-user trial (analysis), finding 3: `threads` of a run recorded with
+# track_threads=True but without calls said it "was not recorded with track_threads".
+def test_stop_25_finding_3_threads_of_a_run_without_calls(tmp_path):
+    empty = _empty_run(tmp_path / "empty_threads.h5", track_threads=True)
+    proc = run_cli("threads", empty)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{empty}: no thread recorded (the run has no calls)\n"
+
+
+# Reported: stop 25 new-user trial (analysis), finding 4: frame schemas changed with the data
+# (an empty events_frame lost call_id/parent_id/thread, an empty run's summary frames had
+# 12 columns and `num_ranks` in the per-rank one).
+def test_stop_25_finding_4_empty_frames_keep_their_columns(tmp_path):
+    pl = pytest.importorskip("polars")
+    r = _nested_threaded_run(tmp_path / "mine.h5")
+    full = pl.DataFrame(r.events_frame()).columns
+    assert full == [
+        "name",
+        "rank",
+        "call_index",
+        "start",
+        "end",
+        "duration",
+        "call_id",
+        "parent_id",
+        "thread",
+    ]
+    none = pl.DataFrame(r.events_frame(include=["zzz"]))
+    assert none.columns == full and none.height == 0
+    empty = sp.read_h5(_empty_run(tmp_path / "empty.h5"))
+    assert empty.to_polars(per_rank=True).columns == r.to_polars(per_rank=True).columns
+    assert empty.to_polars(per_rank=True).columns[:2] == ["name", "rank"]
+    assert "p99_duration" in empty.to_polars(per_rank=True).columns
+    assert empty.to_polars().columns == r.to_polars().columns
+    assert len(empty.to_polars().columns) == 22 and empty.to_polars().height == 0
+
+
+# Reported: stop 25 new-user trial (analysis), finding 5: print_summary(include=['outer'])
+# printed the unfiltered region count beside the filtered call count, and a filtered thread
+# table without saying so.
+def test_stop_25_finding_5_a_filtered_summary_says_so(tmp_path):
+    r = _nested_threaded_run(tmp_path / "mine.h5")
+    out = io.StringIO()
+    r.print_summary(include=["outer"], stream=out, suppress_notes=True)
+    lines = out.getvalue().splitlines()
+    assert re.fullmatch(
+        r".*mine\.h5 \(1 rank\): 1 region\(s\), 3 call\(s\), 1 rank\(s\), run [0-9.]+ s"
+        r" \(filtered: include=\['outer'\]\)",
+        lines[0],
+    ), lines[0]
+    assert (
+        "rank 0: threads (calls and region s of the selected regions only, include=['outer'])"
+        in lines
+    )
+    unfiltered = io.StringIO()
+    r.print_summary(stream=unfiltered, suppress_notes=True)
+    assert "3 region(s), 7 call(s)" in unfiltered.getvalue().splitlines()[0]
+    assert "filtered" not in unfiltered.getvalue()
+
+
+# Reported: stop 25 new-user trial (analysis), finding 6: the text summary split a row on a
+# region name with a newline, printed tabs raw and misaligned CJK / emoji names.
+def test_stop_25_finding_6_summary_rows_stay_one_line_and_aligned(tmp_path):
+    manager = ProfileManager()
+    path = tmp_path / "names.h5"
+    manager.setup(file_path=str(path), replace=True)
+    for name in ("main\nline", "tab\there", "計算", "🚀x"):
+        with manager.profile_region(name):
+            pass
+    manager.finalize(verbose=False)
+    proc = run_cli("summary", path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    start = lines.index("rank 0: regions") + 1
+    rows = lines[start : start + 5]
+    assert [row.split()[0] for row in rows] == [
+        "region",
+        "main\\nline",
+        "tab\\there",
+        "計算",
+        "🚀x",
+    ]
+    import unicodedata
+
+    def width(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    # the calls column ends at the same terminal column on every row
+    ends = {
+        width(row[: row.index(" calls") + 6 if "calls" in row else row.index(" 1 ") + 2])
+        for row in rows
+    }
+    assert len(ends) == 1, rows
+
+
+# Reported: stop 25 new-user trial (analysis), finding 7: lane_label(-999) returned
+# "thread 997" for a thread the run does not have. It raises ValueError naming the lanes;
+# for_thread of such a thread keeps 0.7.5's empty Region.
+def test_stop_25_finding_7_lane_label_of_a_lane_the_run_lacks(tmp_path):
+    r = _nested_threaded_run(tmp_path / "mine.h5")
+    with pytest.raises(ValueError) as info:
+        r.lane_label(-999)
+    assert str(info.value) == (
+        "lane -999 (thread 997) is not a lane of rank 0: its thread lanes are -2 (thread 0), "
+        "-3 (thread 1); its task lanes are none; -1 is the lane of calls without one"
+    )
+    assert r.lane_label(-2) == "w"
+    assert r["outer"][0].for_thread(99).num_calls == 0
+    assert r["outer"][0].for_thread(0).num_calls == 3

@@ -533,7 +533,8 @@ class ThreadInfo:
         """End time, s since the run start; None while alive."""
     @property
     def wall_time(self) -> float | None:
-        """``end_time - start_time`` in s, or None while alive."""
+        """``end_time - start_time`` in s, or None for a thread alive at ``finalize()``
+        (``thread_summary()`` fills those in: start to the run's end, ``finalize_time_ns``)."""
     @property
     def cpu_time(self) -> float:
         """Total CPU time of the OS thread, s (its whole life, CPU before ``setup()``
@@ -681,7 +682,9 @@ class ProfilingResults:
     ) -> list[dict[str, Any]]:
         """``call_id, parent_id, name, call_index, depth`` per call of ``rank``."""
     def lane_label(self, lane: int, rank: int = 0) -> str:
-        """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ..."""
+        """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ...
+        Raises ValueError, naming the lanes that exist, for a lane ``rank`` does not have
+        (neither in its thread/task tables nor on any of its calls)."""
     def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
         """One dict per thread of ``rank``, s: ``index, name, alive, wall_time`` (start to end,
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),

@@ -38,8 +38,9 @@ def create_html_report(
     ``profiling_data`` is a ``ProfilingResults`` or the path of a ``.h5`` file (read with
     ``read_h5``); ``ranks`` defaults to every rank of the run. The report has the region
     summary, thread and task tables (held/await columns for ``track_async`` runs), the lane
-    timeline and the flame graph. Errors: as ``read_h5`` for a path, ``ValueError`` for a
-    filter matching no region, a rank the run does not have or a run without calls.
+    timeline and the flame graph; a run without calls gets a page saying so (as 0.7.5).
+    Errors: as ``read_h5`` for a path, ``ValueError`` for a filter matching no region or a
+    rank the run does not have.
     Deviation: the reference's comparison reports (several runs), ``sort=``, ``columns=`` and
     its Plotly charts are not implemented."""
     if isinstance(profiling_data, (str, PathLike)):
