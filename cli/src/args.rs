@@ -103,7 +103,13 @@ pub enum Command {
         /// refused. For JSON and HTML the run records into `<output>.scope-profiler.h5` beside
         /// it, which is rendered and removed (kept and named if that fails). The speedscope
         /// file is named after the output's stem (`run.json` -> `run.speedscope.json`).
-        #[arg(short = 'o', long = "output", default_value = "profiling_data.h5")]
+        #[arg(
+            short = 'o',
+            long = "output",
+            visible_alias = "outfile",
+            default_value = "profiling_data.h5",
+            conflicts_with = "no_output"
+        )]
         output: PathBuf,
         /// Do not write the `.speedscope.json` next to the `.h5` file.
         #[arg(long)]
@@ -146,6 +152,50 @@ pub enum Command {
         /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
         #[arg(long, value_name = "NAME")]
         entrypoint: Option<String>,
+        /// Keep the results in memory and write no file (`deactivate_file_output=True`): the
+        /// summary is printed (unless -q), no `.h5` or speedscope file is written, and the
+        /// processes the script starts are not followed.
+        #[arg(long)]
+        no_output: bool,
+        /// Read settings from this TOML file's `[profiling]` table (`config_path`, the
+        /// reference's format); the options given here override it.
+        #[arg(long = "config", value_name = "FILE")]
+        config: Option<PathBuf>,
+        /// No function-level tracing, even if the --config file turns it on
+        /// (`recursive_profile=False`).
+        #[arg(long, conflicts_with_all = ["recursive", "all", "include", "exclude", "entrypoint"])]
+        no_recursive: bool,
+        /// A short label stored with the profile (metadata `label`), for comparison and
+        /// reporting.
+        #[arg(long, value_name = "LABEL")]
+        label: Option<String>,
+        /// Record only the regions defined with this tag (`region_tags`; repeatable: any of
+        /// them); untagged regions are not recorded.
+        #[arg(long = "tag", value_name = "TAG")]
+        tags: Vec<String>,
+        /// Record the regions behind this opt-in tag (`register_opt_in_tag`), such as a
+        /// library's own instrumentation; `*` enables every opt-in tag (`enable_tags`;
+        /// repeatable; `SCOPE_PROFILER_ENABLE_TAGS` adds to them).
+        #[arg(long = "enable-tag", value_name = "TAG")]
+        enable_tags: Vec<String>,
+        /// Initial capacity per region, in calls (`buffer_limit`; the buffers grow as needed).
+        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+        buffer_limit: Option<u64>,
+        /// Do not profile mpi4py's communication calls (the default; `profile_mpi_calls=False`).
+        #[arg(long)]
+        no_mpi_calls: bool,
+        /// Not supported by this edition (the reference's line_profiler timings): refused.
+        #[arg(long, hide_short_help = true)]
+        line_profile: bool,
+        /// Not supported by this edition (the reference's Memray capture): refused.
+        #[arg(long, hide_short_help = true)]
+        memory_profile: bool,
+        /// Not supported by this edition (the reference's aggregate-only mode): refused.
+        #[arg(long, hide_short_help = true)]
+        aggregation_mode: bool,
+        /// Not supported by this edition (the reference's mpi4py call profiling): refused.
+        #[arg(long, hide_short_help = true, conflicts_with = "no_mpi_calls")]
+        mpi_calls: bool,
         /// Run a module instead of a script, as `python -m MODULE` does (`sys.argv[0]` is its
         /// file, `sys.path[0]` the working directory); everything after `-m MODULE` is the
         /// module's arguments (`scope-profiler run -m pytest -x tests/`).

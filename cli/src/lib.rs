@@ -61,8 +61,54 @@ pub struct RunRequest {
     pub flush_interval: Option<f64>,
     /// Function-level tracing (`--recursive` and the options implying it), if asked for.
     pub tracing: Option<TracingRequest>,
-    /// Profile the Python processes the script starts too (not `--no-follow`).
+    /// Profile the Python processes the script starts too (not `--no-follow`, not
+    /// `--no-output`).
     pub follow: bool,
+    /// The reference's other `run` options, as settings.
+    pub settings: RunSettings,
+}
+
+/// The settings of `run` given by the reference's options (scope-profiler 0.7.5's `run`
+/// accepts them; a drop-in must too), passed to the run's `session(...)` under their
+/// setting names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSettings {
+    /// `--no-output`: `deactivate_file_output=True`, the summary printed from memory.
+    pub no_output: bool,
+    /// `--config FILE`: `config_path`.
+    pub config: Option<PathBuf>,
+    /// `--no-recursive`: `recursive_profile=False` (over the config file).
+    pub no_recursive: bool,
+    /// `--label`: `label`.
+    pub label: Option<String>,
+    /// `--tag` (repeatable): `region_tags`.
+    pub region_tags: Vec<String>,
+    /// `--enable-tag` (repeatable): `enable_tags`.
+    pub enable_tags: Vec<String>,
+    /// `--buffer-limit N`: `buffer_limit` (at least 1).
+    pub buffer_limit: Option<u64>,
+}
+
+/// The refusal of a reference `run` option this edition does not implement, naming it and
+/// what it did; `None` when none was given.
+fn unsupported_run_option(
+    line_profile: bool,
+    memory_profile: bool,
+    aggregation: bool,
+    mpi_calls: bool,
+) -> Option<String> {
+    let (flag, what) = [
+        (line_profile, ("--line-profile", "line-by-line timings with line_profiler")),
+        (memory_profile, ("--memory-profile", "allocation capture with Memray")),
+        (aggregation, ("--aggregation-mode", "aggregate-only recording without per-call events")),
+        (mpi_calls, ("--mpi-calls", "profiling of mpi4py communication calls")),
+    ]
+    .into_iter()
+    .find(|(given, _)| *given)?
+    .1;
+    Some(format!(
+        "{flag} ({what}) is not supported by scope-profiler (Rust edition); run without it (docs/migration.md lists what differs from 0.7.5)"
+    ))
 }
 
 /// What `run --recursive` traces (`recursive_profile=True` and the `recursive_*` settings).
@@ -84,11 +130,23 @@ pub enum Outcome {
     /// Done; exit with this code.
     Exit(i32),
     /// Python must run a script (then call [`after_run`]).
-    Run(RunRequest),
+    Run(Box<RunRequest>),
 }
 
-/// `run`'s options that take a value (so that a value is not read as `-m`).
-const RUN_VALUE_OPTIONS: [&str; 6] = ["-o", "--output", "--flush-interval", "--include", "--exclude", "--entrypoint"];
+/// `run`'s options that take a value, as written on a command line (`-o`, `--output`,
+/// `--outfile`, ...), from its clap definition: so that a value is not read as `-m`.
+fn run_value_options() -> Vec<String> {
+    use clap::CommandFactory;
+    let cli = Cli::command();
+    let Some(run) = cli.find_subcommand("run") else { return Vec::new() };
+    let mut names = Vec::new();
+    for arg in run.get_arguments().filter(|a| !a.is_positional() && a.get_action().takes_values()) {
+        names.extend(arg.get_short().map(|c| format!("-{c}")));
+        names.extend(arg.get_long().map(|l| format!("--{l}")));
+        names.extend(arg.get_all_aliases().unwrap_or_default().into_iter().map(|l| format!("--{l}")));
+    }
+    names
+}
 
 /// In `run ... -m MODULE ARGS...`, everything after the module name is the module's, as
 /// with `python -m`: rewritten to `run ... --module MODULE -- ARGS...` so that clap reads
@@ -97,6 +155,7 @@ const RUN_VALUE_OPTIONS: [&str; 6] = ["-o", "--output", "--flush-interval", "--i
 /// its argument.
 fn module_args_last(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString> {
     let Some(run) = argv.iter().skip(1).position(|a| a == "run").map(|i| i + 1) else { return argv };
+    let value_options = run_value_options();
     let mut i = run + 1;
     while i < argv.len() {
         let token = argv[i].to_string_lossy().into_owned();
@@ -121,7 +180,7 @@ fn module_args_last(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ffi::OsString
             argv.extend(rest);
             return argv;
         }
-        i += if RUN_VALUE_OPTIONS.contains(&token.as_str()) { 2 } else { 1 };
+        i += if value_options.contains(&token) { 2 } else { 1 };
     }
     argv
 }
@@ -158,10 +217,26 @@ where
             include,
             exclude,
             entrypoint,
+            no_output,
+            config,
+            no_recursive,
+            label,
+            tags,
+            enable_tags,
+            buffer_limit,
+            no_mpi_calls: _,
+            line_profile,
+            memory_profile,
+            aggregation_mode,
+            mpi_calls,
             module,
             script,
             args,
         } => {
+            if let Some(flag) = unsupported_run_option(line_profile, memory_profile, aggregation_mode, mpi_calls) {
+                eprintln!("error: {flag}");
+                return Outcome::Exit(2);
+            }
             // with -m, what clap took for the script is the module's first argument
             let (script, args) = match (&module, script) {
                 (Some(_), Some(first)) => {
@@ -169,13 +244,15 @@ where
                 }
                 (_, script) => (script.unwrap_or_default(), args),
             };
-            if let Err(e) = check_run_output(&output, &recording_path(&output)) {
-                eprintln!("error: {e}");
-                return Outcome::Exit(e.code());
+            if !no_output {
+                if let Err(e) = check_run_output(&output, &recording_path(&output)) {
+                    eprintln!("error: {e}");
+                    return Outcome::Exit(e.code());
+                }
             }
             let traced = recursive || all || !include.is_empty() || !exclude.is_empty() || entrypoint.is_some();
             let tracing = traced.then_some(TracingRequest { all, include, exclude, entrypoint });
-            Outcome::Run(RunRequest {
+            Outcome::Run(Box::new(RunRequest {
                 script,
                 module,
                 args,
@@ -187,8 +264,17 @@ where
                 quiet,
                 flush_interval,
                 tracing,
-                follow: !no_follow,
-            })
+                follow: !no_follow && !no_output,
+                settings: RunSettings {
+                    no_output,
+                    config,
+                    no_recursive,
+                    label,
+                    region_tags: tags,
+                    enable_tags,
+                    buffer_limit,
+                },
+            }))
         }
         Command::Recover { file, output, from } => {
             use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, RecoverError};
@@ -467,7 +553,7 @@ mod tests {
 
     fn request(argv: &[&str]) -> RunRequest {
         match dispatch(argv.iter().copied()) {
-            Outcome::Run(req) => req,
+            Outcome::Run(req) => *req,
             Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
         }
     }
@@ -499,6 +585,75 @@ mod tests {
         use clap::Parser;
         let err = Cli::try_parse_from(["sp", "run", "--flush-interval", "-1", "x.py"]).unwrap_err();
         assert!(err.to_string().contains("'-1' is not a positive number of seconds"), "{err}");
+    }
+
+    /// stop 25 new-user trial (recording), finding 1: "`scope-profiler run` rejects most of
+    /// 0.7.5's `run` options (`--outfile`, `--label`, `--tag`, `--enable-tag`, `--config`,
+    /// `--no-output`, `--buffer-limit`, `--no-recursive`, ...) with exit 2". They are
+    /// accepted as the reference's settings; a value of one is not read as the script.
+    #[test]
+    fn stop_25_the_references_run_options_are_accepted() {
+        let req = request(&[
+            "sp",
+            "run",
+            "--outfile",
+            "o.h5",
+            "--label",
+            "L",
+            "--tag",
+            "a",
+            "--tag",
+            "b",
+            "--enable-tag",
+            "*",
+            "--config",
+            "c.toml",
+            "--buffer-limit",
+            "64",
+            "--no-recursive",
+            "--no-mpi-calls",
+            "app.py",
+            "--label",
+            "x",
+        ]);
+        assert_eq!(req.output, PathBuf::from("o.h5"));
+        assert_eq!(req.script, PathBuf::from("app.py"));
+        assert_eq!(req.args, ["--label", "x"], "the script's own options are the script's");
+        let want = RunSettings {
+            no_output: false,
+            config: Some(PathBuf::from("c.toml")),
+            no_recursive: true,
+            label: Some("L".into()),
+            region_tags: vec!["a".into(), "b".into()],
+            enable_tags: vec!["*".into()],
+            buffer_limit: Some(64),
+        };
+        assert_eq!(req.settings, want);
+        assert!(req.follow);
+        let req = request(&["sp", "run", "--no-output", "--label", "m", "-m", "pkg.app"]);
+        assert!(req.settings.no_output && !req.follow, "no file: no process to merge into it");
+        assert_eq!((req.settings.label.as_deref(), req.module.as_deref()), (Some("m"), Some("pkg.app")));
+        for (flag, what) in [
+            ("--line-profile", "line_profiler"),
+            ("--memory-profile", "Memray"),
+            ("--aggregation-mode", "aggregate-only"),
+            ("--mpi-calls", "mpi4py"),
+        ] {
+            assert!(matches!(dispatch(["sp", "run", flag, "app.py"]), Outcome::Exit(2)), "{flag}");
+            let message = unsupported_run_option(
+                flag == "--line-profile",
+                flag == "--memory-profile",
+                flag == "--aggregation-mode",
+                flag == "--mpi-calls",
+            )
+            .unwrap();
+            assert!(message.starts_with(flag) && message.contains(what), "{message}");
+        }
+        for refused in
+            [&["sp", "run", "--no-output", "-o", "x.h5", "a.py"][..], &["sp", "run", "--buffer-limit", "0", "a.py"]]
+        {
+            assert!(matches!(dispatch(refused.iter().copied()), Outcome::Exit(2)), "{refused:?}");
+        }
     }
 
     /// Noticed at stop 19: `run -q --no-speedscope` read the whole `.h5` back after the

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
+use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest, RunSettings};
 
 use crate::run::NativeRun;
 
@@ -13,7 +13,8 @@ use crate::run::NativeRun;
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `module` (None or the
 /// `-m` module, then `script` is empty), `args`,
 /// `track_threads`, `track_async`, `output`, `recording`, `speedscope`, `quiet`,
-/// `flush_interval`, `follow`) that Python must carry out, then pass to `cli_after_run`. `recording` is
+/// `flush_interval`, `follow`, `no_output`, `settings`: the `session(...)` keywords of the
+/// reference's other `run` options) that Python must carry out, then pass to `cli_after_run`. `recording` is
 /// the HDF5 file the run writes: `output` itself, or `<output>.scope-profiler.h5` when
 /// `output` names a JSON profile (rendered from it afterwards). The GIL is released while files are read and exported.
 #[pyfunction]
@@ -41,9 +42,38 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
                 tracing.set_item("entrypoint", t.entrypoint)?;
                 d.set_item("tracing", tracing)?;
             }
+            d.set_item("no_output", req.settings.no_output)?;
+            d.set_item("settings", run_settings(py, &req.settings)?)?;
             Ok((0, Some(d)))
         }
     }
+}
+
+/// The reference's `run` options given, as `session(...)` keywords (only those given).
+fn run_settings<'py>(py: Python<'py>, s: &RunSettings) -> PyResult<Bound<'py, PyDict>> {
+    let d = PyDict::new(py);
+    if s.no_output {
+        d.set_item("deactivate_file_output", true)?;
+    }
+    if let Some(path) = &s.config {
+        d.set_item("config_path", path.to_string_lossy().into_owned())?;
+    }
+    if s.no_recursive {
+        d.set_item("recursive_profile", false)?;
+    }
+    if let Some(label) = &s.label {
+        d.set_item("label", label)?;
+    }
+    if !s.region_tags.is_empty() {
+        d.set_item("region_tags", s.region_tags.clone())?;
+    }
+    if !s.enable_tags.is_empty() {
+        d.set_item("enable_tags", s.enable_tags.clone())?;
+    }
+    if let Some(limit) = s.buffer_limit {
+        d.set_item("buffer_limit", limit)?;
+    }
+    Ok(d)
 }
 
 /// After a `run` that wrote `h5`: render `output` from it when that names another format
@@ -85,6 +115,7 @@ fn cli_after_run(
         flush_interval: None,
         tracing: None,
         follow: processes.is_some(),
+        settings: Default::default(),
     };
     let processes = processes.as_deref().map(|dir| (dir, process_label.as_str()));
     py.detach(|| after_run(&req, &h5, processes, recorded.as_deref()))

@@ -2812,3 +2812,58 @@ def test_stop_25_finding_7_lane_label_of_a_lane_the_run_lacks(tmp_path):
     assert r.lane_label(-2) == "w"
     assert r["outer"][0].for_thread(99).num_calls == 0
     assert r["outer"][0].for_thread(0).num_calls == 3
+
+
+# stop 25 new-user trial (recording), finding 1: "`scope-profiler run` rejects most of 0.7.5's
+# `run` options (exit 2): --outfile, --label, --tag, --enable-tag, --config, --no-output,
+# --buffer-limit, --no-recursive, ...; a drop-in must accept them".
+TAGGED_SCRIPT = """
+from scope_profiler import ProfileManager as P
+with P.profile_region("plain"):
+    pass
+for _ in range(3):
+    with P.profile_region("io", tags=["io"]):
+        pass
+"""
+
+
+def test_stop_25_run_accepts_the_references_run_options(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(TAGGED_SCRIPT)
+    out = tmp_path / "o.h5"
+    proc = run_cli(
+        "run", "-q", "--no-speedscope", "--outfile", out, "--label", "nightly", "--tag", "io",
+        "--buffer-limit", "8", "--no-mpi-calls", script, cwd=tmp_path,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    results = sp.read_h5(str(out))
+    assert results.metadata["label"] == "nightly"
+    assert {row["name"]: row["num_calls"] for row in results.summary()} == {"io": 3}
+    # a --config file's settings, the command line's over them; --no-recursive over its tracing
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[profiling]\ntrack_threads = true\nlabel = "from-toml"\nrecursive_profile = true\n'
+    )
+    proc = run_cli(
+        "run", "-q", "--no-speedscope", "-o", out, "--config", config, "--no-recursive", script
+    )
+    assert proc.returncode == 0, proc.stderr
+    results = sp.read_h5(str(out))
+    assert results.metadata["label"] == "from-toml" and len(results.threads[0]) == 1
+    assert {row["name"] for row in results.summary()} == {"scope_profiler.session", "plain", "io"}
+    # --no-output: the summary of the run in memory, no file
+    proc = run_cli("run", "--no-output", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "(in memory, 1 rank)" in proc.stdout and " io " in proc.stdout, proc.stdout
+    assert not (tmp_path / "profiling_data.h5").exists()
+    # what this edition does not have is refused by name, before the script runs (exit 2)
+    proc = run_cli("run", "--line-profile", script, cwd=tmp_path)
+    assert proc.returncode == 2 and "--line-profile (line-by-line timings" in proc.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[profiling]\nuse_memray = true\n")
+    proc = run_cli("run", "--config", bad, script, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.strip()
+        == "error: use_memray=True is not supported by scope-profiler (Rust edition)"
+    )

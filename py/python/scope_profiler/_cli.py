@@ -158,9 +158,6 @@ def _run_path(script: str, traced: bool, module: str | None = None) -> None:
     if not traced:
         run()
         return
-    # runpy imports pkgutil (and typing) on its first run_path: not the script's time
-    import pkgutil  # noqa: F401
-
     from ._manager import ProfileManager
 
     with ProfileManager.region(module if module is not None else os.path.basename(script)):
@@ -203,17 +200,26 @@ def _run_script(req: dict) -> int:
     sys.path.insert(
         0, os.getcwd() if module is not None else os.path.dirname(os.path.abspath(script))
     )
-    code, died_by = 0, None
+    code, died_by, started = 0, None, False
     show_profiler_warnings_plainly()
+    # runpy imports pkgutil (and typing) on its first run_path: 5-15 ms that are not the
+    # script's, imported here, before the session's root region and the traced root open
+    import pkgutil  # noqa: F401
+
     settings = {
-        "track_threads": req["track_threads"],
+        # None when not asked for, so that a --config file's setting stands
+        "track_threads": req["track_threads"] or None,
         "track_async": req.get("track_async") or None,
         "flush_interval": req.get("flush_interval"),
         **_tracing_settings(req.get("tracing")),
+        # the reference's other run options (--config, --label, --tag, --no-output, ...)
+        **req.get("settings", {}),
     }
     started_pid = os.getpid()
     processes: str | None = None
-    session = ProfileManager.session(file_path=recording, verbose=False, **settings)
+    # --no-output: the session's finalize prints the summary of the run it keeps in memory
+    in_memory_summary = bool(req.get("no_output")) and not req["quiet"]
+    session = ProfileManager.session(file_path=recording, verbose=in_memory_summary, **settings)
 
     def finish_at_os_exit(status: int) -> None:
         # os._exit(): no unwinding, so the session ends here, and the end of `run` with it
@@ -233,8 +239,12 @@ def _run_script(req: dict) -> int:
         ):
             # the script's own setup()/session() joins this run (both record)
             ProfileManager._host_config = ProfileManager._config
+            started = True
             try:
-                _run_path(script, traced=req.get("tracing") is not None, module=module)
+                traced = (
+                    req.get("tracing") is not None or ProfileManager.get_config().recursive_profile
+                )
+                _run_path(script, traced=traced, module=module)
             except SystemExit as exc:  # the script's own exit; the profile is still written
                 if isinstance(exc.code, int) or exc.code is None:
                     code = exc.code or 0
@@ -270,6 +280,12 @@ def _run_script(req: dict) -> int:
                     _follow.finish()
                     ProfileManager.reset()
                 _end_hosting(ProfileManager)  # the session's end finalizes this run
+    except (ValueError, TypeError, NotImplementedError) as exc:
+        if started or os.getpid() != started_pid:
+            raise
+        # the settings were refused before the script ran (a --config file's contents)
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
     except OSError as exc:  # the session's file could not be written (a full disk, ...)
         if os.getpid() != started_pid:
             raise
@@ -319,6 +335,8 @@ def _after_run(
 
     from ._manager import ProfileManager
 
+    if req.get("no_output"):  # --no-output: in memory only, the session printed its summary
+        return code
     label = f"pid {pid}: " + shlex.join(script_argv if module is None else ["-m", *script_argv])
 
     try:
