@@ -285,6 +285,10 @@ struct Worker {
     out: Sink,
     z: flate2::Compress,
     level: u8,
+    /// The last chunk of one repeated value it stored: (value, chunk length, stored bytes).
+    /// A column of one value (the thread id of a one-thread run, -1 task ids, 0 await) is
+    /// then deflated once per worker rather than once per chunk (issue 15).
+    constant: Option<(i64, usize, Vec<u8>)>,
 }
 
 impl Worker {
@@ -295,6 +299,7 @@ impl Worker {
             out: Sink::default(),
             z: flate2::Compress::new(flate2::Compression::new(level.into()), false),
             level,
+            constant: None,
         }
     }
     /// Ready for chunks of `chunk` values deflated at `level`.
@@ -304,6 +309,7 @@ impl Worker {
         if self.level != level {
             self.z = flate2::Compress::new(flate2::Compression::new(level.into()), false);
             self.level = level;
+            self.constant = None;
         }
     }
     /// Stored chunk `k` of `src`.
@@ -312,8 +318,19 @@ impl Worker {
         let len = chunk.min(src.len() - at);
         src.fill(at, &mut self.values[..len]);
         self.values[len..chunk].fill(0);
+        let first = self.values[0];
+        let repeated = self.values[..chunk].iter().all(|&v| v == first);
+        if let Some((value, n, stored)) = &self.constant {
+            if repeated && (*value, *n) == (first, chunk) {
+                return stored.clone();
+            }
+        }
         shuffle_i64(&self.values[..chunk], &mut self.bytes[..chunk * 8]);
-        deflate_planes(&mut self.z, &self.bytes[..chunk * 8], chunk, &mut self.out)
+        let stored = deflate_planes(&mut self.z, &self.bytes[..chunk * 8], chunk, &mut self.out);
+        if repeated {
+            self.constant = Some((first, chunk, stored.clone()));
+        }
+        stored
     }
 }
 
@@ -412,6 +429,36 @@ mod tests {
                 values.resize(chunk, 0);
                 let raw: Vec<u8> = values.iter().flat_map(|v| v.to_le_bytes()).collect();
                 assert_eq!(inflate(c), shuffle_bytes(&raw, chunk, 8), "{len} in {chunk}: chunk {k}");
+            }
+        }
+    }
+
+    /// issue 15: a column of one value (a one-thread run's thread ids) is deflated once per
+    /// worker and its stored chunk reused; every chunk still decodes to its values, the
+    /// padded last one included, and a column that changes value is encoded afresh.
+    #[test]
+    fn chunks_of_one_repeated_value_are_reused_and_decode() {
+        struct Column(Vec<i64>);
+        impl ColumnSource for Column {
+            fn len(&self) -> usize {
+                self.0.len()
+            }
+            fn fill(&self, at: usize, out: &mut [i64]) {
+                out.copy_from_slice(&self.0[at..at + out.len()]);
+            }
+        }
+        let workers = Workers::default();
+        let chunk = 1024;
+        let mut changes = vec![7i64; 3 * chunk];
+        changes[2 * chunk + 5] = 8;
+        for values in [vec![7i64; 5 * chunk + 10], vec![0; 4 * chunk + 1], vec![-1; 3 * chunk], changes] {
+            let col = Column(values.clone());
+            let stored = encode_i64_chunks(&col, chunk, 1, &workers);
+            for (k, c) in stored.iter().enumerate() {
+                let mut want = values[k * chunk..((k + 1) * chunk).min(values.len())].to_vec();
+                want.resize(chunk, 0);
+                let raw: Vec<u8> = want.iter().flat_map(|v| v.to_le_bytes()).collect();
+                assert_eq!(inflate(c), shuffle_bytes(&raw, chunk, 8), "chunk {k} of {:?}", &values[..2]);
             }
         }
     }

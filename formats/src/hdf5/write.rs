@@ -422,13 +422,16 @@ fn write_events(run: &Run, rows: &[&RegionCalls], events: &Group, w: &W<'_>) -> 
     Ok(())
 }
 
-/// The compressed event columns of a run that do not depend on its call ids (times, lanes,
-/// await), encoded before the write ([`encode_ahead`]), with the chunk encoders' buffers.
+/// What a file of a run holds that does not depend on its call ids, made before the write
+/// ([`encode_ahead`]): the compressed event columns (times, lanes, await) and the per-row
+/// summary statistics, with the chunk encoders' buffers.
 #[derive(Default)]
 pub struct EncodedAhead {
     workers: chunks::Workers,
     /// (column name, number of values, stored chunks)
     columns: Vec<(&'static str, usize, Vec<Vec<u8>>)>,
+    /// `summary_statistics` of the written rows ([`row_summaries`]).
+    summaries: Option<Vec<SummaryRecord>>,
 }
 
 impl EncodedAhead {
@@ -438,14 +441,15 @@ impl EncodedAhead {
     }
 }
 
-/// Encode the compressed event columns of `run` that do not depend on its call ids, for a
-/// later [`publish_h5_ahead`] of the same run once numbered (issue 15: at `finalize()` this
-/// runs alongside the numbering of the calls, which is serial). Nothing is encoded when the
-/// file would not compress them, or when its columns disagree in length (the write reports
-/// that). Parallel, on the analysis pool.
+/// Encode the compressed event columns of `run` that do not depend on its call ids, and its
+/// rows' summary statistics, for a later [`publish_h5_ahead`] of the same run once
+/// numbered (issue 15: at `finalize()` this runs alongside the numbering of the calls,
+/// which is serial). No column is encoded when the file would not compress them, or when
+/// its columns disagree in length (the write reports that). Parallel, on the analysis pool.
 pub fn encode_ahead(run: &Run) -> EncodedAhead {
     let mut ahead = EncodedAhead::default();
     let rows = written_rows(run);
+    ahead.summaries = Some(row_summaries(&rows));
     let offsets = event_offsets(&rows);
     let len = *offsets.last().unwrap_or(&0);
     if !(compresses(run) && len * std::mem::size_of::<i64>() > CONTIGUOUS_MAX_BYTES) {
@@ -491,14 +495,21 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
     w.strs(&index, "tags", &tags)?;
     let metadata: Vec<String> = rows.iter().map(|r| r.event_metadata.clone().unwrap_or_else(|| "[]".into())).collect();
     w.strs(&index, "event_metadata", &metadata)?;
-    // one row per task (a row of 250,000 calls takes ~2 ms), on this process's pool, safe
-    // across fork() (the global pool hangs a forked child: CI of stop 23, test_fork.py)
-    let summaries: Vec<SummaryRecord> = scope_profiler_analysis::par::install(|| {
+    match w.ahead.summaries.as_deref().filter(|s| s.len() == rows.len()) {
+        Some(summaries) => w.ints(&index, "summary_statistics", summaries),
+        None => w.ints(&index, "summary_statistics", &row_summaries(rows)),
+    }
+}
+
+/// `rank_region_index/summary_statistics` of `rows` ([`summary_record`]): one row per task
+/// (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork() (the
+/// global pool hangs a forked child: CI of stop 23, test_fork.py).
+fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryRecord> {
+    scope_profiler_analysis::par::install(|| {
         rows.par_iter()
             .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
             .collect()
-    });
-    w.ints(&index, "summary_statistics", &summaries)
+    })
 }
 
 /// Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
