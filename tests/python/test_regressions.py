@@ -2867,3 +2867,27 @@ def test_stop_25_run_accepts_the_references_run_options(tmp_path):
         proc.stderr.strip()
         == "error: use_memray=True is not supported by scope-profiler (Rust edition)"
     )
+
+
+# stop 25 new-user trial (recording), finding 2: "a non-str region name is rejected with
+# `TypeError: 'int' object is not an instance of 'str'`, which does not say it is about
+# the region name" (0.7.5 accepts it and fails at finalize). Every path names it now.
+def test_stop_25_a_region_name_that_is_not_a_str_is_named_as_such(tmp_path):
+    manager = ProfileManager()
+
+    def refused(make, shown):
+        with pytest.raises(TypeError, match=rf"^region name must be a str, not {shown}"):
+            make()
+
+    refused(lambda: manager.profile_region(123), r"int \(123\)$")  # before setup()
+    manager.setup(file_path=str(tmp_path / "r.h5"))
+    try:
+        refused(lambda: manager.region(123), r"int \(123\)$")
+        refused(lambda: manager.profile(42)(lambda: None), r"int \(42\)$")
+        refused(lambda: manager.define_region(7), r"int \(7\)$")
+        refused(lambda: manager.profile_region(b"x"), r"bytes \(b'x'\); decode it first$")
+        with manager.profile_region("fine"):
+            pass
+    finally:
+        manager.finalize(verbose=False)
+    assert sp.read_h5(str(tmp_path / "r.h5"))["fine"][0].num_calls == 1

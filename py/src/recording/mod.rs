@@ -73,8 +73,20 @@ fn thread_time_ns() -> i64 {
 /// `check_region_name(name)` for Python: [`region_name_text`] without keeping the text.
 #[pyfunction]
 #[pyo3(name = "check_region_name")]
-fn check_region_name_py(name: &Bound<'_, PyString>) -> PyResult<()> {
-    region_name_text(name).map(drop)
+fn check_region_name_py(name: &Bound<'_, PyAny>) -> PyResult<()> {
+    region_name_text(region_name_str(name)?).map(drop)
+}
+
+/// A region name given by Python as the `str` it must be: `TypeError` naming the type and
+/// value otherwise (stop 25 new-user trial, recording: `profile_region(123)` said only
+/// "'int' object is not an instance of 'str'", without saying which argument).
+pub(crate) fn region_name_str<'a, 'py>(name: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyString>> {
+    name.cast::<PyString>().map_err(|_| {
+        let kind = name.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
+        let shown = name.repr().map(|r| r.to_string()).unwrap_or_else(|_| "?".into());
+        let hint = if name.is_instance_of::<pyo3::types::PyBytes>() { "; decode it first" } else { "" };
+        pyo3::exceptions::PyTypeError::new_err(format!("region name must be a str, not {kind} ({shown}){hint}"))
+    })
 }
 
 /// The text of a region name given by Python, refused ([`check_region_name`]) when a
@@ -411,12 +423,12 @@ impl NativeRecorder {
     #[pyo3(signature = (name, tags=Vec::new(), enabled=true, cache=None))]
     fn region(
         &self,
-        name: &Bound<'_, PyString>,
+        name: &Bound<'_, PyAny>,
         tags: Vec<String>,
         enabled: bool,
         cache: Option<Py<lookup::RegionCache>>,
     ) -> PyResult<ProfileRegion> {
-        let name = region_name_text(name)?;
+        let name = region_name_text(region_name_str(name)?)?;
         // Get-or-create by name under the table's lock: two threads creating the same
         // region at once (the Python-level cache is not atomic) still share one id.
         let (id, _) = self.shared.regions.get_or_create(&name, tags);
@@ -894,12 +906,8 @@ impl ProfileRegion {
     /// manager's `RegionCache`) it records once a later `setup()` records its name.
     #[staticmethod]
     #[pyo3(signature = (name, tags=Vec::new(), cache=None))]
-    fn disabled(
-        name: &Bound<'_, PyString>,
-        tags: Vec<String>,
-        cache: Option<Py<lookup::RegionCache>>,
-    ) -> PyResult<Self> {
-        let name = region_name_text(name)?.into_owned();
+    fn disabled(name: &Bound<'_, PyAny>, tags: Vec<String>, cache: Option<Py<lookup::RegionCache>>) -> PyResult<Self> {
+        let name = region_name_text(region_name_str(name)?)?.into_owned();
         let binding = RegionBinding {
             shared: None,
             enabled: false,
