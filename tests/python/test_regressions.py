@@ -2891,3 +2891,41 @@ def test_stop_25_a_region_name_that_is_not_a_str_is_named_as_such(tmp_path):
     finally:
         manager.finalize(verbose=False)
     assert sp.read_h5(str(tmp_path / "r.h5"))["fine"][0].num_calls == 1
+
+
+# stop 25 new-user trial (recording), finding 4: "on a full disk the error says `could not
+# write .../out.h5 (start_deltas): chunk 0 was refused`: 'No space left on device' never
+# appears". The OS's reason is in the message now. A file size limit (RLIMIT_FSIZE, EFBIG)
+# stands in for the full disk: no mount needed.
+FILE_SIZE_LIMITED = """
+import resource, signal, sys
+import scope_profiler as sp
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))
+sp.setup(file_path=sys.argv[1])
+r = sp.profile_region("r")
+for _ in range(200_000):
+    with r:
+        pass
+try:
+    sp.finalize(verbose=False)
+except OSError as e:
+    print(e.errno, e)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+sp.finalize(verbose=False)  # the run was kept: written once the limit is gone
+print(sp.read_h5(sys.argv[1])["r"][0].num_calls)
+"""
+
+
+def test_stop_25_a_refused_write_says_why(tmp_path):
+    out = tmp_path / "big.h5"
+    proc = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED, str(out)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, count = proc.stdout.strip().splitlines()
+    assert first.startswith("27 ") and "File too large (os error 27)" in first, first
+    assert f"could not write {out}" in first and "HDF5 refused chunk" in first, first
+    assert count == "200000"
+    assert [p.name for p in tmp_path.iterdir()] == ["big.h5"]  # no temporary file left

@@ -152,10 +152,20 @@ impl W<'_> {
                 )
             });
             if rc < 0 {
-                if let Some(n) = std::io::Error::last_os_error().raw_os_error().filter(|&n| n != 0) {
-                    self.errno.set(Some(n));
-                }
-                return Err(H5Error::Write(format!("could not write {} ({name}): chunk {k} was refused", self.path)));
+                // the OS's reason, when it gave one (stop 25 new-user trial: a full disk said
+                // only "chunk 0 was refused")
+                let os = std::io::Error::last_os_error();
+                let why = match os.raw_os_error().filter(|&n| n != 0) {
+                    Some(n) => {
+                        self.errno.set(Some(n));
+                        format!(": {os}")
+                    }
+                    None => String::new(),
+                };
+                return Err(H5Error::Write(format!(
+                    "could not write {} ({name}): HDF5 refused chunk {k}{why}",
+                    self.path
+                )));
             }
         }
         Ok(())
