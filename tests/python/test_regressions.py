@@ -2929,3 +2929,34 @@ def test_stop_25_a_refused_write_says_why(tmp_path):
     assert f"could not write {out}" in first and "HDF5 refused chunk" in first, first
     assert count == "200000"
     assert [p.name for p in tmp_path.iterdir()] == ["big.h5"]  # no temporary file left
+
+
+# stop 25 new-user trial (recording), finding 5: "a killed child's '1 call(s) still open ...
+# on thread #0' does not say which of ten processes": under `run`, a followed process's
+# profiler warnings name it.
+CHILD_LEAVES_A_CALL_OPEN = """
+import multiprocessing as mp
+import scope_profiler as sp
+
+def work():
+    sp.profile_region("left_open").__enter__()  # never exited: open at the child's end
+
+if __name__ == "__main__":
+    p = mp.get_context("fork").Process(target=work)
+    p.start()
+    p.join()
+"""
+
+
+def test_stop_25_a_followed_process_warning_names_the_process(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(CHILD_LEAVES_A_CALL_OPEN)
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", tmp_path / "r.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if "still open" in x)
+    assert re.match(
+        r"scope-profiler \[pid \d+ \(child of \d+\): multiprocessing ForkProcess-1\]: "
+        r"RuntimeWarning: 1 call\(s\) still open at the end of the recording",
+        line,
+    ), line
+    assert "'left_open' on thread #0" in line

@@ -50,6 +50,9 @@ _spec: dict | None = None
 #: This process's own session (a ``_ProfilingSession`` entered at its start) and its pid.
 _session: Any = None
 _session_pid: int | None = None
+#: The process whose recording this module started (kept after its end, for the warnings of
+#: its finalize to name the process: ``_cli.show_profiler_warnings_plainly``).
+followed_pid: int | None = None
 
 #: Whether this process was forked from a followed one (it runs its parent's program).
 _forked = False
@@ -261,7 +264,7 @@ def restart_in_child() -> None:
 
 
 def _start(spec: dict) -> None:
-    global _spec, _session, _session_pid
+    global _spec, _session, _session_pid, followed_pid
     import time
 
     from ._cli import show_profiler_warnings_plainly
@@ -281,6 +284,7 @@ def _start(spec: dict) -> None:
     # the program's own setup()/session() joins this run (both record), as under `run`
     ProfileManager._host_config = ProfileManager._config
     _spec, _session, _session_pid = spec, session, os.getpid()
+    followed_pid = os.getpid()
     _write_marker()
     set_follow_hook(restart_in_child)
     atexit.register(finish)
