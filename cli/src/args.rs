@@ -43,10 +43,11 @@ pub enum Format {
     /// and by `read_json`): `<stem>.json`
     Json,
 }
-/// `--flush-interval`: a positive, finite number of seconds.
+/// `--flush-interval`: a number of seconds, finite and at least
+/// [`MIN_INTERVAL_S`](scope_profiler_finalize::stream::MIN_INTERVAL_S).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
-        Ok(v) if v.is_finite() && v > 0.0 => Ok(v),
+        Ok(v) if v.is_finite() && v > 0.0 => scope_profiler_finalize::stream::check_interval(v),
         _ => Err(format!("'{s}' is not a positive number of seconds")),
     }
 }
@@ -125,7 +126,7 @@ pub enum Command {
         /// `processes` names each rank's process).
         #[arg(long)]
         no_follow: bool,
-        /// Every SECONDS, append the calls completed since the last flush to a sidecar
+        /// Every SECONDS (at least 0.01), append the calls completed since the last flush to a sidecar
         /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
         /// the OOM killer loses at most about one interval: `scope-profiler recover` then
         /// writes the `.h5` from the sidecar.

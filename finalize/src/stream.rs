@@ -40,6 +40,25 @@ use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 use crate::transport::{decode_run, encode_run};
 
 /// First bytes of a sidecar (the byte before `\n` is the format version).
+/// The shortest `flush_interval`, in seconds: each flush takes a snapshot and appends a
+/// frame, so an interval of nanoseconds would flush without pause (stop 25 new-user trial:
+/// `flush_interval=1e-9` was accepted).
+pub const MIN_INTERVAL_S: f64 = 0.01;
+
+/// `seconds` as a `flush_interval`: finite and at least [`MIN_INTERVAL_S`]; else the
+/// reason, naming the value (the one rule of the CLI option, the setting and the flusher).
+pub fn check_interval(seconds: f64) -> Result<f64, String> {
+    if seconds.is_finite() && seconds >= MIN_INTERVAL_S {
+        Ok(seconds)
+    } else if seconds.is_finite() && seconds > 0.0 {
+        Err(format!(
+            "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {seconds}"
+        ))
+    } else {
+        Err(format!("flush_interval must be a positive number of seconds, got {seconds}"))
+    }
+}
+
 pub const SIDECAR_MAGIC: &[u8; 8] = b"SPSIDE\x01\n";
 /// First bytes of every frame.
 pub const FRAME_MAGIC: &[u8; 4] = b"SPFR";

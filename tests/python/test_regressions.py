@@ -2960,3 +2960,24 @@ def test_stop_25_a_followed_process_warning_names_the_process(tmp_path):
         line,
     ), line
     assert "'left_open' on thread #0" in line
+
+
+# stop 25 new-user trial (recording), finding 6: "`run --recursive --include 'nomatch*'`
+# records no traced functions and gives no warning"; "`flush_interval=1e-9` is accepted".
+def test_stop_25_an_include_matching_nothing_warns(tmp_path):
+    results, proc = run_traced(tmp_path, "def f():\n    pass\n\nf()\n", "--include", "nomatch*")
+    assert "traced_calls" in results.metadata and results.metadata["traced_calls"] == 0
+    assert (
+        "scope-profiler: RuntimeWarning: function-level tracing recorded no call: no function "
+        "that ran matched recursive_include=['nomatch*']" in proc.stderr
+    ), proc.stderr
+    results, proc = run_traced(tmp_path, "def f():\n    pass\n\nf()\n", "--include", "__main__.f")
+    assert results["__main__.f"][0].num_calls == 1 and "recorded no call" not in proc.stderr
+
+
+def test_stop_25_a_flush_interval_below_10_ms_is_refused(tmp_path):
+    for value in (1e-9, 0.005):
+        with pytest.raises(ValueError, match=r"flush_interval must be at least 0\.01 s"):
+            ProfileManager().setup(file_path=str(tmp_path / "f.h5"), flush_interval=value)
+    proc = run_cli("run", "--flush-interval", "0.001", tmp_path / "x.py")
+    assert proc.returncode == 2 and "flush_interval must be at least 0.01 s" in proc.stderr

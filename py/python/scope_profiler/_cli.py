@@ -55,8 +55,9 @@ def show_profiler_warnings_plainly() -> None:
         # in a process `run` follows, which one (stop 25 new-user trial: a killed worker's
         # "still open ... on thread #0" did not say which of ten processes)
         follow = sys.modules.get("scope_profiler._follow")
-        in_child = follow is not None and follow.followed_pid == os.getpid()
-        who = f" [{follow.describe_process()}]" if in_child else ""
+        who = ""
+        if follow is not None and follow.followed_pid == os.getpid():
+            who = f" [{follow.describe_process()}]"
         try:
             out.write(f"scope-profiler{who}: {category.__name__}: {message}\n")
         except (OSError, ValueError):  # stderr closed: the warning is lost, as warnings' own

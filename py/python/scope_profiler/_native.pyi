@@ -62,6 +62,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "check_flush_interval",
     "check_region_name",
     "cli_after_run",
     "cli_main",
@@ -1219,6 +1220,10 @@ def host_facts() -> tuple[str | None, int]:
 
 def thread_time_ns() -> int:
     """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""
+
+def check_flush_interval(seconds: float) -> float:
+    """``seconds`` as a ``flush_interval`` (s): returned when finite and at least 0.01 s,
+    else ``ValueError`` naming it (the rule of ``run --flush-interval`` too)."""
 
 def check_region_name(name: str) -> None:
     """``ValueError`` (naming the name and why) for a region name a profile file cannot

@@ -23,7 +23,7 @@ from __future__ import annotations
 import os
 import sys
 
-from ._native import NativeRecorder, perf_counter_ns
+from ._native import NativeRecorder, check_flush_interval, perf_counter_ns
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
@@ -272,8 +272,8 @@ def _check_call_limit(limit) -> None:
 
 
 def _checked_flush_interval(s: dict) -> float | None:
-    """``flush_interval`` as float seconds (None = off); ValueError unless positive, finite
-    and with file output (a sidecar only makes sense beside a file)."""
+    """``flush_interval`` as float seconds (None = off); ValueError unless a finite number
+    of at least 0.01 s and with file output (a sidecar only makes sense beside a file)."""
     import math
 
     value = s["flush_interval"]
@@ -286,6 +286,7 @@ def _checked_flush_interval(s: dict) -> float | None:
         or value <= 0
     ):
         raise ValueError(f"flush_interval must be a positive number of seconds, got {value!r}")
+    check_flush_interval(float(value))  # at least 0.01 s: the flusher's own rule
     if s["deactivate_file_output"] and not s["deactivate_profiling"]:
         raise ValueError(
             "flush_interval streams calls to a sidecar of the output file; it cannot be "

@@ -261,6 +261,16 @@ def report(config: ProfilingConfig, stacklevel: int = 2) -> None:
     dropped = tracer.dropped
     config.metadata["traced_calls"] = tracer.recorded
     config.metadata["traced_calls_dropped"] = dropped
+    include = _patterns(config.recursive_include)
+    if tracer.recorded == 0 and include:
+        # stop 25 new-user trial: `run --recursive --include 'nomatch*'` said nothing
+        warnings.warn(
+            f"function-level tracing recorded no call: no function that ran matched "
+            f"recursive_include={include} (names are module.qualname, those of the script or "
+            "of `run -m` are __main__.*)",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
     if dropped:
         warnings.warn(
             f"function-level tracing recorded {tracer.recorded:,} calls and dropped {dropped:,} "

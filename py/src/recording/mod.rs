@@ -44,6 +44,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;
+    m.add_function(wrap_pyfunction!(check_flush_interval, m)?)?;
     tracer::register(m)?;
     Ok(())
 }
@@ -68,6 +69,14 @@ fn host_facts(py: Python<'_>) -> (Option<String>, i64) {
 #[pyfunction]
 fn thread_time_ns() -> i64 {
     scope_profiler_recorder::thread_cpu_ns()
+}
+
+/// `check_flush_interval(seconds)`: `seconds` as a `flush_interval` (finite, at least
+/// 0.01 s), else `ValueError` naming it (`finalize::stream::check_interval`, the rule of
+/// `--flush-interval` too).
+#[pyfunction]
+fn check_flush_interval(seconds: f64) -> PyResult<f64> {
+    scope_profiler_finalize::stream::check_interval(seconds).map_err(pyo3::exceptions::PyValueError::new_err)
 }
 
 /// `check_region_name(name)` for Python: [`region_name_text`] without keeping the text.

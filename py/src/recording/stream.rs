@@ -76,11 +76,8 @@ pub(crate) fn start(
     metadata: &Bound<'_, PyDict>,
     origin_ns: i64,
 ) -> PyResult<PathBuf> {
-    if !(interval.is_finite() && interval > 0.0) {
-        return Err(pyo3::exceptions::PyValueError::new_err(format!(
-            "flush_interval must be a positive number of seconds, got {interval}"
-        )));
-    }
+    let interval =
+        scope_profiler_finalize::stream::check_interval(interval).map_err(pyo3::exceptions::PyValueError::new_err)?;
     let mut meta = Vec::with_capacity(metadata.len());
     for (k, v) in metadata.iter() {
         meta.push((k.str()?.to_string(), to_meta_value(&v)?));
