@@ -368,6 +368,17 @@ pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8,
 mod tests {
     use super::*;
 
+    /// A column held whole.
+    struct Values(Vec<i64>);
+    impl ColumnSource for Values {
+        fn len(&self) -> usize {
+            self.0.len()
+        }
+        fn fill(&self, at: usize, out: &mut [i64]) {
+            out.copy_from_slice(&self.0[at..at + out.len()]);
+        }
+    }
+
     struct Ramp(usize);
     impl ColumnSource for Ramp {
         fn len(&self) -> usize {
@@ -438,21 +449,12 @@ mod tests {
     /// padded last one included, and a column that changes value is encoded afresh.
     #[test]
     fn chunks_of_one_repeated_value_are_reused_and_decode() {
-        struct Column(Vec<i64>);
-        impl ColumnSource for Column {
-            fn len(&self) -> usize {
-                self.0.len()
-            }
-            fn fill(&self, at: usize, out: &mut [i64]) {
-                out.copy_from_slice(&self.0[at..at + out.len()]);
-            }
-        }
         let workers = Workers::default();
         let chunk = 1024;
         let mut changes = vec![7i64; 3 * chunk];
         changes[2 * chunk + 5] = 8;
         for values in [vec![7i64; 5 * chunk + 10], vec![0; 4 * chunk + 1], vec![-1; 3 * chunk], changes] {
-            let col = Column(values.clone());
+            let col = Values(values.clone());
             let stored = encode_i64_chunks(&col, chunk, 1, &workers);
             for (k, c) in stored.iter().enumerate() {
                 let mut want = values[k * chunk..((k + 1) * chunk).min(values.len())].to_vec();
@@ -475,15 +477,6 @@ mod tests {
                 (i as i64) << 16 | (x & 0xffff) as i64
             })
             .collect();
-        struct Values(Vec<i64>);
-        impl ColumnSource for Values {
-            fn len(&self) -> usize {
-                self.0.len()
-            }
-            fn fill(&self, at: usize, out: &mut [i64]) {
-                out.copy_from_slice(&self.0[at..at + out.len()]);
-            }
-        }
         // random second byte after a constant first: a stored plane after a deflated one
         let workers = Workers::default(); // reused across columns, as by a write
         let second: Vec<i64> = noisy.iter().map(|v| (v & 0xff00) | 7).collect();
