@@ -429,11 +429,29 @@ where
 /// `processes`: the private directory the followed processes wrote into and this process's
 /// description; their recordings are first stacked after `h5`'s run as rank blocks and the
 /// result written over `h5` ([`processes::merge_processes`]). No recording there: as without.
+/// Once all this succeeded the directory is removed; on an error it stays (the message the
+/// caller prints names it).
 ///
 /// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
 /// it; then `h5` is not read back (issue 12: reading a 1M-call file back cost ~10 % of
 /// `run --recursive`). The caller guarantees it is exactly what `h5` holds.
 pub fn after_run(
+    req: &RunRequest,
+    h5: &Path,
+    processes: Option<(&Path, &str)>,
+    recorded: Option<&Run>,
+) -> Result<Option<PathBuf>, String> {
+    let done = finish_run(req, h5, processes, recorded)?;
+    if let Some((dir, _)) = processes {
+        // what the followed processes recorded is in `h5` now (Python's shutil, imported
+        // only for this, cost ~6 ms of every run)
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    Ok(done)
+}
+
+/// [`after_run`] but for the removal of the processes' directory.
+fn finish_run(
     req: &RunRequest,
     h5: &Path,
     processes: Option<(&Path, &str)>,

@@ -83,7 +83,8 @@ fn run_settings<'py>(py: Python<'py>, s: &RunSettings) -> PyResult<Bound<'py, Py
 ///
 /// `processes` (the directory the followed processes of `run` wrote into) and
 /// `process_label` (this process's description): their recordings are first stacked after
-/// `h5`'s run, one rank block per process, and written over `h5` (metadata `processes`).
+/// `h5`'s run, one rank block per process, and written over `h5` (metadata `processes`);
+/// the directory is removed once everything succeeded (kept on an error).
 ///
 /// `recorded`: the run this process just wrote to `h5` (the last finalize's); used instead
 /// of reading `h5` back when its `file_path` is `h5`.

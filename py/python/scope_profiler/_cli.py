@@ -361,11 +361,6 @@ def _after_run(
         kept = f"; the other processes' profiles are kept in {processes}" if processes else ""
         print(f"error: {exc}{kept}", file=sys.stderr)
         code = code or 1
-    else:
-        if processes is not None:
-            import shutil
-
-            shutil.rmtree(processes, ignore_errors=True)
     if not req.get("track_async") and not req["quiet"]:
         _untracked_event_loop_note()
     return code

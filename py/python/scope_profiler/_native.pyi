@@ -970,8 +970,8 @@ def cli_after_run(
     then removed), summary and speedscope file named after ``output``; the speedscope path
     or None. ``OSError`` naming the file (a failed rendering keeps ``h5``). ``processes``:
     the directory the followed processes recorded into; their files are first stacked after
-    ``h5``'s run as rank blocks (``process_label`` describes this process) and the result
-    written over ``h5``. ``recorded``: the run this process just wrote to ``h5``, used
+    ``h5``'s run as rank blocks (``process_label`` describes this process), the result
+    written over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this process just wrote to ``h5``, used
     instead of reading it back when its ``file_path`` is ``h5``."""
 
 def _run_to_bytes(native: NativeRun) -> bytes:
