@@ -26,9 +26,8 @@ pub use callstack::{
 };
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError, OptionalColumns};
 pub use lanes::{
-    checked_lane_label, lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary,
-    thread_summary_from, thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow,
-    ThreadSummaryRow,
+    lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
+    thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
 };
 pub use merge::{merge_runs, MergeError, MergeOptions, PROCESSES};
 pub use pytext::{py_float_repr, py_format_g, py_repr};

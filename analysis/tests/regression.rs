@@ -341,27 +341,6 @@ fn stop_25_finding_4_frames_keep_their_columns_when_empty() {
     assert_eq!(&with_await[22..], ["await_duration", "held_duration"]);
 }
 
-/// stop 25 new-user trial (analysis), finding 7: "`lane_label(-999)` returns 'thread 997'
-/// for a thread the run does not have". `checked_lane_label` refuses it, naming the lanes
-/// the rank has; lanes of the tables, of the calls and -1 still get their label.
-#[test]
-fn stop_25_finding_7_a_lane_the_run_does_not_have_is_an_error() {
-    use scope_profiler_analysis::checked_lane_label;
-    let mut r = run("x", vec![]);
-    r.threads = vec![main_thread()];
-    r.regions[0].thread_ids = Some(Int64Array::from(vec![0, 3]));
-    assert_eq!(checked_lane_label(&r, -2, 0).unwrap(), "MainThread");
-    assert_eq!(checked_lane_label(&r, -5, 0).unwrap(), "thread 3", "thread 3 has a call, no table row");
-    assert_eq!(checked_lane_label(&r, -1, 0).unwrap(), "unknown lane");
-    let e = checked_lane_label(&r, -999, 0).unwrap_err();
-    assert_eq!(
-        e,
-        "lane -999 (thread 997) is not a lane of rank 0: its thread lanes are -2 (thread 0); its task lanes are none; -1 is the lane of calls without one"
-    );
-    assert!(checked_lane_label(&r, 4, 0).unwrap_err().starts_with("lane 4 (task 4) is not a lane of rank 0"));
-    assert!(checked_lane_label(&r, -2, 1).is_err(), "rank 1 has no thread 0");
-}
-
 fn main_thread() -> ThreadRow {
     ThreadRow {
         rank: 0,

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyList, PyString, PyTuple};
 use scope_profiler_analysis::region_stats::RowStats;
-use scope_profiler_analysis::{checked_lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
+use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
 
 use crate::concurrency::{lane_tables, TaskInfo, ThreadInfo};
 use crate::errors::{nesting_err, EventDataUnavailableError};
@@ -624,12 +624,12 @@ impl ProfilingResults {
     fn tasks<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         Ok(self.tables(py)?.1.bind(py).clone())
     }
-    /// `"MainThread"`, `"Task-2 (fetch) on MainThread"`, `"unknown lane"`, ... Raises
-    /// ValueError, naming the lanes that exist, for a lane the rank does not have
-    /// (`analysis::checked_lane_label`).
+    /// `"MainThread"`, `"Task-2 (fetch) on MainThread"`, `"unknown lane"`, ...; a lane the
+    /// rank does not have gets a label made from its id (`"thread 7"`, `"task 50"`), as
+    /// 0.7.5 gives it.
     #[pyo3(signature = (lane, rank=0))]
-    fn lane_label(&self, lane: i64, rank: u32) -> PyResult<String> {
-        checked_lane_label(&self.analysis.run, lane, rank).map_err(PyValueError::new_err)
+    fn lane_label(&self, lane: i64, rank: u32) -> String {
+        lane_label(&self.analysis.run, lane, rank)
     }
     /// One dict per thread-table row of `rank` (index order), s:
     /// `index, name, alive`; `wall_time` (start to end, or to the run's end while alive; the

@@ -2798,22 +2798,6 @@ def test_stop_25_finding_6_summary_rows_stay_one_line_and_aligned(tmp_path):
     assert len(ends) == 1, rows
 
 
-# Reported: stop 25 new-user trial (analysis), finding 7: lane_label(-999) returned
-# "thread 997" for a thread the run does not have. It raises ValueError naming the lanes;
-# for_thread of such a thread keeps 0.7.5's empty Region.
-def test_stop_25_finding_7_lane_label_of_a_lane_the_run_lacks(tmp_path):
-    r = _nested_threaded_run(tmp_path / "mine.h5")
-    with pytest.raises(ValueError) as info:
-        r.lane_label(-999)
-    assert str(info.value) == (
-        "lane -999 (thread 997) is not a lane of rank 0: its thread lanes are -2 (thread 0), "
-        "-3 (thread 1); its task lanes are none; -1 is the lane of calls without one"
-    )
-    assert r.lane_label(-2) == "w"
-    assert r["outer"][0].for_thread(99).num_calls == 0
-    assert r["outer"][0].for_thread(0).num_calls == 3
-
-
 # stop 25 new-user trial (recording), finding 1: "`scope-profiler run` rejects most of 0.7.5's
 # `run` options (exit 2): --outfile, --label, --tag, --enable-tag, --config, --no-output,
 # --buffer-limit, --no-recursive, ...; a drop-in must accept them".

@@ -210,10 +210,7 @@ out = {
                 for name in r.region_names},
     "threads": {rank: [repr(t) for t in rows] for rank, rows in r.threads.items()},
     "tasks": {rank: [repr(t) for t in rows] for rank, rows in r.tasks.items()},
-    # the lanes each rank has (a lane it lacks raises ValueError here, 0.7.5 made up a name)
-    "lane_labels": {rank: [r.lane_label(lane, rank)
-                           for lane in [-1] + [-2 - t.index for t in r.threads.get(rank, [])]
-                           + [t.index for t in r.tasks.get(rank, [])]]
+    "lane_labels": {rank: [r.lane_label(lane, rank) for lane in range(-6, 4)]
                     for rank in range(max(r.num_ranks, 1))},
 }
 try:

@@ -683,9 +683,9 @@ class ProfilingResults:
     ) -> list[dict[str, Any]]:
         """``call_id, parent_id, name, call_index, depth`` per call of ``rank``."""
     def lane_label(self, lane: int, rank: int = 0) -> str:
-        """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ...
-        Raises ValueError, naming the lanes that exist, for a lane ``rank`` does not have
-        (neither in its thread/task tables nor on any of its calls)."""
+        """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ...; a
+        lane ``rank`` does not have gets a label made from its id (``"thread 7"``,
+        ``"task 50"``), as 0.7.5 gives it."""
     def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
         """One dict per thread of ``rank``, s: ``index, name, alive, wall_time`` (start to end,
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
