@@ -19,6 +19,19 @@ from helpers import run_traced as _run_traced
 from scope_profiler import ProfileManager, read_h5
 
 
+@pytest.fixture(
+    autouse=True,
+    params=["default", "profile"] if sys.version_info[:2] == (3, 11) else ["default"],
+)
+def trace_hook(request, monkeypatch):
+    """On 3.11 every test here runs with both mechanisms: the frame evaluation function
+    (the default) and the per-thread C profile function (``SCOPE_PROFILER_TRACE_HOOK=profile``,
+    used for per-call tracing and when another tool evaluates frames)."""
+    if request.param == "profile":
+        monkeypatch.setenv("SCOPE_PROFILER_TRACE_HOOK", "profile")
+    return request.param
+
+
 def _calls(run, name: str) -> int:
     return run[name][0].num_calls if name in run else 0
 
@@ -733,3 +746,24 @@ def test_untracked_threads_under_recursive_profile_are_pointed_at_track_threads(
         m.startswith("call graph not recorded: ") and m.endswith("track_threads=True in Python.")
         for m in messages
     ), messages
+
+
+# found while building 3.11's frame evaluation hook (issue 12): a generator started before
+# tracing began and finished while another one of the same function was open closed that
+# other one's call ("the innermost open call of the region"), on every mechanism.
+def test_a_generator_started_before_tracing_closes_no_other_call():
+    def numbers(n):
+        yield from range(n)
+
+    old = numbers(3)
+    next(old)  # started before tracing: its start is not recorded
+    ProfileManager.setup(recursive_profile=True, deactivate_file_output=True, replace=True)
+    new = numbers(3)
+    next(new)
+    assert list(old) == [1, 2]  # must not close new's call
+    time.sleep(0.05)
+    assert list(new) == [1, 2]
+    results = ProfileManager._finalize(verbose=False, return_results=True, close_open=True)
+    region = results[f"test_tracer.{numbers.__qualname__}"][0]
+    assert region.num_calls == 1
+    assert region.durations[0] >= 0.05

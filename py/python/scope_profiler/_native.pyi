@@ -1556,7 +1556,8 @@ class NativeTracer:
     @property
     def scoped(self) -> bool: ...
     def install_thread(self, frame: Any = None) -> None:
-        """3.11: trace the calling thread, counting ``frame`` (its first) as entered."""
+        """3.11 with ``PyEval_SetProfile``: trace the calling thread, counting ``frame`` (its
+        first) as entered. No-op with the other mechanisms (they cover every thread)."""
     def stop(self) -> None:
         """Stop tracing (idempotent); the counters stay readable."""
     @property
@@ -1565,8 +1566,9 @@ class NativeTracer:
     def displaced_here(self) -> bool:
         """3.11: whether another profile function (``sys.setprofile``, ``cProfile``) has
         replaced this running tracer on the calling thread since it was installed there
-        (the thread's later calls are not recorded). False on 3.12+, when not running, or
-        on a thread it was not installed on."""
+        (the thread's later calls are not recorded), or, with ``"eval_frame"``, another
+        frame evaluation function replaced it (every thread). False on 3.12+, when not
+        running, or on a thread it was not installed on."""
     @property
     def recorded(self) -> int:
         """Calls recorded (all threads)."""
@@ -1577,4 +1579,8 @@ class NativeTracer:
     def call_limit(self) -> int | None: ...
     @property
     def mechanism(self) -> str:
-        """``"sys.monitoring"`` (3.12+) or ``"PyEval_SetProfile"`` (3.11)."""
+        """How the tracer hooks in (since ``start()``; before it, how it would):
+        ``"sys.monitoring"`` (3.12+), ``"eval_frame"`` (3.11: a PEP 523 frame evaluation
+        function, every thread at once) or ``"PyEval_SetProfile"`` (3.11: a C profile
+        function per thread; per-call tracing, another tool's frame evaluation function
+        installed, or the environment variable ``SCOPE_PROFILER_TRACE_HOOK=profile``)."""

@@ -6,7 +6,8 @@ Every call of a selected Python function becomes a call of the region ``module.q
 region. The selection (user code only unless ``recursive_all``; ``recursive_include`` /
 ``recursive_exclude`` globs; ``recursive_entrypoint``) is decided once per code object in
 Rust. This module only builds the tracer from a configuration, starts and stops it with the
-recording, arms the thread-start hook on 3.11 (on 3.12+ ``sys.monitoring`` is process-wide)
+recording, arms the thread-start hook when it hooks threads one by one (3.11's profile
+function; 3.11's frame evaluation function and 3.12+'s ``sys.monitoring`` cover every thread)
 and reports the calls that ``recursive_call_limit`` left out.
 """
 
@@ -145,6 +146,8 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     previous = other_profiler()
     tracer.start()
     _TRACERS[id(config)] = tracer
+    if tracer.mechanism != "PyEval_SetProfile":
+        return tracer  # 3.12+ monitoring, 3.11 frame evaluation: every thread, beside others
     if previous is not None:
         _PAUSED[id(config)] = previous
         warnings.warn(
@@ -154,10 +157,9 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
             RuntimeWarning,
             stacklevel=_outside_stacklevel(),
         )
-    if sys.version_info < (3, 12):
-        from . import _tracking
+    from . import _tracking
 
-        _tracking.add_thread_start_callback(tracer.install_thread)
+    _tracking.add_thread_start_callback(tracer.install_thread)
     return tracer
 
 
@@ -206,7 +208,15 @@ def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
     tracer = tracer_of(config)
     if tracer is None or not tracer.running_now:
         return
-    if tracer.displaced_here:
+    if tracer.displaced_here and tracer.mechanism == "eval_frame":
+        warnings.warn(
+            "function-level tracing stopped early: another tool (a debugger) installed its "
+            "own frame evaluation function (PEP 523) in place of scope-profiler's, so the "
+            "calls after that are not in the run",
+            RuntimeWarning,
+            stacklevel=stacklevel,
+        )
+    elif tracer.displaced_here:
         warnings.warn(
             f"function-level tracing stopped early on thread {threading.current_thread().name!r}: "
             "another profiler (sys.setprofile, cProfile) replaced scope-profiler's on that "
@@ -215,7 +225,7 @@ def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
             RuntimeWarning,
             stacklevel=stacklevel,
         )
-    if sys.version_info < (3, 12) and not tracer.scoped:
+    if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
         from . import _tracking
 
         if _tracking.thread_hook_displaced():
@@ -245,7 +255,7 @@ def _stop_all() -> None:
     outlives the interpreter's modules (a traced call at shutdown would import threading)."""
     for tracer in list(_TRACERS.values()):
         if tracer.running_now:
-            if sys.version_info < (3, 12) and not tracer.scoped:
+            if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
                 from . import _tracking
 
                 _tracking.remove_thread_start_callback(tracer.install_thread)

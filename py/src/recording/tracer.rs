@@ -97,6 +97,9 @@ unsafe extern "C" fn keep_bits(_: *mut c_void) {}
 /// Generations 1..=65535 (0 = undecided), one per tracer start.
 static GENERATION: AtomicU64 = AtomicU64::new(0);
 
+/// Serials of tracer starts ([`Active::serial`]), from 1.
+static SERIAL: AtomicU64 = AtomicU64::new(0);
+
 fn next_generation() -> u64 {
     loop {
         let g = (GENERATION.fetch_add(1, Ordering::Relaxed) + 1) & 0xFFFF;
@@ -112,6 +115,19 @@ enum Hook {
     Profile { installed: Vec<usize> },
     /// 3.12+: `sys.monitoring` with this tool id; `disable` is `sys.monitoring.DISABLE`.
     Monitoring { tool: i32, disable: Py<PyAny> },
+    /// 3.11: the frame evaluation function [`eval_frame_hook`] (PEP 523, every thread).
+    EvalFrame,
+}
+
+impl Hook {
+    /// What [`NativeTracer::mechanism`] reports for this hook.
+    fn mechanism(&self) -> &'static str {
+        match self {
+            Hook::Profile { .. } => "PyEval_SetProfile",
+            Hook::Monitoring { .. } => "sys.monitoring",
+            Hook::EvalFrame => "eval_frame",
+        }
+    }
 }
 
 /// The state of a running tracer (what the callbacks read).
@@ -119,6 +135,9 @@ struct Active {
     shared: Arc<Shared>,
     selection: Selection,
     generation: u64,
+    /// Unique per start in this process (never reused, unlike `generation`): the key of
+    /// the thread state a thread caches ([`TraceLocal::state`]).
+    serial: u64,
     /// Code objects of `@profile`-decorated functions (a Python set; not traced again).
     decorated: Py<PySet>,
     /// `recorded_path(filename) -> str` of the manager (the file name recorded as source).
@@ -190,12 +209,7 @@ impl Active {
     #[inline]
     /// `None` when the tracer stopped while deciding (Python ran and another thread got
     /// the GIL): the caller must not touch `self` any more.
-    unsafe fn decision(
-        &self,
-        py: Python<'_>,
-        code: *mut ffi::PyObject,
-        frame: *mut ffi::PyFrameObject,
-    ) -> Option<Decision> {
+    unsafe fn decision(&self, py: Python<'_>, code: *mut ffi::PyObject, globals: Globals) -> Option<Decision> {
         let mut extra: *mut c_void = ptr::null_mut();
         if ffi::PyUnstable_Code_GetExtra(code, extra_index(), &mut extra) == 0 && !extra.is_null() {
             let d = Decision(extra as u64);
@@ -203,7 +217,7 @@ impl Active {
                 return Some(d);
             }
         }
-        let d = self.decide(py, code, frame);
+        let d = self.decide(py, code, globals);
         self.still_running().then_some(d)
     }
 
@@ -214,10 +228,11 @@ impl Active {
     }
 
     #[cold]
-    unsafe fn decide(&self, py: Python<'_>, code: *mut ffi::PyObject, frame: *mut ffi::PyFrameObject) -> Decision {
+    unsafe fn decide(&self, py: Python<'_>, code: *mut ffi::PyObject, globals: Globals) -> Decision {
         // Python runs in here (and may switch threads): another thread may stop the tracer
         let _alive = KeepAlive::new(self);
-        let d = match self.try_decide(py, code, frame) {
+        let _own = OwnPython::enter();
+        let d = match self.try_decide(py, code, globals) {
             Ok(d) => d,
             Err(e) => {
                 e.write_unraisable(py, None);
@@ -230,27 +245,18 @@ impl Active {
         d
     }
 
-    unsafe fn try_decide(
-        &self,
-        py: Python<'_>,
-        code: *mut ffi::PyObject,
-        frame: *mut ffi::PyFrameObject,
-    ) -> PyResult<Decision> {
+    unsafe fn try_decide(&self, py: Python<'_>, code: *mut ffi::PyObject, globals: Globals) -> PyResult<Decision> {
         let skip = Decision::new(self.generation, SKIP, Kind::Plain, 0);
         let code_obj = Bound::from_borrowed_ptr(py, code);
         if self.decorated.bind(py).contains(&code_obj)? {
             return Ok(skip);
         }
-        let frame = if frame.is_null() { ffi::PyEval_GetFrame() } else { frame };
-        let module: String = if frame.is_null() {
-            String::new()
-        } else {
-            let globals = ffi::PyFrame_GetGlobals(frame); // new reference
-            let globals = Bound::from_owned_ptr_or_err(py, globals)?;
-            match globals.cast::<PyDict>().ok().and_then(|g| g.get_item("__name__").ok().flatten()) {
+        let module: String = match globals.dict(py)? {
+            Some(globals) => match globals.cast::<PyDict>().ok().and_then(|g| g.get_item("__name__").ok().flatten()) {
                 Some(n) => n.extract().unwrap_or_default(),
                 None => String::new(),
-            }
+            },
+            None => String::new(),
         };
         let filename: String = code_obj.getattr("co_filename")?.extract()?;
         let qualname: String = code_obj.getattr("co_qualname")?.extract()?;
@@ -326,14 +332,18 @@ impl Active {
         (*self.gen_lanes.get()).insert(key, GenLane { state, task: (*state).current() });
     }
 
-    /// Close the call (region `region`) of generator `key` on the lane it was entered on,
-    /// when that is another lane of the calling thread than the one running.
+    /// Close the call (region `region`) of generator `key` on the lane it was entered on
+    /// (which may be another lane of the calling thread than the one running). Nothing when
+    /// its start was not recorded (it started before this tracer did: closing "the innermost
+    /// call of the region" would close another generator's call), or when it finishes on
+    /// another thread than it started on (the call stays open, flagged at the end).
     unsafe fn exit_generator(&self, region: u32, key: Option<usize>) {
-        let lane = key.and_then(|key| (*self.gen_lanes.get()).remove(&key));
-        if self.exit(region) {
+        let Some(key) = key else {
+            self.exit(region);
             return;
-        }
-        let (Some(lane), Some(state)) = (lane, self.shared.rec.local()) else { return };
+        };
+        let Some(lane) = (*self.gen_lanes.get()).remove(&key) else { return };
+        let Some(state) = self.shared.rec.local() else { return };
         if std::ptr::eq(lane.state, state) {
             (*state).exit_on(region, lane.task);
         }
@@ -343,6 +353,7 @@ impl Active {
     #[cold]
     unsafe fn register_thread(&self, py: Python<'_>) -> PyResult<*const scope_profiler_recorder::ThreadState> {
         let _alive = KeepAlive::new(self);
+        let _own = OwnPython::enter();
         self.shared.state(py)
     }
 
@@ -354,6 +365,80 @@ impl Active {
             Some(st) => (*st).exit(region),
             None => false,
         }
+    }
+}
+
+/// Where [`Active::decide`] reads the module name of a code object (`__name__` of the
+/// globals of the frame running it).
+#[derive(Clone, Copy)]
+enum Globals {
+    /// The globals of this frame object (3.11's profile function).
+    Frame(*mut ffi::PyFrameObject),
+    /// This globals dict, borrowed (3.11's frame evaluation: the frame is not running yet).
+    Dict(*mut ffi::PyObject),
+    /// The globals of the frame running now (`sys.monitoring` callbacks).
+    Current,
+}
+
+impl Globals {
+    /// The globals dict, if any.
+    unsafe fn dict<'py>(self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyAny>>> {
+        let frame = match self {
+            Globals::Dict(d) => return Ok(Bound::from_borrowed_ptr_or_opt(py, d)),
+            Globals::Frame(f) => f,
+            Globals::Current => ffi::PyEval_GetFrame(),
+        };
+        if frame.is_null() {
+            return Ok(None);
+        }
+        // new reference
+        Bound::from_owned_ptr_or_err(py, ffi::PyFrame_GetGlobals(frame)).map(Some)
+    }
+}
+
+/// Per-thread state of the tracer, one thread-local (a cdylib's every thread-local read is a
+/// `__tls_get_addr` call): 3.11's frame evaluation hook reads it once per frame.
+struct TraceLocal {
+    /// The thread runs Python code of the tracer's own (deciding on a code object,
+    /// registering the thread): the frame evaluation hook lets those frames through
+    /// untraced, as the interpreter does for a profile function's own calls (it would
+    /// otherwise recurse: deciding on `recorded_path`'s code calls `recorded_path`).
+    own_python: bool,
+    /// [`Active::serial`] of the tracer `state` was looked up for (0: none).
+    serial: u64,
+    /// The thread's recorder state for that tracer's recorder.
+    state: *const scope_profiler_recorder::ThreadState,
+    /// Lowest usable address of the stack segment running now (0: not known yet).
+    stack_low: usize,
+}
+
+thread_local! {
+    static TRACE_LOCAL: UnsafeCell<TraceLocal> = const {
+        UnsafeCell::new(TraceLocal { own_python: false, serial: 0, state: ptr::null(), stack_low: 0 })
+    };
+}
+
+/// The calling thread's [`TraceLocal`] (valid while the thread runs).
+#[inline(always)]
+fn trace_local() -> *mut TraceLocal {
+    TRACE_LOCAL.with(|t| t.get())
+}
+
+/// Marks the calling thread as running the tracer's own Python code while alive
+/// ([`TraceLocal::own_python`]); restores the previous mark when dropped.
+struct OwnPython(bool);
+
+impl OwnPython {
+    fn enter() -> Self {
+        // SAFETY: this thread's own state, not borrowed across this call.
+        OwnPython(unsafe { std::mem::replace(&mut (*trace_local()).own_python, true) })
+    }
+}
+
+impl Drop for OwnPython {
+    fn drop(&mut self) {
+        // SAFETY: as in `enter`.
+        unsafe { (*trace_local()).own_python = self.0 };
     }
 }
 
@@ -442,7 +527,7 @@ unsafe extern "C" fn profile_callback(
     }
     let py = Python::assume_attached();
     let code = ffi::PyFrame_GetCode(frame) as *mut ffi::PyObject; // new reference
-    let d = a.decision(py, code, frame);
+    let d = a.decision(py, code, Globals::Frame(frame));
     ffi::Py_DECREF(code); // the frame keeps it alive
     let Some(d) = d else { return 0 };
     let region = d.region();
@@ -504,6 +589,281 @@ unsafe fn thread_states() -> Vec<*mut ffi::PyThreadState> {
     out
 }
 
+// ------------------------------------------------------------------ 3.11: frame evaluation
+
+/// The head of CPython 3.11's `_PyInterpreterFrame` (`Include/internal/pycore_frame.h`),
+/// the fields read here. Their offsets (`f_globals` 8, `f_code` 32, `prev_instr` 56 on
+/// 64-bit) are those of every 3.11 release.
+#[repr(C)]
+struct InterpreterFrame311 {
+    f_func: *mut ffi::PyObject,
+    f_globals: *mut ffi::PyObject,
+    f_builtins: *mut ffi::PyObject,
+    f_locals: *mut ffi::PyObject,
+    f_code: *mut ffi::PyObject,
+    frame_obj: *mut ffi::PyObject,
+    previous: *mut c_void,
+    /// The code unit last started (a `_Py_CODEUNIT`: opcode in the low byte); one before
+    /// the first for a frame not started yet.
+    prev_instr: *const u16,
+}
+
+/// `offsetof(PyCodeObject, co_code_adaptive)` in 3.11 on 64-bit: where a code object's
+/// code units start. Checked against a fresh code object before the hook is used
+/// ([`eval_frame_usable`]).
+const CODE_UNITS_311: usize = 184;
+
+/// A frame evaluation function (`_PyFrameEvalFunction` of 3.11).
+type EvalFrame = unsafe extern "C" fn(*mut ffi::PyThreadState, *mut InterpreterFrame311, c_int) -> *mut ffi::PyObject;
+
+/// 3.11's frame evaluation API, looked up once in the process's own symbols.
+struct EvalFrameApi {
+    default: EvalFrame,
+    get: unsafe extern "C" fn(*mut ffi::PyInterpreterState) -> EvalFrame,
+    set: unsafe extern "C" fn(*mut ffi::PyInterpreterState, EvalFrame),
+}
+
+fn eval_frame_api() -> Option<&'static EvalFrameApi> {
+    static API: OnceLock<Option<EvalFrameApi>> = OnceLock::new();
+    API.get_or_init(|| {
+        let sym = |name: &std::ffi::CStr| {
+            // SAFETY: dlsym on the process's own symbols with a NUL-terminated name.
+            let p = unsafe { libc::dlsym(libc::RTLD_DEFAULT, name.as_ptr()) };
+            (!p.is_null()).then_some(p as usize)
+        };
+        let default = sym(c"_PyEval_EvalFrameDefault")?;
+        let get = sym(c"_PyInterpreterState_GetEvalFrameFunc")?;
+        let set = sym(c"_PyInterpreterState_SetEvalFrameFunc")?;
+        // SAFETY: the three symbols have these signatures in CPython 3.11.
+        unsafe {
+            Some(EvalFrameApi {
+                default: std::mem::transmute::<usize, EvalFrame>(default),
+                get: std::mem::transmute::<usize, unsafe extern "C" fn(*mut ffi::PyInterpreterState) -> EvalFrame>(get),
+                set: std::mem::transmute::<usize, unsafe extern "C" fn(*mut ffi::PyInterpreterState, EvalFrame)>(set),
+            })
+        }
+    })
+    .as_ref()
+}
+
+/// The default frame evaluation, what [`eval_frame_hook`] wraps (set before the hook is).
+static DEFAULT_EVAL: AtomicPtr<c_void> = AtomicPtr::new(ptr::null_mut());
+
+/// Stack left below which [`eval_frame_hook`] runs the frame on a new stack segment, and
+/// that segment's size. With the hook, every Python call is a C call (3.11 no longer
+/// inlines Python-to-Python calls), so a recursion the interpreter runs in one C frame
+/// untraced would otherwise exhaust the thread's stack (`sys.setrecursionlimit(10**6)`,
+/// 30,000 levels: a segfault with an 8 MiB stack).
+const RED_ZONE: usize = 256 * 1024;
+const STACK_SEGMENT: usize = 8 * 1024 * 1024;
+
+/// Whether 3.11's frame evaluation hook can be used here: the interpreter is CPython 3.11
+/// on 64-bit, nothing else evaluates frames (a debugger's PEP 523 hook), the code object
+/// layout is the expected one, and `SCOPE_PROFILER_TRACE_HOOK` does not ask for the
+/// profile function (`profile`).
+fn eval_frame_usable(py: Python<'_>) -> bool {
+    if py.version_info().major != 3 || py.version_info().minor != 11 || cfg!(not(target_pointer_width = "64")) {
+        return false;
+    }
+    if std::env::var("SCOPE_PROFILER_TRACE_HOOK").is_ok_and(|v| v == "profile") {
+        return false;
+    }
+    let Some(api) = eval_frame_api() else { return false };
+    // SAFETY: GIL held; reads the interpreter's evaluation function.
+    let current = unsafe { (api.get)(ffi::PyInterpreterState_Get()) };
+    if current as *const () != api.default as *const () {
+        return false;
+    }
+    code_layout_matches(py)
+}
+
+/// Whether a fresh code object's code units sit at [`CODE_UNITS_311`] (its `co_code`, not
+/// quickened yet, is a copy of them).
+fn code_layout_matches(py: Python<'_>) -> bool {
+    let check = || -> PyResult<bool> {
+        let builtins = py.import("builtins")?;
+        let code = builtins.call_method1("compile", ("a = b + c\nd = a * b\n", "<layout>", "exec"))?;
+        let units: Vec<u8> = code.getattr("co_code")?.extract()?;
+        // SAFETY: a code object is at least CODE_UNITS_311 + its code's size long in 3.11.
+        let at = unsafe { std::slice::from_raw_parts((code.as_ptr() as *const u8).add(CODE_UNITS_311), units.len()) };
+        Ok(units.len() >= 8 && at == units.as_slice())
+    };
+    check().unwrap_or(false)
+}
+
+/// Code unit index of `frame`'s last started instruction (-1: not started).
+#[inline]
+unsafe fn started_at(frame: *const InterpreterFrame311) -> isize {
+    let first = ((*frame).f_code as *const u8).add(CODE_UNITS_311) as *const u16;
+    (*frame).prev_instr.offset_from(first)
+}
+
+/// `offsetof(PyCodeObject, co_extra)` in 3.11 on 64-bit (just before the code units).
+const CO_EXTRA_311: usize = CODE_UNITS_311 - 8;
+
+/// The decision cached in `code`'s extra slot for this tracer's `generation`, read without
+/// a call (3.11's `_PyCodeObjectExtra`: a size, then the slots).
+#[inline(always)]
+unsafe fn cached_decision_311(code: *mut ffi::PyObject, generation: u64) -> Option<Decision> {
+    let extra = *((code as *const u8).add(CO_EXTRA_311) as *const *const isize);
+    if extra.is_null() {
+        return None;
+    }
+    let index = extra_index();
+    if index < 0 || index >= *extra {
+        return None;
+    }
+    let d = Decision(*extra.add(1 + index as usize) as u64);
+    (d.0 != 0 && d.generation() == generation).then_some(d)
+}
+
+/// The running tracer if it is still the one of `serial` (Python ran since it was read).
+#[inline]
+fn active_of(serial: u64) -> Option<&'static Active> {
+    active().filter(|a| a.serial == serial)
+}
+
+/// Evaluate `frame` with the default evaluation function, on a new stack segment when the
+/// calling thread's stack is nearly used up ([`RED_ZONE`]).
+#[inline(always)]
+unsafe fn evaluate(
+    tl: *mut TraceLocal,
+    ts: *mut ffi::PyThreadState,
+    frame: *mut InterpreterFrame311,
+    throwflag: c_int,
+) -> *mut ffi::PyObject {
+    // SAFETY: set to `_PyEval_EvalFrameDefault` before the hook is installed.
+    let default = std::mem::transmute::<*mut c_void, EvalFrame>(DEFAULT_EVAL.load(Ordering::Relaxed));
+    let here = &tl as *const _ as usize; // this frame's stack address
+    if (*tl).stack_low == 0 {
+        // stacker knows the bounds of the thread's stack, or of the segment it made
+        (*tl).stack_low = stacker::remaining_stack().map_or(1, |left| here.saturating_sub(left).max(1));
+    }
+    if here.wrapping_sub((*tl).stack_low) < RED_ZONE {
+        return evaluate_on_new_segment(tl, default, ts, frame, throwflag);
+    }
+    default(ts, frame, throwflag)
+}
+
+#[cold]
+#[inline(never)]
+unsafe fn evaluate_on_new_segment(
+    tl: *mut TraceLocal,
+    default: EvalFrame,
+    ts: *mut ffi::PyThreadState,
+    frame: *mut InterpreterFrame311,
+    throwflag: c_int,
+) -> *mut ffi::PyObject {
+    stacker::grow(STACK_SEGMENT, || {
+        let below = std::mem::replace(&mut (*tl).stack_low, 0); // found again on the segment
+        let result = default(ts, frame, throwflag);
+        (*tl).stack_low = below;
+        result
+    })
+}
+
+/// The calling thread's recorder state for `a` (cached per thread and tracer start);
+/// registers the thread on its first traced call (Python runs). `None` when that failed
+/// (reported as unraisable) or the tracer stopped meanwhile.
+#[inline(always)]
+unsafe fn thread_state(
+    a: &Active,
+    py: Python<'_>,
+    tl: *mut TraceLocal,
+) -> Option<*const scope_profiler_recorder::ThreadState> {
+    if (*tl).serial == a.serial {
+        return Some((*tl).state);
+    }
+    thread_state_slow(a, py, tl)
+}
+
+#[cold]
+unsafe fn thread_state_slow(
+    a: &Active,
+    py: Python<'_>,
+    tl: *mut TraceLocal,
+) -> Option<*const scope_profiler_recorder::ThreadState> {
+    let serial = a.serial;
+    let st = match a.shared.rec.local() {
+        Some(st) => st,
+        None => match a.register_thread(py) {
+            Ok(st) => st,
+            Err(e) => {
+                e.write_unraisable(py, None);
+                return None;
+            }
+        },
+    };
+    active_of(serial)?;
+    (*tl).serial = serial;
+    (*tl).state = st;
+    Some(st)
+}
+
+/// The frame evaluation function (3.11, PEP 523) of a running tracer: every Python frame
+/// the interpreter evaluates, on every thread, passes here. A selected plain function's
+/// call is entered before its frame runs and exited when it returns or unwinds. A
+/// generator-like frame is evaluated once per resume: its call is entered at its first
+/// start (the frame stopped before its `RESUME 0`; the evaluation that creates the
+/// generator is not a start) and exited when an evaluation ends otherwise than at a
+/// `YIELD_VALUE` (it returned, or unwound: NULL).
+unsafe extern "C" fn eval_frame_hook(
+    ts: *mut ffi::PyThreadState,
+    frame: *mut InterpreterFrame311,
+    throwflag: c_int,
+) -> *mut ffi::PyObject {
+    let tl = trace_local();
+    let Some(a) = active() else { return evaluate(tl, ts, frame, throwflag) };
+    if (*tl).own_python {
+        return evaluate(tl, ts, frame, throwflag);
+    }
+    let py = Python::assume_attached();
+    let code = (*frame).f_code;
+    let d = match cached_decision_311(code, a.generation) {
+        Some(d) => d,
+        None => match a.decision(py, code, Globals::Dict((*frame).f_globals)) {
+            Some(d) => d,
+            None => return evaluate(tl, ts, frame, throwflag),
+        },
+    };
+    let region = d.region();
+    if region == SKIP {
+        return evaluate(tl, ts, frame, throwflag);
+    }
+    let serial = a.serial;
+    if d.kind() == Kind::Plain {
+        let Some(st) = thread_state(a, py, tl) else { return evaluate(tl, ts, frame, throwflag) };
+        // a dropped call (past the limit) or a paused recorder pushes a placeholder, so the
+        // exit closes nothing
+        let placeholder = !(*a.budget.get()).admit() || a.shared.rec.paused();
+        (*st).enter(region, placeholder);
+        let result = evaluate(tl, ts, frame, throwflag);
+        if active_of(serial).is_some() {
+            (*st).exit(region);
+        }
+        return result;
+    }
+    let at = started_at(frame);
+    if at < 0 {
+        return evaluate(tl, ts, frame, throwflag); // the call creating the generator
+    }
+    let key = Some(frame as usize); // the frame lives in the generator object
+    if at < d.resume0() as isize {
+        a.enter(py, region);
+        if let Some(a) = active_of(serial) {
+            a.note_generator_lane(key);
+        }
+    }
+    let result = evaluate(tl, ts, frame, throwflag);
+    if let Some(a) = active_of(serial) {
+        let yielded = !result.is_null() && *((*frame).prev_instr as *const u8) == a.yield_opcode;
+        if !yielded {
+            a.exit_generator(region, key);
+        }
+    }
+    result
+}
+
 // ------------------------------------------------------------------ 3.12+: sys.monitoring
 
 /// `PY_START(code, offset)`: enter, or `DISABLE` for code outside the selection.
@@ -551,7 +911,7 @@ unsafe fn monitoring_event(
     }
     let py = Python::assume_attached();
     let code = *args;
-    let Some(d) = a.decision(py, code, ptr::null_mut()) else { return none() };
+    let Some(d) = a.decision(py, code, Globals::Current) else { return none() };
     let region = d.region();
     if region == SKIP {
         if can_disable {
@@ -726,6 +1086,8 @@ fn uses_monitoring(py: Python<'_>) -> bool {
 #[pyclass(module = "scope_profiler._native", frozen)]
 pub struct NativeTracer {
     active: UnsafeCell<Option<Arc<Active>>>,
+    /// How the last start hooked in ([`Hook::mechanism`]).
+    mechanism: UnsafeCell<&'static str>,
     /// The counters of the last run once stopped (recorded, dropped).
     last: UnsafeCell<CallBudget>,
 }
@@ -765,6 +1127,7 @@ impl NativeTracer {
             shared: Arc::clone(&recorder.shared),
             selection: Selection { all, system_prefixes, include, exclude, entrypoint },
             generation: 0,
+            serial: 0,
             decorated,
             recorded_path,
             resume_opcode,
@@ -776,7 +1139,12 @@ impl NativeTracer {
             scoped,
             hook_object: Py::new(py, TraceHook)?,
         };
-        Ok(NativeTracer { active: UnsafeCell::new(Some(Arc::new(active))), last: UnsafeCell::new(CallBudget::new(0)) })
+        let mechanism = if uses_monitoring(py) { "sys.monitoring" } else { "PyEval_SetProfile" };
+        Ok(NativeTracer {
+            active: UnsafeCell::new(Some(Arc::new(active))),
+            mechanism: UnsafeCell::new(mechanism),
+            last: UnsafeCell::new(CallBudget::new(0)),
+        })
     }
 
     /// Start tracing on every thread (the calling one and those that exist; later ones via
@@ -797,10 +1165,16 @@ impl NativeTracer {
             return Err(PyRuntimeError::new_err("this tracer is still in use; create a new one"));
         };
         a.generation = next_generation();
+        a.serial = SERIAL.fetch_add(1, Ordering::Relaxed) + 1;
         let hook = if uses_monitoring(py) {
             start_monitoring(py)?
         } else if a.scoped {
             Hook::Profile { installed: Vec::new() } // threads are hooked by enter_call
+        } else if let Some(api) = eval_frame_usable(py).then(eval_frame_api).flatten() {
+            DEFAULT_EVAL.store(api.default as *const () as *mut c_void, Ordering::Relaxed);
+            // SAFETY: GIL held; the hook wraps the default evaluation (checked unreplaced).
+            unsafe { (api.set)(ffi::PyInterpreterState_Get(), eval_frame_hook) };
+            Hook::EvalFrame
         } else {
             let marker = a.hook_object.as_ptr();
             // SAFETY: GIL held; installs on this thread, then on every other thread state.
@@ -819,6 +1193,8 @@ impl NativeTracer {
             }
             Hook::Profile { installed }
         };
+        // SAFETY: GIL held.
+        unsafe { *self.mechanism.get() = hook.mechanism() };
         // SAFETY: GIL held.
         unsafe { *a.hook.get() = hook };
         ACTIVE.store(me, Ordering::Release);
@@ -937,6 +1313,10 @@ impl NativeTracer {
     #[getter]
     fn displaced_here(&self, py: Python<'_>) -> PyResult<bool> {
         let Some(a) = self.running() else { return Ok(false) };
+        // SAFETY: GIL held.
+        if let Hook::EvalFrame = unsafe { &*a.hook.get() } {
+            return Ok(!eval_frame_is_ours());
+        }
         Ok(installed_here(a) && !profile_is(py, a)?)
     }
 
@@ -959,14 +1339,14 @@ impl NativeTracer {
         (l != u64::MAX).then_some(l)
     }
 
-    /// How the tracer hooks in: `"sys.monitoring"` (3.12+) or `"PyEval_SetProfile"`.
+    /// How the tracer hooks in (since its start; before it, how it will): `"sys.monitoring"`
+    /// (3.12+), `"eval_frame"` (3.11: a PEP 523 frame evaluation function, every thread) or
+    /// `"PyEval_SetProfile"` (3.11: a C profile function per thread; per-call tracing, or
+    /// when another frame evaluation function is installed or `SCOPE_PROFILER_TRACE_HOOK=profile`).
     #[getter]
-    fn mechanism(&self, py: Python<'_>) -> &'static str {
-        if uses_monitoring(py) {
-            "sys.monitoring"
-        } else {
-            "PyEval_SetProfile"
-        }
+    fn mechanism(&self) -> &'static str {
+        // SAFETY: GIL held (pymethods).
+        unsafe { *self.mechanism.get() }
     }
 
     fn __repr__(&self) -> String {
@@ -1000,8 +1380,16 @@ fn installed_here(a: &Active) -> bool {
             let me = unsafe { ffi::PyThreadState_Get() } as usize;
             installed.contains(&me)
         }
-        Hook::Monitoring { .. } => false,
+        Hook::Monitoring { .. } | Hook::EvalFrame => false,
     }
+}
+
+/// Whether the interpreter's frame evaluation function is [`eval_frame_hook`] (3.11).
+fn eval_frame_is_ours() -> bool {
+    // SAFETY: GIL held (callers are pymethods or hold it).
+    eval_frame_api().is_some_and(
+        |api| unsafe { (api.get)(ffi::PyInterpreterState_Get()) } as usize == eval_frame_hook as *const () as usize,
+    )
 }
 
 /// Whether the calling thread's profile object (`sys.getprofile()`) is `a`'s hook object.
@@ -1026,6 +1414,14 @@ fn stop_running(py: Python<'_>) -> PyResult<()> {
     let hook = unsafe { &mut *(*p).hook.get() };
     match hook {
         Hook::Monitoring { tool, .. } => stop_monitoring(py, *tool),
+        Hook::EvalFrame => {
+            // another frame evaluation function installed since (a debugger) stays
+            if let (true, Some(api)) = (eval_frame_is_ours(), eval_frame_api()) {
+                // SAFETY: GIL held; frames running in the hook finish through it.
+                unsafe { (api.set)(ffi::PyInterpreterState_Get(), api.default) };
+            }
+            Ok(())
+        }
         Hook::Profile { installed } => {
             // SAFETY: GIL held; only thread states still alive are touched.
             unsafe {
