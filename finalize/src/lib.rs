@@ -7,6 +7,8 @@
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
 //! * [`host`]: host facts of the run's `/metadata` (`platform`, `omp_num_threads`) from
 //!   system calls, without a subprocess.
+//! * [`settings`]: the settings of `setup()`: names, defaults, validation (the reference's words).
+//! * [`run_metadata`]: the run's `/metadata` at `setup()` (host, versions, a job's environment).
 //! * [`metadata_scopes`]: `metadata()` scopes (entry/exit times and values) applied to the
 //!   calls they contain at a checkpoint; nothing per call.
 //! * [`stream`]: `flush_interval`: completed calls appended to a sidecar file as they
@@ -18,6 +20,8 @@
 pub mod checkpoint;
 pub mod host;
 pub mod metadata_scopes;
+pub mod run_metadata;
+pub mod settings;
 pub mod snapshot;
 pub mod stream;
 pub mod transport;

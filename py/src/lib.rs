@@ -30,6 +30,7 @@ mod recording;
 mod region;
 mod results;
 mod run;
+mod settings;
 mod speedscope_export;
 mod trace_exports;
 
@@ -53,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     profile_io::register(m)?;
     cli::register(m)?;
     recording::register(m)?;
+    settings::register(m)?;
     ranks::register(m)?;
     speedscope_export::register(m)?;
     prof_export::register(m)?;

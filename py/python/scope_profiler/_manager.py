@@ -35,12 +35,9 @@ from ._native import (
     RegionCache,
     check_region_name,
     perf_counter_ns,
-)
-from ._settings import (
-    CONFIG_FIELDS,
-    ProfilingConfig,
     unknown_setting_error,
 )
+from ._settings import CONFIG_FIELDS, ProfilingConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:

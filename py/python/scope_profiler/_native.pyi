@@ -7,7 +7,7 @@ Absolute times come from the recording clock (``CLOCK_MONOTONIC``, same as
 Checked against the module by ``python -m mypy.stubtest scope_profiler._native``.
 """
 
-from collections.abc import Callable, Coroutine, Generator, Iterator, Mapping, Sequence
+from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, Mapping, Sequence
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
@@ -62,10 +62,11 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
-    "check_flush_interval",
     "check_region_name",
+    "check_settings",
     "cli_after_run",
     "cli_main",
+    "collect_metadata",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -77,7 +78,6 @@ __all__ = [
     "export_prof",
     "export_speedscope",
     "export_timeline_svg",
-    "host_facts",
     "lane_groups",
     "merge_results",
     "perf_counter_ns",
@@ -86,10 +86,12 @@ __all__ = [
     "read_h5_summary",
     "read_json",
     "read_trace_columns",
+    "setting_defaults",
     "sniff_profile_format",
     "split_by_lane",
     "summary_text",
     "thread_time_ns",
+    "unknown_setting_error",
     "write_json",
 ]
 
@@ -1206,24 +1208,42 @@ def sniff_profile_format(path: _Path) -> str:
     bytes, else by its name. Raises ``FileNotFoundError``, ``OSError``."""
 
 # ---------------------------------------------------------------------------------------------
+# settings (``scope_profiler._settings``)
+
+def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
+    """``(defaults, own_defaults)``: the reference's 29 settings with their defaults (its
+    ``ProfilingConfig.__init__`` order) and this package's own (``flush_interval``, seconds
+    or None; the ``recursive_*`` options); new dicts."""
+
+def unknown_setting_error(names: Iterable[str]) -> str:
+    """The reference's message for unknown setting names (sorted, each with the closest
+    setting name when one is close enough, as ``difflib.get_close_matches`` finds it)."""
+
+def check_settings(
+    settings: Mapping[str, Any],
+) -> tuple[dict[str, Any], str | None, float | None, tuple[Any, ...], tuple[Any, ...]]:
+    """``(values, hdf5_compression, flush_interval, perf_events, enable_tags)`` of
+    ``setup()`` keywords: ``values`` every setting (defaults order; a ``None`` keeps the
+    default), ``hdf5_compression`` normalized (lower case, None when off), ``flush_interval``
+    in seconds or None, ``perf_events`` / ``enable_tags`` as tuples. Raises ``TypeError``
+    for unknown names, ``ValueError`` for a refused value or combination (the reference's
+    order and words), ``NotImplementedError`` for a mode this package does not have."""
+
+def collect_metadata(detail: str = "minimal") -> dict[str, Any]:
+    """The run's metadata (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``;
+    ``timestamp`` now, UTC ISO 8601); ``detail="full"`` adds ``hostname``, ``uname``,
+    ``working_directory``, ``user``, ``modules`` and the job's environment variables. Text
+    values over 60,000 characters are truncated. The host part is read once per process by
+    system calls."""
+
+# ---------------------------------------------------------------------------------------------
 # recording
 
 def perf_counter_ns() -> int:
     """The recorder clock (``CLOCK_MONOTONIC``, ns)."""
 
-def host_facts() -> tuple[str | None, int]:
-    """Host facts of the run's ``/metadata`` read by system calls (no subprocess, no
-    ctypes): ``(platform, omp_num_threads)``. ``platform`` is ``platform.platform()``'s
-    string, or ``None`` where it cannot be computed so (not glibc Linux); ``omp_num_threads``
-    is ``omp_get_max_threads()`` of the first OpenMP runtime that loads, else the first
-    entry of ``OMP_NUM_THREADS``, else 1."""
-
 def thread_time_ns() -> int:
     """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""
-
-def check_flush_interval(seconds: float) -> float:
-    """``seconds`` as a ``flush_interval`` (s): returned when finite and at least 0.01 s,
-    else ``ValueError`` naming it (the rule of ``run --flush-interval`` too)."""
 
 def check_region_name(name: str) -> None:
     """``ValueError`` (naming the name and why) for a region name a profile file cannot

@@ -13,7 +13,8 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._settings import ALL_DEFAULTS, CONFIG_FIELDS, unknown_setting_error
+from ._native import unknown_setting_error
+from ._settings import ALL_DEFAULTS, CONFIG_FIELDS
 
 
 @dataclass

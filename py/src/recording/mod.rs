@@ -42,9 +42,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<TimedCoroutine>()?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
-    m.add_function(wrap_pyfunction!(host_facts, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;
-    m.add_function(wrap_pyfunction!(check_flush_interval, m)?)?;
     tracer::register(m)?;
     Ok(())
 }
@@ -55,28 +53,10 @@ fn perf_counter_ns() -> i64 {
     scope_profiler_recorder::now_ns()
 }
 
-/// Host facts of the run's `/metadata` read by system calls (no subprocess, no ctypes):
-/// `(platform, omp_num_threads)`. `platform` is `platform.platform()`'s string, or `None`
-/// where it cannot be computed so (not glibc Linux: ask Python); `omp_num_threads` is
-/// `omp_get_max_threads()` of the first OpenMP runtime that loads, else `OMP_NUM_THREADS`,
-/// else 1.
-#[pyfunction]
-fn host_facts(py: Python<'_>) -> (Option<String>, i64) {
-    py.detach(|| (scope_profiler_finalize::host::platform_string(), scope_profiler_finalize::host::omp_num_threads()))
-}
-
 /// CPU time of the calling thread (`CLOCK_THREAD_CPUTIME_ID`, ns).
 #[pyfunction]
 fn thread_time_ns() -> i64 {
     scope_profiler_recorder::thread_cpu_ns()
-}
-
-/// `check_flush_interval(seconds)`: `seconds` as a `flush_interval` (finite, at least
-/// 0.01 s), else `ValueError` naming it (`finalize::stream::check_interval`, the rule of
-/// `--flush-interval` too).
-#[pyfunction]
-fn check_flush_interval(seconds: f64) -> PyResult<f64> {
-    scope_profiler_finalize::stream::check_interval(seconds).map_err(pyo3::exceptions::PyValueError::new_err)
 }
 
 /// `check_region_name(name)` for Python: [`region_name_text`] without keeping the text.
