@@ -30,6 +30,7 @@ pub mod html;
 pub mod merge;
 pub mod processes;
 pub mod report;
+pub mod run_session;
 
 use std::path::{Path, PathBuf};
 

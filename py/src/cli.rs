@@ -2,27 +2,36 @@
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use pyo3::exceptions::PyOSError;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest, RunSettings};
+use scope_profiler_cli::run_session::{self, SessionValue};
+use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
 
 use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `module` (None or the
-/// `-m` module, then `script` is empty), `args`,
-/// `track_threads`, `track_async`, `output`, `recording`, `speedscope`, `quiet`,
-/// `flush_interval`, `follow`, `no_output`, `settings`: the `session(...)` keywords of the
-/// reference's other `run` options) that Python must carry out, then pass to `cli_after_run`. `recording` is
-/// the HDF5 file the run writes: `output` itself, or `<output>.scope-profiler.h5` when
-/// `output` names a JSON profile (rendered from it afterwards). The GIL is released while files are read and exported.
+/// `-m` module, then `script` is empty), `args`, `track_threads`, `track_async`, `output`,
+/// `recording`, `speedscope`, `quiet`, `follow`, `no_output`, `traced` (`--recursive` or an
+/// option implying it), `session`: the `session(...)` keywords of the run,
+/// [`run_session::session_settings`]) that Python must carry out, then pass to
+/// `cli_after_run`. `recording` is the HDF5 file the run writes: `output` itself, or
+/// `<output>.scope-profiler.h5` when `output` names a JSON profile (rendered from it
+/// afterwards). A script that is not a file: `error: ...` on stderr and exit code 2. The GIL
+/// is released while files are read and exported.
 #[pyfunction]
 fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_, PyDict>>)> {
     match py.detach(|| dispatch(argv)) {
         Outcome::Exit(code) => Ok((code, None)),
         Outcome::Run(req) => {
+            if req.module.is_none() {
+                if let Some(problem) = run_session::script_problem(&req.script) {
+                    eprintln!("error: {problem}");
+                    return Ok((2, None));
+                }
+            }
             let d = PyDict::new(py);
+            d.set_item("session", session_dict(py, &req)?)?;
             d.set_item("script", req.script.to_string_lossy().into_owned())?;
             d.set_item("module", req.module)?;
             d.set_item("args", req.args)?;
@@ -32,96 +41,114 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("recording", recording_path(&req.output).to_string_lossy().into_owned())?;
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
-            d.set_item("flush_interval", req.flush_interval)?;
             d.set_item("follow", req.follow)?;
-            if let Some(t) = req.tracing {
-                let tracing = PyDict::new(py);
-                tracing.set_item("all", t.all)?;
-                tracing.set_item("include", t.include)?;
-                tracing.set_item("exclude", t.exclude)?;
-                tracing.set_item("entrypoint", t.entrypoint)?;
-                d.set_item("tracing", tracing)?;
-            }
+            d.set_item("traced", req.tracing.is_some())?;
             d.set_item("no_output", req.settings.no_output)?;
-            d.set_item("settings", run_settings(py, &req.settings)?)?;
             Ok((0, Some(d)))
         }
     }
 }
 
-/// The reference's `run` options given, as `session(...)` keywords (only those given).
-fn run_settings<'py>(py: Python<'py>, s: &RunSettings) -> PyResult<Bound<'py, PyDict>> {
+/// The run's `session(...)` keywords ([`run_session::session_settings`]) as a dict.
+fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    if s.no_output {
-        d.set_item("deactivate_file_output", true)?;
-    }
-    if let Some(path) = &s.config {
-        d.set_item("config_path", path.to_string_lossy().into_owned())?;
-    }
-    if s.no_recursive {
-        d.set_item("recursive_profile", false)?;
-    }
-    if let Some(label) = &s.label {
-        d.set_item("label", label)?;
-    }
-    if !s.region_tags.is_empty() {
-        d.set_item("region_tags", s.region_tags.clone())?;
-    }
-    if !s.enable_tags.is_empty() {
-        d.set_item("enable_tags", s.enable_tags.clone())?;
-    }
-    if let Some(limit) = s.buffer_limit {
-        d.set_item("buffer_limit", limit)?;
+    for (name, value) in run_session::session_settings(req) {
+        match value {
+            SessionValue::None => d.set_item(name, py.None())?,
+            SessionValue::Bool(b) => d.set_item(name, b)?,
+            SessionValue::Int(i) => d.set_item(name, i)?,
+            SessionValue::Float(f) => d.set_item(name, f)?,
+            SessionValue::Text(t) => d.set_item(name, t)?,
+            SessionValue::Texts(t) => d.set_item(name, t)?,
+        }
     }
     Ok(d)
 }
 
-/// After a `run` that wrote `h5`: render `output` from it when that names another format
-/// (then remove `h5`), print the summary (unless quiet) and write the speedscope file named
-/// after `output`. Returns the speedscope path or None. Raises `OSError` naming the file on
-/// failure (a failed rendering keeps `h5`).
+/// The end of `run` once the session wrote `h5` (`request`: `cli_main`'s dict; `output`,
+/// `h5` absolute). Renders `output` from `h5` when that names another format (then removes
+/// `h5`), prints the summary (unless quiet) and writes the speedscope file named after
+/// `output`; then, without `--track-async`, the note about `event_loops` (the event-loop
+/// modules the program imported). Returns the exit code: `code`, or 1 instead of 0 when
+/// that failed (the error printed on stderr, naming the file, and the followed processes'
+/// directory when kept).
 ///
-/// `processes` (the directory the followed processes of `run` wrote into) and
-/// `process_label` (this process's description): their recordings are first stacked after
-/// `h5`'s run, one rank block per process, and written over `h5` (metadata `processes`);
-/// the directory is removed once everything succeeded (kept on an error).
+/// `processes` (the directory the followed processes of `run` wrote into): their recordings
+/// are first stacked after `h5`'s run, one rank block per process, this one described as
+/// `pid PID: ARGV` (`argv`: the script's, module name first for `-m`); the directory is
+/// removed once everything succeeded (kept on an error).
 ///
 /// `recorded`: the run this process just wrote to `h5` (the last finalize's); used instead
 /// of reading `h5` back when its `file_path` is `h5`.
 #[pyfunction]
-#[pyo3(signature = (output, h5, track_threads, speedscope, quiet, processes=None, process_label=None, recorded=None))]
+#[pyo3(signature = (request, output, h5, code, pid, argv, processes=None, recorded=None, event_loops=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
+    request: &Bound<'_, PyDict>,
     output: PathBuf,
     h5: PathBuf,
-    track_threads: bool,
-    speedscope: bool,
-    quiet: bool,
+    code: i32,
+    pid: u32,
+    argv: Vec<String>,
     processes: Option<PathBuf>,
-    process_label: Option<String>,
     recorded: Option<PyRef<'_, NativeRun>>,
-) -> PyResult<Option<String>> {
+    event_loops: Vec<String>,
+) -> PyResult<i32> {
+    let flag = |name: &str| -> PyResult<bool> {
+        Ok(match request.get_item(name)? {
+            Some(v) => v.is_truthy()?,
+            None => false,
+        })
+    };
+    let module = request.get_item("module")?.is_some_and(|m| !m.is_none());
+    let quiet = flag("quiet")?;
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
-    let process_label = process_label.unwrap_or_default();
+    let process_label = run_session::process_label(pid, &argv, module);
     let req = RunRequest {
         script: PathBuf::new(),
         module: None,
         args: vec![],
-        track_threads,
+        track_threads: flag("track_threads")?,
         track_async: false,
         output,
-        speedscope,
+        speedscope: flag("speedscope")?,
         quiet,
         flush_interval: None,
         tracing: None,
         follow: processes.is_some(),
         settings: Default::default(),
     };
-    let processes = processes.as_deref().map(|dir| (dir, process_label.as_str()));
-    py.detach(|| after_run(&req, &h5, processes, recorded.as_deref()))
-        .map(|p| p.map(|p| p.to_string_lossy().into_owned()))
-        .map_err(PyOSError::new_err)
+    let dir = processes.as_deref().map(|dir| (dir, process_label.as_str()));
+    let mut code = code;
+    if let Err(e) = py.detach(|| after_run(&req, &h5, dir, recorded.as_deref())) {
+        let kept = match &processes {
+            Some(dir) => format!("; the other processes' profiles are kept in {}", dir.display()),
+            None => String::new(),
+        };
+        flush_python_streams(py);
+        eprintln!("error: {e}{kept}");
+        code = if code == 0 { 1 } else { code };
+    }
+    if !flag("track_async")? && !quiet {
+        if let Some(note) = run_session::untracked_event_loop_note(&event_loops) {
+            flush_python_streams(py);
+            eprintln!("{note}");
+        }
+    }
+    Ok(code)
+}
+
+/// Flush `sys.stdout` and `sys.stderr`, so that what Rust writes to the descriptors comes
+/// after what Python printed before.
+fn flush_python_streams(py: Python<'_>) {
+    if let Ok(sys) = py.import("sys") {
+        for name in ["stdout", "stderr"] {
+            if let Ok(stream) = sys.getattr(name) {
+                let _ = stream.call_method0("flush");
+            }
+        }
+    }
 }
 
 /// The summary report of a run as text (same as `scope-profiler summary`).

@@ -16,6 +16,7 @@ mod display;
 mod errors;
 mod events;
 mod export;
+mod follow;
 mod frames;
 mod graphics_exports;
 mod h5reader;
@@ -53,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     native_trace::register(m)?;
     profile_io::register(m)?;
     cli::register(m)?;
+    follow::register(m)?;
     recording::register(m)?;
     settings::register(m)?;
     ranks::register(m)?;

@@ -136,20 +136,6 @@ def _terminate_writes_profile() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _tracing_settings(tracing: dict | None) -> dict:
-    """The session settings of ``run --recursive`` (``recursive_profile=True`` and the
-    ``recursive_*`` options); none without it."""
-    if tracing is None:
-        return {}
-    return {
-        "recursive_profile": True,
-        "recursive_all": tracing["all"],
-        "recursive_include": tracing["include"] or None,
-        "recursive_exclude": tracing["exclude"] or None,
-        "recursive_entrypoint": tracing["entrypoint"],
-    }
-
-
 def _run_path(script: str, traced: bool, module: str | None = None) -> None:
     """Run ``script`` as ``__main__`` (``module``: that module, as ``python -m`` does);
     traced, inside a region named after the script's file name (the reference's root region
@@ -190,10 +176,6 @@ def _run_script(req: dict) -> int:
         if not found:  # as python -m says it; a usage error, exit 2 like a missing script
             print(f"error: No module named {module!r}", file=sys.stderr)
             return 2
-    elif not os.path.isfile(script):
-        what = "is a directory, not a script" if os.path.isdir(script) else "not found"
-        print(f"error: script {what}: {script}", file=sys.stderr)
-        return 2
     output = os.path.abspath(req["output"])
     # the HDF5 file the run writes: the output itself, or a temporary beside a JSON output
     recording = os.path.abspath(req["recording"])
@@ -212,15 +194,8 @@ def _run_script(req: dict) -> int:
     # script's, imported here, before the session's root region and the traced root open
     import pkgutil  # noqa: F401
 
-    settings = {
-        # None when not asked for, so that a --config file's setting stands
-        "track_threads": req["track_threads"] or None,
-        "track_async": req.get("track_async") or None,
-        "flush_interval": req.get("flush_interval"),
-        **_tracing_settings(req.get("tracing")),
-        # the reference's other run options (--config, --label, --tag, --no-output, ...)
-        **req.get("settings", {}),
-    }
+    # the session's keywords (Rust: cli::run_session::session_settings)
+    settings = req["session"]
     started_pid = os.getpid()
     processes: str | None = None
     # --no-output: the session's finalize prints the summary of the run it keeps in memory
@@ -247,9 +222,7 @@ def _run_script(req: dict) -> int:
             ProfileManager._host_config = ProfileManager._config
             started = True
             try:
-                traced = (
-                    req.get("tracing") is not None or ProfileManager.get_config().recursive_profile
-                )
+                traced = req["traced"] or ProfileManager.get_config().recursive_profile
                 _run_path(script, traced=traced, module=module)
             except SystemExit as exc:  # the script's own exit; the profile is still written
                 if isinstance(exc.code, int) or exc.code is None:
@@ -335,50 +308,24 @@ def _after_run(
 ) -> int:
     """The end of ``run`` once the session wrote ``recording``: merge the followed
     processes' files (this one described by ``pid`` and its command line), print the
-    summary, write the speedscope file (Rust); the exit code (``code``, 1 instead of 0 when
-    that failed)."""
-    import shlex
-
+    summary, write the speedscope file, the note about an untracked event loop (Rust,
+    ``cli_after_run``); the exit code (``code``, 1 instead of 0 when that failed)."""
     from ._manager import ProfileManager
 
     if req.get("no_output"):  # --no-output: in memory only, the session printed its summary
         return code
-    label = f"pid {pid}: " + shlex.join(script_argv if module is None else ["-m", *script_argv])
-
-    try:
-        _native.cli_after_run(
-            output,
-            recording,
-            req["track_threads"],
-            req["speedscope"],
-            req["quiet"],
-            processes=processes,
-            process_label=label,
-            # the run the session just wrote (not read back when it is the file's)
-            recorded=ProfileManager._last_written_run,
-        )
-    except OSError as exc:
-        kept = f"; the other processes' profiles are kept in {processes}" if processes else ""
-        print(f"error: {exc}{kept}", file=sys.stderr)
-        code = code or 1
-    if not req.get("track_async") and not req["quiet"]:
-        _untracked_event_loop_note()
-    return code
-
-
-def _untracked_event_loop_note() -> None:
-    """After a run without ``--track-async``: when the program imported asyncio or gevent
-    (this package imports neither unless ``track_async`` is on), say that an event loop's
-    tasks interleave their calls on one thread without it (issue 14: the only hint was the
-    summary's, about a missing ``sp_end``, and only when no tracking flag was given)."""
-    loaded = [name for name in ("asyncio", "gevent") if name in sys.modules]
-    if loaded:
-        print(
-            f"note: the program imported {' and '.join(loaded)} but was recorded without --track-async: "
-            "if it runs an event loop, its tasks' calls interleave on one thread and their times are "
-            "not per task. Record it with --track-async for one lane per task and its await time.",
-            file=sys.stderr,
-        )
+    return _native.cli_after_run(
+        req,
+        output,
+        recording,
+        code,
+        pid,
+        script_argv,
+        processes=processes,
+        # the run the session just wrote (not read back when it is the file's)
+        recorded=ProfileManager._last_written_run,
+        event_loops=[name for name in ("asyncio", "gevent") if name in sys.modules],
+    )
 
 
 def main(argv: list[str] | None = None) -> int:

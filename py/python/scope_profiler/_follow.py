@@ -34,7 +34,7 @@ from contextlib import contextmanager
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator, Sequence
+    from collections.abc import Callable, Iterator
     from types import FrameType
     from typing import Any
 
@@ -86,34 +86,19 @@ def private_directory(output: str) -> str:
 def describe_process(parent: bool = False) -> str:
     """This process as the merged run's metadata ``processes`` names it: its pid, its parent's
     pid (for a child) and what it runs (a multiprocessing process's name, else its command
-    line, shortened to 200 characters)."""
-    import shlex
+    line, shortened to 200 characters; Rust: ``cli::run_session::describe_process``)."""
+    from ._native import describe_process as describe
 
-    who = f"pid {os.getpid()}" if parent else f"pid {os.getpid()} (child of {os.getppid()})"
     mp_process = sys.modules.get("multiprocessing.process")
-    if not parent and mp_process is not None and mp_process.parent_process() is not None:
-        what = f"multiprocessing {mp_process.current_process().name}"
-    elif not parent and _forked:  # os.fork(): it runs its parent's program
-        what = "fork: " + shlex.join(sys.argv)
-    elif not parent and "--multiprocessing-fork" in getattr(sys, "orig_argv", ()):
-        # a spawn child before BaseProcess._bootstrap (its `.started` marker, named in the
-        # warning if it never writes its file; issue 14, third new-user trial: the
-        # spawn_main command line stood there): its name once spawn.prepare() set it
-        # (_name_spawn_child; stop 24 note), else what it is
-        name = mp_process.current_process().name if mp_process is not None else ""
-        if name and name != "MainProcess":
-            what = f"multiprocessing {name}"
-        else:
-            what = "multiprocessing spawn child"
-    else:
-        argv = list(getattr(sys, "orig_argv", sys.argv))
-        if argv and os.path.basename(argv[0]).startswith("python"):
-            argv[0] = "python"
-        what = shlex.join(argv)
-    what = what.replace("\n", "\\n")  # one line (`python -c` code)
-    if len(what) > 200:
-        what = what[:197] + "..."
-    return f"{who}: {what}"
+    return describe(
+        os.getpid(),
+        None if parent else os.getppid(),
+        None if mp_process is None else mp_process.current_process().name,
+        mp_process is not None and mp_process.parent_process() is not None,
+        _forked,
+        list(sys.argv),
+        list(getattr(sys, "orig_argv", sys.argv)),
+    )
 
 
 @contextmanager
@@ -172,11 +157,13 @@ def start_from_environment() -> None:
     try:
         import json
 
+        from ._native import multiprocessing_helper
+
         spec = json.loads(raw)
         if not os.path.isdir(spec["dir"]):
             return  # the run that started it is over
         argv = getattr(sys, "orig_argv", ())
-        if _multiprocessing_helper(argv):
+        if multiprocessing_helper(list(argv)):
             # the forkserver, the resource tracker: not the program's processes; the
             # processes the forkserver forks record (restart_in_child)
             from ._fork import set_follow_hook
@@ -219,16 +206,6 @@ def _name_spawn_child() -> None:
         return prepare(data)
 
     spawn.prepare = named_prepare
-
-
-def _multiprocessing_helper(argv: Sequence[str]) -> bool:
-    """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
-    processes (``python -c 'from multiprocessing.forkserver import main; ...'``, the
-    resource tracker), not a process of the program."""
-    if "-c" not in argv or "--multiprocessing-fork" in argv:
-        return False
-    code = argv.index("-c") + 1
-    return code < len(argv) and argv[code].startswith("from multiprocessing.")
 
 
 def _forked_by_multiprocessing() -> bool:

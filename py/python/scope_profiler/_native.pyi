@@ -67,6 +67,7 @@ __all__ = [
     "cli_after_run",
     "cli_main",
     "collect_metadata",
+    "describe_process",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -80,6 +81,7 @@ __all__ = [
     "export_timeline_svg",
     "lane_groups",
     "merge_results",
+    "multiprocessing_helper",
     "perf_counter_ns",
     "profile_format",
     "read_h5",
@@ -956,25 +958,52 @@ def summary_text(run: NativeRun, title: str) -> str:
     """The summary report of a run as text."""
 
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
-    """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``."""
+    """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
+    (``request["session"]``: the run's ``session(...)`` keywords). A ``run`` of a script that
+    is not a file prints ``error: ...`` and gives exit code 2."""
 
 def cli_after_run(
+    request: Mapping[str, Any],
     output: _Path,
     h5: _Path,
-    track_threads: bool,
-    speedscope: bool,
-    quiet: bool,
+    code: int,
+    pid: int,
+    argv: list[str],
     processes: _Path | None = None,
-    process_label: str | None = None,
     recorded: NativeRun | None = None,
-) -> str | None:
-    """After a ``run`` that wrote ``h5``: render ``output`` from it (JSON profile; ``h5`` is
-    then removed), summary and speedscope file named after ``output``; the speedscope path
-    or None. ``OSError`` naming the file (a failed rendering keeps ``h5``). ``processes``:
-    the directory the followed processes recorded into; their files are first stacked after
-    ``h5``'s run as rank blocks (``process_label`` describes this process), the result
-    written over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this process just wrote to ``h5``, used
-    instead of reading it back when its ``file_path`` is ``h5``."""
+    event_loops: list[str] = ...,
+) -> int:
+    """The end of ``run`` once the session wrote ``h5`` (``request``: ``cli_main``'s dict):
+    render ``output`` from it (JSON profile, HTML report; ``h5`` is then removed), summary
+    and speedscope file named after ``output``, then without ``--track-async`` a note when
+    the program imported one of ``event_loops``. Returns the exit code: ``code``, or 1 instead
+    of 0 when that failed (``error: ...`` on stderr, naming the file; a failed rendering
+    keeps ``h5``). ``processes``: the directory the followed processes recorded into; their
+    files are first stacked after ``h5``'s run as rank blocks (this process described as
+    ``pid PID: ARGV``, ``-m`` first for a module), the result written over ``h5``, and the
+    directory removed once all succeeded. ``recorded``: the run this process just wrote to
+    ``h5``, used instead of reading it back when its ``file_path`` is ``h5``."""
+
+# ---------------------------------------------------------------------------------------------
+# following processes (``scope_profiler._follow``)
+
+def describe_process(
+    pid: int,
+    parent_pid: int | None,
+    multiprocessing_name: str | None,
+    multiprocessing_child: bool,
+    forked: bool,
+    argv: list[str],
+    orig_argv: list[str],
+) -> str:
+    """The process as a merged run's ``processes`` metadata names it: ``pid N (child of P):
+    WHAT`` (``pid N: WHAT`` without ``parent_pid``), ``WHAT`` a multiprocessing process's
+    name, ``fork: ARGV`` for a forked process (``argv``), else its command line
+    (``orig_argv``, ``python`` for the interpreter), one line of at most 200 characters."""
+
+def multiprocessing_helper(argv: list[str]) -> bool:
+    """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
+    processes (the forkserver, the resource tracker), not a process of the program."""
 
 def _run_to_bytes(native: NativeRun) -> bytes:
     """``NativeRun`` -> bytes (pickle-free transport between processes of one job)."""

@@ -1,0 +1,351 @@
+//! What `run` asks of the Python side and says around it: the `session(...)` keywords of a
+//! [`RunRequest`], the check of the script before anything starts, the description of the
+//! run's own process among the followed ones, and the note after a run that imported an
+//! event loop without `--track-async`.
+
+use std::path::Path;
+
+use crate::RunRequest;
+
+/// A `session(...)` keyword's value.
+#[derive(Debug, Clone, PartialEq)]
+pub enum SessionValue {
+    /// Python `None`: not given (a `--config` file's setting stands).
+    None,
+    /// A bool.
+    Bool(bool),
+    /// An int.
+    Int(u64),
+    /// A float (seconds).
+    Float(f64),
+    /// A str.
+    Text(String),
+    /// A list of str.
+    Texts(Vec<String>),
+}
+
+/// The keywords of the session `run` records the script in, in this order: `track_threads`,
+/// `track_async` (None when not asked for, so that a `--config` file's setting stands),
+/// `flush_interval`, with `--recursive` `recursive_profile=True` and the `recursive_*`
+/// options (empty globs: None), then the reference's other options given
+/// ([`crate::RunSettings`]: `deactivate_file_output`, `config_path`, `recursive_profile`,
+/// `label`, `region_tags`, `enable_tags`, `buffer_limit`).
+pub fn session_settings(req: &RunRequest) -> Vec<(&'static str, SessionValue)> {
+    use SessionValue as V;
+    let flag = |on: bool| if on { V::Bool(true) } else { V::None };
+    let globs = |g: &[String]| if g.is_empty() { V::None } else { V::Texts(g.to_vec()) };
+    let mut out = vec![
+        ("track_threads", flag(req.track_threads)),
+        ("track_async", flag(req.track_async)),
+        ("flush_interval", req.flush_interval.map_or(V::None, V::Float)),
+    ];
+    if let Some(t) = &req.tracing {
+        out.extend([
+            ("recursive_profile", V::Bool(true)),
+            ("recursive_all", V::Bool(t.all)),
+            ("recursive_include", globs(&t.include)),
+            ("recursive_exclude", globs(&t.exclude)),
+            ("recursive_entrypoint", t.entrypoint.clone().map_or(V::None, V::Text)),
+        ]);
+    }
+    let s = &req.settings;
+    if s.no_output {
+        out.push(("deactivate_file_output", V::Bool(true)));
+    }
+    if let Some(path) = &s.config {
+        out.push(("config_path", V::Text(path.to_string_lossy().into_owned())));
+    }
+    if s.no_recursive {
+        out.push(("recursive_profile", V::Bool(false)));
+    }
+    if let Some(label) = &s.label {
+        out.push(("label", V::Text(label.clone())));
+    }
+    if !s.region_tags.is_empty() {
+        out.push(("region_tags", V::Texts(s.region_tags.clone())));
+    }
+    if !s.enable_tags.is_empty() {
+        out.push(("enable_tags", V::Texts(s.enable_tags.clone())));
+    }
+    if let Some(limit) = s.buffer_limit {
+        out.push(("buffer_limit", V::Int(limit)));
+    }
+    // a later key replaces an earlier one (`--no-recursive` after `--recursive`), in the
+    // earlier one's place, as a Python dict built from these pairs has it
+    let mut merged: Vec<(&'static str, SessionValue)> = Vec::with_capacity(out.len());
+    for (name, value) in out {
+        match merged.iter_mut().find(|(n, _)| *n == name) {
+            Some(slot) => slot.1 = value,
+            None => merged.push((name, value)),
+        }
+    }
+    merged
+}
+
+/// Why `script` cannot be run (`run` exits 2 with `error: {this}`): `script not found: X`,
+/// or `script is a directory, not a script: X`; None for a file.
+pub fn script_problem(script: &Path) -> Option<String> {
+    if script.is_file() {
+        return None;
+    }
+    let what = if script.is_dir() { "is a directory, not a script" } else { "not found" };
+    Some(format!("script {what}: {}", script.display()))
+}
+
+/// Python's `shlex.quote`: `s` as is when it is made of ASCII letters, digits and
+/// `@%+=:,./-_` only, `''` when empty, else single-quoted (a `'` inside as `'"'"'`).
+pub fn shell_quote(s: &str) -> String {
+    if s.is_empty() {
+        return "''".into();
+    }
+    if s.chars().all(|c| c.is_ascii_alphanumeric() || "@%+=:,./-_".contains(c)) {
+        return s.into();
+    }
+    format!("'{}'", s.replace('\'', "'\"'\"'"))
+}
+
+/// Python's `shlex.join`.
+pub fn shell_join<S: AsRef<str>>(argv: &[S]) -> String {
+    argv.iter().map(|a| shell_quote(a.as_ref())).collect::<Vec<_>>().join(" ")
+}
+
+/// The description of `run`'s own process in a merged run's `processes` metadata:
+/// `pid N: script args` (`-m module args` for a module).
+pub fn process_label(pid: u32, argv: &[String], module: bool) -> String {
+    let mut shown: Vec<&str> = Vec::with_capacity(argv.len() + 1);
+    if module {
+        shown.push("-m");
+    }
+    shown.extend(argv.iter().map(String::as_str));
+    format!("pid {pid}: {}", shell_join(&shown))
+}
+
+/// After a run without `--track-async` whose program imported `loaded` (of asyncio and
+/// gevent, which this package imports only for `track_async`): a note that an event loop's
+/// tasks interleave their calls on one thread without it (issue 14); None when none was.
+pub fn untracked_event_loop_note<S: AsRef<str>>(loaded: &[S]) -> Option<String> {
+    if loaded.is_empty() {
+        return None;
+    }
+    let names: Vec<&str> = loaded.iter().map(AsRef::as_ref).collect();
+    Some(format!(
+        "note: the program imported {} but was recorded without --track-async: if it runs an event loop, \
+         its tasks' calls interleave on one thread and their times are not per task. Record it with \
+         --track-async for one lane per task and its await time.",
+        names.join(" and ")
+    ))
+}
+
+/// What a followed process is, as Python knows it (`scope_profiler._follow`).
+#[derive(Debug, Clone, Default)]
+pub struct ProcessFacts {
+    /// Its pid.
+    pub pid: u32,
+    /// Its parent's pid; None for `run`'s own process.
+    pub parent_pid: Option<u32>,
+    /// `multiprocessing.current_process().name`, when multiprocessing is loaded.
+    pub multiprocessing_name: Option<String>,
+    /// A process multiprocessing started (`parent_process()` is not None).
+    pub multiprocessing_child: bool,
+    /// Forked (`os.fork()`) from a followed process: it runs its parent's program.
+    pub forked: bool,
+    /// `sys.argv`.
+    pub argv: Vec<String>,
+    /// `sys.orig_argv` (the interpreter's command line).
+    pub orig_argv: Vec<String>,
+}
+
+/// Longest description of what a process runs (in characters).
+pub const MAX_PROCESS_TEXT: usize = 200;
+
+/// A followed process as the merged run's `processes` metadata and the profiler's warnings
+/// name it: `pid N (child of P): WHAT` (`pid N: WHAT` for `run`'s own), `WHAT` being a
+/// multiprocessing process's name (`multiprocessing SpawnProcess-1`), `fork: ARGV` for a
+/// forked one, `multiprocessing spawn child` for a spawn child before it has its name, else
+/// its command line (`python` for the interpreter's path), on one line and shortened to
+/// [`MAX_PROCESS_TEXT`] characters.
+pub fn describe_process(p: &ProcessFacts) -> String {
+    let child = p.parent_pid.is_some();
+    let who = match p.parent_pid {
+        Some(parent) => format!("pid {} (child of {parent})", p.pid),
+        None => format!("pid {}", p.pid),
+    };
+    let name = p.multiprocessing_name.as_deref().unwrap_or("");
+    let what = if child && p.multiprocessing_child {
+        format!("multiprocessing {name}")
+    } else if child && p.forked {
+        format!("fork: {}", shell_join(&p.argv))
+    } else if child && p.orig_argv.iter().any(|a| a == "--multiprocessing-fork") {
+        // a spawn child before BaseProcess._bootstrap: its name once spawn.prepare() set it
+        if !name.is_empty() && name != "MainProcess" {
+            format!("multiprocessing {name}")
+        } else {
+            "multiprocessing spawn child".to_string()
+        }
+    } else {
+        let mut argv = p.orig_argv.clone();
+        if let Some(first) = argv.first_mut() {
+            let base = first.rsplit('/').next().unwrap_or(first);
+            if base.starts_with("python") {
+                *first = "python".into();
+            }
+        }
+        shell_join(&argv)
+    };
+    let mut what = what.replace('\n', "\\n");
+    if what.chars().count() > MAX_PROCESS_TEXT {
+        what = what.chars().take(MAX_PROCESS_TEXT - 3).collect::<String>() + "...";
+    }
+    format!("{who}: {what}")
+}
+
+/// Whether `argv` (`sys.orig_argv`) starts one of multiprocessing's own server processes
+/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker),
+/// not a process of the program.
+pub fn multiprocessing_helper<S: AsRef<str>>(argv: &[S]) -> bool {
+    let argv: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
+    if argv.contains(&"--multiprocessing-fork") {
+        return false;
+    }
+    match argv.iter().position(|a| *a == "-c") {
+        Some(i) => argv.get(i + 1).is_some_and(|code| code.starts_with("from multiprocessing.")),
+        None => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{dispatch, Outcome};
+
+    fn request(argv: &[&str]) -> RunRequest {
+        match dispatch(argv.iter().copied()) {
+            Outcome::Run(req) => *req,
+            Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
+        }
+    }
+
+    #[test]
+    fn session_settings_of_a_plain_run() {
+        let s = session_settings(&request(&["sp", "run", "x.py"]));
+        assert_eq!(
+            s,
+            [
+                ("track_threads", SessionValue::None),
+                ("track_async", SessionValue::None),
+                ("flush_interval", SessionValue::None)
+            ]
+        );
+    }
+
+    #[test]
+    fn session_settings_with_tracing_and_reference_options() {
+        let req = request(&[
+            "sp",
+            "run",
+            "--track-async",
+            "--flush-interval",
+            "0.5",
+            "--recursive",
+            "--include",
+            "app.*",
+            "--label",
+            "L",
+            "--buffer-limit",
+            "9",
+            "--tag",
+            "io",
+            "x.py",
+        ]);
+        let s = session_settings(&req);
+        let get = |n: &str| s.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone());
+        assert_eq!(get("track_threads"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("track_async"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("flush_interval"), Some(SessionValue::Float(0.5)));
+        assert_eq!(get("recursive_profile"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("recursive_include"), Some(SessionValue::Texts(vec!["app.*".into()])));
+        assert_eq!(get("recursive_exclude"), Some(SessionValue::None));
+        assert_eq!(get("label"), Some(SessionValue::Text("L".into())));
+        assert_eq!(get("region_tags"), Some(SessionValue::Texts(vec!["io".into()])));
+        assert_eq!(get("buffer_limit"), Some(SessionValue::Int(9)));
+        let names: Vec<&str> = s.iter().map(|(n, _)| *n).collect();
+        let mut unique = names.clone();
+        unique.dedup();
+        assert_eq!(names, unique);
+    }
+
+    /// Expected values from Python's `shlex.join`.
+    #[test]
+    fn shell_join_as_shlex() {
+        assert_eq!(shell_join(&["app.py", "--n=3", "a b", "", "it's", "é"]), "app.py --n=3 'a b' '' 'it'\"'\"'s' 'é'");
+        assert_eq!(process_label(42, &["json.tool".into(), "-h".into()], true), "pid 42: -m json.tool -h");
+        assert_eq!(process_label(7, &["/tmp/x y.py".into()], false), "pid 7: '/tmp/x y.py'");
+    }
+
+    #[test]
+    fn script_problems_and_note() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("s.py");
+        std::fs::write(&file, "").unwrap();
+        assert_eq!(script_problem(&file), None);
+        assert_eq!(
+            script_problem(dir.path()),
+            Some(format!("script is a directory, not a script: {}", dir.path().display()))
+        );
+        assert_eq!(
+            script_problem(&dir.path().join("no.py")).unwrap(),
+            format!("script not found: {}", dir.path().join("no.py").display())
+        );
+        assert_eq!(untracked_event_loop_note::<&str>(&[]), None);
+        assert!(untracked_event_loop_note(&["asyncio", "gevent"])
+            .unwrap()
+            .starts_with("note: the program imported asyncio and gevent but"));
+    }
+
+    fn facts(parent: Option<u32>, orig: &[&str]) -> ProcessFacts {
+        ProcessFacts {
+            pid: 10,
+            parent_pid: parent,
+            orig_argv: orig.iter().map(|s| s.to_string()).collect(),
+            argv: vec!["app.py".into(), "x".into()],
+            ..ProcessFacts::default()
+        }
+    }
+
+    #[test]
+    fn processes_described_as_before() {
+        assert_eq!(describe_process(&facts(None, &["/usr/bin/python3.11", "app.py"])), "pid 10: python app.py");
+        assert_eq!(
+            describe_process(&facts(Some(9), &["/opt/py/bin/python", "-c", "print(1)\nprint(2)"])),
+            "pid 10 (child of 9): python -c 'print(1)\\nprint(2)'"
+        );
+        let mut forked = facts(Some(9), &["python", "app.py"]);
+        forked.forked = true;
+        assert_eq!(describe_process(&forked), "pid 10 (child of 9): fork: app.py x");
+        let mut mp =
+            facts(Some(9), &["python", "-c", "from multiprocessing.spawn import spawn_main", "--multiprocessing-fork"]);
+        assert_eq!(describe_process(&mp), "pid 10 (child of 9): multiprocessing spawn child");
+        mp.multiprocessing_name = Some("SpawnProcess-2".into());
+        assert_eq!(describe_process(&mp), "pid 10 (child of 9): multiprocessing SpawnProcess-2");
+        mp.multiprocessing_child = true;
+        mp.multiprocessing_name = Some("ForkPoolWorker-1".into());
+        assert_eq!(describe_process(&mp), "pid 10 (child of 9): multiprocessing ForkPoolWorker-1");
+        let long = "a".repeat(300);
+        let d = describe_process(&facts(None, &["prog", &long]));
+        assert_eq!(d.chars().count(), "pid 10: ".len() + MAX_PROCESS_TEXT);
+        assert!(d.ends_with("aaa..."));
+    }
+
+    #[test]
+    fn multiprocessing_helpers() {
+        assert!(multiprocessing_helper(&["python", "-c", "from multiprocessing.forkserver import main; main()"]));
+        assert!(!multiprocessing_helper(&[
+            "python",
+            "-c",
+            "from multiprocessing.spawn import x",
+            "--multiprocessing-fork"
+        ]));
+        assert!(!multiprocessing_helper(&["python", "-c"]));
+        assert!(!multiprocessing_helper(&["python", "app.py"]));
+    }
+}
