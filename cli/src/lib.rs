@@ -42,6 +42,8 @@ use scope_profiler_formats::{read_h5, Selection};
 use crate::failure::{check_run_output, read_input};
 
 pub use args::{Cli, Command, Format, Formats};
+/// The HDF5 file a run writing `output` records into (`finalize::settings::recording_path`).
+pub use scope_profiler_finalize::settings::recording_path;
 
 /// A `run` subcommand to be carried out by Python.
 #[derive(Debug, Clone, PartialEq)]
@@ -531,20 +533,6 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
     render_output(&run, &written, file)?;
     outln!("wrote {}", file.display());
     Ok(())
-}
-
-/// The path a run writes its HDF5 file to when `output` asks for another format
-/// ([`ProfileFormat::by_name`]): `<output>.scope-profiler.h5` beside it (the reference's
-/// name: same directory, so publishing stays a rename); `output` itself for HDF5.
-pub fn recording_path(output: &Path) -> PathBuf {
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Hdf5 => output.to_path_buf(),
-        _ => {
-            let mut name = output.as_os_str().to_owned();
-            name.push(".scope-profiler.h5");
-            PathBuf::from(name)
-        }
-    }
 }
 
 /// Write `run` (read from `h5`) to `output` in the format its name asks for: a JSON profile

@@ -5,6 +5,8 @@
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
 //!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
+//! * [`environment`]: what the environment asks of a run (`setup_from_env`, opt-in tags,
+//!   MPI launch detection).
 //! * [`host`]: host facts of the run's `/metadata` (`platform`, `omp_num_threads`) from
 //!   system calls, without a subprocess.
 //! * [`settings`]: the settings of `setup()`: names, defaults, validation (the reference's words).
@@ -18,6 +20,7 @@
 //!
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
 pub mod checkpoint;
+pub mod environment;
 pub mod host;
 pub mod metadata_scopes;
 pub mod run_metadata;

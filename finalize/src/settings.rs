@@ -8,7 +8,10 @@
 //! checks of [`check`] (the error kinds map to `TypeError`, `ValueError`,
 //! `NotImplementedError`, `OverflowError`).
 
+use std::path::{Path, PathBuf};
+
 use scope_profiler_analysis::py_repr;
+use scope_profiler_formats::profile_format::ProfileFormat;
 
 /// A default value of a setting.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -131,6 +134,135 @@ pub struct Setting {
     pub truthy: bool,
     /// `repr(value)`.
     pub repr: String,
+}
+
+/// The option groups of `ProfilingOptions` and of a settings file's `[profiling.<group>]`
+/// tables: group name -> (field, flat setting) pairs.
+pub const OPTION_GROUPS: [(&str, &[(&str, &str)]); 3] = [
+    (
+        "memray",
+        &[
+            ("enabled", "use_memray"),
+            ("path", "memory_profile_path"),
+            ("native_traces", "memray_native_traces"),
+            ("trace_python_allocators", "memray_trace_python_allocators"),
+            ("follow_fork", "memray_follow_fork"),
+        ],
+    ),
+    (
+        "gpu",
+        &[
+            ("timing", "use_gpu_timing"),
+            ("backend", "gpu_timing_backend"),
+            ("sync_on_exit", "gpu_sync_on_exit"),
+            ("nvtx", "use_nvtx"),
+        ],
+    ),
+    (
+        "hdf5",
+        &[
+            ("compression", "hdf5_compression"),
+            ("compression_level", "hdf5_compression_level"),
+            ("chunk_size", "hdf5_chunk_size"),
+        ],
+    ),
+];
+
+/// A group entry of a settings file's `[profiling]` table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum GroupEntry {
+    /// A table with these keys (file order).
+    Table(Vec<String>),
+    /// Anything else.
+    NotTable,
+}
+
+/// Where a flat setting of a settings file comes from.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum FlatSource {
+    /// The `[profiling]` table's own key of that name.
+    Direct(String),
+    /// `[profiling.<group>]`'s `key`.
+    Group { group: &'static str, key: String },
+}
+
+/// The flat settings of a settings file's `[profiling]` table (or top-level table) with
+/// its keys `keys` (file order) and its group tables `group(name)` (None when absent): its
+/// own keys but the group names, then each group's keys as their flat settings. Errors
+/// (`ValueError`, the words of `load_profiling_config`): a group that is not a table, an
+/// unknown key in a group, a setting given both directly and in a group, unknown settings.
+pub fn flatten_settings_table(
+    keys: &[String],
+    group: impl Fn(&str) -> Option<GroupEntry>,
+) -> Result<Vec<(String, FlatSource)>, SettingsError> {
+    let is_group = |k: &str| OPTION_GROUPS.iter().any(|(g, _)| *g == k);
+    let mut flat: Vec<(String, FlatSource)> =
+        keys.iter().filter(|k| !is_group(k)).map(|k| (k.clone(), FlatSource::Direct(k.clone()))).collect();
+    for (name, fields) in OPTION_GROUPS {
+        let table = match group(name) {
+            None => continue,
+            Some(GroupEntry::NotTable) => {
+                return Err(value_error(format!("Profiling setting {} must be a TOML table", py_repr(name))))
+            }
+            Some(GroupEntry::Table(table)) => table,
+        };
+        let mut unknown: Vec<&str> =
+            table.iter().map(String::as_str).filter(|k| !fields.iter().any(|(f, _)| f == k)).collect();
+        unknown.sort_unstable();
+        unknown.dedup();
+        if !unknown.is_empty() {
+            return Err(value_error(format!("Unknown [{name}] profiling setting(s): {}", unknown.join(", "))));
+        }
+        for key in table {
+            let flat_key = fields.iter().find(|(f, _)| *f == key).map(|(_, s)| *s).unwrap_or_default();
+            if flat.iter().any(|(k, _)| k == flat_key) {
+                return Err(value_error(format!(
+                    "Profiling setting {} is set both directly and as {name}.{key}",
+                    py_repr(flat_key)
+                )));
+            }
+            flat.push((flat_key.to_string(), FlatSource::Group { group: name, key }));
+        }
+    }
+    let unknown: Vec<&str> = flat.iter().map(|(k, _)| k.as_str()).filter(|k| !is_setting(k)).collect();
+    if !unknown.is_empty() {
+        return Err(value_error(unknown_settings_message(&unknown)));
+    }
+    Ok(flat)
+}
+
+/// The HDF5 file a run with `output=` writes: `output` itself, or for another format
+/// ([`ProfileFormat::by_name`]: a JSON profile, an HTML report) `<output>.scope-profiler.h5`
+/// beside it (the reference's name: same directory, so publishing stays a rename), rendered
+/// to `output` after each finalize.
+pub fn recording_path(output: &Path) -> PathBuf {
+    match ProfileFormat::by_name(output) {
+        ProfileFormat::Hdf5 => output.to_path_buf(),
+        _ => {
+            let mut name = output.as_os_str().to_owned();
+            name.push(".scope-profiler.h5");
+            PathBuf::from(name)
+        }
+    }
+}
+
+/// `setup(output=...)`'s settings: `file_path` (the [`recording_path`] of `requested`;
+/// None for `output=None`) and `deactivate_file_output`. A `TypeError` when the keywords
+/// also gave `file_path` or `deactivate_file_output` (`given`).
+pub fn output_settings(requested: Option<&Path>, given: &[&str]) -> Result<(Option<PathBuf>, bool), SettingsError> {
+    let mut conflicts: Vec<&str> =
+        ["file_path", "deactivate_file_output"].into_iter().filter(|n| given.contains(n)).collect();
+    conflicts.sort_unstable();
+    if !conflicts.is_empty() {
+        return Err(SettingsError {
+            kind: ErrorKind::Type,
+            message: format!("output cannot be combined with {}", conflicts.join(", ")),
+        });
+    }
+    Ok(match requested {
+        None => (None, true),
+        Some(output) => (Some(recording_path(output)), false),
+    })
 }
 
 /// Which Python exception a refused setting raises.
@@ -282,7 +414,7 @@ impl<'b> Matcher<'b> {
 
 /// Python's `str.strip()` whitespace (`str.isspace`: Unicode White_Space and the
 /// separators `\x1c`-`\x1f`).
-fn is_py_space(c: char) -> bool {
+pub(crate) fn is_py_space(c: char) -> bool {
     c.is_whitespace() || ('\x1c'..='\x1f').contains(&c)
 }
 
@@ -639,5 +771,54 @@ mod tests {
         assert!(message(checked(&no_file, false)).1.starts_with("flush_interval streams calls to a sidecar"));
         let inactive = [no_file[0].clone(), no_file[1].clone(), ("deactivate_profiling", Value::Bool(true))];
         assert_eq!(checked(&inactive, false).unwrap().flush_interval, Some(1.0));
+    }
+
+    #[test]
+    fn settings_files_flatten_as_load_profiling_config() {
+        let keys = |k: &[&str]| k.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let groups = |name: &str| match name {
+            "hdf5" => Some(GroupEntry::Table(keys(&["compression", "compression_level"]))),
+            _ => None,
+        };
+        let flat = flatten_settings_table(&keys(&["file_path", "hdf5"]), groups).unwrap();
+        let names: Vec<&str> = flat.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, ["file_path", "hdf5_compression", "hdf5_compression_level"]);
+        assert_eq!(flat[1].1, FlatSource::Group { group: "hdf5", key: "compression".into() });
+        let err = |k: &[&str], g: &dyn Fn(&str) -> Option<GroupEntry>| {
+            flatten_settings_table(&keys(k), g).unwrap_err().message
+        };
+        assert_eq!(
+            err(&["hdf5_compression", "hdf5"], &|n| (n == "hdf5").then(|| GroupEntry::Table(keys(&["compression"])))),
+            "Profiling setting 'hdf5_compression' is set both directly and as hdf5.compression"
+        );
+        assert_eq!(
+            err(&["hdf5"], &|n| (n == "hdf5").then(|| GroupEntry::Table(keys(&["colour", "b"])))),
+            "Unknown [hdf5] profiling setting(s): b, colour"
+        );
+        assert_eq!(
+            err(&["gpu"], &|n| (n == "gpu").then_some(GroupEntry::NotTable)),
+            "Profiling setting 'gpu' must be a TOML table"
+        );
+        assert_eq!(
+            err(&["track_thread"], &|_| None),
+            "Unknown profiling setting(s): 'track_thread' (did you mean 'track_threads'?)"
+        );
+    }
+
+    #[test]
+    fn output_names_the_recording() {
+        assert_eq!(recording_path(Path::new("a/p.JSON")), PathBuf::from("a/p.JSON.scope-profiler.h5"));
+        assert_eq!(recording_path(Path::new("p.html")), PathBuf::from("p.html.scope-profiler.h5"));
+        assert_eq!(recording_path(Path::new("p.h5")), PathBuf::from("p.h5"));
+        assert_eq!(output_settings(None, &[]).unwrap(), (None, true));
+        assert_eq!(
+            output_settings(Some(Path::new("x.json.gz")), &["label"]).unwrap(),
+            (Some("x.json.gz.scope-profiler.h5".into()), false)
+        );
+        let e = output_settings(None, &["deactivate_file_output", "file_path"]).unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::Type, "output cannot be combined with deactivate_file_output, file_path")
+        );
     }
 }

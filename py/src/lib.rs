@@ -13,6 +13,7 @@ mod cli;
 mod concurrency;
 mod convert;
 mod display;
+mod environment;
 mod errors;
 mod events;
 mod export;
@@ -54,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     native_trace::register(m)?;
     profile_io::register(m)?;
     cli::register(m)?;
+    environment::register(m)?;
     follow::register(m)?;
     recording::register(m)?;
     settings::register(m)?;

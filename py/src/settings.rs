@@ -215,7 +215,99 @@ fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, P
     Ok(metadata)
 }
 
+/// `option_group_fields() -> {group: {field: setting}}`: the option groups of
+/// `ProfilingOptions` (`memray`, `gpu`, `hdf5`) and of a settings file's
+/// `[profiling.<group>]` tables, each field with the flat setting it sets.
+#[pyfunction]
+fn option_group_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
+    let groups = PyDict::new(py);
+    for (name, fields) in rules::OPTION_GROUPS {
+        let map = PyDict::new(py);
+        for (field, setting) in fields {
+            map.set_item(field, setting)?;
+        }
+        groups.set_item(name, map)?;
+    }
+    Ok(groups)
+}
+
+/// `settings_of_toml(raw) -> dict`: the flat settings of a parsed settings file (`raw`:
+/// `tomllib.load`'s dict): its `[profiling]` table, or the top-level table without one, the
+/// groups' keys as their flat settings. `ValueError` (naming what is wrong) for a
+/// `profiling` that is not a table, a group that is not a table, an unknown key, a setting
+/// given twice, unknown settings.
+#[pyfunction]
+fn settings_of_toml<'py>(raw: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
+    let py = raw.py();
+    let table = match raw.get_item("profiling")? {
+        Some(t) => t,
+        None => raw.clone().into_any(),
+    };
+    let table = table
+        .cast::<PyDict>()
+        .map_err(|_| PyValueError::new_err("Profiling config [profiling] must be a TOML table"))?;
+    let keys = table.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
+    let mut groups = std::collections::HashMap::new();
+    for (name, _) in rules::OPTION_GROUPS {
+        let entry = match table.get_item(name)? {
+            None => continue,
+            Some(v) if v.is_none() => continue,
+            Some(v) => match v.cast::<PyDict>() {
+                Ok(d) => {
+                    let keys = d.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
+                    (rules::GroupEntry::Table(keys), Some(d.clone()))
+                }
+                Err(_) => (rules::GroupEntry::NotTable, None),
+            },
+        };
+        groups.insert(name, entry);
+    }
+    let flat = rules::flatten_settings_table(&keys, |name| groups.get(name).map(|(e, _)| e.clone())).map_err(raise)?;
+    let out = PyDict::new(py);
+    for (name, source) in flat {
+        let value = match source {
+            rules::FlatSource::Direct(key) => table.get_item(key)?,
+            rules::FlatSource::Group { group, key } => match &groups[group].1 {
+                Some(d) => d.get_item(key)?,
+                None => None,
+            },
+        };
+        out.set_item(name, value)?;
+    }
+    Ok(out)
+}
+
+/// `output_settings(output, overrides) -> dict`: the settings `setup(output=output)` sets
+/// (`output`: a path, or None for no file): `deactivate_file_output`, and for a path
+/// `file_path`, the HDF5 file recorded into (`output` itself, or
+/// `<output>.scope-profiler.h5` for a JSON profile or an HTML report, rendered to `output`
+/// after each finalize). `TypeError` when `overrides` also sets `file_path` or
+/// `deactivate_file_output` (not to None).
+#[pyfunction]
+fn output_settings<'py>(
+    output: Option<std::path::PathBuf>,
+    overrides: &Bound<'py, PyDict>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let py = overrides.py();
+    let mut given = Vec::new();
+    for name in ["file_path", "deactivate_file_output"] {
+        if overrides.get_item(name)?.is_some_and(|v| !v.is_none()) {
+            given.push(name);
+        }
+    }
+    let (file_path, deactivate) = rules::output_settings(output.as_deref(), &given).map_err(raise)?;
+    let out = PyDict::new(py);
+    if let Some(path) = file_path {
+        out.set_item("file_path", path.to_string_lossy().into_owned())?;
+    }
+    out.set_item("deactivate_file_output", deactivate)?;
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(option_group_fields, m)?)?;
+    m.add_function(wrap_pyfunction!(settings_of_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(output_settings, m)?)?;
     m.add_function(wrap_pyfunction!(collect_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(setting_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(unknown_setting_error, m)?)?;

@@ -34,6 +34,8 @@ from ._native import (
     ProfileRegion,
     RegionCache,
     check_region_name,
+    enabled_tags_from_env,
+    output_settings,
     perf_counter_ns,
     unknown_setting_error,
 )
@@ -49,16 +51,12 @@ _UNSET = object()
 #: Opt-in tags (``register_opt_in_tag``), shared by every manager: a region carrying one is
 #: disabled unless the run enables that tag (``enable_tags``, ``SCOPE_PROFILER_ENABLE_TAGS``).
 _OPT_IN_TAGS: set[str] = set()
-ENABLE_TAGS_ENV = "SCOPE_PROFILER_ENABLE_TAGS"
 
 
 def _enabled_tags(config: ProfilingConfig) -> frozenset:
     """The opt-in tags ``config``'s run records: its ``enable_tags`` and the comma-separated
     ``SCOPE_PROFILER_ENABLE_TAGS`` (``"*"``: every tag)."""
-    env = os.environ.get(ENABLE_TAGS_ENV, "")
-    return frozenset(config.enable_tags or ()).union(
-        tag.strip() for tag in env.split(",") if tag.strip()
-    )
+    return frozenset(config.enable_tags or ()).union(enabled_tags_from_env())
 
 
 #: Modules whose frames are not user call sites (source capture skips them).
@@ -283,17 +281,6 @@ class _ProfilingSession(ContextDecorator):
             if manager._joined:
                 manager._joined.pop()
         return False
-
-
-def _recording_path(output: str) -> str:
-    """The HDF5 file a run with ``output=`` writes: ``output`` itself, or, for a JSON
-    profile (``.json``, ``.json.gz``) or an HTML report (``.html``, ``.htm``),
-    ``<output>.scope-profiler.h5`` beside it (the reference's name), rendered to ``output``
-    after each finalize."""
-    from .profile_io import FORMAT_HDF5, profile_format
-
-    kind = profile_format(output)
-    return output if kind == FORMAT_HDF5 else output + ".scope-profiler.h5"
 
 
 def _render_output(requested: str | None, recorded: str, native_run) -> None:
@@ -911,18 +898,9 @@ class ProfileManager:
         if unknown:
             raise TypeError(unknown_setting_error(unknown))
         requested_output = None
-        if output is not _UNSET:
-            conflicts = {
-                n for n in ("file_path", "deactivate_file_output") if overrides.get(n) is not None
-            }
-            if conflicts:
-                raise TypeError(f"output cannot be combined with {', '.join(sorted(conflicts))}")
-            if output is None:
-                overrides["deactivate_file_output"] = True
-            else:
-                requested_output = os.fspath(output)
-                overrides["file_path"] = _recording_path(requested_output)
-                overrides["deactivate_file_output"] = False
+        if output is not _UNSET:  # file_path / deactivate_file_output from it (Rust)
+            requested_output = None if output is None else os.fspath(output)
+            overrides.update(output_settings(requested_output, overrides))
         settings: dict = {}
         if config_path is not None:
             from ._options import load_profiling_config

@@ -19,12 +19,6 @@ TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15
 if TYPE_CHECKING:
     from typing import Any
 
-#: Environment variables read by :func:`setup_from_env` (the reference's names).
-ENV_CONFIG = "SCOPE_PROFILER_CONFIG"
-ENV_OUTPUT = "SCOPE_PROFILER_OUTPUT"
-ENV_RECURSIVE = "SCOPE_PROFILER_RECURSIVE"
-ENV_AUTO_FINALIZE = "SCOPE_PROFILER_AUTO_FINALIZE"
-
 
 class RegionHandle:
     """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
@@ -300,25 +294,15 @@ def sample_every(manager, every: int, start: int = 0):
             manager.resume()
 
 
-def _env_bool(name: str) -> bool | None:
-    value = os.environ.get(name)
-    return None if value is None else value.lower() in {"1", "true", "yes", "on"}
-
-
 def setup_from_env(manager, overrides: dict):
     """``setup()`` from ``SCOPE_PROFILER_*`` variables: ``_CONFIG`` (TOML ``config_path``),
     ``_OUTPUT`` (``output=``), ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE``
-    (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise.
-    Keywords in ``overrides`` win over the environment. Returns the ``ProfilingRun``."""
+    (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise
+    (read by ``scope_profiler_finalize::environment``). Keywords in ``overrides`` win over
+    the environment. Returns the ``ProfilingRun``."""
+    from ._native import setup_from_env_settings
+
     overrides = dict(overrides)
-    output = os.environ.get(ENV_OUTPUT)
-    if output is not None:
-        overrides.setdefault("output", output)
-    recursive = _env_bool(ENV_RECURSIVE)
-    if recursive is not None:
-        overrides.setdefault("recursive_profile", recursive)
-    auto_finalize = _env_bool(ENV_AUTO_FINALIZE)
-    if auto_finalize is not None:
-        overrides.setdefault("auto_finalize", auto_finalize)
-    overrides.setdefault("config_path", os.environ.get(ENV_CONFIG))
+    for name, value in setup_from_env_settings():
+        overrides.setdefault(name, value)
     return manager.setup(**overrides)

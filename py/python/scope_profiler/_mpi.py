@@ -28,28 +28,20 @@ thread tracking (there is no collective MPI-IO writer here; the file is the same
 
 from __future__ import annotations
 
-import os
 import sys
 import warnings
+
+from ._native import MPI_LAUNCHER_ENV_VARS, MPI_OVERRIDE_ENV, mpi_launch_from_env
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 
 if TYPE_CHECKING:
     from types import FrameType
 
-#: Per-process variables set by the common launchers (reference ``LAUNCHER_ENV_VARS``).
-LAUNCHER_ENV_VARS = (
-    "OMPI_COMM_WORLD_RANK",  # Open MPI
-    "PMI_RANK",  # MPICH, Intel MPI, Cray, srun (pmi2)
-    "PMIX_RANK",  # PMIx (srun --mpi=pmix, Open MPI 5)
-    "MV2_COMM_WORLD_RANK",  # MVAPICH2
-    "MPI_LOCALRANKID",  # Hydra
-    "ALPS_APP_PE",  # Cray ALPS
-    "PALS_RANKID",  # Cray PALS
-)
-OVERRIDE_ENV_VAR = "SCOPE_PROFILER_MPI"
-_TRUE = ("1", "true", "yes", "on")
-_FALSE = ("0", "false", "no", "off")
+#: Per-process variables set by the common launchers (reference ``LAUNCHER_ENV_VARS``) and
+#: the variable that overrides them (``scope_profiler_finalize::environment``).
+LAUNCHER_ENV_VARS = MPI_LAUNCHER_ENV_VARS
+OVERRIDE_ENV_VAR = MPI_OVERRIDE_ENV
 
 #: Tag of the run messages to rank 0.
 _RUN_TAG = 0x5C0F
@@ -64,15 +56,9 @@ PARALLEL_WITH_THREADS = (
 
 def launched_under_mpi() -> bool:
     """Whether this process is an MPI rank (see the module docs)."""
-    value = os.environ.get(OVERRIDE_ENV_VAR)
-    if value is not None:
-        value = value.strip().lower()
-        if value in _TRUE:
-            return True
-        if value in _FALSE:
-            return False
-    if any(name in os.environ for name in LAUNCHER_ENV_VARS):
-        return True
+    decided = mpi_launch_from_env()
+    if decided is not None:
+        return decided
     module = sys.modules.get("mpi4py.MPI")
     if module is not None:
         try:

@@ -30,6 +30,8 @@ _ArrowTable = Any
 __version__: str
 
 __all__ = [
+    "MPI_LAUNCHER_ENV_VARS",
+    "MPI_OVERRIDE_ENV",
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
@@ -68,6 +70,7 @@ __all__ = [
     "cli_main",
     "collect_metadata",
     "describe_process",
+    "enabled_tags_from_env",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -81,7 +84,10 @@ __all__ = [
     "export_timeline_svg",
     "lane_groups",
     "merge_results",
+    "mpi_launch_from_env",
     "multiprocessing_helper",
+    "option_group_fields",
+    "output_settings",
     "perf_counter_ns",
     "profile_format",
     "read_h5",
@@ -89,6 +95,8 @@ __all__ = [
     "read_json",
     "read_trace_columns",
     "setting_defaults",
+    "settings_of_toml",
+    "setup_from_env_settings",
     "sniff_profile_format",
     "split_by_lane",
     "summary_text",
@@ -1257,6 +1265,40 @@ def check_settings(
     in seconds or None, ``perf_events`` / ``enable_tags`` as tuples. Raises ``TypeError``
     for unknown names, ``ValueError`` for a refused value or combination (the reference's
     order and words), ``NotImplementedError`` for a mode this package does not have."""
+
+def option_group_fields() -> dict[str, dict[str, str]]:
+    """``{group: {field: setting}}``: the option groups of ``ProfilingOptions`` (``memray``,
+    ``gpu``, ``hdf5``) and of a settings file's ``[profiling.<group>]`` tables."""
+
+def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat settings of a parsed settings file: its ``[profiling]`` table (or the
+    top-level table), the groups' keys as their flat settings. ``ValueError`` for a
+    ``profiling`` or group that is not a table, an unknown key, a setting given twice,
+    unknown settings."""
+
+def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+    """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
+    path, ``file_path`` (``output`` itself, or ``<output>.scope-profiler.h5`` for a JSON
+    profile or an HTML report). ``TypeError`` when ``overrides`` also sets ``file_path`` or
+    ``deactivate_file_output``."""
+
+def setup_from_env_settings() -> list[tuple[str, str | bool]]:
+    """``setup_from_env()``'s keywords from ``SCOPE_PROFILER_OUTPUT`` (``output``),
+    ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE`` (``auto_finalize``; true for
+    1/true/yes/on, any case) and ``_CONFIG`` (``config_path``); unset ones left out."""
+
+def enabled_tags_from_env() -> list[str]:
+    """The opt-in tags ``SCOPE_PROFILER_ENABLE_TAGS`` enables (comma-separated, stripped;
+    ``"*"``: every tag)."""
+
+def mpi_launch_from_env() -> bool | None:
+    """Whether the environment makes this process an MPI rank (``SCOPE_PROFILER_MPI`` when
+    it says yes or no, else a launcher's variable set); None when it does not say."""
+
+#: Per-process variables set by the common MPI launchers (the reference's list).
+MPI_LAUNCHER_ENV_VARS: tuple[str, ...]
+#: ``SCOPE_PROFILER_MPI``: 1/true/yes/on or 0/false/no/off decides over the launchers.
+MPI_OVERRIDE_ENV: str
 
 def collect_metadata(detail: str = "minimal") -> dict[str, Any]:
     """The run's metadata (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``;

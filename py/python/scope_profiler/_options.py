@@ -13,8 +13,11 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._native import unknown_setting_error
-from ._settings import ALL_DEFAULTS, CONFIG_FIELDS
+from ._native import option_group_fields, settings_of_toml
+from ._settings import ALL_DEFAULTS
+
+#: group -> {field: flat setting} (``scope_profiler_finalize::settings::OPTION_GROUPS``).
+_GROUP_FIELDS = option_group_fields()
 
 
 @dataclass
@@ -37,13 +40,7 @@ class MemrayOptions(_OptionGroup):
     trace_python_allocators: bool | None = None
     follow_fork: bool | None = None
 
-    _FIELD_MAP: ClassVar[dict[str, str]] = {
-        "enabled": "use_memray",
-        "path": "memory_profile_path",
-        "native_traces": "memray_native_traces",
-        "trace_python_allocators": "memray_trace_python_allocators",
-        "follow_fork": "memray_follow_fork",
-    }
+    _FIELD_MAP: ClassVar[dict[str, str]] = _GROUP_FIELDS["memray"]
 
 
 @dataclass
@@ -53,12 +50,7 @@ class GPUOptions(_OptionGroup):
     nvtx: bool | None = None
     sync_on_exit: bool | None = None
 
-    _FIELD_MAP: ClassVar[dict[str, str]] = {
-        "timing": "use_gpu_timing",
-        "backend": "gpu_timing_backend",
-        "sync_on_exit": "gpu_sync_on_exit",
-        "nvtx": "use_nvtx",
-    }
+    _FIELD_MAP: ClassVar[dict[str, str]] = _GROUP_FIELDS["gpu"]
 
 
 @dataclass
@@ -67,11 +59,7 @@ class HDF5Options(_OptionGroup):
     compression_level: int | None = None
     chunk_size: int | None = None
 
-    _FIELD_MAP: ClassVar[dict[str, str]] = {
-        "compression": "hdf5_compression",
-        "compression_level": "hdf5_compression_level",
-        "chunk_size": "hdf5_chunk_size",
-    }
+    _FIELD_MAP: ClassVar[dict[str, str]] = _GROUP_FIELDS["hdf5"]
 
 
 _OPTION_GROUPS: dict[str, type[_OptionGroup]] = {
@@ -111,7 +99,10 @@ ProfilingOptions: Any = make_dataclass(
 
 
 def load_profiling_config(path) -> dict:
-    """The ``[profiling]`` table (or top-level table) of a TOML settings file."""
+    """The ``[profiling]`` table (or top-level table) of a TOML settings file, its groups'
+    keys as their flat settings (``memray.path`` -> ``memory_profile_path``). ``ValueError``
+    for an unreadable or invalid file, a group that is not a table, an unknown key, a
+    setting given twice, unknown settings."""
     import tomllib
 
     config_path = Path(path)
@@ -122,27 +113,4 @@ def load_profiling_config(path) -> dict:
         raise ValueError(f"Could not read profiling config {path!r}: {exc}") from exc
     except tomllib.TOMLDecodeError as exc:
         raise ValueError(f"Invalid profiling TOML {path!r}: {exc}") from exc
-    settings = raw.get("profiling", raw)
-    if not isinstance(settings, dict):
-        raise ValueError("Profiling config [profiling] must be a TOML table")
-    flat = {k: v for k, v in settings.items() if k not in _OPTION_GROUPS}
-    for name, group_cls in _OPTION_GROUPS.items():
-        table = settings.get(name)
-        if table is None:
-            continue
-        if not isinstance(table, dict):
-            raise ValueError(f"Profiling setting {name!r} must be a TOML table")
-        unknown = sorted(set(table) - set(group_cls._FIELD_MAP))
-        if unknown:
-            raise ValueError(f"Unknown [{name}] profiling setting(s): {', '.join(unknown)}")
-        for key, value in table.items():
-            flat_key = group_cls._FIELD_MAP[key]
-            if flat_key in flat:
-                raise ValueError(
-                    f"Profiling setting {flat_key!r} is set both directly and as {name}.{key}",
-                )
-            flat[flat_key] = value
-    unknown_flat = set(flat) - CONFIG_FIELDS
-    if unknown_flat:
-        raise ValueError(unknown_setting_error(unknown_flat))
-    return flat
+    return settings_of_toml(raw)  # groups flattened and checked in Rust
