@@ -11,6 +11,7 @@
 //!   system calls, without a subprocess.
 //! * [`settings`]: the settings of `setup()`: names, defaults, validation (the reference's words).
 //! * [`run_metadata`]: the run's `/metadata` at `setup()` (host, versions, a job's environment).
+//! * [`native_regions`]: one rank's regions of C/Fortran output, for `finalize(native_traces=)`.
 //! * [`metadata_scopes`]: `metadata()` scopes (entry/exit times and values) applied to the
 //!   calls they contain at a checkpoint; nothing per call.
 //! * [`stream`]: `flush_interval`: completed calls appended to a sidecar file as they
@@ -23,6 +24,7 @@ pub mod checkpoint;
 pub mod environment;
 pub mod host;
 pub mod metadata_scopes;
+pub mod native_regions;
 pub mod run_metadata;
 pub mod settings;
 pub mod snapshot;

@@ -52,6 +52,56 @@ pub struct Trace {
 #[error("{0}")]
 pub struct TraceFormatError(pub String);
 
+/// Extension of a binary trace.
+pub const TRACE_SUFFIX: &str = ".spt";
+/// Extension of a directly written per-rank HDF5 profile (`SP_USE_HDF5`).
+pub const HDF5_SUFFIX: &str = ".h5";
+
+/// Whether a file name is per-rank HDF5 output as [`find_traces`] recognizes it in a
+/// directory (the glob `*_rank[0-9]*.h5`): a merged profile beside them is not an input.
+pub fn is_rank_h5(name: &str) -> bool {
+    let Some(stem) = name.strip_suffix(HDF5_SUFFIX) else { return false };
+    stem.match_indices("_rank").any(|(i, _)| stem.as_bytes().get(i + 5).is_some_and(u8::is_ascii_digit))
+}
+
+/// The native output files among `inputs`: files as given, directories searched
+/// (non-recursively) for `*.spt` and `*_rank<N>.h5`; sorted, without duplicates. Errors
+/// (a `FileNotFoundError` message): an input that does not exist, a directory with neither.
+pub fn find_traces(inputs: &[std::path::PathBuf]) -> Result<Vec<std::path::PathBuf>, String> {
+    let mut found = Vec::new();
+    for path in inputs {
+        if path.is_dir() {
+            let mut in_dir: Vec<std::path::PathBuf> = std::fs::read_dir(path)
+                .map(|entries| {
+                    entries
+                        .flatten()
+                        .filter(|e| {
+                            let name = e.file_name().to_string_lossy().into_owned();
+                            name.ends_with(TRACE_SUFFIX) || is_rank_h5(&name)
+                        })
+                        .map(|e| e.path())
+                        .collect()
+                })
+                .unwrap_or_default();
+            if in_dir.is_empty() {
+                return Err(format!(
+                    "no {TRACE_SUFFIX} traces and no per-rank {HDF5_SUFFIX} profiles in {}",
+                    path.display()
+                ));
+            }
+            in_dir.sort();
+            found.extend(in_dir);
+        } else if path.exists() {
+            found.push(path.clone());
+        } else {
+            return Err(format!("no such file or directory: {}", path.display()));
+        }
+    }
+    found.sort();
+    found.dedup();
+    Ok(found)
+}
+
 /// Read and parse the trace at `path`. Errors: `Err(io)` when the file cannot be read,
 /// `Ok(Err(format))` when it is not a valid trace.
 pub fn read_trace(path: &Path) -> std::io::Result<Result<Trace, TraceFormatError>> {
@@ -224,6 +274,38 @@ pub fn encode_trace(trace: &Trace) -> Vec<u8> {
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn rank_h5_names_as_the_glob() {
+        for yes in ["run_rank00000.h5", "a_rank1x.h5", "x.h5_rank2.h5", "_rank9.h5"] {
+            assert!(is_rank_h5(yes), "{yes}");
+        }
+        for no in ["run_rank.h5", "merged.h5", "run_rank1.H5", "run_rank1.h5.bak", "run_rankA1.h5"] {
+            assert!(!is_rank_h5(no), "{no}");
+        }
+    }
+
+    #[test]
+    fn find_traces_lists_dirs_and_files_sorted_once() {
+        let dir = tempfile::tempdir().unwrap();
+        for name in ["b_rank1.spt", "a_rank0.spt", "p_rank00001.h5", "merged.h5", "notes.txt"] {
+            std::fs::write(dir.path().join(name), b"").unwrap();
+        }
+        let d = dir.path().to_path_buf();
+        let found = find_traces(&[d.clone(), d.join("a_rank0.spt"), d.join("merged.h5")]).unwrap();
+        let names: Vec<String> = found.iter().map(|p| p.file_name().unwrap().to_string_lossy().into_owned()).collect();
+        assert_eq!(names, ["a_rank0.spt", "b_rank1.spt", "merged.h5", "p_rank00001.h5"]);
+        assert_eq!(
+            find_traces(&[d.join("gone.spt")]).unwrap_err(),
+            format!("no such file or directory: {}", d.join("gone.spt").display())
+        );
+        let empty = tempfile::tempdir().unwrap();
+        assert_eq!(
+            find_traces(&[empty.path().to_path_buf()]).unwrap_err(),
+            format!("no .spt traces and no per-rank .h5 profiles in {}", empty.path().display())
+        );
+    }
+
     use super::*;
 
     fn sample(version: i32, little_endian: bool) -> Trace {

@@ -19,15 +19,21 @@ use crate::results::ProfilingResults;
 /// to `path` (`flush_interval`) died before writing it, `path` is first recovered from its
 /// sidecar ([`recover_first`]; a warning names both files).
 pub fn read(py: Python<'_>, path: PathBuf, verbose: bool) -> PyResult<ProfilingResults> {
-    let run = match recover_first(py, &path)? {
-        Some(run) => run,
-        None => py.detach(|| scope_profiler_formats::read_h5(&path)).map_err(h5_err)?,
-    };
+    let run = read_run(py, &path)?;
     if verbose {
         let msg = format!("Read {}: {} region row(s), {} rank(s)", path.display(), run.regions.len(), run.num_ranks);
         py.import("builtins")?.getattr("print")?.call1((msg,))?;
     }
     ProfilingResults::from_run(py, run, path.to_string_lossy().into_owned(), true)
+}
+
+/// The run in the profile at `path` ([`recover_first`] from a pending sidecar, else read;
+/// the GIL released meanwhile). Raises as `read_h5`.
+pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
+    match recover_first(py, path)? {
+        Some(run) => Ok(run),
+        None => py.detach(|| scope_profiler_formats::read_h5(path)).map_err(h5_err),
+    }
 }
 
 /// Issue 13 item 6: the sidecar of a streamed recording (`flush_interval`) whose process is

@@ -2,7 +2,11 @@
 //! Fortran region APIs ([`scope_profiler_formats::native_trace`]).
 use numpy::PyArray1;
 use pyo3::prelude::*;
-use pyo3::types::PyList;
+use std::path::PathBuf;
+
+use pyo3::exceptions::PyFileNotFoundError;
+use pyo3::types::{PyList, PyString};
+use scope_profiler_formats::native_trace;
 
 use crate::errors::TraceFormatError;
 
@@ -29,7 +33,62 @@ fn read_trace_columns<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResul
     Ok((trace.rank, trace.version, regions))
 }
 
+/// The paths `inputs` names: one `str` or `os.PathLike`, or an iterable of them.
+fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    let path_like = inputs.py().import("os")?.getattr("PathLike")?;
+    if inputs.is_instance_of::<PyString>() || inputs.is_instance(&path_like)? {
+        return Ok(vec![inputs.extract()?]);
+    }
+    inputs.try_iter()?.map(|p| p?.extract::<PathBuf>()).collect()
+}
+
+fn found(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
+    let paths = input_paths(inputs)?;
+    native_trace::find_traces(&paths).map_err(PyFileNotFoundError::new_err)
+}
+
+/// `find_traces(inputs) -> list[str]`: the native output files among `inputs` (a path or
+/// an iterable of paths; directories searched non-recursively for `*.spt` and
+/// `*_rank<N>.h5`), sorted, without duplicates. `FileNotFoundError` for an input that does
+/// not exist or a directory with neither.
+#[pyfunction]
+#[pyo3(name = "find_traces")]
+fn find_traces_py(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<String>> {
+    Ok(found(inputs)?.into_iter().map(|p| p.to_string_lossy().into_owned()).collect())
+}
+
+/// `native_regions(inputs, rank) -> [(name, starts, ends, source_file, source_line), ...]`:
+/// the regions rank `rank` recorded in the native output `inputs` (as `find_traces`;
+/// `.spt` traces and per-rank `.h5` profiles), files in `find_traces` order, the regions of
+/// each in its order (a trace's file order; a profile's `get_regions()` order); `starts` /
+/// `ends` int64 ns arrays, the form `NativeRecorder.finalize(native=...)` takes. Raises
+/// `FileNotFoundError` (as `find_traces`), `TraceFormatError`, `OSError`, and as `read_h5`.
+#[pyfunction]
+fn native_regions<'py>(py: Python<'py>, inputs: &Bound<'py, PyAny>, rank: i64) -> PyResult<Bound<'py, PyList>> {
+    let out = PyList::empty(py);
+    for path in found(inputs)? {
+        let regions = if path.extension().is_some_and(|e| e == "h5") {
+            scope_profiler_finalize::native_regions::of_run(&crate::h5reader::read_run(py, &path)?, rank)
+        } else {
+            let trace = py.detach(|| native_trace::read_trace(&path))?.map_err(|e| TraceFormatError::new_err(e.0))?;
+            scope_profiler_finalize::native_regions::of_trace(&trace, rank)
+        };
+        for r in regions {
+            out.append((
+                r.name,
+                PyArray1::from_vec(py, r.start_ns),
+                PyArray1::from_vec(py, r.end_ns),
+                r.source_file,
+                r.source_line,
+            ))?;
+        }
+    }
+    Ok(out)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(read_trace_columns, m)?)?;
+    m.add_function(wrap_pyfunction!(find_traces_py, m)?)?;
+    m.add_function(wrap_pyfunction!(native_regions, m)?)?;
     Ok(())
 }

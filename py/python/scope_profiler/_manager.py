@@ -35,6 +35,7 @@ from ._native import (
     RegionCache,
     check_region_name,
     enabled_tags_from_env,
+    native_regions,
     output_settings,
     perf_counter_ns,
     unknown_setting_error,
@@ -314,29 +315,6 @@ def _empty_results(file_path):
     from .results import ProfilingResults
 
     return ProfilingResults({}, file_path=file_path)
-
-
-def _native_regions(traces, rank: int) -> list:
-    """The regions of ``rank`` in the C/Fortran output ``traces`` (files and/or directories,
-    ``.spt`` traces and per-rank ``.h5`` profiles; see ``scope_profiler.native_trace``) as
-    ``(name, starts, ends, source_file, source_line)`` for ``finalize``. Raises as
-    ``find_traces`` / ``read_native_ranks`` (``FileNotFoundError``, ``TraceFormatError``)."""
-    from .native_trace import find_traces, read_native_ranks
-
-    out = []
-    for path in find_traces(traces):
-        ranks, _ = read_native_ranks(path)
-        for name, region in ranks.get(rank, {}).items():
-            out.append(
-                (
-                    name,
-                    region.start_times_ns,
-                    region.end_times_ns,
-                    region.source_file,
-                    region.source_lineno,
-                )
-            )
-    return out
 
 
 def _lifetime_wrapper(func, profiled):
@@ -970,7 +948,7 @@ class ProfileManager:
         all), written to the script's own output unless it set ``deactivate_file_output``."""
         path, requested, no_file, open_at_join = cls._joined[-1]
         config = cls.get_config()
-        native = _native_regions(native_traces, 0) if native_traces is not None else []
+        native = native_regions(native_traces, 0) if native_traces is not None else []
         if config.tracker is not None:
             config.tracker._refresh_task_names()
         assert config._native is not None
@@ -1124,7 +1102,7 @@ class ProfileManager:
             return None
         config = cls.get_config()
         rank = getattr(config, "_rank", 0)
-        native = _native_regions(native_traces, rank) if native_traces is not None else []
+        native = native_regions(native_traces, rank) if native_traces is not None else []
         finalize_time_ns = perf_counter_ns()
         config.metadata["finalize_time_ns"] = finalize_time_ns
         if config.deactivate_profiling:

@@ -82,10 +82,12 @@ __all__ = [
     "export_prof",
     "export_speedscope",
     "export_timeline_svg",
+    "find_traces",
     "lane_groups",
     "merge_results",
     "mpi_launch_from_env",
     "multiprocessing_helper",
+    "native_regions",
     "option_group_fields",
     "output_settings",
     "perf_counter_ns",
@@ -1190,6 +1192,20 @@ def export_parquet(
 class TraceFormatError(ValueError):
     """A file is not a scope-profiler Fortran/C region trace (.spt), is truncated, or uses an
     unknown format version. The message names the file."""
+
+def find_traces(inputs: _Path | Iterable[_Path]) -> list[str]:
+    """The native output files among ``inputs`` (files, and directories searched
+    non-recursively for ``*.spt`` and ``*_rank<N>.h5``), sorted, without duplicates.
+    ``FileNotFoundError`` for an input that does not exist or a directory with neither."""
+
+def native_regions(
+    inputs: _Path | Iterable[_Path], rank: int
+) -> list[tuple[str, _I64, _I64, str | None, int | None]]:
+    """``(name, starts, ends, source_file, source_line)`` of every region rank ``rank``
+    recorded in the native output ``inputs`` (``.spt`` traces, per-rank ``.h5`` profiles;
+    files in ``find_traces`` order, each file's regions in its order), starts and ends int64
+    ns: what ``NativeRecorder.finalize(native=...)`` takes. Raises ``FileNotFoundError``,
+    ``TraceFormatError``, ``OSError``, and as ``read_h5``."""
 
 def read_trace_columns(
     path: _Path,

@@ -91,22 +91,7 @@ def find_traces(inputs: str | PathLike[str] | Iterable[str | PathLike[str]]) -> 
     """The native output files among ``inputs`` (files, and directories searched
     non-recursively for ``*.spt`` and ``*_rank<N>.h5``), sorted, without duplicates. Raises
     ``FileNotFoundError`` for an input that does not exist or a directory with neither."""
-    items = [inputs] if isinstance(inputs, (str, PathLike)) else list(inputs)
-    found: list[Path] = []
-    for item in items:
-        path = Path(item)
-        if path.is_dir():
-            in_dir = sorted([*path.glob(f"*{TRACE_SUFFIX}"), *path.glob(RANK_HDF5_GLOB)])
-            if not in_dir:
-                raise FileNotFoundError(
-                    f"no {TRACE_SUFFIX} traces and no per-rank {HDF5_SUFFIX} profiles in {path}"
-                )
-            found.extend(in_dir)
-        elif path.exists():
-            found.append(path)
-        else:
-            raise FileNotFoundError(f"no such file or directory: {path}")
-    return sorted(set(found))
+    return [Path(p) for p in _native.find_traces(inputs)]
 
 
 def read_native_h5(path: str | PathLike[str]) -> tuple[dict[int, dict[str, Any]], dict]:
