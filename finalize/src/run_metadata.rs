@@ -28,6 +28,68 @@ pub const ENVIRONMENT_VARIABLES: [&str; 12] = [
 
 /// Longest text value kept (in characters); longer ones end in [`TRUNCATION_MARKER`].
 pub const MAX_VALUE_CHARS: usize = 60_000;
+/// Python's `posixpath.normpath`: `.` and empty components dropped, `..` folded lexically,
+/// a leading `//` (exactly two slashes) kept; `.` for an empty result.
+pub fn py_normpath(path: &str) -> String {
+    if path.is_empty() {
+        return ".".into();
+    }
+    let slashes =
+        if path.starts_with("//") && !path.starts_with("///") { 2 } else { usize::from(path.starts_with('/')) };
+    let mut comps: Vec<&str> = Vec::new();
+    for comp in path.split('/') {
+        if comp.is_empty() || comp == "." {
+            continue;
+        }
+        if comp != ".." || (slashes == 0 && comps.is_empty()) || comps.last() == Some(&"..") {
+            comps.push(comp);
+        } else {
+            comps.pop();
+        }
+    }
+    let joined = "/".repeat(slashes) + &comps.join("/");
+    if joined.is_empty() {
+        ".".into()
+    } else {
+        joined
+    }
+}
+
+/// Python's `os.path.abspath` with the working directory `cwd`.
+pub fn py_abspath(path: &str, cwd: &str) -> String {
+    if path.starts_with('/') {
+        py_normpath(path)
+    } else if cwd.ends_with('/') {
+        py_normpath(&format!("{cwd}{path}"))
+    } else {
+        py_normpath(&format!("{cwd}/{path}"))
+    }
+}
+
+fn parts(path: &str) -> Vec<&str> {
+    path.split('/').filter(|c| !c.is_empty() && *c != ".").collect()
+}
+
+/// How `metadata_detail="minimal"` records a source file (the reference's rule):
+/// `filename` relative to the working directory `cwd`, else to the deepest `sys_path` entry
+/// containing it (longest first, `sys.path` order on a tie), else its base name.
+pub fn relative_source_path(filename: &str, cwd: &str, sys_path: &[String]) -> String {
+    let path = py_abspath(filename, cwd);
+    let path_parts = parts(&path);
+    let mut roots: Vec<String> = sys_path.iter().filter(|e| !e.is_empty()).map(|e| py_abspath(e, cwd)).collect();
+    roots.sort_by_key(|r| std::cmp::Reverse(r.chars().count()));
+    for root in std::iter::once(cwd.to_string()).chain(roots) {
+        let root_parts = parts(&root);
+        // os.path.commonpath([path, root]) == root, both absolute
+        let common = path_parts.iter().zip(&root_parts).take_while(|(a, b)| a == b).count();
+        let commonpath = format!("/{}", path_parts[..common].join("/"));
+        if path.starts_with('/') && root.starts_with('/') && commonpath == root && path != root {
+            return path_parts[root_parts.len()..].join("/");
+        }
+    }
+    filename.rsplit('/').next().unwrap_or(filename).to_string()
+}
+
 /// What ends a truncated text value.
 pub const TRUNCATION_MARKER: &str = "...[truncated]";
 
@@ -230,6 +292,25 @@ pub fn user_name() -> Option<String> {
 mod tests {
     use super::*;
     use std::time::Duration;
+
+    /// Expected values from Python's `posixpath` and the old Python `_relative_source_path`.
+    #[test]
+    fn source_paths_as_python_shows_them() {
+        assert_eq!(py_normpath("//a//b/../c/."), "//a/c");
+        assert_eq!(py_normpath("///a/../.."), "/");
+        assert_eq!(py_normpath("../x/../../y"), "../../y");
+        assert_eq!(py_normpath(""), ".");
+        assert_eq!(py_abspath("x/../y.py", "/w"), "/w/y.py");
+        let sys_path: Vec<String> =
+            ["", "/opt/lib", "/opt/lib/python3.11/site-packages", "rel"].map(String::from).to_vec();
+        assert_eq!(relative_source_path("app/main.py", "/w", &sys_path), "app/main.py");
+        assert_eq!(relative_source_path("/w/app/main.py", "/w", &sys_path), "app/main.py");
+        assert_eq!(relative_source_path("/opt/lib/python3.11/site-packages/pkg/m.py", "/w", &sys_path), "pkg/m.py");
+        assert_eq!(relative_source_path("/opt/lib/tool.py", "/w", &sys_path), "tool.py");
+        assert_eq!(relative_source_path("/elsewhere/x/y.py", "/w", &sys_path), "y.py");
+        assert_eq!(relative_source_path("<string>", "/", &[]), "<string>");
+        assert_eq!(relative_source_path("/w", "/w", &[]), "w");
+    }
 
     #[test]
     fn timestamps_as_python_writes_them() {

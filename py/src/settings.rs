@@ -304,7 +304,24 @@ fn output_settings<'py>(
     Ok(out)
 }
 
+/// `relative_source_path(filename) -> str`: how `metadata_detail="minimal"` records a
+/// source file: relative to the working directory, else to the deepest `sys.path` entry
+/// containing it, else its base name ([`run_metadata::relative_source_path`]). `OSError`
+/// when the working directory is gone.
+#[pyfunction]
+fn relative_source_path(py: Python<'_>, filename: &str) -> PyResult<String> {
+    let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
+    let mut entries = Vec::new();
+    for entry in py.import("sys")?.getattr("path")?.try_iter()? {
+        if let Ok(path) = entry?.extract::<std::path::PathBuf>() {
+            entries.push(path.to_string_lossy().into_owned());
+        }
+    }
+    Ok(run_metadata::relative_source_path(filename, &cwd, &entries))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(relative_source_path, m)?)?;
     m.add_function(wrap_pyfunction!(option_group_fields, m)?)?;
     m.add_function(wrap_pyfunction!(settings_of_toml, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;

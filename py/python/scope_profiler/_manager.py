@@ -38,6 +38,7 @@ from ._native import (
     native_regions,
     output_settings,
     perf_counter_ns,
+    relative_source_path,
     unknown_setting_error,
 )
 from ._settings import CONFIG_FIELDS, ProfilingConfig
@@ -62,24 +63,6 @@ def _enabled_tags(config: ProfilingConfig) -> frozenset:
 
 #: Modules whose frames are not user call sites (source capture skips them).
 _INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
-
-
-def _relative_source_path(filename: str) -> str:
-    """``filename`` relative to the working directory, else to the deepest ``sys.path``
-    entry containing it, else its base name (reference ``metadata_detail="minimal"``)."""
-    path = os.path.abspath(filename)
-    roots = [
-        os.getcwd(),
-        *sorted((os.path.abspath(entry) for entry in sys.path if entry), key=len, reverse=True),
-    ]
-    for root in roots:
-        try:
-            inside = os.path.commonpath([path, root]) == root
-        except ValueError:
-            continue
-        if inside and path != root:
-            return os.path.relpath(path, root)
-    return os.path.basename(filename)
 
 
 def _user_stacklevel() -> int:
@@ -494,7 +477,7 @@ class ProfileManager:
     def _recorded_path(cls, filename: str) -> str:
         config = cls._config
         if config is None or config.metadata_detail == "minimal":
-            return _relative_source_path(filename)
+            return relative_source_path(filename)  # relative to the cwd or sys.path (Rust)
         return filename
 
     #: ``region(region_name, functions=None, tags=None)``: the region named ``region_name``

@@ -96,6 +96,7 @@ __all__ = [
     "read_h5_summary",
     "read_json",
     "read_trace_columns",
+    "relative_source_path",
     "setting_defaults",
     "settings_of_toml",
     "setup_from_env_settings",
@@ -1315,6 +1316,11 @@ def mpi_launch_from_env() -> bool | None:
 MPI_LAUNCHER_ENV_VARS: tuple[str, ...]
 #: ``SCOPE_PROFILER_MPI``: 1/true/yes/on or 0/false/no/off decides over the launchers.
 MPI_OVERRIDE_ENV: str
+
+def relative_source_path(filename: str) -> str:
+    """How ``metadata_detail="minimal"`` records a source file: relative to the working
+    directory, else to the deepest ``sys.path`` entry containing it, else its base name.
+    ``OSError`` when the working directory is gone."""
 
 def collect_metadata(detail: str = "minimal") -> dict[str, Any]:
     """The run's metadata (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``;
