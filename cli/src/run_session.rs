@@ -213,6 +213,62 @@ pub fn multiprocessing_helper<S: AsRef<str>>(argv: &[S]) -> bool {
     }
 }
 
+/// Why [`profile_command_argv`] refuses a command.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum CommandError {
+    /// No script (`ValueError`).
+    NoScript,
+    /// `mpi_calls=True` (`NotImplementedError`).
+    MpiCalls,
+}
+
+impl std::fmt::Display for CommandError {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CommandError::NoScript => "profile_command() requires a Python script path",
+            CommandError::MpiCalls => {
+                "profile_command(mpi_calls=True): MPI call profiling (profile_mpi_calls) is not supported"
+            }
+        })
+    }
+}
+
+/// `ProfileManager.profile_command`'s child command line: `EXECUTABLE -m scope_profiler run
+/// -q -o OUTPUT [--recursive] [--all] SCRIPT ARGS...` (`all` implies `--recursive`; OUTPUT
+/// `profiling_data.h5` by default), a leading Python interpreter of `command` (the
+/// executable itself, `python`, `python3`) dropped; with the output path.
+pub fn profile_command_argv(
+    command: &[String],
+    executable: &str,
+    output: Option<&str>,
+    recursive: bool,
+    all: bool,
+    mpi_calls: bool,
+) -> Result<(Vec<String>, String), CommandError> {
+    let is_python = |p: &str| p == executable || matches!(p.rsplit('/').next(), Some("python" | "python3"));
+    let command = match command.first() {
+        Some(first) if is_python(first) => &command[1..],
+        _ => command,
+    };
+    if command.is_empty() {
+        return Err(CommandError::NoScript);
+    }
+    if mpi_calls {
+        return Err(CommandError::MpiCalls);
+    }
+    let output = output.unwrap_or("profiling_data.h5").to_string();
+    let mut argv: Vec<String> =
+        [executable, "-m", "scope_profiler", "run", "-q", "-o", &output].iter().map(|s| s.to_string()).collect();
+    if recursive || all {
+        argv.push("--recursive".into());
+    }
+    if all {
+        argv.push("--all".into());
+    }
+    argv.extend(command.iter().cloned());
+    Ok((argv, output))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -347,5 +403,42 @@ mod tests {
         ]));
         assert!(!multiprocessing_helper(&["python", "-c"]));
         assert!(!multiprocessing_helper(&["python", "app.py"]));
+    }
+
+    #[test]
+    fn profile_command_lines() {
+        let cmd = |c: &[&str]| c.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let (argv, out) = profile_command_argv(
+            &cmd(&["/usr/bin/python3", "app.py", "-n"]),
+            "/v/bin/python",
+            None,
+            false,
+            true,
+            false,
+        )
+        .unwrap();
+        assert_eq!(out, "profiling_data.h5");
+        assert_eq!(
+            argv,
+            cmd(&[
+                "/v/bin/python",
+                "-m",
+                "scope_profiler",
+                "run",
+                "-q",
+                "-o",
+                "profiling_data.h5",
+                "--recursive",
+                "--all",
+                "app.py",
+                "-n"
+            ])
+        );
+        let (argv, _) =
+            profile_command_argv(&cmd(&["/v/bin/python", "a.py"]), "/v/bin/python", Some("o.h5"), true, false, false)
+                .unwrap();
+        assert_eq!(argv[6..], cmd(&["o.h5", "--recursive", "a.py"]));
+        assert_eq!(profile_command_argv(&cmd(&["python"]), "x", None, false, false, true), Err(CommandError::NoScript));
+        assert_eq!(profile_command_argv(&cmd(&["a.py"]), "x", None, false, false, true), Err(CommandError::MpiCalls));
     }
 }

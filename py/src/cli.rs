@@ -157,7 +157,30 @@ fn summary_text(run: &NativeRun, title: &str) -> String {
     report::summary_text(&run.run, title)
 }
 
+/// `profile_command_argv(command, executable, output, recursive, all, mpi_calls) ->
+/// (argv, output_path)`: the child command line of `ProfileManager.profile_command`
+/// (`executable -m scope_profiler run -q -o OUTPUT [--recursive] [--all] SCRIPT ARGS`, a
+/// leading Python interpreter of `command` dropped). `ValueError` without a script,
+/// `NotImplementedError` for `mpi_calls`.
+#[pyfunction]
+fn profile_command_argv(
+    command: Vec<String>,
+    executable: &str,
+    output: Option<String>,
+    recursive: bool,
+    all: bool,
+    mpi_calls: bool,
+) -> PyResult<(Vec<String>, String)> {
+    run_session::profile_command_argv(&command, executable, output.as_deref(), recursive, all, mpi_calls).map_err(|e| {
+        match e {
+            run_session::CommandError::NoScript => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+            run_session::CommandError::MpiCalls => pyo3::exceptions::PyNotImplementedError::new_err(e.to_string()),
+        }
+    })
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
     m.add_function(wrap_pyfunction!(summary_text, m)?)?;

@@ -208,10 +208,6 @@ def profile_script(manager, script_path, script_args, output, setup_kwargs: dict
     return results
 
 
-def _is_python(program: str) -> bool:
-    return program == sys.executable or os.path.basename(program) in {"python", "python3"}
-
-
 def profile_command(command, output=None, recursive=False, all=False, mpi_calls=False):
     """Run ``command`` (a Python script and its arguments; a leading ``python`` is dropped)
     as ``python -m scope_profiler run -q -o OUTPUT [--recursive] [--all] ...`` in a child
@@ -219,38 +215,19 @@ def profile_command(command, output=None, recursive=False, all=False, mpi_calls=
     captured) with ``profile_results``: the profile read back (``load``) when the command
     exited 0 and wrote a readable file, else None. ``ValueError`` when no script is given;
     ``NotImplementedError`` for ``mpi_calls=True`` (MPI call profiling is not supported)."""
-    command = [os.fspath(value) for value in command]
-    if command and _is_python(command[0]):
-        command = command[1:]
-    if not command:
-        raise ValueError("profile_command() requires a Python script path")
-    if mpi_calls:
-        raise NotImplementedError(
-            "profile_command(mpi_calls=True): MPI call profiling "
-            "(profile_mpi_calls) is not supported"
-        )
-    output_path = os.fspath(output) if output is not None else "profiling_data.h5"
-    options = []
-    if recursive or all:
-        options.append("--recursive")
-    if all:
-        options.append("--all")
+    from ._native import profile_command_argv
+
+    argv, output_path = profile_command_argv(
+        [os.fspath(value) for value in command],
+        sys.executable,
+        None if output is None else os.fspath(output),
+        bool(recursive),
+        bool(all),
+        bool(mpi_calls),
+    )
     import subprocess
 
-    completed: Any = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "scope_profiler",
-            "run",
-            "-q",
-            "-o",
-            output_path,
-            *options,
-            *command,
-        ],
-        check=False,
-    )
+    completed: Any = subprocess.run(argv, check=False)
     completed.profile_results = None
     if completed.returncode == 0:
         from .profile_io import FORMAT_HTML, load, profile_format

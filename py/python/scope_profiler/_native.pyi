@@ -91,6 +91,7 @@ __all__ = [
     "option_group_fields",
     "output_settings",
     "perf_counter_ns",
+    "profile_command_argv",
     "profile_format",
     "read_h5",
     "read_h5_summary",
@@ -1015,6 +1016,19 @@ def describe_process(
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
     processes (the forkserver, the resource tracker), not a process of the program."""
+
+def profile_command_argv(
+    command: list[str],
+    executable: str,
+    output: str | None,
+    recursive: bool,
+    all: bool,
+    mpi_calls: bool,
+) -> tuple[list[str], str]:
+    """``(argv, output_path)``: ``ProfileManager.profile_command``'s child command line
+    (``executable -m scope_profiler run -q -o OUTPUT [--recursive] [--all] SCRIPT ARGS``, a
+    leading Python interpreter of ``command`` dropped; OUTPUT ``profiling_data.h5`` by
+    default). ``ValueError`` without a script, ``NotImplementedError`` for ``mpi_calls``."""
 
 def _run_to_bytes(native: NativeRun) -> bytes:
     """``NativeRun`` -> bytes (pickle-free transport between processes of one job)."""
