@@ -22,6 +22,7 @@ mod frames;
 mod graphics_exports;
 mod h5reader;
 mod json_export;
+mod manager_api;
 mod merge;
 mod mpi_region;
 mod native_trace;
@@ -55,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     native_trace::register(m)?;
     profile_io::register(m)?;
     cli::register(m)?;
+    manager_api::register(m)?;
     environment::register(m)?;
     follow::register(m)?;
     recording::register(m)?;

@@ -54,6 +54,7 @@
 
 pub mod clock;
 pub mod fork;
+pub mod instrument;
 pub mod regions;
 pub mod task;
 pub mod trace_select;

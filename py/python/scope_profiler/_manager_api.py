@@ -100,20 +100,6 @@ class _FactoryCall:
             self._scope.__exit__(exc_type, exc_value, traceback)
 
 
-def _patterns(value, what: str) -> tuple[str, ...]:
-    """A glob or an iterable of globs as a tuple; ``TypeError`` naming ``what`` otherwise."""
-    if isinstance(value, str):
-        return (value,)
-    try:
-        patterns = tuple(value)
-    except TypeError:
-        raise TypeError(f"{what} must be a glob or an iterable of globs, got {value!r}") from None
-    for pattern in patterns:
-        if not isinstance(pattern, str):
-            raise TypeError(f"{what} patterns must be strings, got {pattern!r}")
-    return patterns
-
-
 def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
     """Decorate ``module``'s own module-level functions with ``manager.profile`` in place.
 
@@ -122,22 +108,22 @@ def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=No
     ``f"{module.__name__}.{name}"`` without ``prefix``, with ``tags`` (as ``profile``).
     Classes, builtins and functions ``profile`` already wraps are left alone. Returns
     ``{name: wrapper}`` of what was replaced."""
-    import fnmatch
     import inspect
 
-    include = _patterns(include, "include")
-    exclude = _patterns(exclude, "exclude")
-    module_name = getattr(module, "__name__", "module")
+    from ._native import instrument_plan
+
+    functions = {
+        name: function
+        for name, function in list(vars(module).items())
+        # not a function, or @profile's wrapper of a coroutine/generator function
+        if inspect.isfunction(function) and not hasattr(function, "_scope_profiler_wrapper")
+    }
     changed = {}
-    for name, function in list(vars(module).items()):
-        if not inspect.isfunction(function) or hasattr(function, "_scope_profiler_wrapper"):
-            continue  # not a function, or @profile's wrapper of a coroutine/generator function
-        if not any(fnmatch.fnmatchcase(name, p) for p in include):
-            continue
-        if any(fnmatch.fnmatchcase(name, p) for p in exclude):
-            continue
-        region_name = f"{prefix}.{name}" if prefix else f"{module_name}.{name}"
-        wrapped = manager.profile(region_name, tags=tags)(function)
+    module_name = getattr(module, "__name__", "module")
+    for name, region_name in instrument_plan(
+        list(functions), include, exclude, prefix, module_name
+    ):
+        wrapped = manager.profile(region_name, tags=tags)(functions[name])
         setattr(module, name, wrapped)
         changed[name] = wrapped
     return changed

@@ -83,6 +83,7 @@ __all__ = [
     "export_speedscope",
     "export_timeline_svg",
     "find_traces",
+    "instrument_plan",
     "lane_groups",
     "merge_results",
     "mpi_launch_from_env",
@@ -1016,6 +1017,18 @@ def describe_process(
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
     processes (the forkserver, the resource tracker), not a process of the program."""
+
+def instrument_plan(
+    names: list[str],
+    include: str | Iterable[str],
+    exclude: str | Iterable[str],
+    prefix: object,
+    module_name: object,
+) -> list[tuple[str, str]]:
+    """``[(name, region), ...]``: the functions of ``names`` that ``instrument()`` decorates
+    (matching a glob of ``include`` and none of ``exclude``, ``fnmatch.fnmatchcase``; each a
+    glob or an iterable of globs, else ``TypeError``), with their region names
+    ``"{prefix}.{name}"``, or ``"{module_name}.{name}"`` without a (true) prefix."""
 
 def profile_command_argv(
     command: list[str],

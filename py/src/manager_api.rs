@@ -1,0 +1,55 @@
+//! Backs `scope_profiler._manager_api`: which functions `instrument()` decorates
+//! ([`scope_profiler_recorder::instrument`]).
+use pyo3::exceptions::PyTypeError;
+use pyo3::prelude::*;
+use pyo3::types::PyString;
+
+/// A glob or an iterable of globs as strings; `TypeError` naming `what` otherwise.
+fn patterns(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
+    if let Ok(s) = value.cast::<PyString>() {
+        return Ok(vec![s.to_string()]);
+    }
+    let not_globs = || -> PyResult<PyErr> {
+        Ok(PyTypeError::new_err(format!("{what} must be a glob or an iterable of globs, got {}", value.repr()?)))
+    };
+    let items: Vec<Bound<'_, PyAny>> = match value.try_iter().and_then(|it| it.collect::<PyResult<Vec<_>>>()) {
+        Ok(items) => items,
+        Err(e) if e.is_instance_of::<PyTypeError>(value.py()) => return Err(not_globs()?),
+        Err(e) => return Err(e),
+    };
+    items
+        .iter()
+        .map(|p| match p.cast::<PyString>() {
+            Ok(s) => Ok(s.to_string()),
+            Err(_) => Err(PyTypeError::new_err(format!("{what} patterns must be strings, got {}", p.repr()?))),
+        })
+        .collect()
+}
+
+/// `instrument_plan(names, include, exclude, prefix, module_name) -> [(name, region), ...]`:
+/// the functions of `names` (a module's own, in its order) that `instrument()` decorates:
+/// matching a glob of `include` and none of `exclude` (`fnmatch.fnmatchcase`; each a glob
+/// or an iterable of globs, else `TypeError`), with their region names
+/// `"{prefix}.{name}"`, or `"{module_name}.{name}"` without a (true) prefix.
+#[pyfunction]
+fn instrument_plan(
+    names: Vec<String>,
+    include: &Bound<'_, PyAny>,
+    exclude: &Bound<'_, PyAny>,
+    prefix: Option<&Bound<'_, PyAny>>,
+    module_name: &Bound<'_, PyAny>,
+) -> PyResult<Vec<(String, String)>> {
+    let include = patterns(include, "include")?;
+    let exclude = patterns(exclude, "exclude")?;
+    let prefix = match prefix {
+        Some(p) if p.is_truthy()? => Some(p.str()?.to_string()),
+        _ => None,
+    };
+    let module = module_name.str()?.to_string();
+    Ok(scope_profiler_recorder::instrument::instrumented(&names, &include, &exclude, prefix.as_deref(), &module))
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(instrument_plan, m)?)?;
+    Ok(())
+}
