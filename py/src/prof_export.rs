@@ -57,7 +57,16 @@ pub fn export_flamegraph_svg<'py>(
     })
 }
 
+/// `unique_labels(labels) -> list[str]`: run labels with repeats made distinct, as every
+/// exporter names runs: the second `"run"` is `"run (2)"`, the third `"run (3)"`
+/// (`formats::export_plan::unique_labels`).
+#[pyfunction]
+fn unique_labels(labels: Vec<String>) -> Vec<String> {
+    scope_profiler_formats::export_plan::unique_labels(&labels)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(unique_labels, m)?)?;
     m.add_function(wrap_pyfunction!(export_prof, m)?)?;
     m.add_function(wrap_pyfunction!(export_flamegraph_svg, m)?)
 }

@@ -106,6 +106,7 @@ __all__ = [
     "split_by_lane",
     "summary_text",
     "thread_time_ns",
+    "unique_labels",
     "unknown_setting_error",
     "write_json",
 ]
@@ -1017,6 +1018,10 @@ def describe_process(
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
     processes (the forkserver, the resource tracker), not a process of the program."""
+
+def unique_labels(labels: list[str]) -> list[str]:
+    """Run labels with repeats made distinct, as every exporter names runs: the second
+    ``"run"`` is ``"run (2)"``, the third ``"run (3)"``."""
 
 def instrument_plan(
     names: list[str],

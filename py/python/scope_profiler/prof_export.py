@@ -7,7 +7,7 @@ import tempfile
 from collections.abc import Sequence
 from pathlib import Path
 
-from ._native import ProfilingResults, export_flamegraph_svg, export_prof
+from ._native import ProfilingResults, export_flamegraph_svg, export_prof, unique_labels
 
 __all__ = ["export_flamegraph_svg", "export_prof", "load_prof", "to_pstats"]
 
@@ -17,16 +17,6 @@ _NO_CALLS = "No calls recorded for the requested ranks."
 def load_prof(filepath: str | Path) -> pstats.Stats:
     """Read a ``.prof`` file written by ``export_prof`` back as a ``pstats.Stats``."""
     return pstats.Stats(str(filepath))
-
-
-def _unique_labels(labels: Sequence[str]) -> list[str]:
-    """The reference's run labels: a repeated label gets `` (2)``, `` (3)``, ..."""
-    seen: dict[str, int] = {}
-    out = []
-    for label in labels:
-        seen[label] = seen.get(label, 0) + 1
-        out.append(label if seen[label] == 1 else f"{label} ({seen[label]})")
-    return out
 
 
 def _rename_root(stats: pstats.Stats, old: str, new: str) -> None:
@@ -68,7 +58,7 @@ def to_pstats(
     out: dict[tuple[str, int], pstats.Stats] = {}
     with tempfile.TemporaryDirectory(prefix="scope-profiler-pstats-") as tmp:
         for i, (label, run) in enumerate(
-            zip(_unique_labels([r.display_label for r in runs]), runs)
+            zip(unique_labels([r.display_label for r in runs]), runs)
         ):
             for rank in wanted:
                 target = Path(tmp) / f"run{i}_rank{rank}.prof"
