@@ -213,6 +213,66 @@ pub fn multiprocessing_helper<S: AsRef<str>>(argv: &[S]) -> bool {
     }
 }
 
+/// A hosted script's own `setup()` asking for more tracking than `run`'s session
+/// (`script` and `host`: `(track_threads, track_async)`): the settings the run restarts
+/// with (sorted names) and the line `run` prints about it, naming `host_file`; None when
+/// the script asks for nothing more.
+pub fn tracking_upgrade(
+    script: (bool, bool),
+    host: (bool, bool),
+    host_file: &str,
+) -> Option<(Vec<&'static str>, String)> {
+    let mut names = Vec::new();
+    if script.1 && !host.1 {
+        names.push("track_async");
+    }
+    if script.0 && !host.0 {
+        names.push("track_threads");
+    }
+    if names.is_empty() {
+        return None;
+    }
+    let note = format!(
+        "scope-profiler run: the script's own setup asks for {}; the run restarts with it ({host_file} has what is \
+         recorded from now on)",
+        names.join(", ")
+    );
+    Some((names, note))
+}
+
+/// The directory the processes `run` follows record into, beside `output` (`run`'s process
+/// `pid`): `<output>.procs-<pid>`.
+pub fn private_directory(output: &str, pid: u32) -> String {
+    format!("{output}.procs-{pid}")
+}
+
+/// The file a followed process (`pid`) records into in `dir`, named by its start (`ns`
+/// since the epoch, 20 digits) so that the name order is the start order:
+/// `<dir>/<ns>-<pid>.h5` (what [`crate::processes`] reads back).
+pub fn followed_recording(dir: &str, start_ns: u128, pid: u32) -> String {
+    let name = format!("{start_ns:020}-{pid}.h5");
+    // os.path.join(dir, name)
+    if dir.is_empty() || dir.ends_with('/') {
+        format!("{dir}{name}")
+    } else {
+        format!("{dir}/{name}")
+    }
+}
+
+/// The `.started` marker beside a followed process's recording (Python's
+/// `os.path.splitext(recording)[0] + ".started"`): the parent names a process that never
+/// wrote its file from it.
+pub fn started_marker(recording: &str) -> String {
+    let base_at = recording.rfind('/').map_or(0, |i| i + 1);
+    let base = &recording[base_at..];
+    let leading_dots = base.len() - base.trim_start_matches('.').len();
+    let stem = match base.rfind('.') {
+        Some(dot) if dot >= leading_dots => &recording[..base_at + dot],
+        _ => recording,
+    };
+    format!("{stem}.started")
+}
+
 /// Why [`profile_command_argv`] refuses a command.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum CommandError {
@@ -440,5 +500,25 @@ mod tests {
         assert_eq!(argv[6..], cmd(&["o.h5", "--recursive", "a.py"]));
         assert_eq!(profile_command_argv(&cmd(&["python"]), "x", None, false, false, true), Err(CommandError::NoScript));
         assert_eq!(profile_command_argv(&cmd(&["a.py"]), "x", None, false, false, true), Err(CommandError::MpiCalls));
+    }
+
+    #[test]
+    fn restart_note_and_followed_names() {
+        assert_eq!(tracking_upgrade((true, false), (true, false), "o.h5"), None);
+        let (names, note) = tracking_upgrade((true, true), (false, false), "/t/o.h5").unwrap();
+        assert_eq!(names, ["track_async", "track_threads"]);
+        assert_eq!(
+            note,
+            "scope-profiler run: the script's own setup asks for track_async, track_threads; the run restarts with \
+             it (/t/o.h5 has what is recorded from now on)"
+        );
+        assert_eq!(private_directory("/t/o.h5", 42), "/t/o.h5.procs-42");
+        assert_eq!(
+            followed_recording("/t/o.h5.procs-42", 1_700_000_000_000_000_000, 7),
+            "/t/o.h5.procs-42/01700000000000000000-7.h5"
+        );
+        assert_eq!(started_marker("/t/d.x/01-7.h5"), "/t/d.x/01-7.started");
+        assert_eq!(started_marker("/t/d.x/.h5"), "/t/d.x/.h5.started");
+        assert_eq!(started_marker("noext"), "noext.started");
     }
 }

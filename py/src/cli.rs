@@ -179,7 +179,17 @@ fn profile_command_argv(
     })
 }
 
+/// `tracking_upgrade(script, host, host_file) -> (names, note) | None`: a hosted script's
+/// own `setup()` asking for more tracking than `run`'s session (`script` and `host`:
+/// `(track_threads, track_async)`): the settings the run restarts with (sorted) and the
+/// line to print on stderr, naming `host_file`; None when it asks for nothing more.
+#[pyfunction]
+fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -> Option<(Vec<&'static str>, String)> {
+    run_session::tracking_upgrade(script, host, host_file)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;

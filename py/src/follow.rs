@@ -39,7 +39,32 @@ fn multiprocessing_helper(argv: Vec<String>) -> bool {
     run_session::multiprocessing_helper(&argv)
 }
 
+/// `private_directory(output, pid) -> str`: the directory the processes `run` (process
+/// `pid`) follows record into, `<output>.procs-<pid>`.
+#[pyfunction]
+fn private_directory(output: &str, pid: u32) -> String {
+    run_session::private_directory(output, pid)
+}
+
+/// `followed_recording(directory, pid) -> str`: the file a followed process records into,
+/// `<directory>/<start ns, 20 digits>-<pid>.h5` (now on the wall clock, `time.time_ns()`).
+#[pyfunction]
+fn followed_recording(directory: &str, pid: u32) -> String {
+    let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
+    run_session::followed_recording(directory, now.as_nanos(), pid)
+}
+
+/// `started_marker(recording) -> str`: the `.started` marker beside a followed process's
+/// recording (its extension replaced).
+#[pyfunction]
+fn started_marker(recording: &str) -> String {
+    run_session::started_marker(recording)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(private_directory, m)?)?;
+    m.add_function(wrap_pyfunction!(followed_recording, m)?)?;
+    m.add_function(wrap_pyfunction!(started_marker, m)?)?;
     m.add_function(wrap_pyfunction!(describe_process, m)?)?;
     m.add_function(wrap_pyfunction!(multiprocessing_helper, m)?)?;
     Ok(())

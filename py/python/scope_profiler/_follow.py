@@ -32,6 +32,8 @@ import os
 import sys
 from contextlib import contextmanager
 
+from . import _native
+
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
@@ -80,17 +82,15 @@ _MARKER = _Marker()
 
 def private_directory(output: str) -> str:
     """The directory the followed processes of a run writing ``output`` record into."""
-    return f"{output}.procs-{os.getpid()}"
+    return _native.private_directory(output, os.getpid())
 
 
 def describe_process(parent: bool = False) -> str:
     """This process as the merged run's metadata ``processes`` names it: its pid, its parent's
     pid (for a child) and what it runs (a multiprocessing process's name, else its command
     line, shortened to 200 characters; Rust: ``cli::run_session::describe_process``)."""
-    from ._native import describe_process as describe
-
     mp_process = sys.modules.get("multiprocessing.process")
-    return describe(
+    return _native.describe_process(
         os.getpid(),
         None if parent else os.getppid(),
         None if mp_process is None else mp_process.current_process().name,
@@ -157,13 +157,11 @@ def start_from_environment() -> None:
     try:
         import json
 
-        from ._native import multiprocessing_helper
-
         spec = json.loads(raw)
         if not os.path.isdir(spec["dir"]):
             return  # the run that started it is over
         argv = getattr(sys, "orig_argv", ())
-        if multiprocessing_helper(list(argv)):
+        if _native.multiprocessing_helper(list(argv)):
             # the forkserver, the resource tracker: not the program's processes; the
             # processes the forkserver forks record (restart_in_child)
             from ._fork import set_follow_hook
@@ -242,15 +240,12 @@ def restart_in_child() -> None:
 
 def _start(spec: dict) -> None:
     global _spec, _session, _session_pid, followed_pid
-    import time
-
     from ._cli import show_profiler_warnings_plainly
     from ._fork import set_follow_hook
     from ._manager import ProfileManager
 
     show_profiler_warnings_plainly()
-    base = os.path.join(spec["dir"], f"{time.time_ns():020d}-{os.getpid()}")
-    path = base + ".h5"
+    path = _native.followed_recording(spec["dir"], os.getpid())  # <start ns>-<pid>.h5
     session = ProfileManager.session(
         file_path=path, verbose=False, replace=True, **spec["settings"]
     )
@@ -325,7 +320,7 @@ def _marker_path() -> str | None:
     config = config._config if config is not None else None
     if config is None or _session_pid != os.getpid():
         return None
-    return os.path.splitext(config.file_path)[0] + ".started"
+    return _native.started_marker(config.file_path)
 
 
 def _write_marker() -> None:

@@ -39,6 +39,7 @@ from ._native import (
     output_settings,
     perf_counter_ns,
     relative_source_path,
+    tracking_upgrade,
     unknown_setting_error,
 )
 from ._settings import CONFIG_FIELDS, ProfilingConfig
@@ -897,19 +898,16 @@ class ProfileManager:
         the run restarts with it, saying so on stderr (calls recorded before are not kept)."""
         host = cls._config
         assert host is not None
-        upgrade = {
-            name: True
-            for name in ("track_threads", "track_async")
-            if getattr(config, name) and not getattr(host, name)
-        }
-        if upgrade:
-            print(
-                f"scope-profiler run: the script's own setup asks for {', '.join(sorted(upgrade))}; "
-                f"the run restarts with it ({host.file_path} has what is recorded from now on)",
-                file=sys.stderr,
-            )
+        upgrade = tracking_upgrade(
+            (config.track_threads, config.track_async),
+            (host.track_threads, host.track_async),
+            host.file_path,
+        )
+        if upgrade is not None:
+            names, note = upgrade
+            print(note, file=sys.stderr)
             requested = cls._requested_output
-            host = ProfilingConfig(**{**host._settings, **upgrade})
+            host = ProfilingConfig(**{**host._settings, **dict.fromkeys(names, True)})
             cls._set_config(host)
             cls._requested_output = requested
             cls._host_config = host

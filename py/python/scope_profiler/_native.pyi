@@ -83,6 +83,7 @@ __all__ = [
     "export_speedscope",
     "export_timeline_svg",
     "find_traces",
+    "followed_recording",
     "instrument_plan",
     "lane_groups",
     "merge_results",
@@ -92,6 +93,7 @@ __all__ = [
     "option_group_fields",
     "output_settings",
     "perf_counter_ns",
+    "private_directory",
     "profile_command_argv",
     "profile_format",
     "read_h5",
@@ -104,8 +106,10 @@ __all__ = [
     "setup_from_env_settings",
     "sniff_profile_format",
     "split_by_lane",
+    "started_marker",
     "summary_text",
     "thread_time_ns",
+    "tracking_upgrade",
     "unique_labels",
     "unknown_setting_error",
     "write_json",
@@ -1014,6 +1018,25 @@ def describe_process(
     WHAT`` (``pid N: WHAT`` without ``parent_pid``), ``WHAT`` a multiprocessing process's
     name, ``fork: ARGV`` for a forked process (``argv``), else its command line
     (``orig_argv``, ``python`` for the interpreter), one line of at most 200 characters."""
+
+def private_directory(output: str, pid: int) -> str:
+    """The directory the processes ``run`` (process ``pid``) follows record into:
+    ``<output>.procs-<pid>``."""
+
+def followed_recording(directory: str, pid: int) -> str:
+    """The file a followed process records into: ``<directory>/<start ns, 20 digits>-<pid>.h5``
+    (now, wall clock ns as ``time.time_ns()``; the name order is the start order)."""
+
+def started_marker(recording: str) -> str:
+    """The ``.started`` marker beside a followed process's recording (its extension
+    replaced)."""
+
+def tracking_upgrade(
+    script: tuple[bool, bool], host: tuple[bool, bool], host_file: str
+) -> tuple[list[str], str] | None:
+    """A hosted script's ``setup()`` asking for more tracking than ``run``'s session
+    (``(track_threads, track_async)`` each): ``(settings the run restarts with, the stderr
+    line naming host_file)``, or None when it asks for nothing more."""
 
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server

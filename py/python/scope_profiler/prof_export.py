@@ -57,9 +57,7 @@ def to_pstats(
     wanted = [0] if ranks is None else [ranks] if isinstance(ranks, int) else list(ranks)
     out: dict[tuple[str, int], pstats.Stats] = {}
     with tempfile.TemporaryDirectory(prefix="scope-profiler-pstats-") as tmp:
-        for i, (label, run) in enumerate(
-            zip(unique_labels([r.display_label for r in runs]), runs)
-        ):
+        for i, (label, run) in enumerate(zip(unique_labels([r.display_label for r in runs]), runs)):
             for rank in wanted:
                 target = Path(tmp) / f"run{i}_rank{rank}.prof"
                 try:
