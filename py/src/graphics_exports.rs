@@ -137,7 +137,51 @@ pub fn export_html<'py>(
     })
 }
 
+/// Write the self-contained HTML report of one run to `filepath` and return its path
+/// (the reference's entry point; `export_html` is the one that takes several runs).
+///
+/// `profiling_data` is a `ProfilingResults` or the path of a `.h5` file (read as
+/// `read_h5`); `ranks` defaults to every rank of the run. The report has the region summary,
+/// thread and task tables (held/await columns for `track_async` runs), the lane timeline and
+/// the flame graph; a run without calls gets a page saying so (as 0.7.5). Errors: as
+/// `read_h5` for a path, `ValueError` for a filter matching no region or a rank the run does
+/// not have. Deviation: the reference's comparison reports (several runs), `sort=`,
+/// `columns=` and its Plotly charts are not implemented.
+#[pyfunction]
+#[pyo3(signature = (profiling_data, filepath, *, include=None, exclude=None, ranks=None))]
+pub fn create_html_report<'py>(
+    py: Python<'py>,
+    profiling_data: Bound<'py, PyAny>,
+    filepath: Bound<'py, PyAny>,
+    include: Option<Bound<'py, PyAny>>,
+    exclude: Option<Bound<'py, PyAny>>,
+    ranks: Option<Bound<'py, PyAny>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let path_like = py.import("os")?.getattr("PathLike")?;
+    let profiling_data =
+        if profiling_data.is_instance_of::<pyo3::types::PyString>() || profiling_data.is_instance(&path_like)? {
+            Bound::new(py, crate::h5reader::read(py, profiling_data.extract()?, false)?)?.into_any()
+        } else {
+            profiling_data
+        };
+    let ranks = match ranks.filter(|r| !r.is_none()) {
+        Some(r) => r,
+        None => {
+            let n: i64 = profiling_data.getattr("num_ranks")?.extract()?;
+            PyList::new(py, 0..n)?.into_any()
+        }
+    };
+    let written = export_html(profiling_data, filepath, Some(ranks), include, exclude, false)?;
+    // one run, one report (Python's unpacking errors otherwise, as before)
+    match written.len() {
+        1 => written.get_item(0),
+        0 => Err(PyValueError::new_err("not enough values to unpack (expected 1, got 0)")),
+        _ => Err(PyValueError::new_err("too many values to unpack (expected 1)")),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(create_html_report, m)?)?;
     m.add_function(wrap_pyfunction!(export_folded, m)?)?;
     m.add_function(wrap_pyfunction!(export_timeline_svg, m)?)?;
     m.add_function(wrap_pyfunction!(export_html, m)?)?;

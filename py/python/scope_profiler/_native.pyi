@@ -69,6 +69,7 @@ __all__ = [
     "cli_after_run",
     "cli_main",
     "collect_metadata",
+    "create_html_report",
     "describe_process",
     "enabled_tags_from_env",
     "export_chrome_trace",
@@ -1227,6 +1228,26 @@ def export_html(
     needed to open it): the region summary (calls, total/mean/min/max, exclusive time; held
     and await time when the run has await times), thread and task tables, the lane timeline
     and the flame graph. Returns the paths written; errors as ``export_speedscope``."""
+
+def create_html_report(
+    profiling_data: ProfilingResults | _Path,
+    filepath: _Path,
+    *,
+    include: _Patterns = None,
+    exclude: _Patterns = None,
+    ranks: _Ranks = None,
+) -> Path:
+    """Write the self-contained HTML report of one run to ``filepath`` and return its path
+    (the reference's entry point; ``export_html`` is the one that takes several runs).
+
+    ``profiling_data`` is a ``ProfilingResults`` or the path of a ``.h5`` file (read with
+    ``read_h5``); ``ranks`` defaults to every rank of the run. The report has the region
+    summary, thread and task tables (held/await columns for ``track_async`` runs), the lane
+    timeline and the flame graph; a run without calls gets a page saying so (as 0.7.5).
+    Errors: as ``read_h5`` for a path, ``ValueError`` for a filter matching no region or a
+    rank the run does not have.
+    Deviation: the reference's comparison reports (several runs), ``sort=``, ``columns=`` and
+    its Plotly charts are not implemented."""
 
 def export_parquet(
     profiling_data: _Results,
