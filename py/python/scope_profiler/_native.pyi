@@ -87,6 +87,7 @@ __all__ = [
     "followed_recording",
     "instrument_plan",
     "lane_groups",
+    "load",
     "merge_results",
     "mpi_launch_from_env",
     "multiprocessing_helper",
@@ -100,6 +101,7 @@ __all__ = [
     "read_h5",
     "read_h5_summary",
     "read_json",
+    "read_profile",
     "read_trace_columns",
     "relative_source_path",
     "setting_defaults",
@@ -1332,6 +1334,15 @@ def read_json(file_path: _Path, verbose: bool = False) -> ProfilingResults:
 def profile_format(path: _Path) -> str:
     """``"json"`` for ``.json``/``.json.gz`` names, ``"html"`` for ``.html``/``.htm``, else
     ``"hdf5"``."""
+
+def load(path: _Path, verbose: bool = False) -> ProfilingResults:
+    """Read a profile whatever its format, chosen by the file's contents: ``read_json`` or
+    ``read_h5``. Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an
+    HTML report (write-only: it renders a run rather than storing it)."""
+
+def read_profile(file_path: _Path, verbose: bool = False) -> ProfilingResults:
+    """Read a profile as JSON (``.json``, ``.json.gz``) or HDF5 (anything else), whichever
+    its name says (``load`` goes by contents)."""
 
 def sniff_profile_format(path: _Path) -> str:
     """The format of the file's contents (``"hdf5"``, ``"json"``, ``"html"``) by its first

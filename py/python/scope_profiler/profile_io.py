@@ -1,7 +1,7 @@
 """Pick the reader or writer for a profile path (the reference's ``profile_io``).
 
-The format rules are Rust (``_native.profile_format`` by name, ``sniff_profile_format`` by
-contents); this module only dispatches to ``read_h5`` / ``read_json`` / ``write_json``.
+The format rules and the readers' choice are Rust (``load`` by contents, ``read_profile``
+by name); this module dispatches ``read_profile_summary`` / ``write_profile``.
 """
 
 from __future__ import annotations
@@ -9,40 +9,14 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from ._native import profile_format, sniff_profile_format
-from .h5reader import read_h5, read_h5_summary
+from ._native import load, profile_format, read_profile, sniff_profile_format
+from .h5reader import read_h5_summary
 from .json_export import read_json, write_json
 from .results import ProfilingResults
 
 FORMAT_HDF5 = "hdf5"
 FORMAT_JSON = "json"
 FORMAT_HTML = "html"
-
-
-def load(path: str | Path, verbose: bool = False) -> ProfilingResults:
-    """Read a profile whatever its format, chosen by the file's contents.
-
-    Raises ``FileNotFoundError`` for a missing file and ``ValueError`` for an HTML report
-    (write-only: it renders a run rather than storing it)."""
-    file_path = Path(path)
-    if not file_path.exists():
-        raise FileNotFoundError(f"No profile at {str(file_path)!r}")
-    kind = sniff_profile_format(file_path)
-    if kind == FORMAT_HTML:
-        raise ValueError(
-            f"{str(file_path)!r} is an HTML report, which is write-only: it renders a run "
-            "rather than storing it. Read the .h5 or .json profile it was made from."
-        )
-    if kind == FORMAT_JSON:
-        return read_json(file_path, verbose=verbose)
-    return read_h5(file_path, verbose=verbose)
-
-
-def read_profile(file_path: str | Path, verbose: bool = False) -> ProfilingResults:
-    """Read a profile as JSON or HDF5, whichever its name says (``load`` goes by contents)."""
-    if profile_format(file_path) == FORMAT_JSON:
-        return read_json(file_path, verbose=verbose)
-    return read_h5(file_path, verbose=verbose)
 
 
 def read_profile_summary(file_path: str | Path, **kwargs: Any) -> ProfilingResults:
