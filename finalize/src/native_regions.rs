@@ -93,9 +93,11 @@ mod tests {
 
     #[test]
     fn run_regions_in_the_order_of_their_first_start() {
-        let mut run = Run::default();
-        run.region_names = vec!["late".into(), "early".into(), "other_rank".into()];
-        run.regions = vec![row(0, 0, &[50, 60]), row(1, 0, &[20]), row(1, 1, &[10]), row(2, 1, &[1])];
+        let run = Run {
+            region_names: vec!["late".into(), "early".into(), "other_rank".into()],
+            regions: vec![row(0, 0, &[50, 60]), row(1, 0, &[20]), row(1, 1, &[10]), row(2, 1, &[1])],
+            ..Run::default()
+        };
         let names = |rank| of_run(&run, rank).into_iter().map(|f| f.name).collect::<Vec<_>>();
         // "other_rank" (first start 1, rank 1) sorts first but has nothing on rank 0
         assert_eq!(names(0), ["early", "late"]);
