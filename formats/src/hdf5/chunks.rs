@@ -8,6 +8,8 @@
 //! no column is ever materialised whole (issue 15: peak memory of `finalize()`).
 use rayon::prelude::*;
 
+use super::huffman;
+
 /// An `i64` column produced a range at a time.
 pub(crate) trait ColumnSource: Sync {
     /// Number of values.
@@ -147,15 +149,33 @@ pub(crate) fn deflate(bytes: &[u8], level: u8) -> Vec<u8> {
     deflate_with(&mut flate2::Compress::new(flate2::Compression::new(level.into()), true), bytes)
 }
 
-/// Sampled bytes per plane ([`plane_is_noise`]).
+/// Sampled bytes per plane ([`plane_kind`]).
 const SAMPLE_STEP: usize = 64;
 
-/// Whether a shuffled byte plane is close to random (the low bytes of timestamps and
-/// durations): estimated from every [`SAMPLE_STEP`]th byte and its successor, over 7 bits of
-/// entropy per byte both in the bytes and in their steps (a counter's low byte takes every
-/// value, yet deflate packs it to nothing). deflate would spend most of a chunk's time on
-/// such a plane to save little.
-fn plane_is_noise(plane: &[u8]) -> bool {
+/// How a shuffled byte plane goes into its chunk's stream ([`plane_kind`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum PlaneKind {
+    /// Close to random (the low bytes of timestamps): stored blocks. deflate would spend
+    /// most of a chunk's time on it to save little.
+    Stored,
+    /// Dense small values without repeats (the low byte of start deltas and durations):
+    /// one block of Huffman-coded literals ([`huffman::literal_block`]), as small as
+    /// deflate's level 1 makes it at a tenth of the time.
+    Literals,
+    /// The rest (high bytes, counters, constants): deflated.
+    Deflated,
+}
+
+/// Sampled-entropy bits per byte, both in the bytes and in their steps, from which a plane
+/// is coded as literals ([`PlaneKind::Literals`]; ids counting up have spread bytes but one
+/// step, which deflate packs to nothing).
+const LITERAL_MIN_BITS: f64 = 2.5;
+
+/// The [`PlaneKind`] of a plane, estimated from every [`SAMPLE_STEP`]th byte and its
+/// successor: the entropy of the bytes and of their steps (a counter's low byte takes every
+/// value, yet deflate packs it to nothing). Over 7 bits each: [`PlaneKind::Stored`]; over
+/// [`LITERAL_MIN_BITS`] each: [`PlaneKind::Literals`].
+fn plane_kind(plane: &[u8]) -> PlaneKind {
     let (mut values, mut steps) = ([0u32; 256], [0u32; 256]);
     let mut n = 0u32;
     for pair in plane.chunks_exact(SAMPLE_STEP) {
@@ -164,13 +184,42 @@ fn plane_is_noise(plane: &[u8]) -> bool {
         n += 1;
     }
     if n < 256 {
-        return false;
+        return PlaneKind::Deflated;
     }
     let bits = |counts: &[u32; 256]| -> f64 {
         counts.iter().filter(|&&c| c > 0).map(|&c| c as f64 / n as f64).map(|p| -p * p.log2()).sum()
     };
+    let (v, s) = (bits(&values), bits(&steps));
     // a sample of 1024 (a 64 KiB plane) from 256 equally likely values estimates ~7.8 bits
-    bits(&values) > 7.0 && bits(&steps) > 7.0
+    if v > 7.0 && s > 7.0 {
+        PlaneKind::Stored
+    } else if v > LITERAL_MIN_BITS && s > LITERAL_MIN_BITS {
+        PlaneKind::Literals
+    } else {
+        PlaneKind::Deflated
+    }
+}
+
+/// Whether a plane is stored as it is ([`PlaneKind::Stored`]).
+#[cfg(test)]
+fn plane_is_noise(plane: &[u8]) -> bool {
+    plane_kind(plane) == PlaneKind::Stored
+}
+
+/// How often each byte occurs in `bytes` (four tables interleaved: no store waits on the
+/// previous one to the same counter).
+fn histogram(bytes: &[u8]) -> [u32; 256] {
+    let mut h = [[0u32; 256]; 4];
+    let mut quads = bytes.chunks_exact(4);
+    for q in &mut quads {
+        for k in 0..4 {
+            h[k][q[k] as usize] += 1;
+        }
+    }
+    for &b in quads.remainder() {
+        h[0][b as usize] += 1;
+    }
+    std::array::from_fn(|b| h[0][b] + h[1][b] + h[2][b] + h[3][b])
 }
 
 /// A deflated stream being built, in a buffer kept from chunk to chunk: its bytes were
@@ -235,19 +284,21 @@ fn feed(z: &mut flate2::Compress, input: &[u8], out: &mut Sink, flush: flate2::F
     }
 }
 
-/// A zlib stream of a shuffled chunk made plane by plane: planes that are close to random
-/// ([`plane_is_noise`]) as stored blocks, the others deflated at `level` by one raw deflate
-/// stream (`z`), flushed in full (byte-aligned, no match reaching back across it) only
-/// where a stored plane follows deflated ones, then its final block (or an empty final
-/// stored block) and the Adler-32 of the whole chunk. Any zlib decoder (HDF5's deflate
-/// filter) reads it as one stream.
+/// A zlib stream of a shuffled chunk made plane by plane ([`plane_kind`]): planes that are
+/// close to random as stored blocks, dense ones as a block of Huffman-coded literals, the
+/// others deflated at `level` by one raw deflate stream (`z`), flushed in full
+/// (byte-aligned, no match reaching back across it) only where a stored or literal plane
+/// follows deflated ones, then its final block (or an empty final stored block) and the
+/// Adler-32 of the whole chunk. Any zlib decoder (HDF5's deflate filter) reads it as one
+/// stream.
 fn deflate_planes(z: &mut flate2::Compress, bytes: &[u8], plane: usize, out: &mut Sink) -> Vec<u8> {
     z.reset();
     out.clear();
     out.extend(&[0x78, 0x01]); // zlib header: deflate, 32 KiB window, fastest
     let mut fed = false; // `z` has input since its start or last full flush
     for p in bytes.chunks(plane.max(1)) {
-        if !plane_is_noise(p) {
+        let kind = plane_kind(p);
+        if kind == PlaneKind::Deflated {
             feed(z, p, out, flate2::FlushCompress::None);
             fed = true;
             continue;
@@ -255,6 +306,11 @@ fn deflate_planes(z: &mut flate2::Compress, bytes: &[u8], plane: usize, out: &mu
         if fed {
             feed(z, &[], out, flate2::FlushCompress::Full);
             fed = false;
+        }
+        if kind == PlaneKind::Literals {
+            let n = huffman::literal_block(p, &histogram(p), out.spare(huffman::bound(p.len())));
+            out.advance(n);
+            continue;
         }
         for block in p.chunks(u16::MAX as usize) {
             let len = block.len() as u16;

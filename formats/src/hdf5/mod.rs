@@ -18,6 +18,7 @@ use thiserror::Error;
 pub(crate) mod chunks;
 pub mod columnar;
 pub mod heap_guard;
+mod huffman;
 pub mod leftovers;
 pub mod read;
 pub mod read_summary;
