@@ -240,6 +240,11 @@ fn add_foreign(run: &mut Run, foreign: Vec<ForeignRegion>) -> Result<(), Checkpo
 /// [`closing_times`]). Returns, per region name, how many calls were appended (they are the
 /// last ones of its column).
 fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) -> Vec<(String, usize)> {
+    if open.is_empty() {
+        return Vec::new();
+    }
+    // the columns as recorded: closed calls are appended to them, and read per call
+    snap.regions.iter_mut().for_each(scope_profiler_recorder::RegionColumns::fill_threads);
     let ends = closing_times(snap, open, end);
     let mut closed: Vec<(String, usize)> = Vec::new();
     for ((name, c), end) in open.iter().zip(ends) {

@@ -1,5 +1,6 @@
 //! Recorder snapshot -> [`Run`] (rank 0).
 use arrow_array::Int64Array;
+use arrow_buffer::ScalarBuffer;
 use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 use scope_profiler_recorder::{Recorder, RegionColumns, RegionMeta, TaskRowData, ThreadRowData};
 
@@ -28,8 +29,14 @@ impl Snapshot {
     /// As [`Recorder::snapshot`]: no thread may be inside `enter`/`exit` of `rec`
     /// concurrently, and earlier such calls must happen-before this one.
     pub unsafe fn take(rec: &Recorder, num_regions: usize, origin_ns: i64) -> Snapshot {
-        // columns of 4 MiB and more on huge pages where the kernel offers them
-        let regions = rec.snapshot_into(num_regions, scope_profiler_analysis::memory::with_capacity);
+        // columns of 4 MiB and more on huge pages where the kernel offers them, copied
+        // (their pages first touched) on every core of the analysis pool; a region recorded
+        // on one thread gets no thread column ([`run_from_snapshot`] shares one)
+        let run = |n: usize, job: &(dyn Fn(usize) + Sync)| {
+            use rayon::prelude::*;
+            scope_profiler_analysis::par::install(|| (0..n).into_par_iter().for_each(job))
+        };
+        let regions = rec.snapshot_par(num_regions, scope_profiler_analysis::memory::with_capacity, run, true);
         Snapshot {
             regions,
             threads: rec.thread_rows(origin_ns),
@@ -44,6 +51,8 @@ impl Snapshot {
 /// named from `regions` (indexed by region id; the run's region table lists only regions
 /// with calls, renumbered densely in that order). Thread ids are kept only with
 /// `snap.thread_ids`, task ids and await ns only with `snap.task_columns`. No call ids yet.
+/// Rows recorded on one thread ([`RegionColumns::one_thread`]) share the values of their
+/// thread column: one buffer per thread, as long as its longest row.
 /// `num_ranks` is `max(1, metadata mpi_size)` when there are rows or lane-table rows, else 0.
 ///
 /// Errors: [`UnknownRegion`] when a column names a region id outside `regions` (a
@@ -55,12 +64,17 @@ pub fn run_from_snapshot(
     metadata: Vec<(String, MetaValue)>,
 ) -> Result<Run, UnknownRegion> {
     let mut run = Run { metadata, ..Default::default() };
+    let shared = if snap.thread_ids { SharedThreadColumns::new(&snap.regions) } else { SharedThreadColumns::default() };
     for cols in snap.regions {
         let m = regions.get(cols.region as usize).ok_or(UnknownRegion { id: cols.region, regions: regions.len() })?;
         let region = run.region_names.len() as u32;
         run.region_names.push(m.name.to_string());
+        let n = cols.starts.len();
         let mut row = RegionCalls::new(region, 0, Int64Array::from(cols.starts), Int64Array::from(cols.ends));
-        row.thread_ids = snap.thread_ids.then(|| Int64Array::from(cols.thread_ids));
+        row.thread_ids = snap.thread_ids.then(|| match cols.one_thread {
+            Some(t) => shared.column(t, n),
+            None => Int64Array::from(cols.thread_ids),
+        });
         if snap.task_columns {
             row.task_ids = Some(Int64Array::from(cols.task_ids));
             row.await_ns = Some(Int64Array::from(cols.await_ns));
@@ -79,6 +93,32 @@ pub fn run_from_snapshot(
     let recorded = !run.regions.is_empty() || !run.threads.is_empty() || !run.tasks.is_empty();
     run.num_ranks = if recorded { mpi_size.max(1) } else { 0 };
     Ok(run)
+}
+
+/// One buffer of thread ids per thread that some row was recorded on alone, as long as the
+/// longest such row: each of those rows' thread column is a slice of it.
+#[derive(Default)]
+struct SharedThreadColumns(Vec<(i64, ScalarBuffer<i64>)>);
+
+impl SharedThreadColumns {
+    fn new(regions: &[RegionColumns]) -> Self {
+        let mut longest: Vec<(i64, usize)> = Vec::new();
+        for c in regions {
+            let Some(t) = c.one_thread else { continue };
+            match longest.iter_mut().find(|(u, _)| *u == t) {
+                Some((_, n)) => *n = (*n).max(c.starts.len()),
+                None => longest.push((t, c.starts.len())),
+            }
+        }
+        SharedThreadColumns(longest.into_iter().map(|(t, n)| (t, ScalarBuffer::from(vec![t; n]))).collect())
+    }
+    /// `n` thread ids `t` (at most the longest row's of `t`).
+    fn column(&self, t: i64, n: usize) -> Int64Array {
+        match self.0.iter().find(|(u, _)| *u == t) {
+            Some((_, values)) => Int64Array::new(values.slice(0, n), None),
+            None => Int64Array::from(vec![t; n]),
+        }
+    }
 }
 
 /// A snapshot column names a region the region table does not have.
@@ -119,5 +159,34 @@ pub fn task_row(t: TaskRowData) -> TaskRow {
         kind: t.kind.to_string(),
         name: t.name,
         coro_name: t.coro_name,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// issue 15: rows recorded on one thread get thread columns of their length from one
+    /// shared buffer per thread; other rows keep their own.
+    #[test]
+    fn rows_of_one_thread_share_their_thread_column() {
+        let row = |region: u32, n: usize, one_thread: Option<i64>| RegionColumns {
+            region,
+            starts: vec![1; n],
+            ends: vec![2; n],
+            thread_ids: if one_thread.is_some() { vec![] } else { (0..n as i64).collect() },
+            one_thread,
+            ..Default::default()
+        };
+        let snap = Snapshot {
+            regions: vec![row(0, 3, Some(4)), row(1, 5, Some(4)), row(2, 2, Some(0)), row(3, 4, None)],
+            thread_ids: true,
+            ..Default::default()
+        };
+        let table: Vec<RegionMeta> = ["a", "b", "c", "d"].into_iter().map(RegionMeta::named).collect();
+        let run = run_from_snapshot(snap, &table, vec![]).unwrap();
+        let threads: Vec<Vec<i64>> =
+            run.regions.iter().map(|r| r.thread_ids.as_ref().unwrap().values().to_vec()).collect();
+        assert_eq!(threads, vec![vec![4; 3], vec![4; 5], vec![0; 2], vec![0, 1, 2, 3]]);
     }
 }
