@@ -796,7 +796,14 @@ impl Recorder {
         }
         let dest: Vec<[SendPtr; 5]> = out
             .iter_mut()
-            .map(|c| {
+            .zip(&completed)
+            .map(|(c, &n)| {
+                // the jobs write the first `n` values of each column they fill, in place
+                let threads = c.one_thread.is_none().then_some(&c.thread_ids);
+                let tasks = [&c.task_ids, &c.await_ns].into_iter().filter(|_| self.async_cols);
+                for v in [&c.starts, &c.ends].into_iter().chain(threads).chain(tasks) {
+                    assert!(v.is_empty() && v.capacity() >= n, "column(n) must give an empty vector of capacity n");
+                }
                 [&mut c.starts, &mut c.ends, &mut c.thread_ids, &mut c.task_ids, &mut c.await_ns]
                     .map(|v| SendPtr(v.as_mut_ptr()))
             })
