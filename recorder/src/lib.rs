@@ -815,8 +815,8 @@ impl Recorder {
             // SAFETY (every write below): jobs write disjoint ranges of their column, all
             // within the completed calls counted above (<= its capacity)
             if j.open {
-                let mut at = j.at;
-                for (slot, c) in calls.iter().enumerate().filter(|(_, c)| c[1] != 0) {
+                let completed = calls.iter().enumerate().filter(|(_, c)| c[1] != 0);
+                for (at, (slot, c)) in (j.at..).zip(completed) {
                     let slot = j.from + slot;
                     let v = match j.kind {
                         0 => c[0],
@@ -826,7 +826,6 @@ impl Recorder {
                         _ => lanes[slot][1],
                     };
                     unsafe { dst.add(at).write(v) };
-                    at += 1;
                 }
                 return;
             }

@@ -119,13 +119,11 @@ fn minimum_redundancy(a: &mut [u32]) {
 /// two; inflaters refuse an incomplete code-length code), so `freq` must have two symbols.
 fn code_lengths(freq: &[u32], limit: u32) -> Vec<u8> {
     let mut syms: Vec<(u32, usize)> = freq.iter().enumerate().filter(|(_, &f)| f > 0).map(|(s, &f)| (f, s)).collect();
-    for s in 0..freq.len() {
+    for (s, _) in freq.iter().enumerate().filter(|(_, &f)| f == 0) {
         if syms.len() >= 2 {
             break;
         }
-        if freq[s] == 0 {
-            syms.push((1, s));
-        }
+        syms.push((1, s));
     }
     syms.sort_unstable();
     let mut lens: Vec<u32> = syms.iter().map(|&(f, _)| f).collect();
