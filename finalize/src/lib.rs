@@ -1,5 +1,8 @@
 //! From recording to a finished run, without Python.
 //!
+//! * [`api_surface`]: the package's names loaded on first use and the reference's names it
+//!   cannot honour (with the reason).
+//! * [`pausing`]: when `pause()` is refused, and the message saying why.
 //! * [`snapshot`]: the recorder's snapshot (per-region columns, thread and task rows) and
 //!   its region table become an [`analysis::Run`](scope_profiler_analysis::Run) (rank 0).
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
@@ -20,11 +23,13 @@
 //!   the stacking of such runs into one multi-rank run.
 //!
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
+pub mod api_surface;
 pub mod checkpoint;
 pub mod environment;
 pub mod host;
 pub mod metadata_scopes;
 pub mod native_regions;
+pub mod pausing;
 pub mod run_metadata;
 pub mod settings;
 pub mod snapshot;

@@ -26,6 +26,7 @@ mod manager_api;
 mod merge;
 mod mpi_region;
 mod native_trace;
+mod package;
 mod prof_export;
 mod profile_io;
 mod ranks;
@@ -54,6 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     h5reader::register(m)?;
     json_export::register(m)?;
     native_trace::register(m)?;
+    package::register(m)?;
     profile_io::register(m)?;
     cli::register(m)?;
     manager_api::register(m)?;

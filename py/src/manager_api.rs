@@ -1,6 +1,7 @@
-//! Backs `scope_profiler._manager_api`: which functions `instrument()` decorates
-//! ([`scope_profiler_recorder::instrument`]).
-use pyo3::exceptions::PyTypeError;
+//! Backs `scope_profiler._manager_api` and the manager: which functions `instrument()`
+//! decorates ([`scope_profiler_recorder::instrument`]), when `pause()` is refused
+//! ([`scope_profiler_finalize::pausing`]).
+use pyo3::exceptions::{PyRuntimeError, PyTypeError};
 use pyo3::prelude::*;
 use pyo3::types::PyString;
 
@@ -49,7 +50,20 @@ fn instrument_plan(
     Ok(scope_profiler_recorder::instrument::instrumented(&names, &include, &exclude, prefix.as_deref(), &module))
 }
 
+/// `check_pause(open_names, root)`: `RuntimeError` ("cannot pause while profiling scopes are
+/// active: 'a', 'b', 'c'...") when calls of regions other than `root` (the session's root
+/// region) are open; `open_names` the open calls' region names, outermost first.
+#[pyfunction]
+fn check_pause(py: Python<'_>, open_names: Vec<String>, root: &str) -> PyResult<()> {
+    let repr = |n: &str| PyString::new(py, n).repr().map(|r| r.to_string()).unwrap_or_else(|_| format!("'{n}'"));
+    match scope_profiler_finalize::pausing::pause_refusal(&open_names, root, repr) {
+        Some(message) => Err(PyRuntimeError::new_err(message)),
+        None => Ok(()),
+    }
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(instrument_plan, m)?)?;
+    m.add_function(wrap_pyfunction!(check_pause, m)?)?;
     Ok(())
 }

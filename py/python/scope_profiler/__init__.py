@@ -10,6 +10,8 @@ Importing this package imports neither ``asyncio``, ``greenlet`` nor ``h5py``.
 
 from __future__ import annotations
 
+from . import _native
+
 # The submodule `scope_profiler.region` (the reference's import path for `Region`) is loaded
 # before the `region` shortcut is bound: loading a submodule sets the package attribute of its
 # name, so a first `import scope_profiler.region` later would replace the shortcut.
@@ -61,82 +63,14 @@ run = ProfileManager.run
 setup_from_env = ProfileManager.setup_from_env
 
 #: Names loaded from their module on first use (``import scope_profiler`` stays light: the
-#: exporters, and the option dataclasses, whose ``dataclasses`` import pulls ``inspect``).
-_LAZY = {
-    "GPUOptions": ("_options", "GPUOptions"),
-    "HDF5Options": ("_options", "HDF5Options"),
-    "MemrayOptions": ("_options", "MemrayOptions"),
-    "ProfilingOptions": ("_options", "ProfilingOptions"),
-    "export_speedscope": ("speedscope_export", "export_speedscope"),
-    "load": ("profile_io", "load"),
-    "read_profile": ("profile_io", "read_profile"),
-    "sniff_profile_format": ("profile_io", "sniff_profile_format"),
-    "write_profile": ("profile_io", "write_profile"),
-    "load_prof": ("prof_export", "load_prof"),
-    "to_pstats": ("prof_export", "to_pstats"),
-    "export_prof": ("prof_export", "export_prof"),
-    "export_flamegraph_svg": ("prof_export", "export_flamegraph_svg"),
-    "export_chrome_trace": ("chrome_trace_export", "export_chrome_trace"),
-    "export_perfetto": ("exports", "export_perfetto"),
-    "export_pprof": ("exports", "export_pprof"),
-    "export_folded": ("exports", "export_folded"),
-    "export_timeline_svg": ("exports", "export_timeline_svg"),
-    "export_parquet": ("exports", "export_parquet"),
-    "export_html": ("exports", "export_html"),
-    "create_html_report": ("exports", "create_html_report"),
-}
-
-_NO_LIKWID = "LIKWID hardware counters (use_likwid) are not supported"
-_NO_MPI_CALLS = "MPI call profiling (profile_mpi_calls, the mpi4py wrappers) is not supported"
-_NO_PERF = "perf event counters (perf_events) are not supported"
-_NO_PLOTS = (
-    "the matplotlib plots are not part of this package; draw with export_timeline_svg, "
-    "export_flamegraph_svg or create_html_report (or 'scope-profiler timeline/export')"
-)
-_NO_INSPECT = (
-    "the file inspector is not supported; use 'scope-profiler summary FILE' or "
-    "read_h5(FILE).metadata"
-)
+#: exporters, and the option dataclasses, whose ``dataclasses`` import pulls ``inspect``):
+#: ``{name: (module, attribute)}`` (Rust: ``finalize::api_surface``).
+_LAZY = _native.lazy_names()
 
 #: Public names of scope-profiler 0.7.5 that this package cannot honour, with the reason:
 #: accessing one raises ``NotImplementedError`` saying so (``from scope_profiler import x``
 #: too), rather than a bare ``AttributeError``. ``docs/api-coverage.md`` lists them.
-_UNSUPPORTED = {
-    "LikwidRegionResult": _NO_LIKWID,
-    "MPIRegionMetadata": _NO_MPI_CALLS,
-    "ProfiledMPIComm": _NO_MPI_CALLS,
-    "ProfiledMPIRequest": _NO_MPI_CALLS,
-    "format_mpi_region": _NO_MPI_CALLS,
-    "message_nbytes": _NO_MPI_CALLS,
-    "parse_mpi_region": _NO_MPI_CALLS,
-    "profile_mpi4py": _NO_MPI_CALLS,
-    "profile_mpi_comm": _NO_MPI_CALLS,
-    "PerfEventError": _NO_PERF,
-    "PerfEventTotals": _NO_PERF,
-    "collect_file_metadata": _NO_INSPECT,
-    "inspect_file": _NO_INSPECT,
-    **dict.fromkeys(
-        (
-            "collect_region_statistics",
-            "collect_roofline_points",
-            "plot_duration_timeseries",
-            "plot_durations",
-            "plot_flame",
-            "plot_flame_chart",
-            "plot_flame_graph",
-            "plot_gantt",
-            "plot_perf_events",
-            "plot_rank_heatmap",
-            "plot_roofline",
-            "plot_scaling_efficiency",
-            "plot_speedup",
-            "plot_weak_scaling",
-            "plot_weak_scaling_efficiency",
-            "write_region_statistics_json",
-        ),
-        _NO_PLOTS,
-    ),
-}
+_UNSUPPORTED = _native.unsupported_names()
 
 __all__ = [
     "CallArrays",
@@ -218,18 +152,6 @@ def __dir__() -> list[str]:
 
 
 def __getattr__(name: str):
-    if name == "__version__":
-        from ._native import __version__
-
-        return __version__
-    if name in _LAZY:
-        import importlib
-
-        mod, attr = _LAZY[name]
-        return getattr(importlib.import_module(f".{mod}", __name__), attr)
-    if name in _UNSUPPORTED:
-        raise NotImplementedError(
-            f"scope_profiler.{name} (scope-profiler 0.7.5) is not available in this package: "
-            f"{_UNSUPPORTED[name]} (docs/api-coverage.md)"
-        )
-    raise AttributeError(f"module 'scope_profiler' has no attribute '{name}'")
+    """``__version__``, the lazily imported names (their module imported now); a name of
+    ``_UNSUPPORTED`` raises ``NotImplementedError`` saying why, any other ``AttributeError``."""
+    return _native.package_attribute(name)

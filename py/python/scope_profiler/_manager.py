@@ -33,6 +33,7 @@ from ._native import (
     ProfiledFunction,
     ProfileRegion,
     RegionCache,
+    check_pause,
     check_region_name,
     enabled_tags_from_env,
     native_regions,
@@ -1171,11 +1172,8 @@ class ProfileManager:
         assert native is not None  # started by setup()
         if native.paused:
             return
-        active = [n for n in native.open_region_names() if n != _ProfilingSession.ROOT_REGION_NAME]
-        if active:
-            names = ", ".join(repr(n) for n in active[:3])
-            suffix = "..." if len(active) > 3 else ""
-            raise RuntimeError("cannot pause while profiling scopes are active: " + names + suffix)
+        # RuntimeError naming open scopes other than the session's root (Rust)
+        check_pause(native.open_region_names(), _ProfilingSession.ROOT_REGION_NAME)
         native.set_paused(True)
 
     @classmethod

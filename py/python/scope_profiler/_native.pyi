@@ -1349,6 +1349,26 @@ def sniff_profile_format(path: _Path) -> str:
     bytes, else by its name. Raises ``FileNotFoundError``, ``OSError``."""
 
 # ---------------------------------------------------------------------------------------------
+# the package's names (``scope_profiler/__init__.py``) and pause() (``_manager``)
+
+def lazy_names() -> dict[str, tuple[str, str]]:
+    """``{name: (module, attribute)}``: the package names loaded from their module (relative
+    to the package) on first use; a new dict."""
+
+def unsupported_names() -> dict[str, str]:
+    """``{name: reason}``: the public names of scope-profiler 0.7.5 this package cannot
+    honour; a new dict."""
+
+def package_attribute(name: str) -> Any:
+    """The module ``__getattr__`` of ``scope_profiler``: ``__version__``, a name of
+    ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
+    of ``unsupported_names()``, ``AttributeError`` for any other."""
+
+def check_pause(open_names: list[str], root: str) -> None:
+    """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")
+    when calls of regions other than ``root`` (the session's root region) are open;
+    ``open_names``: the open calls' region names, outermost first."""
+
 # settings (``scope_profiler._settings``)
 
 def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
