@@ -5,32 +5,73 @@ use pyo3::prelude::*;
 use std::path::PathBuf;
 
 use pyo3::exceptions::PyFileNotFoundError;
-use pyo3::types::{PyList, PyString};
+use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
 use scope_profiler_formats::native_trace;
 
 use crate::errors::TraceFormatError;
 
-/// `read_trace_columns(path) -> (rank, version, [(name, source_file, source_line, starts,
-/// ends), ...])`: one `.spt` trace, regions in file order; `starts`/`ends` int64 ns arrays
-/// (the clock of `time.perf_counter_ns`), `source_file`/`source_line` `None` when the trace
-/// has none (version 1). Raises `TraceFormatError` (a `ValueError`; not a trace, truncated,
+/// One region of a `.spt` trace: unpacks as `(start_times, end_times)` (int64 ns arrays,
+/// the clock of `time.perf_counter_ns`), with the region's source location as `source_file`
+/// / `source_lineno` (`None` when the trace has none, version 1).
+#[pyclass(frozen, name = "RegionTrace", module = "scope_profiler._native")]
+pub struct RegionTrace {
+    /// Call start times, int64 ns.
+    #[pyo3(get)]
+    start_times: Py<PyAny>,
+    /// Call end times, int64 ns.
+    #[pyo3(get)]
+    end_times: Py<PyAny>,
+    /// The region's source file, or `None`.
+    #[pyo3(get)]
+    source_file: Option<String>,
+    /// The region's source line, or `None`.
+    #[pyo3(get)]
+    source_lineno: Option<i64>,
+}
+
+impl RegionTrace {
+    fn pair<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, [self.start_times.bind(py), self.end_times.bind(py)])
+    }
+}
+
+#[pymethods]
+impl RegionTrace {
+    /// `(start_times, end_times)[index]` (ints, negative ints and slices, as a tuple).
+    fn __getitem__<'py>(&self, py: Python<'py>, index: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+        self.pair(py)?.as_any().get_item(index)
+    }
+
+    /// Iterates `start_times`, then `end_times`.
+    fn __iter__<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyIterator>> {
+        self.pair(py)?.as_any().try_iter()
+    }
+
+    /// Always 2.
+    fn __len__(&self) -> usize {
+        2
+    }
+}
+
+/// `read_trace(path) -> (rank, {name: RegionTrace})`: one `.spt` trace, regions in file
+/// order. Raises `TraceFormatError` (a `ValueError` naming the file; not a trace, truncated,
 /// unknown version, trailing bytes, a region twice) or `OSError` (unreadable file).
 #[pyfunction]
-fn read_trace_columns<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(i32, i32, Bound<'py, PyList>)> {
+fn read_trace<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(i32, Bound<'py, PyDict>)> {
     let trace = py
         .detach(|| scope_profiler_formats::native_trace::read_trace(&path))?
         .map_err(|e| TraceFormatError::new_err(e.0))?;
-    let regions = PyList::empty(py);
+    let regions = PyDict::new(py);
     for r in trace.regions {
-        regions.append((
-            r.name,
-            r.source_file,
-            r.source_line,
-            PyArray1::from_vec(py, r.start_ns),
-            PyArray1::from_vec(py, r.end_ns),
-        ))?;
+        let region = RegionTrace {
+            start_times: PyArray1::from_vec(py, r.start_ns).into_any().unbind(),
+            end_times: PyArray1::from_vec(py, r.end_ns).into_any().unbind(),
+            source_file: r.source_file,
+            source_lineno: r.source_line,
+        };
+        regions.set_item(r.name, Bound::new(py, region)?)?;
     }
-    Ok((trace.rank, trace.version, regions))
+    Ok((trace.rank, regions))
 }
 
 /// The paths `inputs` names: one `str` or `os.PathLike`, or an iterable of them.
@@ -87,7 +128,8 @@ fn native_regions<'py>(py: Python<'py>, inputs: &Bound<'py, PyAny>, rank: i64) -
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(read_trace_columns, m)?)?;
+    m.add_class::<RegionTrace>()?;
+    m.add_function(wrap_pyfunction!(read_trace, m)?)?;
     m.add_function(wrap_pyfunction!(find_traces_py, m)?)?;
     m.add_function(wrap_pyfunction!(native_regions, m)?)?;
     Ok(())

@@ -48,6 +48,7 @@ __all__ = [
     "ProfilingResults",
     "Region",
     "RegionCache",
+    "RegionTrace",
     "SummaryDataUnavailable",
     "TaskHandle",
     "TaskInfo",
@@ -64,6 +65,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "check_pause",
     "check_region_name",
     "check_settings",
     "cli_after_run",
@@ -87,6 +89,7 @@ __all__ = [
     "followed_recording",
     "instrument_plan",
     "lane_groups",
+    "lazy_names",
     "load",
     "merge_results",
     "mpi_launch_from_env",
@@ -94,6 +97,7 @@ __all__ = [
     "native_regions",
     "option_group_fields",
     "output_settings",
+    "package_attribute",
     "perf_counter_ns",
     "private_directory",
     "profile_command_argv",
@@ -102,7 +106,7 @@ __all__ = [
     "read_h5_summary",
     "read_json",
     "read_profile",
-    "read_trace_columns",
+    "read_trace",
     "relative_source_path",
     "setting_defaults",
     "settings_of_toml",
@@ -115,6 +119,7 @@ __all__ = [
     "tracking_upgrade",
     "unique_labels",
     "unknown_setting_error",
+    "unsupported_names",
     "write_json",
 ]
 
@@ -1286,13 +1291,33 @@ def native_regions(
     ns: what ``NativeRecorder.finalize(native=...)`` takes. Raises ``FileNotFoundError``,
     ``TraceFormatError``, ``OSError``, and as ``read_h5``."""
 
-def read_trace_columns(
-    path: _Path,
-) -> tuple[int, int, list[tuple[str, str | None, int | None, _I64, _I64]]]:
-    """One ``.spt`` trace: ``(rank, version, [(name, source_file, source_line, starts, ends)])``,
-    regions in file order, ``starts``/``ends`` int64 ns (the clock of ``time.perf_counter_ns``),
-    source ``None`` when the trace has none (version 1). Raises ``TraceFormatError`` naming the
-    file, ``OSError`` when it cannot be read."""
+@final
+class RegionTrace:
+    """One region of a ``.spt`` trace: unpacks as ``(start_times, end_times)`` (int64 ns
+    arrays, the clock of ``time.perf_counter_ns``), with the region's source location."""
+
+    @property
+    def start_times(self) -> _I64:
+        """Call start times, int64 ns."""
+    @property
+    def end_times(self) -> _I64:
+        """Call end times, int64 ns."""
+    @property
+    def source_file(self) -> str | None:
+        """The region's source file, or ``None``."""
+    @property
+    def source_lineno(self) -> int | None:
+        """The region's source line, or ``None``."""
+    def __getitem__(self, index: int, /) -> _I64:
+        """``(start_times, end_times)[index]``."""
+    def __iter__(self) -> Iterator[_I64]:
+        """``start_times``, then ``end_times``."""
+    def __len__(self) -> int:
+        """Always 2."""
+
+def read_trace(path: _Path) -> tuple[int, dict[str, RegionTrace]]:
+    """One ``.spt`` trace: ``(rank, {name: RegionTrace})``, regions in file order. Raises
+    ``TraceFormatError`` naming the file, ``OSError`` when it cannot be read."""
 
 # ---------------------------------------------------------------------------------------------
 # JSON profile (spec-exports §5)

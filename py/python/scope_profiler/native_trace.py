@@ -16,7 +16,7 @@ the like of the reference): build them from the reference's distribution.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable
 from os import PathLike
 from pathlib import Path
 from typing import Any
@@ -54,37 +54,14 @@ HDF5_SUFFIX = ".h5"
 RANK_HDF5_GLOB = f"*_rank[0-9]*{HDF5_SUFFIX}"
 
 
-class _RegionTrace:
-    """Unpacks as ``(start_times, end_times)`` (int64 ns arrays), with the region's source
-    location as ``source_file`` / ``source_lineno`` (``None`` when the trace has none)."""
-
-    __slots__ = ("end_times", "source_file", "source_lineno", "start_times")
-
-    def __init__(
-        self, start_times: Any, end_times: Any, source_file: str | None, source_lineno: int | None
-    ):
-        self.start_times = start_times
-        self.end_times = end_times
-        self.source_file = source_file
-        self.source_lineno = source_lineno
-
-    def __getitem__(self, index: int) -> Any:
-        return (self.start_times, self.end_times)[index]
-
-    def __iter__(self) -> Iterator[Any]:
-        return iter((self.start_times, self.end_times))
-
-    def __len__(self) -> int:
-        return 2
-
-
-def read_trace(path: str | PathLike[str]) -> tuple[int, dict[str, _RegionTrace]]:
+def read_trace(path: str | PathLike[str]) -> tuple[int, dict[str, _native.RegionTrace]]:
     """One rank's ``.spt`` trace: ``(rank, {region name: (start_times, end_times)})``, int64
-    ns arrays, file order. Raises ``TraceFormatError`` (a ``ValueError``, naming the file) when
-    the file is not a trace, is truncated, has trailing bytes, holds a region twice or uses an
-    unknown version; ``OSError`` when it cannot be read."""
-    rank, _version, regions = _native.read_trace_columns(path)
-    return rank, {name: _RegionTrace(s, e, file, line) for name, file, line, s, e in regions}
+    ns arrays, file order; each value (a ``RegionTrace``) also has the region's source
+    location as ``source_file`` / ``source_lineno`` (``None`` when the trace has none).
+    Raises ``TraceFormatError`` (a ``ValueError``, naming the file) when the file is not a
+    trace, is truncated, has trailing bytes, holds a region twice or uses an unknown version;
+    ``OSError`` when it cannot be read."""
+    return _native.read_trace(path)
 
 
 def find_traces(inputs: str | PathLike[str] | Iterable[str | PathLike[str]]) -> list[Path]:
