@@ -42,6 +42,18 @@ fn pad(text: &str, width: usize) -> String {
     out
 }
 
+/// The title of the summary `finalize(verbose=True)` prints: the output the run asked for
+/// (`requested`, `setup(output=)`; `None`: the results' own title) when the file was written,
+/// else `label` (the results' display label) and `(in memory, N rank[s])` for a run of
+/// `ranks` ranks kept only in memory (`deactivate_file_output`, `run --no-output`).
+pub fn finalize_summary_title(requested: Option<&str>, written: bool, label: &str, ranks: u32) -> Option<String> {
+    if written {
+        return requested.map(str::to_string);
+    }
+    let unit = if ranks == 1 { "rank" } else { "ranks" };
+    Some(format!("{label} (in memory, {ranks} {unit})"))
+}
+
 /// Region summary of every rank: one line per region with calls (count, total s,
 /// mean/min/max ms, exclusive s; await s and held s = total − await when the run recorded
 /// await times). Exclusive time comes from the stored per-row totals
@@ -276,6 +288,15 @@ fn threads_text_with(
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn finalize_title_says_in_memory_with_the_rank_count() {
+        assert_eq!(finalize_summary_title(Some("out.json"), true, "run", 1).as_deref(), Some("out.json"));
+        assert_eq!(finalize_summary_title(None, true, "run", 1), None);
+        assert_eq!(finalize_summary_title(None, false, "run", 1).as_deref(), Some("run (in memory, 1 rank)"));
+        assert_eq!(finalize_summary_title(Some("x"), false, "p.h5", 4).as_deref(), Some("p.h5 (in memory, 4 ranks)"));
+    }
+
     use super::*;
     use arrow_array::Int64Array;
     use scope_profiler_analysis::RegionCalls;

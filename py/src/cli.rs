@@ -151,6 +151,14 @@ fn flush_python_streams(py: Python<'_>) {
     }
 }
 
+/// `finalize_summary_title(requested, written, label, ranks) -> str | None`: the title of
+/// `finalize(verbose=True)`'s summary: `requested` (`setup(output=)`) when the file was
+/// written, else `"<label> (in memory, N rank[s])"` ([`report::finalize_summary_title`]).
+#[pyfunction]
+fn finalize_summary_title(requested: Option<&str>, written: bool, label: &str, ranks: u32) -> Option<String> {
+    report::finalize_summary_title(requested, written, label, ranks)
+}
+
 /// The summary report of a run as text (same as `scope-profiler summary`).
 #[pyfunction]
 fn summary_text(run: &NativeRun, title: &str) -> String {
@@ -194,5 +202,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
     m.add_function(wrap_pyfunction!(summary_text, m)?)?;
+    m.add_function(wrap_pyfunction!(finalize_summary_title, m)?)?;
     Ok(())
 }

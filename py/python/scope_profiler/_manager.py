@@ -36,6 +36,7 @@ from ._native import (
     check_pause,
     check_region_name,
     enabled_tags_from_env,
+    finalize_summary_title,
     native_regions,
     output_settings,
     perf_counter_ns,
@@ -1149,13 +1150,9 @@ class ProfileManager:
             if need_results:
                 results = _results_from_native(native_run)
                 if verbose and hasattr(results, "print_summary"):
-                    if write_file:
-                        results.print_summary(title=cls._requested_output)
-                    else:
-                        results.print_summary(
-                            title=f"{getattr(results, 'display_label', config.file_path)} "
-                            "(in memory, 1 rank)",
-                        )
+                    label = getattr(results, "display_label", config.file_path)
+                    title = finalize_summary_title(cls._requested_output, write_file, label, 1)
+                    results.print_summary(title=title)
         cls._lifecycle_state = _LifecycleState.FINALIZED
         cls._cancel_auto_finalize()
         if return_results:

@@ -211,12 +211,7 @@ def finalize(manager, config, *, verbose: bool, return_results: bool, native=())
         _render_output(manager._requested_output, config.file_path, stacked)
     results = _results_from_native(stacked) if need_results else None
     if verbose and results is not None and hasattr(results, "print_summary"):
-        if write_file:
-            results.print_summary(title=manager._requested_output)
-        else:
-            label = "rank" if size == 1 else "ranks"
-            results.print_summary(
-                title=f"{getattr(results, 'display_label', config.file_path)} "
-                f"(in memory, {size} {label})",
-            )
+        label = getattr(results, "display_label", config.file_path)
+        title = _native.finalize_summary_title(manager._requested_output, write_file, label, size)
+        results.print_summary(title=title)
     return results

@@ -85,6 +85,7 @@ __all__ = [
     "export_prof",
     "export_speedscope",
     "export_timeline_svg",
+    "finalize_summary_title",
     "find_traces",
     "followed_recording",
     "instrument_plan",
@@ -982,6 +983,12 @@ def read_h5_summary(
 
 def summary_text(run: NativeRun, title: str) -> str:
     """The summary report of a run as text."""
+
+def finalize_summary_title(
+    requested: str | None, written: bool, label: str, ranks: int
+) -> str | None:
+    """The title of ``finalize(verbose=True)``'s summary: ``requested`` (``setup(output=)``)
+    when the file was written, else ``"<label> (in memory, N rank[s])"``."""
 
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
