@@ -231,6 +231,28 @@ pub fn flatten_settings_table(
     Ok(flat)
 }
 
+/// The `ValueError` message of `ProfilingOptions.to_kwargs()` for a setting given twice:
+/// `direct` the flat settings the bag sets itself, `groups` each option group set (in
+/// `memray`, `gpu`, `hdf5` order) with the flat settings it sets (its fields' order). The
+/// first of a group's settings that `direct` or an earlier group already sets is named;
+/// `None` when every setting is given once.
+pub fn option_bag_conflict(direct: &[String], groups: &[(String, Vec<String>)]) -> Option<String> {
+    let mut seen: Vec<&str> = direct.iter().map(String::as_str).collect();
+    for (name, keys) in groups {
+        for key in keys {
+            if seen.contains(&key.as_str()) {
+                return Some(format!(
+                    "{} is set both directly and on the {} option group; set it in one place",
+                    py_repr(key),
+                    py_repr(name)
+                ));
+            }
+            seen.push(key);
+        }
+    }
+    None
+}
+
 /// The HDF5 file a run with `output=` writes: `output` itself, or for another format
 /// ([`ProfileFormat::by_name`]: a JSON profile, an HTML report) `<output>.scope-profiler.h5`
 /// beside it (the reference's name: same directory, so publishing stays a rename), rendered
@@ -566,6 +588,23 @@ fn checked_flush_interval(get: &impl Fn(&str) -> Setting) -> Result<Option<f64>,
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn option_bag_conflict_names_the_setting_and_its_group() {
+        let strings = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+        let groups = vec![
+            ("gpu".to_string(), strings(&["use_gpu_timing"])),
+            ("hdf5".to_string(), strings(&["hdf5_compression"])),
+        ];
+        assert_eq!(option_bag_conflict(&strings(&["file_path"]), &groups), None);
+        assert_eq!(
+            option_bag_conflict(&strings(&["hdf5_compression"]), &groups).unwrap(),
+            "'hdf5_compression' is set both directly and on the 'hdf5' option group; set it in one place"
+        );
+        let twice = vec![("gpu".to_string(), strings(&["x"])), ("hdf5".to_string(), strings(&["x"]))];
+        assert!(option_bag_conflict(&[], &twice).unwrap().contains("on the 'hdf5' option group"));
+    }
+
     use super::*;
     use std::collections::HashMap;
 

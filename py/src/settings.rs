@@ -231,6 +231,27 @@ fn option_group_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(groups)
 }
 
+/// `merge_option_groups(direct, groups) -> dict`: the flat settings of a `ProfilingOptions`:
+/// `direct` (the bag's own settings), then each `(group name, {setting: value})` of `groups`
+/// in order; a new dict. `ValueError` for a setting given twice
+/// ([`rules::option_bag_conflict`]).
+#[pyfunction]
+fn merge_option_groups<'py>(
+    direct: &Bound<'py, PyDict>,
+    groups: Vec<(String, Bound<'py, PyDict>)>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let keys = |d: &Bound<'py, PyDict>| d.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>();
+    let named = groups.iter().map(|(n, d)| Ok((n.clone(), keys(d)?))).collect::<PyResult<Vec<_>>>()?;
+    if let Some(message) = rules::option_bag_conflict(&keys(direct)?, &named) {
+        return Err(PyValueError::new_err(message));
+    }
+    let out = direct.copy()?;
+    for (_, group) in &groups {
+        out.update(group.as_mapping())?;
+    }
+    Ok(out)
+}
+
 /// `settings_of_toml(raw) -> dict`: the flat settings of a parsed settings file (`raw`:
 /// `tomllib.load`'s dict): its `[profiling]` table, or the top-level table without one, the
 /// groups' keys as their flat settings. `ValueError` (naming what is wrong) for a
@@ -324,6 +345,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(relative_source_path, m)?)?;
     m.add_function(wrap_pyfunction!(option_group_fields, m)?)?;
     m.add_function(wrap_pyfunction!(settings_of_toml, m)?)?;
+    m.add_function(wrap_pyfunction!(merge_option_groups, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;
     m.add_function(wrap_pyfunction!(collect_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(setting_defaults, m)?)?;

@@ -92,6 +92,7 @@ __all__ = [
     "lane_groups",
     "lazy_names",
     "load",
+    "merge_option_groups",
     "merge_results",
     "mpi_launch_from_env",
     "multiprocessing_helper",
@@ -1407,6 +1408,12 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     """``(defaults, own_defaults)``: the reference's 29 settings with their defaults (its
     ``ProfilingConfig.__init__`` order) and this package's own (``flush_interval``, seconds
     or None; the ``recursive_*`` options); new dicts."""
+
+def merge_option_groups(
+    direct: dict[str, Any], groups: list[tuple[str, dict[str, Any]]]
+) -> dict[str, Any]:
+    """The flat settings of a ``ProfilingOptions``: ``direct``, then each group's settings in
+    order; a new dict. ``ValueError`` for a setting given twice."""
 
 def unknown_setting_error(names: Iterable[str]) -> str:
     """The reference's message for unknown setting names (sorted, each with the closest

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field, fields, make_dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._native import option_group_fields, settings_of_toml
+from ._native import merge_option_groups, option_group_fields, settings_of_toml
 from ._settings import ALL_DEFAULTS
 
 #: group -> {field: flat setting} (``scope_profiler_finalize::settings::OPTION_GROUPS``).
@@ -70,22 +70,17 @@ _OPTION_GROUPS: dict[str, type[_OptionGroup]] = {
 
 
 def _options_to_kwargs(self) -> dict:
-    """The flat settings this bag sets (groups expanded; a setting given twice: ValueError)."""
-    kwargs = {
+    """The flat settings this bag sets (groups expanded; a setting given twice: ValueError,
+    ``scope_profiler_finalize::settings::option_bag_conflict``)."""
+    direct = {
         f.name: value
         for f in fields(self)
         if f.name not in _OPTION_GROUPS and (value := getattr(self, f.name)) is not None
     }
-    for name in _OPTION_GROUPS:
-        group = getattr(self, name)
-        for key, value in (group.to_kwargs() if group is not None else {}).items():
-            if key in kwargs:
-                raise ValueError(
-                    f"{key!r} is set both directly and on the {name!r} option group; "
-                    "set it in one place",
-                )
-            kwargs[key] = value
-    return kwargs
+    groups = [
+        (name, g.to_kwargs()) for name in _OPTION_GROUPS if (g := getattr(self, name)) is not None
+    ]
+    return merge_option_groups(direct, groups)
 
 
 #: A reusable bag of ``setup()`` settings: every flat setting (``ALL_DEFAULTS``' names) and
