@@ -163,3 +163,19 @@ def test_html_output_writes_the_report(manager, tmp_path):
     assert html.startswith("<!DOCTYPE html>")
     assert '<td>work</td><td class="num" data-v="1">1</td>' in html  # 1 call of "work"
     assert not (tmp_path / "run.html.scope-profiler.h5").exists()
+
+
+def test_options_bag_flattens_groups_and_refuses_a_setting_given_twice():
+    import scope_profiler as sp
+
+    bag = sp.ProfilingOptions(
+        file_path="a.h5", gpu=sp.GPUOptions(timing=False), hdf5=sp.HDF5Options(chunk_size=4)
+    )
+    assert bag.to_kwargs() == {"file_path": "a.h5", "use_gpu_timing": False, "hdf5_chunk_size": 4}
+    twice = sp.ProfilingOptions(hdf5_compression="gzip", hdf5=sp.HDF5Options(compression="lzf"))
+    with pytest.raises(ValueError) as info:
+        twice.to_kwargs()
+    assert str(info.value) == (
+        "'hdf5_compression' is set both directly and on the 'hdf5' option group; "
+        "set it in one place"
+    )
