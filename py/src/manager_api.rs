@@ -62,8 +62,22 @@ fn check_pause(py: Python<'_>, open_names: Vec<String>, root: &str) -> PyResult<
     }
 }
 
+/// `check_opt_in_tags(tags)`: `TypeError` ("opt-in tags must be non-empty strings, got
+/// ...") for the first of `tags` that is not a non-empty `str`.
+#[pyfunction]
+fn check_opt_in_tags(tags: &Bound<'_, PyAny>) -> PyResult<()> {
+    for tag in tags.try_iter()? {
+        let tag = tag?;
+        if !tag.cast::<PyString>().is_ok_and(|s| s.len().is_ok_and(|n| n > 0)) {
+            return Err(PyTypeError::new_err(format!("opt-in tags must be non-empty strings, got {}", tag.repr()?)));
+        }
+    }
+    Ok(())
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(instrument_plan, m)?)?;
     m.add_function(wrap_pyfunction!(check_pause, m)?)?;
+    m.add_function(wrap_pyfunction!(check_opt_in_tags, m)?)?;
     Ok(())
 }

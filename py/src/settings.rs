@@ -231,6 +231,19 @@ fn option_group_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(groups)
 }
 
+/// `check_setting_names(names)`: `TypeError` with the reference's message
+/// ([`rules::unknown_settings_message`]) when any of `names` (an iterable of str, e.g. the
+/// keywords of `setup()`) is not a setting.
+#[pyfunction]
+fn check_setting_names(names: &Bound<'_, PyAny>) -> PyResult<()> {
+    let names = names.try_iter()?.map(|n| n?.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
+    let unknown: Vec<&String> = names.iter().filter(|n| !rules::is_setting(n)).collect();
+    if unknown.is_empty() {
+        return Ok(());
+    }
+    Err(PyTypeError::new_err(rules::unknown_settings_message(&unknown)))
+}
+
 /// `merge_option_groups(direct, groups) -> dict`: the flat settings of a `ProfilingOptions`:
 /// `direct` (the bag's own settings), then each `(group name, {setting: value})` of `groups`
 /// in order; a new dict. `ValueError` for a setting given twice
@@ -346,6 +359,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(option_group_fields, m)?)?;
     m.add_function(wrap_pyfunction!(settings_of_toml, m)?)?;
     m.add_function(wrap_pyfunction!(merge_option_groups, m)?)?;
+    m.add_function(wrap_pyfunction!(check_setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;
     m.add_function(wrap_pyfunction!(collect_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(setting_defaults, m)?)?;

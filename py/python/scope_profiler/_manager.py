@@ -33,8 +33,10 @@ from ._native import (
     ProfiledFunction,
     ProfileRegion,
     RegionCache,
+    check_opt_in_tags,
     check_pause,
     check_region_name,
+    check_setting_names,
     enabled_tags_from_env,
     finalize_summary_title,
     native_regions,
@@ -42,9 +44,8 @@ from ._native import (
     perf_counter_ns,
     relative_source_path,
     tracking_upgrade,
-    unknown_setting_error,
 )
-from ._settings import CONFIG_FIELDS, ProfilingConfig
+from ._settings import ProfilingConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
@@ -696,9 +697,7 @@ class ProfileManager:
         ``SCOPE_PROFILER_ENABLE_TAGS=a,b``; ``"*"`` enables all). Existing regions and
         decorators of this manager pick the change up. ``TypeError`` for a tag that is not
         a non-empty string."""
-        for tag in tags:
-            if not isinstance(tag, str) or not tag:
-                raise TypeError(f"opt-in tags must be non-empty strings, got {tag!r}")
+        check_opt_in_tags(tags)
         new = set(tags) - _OPT_IN_TAGS
         _OPT_IN_TAGS.update(new)
         if not new or not cls._configured:
@@ -858,9 +857,7 @@ class ProfileManager:
             raise RuntimeError(
                 "profiling is already configured; finalize it first or pass replace=True",
             )
-        unknown = set(overrides) - CONFIG_FIELDS
-        if unknown:
-            raise TypeError(unknown_setting_error(unknown))
+        check_setting_names(overrides)  # TypeError naming unknown settings (Rust)
         requested_output = None
         if output is not _UNSET:  # file_path / deactivate_file_output from it (Rust)
             requested_output = None if output is None else os.fspath(output)

@@ -65,8 +65,10 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "check_opt_in_tags",
     "check_pause",
     "check_region_name",
+    "check_setting_names",
     "check_settings",
     "cli_after_run",
     "cli_main",
@@ -1414,6 +1416,14 @@ def merge_option_groups(
 ) -> dict[str, Any]:
     """The flat settings of a ``ProfilingOptions``: ``direct``, then each group's settings in
     order; a new dict. ``ValueError`` for a setting given twice."""
+
+def check_setting_names(names: Iterable[str]) -> None:
+    """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
+    ``names`` is not a setting."""
+
+def check_opt_in_tags(tags: Iterable[object]) -> None:
+    """``TypeError`` ("opt-in tags must be non-empty strings, got ...") for the first of
+    ``tags`` that is not a non-empty ``str``."""
 
 def unknown_setting_error(names: Iterable[str]) -> str:
     """The reference's message for unknown setting names (sorted, each with the closest
