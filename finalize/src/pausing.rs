@@ -1,4 +1,5 @@
-//! `pause()` of the Python manager: when a pause is refused, and the message saying why.
+//! `pause()` of the Python manager: when a pause is refused, and the message saying why;
+//! `sample_every()`: which timesteps it records.
 
 /// The `RuntimeError` message of `pause()` while scopes other than `root` (a session's own
 /// root region) are open, naming the first three of `open` (the open calls' region names,
@@ -12,6 +13,12 @@ pub fn pause_refusal(open: &[String], root: &str, repr: impl Fn(&str) -> String)
     let names: Vec<String> = active.iter().take(3).map(|n| repr(n)).collect();
     let suffix = if active.len() > 3 { "..." } else { "" };
     Some(format!("cannot pause while profiling scopes are active: {}{suffix}", names.join(", ")))
+}
+
+/// Whether `sample_every(every, start)` records `timestep`: `start` and every `every`-th
+/// timestep after it. `every` ≥ 1 (checked by the caller); no overflow for any `i64`s.
+pub fn step_selected(timestep: i64, every: i64, start: i64) -> bool {
+    timestep >= start && (i128::from(timestep) - i128::from(start)) % i128::from(every) == 0
 }
 
 #[cfg(test)]
@@ -43,5 +50,12 @@ mod tests {
             pause_refusal(&names(&["a", "b", "c", "d"]), root, quoted).unwrap(),
             "cannot pause while profiling scopes are active: 'a', 'b', 'c'..."
         );
+    }
+
+    #[test]
+    fn steps_from_start_every_nth() {
+        let picked: Vec<i64> = (-2..10).filter(|&t| step_selected(t, 3, 1)).collect();
+        assert_eq!(picked, [1, 4, 7]);
+        assert!(step_selected(i64::MAX, 1, i64::MIN) && !step_selected(i64::MIN, 1, i64::MAX));
     }
 }

@@ -1,9 +1,9 @@
 //! Backs `scope_profiler._manager_api` and the manager: which functions `instrument()`
 //! decorates ([`scope_profiler_recorder::instrument`]), when `pause()` is refused
 //! ([`scope_profiler_finalize::pausing`]).
-use pyo3::exceptions::{PyRuntimeError, PyTypeError};
+use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyString;
+use pyo3::types::{PyBool, PyInt, PyString};
 
 /// A glob or an iterable of globs as strings; `TypeError` naming `what` otherwise.
 fn patterns(value: &Bound<'_, PyAny>, what: &str) -> PyResult<Vec<String>> {
@@ -75,9 +75,42 @@ fn check_opt_in_tags(tags: &Bound<'_, PyAny>) -> PyResult<()> {
     Ok(())
 }
 
+fn plain_int(value: &Bound<'_, PyAny>) -> bool {
+    value.is_instance_of::<PyInt>() && !value.is_instance_of::<PyBool>()
+}
+
+/// `check_sampling(every, start)`: `sample_every()`'s arguments: `ValueError` unless `every`
+/// is a positive int and `start` an int (`bool` is neither).
+#[pyfunction]
+fn check_sampling(every: &Bound<'_, PyAny>, start: &Bound<'_, PyAny>) -> PyResult<()> {
+    if !plain_int(every) || every.lt(1)? {
+        return Err(PyValueError::new_err("every must be a positive integer"));
+    }
+    if !plain_int(start) {
+        return Err(PyValueError::new_err("start must be an integer"));
+    }
+    Ok(())
+}
+
+/// `sampled_step(timestep, every, start) -> bool`: whether `sample_every(every, start)`
+/// records `timestep` ([`scope_profiler_finalize::pausing::step_selected`]; Python's own
+/// arithmetic for ints beyond 64 bits). `TypeError` for a `timestep` that is not an int.
+#[pyfunction]
+fn sampled_step(timestep: &Bound<'_, PyAny>, every: &Bound<'_, PyAny>, start: &Bound<'_, PyAny>) -> PyResult<bool> {
+    if !plain_int(timestep) {
+        return Err(PyTypeError::new_err("timestep must be an integer"));
+    }
+    if let (Ok(t), Ok(e), Ok(s)) = (timestep.extract::<i64>(), every.extract::<i64>(), start.extract::<i64>()) {
+        return Ok(scope_profiler_finalize::pausing::step_selected(t, e, s));
+    }
+    Ok(timestep.ge(start)? && timestep.sub(start)?.rem(every)?.eq(0)?)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(instrument_plan, m)?)?;
     m.add_function(wrap_pyfunction!(check_pause, m)?)?;
     m.add_function(wrap_pyfunction!(check_opt_in_tags, m)?)?;
+    m.add_function(wrap_pyfunction!(check_sampling, m)?)?;
+    m.add_function(wrap_pyfunction!(sampled_step, m)?)?;
     Ok(())
 }

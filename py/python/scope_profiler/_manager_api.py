@@ -231,17 +231,14 @@ def sample_every(manager, every: int, start: int = 0):
     was before. ``ValueError`` unless ``every`` is a positive int and ``start`` an int;
     ``TypeError`` for a non-int timestep; a step cannot begin while a region is open
     (``pause()``'s ``RuntimeError``)."""
-    if isinstance(every, bool) or not isinstance(every, int) or every < 1:
-        raise ValueError("every must be a positive integer")
-    if isinstance(start, bool) or not isinstance(start, int):
-        raise ValueError("start must be an integer")
+    from ._native import check_sampling, sampled_step
+
+    check_sampling(every, start)
     was_paused = manager.get_config().paused
 
     @contextmanager
     def profile_step(timestep: int):
-        if isinstance(timestep, bool) or not isinstance(timestep, int):
-            raise TypeError("timestep must be an integer")
-        selected = timestep >= start and (timestep - start) % every == 0
+        selected = sampled_step(timestep, every, start)  # TypeError for a non-int timestep
         if selected:
             manager.resume()
         else:

@@ -68,6 +68,7 @@ __all__ = [
     "check_opt_in_tags",
     "check_pause",
     "check_region_name",
+    "check_sampling",
     "check_setting_names",
     "check_settings",
     "cli_after_run",
@@ -112,6 +113,7 @@ __all__ = [
     "read_profile",
     "read_trace",
     "relative_source_path",
+    "sampled_step",
     "setting_defaults",
     "settings_of_toml",
     "setup_from_env_settings",
@@ -1398,6 +1400,14 @@ def package_attribute(name: str) -> Any:
     """The module ``__getattr__`` of ``scope_profiler``: ``__version__``, a name of
     ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
     of ``unsupported_names()``, ``AttributeError`` for any other."""
+
+def check_sampling(every: object, start: object) -> None:
+    """``sample_every()``'s arguments: ``ValueError`` unless ``every`` is a positive int and
+    ``start`` an int (``bool`` is neither)."""
+
+def sampled_step(timestep: object, every: int, start: int) -> bool:
+    """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
+    ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
 
 def check_pause(open_names: list[str], root: str) -> None:
     """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")
