@@ -4,9 +4,13 @@ use numpy::PyArray1;
 use pyo3::prelude::*;
 use std::path::PathBuf;
 
+use arrow_array::Int64Array;
 use pyo3::exceptions::PyFileNotFoundError;
 use pyo3::types::{PyDict, PyIterator, PyList, PyString, PyTuple};
+use scope_profiler_analysis::{RegionCalls, RowView};
 use scope_profiler_formats::native_trace;
+
+use crate::region::Region;
 
 use crate::errors::TraceFormatError;
 
@@ -74,6 +78,27 @@ fn read_trace<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<(i32, 
     Ok((trace.rank, regions))
 }
 
+/// `read_trace_regions(path) -> {rank: {name: Region}}`: one `.spt` trace as
+/// `read_native_ranks` gives it: its one rank, each region (file order) a standalone `Region`
+/// of its calls (int64 ns) and source location, as `Region(starts, ends, source_file=...,
+/// source_lineno=...)` makes it. Raises as `read_trace`.
+#[pyfunction]
+fn read_trace_regions<'py>(py: Python<'py>, path: std::path::PathBuf) -> PyResult<Bound<'py, PyDict>> {
+    let trace = py
+        .detach(|| scope_profiler_formats::native_trace::read_trace(&path))?
+        .map_err(|e| TraceFormatError::new_err(e.0))?;
+    let regions = PyDict::new(py);
+    for r in trace.regions {
+        let mut calls = RegionCalls::new(0, 0, Int64Array::from(r.start_ns), Int64Array::from(r.end_ns));
+        calls.source_file = r.source_file;
+        calls.source_line = r.source_line;
+        regions.set_item(r.name, Bound::new(py, Region::of(RowView::detached("", calls), true))?)?;
+    }
+    let ranks = PyDict::new(py);
+    ranks.set_item(trace.rank, regions)?;
+    Ok(ranks)
+}
+
 /// The paths `inputs` names: one `str` or `os.PathLike`, or an iterable of them.
 fn input_paths(inputs: &Bound<'_, PyAny>) -> PyResult<Vec<PathBuf>> {
     let path_like = inputs.py().import("os")?.getattr("PathLike")?;
@@ -130,6 +155,7 @@ fn native_regions<'py>(py: Python<'py>, inputs: &Bound<'py, PyAny>, rank: i64) -
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<RegionTrace>()?;
     m.add_function(wrap_pyfunction!(read_trace, m)?)?;
+    m.add_function(wrap_pyfunction!(read_trace_regions, m)?)?;
     m.add_function(wrap_pyfunction!(find_traces_py, m)?)?;
     m.add_function(wrap_pyfunction!(native_regions, m)?)?;
     Ok(())

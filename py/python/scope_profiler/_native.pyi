@@ -112,6 +112,7 @@ __all__ = [
     "read_json",
     "read_profile",
     "read_trace",
+    "read_trace_regions",
     "relative_source_path",
     "sampled_step",
     "setting_defaults",
@@ -1326,6 +1327,10 @@ class RegionTrace:
         """``start_times``, then ``end_times``."""
     def __len__(self) -> int:
         """Always 2."""
+
+def read_trace_regions(path: _Path) -> dict[int, dict[str, Region]]:
+    """One ``.spt`` trace as ``{rank: {name: Region}}``: each region (file order) a
+    standalone ``Region`` of its calls and source location. Raises as ``read_trace``."""
 
 def read_trace(path: _Path) -> tuple[int, dict[str, RegionTrace]]:
     """One ``.spt`` trace: ``(rank, {name: RegionTrace})``, regions in file order. Raises

@@ -87,19 +87,9 @@ def read_native_h5(path: str | PathLike[str]) -> tuple[dict[int, dict[str, Any]]
 def read_native_ranks(path: str | PathLike[str]) -> tuple[dict[int, dict[str, Any]], dict]:
     """One native output file, either format: ``({rank: {region name: Region}}, metadata)``;
     a ``.spt`` trace gives one rank and no metadata."""
-    from .region import Region
-
     if Path(path).suffix == HDF5_SUFFIX:
         return read_native_h5(path)
-    rank, regions = read_trace(path)
-    return {
-        rank: {
-            name: Region(
-                t.start_times, t.end_times, source_file=t.source_file, source_lineno=t.source_lineno
-            )
-            for name, t in regions.items()
-        }
-    }, {}
+    return _native.read_trace_regions(path), {}  # each region a standalone Region (Rust)
 
 
 def load_traces(
