@@ -30,6 +30,11 @@ pub const LAZY: [(&str, &str, &str); 21] = [
     ("create_html_report", "exports", "create_html_report"),
 ];
 
+/// Names of `scope_profiler._options` (dataclasses, loaded on first use) that
+/// `scope_profiler._settings` also answers, on first use.
+pub const SETTINGS_LAZY: [&str; 5] =
+    ["GPUOptions", "HDF5Options", "MemrayOptions", "ProfilingOptions", "load_profiling_config"];
+
 const NO_LIKWID: &str = "LIKWID hardware counters (use_likwid) are not supported";
 const NO_MPI_CALLS: &str = "MPI call profiling (profile_mpi_calls, the mpi4py wrappers) is not supported";
 const NO_PERF: &str = "perf event counters (perf_events) are not supported";
@@ -90,6 +95,9 @@ mod tests {
     fn names_are_distinct_and_apart() {
         let mut names: Vec<&str> = LAZY.iter().map(|e| e.0).chain(UNSUPPORTED.iter().map(|e| e.0)).collect();
         let count = names.len();
+        assert!(SETTINGS_LAZY
+            .iter()
+            .all(|n| *n == "load_profiling_config" || LAZY.iter().any(|e| e.0 == *n && e.1 == "_options")));
         names.sort_unstable();
         names.dedup();
         assert_eq!(names.len(), count);

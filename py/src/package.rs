@@ -1,5 +1,6 @@
 //! Backs `scope_profiler/__init__.py`: the package's names loaded on first use and the
-//! reference's names it cannot honour ([`scope_profiler_finalize::api_surface`]).
+//! reference's names it cannot honour ([`scope_profiler_finalize::api_surface`]); the
+//! names `scope_profiler._settings` loads from `_options` on first use.
 use pyo3::exceptions::{PyAttributeError, PyNotImplementedError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
@@ -44,9 +45,21 @@ fn package_attribute<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, Py
     Err(PyAttributeError::new_err(format!("module 'scope_profiler' has no attribute '{name}'")))
 }
 
+/// `settings_attribute(name)`: the module `__getattr__` of `scope_profiler._settings`: a
+/// name of `_options` it answers (`ProfilingOptions`, the option groups,
+/// `load_profiling_config`; that module imported now), else `AttributeError`.
+#[pyfunction]
+fn settings_attribute<'py>(py: Python<'py>, name: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+    if api_surface::SETTINGS_LAZY.contains(&name.to_str()?) {
+        return py.import("scope_profiler._options")?.getattr(name);
+    }
+    Err(PyAttributeError::new_err(format!("module 'scope_profiler._settings' has no attribute {}", name.repr()?)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lazy_names, m)?)?;
     m.add_function(wrap_pyfunction!(unsupported_names, m)?)?;
     m.add_function(wrap_pyfunction!(package_attribute, m)?)?;
+    m.add_function(wrap_pyfunction!(settings_attribute, m)?)?;
     Ok(())
 }

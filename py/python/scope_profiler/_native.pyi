@@ -116,6 +116,7 @@ __all__ = [
     "relative_source_path",
     "sampled_step",
     "setting_defaults",
+    "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
     "sniff_profile_format",
@@ -1413,6 +1414,11 @@ def check_sampling(every: object, start: object) -> None:
 def sampled_step(timestep: object, every: int, start: int) -> bool:
     """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
     ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
+
+def settings_attribute(name: str) -> Any:
+    """The module ``__getattr__`` of ``scope_profiler._settings``: a name of ``_options`` it
+    answers (``ProfilingOptions``, the option groups, ``load_profiling_config``; that module
+    imported now), else ``AttributeError``."""
 
 def check_pause(open_names: list[str], root: str) -> None:
     """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")

@@ -28,6 +28,7 @@ from ._native import (
     collect_metadata,
     perf_counter_ns,
     setting_defaults,
+    settings_attribute,
 )
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
@@ -36,18 +37,11 @@ if TYPE_CHECKING:
 
     from ._tracking import ConcurrencyTracker
 
-#: Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here.
-_OPTION_NAMES = frozenset(
-    {"GPUOptions", "HDF5Options", "MemrayOptions", "ProfilingOptions", "load_profiling_config"}
-)
-
 
 def __getattr__(name: str):
-    if name in _OPTION_NAMES:
-        from . import _options
-
-        return getattr(_options, name)
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    """Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here
+    (``finalize::api_surface::SETTINGS_LAZY``); ``AttributeError`` for any other."""
+    return settings_attribute(name)
 
 
 #: Every flat setting with its default (reference ``ProfilingConfig.__init__`` order), and
