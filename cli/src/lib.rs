@@ -558,7 +558,9 @@ pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> 
 mod tests {
     use super::*;
 
-    fn request(argv: &[&str]) -> RunRequest {
+    /// The `run` request `argv` parses to (panics on a usage exit); shared with the
+    /// `run_session` tests.
+    pub(crate) fn request(argv: &[&str]) -> RunRequest {
         match dispatch(argv.iter().copied()) {
             Outcome::Run(req) => *req,
             Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),

@@ -332,14 +332,7 @@ pub fn profile_command_argv(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{dispatch, Outcome};
-
-    fn request(argv: &[&str]) -> RunRequest {
-        match dispatch(argv.iter().copied()) {
-            Outcome::Run(req) => *req,
-            Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
-        }
-    }
+    use crate::tests::request;
 
     #[test]
     fn session_settings_of_a_plain_run() {
