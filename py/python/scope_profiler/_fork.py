@@ -68,11 +68,8 @@ def inherited(config) -> bool:
     return owner is not None and owner != os.getpid()
 
 
-#: Per thread: whether the fork under way blocked SIGTERM in it (:func:`_hold_sigterm`). Two
-#: threads may fork at once (a pool's worker handler beside the main thread): a module-wide
-#: flag let one thread's release clear the other's, whose SIGTERM then stayed blocked in it
-#: and in every child it forked (a pool worker that never died on SIGTERM).
-_held = threading.local()
+#: Whether the fork under way blocked SIGTERM in the forking thread (:func:`_hold_sigterm`).
+_sigterm_held = False
 
 
 def _hold_sigterm() -> None:
@@ -83,7 +80,8 @@ def _hold_sigterm() -> None:
     the child goes on: a pool worker terminated while starting waited on the pool's lock
     forever, and so did the parent joining it. Blocked, the signal stays pending in the
     kernel until :func:`_release_sigterm`, after the child's handlers are set."""
-    _held.sigterm = False
+    global _sigterm_held
+    _sigterm_held = False
     signal = sys.modules.get("signal")  # not imported: no handler of ours is installed
     if signal is None or not hasattr(signal, "pthread_sigmask"):
         return
@@ -94,14 +92,15 @@ def _hold_sigterm() -> None:
     ):
         return
     before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    _held.sigterm = signal.SIGTERM not in before
+    _sigterm_held = signal.SIGTERM not in before
 
 
 def _release_sigterm() -> None:
     """Unblock what :func:`_hold_sigterm` blocked (parent: right after the fork; child: after
     its hooks); a SIGTERM that arrived meanwhile is delivered now."""
-    if getattr(_held, "sigterm", False):
-        _held.sigterm = False
+    global _sigterm_held
+    if _sigterm_held:
+        _sigterm_held = False
         import signal
 
         signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
