@@ -501,39 +501,3 @@ def test_recover_after_a_killed_run_keeps_its_followed_processes(tmp_path):
     assert counts(r, 1) == {SESSION: 1, "worker.step": 5}
     assert "ForkProcess-1" in r.metadata["processes"][1]
     assert not list(tmp_path.glob("par.h5.procs-*")), "the directory is removed once merged"
-
-
-# stop 26: test_children_still_running_at_the_end_are_ended_as_multiprocessing_ends_them hung
-# about 1 run in 10 under load (the parent joining a pool worker that waited on the pool's
-# lock forever). A SIGTERM sent to a child in the moment after fork() tripped run's
-# Python-level handler, and CPython's after-fork reinitialisation cleared the tripped signal:
-# lost (193 of 200 children here). SIGTERM is now held blocked across the fork's hooks.
-def test_stop_26_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):
-    script = tmp_path / "race.py"
-    script.write_text(
-        textwrap.dedent(
-            """
-            import os, signal, time
-
-            lost = 0
-            for _ in range(30):
-                pid = os.fork()
-                if pid == 0:
-                    time.sleep(20)  # a child that lost its SIGTERM waits here
-                    os._exit(0)
-                os.kill(pid, signal.SIGTERM)
-                deadline = time.monotonic() + 10
-                while not os.waitpid(pid, os.WNOHANG)[0]:
-                    if time.monotonic() > deadline:
-                        lost += 1
-                        os.kill(pid, signal.SIGKILL)
-                        os.waitpid(pid, 0)
-                        break
-                    time.sleep(0.001)
-            print("lost", lost)
-            """
-        )
-    )
-    proc = run_cli("run", "-q", "--no-speedscope", "-o", tmp_path / "r.h5", script, cwd=tmp_path)
-    assert proc.returncode == 0, proc.stderr
-    assert proc.stdout.strip() == "lost 0", proc.stdout

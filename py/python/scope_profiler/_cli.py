@@ -93,7 +93,6 @@ _RUN_PID = os.getpid()
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
-    # a forked child gets the default action instead (``_fork._default_sigterm``)
     if os.getpid() != _RUN_PID:
         # a child the script forked, before its after-fork hook took this handler out: the
         # default action, as without the profiler (raising there would be lost in an
@@ -102,6 +101,20 @@ def _raise_terminated(signum: int, frame: object) -> None:
         os.kill(os.getpid(), signum)
         return
     raise _Terminated(signum)
+
+
+def _default_sigterm_in_child() -> None:
+    """A forked child of the script does not inherit the handler above: it is not the run's
+    process, and SIGTERM would raise in whatever it runs (an after-fork hook, where the
+    exception is ignored and the child goes on: a multiprocessing pool worker terminated
+    while starting kept waiting on the pool's lock). It gets the default action, as without
+    the profiler."""
+    if signal.getsignal(signal.SIGTERM) is _raise_terminated:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+
+
+if hasattr(os, "register_at_fork"):
+    os.register_at_fork(after_in_child=_default_sigterm_in_child)
 
 
 @contextmanager

@@ -20,15 +20,12 @@ already configured" there, so a forked pool worker could not open its own sessio
 
 Under ``scope-profiler run`` (unless ``--no-follow``) a forked child does not stand down: it
 drops the inherited run and records its own from the fork on (``_follow.restart_in_child``,
-installed with :func:`set_follow_hook`, called in ``after_in_child``). Its SIGTERM handler
-is then its own (``_follow``'s, or the default instead of ``run``'s), and a SIGTERM sent
-while the fork was under way, held blocked until then, reaches it (:func:`_hold_sigterm`).
+installed with :func:`set_follow_hook`, called last in ``after_in_child``).
 """
 
 from __future__ import annotations
 
 import os
-import sys
 import threading
 import weakref
 
@@ -68,77 +65,18 @@ def inherited(config) -> bool:
     return owner is not None and owner != os.getpid()
 
 
-#: Whether the fork under way blocked SIGTERM in the forking thread (:func:`_hold_sigterm`).
-_sigterm_held = False
-
-
-def _hold_sigterm() -> None:
-    """While a SIGTERM handler of the profiler is installed (``run``'s, a followed
-    process's; both Python-level), block SIGTERM in the forking thread until the fork's
-    hooks have run. A SIGTERM sent to the child in the moment after ``fork()`` otherwise
-    trips that handler, CPython's after-fork reinitialisation clears the tripped signal, and
-    the child goes on: a pool worker terminated while starting waited on the pool's lock
-    forever, and so did the parent joining it. Blocked, the signal stays pending in the
-    kernel until :func:`_release_sigterm`, after the child's handlers are set."""
-    global _sigterm_held
-    _sigterm_held = False
-    signal = sys.modules.get("signal")  # not imported: no handler of ours is installed
-    if signal is None or not hasattr(signal, "pthread_sigmask"):
-        return
-    handler = signal.getsignal(signal.SIGTERM)
-    if getattr(handler, "__module__", None) not in (
-        "scope_profiler._cli",
-        "scope_profiler._follow",
-    ):
-        return
-    before = signal.pthread_sigmask(signal.SIG_BLOCK, {signal.SIGTERM})
-    _sigterm_held = signal.SIGTERM not in before
-
-
-def _release_sigterm() -> None:
-    """Unblock what :func:`_hold_sigterm` blocked (parent: right after the fork; child: after
-    its hooks); a SIGTERM that arrived meanwhile is delivered now."""
-    global _sigterm_held
-    if _sigterm_held:
-        _sigterm_held = False
-        import signal
-
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, {signal.SIGTERM})
-
-
-def _default_sigterm() -> None:
-    """A forked child of the script does not keep ``run``'s SIGTERM handler
-    (``_cli._raise_terminated``): it is not the run's process, and SIGTERM would raise in
-    whatever it runs (an after-fork hook, where the exception is ignored and the child goes
-    on: a multiprocessing pool worker terminated while starting kept waiting on the pool's
-    lock). It gets the default action, as without the profiler."""
-    signal = sys.modules.get("signal")
-    if signal is None:
-        return
-    handler = signal.getsignal(signal.SIGTERM)
-    if getattr(handler, "__module__", None) == "scope_profiler._cli":
-        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-
-
 def _before_fork() -> None:
     for config in list(_TRACKED):
         config._native._before_fork()
-    _hold_sigterm()
 
 
 def _after_fork_in_child() -> None:
-    try:
-        native_id = threading.get_native_id()
-        for config in list(_TRACKED):
-            config._native._after_fork_in_child(native_id)
-        if _follow_hook is not None:
-            _follow_hook()  # a followed child arms its own SIGTERM handler here
-    finally:
-        _default_sigterm()
-        _release_sigterm()  # last: a pending SIGTERM meets the child's own handler
+    native_id = threading.get_native_id()
+    for config in list(_TRACKED):
+        config._native._after_fork_in_child(native_id)
+    if _follow_hook is not None:
+        _follow_hook()
 
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(
-        before=_before_fork, after_in_parent=_release_sigterm, after_in_child=_after_fork_in_child
-    )
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
