@@ -31,6 +31,7 @@ pub mod merge;
 pub mod processes;
 pub mod report;
 pub mod run_session;
+pub mod sigterm_guard;
 
 use std::path::{Path, PathBuf};
 

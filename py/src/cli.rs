@@ -5,6 +5,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_cli::run_session::{self, SessionValue};
+use scope_profiler_cli::sigterm_guard;
 use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
 
 use crate::run::NativeRun;
@@ -196,7 +197,30 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
     run_session::tracking_upgrade(script, host, host_file)
 }
 
+/// Put the profiler's guard in front of the SIGTERM handler just installed with
+/// `signal.signal()` (call it on the main thread, right after): a forked child that
+/// receives SIGTERM before it sets its own handler dies by the default action, and a
+/// SIGTERM handled just before the main thread blocked is sent again to it every 20 ms
+/// until the Python handler calls `sigterm_taken()` (`scope_profiler_cli::sigterm_guard`).
+/// Returns False (nothing done) when SIGTERM's action is the default or ignore. Raises
+/// `OSError` when the OS refuses the handler.
+#[pyfunction]
+fn guard_sigterm() -> PyResult<bool> {
+    Ok(sigterm_guard::install(libc::SIGTERM)?)
+}
+
+/// The profiler's Python-level SIGTERM handler runs: stop sending SIGTERM again to the main
+/// thread (see `guard_sigterm`). True when this run of the handler is owed only to a re-sent
+/// SIGTERM (the handler already ran for the last one sent from outside): the handler then
+/// does nothing. Harmless when nothing was sent.
+#[pyfunction]
+fn sigterm_taken() -> bool {
+    sigterm_guard::taken(libc::SIGTERM)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(guard_sigterm, m)?)?;
+    m.add_function(wrap_pyfunction!(sigterm_taken, m)?)?;
     m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;

@@ -93,6 +93,8 @@ _RUN_PID = os.getpid()
 
 
 def _raise_terminated(signum: int, frame: object) -> None:
+    if _native.sigterm_taken():  # the guard stops sending it again (guard_sigterm)
+        return  # a re-sent one: this handler already ran for the signal
     if os.getpid() != _RUN_PID:
         # a child the script forked, before its after-fork hook took this handler out: the
         # default action, as without the profiler (raising there would be lost in an
@@ -129,6 +131,9 @@ def _terminate_writes_profile() -> Iterator[None]:
     except ValueError:  # not the main thread: leave signals alone
         yield
         return
+    # a forked child that gets SIGTERM before its own handler is set dies by it, and one
+    # that comes just before the main thread blocks interrupts it (stop 27)
+    _native.guard_sigterm()
     try:
         yield
     finally:

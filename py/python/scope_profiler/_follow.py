@@ -341,6 +341,7 @@ def _arm_sigterm() -> None:
     # which runs after this one, would reset it to the default): not the program's own
     if handler is signal.SIG_DFL or getattr(handler, "__module__", "") == "scope_profiler._cli":
         signal.signal(signal.SIGTERM, _terminated)
+        _native.guard_sigterm()  # as run's own handler (_cli._terminate_writes_profile)
 
 
 def die_by(signum: int) -> None:
@@ -363,6 +364,8 @@ def _terminated(signum: int, frame: object) -> None:
     write its file, then die by the signal (the exit status the parent would see without
     the profiler)."""
     global _pending_signal
+    if _native.sigterm_taken():  # the guard stops sending it again (guard_sigterm)
+        return  # a re-sent one: this handler already ran for the signal
     if _finishing:  # it arrived while the file is written: die once it is
         _pending_signal = signum
         return

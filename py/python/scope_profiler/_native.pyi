@@ -91,6 +91,7 @@ __all__ = [
     "finalize_summary_title",
     "find_traces",
     "followed_recording",
+    "guard_sigterm",
     "instrument_plan",
     "lane_groups",
     "lazy_names",
@@ -119,6 +120,7 @@ __all__ = [
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
     "started_marker",
@@ -996,6 +998,20 @@ def finalize_summary_title(
 ) -> str | None:
     """The title of ``finalize(verbose=True)``'s summary: ``requested`` (``setup(output=)``)
     when the file was written, else ``"<label> (in memory, N rank[s])"``."""
+
+def guard_sigterm() -> bool:
+    """Put the profiler's guard in front of the SIGTERM handler just installed with
+    ``signal.signal()`` (on the main thread, right after it): a forked child that receives
+    SIGTERM before it sets its own handler dies by the default action, and a SIGTERM handled
+    just before the main thread blocked is sent again to that thread every 20 ms until the
+    Python handler calls :func:`sigterm_taken`. False (nothing done) when SIGTERM's action is
+    the default or ignore. ``OSError`` when the OS refuses the handler."""
+
+def sigterm_taken() -> bool:
+    """The profiler's Python-level SIGTERM handler runs: stop sending SIGTERM again to the
+    main thread (see :func:`guard_sigterm`). True when this run of the handler is owed only to
+    a re-sent SIGTERM (the handler already ran for the last one sent from outside): the
+    handler then does nothing. Harmless when nothing was sent."""
 
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
