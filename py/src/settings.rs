@@ -60,7 +60,7 @@ fn unknown_setting_error(names: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(rules::unknown_settings_message(&names))
 }
 
-fn raise(e: SettingsError) -> PyErr {
+pub(crate) fn raise(e: SettingsError) -> PyErr {
     match e.kind {
         ErrorKind::Type => PyTypeError::new_err(e.message),
         ErrorKind::Value => PyValueError::new_err(e.message),
@@ -215,22 +215,6 @@ fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, P
     Ok(metadata)
 }
 
-/// `option_group_fields() -> {group: {field: setting}}`: the option groups of
-/// `ProfilingOptions` (`memray`, `gpu`, `hdf5`) and of a settings file's
-/// `[profiling.<group>]` tables, each field with the flat setting it sets.
-#[pyfunction]
-fn option_group_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let groups = PyDict::new(py);
-    for (name, fields) in rules::OPTION_GROUPS {
-        let map = PyDict::new(py);
-        for (field, setting) in fields {
-            map.set_item(field, setting)?;
-        }
-        groups.set_item(name, map)?;
-    }
-    Ok(groups)
-}
-
 /// `check_setting_names(names)`: `TypeError` with the reference's message
 /// ([`rules::unknown_settings_message`]) when any of `names` (an iterable of str, e.g. the
 /// keywords of `setup()`) is not a setting.
@@ -242,73 +226,6 @@ fn check_setting_names(names: &Bound<'_, PyAny>) -> PyResult<()> {
         return Ok(());
     }
     Err(PyTypeError::new_err(rules::unknown_settings_message(&unknown)))
-}
-
-/// `merge_option_groups(direct, groups) -> dict`: the flat settings of a `ProfilingOptions`:
-/// `direct` (the bag's own settings), then each `(group name, {setting: value})` of `groups`
-/// in order; a new dict. `ValueError` for a setting given twice
-/// ([`rules::option_bag_conflict`]).
-#[pyfunction]
-fn merge_option_groups<'py>(
-    direct: &Bound<'py, PyDict>,
-    groups: Vec<(String, Bound<'py, PyDict>)>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let keys = |d: &Bound<'py, PyDict>| d.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>();
-    let named = groups.iter().map(|(n, d)| Ok((n.clone(), keys(d)?))).collect::<PyResult<Vec<_>>>()?;
-    if let Some(message) = rules::option_bag_conflict(&keys(direct)?, &named) {
-        return Err(PyValueError::new_err(message));
-    }
-    let out = direct.copy()?;
-    for (_, group) in &groups {
-        out.update(group.as_mapping())?;
-    }
-    Ok(out)
-}
-
-/// `settings_of_toml(raw) -> dict`: the flat settings of a parsed settings file (`raw`:
-/// `tomllib.load`'s dict): its `[profiling]` table, or the top-level table without one, the
-/// groups' keys as their flat settings. `ValueError` (naming what is wrong) for a
-/// `profiling` that is not a table, a group that is not a table, an unknown key, a setting
-/// given twice, unknown settings.
-#[pyfunction]
-fn settings_of_toml<'py>(raw: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let py = raw.py();
-    let table = match raw.get_item("profiling")? {
-        Some(t) => t,
-        None => raw.clone().into_any(),
-    };
-    let table = table
-        .cast::<PyDict>()
-        .map_err(|_| PyValueError::new_err("Profiling config [profiling] must be a TOML table"))?;
-    let keys = table.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
-    let mut groups = std::collections::HashMap::new();
-    for (name, _) in rules::OPTION_GROUPS {
-        let entry = match table.get_item(name)? {
-            None => continue,
-            Some(v) if v.is_none() => continue,
-            Some(v) => match v.cast::<PyDict>() {
-                Ok(d) => {
-                    let keys = d.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
-                    (rules::GroupEntry::Table(keys), Some(d.clone()))
-                }
-                Err(_) => (rules::GroupEntry::NotTable, None),
-            },
-        };
-        groups.insert(name, entry);
-    }
-    let flat = rules::flatten_settings_table(&keys, |name| groups.get(name).map(|(e, _)| e.clone())).map_err(raise)?;
-    let out = PyDict::new(py);
-    for (name, source) in flat {
-        let value = match source {
-            rules::FlatSource::Direct(key) => table.get_item(key)?,
-            rules::FlatSource::Group { group, key } => match &groups[group].1 {
-                Some(d) => d.get_item(key)?,
-                None => None,
-            },
-        };
-        out.set_item(name, value)?;
-    }
-    Ok(out)
 }
 
 /// `output_settings(output, overrides) -> dict`: the settings `setup(output=output)` sets
@@ -356,9 +273,6 @@ fn relative_source_path(py: Python<'_>, filename: &str) -> PyResult<String> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(relative_source_path, m)?)?;
-    m.add_function(wrap_pyfunction!(option_group_fields, m)?)?;
-    m.add_function(wrap_pyfunction!(settings_of_toml, m)?)?;
-    m.add_function(wrap_pyfunction!(merge_option_groups, m)?)?;
     m.add_function(wrap_pyfunction!(check_setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;
     m.add_function(wrap_pyfunction!(collect_metadata, m)?)?;

@@ -95,12 +95,13 @@ __all__ = [
     "lane_groups",
     "lazy_names",
     "load",
-    "merge_option_groups",
     "merge_results",
     "mpi_launch_from_env",
     "multiprocessing_helper",
     "native_regions",
+    "option_bag_kwargs",
     "option_group_fields",
+    "option_group_kwargs",
     "output_settings",
     "package_attribute",
     "perf_counter_ns",
@@ -1432,12 +1433,6 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     ``ProfilingConfig.__init__`` order) and this package's own (``flush_interval``, seconds
     or None; the ``recursive_*`` options); new dicts."""
 
-def merge_option_groups(
-    direct: dict[str, Any], groups: list[tuple[str, dict[str, Any]]]
-) -> dict[str, Any]:
-    """The flat settings of a ``ProfilingOptions``: ``direct``, then each group's settings in
-    order; a new dict. ``ValueError`` for a setting given twice."""
-
 def check_setting_names(names: Iterable[str]) -> None:
     """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
     ``names`` is not a setting."""
@@ -1459,16 +1454,6 @@ def check_settings(
     in seconds or None, ``perf_events`` / ``enable_tags`` as tuples. Raises ``TypeError``
     for unknown names, ``ValueError`` for a refused value or combination (the reference's
     order and words), ``NotImplementedError`` for a mode this package does not have."""
-
-def option_group_fields() -> dict[str, dict[str, str]]:
-    """``{group: {field: setting}}``: the option groups of ``ProfilingOptions`` (``memray``,
-    ``gpu``, ``hdf5``) and of a settings file's ``[profiling.<group>]`` tables."""
-
-def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The flat settings of a parsed settings file: its ``[profiling]`` table (or the
-    top-level table), the groups' keys as their flat settings. ``ValueError`` for a
-    ``profiling`` or group that is not a table, an unknown key, a setting given twice,
-    unknown settings."""
 
 def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
@@ -1505,6 +1490,29 @@ def collect_metadata(detail: str = "minimal") -> dict[str, Any]:
     ``working_directory``, ``user``, ``modules`` and the job's environment variables. Text
     values over 60,000 characters are truncated. The host part is read once per process by
     system calls."""
+
+# option bags and settings files (``scope_profiler._options``)
+
+def option_group_fields() -> dict[str, dict[str, str]]:
+    """``{group: {field: setting}}``: the option groups of ``ProfilingOptions`` (``memray``,
+    ``gpu``, ``hdf5``) and of a settings file's ``[profiling.<group>]`` tables."""
+
+def option_group_kwargs(group: str, bag: object) -> dict[str, Any]:
+    """The flat settings an option group (``bag``: a ``MemrayOptions`` / ``GPUOptions`` /
+    ``HDF5Options``) sets: each of ``group``'s fields that is not None, under its flat
+    setting's name (``path`` -> ``memory_profile_path``); a new dict. ``KeyError`` for an
+    unknown group, ``AttributeError`` for a field ``bag`` lacks."""
+
+def option_bag_kwargs(bag: object) -> dict[str, Any]:
+    """The flat settings of a ``ProfilingOptions``: its own settings that are not None
+    (defaults order), then each group it sets (``memray``, ``gpu``, ``hdf5``) as that group's
+    ``to_kwargs()``; a new dict. ``ValueError`` for a setting given twice."""
+
+def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat settings of a parsed settings file: its ``[profiling]`` table (or the
+    top-level table), the groups' keys as their flat settings. ``ValueError`` for a
+    ``profiling`` or group that is not a table, an unknown key, a setting given twice,
+    unknown settings."""
 
 # ---------------------------------------------------------------------------------------------
 # recording
