@@ -154,8 +154,8 @@ pub const OPTION_GROUPS: [(&str, &[(&str, &str)]); 3] = [
         &[
             ("timing", "use_gpu_timing"),
             ("backend", "gpu_timing_backend"),
-            ("sync_on_exit", "gpu_sync_on_exit"),
             ("nvtx", "use_nvtx"),
+            ("sync_on_exit", "gpu_sync_on_exit"),
         ],
     ),
     (
@@ -167,6 +167,12 @@ pub const OPTION_GROUPS: [(&str, &[(&str, &str)]); 3] = [
         ],
     ),
 ];
+
+/// The fields of the option group `name` (`memray`, `gpu`, `hdf5`), each with the flat
+/// setting it sets, in the group dataclass's field order; None for another name.
+pub fn option_group(name: &str) -> Option<&'static [(&'static str, &'static str)]> {
+    OPTION_GROUPS.iter().find(|(group, _)| *group == name).map(|(_, fields)| *fields)
+}
 
 /// A group entry of a settings file's `[profiling]` table.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -588,6 +594,21 @@ fn checked_flush_interval(get: &impl Fn(&str) -> Setting) -> Result<Option<f64>,
 
 #[cfg(test)]
 mod tests {
+
+    #[test]
+    fn option_groups_list_their_fields_in_dataclass_order() {
+        let gpu = option_group("gpu").unwrap();
+        let fields: Vec<&str> = gpu.iter().map(|(f, _)| *f).collect();
+        assert_eq!(fields, ["timing", "backend", "nvtx", "sync_on_exit"]);
+        assert_eq!(gpu[2], ("nvtx", "use_nvtx"));
+        assert_eq!(option_group("memray").unwrap()[1], ("path", "memory_profile_path"));
+        assert_eq!(option_group("hdf5").unwrap().len(), 3);
+        assert!(option_group("profiling").is_none());
+        // every field sets a setting of its own
+        for (_, fields) in OPTION_GROUPS {
+            assert!(fields.iter().all(|(_, setting)| is_setting(setting)));
+        }
+    }
 
     #[test]
     fn option_bag_conflict_names_the_setting_and_its_group() {

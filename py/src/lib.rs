@@ -26,6 +26,7 @@ mod manager_api;
 mod merge;
 mod mpi_region;
 mod native_trace;
+mod options;
 mod package;
 mod prof_export;
 mod profile_io;
@@ -63,6 +64,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     follow::register(m)?;
     recording::register(m)?;
     settings::register(m)?;
+    options::register(m)?;
     ranks::register(m)?;
     speedscope_export::register(m)?;
     prof_export::register(m)?;

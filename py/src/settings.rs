@@ -1,11 +1,18 @@
 //! Backs `scope_profiler._settings`: the settings of `setup()` / `session()` checked by
-//! [`scope_profiler_finalize::settings`] (names, defaults, the reference's validation).
-//! Here only Python values become [`Setting`]s and the results Python objects.
-use pyo3::exceptions::{PyNotImplementedError, PyOverflowError, PyTypeError, PyValueError};
+//! [`scope_profiler_finalize::settings`] (names, defaults, the reference's validation), the
+//! run metadata of [`scope_profiler_finalize::run_metadata`], and [`ProfilingConfigBase`],
+//! the state and properties of `ProfilingConfig`. Here only Python values become
+//! [`Setting`]s and the results Python objects.
+use pyo3::exceptions::{
+    PyAssertionError, PyAttributeError, PyNotImplementedError, PyOverflowError, PyTypeError, PyValueError,
+};
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple};
+use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
+use pyo3::{PyTraverseError, PyVisit};
 use scope_profiler_finalize::run_metadata::{self, FullDetails, HostFacts, Item, PythonFacts};
 use scope_profiler_finalize::settings::{self as rules, DefaultValue, ErrorKind, Setting, SettingsError, Value};
+
+use crate::recording::NativeRecorder;
 
 /// Settings whose truth value the checks use (`bool(value)` is asked of these only).
 const FLAGS: [&str; 12] = [
@@ -60,7 +67,7 @@ fn unknown_setting_error(names: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(rules::unknown_settings_message(&names))
 }
 
-fn raise(e: SettingsError) -> PyErr {
+pub(crate) fn raise(e: SettingsError) -> PyErr {
     match e.kind {
         ErrorKind::Type => PyTypeError::new_err(e.message),
         ErrorKind::Value => PyValueError::new_err(e.message),
@@ -103,14 +110,13 @@ fn as_tuple<'py>(v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
 /// The settings' values as [`check`](rules::check) reads them.
 type Checked<'py> = (Bound<'py, PyDict>, Option<&'static str>, Option<f64>, Bound<'py, PyTuple>, Bound<'py, PyTuple>);
 
-/// `check_settings(settings) -> (values, hdf5_compression, flush_interval, perf_events,
-/// enable_tags)`: `settings` (keyword name -> value) over the defaults (a `None` value
-/// keeps the default), checked in the reference's order and words. `values`: every setting
+/// `(values, hdf5_compression, flush_interval, perf_events, enable_tags)` of `settings`
+/// (keyword name -> value) over the defaults (a `None` value keeps the default), checked in
+/// the reference's order and words. `values`: every setting
 /// (a new dict, defaults order); `hdf5_compression` normalized (lower case, None for off);
 /// `flush_interval` in seconds or None; `perf_events` / `enable_tags` as tuples. Raises
 /// `TypeError` for unknown names, `ValueError` for a refused value or combination,
 /// `NotImplementedError` for a mode this package does not have.
-#[pyfunction]
 fn check_settings<'py>(settings: &Bound<'py, PyDict>) -> PyResult<Checked<'py>> {
     let py = settings.py();
     let mut unknown = Vec::new();
@@ -171,13 +177,11 @@ fn host_and_python(py: Python<'_>) -> PyResult<&'static (HostFacts, PythonFacts)
     })
 }
 
-/// `collect_metadata(detail="minimal") -> dict`: the run's metadata as in spec-hdf5 §2 (a
-/// serial run: `mpi_size = num_nodes = 1`; `timestamp` now, in UTC), `detail="full"` adding
-/// `hostname`, `uname`, `working_directory`, `user`, `modules` and the job's environment
-/// variables ([`scope_profiler_finalize::run_metadata`]). The process-constant part
+/// The run's metadata as in spec-hdf5 §2 (a serial run: `mpi_size = num_nodes = 1`;
+/// `timestamp` now, in UTC), `detail="full"` adding `hostname`, `uname`,
+/// `working_directory`, `user`, `modules` and the job's environment variables
+/// ([`scope_profiler_finalize::run_metadata`]). The process-constant part
 /// (platform, CPU, versions, OpenMP threads) is read once per process by system calls.
-#[pyfunction]
-#[pyo3(signature = (detail = "minimal"))]
 fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, PyDict>> {
     let (host, python) = host_and_python(py)?;
     let full = if detail == "full" {
@@ -215,20 +219,248 @@ fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, P
     Ok(metadata)
 }
 
-/// `option_group_fields() -> {group: {field: setting}}`: the option groups of
-/// `ProfilingOptions` (`memray`, `gpu`, `hdf5`) and of a settings file's
-/// `[profiling.<group>]` tables, each field with the flat setting it sets.
-#[pyfunction]
-fn option_group_fields(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
-    let groups = PyDict::new(py);
-    for (name, fields) in rules::OPTION_GROUPS {
-        let map = PyDict::new(py);
-        for (field, setting) in fields {
-            map.set_item(field, setting)?;
-        }
-        groups.set_item(name, map)?;
+/// The state of one run's settings, the base of `scope_profiler._settings.ProfilingConfig`
+/// (whose `start()` creates the recorder, the tracker and attaches MPI: Python's part).
+/// `ProfilingConfigBase(**settings)` checks `settings` ([`check_settings`]: `TypeError`,
+/// `ValueError`, `NotImplementedError` in the reference's order and words), takes the run
+/// origin (`start_time_ns`, ns on the recording clock) and collects the metadata. Settings
+/// without a property of their own read as attributes (`config.recursive_profile`).
+/// Subclassable (the subclass's instances take other attributes and weak references).
+#[pyclass(module = "scope_profiler._native", subclass)]
+pub struct ProfilingConfigBase {
+    settings: Py<PyDict>,
+    file_path: Py<PyAny>,
+    label: Option<Py<PyAny>>,
+    hdf5_compression: Option<&'static str>,
+    flush_interval: Option<f64>,
+    perf_events: Py<PyTuple>,
+    enable_tags: Py<PyTuple>,
+    track_threads: bool,
+    track_async: bool,
+    start_time_ns: i64,
+    metadata: Py<PyDict>,
+    /// The run's recorder, once `start()` created it.
+    #[pyo3(get, set, name = "_native")]
+    native: Option<Py<NativeRecorder>>,
+    #[pyo3(get, set, name = "_tracker")]
+    tracker: Option<Py<PyAny>>,
+    #[pyo3(get, set, name = "_comm")]
+    comm: Option<Py<PyAny>>,
+}
+
+const NOT_STARTED: &str = "ProfilingConfig.start() was not called";
+
+impl ProfilingConfigBase {
+    fn setting<'py>(&self, py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
+        self.settings.bind(py).as_any().get_item(name)
     }
-    Ok(groups)
+
+    fn started<'py>(&self, py: Python<'py>) -> PyResult<&Bound<'py, NativeRecorder>> {
+        self.native.as_ref().map(|n| n.bind(py)).ok_or_else(|| PyAssertionError::new_err(NOT_STARTED))
+    }
+}
+
+#[pymethods]
+impl ProfilingConfigBase {
+    #[new]
+    #[pyo3(signature = (**settings))]
+    fn new(py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let given = settings.cloned().unwrap_or_else(|| PyDict::new(py));
+        let (values, hdf5_compression, flush_interval, perf_events, enable_tags) = check_settings(&given)?;
+        // the run's origin, until mark_started() takes it where recording begins
+        let start_time_ns = scope_profiler_recorder::now_ns();
+        let item = |name: &str| values.as_any().get_item(name);
+        let file_path = item("file_path")?;
+        // os.fspath(): a str or bytes path as is, a PathLike's __fspath__(), else TypeError.
+        // SAFETY: attached to the interpreter; PyOS_FSPath returns a new reference or NULL
+        // with an exception set, which from_owned_ptr_or_err takes over.
+        let file_path = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyOS_FSPath(file_path.as_ptr()))? };
+        let track_async = item("track_async")?.is_truthy()?;
+        let track_threads = item("track_threads")?.is_truthy()? || track_async;
+        let metadata = collect_metadata(py, &item("metadata_detail")?.extract::<String>()?)?;
+        metadata.set_item("start_time_ns", start_time_ns)?;
+        let label = item("label")?;
+        let label = if label.is_truthy()? { Some(label) } else { None };
+        if let Some(label) = &label {
+            metadata.set_item("label", label)?;
+        }
+        Ok(ProfilingConfigBase {
+            settings: values.unbind(),
+            file_path: file_path.unbind(),
+            label: label.map(Bound::unbind),
+            hdf5_compression,
+            flush_interval,
+            perf_events: perf_events.unbind(),
+            enable_tags: enable_tags.unbind(),
+            track_threads,
+            track_async,
+            start_time_ns,
+            metadata: metadata.unbind(),
+            native: None,
+            tracker: None,
+            comm: None,
+        })
+    }
+
+    /// Take the run's origin (`start_time_ns`) now, once the recorder, the metadata and the
+    /// hooks are ready: the thread that called `setup()` starts at this same moment (issue
+    /// 14). `AssertionError` before `start()`.
+    fn mark_started(&mut self, py: Python<'_>) -> PyResult<()> {
+        self.start_time_ns = self.started(py)?.get().mark_start();
+        self.metadata.bind(py).set_item("start_time_ns", self.start_time_ns)
+    }
+
+    /// Compatibility no-op (configurations are per manager).
+    #[classmethod]
+    fn reset(_cls: &Bound<'_, PyType>) {}
+
+    /// Remaining settings read as attributes of the same name; `AttributeError` otherwise.
+    fn __getattr__<'py>(slf: &Bound<'py, Self>, name: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+        let settings = slf.borrow().settings.clone_ref(slf.py());
+        match settings.bind(slf.py()).get_item(name)? {
+            Some(value) => Ok(value),
+            None => Err(PyAttributeError::new_err(format!(
+                "{} object has no attribute {}",
+                slf.get_type().name()?.repr()?,
+                name.repr()?
+            ))),
+        }
+    }
+
+    /// Every setting (name -> value, defaults order) as checked; the dict itself.
+    #[getter(_settings)]
+    fn settings_dict(&self, py: Python<'_>) -> Py<PyDict> {
+        self.settings.clone_ref(py)
+    }
+
+    /// The HDF5 file recorded into (`os.fspath` of the `file_path` setting).
+    #[getter]
+    fn file_path(&self, py: Python<'_>) -> Py<PyAny> {
+        self.file_path.clone_ref(py)
+    }
+
+    /// The run's label, None when unset or empty.
+    #[getter]
+    fn label(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.label.as_ref().map(|l| l.clone_ref(py))
+    }
+
+    /// Whether threads get their own rows (`track_threads`, or `track_async`).
+    #[getter]
+    fn track_threads(&self) -> bool {
+        self.track_threads
+    }
+
+    #[getter]
+    fn track_async(&self) -> bool {
+        self.track_async
+    }
+
+    /// The run's `ConcurrencyTracker`, or None when `track_threads` is off.
+    #[getter]
+    fn tracker(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.tracker.as_ref().map(|t| t.clone_ref(py))
+    }
+
+    /// The run's origin, ns on the recording clock (`time.perf_counter_ns()`'s).
+    #[getter]
+    fn start_time_ns(&self) -> i64 {
+        self.start_time_ns
+    }
+
+    /// Calls kept per thread buffer before they are handed on (`buffer_limit`).
+    #[getter]
+    fn buffer_limit<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.setting(py, "buffer_limit")
+    }
+
+    /// Seconds between appends to the sidecar (`flush_interval`), or None.
+    #[getter]
+    fn flush_interval(&self) -> Option<f64> {
+        self.flush_interval
+    }
+
+    #[getter]
+    fn output_mode<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
+        self.setting(py, "output_mode")
+    }
+
+    /// `hdf5_compression` normalized: lower case, None for off.
+    #[getter]
+    fn hdf5_compression(&self) -> Option<&'static str> {
+        self.hdf5_compression
+    }
+
+    #[getter]
+    fn perf_events(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.perf_events.clone_ref(py)
+    }
+
+    #[getter]
+    fn enable_tags(&self, py: Python<'_>) -> Py<PyTuple> {
+        self.enable_tags.clone_ref(py)
+    }
+
+    #[getter]
+    fn deactivate_profiling(&self, py: Python<'_>) -> PyResult<bool> {
+        self.setting(py, "deactivate_profiling")?.is_truthy()
+    }
+
+    #[getter]
+    fn deactivate_file_output(&self, py: Python<'_>) -> PyResult<bool> {
+        self.setting(py, "deactivate_file_output")?.is_truthy()
+    }
+
+    /// Whether recording is paused. `AssertionError` before `start()`.
+    #[getter]
+    fn paused(&self, py: Python<'_>) -> PyResult<bool> {
+        Ok(self.started(py)?.get().paused())
+    }
+
+    /// The run's metadata (spec-hdf5 §2); the dict itself, which callers update in place.
+    #[getter]
+    fn metadata(&self, py: Python<'_>) -> Py<PyDict> {
+        self.metadata.clone_ref(py)
+    }
+
+    /// MPI communicator (`MPI.COMM_WORLD`) of an MPI rank, else None.
+    #[getter]
+    fn comm(&self, py: Python<'_>) -> Option<Py<PyAny>> {
+        self.comm.as_ref().map(|c| c.clone_ref(py))
+    }
+
+    /// Always None (memray is not supported).
+    #[getter]
+    fn memory_profile_path(&self) -> Option<String> {
+        None
+    }
+
+    fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
+        Ok(format!(
+            "ProfilingConfig(file_path={}, track_threads={}, buffer_limit={})",
+            self.file_path.bind(py).repr()?,
+            if self.track_threads { "True" } else { "False" },
+            self.setting(py, "buffer_limit")?.str()?
+        ))
+    }
+
+    fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
+        visit.call(&self.settings)?;
+        visit.call(&self.file_path)?;
+        visit.call(&self.label)?;
+        visit.call(&self.perf_events)?;
+        visit.call(&self.enable_tags)?;
+        visit.call(&self.metadata)?;
+        visit.call(&self.native)?;
+        visit.call(&self.tracker)?;
+        visit.call(&self.comm)
+    }
+
+    fn __clear__(&mut self) {
+        self.tracker = None;
+        self.comm = None;
+        self.native = None;
+    }
 }
 
 /// `check_setting_names(names)`: `TypeError` with the reference's message
@@ -242,73 +474,6 @@ fn check_setting_names(names: &Bound<'_, PyAny>) -> PyResult<()> {
         return Ok(());
     }
     Err(PyTypeError::new_err(rules::unknown_settings_message(&unknown)))
-}
-
-/// `merge_option_groups(direct, groups) -> dict`: the flat settings of a `ProfilingOptions`:
-/// `direct` (the bag's own settings), then each `(group name, {setting: value})` of `groups`
-/// in order; a new dict. `ValueError` for a setting given twice
-/// ([`rules::option_bag_conflict`]).
-#[pyfunction]
-fn merge_option_groups<'py>(
-    direct: &Bound<'py, PyDict>,
-    groups: Vec<(String, Bound<'py, PyDict>)>,
-) -> PyResult<Bound<'py, PyDict>> {
-    let keys = |d: &Bound<'py, PyDict>| d.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>();
-    let named = groups.iter().map(|(n, d)| Ok((n.clone(), keys(d)?))).collect::<PyResult<Vec<_>>>()?;
-    if let Some(message) = rules::option_bag_conflict(&keys(direct)?, &named) {
-        return Err(PyValueError::new_err(message));
-    }
-    let out = direct.copy()?;
-    for (_, group) in &groups {
-        out.update(group.as_mapping())?;
-    }
-    Ok(out)
-}
-
-/// `settings_of_toml(raw) -> dict`: the flat settings of a parsed settings file (`raw`:
-/// `tomllib.load`'s dict): its `[profiling]` table, or the top-level table without one, the
-/// groups' keys as their flat settings. `ValueError` (naming what is wrong) for a
-/// `profiling` that is not a table, a group that is not a table, an unknown key, a setting
-/// given twice, unknown settings.
-#[pyfunction]
-fn settings_of_toml<'py>(raw: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
-    let py = raw.py();
-    let table = match raw.get_item("profiling")? {
-        Some(t) => t,
-        None => raw.clone().into_any(),
-    };
-    let table = table
-        .cast::<PyDict>()
-        .map_err(|_| PyValueError::new_err("Profiling config [profiling] must be a TOML table"))?;
-    let keys = table.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
-    let mut groups = std::collections::HashMap::new();
-    for (name, _) in rules::OPTION_GROUPS {
-        let entry = match table.get_item(name)? {
-            None => continue,
-            Some(v) if v.is_none() => continue,
-            Some(v) => match v.cast::<PyDict>() {
-                Ok(d) => {
-                    let keys = d.keys().iter().map(|k| k.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
-                    (rules::GroupEntry::Table(keys), Some(d.clone()))
-                }
-                Err(_) => (rules::GroupEntry::NotTable, None),
-            },
-        };
-        groups.insert(name, entry);
-    }
-    let flat = rules::flatten_settings_table(&keys, |name| groups.get(name).map(|(e, _)| e.clone())).map_err(raise)?;
-    let out = PyDict::new(py);
-    for (name, source) in flat {
-        let value = match source {
-            rules::FlatSource::Direct(key) => table.get_item(key)?,
-            rules::FlatSource::Group { group, key } => match &groups[group].1 {
-                Some(d) => d.get_item(key)?,
-                None => None,
-            },
-        };
-        out.set_item(name, value)?;
-    }
-    Ok(out)
 }
 
 /// `output_settings(output, overrides) -> dict`: the settings `setup(output=output)` sets
@@ -356,14 +521,10 @@ fn relative_source_path(py: Python<'_>, filename: &str) -> PyResult<String> {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(relative_source_path, m)?)?;
-    m.add_function(wrap_pyfunction!(option_group_fields, m)?)?;
-    m.add_function(wrap_pyfunction!(settings_of_toml, m)?)?;
-    m.add_function(wrap_pyfunction!(merge_option_groups, m)?)?;
     m.add_function(wrap_pyfunction!(check_setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;
-    m.add_function(wrap_pyfunction!(collect_metadata, m)?)?;
     m.add_function(wrap_pyfunction!(setting_defaults, m)?)?;
     m.add_function(wrap_pyfunction!(unknown_setting_error, m)?)?;
-    m.add_function(wrap_pyfunction!(check_settings, m)?)?;
+    m.add_class::<ProfilingConfigBase>()?;
     Ok(())
 }

@@ -11,10 +11,11 @@ from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, 
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, TextIO, final, overload
+from typing import Any, Literal, Self, TextIO, final, overload
 
 import numpy as np
 import numpy.typing as npt
+from typing_extensions import disjoint_base
 
 _I64 = npt.NDArray[np.int64]
 _I32 = npt.NDArray[np.int32]
@@ -45,6 +46,7 @@ __all__ = [
     "NestingError",
     "ProfileRegion",
     "ProfiledFunction",
+    "ProfilingConfigBase",
     "ProfilingResults",
     "Region",
     "RegionCache",
@@ -70,10 +72,8 @@ __all__ = [
     "check_region_name",
     "check_sampling",
     "check_setting_names",
-    "check_settings",
     "cli_after_run",
     "cli_main",
-    "collect_metadata",
     "create_html_report",
     "describe_process",
     "enabled_tags_from_env",
@@ -96,12 +96,13 @@ __all__ = [
     "lane_groups",
     "lazy_names",
     "load",
-    "merge_option_groups",
     "merge_results",
     "mpi_launch_from_env",
     "multiprocessing_helper",
     "native_regions",
+    "option_bag_kwargs",
     "option_group_fields",
+    "option_group_kwargs",
     "output_settings",
     "package_attribute",
     "perf_counter_ns",
@@ -1448,12 +1449,6 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     ``ProfilingConfig.__init__`` order) and this package's own (``flush_interval``, seconds
     or None; the ``recursive_*`` options); new dicts."""
 
-def merge_option_groups(
-    direct: dict[str, Any], groups: list[tuple[str, dict[str, Any]]]
-) -> dict[str, Any]:
-    """The flat settings of a ``ProfilingOptions``: ``direct``, then each group's settings in
-    order; a new dict. ``ValueError`` for a setting given twice."""
-
 def check_setting_names(names: Iterable[str]) -> None:
     """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
     ``names`` is not a setting."""
@@ -1466,25 +1461,100 @@ def unknown_setting_error(names: Iterable[str]) -> str:
     """The reference's message for unknown setting names (sorted, each with the closest
     setting name when one is close enough, as ``difflib.get_close_matches`` finds it)."""
 
-def check_settings(
-    settings: Mapping[str, Any],
-) -> tuple[dict[str, Any], str | None, float | None, tuple[Any, ...], tuple[Any, ...]]:
-    """``(values, hdf5_compression, flush_interval, perf_events, enable_tags)`` of
-    ``setup()`` keywords: ``values`` every setting (defaults order; a ``None`` keeps the
-    default), ``hdf5_compression`` normalized (lower case, None when off), ``flush_interval``
-    in seconds or None, ``perf_events`` / ``enable_tags`` as tuples. Raises ``TypeError``
-    for unknown names, ``ValueError`` for a refused value or combination (the reference's
-    order and words), ``NotImplementedError`` for a mode this package does not have."""
+@disjoint_base
+class ProfilingConfigBase:
+    """The state of one run's settings: the base of ``_settings.ProfilingConfig``.
 
-def option_group_fields() -> dict[str, dict[str, str]]:
-    """``{group: {field: setting}}``: the option groups of ``ProfilingOptions`` (``memray``,
-    ``gpu``, ``hdf5``) and of a settings file's ``[profiling.<group>]`` tables."""
+    ``ProfilingConfigBase(**settings)``: ``settings`` (``setup()`` keywords; ``None`` keeps
+    the default) over the defaults, checked in the reference's order and words: ``TypeError``
+    for unknown names or a ``file_path`` that is not a path, ``ValueError`` for a refused value
+    or combination, ``NotImplementedError`` for a mode this package does not have. Takes the
+    run origin (``start_time_ns``, ns on the recording clock) and collects the run's metadata
+    (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``; ``timestamp`` now, UTC ISO
+    8601; ``metadata_detail="full"`` adds ``hostname``, ``uname``, ``working_directory``,
+    ``user``, ``modules`` and the job's environment variables; the host part is read once per
+    process). Settings without a property of their own read as attributes of the same name
+    (``AttributeError`` for any other name)."""
 
-def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
-    """The flat settings of a parsed settings file: its ``[profiling]`` table (or the
-    top-level table), the groups' keys as their flat settings. ``ValueError`` for a
-    ``profiling`` or group that is not a table, an unknown key, a setting given twice,
-    unknown settings."""
+    #: The run's recorder once ``start()`` created it, else None.
+    _native: NativeRecorder | None
+    #: The run's ``ConcurrencyTracker`` once ``start()`` created it, else None.
+    _tracker: Any
+    #: The MPI communicator ``_mpi.configure`` attached, else None.
+    _comm: Any
+    def __new__(cls, **settings: Any) -> Self: ...
+    def mark_started(self) -> None:
+        """Take the run's origin (``start_time_ns``, also set in ``metadata``) now, once the
+        recorder, the metadata and the hooks are ready (issue 14). ``AssertionError`` before
+        ``start()``."""
+
+    @classmethod
+    def reset(cls) -> None:
+        """Compatibility no-op (configurations are per manager)."""
+
+    @property
+    def _settings(self) -> dict[str, Any]:
+        """Every setting (name -> value, defaults order) as checked; the dict itself."""
+
+    @property
+    def file_path(self) -> str:
+        """The HDF5 file recorded into (``os.fspath`` of the ``file_path`` setting)."""
+
+    @property
+    def label(self) -> Any:
+        """The run's label, None when unset or empty."""
+
+    @property
+    def track_threads(self) -> bool:
+        """Whether threads get their own rows (``track_threads``, or ``track_async``)."""
+
+    @property
+    def track_async(self) -> bool: ...
+    @property
+    def tracker(self) -> Any:
+        """The run's ``ConcurrencyTracker``, or None when ``track_threads`` is off."""
+
+    @property
+    def start_time_ns(self) -> int:
+        """The run's origin, ns on the recording clock (``time.perf_counter_ns()``'s)."""
+
+    @property
+    def buffer_limit(self) -> int:
+        """Calls kept per thread buffer before they are handed on (``buffer_limit``)."""
+
+    @property
+    def flush_interval(self) -> float | None:
+        """Seconds between appends to the sidecar (``flush_interval``), or None."""
+
+    @property
+    def output_mode(self) -> str: ...
+    @property
+    def hdf5_compression(self) -> str | None:
+        """``hdf5_compression`` normalized: lower case, None for off."""
+
+    @property
+    def perf_events(self) -> tuple[Any, ...]: ...
+    @property
+    def enable_tags(self) -> tuple[Any, ...]: ...
+    @property
+    def deactivate_profiling(self) -> bool: ...
+    @property
+    def deactivate_file_output(self) -> bool: ...
+    @property
+    def paused(self) -> bool:
+        """Whether recording is paused. ``AssertionError`` before ``start()``."""
+
+    @property
+    def metadata(self) -> dict[str, Any]:
+        """The run's metadata (spec-hdf5 §2); the dict itself, which callers update in place."""
+
+    @property
+    def comm(self) -> Any:
+        """MPI communicator (``MPI.COMM_WORLD``) of an MPI rank, else None."""
+
+    @property
+    def memory_profile_path(self) -> None:
+        """Always None (memray is not supported)."""
 
 def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
@@ -1515,12 +1585,28 @@ def relative_source_path(filename: str) -> str:
     directory, else to the deepest ``sys.path`` entry containing it, else its base name.
     ``OSError`` when the working directory is gone."""
 
-def collect_metadata(detail: str = "minimal") -> dict[str, Any]:
-    """The run's metadata (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``;
-    ``timestamp`` now, UTC ISO 8601); ``detail="full"`` adds ``hostname``, ``uname``,
-    ``working_directory``, ``user``, ``modules`` and the job's environment variables. Text
-    values over 60,000 characters are truncated. The host part is read once per process by
-    system calls."""
+# option bags and settings files (``scope_profiler._options``)
+
+def option_group_fields() -> dict[str, dict[str, str]]:
+    """``{group: {field: setting}}``: the option groups of ``ProfilingOptions`` (``memray``,
+    ``gpu``, ``hdf5``) and of a settings file's ``[profiling.<group>]`` tables."""
+
+def option_group_kwargs(group: str, bag: object) -> dict[str, Any]:
+    """The flat settings an option group (``bag``: a ``MemrayOptions`` / ``GPUOptions`` /
+    ``HDF5Options``) sets: each of ``group``'s fields that is not None, under its flat
+    setting's name (``path`` -> ``memory_profile_path``); a new dict. ``KeyError`` for an
+    unknown group, ``AttributeError`` for a field ``bag`` lacks."""
+
+def option_bag_kwargs(bag: object) -> dict[str, Any]:
+    """The flat settings of a ``ProfilingOptions``: its own settings that are not None
+    (defaults order), then each group it sets (``memray``, ``gpu``, ``hdf5``) as that group's
+    ``to_kwargs()``; a new dict. ``ValueError`` for a setting given twice."""
+
+def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
+    """The flat settings of a parsed settings file: its ``[profiling]`` table (or the
+    top-level table), the groups' keys as their flat settings. ``ValueError`` for a
+    ``profiling`` or group that is not a table, an unknown key, a setting given twice,
+    unknown settings."""
 
 # ---------------------------------------------------------------------------------------------
 # recording

@@ -4,32 +4,28 @@
 
 Dataclasses, so a module of their own: ``import scope_profiler`` does not load
 ``dataclasses`` (and ``inspect`` with it); the first use of an option bag or of a TOML file
-does (issue 15's import target).
+does (issue 15's import target). Which field sets which flat setting, and a setting given
+twice: ``scope_profiler_finalize::settings`` (``py/src/options.rs``).
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, fields, make_dataclass
+from dataclasses import dataclass, field, make_dataclass
 from pathlib import Path
 from typing import Any, ClassVar
 
-from ._native import merge_option_groups, option_group_fields, settings_of_toml
+from ._native import option_bag_kwargs, option_group_fields, option_group_kwargs, settings_of_toml
 from ._settings import ALL_DEFAULTS
-
-#: group -> {field: flat setting} (``scope_profiler_finalize::settings::OPTION_GROUPS``).
-_GROUP_FIELDS = option_group_fields()
 
 
 @dataclass
 class _OptionGroup:
-    _FIELD_MAP: ClassVar[dict[str, str]] = {}
+    _GROUP: ClassVar[str] = ""
 
     def to_kwargs(self) -> dict:
-        return {
-            self._FIELD_MAP[f.name]: value
-            for f in fields(self)
-            if (value := getattr(self, f.name)) is not None
-        }
+        """The flat settings this group sets: its fields that are not None, under their flat
+        names (``MemrayOptions(path=p)`` -> ``{"memory_profile_path": p}``)."""
+        return option_group_kwargs(self._GROUP, self)
 
 
 @dataclass
@@ -40,7 +36,7 @@ class MemrayOptions(_OptionGroup):
     trace_python_allocators: bool | None = None
     follow_fork: bool | None = None
 
-    _FIELD_MAP: ClassVar[dict[str, str]] = _GROUP_FIELDS["memray"]
+    _GROUP: ClassVar[str] = "memray"
 
 
 @dataclass
@@ -50,7 +46,7 @@ class GPUOptions(_OptionGroup):
     nvtx: bool | None = None
     sync_on_exit: bool | None = None
 
-    _FIELD_MAP: ClassVar[dict[str, str]] = _GROUP_FIELDS["gpu"]
+    _GROUP: ClassVar[str] = "gpu"
 
 
 @dataclass
@@ -59,36 +55,19 @@ class HDF5Options(_OptionGroup):
     compression_level: int | None = None
     chunk_size: int | None = None
 
-    _FIELD_MAP: ClassVar[dict[str, str]] = _GROUP_FIELDS["hdf5"]
-
-
-_OPTION_GROUPS: dict[str, type[_OptionGroup]] = {
-    "memray": MemrayOptions,
-    "gpu": GPUOptions,
-    "hdf5": HDF5Options,
-}
+    _GROUP: ClassVar[str] = "hdf5"
 
 
 def _options_to_kwargs(self) -> dict:
-    """The flat settings this bag sets (groups expanded; a setting given twice: ValueError,
-    ``scope_profiler_finalize::settings::option_bag_conflict``)."""
-    direct = {
-        f.name: value
-        for f in fields(self)
-        if f.name not in _OPTION_GROUPS and (value := getattr(self, f.name)) is not None
-    }
-    groups = [
-        (name, g.to_kwargs()) for name in _OPTION_GROUPS if (g := getattr(self, name)) is not None
-    ]
-    return merge_option_groups(direct, groups)
+    """The flat settings this bag sets (groups expanded; a setting given twice: ValueError)."""
+    return option_bag_kwargs(self)
 
 
 #: A reusable bag of ``setup()`` settings: every flat setting (``ALL_DEFAULTS``' names) and
 #: the groups ``memray``, ``gpu``, ``hdf5``, each ``None`` = unset.
 ProfilingOptions: Any = make_dataclass(
     "ProfilingOptions",
-    [(name, Any, field(default=None)) for name in ALL_DEFAULTS]
-    + [(name, Any, field(default=None)) for name in _OPTION_GROUPS],
+    [(name, Any, field(default=None)) for name in (*ALL_DEFAULTS, *option_group_fields())],
     namespace={"to_kwargs": _options_to_kwargs, "__module__": __name__},
 )
 
@@ -100,9 +79,8 @@ def load_profiling_config(path) -> dict:
     setting given twice, unknown settings."""
     import tomllib
 
-    config_path = Path(path)
     try:
-        with config_path.open("rb") as stream:
+        with Path(path).open("rb") as stream:
             raw = tomllib.load(stream)
     except OSError as exc:
         raise ValueError(f"Could not read profiling config {path!r}: {exc}") from exc

@@ -333,7 +333,7 @@ impl NativeRecorder {
     /// Mark now as the run's start for the calling thread (`setup()`'s): its row starts here
     /// when it registers. Returns the moment, ns on the recording clock (`CLOCK_MONOTONIC`,
     /// `time.perf_counter_ns()`'s on Linux): the run's `start_time_ns`.
-    fn mark_start(&self) -> i64 {
+    pub(crate) fn mark_start(&self) -> i64 {
         self.shared.rec.mark_start_thread()
     }
 
@@ -443,7 +443,7 @@ impl NativeRecorder {
     }
 
     #[getter]
-    fn paused(&self) -> bool {
+    pub(crate) fn paused(&self) -> bool {
         self.shared.rec.paused()
     }
 
