@@ -23,6 +23,8 @@ use std::path::Path;
 
 /// File signature.
 pub const MAGIC: &[u8; 8] = b"SCOPEPRF";
+/// The newest trace layout (the C API's); version 1 is the Fortran API's.
+pub const FORMAT_VERSION: i32 = 2;
 /// Versions this reader accepts.
 pub const KNOWN_FORMAT_VERSIONS: [i32; 2] = [1, 2];
 

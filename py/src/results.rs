@@ -128,6 +128,11 @@ impl ProfilingResults {
         })
     }
 
+    /// These results with `num_ranks` = `n` (the run keeps its own count).
+    pub fn with_num_ranks(self, n: i64) -> Self {
+        ProfilingResults { num_ranks: n, ..self }
+    }
+
     pub fn is_root_set(&self) -> bool {
         self.is_root
     }

@@ -96,6 +96,7 @@ __all__ = [
     "lane_groups",
     "lazy_names",
     "load",
+    "load_traces",
     "merge_results",
     "mpi_launch_from_env",
     "multiprocessing_helper",
@@ -112,9 +113,10 @@ __all__ = [
     "read_h5",
     "read_h5_summary",
     "read_json",
+    "read_native_h5",
+    "read_native_ranks",
     "read_profile",
     "read_trace",
-    "read_trace_regions",
     "relative_source_path",
     "sampled_step",
     "setting_defaults",
@@ -1308,10 +1310,11 @@ class TraceFormatError(ValueError):
     """A file is not a scope-profiler Fortran/C region trace (.spt), is truncated, or uses an
     unknown format version. The message names the file."""
 
-def find_traces(inputs: _Path | Iterable[_Path]) -> list[str]:
+def find_traces(inputs: _Path | Iterable[_Path]) -> list[Path]:
     """The native output files among ``inputs`` (files, and directories searched
     non-recursively for ``*.spt`` and ``*_rank<N>.h5``), sorted, without duplicates.
-    ``FileNotFoundError`` for an input that does not exist or a directory with neither."""
+    Raises ``FileNotFoundError`` for an input that does not exist or a directory with
+    neither."""
 
 def native_regions(
     inputs: _Path | Iterable[_Path], rank: int
@@ -1346,13 +1349,35 @@ class RegionTrace:
     def __len__(self) -> int:
         """Always 2."""
 
-def read_trace_regions(path: _Path) -> dict[int, dict[str, Region]]:
-    """One ``.spt`` trace as ``{rank: {name: Region}}``: each region (file order) a
-    standalone ``Region`` of its calls and source location. Raises as ``read_trace``."""
-
 def read_trace(path: _Path) -> tuple[int, dict[str, RegionTrace]]:
-    """One ``.spt`` trace: ``(rank, {name: RegionTrace})``, regions in file order. Raises
-    ``TraceFormatError`` naming the file, ``OSError`` when it cannot be read."""
+    """One rank's ``.spt`` trace: ``(rank, {region name: (start_times, end_times)})``, int64
+    ns arrays, file order; each value (a ``RegionTrace``) also has the region's source
+    location as ``source_file`` / ``source_lineno`` (``None`` when the trace has none).
+    Raises ``TraceFormatError`` (a ``ValueError``, naming the file) when the file is not a
+    trace, is truncated, has trailing bytes, holds a region twice or uses an unknown version;
+    ``OSError`` when it cannot be read."""
+
+def read_native_h5(path: _Path) -> tuple[dict[int, dict[str, Region]], dict[str, Any]]:
+    """A per-rank HDF5 profile of an ``SP_USE_HDF5`` C build (any profile works):
+    ``({rank: {region name: Region}}, metadata)``, ranks in the order they first appear over
+    the regions in ``get_regions()`` order, each rank's regions in that order. Raises as
+    ``read_h5``."""
+
+def read_native_ranks(path: _Path) -> tuple[dict[int, dict[str, Region]], dict[str, Any]]:
+    """One native output file, either format: ``({rank: {region name: Region}}, metadata)``;
+    a ``.h5`` name as ``read_native_h5``, anything else a ``.spt`` trace: its one rank, each
+    region (file order) a standalone ``Region`` of its calls (int64 ns) and source location,
+    and no metadata. Raises as ``read_native_h5`` / ``read_trace``."""
+
+def load_traces(inputs: _Path | Iterable[_Path], label: str | None = None) -> ProfilingResults:
+    """Native output (``.spt`` traces and per-rank ``.h5`` profiles, mixed freely) as one
+    ``ProfilingResults``: every rank in one result (``num_ranks``: the ranks the files
+    claim), metadata that of the file of the lowest rank with metadata, then
+    ``source="native"``, ``trace_format_version``, ``start_time_ns`` (the earliest first
+    call start, ns) and ``label``; ``file_path`` is ``label or "native_trace"``. Native
+    regions have no thread or task: one stack per rank, lane -1. Raises ``TraceFormatError``
+    when two files claim the same rank, ``ValueError`` for a negative rank with regions, and
+    as :func:`find_traces` / :func:`read_native_ranks`."""
 
 # ---------------------------------------------------------------------------------------------
 # JSON profile (spec-exports §5)
