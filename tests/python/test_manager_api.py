@@ -216,6 +216,34 @@ def test_region_factory_metadata_refused_without_metadata_support():
         factory(step=1)
 
 
+def test_region_handles_keep_their_entered_regions_per_task():
+    import asyncio
+
+    handle = ProfileManager.define_region("per-task", tags=["t"])
+    factory = ProfileManager.region_factory("made")
+    assert repr(handle) == "RegionHandle('per-task', tags=('t',))"
+    assert repr(factory) == "RegionFactory('made', tags=None)"
+    assert isinstance(factory(), sp.RegionHandle) and factory().name == "made"
+    with pytest.raises(
+        RuntimeError, match="^region handle 'per-task' exited without being entered$"
+    ):
+        handle.__exit__(None, None, None)
+
+    async def one(delay):
+        with handle:
+            await asyncio.sleep(delay)  # the other task enters and exits meanwhile
+
+    async def both():
+        await asyncio.gather(one(0.02), one(0.0))
+
+    with ProfileManager.session(output=None, verbose=False, return_results=True) as session:
+        asyncio.run(both())
+        with factory(step=1):
+            pass
+    assert session.results["per-task"][0].num_calls == 2
+    assert list(session.results["made"][0].event_metadata) == [{"step": 1}]
+
+
 def test_instances_keep_their_own_definitions():
     manager = ProfileManager()
     manager.define_region("only-instance")

@@ -28,11 +28,12 @@ from contextlib import ContextDecorator
 from contextvars import ContextVar
 
 from . import _fork, _manager_api, _metadata, _tracer
-from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     ProfiledFunction,
     ProfileRegion,
     RegionCache,
+    RegionFactory,
+    RegionHandle,
     check_opt_in_tags,
     check_pause,
     check_region_name,

@@ -1,11 +1,11 @@
-"""The reference's conveniences over ``ProfileManager`` (scope-profiler 0.7.5): region
-handles and factories, ``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``,
-``profile_command()`` and ``setup_from_env()``.
+"""The reference's conveniences over ``ProfileManager`` (scope-profiler 0.7.5):
+``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``, ``profile_command()``,
+``sample_every()`` and ``setup_from_env()``. Its region handles and factories
+(``RegionHandle``, ``RegionFactory``) are Rust, in ``py/src/manager_api.rs``.
 
 Each is reached as a ``ProfileManager`` classmethod (and so as a ``scope_profiler``
 module-level function); the functions here take the manager class first. Nothing here runs
-per recorded call except ``RegionHandle.__enter__``/``__exit__`` (one context-variable push
-and pop around the native region's own enter/exit).
+per recorded call.
 """
 
 from __future__ import annotations
@@ -13,91 +13,10 @@ from __future__ import annotations
 import os
 import sys
 from contextlib import contextmanager
-from contextvars import ContextVar
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
     from typing import Any
-
-
-class RegionHandle:
-    """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
-
-    ``with handle:`` enters the region of that name in the manager's *current* run (looked
-    up at entry, so a handle made before ``setup()`` records once profiling is set up) and
-    exits the same region object even if a ``setup(replace=True)`` came in between. Usable
-    from any thread or task (the entered regions are kept per context)."""
-
-    def __init__(self, manager, name, functions=None, tags=None) -> None:
-        self._manager = manager
-        self.name = name
-        self._functions = None if functions is None else tuple(functions)
-        self._tags = None if tags is None else tuple(tags)
-        self._stack: ContextVar[tuple] = ContextVar(f"scope_profiler_region_{id(self)}", default=())
-
-    def __enter__(self):
-        region = self._manager.region(self.name, functions=self._functions, tags=self._tags)
-        entered = region.__enter__()
-        self._stack.set((*self._stack.get(), region))
-        return entered
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        stack = self._stack.get()
-        if not stack:
-            raise RuntimeError(f"region handle {self.name!r} exited without being entered")
-        self._stack.set(stack[:-1])
-        return stack[-1].__exit__(exc_type, exc_value, traceback)
-
-    def __repr__(self) -> str:
-        return f"RegionHandle({self.name!r}, tags={self._tags!r})"
-
-
-class RegionFactory:
-    """A reusable region definition (``ProfileManager.region_factory``): calling it returns
-    a context manager for one call of the region.
-
-    ``factory(**metadata)`` runs the call inside ``manager.metadata(**metadata)`` (the
-    block entered first, the region inside it), so the call carries those values."""
-
-    def __init__(self, manager, name, tags=None) -> None:
-        self._manager = manager
-        self.name = name
-        self._tags = None if tags is None else tuple(tags)
-
-    def __call__(self, **metadata):
-        if not metadata:
-            return RegionHandle(self._manager, self.name, tags=self._tags)
-        return _FactoryCall(
-            self._manager.metadata(**metadata),
-            RegionHandle(self._manager, self.name, tags=self._tags),
-        )
-
-    def __repr__(self) -> str:
-        return f"RegionFactory({self.name!r}, tags={self._tags!r})"
-
-
-class _FactoryCall:
-    """``factory(**metadata)``: the metadata block, and the region inside it."""
-
-    __slots__ = ("_handle", "_scope")
-
-    def __init__(self, scope, handle: RegionHandle) -> None:
-        self._scope = scope
-        self._handle = handle
-
-    def __enter__(self):
-        self._scope.__enter__()
-        try:
-            return self._handle.__enter__()
-        except BaseException:
-            self._scope.__exit__(None, None, None)
-            raise
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        try:
-            return self._handle.__exit__(exc_type, exc_value, traceback)
-        finally:
-            self._scope.__exit__(exc_type, exc_value, traceback)
 
 
 def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
