@@ -1,9 +1,11 @@
 //! `scope_profiler.profile_io`: which format a profile path is in (`formats::profile_format`)
-//! and the reader that follows from it (`load`, `read_profile`).
+//! and the reader or writer that follows from it (`load`, `read_profile`,
+//! `read_profile_summary`, `write_profile`).
 use std::path::PathBuf;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
+use pyo3::types::PyDict;
 use scope_profiler_analysis::py_repr;
 use scope_profiler_formats::profile_format::ProfileFormat;
 
@@ -63,7 +65,51 @@ fn read_profile(py: Python<'_>, file_path: PathBuf, verbose: bool) -> PyResult<P
     }
 }
 
+/// `read_profile_summary(file_path, **kwargs)`: a JSON profile (`.json`, `.json.gz` name)
+/// read whole (`read_json`; `kwargs` ignored), anything else `read_h5_summary(file_path,
+/// **kwargs)`. Raises as the reader.
+#[pyfunction]
+#[pyo3(signature = (file_path, **kwargs))]
+fn read_profile_summary<'py>(
+    py: Python<'py>,
+    file_path: &Bound<'py, PyAny>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let path: PathBuf = file_path.extract()?;
+    if ProfileFormat::by_name(&path) == ProfileFormat::Json {
+        return Ok(Bound::new(py, crate::json_export::read_json(py, path, false)?)?.into_any());
+    }
+    wrap_pyfunction!(crate::h5reader::read_h5_summary, py)?.call((file_path,), kwargs)
+}
+
+/// `write_profile(results, file_path, **kwargs) -> pathlib.Path`: write `results` in the
+/// format `file_path`'s name asks for: `.json`/`.json.gz` a JSON profile (`kwargs` go to
+/// `write_json`), `.html`/`.htm` the HTML report of every rank (`create_html_report`,
+/// `kwargs` go to it), anything else HDF5 (`kwargs` ignored). Returns the path written;
+/// raises as the writer.
+#[pyfunction]
+#[pyo3(signature = (results, file_path, **kwargs))]
+fn write_profile<'py>(
+    py: Python<'py>,
+    results: &Bound<'py, PyAny>,
+    file_path: &Bound<'py, PyAny>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let writer = match ProfileFormat::by_name(&file_path.extract::<PathBuf>()?) {
+        ProfileFormat::Json => wrap_pyfunction!(crate::json_export::write_json, py)?,
+        ProfileFormat::Html => wrap_pyfunction!(crate::graphics_exports::create_html_report, py)?,
+        ProfileFormat::Hdf5 => {
+            let path = py.import("pathlib")?.getattr("Path")?.call1((file_path,))?;
+            results.call_method0("_native_run")?.call_method1("write_h5", (&path,))?;
+            return Ok(path);
+        }
+    };
+    writer.call((results, file_path), kwargs)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_profile_summary, m)?)?;
+    m.add_function(wrap_pyfunction!(write_profile, m)?)?;
     m.add_function(wrap_pyfunction!(load, m)?)?;
     m.add_function(wrap_pyfunction!(read_profile, m)?)?;
     m.add_function(wrap_pyfunction!(profile_format, m)?)?;

@@ -119,6 +119,7 @@ __all__ = [
     "read_native_h5",
     "read_native_ranks",
     "read_profile",
+    "read_profile_summary",
     "read_trace",
     "relative_source_path",
     "sampled_step",
@@ -137,6 +138,7 @@ __all__ = [
     "unknown_setting_error",
     "unsupported_names",
     "write_json",
+    "write_profile",
 ]
 
 # ---------------------------------------------------------------------------------------------
@@ -1431,6 +1433,16 @@ def load(path: _Path, verbose: bool = False) -> ProfilingResults:
 def read_profile(file_path: _Path, verbose: bool = False) -> ProfilingResults:
     """Read a profile as JSON (``.json``, ``.json.gz``) or HDF5 (anything else), whichever
     its name says (``load`` goes by contents)."""
+
+def read_profile_summary(file_path: _Path, **kwargs: Any) -> ProfilingResults:
+    """A JSON profile (``.json``, ``.json.gz`` name) read whole (``read_json``; ``kwargs``
+    ignored), anything else ``read_h5_summary(file_path, **kwargs)``. Raises as the reader."""
+
+def write_profile(results: ProfilingResults, file_path: _Path, **kwargs: Any) -> Path:
+    """Write ``results`` in the format ``file_path``'s name asks for: ``.json``/``.json.gz``
+    a JSON profile (``kwargs`` go to ``write_json``), ``.html``/``.htm`` the HTML report of
+    every rank (``create_html_report``, ``kwargs`` go to it), anything else HDF5 (``kwargs``
+    ignored). Returns the path written; raises as the writer."""
 
 def sniff_profile_format(path: _Path) -> str:
     """The format of the file's contents (``"hdf5"``, ``"json"``, ``"html"``) by its first
