@@ -70,12 +70,14 @@ def _enabled_tags(config: ProfilingConfig) -> frozenset:
 _INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
 
 
-def _user_stacklevel() -> int:
-    """``stacklevel`` for a warning raised in this module that names the first caller
-    outside it (e.g. the ``with session():`` line rather than ``_ProfilingSession``)."""
+def _user_stacklevel(*modules: str) -> int:
+    """``stacklevel`` for a warning raised in this module (or in ``modules``, which it
+    calls) that names the first caller outside them (e.g. the ``with session():`` line
+    rather than ``_ProfilingSession``)."""
+    internal = {__name__, *modules}
     level = 1
     frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__") == __name__:
+    while frame is not None and frame.f_globals.get("__name__") in internal:
         frame = frame.f_back
         level += 1
     return level

@@ -33,11 +33,6 @@ import warnings
 
 from ._native import MPI_LAUNCHER_ENV_VARS, MPI_OVERRIDE_ENV, mpi_launch_from_env
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
-
-if TYPE_CHECKING:
-    from types import FrameType
-
 #: Per-process variables set by the common launchers (reference ``LAUNCHER_ENV_VARS``) and
 #: the variable that overrides them (``scope_profiler_finalize::environment``).
 LAUNCHER_ENV_VARS = MPI_LAUNCHER_ENV_VARS
@@ -94,16 +89,6 @@ def configure(config) -> None:
         metadata.pop("num_nodes", None)
 
 
-def _stacklevel() -> int:
-    level = 1
-    frame: FrameType | None = sys._getframe(1)
-    internal = {__name__, "scope_profiler._manager"}
-    while frame is not None and frame.f_globals.get("__name__") in internal:
-        frame = frame.f_back
-        level += 1
-    return level
-
-
 def _gather_runs(comm, payload: bytes):
     """Rank 0: every rank's encoded run in rank order (its own slot is None); others: None."""
     from mpi4py import MPI
@@ -129,7 +114,7 @@ def finalize(manager, config, *, verbose: bool, return_results: bool, native=())
     Returns rank 0's results, an empty non-root result set elsewhere, or None when no
     results were asked for. ``native``: this rank's regions from C/Fortran traces."""
     from . import _native
-    from ._manager import _results_from_native
+    from ._manager import _results_from_native, _user_stacklevel
 
     comm = config.comm
     rank, size = config._rank, config._size
@@ -162,7 +147,7 @@ def finalize(manager, config, *, verbose: bool, return_results: bool, native=())
         warnings.warn(
             f"call graph not recorded on rank {rank}: {nesting_error}",
             RuntimeWarning,
-            stacklevel=_stacklevel(),
+            stacklevel=_user_stacklevel(__name__),
         )
     parts = _gather_runs(comm, _native._run_to_bytes(native_run))
     stacked = failure = None
