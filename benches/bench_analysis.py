@@ -1,5 +1,6 @@
 """Analysis engine benchmark: ours (this interpreter or $OURS_PYTHON) vs scope-profiler 0.7.5
-($REF_PYTHON, default /work/refvenv/bin/python) on files written by the reference.
+($SCOPE_PROFILER_REF_PYTHON or $REF_PYTHON, default .venv-ref/bin/python of this checkout,
+which tests/run_all.sh makes) on files written by the reference.
 
     python benches/bench_analysis.py [--cache DIR] [--repeat N] [--cap SECONDS]
 
@@ -31,7 +32,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 OURS = os.environ.get("OURS_PYTHON", sys.executable)
-REF = os.environ.get("REF_PYTHON", "/work/refvenv/bin/python")
+REF = (
+    os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+    or os.environ.get("REF_PYTHON")
+    or str(Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python")
+)
 FILES = {
     "single_2M": "single",
     "threads_8x250k": "threads",

@@ -4,7 +4,7 @@
     python benches/bench_async_step.py [--steps N] [--repeat R]
 
 Runs the measurement in this interpreter (our package) and in the reference interpreter
-(`$SCOPE_PROFILER_REF_PYTHON`, default /work/refvenv/bin/python; never the same venv),
+(`$SCOPE_PROFILER_REF_PYTHON`, default .venv-ref/bin/python of this checkout; never the same venv),
 then prints both and the ratio.
 
 * `send`: a task's wrapped coroutine driven directly with `send(None)` (what the C Task
@@ -24,6 +24,7 @@ import subprocess
 import sys
 import time
 import types
+from pathlib import Path
 
 
 @types.coroutine
@@ -113,7 +114,11 @@ def main():
         print(json.dumps(measure(args.steps, args.repeat)))
         return
     ours = measure(args.steps, args.repeat)
-    ref_python = os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python")
+    ref_python = (
+        os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+        or os.environ.get("REF_PYTHON")
+        or str(Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python")
+    )
     proc = subprocess.run(
         [
             ref_python,

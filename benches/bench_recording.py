@@ -5,7 +5,7 @@ usage: python benches/bench_recording.py [--what calls,names,scale,import,finali
                                          [--ref-python PATH]
 
 Every measurement runs in a fresh subprocess, ours (this interpreter) and the reference
-(its own venv, `$SCOPE_PROFILER_REF_PYTHON`, default /work/refvenv/bin/python) alternating
+(its own venv, `$SCOPE_PROFILER_REF_PYTHON`, default .venv-ref/bin/python of this checkout) alternating
 round by round (ours, ref, ours, ref, ...), so machine drift hits both alike. Per figure the
 best and the median over the rounds are printed, with ours/reference of the best (lower is
 better for us), and the load average before and after.
@@ -37,6 +37,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+from pathlib import Path
 
 CALLS_WORKER = r"""
 import asyncio, json, sys, time
@@ -254,7 +255,9 @@ def main() -> None:
     ap.add_argument("--repeat", type=int, default=5)
     ap.add_argument(
         "--ref-python",
-        default=os.environ.get("SCOPE_PROFILER_REF_PYTHON", "/work/refvenv/bin/python"),
+        default=os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+        or os.environ.get("REF_PYTHON")
+        or str(Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python"),
     )
     a = ap.parse_args()
     if os.sep in a.ref_python:  # the workers run in /tmp: a relative path would not resolve

@@ -1,5 +1,6 @@
 """results.summary() benchmark (issue 10): ours ($OURS_PYTHON, default this interpreter) vs
-scope-profiler 0.7.5 ($REF_PYTHON, default /work/refvenv/bin/python) on a 20,000-region run.
+scope-profiler 0.7.5 ($SCOPE_PROFILER_REF_PYTHON or $REF_PYTHON, default .venv-ref/bin/python of this checkout,
+which tests/run_all.sh makes) on a 20,000-region run.
 
     python benches/bench_summary.py [--cache DIR] [--repeat N] [--cap SECONDS]
 
@@ -36,7 +37,11 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve()
 OURS = os.environ.get("OURS_PYTHON", sys.executable)
-REF = os.environ.get("REF_PYTHON", "/work/refvenv/bin/python")
+REF = (
+    os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+    or os.environ.get("REF_PYTHON")
+    or str(Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python")
+)
 STEM = "regions_20k"
 THREADS, GROUPS_PER_THREAD, REPEATS = 4, 1_000, 3  # 4 x 1000 x 5 = 20,000 regions
 TARGETS = {"total": 1 / 10, "summary": 1 / 10}  # measure -> maximum ratio ours/ref

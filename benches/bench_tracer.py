@@ -11,7 +11,7 @@ selection (``--include`` matching nothing: every code object is DISABLEd at its 
 call), measured in one process (whole processes would measure the CLI's fixed cost).
 
     .venv/bin/python benches/bench_tracer.py [--depth 28] [--repeat 3]
-        [--reference /work/refvenv/bin/scope-profiler] [--viztracer /work/refvenv/bin/viztracer]
+        [--reference .venv-ref/bin/scope-profiler] [--viztracer .venv-ref/bin/viztracer]
         [--python313 /work/venv-313/bin/python]
 """
 
@@ -99,8 +99,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--depth", type=int, default=28)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--reference", default="/work/refvenv/bin/scope-profiler")
-    ap.add_argument("--viztracer", default="/work/refvenv/bin/viztracer")
+    ap.add_argument("--reference", default=".venv-ref/bin/scope-profiler")
+    ap.add_argument("--viztracer", default=".venv-ref/bin/viztracer")
     ap.add_argument("--python313", default=None)
     args = ap.parse_args()
 
