@@ -57,6 +57,7 @@ pub mod fork;
 pub mod instrument;
 pub mod regions;
 pub mod task;
+pub mod trace_notes;
 pub mod trace_select;
 
 use std::cell::{Cell, UnsafeCell};

@@ -2028,17 +2028,22 @@ class NativeTracer:
         recorder: NativeRecorder,
         *,
         all: bool = False,
-        system_prefixes: Sequence[str] = ...,
-        include: Sequence[str] = ...,
-        exclude: Sequence[str] = ...,
+        system_prefixes: Sequence[str] | None = None,
+        include: str | Iterable[object] | None = None,
+        exclude: str | Iterable[object] | None = None,
         entrypoint: str | None = None,
         call_limit: int | None = None,
         decorated: set[Any],
         recorded_path: Callable[[str], str] | None = None,
-        resume_opcode: int = 151,
-        yield_opcode: int = 86,
+        resume_opcode: int | None = None,
+        yield_opcode: int | None = None,
         scoped: bool = False,
-    ) -> NativeTracer: ...
+    ) -> NativeTracer:
+        """``system_prefixes``: directories of non-user code, resolved to real paths (default:
+        ``sysconfig``'s stdlib/platstdlib/purelib/platlib and ``site``'s package directories;
+        ignored with ``all``); ``include`` / ``exclude``: fnmatch globs on ``module.qualname``
+        (one ``str`` or an iterable, each taken as ``str()``); ``call_limit``: most calls
+        recorded; ``resume_opcode`` / ``yield_opcode``: ``dis.opmap``'s by default."""
     def start(self) -> None:
         """Trace every thread from now on (stops the tracer running); ``RuntimeError`` when
         stopped, or (3.12+) when no ``sys.monitoring`` tool id is free. A ``scoped`` tracer
@@ -2080,3 +2085,14 @@ class NativeTracer:
         function, every thread at once) or ``"PyEval_SetProfile"`` (3.11: a C profile
         function per thread; per-call tracing, another tool's frame evaluation function
         installed, or the environment variable ``SCOPE_PROFILER_TRACE_HOOK=profile``)."""
+    def report(self, metadata: dict[str, Any], stacklevel: int = 1) -> None:
+        """Store ``traced_calls`` / ``traced_calls_dropped`` (counts) in ``metadata`` and warn
+        (``RuntimeWarning``; ``stacklevel`` 1 = the Python caller) when ``include`` matched
+        no call or ``call_limit`` dropped calls."""
+    def warn_displaced(self, thread_hook_displaced: bool = False, stacklevel: int = 1) -> None:
+        """3.11, before ``stop()``: warn (``RuntimeWarning``) when another profiler or frame
+        evaluation function displaced this running tracer on the calling thread, and when
+        ``thread_hook_displaced`` for a whole-recording ``"PyEval_SetProfile"`` tracer."""
+    def warn_paused(self, previous: object) -> None:
+        """3.11: warn (``RuntimeWarning``, at the first caller outside ``scope_profiler``)
+        that ``previous``, the thread's other profiler, is paused while this tracer runs."""

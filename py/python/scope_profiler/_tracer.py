@@ -14,10 +14,7 @@ and reports the calls that ``recursive_call_limit`` left out.
 from __future__ import annotations
 
 import atexit
-import os
 import sys
-import threading
-import warnings
 
 from ._native import NativeTracer, TraceHook
 
@@ -43,57 +40,9 @@ def mark_decorated(func: Any) -> None:
         DECORATED_CODES.add(code)
 
 
-def system_prefixes() -> list[str]:
-    """Real paths of the standard library and installed-package directories (the reference's
-    ``_system_path_prefixes``): code under them is not user code."""
-    import site
-    import sysconfig
-
-    prefixes: set[str] = set()
-    try:
-        paths = sysconfig.get_paths()
-        for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-            path = paths.get(key)
-            if path:
-                prefixes.add(os.path.realpath(path))
-    except Exception:
-        pass
-    try:
-        prefixes.update(os.path.realpath(p) for p in site.getsitepackages())
-    except Exception:
-        pass
-    try:
-        user = site.getusersitepackages()
-        if user:
-            prefixes.add(os.path.realpath(user))
-    except Exception:
-        pass
-    return sorted(prefixes)
-
-
-def _patterns(value: Any) -> list[str]:
-    if value is None:
-        return []
-    if isinstance(value, str):
-        return [value]
-    return [str(v) for v in value]
-
-
 #: id(config) -> the profiler that ran on the thread that started the tracer (3.11), put
 #: back when the tracer stops.
 _PAUSED: dict[int, Any] = {}
-
-
-def _outside_stacklevel() -> int:
-    """``stacklevel`` of the first caller outside the ``scope_profiler`` package (the
-    ``setup()`` or ``with session():`` line), for a warning raised by the caller of this."""
-    level, frame = 2, sys._getframe(2)
-    while frame.f_back is not None and frame.f_globals.get("__name__", "").startswith(
-        "scope_profiler"
-    ):
-        frame = frame.f_back
-        level += 1
-    return level
 
 
 def other_profiler() -> Any:
@@ -128,20 +77,15 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     tracer = _TRACERS.get(id(config))
     if tracer is not None and tracer.running_now:
         return tracer
-    import dis
-
     tracer = NativeTracer(
         config._native,
         all=bool(config.recursive_all),
-        system_prefixes=system_prefixes(),
-        include=_patterns(config.recursive_include),
-        exclude=_patterns(config.recursive_exclude),
+        include=config.recursive_include,
+        exclude=config.recursive_exclude,
         entrypoint=config.recursive_entrypoint,
         call_limit=config.recursive_call_limit,
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
-        resume_opcode=dis.opmap.get("RESUME", 151),
-        yield_opcode=dis.opmap.get("YIELD_VALUE", 86),
     )
     previous = other_profiler()
     tracer.start()
@@ -150,13 +94,7 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
         return tracer  # 3.12+ monitoring, 3.11 frame evaluation: every thread, beside others
     if previous is not None:
         _PAUSED[id(config)] = previous
-        warnings.warn(
-            f"recursive_profile: the profiler running on this thread ({previous!r}) is paused "
-            "while scope-profiler traces it (Python 3.11 gives a thread one profile function) "
-            "and resumed when the recording ends",
-            RuntimeWarning,
-            stacklevel=_outside_stacklevel(),
-        )
+        tracer.warn_paused(previous)
     from . import _tracking
 
     _tracking.add_thread_start_callback(tracer.install_thread)
@@ -179,16 +117,12 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
         return tracer if tracer.running_now and tracer.scoped else None
     if config.recursive_profile or any(t.running_now for t in _TRACERS.values()):
         return None
-    import dis
-
     tracer = NativeTracer(
         config._native,
         all=True,
         call_limit=config.recursive_call_limit,
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
-        resume_opcode=dis.opmap.get("RESUME", 151),
-        yield_opcode=dis.opmap.get("YIELD_VALUE", 86),
         scoped=True,
     )
     tracer.start()
@@ -208,34 +142,10 @@ def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
     tracer = tracer_of(config)
     if tracer is None or not tracer.running_now:
         return
-    if tracer.displaced_here and tracer.mechanism == "eval_frame":
-        warnings.warn(
-            "function-level tracing stopped early: another tool (a debugger) installed its "
-            "own frame evaluation function (PEP 523) in place of scope-profiler's, so the "
-            "calls after that are not in the run",
-            RuntimeWarning,
-            stacklevel=stacklevel,
-        )
-    elif tracer.displaced_here:
-        warnings.warn(
-            f"function-level tracing stopped early on thread {threading.current_thread().name!r}: "
-            "another profiler (sys.setprofile, cProfile) replaced scope-profiler's on that "
-            "thread, so its calls after that are not in the run (on Python 3.11 a thread has "
-            "one profile function; 3.12+ has no such limit)",
-            RuntimeWarning,
-            stacklevel=stacklevel,
-        )
-    if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
-        from . import _tracking
+    from . import _tracking
 
-        if _tracking.thread_hook_displaced():
-            warnings.warn(
-                "function-level tracing missed threads: the program replaced scope-profiler's "
-                "thread-start hook with threading.setprofile(), so threads started after that "
-                "were not traced (Python 3.11; 3.12+ traces every thread)",
-                RuntimeWarning,
-                stacklevel=stacklevel,
-            )
+    tracer.warn_displaced(_tracking.thread_hook_displaced(), stacklevel=stacklevel)
+    if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
         _tracking.remove_thread_start_callback(tracer.install_thread)
     tracer.stop()
     restore_profiler(_PAUSED.pop(id(config), None))
@@ -264,28 +174,9 @@ def _stop_all() -> None:
 
 def report(config: ProfilingConfig, stacklevel: int = 2) -> None:
     """Before a finalize: record ``traced_calls`` / ``traced_calls_dropped`` in the run's
-    metadata and warn (``RuntimeWarning``) when ``recursive_call_limit`` dropped calls."""
+    metadata and warn (``RuntimeWarning``) when ``recursive_include`` matched no call or
+    ``recursive_call_limit`` dropped calls (:meth:`NativeTracer.report`)."""
     tracer = tracer_of(config)
     if tracer is None:
         return
-    dropped = tracer.dropped
-    config.metadata["traced_calls"] = tracer.recorded
-    config.metadata["traced_calls_dropped"] = dropped
-    include = _patterns(config.recursive_include)
-    if tracer.recorded == 0 and include:
-        # stop 25 new-user trial: `run --recursive --include 'nomatch*'` said nothing
-        warnings.warn(
-            f"function-level tracing recorded no call: no function that ran matched "
-            f"recursive_include={include} (names are module.qualname, those of the script or "
-            "of `run -m` are __main__.*)",
-            RuntimeWarning,
-            stacklevel=stacklevel,
-        )
-    if dropped:
-        warnings.warn(
-            f"function-level tracing recorded {tracer.recorded:,} calls and dropped {dropped:,} "
-            f"more past recursive_call_limit={tracer.call_limit:,}; the run lacks them (raise "
-            "recursive_call_limit, or narrow the selection with recursive_include/_exclude)",
-            RuntimeWarning,
-            stacklevel=stacklevel,
-        )
+    tracer.report(config.metadata, stacklevel=stacklevel)

@@ -34,6 +34,7 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySet};
+use scope_profiler_recorder::trace_notes;
 use scope_profiler_recorder::trace_select::{real_path, CallBudget, CodeInfo, Selection};
 
 use super::{NativeRecorder, Shared};
@@ -1090,6 +1091,8 @@ pub struct NativeTracer {
     mechanism: UnsafeCell<&'static str>,
     /// The counters of the last run once stopped (recorded, dropped).
     last: UnsafeCell<CallBudget>,
+    /// The `include` globs (for [`NativeTracer::report`]'s warning once stopped).
+    include: UnsafeCell<Vec<String>>,
 }
 
 // SAFETY: the cells are only touched with the GIL held (pymethods; GIL build).
@@ -1097,35 +1100,52 @@ unsafe impl Sync for NativeTracer {}
 
 #[pymethods]
 impl NativeTracer {
-    /// `system_prefixes`: real-path prefixes of non-user code (ignored with `all`);
-    /// `include`/`exclude`: fnmatch globs on `module.qualname`; `entrypoint`: the `co_name`
+    /// `system_prefixes`: directories of non-user code (ignored with `all`), resolved to real
+    /// paths; by default the standard-library and installed-package directories (`sysconfig`
+    /// paths, `site` packages); `include`/`exclude`: fnmatch globs on `module.qualname` (None,
+    /// one `str`, or an iterable of them, each taken as `str()`); `entrypoint`: the `co_name`
     /// recorded as a region of that name; `call_limit`: most calls recorded (later ones are
     /// counted in `dropped`); `decorated`: a set of code objects not traced (the
     /// `@profile`-decorated functions, recorded by their own region); `recorded_path`:
     /// `filename -> str`, the source file name recorded for a region; `scoped`: per-call
     /// tracing (`profile(recursive=True)`): `start` hooks no thread, each thread is traced
-    /// only between its `enter_call` and the matching `exit_call`.
+    /// only between its `enter_call` and the matching `exit_call`. `resume_opcode` /
+    /// `yield_opcode`: `dis.opmap`'s `RESUME` / `YIELD_VALUE` by default.
     #[new]
-    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), include=Vec::new(), exclude=Vec::new(), entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=151, yield_opcode=86, scoped=false))]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=None, yield_opcode=None, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         recorder: &NativeRecorder,
         all: bool,
-        system_prefixes: Vec<String>,
-        include: Vec<String>,
-        exclude: Vec<String>,
+        system_prefixes: Option<Vec<String>>,
+        include: Option<Bound<'_, PyAny>>,
+        exclude: Option<Bound<'_, PyAny>>,
         entrypoint: Option<String>,
         call_limit: Option<u64>,
         decorated: Py<PySet>,
         recorded_path: Option<Py<PyAny>>,
-        resume_opcode: u8,
-        yield_opcode: u8,
+        resume_opcode: Option<u8>,
+        yield_opcode: Option<u8>,
         scoped: bool,
     ) -> PyResult<Self> {
+        let system_prefixes = match system_prefixes {
+            Some(raw) => trace_notes::system_prefixes(raw),
+            None if all => Vec::new(),
+            None => trace_notes::system_prefixes(raw_system_paths(py)),
+        };
+        let (include, exclude) = (patterns(include.as_ref())?, patterns(exclude.as_ref())?);
+        let resume_opcode = match resume_opcode {
+            Some(op) => op,
+            None => opcode(py, "RESUME", 151),
+        };
+        let yield_opcode = match yield_opcode {
+            Some(op) => op,
+            None => opcode(py, "YIELD_VALUE", 86),
+        };
         let active = Active {
             shared: Arc::clone(&recorder.shared),
-            selection: Selection { all, system_prefixes, include, exclude, entrypoint },
+            selection: Selection { all, system_prefixes, include: include.clone(), exclude, entrypoint },
             generation: 0,
             serial: 0,
             decorated,
@@ -1144,6 +1164,7 @@ impl NativeTracer {
             active: UnsafeCell::new(Some(Arc::new(active))),
             mechanism: UnsafeCell::new(mechanism),
             last: UnsafeCell::new(CallBudget::new(0)),
+            include: UnsafeCell::new(include),
         })
     }
 
@@ -1349,6 +1370,59 @@ impl NativeTracer {
         unsafe { *self.mechanism.get() }
     }
 
+    /// Before a finalize: store `traced_calls` / `traced_calls_dropped` in `metadata` (a
+    /// dict) and warn (`RuntimeWarning`, at `stacklevel` counted from the Python caller)
+    /// when a `recursive_include` matched no call, or `call_limit` dropped calls.
+    #[pyo3(signature = (metadata, stacklevel=1))]
+    fn report(&self, py: Python<'_>, metadata: &Bound<'_, PyDict>, stacklevel: i32) -> PyResult<()> {
+        let b = self.budget();
+        metadata.set_item("traced_calls", b.recorded)?;
+        metadata.set_item("traced_calls_dropped", b.dropped)?;
+        // SAFETY: GIL held (pymethods).
+        let include = unsafe { &*self.include.get() };
+        if b.recorded == 0 && !include.is_empty() {
+            let shown = pyo3::types::PyList::new(py, include)?.repr()?.to_string();
+            warn(py, &trace_notes::no_match_warning(&shown), stacklevel)?;
+        }
+        if b.dropped > 0 {
+            warn(py, &trace_notes::dropped_warning(b.recorded, b.dropped, b.limit), stacklevel)?;
+        }
+        Ok(())
+    }
+
+    /// 3.11, before a stop: warn (`RuntimeWarning`, at `stacklevel` counted from the Python
+    /// caller) when another tool displaced this running tracer on the calling thread (or,
+    /// with `"eval_frame"`, everywhere), and when `thread_hook_displaced` (the program
+    /// replaced the thread-start hook of a whole-recording `"PyEval_SetProfile"` tracer).
+    #[pyo3(signature = (thread_hook_displaced=false, stacklevel=1))]
+    fn warn_displaced(&self, py: Python<'_>, thread_hook_displaced: bool, stacklevel: i32) -> PyResult<()> {
+        if self.running().is_none() {
+            return Ok(());
+        }
+        let mechanism = self.mechanism();
+        if self.displaced_here(py)? {
+            if mechanism == "eval_frame" {
+                warn(py, trace_notes::EVAL_FRAME_DISPLACED, stacklevel)?;
+            } else {
+                let thread = py.import(pyo3::intern!(py, "threading"))?.call_method0("current_thread")?;
+                let name = thread.getattr("name")?.repr()?.to_string();
+                warn(py, &trace_notes::profile_displaced_warning(&name), stacklevel)?;
+            }
+        }
+        if thread_hook_displaced && mechanism == "PyEval_SetProfile" && !self.scoped() {
+            warn(py, trace_notes::THREAD_HOOK_DISPLACED, stacklevel)?;
+        }
+        Ok(())
+    }
+
+    /// 3.11: warn (`RuntimeWarning`) that `previous` (the calling thread's other profiler)
+    /// is paused while this tracer runs; the warning points at the first caller outside
+    /// the `scope_profiler` package (the `setup()` or `with session():` line).
+    fn warn_paused(&self, py: Python<'_>, previous: &Bound<'_, PyAny>) -> PyResult<()> {
+        let message = trace_notes::paused_warning(&previous.repr()?.to_string());
+        warn(py, &message, outside_stacklevel(py)?)
+    }
+
     fn __repr__(&self) -> String {
         let b = self.budget();
         format!("<NativeTracer running={} recorded={} dropped={}>", self.running().is_some(), b.recorded, b.dropped)
@@ -1369,6 +1443,71 @@ impl NativeTracer {
             None => unsafe { *self.last.get() },
         }
     }
+}
+
+/// A `RuntimeWarning` with `message` at `stacklevel` (1 = the Python caller).
+fn warn(py: Python<'_>, message: &str, stacklevel: i32) -> PyResult<()> {
+    let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, stacklevel)
+}
+
+/// `stacklevel` (for a warning raised here) of the first Python caller outside the
+/// `scope_profiler` package, counting the direct caller's caller as 2.
+fn outside_stacklevel(py: Python<'_>) -> PyResult<i32> {
+    let mut level = 2;
+    let mut frame = py.import(pyo3::intern!(py, "sys"))?.call_method1("_getframe", (1,))?;
+    loop {
+        let back = frame.getattr("f_back")?;
+        let module = frame.getattr("f_globals")?.call_method1("get", ("__name__", ""))?;
+        let ours = module.extract::<String>().is_ok_and(|m| m.starts_with("scope_profiler"));
+        if back.is_none() || !ours {
+            return Ok(level);
+        }
+        frame = back;
+        level += 1;
+    }
+}
+
+/// `include`/`exclude` as given: None (none), one `str`, or an iterable of them (`str()` each).
+fn patterns(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(v) if v.is_none() => Ok(Vec::new()),
+        Some(v) => match v.cast::<pyo3::types::PyString>() {
+            Ok(s) => Ok(vec![s.to_string()]),
+            Err(_) => v.try_iter()?.map(|item| Ok(item?.str()?.to_string())).collect(),
+        },
+    }
+}
+
+/// `dis.opmap[name]`, `default` when `dis` lacks it.
+fn opcode(py: Python<'_>, name: &str, default: u8) -> u8 {
+    let found =
+        py.import("dis").and_then(|d| d.getattr("opmap")).and_then(|m| m.get_item(name)).and_then(|v| v.extract());
+    found.unwrap_or(default)
+}
+
+/// The raw standard-library and installed-package directories: `sysconfig.get_paths()`'s
+/// `stdlib`/`platstdlib`/`purelib`/`platlib`, `site.getsitepackages()` and
+/// `site.getusersitepackages()` (each source that fails is skipped, as the reference does).
+fn raw_system_paths(py: Python<'_>) -> Vec<String> {
+    let mut out = Vec::new();
+    if let Ok(paths) = py.import("sysconfig").and_then(|m| m.call_method0("get_paths")) {
+        for key in ["stdlib", "platstdlib", "purelib", "platlib"] {
+            if let Ok(Some(p)) = paths.call_method1("get", (key,)).and_then(|v| v.extract::<Option<String>>()) {
+                out.push(p);
+            }
+        }
+    }
+    if let Ok(site) = py.import("site") {
+        if let Ok(list) = site.call_method0("getsitepackages").and_then(|v| v.extract::<Vec<String>>()) {
+            out.extend(list);
+        }
+        if let Ok(Some(user)) = site.call_method0("getusersitepackages").and_then(|v| v.extract::<Option<String>>()) {
+            out.push(user);
+        }
+    }
+    out
 }
 
 /// 3.11: whether `a` was installed on the calling thread (and not removed there since).
