@@ -23,8 +23,6 @@ import asyncio
 import sys
 import weakref
 
-from ._tracking import qualname  # noqa: F401 (re-exported)
-
 #: Active trackers, install order.
 _TRACKERS: list = []
 #: Saved ``BaseEventLoop`` attributes (as found in the class ``__dict__``).

@@ -87,7 +87,7 @@ def is_main(g) -> bool:
 def target_name(g) -> str | None:
     """Qualified name of the greenlet's target function, if it can be known now:
     gevent's ``_run``, else ``run`` (a subclass's method or a not-yet-started ``run``)."""
-    from ._tracking import qualname as _qn
+    from ._native import callable_qualname as _qn
 
     for attr in ("_run", "run"):
         fn = getattr(g, attr, None)

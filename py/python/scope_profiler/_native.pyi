@@ -70,6 +70,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "callable_qualname",
     "check_opt_in_tags",
     "check_pause",
     "check_region_name",
@@ -1718,6 +1719,11 @@ def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
 def perf_counter_ns() -> int:
     """The recorder clock (``CLOCK_MONOTONIC``, ns)."""
 
+def callable_qualname(obj: object) -> str:
+    """The name a task or greenlet lane records for ``obj`` (a coroutine or callable): a
+    non-empty ``__qualname__`` / ``__name__``, else its code object's (``cr_code`` /
+    ``gi_code``) ``co_qualname``, else the type name."""
+
 def thread_time_ns() -> int:
     """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""
 
@@ -1739,6 +1745,17 @@ class NativeRecorder:
         """Callable run (no arguments) on each thread right after it registers lazily; None removes it."""
     def new_task(self, kind: str, name: str, coro_name: str) -> TaskHandle:
         """Register a task lane (``kind`` "task" or "greenlet", else ``ValueError``)."""
+    def wrap_task_coroutine(self, wrapped: Any, coro: Any) -> tuple[TaskHandle, TimedCoroutine]:
+        """A ``"task"`` lane for an asyncio task about to run ``coro`` (its ``coro_name``:
+        :func:`callable_qualname` of ``coro``; named by ``adopt_task``) and ``wrapped`` (what
+        the task steps) timed on it: ``(handle, timed coroutine)``."""
+    def adopt_task(self, handle: TaskHandle, task: Any) -> None:
+        """Follow ``task`` (an ``asyncio.Task``) on ``handle``'s row: its ``get_name()`` now,
+        at each ``refresh_task_names()`` while it is referenced, and when done (a done
+        callback that also marks the row done)."""
+    def refresh_task_names(self) -> None:
+        """Names of the adopted tasks as ``Task.get_name()`` answers now; tasks no longer
+        referenced stop being followed."""
     def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine:
         """Wrap ``coro`` so each step runs on ``handle``'s lane and is timed (monotonic clock)."""
     def switch_lane(self, target: TaskHandle | None = None) -> None:
@@ -1957,6 +1974,8 @@ class TaskHandle:
 
     def finish(self, name: str | None = None) -> None:
         """Mark done now (first call wins); optionally record the final name."""
+    def finish_task(self, task: Any) -> None:
+        """``task``'s done callback: ``finish(task.get_name())``."""
     @property
     def index(self) -> int:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""

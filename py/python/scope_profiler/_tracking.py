@@ -37,19 +37,6 @@ NO_TASK = -1
 UNKNOWN = -1
 
 
-def qualname(obj) -> str:
-    """The reference's name of a coroutine or callable: ``__qualname__``, ``__name__``,
-    the code object's ``co_qualname``, else the type name."""
-    for attr in ("__qualname__", "__name__"):
-        name = getattr(obj, attr, None)
-        if isinstance(name, str) and name:
-            return name
-    code = getattr(obj, "cr_code", None) or getattr(obj, "gi_code", None)
-    if code is not None:
-        return getattr(code, "co_qualname", None) or code.co_name
-    return type(obj).__name__
-
-
 # -- the process-wide threading hook --------------------------------------------------
 _THREAD_TRACKERS: list = []
 #: Called with the thread's first frame at each thread start (3.11 function-level tracing
@@ -145,9 +132,6 @@ class ConcurrencyTracker:
         self._installed = False
         self._asyncio = False  # in the asyncio hooks' registry (install or instrument_loop)
         self._greenlet = False  # in the greenlet hooks' registry
-        #: asyncio tasks still referenced: task index -> (handle, weakref to the Task), so
-        #: the table reports ``get_name()`` as of the snapshot
-        self._live_tasks: dict = {}
         #: greenlet -> TaskHandle (weak keys)
         self._greenlets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
         #: greenlet records whose target name is still unknown (resolved at the next switch away)
@@ -226,29 +210,15 @@ class ConcurrencyTracker:
 
     def _wrap_coroutine(self, wrapped, coro):
         """A task record for ``coro`` and ``wrapped`` timed on its lane."""
-        handle = self._native.new_task("task", "", qualname(coro))
-        return handle, self._native.timed_coroutine(wrapped, handle)
+        return self._native.wrap_task_coroutine(wrapped, coro)
 
     def _adopt_task(self, handle, task) -> None:
-        handle.name = task.get_name()
-        index = handle.index
-        live = self._live_tasks
-        live[index] = (handle, weakref.ref(task))
-
-        def done(t, handle=handle):
-            handle.finish(t.get_name())
-
-        task.add_done_callback(done)
+        """Follow ``task``'s name on ``handle``'s row (now, at each refresh, when done)."""
+        self._native.adopt_task(handle, task)
 
     def _refresh_task_names(self) -> None:
         """Names as ``Task.get_name()`` answers now (``set_name`` after creation)."""
-        live = self._live_tasks
-        for index, (handle, ref) in list(live.items()):
-            task = ref()
-            if task is None:
-                del live[index]
-            else:
-                handle.name = task.get_name()
+        self._native.refresh_task_names()
 
     # - greenlets -------------------------------------------------------------
     def _greenlet_switch(self, origin, target) -> None:

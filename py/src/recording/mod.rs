@@ -40,6 +40,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ThreadExitSentinel>()?;
     m.add_class::<TaskHandle>()?;
     m.add_class::<TimedCoroutine>()?;
+    m.add_function(wrap_pyfunction!(tasks::callable_qualname, m)?)?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;
@@ -276,11 +277,17 @@ impl ThreadExitSentinel {
     }
 }
 
+/// An adopted asyncio task: its row's handle and a weak reference to the `Task`.
+type LiveTask = (Py<TaskHandle>, Py<PyAny>);
+
 /// The native state of one profiling configuration: the recorder (buffers, thread table)
 /// and the region table. Created by `ProfilingConfig`; regions come from [`Self::region`].
 #[pyclass(module = "scope_profiler._native", frozen)]
 pub struct NativeRecorder {
     shared: Arc<Shared>,
+    /// asyncio tasks still referenced: task index -> (handle, weak reference to the Task),
+    /// so [`NativeRecorder::refresh_task_names`] reports `get_name()` as of now.
+    live_tasks: Mutex<std::collections::BTreeMap<usize, LiveTask>>,
 }
 
 fn to_meta_value(v: &Bound<'_, PyAny>) -> PyResult<MetaValue> {
@@ -327,6 +334,7 @@ impl NativeRecorder {
                 taken: Mutex::new(None),
                 metadata_scopes: Default::default(),
             }),
+            live_tasks: Mutex::new(Default::default()),
         })
     }
 
@@ -372,6 +380,51 @@ impl NativeRecorder {
             task: self.shared.rec.new_task(kind, name, coro_name, thread),
             shared: Arc::clone(&self.shared),
         })
+    }
+
+    /// A task lane for an asyncio task about to run `coro` (its `coro_name` is
+    /// [`tasks::qualname`] of `coro`, the name is set by [`Self::adopt_task`]) and `wrapped`
+    /// (the object the task will step) timed on it: `(handle, timed coroutine)`.
+    fn wrap_task_coroutine(
+        &self,
+        py: Python<'_>,
+        wrapped: Py<PyAny>,
+        coro: &Bound<'_, PyAny>,
+    ) -> PyResult<(TaskHandle, TimedCoroutine)> {
+        let handle = self.new_task(py, "task", String::new(), tasks::qualname(coro)?)?;
+        let timed = TimedCoroutine::new(wrapped, &handle, Arc::clone(&self.shared));
+        Ok((handle, timed))
+    }
+
+    /// Follow `task` (an `asyncio.Task`) on `handle`'s row: its name now, at each
+    /// [`Self::refresh_task_names`] while it is referenced, and when it is done (a done
+    /// callback, which also marks the row done).
+    fn adopt_task(&self, py: Python<'_>, handle: Bound<'_, TaskHandle>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        handle.get().set_name(py, task.call_method0("get_name")?.extract()?)?;
+        let weak = py.import(pyo3::intern!(py, "weakref"))?.getattr("ref")?.call1((task,))?;
+        let index = handle.get().task.index;
+        let done = handle.getattr("finish_task")?;
+        self.live_tasks.lock().unwrap_or_else(|e| e.into_inner()).insert(index, (handle.unbind(), weak.unbind()));
+        task.call_method1("add_done_callback", (done,))?;
+        Ok(())
+    }
+
+    /// Names of the adopted tasks as `Task.get_name()` answers now (`set_name` after
+    /// creation); tasks no longer referenced are dropped from the follow list.
+    fn refresh_task_names(&self, py: Python<'_>) -> PyResult<()> {
+        let live: Vec<(usize, Py<TaskHandle>, Py<PyAny>)> = {
+            let guard = self.live_tasks.lock().unwrap_or_else(|e| e.into_inner());
+            guard.iter().map(|(i, (h, w))| (*i, h.clone_ref(py), w.clone_ref(py))).collect()
+        };
+        for (index, handle, weak) in live {
+            let task = weak.bind(py).call0()?;
+            if task.is_none() {
+                self.live_tasks.lock().unwrap_or_else(|e| e.into_inner()).remove(&index);
+            } else {
+                handle.get().set_name(py, task.call_method0("get_name")?.extract()?)?;
+            }
+        }
+        Ok(())
     }
 
     /// Wrap `coro` so each step of the task runs on `handle`'s lane and is timed.

@@ -22,6 +22,40 @@ use scope_profiler_recorder::{now_ns, TaskRecord, UNKNOWN};
 
 use super::{recorded_name, Shared};
 
+/// The reference's name of a coroutine or callable: a non-empty `__qualname__` or
+/// `__name__` (a `str`), else the code object's (`cr_code`/`gi_code`) `co_qualname` (or
+/// `co_name`), else the type name.
+pub(crate) fn qualname(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    for attr in ["__qualname__", "__name__"] {
+        if let Ok(name) = obj.getattr(attr) {
+            if let Ok(s) = name.cast::<pyo3::types::PyString>() {
+                if !s.to_str()?.is_empty() {
+                    return Ok(s.to_string());
+                }
+            }
+        }
+    }
+    for attr in ["cr_code", "gi_code"] {
+        if let Ok(code) = obj.getattr(attr) {
+            if code.is_truthy()? {
+                let q = code.getattr("co_qualname").ok().filter(|q| q.is_truthy().unwrap_or(false));
+                return Ok(match q {
+                    Some(q) => q.str()?.to_string(),
+                    None => code.getattr("co_name")?.str()?.to_string(),
+                });
+            }
+        }
+    }
+    Ok(obj.get_type().name()?.to_string())
+}
+
+/// The name a task or greenlet lane records for `obj` (a coroutine or callable; see
+/// [`qualname`]). Raises what `str()` of a code object's name raises (nothing in practice).
+#[pyfunction]
+pub fn callable_qualname(obj: &Bound<'_, PyAny>) -> PyResult<String> {
+    qualname(obj)
+}
+
 /// One task-table row (an asyncio task or a greenlet), shared with the recorder.
 #[pyclass(module = "scope_profiler._native", frozen)]
 pub struct TaskHandle {
@@ -46,7 +80,7 @@ impl TaskHandle {
     }
     /// A NUL in the name is recorded as `\x00` ([`super::recorded_name`]).
     #[setter]
-    fn set_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
+    pub(crate) fn set_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
         self.task.set_name(recorded_name(py, "task", name, &self.shared.nul_warned)?);
         Ok(())
     }
@@ -88,6 +122,11 @@ impl TaskHandle {
     #[getter]
     fn open_calls(&self) -> usize {
         self.task.open_calls()
+    }
+    /// `task`'s done callback: mark done now with `task.get_name()` as the final name.
+    fn finish_task(&self, py: Python<'_>, task: &Bound<'_, PyAny>) -> PyResult<()> {
+        let name: String = task.call_method0("get_name")?.extract()?;
+        self.finish(py, Some(name))
     }
     /// Mark done now (first call wins); optionally record the final name.
     #[pyo3(signature = (name=None))]
