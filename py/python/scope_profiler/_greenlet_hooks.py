@@ -77,31 +77,3 @@ def release(tracker) -> None:
         _TRACKERS.remove(tracker)
     if not _TRACKERS:
         _restore_here()
-
-
-def is_main(g) -> bool:
-    """A thread's main greenlet (the only kind without a parent)."""
-    return g.parent is None
-
-
-def target_name(g) -> str | None:
-    """Qualified name of the greenlet's target function, if it can be known now:
-    gevent's ``_run``, else ``run`` (a subclass's method or a not-yet-started ``run``)."""
-    from ._native import callable_qualname as _qn
-
-    for attr in ("_run", "run"):
-        fn = getattr(g, attr, None)
-        if fn is not None and callable(fn):
-            return _qn(fn)
-    return None
-
-
-def frame_name(g) -> str | None:
-    """Qualified name of the outermost frame of a suspended greenlet (its target)."""
-    frame = getattr(g, "gr_frame", None)
-    if frame is None:
-        return None
-    while frame.f_back is not None:
-        frame = frame.f_back
-    code = frame.f_code
-    return getattr(code, "co_qualname", None) or code.co_name

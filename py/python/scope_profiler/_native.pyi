@@ -70,7 +70,6 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
-    "callable_qualname",
     "check_opt_in_tags",
     "check_pause",
     "check_region_name",
@@ -1719,11 +1718,6 @@ def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
 def perf_counter_ns() -> int:
     """The recorder clock (``CLOCK_MONOTONIC``, ns)."""
 
-def callable_qualname(obj: object) -> str:
-    """The name a task or greenlet lane records for ``obj`` (a coroutine or callable): a
-    non-empty ``__qualname__`` / ``__name__``, else its code object's (``cr_code`` /
-    ``gi_code``) ``co_qualname``, else the type name."""
-
 def thread_time_ns() -> int:
     """CPU time of the calling thread (``CLOCK_THREAD_CPUTIME_ID``, ns)."""
 
@@ -1747,7 +1741,7 @@ class NativeRecorder:
         """Register a task lane (``kind`` "task" or "greenlet", else ``ValueError``)."""
     def wrap_task_coroutine(self, wrapped: Any, coro: Any) -> tuple[TaskHandle, TimedCoroutine]:
         """A ``"task"`` lane for an asyncio task about to run ``coro`` (its ``coro_name``:
-        :func:`callable_qualname` of ``coro``; named by ``adopt_task``) and ``wrapped`` (what
+        ``coro``'s ``__qualname__`` / ``__name__``, else its code's ``co_qualname``; named by ``adopt_task``) and ``wrapped`` (what
         the task steps) timed on it: ``(handle, timed coroutine)``."""
     def adopt_task(self, handle: TaskHandle, task: Any) -> None:
         """Follow ``task`` (an ``asyncio.Task``) on ``handle``'s row: its ``get_name()`` now,
@@ -1758,6 +1752,11 @@ class NativeRecorder:
         referenced stop being followed."""
     def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine:
         """Wrap ``coro`` so each step runs on ``handle``'s lane and is timed (monotonic clock)."""
+    def greenlet_switch(self, origin: Any, target: Any) -> None:
+        """A greenlet switch/throw on the calling thread: finish ``origin``'s row if it is
+        dead (or name it from its outermost frame if its target was unknown), then run on
+        ``target``'s lane (a new ``"greenlet"`` row at its first switch in; a main greenlet,
+        without ``parent``, is the thread's bare lane)."""
     def switch_lane(self, target: TaskHandle | None = None) -> None:
         """Greenlet switch on the calling thread to ``target`` (None: the thread's bare lane)."""
     def current_task(self) -> int | None:

@@ -132,10 +132,6 @@ class ConcurrencyTracker:
         self._installed = False
         self._asyncio = False  # in the asyncio hooks' registry (install or instrument_loop)
         self._greenlet = False  # in the greenlet hooks' registry
-        #: greenlet -> TaskHandle (weak keys)
-        self._greenlets: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-        #: greenlet records whose target name is still unknown (resolved at the next switch away)
-        self._unnamed: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
     # - registration ------------------------------------------------------
     def current_thread(self) -> ThreadInfo:
@@ -222,38 +218,7 @@ class ConcurrencyTracker:
 
     # - greenlets -------------------------------------------------------------
     def _greenlet_switch(self, origin, target) -> None:
-        greenlets = self._greenlets
-        record = greenlets.get(origin)
-        if record is not None:
-            if origin.dead:
-                record.finish()
-            elif origin in self._unnamed:
-                from ._greenlet_hooks import frame_name
-
-                name = frame_name(origin)
-                if name:
-                    record.coro_name = name
-                    del self._unnamed[origin]
-        if target.parent is None:  # the thread's main greenlet: its bare lane
-            self._native.switch_lane(None)
-            return
-        record = greenlets.get(target)
-        if record is None:
-            record = self._new_greenlet(target)
-        self._native.switch_lane(record)
-
-    def _new_greenlet(self, g):
-        from ._greenlet_hooks import target_name
-
-        name = getattr(g, "name", None)
-        if not name or not isinstance(name, str):
-            name = f"greenlet-{id(g):x}"
-        coro_name = target_name(g)
-        record = self._native.new_task("greenlet", name, coro_name or type(g).__qualname__)
-        self._greenlets[g] = record
-        if coro_name is None:
-            self._unnamed[g] = True
-        return record
+        self._native.greenlet_switch(origin, target)
 
 
 #: Trackers with hooks installed (weak), so a forked child can take them out.

@@ -40,7 +40,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ThreadExitSentinel>()?;
     m.add_class::<TaskHandle>()?;
     m.add_class::<TimedCoroutine>()?;
-    m.add_function(wrap_pyfunction!(tasks::callable_qualname, m)?)?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;
@@ -288,6 +287,8 @@ pub struct NativeRecorder {
     /// asyncio tasks still referenced: task index -> (handle, weak reference to the Task),
     /// so [`NativeRecorder::refresh_task_names`] reports `get_name()` as of now.
     live_tasks: Mutex<std::collections::BTreeMap<usize, LiveTask>>,
+    /// Greenlet lanes ([`tasks::GreenletLanes`]), made at the first switch.
+    greenlets: pyo3::sync::PyOnceLock<tasks::GreenletLanes>,
 }
 
 fn to_meta_value(v: &Bound<'_, PyAny>) -> PyResult<MetaValue> {
@@ -335,6 +336,7 @@ impl NativeRecorder {
                 metadata_scopes: Default::default(),
             }),
             live_tasks: Mutex::new(Default::default()),
+            greenlets: pyo3::sync::PyOnceLock::new(),
         })
     }
 
@@ -430,6 +432,34 @@ impl NativeRecorder {
     /// Wrap `coro` so each step of the task runs on `handle`'s lane and is timed.
     fn timed_coroutine(&self, coro: Py<PyAny>, handle: &TaskHandle) -> TimedCoroutine {
         TimedCoroutine::new(coro, handle, Arc::clone(&self.shared))
+    }
+
+    /// A `greenlet` switch (or throw) on the calling thread from `origin` to `target`: the
+    /// origin's row is finished if it is dead (or gets its target's name from its outermost
+    /// frame if that was unknown), then the thread's lane becomes the target's (a new row,
+    /// kind `"greenlet"`, on its first switch in) or, for a main greenlet (no `parent`), the
+    /// thread's bare lane.
+    fn greenlet_switch(&self, py: Python<'_>, origin: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>) -> PyResult<()> {
+        let lanes = self.greenlets.get_or_try_init(py, || tasks::GreenletLanes::new(py))?;
+        lanes.leave(py, origin)?;
+        if target.getattr(pyo3::intern!(py, "parent"))?.is_none() {
+            return tasks::switch_lane(&self.shared, py, None);
+        }
+        let record = match lanes.record(py, target)? {
+            Some(record) => record,
+            None => {
+                let (name, coro_name) = tasks::greenlet_names(target)?;
+                let unnamed = coro_name.is_none();
+                let coro_name = match coro_name {
+                    Some(n) => n,
+                    None => target.get_type().qualname()?.to_string(),
+                };
+                let record = Bound::new(py, self.new_task(py, "greenlet", name, coro_name)?)?;
+                lanes.add(py, target, &record, unnamed)?;
+                record
+            }
+        };
+        tasks::switch_lane(&self.shared, py, Some(record.get()))
     }
 
     /// Greenlet switch on the calling thread to `target` (None = its main greenlet, the

@@ -49,11 +49,102 @@ pub(crate) fn qualname(obj: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(obj.get_type().name()?.to_string())
 }
 
-/// The name a task or greenlet lane records for `obj` (a coroutine or callable; see
-/// [`qualname`]). Raises what `str()` of a code object's name raises (nothing in practice).
-#[pyfunction]
-pub fn callable_qualname(obj: &Bound<'_, PyAny>) -> PyResult<String> {
-    qualname(obj)
+/// The greenlet rows of one recorder: greenlet -> `TaskHandle`, and the greenlets whose
+/// target name is still unknown (resolved at their next switch away). Both are
+/// `weakref.WeakKeyDictionary`s, so a finished greenlet is not kept alive.
+pub(crate) struct GreenletLanes {
+    records: Py<PyAny>,
+    unnamed: Py<PyAny>,
+}
+
+impl GreenletLanes {
+    pub(crate) fn new(py: Python<'_>) -> PyResult<Self> {
+        let make = py.import(pyo3::intern!(py, "weakref"))?.getattr("WeakKeyDictionary")?;
+        Ok(GreenletLanes { records: make.call0()?.unbind(), unnamed: make.call0()?.unbind() })
+    }
+
+    /// The row of greenlet `g`, if it has one.
+    pub(crate) fn record<'py>(
+        &self,
+        py: Python<'py>,
+        g: &Bound<'py, PyAny>,
+    ) -> PyResult<Option<Bound<'py, TaskHandle>>> {
+        let found = self.records.bind(py).call_method1(pyo3::intern!(py, "get"), (g,))?;
+        Ok(if found.is_none() { None } else { Some(found.cast_into::<TaskHandle>()?) })
+    }
+
+    /// Note `record` as `g`'s row (`unnamed`: its target name is not known yet).
+    pub(crate) fn add(
+        &self,
+        py: Python<'_>,
+        g: &Bound<'_, PyAny>,
+        record: &Bound<'_, TaskHandle>,
+        unnamed: bool,
+    ) -> PyResult<()> {
+        self.records.bind(py).set_item(g, record)?;
+        if unnamed {
+            self.unnamed.bind(py).set_item(g, true)?;
+        }
+        Ok(())
+    }
+
+    /// `origin` is switched away from: finish its row if it is dead, else name it from its
+    /// outermost frame if its target name was unknown.
+    pub(crate) fn leave(&self, py: Python<'_>, origin: &Bound<'_, PyAny>) -> PyResult<()> {
+        let Some(record) = self.record(py, origin)? else { return Ok(()) };
+        if origin.getattr(pyo3::intern!(py, "dead"))?.is_truthy()? {
+            return record.get().finish(py, None);
+        }
+        let unnamed = self.unnamed.bind(py);
+        if unnamed.contains(origin)? {
+            if let Some(name) = outermost_frame_name(origin)? {
+                record.get().set_coro_name(py, name)?;
+                unnamed.del_item(origin)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// A new greenlet's row names: its `name` attribute when a non-empty `str`, else
+/// `greenlet-<id in hex>`; and its target's qualified name if it can be known now
+/// (gevent's `_run`, else `run`; see [`qualname`]).
+pub(crate) fn greenlet_names(g: &Bound<'_, PyAny>) -> PyResult<(String, Option<String>)> {
+    let name = match g.getattr("name").ok().and_then(|n| n.cast_into::<pyo3::types::PyString>().ok()) {
+        Some(n) if !n.to_str()?.is_empty() => n.to_string(),
+        _ => format!("greenlet-{:x}", g.as_ptr() as usize),
+    };
+    for attr in ["_run", "run"] {
+        if let Ok(f) = g.getattr(attr) {
+            if !f.is_none() && f.is_callable() {
+                return Ok((name, Some(qualname(&f)?)));
+            }
+        }
+    }
+    Ok((name, None))
+}
+
+/// The `co_qualname` (or `co_name`) of a suspended greenlet's outermost frame (its
+/// target), None without a frame or when that name is empty.
+fn outermost_frame_name(g: &Bound<'_, PyAny>) -> PyResult<Option<String>> {
+    let Ok(mut frame) = g.getattr("gr_frame") else { return Ok(None) };
+    if frame.is_none() {
+        return Ok(None);
+    }
+    loop {
+        let back = frame.getattr("f_back")?;
+        if back.is_none() {
+            break;
+        }
+        frame = back;
+    }
+    let code = frame.getattr("f_code")?;
+    let q = code.getattr("co_qualname").ok().filter(|q| q.is_truthy().unwrap_or(false));
+    let name = match q {
+        Some(q) => q.str()?.to_string(),
+        None => code.getattr("co_name")?.str()?.to_string(),
+    };
+    Ok((!name.is_empty()).then_some(name))
 }
 
 /// One task-table row (an asyncio task or a greenlet), shared with the recorder.
@@ -89,7 +180,7 @@ impl TaskHandle {
         self.task.coro_name()
     }
     #[setter]
-    fn set_coro_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
+    pub(crate) fn set_coro_name(&self, py: Python<'_>, name: String) -> PyResult<()> {
         self.task.set_coro_name(recorded_name(py, "task", name, &self.shared.nul_warned)?);
         Ok(())
     }
@@ -130,7 +221,7 @@ impl TaskHandle {
     }
     /// Mark done now (first call wins); optionally record the final name.
     #[pyo3(signature = (name=None))]
-    fn finish(&self, py: Python<'_>, name: Option<String>) -> PyResult<()> {
+    pub(crate) fn finish(&self, py: Python<'_>, name: Option<String>) -> PyResult<()> {
         if let Some(n) = name {
             self.task.set_name(recorded_name(py, "task", n, &self.shared.nul_warned)?);
         }
