@@ -2111,6 +2111,20 @@ class NativeTracer:
         """3.11, before ``stop()``: warn (``RuntimeWarning``) when another profiler or frame
         evaluation function displaced this running tracer on the calling thread, and when
         ``thread_hook_displaced`` for a whole-recording ``"PyEval_SetProfile"`` tracer."""
-    def warn_paused(self, previous: object) -> None:
-        """3.11: warn (``RuntimeWarning``, at the first caller outside ``scope_profiler``)
-        that ``previous``, the thread's other profiler, is paused while this tracer runs."""
+    def pause_other(self, previous: object) -> None:
+        """3.11: keep ``previous``, the thread's other profiler, for ``take_paused()`` and
+        warn (``RuntimeWarning``, at the first caller outside ``scope_profiler``) that it is
+        paused while this tracer runs."""
+    def take_paused(self) -> Any:
+        """The profiler ``pause_other()`` kept (once; None after, or when there was none)."""
+    def register(self, key: int) -> None:
+        """Register this tracer as recording ``key``'s (``id(config)``), replacing one."""
+    @staticmethod
+    def registered(key: int) -> NativeTracer | None:
+        """The tracer registered for ``key`` (running or stopped), or None."""
+    @staticmethod
+    def unregister(key: int) -> None:
+        """Forget the tracer registered for ``key`` (without stopping it)."""
+    @staticmethod
+    def registered_running() -> NativeTracer | None:
+        """The registered tracer running now (at most one runs), or None."""

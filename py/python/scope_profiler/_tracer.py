@@ -29,20 +29,12 @@ if TYPE_CHECKING:
 #: tracer leaves them out (a call is never recorded twice).
 DECORATED_CODES: set = set()
 
-#: The tracer of each configuration that records with ``recursive_profile`` (by id).
-_TRACERS: dict[int, NativeTracer] = {}
-
 
 def mark_decorated(func: Any) -> None:
     """Note ``func`` (about to be wrapped by ``@profile``) so the tracer skips its code."""
     code = getattr(func, "__code__", None)
     if code is not None:
         DECORATED_CODES.add(code)
-
-
-#: id(config) -> the profiler that ran on the thread that started the tracer (3.11), put
-#: back when the tracer stops.
-_PAUSED: dict[int, Any] = {}
 
 
 def other_profiler() -> Any:
@@ -74,7 +66,7 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     free (3.12+)."""
     if not config.recursive_profile or config.deactivate_profiling or config._native is None:
         return None
-    tracer = _TRACERS.get(id(config))
+    tracer = NativeTracer.registered(id(config))
     if tracer is not None and tracer.running_now:
         return tracer
     tracer = NativeTracer(
@@ -89,12 +81,11 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     )
     previous = other_profiler()
     tracer.start()
-    _TRACERS[id(config)] = tracer
+    tracer.register(id(config))
     if tracer.mechanism != "PyEval_SetProfile":
         return tracer  # 3.12+ monitoring, 3.11 frame evaluation: every thread, beside others
     if previous is not None:
-        _PAUSED[id(config)] = previous
-        tracer.warn_paused(previous)
+        tracer.pause_other(previous)  # put back by stop(); warns
     from . import _tracking
 
     _tracking.add_thread_start_callback(tracer.install_thread)
@@ -112,10 +103,10 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
     traced, from its ``enter_call()`` to its ``exit_call()``."""
     if config is None or config.deactivate_profiling or config._native is None:
         return None
-    tracer = _TRACERS.get(id(config))
+    tracer = NativeTracer.registered(id(config))
     if tracer is not None:
         return tracer if tracer.running_now and tracer.scoped else None
-    if config.recursive_profile or any(t.running_now for t in _TRACERS.values()):
+    if config.recursive_profile or NativeTracer.registered_running() is not None:
         return None
     tracer = NativeTracer(
         config._native,
@@ -126,13 +117,13 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
         scoped=True,
     )
     tracer.start()
-    _TRACERS[id(config)] = tracer
+    tracer.register(id(config))
     return tracer
 
 
 def tracer_of(config: ProfilingConfig | None) -> NativeTracer | None:
     """The tracer ``config`` started (running or stopped), or None."""
-    return None if config is None else _TRACERS.get(id(config))
+    return None if config is None else NativeTracer.registered(id(config))
 
 
 def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
@@ -148,28 +139,27 @@ def stop(config: ProfilingConfig | None, stacklevel: int = 2) -> None:
     if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
         _tracking.remove_thread_start_callback(tracer.install_thread)
     tracer.stop()
-    restore_profiler(_PAUSED.pop(id(config), None))
+    restore_profiler(tracer.take_paused())
 
 
 def forget(config: ProfilingConfig | None) -> None:
     """Stop and forget the tracer of ``config`` (the configuration is replaced)."""
     stop(config)
     if config is not None:
-        _TRACERS.pop(id(config), None)
-        _PAUSED.pop(id(config), None)
+        NativeTracer.unregister(id(config))
 
 
 @atexit.register
 def _stop_all() -> None:
     """At interpreter exit (after every exit-time finalize, atexit being LIFO): no tracer
     outlives the interpreter's modules (a traced call at shutdown would import threading)."""
-    for tracer in list(_TRACERS.values()):
-        if tracer.running_now:
-            if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
-                from . import _tracking
+    tracer = NativeTracer.registered_running()
+    if tracer is not None:
+        if tracer.mechanism == "PyEval_SetProfile" and not tracer.scoped:
+            from . import _tracking
 
-                _tracking.remove_thread_start_callback(tracer.install_thread)
-            tracer.stop()
+            _tracking.remove_thread_start_callback(tracer.install_thread)
+        tracer.stop()
 
 
 def report(config: ProfilingConfig, stacklevel: int = 2) -> None:

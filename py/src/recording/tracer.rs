@@ -1093,7 +1093,12 @@ pub struct NativeTracer {
     last: UnsafeCell<CallBudget>,
     /// The `include` globs (for [`NativeTracer::report`]'s warning once stopped).
     include: UnsafeCell<Vec<String>>,
+    /// 3.11: the calling thread's other profiler, paused while this tracer runs.
+    paused: UnsafeCell<Option<Py<PyAny>>>,
 }
+
+/// The tracer of each recording that traced, by `id(config)` ([`NativeTracer::register`]).
+static REGISTRY: std::sync::Mutex<Vec<(usize, Py<NativeTracer>)>> = std::sync::Mutex::new(Vec::new());
 
 // SAFETY: the cells are only touched with the GIL held (pymethods; GIL build).
 unsafe impl Sync for NativeTracer {}
@@ -1165,6 +1170,7 @@ impl NativeTracer {
             mechanism: UnsafeCell::new(mechanism),
             last: UnsafeCell::new(CallBudget::new(0)),
             include: UnsafeCell::new(include),
+            paused: UnsafeCell::new(None),
         })
     }
 
@@ -1418,9 +1424,51 @@ impl NativeTracer {
     /// 3.11: warn (`RuntimeWarning`) that `previous` (the calling thread's other profiler)
     /// is paused while this tracer runs; the warning points at the first caller outside
     /// the `scope_profiler` package (the `setup()` or `with session():` line).
-    fn warn_paused(&self, py: Python<'_>, previous: &Bound<'_, PyAny>) -> PyResult<()> {
+    /// Keep `previous` for [`Self::take_paused`] (the recording's end puts it back).
+    fn pause_other(&self, py: Python<'_>, previous: Bound<'_, PyAny>) -> PyResult<()> {
         let message = trace_notes::paused_warning(&previous.repr()?.to_string());
+        // SAFETY: GIL held (pymethods).
+        unsafe { *self.paused.get() = Some(previous.unbind()) };
         warn(py, &message, outside_stacklevel(py)?)
+    }
+
+    /// The profiler [`Self::pause_other`] kept (once; None after, or when there was none).
+    fn take_paused(&self) -> Option<Py<PyAny>> {
+        // SAFETY: GIL held (pymethods).
+        unsafe { &mut *self.paused.get() }.take()
+    }
+
+    /// Register this tracer as the one of the recording `key` (`id(config)`), replacing the
+    /// previous one of that key.
+    fn register(slf: &Bound<'_, Self>, key: usize) {
+        let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        reg.retain(|(k, _)| *k != key);
+        reg.push((key, slf.clone().unbind()));
+    }
+
+    /// The tracer registered for `key` (running or stopped), or None.
+    #[staticmethod]
+    fn registered(py: Python<'_>, key: usize) -> Option<Py<NativeTracer>> {
+        let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        reg.iter().find(|(k, _)| *k == key).map(|(_, t)| t.clone_ref(py))
+    }
+
+    /// Forget the tracer registered for `key` (it is not stopped here).
+    #[staticmethod]
+    fn unregister(key: usize) {
+        let gone = {
+            let mut reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+            let at = reg.iter().position(|(k, _)| *k == key);
+            at.map(|i| reg.remove(i))
+        };
+        drop(gone); // outside the lock: dropping may run Python (the paused profiler)
+    }
+
+    /// The registered tracer that is running now (at most one runs), or None.
+    #[staticmethod]
+    fn registered_running(py: Python<'_>) -> Option<Py<NativeTracer>> {
+        let reg = REGISTRY.lock().unwrap_or_else(|e| e.into_inner());
+        reg.iter().find(|(_, t)| t.get().running().is_some()).map(|(_, t)| t.clone_ref(py))
     }
 
     fn __repr__(&self) -> String {
