@@ -8,6 +8,7 @@ use std::sync::Mutex;
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::intern;
 use pyo3::prelude::*;
+use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyMapping, PyString, PyTuple};
 
 use crate::recording::{NativeRecorder, ProfiledFunction, PyMethod_New};
@@ -98,11 +99,12 @@ impl MetadataScope {
     }
 }
 
-/// `json.dumps(values)` (Python's: NaN/inf allowed, tuples as lists, key order kept); its
+/// `json.dumps(values)` (Python's, imported at the first use: NaN/inf allowed, tuples as lists, key order kept); its
 /// `TypeError`/`ValueError` become `TypeError("per-call metadata must be JSON values ...")`.
 fn dumps(values: &Bound<'_, PyDict>) -> PyResult<String> {
+    static DUMPS: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
     let py = values.py();
-    match py.import(intern!(py, "json"))?.call_method1(intern!(py, "dumps"), (values,)) {
+    match DUMPS.import(py, "json", "dumps")?.call1((values,)) {
         Ok(text) => text.extract(),
         Err(e) if e.is_instance_of::<PyTypeError>(py) || e.is_instance_of::<PyValueError>(py) => {
             let error = PyTypeError::new_err(format!(
