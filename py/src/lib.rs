@@ -1,7 +1,7 @@
 //! `scope_profiler._native`: the Rust side of the `scope_profiler` Python package. One Rust
 //! module per Python module it backs: `region` (Region), `mpi_region` (MPIRegion), `results`
 //! (ProfilingResults, merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
-//! `h5reader`, `native_trace`, the exporters (`speedscope_export`, `prof_export`, `chrome_trace_export`,
+//! `h5reader`, `native_trace`, `metadata`, the exporters (`speedscope_export`, `prof_export`, `chrome_trace_export`,
 //! `trace_exports`, `graphics_exports`, sharing `export`), and the recording glue behind
 //! `profile_manager` (`recording`).
 use pyo3::prelude::*;
@@ -24,6 +24,7 @@ mod h5reader;
 mod json_export;
 mod manager_api;
 mod merge;
+mod metadata;
 mod mpi_region;
 mod native_trace;
 mod options;
@@ -60,6 +61,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     profile_io::register(m)?;
     cli::register(m)?;
     manager_api::register(m)?;
+    metadata::register(m)?;
     environment::register(m)?;
     follow::register(m)?;
     recording::register(m)?;

@@ -619,7 +619,7 @@ class ProfileManager:
                 outer: Any = wrapper
                 if with_metadata:
                     outer = functools.wraps(func)(
-                        _metadata.call_with_metadata(cls, wrapper, metadata, record_outcome)
+                        _metadata.MetadataCall(cls, wrapper, metadata, record_outcome)
                     )
             else:
                 outer = (

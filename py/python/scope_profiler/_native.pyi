@@ -40,6 +40,8 @@ __all__ = [
     "JSONProfileError",
     "LaneSplit",
     "MPIRegion",
+    "MetadataCall",
+    "MetadataScope",
     "NativeRecorder",
     "NativeRun",
     "NativeTracer",
@@ -1527,6 +1529,51 @@ class _FactoryCall:
         traceback: TracebackType | None,
     ) -> Any:
         """Exit the region (its value returned), then the block even when that raised."""
+
+@final
+class MetadataScope:
+    """One ``manager.metadata(**values)`` block (``scope_profiler._metadata``): a context
+    manager yielding the merged dict (the enclosing blocks' values of this context updated
+    with ``values``; changes to it inside the block are recorded), and a decorator.
+
+    At exit, when the dict is not empty and ``manager.is_active()``, the block goes to the
+    recorder as ``add_metadata_scope(entry ns, exit ns, json.dumps(dict))`` (the
+    ``perf_counter_ns`` clock)."""
+
+    def __new__(cls, manager: Any, values: dict[str, Any]) -> MetadataScope: ...
+    def __enter__(self) -> dict[str, Any]:
+        """Merge, set the manager's ``_metadata_context`` and read the clock; the merged dict.
+        ``RuntimeError`` ("a metadata() block can be entered only once; call metadata()
+        again") when entered before."""
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> None:
+        """Read the clock, reset the context variable (a ``ValueError``: exited in another
+        context, is ignored), record the block. ``TypeError`` ("per-call metadata must be
+        JSON values ...") for a value ``json.dumps`` refuses; ``RuntimeError`` when never
+        entered."""
+    def __call__(self, func: Callable[..., Any]) -> MetadataCall:
+        """``func`` wrapped so that each call runs in a fresh block of these values."""
+
+@final
+class MetadataCall:
+    """A function whose every call runs inside a metadata block: ``@profile(metadata=...,
+    record_outcome=...)``'s wrapper, or ``@manager.metadata(**values)`` on a function."""
+
+    def __new__(
+        cls, manager: Any, profiled: Any, metadata: Any, record_outcome: bool
+    ) -> MetadataCall:
+        """The wrapper of ``profiled`` (a ``ProfiledFunction``; called directly while its
+        region is unbound). ``metadata``: a mapping or a callable given the call's arguments
+        returning one (``TypeError`` as ``dict(**values)`` for anything else); with
+        ``record_outcome`` the dict gets ``status`` ``"ok"``/``"error"`` and ``exception``
+        (the exception type's name)."""
+    def __call__(self, *args: Any, **kwargs: Any) -> Any: ...
+    def __get__(self, instance: object, owner: type | None = None, /) -> Any: ...
+    def __reduce__(self) -> str | tuple[Any, ...]: ...
 
 def check_sampling(every: object, start: object) -> None:
     """``sample_every()``'s arguments: ``ValueError`` unless ``every`` is a positive int and

@@ -602,7 +602,7 @@ impl NativeRecorder {
     /// dict. The next checkpoint gives its values to every call wholly inside that time, on
     /// any thread ([`scope_profiler_finalize::metadata_scopes`]). ValueError when `values`
     /// is not a JSON object.
-    fn add_metadata_scope(&self, start_ns: i64, end_ns: i64, values: &str) -> PyResult<()> {
+    pub(crate) fn add_metadata_scope(&self, start_ns: i64, end_ns: i64, values: &str) -> PyResult<()> {
         let scope = scope_profiler_finalize::MetadataScope::new(start_ns, end_ns, values)
             .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
         self.shared.metadata_scopes.push(scope);
@@ -1106,7 +1106,10 @@ impl ProfileRegion {
 
 extern "C" {
     /// CPython's bound-method constructor (`types.MethodType`), not wrapped by pyo3-ffi.
-    fn PyMethod_New(func: *mut pyo3::ffi::PyObject, slf: *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject;
+    pub(crate) fn PyMethod_New(
+        func: *mut pyo3::ffi::PyObject,
+        slf: *mut pyo3::ffi::PyObject,
+    ) -> *mut pyo3::ffi::PyObject;
 }
 
 /// What `@profile` returns: calls the function inside its bound region. The binding is
@@ -1121,6 +1124,14 @@ pub struct ProfiledFunction {
 
 // SAFETY: `binding` is only accessed with the GIL held (GIL build; see module docs).
 unsafe impl Sync for ProfiledFunction {}
+
+impl ProfiledFunction {
+    /// Whether a region is bound (`_region is not None`); GIL held (`py`).
+    pub(crate) fn is_bound(&self, _py: Python<'_>) -> bool {
+        // SAFETY: GIL held (the token proves it).
+        unsafe { (*self.binding.get()).is_some() }
+    }
+}
 
 #[pymethods]
 impl ProfiledFunction {
