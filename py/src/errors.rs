@@ -128,3 +128,10 @@ pub fn write_failure_err(f: scope_profiler_formats::hdf5::write::WriteFailure, p
         None => PyOSError::new_err(f.error.to_string()),
     }
 }
+
+/// `later` as Python raises it while handling `earlier` (`later.__context__ = earlier`): a
+/// `finally`-style second exit that fails keeps the first failure as its context.
+pub(crate) fn raised_while_handling(py: Python<'_>, later: PyErr, earlier: PyErr) -> PyErr {
+    let _ = later.value(py).setattr("__context__", earlier.value(py));
+    later
+}

@@ -9,6 +9,8 @@ use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyInt, PyString, PyTuple};
 
+use crate::errors::raised_while_handling;
+
 /// `None` for `None`, else `tuple(value)` (its errors: `TypeError` for a non-iterable).
 fn tuple_of(value: Option<Bound<'_, PyAny>>) -> PyResult<Option<Py<PyTuple>>> {
     match value {
@@ -26,12 +28,6 @@ fn repr_of(py: Python<'_>, value: &Option<Py<PyTuple>>) -> PyResult<String> {
         Some(t) => t.bind(py).repr()?.to_string(),
         None => "None".to_string(),
     })
-}
-
-/// `later` as Python raises it while handling `earlier` (`later.__context__ = earlier`).
-fn raised_while_handling(py: Python<'_>, later: PyErr, earlier: PyErr) -> PyErr {
-    let _ = later.value(py).setattr("__context__", earlier.value(py));
-    later
 }
 
 /// Numbers the handles' context variables (their names only).

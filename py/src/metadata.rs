@@ -11,7 +11,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyMapping, PyString, PyTuple};
 
-use crate::recording::{NativeRecorder, ProfiledFunction, PyMethod_New};
+use crate::errors::raised_while_handling;
+use crate::recording::{bind_as_method, NativeRecorder, ProfiledFunction};
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<MetadataScope>()?;
@@ -189,12 +190,6 @@ fn keyword_dict<'py>(values: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyDict>>
     Ok(out)
 }
 
-/// `later` as Python raises it while handling `earlier` (`later.__context__ = earlier`).
-fn raised_while_handling(py: Python<'_>, later: PyErr, earlier: PyErr) -> PyErr {
-    let _ = later.value(py).setattr("__context__", earlier.value(py));
-    later
-}
-
 /// A function whose every call runs inside a metadata block: the `@profile(metadata=...,
 /// record_outcome=...)` wrapper of a `ProfiledFunction`, or `@manager.metadata(**values)`
 /// on a function. Binds as a method (`__get__`); has a `__dict__` for `functools.wraps`.
@@ -293,16 +288,7 @@ impl MetadataCall {
         obj: Option<&Bound<'_, PyAny>>,
         _owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        match obj {
-            Some(o) if !o.is_none() => {
-                // SAFETY: both pointers are valid; an owned reference (or NULL) is returned.
-                unsafe {
-                    let m = PyMethod_New(slf.as_ptr(), o.as_ptr());
-                    Ok(Bound::from_owned_ptr_or_err(slf.py(), m)?.unbind())
-                }
-            }
-            _ => Ok(slf.clone().into_any().unbind()),
-        }
+        bind_as_method(slf.as_any(), obj)
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

@@ -1106,10 +1106,22 @@ impl ProfileRegion {
 
 extern "C" {
     /// CPython's bound-method constructor (`types.MethodType`), not wrapped by pyo3-ffi.
-    pub(crate) fn PyMethod_New(
-        func: *mut pyo3::ffi::PyObject,
-        slf: *mut pyo3::ffi::PyObject,
-    ) -> *mut pyo3::ffi::PyObject;
+    fn PyMethod_New(func: *mut pyo3::ffi::PyObject, slf: *mut pyo3::ffi::PyObject) -> *mut pyo3::ffi::PyObject;
+}
+
+/// The descriptor protocol of a callable wrapper (`__get__`): `types.MethodType(wrapper,
+/// obj)` for an instance `obj`, the wrapper itself for a class access (`obj` None).
+pub(crate) fn bind_as_method(wrapper: &Bound<'_, PyAny>, obj: Option<&Bound<'_, PyAny>>) -> PyResult<Py<PyAny>> {
+    match obj {
+        Some(o) if !o.is_none() => {
+            // SAFETY: both pointers are valid; an owned reference (or NULL) is returned.
+            unsafe {
+                let m = PyMethod_New(wrapper.as_ptr(), o.as_ptr());
+                Ok(Bound::from_owned_ptr_or_err(wrapper.py(), m)?.unbind())
+            }
+        }
+        _ => Ok(wrapper.clone().unbind()),
+    }
 }
 
 /// What `@profile` returns: calls the function inside its bound region. The binding is
@@ -1168,16 +1180,7 @@ impl ProfiledFunction {
         obj: Option<&Bound<'_, PyAny>>,
         _owner: Option<&Bound<'_, PyAny>>,
     ) -> PyResult<Py<PyAny>> {
-        match obj {
-            Some(o) if !o.is_none() => {
-                // SAFETY: both pointers are valid, owned references are returned.
-                unsafe {
-                    let m = PyMethod_New(slf.as_ptr(), o.as_ptr());
-                    Ok(Bound::from_owned_ptr_or_err(slf.py(), m)?.unbind())
-                }
-            }
-            _ => Ok(slf.clone().into_any().unbind()),
-        }
+        bind_as_method(slf.as_any(), obj)
     }
 
     /// Rebind to `region` (`None` = call straight through).
