@@ -7,6 +7,7 @@
 use pyo3::prelude::*;
 
 mod arrays;
+mod asyncio_hooks;
 mod call_stack;
 mod chrome_trace_export;
 mod cli;
@@ -53,6 +54,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<concurrency::ThreadInfo>()?;
     m.add_class::<concurrency::TaskInfo>()?;
     m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
+    asyncio_hooks::register(m)?;
     call_stack::register(m)?;
     h5reader::register(m)?;
     json_export::register(m)?;

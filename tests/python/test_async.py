@@ -557,3 +557,49 @@ def test_python_task_and_factory_set_after_ours_is_chained_again(manager):
     assert f.num_calls == 3 and len(set(f.task_ids.tolist())) == 3
     assert f.await_times[0] >= 0.015 and f.await_times[2] >= 0.008  # cancelled call closed too
     assert all(t.done for t in s.results.tasks[0])
+
+
+def test_a_loop_without_weak_references_is_instrumented_and_released(manager):
+    """A loop object that cannot be weakly referenced (a C loop may not allow it) is kept in
+    the task factory's strong table: its tasks are lanes, and the session's end gives it its
+    previous factory back and forgets it."""
+
+    class SlotLoop:
+        __slots__ = ("factory",)
+
+        def __init__(self) -> None:
+            self.factory = None
+
+        def get_task_factory(self):
+            return self.factory
+
+        def set_task_factory(self, factory) -> None:
+            self.factory = factory
+
+    real = asyncio.new_event_loop()
+    made = []
+
+    def previous(loop, coro, **kwargs):
+        made.append(loop)
+        return asyncio.Task(coro, loop=real, **kwargs)
+
+    async def work():
+        with manager.region("in_task"):
+            await asyncio.sleep(0.02)
+
+    slot = SlotLoop()
+    slot.set_task_factory(previous)
+    with _session(manager) as s:
+        manager.get_config().tracker.instrument_loop(slot)
+        manager.get_config().tracker.instrument_loop(slot)  # idempotent
+        factory = slot.get_task_factory()
+        assert factory is not previous
+        task = factory(slot, work(), name="slotted")
+        real.run_until_complete(task)
+    real.close()
+    assert made == [slot] and slot.get_task_factory() is previous
+    tasks = {t.name: t for t in s.results.tasks[0]}
+    assert tasks["slotted"].coro_name.endswith("work") and tasks["slotted"].done
+    r = s.results["in_task"][0]
+    assert r.num_calls == 1 and r.task_ids[0] == tasks["slotted"].index
+    assert r.await_times[0] >= 0.015

@@ -8,7 +8,7 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
   ``run_until_complete``, a bare ``run_forever``, loops created after ``setup()`` and loops
   run in other threads. ``instrument(loop, tracker)`` also serves loops that never reach
   ``BaseEventLoop`` (uvloop, custom loops).
-* Each instrumented loop gets one process-wide task factory (``_task_factory``) that
+* Each instrumented loop gets one process-wide task factory (``_task_factory``, Rust) that
   chains the factory the loop had before (saved once per loop) and wraps the coroutine
   once per tracker that instrumented the loop (a Rust ``TimedCoroutine`` each).
 * Release is order-independent: a tracker leaving takes itself out of every loop; a loop
@@ -21,90 +21,26 @@ from __future__ import annotations
 
 import asyncio
 import sys
-import weakref
+
+from ._native import TaskFactory
 
 #: Active trackers, install order.
 _TRACKERS: list = []
 #: Saved ``BaseEventLoop`` attributes (as found in the class ``__dict__``).
 _ORIGINALS: dict = {}
-#: Instrumented loops (weak when the loop allows it): loop -> _LoopState.
-_LOOPS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-_STRONG_LOOPS: dict = {}  # id(loop) -> (loop, state), for loops without weakref support
-
-
-class _LoopState:
-    __slots__ = ("previous", "trackers")
-
-    def __init__(self, previous) -> None:
-        self.previous = previous
-        self.trackers: list = []
-
-
-def _state(loop):
-    try:
-        return _LOOPS.get(loop)
-    except TypeError:
-        entry = _STRONG_LOOPS.get(id(loop))
-        return entry[1] if entry is not None and entry[0] is loop else None
-
-
-def _set_state(loop, state) -> None:
-    try:
-        _LOOPS[loop] = state
-    except TypeError:
-        _STRONG_LOOPS[id(loop)] = (loop, state)
-
-
-def _all_states():
-    out = list(_LOOPS.items())
-    out.extend(_STRONG_LOOPS.values())
-    return out
-
-
-def _drop_state(loop) -> None:
-    try:
-        _LOOPS.pop(loop, None)
-    except TypeError:
-        _STRONG_LOOPS.pop(id(loop), None)
-
-
-def _task_factory(loop, coro, **kwargs):
-    state = _state(loop)
-    previous = state.previous if state is not None else None
-    handles = []
-    wrapped = coro
-    if state is not None and asyncio.iscoroutine(coro):
-        for tracker in state.trackers:
-            handle, wrapped = tracker._wrap_coroutine(wrapped, coro)
-            handles.append((tracker, handle))
-    if previous is not None:
-        task = previous(loop, wrapped, **kwargs)
-    else:
-        task = asyncio.Task(wrapped, loop=loop, **kwargs)
-    for tracker, handle in handles:
-        tracker._adopt_task(handle, task)
-    return task
+#: The task factory of every instrumented loop (Rust: the loops, their previous factories
+#: and the recorders timing their tasks).
+_task_factory = TaskFactory()
 
 
 def instrument(loop, tracker) -> None:
     """Route ``loop``'s task creation through ``tracker``'s step timer (idempotent)."""
-    state = _state(loop)
-    current = loop.get_task_factory()
-    if state is None:
-        state = _LoopState(current)
-        _set_state(loop, state)
-        loop.set_task_factory(_task_factory)
-    elif current is not _task_factory:
-        # The application installed its own factory after ours: chain it again.
-        state.previous = current
-        loop.set_task_factory(_task_factory)
-    if tracker not in state.trackers:
-        state.trackers.append(tracker)
+    _task_factory.instrument(loop, tracker._native)
 
 
 def _instrument_active(loop) -> None:
     for tracker in _TRACKERS:
-        instrument(loop, tracker)
+        _task_factory.instrument(loop, tracker._native)
 
 
 def _run_forever(self):
@@ -157,13 +93,7 @@ def acquire(tracker) -> None:
 def release(tracker) -> None:
     """Deactivate ``tracker``: out of every loop (a loop left untracked gets its previous
     factory back), ``BaseEventLoop`` restored after the last tracker."""
-    for loop, state in _all_states():
-        if tracker in state.trackers:
-            state.trackers.remove(tracker)
-            if not state.trackers:
-                if loop.get_task_factory() is _task_factory:
-                    loop.set_task_factory(state.previous)
-                _drop_state(loop)
+    _task_factory.release(tracker._native)
     if tracker not in _TRACKERS:
         return
     _TRACKERS.remove(tracker)

@@ -39,6 +39,7 @@ __all__ = [
     "HDF5SchemaError",
     "JSONProfileError",
     "LaneSplit",
+    "LoopState",
     "MPIRegion",
     "MetadataCall",
     "MetadataScope",
@@ -56,6 +57,7 @@ __all__ = [
     "RegionHandle",
     "RegionTrace",
     "SummaryDataUnavailable",
+    "TaskFactory",
     "TaskHandle",
     "TaskInfo",
     "ThreadExitSentinel",
@@ -2013,6 +2015,28 @@ class ThreadExitSentinel:
     @property
     def index(self) -> int:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
+
+@final
+class LoopState:
+    """One instrumented event loop: its previous task factory and the recorders timing it."""
+
+@final
+class TaskFactory:
+    """The task factory of loops instrumented by ``track_async`` trackers (one per process,
+    ``_asyncio_hooks._task_factory``); asyncio calls it as ``factory(loop, coro, **kwargs)``
+    on the thread running ``loop``."""
+
+    def __new__(cls) -> TaskFactory: ...
+    def __call__(self, event_loop: Any, coro: Any, **kwargs: Any) -> Any:
+        """The task for ``coro``: wrapped once per recorder timing ``event_loop`` (a lane of
+        each, await time measured on the recording clock), made by the loop's previous
+        factory or ``asyncio.Task``, its name followed by each recorder."""
+    def instrument(self, event_loop: Any, recorder: NativeRecorder) -> None:
+        """Time ``event_loop``'s new tasks with ``recorder`` (idempotent); the loop's current
+        factory is chained."""
+    def release(self, recorder: NativeRecorder) -> None:
+        """Take ``recorder`` out of every loop; a loop left untimed gets its previous factory
+        back."""
 
 @final
 class TaskHandle:

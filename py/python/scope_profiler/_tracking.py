@@ -204,14 +204,6 @@ class ConcurrencyTracker:
         _asyncio_hooks.instrument(loop, self)
         self._asyncio = True
 
-    def _wrap_coroutine(self, wrapped, coro):
-        """A task record for ``coro`` and ``wrapped`` timed on its lane."""
-        return self._native.wrap_task_coroutine(wrapped, coro)
-
-    def _adopt_task(self, handle, task) -> None:
-        """Follow ``task``'s name on ``handle``'s row (now, at each refresh, when done)."""
-        self._native.adopt_task(handle, task)
-
     def _refresh_task_names(self) -> None:
         """Names as ``Task.get_name()`` answers now (``set_name`` after creation)."""
         self._native.refresh_task_names()
