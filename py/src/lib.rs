@@ -40,6 +40,7 @@ mod run;
 mod settings;
 mod speedscope_export;
 mod trace_exports;
+mod tracking;
 
 #[pymodule]
 fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
@@ -55,6 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<concurrency::TaskInfo>()?;
     m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
     asyncio_hooks::register(m)?;
+    tracking::register(m)?;
     call_stack::register(m)?;
     h5reader::register(m)?;
     json_export::register(m)?;

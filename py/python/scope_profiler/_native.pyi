@@ -62,6 +62,7 @@ __all__ = [
     "TaskInfo",
     "ThreadExitSentinel",
     "ThreadInfo",
+    "ThreadStartHook",
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
@@ -2007,6 +2008,30 @@ class ProfiledFunction:
     def _func(self) -> Callable[..., Any]: ...
     @property
     def _region(self) -> ProfileRegion | None: ...
+
+@final
+class ThreadStartHook:
+    """The process-wide thread-start hook (``threading.setprofile(hook)``; one per process,
+    ``_tracking._THREAD_HOOK``), installed while it has a user. Called as a profile function
+    ``hook(frame, event, arg)`` at the first event of each thread ``threading`` starts, on
+    that thread: it registers the thread with every acquired recorder, runs the callbacks,
+    and chains the profile function installed before it (restored when its last user
+    leaves, unless the program replaced the hook meanwhile)."""
+
+    def __new__(cls) -> ThreadStartHook: ...
+    def __call__(self, frame: Any, event: str, arg: Any) -> Any: ...
+    def acquire(self, recorder: NativeRecorder) -> None:
+        """Register each new thread with ``recorder`` from now on (idempotent)."""
+    def release(self, recorder: NativeRecorder) -> None:
+        """Undo :meth:`acquire` (idempotent)."""
+    def add_callback(self, callback: Callable[[Any], object]) -> None:
+        """Call ``callback(frame)`` on each new thread after the recorders (idempotent, ``==``)."""
+    def remove_callback(self, callback: Callable[[Any], object]) -> None:
+        """Undo :meth:`add_callback` (idempotent)."""
+    def displaced(self) -> bool:
+        """Whether the hook has users but ``threading.getprofile()`` is something else."""
+    def forget_recorders(self) -> None:
+        """Forget every recorder (a forked child: the parent's runs end there)."""
 
 @final
 class ThreadExitSentinel:

@@ -1,6 +1,6 @@
 """Thread and task tracking: the only Python in the recording path, and only where Python must be.
 
-* Registration at a thread's first bytecode: ``threading.setprofile(_thread_bootstrap)``
+* Registration at a thread's first bytecode: ``threading.setprofile(_THREAD_HOOK)``
   (one process-wide hook shared by every installed tracker) arms every thread started
   while a tracker is installed; the bootstrap runs once, removes itself
   (``sys.setprofile(None)``), registers the thread with each tracker's native recorder (a
@@ -24,8 +24,9 @@ from __future__ import annotations
 
 import os
 import sys
-import threading
 import weakref
+
+from ._native import ThreadStartHook
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
@@ -37,88 +38,28 @@ NO_TASK = -1
 UNKNOWN = -1
 
 
-# -- the process-wide threading hook --------------------------------------------------
-_THREAD_TRACKERS: list = []
-#: Called with the thread's first frame at each thread start (3.11 function-level tracing
-#: installs its C profile function there: ``scope_profiler._tracer``).
-_THREAD_START_CALLBACKS: list = []
-_previous_thread_hook = None
-
-
-def _thread_bootstrap(frame, event, arg):
-    sys.setprofile(None)
-    previous = _previous_thread_hook
-    try:
-        for tracker in list(_THREAD_TRACKERS):
-            tracker._native.register_thread()
-        if "scope_profiler._greenlet_hooks" in sys.modules:
-            sys.modules["scope_profiler._greenlet_hooks"].follow_current_thread()
-    finally:
-        if previous is not None:
-            sys.setprofile(previous)
-    for callback in list(_THREAD_START_CALLBACKS):
-        callback(frame)
-    if previous is not None:
-        return previous(frame, event, arg)
-    return None
-
-
-def _arm_thread_hook() -> None:
-    """Install the shared hook if nobody uses it yet (call before adding a user)."""
-    global _previous_thread_hook
-    if not _THREAD_TRACKERS and not _THREAD_START_CALLBACKS:
-        current = threading.getprofile()
-        if current is not _thread_bootstrap:
-            _previous_thread_hook = current
-        threading.setprofile(_thread_bootstrap)
-
-
-def _disarm_thread_hook() -> None:
-    """Restore the previous hook once nobody uses the shared one (call after removing one)."""
-    global _previous_thread_hook
-    if not _THREAD_TRACKERS and not _THREAD_START_CALLBACKS:
-        if threading.getprofile() is _thread_bootstrap:
-            threading.setprofile(_previous_thread_hook)
-        _previous_thread_hook = None
+#: The process-wide thread-start hook (``threading.setprofile``; Rust): registers each new
+#: thread with every installed tracker's recorder, then runs the thread-start callbacks
+#: (3.11 function-level tracing installs its C profile function there:
+#: ``scope_profiler._tracer``); chains and restores the profile function it found.
+_THREAD_HOOK = ThreadStartHook()
 
 
 def thread_hook_displaced() -> bool:
     """Whether the shared thread-start hook is in use but no longer installed: the program
     called ``threading.setprofile()`` since, so threads it starts are not hooked."""
-    return (
-        bool(_THREAD_TRACKERS or _THREAD_START_CALLBACKS)
-        and threading.getprofile() is not _thread_bootstrap
-    )
-
-
-def _acquire_thread_hook(tracker) -> None:
-    if tracker in _THREAD_TRACKERS:
-        return
-    _arm_thread_hook()
-    _THREAD_TRACKERS.append(tracker)
-
-
-def _release_thread_hook(tracker) -> None:
-    if tracker not in _THREAD_TRACKERS:
-        return
-    _THREAD_TRACKERS.remove(tracker)
-    _disarm_thread_hook()
+    return _THREAD_HOOK.displaced()
 
 
 def add_thread_start_callback(callback) -> None:
     """Call ``callback(frame)`` on every thread started from now on, at its first event
     (after the trackers registered it). Idempotent."""
-    if callback in _THREAD_START_CALLBACKS:
-        return
-    _arm_thread_hook()
-    _THREAD_START_CALLBACKS.append(callback)
+    _THREAD_HOOK.add_callback(callback)
 
 
 def remove_thread_start_callback(callback) -> None:
     """Undo :func:`add_thread_start_callback` (idempotent)."""
-    if callback in _THREAD_START_CALLBACKS:
-        _THREAD_START_CALLBACKS.remove(callback)
-        _disarm_thread_hook()
+    _THREAD_HOOK.remove_callback(callback)
 
 
 class ConcurrencyTracker:
@@ -163,7 +104,7 @@ class ConcurrencyTracker:
             return
         self._installed = True
         _LIVE_TRACKERS.add(self)
-        _acquire_thread_hook(self)
+        _THREAD_HOOK.acquire(self._native)
         if self.track_async:
             from . import _asyncio_hooks
 
@@ -185,7 +126,7 @@ class ConcurrencyTracker:
             return
         self._installed = False
         _LIVE_TRACKERS.discard(self)
-        _release_thread_hook(self)
+        _THREAD_HOOK.release(self._native)
         if self._asyncio:
             sys.modules["scope_profiler._asyncio_hooks"].release(self)
             self._asyncio = False
@@ -222,7 +163,7 @@ def _stand_down_after_fork() -> None:
     supported pattern is a ``setup()``/``session()`` of the child's own)."""
     for tracker in list(_LIVE_TRACKERS):
         tracker.uninstall()
-    _THREAD_TRACKERS.clear()
+    _THREAD_HOOK.forget_recorders()
 
 
 if hasattr(os, "register_at_fork"):
