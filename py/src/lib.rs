@@ -21,6 +21,7 @@ mod export;
 mod follow;
 mod frames;
 mod graphics_exports;
+mod greenlet_hooks;
 mod h5reader;
 mod json_export;
 mod manager_api;
@@ -57,6 +58,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
+    greenlet_hooks::register(m)?;
     call_stack::register(m)?;
     h5reader::register(m)?;
     json_export::register(m)?;

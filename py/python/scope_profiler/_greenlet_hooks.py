@@ -3,7 +3,7 @@
 Imported (and ``greenlet`` with it) only when a ``track_async`` tracker installs and
 ``greenlet`` is importable.
 
-``greenlet.settrace`` is per thread. One process-wide trace function (``_trace``) is set
+``greenlet.settrace`` is per thread. One process-wide trace function (``_trace``, Rust) is set
 on every thread that should be followed: the thread that installs the first tracker, each
 thread started while a tracker is installed (from the threading bootstrap hook), and each
 thread that registers lazily with a tracker (first region entry). The trace previously set
@@ -21,59 +21,25 @@ only be set on the thread itself).
 
 from __future__ import annotations
 
-import threading
-
 import greenlet
 
-#: Active trackers, install order.
-_TRACKERS: list = []
-_local = threading.local()
-_NOTHING = object()
+from ._native import GreenletTrace
 
-
-def _trace(event, args):
-    trackers = _TRACKERS
-    if trackers and (event == "switch" or event == "throw"):
-        origin, target = args
-        for tracker in trackers:
-            tracker._greenlet_switch(origin, target)
-    previous = getattr(_local, "previous", None)
-    if not trackers:
-        _restore_here()
-    if previous is not None:
-        return previous(event, args)
-    return None
+#: The trace function set on every followed thread (Rust: the recorders following switches,
+#: each thread's previous trace).
+_trace = GreenletTrace(greenlet)
 
 
 def follow_current_thread() -> None:
     """Set the trace on the calling thread (idempotent)."""
-    if not _TRACKERS or getattr(_local, "installed", False):
-        return
-    previous = greenlet.settrace(_trace)
-    if previous is _trace:  # already ours (e.g. a trace copied from elsewhere)
-        previous = None
-    _local.previous = previous
-    _local.installed = True
-
-
-def _restore_here() -> None:
-    if not getattr(_local, "installed", False):
-        return
-    previous = getattr(_local, "previous", None)
-    if greenlet.gettrace() is _trace:
-        greenlet.settrace(previous)
-    _local.installed = False
-    _local.previous = None
+    _trace.follow_current_thread()
 
 
 def acquire(tracker) -> None:
-    if tracker not in _TRACKERS:
-        _TRACKERS.append(tracker)
-    follow_current_thread()
+    """Follow greenlet switches for ``tracker`` and set the trace on the calling thread."""
+    _trace.acquire(tracker._native)
 
 
 def release(tracker) -> None:
-    if tracker in _TRACKERS:
-        _TRACKERS.remove(tracker)
-    if not _TRACKERS:
-        _restore_here()
+    """Stop following for ``tracker``; the last one leaving restores this thread's trace."""
+    _trace.release(tracker._native)

@@ -36,6 +36,7 @@ __all__ = [
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
+    "GreenletTrace",
     "HDF5SchemaError",
     "JSONProfileError",
     "LaneSplit",
@@ -2040,6 +2041,23 @@ class ThreadExitSentinel:
     @property
     def index(self) -> int:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
+
+@final
+class GreenletTrace:
+    """The greenlet trace function shared by every ``track_async`` tracker (one per process,
+    ``_greenlet_hooks._trace``), set with ``greenlet.settrace`` on each followed thread and
+    called by greenlet as ``trace(event, args)`` on the switching thread. On ``"switch"`` /
+    ``"throw"`` each acquired recorder moves the thread's lane to the target greenlet; the
+    thread's previous trace is called after it."""
+
+    def __new__(cls, greenlet: Any) -> GreenletTrace: ...
+    def __call__(self, event: str, args: tuple[Any, Any]) -> Any: ...
+    def follow_current_thread(self) -> None:
+        """Set the trace on the calling thread (idempotent; nothing while no recorder follows)."""
+    def acquire(self, recorder: NativeRecorder) -> None:
+        """Follow switches for ``recorder`` (idempotent); sets the trace on this thread."""
+    def release(self, recorder: NativeRecorder) -> None:
+        """Undo :meth:`acquire`; the last one leaving restores this thread's previous trace."""
 
 @final
 class LoopState:

@@ -150,8 +150,6 @@ class ConcurrencyTracker:
         self._native.refresh_task_names()
 
     # - greenlets -------------------------------------------------------------
-    def _greenlet_switch(self, origin, target) -> None:
-        self._native.greenlet_switch(origin, target)
 
 
 #: Trackers with hooks installed (weak), so a forked child can take them out.

@@ -439,7 +439,12 @@ impl NativeRecorder {
     /// frame if that was unknown), then the thread's lane becomes the target's (a new row,
     /// kind `"greenlet"`, on its first switch in) or, for a main greenlet (no `parent`), the
     /// thread's bare lane.
-    fn greenlet_switch(&self, py: Python<'_>, origin: &Bound<'_, PyAny>, target: &Bound<'_, PyAny>) -> PyResult<()> {
+    pub(crate) fn greenlet_switch(
+        &self,
+        py: Python<'_>,
+        origin: &Bound<'_, PyAny>,
+        target: &Bound<'_, PyAny>,
+    ) -> PyResult<()> {
         let lanes = self.greenlets.get_or_try_init(py, || tasks::GreenletLanes::new(py))?;
         lanes.leave(py, origin)?;
         if target.getattr(pyo3::intern!(py, "parent"))?.is_none() {
