@@ -83,46 +83,50 @@ pub struct ExportArgs<'py> {
     pub verbose: bool,
 }
 
+/// What [`ExportArgs::plan`] decided: the root result sets and the files to write.
+pub struct Planned<'py> {
+    pub roots: Vec<Bound<'py, PyAny>>,
+    pub files: Vec<export_plan::PlannedFile>,
+    /// The `ranks` argument (`None`: rank 0).
+    pub ranks: Option<Vec<i64>>,
+}
+
 impl<'py> ExportArgs<'py> {
-    /// Validate, plan and write `format`; returns the paths written, in order. `note` is
-    /// the text of the `verbose` lines, `{path}` in it replaced by the path.
-    pub fn export(self, format: ExportFormat, note: &str, write: Write<'_>) -> PyResult<Bound<'py, PyList>> {
-        let py = self.profiling_data.py();
+    /// Validate the arguments and plan the files of `format` (errors as [`Self::export`]);
+    /// no root result set plans nothing.
+    pub fn plan(&self, format: ExportFormat) -> PyResult<Planned<'py>> {
         let sets = result_sets(&self.profiling_data)?;
         let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
         let roots: Vec<Bound<'py, PyAny>> =
             export_plan::root_runs(&is_root).map_err(plan_err)?.into_iter().map(|i| sets[i].clone()).collect();
-        let written = PyList::empty(py);
         if roots.is_empty() {
-            return Ok(written);
+            return Ok(Planned { roots, files: Vec::new(), ranks: None });
         }
         let ranks = self.ranks.as_ref().map(requested_ranks).transpose()?;
         let inputs = roots
             .iter()
             .map(|r| run_input(r, self.include.as_ref(), self.exclude.as_ref(), ranks.as_deref().unwrap_or(&[0])))
             .collect::<PyResult<Vec<_>>>()?;
-        let pathlib_path = py.import("pathlib")?.getattr("Path")?;
         let path = target_path(&self.filepath)?;
         let req = Request { format, path: &path, ranks, filtered: self.include.is_some() || self.exclude.is_some() };
+        let files = export_plan::plan(&inputs, &req).map_err(plan_err)?;
+        Ok(Planned { roots, files, ranks: req.ranks })
+    }
+
+    /// Validate, plan and write `format`; returns the paths written, in order. `note` is
+    /// the text of the `verbose` lines, `{path}` in it replaced by the path.
+    pub fn export(self, format: ExportFormat, note: &str, write: Write<'_>) -> PyResult<Bound<'py, PyList>> {
+        let py = self.profiling_data.py();
+        let planned = self.plan(format)?;
+        let written = PyList::empty(py);
+        let pathlib_path = py.import("pathlib")?.getattr("Path")?;
         let print = py.import("builtins")?.getattr("print")?;
-        for file in export_plan::plan(&inputs, &req).map_err(plan_err)? {
-            let native = roots[file.run].call_method0("_native_run")?;
+        for file in planned.files {
+            let native = planned.roots[file.run].call_method0("_native_run")?;
             let native = native.cast::<NativeRun>()?.get();
             let run = Arc::clone(&native.run);
             let paths = py.detach(|| write(&run, &file.selection, &file.path)).map_err(export_err)?;
-            // the exporters leave calls that do not nest out: say so once per rank
-            let analysis = Arc::clone(&native.analysis);
-            let exported: Vec<u32> = analysis
-                .ranks()
-                .into_iter()
-                .filter(|r| req.ranks.as_deref().is_none_or(|want| want.contains(&(*r as i64))))
-                .collect();
-            let a = Arc::clone(&analysis);
-            let reconstructed = exported.clone();
-            py.detach(move || reconstructed.iter().for_each(|&r| drop(a.rank(r))));
-            for r in exported {
-                crate::errors::warn_set_aside(py, &analysis, r)?;
-            }
+            warn_set_aside_ranks(native, planned.ranks.as_deref())?;
             for p in paths {
                 let p = pathlib_path.call1((p,))?;
                 if self.verbose {
@@ -134,6 +138,23 @@ impl<'py> ExportArgs<'py> {
         }
         Ok(written)
     }
+}
+
+/// The exporters leave calls that do not nest out: say so once per rank of `native` among
+/// `ranks` (`None`: every rank), as a `RuntimeWarning`.
+pub(crate) fn warn_set_aside_ranks(native: &NativeRun, ranks: Option<&[i64]>) -> PyResult<()> {
+    Python::attach(|py| {
+        let analysis = Arc::clone(&native.analysis);
+        let exported: Vec<u32> =
+            analysis.ranks().into_iter().filter(|r| ranks.is_none_or(|want| want.contains(&(*r as i64)))).collect();
+        let a = Arc::clone(&analysis);
+        let reconstructed = exported.clone();
+        py.detach(move || reconstructed.iter().for_each(|&r| drop(a.rank(r))));
+        for r in exported {
+            crate::errors::warn_set_aside(py, &analysis, r)?;
+        }
+        Ok(())
+    })
 }
 
 /// Whether `obj` is a result set (it has `_native_run`).

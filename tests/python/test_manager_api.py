@@ -604,3 +604,16 @@ def test_profile_manager_and_profile_config_import_paths(tmp_path):
         "label": "x",
         "gpu_timing_backend": "cupy",
     }
+
+
+def test_to_pstats_of_a_repeated_run_names_its_root_by_the_unique_label():
+    results = sp.read_h5(ROOT / "datasets" / "reference" / "threads.h5", verbose=False)
+    stats = sp.to_pstats([results, results])
+    assert list(stats) == [("threads", 0), ("threads (2)", 0)]
+    first, second = stats[("threads", 0)].stats, stats[("threads (2)", 0)].stats
+    assert ("~", 0, "<threads rank 0>") in first and ("~", 0, "<threads (2) rank 0>") in second
+    renamed = {("~", 0, "<threads rank 0>"): ("~", 0, "<threads (2) rank 0>")}
+    assert {renamed.get(k, k): v[:4] for k, v in first.items()} == {
+        k: v[:4] for k, v in second.items()
+    }
+    assert stats[("threads", 0)].total_calls == stats[("threads (2)", 0)].total_calls > 0

@@ -119,6 +119,7 @@ __all__ = [
     "private_directory",
     "profile_command_argv",
     "profile_format",
+    "pstats_tables",
     "read_h5",
     "read_h5_summary",
     "read_json",
@@ -1765,6 +1766,18 @@ def settings_of_toml(raw: Mapping[str, Any]) -> dict[str, Any]:
 
 # ---------------------------------------------------------------------------------------------
 # recording
+
+def pstats_tables(
+    profiling_data: ProfilingResults | Sequence[ProfilingResults],
+    ranks: int | Sequence[int] | None = None,
+    include: str | Sequence[str] | None = None,
+    exclude: str | Sequence[str] | None = None,
+    call_paths: bool = True,
+) -> list[tuple[str, int, bytes]]:
+    """What ``export_prof`` would write, without a file: one ``marshal``-led pstats dict per
+    (run, rank with calls), ``(unique run label, rank, bytes)``; times in s of the recording
+    clock. ``ValueError`` as ``export_prof`` (no data, unknown rank, no matching region, no
+    calls on any rank asked for)."""
 
 def perf_counter_ns() -> int:
     """The recorder clock (``CLOCK_MONOTONIC``, ns)."""
