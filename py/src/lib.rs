@@ -19,6 +19,7 @@ mod errors;
 mod events;
 mod export;
 mod follow;
+mod fork;
 mod frames;
 mod graphics_exports;
 mod greenlet_hooks;
@@ -58,6 +59,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
+    fork::register(m)?;
     greenlet_hooks::register(m)?;
     call_stack::register(m)?;
     h5reader::register(m)?;

@@ -26,57 +26,21 @@ installed with :func:`set_follow_hook`, called last in ``after_in_child``).
 from __future__ import annotations
 
 import os
-import threading
-import weakref
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-    from typing import Any
+from ._native import ForkHooks
 
-#: Configurations whose recorder keeps a thread table or streams (weak).
-_TRACKED: weakref.WeakSet[Any] = weakref.WeakSet()
-
-#: ``scope-profiler run`` following processes: called last in a forked child.
-_follow_hook: Callable[[], None] | None = None
-
-
-def set_follow_hook(hook: Callable[[], None] | None) -> None:
-    """Install (None: remove) the hook a forked child calls after taking its view of the
-    inherited recorders (``_follow.restart_in_child``)."""
-    global _follow_hook
-    _follow_hook = hook
-
-
-def track(config) -> None:
-    """Note the process that set ``config`` up; remember it if its recorder keeps a thread
-    table."""
-    config._owner_pid = os.getpid()
-    # a streaming recorder (flush_interval) too: a fork during a flush must not leave the
-    # child's checkpoint turn taken by a thread it does not have
-    if getattr(config, "track_threads", False) or getattr(config, "flush_interval", None):
-        _TRACKED.add(config)
-
-
-def inherited(config) -> bool:
-    """Whether ``config`` was set up by another process (this one is a forked child): its
-    ``setup()``/``session()`` then replaces the inherited run without ``replace=True``."""
-    owner = getattr(config, "_owner_pid", None)
-    return owner is not None and owner != os.getpid()
-
-
-def _before_fork() -> None:
-    for config in list(_TRACKED):
-        config._native._before_fork()
-
-
-def _after_fork_in_child() -> None:
-    native_id = threading.get_native_id()
-    for config in list(_TRACKED):
-        config._native._after_fork_in_child(native_id)
-    if _follow_hook is not None:
-        _follow_hook()
-
+#: The process's fork handlers (Rust): the configurations whose recorder keeps a thread
+#: table or streams (weak), and the follow hook.
+_HOOKS = ForkHooks()
+#: ``track(config)``: note the process that set ``config`` up; remember it if its recorder
+#: keeps a thread table or streams.
+track = _HOOKS.track
+#: ``inherited(config)``: whether ``config`` was set up by another process (this one is a
+#: forked child); its ``setup()``/``session()`` then replaces the inherited run.
+inherited = _HOOKS.inherited
+#: ``set_follow_hook(hook)``: install (None: remove) the hook a forked child calls after
+#: taking its view of the inherited recorders (``_follow.restart_in_child``).
+set_follow_hook = _HOOKS.set_follow_hook
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)
+    os.register_at_fork(before=_HOOKS.before_fork, after_in_child=_HOOKS.after_fork_in_child)
