@@ -172,7 +172,7 @@ fn summary_text(run: &NativeRun, title: &str) -> String {
 /// leading Python interpreter of `command` dropped). `ValueError` without a script,
 /// `NotImplementedError` for `mpi_calls`.
 #[pyfunction]
-fn profile_command_argv(
+pub(crate) fn profile_command_argv(
     command: Vec<String>,
     executable: &str,
     output: Option<String>,

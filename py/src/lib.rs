@@ -25,6 +25,7 @@ mod json_export;
 mod manager_api;
 mod merge;
 mod metadata;
+mod mpi;
 mod mpi_region;
 mod native_trace;
 mod options;
@@ -61,6 +62,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     profile_io::register(m)?;
     cli::register(m)?;
     manager_api::register(m)?;
+    mpi::register(m)?;
     metadata::register(m)?;
     environment::register(m)?;
     follow::register(m)?;
