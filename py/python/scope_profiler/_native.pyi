@@ -37,6 +37,7 @@ __all__ = [
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
+    "ExitHook",
     "HDF5SchemaError",
     "JSONProfileError",
     "LaneSplit",
@@ -47,6 +48,7 @@ __all__ = [
     "NativeRun",
     "NativeTracer",
     "NestingError",
+    "PlainWarnings",
     "ProfileRegion",
     "ProfiledFunction",
     "ProfilingConfigBase",
@@ -82,10 +84,13 @@ __all__ = [
     "check_sampling",
     "check_setting_names",
     "cli_after_run",
+    "cli_end_of_run",
     "cli_main",
     "create_html_report",
+    "describe_current_process",
     "describe_process",
     "enabled_tags_from_env",
+    "end_hosting",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -99,9 +104,11 @@ __all__ = [
     "export_timeline_svg",
     "finalize_summary_title",
     "find_traces",
+    "finish_followed",
     "followed_recording",
     "guard_sigterm",
     "instrument_plan",
+    "join_non_daemon_threads",
     "lane_groups",
     "lazy_names",
     "load",
@@ -113,6 +120,7 @@ __all__ = [
     "manager_run_script",
     "manager_setup_from_env",
     "merge_results",
+    "module_not_found",
     "mpi_comm",
     "mpi_configure",
     "mpi_finalize",
@@ -126,6 +134,7 @@ __all__ = [
     "output_settings",
     "package_attribute",
     "perf_counter_ns",
+    "print_script_error",
     "private_directory",
     "profile_command_argv",
     "profile_format",
@@ -138,11 +147,13 @@ __all__ = [
     "read_profile_summary",
     "read_trace",
     "relative_source_path",
+    "run_as_main",
     "sampled_step",
     "setting_defaults",
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "show_profiler_warnings_plainly",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
@@ -153,6 +164,7 @@ __all__ = [
     "unique_labels",
     "unknown_setting_error",
     "unsupported_names",
+    "write_before_os_exit",
     "write_json",
     "write_profile",
 ]
@@ -1067,6 +1079,87 @@ def cli_after_run(
 # ---------------------------------------------------------------------------------------------
 # following processes (``scope_profiler._follow``)
 
+def describe_current_process(parent: bool, forked: bool) -> str:
+    """``describe_process`` of this process: ``os.getpid()``, its parent ``os.getppid()``
+    unless ``parent``, the ``multiprocessing`` process's name when that module is loaded,
+    ``sys.argv`` and ``sys.orig_argv``; ``forked``: forked from a followed process."""
+
+@final
+class ExitHook:
+    """``os._exit`` wrapped by ``write_before_os_exit``: in the process that wrapped it,
+    ``finish(status)`` runs first (whatever it raises is one line on stderr), then the
+    replaced ``os._exit``."""
+
+    def __call__(self, status: int) -> Any:
+        """``finish(status)``, then the replaced ``os._exit(status)``."""
+    def undo(self) -> None:
+        """Put back the replaced ``os._exit`` if this hook is still ``os._exit``."""
+
+def write_before_os_exit(finish: Callable[[int], object]) -> Callable[[], None]:
+    """Wrap ``os._exit`` (an ``ExitHook``) so that in this process ``finish(status)`` runs
+    first - writing the profile - and the exit goes ahead whatever happened. Returns the
+    callable that takes it out again."""
+
+def finish_followed(session: Any, describe: Callable[[], str]) -> bool:
+    """Write the file of a followed process's own recording (``session``): nothing when the
+    program replaced or finalized the run itself; no file when it recorded nothing but the
+    session or its run is over; else metadata ``process`` = ``describe()`` and the session
+    ended. False when the write failed (one line on stderr), else True."""
+
+@final
+class PlainWarnings:
+    """The ``warnings.showwarning`` of ``run``: a warning raised from the package's own files
+    is the line ``scope-profiler[ [process]]: Category: message``; others go to the
+    ``showwarning`` it replaced."""
+
+    def __call__(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        """Show one warning (a closed stream loses it, as ``warnings``' own does)."""
+
+def show_profiler_warnings_plainly() -> None:
+    """Install ``PlainWarnings`` as ``warnings.showwarning`` (once)."""
+
+def join_non_daemon_threads() -> None:
+    """Wait for the non-daemon threads other than the main thread, as interpreter shutdown
+    would. An exception raised while waiting (a signal handler's) propagates."""
+
+def print_script_error(exc: BaseException, runner: str) -> None:
+    """Print ``exc``'s traceback on stderr without the leading frames of ``runner`` (a file
+    name) and runpy's."""
+
+def run_as_main(script: str, traced: bool, module: str | None) -> None:
+    """Run ``script`` as ``__main__`` (``module``: ``runpy.run_module(alter_sys=True)``, as
+    ``python -m``); ``traced``, inside ``ProfileManager.region(<file name or module>)``. The
+    script's exceptions propagate."""
+
+def module_not_found(module: str) -> bool:
+    """Whether ``python -m module`` would say "No module named" (looked up with the working
+    directory first on ``sys.path``)."""
+
+def end_hosting(manager: Any) -> None:
+    """The script's own ``setup()``/``session()`` no longer join ``run``'s session: ending
+    it now finalizes the run."""
+
+def cli_end_of_run(
+    request: dict[str, Any],
+    output: _Path,
+    recording: _Path,
+    processes: _Path | None,
+    pid: int,
+    argv: list[str],
+    code: int,
+) -> int:
+    """The end of ``run`` once the session wrote ``recording``: with ``--no-output``
+    nothing; else ``cli_after_run`` with ``ProfileManager._last_written_run`` and the loaded
+    event-loop modules. The exit code: ``code``, or 1 instead of 0 when that failed."""
+
 def describe_process(
     pid: int,
     parent_pid: int | None,
@@ -1652,7 +1745,11 @@ def manager_instrument(
     replaced; ``TypeError`` for globs that are not strings."""
 
 def manager_run(
-    manager: Any, func: Callable[..., Any], args: tuple[Any, ...], output: Any, session_kwargs: dict[str, Any]
+    manager: Any,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    output: Any,
+    session_kwargs: dict[str, Any],
 ) -> Any:
     """``ProfileManager.run``: ``func(*args)`` inside ``manager.session(**session_kwargs)``
     (``verbose=False``, ``return_results=True`` unless given; ``output=`` when not None);
@@ -1685,7 +1782,11 @@ def manager_profile_script(
     The ``ProfilingResults``."""
 
 def manager_profile_command(
-    command: Iterable[_Path], output: _Path | None, recursive: object, all: object, mpi_calls: object
+    command: Iterable[_Path],
+    output: _Path | None,
+    recursive: object,
+    all: object,
+    mpi_calls: object,
 ) -> Any:
     """``ProfileManager.profile_command``: run ``command`` under ``python -m scope_profiler
     run -q -o OUTPUT ...`` (``profile_command_argv``) and wait; the
@@ -1862,7 +1963,12 @@ def mpi_configure(config: Any) -> None:
     ``omp_num_threads``) in its metadata and drop ``num_nodes`` (gathered at finalize)."""
 
 def mpi_finalize(
-    manager: Any, config: Any, *, verbose: object, return_results: object, native: Iterable[Any] | None = None
+    manager: Any,
+    config: Any,
+    *,
+    verbose: object,
+    return_results: object,
+    native: Iterable[Any] | None = None,
 ) -> Any:
     """The collective MPI ``finalize()`` (every rank calls it): rank 0 gathers every rank's
     run (``MPI.BYTE`` messages of at most 1 GiB), stacks and writes them; its outcome is
