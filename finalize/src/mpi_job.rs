@@ -1,7 +1,7 @@
-//! The decisions of a collective `finalize()` under MPI that need no MPI: the metadata a
-//! rank's configuration gets, how a rank's encoded run is cut into messages to rank 0, and
-//! the texts of its refusals and failures. The MPI calls themselves (`allgather`, `Send`,
-//! `Recv`, `bcast`) are mpi4py's, made by the bindings (`py/src/mpi.rs`).
+//! The decisions of a collective `finalize()` under MPI that need no MPI: how a rank's
+//! encoded run is cut into messages to rank 0, and the texts of its refusals and failures.
+//! The MPI calls themselves (`allgather`, `Send`, `Recv`, `bcast`) are mpi4py's, made by
+//! the bindings (`py/src/mpi.rs`).
 
 /// Tag of the messages carrying a rank's run to rank 0.
 pub const RUN_TAG: i32 = 0x5C0F;
@@ -17,12 +17,6 @@ pub const PARALLEL_WITH_THREADS: &str = "output_mode='parallel' cannot be combin
 /// `chunk` bytes, in order; none for an empty payload.
 pub fn message_ranges(len: usize, chunk: usize) -> Vec<(usize, usize)> {
     (0..len).step_by(chunk.max(1)).map(|start| (start, (start + chunk.max(1)).min(len))).collect()
-}
-
-/// `total_cores` of a job of `size` ranks, each running `omp_num_threads` threads (None:
-/// the metadata has no true value for it, counted as 1).
-pub fn total_cores(size: i64, omp_num_threads: Option<i64>) -> i64 {
-    size * omp_num_threads.unwrap_or(1)
 }
 
 /// Whether a collective finalize has anything to do: a file to write or results to return.
@@ -62,12 +56,6 @@ mod tests {
         assert_eq!(message_ranges(8, 4), vec![(0, 4), (4, 8)]);
         assert_eq!(message_ranges(9, 4), vec![(0, 4), (4, 8), (8, 9)]);
         assert_eq!(message_ranges(5, CHUNK), vec![(0, 5)]);
-    }
-
-    #[test]
-    fn total_cores_counts_one_thread_when_unknown() {
-        assert_eq!(total_cores(4, Some(8)), 32);
-        assert_eq!(total_cores(4, None), 4);
     }
 
     #[test]

@@ -12,7 +12,6 @@
 //! waiting. Rank 0 returns the job's results, other ranks an empty result set flagged
 //! `is_root=False`. `output_mode="parallel"` with `track_threads` is refused first.
 use pyo3::exceptions::{PyException, PyImportError, PyRuntimeError};
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PySet, PySlice};
 use scope_profiler_cli::report;
@@ -54,30 +53,6 @@ fn mpi_comm(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
         Err(e) if e.is_instance_of::<PyImportError>(py) => Ok(None),
         Err(e) => Err(e),
     }
-}
-
-/// `mpi_configure(config)`: attach the communicator, rank and size to a new
-/// `ProfilingConfig` (`_comm`, `_rank`, `_size`: None, 0, 1 outside MPI) and, for a rank,
-/// set `mpi_size` and `total_cores` (ranks x `omp_num_threads`) in its metadata and drop
-/// `num_nodes` (gathered at `finalize()`).
-#[pyfunction]
-fn mpi_configure(py: Python<'_>, config: &Bound<'_, PyAny>) -> PyResult<()> {
-    let comm = mpi_comm(py)?;
-    config.setattr(intern!(py, "_comm"), &comm)?;
-    let Some(comm) = comm else {
-        config.setattr(intern!(py, "_rank"), 0)?;
-        return config.setattr(intern!(py, "_size"), 1);
-    };
-    config.setattr(intern!(py, "_rank"), comm.call_method0("Get_rank")?)?;
-    let size: i64 = comm.call_method0("Get_size")?.extract()?;
-    config.setattr(intern!(py, "_size"), size)?;
-    let metadata = config.getattr(intern!(py, "metadata"))?;
-    metadata.set_item("mpi_size", size)?;
-    let omp = metadata.call_method1("get", ("omp_num_threads", 1))?;
-    let omp = if omp.is_truthy()? { Some(py.get_type::<pyo3::types::PyInt>().call1((omp,))?.extract()?) } else { None };
-    metadata.set_item("total_cores", mpi_job::total_cores(size, omp))?;
-    metadata.call_method1("pop", ("num_nodes", py.None()))?;
-    Ok(())
 }
 
 /// `dict(value)`.
@@ -294,7 +269,6 @@ fn mpi_finalize<'py>(
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(mpi_launched, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_comm, m)?)?;
-    m.add_function(wrap_pyfunction!(mpi_configure, m)?)?;
     m.add_function(wrap_pyfunction!(mpi_finalize, m)?)?;
     m.add("MPI_PARALLEL_WITH_THREADS", mpi_job::PARALLEL_WITH_THREADS)?;
     Ok(())

@@ -122,7 +122,6 @@ __all__ = [
     "merge_results",
     "module_not_found",
     "mpi_comm",
-    "mpi_configure",
     "mpi_finalize",
     "mpi_launch_from_env",
     "mpi_launched",
@@ -1956,11 +1955,6 @@ def mpi_launched() -> bool:
 def mpi_comm() -> Any:
     """``MPI.COMM_WORLD`` for an MPI rank (imports mpi4py, which initialises MPI), else None
     (also when mpi4py cannot be imported)."""
-
-def mpi_configure(config: Any) -> None:
-    """Attach ``_comm``, ``_rank``, ``_size`` (None, 0, 1 outside MPI) to a new
-    ``ProfilingConfig``; for a rank also set ``mpi_size`` and ``total_cores`` (ranks x
-    ``omp_num_threads``) in its metadata and drop ``num_nodes`` (gathered at finalize)."""
 
 def mpi_finalize(
     manager: Any,
