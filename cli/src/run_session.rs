@@ -329,6 +329,27 @@ pub fn profile_command_argv(
     Ok((argv, output))
 }
 
+/// A warning the profiler raises from its own code, as `run` prints it (without the
+/// profiler's file and line): `scope-profiler: Category: message`, or in a process `run`
+/// follows `scope-profiler [<its description>]: Category: message`; one line.
+pub fn plain_warning(process: Option<&str>, category: &str, message: &str) -> String {
+    match process {
+        Some(who) => format!("scope-profiler [{who}]: {category}: {message}\n"),
+        None => format!("scope-profiler: {category}: {message}\n"),
+    }
+}
+
+/// The line of a process `run` follows whose file could not be written (its exit status
+/// stands).
+pub fn followed_write_failure(pid: u32, error: &str) -> String {
+    format!("scope-profiler: process {pid} could not write its profile: {error}")
+}
+
+/// The line when finishing the profile before `os._exit` failed (the exit goes ahead).
+pub fn exit_write_failure(error: &str) -> String {
+    format!("scope-profiler: the profile was not written: {error}")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -513,5 +534,22 @@ mod tests {
         assert_eq!(started_marker("/t/d.x/01-7.h5"), "/t/d.x/01-7.started");
         assert_eq!(started_marker("/t/d.x/.h5"), "/t/d.x/.h5.started");
         assert_eq!(started_marker("noext"), "noext.started");
+    }
+
+    #[test]
+    fn profiler_lines_name_the_process_and_the_failure() {
+        assert_eq!(
+            plain_warning(None, "RuntimeWarning", "1 call(s) still open"),
+            "scope-profiler: RuntimeWarning: 1 call(s) still open\n"
+        );
+        assert_eq!(
+            plain_warning(Some("pid 7 (child of 3): python -c x"), "RuntimeWarning", "m"),
+            "scope-profiler [pid 7 (child of 3): python -c x]: RuntimeWarning: m\n"
+        );
+        assert_eq!(
+            followed_write_failure(42, "disk full"),
+            "scope-profiler: process 42 could not write its profile: disk full"
+        );
+        assert_eq!(exit_write_failure("boom"), "scope-profiler: the profile was not written: boom");
     }
 }

@@ -14,6 +14,7 @@
 //!   system calls, without a subprocess.
 //! * [`settings`]: the settings of `setup()`: names, defaults, validation (the reference's words).
 //! * [`run_metadata`]: the run's `/metadata` at `setup()` (host, versions, a job's environment).
+//! * [`mpi_job`]: a collective `finalize()` under MPI: messages to rank 0, texts.
 //! * [`native_regions`]: one rank's regions of C/Fortran output, for `finalize(native_traces=)`.
 //! * [`metadata_scopes`]: `metadata()` scopes (entry/exit times and values) applied to the
 //!   calls they contain at a checkpoint; nothing per call.
@@ -28,6 +29,7 @@ pub mod checkpoint;
 pub mod environment;
 pub mod host;
 pub mod metadata_scopes;
+pub mod mpi_job;
 pub mod native_regions;
 pub mod pausing;
 pub mod run_metadata;

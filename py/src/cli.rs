@@ -8,6 +8,9 @@ use scope_profiler_cli::run_session::{self, SessionValue};
 use scope_profiler_cli::sigterm_guard;
 use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
 
+use pyo3::exceptions::{PyImportError, PyOSError, PyValueError};
+
+use crate::manager_api::within;
 use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
@@ -172,7 +175,7 @@ fn summary_text(run: &NativeRun, title: &str) -> String {
 /// leading Python interpreter of `command` dropped). `ValueError` without a script,
 /// `NotImplementedError` for `mpi_calls`.
 #[pyfunction]
-fn profile_command_argv(
+pub(crate) fn profile_command_argv(
     command: Vec<String>,
     executable: &str,
     output: Option<String>,
@@ -218,8 +221,223 @@ fn sigterm_taken() -> bool {
     sigterm_guard::taken(libc::SIGTERM)
 }
 
+/// `print(text, file=sys.stderr)`: after what Python printed there before.
+pub(crate) fn print_to_stderr(py: Python<'_>, text: &str) -> PyResult<()> {
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
+    py.import("builtins")?.getattr("print")?.call((text,), Some(&kwargs))?;
+    Ok(())
+}
+
+/// `join_non_daemon_threads()`: wait for the script's non-daemon threads (other than the
+/// main thread), as interpreter shutdown would, so their calls are recorded before the
+/// session finalizes. An exception raised while waiting (a signal handler's) propagates.
+#[pyfunction]
+fn join_non_daemon_threads(py: Python<'_>) -> PyResult<()> {
+    let threading = py.import("threading")?;
+    let main = threading.call_method0("main_thread")?;
+    for thread in threading.call_method0("enumerate")?.try_iter()? {
+        let thread = thread?;
+        if !thread.is(&main)
+            && !thread.getattr("daemon")?.is_truthy()?
+            && thread.call_method0("is_alive")?.is_truthy()?
+        {
+            thread.call_method0("join")?;
+        }
+    }
+    Ok(())
+}
+
+/// `os.path.dirname(os.path.abspath(path))`.
+fn directory_of(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
+    let os_path = py.import("os.path")?;
+    os_path.call_method1("dirname", (os_path.call_method1("abspath", (path,))?,))?.extract()
+}
+
+/// The `warnings.showwarning` of `run` and of the processes it follows: a warning raised
+/// from the package's own files is one plain line ([`run_session::plain_warning`]: in a
+/// followed process naming it, `_follow.describe_process()`); any other goes to the
+/// `showwarning` it replaced.
+#[pyclass(frozen, module = "scope_profiler._cli")]
+pub struct PlainWarnings {
+    shown: Py<PyAny>,
+    package_dir: String,
+}
+
+#[pymethods]
+impl PlainWarnings {
+    /// Show one warning (`warnings.showwarning`'s arguments); a write to a closed stream
+    /// (`OSError`, `ValueError`) loses the warning, as `warnings`' own does.
+    #[pyo3(signature = (message, category, filename, lineno, file=None, line=None))]
+    #[allow(clippy::too_many_arguments)]
+    fn __call__(
+        &self,
+        py: Python<'_>,
+        message: Bound<'_, PyAny>,
+        category: Bound<'_, PyAny>,
+        filename: Bound<'_, PyAny>,
+        lineno: Bound<'_, PyAny>,
+        file: Option<Bound<'_, PyAny>>,
+        line: Option<Bound<'_, PyAny>>,
+    ) -> PyResult<()> {
+        if directory_of(py, &filename)? != self.package_dir {
+            self.shown.bind(py).call1((message, category, filename, lineno, file, line))?;
+            return Ok(());
+        }
+        let out = match file.filter(|f| !f.is_none()) {
+            Some(file) => file,
+            None => py.import("sys")?.getattr("stderr")?,
+        };
+        // in a process `run` follows, which one (stop 25 new-user trial)
+        let follow = py.import("sys")?.getattr("modules")?.call_method1("get", ("scope_profiler._follow",))?;
+        let mut who = None;
+        if !follow.is_none() && follow.getattr("followed_pid")?.eq(std::process::id())? {
+            who = Some(follow.call_method0("describe_process")?.extract::<String>()?);
+        }
+        let category: String = category.getattr("__name__")?.extract()?;
+        let text = run_session::plain_warning(who.as_deref(), &category, &message.str()?.to_string());
+        match out.call_method1("write", (text,)) {
+            Err(e) if e.is_instance_of::<PyOSError>(py) || e.is_instance_of::<PyValueError>(py) => Ok(()),
+            Err(e) => Err(e),
+            Ok(_) => Ok(()),
+        }
+    }
+}
+
+/// `show_profiler_warnings_plainly()`: under `run` (and in the processes it follows) a
+/// warning the profiler raises from its own code is printed as `scope-profiler:
+/// RuntimeWarning: ...`, without the profiler's file and line (installs [`PlainWarnings`]
+/// as `warnings.showwarning`, once). Every other warning is shown as before.
+#[pyfunction]
+fn show_profiler_warnings_plainly(py: Python<'_>) -> PyResult<()> {
+    let warnings = py.import("warnings")?;
+    let shown = warnings.getattr("showwarning")?;
+    if shown.is_instance_of::<PlainWarnings>() {
+        return Ok(());
+    }
+    let package_dir = directory_of(py, &py.import("scope_profiler")?.getattr("__file__")?)?;
+    warnings.setattr("showwarning", PlainWarnings { shown: shown.unbind(), package_dir })
+}
+
+/// `print_script_error(exc, runner)`: print the script's traceback on stderr without the
+/// frames of `runner` (the file that ran it) and runpy's.
+#[pyfunction]
+fn print_script_error(py: Python<'_>, exc: &Bound<'_, PyAny>, runner: &str) -> PyResult<()> {
+    let runpy: String = py.import("runpy")?.getattr("__file__")?.extract()?;
+    // runpy's frames are "<frozen runpy>" where the module is frozen (3.11+ builds)
+    let ours = [runner, runpy.as_str(), "<frozen runpy>"];
+    let mut tb = exc.getattr("__traceback__")?;
+    while !tb.is_none() {
+        let file: String = tb.getattr("tb_frame")?.getattr("f_code")?.getattr("co_filename")?.extract()?;
+        if !ours.contains(&file.as_str()) {
+            break;
+        }
+        tb = tb.getattr("tb_next")?;
+    }
+    let kwargs = PyDict::new(py);
+    kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
+    py.import("traceback")?.call_method("print_exception", (exc.get_type(), exc, tb), Some(&kwargs))?;
+    Ok(())
+}
+
+/// `run_as_main(script, traced, module)`: run `script` as `__main__` (`module`: that module,
+/// as `python -m` does: `runpy.run_module(alter_sys=True)`); `traced`, inside the
+/// manager's region named after the script's file name (the reference's root region of
+/// `run --recursive`) or the module's name. The script's exceptions propagate.
+#[pyfunction]
+fn run_as_main(py: Python<'_>, script: &str, traced: bool, module: Option<&str>) -> PyResult<()> {
+    let run = |_: Bound<'_, PyAny>| -> PyResult<()> {
+        let runpy = py.import("runpy")?;
+        let kwargs = PyDict::new(py);
+        kwargs.set_item("run_name", "__main__")?;
+        match module {
+            Some(module) => {
+                kwargs.set_item("alter_sys", true)?;
+                runpy.call_method("run_module", (module,), Some(&kwargs))?
+            }
+            None => runpy.call_method("run_path", (script,), Some(&kwargs))?,
+        };
+        Ok(())
+    };
+    if !traced {
+        return run(py.None().into_bound(py));
+    }
+    let name = match module {
+        Some(module) => module.to_string(),
+        None => py.import("os.path")?.call_method1("basename", (script,))?.extract()?,
+    };
+    let manager = py.import("scope_profiler._manager")?.getattr("ProfileManager")?;
+    within(&manager.call_method1("region", (name,))?, run).map(drop)
+}
+
+/// `module_not_found(module) -> bool`: whether `python -m module` would say "No module
+/// named": looked up as it does, the working directory first on `sys.path` (the console
+/// script's `sys.path[0]` is its bin directory; issue 14, second new-user trial).
+#[pyfunction]
+fn module_not_found(py: Python<'_>, module: &str) -> PyResult<bool> {
+    let path = py.import("sys")?.getattr("path")?;
+    path.call_method1("insert", (0, py.import("os")?.call_method0("getcwd")?))?;
+    let found = py.import("importlib.util").and_then(|util| util.call_method1("find_spec", (module,)));
+    path.call_method1("pop", (0,))?;
+    match found {
+        Ok(spec) => Ok(spec.is_none()),
+        Err(e) if e.is_instance_of::<PyImportError>(py) || e.is_instance_of::<PyValueError>(py) => Ok(true),
+        Err(e) => Err(e),
+    }
+}
+
+/// `end_hosting(manager)`: the script's own `setup()`/`session()` no longer join `run`'s
+/// session (`_host_config` None, `_joined` emptied): ending it now finalizes the run.
+#[pyfunction]
+pub(crate) fn end_hosting(manager: &Bound<'_, PyAny>) -> PyResult<()> {
+    manager.setattr("_host_config", manager.py().None())?;
+    manager.getattr("_joined")?.call_method0("clear")?;
+    Ok(())
+}
+
+/// `cli_end_of_run(request, output, recording, processes, pid, argv, code) -> int`: the end of
+/// `run` once the session wrote `recording`: nothing more with `--no-output` (the session
+/// printed its summary); else `cli_after_run` with the run the session just wrote
+/// (`ProfileManager._last_written_run`) and the event-loop modules loaded (`asyncio`,
+/// `gevent`). The exit code: `code`, or 1 instead of 0 when that failed.
+#[pyfunction]
+#[allow(clippy::too_many_arguments)]
+fn cli_end_of_run(
+    py: Python<'_>,
+    request: &Bound<'_, PyDict>,
+    output: PathBuf,
+    recording: PathBuf,
+    processes: Option<PathBuf>,
+    pid: u32,
+    argv: Vec<String>,
+    code: i32,
+) -> PyResult<i32> {
+    if request.get_item("no_output")?.map(|v| v.is_truthy()).transpose()?.unwrap_or(false) {
+        return Ok(code);
+    }
+    let manager = py.import("scope_profiler._manager")?.getattr("ProfileManager")?;
+    let recorded = manager.getattr("_last_written_run")?;
+    let recorded = recorded.extract::<Option<PyRef<'_, NativeRun>>>()?;
+    let modules = py.import("sys")?.getattr("modules")?;
+    let mut event_loops = Vec::new();
+    for name in ["asyncio", "gevent"] {
+        if modules.contains(name)? {
+            event_loops.push(name.to_string());
+        }
+    }
+    cli_after_run(py, request, output, recording, code, pid, argv, processes, recorded, event_loops)
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(guard_sigterm, m)?)?;
+    m.add_class::<PlainWarnings>()?;
+    m.add_function(wrap_pyfunction!(join_non_daemon_threads, m)?)?;
+    m.add_function(wrap_pyfunction!(show_profiler_warnings_plainly, m)?)?;
+    m.add_function(wrap_pyfunction!(print_script_error, m)?)?;
+    m.add_function(wrap_pyfunction!(run_as_main, m)?)?;
+    m.add_function(wrap_pyfunction!(module_not_found, m)?)?;
+    m.add_function(wrap_pyfunction!(end_hosting, m)?)?;
+    m.add_function(wrap_pyfunction!(cli_end_of_run, m)?)?;
     m.add_function(wrap_pyfunction!(sigterm_taken, m)?)?;
     m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;

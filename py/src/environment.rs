@@ -10,7 +10,7 @@ use scope_profiler_finalize::environment::{self as env, EnvSetting};
 /// (`recursive_profile`), `_AUTO_FINALIZE` (`auto_finalize`; booleans: true for
 /// 1/true/yes/on, any case) and `_CONFIG` (`config_path`), in that order, unset ones left out.
 #[pyfunction]
-fn setup_from_env_settings(py: Python<'_>) -> PyResult<Vec<(&'static str, Bound<'_, PyAny>)>> {
+pub(crate) fn setup_from_env_settings(py: Python<'_>) -> PyResult<Vec<(&'static str, Bound<'_, PyAny>)>> {
     env::setup_from_process_env()
         .into_iter()
         .map(|(name, value)| {

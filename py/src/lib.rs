@@ -28,6 +28,7 @@ mod json_export;
 mod manager_api;
 mod merge;
 mod metadata;
+mod mpi;
 mod mpi_region;
 mod native_trace;
 mod options;
@@ -69,6 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     profile_io::register(m)?;
     cli::register(m)?;
     manager_api::register(m)?;
+    mpi::register(m)?;
     metadata::register(m)?;
     environment::register(m)?;
     follow::register(m)?;

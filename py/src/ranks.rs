@@ -65,6 +65,18 @@ fn _stack_runs(
     file_path: String,
     write_file: bool,
 ) -> PyResult<NativeRun> {
+    stack_runs(py, parts, metadata, num_ranks, file_path, write_file)
+}
+
+/// [`_stack_runs`], for the bindings (the MPI finalize of rank 0).
+pub(crate) fn stack_runs(
+    py: Python<'_>,
+    parts: Vec<(u32, Bound<'_, PyAny>)>,
+    metadata: Option<&Bound<'_, PyDict>>,
+    num_ranks: Option<u32>,
+    file_path: String,
+    write_file: bool,
+) -> PyResult<NativeRun> {
     let mut runs = Vec::with_capacity(parts.len());
     for (offset, obj) in &parts {
         runs.push((*offset, run_of(obj)?));

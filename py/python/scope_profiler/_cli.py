@@ -3,80 +3,24 @@
 The grammar and every file-reading subcommand (``summary``, ``threads``, ``export``) are
 Rust (``scope_profiler._native.cli_main``). ``run`` needs this interpreter: the script is
 executed here as ``__main__`` inside ``ProfileManager.session(...)``, then Rust prints the
-summary and writes the speedscope file.
+summary and writes the speedscope file. What is not the signals' handling and the order of
+the run's steps is Rust too (``py/src/cli.rs``): running the script (``run_as_main``), the
+plain warnings (``show_profiler_warnings_plainly``), the end of the run (``cli_end_of_run``).
 """
 
 from __future__ import annotations
 
 import os
-import runpy
 import signal
 import sys
-import threading
 from collections.abc import Iterator
 from contextlib import contextmanager, nullcontext
 
 from . import _follow, _native
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
-if TYPE_CHECKING:
-    from typing import Any
-
-
-def _join_non_daemon_threads() -> None:
-    """Wait for the script's non-daemon threads, as interpreter shutdown would, so their
-    calls are recorded before the session finalizes."""
-    main = threading.main_thread()
-    for thread in threading.enumerate():
-        if thread is not main and not thread.daemon and thread.is_alive():
-            thread.join()
-
-
-#: The package's directory: warnings raised by its own modules have no line of the user's.
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
-
-
-def show_profiler_warnings_plainly() -> None:
-    """Under ``run`` (and in the processes it follows): a warning the profiler raises from
-    its own code - calls still open at the end, a call graph not recorded - is printed as
-    ``scope-profiler: RuntimeWarning: ...``, without the profiler's file and line, which
-    say nothing to the user (issue 14, third new-user trial: ``_cli.py:194`` and
-    ``_follow.py:350``). Every other warning is shown as before."""
-    import warnings
-
-    shown = warnings.showwarning
-    if getattr(shown, "_scope_profiler_plain", False):
-        return
-
-    def show(message, category, filename, lineno, file=None, line=None):
-        if os.path.dirname(os.path.abspath(filename)) != _PACKAGE_DIR:
-            return shown(message, category, filename, lineno, file, line)
-        out = sys.stderr if file is None else file
-        # in a process `run` follows, which one (stop 25 new-user trial: a killed worker's
-        # "still open ... on thread #0" did not say which of ten processes)
-        follow = sys.modules.get("scope_profiler._follow")
-        who = ""
-        if follow is not None and follow.followed_pid == os.getpid():
-            who = f" [{follow.describe_process()}]"
-        try:
-            out.write(f"scope-profiler{who}: {category.__name__}: {message}\n")
-        except (OSError, ValueError):  # stderr closed: the warning is lost, as warnings' own
-            pass
-
-    show._scope_profiler_plain = True  # type: ignore[attr-defined]
-    warnings.showwarning = show
-
-
-def _print_script_error(exc: BaseException) -> None:
-    """Print the script's traceback without this module's and runpy's frames."""
-    tb = exc.__traceback__
-    # runpy's frames are "<frozen runpy>" where the module is frozen (3.11+ builds)
-    ours = (__file__, runpy.__file__, "<frozen runpy>")
-    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
-        tb = tb.tb_next
-    import traceback
-
-    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
+#: Under ``run`` (and in the processes it follows) a warning the profiler raises from its
+#: own code is one plain line, without the profiler's file and line (issue 14).
+show_profiler_warnings_plainly = _native.show_profiler_warnings_plainly
 
 
 class _Terminated(BaseException):
@@ -141,46 +85,14 @@ def _terminate_writes_profile() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
-def _run_path(script: str, traced: bool, module: str | None = None) -> None:
-    """Run ``script`` as ``__main__`` (``module``: that module, as ``python -m`` does);
-    traced, inside a region named after the script's file name (the reference's root region
-    of ``run --recursive``, e.g. ``app.py``) or the module's name."""
-
-    def run() -> None:
-        if module is not None:
-            runpy.run_module(module, run_name="__main__", alter_sys=True)
-        else:
-            runpy.run_path(script, run_name="__main__")
-
-    if not traced:
-        run()
-        return
-    from ._manager import ProfileManager
-
-    with ProfileManager.region(module if module is not None else os.path.basename(script)):
-        run()
-
-
 def _run_script(req: dict) -> int:
     from ._manager import ProfileManager
 
     script, module = req["script"], req.get("module")
-    if module is not None:
-        import importlib.util
-
-        # looked up as python -m looks it up: the working directory first on sys.path (the
-        # console script's sys.path[0] is its bin directory; issue 14, second new-user
-        # trial: a module in the working directory was "not found")
-        sys.path.insert(0, os.getcwd())
-        try:
-            found = importlib.util.find_spec(module) is not None
-        except (ImportError, ValueError):
-            found = False
-        finally:
-            sys.path.pop(0)
-        if not found:  # as python -m says it; a usage error, exit 2 like a missing script
-            print(f"error: No module named {module!r}", file=sys.stderr)
-            return 2
+    if module is not None and _native.module_not_found(module):
+        # as python -m says it; a usage error, exit 2 like a missing script
+        print(f"error: No module named {module!r}", file=sys.stderr)
+        return 2
     output = os.path.abspath(req["output"])
     # the HDF5 file the run writes: the output itself, or a temporary beside a JSON output
     recording = os.path.abspath(req["recording"])
@@ -198,6 +110,7 @@ def _run_script(req: dict) -> int:
     # runpy imports pkgutil (and typing) on its first run_path: 5-15 ms that are not the
     # script's, imported here, before the session's root region and the traced root open
     import pkgutil  # noqa: F401
+    import runpy  # noqa: F401
 
     # the session's keywords (Rust: cli::run_session::session_settings)
     settings = req["session"]
@@ -209,9 +122,9 @@ def _run_script(req: dict) -> int:
 
     def finish_at_os_exit(status: int) -> None:
         # os._exit(): no unwinding, so the session ends here, and the end of `run` with it
-        _end_hosting(ProfileManager)
+        _native.end_hosting(ProfileManager)
         session.__exit__(None, None, None)
-        _after_run(req, output, recording, processes, started_pid, script_argv, module, status)
+        _native.cli_end_of_run(req, output, recording, processes, started_pid, script_argv, status)
 
     undo_os_exit_hook = _follow.write_before_os_exit(finish_at_os_exit)
     try:
@@ -228,7 +141,7 @@ def _run_script(req: dict) -> int:
             started = True
             try:
                 traced = req["traced"] or ProfileManager.get_config().recursive_profile
-                _run_path(script, traced=traced, module=module)
+                _native.run_as_main(script, traced, module)
             except SystemExit as exc:  # the script's own exit; the profile is still written
                 if isinstance(exc.code, int) or exc.code is None:
                     code = exc.code or 0
@@ -241,17 +154,17 @@ def _run_script(req: dict) -> int:
                 print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
                 died_by = exc.signum
             except KeyboardInterrupt as exc:  # Ctrl-C: traceback and 130, as python does
-                _print_script_error(exc)
+                _native.print_script_error(exc, __file__)
                 code = 128 + signal.SIGINT
             except BaseException as exc:
-                _print_script_error(exc)
+                _native.print_script_error(exc, __file__)
                 code = 1
             finally:
                 # Terminated: no waiting for the script's threads (they may never end); the
                 # calls they still have open are closed into the profile at its end.
                 if died_by is None:
                     try:
-                        _join_non_daemon_threads()
+                        _native.join_non_daemon_threads()
                     except _Terminated as exc:  # SIGTERM while waiting for them
                         signal.signal(signal.SIGTERM, signal.SIG_DFL)
                         print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
@@ -263,7 +176,7 @@ def _run_script(req: dict) -> int:
                     # own file, not this run's
                     _follow.finish()
                     ProfileManager.reset()
-                _end_hosting(ProfileManager)  # the session's end finalizes this run
+                _native.end_hosting(ProfileManager)  # the session's end finalizes this run
     except (ValueError, TypeError, NotImplementedError) as exc:
         if started or os.getpid() != started_pid:
             raise
@@ -288,49 +201,10 @@ def _run_script(req: dict) -> int:
         return code
     if processes is not None and died_by is None:
         _follow.end_multiprocessing()  # at exit it would come after the merge
-    code = _after_run(req, output, recording, processes, started_pid, script_argv, module, code)
+    code = _native.cli_end_of_run(req, output, recording, processes, started_pid, script_argv, code)
     if died_by is not None:
         _follow.die_by(died_by)
     return code
-
-
-def _end_hosting(manager: Any) -> None:
-    """The script's own setup()/session() no longer join ``run``'s session: ending it now
-    finalizes the run."""
-    manager._host_config = None
-    manager._joined.clear()
-
-
-def _after_run(
-    req: dict,
-    output: str,
-    recording: str,
-    processes: str | None,
-    pid: int,
-    script_argv: list[str],
-    module: str | None,
-    code: int,
-) -> int:
-    """The end of ``run`` once the session wrote ``recording``: merge the followed
-    processes' files (this one described by ``pid`` and its command line), print the
-    summary, write the speedscope file, the note about an untracked event loop (Rust,
-    ``cli_after_run``); the exit code (``code``, 1 instead of 0 when that failed)."""
-    from ._manager import ProfileManager
-
-    if req.get("no_output"):  # --no-output: in memory only, the session printed its summary
-        return code
-    return _native.cli_after_run(
-        req,
-        output,
-        recording,
-        code,
-        pid,
-        script_argv,
-        processes=processes,
-        # the run the session just wrote (not read back when it is the file's)
-        recorded=ProfileManager._last_written_run,
-        event_loops=[name for name in ("asyncio", "gevent") if name in sys.modules],
-    )
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -36,7 +36,7 @@ from . import _native
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterator
+    from collections.abc import Iterator
     from types import FrameType
     from typing import Any
 
@@ -87,18 +87,8 @@ def private_directory(output: str) -> str:
 
 def describe_process(parent: bool = False) -> str:
     """This process as the merged run's metadata ``processes`` names it: its pid, its parent's
-    pid (for a child) and what it runs (a multiprocessing process's name, else its command
-    line, shortened to 200 characters; Rust: ``cli::run_session::describe_process``)."""
-    mp_process = sys.modules.get("multiprocessing.process")
-    return _native.describe_process(
-        os.getpid(),
-        None if parent else os.getppid(),
-        None if mp_process is None else mp_process.current_process().name,
-        mp_process is not None and mp_process.parent_process() is not None,
-        _forked,
-        list(sys.argv),
-        list(getattr(sys, "orig_argv", sys.argv)),
-    )
+    pid (for a child) and what it runs (Rust: ``cli::run_session::describe_process``)."""
+    return _native.describe_current_process(parent, _forked)
 
 
 @contextmanager
@@ -264,32 +254,8 @@ def _start(spec: dict) -> None:
     _arm_multiprocessing()
 
 
-def write_before_os_exit(finish: Callable[[int], None]) -> Callable[[], None]:
-    """Wrap ``os._exit``, which runs no cleanup (no ``atexit``, no ``finally``), so that in
-    this process ``finish(status)`` runs first - writing the profile - and then the exit
-    goes ahead whatever happened. A forked child inherits the wrapper and passes through it
-    (its own, if any, is installed over it). Returns the function that takes it out again.
-    Used by ``run`` for its own process and by every followed process."""
-    previous = os._exit
-    pid = os.getpid()
-
-    def _exit(status: int, /) -> None:
-        if os.getpid() == pid:
-            try:
-                finish(status)
-            except BaseException as exc:  # the exit goes ahead whatever happened
-                print(f"scope-profiler: the profile was not written: {exc}", file=sys.stderr)
-        previous(status)
-
-    _exit.__doc__ = previous.__doc__
-    _exit.__wrapped__ = previous  # type: ignore[attr-defined]
-    os._exit = _exit  # type: ignore[assignment]
-
-    def undo() -> None:
-        if os._exit is _exit:
-            os._exit = previous
-
-    return undo
+#: Wrap ``os._exit`` so that ``finish(status)`` writes the profile first (Rust ``ExitHook``).
+write_before_os_exit = _native.write_before_os_exit
 
 
 def _arm_multiprocessing() -> None:
@@ -399,36 +365,4 @@ def finish() -> None:
 
 def _finish(session: Any) -> bool:
     """Write the file; False when that failed (the marker then stays for the parent)."""
-    from ._manager import ProfileManager, _stop_streaming
-
-    config = ProfileManager._config
-    if (
-        config is None
-        or ProfileManager._host_config is not config
-        or not ProfileManager._configured
-    ):
-        return True  # the program replaced or finalized the run itself
-    ProfileManager._host_config = None
-    ProfileManager._joined.clear()
-    directory = os.path.dirname(config.file_path)
-    native = config._native
-    empty = (
-        native is not None
-        and native.sidecar_path is None
-        and not native.has_completed_calls()
-        and native.open_region_names() == [session.ROOT_REGION_NAME]
-    )
-    if empty or not os.path.isdir(directory):
-        _stop_streaming(config, discard=True)
-        ProfileManager.reset()
-        return True
-    config.metadata["process"] = describe_process()
-    try:
-        session.__exit__(None, None, None)
-    except Exception as exc:  # the program's exit status stands
-        print(
-            f"scope-profiler: process {os.getpid()} could not write its profile: {exc}",
-            file=sys.stderr,
-        )
-        return False
-    return True
+    return _native.finish_followed(session, describe_process)

@@ -33,9 +33,11 @@ __version__: str
 __all__ = [
     "MPI_LAUNCHER_ENV_VARS",
     "MPI_OVERRIDE_ENV",
+    "MPI_PARALLEL_WITH_THREADS",
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
+    "ExitHook",
     "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
@@ -49,6 +51,7 @@ __all__ = [
     "NativeRun",
     "NativeTracer",
     "NestingError",
+    "PlainWarnings",
     "ProfileRegion",
     "ProfiledFunction",
     "ProfilingConfigBase",
@@ -58,6 +61,9 @@ __all__ = [
     "RegionFactory",
     "RegionHandle",
     "RegionTrace",
+    "SampleEvery",
+    "SampledStep",
+    "StepScope",
     "SummaryDataUnavailable",
     "TaskFactory",
     "TaskHandle",
@@ -83,10 +89,13 @@ __all__ = [
     "check_sampling",
     "check_setting_names",
     "cli_after_run",
+    "cli_end_of_run",
     "cli_main",
     "create_html_report",
+    "describe_current_process",
     "describe_process",
     "enabled_tags_from_env",
+    "end_hosting",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -100,15 +109,27 @@ __all__ = [
     "export_timeline_svg",
     "finalize_summary_title",
     "find_traces",
+    "finish_followed",
     "followed_recording",
     "guard_sigterm",
     "instrument_plan",
+    "join_non_daemon_threads",
     "lane_groups",
     "lazy_names",
     "load",
     "load_traces",
+    "manager_instrument",
+    "manager_profile_command",
+    "manager_profile_script",
+    "manager_run",
+    "manager_run_script",
+    "manager_setup_from_env",
     "merge_results",
+    "module_not_found",
+    "mpi_comm",
+    "mpi_finalize",
     "mpi_launch_from_env",
+    "mpi_launched",
     "multiprocessing_helper",
     "native_regions",
     "option_bag_kwargs",
@@ -117,6 +138,7 @@ __all__ = [
     "output_settings",
     "package_attribute",
     "perf_counter_ns",
+    "print_script_error",
     "private_directory",
     "profile_command_argv",
     "profile_format",
@@ -130,11 +152,13 @@ __all__ = [
     "read_profile_summary",
     "read_trace",
     "relative_source_path",
+    "run_as_main",
     "sampled_step",
     "setting_defaults",
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "show_profiler_warnings_plainly",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
@@ -145,6 +169,7 @@ __all__ = [
     "unique_labels",
     "unknown_setting_error",
     "unsupported_names",
+    "write_before_os_exit",
     "write_json",
     "write_profile",
 ]
@@ -1059,6 +1084,87 @@ def cli_after_run(
 # ---------------------------------------------------------------------------------------------
 # following processes (``scope_profiler._follow``)
 
+def describe_current_process(parent: bool, forked: bool) -> str:
+    """``describe_process`` of this process: ``os.getpid()``, its parent ``os.getppid()``
+    unless ``parent``, the ``multiprocessing`` process's name when that module is loaded,
+    ``sys.argv`` and ``sys.orig_argv``; ``forked``: forked from a followed process."""
+
+@final
+class ExitHook:
+    """``os._exit`` wrapped by ``write_before_os_exit``: in the process that wrapped it,
+    ``finish(status)`` runs first (whatever it raises is one line on stderr), then the
+    replaced ``os._exit``."""
+
+    def __call__(self, status: int) -> Any:
+        """``finish(status)``, then the replaced ``os._exit(status)``."""
+    def undo(self) -> None:
+        """Put back the replaced ``os._exit`` if this hook is still ``os._exit``."""
+
+def write_before_os_exit(finish: Callable[[int], object]) -> Callable[[], None]:
+    """Wrap ``os._exit`` (an ``ExitHook``) so that in this process ``finish(status)`` runs
+    first - writing the profile - and the exit goes ahead whatever happened. Returns the
+    callable that takes it out again."""
+
+def finish_followed(session: Any, describe: Callable[[], str]) -> bool:
+    """Write the file of a followed process's own recording (``session``): nothing when the
+    program replaced or finalized the run itself; no file when it recorded nothing but the
+    session or its run is over; else metadata ``process`` = ``describe()`` and the session
+    ended. False when the write failed (one line on stderr), else True."""
+
+@final
+class PlainWarnings:
+    """The ``warnings.showwarning`` of ``run``: a warning raised from the package's own files
+    is the line ``scope-profiler[ [process]]: Category: message``; others go to the
+    ``showwarning`` it replaced."""
+
+    def __call__(
+        self,
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
+        """Show one warning (a closed stream loses it, as ``warnings``' own does)."""
+
+def show_profiler_warnings_plainly() -> None:
+    """Install ``PlainWarnings`` as ``warnings.showwarning`` (once)."""
+
+def join_non_daemon_threads() -> None:
+    """Wait for the non-daemon threads other than the main thread, as interpreter shutdown
+    would. An exception raised while waiting (a signal handler's) propagates."""
+
+def print_script_error(exc: BaseException, runner: str) -> None:
+    """Print ``exc``'s traceback on stderr without the leading frames of ``runner`` (a file
+    name) and runpy's."""
+
+def run_as_main(script: str, traced: bool, module: str | None) -> None:
+    """Run ``script`` as ``__main__`` (``module``: ``runpy.run_module(alter_sys=True)``, as
+    ``python -m``); ``traced``, inside ``ProfileManager.region(<file name or module>)``. The
+    script's exceptions propagate."""
+
+def module_not_found(module: str) -> bool:
+    """Whether ``python -m module`` would say "No module named" (looked up with the working
+    directory first on ``sys.path``)."""
+
+def end_hosting(manager: Any) -> None:
+    """The script's own ``setup()``/``session()`` no longer join ``run``'s session: ending
+    it now finalizes the run."""
+
+def cli_end_of_run(
+    request: dict[str, Any],
+    output: _Path,
+    recording: _Path,
+    processes: _Path | None,
+    pid: int,
+    argv: list[str],
+    code: int,
+) -> int:
+    """The end of ``run`` once the session wrote ``recording``: with ``--no-output``
+    nothing; else ``cli_after_run`` with ``ProfileManager._last_written_run`` and the loaded
+    event-loop modules. The exit code: ``code``, or 1 instead of 0 when that failed."""
+
 def describe_process(
     pid: int,
     parent_pid: int | None,
@@ -1589,6 +1695,115 @@ def sampled_step(timestep: object, every: int, start: int) -> bool:
     """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
     ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
 
+@final
+class SampleEvery:
+    """``ProfileManager.sample_every(every, start)``: a context manager yielding
+    ``profile_step(timestep)``. On entry ``ValueError`` unless ``every`` is a positive int
+    and ``start`` an int; on exit the manager's pause state is what it was on entry."""
+
+    def __new__(cls, manager: Any, every: int, start: int) -> SampleEvery: ...
+    def __enter__(self) -> SampledStep:
+        """Check the arguments, note the pause state; the ``profile_step`` callable."""
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        """``pause()`` or ``resume()`` as on entry; False (never suppresses)."""
+
+@final
+class SampledStep:
+    """``profile_step`` of ``sample_every``: ``profile_step(timestep)`` is a context manager
+    for that step."""
+
+    def __call__(self, timestep: int) -> StepScope:
+        """The step ``timestep`` (checked when entered)."""
+
+@final
+class StepScope:
+    """One step of ``sample_every``: on entry, ``resume()`` for a sampled timestep and
+    ``pause()`` for the others; yields whether the step is recorded. ``TypeError`` for a
+    timestep that is not an int; ``pause()``'s ``RuntimeError`` while a region is open."""
+
+    def __enter__(self) -> bool:
+        """Resume or pause; whether the step is recorded."""
+    def __exit__(
+        self,
+        exc_type: type[BaseException] | None,
+        exc_value: BaseException | None,
+        traceback: TracebackType | None,
+    ) -> bool:
+        """Nothing to undo; False (never suppresses)."""
+
+def manager_instrument(
+    manager: Any,
+    module: Any,
+    include: str | Iterable[str],
+    exclude: str | Iterable[str],
+    prefix: object,
+    tags: Iterable[str] | None,
+) -> dict[str, Any]:
+    """``ProfileManager.instrument``: decorate ``module``'s own module-level functions
+    (``inspect.isfunction``, not already a ``profile`` wrapper) chosen by ``instrument_plan``
+    with ``manager.profile(region, tags=tags)``, in place. ``{name: wrapper}`` of what was
+    replaced; ``TypeError`` for globs that are not strings."""
+
+def manager_run(
+    manager: Any,
+    func: Callable[..., Any],
+    args: tuple[Any, ...],
+    output: Any,
+    session_kwargs: dict[str, Any],
+) -> Any:
+    """``ProfileManager.run``: ``func(*args)`` inside ``manager.session(**session_kwargs)``
+    (``verbose=False``, ``return_results=True`` unless given; ``output=`` when not None);
+    ``func``'s value. The session's results become ``last_results()``; ``func``'s exception
+    propagates after the session ended."""
+
+def manager_run_script(
+    manager: Any,
+    script_path: _Path,
+    script_args: Iterable[_Path] | None,
+    region_name: str | None,
+    recursive: object,
+) -> None:
+    """``ProfileManager.run_script``: run the script as ``__main__`` in the current run
+    (``sys.argv`` = the absolute script path and ``script_args``, its directory first on
+    ``sys.path``; both restored). With ``recursive``, inside ``manager.region(region_name or
+    <file name>)``. ``FileNotFoundError`` when it is not a file; the script's exceptions
+    propagate."""
+
+def manager_profile_script(
+    manager: Any,
+    script_path: _Path,
+    script_args: Iterable[_Path] | None,
+    output: Any,
+    setup_kwargs: dict[str, Any],
+) -> Any:
+    """``ProfileManager.profile_script``: ``setup(**setup_kwargs)`` (``output=`` when not
+    None), ``manager_run_script``, then ``_finalize(close_open=True, verbose=False,
+    return_results=True)`` even when the script raised (its exception propagates after).
+    The ``ProfilingResults``."""
+
+def manager_profile_command(
+    command: Iterable[_Path],
+    output: _Path | None,
+    recursive: object,
+    all: object,
+    mpi_calls: object,
+) -> Any:
+    """``ProfileManager.profile_command``: run ``command`` under ``python -m scope_profiler
+    run -q -o OUTPUT ...`` (``profile_command_argv``) and wait; the
+    ``subprocess.CompletedProcess`` with ``profile_results`` (the profile read back when it
+    exited 0 and wrote a non-HTML file, else None). ``ValueError`` without a script,
+    ``NotImplementedError`` for ``mpi_calls``."""
+
+def manager_setup_from_env(manager: Any, overrides: dict[str, Any]) -> Any:
+    """``ProfileManager.setup_from_env``: ``manager.setup(**overrides)`` completed by the
+    ``SCOPE_PROFILER_*`` settings (``setup_from_env_settings``) ``overrides`` lacks; the
+    ``ProfilingRun``."""
+
 def settings_attribute(name: str) -> Any:
     """The module ``__getattr__`` of ``scope_profiler._settings``: a name of ``_options`` it
     answers (``ProfilingOptions``, the option groups, ``load_profiling_config``; that module
@@ -1736,6 +1951,33 @@ def mpi_launch_from_env() -> bool | None:
 MPI_LAUNCHER_ENV_VARS: tuple[str, ...]
 #: ``SCOPE_PROFILER_MPI``: 1/true/yes/on or 0/false/no/off decides over the launchers.
 MPI_OVERRIDE_ENV: str
+#: The reference's ``RuntimeError`` text for ``output_mode="parallel"`` with ``track_threads``.
+MPI_PARALLEL_WITH_THREADS: str
+
+def mpi_launched() -> bool:
+    """Whether this process is an MPI rank: the environment says so
+    (``mpi_launch_from_env``), else ``mpi4py.MPI`` is loaded and initialised."""
+
+def mpi_comm() -> Any:
+    """``MPI.COMM_WORLD`` for an MPI rank (imports mpi4py, which initialises MPI), else None
+    (also when mpi4py cannot be imported)."""
+
+def mpi_finalize(
+    manager: Any,
+    config: Any,
+    *,
+    verbose: object,
+    return_results: object,
+    native: Iterable[Any] | None = None,
+) -> Any:
+    """The collective MPI ``finalize()`` (every rank calls it): rank 0 gathers every rank's
+    run (``MPI.BYTE`` messages of at most 1 GiB), stacks and writes them; its outcome is
+    broadcast. Rank 0's ``ProfilingResults``, an empty ``is_root=False`` set on the other
+    ranks, or None when no results were asked for. ``RuntimeError`` for
+    ``output_mode="parallel"`` with ``track_threads`` (before anything is touched) and on
+    the other ranks when rank 0 could not write (rank 0 raises its own error); the calls then
+    stay buffered. ``RuntimeWarning`` at the user's line when the rank's calls did not nest.
+    ``native``: this rank's regions from C/Fortran traces."""
 
 def relative_source_path(filename: str) -> str:
     """How ``metadata_detail="minimal"`` records a source file: relative to the working
