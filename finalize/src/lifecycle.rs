@@ -46,7 +46,13 @@ impl Lifecycle {
 /// Why `setup()` is refused, or `None`: a run is configured and ACTIVE, the caller did not
 /// pass `replace=True`, the call is not a hosted script's (`hosted`: it joins the command
 /// line's run) and the run is not one a forked child inherited (`inherited`).
-pub fn setup_refusal(hosted: bool, configured: bool, lifecycle: Lifecycle, replace: bool, inherited: bool) -> Option<&'static str> {
+pub fn setup_refusal(
+    hosted: bool,
+    configured: bool,
+    lifecycle: Lifecycle,
+    replace: bool,
+    inherited: bool,
+) -> Option<&'static str> {
     let refused = !hosted && configured && lifecycle == Lifecycle::Active && !replace && !inherited;
     refused.then_some(ALREADY_CONFIGURED)
 }
@@ -68,7 +74,12 @@ pub fn opt_in_enabled(opt_in: &BTreeSet<String>, enabled: &BTreeSet<String>, tag
 
 /// Whether a region with `tags` records in a run: it carries one of the `filter` tags
 /// (when `setup(region_tags=...)` gave one) and no opt-in tag the run leaves off.
-pub fn tags_record(filter: Option<&BTreeSet<String>>, opt_in: &BTreeSet<String>, enabled: &BTreeSet<String>, tags: &[String]) -> bool {
+pub fn tags_record(
+    filter: Option<&BTreeSet<String>>,
+    opt_in: &BTreeSet<String>,
+    enabled: &BTreeSet<String>,
+    tags: &[String],
+) -> bool {
     if filter.is_some_and(|f| !tags.iter().any(|t| f.contains(t))) {
         return false;
     }
