@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import atexit
 import functools
+from operator import attrgetter
 
 from . import _manager_api, _metadata, _tracer
 from ._native import (
@@ -131,7 +132,7 @@ def _recursive_wrapper(cls, func, profiled, call):
     def recursive_wrapper(*args, **kwargs):
         tracer = None
         if profiled._region is not None:
-            tracer = _tracer.call_tracer(cls._config, cls._recorded_path)
+            tracer = _tracer.call_tracer(cls._state.config, cls._recorded_path)
         if tracer is None:
             return call(*args, **kwargs)
         previous = _tracer.other_profiler()
@@ -188,10 +189,8 @@ class _ManagerType(type):
 
 
 def _state_property(name: str) -> property:
-    return property(
-        lambda cls: getattr(cls._state, name),
-        lambda cls, value: setattr(cls._state, name, value),
-    )
+    # read by Rust per metadata block (_config): a C getter, no Python frame
+    return property(attrgetter(f"_state.{name}"), lambda cls, v: setattr(cls._state, name, v))
 
 
 _STATE_NAMES = "config configured next_call_id last_results last_native_run last_written_run"
