@@ -470,6 +470,72 @@ impl ManagerState {
         Ok(())
     }
 
+    /// `profile(...)(func)`: `func`'s Rust wrapper (`ProfiledFunction`) bound to region
+    /// `region_name` (falsy: `func.__name__`), recorded as a decorator of this manager, then
+    /// wrapped for a coroutine / generator lifetime, `metadata`/`record_outcome` and
+    /// `recursive` as needed (the outermost wrapper is returned). `ValueError` for a name a
+    /// profile cannot hold.
+    #[allow(clippy::too_many_arguments)]
+    fn decorate<'py>(
+        slf: &State<'py>,
+        func: Bound<'py, PyAny>,
+        region_name: Bound<'py, PyAny>,
+        recursive: Bound<'py, PyAny>,
+        metadata: Bound<'py, PyAny>,
+        record_outcome: Bound<'py, PyAny>,
+        tags: Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, PyAny>> {
+        let py = slf.py();
+        let name = if region_name.is_truthy()? { region_name } else { func.getattr("__name__")? };
+        native(py, "check_region_name")?.call1((&name,))?; // refused now, not at the next setup()
+        attr(py, "scope_profiler._tracer", "mark_decorated")?.call1((&func,))?; // the tracer leaves it to its region
+        let wrapper = native(py, "ProfiledFunction")?.call1((&func,))?;
+        attr(py, "functools", "update_wrapper")?.call1((&wrapper, &func))?;
+        Self::bind_decorated(slf, name.clone(), func.clone(), wrapper.clone(), tags.clone())?;
+        let decorators = get(slf, |s| s.decorators.as_any());
+        let entries = decorators.call_method1("setdefault", (&name, PyList::empty(py)))?;
+        entries.call_method1("append", ((&func, &wrapper, &tags),))?;
+        let owner = get(slf, |s| &s.owner);
+        let with_metadata = !metadata.is_none() || record_outcome.is_truthy()?;
+        let lifetime = attr(py, "scope_profiler._manager", "_lifetime_wrapper")?.call1((&func, &wrapper))?;
+        let mut outer = if lifetime.is_none() {
+            if with_metadata {
+                let call = attr(py, "scope_profiler._metadata", "MetadataCall")?.call1((
+                    &owner,
+                    &wrapper,
+                    &metadata,
+                    &record_outcome,
+                ))?;
+                attr(py, "functools", "wraps")?.call1((&func,))?.call1((call,))?
+            } else {
+                wrapper.clone()
+            }
+        } else {
+            let mut outer = lifetime.clone();
+            if with_metadata {
+                let made = attr(py, "scope_profiler._metadata", "lifetime_with_metadata")?.call1((
+                    &owner,
+                    &wrapper,
+                    &lifetime,
+                    &metadata,
+                    &record_outcome,
+                ))?;
+                if made.is_truthy()? {
+                    outer = made;
+                }
+            }
+            outer
+        };
+        if recursive.is_truthy()? {
+            outer =
+                attr(py, "scope_profiler._manager", "_recursive_wrapper")?.call1((&owner, &func, &wrapper, &outer))?;
+        }
+        if !outer.is(&wrapper) {
+            outer.setattr("_scope_profiler_wrapper", &wrapper)?; // instrument() leaves it alone
+        }
+        Ok(outer)
+    }
+
     /// `register_opt_in_tag(*tags)` (tags checked by the caller): the new opt-in tags, and
     /// this manager's regions and decorators carrying one made again.
     fn register_opt_in_tags(slf: &State<'_>, tags: Vec<String>) -> PyResult<()> {

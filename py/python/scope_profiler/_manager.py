@@ -26,14 +26,12 @@ from operator import attrgetter
 from . import _manager_api, _metadata, _tracer
 from ._native import (
     ManagerState,
-    ProfiledFunction,
     ProfilingResults,
     ProfilingRun,
     ProfilingSession,
     RegionFactory,
     RegionHandle,
     check_opt_in_tags,
-    check_region_name,
     render_output,
     stop_all_streaming,
     stop_streaming,
@@ -268,38 +266,13 @@ class ProfileManager(metaclass=_ManagerType):
         coroutine and generator functions the block spans their whole run, as the region does.
         Without them the call path is the Rust wrapper alone.
         """
-        with_metadata = metadata is not None or record_outcome
         region_tags = None if tags is None else tuple(tags)
 
         def decorator(func):
-            name = region_name or func.__name__
-            check_region_name(name)  # refused now, not at the next setup()
-            _tracer.mark_decorated(func)  # the tracer leaves it to its own region
-            wrapper = ProfiledFunction(func)
-            functools.update_wrapper(wrapper, func)
-            cls._state.bind_decorated(name, func, wrapper, region_tags)
-            cls._decorators.setdefault(name, []).append((func, wrapper, region_tags))
-            lifetime = _lifetime_wrapper(func, wrapper)
-            if lifetime is None:
-                outer: Any = wrapper
-                if with_metadata:
-                    outer = functools.wraps(func)(
-                        _metadata.MetadataCall(cls, wrapper, metadata, record_outcome)
-                    )
-            else:
-                outer = (
-                    _metadata.lifetime_with_metadata(
-                        cls, wrapper, lifetime, metadata, record_outcome
-                    )
-                    if with_metadata
-                    else None
-                ) or lifetime
-            if recursive:
-                outer = _recursive_wrapper(cls, func, wrapper, outer)
-            if outer is wrapper:
-                return wrapper
-            outer._scope_profiler_wrapper = wrapper  # instrument() leaves it alone
-            return outer
+            state = cls._state
+            return state.decorate(
+                func, region_name, recursive, metadata, record_outcome, region_tags
+            )
 
         if callable(region_name):
             func = region_name

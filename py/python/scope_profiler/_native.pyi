@@ -1891,6 +1891,19 @@ class ManagerState:
         """Registered names (creation order) with at least one call."""
     def bind_decorated(self, name: str, func: Any, wrapper: Any, tags: Any) -> None:
         """Bind ``wrapper`` (of ``func``) to region ``name`` of the current run."""
+    def decorate(
+        self,
+        func: Any,
+        region_name: Any,
+        recursive: Any,
+        metadata: Any,
+        record_outcome: Any,
+        tags: tuple[str, ...] | None,
+    ) -> Any:
+        """``profile(...)(func)``: the ``ProfiledFunction`` of ``func`` (region
+        ``region_name`` or ``func.__name__``), wrapped for a coroutine/generator lifetime,
+        metadata and ``recursive`` as asked; ``ValueError`` for a name a profile cannot
+        hold."""
     def register_opt_in_tags(self, tags: list[str]) -> None:
         """Make ``tags`` opt-in (every manager); this manager's regions and decorators
         carrying a new one are made again."""
