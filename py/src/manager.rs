@@ -611,7 +611,8 @@ impl ManagerState {
         } else if let Ok(tag) = region_tags.extract::<String>() {
             Some(BTreeSet::from([tag]))
         } else {
-            Some(tags_vec(&region_tags)?.into_iter().collect())
+            // a tag that is not a str matches no region (as in a frozenset of them)
+            Some(region_tags.try_iter()?.filter_map(|t| t.and_then(|t| t.extract::<String>()).ok()).collect())
         };
         Self::configure(slf, &config)?;
         slf.borrow_mut().requested_output = requested.clone().unbind();

@@ -191,8 +191,15 @@ def _state_property(name: str) -> property:
     return property(attrgetter(f"_state.{name}"), lambda cls, v: setattr(cls._state, name, v))
 
 
-_STATE_NAMES = "config configured next_call_id last_results last_native_run last_written_run"
-for _name in [*_STATE_NAMES.split(), "requested_output", "host_config", "joined"]:
+_STATE_NAMES: tuple[str, ...] = (
+    "config",
+    "configured",
+    "next_call_id",
+    "last_results",
+    "last_native_run",
+)
+_STATE_NAMES += ("last_written_run", "requested_output", "host_config", "joined")
+for _name in _STATE_NAMES:
     setattr(_ManagerType, f"_{_name}", _state_property(_name))
 
 
@@ -233,6 +240,8 @@ class ProfileManager(metaclass=_ManagerType):
     profile_region: ClassVar[Any]  # the same object
     _create_region: ClassVar[Any]  # ManagerState.create_region: the lookup's Python path
     _recorded_path: ClassVar[Any]  # ManagerState.recorded_path
+    # the same properties for an instance (``ProfileManager()._config``)
+    vars().update({f"_{n}": _state_property(n) for n in _STATE_NAMES})
 
     def __new__(cls: Any):
         if cls is ProfileManager:  # an isolated manager: a class of its own
