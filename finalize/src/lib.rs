@@ -2,6 +2,7 @@
 //!
 //! * [`api_surface`]: the package's names loaded on first use and the reference's names it
 //!   cannot honour (with the reason).
+//! * [`lifecycle`]: the manager's lifecycle, when `setup()` is refused, which tagged regions record.
 //! * [`pausing`]: when `pause()` is refused, and the message saying why.
 //! * [`snapshot`]: the recorder's snapshot (per-region columns, thread and task rows) and
 //!   its region table become an [`analysis::Run`](scope_profiler_analysis::Run) (rank 0).
@@ -28,6 +29,7 @@ pub mod api_surface;
 pub mod checkpoint;
 pub mod environment;
 pub mod host;
+pub mod lifecycle;
 pub mod metadata_scopes;
 pub mod mpi_job;
 pub mod native_regions;

@@ -25,6 +25,7 @@ mod graphics_exports;
 mod greenlet_hooks;
 mod h5reader;
 mod json_export;
+mod manager;
 mod manager_api;
 mod merge;
 mod metadata;
@@ -69,6 +70,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     package::register(m)?;
     profile_io::register(m)?;
     cli::register(m)?;
+    manager::register(m)?;
     manager_api::register(m)?;
     mpi::register(m)?;
     metadata::register(m)?;

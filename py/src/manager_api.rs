@@ -271,7 +271,7 @@ fn instrument_plan(
 /// active: 'a', 'b', 'c'...") when calls of regions other than `root` (the session's root
 /// region) are open; `open_names` the open calls' region names, outermost first.
 #[pyfunction]
-fn check_pause(py: Python<'_>, open_names: Vec<String>, root: &str) -> PyResult<()> {
+pub(crate) fn check_pause(py: Python<'_>, open_names: Vec<String>, root: &str) -> PyResult<()> {
     let repr = |n: &str| PyString::new(py, n).repr().map(|r| r.to_string()).unwrap_or_else(|_| format!("'{n}'"));
     match scope_profiler_finalize::pausing::pause_refusal(&open_names, root, repr) {
         Some(message) => Err(PyRuntimeError::new_err(message)),

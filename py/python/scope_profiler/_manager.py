@@ -1,15 +1,16 @@
 """``ProfileManager``: the recording side of the Python API (drop-in for scope-profiler 0.7.5).
 
-Every public method is a classmethod acting on the class's state (the process-wide
-default). ``ProfileManager()`` returns an instance of a freshly created subclass
-(``ProfileManagerInstance``) with private copies of that state, so its methods act on an
-isolated manager: own regions, own configuration (recorder, tracker, thread numbering),
-own call-id counter.
+Every public method is a classmethod acting on the class's state, a
+``scope_profiler._native.ManagerState`` (``cls._state``; the class's ``_config``,
+``_configured``, ... attributes read and write it). Each manager class has its own: the
+process-wide default ``ProfileManager``, a subclass, and the class behind each
+``ProfileManager()`` (an isolated manager: own regions, configuration, call-id counter).
 
-The per-call work is Rust: the region objects returned by ``region()`` are
-``scope_profiler._native.ProfileRegion`` (``__enter__``/``__exit__`` in Rust) and
-``@profile`` returns a ``scope_profiler._native.ProfiledFunction`` (``__call__``/``__get__``
-in Rust) whose region binding is replaced by every ``setup()`` and cleared by ``reset()``.
+The per-call work is Rust: ``region()`` is ``RegionCache.lookup`` (regions are
+``_native.ProfileRegion``) and ``@profile`` returns a ``_native.ProfiledFunction`` whose region
+binding every ``setup()`` replaces and ``reset()`` clears. ``setup()``, ``finalize()``,
+``reset()``, ``pause()`` and the region creation are ``ManagerState`` methods; what stays here
+needs Python syntax (the session as a decorator of ``async def``, the lifetime wrappers).
 
 Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> FINALIZED
 (``finalize()``; a checkpoint: recording continues, hooks stay until the next ``setup()``,
@@ -20,291 +21,66 @@ from __future__ import annotations
 
 import atexit
 import functools
-import os
-import sys
-import warnings
-import weakref
-from contextlib import ContextDecorator
-from contextvars import ContextVar
+from operator import attrgetter
 
-from . import _fork, _manager_api, _metadata, _tracer
+from . import _manager_api, _metadata, _tracer
 from ._native import (
-    ProfiledFunction,
-    ProfileRegion,
-    RegionCache,
+    ManagerState,
+    ProfilingResults,
+    ProfilingRun,
+    ProfilingSession,
     RegionFactory,
     RegionHandle,
     check_opt_in_tags,
-    check_pause,
-    check_region_name,
-    check_setting_names,
-    enabled_tags_from_env,
-    finalize_summary_title,
-    native_regions,
-    output_settings,
-    perf_counter_ns,
-    relative_source_path,
-    tracking_upgrade,
+    render_output,
+    stop_all_streaming,
+    stop_streaming,
+    user_stacklevel,
 )
-from ._settings import ProfilingConfig
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
 if TYPE_CHECKING:
-    from types import FrameType
+    from contextvars import ContextVar
     from typing import Any, ClassVar
+
+    from ._native import RegionCache
+    from ._settings import ProfilingConfig
 
 _UNSET = object()
 
-#: Opt-in tags (``register_opt_in_tag``), shared by every manager: a region carrying one is
-#: disabled unless the run enables that tag (``enable_tags``, ``SCOPE_PROFILER_ENABLE_TAGS``).
-_OPT_IN_TAGS: set[str] = set()
+# the names other modules import from here
+_user_stacklevel = user_stacklevel
+_render_output = render_output
+_stop_streaming = stop_streaming
+_results_from_native: Any = ProfilingResults._from_native
+_ProfilingSession = ProfilingSession
+
+# registered at import, so it runs after every auto-finalize (atexit is LIFO): those read the
+# sidecars back first
+atexit.register(stop_all_streaming)
 
 
-def _enabled_tags(config: ProfilingConfig) -> frozenset:
-    """The opt-in tags ``config``'s run records: its ``enable_tags`` and the comma-separated
-    ``SCOPE_PROFILER_ENABLE_TAGS`` (``"*"``: every tag)."""
-    return frozenset(config.enable_tags or ()).union(enabled_tags_from_env())
+def _decorate_with_session(session: ProfilingSession, func):
+    """``session(...)`` as a decorator (``ProfilingSession.__call__``): each call of ``func``
+    runs in a fresh session; for ``async def`` the session spans the awaited coroutine, not
+    just the call that creates it."""
+    import inspect
 
+    if inspect.iscoroutinefunction(func):
 
-#: Modules whose frames are not user call sites (source capture skips them).
-_INTERNAL_MODULES = frozenset({__name__, "scope_profiler", "scope_profiler._settings"})
+        @functools.wraps(func)
+        async def session_wrapper(*args, **kwargs):
+            with session._recreate_cm():
+                return await func(*args, **kwargs)
 
+        return session_wrapper
 
-def _user_stacklevel(*modules: str) -> int:
-    """``stacklevel`` for a warning raised in this module (or in ``modules``, which it
-    calls) that names the first caller outside them (e.g. the ``with session():`` line
-    rather than ``_ProfilingSession``)."""
-    internal = {__name__, *modules}
-    level = 1
-    frame: FrameType | None = sys._getframe(1)
-    while frame is not None and frame.f_globals.get("__name__") in internal:
-        frame = frame.f_back
-        level += 1
-    return level
+    @functools.wraps(func)
+    def inner(*args, **kwargs):
+        with session._recreate_cm():
+            return func(*args, **kwargs)
 
-
-#: Configurations whose recorder streams to a sidecar (``flush_interval``; weak).
-_STREAMING: weakref.WeakSet[Any] = weakref.WeakSet()
-
-
-def _start_streaming(config: ProfilingConfig) -> None:
-    """With ``flush_interval``: start appending completed calls to the sidecar of the
-    output file (a Rust thread; it does not appear in the thread table)."""
-    interval = config.flush_interval
-    if interval is None or config.deactivate_profiling or config.deactivate_file_output:
-        return
-    if config.comm is not None:
-        warnings.warn(
-            "flush_interval is not supported under MPI yet; this rank does not stream",
-            RuntimeWarning,
-            stacklevel=_user_stacklevel(),
-        )
-        return
-    assert config._native is not None  # started
-    config._native.start_flush(
-        os.path.abspath(config.file_path), interval, dict(config.metadata), config.start_time_ns
-    )
-    _STREAMING.add(config)
-
-
-def _stop_streaming(config: ProfilingConfig | None, *, discard: bool = False) -> None:
-    """End the flush thread of ``config``; ``discard`` also removes its sidecar (the run is
-    thrown away: ``reset()``, a new ``setup()``)."""
-    if config is None or config not in _STREAMING or config._native is None:
-        return
-    if discard:
-        config._native.discard_flush()
-        _STREAMING.discard(config)
-    else:
-        config._native.stop_flush()
-
-
-@atexit.register
-def _stop_all_streaming() -> None:
-    # registered at import, so it runs after every auto-finalize (atexit is LIFO): those
-    # read the sidecars back first
-    for config in list(_STREAMING):
-        _stop_streaming(config)
-
-
-class _LifecycleState:
-    """The manager's lifecycle: three named constants compared by identity (not an
-    ``enum.Enum``: importing ``enum`` was a tenth of ``import scope_profiler``, issue 15)."""
-
-    __slots__ = ("name",)
-    INACTIVE: _LifecycleState
-    ACTIVE: _LifecycleState
-    FINALIZED: _LifecycleState
-
-    def __init__(self, name: str) -> None:
-        self.name = name
-
-    def __repr__(self) -> str:
-        return f"<_LifecycleState.{self.name}>"
-
-
-_LifecycleState.INACTIVE = _LifecycleState("INACTIVE")
-_LifecycleState.ACTIVE = _LifecycleState("ACTIVE")
-_LifecycleState.FINALIZED = _LifecycleState("FINALIZED")
-
-
-class ProfilingRun:
-    """Handle returned by :meth:`ProfileManager.setup`."""
-
-    def __init__(self, manager, config, output=None) -> None:
-        self._manager = manager
-        self._config = config
-        self._file_path = output or config.file_path
-        self.results = None
-        self._joined = False  # a hosted script's run (ProfileManager._join_host)
-
-    @property
-    def file_path(self):
-        return self._file_path
-
-    @property
-    def is_active(self) -> bool:
-        return self._manager._config is self._config and self._manager.is_active()
-
-    def finalize(self, **kwargs):
-        """Finalize through the owning manager and keep the results (``return_results``
-        defaults to True)."""
-        if self._manager._config is not self._config:
-            raise RuntimeError("this profiling run has been replaced")
-        kwargs.setdefault("return_results", True)
-        try:
-            self.results = self._manager.finalize(**kwargs)
-        except OSError:
-            self.results = self._manager.last_results()  # the run, though not written
-            raise
-        return self.results
-
-
-class _ProfilingSession(ContextDecorator):
-    """Context manager (and decorator) returned by :meth:`ProfileManager.session`."""
-
-    ROOT_REGION_NAME = "scope_profiler.session"
-
-    def __init__(
-        self, manager, setup_kwargs, verbose, verbose_line_profiler, return_results, native_traces
-    ):
-        self._manager = manager
-        self._setup_kwargs = setup_kwargs
-        self._verbose = verbose
-        self._verbose_line_profiler = verbose_line_profiler
-        self._return_results = return_results
-        self._native_traces = native_traces
-        self.results = None
-        self._root_region: Any = None
-        self._joined = False  # set up under scope-profiler run: joined to its run
-
-    def _recreate_cm(self):
-        return type(self)(
-            self._manager,
-            self._setup_kwargs,
-            self._verbose,
-            self._verbose_line_profiler,
-            self._return_results,
-            self._native_traces,
-        )
-
-    def __call__(self, func):
-        """Decorate ``func`` so each call runs in a fresh session; for ``async def`` the
-        session spans the awaited coroutine, not just the call that creates it."""
-        import inspect
-
-        if inspect.iscoroutinefunction(func):
-
-            @functools.wraps(func)
-            async def session_wrapper(*args, **kwargs):
-                with self._recreate_cm():
-                    return await func(*args, **kwargs)
-
-            return session_wrapper
-        return super().__call__(func)
-
-    def __enter__(self):
-        run = self._manager.setup(**self._setup_kwargs)
-        self._joined = getattr(run, "_joined", False)  # under scope-profiler run
-        self._root_region = self._manager.profile_region(self.ROOT_REGION_NAME)
-        self._root_region.__enter__()
-        return self
-
-    def __exit__(self, exc_type, exc_value, traceback):
-        if self._joined:
-            return self._exit_joined(exc_type, exc_value, traceback)
-        try:
-            self._root_region.__exit__(exc_type, exc_value, traceback)
-        finally:
-            # flush_interval: the flush thread ends first, so nothing recorded after the
-            # finalize below starts a new sidecar; finalize reads back what it flushed
-            _stop_streaming(self._manager._config)
-            try:
-                self.results = self._manager._finalize(
-                    close_open=True,
-                    verbose=self._verbose,
-                    verbose_line_profiler=self._verbose_line_profiler,
-                    return_results=self._return_results,
-                    native_traces=self._native_traces,
-                )
-            except OSError:
-                # the file could not be written: the run is kept (finalize() retries)
-                self.results = self._manager.last_results()
-                raise
-            finally:
-                config = self._manager._config
-                if config is not None and config.tracker is not None:
-                    config.tracker.uninstall()
-        return False
-
-    def _exit_joined(self, exc_type, exc_value, traceback):
-        """The end of a session joined to ``scope-profiler run``'s run: write the script's
-        file (a snapshot), leave the run, its hooks and streaming to the command line."""
-        manager = self._manager
-        try:
-            self._root_region.__exit__(exc_type, exc_value, traceback)
-            self.results = manager._finalize(
-                verbose=self._verbose,
-                return_results=self._return_results,
-                native_traces=self._native_traces,
-            )
-        finally:
-            if manager._joined:
-                manager._joined.pop()
-        return False
-
-
-def _render_output(requested: str | None, recorded: str, native_run) -> None:
-    """After ``recorded`` (the HDF5 file) was written: when ``setup(output=)`` asked for
-    another format, write ``requested`` from the run and remove ``recorded``. A failed
-    rendering raises its ``OSError`` and keeps ``recorded`` (nothing recorded is lost)."""
-    if requested is None or os.path.abspath(requested) == os.path.abspath(recorded):
-        return
-    import errno
-
-    from .profile_io import write_profile
-
-    try:
-        if os.path.isdir(requested):  # write_profile would write a default name inside
-            raise IsADirectoryError(errno.EISDIR, os.strerror(errno.EISDIR), requested)
-        write_profile(_results_from_native(native_run), requested)
-    except OSError as exc:
-        exc.add_note(f"the recorded run is kept in {recorded}")
-        raise
-    os.remove(recorded)
-
-
-def _results_from_native(native_run):
-    """``ProfilingResults`` over a ``NativeRun`` (sharing its cached analyses)."""
-    from .results import ProfilingResults
-
-    return ProfilingResults._from_native(native_run)
-
-
-def _empty_results(file_path):
-    from .results import ProfilingResults
-
-    return ProfilingResults({}, file_path=file_path)
+    return inner
 
 
 def _lifetime_wrapper(func, profiled):
@@ -354,7 +130,7 @@ def _recursive_wrapper(cls, func, profiled, call):
     def recursive_wrapper(*args, **kwargs):
         tracer = None
         if profiled._region is not None:
-            tracer = _tracer.call_tracer(cls._config, cls._recorded_path)
+            tracer = _tracer.call_tracer(cls._state.config, cls._recorded_path)
         if tracer is None:
             return call(*args, **kwargs)
         previous = _tracer.other_profiler()
@@ -405,7 +181,29 @@ def _async_generator_wrapper(func, profiled):
     return async_generator_wrapper
 
 
-class ProfileManager:
+class _ManagerType(type):
+    """The type of the manager classes: their state attributes (``_config``, ``_joined``,
+    ...) are properties over the class's own ``ManagerState`` (``cls._state``)."""
+
+
+def _state_property(name: str) -> property:
+    # read by Rust per metadata block (_config): a C getter, no Python frame
+    return property(attrgetter(f"_state.{name}"), lambda cls, v: setattr(cls._state, name, v))
+
+
+_STATE_NAMES: tuple[str, ...] = (
+    "config",
+    "configured",
+    "next_call_id",
+    "last_results",
+    "last_native_run",
+)
+_STATE_NAMES += ("last_written_run", "requested_output", "host_config", "joined")
+for _name in _STATE_NAMES:
+    setattr(_ManagerType, f"_{_name}", _state_property(_name))
+
+
+class ProfileManager(metaclass=_ManagerType):
     """Manage a set of profiling regions (class = process-wide default, instance = isolated).
 
     ::
@@ -417,168 +215,42 @@ class ProfileManager:
                 work()
     """
 
-    _regions: ClassVar[dict]  # name -> ProfileRegion, per class (_install_region_cache)
-    _next_call_id = 0
-    _config: ProfilingConfig | None = None
-    _configured = False
-    _lifecycle_state = _LifecycleState.INACTIVE
-    _auto_finalize_callback = None
-    _last_results = None
-    _last_native_run = None
-    _last_written_run = None
-    _requested_output = None
-    #: The run of ``scope-profiler run`` while it hosts a script (``_cli``): a script's own
-    #: ``setup()``/``session()`` joins it instead of failing (:meth:`_join_host`).
-    _host_config = None
-    #: Runs the hosted script set up, innermost last: ``(file_path, requested_output,
-    #: deactivate_file_output, names of the calls open at the join)``; their finalize
-    #: writes a snapshot there (:meth:`_finalize_joined`).
-    _joined: ClassVar[list] = []
-    # name -> [(func, wrapper, tags), ...]
-    _decorators: ClassVar[dict] = {}
-    # name -> (functions, tags) of define_region(), re-created by every setup()
-    _region_definitions: ClassVar[dict] = {}
-    _enabled_tags: frozenset = frozenset()
-    # setup(region_tags=...): only regions carrying one of these record (None: no filter)
-    _region_tag_filter: frozenset | None = None
-    # the merged values of the metadata() blocks around the current thread / task
-    _metadata_context: ContextVar = ContextVar("scope_profiler_metadata", default=None)
-
-    def __new__(cls):
-        if cls is not ProfileManager:
-            return object.__new__(cls)
-        isolated = type(
-            "ProfileManagerInstance",
-            (cls,),
-            {
-                "_next_call_id": 0,
-                "_config": None,
-                "_configured": False,
-                "_lifecycle_state": _LifecycleState.INACTIVE,
-                "_auto_finalize_callback": None,
-                "_last_results": None,
-                "_last_native_run": None,
-                "_last_written_run": None,
-                "_requested_output": None,
-                "_host_config": None,
-                "_joined": [],
-                "_decorators": {},
-                "_region_definitions": {},
-                "_enabled_tags": frozenset(),
-                "_region_tag_filter": None,
-                "_metadata_context": ContextVar(
-                    f"scope_profiler_metadata_{id(object())}", default=None
-                ),
-                "__module__": cls.__module__,
-            },
-        )
-        return object.__new__(isolated)
-
-    # ------------------------------------------------------------------ regions
-    @classmethod
-    def _recording(cls) -> bool:
-        config = cls._config
-        return cls._configured and config is not None and not config.deactivate_profiling
-
-    @classmethod
-    def _recorded_path(cls, filename: str) -> str:
-        config = cls._config
-        if config is None or config.metadata_detail == "minimal":
-            return relative_source_path(filename)  # relative to the cwd or sys.path (Rust)
-        return filename
-
+    _state: ClassVar[ManagerState]
+    # properties of _ManagerType over _state (see ManagerState for their meaning)
+    _config: ClassVar[ProfilingConfig | None]
+    _configured: ClassVar[bool]
+    _next_call_id: ClassVar[int]
+    _last_results: ClassVar[Any]
+    _last_native_run: ClassVar[Any]
+    _last_written_run: ClassVar[Any]
+    _requested_output: ClassVar[str | None]
+    _host_config: ClassVar[ProfilingConfig | None]  # scope-profiler run's run while hosting
+    _joined: ClassVar[list]  # the hosted script's runs (ManagerState.join_host)
+    # the state's own objects (_install)
+    _regions: ClassVar[dict]  # name -> ProfileRegion, the dict the native lookup probes
+    _decorators: ClassVar[dict]  # name -> [(func, wrapper, tags), ...]
+    _region_definitions: ClassVar[dict]  # name -> (functions, tags) of define_region()
+    _metadata_context: ClassVar[ContextVar]  # merged metadata() values around the task
+    _region_cache: ClassVar[RegionCache]
     #: ``region(region_name, functions=None, tags=None)``: the region named ``region_name``
     #: (created on first use, cached until the next ``setup()``), a re-entrant context
-    #: manager usable from any thread. A native function (``RegionCache.lookup``, installed
-    #: per manager class by ``__init_subclass__``): a cached name is one dict probe, no Python
-    #: frame; new names are made natively unless :meth:`_create_region` is needed.
+    #: manager usable from any thread. A native function (``RegionCache.lookup``, one per
+    #: manager class): a cached name is one dict probe, no Python frame.
     region: ClassVar[Any]
-    #: Same object as :attr:`region`.
-    profile_region: ClassVar[Any]
-    _region_cache: ClassVar[RegionCache]
+    profile_region: ClassVar[Any]  # the same object
+    _create_region: ClassVar[Any]  # ManagerState.create_region: the lookup's Python path
+    _recorded_path: ClassVar[Any]  # ManagerState.recorded_path
+    # the same properties for an instance (``ProfileManager()._config``)
+    vars().update({f"_{n}": _state_property(n) for n in _STATE_NAMES})
+
+    def __new__(cls: Any):
+        if cls is ProfileManager:  # an isolated manager: a class of its own
+            cls = _ManagerType("ProfileManagerInstance", (cls,), {"__module__": cls.__module__})
+        return object.__new__(cls)
 
     def __init_subclass__(cls, **kwargs) -> None:
         super().__init_subclass__(**kwargs)
-        _install_region_cache(cls)
-
-    @classmethod
-    def _bind_region_cache(cls) -> None:
-        """Let the native lookup make new regions of the current recording itself (not
-        with ``capture_region_source``, which reads the line in Python, nor with
-        ``region_tags``, which disables untagged regions)."""
-        config = cls._config
-        if (
-            cls._recording()
-            and config is not None
-            and not config.capture_region_source
-            and cls._region_tag_filter is None
-        ):
-            cls._region_cache.bind(config._native, cls._recorded_path)
-        else:
-            cls._region_cache.bind(None)
-
-    @classmethod
-    def _create_region(cls, region_name, functions=None, tags=None):
-        """The Python path of :attr:`region`: a miss the native lookup does not handle, or
-        a call with ``functions``/``tags``. ``functions`` is accepted for compatibility (line
-        profiling is not implemented). Reusing a name with different non-None ``tags`` raises
-        ``ValueError``, and so does a name the profile file cannot hold unchanged (one with a
-        NUL character)."""
-        region = cls._regions.get(region_name)
-        if region is None:
-            region = cls._region_cache.adopt(region_name)  # a name used once so far
-        if region is None:
-            normalized = () if tags is None else tuple(tags)
-            if cls._recording() and cls._tags_record(normalized):
-                config = cls._config
-                assert config is not None and config._native is not None  # _recording() holds
-                region = config._native.region(
-                    region_name, list(normalized), cache=cls._region_cache
-                )
-                frame = sys._getframe(1)
-                if frame.f_globals.get("__name__", "") not in _INTERNAL_MODULES:
-                    filename = frame.f_code.co_filename
-                    lineno = frame.f_lineno
-                    text = None
-                    if config.capture_region_source:
-                        import linecache
-
-                        text = linecache.getline(filename, lineno).rstrip("\n") or None
-                    region.set_source(cls._recorded_path(filename), lineno, text)
-            else:
-                region = ProfileRegion.disabled(
-                    region_name, list(normalized), cache=cls._region_cache
-                )
-            # Another thread may have created it meanwhile: keep the first object (the
-            # native table already maps both to one id).
-            region = cls._regions.setdefault(region_name, region)
-        # an existing region keeps its first tags (in the dict, or only in the recorder's
-        # table when the name was used once so far)
-        if tags is not None and tuple(region.tags) != tuple(tags):
-            raise ValueError(
-                f"region {region_name!r} already has tags {tuple(region.tags)!r}; "
-                f"cannot reuse it with {tuple(tags)!r}",
-            )
-        return region
-
-    @classmethod
-    def _bind_decorated(cls, name, func, wrapper, tags) -> None:
-        if not cls._recording():
-            wrapper._bind(None)
-            return
-        region = cls._create_region(name, tags=tags)
-        code = getattr(func, "__code__", None)
-        if code is not None:
-            text = None
-            if cls._config is not None and cls._config.capture_region_source:
-                import inspect
-
-                try:
-                    text = inspect.getsource(func)
-                except (OSError, TypeError):
-                    text = None
-            region.set_source(cls._recorded_path(code.co_filename), code.co_firstlineno, text)
-        wrapper._bind(region if region.enabled else None)
+        _install(cls)
 
     @classmethod
     def profile(
@@ -603,38 +275,13 @@ class ProfileManager:
         coroutine and generator functions the block spans their whole run, as the region does.
         Without them the call path is the Rust wrapper alone.
         """
-        with_metadata = metadata is not None or record_outcome
         region_tags = None if tags is None else tuple(tags)
 
         def decorator(func):
-            name = region_name or func.__name__
-            check_region_name(name)  # refused now, not at the next setup()
-            _tracer.mark_decorated(func)  # the tracer leaves it to its own region
-            wrapper = ProfiledFunction(func)
-            functools.update_wrapper(wrapper, func)
-            cls._bind_decorated(name, func, wrapper, region_tags)
-            cls._decorators.setdefault(name, []).append((func, wrapper, region_tags))
-            lifetime = _lifetime_wrapper(func, wrapper)
-            if lifetime is None:
-                outer: Any = wrapper
-                if with_metadata:
-                    outer = functools.wraps(func)(
-                        _metadata.MetadataCall(cls, wrapper, metadata, record_outcome)
-                    )
-            else:
-                outer = (
-                    _metadata.lifetime_with_metadata(
-                        cls, wrapper, lifetime, metadata, record_outcome
-                    )
-                    if with_metadata
-                    else None
-                ) or lifetime
-            if recursive:
-                outer = _recursive_wrapper(cls, func, wrapper, outer)
-            if outer is wrapper:
-                return wrapper
-            outer._scope_profiler_wrapper = wrapper  # instrument() leaves it alone
-            return outer
+            state = cls._state
+            return state.decorate(
+                func, region_name, recursive, metadata, record_outcome, region_tags
+            )
 
         if callable(region_name):
             func = region_name
@@ -657,17 +304,7 @@ class ProfileManager:
         """A :class:`RegionHandle` for ``region_name`` that survives later ``setup()`` calls
         (each re-creates the region, so it is in :meth:`registered_regions`). Defining a name
         again with other ``functions``/``tags`` raises ``ValueError``."""
-        definition = (
-            None if functions is None else tuple(functions),
-            None if tags is None else tuple(tags),
-        )
-        previous = cls._region_definitions.get(region_name)
-        if previous is not None and previous != definition:
-            raise ValueError(f"region {region_name!r} was already defined differently")
-        check_region_name(region_name)
-        cls._create_region(region_name, functions=functions, tags=tags)
-        cls._region_definitions[region_name] = definition
-        return RegionHandle(cls, region_name, functions=functions, tags=tags)
+        return cls._state.define_region(region_name, functions, tags)
 
     @classmethod
     def region_factory(cls, region_name, *, tags=None) -> RegionFactory:
@@ -677,23 +314,6 @@ class ProfileManager:
         return RegionFactory(cls, region_name, tags=tags)
 
     @classmethod
-    def _tags_record(cls, tags) -> bool:
-        """Whether a region with ``tags`` records in this run: it carries one of
-        ``setup(region_tags=...)`` (when given), and no opt-in tag the run leaves off."""
-        region_filter = cls._region_tag_filter
-        if region_filter is not None and region_filter.isdisjoint(tags):
-            return False
-        return cls._opt_in_enabled(tags)
-
-    @classmethod
-    def _opt_in_enabled(cls, tags) -> bool:
-        """Whether ``tags`` carry no opt-in tag, or one this run enables."""
-        opt_in = _OPT_IN_TAGS.intersection(tags)
-        if not opt_in or "*" in cls._enabled_tags:
-            return True
-        return not opt_in.isdisjoint(cls._enabled_tags)
-
-    @classmethod
     def register_opt_in_tag(cls, *tags: str) -> None:
         """Mark ``tags`` as opt-in (for every manager): regions and decorated functions
         carrying one record nothing unless the run enables it (``setup(enable_tags=[...])``,
@@ -701,16 +321,7 @@ class ProfileManager:
         decorators of this manager pick the change up. ``TypeError`` for a tag that is not
         a non-empty string."""
         check_opt_in_tags(tags)
-        new = set(tags) - _OPT_IN_TAGS
-        _OPT_IN_TAGS.update(new)
-        if not new or not cls._configured:
-            return
-        for name in [n for n, r in cls._regions.items() if new.intersection(r.tags)]:
-            del cls._regions[name]
-        for name, entries in cls._decorators.items():
-            for func, wrapper, region_tags in entries:
-                if region_tags and new.intersection(region_tags):
-                    cls._bind_decorated(name, func, wrapper, region_tags)
+        cls._state.register_opt_in_tags(list(tags))
 
     @classmethod
     def instrument(cls, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
@@ -770,9 +381,7 @@ class ProfileManager:
 
     @classmethod
     def get_all_regions(cls) -> dict:
-        for name, _ in cls._region_cache.unlisted_calls():
-            cls._region_cache.get(name)  # lists a name used once so far
-        return cls._regions
+        return cls._state.all_regions()
 
     @classmethod
     def registered_regions(cls) -> tuple:
@@ -780,54 +389,29 @@ class ProfileManager:
 
     @classmethod
     def recorded_regions(cls) -> tuple:
-        # copies taken without running Python code: other threads may add regions meanwhile
-        listed = tuple(cls._regions.items())
-        calls = dict(cls._region_cache.unlisted_calls())
-        calls.update((name, r.num_calls) for name, r in listed)
-        return tuple(name for name in cls._region_cache.registered() if calls.get(name, 0) > 0)
+        return cls._state.recorded_regions()
 
     # ------------------------------------------------------------------ lifecycle
     @classmethod
     def is_configured(cls) -> bool:
-        return cls._configured
+        return cls._state.configured
 
     @classmethod
     def is_active(cls) -> bool:
-        return cls._recording() and cls._lifecycle_state in {
-            _LifecycleState.ACTIVE,
-            _LifecycleState.FINALIZED,
-        }
+        return cls._state.is_active()
 
     @classmethod
     def last_results(cls):
-        return cls._last_results
+        return cls._state.last_results
 
     @classmethod
     def get_config(cls) -> ProfilingConfig:
         """The active configuration (a default, untracked one is created lazily)."""
-        if cls._config is None:
-            cls._config = ProfilingConfig()
-            cls._config.start()
-        return cls._config
+        return cls._state.get_config()
 
     @classmethod
     def _cancel_auto_finalize(cls) -> None:
-        callback = cls._auto_finalize_callback
-        cls._auto_finalize_callback = None
-        if callback is not None:
-            atexit.unregister(callback)
-
-    @classmethod
-    def _register_auto_finalize(cls) -> None:
-        cls._cancel_auto_finalize()
-
-        def finalize_at_exit():
-            cls._auto_finalize_callback = None
-            if cls._configured:
-                cls._finalize(close_open=True)  # the end of the recording
-
-        cls._auto_finalize_callback = finalize_at_exit
-        atexit.register(finalize_at_exit)
+        cls._state.cancel_auto_finalize()
 
     @classmethod
     def setup(
@@ -840,8 +424,13 @@ class ProfileManager:
         region_tags=None,
         config_path=None,
         **overrides,
-    ):
+    ) -> ProfilingRun:
         """Configure a new run (see spec-api §4). Returns a :class:`ProfilingRun`.
+
+        Settings: the ``config_path`` file's, then ``options``', then the non-None
+        ``overrides`` (``output=`` sets ``file_path`` / ``deactivate_file_output``).
+        ``RuntimeError`` while a run is active (unless ``replace=True``), ``TypeError`` for
+        an unknown setting.
 
         ``region_tags`` (tags, or one tag): record only regions carrying one of them
         (untagged ones too are disabled, the session root included); they also enable
@@ -849,156 +438,34 @@ class ProfileManager:
 
         Under ``scope-profiler run`` a script's own ``setup()``/``session()`` joins the run
         of the command line instead (:meth:`_join_host`): both record."""
-        hosted = cls._hosting()
-        if (
-            not hosted
-            and cls._configured
-            and cls._lifecycle_state is _LifecycleState.ACTIVE
-            and not replace
-            and not _fork.inherited(cls._config)
-        ):  # a forked child may replace the parent's run
-            raise RuntimeError(
-                "profiling is already configured; finalize it first or pass replace=True",
-            )
-        check_setting_names(overrides)  # TypeError naming unknown settings (Rust)
-        requested_output = None
-        if output is not _UNSET:  # file_path / deactivate_file_output from it (Rust)
-            requested_output = None if output is None else os.fspath(output)
-            overrides.update(output_settings(requested_output, overrides))
-        settings: dict = {}
-        if config_path is not None:
-            from ._options import load_profiling_config
-
-            settings.update(load_profiling_config(config_path))
-        if options is not None:
-            settings.update(options.to_kwargs())
-        settings.update({k: v for k, v in overrides.items() if v is not None})
-        # Validation happens here, before anything of the previous run is replaced.
-        config = ProfilingConfig(**settings)
-        if hosted:
-            return cls._join_host(config, requested_output)
-        if isinstance(region_tags, str):
-            region_tags = (region_tags,)
-        cls._region_tag_filter = None if region_tags is None else frozenset(region_tags)
-        cls._set_config(config)
-        cls._requested_output = requested_output
-        if auto_finalize:
-            cls._register_auto_finalize()
-        return ProfilingRun(cls, config, requested_output)
+        return cls._state.setup(
+            options,
+            bool(auto_finalize),
+            output is not _UNSET,
+            None if output is _UNSET else output,
+            bool(replace),
+            region_tags,
+            config_path,
+            overrides,
+        )
 
     @classmethod
     def _hosting(cls) -> bool:
         """Whether ``scope-profiler run``'s own run is the active one (a script's setup joins it)."""
-        return cls._host_config is not None and cls._config is cls._host_config
+        return cls._state.hosting()
 
     @classmethod
-    def _join_host(cls, config: ProfilingConfig, requested_output: str | None):
+    def _join_host(cls, config: ProfilingConfig, requested_output: str | None) -> ProfilingRun:
         """A hosted script's ``setup()``: keep recording into the command line's run (its
         file gets everything) and remember the script's own output, which the script's
         ``finalize()`` / session end writes as a snapshot of the run so far. When the script
         asks for more tracking than the command line (``track_async`` under plain ``run``),
         the run restarts with it, saying so on stderr (calls recorded before are not kept)."""
-        host = cls._config
-        assert host is not None
-        upgrade = tracking_upgrade(
-            (config.track_threads, config.track_async),
-            (host.track_threads, host.track_async),
-            host.file_path,
-        )
-        if upgrade is not None:
-            names, note = upgrade
-            print(note, file=sys.stderr)
-            requested = cls._requested_output
-            host = ProfilingConfig(**{**host._settings, **dict.fromkeys(names, True)})
-            cls._set_config(host)
-            cls._requested_output = requested
-            cls._host_config = host
-        # calls open now (the script's own frames under --recursive, run's root region) are
-        # still open at the script's finalize, as expected: its warning leaves them out
-        assert host._native is not None
-        open_now = host._native.open_region_names()
-        cls._joined.append(
-            (config.file_path, requested_output, config.deactivate_file_output, open_now)
-        )
-        run = ProfilingRun(cls, host, requested_output or config.file_path)
-        run._joined = True
-        return run
-
-    @classmethod
-    def _finalize_joined(cls, verbose: bool, return_results: bool, native_traces) -> Any:
-        """``finalize()`` of a hosted script's run: a snapshot of every completed call so
-        far (nothing is rewound or closed: the command line's run goes on and writes them
-        all), written to the script's own output unless it set ``deactivate_file_output``."""
-        path, requested, no_file, open_at_join = cls._joined[-1]
-        config = cls.get_config()
-        native = native_regions(native_traces, 0) if native_traces is not None else []
-        if config.tracker is not None:
-            config.tracker._refresh_task_names()
-        assert config._native is not None
-        # the snapshot's end: live threads' wall time runs to it (issue 14, second new-user
-        # trial: without it MainThread's wall_time was None in the script's own results)
-        metadata = {**config.metadata, "finalize_time_ns": perf_counter_ns()}
-        native_run, _, nesting_error, _ = config._native.finalize(
-            metadata,
-            config.start_time_ns,
-            False,
-            path,
-            cls._next_call_id,
-            close_open=False,
-            expected_open=[_ProfilingSession.ROOT_REGION_NAME, *open_at_join],
-            native=native,
-            stacklevel=_user_stacklevel(),
-        )
-        if nesting_error is not None:
-            warnings.warn(
-                f"call graph not recorded: {nesting_error}",
-                RuntimeWarning,
-                stacklevel=_user_stacklevel(),
-            )
-        results = _results_from_native(native_run)
-        cls._last_results = results
-        if not no_file:
-            from .profile_io import write_profile
-
-            write_profile(results, requested or path)
-        if verbose:
-            results.print_summary(title=requested or path)
-        return results if return_results else None
+        return cls._state.join_host(config, requested_output)
 
     @classmethod
     def _set_config(cls, config: ProfilingConfig) -> None:
-        config.start()
-        cls._cancel_auto_finalize()
-        cls._regions.clear()
-        cls._next_call_id = 0
-        previous = cls._config
-        if previous is not config:
-            _tracer.forget(previous)
-        if previous is not None and previous.tracker is not None:
-            previous.tracker.uninstall()
-        if previous is not config:
-            _stop_streaming(previous, discard=True)
-        cls._config = config
-        _fork.track(config)  # a forked child takes its view of the thread table
-        cls._last_results = None
-        cls._last_native_run = cls._last_written_run = None
-        cls._requested_output = None
-        cls._configured = True
-        cls._lifecycle_state = (
-            _LifecycleState.INACTIVE if config.deactivate_profiling else _LifecycleState.ACTIVE
-        )
-        cls._bind_region_cache()
-        if config.tracker is not None:
-            config.tracker.install()
-        _tracer.start(config, cls._recorded_path)  # recursive_profile=True
-        config.mark_started()  # the origin: recording begins now (the stream's frames use it)
-        _start_streaming(config)
-        cls._enabled_tags = _enabled_tags(config) | (cls._region_tag_filter or frozenset())
-        for name, entries in cls._decorators.items():
-            for func, wrapper, tags in entries:
-                cls._bind_decorated(name, func, wrapper, tags)
-        for name, (functions, tags) in cls._region_definitions.items():
-            cls._create_region(name, functions=functions, tags=tags)
+        cls._state.configure(config)
 
     @classmethod
     def session(
@@ -1027,12 +494,12 @@ class ProfileManager:
             setup_kwargs["options"] = options
         if config_path is not None:
             setup_kwargs["config_path"] = config_path
-        return _ProfilingSession(
+        return ProfilingSession(
             cls,
             setup_kwargs,
-            verbose,
-            verbose_line_profiler,
-            return_results,
+            bool(verbose),
+            bool(verbose_line_profiler),
+            bool(return_results),
             native_traces,
         )
 
@@ -1042,12 +509,7 @@ class ProfileManager:
     ):
         """Checkpoint (see :meth:`_finalize`): calls still open stay open, named in a
         ``RuntimeWarning``."""
-        return cls._finalize(
-            verbose=verbose,
-            return_results=return_results,
-            native_traces=native_traces,
-            verbose_line_profiler=verbose_line_profiler,
-        )
+        return cls._state.finalize(bool(verbose), bool(return_results), native_traces, False)
 
     @classmethod
     def _finalize(
@@ -1073,152 +535,47 @@ class ProfileManager:
         and loses nothing: the run is in :meth:`last_results`, the calls stay buffered,
         and calling ``finalize()`` again once the path is writable writes them all.
         """
-        if cls._joined and cls._hosting():  # a script's own run under scope-profiler run
-            return cls._finalize_joined(verbose, return_results, native_traces)
-        if close_open:  # the end of the recording: function-level tracing ends first
-            _tracer.stop(cls._config, stacklevel=_user_stacklevel())
-        if not cls._configured:
-            if return_results:
-                file_path = cls._config.file_path if cls._config is not None else ""
-                cls._last_results = _empty_results(file_path)
-                return cls._last_results
-            return None
-        config = cls.get_config()
-        rank = getattr(config, "_rank", 0)
-        native = native_regions(native_traces, rank) if native_traces is not None else []
-        finalize_time_ns = perf_counter_ns()
-        config.metadata["finalize_time_ns"] = finalize_time_ns
-        if config.deactivate_profiling:
-            cls._lifecycle_state = _LifecycleState.FINALIZED
-            cls._cancel_auto_finalize()
-            if return_results:
-                cls._last_results = _empty_results(config.file_path)
-                return cls._last_results
-            return None
-
-        if config.comm is not None:  # MPI rank: collective, one file written by rank 0
-            from . import _mpi
-
-            results = _mpi.finalize(
-                cls, config, verbose=verbose, return_results=return_results, native=native
-            )
-            cls._lifecycle_state = _LifecycleState.FINALIZED
-            cls._cancel_auto_finalize()
-            if return_results:
-                cls._last_results = results
-                return results
-            return None
-
-        write_file = not config.deactivate_file_output
-        need_results = return_results or verbose
-        results = None
-        if write_file or need_results:
-            if config.tracker is not None:
-                config.tracker._refresh_task_names()  # Task.get_name() as of now
-            assert config._native is not None  # get_config() started it
-            _tracer.report(config, stacklevel=_user_stacklevel())  # calls the limit dropped
-            native_run, next_id, nesting_error, write_error = config._native.finalize(
-                dict(config.metadata),
-                config.start_time_ns,
-                write_file,
-                config.file_path,
-                cls._next_call_id,
-                close_open=close_open,
-                expected_open=[_ProfilingSession.ROOT_REGION_NAME],
-                native=native,
-                # the open-calls warning names the user's line, not this module's (issue 14,
-                # second new-user trial)
-                stacklevel=_user_stacklevel(),
-            )
-            cls._next_call_id = next_id
-            cls._last_native_run = native_run
-            # what the file now holds, for `run` not to read it back
-            cls._last_written_run = native_run if write_file and write_error is None else None
-            if nesting_error is not None:
-                warnings.warn(
-                    f"call graph not recorded: {nesting_error}",
-                    RuntimeWarning,
-                    stacklevel=_user_stacklevel(),
-                )
-            if write_error is not None:
-                # Nothing was rewound: the calls stay buffered, and the next finalize()
-                # (once the path is writable) writes them all. The run is kept in memory.
-                cls._last_results = _results_from_native(native_run)
-                raise write_error
-            if write_file:
-                _render_output(cls._requested_output, config.file_path, native_run)
-            if need_results:
-                results = _results_from_native(native_run)
-                if verbose and hasattr(results, "print_summary"):
-                    label = getattr(results, "display_label", config.file_path)
-                    title = finalize_summary_title(cls._requested_output, write_file, label, 1)
-                    results.print_summary(title=title)
-        cls._lifecycle_state = _LifecycleState.FINALIZED
-        cls._cancel_auto_finalize()
-        if return_results:
-            cls._last_results = results
-            return results
-        return None
+        return cls._state.finalize(
+            bool(verbose), bool(return_results), native_traces, bool(close_open)
+        )
 
     @classmethod
     def pause(cls) -> None:
-        """Stop recording new scopes (entries push a placeholder) until :meth:`resume`."""
-        if cls._config is None:
-            raise RuntimeError("ProfileManager.setup() must be called before pause()")
-        native = cls._config._native
-        assert native is not None  # started by setup()
-        if native.paused:
-            return
-        # RuntimeError naming open scopes other than the session's root (Rust)
-        check_pause(native.open_region_names(), _ProfilingSession.ROOT_REGION_NAME)
-        native.set_paused(True)
+        """Stop recording new scopes (entries push a placeholder) until :meth:`resume`;
+        ``RuntimeError`` before ``setup()`` or while scopes other than a session's root are
+        open."""
+        cls._state.pause()
 
     @classmethod
     def resume(cls) -> None:
-        if cls._config is None:
-            raise RuntimeError("ProfileManager.setup() must be called before resume()")
-        assert cls._config._native is not None  # started by setup()
-        cls._config._native.set_paused(False)
+        """Record again after :meth:`pause` (``RuntimeError`` before ``setup()``)."""
+        cls._state.resume()
 
     @classmethod
     def reset(cls) -> None:
         """Forget the configuration and everything recorded; keep the instrumentation
         (decorated functions call straight through until the next ``setup()``)."""
-        cls._regions.clear()  # the dict the native lookup probes
-        cls._region_cache.bind(None)
-        cls._cancel_auto_finalize()
-        _tracer.forget(cls._config)
-        if cls._config is not None and cls._config.tracker is not None:
-            cls._config.tracker.uninstall()
-        _stop_streaming(cls._config, discard=True)
-        cls._config = None
-        cls._last_results = None
-        cls._last_native_run = cls._last_written_run = None
-        cls._requested_output = None
-        cls._configured = False
-        cls._lifecycle_state = _LifecycleState.INACTIVE
-        cls._next_call_id = 0
-        cls._enabled_tags = frozenset()
-        cls._region_tag_filter = None
-        for entries in cls._decorators.values():
-            for _func, wrapper, _tags in entries:
-                wrapper._bind(None)
+        cls._state.reset()
 
     @classmethod
     def _reset(cls) -> None:
         """``reset()`` and forget every decorator and region definition too (test
         isolation)."""
-        cls.reset()
-        cls._decorators.clear()
-        cls._region_definitions.clear()
+        cls._state.clear()
 
 
-def _install_region_cache(cls) -> None:
-    """Give manager class ``cls`` its own region dict and native ``region`` /
+def _install(cls) -> None:
+    """Give manager class ``cls`` its own state, region dict and native ``region`` /
     ``profile_region`` over it (unbound until its next ``setup()``)."""
-    cls._regions = {}
-    cls._region_cache = RegionCache(cls._regions, cls._create_region)
+    cls._state = state = ManagerState(cls)
+    cls._region_cache = state.install()
+    cls._regions, cls._decorators = state.regions, state.decorators
+    cls._region_definitions, cls._metadata_context = (
+        state.region_definitions,
+        state.metadata_context,
+    )
     cls.region = cls.profile_region = cls._region_cache.lookup
+    cls._create_region, cls._recorded_path = state.create_region, state.recorded_path
 
 
-_install_region_cache(ProfileManager)
+_install(ProfileManager)

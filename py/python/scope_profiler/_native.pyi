@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, 
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Any, Literal, Self, TextIO, final, overload
+from typing import Any, ClassVar, Literal, Self, TextIO, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -45,6 +45,7 @@ __all__ = [
     "LaneSplit",
     "LoopState",
     "MPIRegion",
+    "ManagerState",
     "MetadataCall",
     "MetadataScope",
     "NativeRecorder",
@@ -56,6 +57,8 @@ __all__ = [
     "ProfiledFunction",
     "ProfilingConfigBase",
     "ProfilingResults",
+    "ProfilingRun",
+    "ProfilingSession",
     "Region",
     "RegionCache",
     "RegionFactory",
@@ -152,6 +155,7 @@ __all__ = [
     "read_profile_summary",
     "read_trace",
     "relative_source_path",
+    "render_output",
     "run_as_main",
     "sampled_step",
     "setting_defaults",
@@ -162,13 +166,17 @@ __all__ = [
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
+    "start_streaming",
     "started_marker",
+    "stop_all_streaming",
+    "stop_streaming",
     "summary_text",
     "thread_time_ns",
     "tracking_upgrade",
     "unique_labels",
     "unknown_setting_error",
     "unsupported_names",
+    "user_stacklevel",
     "write_before_os_exit",
     "write_json",
     "write_profile",
@@ -1813,6 +1821,191 @@ def check_pause(open_names: list[str], root: str) -> None:
     """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")
     when calls of regions other than ``root`` (the session's root region) are open;
     ``open_names``: the open calls' region names, outermost first."""
+
+# manager (``scope_profiler._manager``)
+
+@final
+class ManagerState:
+    """The state of one manager class (``ProfileManager``, a subclass, the class behind a
+    ``ProfileManager()``) and the operations of ``setup()``, ``finalize()``, ``reset()``,
+    ``pause()`` and the region creation over it."""
+
+    config: Any
+    configured: bool
+    next_call_id: int
+    last_results: Any
+    last_native_run: Any
+    last_written_run: Any
+    requested_output: Any
+    host_config: Any
+    @property
+    def joined(self) -> list[tuple[str, str | None, bool, list[str]]]:
+        """The hosted script's runs, innermost last: ``(file_path, requested_output,
+        deactivate_file_output, names of the calls open at the join)``."""
+    @property
+    def decorators(self) -> dict[str, list[tuple[Any, ProfiledFunction, tuple[str, ...] | None]]]:
+        """Region name -> ``(func, wrapper, tags)`` of each ``@profile`` decorator."""
+    @property
+    def region_definitions(self) -> dict[str, tuple[Any, Any]]:
+        """Region name -> ``(functions, tags)`` of ``define_region()``."""
+    @property
+    def regions(self) -> dict[str, ProfileRegion]:
+        """Region name -> region: the dict the native lookup probes."""
+    @property
+    def region_cache(self) -> RegionCache:
+        """The manager's region cache (made by :meth:`install`)."""
+    @property
+    def metadata_context(self) -> Any:
+        """The ``ContextVar`` of the merged ``metadata()`` values around the current task."""
+    @property
+    def lifecycle(self) -> str:
+        """``"INACTIVE"``, ``"ACTIVE"`` or ``"FINALIZED"``."""
+    def __new__(cls, owner: type) -> ManagerState: ...
+    def install(self) -> RegionCache:
+        """Make the region cache whose misses go to :meth:`create_region`; returns it."""
+    def recording(self) -> bool:
+        """Configured, profiling not deactivated."""
+    def is_active(self) -> bool:
+        """Recording and set up (ACTIVE or FINALIZED)."""
+    def hosting(self) -> bool:
+        """Whether ``scope-profiler run``'s run is the configuration."""
+    def recorded_path(self, filename: str) -> str:
+        """``filename`` as recorded (relative with ``metadata_detail="minimal"``)."""
+    def get_config(self) -> Any:
+        """The configuration (a default, started one made on first use)."""
+    def tags_record(self, tags: list[str]) -> bool:
+        """Whether a region with ``tags`` records in this run."""
+    def bind_region_cache(self) -> None:
+        """Let the native lookup make regions of the current run (when it can)."""
+    def create_region(
+        self, region_name: str, functions: Any = None, tags: Any = None
+    ) -> ProfileRegion:
+        """The region ``region_name``, made when missing (source: the calling line);
+        ``ValueError`` when it exists with other non-None ``tags``."""
+    def define_region(self, region_name: str, functions: Any, tags: Any) -> RegionHandle:
+        """The region made now and by every later ``setup()``; ``ValueError`` when defined
+        differently before or for a name a profile cannot hold."""
+    def all_regions(self) -> dict[str, ProfileRegion]:
+        """The region dict, every name made natively listed in it first."""
+    def recorded_regions(self) -> tuple[str, ...]:
+        """Registered names (creation order) with at least one call."""
+    def bind_decorated(self, name: str, func: Any, wrapper: Any, tags: Any) -> None:
+        """Bind ``wrapper`` (of ``func``) to region ``name`` of the current run."""
+    def decorate(
+        self,
+        func: Any,
+        region_name: Any,
+        recursive: Any,
+        metadata: Any,
+        record_outcome: Any,
+        tags: tuple[str, ...] | None,
+    ) -> Any:
+        """``profile(...)(func)``: the ``ProfiledFunction`` of ``func`` (region
+        ``region_name`` or ``func.__name__``), wrapped for a coroutine/generator lifetime,
+        metadata and ``recursive`` as asked; ``ValueError`` for a name a profile cannot
+        hold."""
+    def register_opt_in_tags(self, tags: list[str]) -> None:
+        """Make ``tags`` opt-in (every manager); this manager's regions and decorators
+        carrying a new one are made again."""
+    def setup(
+        self,
+        options: Any,
+        auto_finalize: bool,
+        output_given: bool,
+        output: Any,
+        replace: bool,
+        region_tags: Any,
+        config_path: Any,
+        overrides: dict[str, Any],
+    ) -> ProfilingRun:
+        """``ProfileManager.setup``: ``RuntimeError`` over an active run (without
+        ``replace``), ``TypeError`` for an unknown setting."""
+    def configure(self, config: Any) -> None:
+        """Start ``config`` and make it the run (the previous one's hooks end)."""
+    def reset(self) -> None:
+        """Forget the configuration and everything recorded."""
+    def clear(self) -> None:
+        """``reset()`` and forget decorators and region definitions."""
+    def pause(self) -> None:
+        """``RuntimeError`` before ``setup()`` or while scopes other than a session's root
+        are open."""
+    def resume(self) -> None:
+        """``RuntimeError`` before ``setup()``."""
+    def cancel_auto_finalize(self) -> None:
+        """Unregister the exit-time finalize."""
+    def register_auto_finalize(self) -> None:
+        """Finalize (closing open calls) at interpreter exit."""
+    def join_host(self, config: Any, requested_output: Any) -> ProfilingRun:
+        """A hosted script's ``setup()``: join the command line's run."""
+    def finalize(
+        self, verbose: bool, return_results: bool, native_traces: Any, close_open: bool
+    ) -> Any:
+        """The checkpoint (``ProfileManager._finalize``); the results or None. Raises the
+        ``OSError`` of a failed write (the run stays in ``last_results``)."""
+    def finalize_joined(self, verbose: bool, return_results: bool, native_traces: Any) -> Any:
+        """A hosted script's finalize: a snapshot written to its own output."""
+
+@final
+class ProfilingRun:
+    """Handle returned by ``ProfileManager.setup``."""
+
+    results: Any
+    _joined: bool
+    def __new__(cls, manager: Any, config: Any, output: Any = None) -> ProfilingRun: ...
+    @property
+    def file_path(self) -> Any:
+        """The file this run writes (``output=`` or the configuration's ``file_path``)."""
+    @property
+    def is_active(self) -> bool:
+        """This run is its manager's configuration and the manager is active."""
+    def finalize(self, **kwargs: Any) -> Any:
+        """Finalize through the owning manager (``return_results`` defaults to True);
+        ``RuntimeError`` when the run was replaced; a write's ``OSError`` propagates."""
+
+@final
+class ProfilingSession:
+    """Context manager (and decorator) returned by ``ProfileManager.session``: ``setup()``
+    at entry, a ``"scope_profiler.session"`` root region around the body, ``finalize()``
+    (closing open calls) at exit, then the tracker's hooks removed. A failed write's
+    ``OSError`` propagates with ``results`` set to the run kept in memory."""
+
+    ROOT_REGION_NAME: ClassVar[str]
+    results: Any
+    @property
+    def _manager(self) -> Any:
+        """The manager class."""
+    def __new__(
+        cls,
+        manager: Any,
+        setup_kwargs: dict[str, Any],
+        verbose: bool,
+        verbose_line_profiler: bool,
+        return_results: bool,
+        native_traces: Any,
+    ) -> ProfilingSession: ...
+    def _recreate_cm(self) -> ProfilingSession:
+        """A fresh session with the same arguments."""
+    def __call__(self, func: Any) -> Any:
+        """``func`` with each call in a fresh session (the awaited run for ``async def``)."""
+    def __enter__(self) -> ProfilingSession: ...
+    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
+
+def user_stacklevel(*modules: str) -> int:
+    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``
+    or ``modules``) naming the first frame outside them (the user's line)."""
+
+def render_output(requested: Any, recorded: Any, native_run: Any) -> None:
+    """Write ``requested`` (``setup(output=)``) from the run and remove ``recorded``;
+    an ``OSError`` keeps ``recorded`` (a note names it)."""
+
+def start_streaming(config: Any) -> None:
+    """With ``flush_interval``: start the flush thread (``RuntimeWarning`` under MPI)."""
+
+def stop_streaming(config: Any, discard: bool = False) -> None:
+    """End the flush thread of ``config``; ``discard`` removes its sidecar."""
+
+def stop_all_streaming() -> None:
+    """End every flush thread (at exit)."""
 
 # settings (``scope_profiler._settings``)
 
