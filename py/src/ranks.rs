@@ -18,7 +18,7 @@ use crate::run::NativeRun;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_to_bytes, m)?)?;
     m.add_function(wrap_pyfunction!(_run_from_bytes, m)?)?;
-    m.add_function(wrap_pyfunction!(_stack_runs, m)?)?;
+    m.add_function(wrap_pyfunction!(stack_runs, m)?)?;
     Ok(())
 }
 
@@ -55,20 +55,9 @@ fn _run_from_bytes(data: &Bound<'_, PyAny>, file_path: String) -> PyResult<Nativ
 /// run)` with `run` a `NativeRun` or encoded bytes. `metadata` (a dict) replaces the
 /// first part's; `num_ranks` overrides the computed count. With `write_file` the result is
 /// written to `file_path` (schema 3, atomically) before it is returned.
+/// Also called by the MPI finalize of rank 0 (`py/src/mpi.rs`).
 #[pyfunction]
-#[pyo3(signature = (parts, metadata=None, num_ranks=None, file_path=String::new(), write_file=false))]
-fn _stack_runs(
-    py: Python<'_>,
-    parts: Vec<(u32, Bound<'_, PyAny>)>,
-    metadata: Option<&Bound<'_, PyDict>>,
-    num_ranks: Option<u32>,
-    file_path: String,
-    write_file: bool,
-) -> PyResult<NativeRun> {
-    stack_runs(py, parts, metadata, num_ranks, file_path, write_file)
-}
-
-/// [`_stack_runs`], for the bindings (the MPI finalize of rank 0).
+#[pyo3(name = "_stack_runs", signature = (parts, metadata=None, num_ranks=None, file_path=String::new(), write_file=false))]
 pub(crate) fn stack_runs(
     py: Python<'_>,
     parts: Vec<(u32, Bound<'_, PyAny>)>,

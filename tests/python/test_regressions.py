@@ -1969,6 +1969,7 @@ def test_a_region_object_kept_across_setups_records_into_the_current_run(tmp_pat
             pass
     assert kept.num_calls == 8
     manager.finalize(verbose=False)
+    manager.reset()  # no thread hook outlives the test
 
     def counts(path):
         r = sp.read_h5(str(path))
@@ -2747,6 +2748,7 @@ def _empty_run(path: Path, **settings) -> Path:
     manager = ProfileManager()
     manager.setup(file_path=str(path), replace=True, **settings)
     manager.finalize(verbose=False)
+    manager.reset()  # no thread hook outlives the test
     return path
 
 
@@ -2768,6 +2770,7 @@ def _nested_threaded_run(path: Path) -> ProfilingResults:
     with manager.profile_region("main"):
         pass
     manager.finalize(verbose=False)
+    manager.reset()  # no thread hook outlives the test
     return sp.read_h5(path)
 
 
