@@ -45,6 +45,18 @@ pub fn rank0_failure(message: &str) -> String {
     format!("rank 0 could not write profiling data: {message}")
 }
 
+/// The `RuntimeWarning` of a process that looks like an MPI rank (a launcher's environment,
+/// or `SCOPE_PROFILER_MPI=1`) but cannot import mpi4py (`reason`: the `ImportError`'s text):
+/// without it every rank records as a serial run and writes the same file.
+pub fn without_mpi4py(reason: &str) -> String {
+    format!(
+        "this process looks like an MPI rank (an MPI launcher's environment variable, or \
+         SCOPE_PROFILER_MPI=1) but mpi4py cannot be imported ({reason}): it records as a serial \
+         run, and every rank writes the same output file, the last one replacing the others; \
+         install mpi4py, or set SCOPE_PROFILER_MPI=0 if this is not an MPI job"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -83,5 +95,16 @@ mod tests {
         assert_eq!(nesting_warning(2, "bad"), "call graph not recorded on rank 2: bad");
         assert_eq!(failure_broadcast("OSError", "disk full"), "OSError: disk full");
         assert_eq!(rank0_failure("OSError: disk full"), "rank 0 could not write profiling data: OSError: disk full");
+    }
+
+    // Reported: stop 28 new-user trial: under `mpirun` without mpi4py the ranks silently
+    // overwrote one file.
+    #[test]
+    fn a_rank_without_mpi4py_is_told_what_happens_and_what_to_do() {
+        let text = without_mpi4py("No module named 'mpi4py'");
+        assert!(text.starts_with("this process looks like an MPI rank"));
+        assert!(text.contains("(No module named 'mpi4py')"));
+        assert!(text.contains("every rank writes the same output file"));
+        assert!(text.ends_with("set SCOPE_PROFILER_MPI=0 if this is not an MPI job"));
     }
 }

@@ -47,14 +47,14 @@ fn kwargs<'py>(py: Python<'py>, items: &[(&str, Bound<'py, PyAny>)]) -> PyResult
     Ok(d)
 }
 
-fn warn(py: Python<'_>, message: &str, stacklevel: i32) -> PyResult<()> {
+pub(crate) fn warn(py: Python<'_>, message: &str, stacklevel: i32) -> PyResult<()> {
     let message = CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
     PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &message, stacklevel)
 }
 
 /// `stacklevel` of a warning raised from Rust that names the first Python frame outside
 /// `scope_profiler._manager` and `modules` (1: the Python frame that called into Rust).
-fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult<i32> {
+pub(crate) fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult<i32> {
     let mut level = 1;
     let mut frame = attr(py, "sys", "_getframe")?.call1((0,))?;
     while !frame.is_none() {

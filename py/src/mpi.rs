@@ -42,7 +42,8 @@ fn mpi_launched(py: Python<'_>) -> PyResult<bool> {
 }
 
 /// `mpi_comm() -> MPI.Comm | None`: `MPI.COMM_WORLD` for an MPI rank (importing mpi4py,
-/// which initialises MPI), else None (also when mpi4py cannot be imported).
+/// which initialises MPI), else None (also when mpi4py cannot be imported: then a
+/// `RuntimeWarning` says every rank records a serial run into the same file).
 #[pyfunction]
 fn mpi_comm(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     if !mpi_launched(py)? {
@@ -50,7 +51,15 @@ fn mpi_comm(py: Python<'_>) -> PyResult<Option<Bound<'_, PyAny>>> {
     }
     match py.import("mpi4py.MPI") {
         Ok(mpi) => Ok(Some(mpi.getattr("COMM_WORLD")?)),
-        Err(e) if e.is_instance_of::<PyImportError>(py) => Ok(None),
+        Err(e) if e.is_instance_of::<PyImportError>(py) => {
+            // a serial run per rank, all writing one file: say so, at the user's setup() line
+            let level = crate::manager::stacklevel_outside(
+                py,
+                &["scope_profiler._mpi".to_string(), "scope_profiler._settings".to_string()],
+            )?;
+            crate::manager::warn(py, &mpi_job::without_mpi4py(&e.value(py).to_string()), level)?;
+            Ok(None)
+        }
         Err(e) => Err(e),
     }
 }

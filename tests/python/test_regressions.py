@@ -3171,3 +3171,43 @@ def test_stop_26_a_sigterm_handled_while_the_main_thread_blocks_ends_it(tmp_path
         (name, rank): r[name][rank].num_calls for name in r.region_names for rank in r[name].ranks
     }
     assert calls[("parent_work", 0)] == 1 and calls[("child_work", 1)] == 1, calls
+
+
+# Reported: stop 28 new-user trial, finding 1: under `mpirun` without mpi4py every rank ran
+# silently as a serial run and wrote the same file (one rank's calls survived).
+NO_MPI4PY_SCRIPT = """
+import sys
+sys.modules["mpi4py"] = None  # as if mpi4py were not installed
+import scope_profiler as sp
+sp.setup(file_path=sys.argv[1])
+with sp.region("x"):
+    pass
+sp.finalize(verbose=False)
+"""
+
+
+def test_stop_28_an_mpi_rank_without_mpi4py_is_warned_at_its_setup_line(tmp_path):
+    script = tmp_path / "rank.py"
+    script.write_text(NO_MPI4PY_SCRIPT)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OMPI_", "PMI", "SCOPE_PROFILER_MPI"))
+    }
+    ranked = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "a.h5")],
+        env={**env, "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"},
+        capture_output=True,
+        text=True,
+    )
+    assert ranked.returncode == 0, ranked.stderr
+    assert f"{script}:5: RuntimeWarning: this process looks like an MPI rank" in ranked.stderr
+    assert "every rank writes the same output file" in ranked.stderr
+    assert sp.read_h5(str(tmp_path / "a.h5"))["x"][0].num_calls == 1  # still recorded
+    plain = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "b.h5")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr
