@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import ROOT, run_cli
+from helpers import ROOT, run_cli, unavailable
 
 EXAMPLES = ROOT / "examples"
 
@@ -119,7 +119,7 @@ def test_mpi_threads(tmp_path):
 
     why = _mpi_available()
     if why:
-        pytest.skip(why)
+        unavailable(why)
     out = tmp_path / "mpi.h5"
     proc = mpirun(2, EXAMPLES / "mpi_threads.py", out, cwd=tmp_path)
     assert f"wrote {out}: 2 rank(s)" in proc.stdout

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED
+from helpers import DATASETS, SHARED, unavailable
 
 FOLDED_CHECK = SHARED / "clients" / "folded" / "folded_check.sh"
 SVG_CHECK = SHARED / "clients" / "folded" / "svg_check.sh"
@@ -40,7 +40,7 @@ def _need_inferno():
     path = _consumer_path()
     missing = [t for t in ("inferno-flamegraph", "xmllint") if shutil.which(t, path=path) is None]
     if missing or not FOLDED_CHECK.exists():
-        pytest.skip(
+        unavailable(
             f"folded/SVG consumers not available ({', '.join(missing) or FOLDED_CHECK}): "
             "cargo install inferno --version 0.12.8 --root $CLIENTS/cargo; apt-get install libxml2-utils "
             "(tests/run_all.sh does both)"

@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED, run_cli, run_traced
+from helpers import DATASETS, SHARED, run_cli, run_traced, unavailable
 from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 ASYNC = DATASETS / "reference" / "async.h5"
@@ -1253,7 +1253,7 @@ def pstats_check(path: Path) -> str:
     missing = [m for m in ("snakeviz", "gprof2dot") if shutil.which(m, path=str(bins)) is None]
     missing += [t for t in ("dot", "xmllint") if shutil.which(t) is None]
     if missing or not script.exists():
-        pytest.skip(f"SKIP pstats consumers not available ({', '.join(missing) or 'script'})")
+        unavailable(f"pstats consumers not available ({', '.join(missing) or script})")
     proc = subprocess.run(
         [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=300
     )
@@ -1561,7 +1561,7 @@ def test_issue_13_item_1_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
 
     why = _mpi_available()
     if why is not None:
-        pytest.skip(why)
+        unavailable(why)
     target = tmp_path / "missing" / "run.h5"
     script = tmp_path / "job.py"
     script.write_text(
