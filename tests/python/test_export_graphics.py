@@ -185,11 +185,20 @@ def test_timeline_svg_rows_bars_and_xmllint(which, request, tmp_path):
         assert 'fill="url(#await)"' in text and "await " in text
     else:
         assert 'fill="url(#await)"' not in text, "no await hatching without tasks"
-    # picture a person can open: rsvg renders it when available
-    if shutil.which("rsvg-convert"):
-        png = tmp_path / "tl.png"
-        subprocess.run(["rsvg-convert", str(path), "-o", str(png)], check=True, timeout=60)
-        assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("which", ["threaded", "tasks"])
+def test_timeline_svg_rendered_by_rsvg(which, request, tmp_path):
+    # picture a person can open: rsvg renders it
+    if shutil.which("rsvg-convert") is None:
+        unavailable(
+            "rsvg-convert not available: apt-get install librsvg2-bin (tests/run_all.sh does)"
+        )
+    results = request.getfixturevalue(which)
+    (path,) = sp.export_timeline_svg(results, tmp_path / "tl", verbose=False)
+    png = tmp_path / "tl.png"
+    subprocess.run(["rsvg-convert", str(path), "-o", str(png)], check=True, timeout=60)
+    assert png.stat().st_size > 1000
 
 
 @pytest.mark.parametrize("which", ["threaded", "tasks"])
