@@ -3,9 +3,8 @@
 mod consumers;
 
 use std::path::{Path, PathBuf};
-use std::process::Command;
 
-use consumers::reference_python;
+use consumers::{consumer_command, consumer_output, reference_python};
 use scope_profiler_analysis::*;
 use scope_profiler_formats::{read_h5, write_h5, H5Error};
 use serde_json::Value;
@@ -337,7 +336,7 @@ fn reference_package_reads_our_files_identically() {
         let original = datasets().join(format!("reference/{name}.h5"));
         let out = dir.path().join(format!("{name}.h5"));
         write_h5(&read_h5(&original).unwrap(), &out).unwrap();
-        let o = Command::new(&python).arg(&script).arg(&original).arg(&out).output().unwrap();
+        let o = consumer_output(consumer_command(&python).arg(&script).arg(&original).arg(&out)).unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success() && stdout.trim_end().ends_with("OK"),
@@ -350,7 +349,7 @@ fn reference_package_reads_our_files_identically() {
     write_h5(&read_h5(&datasets().join("compat/schema-1.h5")).unwrap(), &out).unwrap();
     let code = "import sys, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('solve')[0]; \
                 print(g.start_times_ns.tolist(), g.end_times_ns.tolist(), g.source_file, g.source_lineno, tuple(g.tags), r.num_ranks)";
-    let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
+    let o = consumer_output(consumer_command(&python).args(["-c", code]).arg(&out)).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
         "[10, 20, 40] [15, 33, 55] solver.py 7 ('golden',) 1",
@@ -671,7 +670,7 @@ fn reference_package_reads_a_large_compressed_run() {
     write_h5(&run, &out).unwrap();
     let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
                 print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), r.get_region('work')[0].exclusive_duration, len(r.threads[0]))";
-    let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
+    let o = consumer_output(consumer_command(&python).args(["-c", code]).arg(&out)).unwrap();
     let r = &run.regions[1];
     let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
     assert_eq!(
@@ -711,7 +710,7 @@ fn reference_package_reads_directly_written_chunks() {
     write_h5(&run, &out).unwrap();
     let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
                 print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), int(g.start_times_ns[-1]))";
-    let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
+    let o = consumer_output(consumer_command(&python).args(["-c", code]).arg(&out)).unwrap();
     let r = &run.regions[1];
     let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
     let last = r.start_ns.values()[r.len() - 1];

@@ -262,13 +262,14 @@ fn speedscope_importer_accepts_exports() {
         let run = read_h5(&datasets().join(format!("reference/{name}.h5"))).unwrap();
         let out = dir.path().join(format!("{name}.speedscope.json"));
         write_speedscope(&run, &[0], name, &out).unwrap();
-        let o = std::process::Command::new("node")
-            .arg(&check)
-            .arg(&out)
-            .args(["--expect", "speedscope json"])
-            .env("CLIENTS_NODE_DIR", &node_dir)
-            .output()
-            .unwrap();
+        let o = consumers::consumer_output(
+            consumers::consumer_command("node")
+                .arg(&check)
+                .arg(&out)
+                .args(["--expect", "speedscope json"])
+                .env("CLIENTS_NODE_DIR", &node_dir),
+        )
+        .unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&o.stderr));
         assert!(stdout.contains("schema: valid"), "{stdout}");
