@@ -131,7 +131,7 @@ def enclosed_task_time(results, rank: int) -> dict:
     """s per thread index of `rank`: the wall-clock union of the top-level calls of the task
     lanes of the thread that lie inside a top-level call of the thread's own lane - counted
     twice in 0.7.5's ``region_time`` (the enclosing call and the task call), once in
-    ``held_time + await_time`` (issue 14, new-user trial). Computed from the call arrays."""
+    ``held_time + await_time``. Computed from the call arrays."""
     calls = results.call_arrays(rank)
     aside = {int(i) for i in calls.set_aside}
     roots = [i for i in range(len(calls.start_ns)) if calls.parent[i] < 0 and i not in aside]
