@@ -12,7 +12,7 @@ call), measured in one process (whole processes would measure the CLI's fixed co
 
     .venv/bin/python benches/bench_tracer.py [--depth 28] [--repeat 3]
         [--reference .venv-ref/bin/scope-profiler] [--viztracer .venv-ref/bin/viztracer]
-        [--python313 /work/venv-313/bin/python]
+        [--python313 .venv-3.13/bin/python]
 """
 
 from __future__ import annotations

@@ -2,7 +2,7 @@
 
 Run with the project's venv (numpy 2.4) from the repository root:
 
-    /work/main/.venv/bin/python analysis/tests/npcompat_vectors.py
+    .venv/bin/python analysis/tests/npcompat_vectors.py
 
 It writes `analysis/tests/data/npcompat.json`. Arrays are not stored: each case names a
 distribution, a size and a seed, and `analysis/tests/npcompat.rs` regenerates the same int64

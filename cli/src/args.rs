@@ -78,8 +78,10 @@ pub fn parse_formats(s: &str) -> Result<Formats, String> {
 
 #[derive(Debug, Subcommand)]
 pub enum Command {
-    /// Run a Python script under the profiler, then print its summary and write a
-    /// `.h5` file and a `.speedscope.json` beside it.
+    /// Run a Python script under the profiler and write its profile
+    ///
+    /// When the script ends, print its summary and write a `.h5` file and a
+    /// `.speedscope.json` beside it.
     ///
     /// The script's own regions (`scope_profiler.profile_region(...)`, `@scope_profiler.profile`)
     /// are recorded by the process-wide manager; a root region `scope_profiler.session`
@@ -209,8 +211,10 @@ pub enum Command {
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
-    /// Print the per-region summary (calls, total/average/min/max, inclusive and exclusive
-    /// time) and, for runs recorded with threads, the per-thread summary.
+    /// Print the region and thread summary of one or more runs
+    ///
+    /// The per-region summary (calls, total/average/min/max, inclusive and exclusive time)
+    /// and, for runs recorded with threads, the per-thread summary.
     #[command(
         after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --merge worker_*.h5"
     )]
@@ -224,6 +228,8 @@ pub enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
     },
+    /// Write the file a killed `run --flush-interval` did not write, from its sidecar
+    ///
     /// Write the `.h5` file that a process recording with `flush_interval` (`run
     /// --flush-interval`) did not write because it was killed (SIGKILL, OOM killer, power
     /// loss), from the sidecar it streamed to (`.NAME.<tag>-<pid>.partial` beside FILE): every
@@ -245,7 +251,9 @@ pub enum Command {
         #[arg(long = "from", value_name = "SIDECAR")]
         from: Option<PathBuf>,
     },
-    /// Write one self-contained HTML report (no server, no network: open it in a browser):
+    /// Write a self-contained HTML report of one or more runs
+    ///
+    /// One self-contained HTML file (no server, no network: open it in a browser) with
     /// the region summary (calls, total/mean/min/max, exclusive time; held and await time for
     /// runs recorded with --track-async), the thread and task tables, the lane timeline and an
     /// interactive flame graph. Several files give one section each.
@@ -263,17 +271,20 @@ pub enum Command {
         #[arg(short = 'r', long = "rank", value_name = "RANK")]
         ranks: Vec<u32>,
     },
-    /// List the threads (and tasks) a run recorded, with wall, CPU and region time.
+    /// List the threads and tasks of a run, with their times
+    ///
+    /// The threads (and tasks) a run recorded, each with its wall, CPU and region time.
     #[command(after_help = "Example:\n  scope-profiler threads profiling_data.h5")]
     Threads {
         /// A `.h5` file written by scope-profiler.
         file: PathBuf,
     },
-    /// Convert many `.h5` files in parallel into one or more formats; the outputs of each
-    /// input go to DIR, named after the input's stem. A file that fails gets one error line
-    /// and the batch goes on; the exit code is then 2 if a file failed for a usage error (a
-    /// `--rank` it lacks, not a profile), else 1. A progress bar is drawn on stderr when
-    /// it is a terminal. Calls that do not nest in their lane (a generator peeked inside a
+    /// Convert many files in parallel into one or more export formats
+    ///
+    /// The `.h5` files are converted in parallel; the outputs of each input go to DIR, named
+    /// after the input's stem. A file that fails gets one error line and the batch goes on;
+    /// the exit code is then 2 if a file failed for a usage error (a `--rank` it lacks, not a
+    /// profile), else 1. A progress bar is drawn on stderr when it is a terminal. Calls that do not nest in their lane (a generator peeked inside a
     /// region) are set aside and left out of the exports: each file with some gets a
     /// `note:` line naming them, and the total is printed at the end.
     #[command(
@@ -297,9 +308,10 @@ pub enum Command {
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
     },
-    /// Draw the lane timeline of one run as SVG: one row per thread and task, calls as
-    /// nested bars on a time axis in ms from the run start, await time of task calls
-    /// hatched, a tooltip on every bar. Open it in a browser.
+    /// Draw the lane timeline of one run as SVG
+    ///
+    /// One row per thread and task, calls as nested bars on a time axis in ms from the run
+    /// start, await time of task calls hatched, a tooltip on every bar. Open it in a browser.
     ///
     /// The picture is never more than 32,767 px tall or wide (browsers and rsvg refuse larger
     /// SVG images): at most --lanes rows (the busiest lanes by top-level call time) plus one
@@ -327,7 +339,7 @@ pub enum Command {
     },
 }
 
-/// What `timeline` draws of the run (issue 13 item 15: bounded pictures).
+/// What `timeline` draws of the run: bounds that keep the picture within 32,767 px.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TimelineLimits {
     /// Draw at most N lanes as rows, the busiest by top-level call time (in the window); the

@@ -1,8 +1,10 @@
 //! HDF5 reading (compat fixtures, reference datasets against their expected values), writing
 //! (round trip, interop with the reference package), and damaged / foreign input.
-use std::path::{Path, PathBuf};
-use std::process::Command;
+mod consumers;
 
+use std::path::{Path, PathBuf};
+
+use consumers::{consumer_command, consumer_output, reference_python};
 use scope_profiler_analysis::*;
 use scope_profiler_formats::{read_h5, write_h5, H5Error};
 use serde_json::Value;
@@ -325,30 +327,16 @@ fn overwrite_is_atomic_replace() {
 // ---------------------------------------------------------------------------------------
 // files we write open in the reference package with the same values
 
-fn reference_python() -> Option<PathBuf> {
-    let p = PathBuf::from("/work/refvenv/bin/python");
-    if p.exists()
-        && Command::new(&p).args(["-c", "import scope_profiler, h5py"]).status().map(|s| s.success()).unwrap_or(false)
-    {
-        Some(p)
-    } else {
-        None
-    }
-}
-
 #[test]
 fn reference_package_reads_our_files_identically() {
-    let Some(python) = reference_python() else {
-        println!("SKIPPED: /work/refvenv/bin/python with scope_profiler not available");
-        return;
-    };
+    let Some(python) = reference_python() else { return };
     let script = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/compare_h5.py");
     let dir = tmpdir();
     for name in REFERENCE {
         let original = datasets().join(format!("reference/{name}.h5"));
         let out = dir.path().join(format!("{name}.h5"));
         write_h5(&read_h5(&original).unwrap(), &out).unwrap();
-        let o = Command::new(&python).arg(&script).arg(&original).arg(&out).output().unwrap();
+        let o = consumer_output(consumer_command(&python).arg(&script).arg(&original).arg(&out)).unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(
             o.status.success() && stdout.trim_end().ends_with("OK"),
@@ -361,7 +349,7 @@ fn reference_package_reads_our_files_identically() {
     write_h5(&read_h5(&datasets().join("compat/schema-1.h5")).unwrap(), &out).unwrap();
     let code = "import sys, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('solve')[0]; \
                 print(g.start_times_ns.tolist(), g.end_times_ns.tolist(), g.source_file, g.source_lineno, tuple(g.tags), r.num_ranks)";
-    let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
+    let o = consumer_output(consumer_command(&python).args(["-c", code]).arg(&out)).unwrap();
     assert_eq!(
         String::from_utf8_lossy(&o.stdout).trim(),
         "[10, 20, 40] [15, 33, 55] solver.py 7 ('golden',) 1",
@@ -385,9 +373,10 @@ fn expect_corrupt(p: &Path) -> String {
 
 #[test]
 fn missing_file() {
-    let p = Path::new("/tmp/definitely/not/here.h5");
-    match read_h5(p) {
-        Err(H5Error::NotFound(m)) => assert_eq!(m, "HDF5 file not found: /tmp/definitely/not/here.h5"),
+    let dir = tmpdir();
+    let p = dir.path().join("definitely/not/here.h5");
+    match read_h5(&p) {
+        Err(H5Error::NotFound(m)) => assert_eq!(m, format!("HDF5 file not found: {}", p.display())),
         other => panic!("{other:?}"),
     }
 }
@@ -670,19 +659,26 @@ fn large_run_is_compressed_and_round_trips() {
     }
     let back = read_h5(&out).unwrap();
     assert_runs_equal(&run, &back, "large");
-    if let Some(python) = reference_python() {
-        let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
-                    print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), r.get_region('work')[0].exclusive_duration, len(r.threads[0]))";
-        let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
-        let r = &run.regions[1];
-        let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            format!("40000 {total} {} 4", total as f64 / 1e9),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+}
+
+#[test]
+fn reference_package_reads_a_large_compressed_run() {
+    let Some(python) = reference_python() else { return };
+    let run = synthetic_run(40_000, 4);
+    let dir = tmpdir();
+    let out = dir.path().join("large.h5");
+    write_h5(&run, &out).unwrap();
+    let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
+                print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), r.get_region('work')[0].exclusive_duration, len(r.threads[0]))";
+    let o = consumer_output(consumer_command(&python).args(["-c", code]).arg(&out)).unwrap();
+    let r = &run.regions[1];
+    let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("40000 {total} {} 4", total as f64 / 1e9),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 /// issue 15: compressed chunks are shuffled and deflated in parallel and written directly;
@@ -702,20 +698,28 @@ fn issue_15_directly_written_chunks_round_trip() {
     }
     let back = read_h5(&out).unwrap();
     assert_runs_equal(&run, &back, "chunks");
-    if let Some(python) = reference_python() {
-        let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
-                    print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), int(g.start_times_ns[-1]))";
-        let o = Command::new(&python).args(["-c", code]).arg(&out).output().unwrap();
-        let r = &run.regions[1];
-        let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
-        let last = r.start_ns.values()[r.len() - 1];
-        assert_eq!(
-            String::from_utf8_lossy(&o.stdout).trim(),
-            format!("{} {total} {last}", r.len()),
-            "{}",
-            String::from_utf8_lossy(&o.stderr)
-        );
-    }
+}
+
+/// The directly written chunks (several, a partial last one) read back equal in the reference.
+#[test]
+fn reference_package_reads_directly_written_chunks() {
+    let Some(python) = reference_python() else { return };
+    let run = synthetic_run(150_001, 3);
+    let dir = tmpdir();
+    let out = dir.path().join("chunks.h5");
+    write_h5(&run, &out).unwrap();
+    let code = "import sys, numpy as np, scope_profiler as sp; r = sp.read_h5(sys.argv[1]); g = r.get_region('work')[0]; \
+                print(len(g.start_times_ns), int(np.sum(g.end_times_ns - g.start_times_ns)), int(g.start_times_ns[-1]))";
+    let o = consumer_output(consumer_command(&python).args(["-c", code]).arg(&out)).unwrap();
+    let r = &run.regions[1];
+    let total: i64 = r.start_ns.values().iter().zip(r.end_ns.values().iter()).map(|(s, e)| e - s).sum();
+    let last = r.start_ns.values()[r.len() - 1];
+    assert_eq!(
+        String::from_utf8_lossy(&o.stdout).trim(),
+        format!("{} {total} {last}", r.len()),
+        "{}",
+        String::from_utf8_lossy(&o.stderr)
+    );
 }
 
 #[test]

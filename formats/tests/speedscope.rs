@@ -1,9 +1,10 @@
 //! speedscope export: one profile per lane, main thread first, balanced events, monotonic
 //! time, frames with source locations; event times identical to the reference's exports.
+mod consumers;
 mod export_support;
 
 use std::collections::HashMap;
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
 use export_support::{datasets, expected, row};
 use scope_profiler_analysis::*;
@@ -229,11 +230,7 @@ fn compare_with_reference_export(h5: &Path, json: &Path) {
 
 #[test]
 fn same_events_as_reference_exports() {
-    let examples = Path::new("/work/shared/spec/examples");
-    if !examples.exists() {
-        println!("SKIPPED: {} not available", examples.display());
-        return;
-    }
+    let Some(examples) = consumers::spec_examples() else { return };
     for stem in ["threads", "tasks", "untracked"] {
         compare_with_reference_export(
             &examples.join(format!("{stem}.h5")),
@@ -255,33 +252,24 @@ fn writes_file_creating_parent_dirs() {
     }
 }
 
-/// speedscope's own importer and schema (`/work/shared/clients/speedscope/speedscope_check.cjs`)
-/// accept our exports, when node and the npm packages are installed (else skipped).
+/// speedscope's own importer and schema (`shared/clients/speedscope/speedscope_check.cjs`)
+/// accept our exports.
 #[test]
 fn speedscope_importer_accepts_exports() {
-    let check = Path::new("/work/shared/clients/speedscope/speedscope_check.cjs");
-    let node_dir = ["/work/shared/clients/node", "/tmp/clients-node"]
-        .into_iter()
-        .map(PathBuf::from)
-        .find(|d| d.join("node_modules/speedscope").exists() && d.join("node_modules/ajv").exists());
-    let node_ok =
-        std::process::Command::new("node").arg("--version").output().map(|o| o.status.success()).unwrap_or(false);
-    let (true, Some(node_dir), true) = (check.exists(), node_dir, node_ok) else {
-        println!("SKIPPED: node / speedscope_check.cjs / speedscope+ajv npm packages not available");
-        return;
-    };
+    let Some(consumers::SpeedscopeImporter { check, node_dir }) = consumers::speedscope_importer() else { return };
     let dir = tempfile::tempdir().unwrap();
     for name in ["threads", "async", "single"] {
         let run = read_h5(&datasets().join(format!("reference/{name}.h5"))).unwrap();
         let out = dir.path().join(format!("{name}.speedscope.json"));
         write_speedscope(&run, &[0], name, &out).unwrap();
-        let o = std::process::Command::new("node")
-            .arg(check)
-            .arg(&out)
-            .args(["--expect", "speedscope json"])
-            .env("CLIENTS_NODE_DIR", &node_dir)
-            .output()
-            .unwrap();
+        let o = consumers::consumer_output(
+            consumers::consumer_command("node")
+                .arg(&check)
+                .arg(&out)
+                .args(["--expect", "speedscope json"])
+                .env("CLIENTS_NODE_DIR", &node_dir),
+        )
+        .unwrap();
         let stdout = String::from_utf8_lossy(&o.stdout);
         assert!(o.status.success(), "{name}: {stdout}\n{}", String::from_utf8_lossy(&o.stderr));
         assert!(stdout.contains("schema: valid"), "{stdout}");

@@ -5,8 +5,8 @@
 // flame graph (inferno's script running in its iframe) are there, clicks a table header and
 // a flame-graph frame (still no error), and prints what it saw.
 //   usage: node html_report_check.cjs REPORT.html [SCREENSHOT.png]
-// playwright-core is looked up in $CLIENTS_NODE_DIR/node_modules; Chromium is $CHROMIUM or
-// /usr/lib/chromium/chromium (tests/run_all.sh sets both up).
+// playwright-core is looked up in $CLIENTS_NODE_DIR/node_modules; Chromium is $CHROMIUM
+// (tests/run_all.sh sets both up).
 'use strict'
 const path = require('path')
 const NODE_DIR = process.env.CLIENTS_NODE_DIR || path.join(__dirname, '..', '..', '.clients')
@@ -14,10 +14,11 @@ const { chromium } = require(require.resolve('playwright-core', { paths: [NODE_D
 const [file, shot] = process.argv.slice(2)
 if (!file) { console.error('usage: html_report_check.cjs REPORT.html [SCREENSHOT.png]'); process.exit(2) }
 const fail = (m) => { console.error('FAIL: ' + m); process.exit(1) }
+if (!process.env.CHROMIUM) { console.error('CHROMIUM is not set: the Chromium executable to run'); process.exit(2) }
 
 async function main() {
   const browser = await chromium.launch({
-    executablePath: process.env.CHROMIUM || '/usr/lib/chromium/chromium',
+    executablePath: process.env.CHROMIUM,
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking',
       '--disable-component-update', '--no-first-run'],
   })

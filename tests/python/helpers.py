@@ -1,4 +1,5 @@
-"""Shared test helpers: paths, running the CLI, the reference interpreter, real consumers."""
+"""Shared test helpers: paths, running the CLI, the reference interpreter, real consumers,
+and what a test does when one of them is missing (`unavailable`)."""
 
 from __future__ import annotations
 
@@ -8,13 +9,31 @@ import shutil
 import subprocess
 import sys
 from pathlib import Path
+from typing import NoReturn
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ROOT / "datasets"
-SHARED = ROOT.parent / "shared"
+# the spec, the reference's datasets and the consumers' check scripts: `shared` beside the
+# repository, or where SCOPE_PROFILER_SHARED points (tests/run_all.sh exports it)
+SHARED = Path(os.environ.get("SCOPE_PROFILER_SHARED") or ROOT.parent / "shared")
 SPEEDSCOPE_CHECK = SHARED / "clients" / "speedscope" / "speedscope_check.cjs"
+
+
+def under_ci() -> bool:
+    """CI sets CI=true; there every consumer and interpreter is installed (tests/run_all.sh)."""
+    return os.environ.get("CI") == "true"
+
+
+def unavailable(reason: str) -> NoReturn:
+    """A consumer, tool or interpreter the test needs is missing: under CI (CI=true) the
+    test fails, naming it, since tests/run_all.sh installs every one there and a missing one
+    is a broken setup; elsewhere it skips, and `pytest -rs` lists the reason. Callable at
+    module level too (the whole module then skips or fails)."""
+    if under_ci():
+        pytest.fail(f"{reason} (required under CI=true)", pytrace=False)
+    pytest.skip(reason, allow_module_level=True)
 
 
 def run_cli(
@@ -46,11 +65,12 @@ def run_traced(tmp_path: Path, source: str, *options: str):
 
 
 def reference_python() -> str:
-    """The interpreter that has the reference scope-profiler 0.7.5, or skip (loudly)."""
+    """The interpreter that has the reference scope-profiler 0.7.5, or `unavailable`."""
     ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
     if not ref or not Path(ref).exists():
-        pytest.skip(
-            "reference package not available: set SCOPE_PROFILER_REF_PYTHON (tests/run_all.sh does)"
+        unavailable(
+            f"reference package not available: SCOPE_PROFILER_REF_PYTHON={ref or '(unset)'} "
+            "is not an interpreter (tests/run_all.sh sets it to a venv with scope-profiler 0.7.5)"
         )
     return ref
 
@@ -83,11 +103,18 @@ print(json.dumps(out))
 
 
 def speedscope_import(path: Path) -> str:
-    """Import `path` with speedscope's own importer (npm speedscope 1.25.0); skip loudly if absent."""
+    """Import `path` with speedscope's own importer (npm speedscope 1.25.0), or `unavailable`."""
     node_dir = os.environ.get("CLIENTS_NODE_DIR")
-    if shutil.which("node") is None or not node_dir or not SPEEDSCOPE_CHECK.exists():
-        pytest.skip(
-            "speedscope importer not available: needs node, CLIENTS_NODE_DIR and ../shared/clients"
+    if (
+        shutil.which("node") is None
+        or not node_dir
+        or not (Path(node_dir) / "node_modules" / "speedscope").is_dir()
+        or not SPEEDSCOPE_CHECK.exists()
+    ):
+        unavailable(
+            "speedscope importer not available: needs node, npm speedscope@1.25.0 and ajv in "
+            f"CLIENTS_NODE_DIR={node_dir or '(unset)'} and {SPEEDSCOPE_CHECK} "
+            "(tests/run_all.sh sets them up)"
         )
     proc = subprocess.run(
         ["node", str(SPEEDSCOPE_CHECK), str(path), "--expect", "speedscope json"],
@@ -104,7 +131,7 @@ def enclosed_task_time(results, rank: int) -> dict:
     """s per thread index of `rank`: the wall-clock union of the top-level calls of the task
     lanes of the thread that lie inside a top-level call of the thread's own lane - counted
     twice in 0.7.5's ``region_time`` (the enclosing call and the task call), once in
-    ``held_time + await_time`` (issue 14, new-user trial). Computed from the call arrays."""
+    ``held_time + await_time``. Computed from the call arrays."""
     calls = results.call_arrays(rank)
     aside = {int(i) for i in calls.set_aside}
     roots = [i for i in range(len(calls.start_ns)) if calls.parent[i] < 0 and i not in aside]

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED
+from helpers import DATASETS, SHARED, unavailable
 
 FOLDED_CHECK = SHARED / "clients" / "folded" / "folded_check.sh"
 SVG_CHECK = SHARED / "clients" / "folded" / "svg_check.sh"
@@ -40,7 +40,7 @@ def _need_inferno():
     path = _consumer_path()
     missing = [t for t in ("inferno-flamegraph", "xmllint") if shutil.which(t, path=path) is None]
     if missing or not FOLDED_CHECK.exists():
-        pytest.skip(
+        unavailable(
             f"folded/SVG consumers not available ({', '.join(missing) or FOLDED_CHECK}): "
             "cargo install inferno --version 0.12.8 --root $CLIENTS/cargo; apt-get install libxml2-utils "
             "(tests/run_all.sh does both)"
@@ -185,11 +185,20 @@ def test_timeline_svg_rows_bars_and_xmllint(which, request, tmp_path):
         assert 'fill="url(#await)"' in text and "await " in text
     else:
         assert 'fill="url(#await)"' not in text, "no await hatching without tasks"
-    # picture a person can open: rsvg renders it when available
-    if shutil.which("rsvg-convert"):
-        png = tmp_path / "tl.png"
-        subprocess.run(["rsvg-convert", str(path), "-o", str(png)], check=True, timeout=60)
-        assert png.stat().st_size > 1000
+
+
+@pytest.mark.parametrize("which", ["threaded", "tasks"])
+def test_timeline_svg_rendered_by_rsvg(which, request, tmp_path):
+    # picture a person can open: rsvg renders it
+    if shutil.which("rsvg-convert") is None:
+        unavailable(
+            "rsvg-convert not available: apt-get install librsvg2-bin (tests/run_all.sh does)"
+        )
+    results = request.getfixturevalue(which)
+    (path,) = sp.export_timeline_svg(results, tmp_path / "tl", verbose=False)
+    png = tmp_path / "tl.png"
+    subprocess.run(["rsvg-convert", str(path), "-o", str(png)], check=True, timeout=60)
+    assert png.stat().st_size > 1000
 
 
 @pytest.mark.parametrize("which", ["threaded", "tasks"])

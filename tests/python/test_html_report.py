@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, ROOT, run_cli
+from helpers import DATASETS, ROOT, run_cli, unavailable
 
 BROWSER_CHECK = ROOT / "tests" / "browser" / "html_report_check.cjs"
 
@@ -207,18 +207,21 @@ def test_dir_and_all_list_the_lazy_exporters():
 
 
 def browser_check(path: Path, shot: Path) -> str:
-    """Load the report in headless Chromium (tests/browser/html_report_check.cjs), or skip."""
+    """Load the report in headless Chromium (tests/browser/html_report_check.cjs), or
+    `unavailable`."""
     node_dir = os.environ.get("CLIENTS_NODE_DIR")
-    chromium = os.environ.get("CHROMIUM", "/usr/lib/chromium/chromium")
+    chromium = os.environ.get("CHROMIUM")
     if (
         shutil.which("node") is None
         or not node_dir
         or not (Path(node_dir) / "node_modules" / "playwright-core").exists()
+        or not chromium
         or not Path(chromium).exists()
     ):
-        pytest.skip(
-            "SKIP HTML report browser check: needs node, chromium and npm playwright-core in "
-            "CLIENTS_NODE_DIR (tests/run_all.sh sets them up)"
+        unavailable(
+            "HTML report browser check not available: needs node, npm playwright-core in "
+            f"CLIENTS_NODE_DIR={node_dir or '(unset)'} and Chromium at CHROMIUM={chromium or '(unset)'} "
+            "(tests/run_all.sh sets them up)"
         )
     proc = subprocess.run(
         ["node", str(BROWSER_CHECK), str(path), str(shot)],

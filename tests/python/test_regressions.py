@@ -25,7 +25,7 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED, run_cli, run_traced
+from helpers import DATASETS, SHARED, run_cli, run_traced, unavailable
 from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 ASYNC = DATASETS / "reference" / "async.h5"
@@ -1253,7 +1253,7 @@ def pstats_check(path: Path) -> str:
     missing = [m for m in ("snakeviz", "gprof2dot") if shutil.which(m, path=str(bins)) is None]
     missing += [t for t in ("dot", "xmllint") if shutil.which(t) is None]
     if missing or not script.exists():
-        pytest.skip(f"SKIP pstats consumers not available ({', '.join(missing) or 'script'})")
+        unavailable(f"pstats consumers not available ({', '.join(missing) or script})")
     proc = subprocess.run(
         [sys.executable, str(script), str(path)], capture_output=True, text=True, timeout=300
     )
@@ -1489,11 +1489,11 @@ def test_issue_13_item_15_timeline_cli_options(tmp_path):
 
 # issue 13 item 3: "Regions still open at finalize() vanish without a word (a worker blocked
 # inside a region when the session ends; the reference does the same)".
-def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
+def _session_ending_with_a_call_open(path):
+    """A tracked session whose worker-1 is inside `blocked` when the session ends (after a
+    finalize() checkpoint in between); the warnings it gave."""
     import threading
     import warnings
-
-    from helpers import reference_read
 
     release = threading.Event()
 
@@ -1501,7 +1501,6 @@ def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
         with ProfileManager.profile_region("blocked"):
             release.wait()
 
-    path = tmp_path / "open.h5"
     thread = threading.Thread(target=worker, name="worker-1", daemon=True)
     try:
         with warnings.catch_warnings(record=True) as caught:
@@ -1513,6 +1512,12 @@ def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
     finally:
         release.set()
         thread.join()
+    return caught
+
+
+def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
+    path = tmp_path / "open.h5"
+    caught = _session_ending_with_a_call_open(path)
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(said) == 2, said
     # both name the user's line (the finalize() call, the with statement), not the manager's
@@ -1534,10 +1539,14 @@ def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
     assert worker_row["name"] == "worker-1" and worker_row["region_time"] == pytest.approx(
         region.durations[0]
     )
-    try:
-        theirs = reference_read(path)
-    except pytest.skip.Exception:
-        return
+
+
+def test_the_reference_reads_a_call_open_at_the_end(tmp_path):
+    from helpers import reference_read
+
+    path = tmp_path / "open.h5"
+    _session_ending_with_a_call_open(path)
+    theirs = reference_read(path)
     assert theirs["regions"]["blocked@0"]["num_calls"] == 1
 
 
@@ -1561,7 +1570,7 @@ def test_issue_13_item_1_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
 
     why = _mpi_available()
     if why is not None:
-        pytest.skip(why)
+        unavailable(why)
     target = tmp_path / "missing" / "run.h5"
     script = tmp_path / "job.py"
     script.write_text(
@@ -1667,10 +1676,11 @@ def test_damaged_timestamps_and_lane_ids_are_refused_when_read(tmp_path, column,
 
 # issue 11, reference defect: "a tracked run that recorded no region writes its thread table
 # and `num_ranks` 1 to the file, as in memory" (the reference's file said 0 ranks, no threads).
-def test_issue_11_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+def _tracked_run_without_regions(path):
+    """A tracked session with an `idle` thread and no region, written to `path`; the run
+    finalize returned."""
     import threading
 
-    path = tmp_path / "empty.h5"
     try:
         ProfileManager.setup(file_path=str(path), track_threads=True)
         worker = threading.Thread(target=lambda: None, name="idle")
@@ -1679,17 +1689,31 @@ def test_issue_11_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tm
         memory = ProfileManager.finalize(return_results=True, verbose=False)
     finally:
         ProfileManager.reset()
+    return memory
+
+
+def test_issue_11_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+    path = tmp_path / "empty.h5"
+    memory = _tracked_run_without_regions(path)
     names = [t.name for t in memory.threads[0]]
     assert memory.num_ranks == 1 and "idle" in names, names
     for r in (sp.read_h5(str(path)), sp.read_h5_summary(str(path))):
         assert r.num_ranks == 1
         assert [t.name for t in r.threads[0]] == names
         assert r.region_names == []
-    ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
-    if ref:  # and the reference opens it, thread table included
-        code = "import sys, scope_profiler as sp; print(len(sp.read_h5(sys.argv[1]).threads[0]))"
-        out = subprocess.run([ref, "-c", code, str(path)], capture_output=True, text=True)
-        assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
+
+
+def test_the_reference_reads_a_tracked_run_without_regions(tmp_path):
+    from helpers import reference_python
+
+    path = tmp_path / "empty.h5"
+    names = [t.name for t in _tracked_run_without_regions(path).threads[0]]
+    # the reference opens it, thread table included
+    code = "import sys, scope_profiler as sp; print(len(sp.read_h5(sys.argv[1]).threads[0]))"
+    out = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
 
 
 # issue 11, reference defect: "`deactivate_profiling=True` installs no hooks at all".

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import ROOT, run_cli
+from helpers import ROOT, run_cli, unavailable
 
 
 def _script(tmp_path, body: str):
@@ -210,7 +210,7 @@ def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_dr
 def test_console_script_run_m_finds_a_module_in_the_working_directory(tmp_path):
     console = Path(sys.executable).with_name("scope-profiler")
     if not console.exists():
-        pytest.skip(f"no console script beside {sys.executable}")
+        unavailable(f"no console script beside {sys.executable} (maturin develop installs it)")
     (tmp_path / "mymod.py").write_text(
         "from scope_profiler import ProfileManager\n"
         "with ProfileManager.profile_region('in_mymod'):\n"
