@@ -29,7 +29,6 @@ pub mod failure;
 pub mod html;
 pub mod merge;
 pub mod processes;
-pub mod report;
 pub mod run_session;
 pub mod sigterm_guard;
 
@@ -38,6 +37,7 @@ use std::path::{Path, PathBuf};
 use clap::Parser;
 use scope_profiler_analysis::Run;
 use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::text_summary;
 use scope_profiler_formats::{read_h5, Selection};
 
 use crate::failure::{check_run_output, read_input};
@@ -321,7 +321,7 @@ where
         }
         Command::Summary { files, merge: true } => match merge::read_merged(&files) {
             Ok(run) => {
-                out!("{}", report::summary_text(&run, &format!("{} file(s), merged", files.len())));
+                out!("{}", text_summary::summary_text(&run, &format!("{} file(s), merged", files.len())));
                 Outcome::Exit(0)
             }
             Err(e) => {
@@ -337,7 +337,7 @@ where
                         if k > 0 {
                             outln!();
                         }
-                        out!("{}", report::summary_text(&run, &f.display().to_string()));
+                        out!("{}", text_summary::summary_text(&run, &f.display().to_string()));
                     }
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -371,7 +371,7 @@ where
                     let mut first = true;
                     for rank in 0..run.num_ranks {
                         if run.rank_threads(rank).next().is_some() {
-                            let text = report::threads_text(&run, rank, &file.display().to_string());
+                            let text = text_summary::threads_text(&run, rank, &file.display().to_string());
                             out!("{}", if first { text.trim_start_matches('\n') } else { &text });
                             first = false;
                         }
@@ -479,7 +479,7 @@ fn finish_run(
         render_output(run, h5, written)?;
     }
     if !req.quiet {
-        out!("{}", report::summary_text(run, &written.display().to_string()));
+        out!("{}", text_summary::summary_text(run, &written.display().to_string()));
     }
     if !req.speedscope {
         if !req.quiet && written.as_path() != h5 {

@@ -6,7 +6,8 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_cli::run_session::{self, SessionValue};
 use scope_profiler_cli::sigterm_guard;
-use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
+use scope_profiler_cli::{after_run, dispatch, recording_path, Outcome, RunRequest};
+use scope_profiler_formats::text_summary;
 
 use pyo3::exceptions::{PyImportError, PyOSError, PyValueError};
 
@@ -157,16 +158,16 @@ fn flush_python_streams(py: Python<'_>) {
 
 /// `finalize_summary_title(requested, written, label, ranks) -> str | None`: the title of
 /// `finalize(verbose=True)`'s summary: `requested` (`setup(output=)`) when the file was
-/// written, else `"<label> (in memory, N rank[s])"` ([`report::finalize_summary_title`]).
+/// written, else `"<label> (in memory, N rank[s])"` ([`text_summary::finalize_summary_title`]).
 #[pyfunction]
 fn finalize_summary_title(requested: Option<&str>, written: bool, label: &str, ranks: u32) -> Option<String> {
-    report::finalize_summary_title(requested, written, label, ranks)
+    text_summary::finalize_summary_title(requested, written, label, ranks)
 }
 
 /// The summary report of a run as text (same as `scope-profiler summary`).
 #[pyfunction]
 fn summary_text(run: &NativeRun, title: &str) -> String {
-    report::summary_text(&run.run, title)
+    text_summary::summary_text(&run.run, title)
 }
 
 /// `profile_command_argv(command, executable, output, recursive, all, mpi_calls) ->

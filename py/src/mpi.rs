@@ -14,10 +14,10 @@
 use pyo3::exceptions::{PyException, PyImportError, PyRuntimeError};
 use pyo3::prelude::*;
 use pyo3::types::{PyByteArray, PyBytes, PyDict, PyList, PyMemoryView, PySet, PySlice};
-use scope_profiler_cli::report;
 use scope_profiler_finalize::environment as env;
 use scope_profiler_finalize::mpi_job::{self, CHUNK, RUN_TAG};
 use scope_profiler_finalize::transport::encode_run;
+use scope_profiler_formats::text_summary;
 
 use crate::ranks::stack_runs;
 use crate::run::NativeRun;
@@ -267,7 +267,7 @@ fn mpi_finalize<'py>(
             Ok(label) => label.extract()?,
             Err(_) => file_path.clone(),
         };
-        let title = report::finalize_summary_title(requested.as_deref(), write_file, &label, size);
+        let title = text_summary::finalize_summary_title(requested.as_deref(), write_file, &label, size);
         let kwargs = PyDict::new(py);
         kwargs.set_item("title", title)?;
         results.call_method("print_summary", (), Some(&kwargs))?;
