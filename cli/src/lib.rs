@@ -29,7 +29,6 @@ pub mod failure;
 pub mod html;
 pub mod merge;
 pub mod processes;
-pub mod run_session;
 pub mod sigterm_guard;
 
 use std::path::{Path, PathBuf};
@@ -43,55 +42,10 @@ use scope_profiler_formats::{read_h5, Selection};
 use crate::failure::{check_run_output, read_input};
 
 pub use args::{Cli, Command, Format, Formats};
+/// What `run` asks of the Python package (`finalize::run_session`).
+pub use scope_profiler_finalize::run_session::{RunRequest, RunSettings, TracingRequest};
 /// The HDF5 file a run writing `output` records into (`finalize::settings::recording_path`).
 pub use scope_profiler_finalize::settings::recording_path;
-
-/// A `run` subcommand to be carried out by Python.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRequest {
-    /// The script to run; empty with [`RunRequest::module`].
-    pub script: PathBuf,
-    /// `-m MODULE`: run this module as `__main__` (`runpy.run_module`) instead of a script.
-    pub module: Option<String>,
-    pub args: Vec<String>,
-    /// `track_threads=True`: `--track-threads`, `--track-async`, or function tracing.
-    pub track_threads: bool,
-    /// `track_async=True` (implies `track_threads`).
-    pub track_async: bool,
-    pub output: PathBuf,
-    pub speedscope: bool,
-    pub quiet: bool,
-    /// `flush_interval` in seconds (`--flush-interval`), if given.
-    pub flush_interval: Option<f64>,
-    /// Function-level tracing (`--recursive` and the options implying it), if asked for.
-    pub tracing: Option<TracingRequest>,
-    /// Profile the Python processes the script starts too (not `--no-follow`, not
-    /// `--no-output`).
-    pub follow: bool,
-    /// The reference's other `run` options, as settings.
-    pub settings: RunSettings,
-}
-
-/// The settings of `run` given by the reference's options (scope-profiler 0.7.5's `run`
-/// accepts them; a drop-in must too), passed to the run's `session(...)` under their
-/// setting names.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunSettings {
-    /// `--no-output`: `deactivate_file_output=True`, the summary printed from memory.
-    pub no_output: bool,
-    /// `--config FILE`: `config_path`.
-    pub config: Option<PathBuf>,
-    /// `--no-recursive`: `recursive_profile=False` (over the config file).
-    pub no_recursive: bool,
-    /// `--label`: `label`.
-    pub label: Option<String>,
-    /// `--tag` (repeatable): `region_tags`.
-    pub region_tags: Vec<String>,
-    /// `--enable-tag` (repeatable): `enable_tags`.
-    pub enable_tags: Vec<String>,
-    /// `--buffer-limit N`: `buffer_limit` (at least 1).
-    pub buffer_limit: Option<u64>,
-}
 
 /// The refusal of a reference `run` option this edition does not implement, naming it and
 /// what it did; `None` when none was given.
@@ -113,19 +67,6 @@ fn unsupported_run_option(
     Some(format!(
         "{flag} ({what}) is not supported by scope-profiler (Rust edition); run without it (docs/migration.md lists what differs from 0.7.5)"
     ))
-}
-
-/// What `run --recursive` traces (`recursive_profile=True` and the `recursive_*` settings).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TracingRequest {
-    /// `--all`: the standard library and installed packages too.
-    pub all: bool,
-    /// `--include GLOB` (any of; empty = every function).
-    pub include: Vec<String>,
-    /// `--exclude GLOB`.
-    pub exclude: Vec<String>,
-    /// `--entrypoint NAME`.
-    pub entrypoint: Option<String>,
 }
 
 /// What the command line asked for.
@@ -558,14 +499,63 @@ pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scope_profiler_finalize::run_session::{session_settings, SessionValue};
 
-    /// The `run` request `argv` parses to (panics on a usage exit); shared with the
-    /// `run_session` tests.
+    /// The `run` request `argv` parses to (panics on a usage exit).
     pub(crate) fn request(argv: &[&str]) -> RunRequest {
         match dispatch(argv.iter().copied()) {
             Outcome::Run(req) => *req,
             Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
         }
+    }
+
+    #[test]
+    fn session_settings_of_a_plain_run() {
+        let s = session_settings(&request(&["sp", "run", "x.py"]));
+        assert_eq!(
+            s,
+            [
+                ("track_threads", SessionValue::None),
+                ("track_async", SessionValue::None),
+                ("flush_interval", SessionValue::None)
+            ]
+        );
+    }
+
+    #[test]
+    fn session_settings_with_tracing_and_reference_options() {
+        let req = request(&[
+            "sp",
+            "run",
+            "--track-async",
+            "--flush-interval",
+            "0.5",
+            "--recursive",
+            "--include",
+            "app.*",
+            "--label",
+            "L",
+            "--buffer-limit",
+            "9",
+            "--tag",
+            "io",
+            "x.py",
+        ]);
+        let s = session_settings(&req);
+        let get = |n: &str| s.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone());
+        assert_eq!(get("track_threads"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("track_async"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("flush_interval"), Some(SessionValue::Float(0.5)));
+        assert_eq!(get("recursive_profile"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("recursive_include"), Some(SessionValue::Texts(vec!["app.*".into()])));
+        assert_eq!(get("recursive_exclude"), Some(SessionValue::None));
+        assert_eq!(get("label"), Some(SessionValue::Text("L".into())));
+        assert_eq!(get("region_tags"), Some(SessionValue::Texts(vec!["io".into()])));
+        assert_eq!(get("buffer_limit"), Some(SessionValue::Int(9)));
+        let names: Vec<&str> = s.iter().map(|(n, _)| *n).collect();
+        let mut unique = names.clone();
+        unique.dedup();
+        assert_eq!(names, unique);
     }
 
     /// issue 11: "`run -m module`": everything after `-m MODULE` is the module's, as with

@@ -15,6 +15,8 @@
 //!   system calls, without a subprocess.
 //! * [`settings`]: the settings of `setup()`: names, defaults, validation (the reference's words).
 //! * [`run_metadata`]: the run's `/metadata` at `setup()` (host, versions, a job's environment).
+//! * [`run_session`]: what `scope-profiler run` asks of the Python package (session keywords,
+//!   script check, followed processes' files and descriptions) and the texts around it.
 //! * [`mpi_job`]: a collective `finalize()` under MPI: messages to rank 0, texts.
 //! * [`native_regions`]: one rank's regions of C/Fortran output, for `finalize(native_traces=)`.
 //! * [`metadata_scopes`]: `metadata()` scopes (entry/exit times and values) applied to the
@@ -35,6 +37,7 @@ pub mod mpi_job;
 pub mod native_regions;
 pub mod pausing;
 pub mod run_metadata;
+pub mod run_session;
 pub mod settings;
 pub mod snapshot;
 pub mod stream;

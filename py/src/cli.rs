@@ -4,9 +4,9 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::run_session::{self, SessionValue};
 use scope_profiler_cli::sigterm_guard;
 use scope_profiler_cli::{after_run, dispatch, recording_path, Outcome, RunRequest};
+use scope_profiler_finalize::run_session::{self, SessionValue};
 use scope_profiler_formats::text_summary;
 
 use pyo3::exceptions::{PyImportError, PyOSError, PyValueError};

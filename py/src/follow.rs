@@ -1,10 +1,10 @@
 //! Backs `scope_profiler._follow` (`run` following the script's Python processes): how a
 //! followed process is described and which processes are multiprocessing's own servers
-//! ([`scope_profiler_cli::run_session`]).
+//! ([`scope_profiler_finalize::run_session`]).
 use pyo3::exceptions::PyException;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::run_session::{self, ProcessFacts};
+use scope_profiler_finalize::run_session::{self, ProcessFacts};
 
 /// `describe_process(pid, parent_pid, multiprocessing_name, multiprocessing_child, forked,
 /// argv, orig_argv) -> str`: the process as the merged run's `processes` metadata names it,
