@@ -28,7 +28,6 @@ pub mod export;
 pub mod failure;
 pub mod html;
 pub mod merge;
-pub mod processes;
 pub mod sigterm_guard;
 
 use std::path::{Path, PathBuf};
@@ -38,6 +37,8 @@ use scope_profiler_analysis::Run;
 use scope_profiler_formats::profile_format::ProfileFormat;
 use scope_profiler_formats::text_summary;
 use scope_profiler_formats::{read_h5, Selection};
+
+use scope_profiler_finalize::followed;
 
 use crate::failure::{check_run_output, read_input};
 
@@ -231,7 +232,7 @@ where
                 Ok((recovery, written)) => {
                     outln!("{}", describe(&recovery, &written));
                     if let Some(pid) = recovery.pid {
-                        if let Some(note) = processes::recover_followed(&file, pid, &written) {
+                        if let Some(note) = followed::recover_followed(&file, pid, &written) {
                             outln!("{note}");
                         }
                     }
@@ -373,7 +374,7 @@ where
 ///
 /// `processes`: the private directory the followed processes wrote into and this process's
 /// description; their recordings are first stacked after `h5`'s run as rank blocks and the
-/// result written over `h5` ([`processes::merge_processes`]). No recording there: as without.
+/// result written over `h5` ([`followed::merge_processes`]). No recording there: as without.
 /// Once all this succeeded the directory is removed; on an error it stays (the message the
 /// caller prints names it).
 ///
@@ -404,7 +405,7 @@ fn finish_run(
 ) -> Result<Option<PathBuf>, String> {
     let written = &req.output;
     let merged = match processes {
-        Some((dir, label)) => processes::merge_processes(h5, dir, label)?,
+        Some((dir, label)) => followed::merge_processes(h5, dir, label)?,
         None => None,
     };
     if merged.is_none() && req.quiet && !req.speedscope && written.as_path() == h5 {
@@ -464,7 +465,7 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
     let (recovery, written) = recover(h5, None, output).map_err(|e| e.to_string())?;
     outln!("{}", describe(&recovery, &written));
     if let Some(pid) = recovery.pid {
-        if let Some(note) = processes::recover_followed(h5, pid, &written) {
+        if let Some(note) = followed::recover_followed(h5, pid, &written) {
             outln!("{note}");
         }
     }

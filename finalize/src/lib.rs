@@ -11,6 +11,8 @@
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
 //! * [`environment`]: what the environment asks of a run (`setup_from_env`, opt-in tags,
 //!   MPI launch detection).
+//! * [`followed`]: the recordings of the processes `run` followed, stacked after the run's own
+//!   file as rank blocks (at the end of `run`, and by `recover`).
 //! * [`host`]: host facts of the run's `/metadata` (`platform`, `omp_num_threads`) from
 //!   system calls, without a subprocess.
 //! * [`settings`]: the settings of `setup()`: names, defaults, validation (the reference's words).
@@ -30,6 +32,7 @@
 pub mod api_surface;
 pub mod checkpoint;
 pub mod environment;
+pub mod followed;
 pub mod host;
 pub mod lifecycle;
 pub mod metadata_scopes;

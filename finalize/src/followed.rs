@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run, PROCESSES, UNKNOWN};
-use scope_profiler_finalize::stream::{pending_sidecar, recover_run};
 use scope_profiler_formats::hdf5::leftovers::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::publish_h5;
 use scope_profiler_formats::read_h5;
 
-use crate::failure::read_input;
+use crate::stream::{pending_sidecar, recover_run};
 
 /// The metadata key a followed process stores its description in (one process, one file).
 pub const PROCESS_KEY: &str = "process";
@@ -119,7 +118,7 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
     let mut labels = vec![label.to_string()];
     for (name, source) in found {
         let read = match &source {
-            Source::File(path) => read_input(path).map_err(|e| {
+            Source::File(path) => read_h5(path).map_err(|e| {
                 format!("{e}; that process is left out of the result (was it killed while writing its profile?)")
             }),
             Source::Sidecar(path) => match recover_run(path) {
