@@ -34,6 +34,7 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use scope_profiler_analysis::Run;
+use scope_profiler_formats::export_plan::{display_label, path_stem};
 use scope_profiler_formats::profile_format::ProfileFormat;
 use scope_profiler_formats::text_summary;
 use scope_profiler_formats::{read_h5, Selection};
@@ -429,7 +430,7 @@ fn finish_run(
         }
         return Ok(None);
     }
-    let stem = export::stem(written);
+    let stem = path_stem(written);
     let dir = written.parent().unwrap_or(Path::new(""));
     let out = scope_profiler_formats::export_plan::default_file(
         dir,
@@ -486,11 +487,11 @@ pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> 
     match ProfileFormat::by_name(output) {
         ProfileFormat::Json => {
             let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-            let label = export::display_label(run, &export::stem(output));
+            let label = display_label(run, &path_stem(output));
             scope_profiler_formats::json_profile::write_json(run, &Selection::new(ranks, label), None, output)
                 .map_err(|e| kept(e.to_string()))?;
         }
-        ProfileFormat::Html => html::write_run_report(run, &export::stem(output), output).map_err(kept)?,
+        ProfileFormat::Html => html::write_run_report(run, &path_stem(output), output).map_err(kept)?,
         ProfileFormat::Hdf5 => return Ok(()),
     }
     std::fs::remove_file(h5)
