@@ -31,11 +31,3 @@ pub fn write_report(files: &[PathBuf], output: &Path, ranks: &[u32]) -> Result<P
     report.write(output).map_err(|e| Failure::runtime(e.to_string()))?;
     Ok(output.to_path_buf())
 }
-
-/// [`write_report`] of one run already read (`run -o run.html`), every rank, labelled `label`.
-pub fn write_run_report(run: &scope_profiler_analysis::Run, label: &str, output: &Path) -> Result<(), String> {
-    let sel = cli_selection(run, &[], display_label(run, label)).map_err(|e| e.to_string())?;
-    let mut report = HtmlReport::new(format!("scope-profiler report: {}", output.display()));
-    report.add(run, &sel).map_err(|e| format!("{}: {e}", output.display()))?;
-    report.write(output).map_err(|e| e.to_string())
-}

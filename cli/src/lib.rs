@@ -33,13 +33,10 @@ pub mod sigterm_guard;
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use scope_profiler_analysis::Run;
-use scope_profiler_formats::export_plan::{display_label, path_stem};
-use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::read_h5;
 use scope_profiler_formats::text_summary;
-use scope_profiler_formats::{read_h5, Selection};
 
-use scope_profiler_finalize::followed;
+use scope_profiler_finalize::{end_of_run, followed};
 
 use crate::failure::{check_run_output, read_input};
 
@@ -76,7 +73,7 @@ fn unsupported_run_option(
 pub enum Outcome {
     /// Done; exit with this code.
     Exit(i32),
-    /// Python must run a script (then call [`after_run`]).
+    /// Python must run a script (then `finalize::end_of_run::after_run`).
     Run(Box<RunRequest>),
 }
 
@@ -365,99 +362,9 @@ where
     }
 }
 
-/// After Python ran a script into `h5`: print the summary (unless quiet) and write the
-/// speedscope file. When `req.output` names another format than HDF5 (`run -o run.json`),
-/// `h5` is the temporary `<output>.scope-profiler.h5` the run wrote beside it: the requested
-/// file is rendered from it ([`render_output`]) and it is removed once that is published (a
-/// failed rendering keeps it, and the error names it). The summary and the speedscope file
-/// are named after `req.output`. Returns the speedscope path written, if any: a run whose
-/// calls cannot be drawn (interleaved untracked threads) gets a warning on stderr instead.
-///
-/// `processes`: the private directory the followed processes wrote into and this process's
-/// description; their recordings are first stacked after `h5`'s run as rank blocks and the
-/// result written over `h5` ([`followed::merge_processes`]). No recording there: as without.
-/// Once all this succeeded the directory is removed; on an error it stays (the message the
-/// caller prints names it).
-///
-/// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
-/// it; then `h5` is not read back (issue 12: reading a 1M-call file back cost ~10 % of
-/// `run --recursive`). The caller guarantees it is exactly what `h5` holds.
-pub fn after_run(
-    req: &RunRequest,
-    h5: &Path,
-    processes: Option<(&Path, &str)>,
-    recorded: Option<&Run>,
-) -> Result<Option<PathBuf>, String> {
-    let done = finish_run(req, h5, processes, recorded)?;
-    if let Some((dir, _)) = processes {
-        // what the followed processes recorded is in `h5` now (Python's shutil, imported
-        // only for this, cost ~6 ms of every run)
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    Ok(done)
-}
-
-/// [`after_run`] but for the removal of the processes' directory.
-fn finish_run(
-    req: &RunRequest,
-    h5: &Path,
-    processes: Option<(&Path, &str)>,
-    recorded: Option<&Run>,
-) -> Result<Option<PathBuf>, String> {
-    let written = &req.output;
-    let merged = match processes {
-        Some((dir, label)) => followed::merge_processes(h5, dir, label)?,
-        None => None,
-    };
-    if merged.is_none() && req.quiet && !req.speedscope && written.as_path() == h5 {
-        return Ok(None); // nothing to print, render or export: the file stands as written
-    }
-    let held: std::borrow::Cow<'_, Run> = match (merged, recorded) {
-        (Some(run), _) => std::borrow::Cow::Owned(run),
-        (None, Some(run)) => std::borrow::Cow::Borrowed(run),
-        (None, None) => std::borrow::Cow::Owned(read_h5(h5).map_err(|e| e.to_string())?),
-    };
-    let run: &Run = &held;
-    if written.as_path() != h5 {
-        render_output(run, h5, written)?;
-    }
-    if !req.quiet {
-        out!("{}", text_summary::summary_text(run, &written.display().to_string()));
-    }
-    if !req.speedscope {
-        if !req.quiet && written.as_path() != h5 {
-            outln!("\nwrote {}", written.display());
-        }
-        return Ok(None);
-    }
-    let stem = path_stem(written);
-    let dir = written.parent().unwrap_or(Path::new(""));
-    let out = scope_profiler_formats::export_plan::default_file(
-        dir,
-        &stem,
-        scope_profiler_formats::export_plan::ExportFormat::Speedscope,
-    );
-    let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-    if let Err(e) = scope_profiler_formats::speedscope::write_speedscope(run, &ranks, &stem, &out) {
-        // the profile is written and the script's exit code stands (`run` returns it): a
-        // speedscope file that cannot be drawn is a warning, with what to do about it
-        let hint = if req.track_threads {
-            ""
-        } else {
-            " (concurrent code: record with --track-threads, or --track-async for asyncio)"
-        };
-        eprintln!("warning: {} was written, but no speedscope file: {e}{hint}", written.display());
-        return Ok(None);
-    }
-    if !req.quiet {
-        outln!("\nwrote {} and {}", written.display(), out.display());
-    }
-    Ok(Some(out))
-}
-
 /// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover
 /// its recording `h5` (`k.json.scope-profiler.h5`, [`recording_path`]), with the processes
-/// it followed, then render `file` from it ([`render_output`], which removes `h5`), as the
+/// it followed, then render `file` from it ([`end_of_run::render_output`], which removes `h5`), as the
 /// run would have. With `output` (an `.h5` name) the recovered run is written there and
 /// nothing is rendered. Errors: the recovery's, or the rendering's (naming `file` and
 /// saying that `h5` is kept).
@@ -474,28 +381,9 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
         return Ok(());
     }
     let run = read_h5(&written).map_err(|e| e.to_string())?;
-    render_output(&run, &written, file)?;
+    end_of_run::render_output(&run, &written, file)?;
     outln!("wrote {}", file.display());
     Ok(())
-}
-
-/// Write `run` (read from `h5`) to `output` in the format its name asks for: a JSON profile
-/// (`.json`, `.json.gz`: every rank, the reference's `write_profile`), then remove `h5`.
-/// Errors name `output` and say that `h5` is kept.
-pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> {
-    let kept = |e: String| format!("{e}; the recorded run is kept in {}", h5.display());
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Json => {
-            let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-            let label = display_label(run, &path_stem(output));
-            scope_profiler_formats::json_profile::write_json(run, &Selection::new(ranks, label), None, output)
-                .map_err(|e| kept(e.to_string()))?;
-        }
-        ProfileFormat::Html => html::write_run_report(run, &path_stem(output), output).map_err(kept)?,
-        ProfileFormat::Hdf5 => return Ok(()),
-    }
-    std::fs::remove_file(h5)
-        .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))
 }
 
 #[cfg(test)]
@@ -656,48 +544,6 @@ mod tests {
         {
             assert!(matches!(dispatch(refused.iter().copied()), Outcome::Exit(2)), "{refused:?}");
         }
-    }
-
-    /// Noticed at stop 19: `run -q --no-speedscope` read the whole `.h5` back after the
-    /// script (decompressing every column) to print and export nothing. It no longer opens
-    /// the file: a path that does not exist is no error there, and is one otherwise.
-    #[test]
-    fn a_quiet_run_without_speedscope_does_not_read_its_file_back() {
-        let missing = std::env::temp_dir().join(format!("sp-after-run-{}-missing.h5", std::process::id()));
-        let req = request(&["sp", "run", "-q", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert_eq!(after_run(&req, &missing, None, None), Ok(None));
-        let loud = request(&["sp", "run", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert!(after_run(&loud, &missing, None, None).is_err());
-    }
-
-    /// issue 12 (stop 21): after the script, `run` drew the speedscope file from the `.h5`
-    /// read back (decompressed again), ~10 % of `run --recursive` on 1M calls. Given the
-    /// run it wrote, it reads nothing: here the file does not even exist.
-    #[test]
-    fn a_run_given_its_recorded_calls_does_not_read_its_file_back() {
-        use arrow_array::Int64Array;
-        use scope_profiler_analysis::RegionCalls;
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("never-written.h5");
-        let run = Run {
-            region_names: vec!["outer".into(), "inner".into()],
-            regions: vec![
-                RegionCalls::new(0, 0, Int64Array::from(vec![0, 100]), Int64Array::from(vec![50, 200])),
-                RegionCalls::new(1, 0, Int64Array::from(vec![10]), Int64Array::from(vec![40])),
-            ],
-            num_ranks: 1,
-            ..Default::default()
-        };
-        let req = request(&["sp", "run", "-q", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert!(after_run(&req, &missing, None, None).is_err(), "without the run, the file is read");
-        let speedscope = after_run(&req, &missing, None, Some(&run)).unwrap().expect("a speedscope file");
-        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&speedscope).unwrap()).unwrap();
-        let events = doc["profiles"][0]["events"].as_array().unwrap();
-        let kinds: Vec<(&str, u64)> =
-            events.iter().map(|e| (e["type"].as_str().unwrap(), e["frame"].as_u64().unwrap())).collect();
-        // outer [0, 50] holds inner [10, 40]; outer [100, 200] alone (frames: outer 0, inner 1)
-        assert_eq!(kinds, [("O", 0), ("O", 1), ("C", 1), ("C", 0), ("O", 0), ("C", 0)]);
-        assert!(!missing.exists());
     }
 
     /// issue 11: `run` follows the script's processes unless `--no-follow`; the script's

@@ -9,6 +9,8 @@
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
 //!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
+//! * [`end_of_run`]: the end of `scope-profiler run` once the script's session wrote its
+//!   recording: followed processes stacked, the output rendered, the summary, the speedscope file.
 //! * [`environment`]: what the environment asks of a run (`setup_from_env`, opt-in tags,
 //!   MPI launch detection).
 //! * [`followed`]: the recordings of the processes `run` followed, stacked after the run's own
@@ -31,6 +33,7 @@
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
 pub mod api_surface;
 pub mod checkpoint;
+pub mod end_of_run;
 pub mod environment;
 pub mod followed;
 pub mod host;

@@ -410,6 +410,53 @@ pub fn exit_write_failure(error: &str) -> String {
     format!("scope-profiler: the profile was not written: {error}")
 }
 
+/// Whether the end of a run has nothing to do once its recording is written: no followed
+/// process's recording was stacked into it (`merged`), nothing is printed (`quiet`), no
+/// speedscope file is asked for and the output is the recording itself (not `rendered` from
+/// it). Then the recording is not even read back.
+pub fn nothing_after_recording(merged: bool, quiet: bool, speedscope: bool, rendered: bool) -> bool {
+    !merged && quiet && !speedscope && !rendered
+}
+
+/// The line after the summary of a run that wrote `output`: `wrote OUTPUT and SPEEDSCOPE`
+/// with its speedscope file, `wrote OUTPUT` for an output `rendered` from the recording
+/// without one; None otherwise (the summary's title names the file).
+pub fn written_line(output: &Path, speedscope: Option<&Path>, rendered: bool) -> Option<String> {
+    match speedscope {
+        Some(speedscope) => Some(format!("wrote {} and {}", output.display(), speedscope.display())),
+        None => rendered.then(|| format!("wrote {}", output.display())),
+    }
+}
+
+/// The warning of a run whose profile `output` was written but whose speedscope file could
+/// not be drawn (`error`), with how to record concurrent code when it did not track threads.
+pub fn no_speedscope_warning(output: &Path, error: &str, track_threads: bool) -> String {
+    let hint = if track_threads {
+        ""
+    } else {
+        " (concurrent code: record with --track-threads, or --track-async for asyncio)"
+    };
+    format!("warning: {} was written, but no speedscope file: {error}{hint}", output.display())
+}
+
+/// `; the other processes' profiles are kept in DIR` when the followed processes' directory
+/// `kept` stays after a failure, else nothing.
+fn kept_processes(kept: Option<&str>) -> String {
+    kept.map(|dir| format!("; the other processes' profiles are kept in {dir}")).unwrap_or_default()
+}
+
+/// The error line of a run whose end failed (`error`: merging, rendering or reading its
+/// recording), naming the followed processes' directory when it stays (`kept`).
+pub fn end_of_run_failure(error: &str, kept: Option<&str>) -> String {
+    format!("error: {error}{}", kept_processes(kept))
+}
+
+/// The error line of a run whose session could not write its file (`error`), naming the
+/// followed processes' directory when it stays (`kept`).
+pub fn profile_not_written(error: &str, kept: Option<&str>) -> String {
+    format!("error: the profile was not written: {error}{}", kept_processes(kept))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -620,5 +667,37 @@ mod tests {
             "scope-profiler: process 42 could not write its profile: disk full"
         );
         assert_eq!(exit_write_failure("boom"), "scope-profiler: the profile was not written: boom");
+    }
+
+    #[test]
+    fn the_end_of_a_run_says_what_it_wrote_and_what_failed() {
+        assert!(nothing_after_recording(false, true, false, false));
+        assert!(!nothing_after_recording(true, true, false, false));
+        assert!(!nothing_after_recording(false, false, false, false));
+        assert!(!nothing_after_recording(false, true, true, false));
+        assert!(!nothing_after_recording(false, true, false, true));
+        let (out, speedscope) = (Path::new("o/run.json"), Path::new("o/run.speedscope.json"));
+        assert_eq!(written_line(out, Some(speedscope), true).unwrap(), "wrote o/run.json and o/run.speedscope.json");
+        assert_eq!(written_line(out, None, true).unwrap(), "wrote o/run.json");
+        assert_eq!(written_line(Path::new("run.h5"), None, false), None);
+        assert_eq!(
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
+            "warning: r.h5 was written, but no speedscope file: calls overlap (concurrent code: record with \
+             --track-threads, or --track-async for asyncio)"
+        );
+        assert_eq!(
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
+            "warning: r.h5 was written, but no speedscope file: calls overlap"
+        );
+        assert_eq!(end_of_run_failure("bad file", None), "error: bad file");
+        assert_eq!(
+            end_of_run_failure("bad file", Some("/t/r.h5.procs-7")),
+            "error: bad file; the other processes' profiles are kept in /t/r.h5.procs-7"
+        );
+        assert_eq!(
+            profile_not_written("disk full", Some("d")),
+            "error: the profile was not written: disk full; the other processes' profiles are kept in d"
+        );
+        assert_eq!(profile_not_written("disk full", None), "error: the profile was not written: disk full");
     }
 }

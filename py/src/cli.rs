@@ -5,8 +5,10 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_cli::sigterm_guard;
-use scope_profiler_cli::{after_run, dispatch, recording_path, Outcome, RunRequest};
+use scope_profiler_cli::{dispatch, Outcome, RunRequest};
+use scope_profiler_finalize::end_of_run::{after_run, RunOutputs};
 use scope_profiler_finalize::run_session::{self, SessionValue};
+use scope_profiler_finalize::settings::recording_path;
 use scope_profiler_formats::text_summary;
 
 use pyo3::exceptions::{PyImportError, PyOSError, PyValueError};
@@ -110,23 +112,10 @@ fn cli_after_run(
     let quiet = flag("quiet")?;
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
     let process_label = run_session::process_label(pid, &argv, module);
-    let req = RunRequest {
-        script: PathBuf::new(),
-        module: None,
-        args: vec![],
-        track_threads: flag("track_threads")?,
-        track_async: false,
-        output,
-        speedscope: flag("speedscope")?,
-        quiet,
-        flush_interval: None,
-        tracing: None,
-        follow: processes.is_some(),
-        settings: Default::default(),
-    };
+    let outputs = RunOutputs { output, quiet, speedscope: flag("speedscope")?, track_threads: flag("track_threads")? };
     let dir = processes.as_deref().map(|dir| (dir, process_label.as_str()));
     let mut code = code;
-    if let Err(e) = py.detach(|| after_run(&req, &h5, dir, recorded.as_deref())) {
+    if let Err(e) = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref())) {
         let kept = match &processes {
             Some(dir) => format!("; the other processes' profiles are kept in {}", dir.display()),
             None => String::new(),
