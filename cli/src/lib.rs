@@ -28,7 +28,6 @@ pub mod export;
 pub mod failure;
 pub mod html;
 pub mod merge;
-pub mod sigterm_guard;
 
 use std::path::{Path, PathBuf};
 

@@ -4,7 +4,6 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::sigterm_guard;
 use scope_profiler_cli::{dispatch, Outcome, RunRequest};
 use scope_profiler_finalize::end_of_run::{after_run, RunOutputs};
 use scope_profiler_finalize::run_session::{self, SessionValue};
@@ -188,27 +187,6 @@ pub(crate) fn profile_command_argv(
 #[pyfunction]
 fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -> Option<(Vec<&'static str>, String)> {
     run_session::tracking_upgrade(script, host, host_file)
-}
-
-/// Put the profiler's guard in front of the SIGTERM handler just installed with
-/// `signal.signal()` (call it on the main thread, right after): a forked child that
-/// receives SIGTERM before it sets its own handler dies by the default action, and a
-/// SIGTERM handled just before the main thread blocked is sent again to it every 20 ms
-/// until the Python handler calls `sigterm_taken()` (`scope_profiler_cli::sigterm_guard`).
-/// Returns False (nothing done) when SIGTERM's action is the default or ignore. Raises
-/// `OSError` when the OS refuses the handler.
-#[pyfunction]
-fn guard_sigterm() -> PyResult<bool> {
-    Ok(sigterm_guard::install(libc::SIGTERM)?)
-}
-
-/// The profiler's Python-level SIGTERM handler runs: stop sending SIGTERM again to the main
-/// thread (see `guard_sigterm`). True when this run of the handler is owed only to a re-sent
-/// SIGTERM (the handler already ran for the last one sent from outside): the handler then
-/// does nothing. Harmless when nothing was sent.
-#[pyfunction]
-fn sigterm_taken() -> bool {
-    sigterm_guard::taken(libc::SIGTERM)
 }
 
 /// `print(text, file=sys.stderr)`: after what Python printed there before.
@@ -419,7 +397,6 @@ fn cli_end_of_run(
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(guard_sigterm, m)?)?;
     m.add_class::<PlainWarnings>()?;
     m.add_function(wrap_pyfunction!(join_non_daemon_threads, m)?)?;
     m.add_function(wrap_pyfunction!(show_profiler_warnings_plainly, m)?)?;
@@ -428,7 +405,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(module_not_found, m)?)?;
     m.add_function(wrap_pyfunction!(end_hosting, m)?)?;
     m.add_function(wrap_pyfunction!(cli_end_of_run, m)?)?;
-    m.add_function(wrap_pyfunction!(sigterm_taken, m)?)?;
     m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
