@@ -34,6 +34,7 @@ __all__ = [
     "MPI_LAUNCHER_ENV_VARS",
     "MPI_OVERRIDE_ENV",
     "MPI_PARALLEL_WITH_THREADS",
+    "MPI_RUN_TAG",
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
@@ -129,10 +130,14 @@ __all__ = [
     "manager_setup_from_env",
     "merge_results",
     "module_not_found",
-    "mpi_comm",
-    "mpi_finalize",
+    "mpi_failure_broadcast",
+    "mpi_has_work",
     "mpi_launch_from_env",
-    "mpi_launched",
+    "mpi_message_ranges",
+    "mpi_nesting_warning",
+    "mpi_rank0_failure",
+    "mpi_refused",
+    "mpi_without_mpi4py",
     "multiprocessing_helper",
     "native_regions",
     "option_bag_kwargs",
@@ -2147,30 +2152,34 @@ MPI_OVERRIDE_ENV: str
 #: The reference's ``RuntimeError`` text for ``output_mode="parallel"`` with ``track_threads``.
 MPI_PARALLEL_WITH_THREADS: str
 
-def mpi_launched() -> bool:
-    """Whether this process is an MPI rank: the environment says so
-    (``mpi_launch_from_env``), else ``mpi4py.MPI`` is loaded and initialised."""
+#: The tag of the messages carrying a rank's run to rank 0.
+MPI_RUN_TAG: int
 
-def mpi_comm() -> Any:
-    """``MPI.COMM_WORLD`` for an MPI rank (imports mpi4py, which initialises MPI), else None
-    (also when mpi4py cannot be imported)."""
+def mpi_message_ranges(length: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges a rank's encoded run of ``length`` bytes crosses to
+    rank 0 in (``MPI.BYTE`` messages of at most 1 GiB, in order; none for an empty run)."""
 
-def mpi_finalize(
-    manager: Any,
-    config: Any,
-    *,
-    verbose: object,
-    return_results: object,
-    native: Iterable[Any] | None = None,
-) -> Any:
-    """The collective MPI ``finalize()`` (every rank calls it): rank 0 gathers every rank's
-    run (``MPI.BYTE`` messages of at most 1 GiB), stacks and writes them; its outcome is
-    broadcast. Rank 0's ``ProfilingResults``, an empty ``is_root=False`` set on the other
-    ranks, or None when no results were asked for. ``RuntimeError`` for
-    ``output_mode="parallel"`` with ``track_threads`` (before anything is touched) and on
-    the other ranks when rank 0 could not write (rank 0 raises its own error); the calls then
-    stay buffered. ``RuntimeWarning`` at the user's line when the rank's calls did not nest.
-    ``native``: this rank's regions from C/Fortran traces."""
+def mpi_has_work(write_file: bool, return_results: bool, verbose: bool) -> bool:
+    """Whether a collective finalize has anything to do (a file to write or results to
+    return)."""
+
+def mpi_refused(write_file: bool, output_mode: str, track_threads: bool) -> str | None:
+    """The ``RuntimeError`` text when the collective finalize is refused before any buffer is
+    touched (``output_mode="parallel"`` with ``track_threads``), else None."""
+
+def mpi_nesting_warning(rank: int, error: str) -> str:
+    """The warning of a rank whose calls did not nest (its call graph is not recorded)."""
+
+def mpi_failure_broadcast(type_name: str, message: str) -> str:
+    """What rank 0 broadcasts when it could not write the job's file: ``"{Type}: {message}"``."""
+
+def mpi_rank0_failure(message: str) -> str:
+    """The ``RuntimeError`` text of the other ranks when rank 0 could not write the job's
+    file (``message``: what it broadcast)."""
+
+def mpi_without_mpi4py(reason: str) -> str:
+    """The ``RuntimeWarning`` of a process that looks like an MPI rank but cannot import
+    mpi4py (``reason``: the ``ImportError``'s text)."""
 
 def relative_source_path(filename: str) -> str:
     """How ``metadata_detail="minimal"`` records a source file: relative to the working
