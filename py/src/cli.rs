@@ -189,14 +189,6 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
     run_session::tracking_upgrade(script, host, host_file)
 }
 
-/// `print(text, file=sys.stderr)`: after what Python printed there before.
-pub(crate) fn print_to_stderr(py: Python<'_>, text: &str) -> PyResult<()> {
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
-    py.import("builtins")?.getattr("print")?.call((text,), Some(&kwargs))?;
-    Ok(())
-}
-
 /// `join_non_daemon_threads()`: wait for the script's non-daemon threads (other than the
 /// main thread), as interpreter shutdown would, so their calls are recorded before the
 /// session finalizes. An exception raised while waiting (a signal handler's) propagates.

@@ -38,7 +38,6 @@ __all__ = [
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
-    "ExitHook",
     "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
@@ -96,10 +95,10 @@ __all__ = [
     "cli_end_of_run",
     "cli_main",
     "create_html_report",
-    "describe_current_process",
     "describe_process",
     "enabled_tags_from_env",
     "end_hosting",
+    "exit_write_failure",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -113,8 +112,8 @@ __all__ = [
     "export_timeline_svg",
     "finalize_summary_title",
     "find_traces",
-    "finish_followed",
     "followed_recording",
+    "followed_write_failure",
     "guard_sigterm",
     "instrument_plan",
     "join_non_daemon_threads",
@@ -182,7 +181,6 @@ __all__ = [
     "unknown_setting_error",
     "unsupported_names",
     "user_stacklevel",
-    "write_before_os_exit",
     "write_json",
     "write_profile",
 ]
@@ -1097,33 +1095,6 @@ def cli_after_run(
 # ---------------------------------------------------------------------------------------------
 # following processes (``scope_profiler._follow``)
 
-def describe_current_process(parent: bool, forked: bool) -> str:
-    """``describe_process`` of this process: ``os.getpid()``, its parent ``os.getppid()``
-    unless ``parent``, the ``multiprocessing`` process's name when that module is loaded,
-    ``sys.argv`` and ``sys.orig_argv``; ``forked``: forked from a followed process."""
-
-@final
-class ExitHook:
-    """``os._exit`` wrapped by ``write_before_os_exit``: in the process that wrapped it,
-    ``finish(status)`` runs first (whatever it raises is one line on stderr), then the
-    replaced ``os._exit``."""
-
-    def __call__(self, status: int) -> Any:
-        """``finish(status)``, then the replaced ``os._exit(status)``."""
-    def undo(self) -> None:
-        """Put back the replaced ``os._exit`` if this hook is still ``os._exit``."""
-
-def write_before_os_exit(finish: Callable[[int], object]) -> Callable[[], None]:
-    """Wrap ``os._exit`` (an ``ExitHook``) so that in this process ``finish(status)`` runs
-    first - writing the profile - and the exit goes ahead whatever happened. Returns the
-    callable that takes it out again."""
-
-def finish_followed(session: Any, describe: Callable[[], str]) -> bool:
-    """Write the file of a followed process's own recording (``session``): nothing when the
-    program replaced or finalized the run itself; no file when it recorded nothing but the
-    session or its run is over; else metadata ``process`` = ``describe()`` and the session
-    ended. False when the write failed (one line on stderr), else True."""
-
 @final
 class PlainWarnings:
     """The ``warnings.showwarning`` of ``run``: a warning raised from the package's own files
@@ -1191,6 +1162,14 @@ def describe_process(
     WHAT`` (``pid N: WHAT`` without ``parent_pid``), ``WHAT`` a multiprocessing process's
     name, ``fork: ARGV`` for a forked process (``argv``), else its command line
     (``orig_argv``, ``python`` for the interpreter), one line of at most 200 characters."""
+
+def exit_write_failure(error: str) -> str:
+    """The line on stderr when writing the profile before ``os._exit`` failed (the exit goes
+    ahead)."""
+
+def followed_write_failure(pid: int, error: str) -> str:
+    """The line on stderr of a followed process (``pid``) whose file could not be written
+    (its exit status stands)."""
 
 def private_directory(output: str, pid: int) -> str:
     """The directory the processes ``run`` (process ``pid``) follows record into:
