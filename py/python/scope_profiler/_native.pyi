@@ -52,7 +52,6 @@ __all__ = [
     "NativeRun",
     "NativeTracer",
     "NestingError",
-    "PlainWarnings",
     "ProfileRegion",
     "ProfiledFunction",
     "ProfilingConfigBase",
@@ -92,12 +91,10 @@ __all__ = [
     "check_sampling",
     "check_setting_names",
     "cli_after_run",
-    "cli_end_of_run",
     "cli_main",
     "create_html_report",
     "describe_process",
     "enabled_tags_from_env",
-    "end_hosting",
     "exit_write_failure",
     "export_chrome_trace",
     "export_flamegraph_svg",
@@ -116,7 +113,6 @@ __all__ = [
     "followed_write_failure",
     "guard_sigterm",
     "instrument_plan",
-    "join_non_daemon_threads",
     "lane_groups",
     "lazy_names",
     "load",
@@ -128,7 +124,6 @@ __all__ = [
     "manager_run_script",
     "manager_setup_from_env",
     "merge_results",
-    "module_not_found",
     "mpi_failure_broadcast",
     "mpi_has_work",
     "mpi_launch_from_env",
@@ -145,10 +140,11 @@ __all__ = [
     "output_settings",
     "package_attribute",
     "perf_counter_ns",
-    "print_script_error",
+    "plain_warning",
     "private_directory",
     "profile_command_argv",
     "profile_format",
+    "profile_not_written",
     "pstats_tables",
     "read_h5",
     "read_h5_summary",
@@ -160,13 +156,11 @@ __all__ = [
     "read_trace",
     "relative_source_path",
     "render_output",
-    "run_as_main",
     "sampled_step",
     "setting_defaults",
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
-    "show_profiler_warnings_plainly",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
@@ -180,6 +174,7 @@ __all__ = [
     "unique_labels",
     "unknown_setting_error",
     "unsupported_names",
+    "untracked_event_loop_note",
     "user_stacklevel",
     "write_json",
     "write_profile",
@@ -1071,83 +1066,44 @@ def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     is not a file prints ``error: ...`` and gives exit code 2."""
 
 def cli_after_run(
-    request: Mapping[str, Any],
     output: _Path,
     h5: _Path,
-    code: int,
+    *,
+    quiet: bool,
+    speedscope: bool,
+    track_threads: bool,
+    processes: str | None,
     pid: int,
     argv: list[str],
-    processes: _Path | None = None,
-    recorded: NativeRun | None = None,
-    event_loops: list[str] = ...,
-) -> int:
-    """The end of ``run`` once the session wrote ``h5`` (``request``: ``cli_main``'s dict):
-    render ``output`` from it (JSON profile, HTML report; ``h5`` is then removed), summary
-    and speedscope file named after ``output``, then without ``--track-async`` a note when
-    the program imported one of ``event_loops``. Returns the exit code: ``code``, or 1 instead
-    of 0 when that failed (``error: ...`` on stderr, naming the file; a failed rendering
-    keeps ``h5``). ``processes``: the directory the followed processes recorded into; their
-    files are first stacked after ``h5``'s run as rank blocks (this process described as
-    ``pid PID: ARGV``, ``-m`` first for a module), the result written over ``h5``, and the
-    directory removed once all succeeded. ``recorded``: the run this process just wrote to
-    ``h5``, used instead of reading it back when its ``file_path`` is ``h5``."""
+    module: bool,
+    recorded: NativeRun | None,
+) -> str | None:
+    """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
+    profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
+    file named after ``output``. ``processes``: the directory the followed processes
+    recorded into; their files are first stacked after ``h5``'s run as rank blocks (this
+    process described as ``pid PID: ARGV``, ``-m`` first for a ``module``), the result written
+    over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this
+    process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
+    ``h5``. None, or the error line to print when that failed (naming the file; a failed
+    rendering keeps ``h5``, a failure keeps the processes' directory)."""
+
+def untracked_event_loop_note(loaded: list[str]) -> str | None:
+    """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
+    and gevent): the note that an event loop's tasks interleave on one thread; None for
+    none."""
+
+def profile_not_written(error: str, kept: str | None = None) -> str:
+    """The error line of a run whose session could not write its file, naming the followed
+    processes' directory when it stays (``kept``)."""
+
+def plain_warning(process: str | None, category: str, message: str) -> str:
+    """A warning the profiler raises from its own code as ``run`` prints it, one line:
+    ``scope-profiler: Category: message``, in a followed process ``scope-profiler
+    [<process>]: Category: message``."""
 
 # ---------------------------------------------------------------------------------------------
 # following processes (``scope_profiler._follow``)
-
-@final
-class PlainWarnings:
-    """The ``warnings.showwarning`` of ``run``: a warning raised from the package's own files
-    is the line ``scope-profiler[ [process]]: Category: message``; others go to the
-    ``showwarning`` it replaced."""
-
-    def __call__(
-        self,
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        """Show one warning (a closed stream loses it, as ``warnings``' own does)."""
-
-def show_profiler_warnings_plainly() -> None:
-    """Install ``PlainWarnings`` as ``warnings.showwarning`` (once)."""
-
-def join_non_daemon_threads() -> None:
-    """Wait for the non-daemon threads other than the main thread, as interpreter shutdown
-    would. An exception raised while waiting (a signal handler's) propagates."""
-
-def print_script_error(exc: BaseException, runner: str) -> None:
-    """Print ``exc``'s traceback on stderr without the leading frames of ``runner`` (a file
-    name) and runpy's."""
-
-def run_as_main(script: str, traced: bool, module: str | None) -> None:
-    """Run ``script`` as ``__main__`` (``module``: ``runpy.run_module(alter_sys=True)``, as
-    ``python -m``); ``traced``, inside ``ProfileManager.region(<file name or module>)``. The
-    script's exceptions propagate."""
-
-def module_not_found(module: str) -> bool:
-    """Whether ``python -m module`` would say "No module named" (looked up with the working
-    directory first on ``sys.path``)."""
-
-def end_hosting(manager: Any) -> None:
-    """The script's own ``setup()``/``session()`` no longer join ``run``'s session: ending
-    it now finalizes the run."""
-
-def cli_end_of_run(
-    request: dict[str, Any],
-    output: _Path,
-    recording: _Path,
-    processes: _Path | None,
-    pid: int,
-    argv: list[str],
-    code: int,
-) -> int:
-    """The end of ``run`` once the session wrote ``recording``: with ``--no-output``
-    nothing; else ``cli_after_run`` with ``ProfileManager._last_written_run`` and the loaded
-    event-loop modules. The exit code: ``code``, or 1 instead of 0 when that failed."""
 
 def describe_process(
     pid: int,
