@@ -182,7 +182,7 @@ pub fn process_label(pid: u32, argv: &[String], module: bool) -> String {
 
 /// After a run without `--track-async` whose program imported `loaded` (of asyncio and
 /// gevent, which this package imports only for `track_async`): a note that an event loop's
-/// tasks interleave their calls on one thread without it (issue 14); None when none was.
+/// tasks interleave their calls on one thread without it; None when none was.
 pub fn untracked_event_loop_note<S: AsRef<str>>(loaded: &[S]) -> Option<String> {
     if loaded.is_empty() {
         return None;

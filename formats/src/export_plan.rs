@@ -484,8 +484,8 @@ mod tests {
     use crate::parquet_export::lanes_path;
     use crate::pstats::{prof_path, ProfStats};
 
-    // stop 23 new-user trial: `run -o out/x.json.gz` wrote `out/x.json.speedscope.json`,
-    // `-o out/x.JSON` wrote `out/x.speedscope.json`
+    // `run -o out/x.json.gz` writes `out/x.speedscope.json`, not `out/x.json.speedscope.json`;
+    // `-o out/x.JSON` too
     #[test]
     fn the_stem_drops_a_gzipped_json_suffix_in_any_case() {
         for (input, want) in [

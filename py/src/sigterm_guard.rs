@@ -5,7 +5,7 @@
 //! a Python-level handler runs in two steps instead: CPython's C handler only marks the
 //! signal tripped, and the main thread runs the Python function when it next checks. Two
 //! gaps between those steps lost signals, and a multiprocessing pool then waited forever
-//! for a worker it had terminated (stop 26; the pool test hung about 1 run in 10 under load):
+//! for a worker it had terminated (about 1 run in 10 under load):
 //!
 //! * **Right after `fork()`.** A child inherits the handler, and CPython's after-fork
 //!   reinitialisation (`_PySignal_AfterFork`) clears every tripped mark: a SIGTERM that
