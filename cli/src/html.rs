@@ -4,7 +4,9 @@ use std::path::{Path, PathBuf};
 
 use scope_profiler_formats::html_report::HtmlReport;
 
-use crate::export::{cli_selection, display_label, stem};
+use scope_profiler_formats::export_plan::{display_label, path_stem};
+
+use crate::export::cli_selection;
 use crate::failure::{check_report_output, read_input, Failure};
 
 /// Write the report of `files` (each one section, labelled by its metadata `label` or its
@@ -23,17 +25,9 @@ pub fn write_report(files: &[PathBuf], output: &Path, ranks: &[u32]) -> Result<P
     let mut report = HtmlReport::new(title);
     for f in files {
         let run = read_input(f)?;
-        let sel = cli_selection(&run, ranks, display_label(&run, &stem(f))).map_err(|e| e.context(f.display()))?;
+        let sel = cli_selection(&run, ranks, display_label(&run, &path_stem(f))).map_err(|e| e.context(f.display()))?;
         report.add(&run, &sel).map_err(|e| Failure::runtime(format!("{}: {e}", f.display())))?;
     }
     report.write(output).map_err(|e| Failure::runtime(e.to_string()))?;
     Ok(output.to_path_buf())
-}
-
-/// [`write_report`] of one run already read (`run -o run.html`), every rank, labelled `label`.
-pub fn write_run_report(run: &scope_profiler_analysis::Run, label: &str, output: &Path) -> Result<(), String> {
-    let sel = cli_selection(run, &[], display_label(run, label)).map_err(|e| e.to_string())?;
-    let mut report = HtmlReport::new(format!("scope-profiler report: {}", output.display()));
-    report.add(run, &sel).map_err(|e| format!("{}: {e}", output.display()))?;
-    report.write(output).map_err(|e| e.to_string())
 }

@@ -28,70 +28,22 @@ pub mod export;
 pub mod failure;
 pub mod html;
 pub mod merge;
-pub mod processes;
-pub mod report;
-pub mod run_session;
-pub mod sigterm_guard;
 
 use std::path::{Path, PathBuf};
 
 use clap::Parser;
-use scope_profiler_analysis::Run;
-use scope_profiler_formats::profile_format::ProfileFormat;
-use scope_profiler_formats::{read_h5, Selection};
+use scope_profiler_formats::read_h5;
+use scope_profiler_formats::text_summary;
+
+use scope_profiler_finalize::{end_of_run, followed};
 
 use crate::failure::{check_run_output, read_input};
 
 pub use args::{Cli, Command, Format, Formats};
+/// What `run` asks of the Python package (`finalize::run_session`).
+pub use scope_profiler_finalize::run_session::{RunRequest, RunSettings, TracingRequest};
 /// The HDF5 file a run writing `output` records into (`finalize::settings::recording_path`).
 pub use scope_profiler_finalize::settings::recording_path;
-
-/// A `run` subcommand to be carried out by Python.
-#[derive(Debug, Clone, PartialEq)]
-pub struct RunRequest {
-    /// The script to run; empty with [`RunRequest::module`].
-    pub script: PathBuf,
-    /// `-m MODULE`: run this module as `__main__` (`runpy.run_module`) instead of a script.
-    pub module: Option<String>,
-    pub args: Vec<String>,
-    /// `track_threads=True`: `--track-threads`, `--track-async`, or function tracing.
-    pub track_threads: bool,
-    /// `track_async=True` (implies `track_threads`).
-    pub track_async: bool,
-    pub output: PathBuf,
-    pub speedscope: bool,
-    pub quiet: bool,
-    /// `flush_interval` in seconds (`--flush-interval`), if given.
-    pub flush_interval: Option<f64>,
-    /// Function-level tracing (`--recursive` and the options implying it), if asked for.
-    pub tracing: Option<TracingRequest>,
-    /// Profile the Python processes the script starts too (not `--no-follow`, not
-    /// `--no-output`).
-    pub follow: bool,
-    /// The reference's other `run` options, as settings.
-    pub settings: RunSettings,
-}
-
-/// The settings of `run` given by the reference's options (scope-profiler 0.7.5's `run`
-/// accepts them; a drop-in must too), passed to the run's `session(...)` under their
-/// setting names.
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct RunSettings {
-    /// `--no-output`: `deactivate_file_output=True`, the summary printed from memory.
-    pub no_output: bool,
-    /// `--config FILE`: `config_path`.
-    pub config: Option<PathBuf>,
-    /// `--no-recursive`: `recursive_profile=False` (over the config file).
-    pub no_recursive: bool,
-    /// `--label`: `label`.
-    pub label: Option<String>,
-    /// `--tag` (repeatable): `region_tags`.
-    pub region_tags: Vec<String>,
-    /// `--enable-tag` (repeatable): `enable_tags`.
-    pub enable_tags: Vec<String>,
-    /// `--buffer-limit N`: `buffer_limit` (at least 1).
-    pub buffer_limit: Option<u64>,
-}
 
 /// The refusal of a reference `run` option this edition does not implement, naming it and
 /// what it did; `None` when none was given.
@@ -115,25 +67,12 @@ fn unsupported_run_option(
     ))
 }
 
-/// What `run --recursive` traces (`recursive_profile=True` and the `recursive_*` settings).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct TracingRequest {
-    /// `--all`: the standard library and installed packages too.
-    pub all: bool,
-    /// `--include GLOB` (any of; empty = every function).
-    pub include: Vec<String>,
-    /// `--exclude GLOB`.
-    pub exclude: Vec<String>,
-    /// `--entrypoint NAME`.
-    pub entrypoint: Option<String>,
-}
-
 /// What the command line asked for.
 #[derive(Debug)]
 pub enum Outcome {
     /// Done; exit with this code.
     Exit(i32),
-    /// Python must run a script (then call [`after_run`]).
+    /// Python must run a script (then `finalize::end_of_run::after_run`).
     Run(Box<RunRequest>),
 }
 
@@ -290,7 +229,7 @@ where
                 Ok((recovery, written)) => {
                     outln!("{}", describe(&recovery, &written));
                     if let Some(pid) = recovery.pid {
-                        if let Some(note) = processes::recover_followed(&file, pid, &written) {
+                        if let Some(note) = followed::recover_followed(&file, pid, &written) {
                             outln!("{note}");
                         }
                     }
@@ -321,7 +260,7 @@ where
         }
         Command::Summary { files, merge: true } => match merge::read_merged(&files) {
             Ok(run) => {
-                out!("{}", report::summary_text(&run, &format!("{} file(s), merged", files.len())));
+                out!("{}", text_summary::summary_text(&run, &format!("{} file(s), merged", files.len())));
                 Outcome::Exit(0)
             }
             Err(e) => {
@@ -337,7 +276,7 @@ where
                         if k > 0 {
                             outln!();
                         }
-                        out!("{}", report::summary_text(&run, &f.display().to_string()));
+                        out!("{}", text_summary::summary_text(&run, &f.display().to_string()));
                     }
                     Err(e) => {
                         eprintln!("error: {e}");
@@ -371,7 +310,7 @@ where
                     let mut first = true;
                     for rank in 0..run.num_ranks {
                         if run.rank_threads(rank).next().is_some() {
-                            let text = report::threads_text(&run, rank, &file.display().to_string());
+                            let text = text_summary::threads_text(&run, rank, &file.display().to_string());
                             out!("{}", if first { text.trim_start_matches('\n') } else { &text });
                             first = false;
                         }
@@ -422,99 +361,9 @@ where
     }
 }
 
-/// After Python ran a script into `h5`: print the summary (unless quiet) and write the
-/// speedscope file. When `req.output` names another format than HDF5 (`run -o run.json`),
-/// `h5` is the temporary `<output>.scope-profiler.h5` the run wrote beside it: the requested
-/// file is rendered from it ([`render_output`]) and it is removed once that is published (a
-/// failed rendering keeps it, and the error names it). The summary and the speedscope file
-/// are named after `req.output`. Returns the speedscope path written, if any: a run whose
-/// calls cannot be drawn (interleaved untracked threads) gets a warning on stderr instead.
-///
-/// `processes`: the private directory the followed processes wrote into and this process's
-/// description; their recordings are first stacked after `h5`'s run as rank blocks and the
-/// result written over `h5` ([`processes::merge_processes`]). No recording there: as without.
-/// Once all this succeeded the directory is removed; on an error it stays (the message the
-/// caller prints names it).
-///
-/// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
-/// it; then `h5` is not read back (issue 12: reading a 1M-call file back cost ~10 % of
-/// `run --recursive`). The caller guarantees it is exactly what `h5` holds.
-pub fn after_run(
-    req: &RunRequest,
-    h5: &Path,
-    processes: Option<(&Path, &str)>,
-    recorded: Option<&Run>,
-) -> Result<Option<PathBuf>, String> {
-    let done = finish_run(req, h5, processes, recorded)?;
-    if let Some((dir, _)) = processes {
-        // what the followed processes recorded is in `h5` now (Python's shutil, imported
-        // only for this, cost ~6 ms of every run)
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    Ok(done)
-}
-
-/// [`after_run`] but for the removal of the processes' directory.
-fn finish_run(
-    req: &RunRequest,
-    h5: &Path,
-    processes: Option<(&Path, &str)>,
-    recorded: Option<&Run>,
-) -> Result<Option<PathBuf>, String> {
-    let written = &req.output;
-    let merged = match processes {
-        Some((dir, label)) => processes::merge_processes(h5, dir, label)?,
-        None => None,
-    };
-    if merged.is_none() && req.quiet && !req.speedscope && written.as_path() == h5 {
-        return Ok(None); // nothing to print, render or export: the file stands as written
-    }
-    let held: std::borrow::Cow<'_, Run> = match (merged, recorded) {
-        (Some(run), _) => std::borrow::Cow::Owned(run),
-        (None, Some(run)) => std::borrow::Cow::Borrowed(run),
-        (None, None) => std::borrow::Cow::Owned(read_h5(h5).map_err(|e| e.to_string())?),
-    };
-    let run: &Run = &held;
-    if written.as_path() != h5 {
-        render_output(run, h5, written)?;
-    }
-    if !req.quiet {
-        out!("{}", report::summary_text(run, &written.display().to_string()));
-    }
-    if !req.speedscope {
-        if !req.quiet && written.as_path() != h5 {
-            outln!("\nwrote {}", written.display());
-        }
-        return Ok(None);
-    }
-    let stem = export::stem(written);
-    let dir = written.parent().unwrap_or(Path::new(""));
-    let out = scope_profiler_formats::export_plan::default_file(
-        dir,
-        &stem,
-        scope_profiler_formats::export_plan::ExportFormat::Speedscope,
-    );
-    let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-    if let Err(e) = scope_profiler_formats::speedscope::write_speedscope(run, &ranks, &stem, &out) {
-        // the profile is written and the script's exit code stands (`run` returns it): a
-        // speedscope file that cannot be drawn is a warning, with what to do about it
-        let hint = if req.track_threads {
-            ""
-        } else {
-            " (concurrent code: record with --track-threads, or --track-async for asyncio)"
-        };
-        eprintln!("warning: {} was written, but no speedscope file: {e}{hint}", written.display());
-        return Ok(None);
-    }
-    if !req.quiet {
-        outln!("\nwrote {} and {}", written.display(), out.display());
-    }
-    Ok(Some(out))
-}
-
 /// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover
 /// its recording `h5` (`k.json.scope-profiler.h5`, [`recording_path`]), with the processes
-/// it followed, then render `file` from it ([`render_output`], which removes `h5`), as the
+/// it followed, then render `file` from it ([`end_of_run::render_output`], which removes `h5`), as the
 /// run would have. With `output` (an `.h5` name) the recovered run is written there and
 /// nothing is rendered. Errors: the recovery's, or the rendering's (naming `file` and
 /// saying that `h5` is kept).
@@ -523,7 +372,7 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
     let (recovery, written) = recover(h5, None, output).map_err(|e| e.to_string())?;
     outln!("{}", describe(&recovery, &written));
     if let Some(pid) = recovery.pid {
-        if let Some(note) = processes::recover_followed(h5, pid, &written) {
+        if let Some(note) = followed::recover_followed(h5, pid, &written) {
             outln!("{note}");
         }
     }
@@ -531,41 +380,71 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
         return Ok(());
     }
     let run = read_h5(&written).map_err(|e| e.to_string())?;
-    render_output(&run, &written, file)?;
+    end_of_run::render_output(&run, &written, file)?;
     outln!("wrote {}", file.display());
     Ok(())
-}
-
-/// Write `run` (read from `h5`) to `output` in the format its name asks for: a JSON profile
-/// (`.json`, `.json.gz`: every rank, the reference's `write_profile`), then remove `h5`.
-/// Errors name `output` and say that `h5` is kept.
-pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> {
-    let kept = |e: String| format!("{e}; the recorded run is kept in {}", h5.display());
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Json => {
-            let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-            let label = export::display_label(run, &export::stem(output));
-            scope_profiler_formats::json_profile::write_json(run, &Selection::new(ranks, label), None, output)
-                .map_err(|e| kept(e.to_string()))?;
-        }
-        ProfileFormat::Html => html::write_run_report(run, &export::stem(output), output).map_err(kept)?,
-        ProfileFormat::Hdf5 => return Ok(()),
-    }
-    std::fs::remove_file(h5)
-        .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use scope_profiler_finalize::run_session::{session_settings, SessionValue};
 
-    /// The `run` request `argv` parses to (panics on a usage exit); shared with the
-    /// `run_session` tests.
+    /// The `run` request `argv` parses to (panics on a usage exit).
     pub(crate) fn request(argv: &[&str]) -> RunRequest {
         match dispatch(argv.iter().copied()) {
             Outcome::Run(req) => *req,
             Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
         }
+    }
+
+    #[test]
+    fn session_settings_of_a_plain_run() {
+        let s = session_settings(&request(&["sp", "run", "x.py"]));
+        assert_eq!(
+            s,
+            [
+                ("track_threads", SessionValue::None),
+                ("track_async", SessionValue::None),
+                ("flush_interval", SessionValue::None)
+            ]
+        );
+    }
+
+    #[test]
+    fn session_settings_with_tracing_and_reference_options() {
+        let req = request(&[
+            "sp",
+            "run",
+            "--track-async",
+            "--flush-interval",
+            "0.5",
+            "--recursive",
+            "--include",
+            "app.*",
+            "--label",
+            "L",
+            "--buffer-limit",
+            "9",
+            "--tag",
+            "io",
+            "x.py",
+        ]);
+        let s = session_settings(&req);
+        let get = |n: &str| s.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone());
+        assert_eq!(get("track_threads"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("track_async"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("flush_interval"), Some(SessionValue::Float(0.5)));
+        assert_eq!(get("recursive_profile"), Some(SessionValue::Bool(true)));
+        assert_eq!(get("recursive_include"), Some(SessionValue::Texts(vec!["app.*".into()])));
+        assert_eq!(get("recursive_exclude"), Some(SessionValue::None));
+        assert_eq!(get("label"), Some(SessionValue::Text("L".into())));
+        assert_eq!(get("region_tags"), Some(SessionValue::Texts(vec!["io".into()])));
+        assert_eq!(get("buffer_limit"), Some(SessionValue::Int(9)));
+        let names: Vec<&str> = s.iter().map(|(n, _)| *n).collect();
+        let mut unique = names.clone();
+        unique.dedup();
+        assert_eq!(names, unique);
     }
 
     /// issue 11: "`run -m module`": everything after `-m MODULE` is the module's, as with
@@ -664,48 +543,6 @@ mod tests {
         {
             assert!(matches!(dispatch(refused.iter().copied()), Outcome::Exit(2)), "{refused:?}");
         }
-    }
-
-    /// Noticed at stop 19: `run -q --no-speedscope` read the whole `.h5` back after the
-    /// script (decompressing every column) to print and export nothing. It no longer opens
-    /// the file: a path that does not exist is no error there, and is one otherwise.
-    #[test]
-    fn a_quiet_run_without_speedscope_does_not_read_its_file_back() {
-        let missing = std::env::temp_dir().join(format!("sp-after-run-{}-missing.h5", std::process::id()));
-        let req = request(&["sp", "run", "-q", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert_eq!(after_run(&req, &missing, None, None), Ok(None));
-        let loud = request(&["sp", "run", "--no-speedscope", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert!(after_run(&loud, &missing, None, None).is_err());
-    }
-
-    /// issue 12 (stop 21): after the script, `run` drew the speedscope file from the `.h5`
-    /// read back (decompressed again), ~10 % of `run --recursive` on 1M calls. Given the
-    /// run it wrote, it reads nothing: here the file does not even exist.
-    #[test]
-    fn a_run_given_its_recorded_calls_does_not_read_its_file_back() {
-        use arrow_array::Int64Array;
-        use scope_profiler_analysis::RegionCalls;
-        let dir = tempfile::tempdir().unwrap();
-        let missing = dir.path().join("never-written.h5");
-        let run = Run {
-            region_names: vec!["outer".into(), "inner".into()],
-            regions: vec![
-                RegionCalls::new(0, 0, Int64Array::from(vec![0, 100]), Int64Array::from(vec![50, 200])),
-                RegionCalls::new(1, 0, Int64Array::from(vec![10]), Int64Array::from(vec![40])),
-            ],
-            num_ranks: 1,
-            ..Default::default()
-        };
-        let req = request(&["sp", "run", "-q", "-o", missing.to_str().unwrap(), "x.py"]);
-        assert!(after_run(&req, &missing, None, None).is_err(), "without the run, the file is read");
-        let speedscope = after_run(&req, &missing, None, Some(&run)).unwrap().expect("a speedscope file");
-        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&speedscope).unwrap()).unwrap();
-        let events = doc["profiles"][0]["events"].as_array().unwrap();
-        let kinds: Vec<(&str, u64)> =
-            events.iter().map(|e| (e["type"].as_str().unwrap(), e["frame"].as_u64().unwrap())).collect();
-        // outer [0, 50] holds inner [10, 40]; outer [100, 200] alone (frames: outer 0, inner 1)
-        assert_eq!(kinds, [("O", 0), ("O", 1), ("C", 1), ("C", 0), ("O", 0), ("C", 0)]);
-        assert!(!missing.exists());
     }
 
     /// issue 11: `run` follows the script's processes unless `--no-follow`; the script's

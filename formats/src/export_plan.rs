@@ -35,6 +35,7 @@
 use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 
+use scope_profiler_analysis::{MetaValue, Run};
 use thiserror::Error;
 
 use crate::export_common::slug;
@@ -349,6 +350,28 @@ pub fn default_stem(file_stem: &str, label: &str) -> String {
     }
 }
 
+/// File stem of `input` (`run.h5` -> `run`, `run.json.gz` -> `run` in any case;
+/// [`default_stem`]).
+pub fn path_stem(input: &Path) -> String {
+    let name = input.file_name().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default();
+    const GZIPPED_JSON: &str = ".json.gz";
+    let file_stem = if name.len() > GZIPPED_JSON.len() && name.to_ascii_lowercase().ends_with(GZIPPED_JSON) {
+        // the suffix matched in ASCII: its bytes are the last ones, on a char boundary
+        name[..name.len() - GZIPPED_JSON.len()].to_string()
+    } else {
+        input.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default()
+    };
+    default_stem(&file_stem, "")
+}
+
+/// The run's display label: metadata `label`, else `fallback` (the file stem).
+pub fn display_label(run: &Run, fallback: &str) -> String {
+    match run.meta("label") {
+        Some(MetaValue::Str(s)) if !s.is_empty() => s.clone(),
+        _ => fallback.to_string(),
+    }
+}
+
 /// `stems` with repeats made distinct: the second `"run"` becomes `"run_2"`, the third
 /// `"run_3"` (two inputs `a/run.h5` and `b/run.h5` must not overwrite each other).
 pub fn unique_stems(stems: &[String]) -> Vec<String> {
@@ -460,6 +483,23 @@ mod tests {
     use super::*;
     use crate::parquet_export::lanes_path;
     use crate::pstats::{prof_path, ProfStats};
+
+    // `run -o out/x.json.gz` writes `out/x.speedscope.json`, not `out/x.json.speedscope.json`;
+    // `-o out/x.JSON` too
+    #[test]
+    fn the_stem_drops_a_gzipped_json_suffix_in_any_case() {
+        for (input, want) in [
+            ("out/x.json.gz", "x"),
+            ("out/x.JSON.GZ", "x"),
+            ("out/x.JSON", "x"),
+            ("run.h5", "run"),
+            ("a.b.h5", "a.b"),
+            (".json.gz", ".json"),
+            ("données.json.gz", "données"),
+        ] {
+            assert_eq!(path_stem(Path::new(input)), want, "{input}");
+        }
+    }
 
     fn run(label: &str, num_ranks: u32, with_calls: &[u32]) -> RunInput {
         RunInput {

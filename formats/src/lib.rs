@@ -16,6 +16,7 @@ pub mod profile_format;
 pub mod pstats;
 pub mod selection;
 pub mod speedscope;
+pub mod text_summary;
 pub mod timeline;
 
 pub use self::hdf5::{read_h5, write_h5, H5Error, NOT_A_PROFILE as NOT_A_PROFILE_H5};

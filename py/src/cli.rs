@@ -1,16 +1,18 @@
-//! The command line for the console script, and the text reports for `print_summary`.
+//! Backs `scope_profiler._cli`, the console script: the command line (`cli_main`, the
+//! `scope-profiler` grammar and its file-reading subcommands), the rules and texts of `run`
+//! ([`scope_profiler_finalize::run_session`]), the end of `run`
+//! ([`scope_profiler_finalize::end_of_run`]) and the text summary of `print_summary`.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::run_session::{self, SessionValue};
-use scope_profiler_cli::sigterm_guard;
-use scope_profiler_cli::{after_run, dispatch, recording_path, report, Outcome, RunRequest};
+use scope_profiler_cli::{dispatch, Outcome};
+use scope_profiler_finalize::end_of_run::{after_run, RunOutputs};
+use scope_profiler_finalize::run_session::{self, RunRequest, SessionValue};
+use scope_profiler_finalize::settings::recording_path;
+use scope_profiler_formats::text_summary;
 
-use pyo3::exceptions::{PyImportError, PyOSError, PyValueError};
-
-use crate::manager_api::within;
 use crate::run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
@@ -69,104 +71,77 @@ fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, P
     Ok(d)
 }
 
-/// The end of `run` once the session wrote `h5` (`request`: `cli_main`'s dict; `output`,
-/// `h5` absolute). Renders `output` from `h5` when that names another format (then removes
-/// `h5`), prints the summary (unless quiet) and writes the speedscope file named after
-/// `output`; then, without `--track-async`, the note about `event_loops` (the event-loop
-/// modules the program imported). Returns the exit code: `code`, or 1 instead of 0 when
-/// that failed (the error printed on stderr, naming the file, and the followed processes'
-/// directory when kept).
-///
-/// `processes` (the directory the followed processes of `run` wrote into): their recordings
-/// are first stacked after `h5`'s run, one rank block per process, this one described as
-/// `pid PID: ARGV` (`argv`: the script's, module name first for `-m`); the directory is
-/// removed once everything succeeded (kept on an error).
-///
-/// `recorded`: the run this process just wrote to `h5` (the last finalize's); used instead
-/// of reading `h5` back when its `file_path` is `h5`.
+/// `cli_after_run(output, h5, *, quiet, speedscope, track_threads, processes, pid, argv,
+/// module, recorded) -> str | None`: the end of `run` once the session wrote `h5` (`output`,
+/// `h5` absolute; [`after_run`]): renders `output` from `h5` when that names another format
+/// (then removes `h5`), prints the summary (unless `quiet`) and writes the speedscope file
+/// named after `output`. `processes` (the directory the followed processes of `run` wrote
+/// into): their recordings are first stacked after `h5`'s run, one rank block per process,
+/// this one described as `pid PID: ARGV` (`argv`: the script's, `-m` first for a `module`);
+/// the directory is removed once everything succeeded. `recorded`: the run this process just
+/// wrote, used instead of reading `h5` back when its `file_path` is `h5`. Returns None, or
+/// the error line to print when that failed (naming the file, and the processes' directory,
+/// kept). The GIL is released meanwhile.
 #[pyfunction]
-#[pyo3(signature = (request, output, h5, code, pid, argv, processes=None, recorded=None, event_loops=Vec::new()))]
+#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
-    request: &Bound<'_, PyDict>,
     output: PathBuf,
     h5: PathBuf,
-    code: i32,
+    quiet: bool,
+    speedscope: bool,
+    track_threads: bool,
+    processes: Option<String>,
     pid: u32,
     argv: Vec<String>,
-    processes: Option<PathBuf>,
+    module: bool,
     recorded: Option<PyRef<'_, NativeRun>>,
-    event_loops: Vec<String>,
-) -> PyResult<i32> {
-    let flag = |name: &str| -> PyResult<bool> {
-        Ok(match request.get_item(name)? {
-            Some(v) => v.is_truthy()?,
-            None => false,
-        })
-    };
-    let module = request.get_item("module")?.is_some_and(|m| !m.is_none());
-    let quiet = flag("quiet")?;
+) -> Option<String> {
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
-    let process_label = run_session::process_label(pid, &argv, module);
-    let req = RunRequest {
-        script: PathBuf::new(),
-        module: None,
-        args: vec![],
-        track_threads: flag("track_threads")?,
-        track_async: false,
-        output,
-        speedscope: flag("speedscope")?,
-        quiet,
-        flush_interval: None,
-        tracing: None,
-        follow: processes.is_some(),
-        settings: Default::default(),
-    };
-    let dir = processes.as_deref().map(|dir| (dir, process_label.as_str()));
-    let mut code = code;
-    if let Err(e) = py.detach(|| after_run(&req, &h5, dir, recorded.as_deref())) {
-        let kept = match &processes {
-            Some(dir) => format!("; the other processes' profiles are kept in {}", dir.display()),
-            None => String::new(),
-        };
-        flush_python_streams(py);
-        eprintln!("error: {e}{kept}");
-        code = if code == 0 { 1 } else { code };
-    }
-    if !flag("track_async")? && !quiet {
-        if let Some(note) = run_session::untracked_event_loop_note(&event_loops) {
-            flush_python_streams(py);
-            eprintln!("{note}");
-        }
-    }
-    Ok(code)
+    let label = run_session::process_label(pid, &argv, module);
+    let outputs = RunOutputs { output, quiet, speedscope, track_threads };
+    let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
+    let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
+    done.err().map(|e| run_session::end_of_run_failure(&e, processes.as_deref()))
 }
 
-/// Flush `sys.stdout` and `sys.stderr`, so that what Rust writes to the descriptors comes
-/// after what Python printed before.
-fn flush_python_streams(py: Python<'_>) {
-    if let Ok(sys) = py.import("sys") {
-        for name in ["stdout", "stderr"] {
-            if let Ok(stream) = sys.getattr(name) {
-                let _ = stream.call_method0("flush");
-            }
-        }
-    }
+/// `untracked_event_loop_note(loaded) -> str | None`: after a run without `--track-async`
+/// whose program imported `loaded` (of asyncio and gevent), the note that an event loop's
+/// tasks interleave on one thread; None when none was.
+#[pyfunction]
+fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
+    run_session::untracked_event_loop_note(&loaded)
+}
+
+/// `profile_not_written(error, kept) -> str`: the error line of a run whose session could
+/// not write its file, naming the followed processes' directory when it stays (`kept`).
+#[pyfunction]
+#[pyo3(signature = (error, kept=None))]
+fn profile_not_written(error: &str, kept: Option<&str>) -> String {
+    run_session::profile_not_written(error, kept)
+}
+
+/// `plain_warning(process, category, message) -> str`: a warning the profiler raises from its
+/// own code as `run` prints it, one line: `scope-profiler: Category: message`, in a followed
+/// process `scope-profiler [<process>]: Category: message`.
+#[pyfunction]
+fn plain_warning(process: Option<&str>, category: &str, message: &str) -> String {
+    run_session::plain_warning(process, category, message)
 }
 
 /// `finalize_summary_title(requested, written, label, ranks) -> str | None`: the title of
 /// `finalize(verbose=True)`'s summary: `requested` (`setup(output=)`) when the file was
-/// written, else `"<label> (in memory, N rank[s])"` ([`report::finalize_summary_title`]).
+/// written, else `"<label> (in memory, N rank[s])"` ([`text_summary::finalize_summary_title`]).
 #[pyfunction]
 fn finalize_summary_title(requested: Option<&str>, written: bool, label: &str, ranks: u32) -> Option<String> {
-    report::finalize_summary_title(requested, written, label, ranks)
+    text_summary::finalize_summary_title(requested, written, label, ranks)
 }
 
 /// The summary report of a run as text (same as `scope-profiler summary`).
 #[pyfunction]
 fn summary_text(run: &NativeRun, title: &str) -> String {
-    report::summary_text(&run.run, title)
+    text_summary::summary_text(&run.run, title)
 }
 
 /// `profile_command_argv(command, executable, output, recursive, all, mpi_calls) ->
@@ -200,249 +175,14 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
     run_session::tracking_upgrade(script, host, host_file)
 }
 
-/// Put the profiler's guard in front of the SIGTERM handler just installed with
-/// `signal.signal()` (call it on the main thread, right after): a forked child that
-/// receives SIGTERM before it sets its own handler dies by the default action, and a
-/// SIGTERM handled just before the main thread blocked is sent again to it every 20 ms
-/// until the Python handler calls `sigterm_taken()` (`scope_profiler_cli::sigterm_guard`).
-/// Returns False (nothing done) when SIGTERM's action is the default or ignore. Raises
-/// `OSError` when the OS refuses the handler.
-#[pyfunction]
-fn guard_sigterm() -> PyResult<bool> {
-    Ok(sigterm_guard::install(libc::SIGTERM)?)
-}
-
-/// The profiler's Python-level SIGTERM handler runs: stop sending SIGTERM again to the main
-/// thread (see `guard_sigterm`). True when this run of the handler is owed only to a re-sent
-/// SIGTERM (the handler already ran for the last one sent from outside): the handler then
-/// does nothing. Harmless when nothing was sent.
-#[pyfunction]
-fn sigterm_taken() -> bool {
-    sigterm_guard::taken(libc::SIGTERM)
-}
-
-/// `print(text, file=sys.stderr)`: after what Python printed there before.
-pub(crate) fn print_to_stderr(py: Python<'_>, text: &str) -> PyResult<()> {
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
-    py.import("builtins")?.getattr("print")?.call((text,), Some(&kwargs))?;
-    Ok(())
-}
-
-/// `join_non_daemon_threads()`: wait for the script's non-daemon threads (other than the
-/// main thread), as interpreter shutdown would, so their calls are recorded before the
-/// session finalizes. An exception raised while waiting (a signal handler's) propagates.
-#[pyfunction]
-fn join_non_daemon_threads(py: Python<'_>) -> PyResult<()> {
-    let threading = py.import("threading")?;
-    let main = threading.call_method0("main_thread")?;
-    for thread in threading.call_method0("enumerate")?.try_iter()? {
-        let thread = thread?;
-        if !thread.is(&main)
-            && !thread.getattr("daemon")?.is_truthy()?
-            && thread.call_method0("is_alive")?.is_truthy()?
-        {
-            thread.call_method0("join")?;
-        }
-    }
-    Ok(())
-}
-
-/// `os.path.dirname(os.path.abspath(path))`.
-fn directory_of(py: Python<'_>, path: &Bound<'_, PyAny>) -> PyResult<String> {
-    let os_path = py.import("os.path")?;
-    os_path.call_method1("dirname", (os_path.call_method1("abspath", (path,))?,))?.extract()
-}
-
-/// The `warnings.showwarning` of `run` and of the processes it follows: a warning raised
-/// from the package's own files is one plain line ([`run_session::plain_warning`]: in a
-/// followed process naming it, `_follow.describe_process()`); any other goes to the
-/// `showwarning` it replaced.
-#[pyclass(frozen, module = "scope_profiler._cli")]
-pub struct PlainWarnings {
-    shown: Py<PyAny>,
-    package_dir: String,
-}
-
-#[pymethods]
-impl PlainWarnings {
-    /// Show one warning (`warnings.showwarning`'s arguments); a write to a closed stream
-    /// (`OSError`, `ValueError`) loses the warning, as `warnings`' own does.
-    #[pyo3(signature = (message, category, filename, lineno, file=None, line=None))]
-    #[allow(clippy::too_many_arguments)]
-    fn __call__(
-        &self,
-        py: Python<'_>,
-        message: Bound<'_, PyAny>,
-        category: Bound<'_, PyAny>,
-        filename: Bound<'_, PyAny>,
-        lineno: Bound<'_, PyAny>,
-        file: Option<Bound<'_, PyAny>>,
-        line: Option<Bound<'_, PyAny>>,
-    ) -> PyResult<()> {
-        if directory_of(py, &filename)? != self.package_dir {
-            self.shown.bind(py).call1((message, category, filename, lineno, file, line))?;
-            return Ok(());
-        }
-        let out = match file.filter(|f| !f.is_none()) {
-            Some(file) => file,
-            None => py.import("sys")?.getattr("stderr")?,
-        };
-        // in a process `run` follows, which one (stop 25 new-user trial)
-        let follow = py.import("sys")?.getattr("modules")?.call_method1("get", ("scope_profiler._follow",))?;
-        let mut who = None;
-        if !follow.is_none() && follow.getattr("followed_pid")?.eq(std::process::id())? {
-            who = Some(follow.call_method0("describe_process")?.extract::<String>()?);
-        }
-        let category: String = category.getattr("__name__")?.extract()?;
-        let text = run_session::plain_warning(who.as_deref(), &category, &message.str()?.to_string());
-        match out.call_method1("write", (text,)) {
-            Err(e) if e.is_instance_of::<PyOSError>(py) || e.is_instance_of::<PyValueError>(py) => Ok(()),
-            Err(e) => Err(e),
-            Ok(_) => Ok(()),
-        }
-    }
-}
-
-/// `show_profiler_warnings_plainly()`: under `run` (and in the processes it follows) a
-/// warning the profiler raises from its own code is printed as `scope-profiler:
-/// RuntimeWarning: ...`, without the profiler's file and line (installs [`PlainWarnings`]
-/// as `warnings.showwarning`, once). Every other warning is shown as before.
-#[pyfunction]
-fn show_profiler_warnings_plainly(py: Python<'_>) -> PyResult<()> {
-    let warnings = py.import("warnings")?;
-    let shown = warnings.getattr("showwarning")?;
-    if shown.is_instance_of::<PlainWarnings>() {
-        return Ok(());
-    }
-    let package_dir = directory_of(py, &py.import("scope_profiler")?.getattr("__file__")?)?;
-    warnings.setattr("showwarning", PlainWarnings { shown: shown.unbind(), package_dir })
-}
-
-/// `print_script_error(exc, runner)`: print the script's traceback on stderr without the
-/// frames of `runner` (the file that ran it) and runpy's.
-#[pyfunction]
-fn print_script_error(py: Python<'_>, exc: &Bound<'_, PyAny>, runner: &str) -> PyResult<()> {
-    let runpy: String = py.import("runpy")?.getattr("__file__")?.extract()?;
-    // runpy's frames are "<frozen runpy>" where the module is frozen (3.11+ builds)
-    let ours = [runner, runpy.as_str(), "<frozen runpy>"];
-    let mut tb = exc.getattr("__traceback__")?;
-    while !tb.is_none() {
-        let file: String = tb.getattr("tb_frame")?.getattr("f_code")?.getattr("co_filename")?.extract()?;
-        if !ours.contains(&file.as_str()) {
-            break;
-        }
-        tb = tb.getattr("tb_next")?;
-    }
-    let kwargs = PyDict::new(py);
-    kwargs.set_item("file", py.import("sys")?.getattr("stderr")?)?;
-    py.import("traceback")?.call_method("print_exception", (exc.get_type(), exc, tb), Some(&kwargs))?;
-    Ok(())
-}
-
-/// `run_as_main(script, traced, module)`: run `script` as `__main__` (`module`: that module,
-/// as `python -m` does: `runpy.run_module(alter_sys=True)`); `traced`, inside the
-/// manager's region named after the script's file name (the reference's root region of
-/// `run --recursive`) or the module's name. The script's exceptions propagate.
-#[pyfunction]
-fn run_as_main(py: Python<'_>, script: &str, traced: bool, module: Option<&str>) -> PyResult<()> {
-    let run = |_: Bound<'_, PyAny>| -> PyResult<()> {
-        let runpy = py.import("runpy")?;
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("run_name", "__main__")?;
-        match module {
-            Some(module) => {
-                kwargs.set_item("alter_sys", true)?;
-                runpy.call_method("run_module", (module,), Some(&kwargs))?
-            }
-            None => runpy.call_method("run_path", (script,), Some(&kwargs))?,
-        };
-        Ok(())
-    };
-    if !traced {
-        return run(py.None().into_bound(py));
-    }
-    let name = match module {
-        Some(module) => module.to_string(),
-        None => py.import("os.path")?.call_method1("basename", (script,))?.extract()?,
-    };
-    let manager = py.import("scope_profiler._manager")?.getattr("ProfileManager")?;
-    within(&manager.call_method1("region", (name,))?, run).map(drop)
-}
-
-/// `module_not_found(module) -> bool`: whether `python -m module` would say "No module
-/// named": looked up as it does, the working directory first on `sys.path` (the console
-/// script's `sys.path[0]` is its bin directory; issue 14, second new-user trial).
-#[pyfunction]
-fn module_not_found(py: Python<'_>, module: &str) -> PyResult<bool> {
-    let path = py.import("sys")?.getattr("path")?;
-    path.call_method1("insert", (0, py.import("os")?.call_method0("getcwd")?))?;
-    let found = py.import("importlib.util").and_then(|util| util.call_method1("find_spec", (module,)));
-    path.call_method1("pop", (0,))?;
-    match found {
-        Ok(spec) => Ok(spec.is_none()),
-        Err(e) if e.is_instance_of::<PyImportError>(py) || e.is_instance_of::<PyValueError>(py) => Ok(true),
-        Err(e) => Err(e),
-    }
-}
-
-/// `end_hosting(manager)`: the script's own `setup()`/`session()` no longer join `run`'s
-/// session (`_host_config` None, `_joined` emptied): ending it now finalizes the run.
-#[pyfunction]
-pub(crate) fn end_hosting(manager: &Bound<'_, PyAny>) -> PyResult<()> {
-    manager.setattr("_host_config", manager.py().None())?;
-    manager.getattr("_joined")?.call_method0("clear")?;
-    Ok(())
-}
-
-/// `cli_end_of_run(request, output, recording, processes, pid, argv, code) -> int`: the end of
-/// `run` once the session wrote `recording`: nothing more with `--no-output` (the session
-/// printed its summary); else `cli_after_run` with the run the session just wrote
-/// (`ProfileManager._last_written_run`) and the event-loop modules loaded (`asyncio`,
-/// `gevent`). The exit code: `code`, or 1 instead of 0 when that failed.
-#[pyfunction]
-#[allow(clippy::too_many_arguments)]
-fn cli_end_of_run(
-    py: Python<'_>,
-    request: &Bound<'_, PyDict>,
-    output: PathBuf,
-    recording: PathBuf,
-    processes: Option<PathBuf>,
-    pid: u32,
-    argv: Vec<String>,
-    code: i32,
-) -> PyResult<i32> {
-    if request.get_item("no_output")?.map(|v| v.is_truthy()).transpose()?.unwrap_or(false) {
-        return Ok(code);
-    }
-    let manager = py.import("scope_profiler._manager")?.getattr("ProfileManager")?;
-    let recorded = manager.getattr("_last_written_run")?;
-    let recorded = recorded.extract::<Option<PyRef<'_, NativeRun>>>()?;
-    let modules = py.import("sys")?.getattr("modules")?;
-    let mut event_loops = Vec::new();
-    for name in ["asyncio", "gevent"] {
-        if modules.contains(name)? {
-            event_loops.push(name.to_string());
-        }
-    }
-    cli_after_run(py, request, output, recording, code, pid, argv, processes, recorded, event_loops)
-}
-
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
-    m.add_function(wrap_pyfunction!(guard_sigterm, m)?)?;
-    m.add_class::<PlainWarnings>()?;
-    m.add_function(wrap_pyfunction!(join_non_daemon_threads, m)?)?;
-    m.add_function(wrap_pyfunction!(show_profiler_warnings_plainly, m)?)?;
-    m.add_function(wrap_pyfunction!(print_script_error, m)?)?;
-    m.add_function(wrap_pyfunction!(run_as_main, m)?)?;
-    m.add_function(wrap_pyfunction!(module_not_found, m)?)?;
-    m.add_function(wrap_pyfunction!(end_hosting, m)?)?;
-    m.add_function(wrap_pyfunction!(cli_end_of_run, m)?)?;
-    m.add_function(wrap_pyfunction!(sigterm_taken, m)?)?;
-    m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
-    m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
+    m.add_function(wrap_pyfunction!(untracked_event_loop_note, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_not_written, m)?)?;
+    m.add_function(wrap_pyfunction!(plain_warning, m)?)?;
+    m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
+    m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(summary_text, m)?)?;
     m.add_function(wrap_pyfunction!(finalize_summary_title, m)?)?;
     Ok(())

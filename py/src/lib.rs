@@ -42,6 +42,7 @@ mod region;
 mod results;
 mod run;
 mod settings;
+mod sigterm_guard;
 mod speedscope_export;
 mod trace_exports;
 mod tracking;
@@ -78,6 +79,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     follow::register(m)?;
     recording::register(m)?;
     settings::register(m)?;
+    sigterm_guard::register(m)?;
     options::register(m)?;
     ranks::register(m)?;
     speedscope_export::register(m)?;

@@ -55,10 +55,10 @@ fn _run_from_bytes(data: &Bound<'_, PyAny>, file_path: String) -> PyResult<Nativ
 /// run)` with `run` a `NativeRun` or encoded bytes. `metadata` (a dict) replaces the
 /// first part's; `num_ranks` overrides the computed count. With `write_file` the result is
 /// written to `file_path` (schema 3, atomically) before it is returned.
-/// Also called by the MPI finalize of rank 0 (`py/src/mpi.rs`).
+/// Also called by the MPI finalize of rank 0 (`_mpi.finalize`).
 #[pyfunction]
 #[pyo3(name = "_stack_runs", signature = (parts, metadata=None, num_ranks=None, file_path=String::new(), write_file=false))]
-pub(crate) fn stack_runs(
+fn stack_runs(
     py: Python<'_>,
     parts: Vec<(u32, Bound<'_, PyAny>)>,
     metadata: Option<&Bound<'_, PyDict>>,

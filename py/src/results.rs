@@ -907,7 +907,7 @@ impl ProfilingResults {
             if !sel.ranks.is_empty() {
                 run.regions.retain(|r| sel.ranks.contains(&r.rank));
             }
-            scope_profiler_cli::report::summary_text_filtered(&run, &title, filter.as_deref())
+            scope_profiler_formats::text_summary::summary_text_filtered(&run, &title, filter.as_deref())
         });
         if !suppress_notes {
             text.push_str(

@@ -2,10 +2,10 @@
 
 The grammar and every file-reading subcommand (``summary``, ``threads``, ``export``) are
 Rust (``scope_profiler._native.cli_main``). ``run`` needs this interpreter: the script is
-executed here as ``__main__`` inside ``ProfileManager.session(...)``, then Rust prints the
-summary and writes the speedscope file. What is not the signals' handling and the order of
-the run's steps is Rust too (``py/src/cli.rs``): running the script (``run_as_main``), the
-plain warnings (``show_profiler_warnings_plainly``), the end of the run (``cli_end_of_run``).
+executed here as ``__main__`` inside ``ProfileManager.session(...)``; then Rust
+(``finalize::end_of_run``) stacks the followed processes' files, renders the output, prints
+the summary and writes the speedscope file. The run's keywords, checks and texts are Rust
+(``finalize::run_session``).
 """
 
 from __future__ import annotations
@@ -18,9 +18,61 @@ from contextlib import contextmanager, nullcontext
 
 from . import _follow, _native
 
-#: Under ``run`` (and in the processes it follows) a warning the profiler raises from its
-#: own code is one plain line, without the profiler's file and line (issue 14).
-show_profiler_warnings_plainly = _native.show_profiler_warnings_plainly
+#: The package's directory: warnings raised by its own modules have no line of the user's.
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__))
+
+
+def show_profiler_warnings_plainly() -> None:
+    """Under ``run`` (and in the processes it follows): a warning the profiler raises from
+    its own code - calls still open at the end, a call graph not recorded - is printed as
+    ``scope-profiler: RuntimeWarning: ...`` (in a followed process, naming it), without the
+    profiler's file and line, which say nothing to the user. Every other warning is shown
+    as before."""
+    import warnings
+
+    shown = warnings.showwarning
+    if getattr(shown, "_scope_profiler_plain", False):
+        return
+
+    def show(message, category, filename, lineno, file=None, line=None):
+        if os.path.dirname(os.path.abspath(filename)) != _PACKAGE_DIR:
+            return shown(message, category, filename, lineno, file, line)
+        out = sys.stderr if file is None else file
+        follow = sys.modules.get("scope_profiler._follow")
+        who = None
+        if follow is not None and follow.followed_pid == os.getpid():
+            who = follow.describe_process()
+        try:
+            out.write(_native.plain_warning(who, category.__name__, str(message)))
+        except (OSError, ValueError):  # stderr closed: the warning is lost, as warnings' own
+            pass
+
+    show._scope_profiler_plain = True  # type: ignore[attr-defined]
+    warnings.showwarning = show
+
+
+def _join_non_daemon_threads() -> None:
+    """Wait for the script's non-daemon threads, as interpreter shutdown would, so their
+    calls are recorded before the session finalizes."""
+    import threading
+
+    main = threading.main_thread()
+    for thread in threading.enumerate():
+        if thread is not main and not thread.daemon and thread.is_alive():
+            thread.join()
+
+
+def _print_script_error(exc: BaseException) -> None:
+    """Print the script's traceback without this module's and runpy's frames."""
+    import runpy
+    import traceback
+
+    tb = exc.__traceback__
+    # runpy's frames are "<frozen runpy>" where the module is frozen (3.11+ builds)
+    ours = (__file__, runpy.__file__, "<frozen runpy>")
+    while tb is not None and tb.tb_frame.f_code.co_filename in ours:
+        tb = tb.tb_next
+    traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
 
 
 class _Terminated(BaseException):
@@ -76,7 +128,7 @@ def _terminate_writes_profile() -> Iterator[None]:
         yield
         return
     # a forked child that gets SIGTERM before its own handler is set dies by it, and one
-    # that comes just before the main thread blocks interrupts it (stop 27)
+    # that comes just before the main thread blocks interrupts it
     _native.guard_sigterm()
     try:
         yield
@@ -85,11 +137,79 @@ def _terminate_writes_profile() -> Iterator[None]:
             signal.signal(signal.SIGTERM, previous)
 
 
+def _terminated_now(exc: _Terminated) -> int:
+    """SIGTERM ended the script: say so; a second one while the profile is written ends the
+    process at once. Returns the signal, to die by once the profile is written."""
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
+    return exc.signum
+
+
+def _run_as_main(script: str, traced: bool, module: str | None) -> tuple[int, int | None]:
+    """Run ``script`` as ``__main__`` (``module``: that module, as ``python -m`` does);
+    traced, inside a region named after the script's file name (the reference's root region
+    of ``run --recursive``, e.g. ``app.py``) or the module's name. Returns the exit code and
+    the signal that ended it (None), as ``python`` would: the script's ``sys.exit()``, 1 with
+    the traceback for an exception, 130 for Ctrl-C."""
+    import runpy
+
+    from ._manager import ProfileManager
+
+    try:
+        region = ProfileManager.region(module or os.path.basename(script)) if traced else None
+        with region if region is not None else nullcontext():
+            if module is not None:
+                runpy.run_module(module, run_name="__main__", alter_sys=True)
+            else:
+                runpy.run_path(script, run_name="__main__")
+    except SystemExit as exc:  # the script's own exit; the profile is still written
+        if isinstance(exc.code, int) or exc.code is None:
+            return exc.code or 0, None
+        print(exc.code, file=sys.stderr)  # sys.exit("message") prints it, as python does
+        return 1, None
+    except _Terminated as exc:
+        return 0, _terminated_now(exc)
+    except KeyboardInterrupt as exc:  # Ctrl-C: traceback and 130, as python does
+        _print_script_error(exc)
+        return 128 + signal.SIGINT, None
+    except BaseException as exc:
+        _print_script_error(exc)
+        return 1, None
+    return 0, None
+
+
+def _wait_for_threads(code: int) -> tuple[int, int | None]:
+    """Join the script's non-daemon threads: the exit code (130 when Ctrl-C stops the
+    waiting) and the signal that ended the run while waiting (None)."""
+    try:
+        _join_non_daemon_threads()
+    except _Terminated as exc:  # SIGTERM while waiting for them
+        return code, _terminated_now(exc)
+    except KeyboardInterrupt:  # Ctrl-C while waiting: stop waiting
+        return 128 + signal.SIGINT, None
+    return code, None
+
+
+def _module_not_found(module: str) -> bool:
+    """Whether ``python -m module`` would say "No module named": looked up as it does, the
+    working directory first on ``sys.path`` (the console script's ``sys.path[0]`` is its bin
+    directory)."""
+    import importlib.util
+
+    sys.path.insert(0, os.getcwd())
+    try:
+        return importlib.util.find_spec(module) is None
+    except (ImportError, ValueError):
+        return True
+    finally:
+        sys.path.pop(0)
+
+
 def _run_script(req: dict) -> int:
     from ._manager import ProfileManager
 
     script, module = req["script"], req.get("module")
-    if module is not None and _native.module_not_found(module):
+    if module is not None and _module_not_found(module):
         # as python -m says it; a usage error, exit 2 like a missing script
         print(f"error: No module named {module!r}", file=sys.stderr)
         return 2
@@ -112,7 +232,7 @@ def _run_script(req: dict) -> int:
     import pkgutil  # noqa: F401
     import runpy  # noqa: F401
 
-    # the session's keywords (Rust: cli::run_session::session_settings)
+    # the session's keywords (Rust: finalize::run_session::session_settings)
     settings = req["session"]
     started_pid = os.getpid()
     processes: str | None = None
@@ -122,9 +242,9 @@ def _run_script(req: dict) -> int:
 
     def finish_at_os_exit(status: int) -> None:
         # os._exit(): no unwinding, so the session ends here, and the end of `run` with it
-        _native.end_hosting(ProfileManager)
+        _follow.end_hosting(ProfileManager)
         session.__exit__(None, None, None)
-        _native.cli_end_of_run(req, output, recording, processes, started_pid, script_argv, status)
+        _after_run(req, output, recording, processes, started_pid, script_argv, status)
 
     undo_os_exit_hook = _follow.write_before_os_exit(finish_at_os_exit)
     try:
@@ -141,42 +261,18 @@ def _run_script(req: dict) -> int:
             started = True
             try:
                 traced = req["traced"] or ProfileManager.get_config().recursive_profile
-                _native.run_as_main(script, traced, module)
-            except SystemExit as exc:  # the script's own exit; the profile is still written
-                if isinstance(exc.code, int) or exc.code is None:
-                    code = exc.code or 0
-                else:  # sys.exit("message") prints the message, as python does
-                    print(exc.code, file=sys.stderr)
-                    code = 1
-            except _Terminated as exc:
-                # a second SIGTERM while the profile is written ends the process at once
-                signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
-                died_by = exc.signum
-            except KeyboardInterrupt as exc:  # Ctrl-C: traceback and 130, as python does
-                _native.print_script_error(exc, __file__)
-                code = 128 + signal.SIGINT
-            except BaseException as exc:
-                _native.print_script_error(exc, __file__)
-                code = 1
+                code, died_by = _run_as_main(script, traced, module)
             finally:
                 # Terminated: no waiting for the script's threads (they may never end); the
                 # calls they still have open are closed into the profile at its end.
                 if died_by is None:
-                    try:
-                        _native.join_non_daemon_threads()
-                    except _Terminated as exc:  # SIGTERM while waiting for them
-                        signal.signal(signal.SIGTERM, signal.SIG_DFL)
-                        print(f"scope-profiler: {exc}; writing the profile", file=sys.stderr)
-                        died_by = exc.signum
-                    except KeyboardInterrupt:  # Ctrl-C while waiting: stop waiting
-                        code = 128 + signal.SIGINT
+                    code, died_by = _wait_for_threads(code)
                 if os.getpid() != started_pid and processes is not None:
                     # a child the script forked (os.fork()) came back here: it writes its
                     # own file, not this run's
                     _follow.finish()
                     ProfileManager.reset()
-                _native.end_hosting(ProfileManager)  # the session's end finalizes this run
+                _follow.end_hosting(ProfileManager)  # the session's end finalizes this run
     except (ValueError, TypeError, NotImplementedError) as exc:
         if started or os.getpid() != started_pid:
             raise
@@ -189,8 +285,7 @@ def _run_script(req: dict) -> int:
         if processes is not None and not os.listdir(processes):
             os.rmdir(processes)  # no other process wrote a profile
             processes = None
-        kept = f"; the other processes' profiles are kept in {processes}" if processes else ""
-        print(f"error: the profile was not written: {exc}{kept}", file=sys.stderr)
+        print(_native.profile_not_written(str(exc), processes), file=sys.stderr)
         return code or 1
     finally:
         undo_os_exit_hook()
@@ -201,9 +296,52 @@ def _run_script(req: dict) -> int:
         return code
     if processes is not None and died_by is None:
         _follow.end_multiprocessing()  # at exit it would come after the merge
-    code = _native.cli_end_of_run(req, output, recording, processes, started_pid, script_argv, code)
+    code = _after_run(req, output, recording, processes, started_pid, script_argv, code)
     if died_by is not None:
         _follow.die_by(died_by)
+    return code
+
+
+def _after_run(
+    req: dict,
+    output: str,
+    recording: str,
+    processes: str | None,
+    pid: int,
+    script_argv: list[str],
+    code: int,
+) -> int:
+    """The end of ``run`` once the session wrote ``recording``: merge the followed
+    processes' files (this one described by ``pid`` and its command line), render the
+    output, print the summary, write the speedscope file (Rust, ``cli_after_run``), then the
+    note about an untracked event loop. The exit code: ``code``, 1 instead of 0 when that
+    failed."""
+    from ._manager import ProfileManager
+
+    if req.get("no_output"):  # in memory only: the session printed its summary
+        return code
+    _follow.flush_streams()  # what Rust prints comes after what Python printed
+    failure = _native.cli_after_run(
+        output,
+        recording,
+        quiet=req["quiet"],
+        speedscope=req["speedscope"],
+        track_threads=req["track_threads"],
+        processes=processes,
+        pid=pid,
+        argv=script_argv,
+        module=req.get("module") is not None,
+        # the run the session just wrote (not read back when it is the file's)
+        recorded=ProfileManager._last_written_run,
+    )
+    if failure is not None:
+        print(failure, file=sys.stderr)
+        code = code or 1
+    if not req["track_async"] and not req["quiet"]:
+        loaded: list[str] = [name for name in ("asyncio", "gevent") if name in sys.modules]
+        note = _native.untracked_event_loop_note(loaded)
+        if note is not None:
+            print(note, file=sys.stderr)
     return code
 
 

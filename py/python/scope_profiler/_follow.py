@@ -19,10 +19,10 @@ The file is written at the process's end: ``atexit`` for ordinary processes, a
 ``multiprocessing.util.Finalize`` for multiprocessing children (they end through
 ``os._exit`` after ``BaseProcess._bootstrap``, which runs those finalizers but not
 ``atexit``), and ``os._exit`` itself, wrapped in every followed process (a child of a bare
-``os.fork()`` ends that way by convention: its calls were lost before). A process that recorded nothing but its session (the forkserver itself, a
-``python -c 'print(1)'`` helper) writes no file. At the end the parent stacks its own file
-and every file there as rank blocks (Rust, ``cli/src/processes.rs``) and removes the
-directory.
+``os.fork()`` ends that way by convention). A process that recorded nothing but its session
+(the forkserver itself, a ``python -c 'print(1)'`` helper) writes no file. At the end the
+parent stacks its own file and every file there as rank blocks (Rust,
+``finalize::followed``) and removes the directory.
 """
 
 from __future__ import annotations
@@ -34,9 +34,9 @@ from contextlib import contextmanager
 
 from . import _native
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
-    from collections.abc import Iterator
+    from collections.abc import Callable, Iterator
     from types import FrameType
     from typing import Any
 
@@ -87,8 +87,25 @@ def private_directory(output: str) -> str:
 
 def describe_process(parent: bool = False) -> str:
     """This process as the merged run's metadata ``processes`` names it: its pid, its parent's
-    pid (for a child) and what it runs (Rust: ``cli::run_session::describe_process``)."""
-    return _native.describe_current_process(parent, _forked)
+    pid (for a child) and what it runs (a multiprocessing process's name, else its command
+    line, shortened to 200 characters; Rust: ``finalize::run_session::describe_process``)."""
+    mp_process = sys.modules.get("multiprocessing.process")
+    return _native.describe_process(
+        os.getpid(),
+        None if parent else os.getppid(),
+        None if mp_process is None else mp_process.current_process().name,
+        mp_process is not None and mp_process.parent_process() is not None,
+        _forked,
+        list(sys.argv),
+        list(getattr(sys, "orig_argv", sys.argv)),
+    )
+
+
+def end_hosting(manager: Any) -> None:
+    """The program's own ``setup()``/``session()`` no longer join the run's session (of
+    ``run``, or of a followed process): ending that session now finalizes the run."""
+    manager._host_config = None
+    manager._joined.clear()
 
 
 @contextmanager
@@ -127,7 +144,7 @@ def end_multiprocessing() -> None:
     files, instead of at interpreter exit after the merge: its finalizers (a pool neither
     closed nor terminated terminates its workers), SIGTERM to daemonic children still
     running, then a join of every child. A followed child writes its profile on SIGTERM or
-    when it ends, so its calls are in the result instead of being left out (stop 23). The
+    when it ends, so its calls are in the result instead of being left out. The
     handler runs once per process (it is guarded), so the exit does not repeat it; the
     script's own ``atexit`` handlers run after it, as they would for ones registered before
     the script imported ``multiprocessing``."""
@@ -175,8 +192,8 @@ def _name_spawn_child() -> None:
     once ``spawn.prepare()`` gets the process's name (``SpawnProcess-1``; the first thing it
     sets), rewrite the ``.started`` marker with it, before the main module is imported. A
     child killed later is then named in the warning and in its recovered rank as a child
-    that ended normally is in its file (stop 24 note: those said ``multiprocessing spawn
-    child``). ``SpawnProcess`` runs no after-fork hooks, hence the wrapper."""
+    that ended normally is in its file (not as ``multiprocessing spawn child``).
+    ``SpawnProcess`` runs no after-fork hooks, hence the wrapper."""
     import multiprocessing.spawn as spawn
     from multiprocessing import process
 
@@ -240,8 +257,7 @@ def _start(spec: dict) -> None:
         file_path=path, verbose=False, replace=True, **spec["settings"]
     )
     # the inherited run's joined sessions (a forked child) are the parent's
-    ProfileManager._joined.clear()
-    ProfileManager._host_config = None
+    end_hosting(ProfileManager)
     session.__enter__()
     # the program's own setup()/session() joins this run (both record), as under `run`
     ProfileManager._host_config = ProfileManager._config
@@ -254,8 +270,32 @@ def _start(spec: dict) -> None:
     _arm_multiprocessing()
 
 
-#: Wrap ``os._exit`` so that ``finish(status)`` writes the profile first (Rust ``ExitHook``).
-write_before_os_exit = _native.write_before_os_exit
+def write_before_os_exit(finish: Callable[[int], None]) -> Callable[[], None]:
+    """Wrap ``os._exit``, which runs no cleanup (no ``atexit``, no ``finally``), so that in
+    this process ``finish(status)`` runs first - writing the profile - and then the exit
+    goes ahead whatever happened. A forked child inherits the wrapper and passes through it
+    (its own, if any, is installed over it). Returns the function that takes it out again.
+    Used by ``run`` for its own process and by every followed process."""
+    previous = os._exit
+    pid = os.getpid()
+
+    def _exit(status: int, /) -> None:
+        if os.getpid() == pid:
+            try:
+                finish(status)
+            except BaseException as exc:  # the exit goes ahead whatever happened
+                print(_native.exit_write_failure(str(exc)), file=sys.stderr)
+        previous(status)
+
+    _exit.__doc__ = previous.__doc__
+    _exit.__wrapped__ = previous  # type: ignore[attr-defined]
+    os._exit = _exit  # type: ignore[assignment]
+
+    def undo() -> None:
+        if os._exit is _exit:
+            os._exit = previous
+
+    return undo
 
 
 def _arm_multiprocessing() -> None:
@@ -310,16 +350,22 @@ def _arm_sigterm() -> None:
         _native.guard_sigterm()  # as run's own handler (_cli._terminate_writes_profile)
 
 
-def die_by(signum: int) -> None:
-    """End the process by `signum` with its default action, so the parent sees the status a
-    run without the profiler would have given (a signal death, e.g. 143 in a shell)."""
-    import signal
-
+def flush_streams() -> None:
+    """Flush ``sys.stdout`` and ``sys.stderr`` (a closed or missing one: nothing to flush),
+    before the process ends or what Rust writes to the descriptors follows."""
     for stream in (sys.stdout, sys.stderr):
         try:
             stream.flush()
         except (OSError, ValueError, AttributeError):  # closed, or None: nothing to flush
             pass
+
+
+def die_by(signum: int) -> None:
+    """End the process by `signum` with its default action, so the parent sees the status a
+    run without the profiler would have given (a signal death, e.g. 143 in a shell)."""
+    import signal
+
+    flush_streams()
     signal.signal(signum, signal.SIG_DFL)
     os.kill(os.getpid(), signum)
     _real_os_exit(128 + signum)  # only if the signal did not end the process
@@ -364,5 +410,33 @@ def finish() -> None:
 
 
 def _finish(session: Any) -> bool:
-    """Write the file; False when that failed (the marker then stays for the parent)."""
-    return _native.finish_followed(session, describe_process)
+    """Write the file; False when that failed (one line on stderr, the marker then stays for
+    the parent; the program's exit status stands)."""
+    from ._manager import ProfileManager, _stop_streaming
+
+    config = ProfileManager._config
+    if (
+        config is None
+        or ProfileManager._host_config is not config
+        or not ProfileManager.is_configured()
+    ):
+        return True  # the program replaced or finalized the run itself
+    end_hosting(ProfileManager)
+    native = config._native
+    empty = (
+        native is not None
+        and native.sidecar_path is None
+        and not native.has_completed_calls()
+        and native.open_region_names() == [session.ROOT_REGION_NAME]
+    )
+    if empty or not os.path.isdir(os.path.dirname(config.file_path)):
+        _stop_streaming(config, discard=True)  # nothing recorded, or the run is over
+        ProfileManager.reset()
+        return True
+    config.metadata["process"] = describe_process()
+    try:
+        session.__exit__(None, None, None)
+    except Exception as exc:
+        print(_native.followed_write_failure(os.getpid(), str(exc)), file=sys.stderr)
+        return False
+    return True

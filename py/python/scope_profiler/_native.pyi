@@ -34,10 +34,10 @@ __all__ = [
     "MPI_LAUNCHER_ENV_VARS",
     "MPI_OVERRIDE_ENV",
     "MPI_PARALLEL_WITH_THREADS",
+    "MPI_RUN_TAG",
     "CallArrays",
     "CorruptProfileError",
     "EventDataUnavailableError",
-    "ExitHook",
     "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
@@ -52,7 +52,6 @@ __all__ = [
     "NativeRun",
     "NativeTracer",
     "NestingError",
-    "PlainWarnings",
     "ProfileRegion",
     "ProfiledFunction",
     "ProfilingConfigBase",
@@ -92,13 +91,11 @@ __all__ = [
     "check_sampling",
     "check_setting_names",
     "cli_after_run",
-    "cli_end_of_run",
     "cli_main",
     "create_html_report",
-    "describe_current_process",
     "describe_process",
     "enabled_tags_from_env",
-    "end_hosting",
+    "exit_write_failure",
     "export_chrome_trace",
     "export_flamegraph_svg",
     "export_folded",
@@ -112,11 +109,10 @@ __all__ = [
     "export_timeline_svg",
     "finalize_summary_title",
     "find_traces",
-    "finish_followed",
     "followed_recording",
+    "followed_write_failure",
     "guard_sigterm",
     "instrument_plan",
-    "join_non_daemon_threads",
     "lane_groups",
     "lazy_names",
     "load",
@@ -128,11 +124,14 @@ __all__ = [
     "manager_run_script",
     "manager_setup_from_env",
     "merge_results",
-    "module_not_found",
-    "mpi_comm",
-    "mpi_finalize",
+    "mpi_failure_broadcast",
+    "mpi_has_work",
     "mpi_launch_from_env",
-    "mpi_launched",
+    "mpi_message_ranges",
+    "mpi_nesting_warning",
+    "mpi_rank0_failure",
+    "mpi_refused",
+    "mpi_without_mpi4py",
     "multiprocessing_helper",
     "native_regions",
     "option_bag_kwargs",
@@ -141,10 +140,11 @@ __all__ = [
     "output_settings",
     "package_attribute",
     "perf_counter_ns",
-    "print_script_error",
+    "plain_warning",
     "private_directory",
     "profile_command_argv",
     "profile_format",
+    "profile_not_written",
     "pstats_tables",
     "read_h5",
     "read_h5_summary",
@@ -156,13 +156,11 @@ __all__ = [
     "read_trace",
     "relative_source_path",
     "render_output",
-    "run_as_main",
     "sampled_step",
     "setting_defaults",
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
-    "show_profiler_warnings_plainly",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
@@ -176,8 +174,8 @@ __all__ = [
     "unique_labels",
     "unknown_setting_error",
     "unsupported_names",
+    "untracked_event_loop_note",
     "user_stacklevel",
-    "write_before_os_exit",
     "write_json",
     "write_profile",
 ]
@@ -1068,110 +1066,44 @@ def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     is not a file prints ``error: ...`` and gives exit code 2."""
 
 def cli_after_run(
-    request: Mapping[str, Any],
     output: _Path,
     h5: _Path,
-    code: int,
+    *,
+    quiet: bool,
+    speedscope: bool,
+    track_threads: bool,
+    processes: str | None,
     pid: int,
     argv: list[str],
-    processes: _Path | None = None,
-    recorded: NativeRun | None = None,
-    event_loops: list[str] = ...,
-) -> int:
-    """The end of ``run`` once the session wrote ``h5`` (``request``: ``cli_main``'s dict):
-    render ``output`` from it (JSON profile, HTML report; ``h5`` is then removed), summary
-    and speedscope file named after ``output``, then without ``--track-async`` a note when
-    the program imported one of ``event_loops``. Returns the exit code: ``code``, or 1 instead
-    of 0 when that failed (``error: ...`` on stderr, naming the file; a failed rendering
-    keeps ``h5``). ``processes``: the directory the followed processes recorded into; their
-    files are first stacked after ``h5``'s run as rank blocks (this process described as
-    ``pid PID: ARGV``, ``-m`` first for a module), the result written over ``h5``, and the
-    directory removed once all succeeded. ``recorded``: the run this process just wrote to
-    ``h5``, used instead of reading it back when its ``file_path`` is ``h5``."""
+    module: bool,
+    recorded: NativeRun | None,
+) -> str | None:
+    """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
+    profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
+    file named after ``output``. ``processes``: the directory the followed processes
+    recorded into; their files are first stacked after ``h5``'s run as rank blocks (this
+    process described as ``pid PID: ARGV``, ``-m`` first for a ``module``), the result written
+    over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this
+    process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
+    ``h5``. None, or the error line to print when that failed (naming the file; a failed
+    rendering keeps ``h5``, a failure keeps the processes' directory)."""
+
+def untracked_event_loop_note(loaded: list[str]) -> str | None:
+    """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
+    and gevent): the note that an event loop's tasks interleave on one thread; None for
+    none."""
+
+def profile_not_written(error: str, kept: str | None = None) -> str:
+    """The error line of a run whose session could not write its file, naming the followed
+    processes' directory when it stays (``kept``)."""
+
+def plain_warning(process: str | None, category: str, message: str) -> str:
+    """A warning the profiler raises from its own code as ``run`` prints it, one line:
+    ``scope-profiler: Category: message``, in a followed process ``scope-profiler
+    [<process>]: Category: message``."""
 
 # ---------------------------------------------------------------------------------------------
 # following processes (``scope_profiler._follow``)
-
-def describe_current_process(parent: bool, forked: bool) -> str:
-    """``describe_process`` of this process: ``os.getpid()``, its parent ``os.getppid()``
-    unless ``parent``, the ``multiprocessing`` process's name when that module is loaded,
-    ``sys.argv`` and ``sys.orig_argv``; ``forked``: forked from a followed process."""
-
-@final
-class ExitHook:
-    """``os._exit`` wrapped by ``write_before_os_exit``: in the process that wrapped it,
-    ``finish(status)`` runs first (whatever it raises is one line on stderr), then the
-    replaced ``os._exit``."""
-
-    def __call__(self, status: int) -> Any:
-        """``finish(status)``, then the replaced ``os._exit(status)``."""
-    def undo(self) -> None:
-        """Put back the replaced ``os._exit`` if this hook is still ``os._exit``."""
-
-def write_before_os_exit(finish: Callable[[int], object]) -> Callable[[], None]:
-    """Wrap ``os._exit`` (an ``ExitHook``) so that in this process ``finish(status)`` runs
-    first - writing the profile - and the exit goes ahead whatever happened. Returns the
-    callable that takes it out again."""
-
-def finish_followed(session: Any, describe: Callable[[], str]) -> bool:
-    """Write the file of a followed process's own recording (``session``): nothing when the
-    program replaced or finalized the run itself; no file when it recorded nothing but the
-    session or its run is over; else metadata ``process`` = ``describe()`` and the session
-    ended. False when the write failed (one line on stderr), else True."""
-
-@final
-class PlainWarnings:
-    """The ``warnings.showwarning`` of ``run``: a warning raised from the package's own files
-    is the line ``scope-profiler[ [process]]: Category: message``; others go to the
-    ``showwarning`` it replaced."""
-
-    def __call__(
-        self,
-        message: Warning | str,
-        category: type[Warning],
-        filename: str,
-        lineno: int,
-        file: TextIO | None = None,
-        line: str | None = None,
-    ) -> None:
-        """Show one warning (a closed stream loses it, as ``warnings``' own does)."""
-
-def show_profiler_warnings_plainly() -> None:
-    """Install ``PlainWarnings`` as ``warnings.showwarning`` (once)."""
-
-def join_non_daemon_threads() -> None:
-    """Wait for the non-daemon threads other than the main thread, as interpreter shutdown
-    would. An exception raised while waiting (a signal handler's) propagates."""
-
-def print_script_error(exc: BaseException, runner: str) -> None:
-    """Print ``exc``'s traceback on stderr without the leading frames of ``runner`` (a file
-    name) and runpy's."""
-
-def run_as_main(script: str, traced: bool, module: str | None) -> None:
-    """Run ``script`` as ``__main__`` (``module``: ``runpy.run_module(alter_sys=True)``, as
-    ``python -m``); ``traced``, inside ``ProfileManager.region(<file name or module>)``. The
-    script's exceptions propagate."""
-
-def module_not_found(module: str) -> bool:
-    """Whether ``python -m module`` would say "No module named" (looked up with the working
-    directory first on ``sys.path``)."""
-
-def end_hosting(manager: Any) -> None:
-    """The script's own ``setup()``/``session()`` no longer join ``run``'s session: ending
-    it now finalizes the run."""
-
-def cli_end_of_run(
-    request: dict[str, Any],
-    output: _Path,
-    recording: _Path,
-    processes: _Path | None,
-    pid: int,
-    argv: list[str],
-    code: int,
-) -> int:
-    """The end of ``run`` once the session wrote ``recording``: with ``--no-output``
-    nothing; else ``cli_after_run`` with ``ProfileManager._last_written_run`` and the loaded
-    event-loop modules. The exit code: ``code``, or 1 instead of 0 when that failed."""
 
 def describe_process(
     pid: int,
@@ -1186,6 +1118,14 @@ def describe_process(
     WHAT`` (``pid N: WHAT`` without ``parent_pid``), ``WHAT`` a multiprocessing process's
     name, ``fork: ARGV`` for a forked process (``argv``), else its command line
     (``orig_argv``, ``python`` for the interpreter), one line of at most 200 characters."""
+
+def exit_write_failure(error: str) -> str:
+    """The line on stderr when writing the profile before ``os._exit`` failed (the exit goes
+    ahead)."""
+
+def followed_write_failure(pid: int, error: str) -> str:
+    """The line on stderr of a followed process (``pid``) whose file could not be written
+    (its exit status stands)."""
 
 def private_directory(output: str, pid: int) -> str:
     """The directory the processes ``run`` (process ``pid``) follows record into:
@@ -2147,30 +2087,34 @@ MPI_OVERRIDE_ENV: str
 #: The reference's ``RuntimeError`` text for ``output_mode="parallel"`` with ``track_threads``.
 MPI_PARALLEL_WITH_THREADS: str
 
-def mpi_launched() -> bool:
-    """Whether this process is an MPI rank: the environment says so
-    (``mpi_launch_from_env``), else ``mpi4py.MPI`` is loaded and initialised."""
+#: The tag of the messages carrying a rank's run to rank 0.
+MPI_RUN_TAG: int
 
-def mpi_comm() -> Any:
-    """``MPI.COMM_WORLD`` for an MPI rank (imports mpi4py, which initialises MPI), else None
-    (also when mpi4py cannot be imported)."""
+def mpi_message_ranges(length: int) -> list[tuple[int, int]]:
+    """The ``(start, end)`` byte ranges a rank's encoded run of ``length`` bytes crosses to
+    rank 0 in (``MPI.BYTE`` messages of at most 1 GiB, in order; none for an empty run)."""
 
-def mpi_finalize(
-    manager: Any,
-    config: Any,
-    *,
-    verbose: object,
-    return_results: object,
-    native: Iterable[Any] | None = None,
-) -> Any:
-    """The collective MPI ``finalize()`` (every rank calls it): rank 0 gathers every rank's
-    run (``MPI.BYTE`` messages of at most 1 GiB), stacks and writes them; its outcome is
-    broadcast. Rank 0's ``ProfilingResults``, an empty ``is_root=False`` set on the other
-    ranks, or None when no results were asked for. ``RuntimeError`` for
-    ``output_mode="parallel"`` with ``track_threads`` (before anything is touched) and on
-    the other ranks when rank 0 could not write (rank 0 raises its own error); the calls then
-    stay buffered. ``RuntimeWarning`` at the user's line when the rank's calls did not nest.
-    ``native``: this rank's regions from C/Fortran traces."""
+def mpi_has_work(write_file: bool, return_results: bool, verbose: bool) -> bool:
+    """Whether a collective finalize has anything to do (a file to write or results to
+    return)."""
+
+def mpi_refused(write_file: bool, output_mode: str, track_threads: bool) -> str | None:
+    """The ``RuntimeError`` text when the collective finalize is refused before any buffer is
+    touched (``output_mode="parallel"`` with ``track_threads``), else None."""
+
+def mpi_nesting_warning(rank: int, error: str) -> str:
+    """The warning of a rank whose calls did not nest (its call graph is not recorded)."""
+
+def mpi_failure_broadcast(type_name: str, message: str) -> str:
+    """What rank 0 broadcasts when it could not write the job's file: ``"{Type}: {message}"``."""
+
+def mpi_rank0_failure(message: str) -> str:
+    """The ``RuntimeError`` text of the other ranks when rank 0 could not write the job's
+    file (``message``: what it broadcast)."""
+
+def mpi_without_mpi4py(reason: str) -> str:
+    """The ``RuntimeWarning`` of a process that looks like an MPI rank but cannot import
+    mpi4py (``reason``: the ``ImportError``'s text)."""
 
 def relative_source_path(filename: str) -> str:
     """How ``metadata_detail="minimal"`` records a source file: relative to the working

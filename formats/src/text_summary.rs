@@ -9,8 +9,8 @@ use scope_profiler_analysis::{
 use unicode_width::UnicodeWidthStr;
 
 /// `name` for one cell of a text table: control characters escaped as Python's `repr` does
-/// (`\n`, `\t`, `\r`, `\x1b`, `\u2028`), so a name stays on its row (stop 25 new-user
-/// trial, finding 6: a name with a newline split its row in two, a tab printed raw).
+/// (`\n`, `\t`, `\r`, `\x1b`, `\u2028`), so a name stays on its row (a newline would split
+/// it in two, a tab would print raw).
 pub fn cell_text(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
@@ -66,7 +66,7 @@ pub fn summary_text(run: &Run, title: &str) -> String {
 /// [`summary_text`] of a run already restricted to a selection (`print_summary(include=...)`):
 /// `filter` (e.g. `include=['outer']`) is said in the header, whose region count is then the
 /// regions with calls in the selection, and above each thread table, whose calls count only
-/// the selected regions (stop 25 new-user trial, finding 5).
+/// the selected regions.
 pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> String {
     let mut out = String::new();
     let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
@@ -81,8 +81,8 @@ pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> St
     };
     let filtered = filter.map(|f| format!(" (filtered: {f})")).unwrap_or_default();
     // a run stacked from several files keeps the first file's metadata: its span would be
-    // that file's alone (issue 14, second new-user trial: the header changed with the order
-    // of the files), so a merged run's header gives none
+    // that file's alone (the header would change with the order of the files), so a merged
+    // run's header gives none
     let merged = run.meta("merged_from").is_some();
     let span = match (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
         (Some(s), Some(f)) if f >= s && !merged => format!(", run {:.6} s", secs(f - s)),
@@ -315,12 +315,11 @@ mod tests {
         }
     }
 
-    /// stop 25 new-user trial (analysis), finding 6: "the text summary breaks on a region
-    /// name with a newline (row split over two lines), prints tabs raw, and misaligns CJK and
-    /// emoji names". Control characters are escaped as Python's repr does; padding counts
-    /// terminal columns, so every row's `calls` column ends at the same column.
+    /// A region name with a newline stays on its row, a tab is not printed raw, CJK and emoji
+    /// names stay aligned: control characters are escaped as Python's repr does; padding
+    /// counts terminal columns, so every row's `calls` column ends at the same column.
     #[test]
-    fn stop_25_finding_6_names_are_escaped_and_padded_by_display_width() {
+    fn names_are_escaped_and_padded_by_display_width() {
         assert_eq!(cell_text("a\nb\tc\rd\u{1b}e\u{2028}"), "a\\nb\\tc\\rd\\x1be\\u2028");
         assert_eq!(cell_text("計算 🚀"), "計算 🚀");
         assert_eq!(display_width("計算"), 4);
@@ -341,12 +340,10 @@ mod tests {
         assert_eq!(text.lines().count(), 9, "title, blank, heading, header, one line per region row:\n{text}");
     }
 
-    /// stop 25 new-user trial (analysis), finding 5: "`print_summary(include=['outer'])`
-    /// prints `7 region(s), 6 call(s)`: 7 unfiltered, 6 filtered, and a thread table of
-    /// filtered calls without saying so". The filtered header counts the selection and names
-    /// the filter.
+    /// `print_summary(include=['outer'])`'s header counts the selection's regions and calls
+    /// (not the run's regions and the selection's calls) and names the filter.
     #[test]
-    fn stop_25_finding_5_a_filtered_summary_says_so_and_counts_the_selection() {
+    fn a_filtered_summary_says_so_and_counts_the_selection() {
         let mut run = run_of(&["outer", "inner", "other"]);
         run.regions.truncate(1);
         let text = summary_text_filtered(&run, "mine.h5", Some("include=['outer']"));

@@ -1,11 +1,71 @@
-//! What `run` asks of the Python side and says around it: the `session(...)` keywords of a
-//! [`RunRequest`], the check of the script before anything starts, the description of the
-//! run's own process among the followed ones, and the note after a run that imported an
-//! event loop without `--track-async`.
+//! What `run` asks of the Python package and says around it: the [`RunRequest`] the
+//! command line hands over, the `session(...)` keywords it gives, the check of the script
+//! before anything starts, the names of the files of the processes it follows and how each
+//! process is described, and the texts of the end of the run (the note after a run that
+//! imported an event loop without `--track-async`, the lines of a profile not written).
+//! No I/O but [`script_problem`]'s look at the script.
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 
-use crate::RunRequest;
+/// A `run` subcommand to be carried out by Python.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunRequest {
+    /// The script to run; empty with [`RunRequest::module`].
+    pub script: PathBuf,
+    /// `-m MODULE`: run this module as `__main__` (`runpy.run_module`) instead of a script.
+    pub module: Option<String>,
+    pub args: Vec<String>,
+    /// `track_threads=True`: `--track-threads`, `--track-async`, or function tracing.
+    pub track_threads: bool,
+    /// `track_async=True` (implies `track_threads`).
+    pub track_async: bool,
+    pub output: PathBuf,
+    pub speedscope: bool,
+    pub quiet: bool,
+    /// `flush_interval` in seconds (`--flush-interval`), if given.
+    pub flush_interval: Option<f64>,
+    /// Function-level tracing (`--recursive` and the options implying it), if asked for.
+    pub tracing: Option<TracingRequest>,
+    /// Profile the Python processes the script starts too (not `--no-follow`, not
+    /// `--no-output`).
+    pub follow: bool,
+    /// The reference's other `run` options, as settings.
+    pub settings: RunSettings,
+}
+
+/// The settings of `run` given by the reference's options (scope-profiler 0.7.5's `run`
+/// accepts them; a drop-in must too), passed to the run's `session(...)` under their
+/// setting names.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct RunSettings {
+    /// `--no-output`: `deactivate_file_output=True`, the summary printed from memory.
+    pub no_output: bool,
+    /// `--config FILE`: `config_path`.
+    pub config: Option<PathBuf>,
+    /// `--no-recursive`: `recursive_profile=False` (over the config file).
+    pub no_recursive: bool,
+    /// `--label`: `label`.
+    pub label: Option<String>,
+    /// `--tag` (repeatable): `region_tags`.
+    pub region_tags: Vec<String>,
+    /// `--enable-tag` (repeatable): `enable_tags`.
+    pub enable_tags: Vec<String>,
+    /// `--buffer-limit N`: `buffer_limit` (at least 1).
+    pub buffer_limit: Option<u64>,
+}
+
+/// What `run --recursive` traces (`recursive_profile=True` and the `recursive_*` settings).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct TracingRequest {
+    /// `--all`: the standard library and installed packages too.
+    pub all: bool,
+    /// `--include GLOB` (any of; empty = every function).
+    pub include: Vec<String>,
+    /// `--exclude GLOB`.
+    pub exclude: Vec<String>,
+    /// `--entrypoint NAME`.
+    pub entrypoint: Option<String>,
+}
 
 /// A `session(...)` keyword's value.
 #[derive(Debug, Clone, PartialEq)]
@@ -28,7 +88,7 @@ pub enum SessionValue {
 /// `track_async` (None when not asked for, so that a `--config` file's setting stands),
 /// `flush_interval`, with `--recursive` `recursive_profile=True` and the `recursive_*`
 /// options (empty globs: None), then the reference's other options given
-/// ([`crate::RunSettings`]: `deactivate_file_output`, `config_path`, `recursive_profile`,
+/// ([`RunSettings`]: `deactivate_file_output`, `config_path`, `recursive_profile`,
 /// `label`, `region_tags`, `enable_tags`, `buffer_limit`).
 pub fn session_settings(req: &RunRequest) -> Vec<(&'static str, SessionValue)> {
     use SessionValue as V;
@@ -122,7 +182,7 @@ pub fn process_label(pid: u32, argv: &[String], module: bool) -> String {
 
 /// After a run without `--track-async` whose program imported `loaded` (of asyncio and
 /// gevent, which this package imports only for `track_async`): a note that an event loop's
-/// tasks interleave their calls on one thread without it (issue 14); None when none was.
+/// tasks interleave their calls on one thread without it; None when none was.
 pub fn untracked_event_loop_note<S: AsRef<str>>(loaded: &[S]) -> Option<String> {
     if loaded.is_empty() {
         return None;
@@ -248,7 +308,7 @@ pub fn private_directory(output: &str, pid: u32) -> String {
 
 /// The file a followed process (`pid`) records into in `dir`, named by its start (`ns`
 /// since the epoch, 20 digits) so that the name order is the start order:
-/// `<dir>/<ns>-<pid>.h5` (what [`crate::processes`] reads back).
+/// `<dir>/<ns>-<pid>.h5`.
 pub fn followed_recording(dir: &str, start_ns: u128, pid: u32) -> String {
     let name = format!("{start_ns:020}-{pid}.h5");
     // os.path.join(dir, name)
@@ -350,16 +410,78 @@ pub fn exit_write_failure(error: &str) -> String {
     format!("scope-profiler: the profile was not written: {error}")
 }
 
+/// Whether the end of a run has nothing to do once its recording is written: no followed
+/// process's recording was stacked into it (`merged`), nothing is printed (`quiet`), no
+/// speedscope file is asked for and the output is the recording itself (not `rendered` from
+/// it). Then the recording is not even read back.
+pub fn nothing_after_recording(merged: bool, quiet: bool, speedscope: bool, rendered: bool) -> bool {
+    !merged && quiet && !speedscope && !rendered
+}
+
+/// The line after the summary of a run that wrote `output`: `wrote OUTPUT and SPEEDSCOPE`
+/// with its speedscope file, `wrote OUTPUT` for an output `rendered` from the recording
+/// without one; None otherwise (the summary's title names the file).
+pub fn written_line(output: &Path, speedscope: Option<&Path>, rendered: bool) -> Option<String> {
+    match speedscope {
+        Some(speedscope) => Some(format!("wrote {} and {}", output.display(), speedscope.display())),
+        None => rendered.then(|| format!("wrote {}", output.display())),
+    }
+}
+
+/// The warning of a run whose profile `output` was written but whose speedscope file could
+/// not be drawn (`error`), with how to record concurrent code when it did not track threads.
+pub fn no_speedscope_warning(output: &Path, error: &str, track_threads: bool) -> String {
+    let hint = if track_threads {
+        ""
+    } else {
+        " (concurrent code: record with --track-threads, or --track-async for asyncio)"
+    };
+    format!("warning: {} was written, but no speedscope file: {error}{hint}", output.display())
+}
+
+/// `; the other processes' profiles are kept in DIR` when the followed processes' directory
+/// `kept` stays after a failure, else nothing.
+fn kept_processes(kept: Option<&str>) -> String {
+    kept.map(|dir| format!("; the other processes' profiles are kept in {dir}")).unwrap_or_default()
+}
+
+/// The error line of a run whose end failed (`error`: merging, rendering or reading its
+/// recording), naming the followed processes' directory when it stays (`kept`).
+pub fn end_of_run_failure(error: &str, kept: Option<&str>) -> String {
+    format!("error: {error}{}", kept_processes(kept))
+}
+
+/// The error line of a run whose session could not write its file (`error`), naming the
+/// followed processes' directory when it stays (`kept`).
+pub fn profile_not_written(error: &str, kept: Option<&str>) -> String {
+    format!("error: the profile was not written: {error}{}", kept_processes(kept))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::request;
+
+    fn plain_request() -> RunRequest {
+        RunRequest {
+            script: PathBuf::from("x.py"),
+            module: None,
+            args: vec![],
+            track_threads: false,
+            track_async: false,
+            output: PathBuf::from("out.h5"),
+            speedscope: true,
+            quiet: false,
+            flush_interval: None,
+            tracing: None,
+            follow: true,
+            settings: RunSettings::default(),
+        }
+    }
 
     #[test]
-    fn session_settings_of_a_plain_run() {
-        let s = session_settings(&request(&["sp", "run", "x.py"]));
+    fn tracking_not_asked_for_is_left_to_a_config_file() {
         assert_eq!(
-            s,
+            session_settings(&plain_request()),
             [
                 ("track_threads", SessionValue::None),
                 ("track_async", SessionValue::None),
@@ -369,39 +491,33 @@ mod tests {
     }
 
     #[test]
-    fn session_settings_with_tracing_and_reference_options() {
-        let req = request(&[
-            "sp",
-            "run",
-            "--track-async",
-            "--flush-interval",
-            "0.5",
-            "--recursive",
-            "--include",
-            "app.*",
-            "--label",
-            "L",
-            "--buffer-limit",
-            "9",
-            "--tag",
-            "io",
-            "x.py",
-        ]);
+    fn a_later_keyword_replaces_an_earlier_one_in_its_place() {
+        let mut req = plain_request();
+        req.track_threads = true;
+        req.tracing = Some(TracingRequest { include: vec!["app.*".into()], ..TracingRequest::default() });
+        req.settings.no_recursive = true;
+        req.settings.buffer_limit = Some(9);
         let s = session_settings(&req);
-        let get = |n: &str| s.iter().find(|(k, _)| *k == n).map(|(_, v)| v.clone());
-        assert_eq!(get("track_threads"), Some(SessionValue::Bool(true)));
-        assert_eq!(get("track_async"), Some(SessionValue::Bool(true)));
-        assert_eq!(get("flush_interval"), Some(SessionValue::Float(0.5)));
-        assert_eq!(get("recursive_profile"), Some(SessionValue::Bool(true)));
-        assert_eq!(get("recursive_include"), Some(SessionValue::Texts(vec!["app.*".into()])));
-        assert_eq!(get("recursive_exclude"), Some(SessionValue::None));
-        assert_eq!(get("label"), Some(SessionValue::Text("L".into())));
-        assert_eq!(get("region_tags"), Some(SessionValue::Texts(vec!["io".into()])));
-        assert_eq!(get("buffer_limit"), Some(SessionValue::Int(9)));
         let names: Vec<&str> = s.iter().map(|(n, _)| *n).collect();
-        let mut unique = names.clone();
-        unique.dedup();
-        assert_eq!(names, unique);
+        assert_eq!(
+            names,
+            [
+                "track_threads",
+                "track_async",
+                "flush_interval",
+                "recursive_profile",
+                "recursive_all",
+                "recursive_include",
+                "recursive_exclude",
+                "recursive_entrypoint",
+                "buffer_limit"
+            ]
+        );
+        assert_eq!(s[0].1, SessionValue::Bool(true));
+        assert_eq!(s[3].1, SessionValue::Bool(false), "--no-recursive after --recursive");
+        assert_eq!(s[5].1, SessionValue::Texts(vec!["app.*".into()]));
+        assert_eq!(s[6].1, SessionValue::None);
+        assert_eq!(s[8].1, SessionValue::Int(9));
     }
 
     /// Expected values from Python's `shlex.join`.
@@ -551,5 +667,37 @@ mod tests {
             "scope-profiler: process 42 could not write its profile: disk full"
         );
         assert_eq!(exit_write_failure("boom"), "scope-profiler: the profile was not written: boom");
+    }
+
+    #[test]
+    fn the_end_of_a_run_says_what_it_wrote_and_what_failed() {
+        assert!(nothing_after_recording(false, true, false, false));
+        assert!(!nothing_after_recording(true, true, false, false));
+        assert!(!nothing_after_recording(false, false, false, false));
+        assert!(!nothing_after_recording(false, true, true, false));
+        assert!(!nothing_after_recording(false, true, false, true));
+        let (out, speedscope) = (Path::new("o/run.json"), Path::new("o/run.speedscope.json"));
+        assert_eq!(written_line(out, Some(speedscope), true).unwrap(), "wrote o/run.json and o/run.speedscope.json");
+        assert_eq!(written_line(out, None, true).unwrap(), "wrote o/run.json");
+        assert_eq!(written_line(Path::new("run.h5"), None, false), None);
+        assert_eq!(
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
+            "warning: r.h5 was written, but no speedscope file: calls overlap (concurrent code: record with \
+             --track-threads, or --track-async for asyncio)"
+        );
+        assert_eq!(
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
+            "warning: r.h5 was written, but no speedscope file: calls overlap"
+        );
+        assert_eq!(end_of_run_failure("bad file", None), "error: bad file");
+        assert_eq!(
+            end_of_run_failure("bad file", Some("/t/r.h5.procs-7")),
+            "error: bad file; the other processes' profiles are kept in /t/r.h5.procs-7"
+        );
+        assert_eq!(
+            profile_not_written("disk full", Some("d")),
+            "error: the profile was not written: disk full; the other processes' profiles are kept in d"
+        );
+        assert_eq!(profile_not_written("disk full", None), "error: the profile was not written: disk full");
     }
 }

@@ -4,12 +4,11 @@
 use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run, PROCESSES, UNKNOWN};
-use scope_profiler_finalize::stream::{pending_sidecar, recover_run};
 use scope_profiler_formats::hdf5::leftovers::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::publish_h5;
 use scope_profiler_formats::read_h5;
 
-use crate::failure::read_input;
+use crate::stream::{pending_sidecar, recover_run};
 
 /// The metadata key a followed process stores its description in (one process, one file).
 pub const PROCESS_KEY: &str = "process";
@@ -119,7 +118,7 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
     let mut labels = vec![label.to_string()];
     for (name, source) in found {
         let read = match &source {
-            Source::File(path) => read_input(path).map_err(|e| {
+            Source::File(path) => read_h5(path).map_err(|e| {
                 format!("{e}; that process is left out of the result (was it killed while writing its profile?)")
             }),
             Source::Sidecar(path) => match recover_run(path) {
@@ -143,7 +142,7 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
             }
         };
         // a recovered run has no `process` metadata: its `.started` announcement describes it
-        // (stop 22 new-user trial: the rank was labelled only `pid N`)
+        // (rather than only `pid N`)
         let description = match run.meta(PROCESS_KEY) {
             Some(MetaValue::Str(s)) => s.clone(),
             _ => announced(dir, &name).unwrap_or_else(|| pid_of(&name)),
@@ -172,9 +171,9 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
 /// a `run` that followed processes (`FILE.procs-<pid>/`, left behind when the run was
 /// killed), their recordings - files, and the sidecars of those killed too - are stacked
 /// after the recovered run in `written` ([`merge_processes`]) and the directory is
-/// removed (stop 24 new-user trial: `recover` brought back only the script's own process
-/// and left the workers' streamed calls in a directory nothing cleaned up). Returns the
-/// line to print; a merge that fails is a `warning:` on stderr, and the directory stays.
+/// removed (the workers' streamed calls are not left in a directory nothing cleans up).
+/// Returns the line to print; a merge that fails is a `warning:` on stderr, and the
+/// directory stays.
 pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String> {
     let dir = PathBuf::from(format!("{}.procs-{pid}", file.display()));
     if !dir.is_dir() || leftovers::process_alive(pid) {
@@ -206,9 +205,9 @@ pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String>
 /// `start_time_ns`, the same `CLOCK_MONOTONIC` as the process's): its thread and task times
 /// are relative to its own start, so they are shifted by the difference, and the threads
 /// still alive when it wrote its file end at its `finalize_time_ns` - the process ended
-/// there (issue 14, third new-user trial: a worker's MainThread started at 0 and, alive,
-/// ran to the script's end, so its wall time was the whole run's). A run without its own
-/// `start_time_ns` (recovered from a sidecar) is left as it is.
+/// there (else a worker's MainThread would start at 0 and, alive, run to the script's end,
+/// its wall time the whole run's). A run without its own `start_time_ns` (recovered from a
+/// sidecar) is left as it is.
 fn on_the_scripts_origin(run: &mut Run, origin: i64) {
     let Some(start) = run.meta_int("start_time_ns") else { return };
     let shift = start - origin;
@@ -231,9 +230,8 @@ fn on_the_scripts_origin(run: &mut Run, origin: i64) {
 mod tests {
     use super::*;
 
-    /// issue 14 (third new-user trial): a followed worker's MainThread started at 0 and ran,
-    /// alive, to the script's end. Its tables move to the script's origin and its live
-    /// threads end where the worker wrote its file.
+    /// A followed worker's tables move to the script's origin and its live threads end where
+    /// the worker wrote its file (not at 0 and the script's end).
     #[test]
     fn a_followed_process_s_tables_are_on_the_script_s_origin() {
         use scope_profiler_analysis::{TaskRow, ThreadRow};
