@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+import scope_profiler as sp
 from helpers import reference_python
 from scope_profiler import ProfileManager, read_h5
 
@@ -603,3 +604,30 @@ def test_a_loop_without_weak_references_is_instrumented_and_released(manager):
     r = s.results["in_task"][0]
     assert r.num_calls == 1 and r.task_ids[0] == tasks["slotted"].index
     assert r.await_times[0] >= 0.015
+
+
+# issue 13 item 17: "on 3.13.0 (before 3.13.3) track_async makes every unnamed task's name
+# 'None' (CPython issue 130033)": the program's own get_name() and the task table keep the
+# default names; a given name is kept too.
+def test_issue_13_track_async_keeps_default_task_names(tmp_path):
+    import asyncio
+
+    from scope_profiler import ProfileManager
+
+    seen = []
+
+    async def job():
+        seen.append(asyncio.current_task().get_name())
+
+    async def main():
+        await asyncio.gather(job(), job(), asyncio.create_task(job(), name="given"))
+
+    with ProfileManager.session(
+        file_path=str(tmp_path / "names.h5"), track_async=True, verbose=False
+    ):
+        asyncio.run(main())
+    assert len(seen) == 3 and "None" not in seen, seen
+    assert sorted(n for n in seen if n != "given")[0].startswith("Task-"), seen
+    assert "given" in seen
+    names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
+    assert "None" not in names and "given" in names, names

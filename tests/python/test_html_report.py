@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, ROOT, run_cli
+from helpers import DATASETS, ROOT, _empty_run, run_cli
 
 BROWSER_CHECK = ROOT / "tests" / "browser" / "html_report_check.cjs"
 
@@ -268,3 +268,25 @@ def test_cli_run_writes_the_html_report(tmp_path):
     assert len([r for r in tables(out)["tasks"] if "(job)" in r[1]]) == 4
     assert (tmp_path / "run.speedscope.json").is_file()
     assert not list(tmp_path.glob("*.scope-profiler.h5"))  # the recording was removed
+
+
+# Reported: stop 25 new-user trial (analysis), finding 2: an empty run (setup then finalize)
+# was refused by `report` and `create_html_report` ("No calls recorded for the requested
+# ranks"); 0.7.5 writes a report. timeline / exports refuse it with a clear message, exit 1.
+def test_stop_25_finding_2_an_empty_run_gets_a_report_and_clear_refusals(tmp_path):
+    empty = _empty_run(tmp_path / "empty.h5")
+    proc = run_cli("report", empty, "-o", tmp_path / "e.html")
+    assert proc.returncode == 0, proc.stderr
+    assert "The run has no calls" in (tmp_path / "e.html").read_text()
+    path = sp.create_html_report(sp.read_h5(empty), tmp_path / "p.html")
+    html = Path(path).read_text()
+    assert "The run has no calls: no region was entered between setup and finalize." in html
+    assert html.rstrip().endswith("</html>")
+    for args in (
+        ("timeline", empty, "-o", tmp_path / "e.svg"),
+        ("export", "speedscope", empty, "-o", tmp_path),
+    ):
+        proc = run_cli(*args)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert f"{empty}: " in proc.stderr and "the run has no calls" in proc.stderr, proc.stderr
+        assert "No calls recorded for the requested ranks" not in proc.stderr

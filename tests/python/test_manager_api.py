@@ -617,3 +617,35 @@ def test_to_pstats_of_a_repeated_run_names_its_root_by_the_unique_label():
         k: v[:4] for k, v in second.items()
     }
     assert stats[("threads", 0)].total_calls == stats[("threads (2)", 0)].total_calls > 0
+
+
+# issue 11: "`import scope_profiler.__main__` must not run the CLI (guard it; keep `main`)".
+def test_issue_11_importing_main_runs_nothing():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "import scope_profiler.__main__ as m; print(callable(m.main))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+    assert "usage" not in (proc.stdout + proc.stderr).lower()
+    from scope_profiler.profile_manager import ProfileManager
+
+    assert ProfileManager is sp.ProfileManager
+
+
+# Found while adding scope_profiler.native_trace (which imports `.region`): a first
+# `import scope_profiler.region` replaced the `scope_profiler.region` shortcut
+# (ProfileManager.region) with the submodule; the reference keeps the shortcut.
+def test_importing_the_region_submodule_keeps_the_region_shortcut():
+    code = (
+        "import scope_profiler as sp, scope_profiler.region, scope_profiler.native_trace\n"
+        "from scope_profiler.region import Region\n"
+        "assert sp.region == sp.ProfileManager.region, sp.region\n"
+        "assert Region is sp.Region\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

@@ -1,0 +1,247 @@
+"""Signals under `scope-profiler run` (real child processes): SIGTERM and SIGINT write the
+profile and end the process as the signal would; a script's own handler takes over; a
+SIGTERM is never lost (right after fork, while the main thread blocks)."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+
+import scope_profiler as sp
+from helpers import run_cli
+
+# -- issue 13 items 5 and 17: signals under `run` (real child processes), Python versions --
+
+
+_SERVER_SCRIPT = textwrap.dedent(
+    """
+    import sys, time
+    from scope_profiler import ProfileManager
+    work = ProfileManager.profile_region("work")
+    for i in range(5):
+        with work:
+            time.sleep(0.001)
+    print("ready", flush=True)
+    with ProfileManager.profile_region("waiting"):
+        time.sleep(120)
+    """
+)
+
+
+def _start_run_until_ready(tmp_path, name: str, source: str, settle_s: float):
+    """`scope-profiler run -o NAME.h5 NAME.py` of `source`, once the script has printed
+    "ready" and `settle_s` more seconds have passed; returns (child, output path)."""
+    script = tmp_path / f"{name}.py"
+    script.write_text(source)
+    out = tmp_path / f"{name}.h5"
+    child = subprocess.Popen(
+        [sys.executable, "-m", "scope_profiler", "run", "-o", str(out), str(script)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None
+    assert child.stdout.readline().strip() == "ready"
+    time.sleep(settle_s)
+    return child, out
+
+
+def _run_until_ready(tmp_path):
+    return _start_run_until_ready(tmp_path, "server", _SERVER_SCRIPT, 0.3)  # inside "waiting"
+
+
+def _calls(path) -> dict:
+    r = sp.read_h5(str(path))
+    return {g.name: g.num_calls for g in r.get_regions()}
+
+
+# issue 13 item 5: "SIGTERM loses everything under `scope-profiler run` (a server stopped by
+# systemd or docker)": the file is written, then the process ends by SIGTERM.
+def test_issue_13_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(tmp_path):
+    child, out = _run_until_ready(tmp_path)
+    t0 = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, (child.returncode, err)
+    assert time.monotonic() - t0 < 30  # not the script's 120 s sleep
+    assert "terminated by signal 15; writing the profile" in err
+    calls = _calls(out)
+    assert calls["work"] == 5 and calls["waiting"] == 1, calls
+    waited = sp.read_h5(str(out))["waiting"].total_duration
+    assert 0.3 <= waited < 30, waited  # the interrupted call closed at the signal
+
+
+# issue 13 item 5: "(and SIGINT, exit code 130)".
+def test_issue_13_sigint_under_run_writes_the_profile_and_exits_130(tmp_path):
+    child, out = _run_until_ready(tmp_path)
+    child.send_signal(signal.SIGINT)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == 130, (child.returncode, err)
+    assert "KeyboardInterrupt" in err
+    assert _calls(out) == {"scope_profiler.session": 1, "work": 5, "waiting": 1}
+
+
+# A script's own SIGTERM handler keeps working under `run` (it is installed after ours).
+def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
+    child, out = _start_run_until_ready(
+        tmp_path,
+        "own",
+        textwrap.dedent(
+            """
+            import signal, sys, time
+            from scope_profiler import ProfileManager
+            stop = []
+            signal.signal(signal.SIGTERM, lambda *a: stop.append(1))
+            print("ready", flush=True)
+            while not stop:
+                with ProfileManager.profile_region("tick"):
+                    time.sleep(0.01)
+            print("clean exit", flush=True)
+            """
+        ),
+        0.2,
+    )
+    child.send_signal(signal.SIGTERM)
+    rest, err = child.communicate(timeout=60)
+    assert child.returncode == 0, err
+    assert "clean exit" in rest
+    assert _calls(out)["tick"] >= 5
+
+
+# Found by a new-user trial of issue 13 item 5: SIGTERM while a non-daemon thread of the
+# script waited inside a region hung `run` (it joined the thread, which never ended), and a
+# second SIGTERM during the write ended with a traceback and status 1.
+def test_issue_13_item_5_sigterm_does_not_wait_for_the_scripts_threads(tmp_path):
+    script = tmp_path / "stuck.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import threading, time
+            from scope_profiler import ProfileManager
+            ev = threading.Event()
+            def worker():
+                with ProfileManager.profile_region("waiting"):
+                    ev.wait()
+            threading.Thread(target=worker, name="stuck").start()
+            time.sleep(0.2)
+            print("ready", flush=True)
+            time.sleep(120)
+            """
+        )
+    )
+    out = tmp_path / "stuck.h5"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "scope_profiler",
+            "run",
+            "--track-threads",
+            "-o",
+            str(out),
+            str(script),
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert child.stdout is not None and child.stdout.readline().strip() == "ready"
+    t0 = time.monotonic()
+    child.send_signal(signal.SIGTERM)
+    _, err = child.communicate(timeout=60)
+    assert child.returncode == -signal.SIGTERM, (child.returncode, err)
+    assert time.monotonic() - t0 < 20, "waited for the script's thread"
+    waiting = sp.read_h5(str(out))["waiting"].regions[0]
+    assert waiting.num_calls == 1 and waiting.event_metadata == ({"open_at_finalize": True},)
+
+
+# stop 26 closing note (this project's CI): test_children_still_running_at_the_end_are_ended_
+# as_multiprocessing_ends_them hung about 1 run in 10 under load: the parent joined a pool
+# worker it had terminated, which waited on the pool's lock forever. `run`'s SIGTERM handlers
+# are Python-level, and two gaps lost the signal. (1) Right after fork(): CPython's
+# after-fork reinitialisation clears a tripped signal (74-193 of 100-200 children lost it).
+# (2) Just before a blocking call: the signal tripped the handler but interrupted nothing
+# (gdb on a hung worker: `Handlers[15].tripped = 1`, main thread in sem_wait). The guard in
+# front of the handler (scope_profiler_cli::sigterm_guard) ends a forked child by the
+# default action, and sends the signal again to the main thread until the handler runs.
+def test_stop_26_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):
+    script = tmp_path / "race.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os, signal, time
+
+            pids = []
+            for _ in range(40):
+                pid = os.fork()
+                if pid == 0:
+                    time.sleep(30)  # a child that lost its SIGTERM waits here
+                    os._exit(0)
+                os.kill(pid, signal.SIGTERM)
+                pids.append(pid)
+            deadline, lost = time.monotonic() + 10, 0
+            for pid in pids:
+                while not os.waitpid(pid, os.WNOHANG)[0]:
+                    if time.monotonic() > deadline:
+                        lost += 1
+                        os.kill(pid, signal.SIGKILL)
+                        os.waitpid(pid, 0)
+                        break
+                    time.sleep(0.001)
+            print("lost", lost)
+            """
+        )
+    )
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", tmp_path / "r.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "lost 0", proc.stdout
+
+
+def test_stop_26_a_sigterm_handled_while_the_main_thread_blocks_ends_it(tmp_path):
+    # the SIGTERM is sent to another thread of the process (pthread_kill): its C handler
+    # trips the Python handler, and the main thread, blocked on a lock, is not interrupted:
+    # the same state as a signal that came just before the main thread blocked
+    script = tmp_path / "blocked.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp, signal, threading, time
+            import scope_profiler as sp
+
+            def blocked_until_terminated(name):
+                with sp.profile_region(name):
+                    pass
+                lock = threading.Lock()
+                lock.acquire()
+
+                def poke():
+                    time.sleep(0.2)
+                    signal.pthread_kill(threading.get_ident(), signal.SIGTERM)
+
+                threading.Thread(target=poke, daemon=True).start()
+                lock.acquire()  # until the SIGTERM handler runs
+
+            if __name__ == "__main__":
+                child = mp.get_context("fork").Process(
+                    target=blocked_until_terminated, args=("child_work",)
+                )
+                child.start()
+                child.join(30)
+                print("child", child.exitcode, flush=True)
+                blocked_until_terminated("parent_work")
+            """
+        )
+    )
+    out = tmp_path / "blocked.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path, timeout=60)
+    assert proc.stdout.strip() == "child -15", (proc.stdout, proc.stderr)
+    assert proc.returncode == -signal.SIGTERM, proc.stderr
+    assert "scope-profiler: terminated by signal 15; writing the profile" in proc.stderr
+    r = sp.read_h5(str(out))
+    calls = {
+        (name, rank): r[name][rank].num_calls for name in r.region_names for rank in r[name].ranks
+    }
+    assert calls[("parent_work", 0)] == 1 and calls[("child_work", 1)] == 1, calls
