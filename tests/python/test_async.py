@@ -609,7 +609,7 @@ def test_a_loop_without_weak_references_is_instrumented_and_released(manager):
 # issue 13 item 17: "on 3.13.0 (before 3.13.3) track_async makes every unnamed task's name
 # 'None' (CPython issue 130033)": the program's own get_name() and the task table keep the
 # default names; a given name is kept too.
-def test_issue_13_track_async_keeps_default_task_names(tmp_path):
+def test_track_async_keeps_default_task_names(tmp_path):
     import asyncio
 
     from scope_profiler import ProfileManager

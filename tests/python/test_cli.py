@@ -212,7 +212,7 @@ def test_export_caps_workers_at_the_number_of_files(tmp_path):
     assert (tmp_path / "single.folded").exists() or any(tmp_path.iterdir())
 
 
-def test_issue_14_new_user_trial_exit_codes(tmp_path):
+def test_usage_errors_exit_2_and_runtime_failures_exit_1(tmp_path):
     """issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks,
     and `run -o out.txt` silently wrote HDF5 into out.txt. Usage errors exit 2 (bad option
     values, files of the wrong kind, unknown output kinds), runtime failures 1."""
@@ -246,7 +246,7 @@ def test_issue_14_new_user_trial_exit_codes(tmp_path):
         assert proc.returncode == 1, (args, proc.stderr)
 
 
-def test_issue_14_a_closed_pipe_ends_the_output_not_the_command():
+def test_a_closed_pipe_ends_the_output_not_the_command():
     """issue 14 (third new-user trial): `scope-profiler threads f.h5 | head -1` panicked in
     Rust (failed printing to stdout: Broken pipe) with a Python traceback. The reader is
     gone before anything is written here: the command ends quietly with its own code."""
@@ -368,7 +368,7 @@ def test_cli_an_hdf5_file_that_is_not_a_profile_is_a_usage_error(tmp_path):
 
 # Reported: stop 25 new-user trial (analysis), finding 3: `threads` of a run recorded with
 # track_threads=True but without calls said it "was not recorded with track_threads".
-def test_stop_25_finding_3_threads_of_a_run_without_calls(tmp_path):
+def test_threads_of_a_tracked_run_without_calls_says_no_thread_was_recorded(tmp_path):
     empty = _empty_run(tmp_path / "empty_threads.h5", track_threads=True)
     proc = run_cli("threads", empty)
     assert proc.returncode == 0, proc.stderr
@@ -377,7 +377,7 @@ def test_stop_25_finding_3_threads_of_a_run_without_calls(tmp_path):
 
 # Reported: stop 25 new-user trial (analysis), finding 6: the text summary split a row on a
 # region name with a newline, printed tabs raw and misaligned CJK / emoji names.
-def test_stop_25_finding_6_summary_rows_stay_one_line_and_aligned(tmp_path):
+def test_summary_rows_stay_one_line_and_aligned_whatever_the_region_names(tmp_path):
     manager = ProfileManager()
     path = tmp_path / "names.h5"
     manager.setup(file_path=str(path), replace=True)
@@ -423,7 +423,7 @@ for _ in range(3):
 """
 
 
-def test_stop_25_run_accepts_the_references_run_options(tmp_path):
+def test_run_accepts_the_references_run_options(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(TAGGED_SCRIPT)
     out = tmp_path / "o.h5"

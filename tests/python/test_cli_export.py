@@ -129,7 +129,7 @@ def test_help_has_examples_for_every_subcommand():
 
 # issue 13 item 2: "The CLI and exports say how many calls were set aside" - the batch
 # `scope-profiler export` said nothing: the set-aside call was silently missing from its files.
-def test_issue_13_item_2_batch_export_says_how_many_calls_were_set_aside(tmp_path):
+def test_batch_export_says_how_many_calls_were_set_aside(tmp_path):
     peeked = tmp_path / "peek.h5"
     _record_peeked_generator(peeked)
     clean = tmp_path / "clean.h5"
@@ -155,7 +155,7 @@ def test_issue_13_item_2_batch_export_says_how_many_calls_were_set_aside(tmp_pat
 
 
 # issue 13 item 15: the same limits and options on the command line.
-def test_issue_13_item_15_timeline_cli_options(tmp_path):
+def test_timeline_cli_limits_and_options(tmp_path):
     h5 = tmp_path / "threads.h5"
     _threads(200)._native_run().write_h5(str(h5))
     out = tmp_path / "t.svg"
@@ -185,7 +185,7 @@ def test_issue_13_item_15_timeline_cli_options(tmp_path):
 # Reported: stop 24 note, "Noticed, not fixed": "`timeline --window 0.05:` past the end of
 # the run draws an empty window instead of refusing it." A usage error (exit 2) naming the
 # window and the run's extent; a window overlapping the run in part is drawn as before.
-def test_stop_24_a_timeline_window_past_the_run_end_is_a_usage_error(tmp_path):
+def test_a_timeline_window_past_the_run_end_is_a_usage_error(tmp_path):
     out = tmp_path / "t.svg"
     proc = run_cli("timeline", THREADS, "--window", "0.06:", "-o", out)
     assert proc.returncode == 2, proc.stderr

@@ -123,7 +123,7 @@ def test_clear_errors_for_bad_export_and_frame_arguments(tmp_path):
 
 # issue 13 item 4: "`@profile` on an `async def` generator records ~0 s (only the creation of
 # the generator), and `inspect.isasyncgenfunction` is False on the wrapper".
-def test_issue_13_item_4_async_generators_are_timed_over_their_iteration(tmp_path):
+def test_decorated_async_generators_are_timed_over_their_iteration(tmp_path):
     import asyncio
     import inspect
 

@@ -29,7 +29,9 @@ _EXPORTS = {
 # directory (existing, or a path ending in a separator) gets the default name(s) inside; a
 # file name for one output is used exactly.
 @pytest.mark.parametrize("function", sorted(_EXPORTS))
-def test_issue_13_item_14_export_paths(tmp_path, monkeypatch, function):
+def test_an_export_to_a_directory_uses_the_default_names_and_a_file_name_exactly(
+    tmp_path, monkeypatch, function
+):
     import errno
     from pathlib import Path
 
@@ -83,7 +85,7 @@ def test_issue_13_item_14_export_paths(tmp_path, monkeypatch, function):
 
 # issue 13 item 14: outputs of several ranks keep their documented names (`_rank<R>`), in a
 # directory too; `write_json` (one file) takes a directory as well.
-def test_issue_13_item_14_several_ranks_and_write_json(tmp_path):
+def test_outputs_of_several_ranks_are_named_per_rank_and_write_json_takes_a_directory(tmp_path):
     threads = sp.read_h5(DATASETS / "reference" / "threads.h5")
     two_ranks = sp.merge_results(threads, sp.read_h5(DATASETS / "reference" / "pool.h5"))
     assert two_ranks.num_ranks == 2
@@ -103,7 +105,7 @@ def test_issue_13_item_14_several_ranks_and_write_json(tmp_path):
 # issue 13 item 1 (noticed while fixing it): errors from inside the export writers were a
 # bare OSError with errno None ("could not create /tmp/afile/sub: Not a directory (os error
 # 20)"), so `except FileNotFoundError` / `except PermissionError` around an export failed.
-def test_issue_13_export_writer_errors_are_the_oserror_subclass_of_their_errno(tmp_path):
+def test_export_writer_errors_are_the_oserror_subclass_of_their_errno(tmp_path):
     import errno
 
     r = sp.read_h5(str(THREADS))

@@ -506,7 +506,7 @@ def _chain(names: list[str]) -> tuple:
 # nc 3000, cc 1, ct the outermost call; the self-edge (nc, cc) = (2999, 1) as cProfile
 # writes it; a few hundred bytes; snakeviz and gprof2dot read it.
 @pytest.mark.parametrize("call_paths", [True, False])
-def test_issue_13_item_15_prof_of_a_deep_recursion_is_one_entry(tmp_path, call_paths):
+def test_prof_of_a_deep_recursion_is_one_entry_with_a_self_edge(tmp_path, call_paths):
     (path,) = sp.export_prof(
         _deep_recursion(), tmp_path / "deep.prof", call_paths=call_paths, verbose=False
     )
@@ -527,7 +527,7 @@ def test_issue_13_item_15_prof_of_a_deep_recursion_is_one_entry(tmp_path, call_p
 
 # issue 13 item 15: "match cProfile's semantics": a run with the call structure of a real
 # program gives the counts cProfile gives that program, per function and per caller edge.
-def test_issue_13_item_15_prof_counts_as_cprofile(tmp_path):
+def test_prof_counts_calls_as_cprofile_does(tmp_path):
     def f(n):
         if n:
             f(n - 1)

@@ -227,7 +227,7 @@ def test_zero_copy_into_polars(tracked):
 # Reported: stop 25 new-user trial (analysis), finding 4: frame schemas changed with the data
 # (an empty events_frame lost call_id/parent_id/thread, an empty run's summary frames had
 # 12 columns and `num_ranks` in the per-rank one).
-def test_stop_25_finding_4_empty_frames_keep_their_columns(tmp_path):
+def test_empty_frames_keep_their_columns(tmp_path):
     pl = pytest.importorskip("polars")
     r = _nested_threaded_run(tmp_path / "mine.h5")
     full = pl.DataFrame(r.events_frame()).columns

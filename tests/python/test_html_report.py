@@ -273,7 +273,7 @@ def test_cli_run_writes_the_html_report(tmp_path):
 # Reported: stop 25 new-user trial (analysis), finding 2: an empty run (setup then finalize)
 # was refused by `report` and `create_html_report` ("No calls recorded for the requested
 # ranks"); 0.7.5 writes a report. timeline / exports refuse it with a clear message, exit 1.
-def test_stop_25_finding_2_an_empty_run_gets_a_report_and_clear_refusals(tmp_path):
+def test_an_empty_run_gets_a_report_and_clear_refusals(tmp_path):
     empty = _empty_run(tmp_path / "empty.h5")
     proc = run_cli("report", empty, "-o", tmp_path / "e.html")
     assert proc.returncode == 0, proc.stderr

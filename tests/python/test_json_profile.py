@@ -372,7 +372,7 @@ def test_run_dash_o_json_writes_the_profile_and_its_speedscope_file(tmp_path):
 
 # Reported: stop 25 new-user trial (analysis), finding 1: the JSON profile reader's error
 # said "written by `scope-profiler export json`", which failed with "unknown format 'json'".
-def test_stop_25_finding_1_export_json_writes_the_json_profile(tmp_path):
+def test_cli_export_json_writes_the_json_profile(tmp_path):
     src = tmp_path / "run.h5"
     results = _nested_threaded_run(src)
     proc = run_cli("export", "json", src, "-o", tmp_path / "out")

@@ -620,7 +620,7 @@ def test_to_pstats_of_a_repeated_run_names_its_root_by_the_unique_label():
 
 
 # issue 11: "`import scope_profiler.__main__` must not run the CLI (guard it; keep `main`)".
-def test_issue_11_importing_main_runs_nothing():
+def test_importing_the_main_module_does_not_run_the_cli():
     import subprocess
     import sys
 

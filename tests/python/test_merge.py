@@ -199,7 +199,7 @@ def _one_region_run(name: str, metadata: dict) -> ProfilingResults:
 
 # issue 10: "two merges with different metadata rules (`merge._stacked` unions metadata,
 # `analysis::stack_runs`/`cli merge` keep the first run's)" - now one merge, one rule.
-def test_issue_10_one_metadata_rule_for_every_merge(tmp_path):
+def test_merge_keeps_the_first_parts_values_and_every_parts_keys(tmp_path):
     a = _one_region_run("x", {"label": "A", "only_a": 1, "mpi_size": 1})
     b = _one_region_run("x", {"label": "B", "only_b": 2, "mpi_size": 1})
     stacked = sp.merge_results(a, b)

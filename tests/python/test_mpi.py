@@ -299,7 +299,7 @@ def test_single_process_forced_mpi(tmp_path):
 
 # issue 13 item 1, under MPI (noticed when it was fixed for one process): every rank rewound
 # its buffers before rank 0 wrote the file, so a failed write still lost the whole run.
-def test_issue_13_item_1_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
+def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
     from test_mpi import _mpi_available, mpirun
 
     why = _mpi_available()
@@ -354,7 +354,7 @@ sp.finalize(verbose=False)
 """
 
 
-def test_stop_28_an_mpi_rank_without_mpi4py_is_warned_at_its_setup_line(tmp_path):
+def test_an_mpi_rank_without_mpi4py_is_warned_at_its_setup_line(tmp_path):
     script = tmp_path / "rank.py"
     script.write_text(NO_MPI4PY_SCRIPT)
     env = {

@@ -11,7 +11,7 @@ from scope_profiler import ProfileManager
 
 # issue 13 item 16: "A region, thread or task name that cannot round-trip through the file
 # (contains NUL) is refused at creation with a clear error rather than altered silently."
-def test_issue_13_item_16_region_names_with_nul_are_refused_at_creation(tmp_path):
+def test_region_names_with_nul_are_refused_at_creation(tmp_path):
     from scope_profiler._native import ProfileRegion
 
     manager = ProfileManager()
@@ -52,7 +52,7 @@ def test_issue_13_item_16_region_names_with_nul_are_refused_at_creation(tmp_path
 # issue 13 item 16: thread and task names come from the program, so they are not refused:
 # a NUL is recorded as the visible escape "\x00" (one RuntimeWarning per run), the same in
 # memory and in the file.
-def test_issue_13_item_16_thread_and_task_names_with_nul_are_escaped_visibly(tmp_path):
+def test_thread_and_task_names_with_nul_are_escaped_visibly(tmp_path):
     import asyncio
     import threading
     import warnings
@@ -113,7 +113,7 @@ SURROGATE_MESSAGE = (
 )
 
 
-def test_stop_24_a_region_name_with_a_lone_surrogate_is_named_in_the_error(tmp_path):
+def test_a_region_name_with_a_lone_surrogate_is_named_in_the_error(tmp_path):
     def refused(make):
         with pytest.raises(ValueError) as caught:
             make()
@@ -138,7 +138,7 @@ def test_stop_24_a_region_name_with_a_lone_surrogate_is_named_in_the_error(tmp_p
 # stop 25 new-user trial (recording), finding 2: "a non-str region name is rejected with
 # `TypeError: 'int' object is not an instance of 'str'`, which does not say it is about
 # the region name" (0.7.5 accepts it and fails at finalize). Every path names it now.
-def test_stop_25_a_region_name_that_is_not_a_str_is_named_as_such(tmp_path):
+def test_a_region_name_that_is_not_a_str_is_named_as_such(tmp_path):
     manager = ProfileManager()
 
     def refused(make, shown):

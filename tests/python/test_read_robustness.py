@@ -185,7 +185,7 @@ def _written(tmp_path, name: str, n: int, metadata: list[dict] | None = None):
 
 # issue 13 item 10: "a vlen string length of 0xffffffff in the task table makes read_h5
 # allocate 4.2 GB before failing" - refused from the lengths, before any allocation.
-def test_issue_13_a_damaged_string_length_is_refused_without_allocating(tmp_path):
+def test_a_damaged_string_length_is_refused_without_allocating(tmp_path):
     path = _copy(ASYNC, tmp_path)
     with h5py.File(ASYNC) as f:
         at = f["task_table/name"].id.get_offset()  # contiguous: the 16-byte descriptors
@@ -222,7 +222,7 @@ def test_issue_13_a_damaged_string_length_is_refused_without_allocating(tmp_path
         ('[{"a": 1}]', "1 entries for 3 calls"),
     ],
 )
-def test_issue_13_damaged_per_call_metadata_is_a_corrupt_profile(tmp_path, stored, why):
+def test_damaged_per_call_metadata_is_a_corrupt_profile(tmp_path, stored, why):
     path = _written(tmp_path, "io", 3, metadata=[{"a": 1}, {}, {"c": [2]}])
     assert sp.read_h5(str(path))["io"].regions[0].event_metadata == ({"a": 1}, {}, {"c": [2]})
     with h5py.File(path, "r+") as f:
@@ -235,7 +235,7 @@ def test_issue_13_damaged_per_call_metadata_is_a_corrupt_profile(tmp_path, store
 
 # issue 13 item 12: "files that are not what they seem load as empty or silently wrong
 # profiles" - each refused with CorruptProfileError, or read correctly.
-def test_issue_13_foreign_rank_groups_are_not_an_empty_profile(tmp_path):
+def test_foreign_rank_groups_are_not_an_empty_profile(tmp_path):
     path = tmp_path / "foreign.h5"
     with h5py.File(path, "w") as f:
         f.create_group("rank0").create_dataset("x", data=[1, 2, 3])
@@ -243,7 +243,7 @@ def test_issue_13_foreign_rank_groups_are_not_an_empty_profile(tmp_path):
         sp.read_h5(str(path))
 
 
-def test_issue_13_a_columnar_file_without_its_schema_attribute_reads_as_columnar(tmp_path):
+def test_a_columnar_file_without_its_schema_attribute_reads_as_columnar(tmp_path):
     path = _copy(ASYNC, tmp_path)
     with h5py.File(path, "r+") as f:
         del f.attrs["scope_profiler_schema"]
@@ -256,7 +256,7 @@ def test_issue_13_a_columnar_file_without_its_schema_attribute_reads_as_columnar
     )
 
 
-def test_issue_13_a_region_table_that_is_an_int_array_is_refused(tmp_path):
+def test_a_region_table_that_is_an_int_array_is_refused(tmp_path):
     path = _copy(ASYNC, tmp_path)
     with h5py.File(path, "r+") as f:
         del f["region_table"]
@@ -265,7 +265,7 @@ def test_issue_13_a_region_table_that_is_an_int_array_is_refused(tmp_path):
         sp.read_h5(str(path))
 
 
-def test_issue_13_duplicated_region_names_and_rows_are_refused(tmp_path):
+def test_duplicated_region_names_and_rows_are_refused(tmp_path):
     names = _copy(ASYNC, tmp_path, "names.h5")
     with h5py.File(names, "r+") as f:
         first = f["region_table/names"][0]
@@ -280,7 +280,7 @@ def test_issue_13_duplicated_region_names_and_rows_are_refused(tmp_path):
         sp.read_h5(str(rows))
 
 
-def test_issue_13_an_exclusive_total_above_the_inclusive_one_is_not_believed(tmp_path):
+def test_an_exclusive_total_above_the_inclusive_one_is_not_believed(tmp_path):
     path = _written(tmp_path, "x", 1000)
     honest = _facts(sp.read_h5(str(path)))
     with h5py.File(path, "r+") as f:
@@ -311,7 +311,7 @@ _READER = textwrap.dedent(
 # place (cp new.h5 run.h5) while read_h5 runs" and "mixed data from two files, no error":
 # every read is of one of the two files, or a CorruptProfileError; the reader survives.
 @pytest.mark.parametrize("how", ["in place", "rename"])
-def test_issue_13_a_file_rewritten_while_read_is_one_file_or_an_error(tmp_path, how):
+def test_a_file_rewritten_while_read_is_one_file_or_an_error(tmp_path, how):
     a, b = _written(tmp_path, "a", 200_000), _written(tmp_path, "b", 80_000)
     expect = [[[k, v[0]] for k, v in _facts(sp.read_h5(str(p))).items()] for p in (a, b)]
     target = tmp_path / "run.h5"
@@ -388,7 +388,7 @@ def _damaged_threads_file(tmp_path: Path) -> Path:
     return bad
 
 
-def test_stop_24_a_damaged_thread_table_is_flagged_not_misreported(tmp_path):
+def test_a_damaged_thread_table_is_flagged_not_misreported(tmp_path):
     bad = _damaged_threads_file(tmp_path)
     proc = run_cli("threads", bad)
     assert proc.returncode == 0, proc.stderr

@@ -583,7 +583,7 @@ def test_forked_child_removes_hooks(manager):
 
 # issue 13 item 3: "Regions still open at finalize() vanish without a word (a worker blocked
 # inside a region when the session ends; the reference does the same)".
-def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
+def test_calls_open_at_the_end_are_reported_and_kept(tmp_path):
     import threading
     import warnings
 
@@ -638,7 +638,7 @@ def test_issue_13_item_3_calls_open_at_the_end_are_reported_and_kept(tmp_path):
 # issue 11, reference defect: "a thread made outside `threading` (`_thread.start_new_thread`,
 # C code) whose `ident` the OS reuses gets its own row with its own `native_id`, never a
 # stale one".
-def test_issue_11_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_path):
+def test_a_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_path):
     import _thread
     import threading
 
@@ -750,7 +750,7 @@ def test_a_region_object_kept_across_setups_records_into_the_current_run(tmp_pat
 # manager's dict after setup() had cleared it; the region looked itself up again, found
 # itself, and stayed bound to the earlier run. (The thread switch is simulated: the stale
 # region is put where the other thread's lookup put it.)
-def test_stop_23_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
+def test_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
     manager = ProfileManager()
     manager.setup(deactivate_file_output=True)
     stale = manager.profile_region("x")
@@ -771,7 +771,7 @@ def test_stop_23_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
 
 # stop 23 new-user trial, problem 2: "recorded_regions() crashes while another thread
 # creates regions" (RuntimeError: dictionary changed size during iteration).
-def test_stop_23_recorded_regions_while_another_thread_creates_regions():
+def test_recorded_regions_while_another_thread_creates_regions():
     manager = ProfileManager()
     manager.setup(deactivate_file_output=True, track_threads=True)
     switch = sys.getswitchinterval()
@@ -804,7 +804,7 @@ def test_stop_23_recorded_regions_while_another_thread_creates_regions():
 # `region("t", tags=("x",))` for a name used once (its object gone) silently kept the old
 # tags instead of raising, as it does for a name in the dict; and problem 5: the registered
 # names lost their creation order; `region()` without a name named a private method.
-def test_stop_23_a_name_used_once_keeps_its_tags_order_and_messages():
+def test_a_name_used_once_keeps_its_tags_order_and_messages():
     manager = ProfileManager()
     with manager.session(deactivate_file_output=True, verbose=False):
         for name in ("t", "a", "b", "c"):

@@ -301,7 +301,7 @@ def _assert_file_has(path, expected, *, min_duration_s: float) -> None:
 # `run.results` and `last_results()` are None, the calls are gone, and a retry writes an
 # empty profile. The error is a bare `OSError` with `errno=None`."
 @pytest.mark.parametrize("failure", ["missing_dir", "is_a_directory", "not_a_directory"])
-def test_issue_13_item_1_failed_write_keeps_the_run_and_the_retry_writes_it(tmp_path, failure):
+def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, failure):
     import errno
     import os
     import shutil
@@ -358,7 +358,7 @@ def test_issue_13_item_1_failed_write_keeps_the_run_and_the_retry_writes_it(tmp_
 # issue 13 item 1: the same through `session()`: the error leaves the `with`, the session's
 # results hold the run, and `finalize()` once the directory exists writes every call
 # (the session's root region included).
-def test_issue_13_item_1_session_write_failure_then_finalize_writes_all(tmp_path):
+def test_a_failed_session_write_keeps_the_results_and_finalize_writes_them(tmp_path):
     target = tmp_path / "missing" / "s.h5"
     manager = ProfileManager()
     try:
@@ -380,7 +380,7 @@ def test_issue_13_item_1_session_write_failure_then_finalize_writes_all(tmp_path
 
 # issue 13 item 1: a read-only directory refuses with PermissionError (EACCES) - unless
 # this process may write it anyway (root), then there is nothing to refuse.
-def test_issue_13_item_1_read_only_directory_is_a_permission_error(tmp_path):
+def test_a_read_only_directory_is_a_permission_error_and_the_run_is_kept(tmp_path):
     import errno
     import os
     import stat
@@ -412,7 +412,7 @@ def test_issue_13_item_1_read_only_directory_is_a_permission_error(tmp_path):
 # 7 of 12 kills during checkpoint writes)". The writer's pid (and namespace) is in the temp
 # name; the next publication into that directory removes those of dead writers (older than a
 # few seconds), never a live writer's, a young one, or one of another namespace.
-def test_issue_13_item_7_temp_files_of_dead_writers_are_removed(tmp_path):
+def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(
         textwrap.dedent(
@@ -474,7 +474,7 @@ def test_issue_13_item_7_temp_files_of_dead_writers_are_removed(tmp_path):
 
 # issue 11, reference defect: "a tracked run that recorded no region writes its thread table
 # and `num_ranks` 1 to the file, as in memory" (the reference's file said 0 ranks, no threads).
-def test_issue_11_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
     import threading
 
     path = tmp_path / "empty.h5"
@@ -551,7 +551,7 @@ print(sp.read_h5(sys.argv[1])["r"][0].num_calls)
 """
 
 
-def test_stop_25_a_refused_write_says_why(tmp_path):
+def test_a_refused_write_says_the_reason_the_os_gave(tmp_path):
     out = tmp_path / "big.h5"
     proc = subprocess.run(
         [sys.executable, "-c", FILE_SIZE_LIMITED, str(out)], capture_output=True, text=True

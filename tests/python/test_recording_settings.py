@@ -186,7 +186,7 @@ def test_options_bag_flattens_groups_and_refuses_a_setting_given_twice():
 
 
 # issue 11, reference defect: "`deactivate_profiling=True` installs no hooks at all".
-def test_issue_11_deactivate_profiling_installs_no_hooks():
+def test_deactivate_profiling_installs_no_hooks():
     code = textwrap.dedent(
         """
         import sys, threading
@@ -205,7 +205,7 @@ def test_issue_11_deactivate_profiling_installs_no_hooks():
     assert out.stdout.split() == ["True", "True", "False", "False"], out.stdout
 
 
-def test_stop_25_a_flush_interval_below_10_ms_is_refused(tmp_path):
+def test_a_flush_interval_below_10_ms_is_refused(tmp_path):
     for value in (1e-9, 0.005):
         with pytest.raises(ValueError, match=r"flush_interval must be at least 0\.01 s"):
             ProfileManager().setup(file_path=str(tmp_path / "f.h5"), flush_interval=value)

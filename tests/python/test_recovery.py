@@ -86,7 +86,7 @@ def _completed_before(progress, moment: float) -> int:
 # flush_interval=0.2 the sidecar of a child killed after ~1 s becomes, by `scope-profiler
 # recover`, a valid file (ours and the reference read it) holding at least every call
 # completed more than one interval before the kill, and the thread table.
-def test_issue_13_item_6_recover_after_sigkill(tmp_path):
+def test_recover_after_sigkill_keeps_the_calls_completed_an_interval_before_the_kill(tmp_path):
     from helpers import reference_read
 
     target, sidecar, progress, killed_at = _killed_streaming_child(tmp_path)
@@ -118,7 +118,7 @@ def test_issue_13_item_6_recover_after_sigkill(tmp_path):
 # issue 13 item 6: "never failing on a torn last frame": a sidecar cut inside its last frame
 # (a kill during the append) or with garbage after it recovers every frame before.
 @pytest.mark.parametrize("damage", ["cut", "garbage"])
-def test_issue_13_item_6_torn_last_frame_is_tolerated(tmp_path, damage):
+def test_recover_tolerates_a_torn_last_frame(tmp_path, damage):
     target, sidecar, _, _ = _killed_streaming_child(tmp_path, run_for=0.7)
     whole = sidecar.read_bytes()
     intact = tmp_path / "intact.h5"
@@ -142,7 +142,7 @@ def test_issue_13_item_6_torn_last_frame_is_tolerated(tmp_path, damage):
 # issue 13 item 6: "`read_h5` of a path whose sidecar exists, with a warning" - the missing
 # file is recovered (written) and read, the warning names both files; a file older than
 # such a sidecar is read as it is (a read never replaces a file), with a warning saying how.
-def test_issue_13_item_6_read_h5_of_the_missing_path_recovers(tmp_path):
+def test_read_h5_of_a_missing_path_with_a_sidecar_recovers_it(tmp_path):
     target, sidecar, progress, _ = _killed_streaming_child(tmp_path, run_for=0.7)
     with pytest.warns(RuntimeWarning) as seen:
         results = sp.read_h5(str(target))
@@ -170,7 +170,7 @@ def test_issue_13_item_6_read_h5_of_the_missing_path_recovers(tmp_path):
 # issue 13 item 6: "without the option nothing changes": no sidecar, no flush thread; with it,
 # a normal end writes every call once into the file and leaves no sidecar, and each
 # checkpoint of setup()/finalize() takes what was flushed since the previous one.
-def test_issue_13_item_6_without_flush_interval_no_sidecar_with_it_a_complete_file(tmp_path):
+def test_flush_interval_streams_to_a_sidecar_that_a_normal_end_removes(tmp_path):
     manager = ProfileManager()
     plain = tmp_path / "plain.h5"
     with manager.session(file_path=str(plain), track_threads=True, verbose=False):
@@ -246,7 +246,7 @@ def test_read_h5_names_the_sidecar_it_could_not_recover_from(tmp_path):
 # wrong": `run -o k.json` records into k.json.scope-profiler.h5, whose sidecar it is.
 # stop 24 note ("noticed, not fixed"): `recover k.json` named that file but did not render
 # k.json itself; it now recovers the recording and renders k.json, as the run would have.
-def test_stop_24_recover_of_a_json_output_renders_it(tmp_path):
+def test_recover_of_a_json_output_renders_it(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(
         "import os, signal, time\nimport scope_profiler as sp\n"

@@ -590,7 +590,7 @@ def test_packed_call_ids_decode_to_the_stored_values():
 
 # issue 10: "`ProfilingResults.print_summary` (102 lines) re-implements
 # `cli/src/report.rs::summary_text`" - both now print the one report.
-def test_issue_10_print_summary_is_the_cli_report():
+def test_print_summary_prints_the_tables_of_the_cli_summary():
     out = io.StringIO()
     sp.read_h5(THREADS).print_summary(stream=out, suppress_notes=True)
     cli = run_cli("summary", THREADS)
@@ -603,7 +603,7 @@ def test_issue_10_print_summary_is_the_cli_report():
 
 # issue 10: "lane labels three ways" - results, exports and the Parquet lanes table now take
 # them from one function.
-def test_issue_10_one_lane_label(tmp_path):
+def test_parquet_lane_labels_are_the_results_lane_labels(tmp_path):
     results = sp.read_h5(ASYNC)
     _, lanes_path = sp.export_parquet(results, tmp_path / "a.parquet", verbose=False)
     lanes = pq.read_table(lanes_path).to_pydict()
@@ -612,7 +612,7 @@ def test_issue_10_one_lane_label(tmp_path):
         assert label == results.lane_label(lane, rank)
 
 
-def test_issue_13_item_2_a_peeked_generator_is_set_aside_not_fatal(tmp_path):
+def test_a_peeked_generator_is_set_aside_and_the_rest_is_analysed(tmp_path):
     import warnings
 
     path = tmp_path / "peek.h5"
@@ -688,7 +688,7 @@ def test_total_await_duration_counts_a_negative_await_as_zero_like_the_summaries
 # Reported: stop 25 new-user trial (analysis), finding 5: print_summary(include=['outer'])
 # printed the unfiltered region count beside the filtered call count, and a filtered thread
 # table without saying so.
-def test_stop_25_finding_5_a_filtered_summary_says_so(tmp_path):
+def test_a_filtered_summary_says_so(tmp_path):
     r = _nested_threaded_run(tmp_path / "mine.h5")
     out = io.StringIO()
     r.print_summary(include=["outer"], stream=out, suppress_notes=True)

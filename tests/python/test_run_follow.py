@@ -640,7 +640,7 @@ if __name__ == "__main__":
 """
 
 
-def test_stop_24_a_recovered_spawn_child_is_labelled_as_one_that_ended_normally(tmp_path):
+def test_a_recovered_spawn_child_is_labelled_as_one_that_ended_normally(tmp_path):
     script = tmp_path / "spawned.py"
     script.write_text(SPAWN_KILLED_AND_NOT)
     out = tmp_path / "spawned.h5"
@@ -682,7 +682,7 @@ if __name__ == "__main__":
 """
 
 
-def test_stop_25_a_followed_process_warning_names_the_process(tmp_path):
+def test_a_followed_process_warning_names_the_process(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(CHILD_LEAVES_A_CALL_OPEN)
     proc = run_cli("run", "-q", "--no-speedscope", "-o", tmp_path / "r.h5", script, cwd=tmp_path)

@@ -27,7 +27,7 @@ asyncio.run(main())
 """
 
 
-def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_path):
+def test_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_path):
     run, proc = run_traced(tmp_path, ASYNC_GENERATOR_BREAK, "--track-async")
     assert "still open" not in proc.stderr, proc.stderr
     agen, main = run["__main__.agen"][0], run["__main__.main"][0]
@@ -45,7 +45,7 @@ def test_stop_24_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_pat
 # gets 5-7 ms of exclusive startup time"): runpy's first run_path imports pkgutil (and
 # typing with it) inside the root region, 5-15 ms here, before the script's first line.
 # Imported before the region, the root's own time is reading and compiling the script.
-def test_stop_22_root_region_of_recursive_run_holds_no_profiler_imports(tmp_path):
+def test_the_root_region_of_a_recursive_run_holds_no_profiler_imports(tmp_path):
     own = []
     for _ in range(3):  # the best of three: a loaded machine deschedules a run for ms
         results, _ = run_traced(tmp_path, "def main():\n    pass\n\nmain()\n")
@@ -58,7 +58,7 @@ def test_stop_22_root_region_of_recursive_run_holds_no_profiler_imports(tmp_path
 
 # stop 25 new-user trial (recording), finding 6: "`run --recursive --include 'nomatch*'`
 # records no traced functions and gives no warning"; "`flush_interval=1e-9` is accepted".
-def test_stop_25_an_include_matching_nothing_warns(tmp_path):
+def test_an_include_matching_nothing_warns(tmp_path):
     results, proc = run_traced(tmp_path, "def f():\n    pass\n\nf()\n", "--include", "nomatch*")
     assert "traced_calls" in results.metadata and results.metadata["traced_calls"] == 0
     assert (

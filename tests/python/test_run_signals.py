@@ -60,7 +60,7 @@ def _calls(path) -> dict:
 
 # issue 13 item 5: "SIGTERM loses everything under `scope-profiler run` (a server stopped by
 # systemd or docker)": the file is written, then the process ends by SIGTERM.
-def test_issue_13_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(tmp_path):
+def test_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(tmp_path):
     child, out = _run_until_ready(tmp_path)
     t0 = time.monotonic()
     child.send_signal(signal.SIGTERM)
@@ -75,7 +75,7 @@ def test_issue_13_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(t
 
 
 # issue 13 item 5: "(and SIGINT, exit code 130)".
-def test_issue_13_sigint_under_run_writes_the_profile_and_exits_130(tmp_path):
+def test_sigint_under_run_writes_the_profile_and_exits_130(tmp_path):
     child, out = _run_until_ready(tmp_path)
     child.send_signal(signal.SIGINT)
     _, err = child.communicate(timeout=60)
@@ -114,7 +114,7 @@ def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
 # Found by a new-user trial of issue 13 item 5: SIGTERM while a non-daemon thread of the
 # script waited inside a region hung `run` (it joined the thread, which never ended), and a
 # second SIGTERM during the write ended with a traceback and status 1.
-def test_issue_13_item_5_sigterm_does_not_wait_for_the_scripts_threads(tmp_path):
+def test_sigterm_under_run_does_not_wait_for_the_scripts_threads(tmp_path):
     script = tmp_path / "stuck.py"
     script.write_text(
         textwrap.dedent(
@@ -167,7 +167,7 @@ def test_issue_13_item_5_sigterm_does_not_wait_for_the_scripts_threads(tmp_path)
 # (gdb on a hung worker: `Handlers[15].tripped = 1`, main thread in sem_wait). The guard in
 # front of the handler (scope_profiler_cli::sigterm_guard) ends a forked child by the
 # default action, and sends the signal again to the main thread until the handler runs.
-def test_stop_26_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):
+def test_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):
     script = tmp_path / "race.py"
     script.write_text(
         textwrap.dedent(
@@ -200,7 +200,7 @@ def test_stop_26_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):
     assert proc.stdout.strip() == "lost 0", proc.stdout
 
 
-def test_stop_26_a_sigterm_handled_while_the_main_thread_blocks_ends_it(tmp_path):
+def test_a_sigterm_handled_while_the_main_thread_blocks_ends_it(tmp_path):
     # the SIGTERM is sent to another thread of the process (pthread_kill): its C handler
     # trips the Python handler, and the main thread, blocked on a lock, is not interrupted:
     # the same state as a signal that came just before the main thread blocked

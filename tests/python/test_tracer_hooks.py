@@ -49,7 +49,7 @@ after()
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
-def test_stop_24_a_profiler_that_replaces_the_tracer_is_reported(tmp_path, profile_function_hook):
+def test_profile_function_hook_reports_a_profiler_that_replaces_it(tmp_path, profile_function_hook):
     run, proc = run_traced(tmp_path, CPROFILE_INSIDE)
     assert "function-level tracing stopped early on thread 'MainThread'" in proc.stderr, proc.stderr
     assert run["__main__.before"][0].num_calls == 1
@@ -57,7 +57,7 @@ def test_stop_24_a_profiler_that_replaces_the_tracer_is_reported(tmp_path, profi
 
 
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
-def test_stop_24_stopping_the_tracer_leaves_a_later_profiler_running(profile_function_hook):
+def test_profile_function_hook_leaves_a_later_profiler_running_when_it_stops(profile_function_hook):
     ProfileManager.setup(recursive_profile=True, deactivate_file_output=True, replace=True)
     pr = cProfile.Profile()
     pr.enable()
@@ -76,7 +76,7 @@ def test_stop_24_stopping_the_tracer_leaves_a_later_profiler_running(profile_fun
 # cProfile is on": the decorator restored cProfile with sys.setprofile(<Profile object>),
 # and the next call raised TypeError: 'Profile' object is not callable.
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
-def test_stop_24_a_recursive_decorated_call_resumes_a_running_cprofile(tmp_path):
+def test_a_recursive_decorated_call_resumes_a_running_cprofile(tmp_path):
     def fib(n):
         return n if n < 2 else fib(n - 1) + fib(n - 2)
 
@@ -103,7 +103,7 @@ def test_stop_24_a_recursive_decorated_call_resumes_a_running_cprofile(tmp_path)
 # stop 24 new-user trial, problem 3: "session/setup(recursive_profile=True) takes over an
 # existing profiler silently and never gives it back".
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
-def test_stop_24_a_profiler_running_before_the_recording_is_paused_and_resumed(
+def test_profile_function_hook_pauses_and_resumes_a_profiler_running_before_it(
     tmp_path, profile_function_hook
 ):
     seen: list[str] = []
@@ -154,7 +154,7 @@ fib(3)
 @pytest.mark.skipif(
     sys.version_info >= (3, 12), reason="3.11 hooks threads with threading.setprofile"
 )
-def test_stop_24_threads_missed_after_threading_setprofile_are_reported(
+def test_profile_function_hook_reports_threads_missed_after_threading_setprofile(
     tmp_path, profile_function_hook
 ):
     run, proc = run_traced(tmp_path, THREADING_SETPROFILE)
@@ -169,7 +169,7 @@ only_311 = pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="3.11's tr
 
 
 @only_311
-def test_issue_12_eval_frame_is_the_default_on_3_11_and_the_profile_function_on_request(
+def test_eval_frame_is_the_default_on_3_11_and_the_profile_function_on_request(
     monkeypatch,
 ):
     from scope_profiler import _tracer
@@ -189,7 +189,7 @@ def test_issue_12_eval_frame_is_the_default_on_3_11_and_the_profile_function_on_
 
 
 @only_311
-def test_issue_12_cprofile_inside_a_traced_run_no_longer_stops_tracing(tmp_path):
+def test_eval_frame_hook_keeps_tracing_beside_cprofile(tmp_path):
     run, proc = run_traced(tmp_path, CPROFILE_INSIDE)
     assert "stopped early" not in proc.stderr, proc.stderr
     assert run["__main__.before"][0].num_calls == 1
@@ -198,7 +198,7 @@ def test_issue_12_cprofile_inside_a_traced_run_no_longer_stops_tracing(tmp_path)
 
 
 @only_311
-def test_issue_12_a_profiler_running_before_the_recording_keeps_running(tmp_path):
+def test_eval_frame_hook_leaves_a_profiler_running_before_it_running(tmp_path):
     seen: list[str] = []
 
     def mine(frame, event, arg):
@@ -226,7 +226,7 @@ def test_issue_12_a_profiler_running_before_the_recording_keeps_running(tmp_path
 
 
 @only_311
-def test_issue_12_threads_started_after_threading_setprofile_are_traced(tmp_path):
+def test_eval_frame_hook_traces_threads_started_after_threading_setprofile(tmp_path):
     run, proc = run_traced(tmp_path, THREADING_SETPROFILE)
     assert "missed threads" not in proc.stderr, proc.stderr
     assert run["__main__.fib"][0].num_calls == 15 + 5  # fib(5) on the thread, fib(3) on main
@@ -257,7 +257,7 @@ t.join()
 """
 
 
-def test_issue_12_a_recursion_100000_deep_is_traced_without_overflowing_the_stack(tmp_path):
+def test_a_recursion_100000_deep_is_traced_without_overflowing_the_stack(tmp_path):
     run, _proc = run_traced(tmp_path, DEEP_RECURSION)
     assert run["__main__.down"][0].num_calls == 100_001 + 30_001
     assert run["__main__.deep_generator"][0].num_calls == 40_001
