@@ -110,7 +110,7 @@ def enclosed_task_time(results, rank: int) -> dict:
     """s per thread index of `rank`: the wall-clock union of the top-level calls of the task
     lanes of the thread that lie inside a top-level call of the thread's own lane - counted
     twice in 0.7.5's ``region_time`` (the enclosing call and the task call), once in
-    ``held_time + await_time`` (issue 14, new-user trial). Computed from the call arrays."""
+    ``held_time + await_time``. Computed from the call arrays."""
     calls = results.call_arrays(rank)
     aside = {int(i) for i in calls.set_aside}
     roots = [i for i in range(len(calls.start_ns)) if calls.parent[i] < 0 and i not in aside]
@@ -142,18 +142,12 @@ def enclosed_task_time(results, rank: int) -> dict:
 
 
 ASYNC = DATASETS / "reference" / "async.h5"
-
-
 THREADS = DATASETS / "reference" / "threads.h5"
 
 
-# issue 13 item 2: "a generator decorated with @profile and peeked inside a region
-# (next(it) within `with region("header")`) makes thread_summary, exclusive times, every
-# export, the timeline and the files of `scope-profiler run` fail with NestingError for all
-# threads and tasks; events_frame() silently drops its call_id/parent_id columns".
 def _record_peeked_generator(path) -> None:
     """A tracked run in which a @profile generator is peeked inside region "header": its
-    call starts inside "header" and ends after it (issue 13 item 2)."""
+    call starts inside "header" and ends after it."""
     from scope_profiler import profile
 
     @profile
@@ -172,8 +166,6 @@ def _record_peeked_generator(path) -> None:
                 time.sleep(0.001)
     assert (first, rest) == (0, [1, 2])
 
-
-# -- issue 13 item 15: outputs that stay usable - bounded sizes ------------------------
 
 I64 = np.int64
 

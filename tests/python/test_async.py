@@ -1,4 +1,4 @@
-"""track_async: asyncio tasks as lanes with per-call await time (issue 3)."""
+"""track_async: asyncio tasks as lanes with per-call await time."""
 
 from __future__ import annotations
 
@@ -110,10 +110,10 @@ def test_three_gathered_fetches_are_three_lanes(manager):
         fetch_.total_duration - r["parse"][0].total_duration
     )
     # thread_summary: the session root and the task roots whose last step ran on the thread
-    # add up to held + await (issue 14: region time is their wall-clock union, which the
-    # session root covers, so it never exceeds the wall time) - the root outside the task
-    # calls it encloses (crawl's spans them; issue 14, new-user trial: the root was counted
-    # whole beside them and held exceeded the wall time)
+    # add up to held + await (region time is their wall-clock union, which the session root
+    # covers, so it never exceeds the wall time) - the root outside the task calls it
+    # encloses (crawl's spans them; counted whole beside them, held would exceed the wall
+    # time)
     row = r.thread_summary()[0]
     roots = (
         r["scope_profiler.session"][0].total_duration + crawl.total_duration + fetch_.total_duration
@@ -606,9 +606,9 @@ def test_a_loop_without_weak_references_is_instrumented_and_released(manager):
     assert r.await_times[0] >= 0.015
 
 
-# issue 13 item 17: "on 3.13.0 (before 3.13.3) track_async makes every unnamed task's name
-# 'None' (CPython issue 130033)": the program's own get_name() and the task table keep the
-# default names; a given name is kept too.
+# On 3.13.0 to 3.13.2 a task factory that passes name=None names every unnamed task 'None'
+# (https://github.com/python/cpython/issues/130033). Under track_async the program's own
+# get_name() and the task table keep the default names; a given name is kept too.
 def test_track_async_keeps_default_task_names(tmp_path):
     import asyncio
 

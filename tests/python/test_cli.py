@@ -213,9 +213,9 @@ def test_export_caps_workers_at_the_number_of_files(tmp_path):
 
 
 def test_usage_errors_exit_2_and_runtime_failures_exit_1(tmp_path):
-    """issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks,
-    and `run -o out.txt` silently wrote HDF5 into out.txt. Usage errors exit 2 (bad option
-    values, files of the wrong kind, unknown output kinds), runtime failures 1."""
+    """Usage errors exit 2, whether clap or our own checks find them (bad option values,
+    files of the wrong kind, unknown output kinds: `run -o out.txt` is refused, not written
+    as HDF5 into out.txt); runtime failures exit 1."""
     ref = DATASETS / "reference" / "pool.h5"
     html = tmp_path / "report.html"
     html.write_text("<!doctype html><html></html>")
@@ -247,9 +247,10 @@ def test_usage_errors_exit_2_and_runtime_failures_exit_1(tmp_path):
 
 
 def test_a_closed_pipe_ends_the_output_not_the_command():
-    """issue 14 (third new-user trial): `scope-profiler threads f.h5 | head -1` panicked in
-    Rust (failed printing to stdout: Broken pipe) with a Python traceback. The reader is
-    gone before anything is written here: the command ends quietly with its own code."""
+    """`scope-profiler threads f.h5 | head -1`: a reader that goes away ends the output,
+    never with a panic (failed printing to stdout: Broken pipe) or a Python traceback. The
+    reader is gone before anything is written here: the command ends quietly with its own
+    code."""
     for args in (["summary"], ["threads"]):
         proc = subprocess.Popen(
             [
@@ -271,10 +272,10 @@ def test_a_closed_pipe_ends_the_output_not_the_command():
     assert proc.stdout.startswith("rank 0: threads"), proc.stdout[:80]
 
 
-# Issue 11 (stop 22 new-user trial): `run -o` to a path that cannot be written printed a
-# Python traceback (FileNotFoundError, FileExistsError, PermissionError) instead of one
-# `error:` line; an output that is a directory ran the script, then failed with a traceback,
-# exit code 1 instead of the script's, and left an empty `<output>.procs-<pid>` directory.
+# `run -o` to a path that cannot be written is refused before the script runs, with one
+# `error:` line (no Python traceback), and leaves nothing behind (no `<output>.procs-<pid>`
+# directory); a profile that cannot be written after the script ran is reported the same
+# way, with the script's exit code when it had one.
 def test_run_refuses_an_unwritable_output_before_the_script_runs(tmp_path):
     script = tmp_path / "script.py"
     script.write_text("open('ran', 'w').close()\n")
@@ -311,8 +312,8 @@ def test_run_reports_a_profile_it_could_not_write_after_the_script(tmp_path):
         assert not list(tmp_path.glob("*.procs-*"))  # nothing left behind
 
 
-# Issue 11 (stop 22 new-user trial): a script ending with `os._exit(5)` under `run` exited 5
-# with no profile, no message and an empty `<output>.procs-<pid>` directory left behind.
+# A script ending with `os._exit(5)` under `run` (from the main thread or another) gets its
+# profile and summary written, exits 5, and leaves no `<output>.procs-<pid>` directory.
 @pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "other-thread"])
 def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, from_thread):
     script = tmp_path / "exits.py"
@@ -350,8 +351,8 @@ def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, fro
     ]
 
 
-# Issue 14 (stop 22 new-user trial): an HDF5 file written by another program exited 1, as a
-# damaged profile, while docs/cli.md lists "a file of another kind" under exit code 2.
+# An HDF5 file written by another program is "a file of another kind", a usage error (exit
+# 2, as docs/cli.md lists), not a damaged profile (exit 1).
 def test_cli_an_hdf5_file_that_is_not_a_profile_is_a_usage_error(tmp_path):
     foreign = tmp_path / "foreign.h5"
     with h5py.File(foreign, "w") as f:
@@ -366,8 +367,8 @@ def test_cli_an_hdf5_file_that_is_not_a_profile_is_a_usage_error(tmp_path):
         sp.read_h5(str(foreign))  # the Python error is unchanged
 
 
-# Reported: stop 25 new-user trial (analysis), finding 3: `threads` of a run recorded with
-# track_threads=True but without calls said it "was not recorded with track_threads".
+# `threads` of a run recorded with track_threads=True but without calls says the run has no
+# calls (not that it "was not recorded with track_threads").
 def test_threads_of_a_tracked_run_without_calls_says_no_thread_was_recorded(tmp_path):
     empty = _empty_run(tmp_path / "empty_threads.h5", track_threads=True)
     proc = run_cli("threads", empty)
@@ -375,8 +376,8 @@ def test_threads_of_a_tracked_run_without_calls_says_no_thread_was_recorded(tmp_
     assert proc.stdout == f"{empty}: no thread recorded (the run has no calls)\n"
 
 
-# Reported: stop 25 new-user trial (analysis), finding 6: the text summary split a row on a
-# region name with a newline, printed tabs raw and misaligned CJK / emoji names.
+# The text summary keeps a row on one line whatever the region name (newlines and tabs
+# escaped) and aligns CJK / emoji names by their terminal width.
 def test_summary_rows_stay_one_line_and_aligned_whatever_the_region_names(tmp_path):
     manager = ProfileManager()
     path = tmp_path / "names.h5"
@@ -410,9 +411,9 @@ def test_summary_rows_stay_one_line_and_aligned_whatever_the_region_names(tmp_pa
     assert len(ends) == 1, rows
 
 
-# stop 25 new-user trial (recording), finding 1: "`scope-profiler run` rejects most of 0.7.5's
-# `run` options (exit 2): --outfile, --label, --tag, --enable-tag, --config, --no-output,
-# --buffer-limit, --no-recursive, ...; a drop-in must accept them".
+# `scope-profiler run` accepts 0.7.5's `run` options (--outfile, --label, --tag,
+# --enable-tag, --config, --no-output, --buffer-limit, --no-recursive, ...), as a drop-in
+# must; what this edition does not have is refused by name.
 TAGGED_SCRIPT = """
 from scope_profiler import ProfileManager as P
 with P.profile_region("plain"):

@@ -93,7 +93,7 @@ def test_unknown_format_and_bad_rank(tmp_path):
     assert proc.returncode == 2
     assert "unknown format 'gif'" in proc.stderr and "timeline" in proc.stderr
     proc = run_cli("export", "folded", REF / "pool.h5", "-o", tmp_path, "--rank", "3")
-    assert proc.returncode == 2  # issue 14 (new-user trial): a usage error (was 1)
+    assert proc.returncode == 2  # a usage error
     assert "Invalid rank requested: 3" in proc.stderr
 
 
@@ -127,8 +127,8 @@ def test_help_has_examples_for_every_subcommand():
         assert fmt in export_help
 
 
-# issue 13 item 2: "The CLI and exports say how many calls were set aside" - the batch
-# `scope-profiler export` said nothing: the set-aside call was silently missing from its files.
+# The batch `scope-profiler export` says how many calls were set aside, per file and rank
+# and in total, so a call missing from its files is never missing silently.
 def test_batch_export_says_how_many_calls_were_set_aside(tmp_path):
     peeked = tmp_path / "peek.h5"
     _record_peeked_generator(peeked)
@@ -154,7 +154,7 @@ def test_batch_export_says_how_many_calls_were_set_aside(tmp_path):
     assert proc.returncode == 0 and "set aside" not in proc.stderr, proc.stderr
 
 
-# issue 13 item 15: the same limits and options on the command line.
+# The timeline's size limits and options on the command line.
 def test_timeline_cli_limits_and_options(tmp_path):
     h5 = tmp_path / "threads.h5"
     _threads(200)._native_run().write_h5(str(h5))
@@ -172,7 +172,7 @@ def test_timeline_cli_limits_and_options(tmp_path):
     assert len(_lanes(svg)) == 200 and _caption(svg)[0].startswith("Window 0.0000 ms – 0.0010 ms")
     assert run_cli("timeline", h5, "-o", out, "--include", "wo*").returncode == 0
     proc = run_cli("timeline", h5, "-o", out, "--exclude", "w?rk")
-    # issue 14 (new-user trial): a usage error, exit 2 (was 1)
+    # a usage error, exit 2
     assert proc.returncode == 2 and "No regions matched the selected filters." in proc.stderr
     proc = run_cli("timeline", h5, "-o", out, "--window", "2:1")
     assert proc.returncode != 0 and "0 <= START < END" in proc.stderr
@@ -182,9 +182,9 @@ def test_timeline_cli_limits_and_options(tmp_path):
     assert os.path.getsize(out) > 0
 
 
-# Reported: stop 24 note, "Noticed, not fixed": "`timeline --window 0.05:` past the end of
-# the run draws an empty window instead of refusing it." A usage error (exit 2) naming the
-# window and the run's extent; a window overlapping the run in part is drawn as before.
+# `timeline --window 0.06:` past the end of the run is a usage error (exit 2) naming the
+# window and the run's extent, not an empty drawing; a window overlapping the run in part is
+# drawn.
 def test_a_timeline_window_past_the_run_end_is_a_usage_error(tmp_path):
     out = tmp_path / "t.svg"
     proc = run_cli("timeline", THREADS, "--window", "0.06:", "-o", out)

@@ -319,9 +319,9 @@ def _tasks(n: int = 20000) -> ProfilingResults:
     return _results({"fetch": rows}, "tasks")
 
 
-# issue 13 item 15: "the timeline SVG is 51,158 px tall for that recursion": 32 levels by
-# default, the 2,968 deeper calls one marker, named in the caption; max_depth=0 draws every
-# level, lower, within 32,767 px.
+# A 3,000-deep recursion: 32 levels by default (not a 51,158 px tall drawing), the 2,968
+# deeper calls one marker, named in the caption; max_depth=0 draws every level, lower,
+# within 32,767 px.
 def test_timeline_of_a_deep_recursion_draws_32_levels_and_marks_the_deeper_calls(tmp_path):
     (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "d.svg", verbose=False)
     svg = _svg(p)
@@ -339,8 +339,8 @@ def test_timeline_of_a_deep_recursion_draws_32_levels_and_marks_the_deeper_calls
     assert "2995 call(s) deeper than 5 levels not drawn (levels 6–3000)" in _svg(p)
 
 
-# issue 13 item 15: "44,141 px for 1,000 threads": the 64 busiest threads and a summary
-# row naming the 936 others; lanes=N draws N; lanes=0 all 1,000 (27,114 px).
+# 1,000 threads: the 64 busiest threads and a summary row naming the 936 others (not
+# 44,141 px of rows); lanes=N draws N; lanes=0 all 1,000 (27,114 px).
 def test_timeline_of_1000_threads_draws_the_64_busiest_and_sums_up_the_rest(tmp_path):
     res = _threads()
     (p,) = sp.export_timeline_svg(res, tmp_path / "t.svg", verbose=False)
@@ -358,8 +358,8 @@ def test_timeline_of_1000_threads_draws_the_64_busiest_and_sums_up_the_rest(tmp_
     assert _caption(svg) == [] and "more lane(s)" not in svg
 
 
-# issue 13 item 15: "65 MB for 20k tasks": tens of KB by default; lanes=0 draws the rows that
-# fit in 32,767 px (10,240 at 2 px a level), a few MB, the rest in the summary row.
+# 20k tasks: tens of KB by default (not 65 MB); lanes=0 draws the rows that fit in
+# 32,767 px (10,240 at 2 px a level), a few MB, the rest in the summary row.
 def test_timeline_of_20k_tasks_stays_small_and_within_the_svg_height_limit(tmp_path):
     res = _tasks()
     (p,) = sp.export_timeline_svg(res, tmp_path / "t.svg", verbose=False)
@@ -374,8 +374,8 @@ def test_timeline_of_20k_tasks_stays_small_and_within_the_svg_height_limit(tmp_p
     assert "only 10,240 rows fit in 32767 px" in _caption(svg)[0]
 
 
-# issue 13 item 15: "--window START:END, --include/--exclude": the calls overlapping the
-# window (clipped), the regions selected; the caption says what is left out.
+# window=(START, END) and include/exclude: the calls overlapping the window (clipped), the
+# regions selected; the caption says what is left out.
 def test_timeline_window_and_region_selection(tmp_path):
     # thread 0: a [0, 1000] > b [100, 200]; thread 1: a [3000, 4000]; thread 2: a [500, 2500]
     res = _results(

@@ -23,11 +23,9 @@ _EXPORTS = {
 }
 
 
-# issue 13 item 14: "`export_speedscope(results, "/tmp")` wrote `/tmp.speedscope.json` at the
-# filesystem root; `"outdir/"` wrote beside the directory; `export_flamegraph_svg(r,
-# "pool.flame.svg")` wrote `pool.flame_rank0.svg`." Every export of the Python API: a
-# directory (existing, or a path ending in a separator) gets the default name(s) inside; a
-# file name for one output is used exactly.
+# Every export of the Python API: a directory (existing, or a path ending in a separator)
+# gets the default name(s) inside (never `/tmp.speedscope.json` beside it); a file name for
+# one output is used exactly (`pool.flame.svg`, not `pool.flame_rank0.svg`).
 @pytest.mark.parametrize("function", sorted(_EXPORTS))
 def test_an_export_to_a_directory_uses_the_default_names_and_a_file_name_exactly(
     tmp_path, monkeypatch, function
@@ -83,8 +81,8 @@ def test_an_export_to_a_directory_uses_the_default_names_and_a_file_name_exactly
     assert (tmp_path / "plain").read_text() == "x"
 
 
-# issue 13 item 14: outputs of several ranks keep their documented names (`_rank<R>`), in a
-# directory too; `write_json` (one file) takes a directory as well.
+# Outputs of several ranks keep their documented names (`_rank<R>`), in a directory too;
+# `write_json` (one file) takes a directory as well.
 def test_outputs_of_several_ranks_are_named_per_rank_and_write_json_takes_a_directory(tmp_path):
     threads = sp.read_h5(DATASETS / "reference" / "threads.h5")
     two_ranks = sp.merge_results(threads, sp.read_h5(DATASETS / "reference" / "pool.h5"))
@@ -102,9 +100,9 @@ def test_outputs_of_several_ranks_are_named_per_rank_and_write_json_takes_a_dire
     assert sp.read_json(tmp_path / "exact")["solve"][0].num_calls == threads["solve"][0].num_calls
 
 
-# issue 13 item 1 (noticed while fixing it): errors from inside the export writers were a
-# bare OSError with errno None ("could not create /tmp/afile/sub: Not a directory (os error
-# 20)"), so `except FileNotFoundError` / `except PermissionError` around an export failed.
+# Errors from inside the export writers are the OSError subclass of their errno, with the
+# errno and the file name set, so `except FileNotFoundError` / `except PermissionError`
+# around an export works.
 def test_export_writer_errors_are_the_oserror_subclass_of_their_errno(tmp_path):
     import errno
 

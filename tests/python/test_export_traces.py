@@ -501,8 +501,8 @@ def _chain(names: list[str]) -> tuple:
 # ---------------------------------------------------------------- pstats
 
 
-# issue 13 item 15: "`.prof` of a 3,000-deep recursion is 52 MB (every depth a distinct call
-# path; collapse recursion as cProfile does)". One entry with a self-edge in both modes:
+# A 3,000-deep recursion collapses as cProfile collapses it (not a distinct call path per
+# depth, 52 MB). One entry with a self-edge in both modes:
 # nc 3000, cc 1, ct the outermost call; the self-edge (nc, cc) = (2999, 1) as cProfile
 # writes it; a few hundred bytes; snakeviz and gprof2dot read it.
 @pytest.mark.parametrize("call_paths", [True, False])
@@ -510,7 +510,7 @@ def test_prof_of_a_deep_recursion_is_one_entry_with_a_self_edge(tmp_path, call_p
     (path,) = sp.export_prof(
         _deep_recursion(), tmp_path / "deep.prof", call_paths=call_paths, verbose=False
     )
-    assert path.stat().st_size < 1024, path.stat().st_size  # was 54,342,082 bytes
+    assert path.stat().st_size < 1024, path.stat().st_size  # a call path per depth: 54 MB
     stats = pstats.Stats(str(path)).stats
     assert list(stats) == [("rec.py", 3, "rec"), ("~", 0, "<deep rank 0>")]
     cc, nc, tt, ct, callers = stats[("rec.py", 3, "rec")]
@@ -525,7 +525,7 @@ def test_prof_of_a_deep_recursion_is_one_entry_with_a_self_edge(tmp_path, call_p
     assert "2 functions, 3001 calls (2 primitive)" in out
 
 
-# issue 13 item 15: "match cProfile's semantics": a run with the call structure of a real
+# The counts follow cProfile's semantics: a run with the call structure of a real
 # program gives the counts cProfile gives that program, per function and per caller edge.
 def test_prof_counts_calls_as_cprofile_does(tmp_path):
     def f(n):

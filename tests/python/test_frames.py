@@ -224,9 +224,9 @@ def test_zero_copy_into_polars(tracked):
     assert frame["start"].to_list() == table.column("start").to_pylist()
 
 
-# Reported: stop 25 new-user trial (analysis), finding 4: frame schemas changed with the data
-# (an empty events_frame lost call_id/parent_id/thread, an empty run's summary frames had
-# 12 columns and `num_ranks` in the per-rank one).
+# Frame schemas do not change with the data: an empty events_frame keeps
+# call_id/parent_id/thread, an empty run's summary frames have every column, and the
+# per-rank one has `rank`.
 def test_empty_frames_keep_their_columns(tmp_path):
     pl = pytest.importorskip("polars")
     r = _nested_threaded_run(tmp_path / "mine.h5")

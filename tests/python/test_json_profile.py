@@ -277,8 +277,8 @@ def test_profile_io_dispatches_by_contents_and_name(tmp_path):
         profile_io.load(tmp_path / "missing.h5")
 
 
-# issue 11: "`setup(output="run.json")` and `run -o run.json`" - the reference records into
-# `<output>.scope-profiler.h5` and renders the JSON profile from it after finalize.
+# `setup(output="run.json")` and `run -o run.json`: as the reference, record into
+# `<output>.scope-profiler.h5` and render the JSON profile from it after finalize.
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_setup_output_json_renders_the_profile_and_removes_the_recording(tmp_path, suffix):
     import threading
@@ -370,8 +370,8 @@ def test_run_dash_o_json_writes_the_profile_and_its_speedscope_file(tmp_path):
     assert "step" in [f["name"] for f in doc["shared"]["frames"]]
 
 
-# Reported: stop 25 new-user trial (analysis), finding 1: the JSON profile reader's error
-# said "written by `scope-profiler export json`", which failed with "unknown format 'json'".
+# `scope-profiler export json` writes the JSON profile (the reader's error names that
+# command), the same document export_json writes.
 def test_cli_export_json_writes_the_json_profile(tmp_path):
     src = tmp_path / "run.h5"
     results = _nested_threaded_run(src)

@@ -67,7 +67,7 @@ def test_per_process_files_stack_as_rank_blocks(workers):
             assert np.array_equal(a.start_times_ns, b.start_times_ns)
             assert np.array_equal(a.thread_ids, b.thread_ids)
             assert a.exclusive_duration == pytest.approx(b.exclusive_duration)
-        # issue 14: a live thread's wall time runs to its run's end, which the stacked run's
+        # a live thread's wall time runs to its run's end, which the stacked run's
         # metadata (the first file's) gives for rank 0 only
         alone = w.thread_summary(0)
         if k > 0:
@@ -157,8 +157,8 @@ def test_cli_summary_merge(workers, tmp_path):
     out = proc.stdout
     assert out.startswith("3 file(s), merged: ")
     assert "3 rank(s)" in out.splitlines()[0]
-    # issue 14 (second new-user trial): the header's "run X s" was the first file's span,
-    # changing with the order of the files; a merged run's header gives none
+    # a merged run's header gives no "run X s": the first file's span would change with the
+    # order of the files
     assert ", run " not in out.splitlines()[0]
     again = run_cli("summary", "--merge", *reversed(files))
     assert again.stdout.splitlines()[0].rsplit(": ", 1)[1] == out.splitlines()[0].rsplit(": ", 1)[1]
@@ -197,8 +197,8 @@ def _one_region_run(name: str, metadata: dict) -> ProfilingResults:
     return ProfilingResults({name: MPIRegion(name, {0: region})}, metadata=metadata)
 
 
-# issue 10: "two merges with different metadata rules (`merge._stacked` unions metadata,
-# `analysis::stack_runs`/`cli merge` keep the first run's)" - now one merge, one rule.
+# One merge, one metadata rule, in Python and in `summary --merge`: the first part's values,
+# every part's keys.
 def test_merge_keeps_the_first_parts_values_and_every_parts_keys(tmp_path):
     a = _one_region_run("x", {"label": "A", "only_a": 1, "mpi_size": 1})
     b = _one_region_run("x", {"label": "B", "only_b": 2, "mpi_size": 1})

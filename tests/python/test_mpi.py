@@ -297,8 +297,8 @@ def test_single_process_forced_mpi(tmp_path):
     assert proc.returncode == 0, proc.stderr
 
 
-# issue 13 item 1, under MPI (noticed when it was fixed for one process): every rank rewound
-# its buffers before rank 0 wrote the file, so a failed write still lost the whole run.
+# A failed write under MPI keeps every rank's calls: no rank retires its buffers before
+# rank 0 has written the file, so the retry writes the whole run.
 def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
     from test_mpi import _mpi_available, mpirun
 
@@ -341,8 +341,8 @@ def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
     )
 
 
-# Reported: stop 28 new-user trial, finding 1: under `mpirun` without mpi4py every rank ran
-# silently as a serial run and wrote the same file (one rank's calls survived).
+# Under `mpirun` without mpi4py every rank runs as a serial run and writes the same file (one
+# rank's calls survive): each rank is warned, at its setup() line.
 NO_MPI4PY_SCRIPT = """
 import sys
 sys.modules["mpi4py"] = None  # as if mpi4py were not installed

@@ -9,8 +9,9 @@ import scope_profiler as sp
 from scope_profiler import ProfileManager
 
 
-# issue 13 item 16: "A region, thread or task name that cannot round-trip through the file
-# (contains NUL) is refused at creation with a clear error rather than altered silently."
+# A region name that cannot round-trip through the file (contains NUL) is refused at
+# creation with a clear error rather than altered silently; every other name comes back
+# from the file exactly as given.
 def test_region_names_with_nul_are_refused_at_creation(tmp_path):
     from scope_profiler._native import ProfileRegion
 
@@ -49,7 +50,7 @@ def test_region_names_with_nul_are_refused_at_creation(tmp_path):
         manager.reset()
 
 
-# issue 13 item 16: thread and task names come from the program, so they are not refused:
+# Thread and task names come from the program, so they are not refused:
 # a NUL is recorded as the visible escape "\x00" (one RuntimeWarning per run), the same in
 # memory and in the file.
 def test_thread_and_task_names_with_nul_are_escaped_visibly(tmp_path):
@@ -104,9 +105,9 @@ def test_thread_and_task_names_with_nul_are_escaped_visibly(tmp_path):
         manager.reset()
 
 
-# Reported: stop 24 note, "Noticed, not fixed" (from earlier stops): "A region name with a
-# lone surrogate gives `UnicodeEncodeError` (a `ValueError`), with no mention of the region
-# name". Every path a name crosses into Rust now says which region and what is wrong.
+# A region name with a lone surrogate cannot be UTF-8: every path a name crosses into Rust
+# says which region and what is wrong (a bare `UnicodeEncodeError` named neither), the
+# encoding error kept as the cause.
 SURROGATE_MESSAGE = (
     r"region name 'a\udcff' contains the lone surrogate '\udcff' at position 1, which is "
     r"not valid Unicode text: a profile file (UTF-8) cannot hold it; choose a name without it"
@@ -135,9 +136,8 @@ def test_a_region_name_with_a_lone_surrogate_is_named_in_the_error(tmp_path):
     assert sp.read_h5(str(out))["fine"][0].num_calls == 1  # the run is unharmed
 
 
-# stop 25 new-user trial (recording), finding 2: "a non-str region name is rejected with
-# `TypeError: 'int' object is not an instance of 'str'`, which does not say it is about
-# the region name" (0.7.5 accepts it and fails at finalize). Every path names it now.
+# A region name that is not a str is refused where it is given, by every path, with a
+# TypeError that says it is about the region name (0.7.5 accepts it and fails at finalize).
 def test_a_region_name_that_is_not_a_str_is_named_as_such(tmp_path):
     manager = ProfileManager()
 

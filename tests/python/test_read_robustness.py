@@ -129,7 +129,7 @@ def test_fixed_length_strings_are_read(tmp_path):
 def test_names_with_nul_are_written_not_lost(tmp_path):
     """HDF5 strings cannot hold NUL. A thread name with one (the program's own) is written with
     it escaped visibly (``\\x00``) instead of failing finalize, which would lose the run; a
-    region name with one is refused when the region is created (issue 13 item 16)."""
+    region name with one is refused when the region is created (docs/names.md)."""
     import threading
 
     path = tmp_path / "nul.h5"
@@ -151,9 +151,6 @@ def test_names_with_nul_are_written_not_lost(tmp_path):
     results = sp.read_h5(path)
     assert results["in thread"][0].num_calls == 1
     assert "w\\x00x" in [info.name for info in results.threads[0]]
-
-
-# -- issue 13 items 8-12: reading files that change, bad input ---------------------------
 
 
 def _copy(src, tmp_path, name="damaged.h5"):
@@ -183,8 +180,8 @@ def _written(tmp_path, name: str, n: int, metadata: list[dict] | None = None):
     return path
 
 
-# issue 13 item 10: "a vlen string length of 0xffffffff in the task table makes read_h5
-# allocate 4.2 GB before failing" - refused from the lengths, before any allocation.
+# A vlen string length of 0xffffffff in the task table is refused from the lengths, before
+# any allocation (not after allocating the 4.2 GB it claims).
 def test_a_damaged_string_length_is_refused_without_allocating(tmp_path):
     path = _copy(ASYNC, tmp_path)
     with h5py.File(ASYNC) as f:
@@ -211,8 +208,8 @@ def test_a_damaged_string_length_is_refused_without_allocating(tmp_path):
     assert int(lines["GROWTH_KB"]) < 200_000, lines  # not the 4 GiB the length claims
 
 
-# issue 13 item 11: "a damaged event-metadata attribute raises a raw json.JSONDecodeError (or
-# TypeError: 'int' object is not iterable) out of read_h5".
+# A damaged event-metadata attribute is a CorruptProfileError naming the file, the row and
+# what is wrong, never a raw json.JSONDecodeError or TypeError out of read_h5.
 @pytest.mark.parametrize(
     "stored, why",
     [
@@ -233,8 +230,8 @@ def test_damaged_per_call_metadata_is_a_corrupt_profile(tmp_path, stored, why):
     assert str(path) in msg and "rank_region_index/event_metadata row 0" in msg and why in msg, msg
 
 
-# issue 13 item 12: "files that are not what they seem load as empty or silently wrong
-# profiles" - each refused with CorruptProfileError, or read correctly.
+# Files that are not what they seem never load as empty or silently wrong profiles: each is
+# refused with CorruptProfileError, or read correctly.
 def test_foreign_rank_groups_are_not_an_empty_profile(tmp_path):
     path = tmp_path / "foreign.h5"
     with h5py.File(path, "w") as f:
@@ -307,9 +304,9 @@ _READER = textwrap.dedent(
 )
 
 
-# issue 13 items 8 and 9: "SIGBUS kills the reader when another process rewrites the file in
-# place (cp new.h5 run.h5) while read_h5 runs" and "mixed data from two files, no error":
-# every read is of one of the two files, or a CorruptProfileError; the reader survives.
+# Another process rewrites the file in place (cp new.h5 run.h5) or replaces it while
+# read_h5 runs: the reader survives (no SIGBUS), and every read is of one of the two files,
+# never a mix, or a CorruptProfileError.
 @pytest.mark.parametrize("how", ["in place", "rename"])
 def test_a_file_rewritten_while_read_is_one_file_or_an_error(tmp_path, how):
     a, b = _written(tmp_path, "a", 200_000), _written(tmp_path, "b", 80_000)
@@ -348,9 +345,8 @@ def test_a_file_rewritten_while_read_is_one_file_or_an_error(tmp_path, how):
     print(f"{how}: {k} rewrites, {len(reads)} reads, {len(errors)} CorruptProfileError")
 
 
-# Found by a new-user trial of issue 13 item 13: single bit flips in a timestamp or a lane id
-# loaded, then failed at summary() with a NestingError ("a recorded call ends before it
-# starts", "thread or task ids beyond 2147483647") that named no file.
+# Single bit flips in a timestamp or a lane id are refused when the file is read, naming the
+# file and the column, not later at summary() with a NestingError that names no file.
 @pytest.mark.parametrize(
     "column, value, why",
     [
@@ -368,12 +364,10 @@ def test_damaged_timestamps_and_lane_ids_are_refused_when_read(tmp_path, column,
     assert str(path) in str(e.value) and column in str(e.value)
 
 
-# Reported: stop 24 note, "Noticed, not fixed": "An `.h5` with negative
-# `thread_table/cpu_ns` or `end_ns = 0`, or with thread ids that have no thread row, is
-# accepted without a word: `threads` prints negative CPU or wall times, or 0 calls per
-# thread." The bad values are now unknown (`-`, None), the calls of a thread id without a
-# row are listed under `thread N`, and one note / RuntimeWarning names the file, the table,
-# the rows and the problem; the rest of the table reads as before.
+# An `.h5` with negative `thread_table/cpu_ns` or `end_ns = 0`, or with thread ids that have
+# no thread row: the bad values are unknown (`-`, None), never negative times, the calls of a
+# thread id without a row are listed under `thread N`, and one note / RuntimeWarning names
+# the file, the table, the rows and the problem; the rest of the table reads as usual.
 def _damaged_threads_file(tmp_path: Path) -> Path:
     bad = tmp_path / "damaged.h5"
     shutil.copyfile(THREADS, bad)

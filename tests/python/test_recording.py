@@ -411,8 +411,8 @@ def test_deactivate_profiling_disables_regions(manager):
         assert not manager.is_active()
         with manager.region("a"):
             pass
-        # issue 11 (a defect of the reference): a run that records nothing installs no
-        # hooks, so it has no tracker at all
+        # a run that records nothing installs no hooks, so it has no tracker at all (the
+        # reference installs them: a defect we do not copy)
         assert manager.get_config().tracker is None
     assert len(s.results) == 0
 
@@ -581,8 +581,8 @@ def test_forked_child_removes_hooks(manager):
     assert answer == b"1"
 
 
-# issue 13 item 3: "Regions still open at finalize() vanish without a word (a worker blocked
-# inside a region when the session ends; the reference does the same)".
+# Regions still open at finalize() (a worker blocked inside a region when the session ends)
+# are reported and kept in the profile, flagged; the reference drops them without a word.
 def test_calls_open_at_the_end_are_reported_and_kept(tmp_path):
     import threading
     import warnings
@@ -609,8 +609,8 @@ def test_calls_open_at_the_end_are_reported_and_kept(tmp_path):
         thread.join()
     said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
     assert len(said) == 2, said
-    # both name the user's line (the finalize() call, the with statement), not the manager's
-    # (issue 14, second new-user trial: they pointed at _manager.py)
+    # both name the user's line (the finalize() call, the with statement), not a line of
+    # the manager's own module
     assert {w.filename for w in caught if issubclass(w.category, RuntimeWarning)} == {__file__}
     assert (
         said[0].startswith("1 call(s) still open at finalize; they stay open")
@@ -621,7 +621,7 @@ def test_calls_open_at_the_end_are_reported_and_kept(tmp_path):
     )
     region = sp.read_h5(str(path))["blocked"].regions[0]
     assert region.num_calls == 1 and 0.2 <= region.durations[0] < 10
-    # the warning measures to the moment the call was closed (a new-user trial saw 13-20 ms more)
+    # the warning measures to the moment the call was closed, not to when it is printed
     assert f"(open {region.durations[0]:.3f} s)" in said[1], (said[1], region.durations[0])
     assert region.event_metadata == ({"open_at_finalize": True},)
     _main, worker_row = sp.read_h5(str(path)).thread_summary()
@@ -635,9 +635,9 @@ def test_calls_open_at_the_end_are_reported_and_kept(tmp_path):
     assert theirs["regions"]["blocked@0"]["num_calls"] == 1
 
 
-# issue 11, reference defect: "a thread made outside `threading` (`_thread.start_new_thread`,
-# C code) whose `ident` the OS reuses gets its own row with its own `native_id`, never a
-# stale one".
+# A thread made outside `threading` (`_thread.start_new_thread`, C code) whose `ident` the
+# OS reuses gets its own row with its own `native_id`, never a stale one (the reference
+# reuses the row: a defect we do not copy).
 def test_a_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_path):
     import _thread
     import threading
@@ -669,12 +669,11 @@ def test_a_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_path):
     assert len(set(names)) == 3, names  # a reused Dummy thread object says which thread it is
 
 
-# issue 14 (third new-user trial): a call left open when the recording ends (an `__enter__`
-# without `__exit__` before `sys.exit()`, a pool worker terminated inside a task) was closed
-# at finalize, after the session's root region had closed around it: it crossed the root, so
-# an untracked run lost its call graph and every exclusive time, and a tracked one set the
-# call aside blaming generators. It now ends with the innermost call of its lane that closed
-# around it, and nests there.
+# A call left open when the recording ends (an `__enter__` without `__exit__` before
+# `sys.exit()`, a pool worker terminated inside a task) ends with the innermost call of its
+# lane that closed around it (here the session's root region), and nests there. Closed at
+# finalize instead, it would cross the root: an untracked run would lose its call graph and
+# every exclusive time, a tracked one would set the call aside.
 @pytest.mark.parametrize("track_threads", [False, True])
 def test_call_left_open_at_the_end_nests_in_the_session_root(tmp_path, track_threads):
     path = tmp_path / "open.h5"
@@ -704,11 +703,9 @@ def test_call_left_open_at_the_end_nests_in_the_session_root(tmp_path, track_thr
     )
 
 
-# Issue 15 (stop 22 new-user trial): a region object kept across `setup()` calls went on
-# recording into the finished run (no file ever got those calls) while its repr said
-# "(active)"; one made before the first `setup()` never recorded; under `scope-profiler run`
-# a module-level region lost every call once the script's own `setup(track_threads=True)`
-# restarted the run.
+# A region object kept across `setup()` calls records into the current run (never into a
+# finished one, whose file would never get those calls), and its repr says whether it is
+# active; one made before the first `setup()` records once a run starts.
 def test_a_region_object_kept_across_setups_records_into_the_current_run(tmp_path):
     manager = ProfileManager()
     early = manager.profile_region("early")  # before any setup(): disabled for now
@@ -745,11 +742,10 @@ def test_a_region_object_kept_across_setups_records_into_the_current_run(tmp_pat
     assert counts(second) == {"kept": 8}
 
 
-# stop 23 new-user trial, problem 1: "A name looked up on another thread while setup() runs
-# records nothing for the whole new run": the lookup put a region of the earlier run in the
-# manager's dict after setup() had cleared it; the region looked itself up again, found
-# itself, and stayed bound to the earlier run. (The thread switch is simulated: the stale
-# region is put where the other thread's lookup put it.)
+# A name looked up on another thread while setup() runs can put a region of the earlier run
+# in the manager's dict after setup() cleared it. Such a region is replaced at its next
+# lookup, and the stale object itself records into the new run. (The thread switch is
+# simulated: the stale region is put where the other thread's lookup puts it.)
 def test_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
     manager = ProfileManager()
     manager.setup(deactivate_file_output=True)
@@ -769,8 +765,8 @@ def test_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
     manager.reset()
 
 
-# stop 23 new-user trial, problem 2: "recorded_regions() crashes while another thread
-# creates regions" (RuntimeError: dictionary changed size during iteration).
+# recorded_regions() while another thread creates regions never fails (RuntimeError:
+# dictionary changed size during iteration).
 def test_recorded_regions_while_another_thread_creates_regions():
     manager = ProfileManager()
     manager.setup(deactivate_file_output=True, track_threads=True)
@@ -800,10 +796,9 @@ def test_recorded_regions_while_another_thread_creates_regions():
     manager.reset()
 
 
-# stop 23 new-user trial, problem 4: after "A region name used once keeps no Python object",
-# `region("t", tags=("x",))` for a name used once (its object gone) silently kept the old
-# tags instead of raising, as it does for a name in the dict; and problem 5: the registered
-# names lost their creation order; `region()` without a name named a private method.
+# A region name used once keeps no Python object, but it keeps its tags: `region("t",
+# tags=("x",))` for such a name raises, as it does for a name in the dict. The registered
+# names keep their creation order; `region()` without a name names `region()` in its error.
 def test_a_name_used_once_keeps_its_tags_order_and_messages():
     manager = ProfileManager()
     with manager.session(deactivate_file_output=True, verbose=False):

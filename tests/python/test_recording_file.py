@@ -296,10 +296,9 @@ def _assert_file_has(path, expected, *, min_duration_s: float) -> None:
     assert (np.asarray(work.durations) >= min_duration_s).all()
 
 
-# issue 13 item 1: "A failed write throws away the run: `finalize()` empties the recorder
-# buffers before the file is written; if the write fails (missing directory ...),
-# `run.results` and `last_results()` are None, the calls are gone, and a retry writes an
-# empty profile. The error is a bare `OSError` with `errno=None`."
+# A failed write keeps the run: the calls are retired only once the file is published, so
+# `run.results` and `last_results()` hold the run and a retry writes every call. The error
+# is the OSError subclass of its errno, naming the file."
 @pytest.mark.parametrize("failure", ["missing_dir", "is_a_directory", "not_a_directory"])
 def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, failure):
     import errno
@@ -355,7 +354,7 @@ def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, fa
         shutil.rmtree(tmp_path / "out", ignore_errors=True)
 
 
-# issue 13 item 1: the same through `session()`: the error leaves the `with`, the session's
+# The same through `session()`: the error leaves the `with`, the session's
 # results hold the run, and `finalize()` once the directory exists writes every call
 # (the session's root region included).
 def test_a_failed_session_write_keeps_the_results_and_finalize_writes_them(tmp_path):
@@ -378,7 +377,7 @@ def test_a_failed_session_write_keeps_the_results_and_finalize_writes_them(tmp_p
         manager.reset()
 
 
-# issue 13 item 1: a read-only directory refuses with PermissionError (EACCES) - unless
+# A read-only directory refuses with PermissionError (EACCES) - unless
 # this process may write it anyway (root), then there is nothing to refuse.
 def test_a_read_only_directory_is_a_permission_error_and_the_run_is_kept(tmp_path):
     import errno
@@ -408,10 +407,10 @@ def test_a_read_only_directory_is_a_permission_error_and_the_run_is_kept(tmp_pat
         ro.chmod(stat.S_IRWXU)
 
 
-# issue 13 item 7: "Temp files of a killed write stay forever (hidden `.NAME.h5.XXXXXX.tmp`,
-# 7 of 12 kills during checkpoint writes)". The writer's pid (and namespace) is in the temp
-# name; the next publication into that directory removes those of dead writers (older than a
-# few seconds), never a live writer's, a young one, or one of another namespace.
+# A write killed while it runs leaves its hidden temp file (`.NAME.h5.TAG-PID.XXXXXX.tmp`).
+# The writer's pid (and namespace) is in the temp name; the next publication into that
+# directory removes those of dead writers (older than a few seconds), never a live writer's,
+# a young one, or one of another namespace.
 def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
     script = tmp_path / "writer.py"
     script.write_text(
@@ -472,8 +471,8 @@ def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
     )
 
 
-# issue 11, reference defect: "a tracked run that recorded no region writes its thread table
-# and `num_ranks` 1 to the file, as in memory" (the reference's file said 0 ranks, no threads).
+# A tracked run that recorded no region writes its thread table and `num_ranks` 1 to the
+# file, as in memory (the reference's file says 0 ranks, no threads: a defect we do not copy).
 def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
     import threading
 
@@ -499,9 +498,9 @@ def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
         assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
 
 
-# issue 12 (fixed cost of `run --recursive`, measured this stop): `setup()` imported
-# importlib.metadata (with email, zipfile, csv ...) to read this package's version for the
-# run metadata: ~0.1 s of every run. The version is compiled into the extension now.
+# `setup()` puts this package's version into the run metadata without importing
+# importlib.metadata (with email, zipfile, csv ..., ~0.1 s of every run): the version is
+# compiled into the extension.
 def test_setup_reads_the_version_without_importlib_metadata(tmp_path):
     from importlib.metadata import version
 
@@ -526,10 +525,9 @@ def test_setup_reads_the_version_without_importlib_metadata(tmp_path):
     assert sp.read_h5(out_file).metadata["scope_profiler_version"] == got["version"]
 
 
-# stop 25 new-user trial (recording), finding 4: "on a full disk the error says `could not
-# write .../out.h5 (start_deltas): chunk 0 was refused`: 'No space left on device' never
-# appears". The OS's reason is in the message now. A file size limit (RLIMIT_FSIZE, EFBIG)
-# stands in for the full disk: no mount needed.
+# A write the OS refuses (a full disk: 'No space left on device') says the OS's reason, not
+# just which chunk was refused. A file size limit (RLIMIT_FSIZE, EFBIG) stands in for the
+# full disk: no mount needed.
 FILE_SIZE_LIMITED = """
 import resource, signal, sys
 import scope_profiler as sp

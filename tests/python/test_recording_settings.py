@@ -155,7 +155,7 @@ def test_output_keyword(manager):
     assert manager.get_config().file_path == "c.h5"
 
 
-# issue 14: setup(output="run.html") raised NotImplementedError; it writes the HTML report
+# setup(output="run.html") writes the HTML report
 # (from the HDF5 file recorded beside it, which is removed once the report is written).
 def test_html_output_writes_the_report(manager, tmp_path):
     out = tmp_path / "run.html"
@@ -185,7 +185,8 @@ def test_options_bag_flattens_groups_and_refuses_a_setting_given_twice():
     )
 
 
-# issue 11, reference defect: "`deactivate_profiling=True` installs no hooks at all".
+# `deactivate_profiling=True` installs no hooks at all (the reference installs them: a defect
+# we do not copy).
 def test_deactivate_profiling_installs_no_hooks():
     code = textwrap.dedent(
         """

@@ -18,9 +18,6 @@ import scope_profiler as sp
 from helpers import run_cli
 from scope_profiler import ProfileManager
 
-# -- issue 13 items 6 and 7: streaming to a sidecar (flush_interval), killed writers -------
-
-
 _STREAMING_CHILD = textwrap.dedent(
     """
     import sys, threading, time
@@ -82,10 +79,10 @@ def _completed_before(progress, moment: float) -> int:
     return int(max((n for n, t in progress if t <= moment), default=0))
 
 
-# issue 13 item 6: "SIGKILL / OOM kill loses everything (the reference too)". With
-# flush_interval=0.2 the sidecar of a child killed after ~1 s becomes, by `scope-profiler
-# recover`, a valid file (ours and the reference read it) holding at least every call
-# completed more than one interval before the kill, and the thread table.
+# A SIGKILL (or the OOM killer) leaves no file. With flush_interval=0.2 the sidecar of a
+# child killed after ~1 s becomes, by `scope-profiler recover`, a valid file (ours and the
+# reference read it) holding at least every call completed more than one interval before
+# the kill, and the thread table.
 def test_recover_after_sigkill_keeps_the_calls_completed_an_interval_before_the_kill(tmp_path):
     from helpers import reference_read
 
@@ -115,8 +112,8 @@ def test_recover_after_sigkill_keeps_the_calls_completed_an_interval_before_the_
     print(f"recovered {work} of {printed} calls printed, {promised} promised")
 
 
-# issue 13 item 6: "never failing on a torn last frame": a sidecar cut inside its last frame
-# (a kill during the append) or with garbage after it recovers every frame before.
+# A sidecar cut inside its last frame (a kill during the append) or with garbage after it
+# recovers every frame before, never failing.
 @pytest.mark.parametrize("damage", ["cut", "garbage"])
 def test_recover_tolerates_a_torn_last_frame(tmp_path, damage):
     target, sidecar, _, _ = _killed_streaming_child(tmp_path, run_for=0.7)
@@ -139,9 +136,9 @@ def test_recover_tolerates_a_torn_last_frame(tmp_path, damage):
         assert got == all_calls
 
 
-# issue 13 item 6: "`read_h5` of a path whose sidecar exists, with a warning" - the missing
-# file is recovered (written) and read, the warning names both files; a file older than
-# such a sidecar is read as it is (a read never replaces a file), with a warning saying how.
+# `read_h5` of a missing path whose sidecar exists recovers the file (writes it) and reads
+# it, with a warning naming both files; a file older than such a sidecar is read as it is (a
+# read never replaces a file), with a warning saying how to recover.
 def test_read_h5_of_a_missing_path_with_a_sidecar_recovers_it(tmp_path):
     target, sidecar, progress, _ = _killed_streaming_child(tmp_path, run_for=0.7)
     with pytest.warns(RuntimeWarning) as seen:
@@ -167,9 +164,9 @@ def test_read_h5_of_a_missing_path_with_a_sidecar_recovers_it(tmp_path):
     assert sidecar2.exists()
 
 
-# issue 13 item 6: "without the option nothing changes": no sidecar, no flush thread; with it,
-# a normal end writes every call once into the file and leaves no sidecar, and each
-# checkpoint of setup()/finalize() takes what was flushed since the previous one.
+# Without flush_interval there is no sidecar and no flush thread; with it, a normal end writes
+# every call once into the file and leaves no sidecar, and each checkpoint of
+# setup()/finalize() takes what was flushed since the previous one.
 def test_flush_interval_streams_to_a_sidecar_that_a_normal_end_removes(tmp_path):
     manager = ProfileManager()
     plain = tmp_path / "plain.h5"
@@ -230,8 +227,8 @@ def _thread_names() -> list[str]:
     return names
 
 
-# issue 13 leftover (stop 18 note): `read_h5` of a missing file whose only sidecar is
-# unreadable said just "file not found", without naming the sidecar it had tried.
+# `read_h5` of a missing file whose only sidecar is unreadable names the sidecar it tried,
+# not just "file not found".
 def test_read_h5_names_the_sidecar_it_could_not_recover_from(tmp_path):
     target, sidecar, _, _ = _killed_streaming_child(tmp_path, run_for=0.5)
     sidecar.write_bytes(sidecar.read_bytes()[:6])  # cut inside its header
@@ -242,10 +239,9 @@ def test_read_h5_names_the_sidecar_it_could_not_recover_from(tmp_path):
     assert sidecar.exists()  # kept for `scope-profiler recover` or a person to look at
 
 
-# stop 24 new-user trial: "`recover` on a JSON output says nothing was streamed, which is
-# wrong": `run -o k.json` records into k.json.scope-profiler.h5, whose sidecar it is.
-# stop 24 note ("noticed, not fixed"): `recover k.json` named that file but did not render
-# k.json itself; it now recovers the recording and renders k.json, as the run would have.
+# `run -o k.json` records into k.json.scope-profiler.h5, whose sidecar a kill leaves:
+# `recover k.json` finds that sidecar, recovers the recording and renders k.json, as the run
+# would have.
 def test_recover_of_a_json_output_renders_it(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(

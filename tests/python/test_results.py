@@ -588,8 +588,8 @@ def test_packed_call_ids_decode_to_the_stored_values():
             np.testing.assert_array_equal(part.call_ids, call_ids[lo : lo + n][mask])
 
 
-# issue 10: "`ProfilingResults.print_summary` (102 lines) re-implements
-# `cli/src/report.rs::summary_text`" - both now print the one report.
+# `ProfilingResults.print_summary` and `scope-profiler summary` print the one report
+# (`cli/src/report.rs::summary_text`).
 def test_print_summary_prints_the_tables_of_the_cli_summary():
     out = io.StringIO()
     sp.read_h5(THREADS).print_summary(stream=out, suppress_notes=True)
@@ -601,8 +601,7 @@ def test_print_summary_prints_the_tables_of_the_cli_summary():
     assert "rank 0: regions" in ours and "rank 0: threads" in ours
 
 
-# issue 10: "lane labels three ways" - results, exports and the Parquet lanes table now take
-# them from one function.
+# Lane labels come from one function: results, exports and the Parquet lanes table agree.
 def test_parquet_lane_labels_are_the_results_lane_labels(tmp_path):
     results = sp.read_h5(ASYNC)
     _, lanes_path = sp.export_parquet(results, tmp_path / "a.parquet", verbose=False)
@@ -612,6 +611,10 @@ def test_parquet_lane_labels_are_the_results_lane_labels(tmp_path):
         assert label == results.lane_label(lane, rank)
 
 
+# A generator decorated with @profile and peeked inside a region (next(it) within `with
+# region("header")`) has a call that crosses "header": that call is set aside, with one
+# warning per rank, and the rest is analysed (thread_summary, exclusive times, exports,
+# events_frame with its call_id/parent_id columns).
 def test_a_peeked_generator_is_set_aside_and_the_rest_is_analysed(tmp_path):
     import warnings
 
@@ -647,9 +650,9 @@ def test_a_peeked_generator_is_set_aside_and_the_rest_is_analysed(tmp_path):
     assert "call_id" in table.column_names and "parent_id" in table.column_names
 
 
-# Found while reviewing issue 10's cached path: `build_call_arrays(results.get_regions(), 0)`
-# returned the results' cached, lenient reconstruction (a crossing call set aside) when the
-# regions were the run's rows in order, instead of the NestingError its page promises.
+# `build_call_arrays(results.get_regions(), 0)` raises the NestingError its page promises,
+# even when the regions are the run's rows in order and the results hold a cached, lenient
+# reconstruction (a crossing call set aside).
 def test_build_call_arrays_stays_strict_when_the_cache_set_a_call_aside(tmp_path):
     from scope_profiler.call_stack import NestingError, build_call_arrays
 
@@ -670,9 +673,9 @@ def test_build_call_arrays_stays_strict_when_the_cache_set_a_call_aside(tmp_path
         build_call_arrays(r.get_regions(), 0)
 
 
-# stop 19 note (noticed, not fixed then): `Region.total_await_duration` summed the raw await
-# column while every summary (`await_time` of thread/task summaries, `summary()`) counts a
-# negative await, which only damaged data holds, as 0: one region, two totals.
+# `Region.total_await_duration` counts a negative await, which only damaged data holds, as
+# 0, as every summary does (`await_time` of thread/task summaries, `summary()`): one region,
+# one total.
 def test_total_await_duration_counts_a_negative_await_as_zero_like_the_summaries():
     region = Region(
         np.array([0, 100, 300]),
@@ -685,9 +688,8 @@ def test_total_await_duration_counts_a_negative_await_as_zero_like_the_summaries
     assert region.total_await_duration == pytest.approx(50e-9)
 
 
-# Reported: stop 25 new-user trial (analysis), finding 5: print_summary(include=['outer'])
-# printed the unfiltered region count beside the filtered call count, and a filtered thread
-# table without saying so.
+# print_summary(include=['outer']) counts the selected regions only, and its title and
+# thread table say they are filtered.
 def test_a_filtered_summary_says_so(tmp_path):
     r = _nested_threaded_run(tmp_path / "mine.h5")
     out = io.StringIO()

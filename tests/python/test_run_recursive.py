@@ -5,10 +5,9 @@ from __future__ import annotations
 
 from helpers import run_traced
 
-# stop 24 new-user trial, problem 4: "an async generator left by `break` stays open to the
-# end of the run": asyncio closes it (aclose) in a task of its own, and the tracer closed
-# the call only on the lane running then. The call now closes on the lane it was entered
-# on, when the generator finishes: ~at the break, not 0.2 s later at the end of the run.
+# An async generator left by `break` is closed by asyncio (aclose) in a task of its own. Its
+# call closes on the lane it was entered on, when the generator finishes: ~at the break, not
+# 0.2 s later at the end of the run.
 ASYNC_GENERATOR_BREAK = """
 import asyncio, time
 
@@ -41,10 +40,9 @@ def test_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_path):
     assert main.start_times[0] <= agen.start_times[0] and agen.end_times[0] <= main.end_times[0]
 
 
-# stop 22 new-user trial, carried in every note since ("under --recursive, the root region
-# gets 5-7 ms of exclusive startup time"): runpy's first run_path imports pkgutil (and
-# typing with it) inside the root region, 5-15 ms here, before the script's first line.
-# Imported before the region, the root's own time is reading and compiling the script.
+# runpy's first run_path imports pkgutil (and typing with it), 5-15 ms, before the script's
+# first line. They are imported before the root region opens, so the root's own time under
+# --recursive is reading and compiling the script.
 def test_the_root_region_of_a_recursive_run_holds_no_profiler_imports(tmp_path):
     own = []
     for _ in range(3):  # the best of three: a loaded machine deschedules a run for ms
@@ -56,8 +54,8 @@ def test_the_root_region_of_a_recursive_run_holds_no_profiler_imports(tmp_path):
     assert min(own) < 0.003, own
 
 
-# stop 25 new-user trial (recording), finding 6: "`run --recursive --include 'nomatch*'`
-# records no traced functions and gives no warning"; "`flush_interval=1e-9` is accepted".
+# `run --recursive --include 'nomatch*'` records no traced function: the run warns, naming
+# the selection.
 def test_an_include_matching_nothing_warns(tmp_path):
     results, proc = run_traced(tmp_path, "def f():\n    pass\n\nf()\n", "--include", "nomatch*")
     assert "traced_calls" in results.metadata and results.metadata["traced_calls"] == 0

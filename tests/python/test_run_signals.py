@@ -13,9 +13,6 @@ import time
 import scope_profiler as sp
 from helpers import run_cli
 
-# -- issue 13 items 5 and 17: signals under `run` (real child processes), Python versions --
-
-
 _SERVER_SCRIPT = textwrap.dedent(
     """
     import sys, time
@@ -58,8 +55,8 @@ def _calls(path) -> dict:
     return {g.name: g.num_calls for g in r.get_regions()}
 
 
-# issue 13 item 5: "SIGTERM loses everything under `scope-profiler run` (a server stopped by
-# systemd or docker)": the file is written, then the process ends by SIGTERM.
+# A server under `scope-profiler run` stopped by systemd or docker (SIGTERM): the file is
+# written, then the process ends by SIGTERM.
 def test_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(tmp_path):
     child, out = _run_until_ready(tmp_path)
     t0 = time.monotonic()
@@ -74,7 +71,7 @@ def test_sigterm_under_run_writes_the_profile_then_dies_by_the_signal(tmp_path):
     assert 0.3 <= waited < 30, waited  # the interrupted call closed at the signal
 
 
-# issue 13 item 5: "(and SIGINT, exit code 130)".
+# SIGINT: the file is written, the exit code is 130.
 def test_sigint_under_run_writes_the_profile_and_exits_130(tmp_path):
     child, out = _run_until_ready(tmp_path)
     child.send_signal(signal.SIGINT)
@@ -111,9 +108,9 @@ def test_a_scripts_own_sigterm_handler_takes_over(tmp_path):
     assert _calls(out)["tick"] >= 5
 
 
-# Found by a new-user trial of issue 13 item 5: SIGTERM while a non-daemon thread of the
-# script waited inside a region hung `run` (it joined the thread, which never ended), and a
-# second SIGTERM during the write ended with a traceback and status 1.
+# SIGTERM while a non-daemon thread of the script waits inside a region: `run` writes the
+# profile and ends without joining the thread (which never ends); the open call is in the
+# file, flagged.
 def test_sigterm_under_run_does_not_wait_for_the_scripts_threads(tmp_path):
     script = tmp_path / "stuck.py"
     script.write_text(
@@ -158,15 +155,13 @@ def test_sigterm_under_run_does_not_wait_for_the_scripts_threads(tmp_path):
     assert waiting.num_calls == 1 and waiting.event_metadata == ({"open_at_finalize": True},)
 
 
-# stop 26 closing note (this project's CI): test_children_still_running_at_the_end_are_ended_
-# as_multiprocessing_ends_them hung about 1 run in 10 under load: the parent joined a pool
-# worker it had terminated, which waited on the pool's lock forever. `run`'s SIGTERM handlers
-# are Python-level, and two gaps lost the signal. (1) Right after fork(): CPython's
-# after-fork reinitialisation clears a tripped signal (74-193 of 100-200 children lost it).
-# (2) Just before a blocking call: the signal tripped the handler but interrupted nothing
-# (gdb on a hung worker: `Handlers[15].tripped = 1`, main thread in sem_wait). The guard in
-# front of the handler (scope_profiler_cli::sigterm_guard) ends a forked child by the
-# default action, and sends the signal again to the main thread until the handler runs.
+# `run`'s SIGTERM handlers are Python-level, and a Python-level handler can lose the signal
+# in two places. (1) Right after fork(): CPython's after-fork reinitialisation clears a
+# tripped signal. (2) Just before a blocking call: the signal trips the handler but
+# interrupts nothing, and the main thread waits forever (a terminated pool worker on the
+# pool's lock). The guard in front of the handler (scope_profiler_cli::sigterm_guard) ends a
+# forked child by the default action, and sends the signal again to the main thread until
+# the handler runs.
 def test_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):
     script = tmp_path / "race.py"
     script.write_text(

@@ -17,16 +17,15 @@ from scope_profiler import ProfileManager
 
 @pytest.fixture
 def profile_function_hook(monkeypatch):
-    """3.11: trace with the per-thread C profile function (``PyEval_SetProfile``), the
-    mechanism the stop 24 reports below were about (the default is now the frame evaluation
-    function, which other profilers do not displace)."""
+    """3.11: trace with the per-thread C profile function (``PyEval_SetProfile``), which
+    other profilers can displace (the default, the frame evaluation function, they do not)."""
     monkeypatch.setenv("SCOPE_PROFILER_TRACE_HOOK", "profile")
 
 
-# stop 23 new-user trial, noted and not fixed then: "On 3.11, cProfile.Profile().enable()
-# inside a --recursive run silently stops tracing on its thread". The calls after it cannot
-# be recorded (3.11 gives a thread one profile function), but the run now says so, and a
-# profiler the user started after the tracer is left running when the tracer stops.
+# With the profile function hook on 3.11, cProfile.Profile().enable() inside a --recursive
+# run takes the thread's one profile function: the calls after it cannot be recorded, but
+# the run says so, and a profiler the user started after the tracer is left running when
+# the tracer stops.
 CPROFILE_INSIDE = """
 import cProfile, sys
 
@@ -72,9 +71,9 @@ def test_profile_function_hook_leaves_a_later_profiler_running_when_it_stops(pro
     assert sys.getprofile() is None
 
 
-# stop 24 new-user trial, problem 1: "`@profile(..., recursive=True)` crashes the script when
-# cProfile is on": the decorator restored cProfile with sys.setprofile(<Profile object>),
-# and the next call raised TypeError: 'Profile' object is not callable.
+# `@profile(..., recursive=True)` while cProfile runs: after the traced call cProfile runs
+# again (restored as a C profile function: sys.setprofile(<Profile object>) would make the
+# next call raise TypeError: 'Profile' object is not callable).
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
 def test_a_recursive_decorated_call_resumes_a_running_cprofile(tmp_path):
     def fib(n):
@@ -100,8 +99,8 @@ def test_a_recursive_decorated_call_resumes_a_running_cprofile(tmp_path):
     assert seen["fib"] == 5  # only the call after the traced one
 
 
-# stop 24 new-user trial, problem 3: "session/setup(recursive_profile=True) takes over an
-# existing profiler silently and never gives it back".
+# With the profile function hook, session/setup(recursive_profile=True) pauses a profiler
+# already running on the thread, with a warning, and gives it back at the end.
 @pytest.mark.skipif(sys.version_info >= (3, 12), reason="3.11: one profile function per thread")
 def test_profile_function_hook_pauses_and_resumes_a_profiler_running_before_it(
     tmp_path, profile_function_hook
@@ -133,9 +132,9 @@ def test_profile_function_hook_pauses_and_resumes_a_profiler_running_before_it(
     assert run[f"test_tracer_hooks.{traced.__qualname__}"][0].num_calls == 1
 
 
-# stop 24 new-user trial, problem 2: "threading.setprofile in the script silently stops
-# tracing of all later threads". They cannot be traced (3.11 hooks threads through that
-# one hook), but the run says so.
+# With the profile function hook, threading.setprofile in the script stops the tracing of
+# every later thread (3.11 hooks threads through that one hook): they cannot be traced, but
+# the run says so.
 THREADING_SETPROFILE = """
 import threading
 
@@ -162,9 +161,9 @@ def test_profile_function_hook_reports_threads_missed_after_threading_setprofile
     assert run["__main__.fib"][0].num_calls == 5  # the main thread's fib(3)
 
 
-# stop 25 note (issue 12, ours/reference 0.103 against <= 0.05): on 3.11 the tracer is a
-# frame evaluation function (PEP 523) by default. It covers every thread at once and sits
-# beside a profile function, so the three limits of stop 24 above are gone with it.
+# On 3.11 the tracer is a frame evaluation function (PEP 523) by default. It covers every
+# thread at once and sits beside a profile function, so none of the limits of the profile
+# function hook above apply to it.
 only_311 = pytest.mark.skipif(sys.version_info[:2] != (3, 11), reason="3.11's tracer mechanism")
 
 
@@ -234,8 +233,7 @@ def test_eval_frame_hook_traces_threads_started_after_threading_setprofile(tmp_p
 
 # With the frame evaluation function every Python call is a C call on 3.11 (no inlined
 # Python-to-Python calls): a deep recursion continues on a new stack segment instead of
-# overflowing the thread's stack (a segfault at ~30,000 levels with 8 MiB, found while
-# building it).
+# overflowing the thread's stack (which, with 8 MiB, ends in a segfault at ~30,000 levels).
 DEEP_RECURSION = """
 import sys, threading
 sys.setrecursionlimit(1_000_000)
