@@ -11,7 +11,7 @@ use support::run;
 /// (vs 24), its per-rank frame `num_ranks` instead of `rank` and no percentiles". The
 /// columns now come from the run and the query, never from the rows selected.
 #[test]
-fn stop_25_finding_4_frames_keep_their_columns_when_empty() {
+fn frames_keep_their_columns_when_empty() {
     use scope_profiler_analysis::{events_batch, summary_table_columns};
     let mut r = run("x", vec![]);
     r.regions[0].call_ids = Some(Int64Array::from(vec![0, 1]).into());

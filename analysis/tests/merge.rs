@@ -9,7 +9,7 @@ use support::run;
 /// issue 10: "two merges with different metadata rules (`merge._stacked` unions metadata,
 /// `analysis::stack_runs`/`cli merge` keep the first run's)": one rule for stacking and union.
 #[test]
-fn issue_10_one_metadata_rule_for_stacking_and_union() {
+fn one_metadata_rule_for_stacking_and_union() {
     let a = || run("x", vec![("label", MetaValue::Str("A".into())), ("only_a", MetaValue::Int(1))]);
     let b = run("x", vec![("label", MetaValue::Str("B".into())), ("only_b", MetaValue::Int(2))]);
     let stacked = merge_runs(vec![(0, a()), (1, b)], &MergeOptions::default()).unwrap();
@@ -29,7 +29,7 @@ fn issue_10_one_metadata_rule_for_stacking_and_union() {
 /// ranks, so the summary dropped every label. Stacking gives one label per rank: each part's
 /// own, a part without labels named by its `merged_from` path.
 #[test]
-fn issue_14_stacked_runs_keep_one_process_label_per_rank() {
+fn stacked_runs_keep_one_process_label_per_rank() {
     let labelled = |labels: &[&str]| {
         let mut r = run("x", vec![("processes", MetaValue::StrList(labels.iter().map(|s| s.to_string()).collect()))]);
         r.num_ranks = labels.len() as u32;

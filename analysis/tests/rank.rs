@@ -190,7 +190,7 @@ fn summary_without_task_columns() {
 /// [200, 700] awaiting 450 ns): region time is the union over the lanes (1000 ns, never
 /// above the wall time), held/await come from the await column, CPU is the run's share.
 #[test]
-fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
+fn thread_summary_union_held_await_cpu_and_wall() {
     let mut outer = row(0, 0, &[0], &[1000], Some(&[0]), Some(&[-1]));
     outer.await_ns = Some(Int64Array::from(vec![0]));
     let mut inner = row(1, 0, &[100, 200, 300], &[600, 700, 350], Some(&[0, 0, 0]), Some(&[0, 1, 1]));
@@ -250,7 +250,7 @@ fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
 /// issue 14: the union of the top-level calls, checked against a brute-force count of
 /// covered nanoseconds on random overlapping task lanes of one thread.
 #[test]
-fn issue_14_region_time_is_the_union_of_lanes() {
+fn region_time_is_the_union_of_lanes() {
     let mut state = 12345u64;
     let mut next = |m: i64| {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -293,7 +293,7 @@ fn issue_14_region_time_is_the_union_of_lanes() {
 /// issue 14: a live thread's wall time runs to the run's end; in a run stacked from several
 /// files the metadata's end is rank 0's process's only, so other ranks' live threads have none.
 #[test]
-fn issue_14_live_wall_time_in_stacked_runs() {
+fn live_wall_time_in_stacked_runs() {
     let mut run = Run {
         region_names: vec!["r".into()],
         regions: vec![row(0, 0, &[10], &[20], Some(&[0]), None), row(0, 1, &[10], &[20], Some(&[0]), None)],
@@ -311,7 +311,7 @@ fn issue_14_live_wall_time_in_stacked_runs() {
 /// issue 14: calls crossing on one thread without task ids (asyncio recorded with
 /// --track-threads) get a note naming --track-async; the same calls on task lanes do not.
 #[test]
-fn issue_14_untracked_tasks_note() {
+fn crossing_calls_without_task_ids_get_the_track_async_note() {
     let crossing = |tasks: Option<&[i64]>| Run {
         region_names: vec!["a".into(), "b".into()],
         regions: vec![
@@ -341,7 +341,7 @@ fn issue_14_untracked_tasks_note() {
 /// calls it contains. The root holds the thread outside the task calls it encloses; those
 /// keep their own held and await. Checked by hand: held <= region <= wall.
 #[test]
-fn issue_14_new_user_trial_enclosed_task_calls_are_not_counted_twice() {
+fn enclosed_task_calls_are_not_counted_twice() {
     let with_await = |mut r: RegionCalls, w: &[i64]| {
         r.await_ns = Some(Int64Array::from(w.to_vec()));
         r
@@ -379,7 +379,7 @@ fn issue_14_new_user_trial_enclosed_task_calls_are_not_counted_twice() {
 /// issue 14 (new-user trial): `thread_summary()` of a run recorded without `track_threads`
 /// silently returned `[]` (as 0.7.5 does). It still does, and says why.
 #[test]
-fn issue_14_new_user_trial_no_thread_table_says_why() {
+fn no_thread_table_says_why() {
     let mut run = sample();
     let note = no_thread_table_note(&run, 1).expect("rank 1 has calls and no thread table");
     assert!(note.contains("recorded without track_threads") && note.contains("--track-threads"), "{note}");
@@ -463,7 +463,7 @@ fn random_run(seed: u64, regions: u32, threads: i64, tasks: bool, crossing: bool
 /// issue 15: call ids at finalize come from a streaming merge instead of the general
 /// reconstruction; ids, parents, exclusive totals (set-aside calls included) are the same.
 #[test]
-fn issue_15_streaming_call_ids_equal_the_reconstruction() {
+fn streaming_call_ids_equal_the_reconstruction() {
     let mut checked = 0;
     for seed in 0..60u64 {
         for (regions, threads, tasks, crossing) in
@@ -492,7 +492,7 @@ fn issue_15_streaming_call_ids_equal_the_reconstruction() {
 
 /// issue 10: "lane labels three ways": `lane_label` and `LaneLabels` give the same strings.
 #[test]
-fn issue_10_lane_label_is_one_rule() {
+fn lane_label_is_one_rule() {
     let mut r = run("x", vec![]);
     r.threads = vec![ThreadRow {
         rank: 0,
@@ -563,7 +563,7 @@ fn peeked_generator_run(tracked: bool) -> Run {
 /// export fail with NestingError. The crossing call is set aside (kept, flagged, reported)
 /// and the rest is analysed; `build_call_arrays` itself still raises.
 #[test]
-fn issue_13_a_call_that_does_not_nest_is_set_aside_not_fatal() {
+fn a_call_that_does_not_nest_is_set_aside_not_fatal() {
     let run = peeked_generator_run(true);
     let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
     let name = |id: u32| {
@@ -599,7 +599,7 @@ fn issue_13_a_call_that_does_not_nest_is_set_aside_not_fatal() {
 /// issue 13 item 2: without lanes a crossing still means interleaved untracked threads:
 /// the page promises NestingError there.
 #[test]
-fn issue_13_untracked_crossings_stay_an_error() {
+fn untracked_crossings_stay_an_error() {
     let run = peeked_generator_run(false);
     assert!(rank_call_arrays(&run, 0).unwrap_err().0.contains("not properly nested"));
 }
@@ -610,7 +610,7 @@ fn issue_13_untracked_crossings_stay_an_error() {
 /// generator only; on the unknown lane (no thread id) threads recorded without
 /// `--track-threads`.
 #[test]
-fn issue_14_new_user_trial_set_aside_note_names_the_likely_cause() {
+fn set_aside_note_names_the_likely_cause() {
     let run = peeked_generator_run(true);
     let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
     let report = set_aside_report(&run, 0, &rows, &calls).unwrap();
@@ -642,7 +642,7 @@ fn issue_14_new_user_trial_set_aside_note_names_the_likely_cause() {
 /// summary whose only note pointed at a missing `sp_end`. The note of an untracked rank whose
 /// calls cross now names the likely cause and the flag; a tracked rank's note is unchanged.
 #[test]
-fn issue_14_untracked_crossing_note_names_track_threads() {
+fn untracked_crossing_note_names_track_threads() {
     let mut untracked = peeked_generator_run(false);
     untracked.threads.clear();
     let note = rank_summary(&untracked, 0).unwrap().nesting_note.expect("cannot be reconstructed");
@@ -663,7 +663,7 @@ fn issue_14_untracked_crossing_note_names_track_threads() {
 /// Unsound times are `None` (never negative), calls of a thread id without a row get a row
 /// `thread N` of their own, and `thread_table_note` names each bad row and the problem.
 #[test]
-fn stop_24_a_damaged_thread_table_gives_unknown_times_and_a_note() {
+fn a_damaged_thread_table_gives_unknown_times_and_a_note() {
     use scope_profiler_analysis::thread_table_note;
     let thread = |index: i64, name: &str, start_ns: i64, end_ns: i64, cpu_ns: i64, cpu_start_ns: i64| ThreadRow {
         rank: 0,

@@ -259,7 +259,7 @@ mod tests {
     /// stop 24 new-user trial: `recover -o rx.json` wrote HDF5 under a JSON name, and
     /// `recover -o nodir/deep/out.h5` failed at its temporary file.
     #[test]
-    fn stop_24_recover_output_is_hdf5_and_its_directory_is_created() {
+    fn recover_output_is_hdf5_and_its_directory_is_created() {
         let dir = std::env::temp_dir().join(format!("sp-recover-output-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let e = check_recover_output(&dir.join("rx.json")).unwrap_err();
@@ -274,7 +274,7 @@ mod tests {
     }
 
     #[test]
-    fn issue_14_new_user_trial_wrong_file_kind_is_a_usage_error() {
+    fn a_file_of_the_wrong_kind_is_a_usage_error() {
         let html = temp("report.html", b"<!doctype html><html></html>");
         let json = temp("run.json", b"{\"regions\": {}}");
         let script = temp("script.py", b"print('hi')\n");
@@ -313,7 +313,7 @@ mod tests {
     /// `run -o run.json` writes. They read them (plain or gzip, any name); a damaged JSON
     /// profile is a runtime failure naming the file.
     #[test]
-    fn issue_14_json_profiles_are_read_by_the_subcommands() {
+    fn json_profiles_are_read_by_the_subcommands() {
         let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/compat/json-v1.json");
         let bytes = std::fs::read(&dataset).unwrap();
         let first = read_input(&dataset).unwrap();
@@ -342,7 +342,7 @@ mod tests {
     /// issue 14 (new-user trial): `run -o out.txt` silently wrote HDF5 into `out.txt` (as
     /// 0.7.5 does): refused, naming the accepted suffixes, exit 2 like clap's errors.
     #[test]
-    fn issue_14_new_user_trial_run_refuses_an_unknown_output_kind() {
+    fn run_refuses_an_unknown_output_kind() {
         assert_eq!(code(&["sp", "run", "-o", "out.txt", "x.py"]), 2);
         let e = check_run_output(Path::new("out.txt"), Path::new("out.txt")).unwrap_err();
         assert!(e.message.contains(".h5 or .hdf5") && e.message.contains(".json.gz") && e.message.contains(".htm"));

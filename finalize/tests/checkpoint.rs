@@ -490,7 +490,7 @@ fn request(path: &std::path::Path) -> CheckpointRequest<'_> {
 /// the retry writes every call (also those recorded while the failed write ran), and a
 /// call recorded during a successful write is kept for the next checkpoint.
 #[test]
-fn issue_13_item_1_failed_write_keeps_every_call_for_the_retry() {
+fn a_failed_write_keeps_every_call_for_the_retry() {
     let rec = Recorder::new(4, true);
     let table = RegionTable::new();
     let (a, _) = table.get_or_create("a", vec![]);
@@ -538,7 +538,7 @@ fn issue_13_item_1_failed_write_keeps_every_call_for_the_retry() {
 
 /// issue 13 item 1: the OS error of each kind of refused target reaches the caller.
 #[test]
-fn issue_13_item_1_write_failures_carry_their_errno() {
+fn write_failures_carry_their_errno() {
     let rec = Recorder::new(4, true);
     let table = RegionTable::new();
     let (a, _) = table.get_or_create("a", vec![]);
@@ -564,7 +564,7 @@ fn issue_13_item_1_write_failures_carry_their_errno() {
 /// during the append stays buffered, a call open across it is taken once it completes); the
 /// checkpoint with the sidecar's frames writes every call once, nested as recorded.
 #[test]
-fn issue_13_item_6_flushed_and_buffered_calls_make_the_file_once() {
+fn flushed_and_buffered_calls_make_the_file_once() {
     use scope_profiler_finalize::checkpoint_with_prior;
     use scope_profiler_finalize::stream::{flush, Flushed, SidecarWriter};
     let rec = Recorder::new(4, true);
@@ -617,7 +617,7 @@ fn issue_13_item_6_flushed_and_buffered_calls_make_the_file_once() {
 /// are read up to a torn one ("never failing on a torn last frame") and numbered. (Recovery
 /// of a killed process's sidecar end to end: `tests/python/test_regressions.py`.)
 #[test]
-fn issue_13_item_6_recover_stops_at_a_torn_frame() {
+fn recover_stops_at_a_torn_frame_and_leaves_a_live_writers_sidecar() {
     use scope_profiler_finalize::stream::{flush, pending_sidecar, recover, recover_run, RecoverError, SidecarWriter};
     use scope_profiler_formats::hdf5::leftovers::sidecar_path;
     let rec = Recorder::new(4, true);
@@ -652,7 +652,7 @@ fn issue_13_item_6_recover_stops_at_a_torn_frame() {
 /// temporary files of dead writers of this namespace in its directory once they are a few
 /// seconds old; a live writer's, a young one and one of another namespace stay.
 #[test]
-fn issue_13_item_7_publication_removes_dead_writers_temp_files() {
+fn publication_removes_dead_writers_temp_files() {
     use scope_profiler_formats::hdf5::leftovers::process_tag;
     let dir = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new("true").spawn().unwrap();
@@ -699,7 +699,7 @@ fn issue_13_item_7_publication_removes_dead_writers_temp_files() {
 /// the end of a recording (`close_open_at`) puts them in the run as calls ending then,
 /// flagged in their per-call metadata; a checkpoint leaves them open for a later one.
 #[test]
-fn issue_13_item_3_calls_open_at_the_end_are_reported_and_closed_into_the_run() {
+fn calls_open_at_the_end_are_reported_and_closed_into_the_run() {
     let rec = Recorder::new(4, true);
     let table = RegionTable::new();
     let (outer, _) = table.get_or_create("outer", vec![]);

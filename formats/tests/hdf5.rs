@@ -688,7 +688,7 @@ fn large_run_is_compressed_and_round_trips() {
 /// issue 15: compressed chunks are shuffled and deflated in parallel and written directly;
 /// several chunks and a partial last one read back equal, here and in the reference.
 #[test]
-fn issue_15_directly_written_chunks_round_trip() {
+fn directly_written_chunks_round_trip() {
     let run = synthetic_run(150_001, 3);
     let dir = tmpdir();
     let out = dir.path().join("chunks.h5");
@@ -761,7 +761,7 @@ fn tracked_run_without_calls_keeps_its_lane_tables() {
 /// exactly what a plain write of the numbered run holds, and call ids numbered after the
 /// ahead step (a run that had ids already, renumbered from another base) are the new ones.
 #[test]
-fn issue_15_columns_encoded_ahead_write_what_a_plain_write_does() {
+fn columns_encoded_ahead_write_what_a_plain_write_does() {
     use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead};
     let dir = tmpdir();
     let numbered = synthetic_run(150_001, 3);

@@ -188,7 +188,7 @@ fn region_filter_no_calls_and_atomic_write() {
 /// ranks'), 0.7.5 writes a report". The HTML report is planned and written, saying so; the
 /// other formats still refuse it.
 #[test]
-fn stop_25_finding_2_the_html_report_of_a_run_without_calls() {
+fn a_run_without_calls_gets_a_report_saying_so() {
     use scope_profiler_formats::export_plan::{plan, ExportFormat, PlanError, Request, RunInput};
     let empty = RunInput {
         label: "empty".into(),

@@ -284,7 +284,7 @@ fn set_aside_calls_are_left_out() {
 /// self-edge, counted as cProfile counts: nc 3000, cc 1, ct the outermost call only; the
 /// self-edge `(nc, cc, tt, ct)` = (2999, 1, ..., the second call's duration).
 #[test]
-fn issue_13_item_15_deep_recursion_prof_is_one_entry() {
+fn a_deep_recursion_is_one_entry_with_a_self_edge() {
     let depth = 3000;
     let run = deep_recursion(depth);
     let outer_ns = 10 * 2 * depth + 5; // [0, 60005]
@@ -313,7 +313,7 @@ fn issue_13_item_15_deep_recursion_prof_is_one_entry() {
 /// their context: `a > b > a > b > c` is the entries `a`, `a > b` and `a > b > c`, the inner
 /// `a` a call of `a` from `a > b` (a cycle, as cProfile shows mutual recursion).
 #[test]
-fn issue_13_item_15_mutual_recursion_paths_collapse() {
+fn mutual_recursion_paths_collapse() {
     // a [0,100] > b [10,90] > a [20,80] > b [30,70] > c [40,60]
     let run = Run {
         region_names: vec!["a".into(), "b".into(), "c".into()],

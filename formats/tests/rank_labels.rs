@@ -12,7 +12,7 @@ use scope_profiler_formats::Selection;
 /// each rank's process only in the summary; the Chrome and Perfetto traces, the timeline and
 /// the HTML report said `rank N`. They name it as the summary does (`Run::rank_label`).
 #[test]
-fn issue_14_followed_processes_are_named_in_every_export() {
+fn followed_processes_are_named_in_every_export() {
     let mut second = row(0, &[5], &[9]);
     second.rank = 1;
     let labels = ["pid 10: app.py", "pid 11 (child of 10): python -c 'x<y'"];

@@ -170,7 +170,7 @@ fn many_tasks(n: i64) -> Run {
 /// 32 levels are drawn by default, the 2,968 deeper calls are one marker, the caption says
 /// so; with every level (`max_depth: 0`) all 3,000 bars are drawn, lower, within 32,767 px.
 #[test]
-fn issue_13_item_15_timeline_of_a_deep_recursion() {
+fn a_deep_recursion_draws_32_levels_and_marks_the_deeper_calls() {
     let run = deep_recursion(3000);
     let svg = timeline(&run, TimelineOptions::default());
     assert!(svg_height(&svg) <= 1000.0, "height {}", svg_height(&svg));
@@ -205,7 +205,7 @@ fn issue_13_item_15_timeline_of_a_deep_recursion() {
 /// the last 64 threads), plus a summary row naming the 936 left out; every lane with
 /// `lanes: 0` (27,114 px, under the limit).
 #[test]
-fn issue_13_item_15_timeline_of_1000_threads() {
+fn of_1000_threads_the_64_busiest_are_drawn_and_the_rest_summed_up() {
     let run = many_threads(1000);
     let svg = timeline(&run, TimelineOptions::default());
     assert!(svg_height(&svg) <= 2000.0, "height {}", svg_height(&svg));
@@ -230,7 +230,7 @@ fn issue_13_item_15_timeline_of_1000_threads() {
 /// KB); with `lanes: 0` the rows that fit in 32,767 px at 2 px a level (10,240), the others
 /// in the summary row, a few MB.
 #[test]
-fn issue_13_item_15_timeline_of_20k_tasks() {
+fn of_20k_tasks_stays_small_and_within_the_svg_height_limit() {
     let run = many_tasks(20_000);
     let svg = timeline(&run, TimelineOptions::default());
     assert!(svg.len() < 100_000, "{} bytes", svg.len());
@@ -256,7 +256,7 @@ fn issue_13_item_15_timeline_of_20k_tasks() {
 /// issue 13 item 15: "offer `--window START:END`": only the calls overlapping it, clipped to
 /// it; lanes without a call in it are not rows; the axis keeps ms since the run start.
 #[test]
-fn issue_13_item_15_timeline_window() {
+fn a_window_draws_the_calls_overlapping_it_clipped() {
     // thread 0: a [0, 1000] > b [100, 200]; thread 1: a [3000, 4000]; thread 2: a [500, 2500]
     let run = Run {
         region_names: vec!["a".into(), "b".into()],
@@ -307,7 +307,7 @@ fn issue_13_item_15_timeline_window() {
 /// (`ExportError::Request`, naming the window and the run's extent); one that overlaps the
 /// run only in part is drawn, clipped, as before.
 #[test]
-fn stop_24_a_timeline_window_past_the_end_of_the_run_is_refused() {
+fn a_window_past_the_end_of_the_run_is_refused() {
     // one thread: a [0, 4000] ns (the run's origin is its first call)
     let run = Run {
         region_names: vec!["a".into()],

@@ -1238,7 +1238,7 @@ mod tests {
     /// issue 15: a region called once holds a few slots, not `buffer_limit` of them
     /// (100,000 names took 1.9 GB); a busy one still reaches `buffer_limit` by doubling.
     #[test]
-    fn issue_15_buffers_start_small_and_double() {
+    fn buffers_start_small_and_double() {
         let rec = Recorder::new(1024, false);
         let s = st(&rec);
         s.enter(0, false);
@@ -1562,7 +1562,7 @@ mod tests {
     /// marked the run's start counts wall and CPU time from that mark: a thread that burned
     /// CPU before the recorder existed does not carry it into the run.
     #[test]
-    fn issue_14_cpu_and_start_are_counted_from_the_run() {
+    fn cpu_and_start_are_counted_from_the_run() {
         fn burn() {
             let t0 = crate::thread_cpu_ns();
             let mut x = 0u64;
