@@ -6,10 +6,9 @@ use arrow_array::Int64Array;
 use scope_profiler_analysis::{Run, ThreadRow};
 use support::run;
 
-/// stop 25 new-user trial (analysis), finding 4: "`events_frame(include=['zzz'])` has 6
-/// columns where the unfiltered frame has 11; an empty run's summary frame has 12 columns
-/// (vs 24), its per-rank frame `num_ranks` instead of `rank` and no percentiles". The
-/// columns now come from the run and the query, never from the rows selected.
+/// `events_frame(include=['zzz'])` has the unfiltered frame's columns; an empty run's
+/// summary frames have every column, the per-rank one `rank` and the percentiles: the
+/// columns come from the run and the query, never from the rows selected.
 #[test]
 fn frames_keep_their_columns_when_empty() {
     use scope_profiler_analysis::{events_batch, summary_table_columns};

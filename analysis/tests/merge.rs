@@ -6,8 +6,7 @@ use arrow_array::Int64Array;
 use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, RegionCalls};
 use support::run;
 
-/// issue 10: "two merges with different metadata rules (`merge._stacked` unions metadata,
-/// `analysis::stack_runs`/`cli merge` keep the first run's)": one rule for stacking and union.
+/// One metadata rule for stacking and union: the first part's values, every part's keys.
 #[test]
 fn one_metadata_rule_for_stacking_and_union() {
     let a = || run("x", vec![("label", MetaValue::Str("A".into())), ("only_a", MetaValue::Int(1))]);
@@ -24,10 +23,10 @@ fn one_metadata_rule_for_stacking_and_union() {
     assert_eq!(united.meta("label"), Some(&MetaValue::Str("A".into())));
 }
 
-/// issue 14 (third new-user trial): `merge_results` of two runs of `scope-profiler run`
-/// (each with a `processes` label per rank) kept the first run's list, shorter than the
-/// ranks, so the summary dropped every label. Stacking gives one label per rank: each part's
-/// own, a part without labels named by its `merged_from` path.
+/// Stacking runs of `scope-profiler run` (each with a `processes` label per rank) gives one
+/// label per rank: each part's own, a part without labels named by its `merged_from` path
+/// (the first run's list alone would be shorter than the ranks, and the summary would drop
+/// every label).
 #[test]
 fn stacked_runs_keep_one_process_label_per_rank() {
     let labelled = |labels: &[&str]| {

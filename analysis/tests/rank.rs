@@ -95,7 +95,7 @@ fn assign_ids_and_totals() {
     assert_eq!(run.regions[2].exclusive_total_ns, Some(1));
 }
 
-/// A crossing call on a tracked rank is set aside (issue 13 item 2): ids are assigned, the
+/// A crossing call on a tracked rank is set aside: ids are assigned, the
 /// crossing call is a root and its would-be parent keeps its whole exclusive time.
 #[test]
 fn assign_ids_sets_a_crossing_call_aside() {
@@ -138,7 +138,7 @@ fn summary_rows() {
     assert_eq!((main.index, main.name.as_str(), main.alive, main.wall_time), (0, "MainThread", true, None));
     assert_eq!(main.num_calls, 4);
     // roots: outer [0, 100] on the bare lane and the task's call [50, 90] (task on thread 0)
-    // overlap: the union is 100 ns (issue 14: the sum, 140 ns, exceeded the wall time)
+    // overlap: the union is 100 ns (the sum, 140 ns, would exceed the wall time)
     assert_eq!(main.region_time, 100.0 / 1e9);
     // no cpu_start_ns recorded: the whole-life figure
     assert_eq!((main.cpu_time, main.cpu_time_total), (Some(0.005), Some(0.005)));
@@ -185,7 +185,7 @@ fn summary_without_task_columns() {
     assert_eq!(RunAnalysis::new(std::sync::Arc::new(run)).thread_summary(0).unwrap(), rows);
 }
 
-/// issue 14: per-thread numbers that mean what they say. A thread with a bare-lane root
+/// Per-thread numbers that mean what they say. A thread with a bare-lane root
 /// [0, 1000] and two task lanes on it whose roots interleave ([100, 600] awaiting 400 ns,
 /// [200, 700] awaiting 450 ns): region time is the union over the lanes (1000 ns, never
 /// above the wall time), held/await come from the await column, CPU is the run's share.
@@ -221,8 +221,8 @@ fn thread_summary_union_held_await_cpu_and_wall() {
     assert_eq!(m.wall_time, Some(2000.0 / 1e9 - 5.0 / 1e9));
     assert!(m.region_time <= m.wall_time.unwrap());
     // top-level calls: outer 1000 held; task 0: 500 - 400; task 1: 500 - 450; the task calls
-    // lie inside outer, which holds the thread only outside them ([100, 700]: 600 ns; issue
-    // 14, new-user trial: held was 1150 ns > region 1000 ns)
+    // lie inside outer, which holds the thread only outside them ([100, 700]: 600 ns;
+    // counted whole, held would be 1150 ns > region 1000 ns)
     assert_eq!(m.await_time, Some(850.0 / 1e9));
     assert_eq!(m.held_time, Some((1000.0 - 600.0 + 100.0 + 50.0) / 1e9));
     assert_eq!((m.cpu_time, m.cpu_time_total), (Some(5_000.0 / 1e9), Some(9_000.0 / 1e9)));
@@ -247,7 +247,7 @@ fn thread_summary_union_held_await_cpu_and_wall() {
     assert_eq!(RunAnalysis::new(std::sync::Arc::new(run)).task_summary(0).unwrap(), tasks);
 }
 
-/// issue 14: the union of the top-level calls, checked against a brute-force count of
+/// The union of the top-level calls, checked against a brute-force count of
 /// covered nanoseconds on random overlapping task lanes of one thread.
 #[test]
 fn region_time_is_the_union_of_lanes() {
@@ -290,7 +290,7 @@ fn region_time_is_the_union_of_lanes() {
     assert!(total > got, "the lanes overlap, so their sum exceeds the union");
 }
 
-/// issue 14: a live thread's wall time runs to the run's end; in a run stacked from several
+/// A live thread's wall time runs to the run's end; in a run stacked from several
 /// files the metadata's end is rank 0's process's only, so other ranks' live threads have none.
 #[test]
 fn live_wall_time_in_stacked_runs() {
@@ -308,7 +308,7 @@ fn live_wall_time_in_stacked_runs() {
     assert_eq!(thread_summary(&run, 1).unwrap()[0].wall_time, None);
 }
 
-/// issue 14: calls crossing on one thread without task ids (asyncio recorded with
+/// Calls crossing on one thread without task ids (asyncio recorded with
 /// --track-threads) get a note naming --track-async; the same calls on task lanes do not.
 #[test]
 fn crossing_calls_without_task_ids_get_the_track_async_note() {
@@ -336,10 +336,10 @@ fn crossing_calls_without_task_ids_get_the_track_async_note() {
     assert_eq!(untracked_tasks_note(&run, 0, &calls), None);
 }
 
-/// issue 14 (new-user trial): under `session()` MainThread's `held_time` exceeded its
-/// `wall_time`: the session's root region (bare lane) was counted as held beside the task
-/// calls it contains. The root holds the thread outside the task calls it encloses; those
-/// keep their own held and await. Checked by hand: held <= region <= wall.
+/// Under `session()` the session's root region (bare lane) holds the thread only outside
+/// the task calls it encloses (counted as held beside them, MainThread's `held_time` would
+/// exceed its `wall_time`); those keep their own held and await. Checked by hand:
+/// held <= region <= wall.
 #[test]
 fn enclosed_task_calls_are_not_counted_twice() {
     let with_await = |mut r: RegionCalls, w: &[i64]| {
@@ -376,8 +376,8 @@ fn enclosed_task_calls_are_not_counted_twice() {
     assert_eq!((tasks[1].held_time, tasks[1].await_time), (Some(350e-9), Some(450e-9)));
 }
 
-/// issue 14 (new-user trial): `thread_summary()` of a run recorded without `track_threads`
-/// silently returned `[]` (as 0.7.5 does). It still does, and says why.
+/// `thread_summary()` of a run recorded without `track_threads` returns `[]` (as 0.7.5
+/// does), and a note says why.
 #[test]
 fn no_thread_table_says_why() {
     let mut run = sample();
@@ -390,8 +390,8 @@ fn no_thread_table_says_why() {
     assert!(no_thread_table_note(&run, 0).is_some());
 }
 
-/// The general reconstruction's ids, parents and exclusive totals per row (what
-/// `assign_call_ids` gave before its streaming pass, issue 15).
+/// The general reconstruction's ids, parents and exclusive totals per row: what the
+/// streaming numbering at finalize must give.
 fn expected_numbering(run: &Run, rank: u32, base: i64) -> Vec<(usize, Vec<i64>, Vec<i64>, i64)> {
     let (rows, calls) = rank_call_arrays(run, rank).unwrap();
     let mut out: Vec<(usize, Vec<i64>, Vec<i64>, i64)> =
@@ -460,8 +460,8 @@ fn random_run(seed: u64, regions: u32, threads: i64, tasks: bool, crossing: bool
     run
 }
 
-/// issue 15: call ids at finalize come from a streaming merge instead of the general
-/// reconstruction; ids, parents, exclusive totals (set-aside calls included) are the same.
+/// Call ids at finalize come from a streaming merge, not the general reconstruction; ids,
+/// parents, exclusive totals (set-aside calls included) are the same.
 #[test]
 fn streaming_call_ids_equal_the_reconstruction() {
     let mut checked = 0;
@@ -490,7 +490,7 @@ fn streaming_call_ids_equal_the_reconstruction() {
     assert!(checked > 200, "{checked}");
 }
 
-/// issue 10: "lane labels three ways": `lane_label` and `LaneLabels` give the same strings.
+/// One rule for lane labels: `lane_label` and `LaneLabels` give the same strings.
 #[test]
 fn lane_label_is_one_rule() {
     let mut r = run("x", vec![]);
@@ -558,10 +558,10 @@ fn peeked_generator_run(tracked: bool) -> Run {
     }
 }
 
-/// issue 13 item 2: "one non-nesting call poisons the whole rank": a generator decorated
-/// with `@profile` and peeked inside a region made thread_summary, exclusive times and every
-/// export fail with NestingError. The crossing call is set aside (kept, flagged, reported)
-/// and the rest is analysed; `build_call_arrays` itself still raises.
+/// One call that does not nest does not poison the whole rank: a generator decorated with
+/// `@profile` and peeked inside a region crosses it. The crossing call is set aside (kept,
+/// flagged, reported) and the rest is analysed (thread_summary, exclusive times, exports);
+/// `build_call_arrays` itself still raises.
 #[test]
 fn a_call_that_does_not_nest_is_set_aside_not_fatal() {
     let run = peeked_generator_run(true);
@@ -596,7 +596,7 @@ fn a_call_that_does_not_nest_is_set_aside_not_fatal() {
     assert!(build_call_arrays(&inputs).unwrap_err().0.contains("starts inside 'header' call 0"));
 }
 
-/// issue 13 item 2: without lanes a crossing still means interleaved untracked threads:
+/// Without lanes a crossing still means interleaved untracked threads:
 /// the page promises NestingError there.
 #[test]
 fn untracked_crossings_stay_an_error() {
@@ -604,8 +604,7 @@ fn untracked_crossings_stay_an_error() {
     assert!(rank_call_arrays(&run, 0).unwrap_err().0.contains("not properly nested"));
 }
 
-/// issue 14 (new-user trial): the set-aside note always blamed generators. It names the
-/// likely cause from the lanes of the crossing calls: on a thread's lane of a run without
+/// The set-aside note names the likely cause from the lanes of the crossing calls: on a thread's lane of a run without
 /// task ids a generator or untracked event-loop tasks (`--track-async`); on a task lane a
 /// generator only; on the unknown lane (no thread id) threads recorded without
 /// `--track-threads`.
@@ -638,9 +637,9 @@ fn set_aside_note_names_the_likely_cause() {
     );
 }
 
-/// issue 14 (second new-user trial): a threaded program run without `--track-threads` got a
-/// summary whose only note pointed at a missing `sp_end`. The note of an untracked rank whose
-/// calls cross now names the likely cause and the flag; a tracked rank's note is unchanged.
+/// A threaded program run without `--track-threads`: the note of an untracked rank whose
+/// calls cross names the likely cause and the flag, not only a missing `sp_end`; a tracked
+/// rank's note does not.
 #[test]
 fn untracked_crossing_note_names_track_threads() {
     let mut untracked = peeked_generator_run(false);
@@ -656,10 +655,8 @@ fn untracked_crossing_note_names_track_threads() {
     assert_eq!(note, "a recorded call ends before it starts");
 }
 
-// Reported: stop 24 note, "Noticed, not fixed": "An `.h5` with negative
-// `thread_table/cpu_ns` or `end_ns = 0`, or with thread ids that have no thread row, is
-// accepted without a word: `threads` prints negative CPU or wall times, or 0 calls per
-// thread." (The file-level test is `test_regressions.py`; this one is the summary's rule.)
+/// A damaged thread table (negative `cpu_ns`, `end_ns = 0`, thread ids without a row): the
+/// summary's rule (the file-level test is in `tests/python/test_read_robustness.py`).
 /// Unsound times are `None` (never negative), calls of a thread id without a row get a row
 /// `thread N` of their own, and `thread_table_note` names each bad row and the problem.
 #[test]

@@ -327,7 +327,7 @@ pub enum Command {
     },
 }
 
-/// What `timeline` draws of the run (issue 13 item 15: bounded pictures).
+/// What `timeline` draws of the run: the picture stays bounded.
 #[derive(Debug, Clone, clap::Args)]
 pub struct TimelineLimits {
     /// Draw at most N lanes as rows, the busiest by top-level call time (in the window); the

@@ -143,7 +143,7 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
             }
         };
         // a recovered run has no `process` metadata: its `.started` announcement describes it
-        // (stop 22 new-user trial: the rank was labelled only `pid N`)
+        // (so the rank is labelled as its process, not only `pid N`)
         let description = match run.meta(PROCESS_KEY) {
             Some(MetaValue::Str(s)) => s.clone(),
             _ => announced(dir, &name).unwrap_or_else(|| pid_of(&name)),
@@ -172,8 +172,8 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
 /// a `run` that followed processes (`FILE.procs-<pid>/`, left behind when the run was
 /// killed), their recordings - files, and the sidecars of those killed too - are stacked
 /// after the recovered run in `written` ([`merge_processes`]) and the directory is
-/// removed (stop 24 new-user trial: `recover` brought back only the script's own process
-/// and left the workers' streamed calls in a directory nothing cleaned up). Returns the
+/// removed (so `recover` brings back the workers' streamed calls too, and leaves no
+/// directory behind). Returns the
 /// line to print; a merge that fails is a `warning:` on stderr, and the directory stays.
 pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String> {
     let dir = PathBuf::from(format!("{}.procs-{pid}", file.display()));
@@ -206,8 +206,8 @@ pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String>
 /// `start_time_ns`, the same `CLOCK_MONOTONIC` as the process's): its thread and task times
 /// are relative to its own start, so they are shifted by the difference, and the threads
 /// still alive when it wrote its file end at its `finalize_time_ns` - the process ended
-/// there (issue 14, third new-user trial: a worker's MainThread started at 0 and, alive,
-/// ran to the script's end, so its wall time was the whole run's). A run without its own
+/// there (not at 0, and not, alive, to the script's end, which would make its wall time the
+/// whole run's). A run without its own
 /// `start_time_ns` (recovered from a sidecar) is left as it is.
 fn on_the_scripts_origin(run: &mut Run, origin: i64) {
     let Some(start) = run.meta_int("start_time_ns") else { return };
@@ -231,9 +231,9 @@ fn on_the_scripts_origin(run: &mut Run, origin: i64) {
 mod tests {
     use super::*;
 
-    /// issue 14 (third new-user trial): a followed worker's MainThread started at 0 and ran,
-    /// alive, to the script's end. Its tables move to the script's origin and its live
-    /// threads end where the worker wrote its file.
+    /// A followed worker's tables move to the script's origin (its MainThread does not start
+    /// at 0) and its live threads end where the worker wrote its file (not at the script's
+    /// end).
     #[test]
     fn a_followed_process_s_tables_are_on_the_script_s_origin() {
         use scope_profiler_analysis::{TaskRow, ThreadRow};

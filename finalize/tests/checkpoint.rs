@@ -416,7 +416,7 @@ fn a_snapshot_naming_an_unknown_region_is_an_error() {
     assert_eq!((err.id, err.regions), (3, 1));
 }
 
-/// Issue 11 (per-call metadata): a checkpoint gives the calls inside `metadata()` scopes
+/// Per-call metadata: a checkpoint gives the calls inside `metadata()` scopes
 /// their values (two threads: the rule is time, as the reference's), retires the scopes with
 /// its calls, and keeps them when it keeps its calls (`rewind` false: `scopes_taken` says
 /// how many to retire later).
@@ -484,9 +484,8 @@ fn request(path: &std::path::Path) -> CheckpointRequest<'_> {
     }
 }
 
-/// issue 13 item 1: "A failed write throws away the run: `finalize()` empties the recorder
-/// buffers before the file is written; a retry writes an empty profile." Now the calls are
-/// retired only once the file is published: the failure carries the run and its errno,
+/// A failed write keeps the run: the calls are retired only once the file is published (not
+/// before it is written, which would leave a retry an empty profile): the failure carries the run and its errno,
 /// the retry writes every call (also those recorded while the failed write ran), and a
 /// call recorded during a successful write is kept for the next checkpoint.
 #[test]
@@ -536,7 +535,7 @@ fn a_failed_write_keeps_every_call_for_the_retry() {
     assert!(done.run.regions[0].start_ns.value(0) > back.regions[0].end_ns.value(3));
 }
 
-/// issue 13 item 1: the OS error of each kind of refused target reaches the caller.
+/// The OS error of each kind of refused target reaches the caller.
 #[test]
 fn write_failures_carry_their_errno() {
     let rec = Recorder::new(4, true);
@@ -559,7 +558,7 @@ fn write_failures_carry_their_errno() {
     assert_eq!(std::fs::read(&file).unwrap(), b"x");
 }
 
-/// issue 13 item 6: "SIGKILL / OOM kill loses everything. Add opt-in streaming": a flush
+/// Opt-in streaming, so that a SIGKILL or the OOM killer does not lose everything: a flush
 /// appends the completed calls to the sidecar and retires exactly those (a call recorded
 /// during the append stays buffered, a call open across it is taken once it completes); the
 /// checkpoint with the sidecar's frames writes every call once, nested as recorded.
@@ -613,9 +612,9 @@ fn flushed_and_buffered_calls_make_the_file_once() {
     assert_eq!(unsafe { rec.snapshot(2) }.len(), 0, "everything retired once written");
 }
 
-/// issue 13 item 6: a sidecar whose writer runs (this process) is not recovered; its frames
-/// are read up to a torn one ("never failing on a torn last frame") and numbered. (Recovery
-/// of a killed process's sidecar end to end: `tests/python/test_regressions.py`.)
+/// A sidecar whose writer runs (this process) is not recovered; its frames are read up to a
+/// torn one (never failing on a torn last frame) and numbered. (Recovery of a killed
+/// process's sidecar end to end: `tests/python/test_recovery.py`.)
 #[test]
 fn recover_stops_at_a_torn_frame_and_leaves_a_live_writers_sidecar() {
     use scope_profiler_finalize::stream::{flush, pending_sidecar, recover, recover_run, RecoverError, SidecarWriter};
@@ -648,7 +647,7 @@ fn recover_stops_at_a_torn_frame_and_leaves_a_live_writers_sidecar() {
     assert_eq!(r.run.meta("recovered_from"), Some(&MetaValue::Str(path.file_name().unwrap().to_string_lossy().into())));
 }
 
-/// issue 13 item 7: "Temp files of a killed write stay forever". A publication removes the
+/// Temp files of a killed write do not stay forever: a publication removes the
 /// temporary files of dead writers of this namespace in its directory once they are a few
 /// seconds old; a live writer's, a young one and one of another namespace stay.
 #[test]
@@ -694,8 +693,8 @@ fn publication_removes_dead_writers_temp_files() {
     assert_eq!(mine.len(), 1, "the publication's own temp file became run.h5: {mine:?}");
 }
 
-/// issue 13 item 3: "Regions still open at `finalize()` vanish without a word (a worker
-/// blocked inside a region when the session ends)". Every checkpoint lists the open calls;
+/// Regions still open at `finalize()` (a worker blocked inside a region when the session
+/// ends) do not vanish without a word: every checkpoint lists the open calls;
 /// the end of a recording (`close_open_at`) puts them in the run as calls ending then,
 /// flagged in their per-call metadata; a checkpoint leaves them open for a later one.
 #[test]

@@ -33,8 +33,8 @@ fn summary_rows_match_the_full_read() {
     }
 }
 
-/// issue 11, a defect of the reference: "a tracked run that recorded no region writes its
-/// thread table and `num_ranks` 1 to the file, as in memory" (its file had neither).
+/// A tracked run that recorded no region writes its thread table and `num_ranks` 1 to the
+/// file, as in memory (the reference's file has neither: a defect we do not copy).
 #[test]
 fn a_tracked_run_without_regions_keeps_its_thread_table() {
     let dir = tempfile::tempdir().unwrap();

@@ -164,8 +164,7 @@ fn region_filter_no_calls_and_atomic_write() {
     let rows = table_rows(&html, "regions");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0][0], "fetch");
-    // a selection without calls gets a report that says so (stop 25 new-user trial: it
-    // was refused; 0.7.5 writes one)
+    // a selection without calls gets a report that says so (as 0.7.5 writes one)
     let empty =
         Run { region_names: vec!["a".into()], num_ranks: 1, regions: vec![row(0, &[], &[])], ..Default::default() };
     let dir = tempfile::tempdir().unwrap();
@@ -183,10 +182,8 @@ fn region_filter_no_calls_and_atomic_write() {
     assert!(html.contains("&lt;b&gt;&amp;x&lt;/b&gt;") && !html.contains("<b>&x</b>"));
 }
 
-/// stop 25 new-user trial (analysis), finding 2: "an empty run (setup then finalize, no
-/// calls): `report` and `create_html_report` refuse it ('No calls recorded for the requested
-/// ranks'), 0.7.5 writes a report". The HTML report is planned and written, saying so; the
-/// other formats still refuse it.
+/// An empty run (setup then finalize, no calls) gets an HTML report, planned and written,
+/// saying so, as 0.7.5 writes one; the other formats refuse it.
 #[test]
 fn a_run_without_calls_gets_a_report_saying_so() {
     use scope_profiler_formats::export_plan::{plan, ExportFormat, PlanError, Request, RunInput};

@@ -175,7 +175,7 @@ fn per_lane_files_and_names() {
     assert_eq!(names[1], "out_rank0_Task-1_main_on_MainThread.prof");
     assert_eq!(prof_path(&dir.path().join("a.b.prof"), &files[0]).file_name().unwrap(), "a.b_rank0_MainThread.prof");
     let whole = write_prof(&run, &sel, &dir.path().join("out.prof"), ProfOptions::default()).unwrap();
-    // one file: the name as given (issue 13 item 14)
+    // one file: the name as given
     assert_eq!(whole, vec![dir.path().join("out.prof")]);
 }
 
@@ -279,9 +279,8 @@ fn set_aside_calls_are_left_out() {
     }
 }
 
-/// issue 13 item 15: "`.prof` of a 3,000-deep recursion is 52 MB (every depth a distinct
-/// call path; collapse recursion as cProfile does)". Both modes now give one entry with a
-/// self-edge, counted as cProfile counts: nc 3000, cc 1, ct the outermost call only; the
+/// A 3,000-deep recursion collapses as cProfile collapses it (not a distinct call path per
+/// depth, 52 MB): both modes give one entry with a self-edge, counted as cProfile counts: nc 3000, cc 1, ct the outermost call only; the
 /// self-edge `(nc, cc, tt, ct)` = (2999, 1, ..., the second call's duration).
 #[test]
 fn a_deep_recursion_is_one_entry_with_a_self_edge() {
@@ -305,11 +304,11 @@ fn a_deep_recursion_is_one_entry_with_a_self_edge() {
         let self_edge = &rec.callers[1].1;
         assert!((self_edge.3 - second_ns as f64 / 1e9).abs() < 1e-15, "edge ct: the outermost rec -> rec call");
         let bytes = marshal_stats(entries).len();
-        assert!(bytes < 1024, "{bytes} bytes (was 54,342,082 with call paths)");
+        assert!(bytes < 1024, "{bytes} bytes (a call path per depth: 54 MB)");
     }
 }
 
-/// issue 13 item 15: recursion through another region collapses too, and the paths keep
+/// Recursion through another region collapses too, and the paths keep
 /// their context: `a > b > a > b > c` is the entries `a`, `a > b` and `a > b > c`, the inner
 /// `a` a call of `a` from `a > b` (a cycle, as cProfile shows mutual recursion).
 #[test]

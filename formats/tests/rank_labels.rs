@@ -8,9 +8,9 @@ use scope_profiler_analysis::*;
 use scope_profiler_formats::timeline::{timeline_svg, TimelineOptions};
 use scope_profiler_formats::Selection;
 
-/// issue 14 (third new-user trial): a run of `scope-profiler run` following processes named
-/// each rank's process only in the summary; the Chrome and Perfetto traces, the timeline and
-/// the HTML report said `rank N`. They name it as the summary does (`Run::rank_label`).
+/// A run of `scope-profiler run` following processes: the Chrome and Perfetto traces, the
+/// timeline and the HTML report name each rank's process as the summary does
+/// (`Run::rank_label`), not just `rank N`.
 #[test]
 fn followed_processes_are_named_in_every_export() {
     let mut second = row(0, &[5], &[9]);
@@ -41,7 +41,7 @@ fn followed_processes_are_named_in_every_export() {
     assert!(svg.contains("rank 1 (pid 11 (child of 10): python -c 'x&lt;y')</text>"), "{svg}");
     let html = scope_profiler_formats::html_report::html_report(&run, &sel).unwrap();
     assert!(html.contains("<h3>Rank 1 (pid 11 (child of 10): python -c 'x&lt;y'): Regions</h3>"));
-    // without `processes`: `rank N` as before
+    // without `processes`: `rank N`
     let plain = Run { metadata: vec![], ..run };
     assert_eq!(plain.rank_label(1), "rank 1");
 }

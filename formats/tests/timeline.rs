@@ -106,7 +106,7 @@ fn errors_leave_nothing() {
     assert!(std::fs::read_to_string(&p).unwrap().ends_with("</svg>\n"));
 }
 
-// ---- issue 13 item 15: the timeline SVG stays within what browsers draw ----
+// ---- the timeline SVG stays within what browsers draw ----
 
 /// `height` of the root element, px.
 fn svg_height(svg: &str) -> f64 {
@@ -166,8 +166,7 @@ fn many_tasks(n: i64) -> Run {
     }
 }
 
-/// issue 13 item 15: "the timeline SVG is 51,158 px tall for that recursion (3,000 deep)".
-/// 32 levels are drawn by default, the 2,968 deeper calls are one marker, the caption says
+/// A 3,000-deep recursion is not a 51,158 px tall drawing: 32 levels are drawn by default, the 2,968 deeper calls are one marker, the caption says
 /// so; with every level (`max_depth: 0`) all 3,000 bars are drawn, lower, within 32,767 px.
 #[test]
 fn a_deep_recursion_draws_32_levels_and_marks_the_deeper_calls() {
@@ -201,7 +200,7 @@ fn a_deep_recursion_draws_32_levels_and_marks_the_deeper_calls() {
     assert!(two.contains("1 call(s) deeper than 2 levels not drawn (levels 3–3)"));
 }
 
-/// issue 13 item 15: "44,141 px for 1,000 threads": 64 rows by default, the busiest (here
+/// 1,000 threads are not 44,141 px of rows: 64 rows by default, the busiest (here
 /// the last 64 threads), plus a summary row naming the 936 left out; every lane with
 /// `lanes: 0` (27,114 px, under the limit).
 #[test]
@@ -226,8 +225,7 @@ fn of_1000_threads_the_64_busiest_are_drawn_and_the_rest_summed_up() {
     assert!(caption(&all).is_empty() && !all.contains("more lane(s)"));
 }
 
-/// issue 13 item 15: "65 MB for 20k tasks": 64 rows and a summary row by default (tens of
-/// KB); with `lanes: 0` the rows that fit in 32,767 px at 2 px a level (10,240), the others
+/// 20k tasks are not 65 MB: 64 rows and a summary row by default (tens of KB); with `lanes: 0` the rows that fit in 32,767 px at 2 px a level (10,240), the others
 /// in the summary row, a few MB.
 #[test]
 fn of_20k_tasks_stays_small_and_within_the_svg_height_limit() {
@@ -253,7 +251,7 @@ fn of_20k_tasks_stays_small_and_within_the_svg_height_limit() {
     );
 }
 
-/// issue 13 item 15: "offer `--window START:END`": only the calls overlapping it, clipped to
+/// A window (`--window START:END`): only the calls overlapping it, clipped to
 /// it; lanes without a call in it are not rows; the axis keeps ms since the run start.
 #[test]
 fn a_window_draws_the_calls_overlapping_it_clipped() {
@@ -301,11 +299,9 @@ fn a_window_draws_the_calls_overlapping_it_clipped() {
     assert!(TimelineOptions { width: 40_000.0, ..TimelineOptions::default() }.check().unwrap_err().contains("32767"));
 }
 
-// Reported: stop 24 note, "Noticed, not fixed": "`timeline --window 0.05:` past the end of
-// the run draws an empty window instead of refusing it".
 /// A window starting at or after the end of the run's last call is refused
 /// (`ExportError::Request`, naming the window and the run's extent); one that overlaps the
-/// run only in part is drawn, clipped, as before.
+/// run only in part is drawn, clipped.
 #[test]
 fn a_window_past_the_end_of_the_run_is_refused() {
     // one thread: a [0, 4000] ns (the run's origin is its first call)
@@ -333,7 +329,7 @@ fn a_window_past_the_end_of_the_run_is_refused() {
          give a window starting before 0.000004 s",
         "a window starting at the very end holds nothing either"
     );
-    // partly in the run: drawn, clipped (as before)
+    // partly in the run: drawn, clipped
     let svg = draw((0.000003, 0.000005)).unwrap();
     assert_eq!(drawn_lanes(&svg), [-2]);
     // clipped: 3000..4000 ns of the window 3000..5000 ns, half of the 1120 px plot
