@@ -690,7 +690,7 @@ def test_total_await_duration_counts_a_negative_await_as_zero_like_the_summaries
 
 # print_summary(include=['outer']) counts the selected regions only, and its title and
 # thread table say they are filtered.
-def test_a_filtered_summary_says_so(tmp_path):
+def test_print_summary_of_a_selection_says_it_is_filtered(tmp_path):
     r = _nested_threaded_run(tmp_path / "mine.h5")
     out = io.StringIO()
     r.print_summary(include=["outer"], stream=out, suppress_notes=True)
