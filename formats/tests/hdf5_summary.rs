@@ -1,7 +1,7 @@
 //! `read_h5_summary` against the full reader: the summary of each reference file has one
 //! row per region row with calls, carrying the same region, rank, call count, source,
 //! tags and stored exclusive total, and the same names, lane tables, metadata and rank
-//! count. (Guards the reader's split into index and row steps, formats-split.)
+//! count: the reader's index and row steps agree.
 mod export_support;
 
 use export_support::{datasets, thread};
