@@ -43,8 +43,8 @@ pub struct ThreadSummaryRow {
     /// asyncio.run(...)`, the `session()` root - is split into its own held and await, as a
     /// child is in exclusive time). `None` when the rank recorded no await column (no
     /// `track_async`). `held_time <= region_time`: the held parts of calls on one thread do
-    /// not overlap (issue 14, new-user trial: under `session()` the root was counted whole
-    /// beside the task calls inside it, and held exceeded wall).
+    /// not overlap (under `session()` the root holds the thread only outside the task calls
+    /// inside it; counted whole beside them, held would exceed wall).
     pub held_time: Option<f64>,
     /// s those top-level calls were suspended in an `await` (or switched out greenlet):
     /// Σ await, `None` without an await column. `held_time + await_time` = Σ durations of
@@ -285,8 +285,8 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
     }
     let mut num_calls = vec![0i64; slot.len()];
     // Calls whose thread id has no thread-table row (`-1`, "unknown thread", aside): a
-    // damaged file. Such threads get a row of their own, after the table's (stop 24 note:
-    // their calls were counted nowhere).
+    // damaged file. Such threads get a row of their own, after the table's, so their calls
+    // are counted somewhere.
     let mut unlisted: HashMap<i64, i64> = HashMap::new();
 
     // Calls per thread. Without task columns a call's lane is -2 - its thread id (or -1),
@@ -345,8 +345,8 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
 
     // Top-level calls per lane, then per thread: a thread's bare lane first, then every task
     // lane whose task rows name the thread (each distinct thread once), without the task
-    // calls that lie inside a bare-lane call of that thread (issue 14: the session root
-    // counted as held beside the task calls it contains, held > wall).
+    // calls that lie inside a bare-lane call of that thread (the session root counted as
+    // held beside the task calls it contains would make held > wall).
     let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
     task_threads.sort_unstable();
     let lanes = lane_times(run, rank, calls, split, true);
@@ -475,8 +475,8 @@ impl<'a> SlotIndex<'a> {
 /// no row for (listed as `thread N` with unknown times). `None` for a sound table. One
 /// message naming the table, each bad row (its position in the run's thread table, ranks
 /// ascending: the file's row for files written in rank order) and the problem; the caller
-/// adds the file. Stop 24 note: a damaged table gave negative times and uncounted calls
-/// without a word.
+/// adds the file. A damaged table never gives negative times or uncounted calls without a
+/// word.
 pub fn thread_table_note(run: &Run, rank: u32, rows: &[ThreadSummaryRow]) -> Option<String> {
     const SHOWN: usize = 5;
     let bad: Vec<String> = run
@@ -516,8 +516,8 @@ pub fn thread_table_note(run: &Run, rank: u32, rows: &[ThreadSummaryRow]) -> Opt
 }
 
 /// Why `thread_summary(rank)` is empty, when it is because the rank has calls but no thread
-/// table: the run was recorded without `track_threads` (0.7.5 returned `[]` silently; issue
-/// 14, new-user trial). `None` when the rank has a thread table, or no calls either.
+/// table: the run was recorded without `track_threads` (0.7.5 returns `[]` silently).
+/// `None` when the rank has a thread table, or no calls either.
 pub fn no_thread_table_note(run: &Run, rank: u32) -> Option<String> {
     if run.rank_threads(rank).next().is_some() || run.rank_rows(rank).next().is_none() {
         return None;
@@ -532,8 +532,7 @@ pub fn no_thread_table_note(run: &Run, rank: u32) -> Option<String> {
 /// without `track_async`: the rank has thread ids but no task ids, and calls on a thread's
 /// lane were set aside because they overlap without nesting (coroutines suspended inside
 /// regions interleave their calls on the one thread that runs them). Says to record with
-/// `--track-async` / `track_async=True`. `None` otherwise (issue 14: the only hint was about
-/// a missing `sp_end`).
+/// `--track-async` / `track_async=True`, not only at a missing `sp_end`. `None` otherwise.
 pub fn untracked_tasks_note(run: &Run, rank: u32, calls: &CallArrays) -> Option<String> {
     let threads = run.rank_rows(rank).any(|r| r.thread_ids.is_some());
     let tasks = run.rank_rows(rank).any(|r| r.task_ids.is_some());

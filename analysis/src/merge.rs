@@ -188,8 +188,8 @@ fn merge_metadata(merged: &mut Vec<(String, MetaValue)>, later: Vec<(String, Met
 /// script's processes): a string list, one per rank.
 pub const PROCESSES: &str = "processes";
 
-/// `processes` of a stacked run (issue 14, third new-user trial: stacking runs that had it
-/// kept the first part's list, shorter than the ranks): each part's labels at its ranks; a
+/// `processes` of a stacked run, one label per rank (the first part's list alone would be
+/// shorter than the ranks): each part's labels at its ranks; a
 /// part without them is named by its `merged_from` path (`path` or `path rank r`), else "".
 fn stacked_processes(
     parts: &[(u32, Option<Vec<String>>, u32, usize)],

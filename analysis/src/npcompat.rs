@@ -32,8 +32,8 @@ fn pairwise_sum(a: &[f64]) -> f64 {
 
 /// [`pairwise_sum`] of the `n` values `value(at)`, `value(at + 1)`, ... computed as they are
 /// needed, in the same order of operations (bit for bit the same result), so that a derived
-/// array - durations, squared deviations - is never materialised (issue 15: `finalize()`
-/// allocated and faulted in two such arrays per region).
+/// array - durations, squared deviations - is never materialised (`finalize()` would
+/// allocate and fault in two such arrays per region).
 fn pairwise_sum_by<F: Fn(usize) -> f64>(at: usize, n: usize, value: &F) -> f64 {
     if n < 8 {
         let mut res = -0.0;

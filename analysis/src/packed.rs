@@ -280,7 +280,7 @@ impl PartialEq for IdColumn {
 mod tests {
     use super::*;
 
-    /// issue 15: ids packed as they come (finalize) equal their values, a step beyond 32
+    /// Ids packed as they come (finalize) equal their values, a step beyond 32
     /// bits keeps the column plain.
     #[test]
     fn builder_packs_as_values_come() {

@@ -201,8 +201,7 @@ pub fn set_aside_report(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays
 }
 
 /// What likely made the set-aside calls of `rank` cross another call on their lane, from the
-/// lanes they are on (issue 14, new-user trial: the note always blamed generators). One
-/// cause per kind of lane, in the order unknown lane, thread lane, task lane:
+/// lanes they are on, rather than always blaming generators. One cause per kind of lane, in the order unknown lane, thread lane, task lane:
 /// * the unknown lane (-1: calls without a thread id): threads recorded without
 ///   `track_threads`, whose calls share one stack;
 /// * a thread's lane in a rank without task ids: a generator advanced inside another region,

@@ -176,8 +176,7 @@ impl ThreadRow {
     /// What is wrong with this row's times: one phrase per value no recording gives (a
     /// negative time other than [`UNKNOWN`], an end before the start, a negative CPU clock or
     /// one below its start); empty for a sound row. Summaries show such values as unknown
-    /// and say so ([`crate::thread_table_note`]) instead of printing a negative time (stop 24
-    /// note: `threads` printed negative CPU and wall times of a damaged file).
+    /// and say so ([`crate::thread_table_note`]) instead of printing a negative time.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.start_ns < UNKNOWN {

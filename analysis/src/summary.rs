@@ -129,8 +129,8 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
 /// The note for a rank whose calls cannot be reconstructed (the summary's, finalize()'s
 /// "call graph not recorded" warning): the error, plus, when the rank recorded no thread
 /// ids, the likely cause - calls of several threads sharing one stack - and the flag that
-/// records them apart (issue 14, new-user trial: a threaded program run without
-/// `--track-threads` was pointed only at a missing `sp_end`).
+/// records them apart (a threaded program run without `--track-threads` is not pointed only
+/// at a missing `sp_end`).
 pub fn nesting_note(run: &Run, rank: u32, e: &NestingError) -> String {
     let untracked = run.rank_rows(rank).all(|r| r.thread_ids.is_none());
     if untracked && e.0.starts_with(crate::callstack::NOT_NESTED) {
@@ -172,8 +172,8 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
 /// The columns of the region summary table (`ProfilingResults.to_arrow()` / `to_polars()` /
 /// `to_pandas()`), in order: `summary()`'s keys, or with `per_rank` one row per (region,
 /// rank). They depend on the query (`per_rank`) and on the run's optional columns (GPU
-/// values, await times: [`OptionalColumns`]), never on how many rows the query gives (stop 25
-/// new-user trial, finding 4: an empty run had 12 columns, `num_ranks` in its per-rank frame).
+/// values, await times: [`OptionalColumns`]), never on how many rows the query gives (an
+/// empty run has every column, and `rank` in its per-rank frame).
 pub fn summary_table_columns(run: &Run, per_rank: bool) -> Vec<&'static str> {
     let has = OptionalColumns::of(run);
     let mut cols = vec!["name", if per_rank { "rank" } else { "num_ranks" }];

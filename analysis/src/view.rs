@@ -252,10 +252,10 @@ mod tests {
         assert_eq!(view.exclusive_total_ns().unwrap(), 100);
     }
 
-    /// issue 13 item 12: "stored exclusive totals larger than the inclusive ones" load as a
-    /// wrong profile. A stored total above the row's inclusive total (120 ns) is not used.
+    /// A stored exclusive total larger than the inclusive one would load as a wrong profile:
+    /// a stored total above the row's inclusive total (120 ns) is not used.
     #[test]
-    fn issue_13_an_impossible_stored_total_is_reconstructed() {
+    fn an_impossible_stored_total_is_reconstructed() {
         let mut r = row(vec![0, 10], vec![100, 30], vec![0, 0]);
         r.exclusive_total_ns = Some(999);
         let run = Run { region_names: vec!["a".into()], regions: vec![r], num_ranks: 1, ..Run::default() };

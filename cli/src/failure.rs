@@ -1,7 +1,7 @@
 //! Why a subcommand failed, and its exit code: 2 for a usage error (a bad option value, an
 //! input or output of the wrong kind - what clap itself exits 2 for), 1 for a runtime
-//! failure (a file missing, unreadable, damaged, or not written). Issue 14, new-user trial:
-//! usage errors exited with 2 from clap and 1 from our own checks.
+//! failure (a file missing, unreadable, damaged, or not written). Our own checks and clap's
+//! agree: a usage error is 2 whoever finds it.
 use std::fmt;
 use std::path::Path;
 
@@ -51,8 +51,8 @@ impl fmt::Display for Failure {
 const HDF5_SUFFIXES: [&str; 2] = [".h5", ".hdf5"];
 
 /// Read the profile `path` for a subcommand: an HDF5 file, or a JSON profile (`run -o
-/// run.json`, `export_json`; by its contents, plain or gzip-compressed - issue 14, second
-/// new-user trial: the CLI refused the JSON profiles its own `run` writes). A file that is
+/// run.json`, `export_json`; by its contents, plain or gzip-compressed: the CLI reads the JSON
+/// profiles its own `run` writes). A file that is
 /// there but of another kind - JSON that is not a scope-profiler profile, an HTML report, or
 /// a name without `.h5`/`.hdf5` and no HDF5 signature (a script, a text file) - is a usage
 /// error naming what it is; a missing, empty, truncated or damaged profile is a runtime
@@ -79,7 +79,7 @@ pub fn read_input(path: &Path) -> Result<Run, Failure> {
             "{} is {kind}, not an HDF5 profile: this command reads the .h5 files that `run` and finalize() write",
             path.display()
         )),
-        // HDF5 of another program (stop 22 new-user trial: it exited 1, as a damaged profile)
+        // HDF5 of another program: a file of another kind, not a damaged profile
         None if e.to_string().contains(NOT_A_PROFILE_H5) => Failure::usage(e.to_string()),
         None => Failure::runtime(e.to_string()),
     })
@@ -117,11 +117,11 @@ pub const RUN_OUTPUT_SUFFIXES: [&str; 6] = [".h5", ".hdf5", ".json", ".json.gz",
 
 /// Check `run -o OUTPUT` before the script runs, so that it does not run for a profile that
 /// cannot be written:
-/// * its name must end in one of [`RUN_OUTPUT_SUFFIXES`] (issue 14, new-user trial: `run -o
-///   out.txt` silently wrote HDF5 into `out.txt`, as 0.7.5 does) - a usage error;
+/// * its name must end in one of [`RUN_OUTPUT_SUFFIXES`] (0.7.5 silently writes HDF5 into
+///   `run -o out.txt`) - a usage error;
 /// * neither it nor `recording` (the HDF5 file recorded into) may be a directory - a usage
 ///   error; its directory is created if missing and must take a new file - else a runtime
-///   failure (stop 22 new-user trial: these were Python tracebacks, one after the script ran).
+///   failure, an `error:` line before the script runs (not a Python traceback after it).
 pub fn check_run_output(output: &Path, recording: &Path) -> Result<(), Failure> {
     let name = output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
     if !RUN_OUTPUT_SUFFIXES.iter().any(|s| name.ends_with(s)) {
@@ -142,9 +142,9 @@ pub fn check_run_output(output: &Path, recording: &Path) -> Result<(), Failure> 
 }
 
 /// Check `recover -o OUTPUT` before recovering: `recover` writes HDF5, so the name must end
-/// in `.h5` or `.hdf5` (stop 24 new-user trial: `-o rx.json` wrote HDF5 under a JSON name),
-/// and it may not be a directory - usage errors; its directory is created if missing and
-/// must take a new file (the trial: a missing directory failed at the temporary file) - else
+/// in `.h5` or `.hdf5` (not HDF5 under a JSON name), and it may not be a directory - usage
+/// errors; its directory is created if missing (so the temporary file can be made there) and
+/// must take a new file - else
 /// a runtime failure.
 pub fn check_recover_output(output: &Path) -> Result<(), Failure> {
     let name = output.file_name().map(|n| n.to_string_lossy().to_lowercase()).unwrap_or_default();
@@ -218,8 +218,8 @@ mod tests {
         }
     }
 
-    /// stop 22 new-user trial: an output under a file, in an unwritable place or that is a
-    /// directory printed a Python traceback (the last one after the script ran).
+    /// An output under a file, in an unwritable place or that is a directory is an `error:`
+    /// line before the script runs, never a Python traceback.
     #[test]
     fn run_output_that_cannot_be_written_is_refused_before_the_script() {
         let dir = std::env::temp_dir().join(format!("sp-run-output-{}", std::process::id()));
@@ -253,13 +253,10 @@ mod tests {
         assert!(!e.message.contains("os error"), "{e}");
     }
 
-    /// issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks.
-    /// A file of another kind is a usage error (2); a missing or damaged `.h5` a runtime
-    /// failure (1).
-    /// stop 24 new-user trial: `recover -o rx.json` wrote HDF5 under a JSON name, and
-    /// `recover -o nodir/deep/out.h5` failed at its temporary file.
+    /// `recover -o rx.json` is refused (HDF5 under a JSON name), and `recover -o
+    /// nodir/deep/out.h5` creates its directory.
     #[test]
-    fn stop_24_recover_output_is_hdf5_and_its_directory_is_created() {
+    fn recover_output_is_hdf5_and_its_directory_is_created() {
         let dir = std::env::temp_dir().join(format!("sp-recover-output-{}", std::process::id()));
         let _ = std::fs::remove_dir_all(&dir);
         let e = check_recover_output(&dir.join("rx.json")).unwrap_err();
@@ -273,8 +270,10 @@ mod tests {
         std::fs::remove_dir_all(&dir).unwrap();
     }
 
+    /// A file of another kind is a usage error (2); a missing or damaged `.h5` a runtime
+    /// failure (1).
     #[test]
-    fn issue_14_new_user_trial_wrong_file_kind_is_a_usage_error() {
+    fn a_file_of_the_wrong_kind_is_a_usage_error() {
         let html = temp("report.html", b"<!doctype html><html></html>");
         let json = temp("run.json", b"{\"regions\": {}}");
         let script = temp("script.py", b"print('hi')\n");
@@ -296,8 +295,8 @@ mod tests {
         }
     }
 
-    /// stop 23 new-user trial: `summary DIR` exited 1 (a runtime failure) although a
-    /// directory given for a file is a wrong request, like a file of another kind.
+    /// `summary DIR` is a usage error: a directory given for a file is a wrong request, like a
+    /// file of another kind.
     #[test]
     fn a_directory_for_a_file_is_a_usage_error() {
         let dir = std::env::temp_dir().join(format!("sp-dir-input-{}.h5", std::process::id()));
@@ -309,11 +308,10 @@ mod tests {
         std::fs::remove_dir(&dir).unwrap();
     }
 
-    /// issue 14 (second new-user trial): the reading subcommands refused the JSON profiles
-    /// `run -o run.json` writes. They read them (plain or gzip, any name); a damaged JSON
-    /// profile is a runtime failure naming the file.
+    /// The reading subcommands read the JSON profiles `run -o run.json` writes (plain or
+    /// gzip, any name); a damaged JSON profile is a runtime failure naming the file.
     #[test]
-    fn issue_14_json_profiles_are_read_by_the_subcommands() {
+    fn json_profiles_are_read_by_the_subcommands() {
         let dataset = Path::new(env!("CARGO_MANIFEST_DIR")).join("../datasets/compat/json-v1.json");
         let bytes = std::fs::read(&dataset).unwrap();
         let first = read_input(&dataset).unwrap();
@@ -339,10 +337,10 @@ mod tests {
         assert_eq!(code(&["sp", "summary", cut.to_str().unwrap()]), 1);
     }
 
-    /// issue 14 (new-user trial): `run -o out.txt` silently wrote HDF5 into `out.txt` (as
-    /// 0.7.5 does): refused, naming the accepted suffixes, exit 2 like clap's errors.
+    /// `run -o out.txt` is refused (0.7.5 silently writes HDF5 into `out.txt`), naming the
+    /// accepted suffixes, exit 2 like clap's errors.
     #[test]
-    fn issue_14_new_user_trial_run_refuses_an_unknown_output_kind() {
+    fn run_refuses_an_unknown_output_kind() {
         assert_eq!(code(&["sp", "run", "-o", "out.txt", "x.py"]), 2);
         let e = check_run_output(Path::new("out.txt"), Path::new("out.txt")).unwrap_err();
         assert!(e.message.contains(".h5 or .hdf5") && e.message.contains(".json.gz") && e.message.contains(".htm"));

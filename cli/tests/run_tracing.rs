@@ -1,4 +1,4 @@
-//! `run --recursive` and the options that imply it (issue 12): what the request asks Python
+//! `run --recursive` and the options that imply it: what the request asks Python
 //! to trace.
 use scope_profiler_cli::{dispatch, Outcome, TracingRequest};
 
@@ -54,9 +54,9 @@ fn options_after_the_script_belong_to_the_script() {
     }
 }
 
-// stop 23 (noticed at stop 22): `run --recursive` without --track-threads traced every
-// thread onto one stack, so a script whose threads overlap got no exclusive times, no call
-// graph and no speedscope file. Tracing now implies thread tracking; a plain run does not.
+// Tracing implies thread tracking; a plain run does not. (`run --recursive` without
+// --track-threads would trace every thread onto one stack, and a script whose threads
+// overlap would get no exclusive times, no call graph and no speedscope file.)
 #[test]
 fn tracing_implies_track_threads() {
     let track_threads = |args: &[&str]| {

@@ -97,8 +97,7 @@ mod tests {
         assert_eq!(rank0_failure("OSError: disk full"), "rank 0 could not write profiling data: OSError: disk full");
     }
 
-    // Reported: stop 28 new-user trial: under `mpirun` without mpi4py the ranks silently
-    // overwrote one file.
+    // Under `mpirun` without mpi4py the ranks would silently overwrite one file.
     #[test]
     fn a_rank_without_mpi4py_is_told_what_happens_and_what_to_do() {
         let text = without_mpi4py("No module named 'mpi4py'");

@@ -89,7 +89,7 @@ pub fn run_from_snapshot(
     run.tasks = snap.tasks.into_iter().map(task_row).collect();
     let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
     // a tracked run that recorded no region is still a run of this process: one rank with
-    // its thread table (issue 11, a defect of the reference, whose file said 0 ranks)
+    // its thread table (the reference's file says 0 ranks: a defect we do not copy)
     let recorded = !run.regions.is_empty() || !run.threads.is_empty() || !run.tasks.is_empty();
     run.num_ranks = if recorded { mpi_size.max(1) } else { 0 };
     Ok(run)
@@ -166,7 +166,7 @@ pub fn task_row(t: TaskRowData) -> TaskRow {
 mod tests {
     use super::*;
 
-    /// issue 15: rows recorded on one thread get thread columns of their length from one
+    /// Rows recorded on one thread get thread columns of their length from one
     /// shared buffer per thread; other rows keep their own.
     #[test]
     fn rows_of_one_thread_share_their_thread_column() {

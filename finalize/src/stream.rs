@@ -1,4 +1,4 @@
-//! Streaming a recording to a sidecar file (`flush_interval`, issue 13 item 6): a process
+//! Streaming a recording to a sidecar file (`flush_interval`): a process
 //! killed by SIGKILL or the OOM killer loses at most about one interval of calls.
 //!
 //! Every interval, [`flush`] takes the calls completed since the last flush (the recorder
@@ -41,8 +41,7 @@ use crate::transport::{decode_run, encode_run};
 
 /// First bytes of a sidecar (the byte before `\n` is the format version).
 /// The shortest `flush_interval`, in seconds: each flush takes a snapshot and appends a
-/// frame, so an interval of nanoseconds would flush without pause (stop 25 new-user trial:
-/// `flush_interval=1e-9` was accepted).
+/// frame, so an interval of nanoseconds would flush without pause.
 pub const MIN_INTERVAL_S: f64 = 0.01;
 
 /// `seconds` as a `flush_interval`: finite and at least [`MIN_INTERVAL_S`]; else the

@@ -14,7 +14,7 @@
 //!   [`slug`] joins the stem, so runs never overwrite each other;
 //! * the [`Selection`] each file is written with (ranks, region names, label).
 //!
-//! # Where the files go (issue 13 item 14)
+//! # Where the files go
 //! * `filepath` names a **directory** ([`names_directory`]: it ends with a path separator,
 //!   has no file name such as `"."`, or is an existing directory): the files are written
 //!   inside it under their default names, `<stem><suffix>` with the run's [`default_stem`]
@@ -635,7 +635,7 @@ mod tests {
         let mut one = req(ExportFormat::FlamegraphSvg, "g/fg");
         one.ranks = Some(vec![1]);
         assert_eq!(paths(&plan(&runs[1..], &one).unwrap()), vec!["g/fg.svg"]);
-        // one output: the name as given (issue 13 item 14: `pool.flame.svg` became `pool.flame_rank0.svg`)
+        // one output: the name as given (`pool.flame.svg`, not `pool.flame_rank0.svg`)
         one.path = Path::new("g/pool.flame.svg");
         assert_eq!(paths(&plan(&runs[1..], &one).unwrap()), vec!["g/pool.flame.svg"]);
         both.path = Path::new("g/fg.flame.html");
@@ -691,8 +691,9 @@ mod tests {
         assert_eq!(slug("v1.2+x-y"), "v1.2+x-y");
     }
 
-    /// issue 13 item 14: "`export_speedscope(results, "/tmp")` wrote `/tmp.speedscope.json`
-    /// at the filesystem root; `"outdir/"` wrote beside the directory."
+    /// A directory target gets the files inside it: `export_speedscope(results, "/tmp")` does
+    /// not write `/tmp.speedscope.json` at the filesystem root, nor `"outdir/"` beside the
+    /// directory.
     #[test]
     fn directory_targets_get_default_names_inside() {
         let dir = tempfile::tempdir().unwrap();
@@ -740,8 +741,7 @@ mod tests {
         std::fs::create_dir(dir.path().join("x.speedscope.json")).unwrap();
         let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/x"))).unwrap_err();
         assert_eq!(e, PlanError::IsADirectory(dir.path().join("x.speedscope.json")));
-        // a new-user trial: Parquet's lanes table in the way was found only after the events
-        // file had been written
+        // Parquet's lanes table in the way is found before the events file is written
         std::fs::create_dir(dir.path().join("zz.lanes.parquet")).unwrap();
         let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Parquet, &format!("{d}/zz.parquet"))).unwrap_err();
         assert_eq!(e, PlanError::IsADirectory(dir.path().join("zz.lanes.parquet")));

@@ -105,7 +105,7 @@ impl HtmlReport {
     ///
     /// A selection without calls (a run that recorded none: setup then finalize) gets a
     /// section that says so, with the overview and metadata and no tables or figures, as
-    /// 0.7.5's `create_html_report` writes a report of it (stop 25 new-user trial, finding 2).
+    /// 0.7.5's `create_html_report` writes a report of it.
     pub fn add(&mut self, run: &Run, sel: &Selection) -> Result<&mut Self, ExportError> {
         let applied = sel.apply(run);
         let run: &Run = &applied;

@@ -1,10 +1,11 @@
 //! `read_h5_summary` against the full reader: the summary of each reference file has one
 //! row per region row with calls, carrying the same region, rank, call count, source,
 //! tags and stored exclusive total, and the same names, lane tables, metadata and rank
-//! count. (Guards the reader's split into index and row steps, formats-split.)
+//! count: the reader's index and row steps agree.
 mod export_support;
 
-use export_support::datasets;
+use export_support::{datasets, thread};
+use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_formats::{read_h5, read_h5_summary};
 
 #[test]
@@ -30,4 +31,26 @@ fn summary_rows_match_the_full_read() {
         assert_eq!(summary.metadata, run.metadata, "{name}");
         assert_eq!(summary.num_ranks, run.num_ranks, "{name}");
     }
+}
+
+/// A tracked run that recorded no region writes its thread table and `num_ranks` 1 to the
+/// file, as in memory (the reference's file has neither: a defect we do not copy).
+#[test]
+fn a_tracked_run_without_regions_keeps_its_thread_table() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("idle.h5");
+    let run = Run {
+        metadata: vec![("mpi_size".into(), MetaValue::Int(1))],
+        threads: vec![thread(0, "MainThread"), thread(1, "idle")],
+        num_ranks: 1,
+        ..Default::default()
+    };
+    scope_profiler_formats::write_h5(&run, &out).unwrap();
+    let back = scope_profiler_formats::read_h5(&out).unwrap();
+    assert_eq!(back.num_ranks, 1);
+    assert!(back.regions.is_empty());
+    let names: Vec<&str> = back.threads.iter().map(|t| t.name.as_str()).collect();
+    assert_eq!(names, ["MainThread", "idle"]);
+    let summary = scope_profiler_formats::hdf5::read_h5_summary(&out).unwrap().unwrap();
+    assert_eq!((summary.num_ranks, summary.threads.len()), (1, 2));
 }

@@ -63,8 +63,8 @@ pub fn threads_table(run: &Run) -> PyResult<PyTable> {
         ("cpu_time", floats(t.iter().map(|x| secs(x.cpu_ns)))),
         ("alive", bools(t.iter().map(|x| x.end_ns == UNKNOWN))),
         ("wall_time", opt_floats(t.iter().map(|x| end(x).map(|e| e - secs(x.start_ns))))),
-        // the names of thread_summary's two CPU figures (issue 14, new-user trial: `cpu_time`
-        // here is the whole life, there the run's): the same values, one name each
+        // the names of thread_summary's two CPU figures (`cpu_time` here is the whole life,
+        // there the run's): the same values, one name each
         ("cpu_time_total", floats(t.iter().map(|x| secs(x.cpu_ns)))),
         ("cpu_time_run", opt_floats(t.iter().map(|x| x.cpu_run_ns().map(secs)))),
     ])

@@ -36,7 +36,7 @@ pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> 
     }
 }
 
-/// Issue 13 item 6: the sidecar of a streamed recording (`flush_interval`) whose process is
+/// The sidecar of a streamed recording (`flush_interval`) whose process is
 /// gone holds calls `path` does not, with a `RuntimeWarning` naming both files:
 /// * `path` is missing (the process was killed before writing it): it is recovered (written
 ///   from the sidecar, [`scope_profiler_finalize::stream::recover`]) and then read; when it

@@ -120,7 +120,7 @@ impl MPIRegion {
         d.set_item("p95", p95)?;
         d.set_item("p99", p99)?;
         d.set_item("imbalance", imb_pct)?;
-        // issue 14: await and held time (s) for runs recorded with track_async
+        // await and held time (s) for runs recorded with track_async
         let views = self.views(py);
         if views.iter().any(|v| v.await_total_ns().is_some()) {
             let awaited: i64 = views.iter().filter_map(|v| v.await_total_ns()).sum();

@@ -303,8 +303,8 @@ impl ProfilingConfigBase {
     }
 
     /// Take the run's origin (`start_time_ns`) now, once the recorder, the metadata and the
-    /// hooks are ready: the thread that called `setup()` starts at this same moment (issue
-    /// 14). `AssertionError` before `start()`.
+    /// hooks are ready: the thread that called `setup()` starts at this same moment.
+    /// `AssertionError` before `start()`.
     fn mark_started(&mut self, py: Python<'_>) -> PyResult<()> {
         self.start_time_ns = self.started(py)?.get().mark_start();
         self.metadata.bind(py).set_item("start_time_ns", self.start_time_ns)

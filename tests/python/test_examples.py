@@ -1,4 +1,4 @@
-"""issue 14: every script in examples/ runs, and what it records is what it says it records
+"""Every script in examples/ runs, and what it records is what it says it records
 (call counts, lanes, await times, the files it writes). examples/multiprocessing_workers.py is
 run under every start method by test_multiprocessing.py; here once, with fork."""
 
@@ -220,7 +220,7 @@ def test_notebook_runs():
 
 
 def test_tagged_jobs(tmp_path):
-    """issue 11: per-call metadata, read back from the file."""
+    """Per-call metadata, read back from the file."""
     stdout = run_example("tagged_jobs.py", tmp_path / "jobs.h5", cwd=tmp_path)
     r = sp.read_h5(str(tmp_path / "jobs.h5"))
     process = r["process"][0].event_metadata

@@ -426,7 +426,7 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
         &["name"],
     )?;
     let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
-    // written since issue 14 (the CPU clock at registration); absent in the reference's files
+    // the CPU clock at registration: absent in the reference's files
     let cpu_start = if has(g, "cpu_start_ns") {
         let c = dataset_ints(g, "cpu_start_ns", ctx, "thread_table")?;
         if c.len() != n {

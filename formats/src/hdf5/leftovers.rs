@@ -1,5 +1,5 @@
 //! Files a writer leaves beside its target while it works, named so that a later process
-//! can tell whose they are and whether that process is gone (issue 13 items 6 and 7).
+//! can tell whose they are and whether that process is gone.
 //!
 //! * Temporary files of [`publish_h5`](super::write::publish_h5):
 //!   `.<name>.<tag>-<pid>.<random>.tmp`. A process killed during the write leaves one; the
@@ -72,8 +72,7 @@ pub fn process_tag() -> &'static str {
 
 /// Whether process `pid` runs in this pid namespace: `kill(pid, 0)` is not `ESRCH`, and it
 /// is not a zombie (ended, not yet reaped by its parent: a killed writer whose supervisor
-/// has not called `wait()` yet; stop 24 new-user trial: `recover` called it "still
-/// writing").
+/// has not called `wait()` yet, which `recover` must not call "still writing").
 pub fn process_alive(pid: u32) -> bool {
     let Ok(p) = libc::pid_t::try_from(pid) else { return false };
     if p <= 0 {
@@ -224,7 +223,7 @@ mod tests {
     fn this_process_is_alive_and_its_start_is_known() {
         let me = std::process::id();
         assert!(process_alive(me));
-        // stop 24 new-user trial: an ended, unreaped child (a zombie) is not alive
+        // an ended, unreaped child (a zombie) is not alive
         let mut child = std::process::Command::new("true").spawn().expect("spawn true");
         let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
         while process_state(child.id()) != Some('Z') && std::time::Instant::now() < deadline {

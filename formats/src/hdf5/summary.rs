@@ -31,8 +31,8 @@ pub fn summary_record(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> Summar
     let mut s = SummaryRecord::default();
     let n = start.len().min(end.len());
     if n > 0 {
-        // the durations are computed where they are used, never held as an array (issue 15:
-        // two arrays of n per region were allocated and faulted in at every finalize())
+        // the durations are computed where they are used, never held as an array (two arrays
+        // of n per region would be allocated and faulted in at every finalize())
         let (start, end) = (&start[..n], &end[..n]);
         let d = |i: usize| {
             debug_assert!(i < n);
@@ -43,7 +43,7 @@ pub fn summary_record(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> Summar
         let (mean, var) = mean_var_i64_by(n, d);
         s.mean = mean;
         s.m2 = var * n as f64;
-        // one pass for the integer statistics (issue 15: five passes over both columns)
+        // one pass for the integer statistics, not five over both columns
         let (mut total, mut minimum, mut maximum) = (0i64, i64::MAX, i64::MIN);
         let (mut start_minimum, mut end_maximum) = (i64::MAX, i64::MIN);
         for (&b, &e) in start.iter().zip(end) {

@@ -152,8 +152,8 @@ impl W<'_> {
                 )
             });
             if rc < 0 {
-                // the OS's reason, when it gave one (stop 25 new-user trial: a full disk said
-                // only "chunk 0 was refused")
+                // the OS's reason, when it gave one (a full disk must say more than "chunk 0
+                // was refused")
                 let os = std::io::Error::last_os_error();
                 let why = match os.raw_os_error().filter(|&n| n != 0) {
                     Some(n) => {
@@ -453,8 +453,8 @@ impl EncodedAhead {
 
 /// Encode the compressed event columns of `run` that do not depend on its call ids, and its
 /// rows' summary statistics, for a later [`publish_h5_ahead`] of the same run once
-/// numbered (issue 15: at `finalize()` this runs alongside the numbering of the calls,
-/// which is serial). No column is encoded when the file would not compress them, or when
+/// numbered (at `finalize()` this runs alongside the numbering of the calls, which is
+/// serial). No column is encoded when the file would not compress them, or when
 /// its columns disagree in length (the write reports that). Parallel, on the analysis pool.
 pub fn encode_ahead(run: &Run) -> EncodedAhead {
     let mut ahead = EncodedAhead::default();
@@ -513,7 +513,7 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
 
 /// `rank_region_index/summary_statistics` of `rows` ([`summary_record`]): one row per task
 /// (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork() (the
-/// global pool hangs a forked child: CI of stop 23, test_fork.py).
+/// global pool hangs a forked child: tests/python/test_fork.py).
 fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryRecord> {
     scope_profiler_analysis::par::install(|| {
         rows.par_iter()
@@ -525,7 +525,7 @@ fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryRecord> {
 /// Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
 /// rows together with its regions) only for ranks that recorded calls - except in a run
 /// without any call, whose tables are written whole (a tracked run that recorded no region
-/// keeps its threads; the reference dropped them, issue 11).
+/// keeps its threads; the reference drops them).
 fn write_lane_tables(run: &Run, rows: &[&RegionCalls], file: &hdf5::File, w: &W<'_>) -> R<()> {
     let ranks_with_calls: std::collections::HashSet<u32> = rows.iter().map(|r| r.rank).collect();
     let kept = |rank: u32| rows.is_empty() || ranks_with_calls.contains(&rank);
@@ -709,7 +709,7 @@ pub fn publish_h5_ahead(run: &Run, path: &Path, ahead: &EncodedAhead) -> Result<
     if let Ok(d) = fs::File::open(&dir) {
         let _ = d.sync_all();
     }
-    // what killed writers left here (issue 13 item 7)
+    // what killed writers left here
     super::leftovers::remove_stale(&dir);
     Ok(())
 }

@@ -108,3 +108,14 @@ pub fn lane_totals(run: &Run, rank: u32) -> LaneTotals {
     }
     t
 }
+
+/// A `depth`-deep recursion of one region (with a source location): call k spans
+/// `[10 k, 10 (2 depth - k) + 5]` ns, so every call is 20 ns longer than the one inside it.
+pub fn deep_recursion(depth: i64) -> Run {
+    let s: Vec<i64> = (0..depth).map(|k| 10 * k).collect();
+    let e: Vec<i64> = (0..depth).map(|k| 10 * (2 * depth - k) + 5).collect();
+    let mut r = row(0, &s, &e);
+    r.source_file = Some("rec.py".into());
+    r.source_line = Some(3);
+    Run { region_names: vec!["rec".into()], regions: vec![r], num_ranks: 1, ..Default::default() }
+}

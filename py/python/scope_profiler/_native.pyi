@@ -1990,7 +1990,7 @@ class ProfilingConfigBase:
     def __new__(cls, **settings: Any) -> Self: ...
     def mark_started(self) -> None:
         """Take the run's origin (``start_time_ns``, also set in ``metadata``) now, once the
-        recorder, the metadata and the hooks are ready (issue 14). ``AssertionError`` before
+        recorder, the metadata and the hooks are ready. ``AssertionError`` before
         ``start()``."""
 
     @classmethod

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 from ._native import NativeRecorder, ProfilingConfigBase, setting_defaults, settings_attribute
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cheap import)
 if TYPE_CHECKING:
     from typing import Any
 
@@ -66,7 +66,7 @@ class ProfilingConfig(ProfilingConfigBase):
             return
         self._native = NativeRecorder(self.buffer_limit, self.track_threads, self.track_async)
         # deactivate_profiling: no tracker, so no thread, asyncio or greenlet hook is
-        # installed at all (issue 11; the reference installed them for a run recording nothing)
+        # installed at all (the reference installs them for a run recording nothing)
         if self.track_threads and not self.deactivate_profiling:
             from ._tracking import ConcurrencyTracker
 

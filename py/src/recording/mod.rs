@@ -67,8 +67,8 @@ fn check_region_name_py(name: &Bound<'_, PyAny>) -> PyResult<()> {
 }
 
 /// A region name given by Python as the `str` it must be: `TypeError` naming the type and
-/// value otherwise (stop 25 new-user trial, recording: `profile_region(123)` said only
-/// "'int' object is not an instance of 'str'", without saying which argument).
+/// value otherwise (not just "'int' object is not an instance of 'str'", which does not say
+/// which argument).
 pub(crate) fn region_name_str<'a, 'py>(name: &'a Bound<'py, PyAny>) -> PyResult<&'a Bound<'py, PyString>> {
     name.cast::<PyString>().map_err(|_| {
         let kind = name.get_type().name().map(|n| n.to_string()).unwrap_or_else(|_| "?".into());
@@ -82,7 +82,7 @@ pub(crate) fn region_name_str<'a, 'py>(name: &'a Bound<'py, PyAny>) -> PyResult<
 /// profile file cannot hold it unchanged. A name that is not valid Unicode text - a lone
 /// surrogate, as `os.fsdecode` gives for undecodable bytes - has no UTF-8 form:
 /// `ValueError` naming the region (its `repr`), the character and its position, caused by
-/// the `UnicodeEncodeError` (which named neither the region nor what to do; stop 24 note).
+/// the `UnicodeEncodeError` (which names neither the region nor what to do).
 pub(crate) fn region_name_text<'a>(name: &'a Bound<'_, PyString>) -> PyResult<std::borrow::Cow<'a, str>> {
     let text = name.to_cow().map_err(|e| {
         let py = name.py();
@@ -107,7 +107,7 @@ pub(crate) fn region_name_text<'a>(name: &'a Bound<'_, PyString>) -> PyResult<st
 }
 
 /// Refuse a region name the profile file cannot hold unchanged: HDF5 strings end at NUL,
-/// so a name with `\0` would come back altered (issue 13 item 16). `ValueError` naming
+/// so a name with `\0` would come back altered. `ValueError` naming
 /// the name and why.
 pub(crate) fn check_region_name(name: &str) -> PyResult<()> {
     if name.contains('\0') {
@@ -202,7 +202,7 @@ impl Shared {
         };
         // The OS's id of this thread, not the Thread object's: a thread made outside
         // `threading` (`_thread.start_new_thread`, C code) whose ident the OS reused gets
-        // the stale `_DummyThread` of the thread that had it before (issue 11), whose name
+        // the stale `_DummyThread` of the thread that had it before, whose name
         // then says which thread this is. (A real Thread's native_id can also be stale for
         // a moment - in a forked child before threading's own fork handler runs - but its
         // name is right.)
@@ -321,7 +321,7 @@ impl NativeRecorder {
     fn new(py: Python<'_>, buffer_limit: i64, track_threads: bool, track_async: bool) -> PyResult<Self> {
         let local = py.import("threading")?.getattr("local")?.call0()?.unbind();
         let rec = Recorder::with_tasks(buffer_limit.max(1) as usize, track_threads, track_async);
-        // the creating thread (setup()'s) counts its wall and CPU time from now (issue 14)
+        // the creating thread (setup()'s) counts its wall and CPU time from now
         rec.mark_start_thread();
         Ok(NativeRecorder {
             shared: Arc::new(Shared {
@@ -572,7 +572,7 @@ impl NativeRecorder {
         unsafe { self.shared.rec.has_completed_calls() }
     }
 
-    /// `flush_interval` (issue 13 item 6): from now on, every `interval` seconds a background
+    /// `flush_interval`: from now on, every `interval` seconds a background
     /// thread appends the calls completed since the last flush, with the thread and task
     /// tables and `metadata`, to a sidecar beside `file_path` (`.NAME.<tag>-<pid>.partial`),
     /// fsynced, and retires them; `finalize()` writes them into the file and removes the
@@ -760,7 +760,7 @@ impl NativeRecorder {
 /// usable from any thread. `__enter__`/`__exit__` are the recorder's hot path.
 #[pyclass(module = "scope_profiler._native", frozen)]
 ///
-/// Small (one per region name, issue 15): the name, tags and source live in the recorder's
+/// Small (one per region name): the name, tags and source live in the recorder's
 /// region table, read through `id`; only a region made without a recorder (`disabled()`)
 /// carries its own name and tags.
 pub struct ProfileRegion {
@@ -891,8 +891,7 @@ impl ProfileRegion {
     /// After a `setup()` or `reset()` of any manager: take the binding of what the manager's
     /// lookup gives for this name now (the current run's region, or a disabled one), so a
     /// region object kept across `setup()` calls records into the current run, as a region
-    /// looked up by name does (stop 22 new-user trial: it went on recording into the
-    /// finished run, whose calls no file ever got).
+    /// looked up by name does (never into the finished run, whose calls no file would get).
     #[cold]
     fn resolve(&self, py: Python<'_>) -> PyResult<()> {
         let generation = setup_generation();
@@ -915,8 +914,8 @@ impl ProfileRegion {
         if let Ok(r) = current.cast::<ProfileRegion>() {
             if std::ptr::eq(r.get(), self) {
                 // itself, bound to an earlier run: another thread looked the name up while
-                // setup() ran and put it in the dict (stop 23 new-user trial: a whole run
-                // recorded nothing under that name); the current run's region replaces it
+                // setup() ran and put it in the dict (kept, the whole run would record nothing
+                // under that name); the current run's region replaces it
                 cache.get().evict(py, &name, &current)?;
                 current = lookup::RegionCache::current(cache, &name, tags)?;
             }
