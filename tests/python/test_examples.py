@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import scope_profiler as sp
 from helpers import ROOT, run_cli, unavailable
@@ -59,8 +60,11 @@ def test_asyncio_crawler_against_a_local_server(tmp_path):
     assert len(set(fetch.task_ids.tolist())) == 13
     labels = {r.lane_label(int(t)) for t in fetch.task_ids}
     assert {f"page-{p} (fetch) on MainThread" for p in range(1, 14)} == labels
-    # each fetch waited for the server's 20 ms delay, suspended, not holding the thread
-    assert (fetch.await_times >= 0.019).all()
+    # each fetch spans the server's 20 ms delay, and waits for it suspended, not holding the
+    # thread: the request is sent before the task suspends, so on a loaded machine the
+    # server's delay can begin while the task still runs, and one fetch's await be shorter
+    assert (fetch.durations >= 0.019).all()
+    assert (fetch.await_times >= 0.005).all() and np.median(fetch.await_times) >= 0.019
     assert (fetch.durations - fetch.await_times <= fetch.durations).all()
     # the server answered on its own threads
     serve = r["serve"][0]

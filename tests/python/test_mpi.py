@@ -308,12 +308,8 @@ def test_single_process_forced_mpi(tmp_path):
 
 # A failed write under MPI keeps every rank's calls: no rank retires its buffers before
 # rank 0 has written the file, so the retry writes the whole run.
+@needs_mpi
 def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
-    from test_mpi import _mpi_available, mpirun
-
-    why = _mpi_available()
-    if why is not None:
-        pytest.skip(why)
     target = tmp_path / "missing" / "run.h5"
     script = tmp_path / "job.py"
     script.write_text(

@@ -473,10 +473,11 @@ def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
 
 # A tracked run that recorded no region writes its thread table and `num_ranks` 1 to the
 # file, as in memory (the reference's file says 0 ranks, no threads: a defect we do not copy).
-def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+def _tracked_run_without_regions(path):
+    """A tracked session with an `idle` thread and no region, written to `path`; the run
+    finalize returned."""
     import threading
 
-    path = tmp_path / "empty.h5"
     try:
         ProfileManager.setup(file_path=str(path), track_threads=True)
         worker = threading.Thread(target=lambda: None, name="idle")
@@ -485,17 +486,31 @@ def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
         memory = ProfileManager.finalize(return_results=True, verbose=False)
     finally:
         ProfileManager.reset()
+    return memory
+
+
+def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+    path = tmp_path / "empty.h5"
+    memory = _tracked_run_without_regions(path)
     names = [t.name for t in memory.threads[0]]
     assert memory.num_ranks == 1 and "idle" in names, names
     for r in (sp.read_h5(str(path)), sp.read_h5_summary(str(path))):
         assert r.num_ranks == 1
         assert [t.name for t in r.threads[0]] == names
         assert r.region_names == []
-    ref = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
-    if ref:  # and the reference opens it, thread table included
-        code = "import sys, scope_profiler as sp; print(len(sp.read_h5(sys.argv[1]).threads[0]))"
-        out = subprocess.run([ref, "-c", code, str(path)], capture_output=True, text=True)
-        assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
+
+
+def test_the_reference_reads_a_tracked_run_without_regions(tmp_path):
+    from helpers import reference_python
+
+    path = tmp_path / "empty.h5"
+    names = [t.name for t in _tracked_run_without_regions(path).threads[0]]
+    # the reference opens it, thread table included
+    code = "import sys, scope_profiler as sp; print(len(sp.read_h5(sys.argv[1]).threads[0]))"
+    out = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
 
 
 # `setup()` puts this package's version into the run metadata without importing
