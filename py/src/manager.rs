@@ -21,7 +21,12 @@ use scope_profiler_finalize::lifecycle::{self, Lifecycle};
 pub const ROOT_REGION_NAME: &str = "scope_profiler.session";
 
 /// Modules whose frames are not user call sites for region sources.
-const INTERNAL_MODULES: [&str; 3] = ["scope_profiler._manager", "scope_profiler", "scope_profiler._settings"];
+const INTERNAL_MODULES: [&str; 4] =
+    ["scope_profiler._manager", "scope_profiler._manager_api", "scope_profiler", "scope_profiler._settings"];
+
+/// The package's modules that run the manager: a warning they raise names the first frame
+/// outside them.
+const MANAGER_MODULES: [&str; 2] = ["scope_profiler._manager", "scope_profiler._manager_api"];
 
 /// Opt-in tags (`register_opt_in_tag`), shared by every manager.
 static OPT_IN_TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
@@ -52,8 +57,8 @@ pub(crate) fn warn(py: Python<'_>, message: &str, stacklevel: i32) -> PyResult<(
     PyErr::warn(py, &py.get_type::<PyRuntimeWarning>(), &message, stacklevel)
 }
 
-/// `stacklevel` of a warning raised from Rust that names the first Python frame outside
-/// `scope_profiler._manager` and `modules` (1: the Python frame that called into Rust).
+/// `stacklevel` of a warning raised from Rust that names the first Python frame outside the
+/// manager's modules and `modules` (1: the Python frame that called into Rust).
 pub(crate) fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult<i32> {
     let mut level = 1;
     let mut frame = attr(py, "sys", "_getframe")?.call1((0,))?;
@@ -61,7 +66,7 @@ pub(crate) fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult
         let name =
             frame.getattr(intern!(py, "f_globals"))?.call_method1(intern!(py, "get"), (intern!(py, "__name__"),))?;
         let name = name.extract::<String>().unwrap_or_default();
-        if name != "scope_profiler._manager" && !modules.contains(&name) {
+        if !MANAGER_MODULES.contains(&name.as_str()) && !modules.contains(&name) {
             break;
         }
         frame = frame.getattr(intern!(py, "f_back"))?;
@@ -71,8 +76,8 @@ pub(crate) fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult
 }
 
 /// `_user_stacklevel(*modules) -> int`: the `stacklevel` for `warnings.warn` called by the
-/// caller (in `scope_profiler._manager` or one of `modules`) that names the first frame
-/// outside them (the user's line).
+/// caller (in the manager's modules or one of `modules`) that names the first frame outside
+/// them (the user's line).
 #[pyfunction]
 #[pyo3(name = "user_stacklevel", signature = (*modules))]
 fn user_stacklevel(py: Python<'_>, modules: Vec<String>) -> PyResult<i32> {
@@ -1426,7 +1431,18 @@ impl ProfilingSession {
     }
 }
 
+/// `check_script(path)`: `FileNotFoundError` ("no script at '...'") unless `path` (absolute)
+/// is a file.
+#[pyfunction]
+fn check_script(path: &Bound<'_, PyString>) -> PyResult<()> {
+    if std::path::Path::new(path.to_str()?).is_file() {
+        return Ok(());
+    }
+    Err(pyo3::exceptions::PyFileNotFoundError::new_err(lifecycle::no_script(path.repr()?.to_str()?)))
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(check_script, m)?)?;
     m.add_class::<ManagerState>()?;
     m.add_class::<ProfilingRun>()?;
     m.add_class::<ProfilingSession>()?;

@@ -364,8 +364,8 @@ class ProfileManager(metaclass=_ManagerType):
     def sample_every(cls, every: int, start: int = 0):
         """Context manager yielding ``profile_step(timestep)``: record timestep ``start``
         and every ``every``-th after it, pause for the others (see
-        ``_manager_api.sample_every``)."""
-        return _manager_api.sample_every(cls, every, start)
+        ``_manager_api.SampleEvery``)."""
+        return _manager_api.SampleEvery(cls, every, start)
 
     @classmethod
     def read_results(cls):

@@ -64,9 +64,6 @@ __all__ = [
     "RegionFactory",
     "RegionHandle",
     "RegionTrace",
-    "SampleEvery",
-    "SampledStep",
-    "StepScope",
     "SummaryDataUnavailable",
     "TaskFactory",
     "TaskHandle",
@@ -90,6 +87,7 @@ __all__ = [
     "check_pause",
     "check_region_name",
     "check_sampling",
+    "check_script",
     "check_setting_names",
     "cli_after_run",
     "cli_end_of_run",
@@ -121,12 +119,6 @@ __all__ = [
     "lazy_names",
     "load",
     "load_traces",
-    "manager_instrument",
-    "manager_profile_command",
-    "manager_profile_script",
-    "manager_run",
-    "manager_run_script",
-    "manager_setup_from_env",
     "merge_results",
     "module_not_found",
     "mpi_comm",
@@ -1703,115 +1695,6 @@ def sampled_step(timestep: object, every: int, start: int) -> bool:
     """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
     ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
 
-@final
-class SampleEvery:
-    """``ProfileManager.sample_every(every, start)``: a context manager yielding
-    ``profile_step(timestep)``. On entry ``ValueError`` unless ``every`` is a positive int
-    and ``start`` an int; on exit the manager's pause state is what it was on entry."""
-
-    def __new__(cls, manager: Any, every: int, start: int) -> SampleEvery: ...
-    def __enter__(self) -> SampledStep:
-        """Check the arguments, note the pause state; the ``profile_step`` callable."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        """``pause()`` or ``resume()`` as on entry; False (never suppresses)."""
-
-@final
-class SampledStep:
-    """``profile_step`` of ``sample_every``: ``profile_step(timestep)`` is a context manager
-    for that step."""
-
-    def __call__(self, timestep: int) -> StepScope:
-        """The step ``timestep`` (checked when entered)."""
-
-@final
-class StepScope:
-    """One step of ``sample_every``: on entry, ``resume()`` for a sampled timestep and
-    ``pause()`` for the others; yields whether the step is recorded. ``TypeError`` for a
-    timestep that is not an int; ``pause()``'s ``RuntimeError`` while a region is open."""
-
-    def __enter__(self) -> bool:
-        """Resume or pause; whether the step is recorded."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        """Nothing to undo; False (never suppresses)."""
-
-def manager_instrument(
-    manager: Any,
-    module: Any,
-    include: str | Iterable[str],
-    exclude: str | Iterable[str],
-    prefix: object,
-    tags: Iterable[str] | None,
-) -> dict[str, Any]:
-    """``ProfileManager.instrument``: decorate ``module``'s own module-level functions
-    (``inspect.isfunction``, not already a ``profile`` wrapper) chosen by ``instrument_plan``
-    with ``manager.profile(region, tags=tags)``, in place. ``{name: wrapper}`` of what was
-    replaced; ``TypeError`` for globs that are not strings."""
-
-def manager_run(
-    manager: Any,
-    func: Callable[..., Any],
-    args: tuple[Any, ...],
-    output: Any,
-    session_kwargs: dict[str, Any],
-) -> Any:
-    """``ProfileManager.run``: ``func(*args)`` inside ``manager.session(**session_kwargs)``
-    (``verbose=False``, ``return_results=True`` unless given; ``output=`` when not None);
-    ``func``'s value. The session's results become ``last_results()``; ``func``'s exception
-    propagates after the session ended."""
-
-def manager_run_script(
-    manager: Any,
-    script_path: _Path,
-    script_args: Iterable[_Path] | None,
-    region_name: str | None,
-    recursive: object,
-) -> None:
-    """``ProfileManager.run_script``: run the script as ``__main__`` in the current run
-    (``sys.argv`` = the absolute script path and ``script_args``, its directory first on
-    ``sys.path``; both restored). With ``recursive``, inside ``manager.region(region_name or
-    <file name>)``. ``FileNotFoundError`` when it is not a file; the script's exceptions
-    propagate."""
-
-def manager_profile_script(
-    manager: Any,
-    script_path: _Path,
-    script_args: Iterable[_Path] | None,
-    output: Any,
-    setup_kwargs: dict[str, Any],
-) -> Any:
-    """``ProfileManager.profile_script``: ``setup(**setup_kwargs)`` (``output=`` when not
-    None), ``manager_run_script``, then ``_finalize(close_open=True, verbose=False,
-    return_results=True)`` even when the script raised (its exception propagates after).
-    The ``ProfilingResults``."""
-
-def manager_profile_command(
-    command: Iterable[_Path],
-    output: _Path | None,
-    recursive: object,
-    all: object,
-    mpi_calls: object,
-) -> Any:
-    """``ProfileManager.profile_command``: run ``command`` under ``python -m scope_profiler
-    run -q -o OUTPUT ...`` (``profile_command_argv``) and wait; the
-    ``subprocess.CompletedProcess`` with ``profile_results`` (the profile read back when it
-    exited 0 and wrote a non-HTML file, else None). ``ValueError`` without a script,
-    ``NotImplementedError`` for ``mpi_calls``."""
-
-def manager_setup_from_env(manager: Any, overrides: dict[str, Any]) -> Any:
-    """``ProfileManager.setup_from_env``: ``manager.setup(**overrides)`` completed by the
-    ``SCOPE_PROFILER_*`` settings (``setup_from_env_settings``) ``overrides`` lacks; the
-    ``ProfilingRun``."""
-
 def settings_attribute(name: str) -> Any:
     """The module ``__getattr__`` of ``scope_profiler._settings``: a name of ``_options`` it
     answers (``ProfilingOptions``, the option groups, ``load_profiling_config``; that module
@@ -1991,8 +1874,12 @@ class ProfilingSession:
     def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
 
 def user_stacklevel(*modules: str) -> int:
-    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``
-    or ``modules``) naming the first frame outside them (the user's line)."""
+    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``,
+    ``_manager_api`` or ``modules``) naming the first frame outside them (the user's
+    line)."""
+
+def check_script(path: str) -> None:
+    """``FileNotFoundError`` ("no script at '...'") unless ``path`` is a file."""
 
 def render_output(requested: Any, recorded: Any, native_run: Any) -> None:
     """Write ``requested`` (``setup(output=)``) from the run and remove ``recorded``;
