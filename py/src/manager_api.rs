@@ -267,29 +267,17 @@ fn instrument_plan(
     Ok(scope_profiler_recorder::instrument::instrumented(&names, &include, &exclude, prefix.as_deref(), &module))
 }
 
-/// `check_pause(open_names, root)`: `RuntimeError` ("cannot pause while profiling scopes are
-/// active: 'a', 'b', 'c'...") when calls of regions other than `root` (the session's root
-/// region) are open; `open_names` the open calls' region names, outermost first.
+/// `check_pause(open_names)`: `RuntimeError` ("cannot pause while profiling scopes are
+/// active: 'a', 'b', 'c'...") when calls of regions other than a session's root region are
+/// open; `open_names` the open calls' region names, outermost first.
 #[pyfunction]
-pub(crate) fn check_pause(py: Python<'_>, open_names: Vec<String>, root: &str) -> PyResult<()> {
+fn check_pause(py: Python<'_>, open_names: Vec<String>) -> PyResult<()> {
     let repr = |n: &str| PyString::new(py, n).repr().map(|r| r.to_string()).unwrap_or_else(|_| format!("'{n}'"));
+    let root = scope_profiler_finalize::lifecycle::SESSION_ROOT_REGION;
     match scope_profiler_finalize::pausing::pause_refusal(&open_names, root, repr) {
         Some(message) => Err(PyRuntimeError::new_err(message)),
         None => Ok(()),
     }
-}
-
-/// `check_opt_in_tags(tags)`: `TypeError` ("opt-in tags must be non-empty strings, got
-/// ...") for the first of `tags` that is not a non-empty `str`.
-#[pyfunction]
-fn check_opt_in_tags(tags: &Bound<'_, PyAny>) -> PyResult<()> {
-    for tag in tags.try_iter()? {
-        let tag = tag?;
-        if !tag.cast::<PyString>().is_ok_and(|s| s.len().is_ok_and(|n| n > 0)) {
-            return Err(PyTypeError::new_err(format!("opt-in tags must be non-empty strings, got {}", tag.repr()?)));
-        }
-    }
-    Ok(())
 }
 
 fn plain_int(value: &Bound<'_, PyAny>) -> bool {
@@ -329,7 +317,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<FactoryCall>()?;
     m.add_function(wrap_pyfunction!(instrument_plan, m)?)?;
     m.add_function(wrap_pyfunction!(check_pause, m)?)?;
-    m.add_function(wrap_pyfunction!(check_opt_in_tags, m)?)?;
     m.add_function(wrap_pyfunction!(check_sampling, m)?)?;
     m.add_function(wrap_pyfunction!(sampled_step, m)?)?;
     Ok(())
