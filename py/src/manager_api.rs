@@ -91,10 +91,16 @@ impl RegionHandle {
 
     /// Enter the region (as its `__enter__`); returns what that returns.
     fn __enter__(&self, py: Python<'_>) -> PyResult<Py<PyAny>> {
+        // only the arguments given: `region(name)` alone is the lookup's native path
         let kwargs = PyDict::new(py);
-        kwargs.set_item(intern!(py, "functions"), &self.functions)?;
-        kwargs.set_item(intern!(py, "tags"), &self.tags)?;
-        let region = self.manager.bind(py).call_method(intern!(py, "region"), (self.name.bind(py),), Some(&kwargs))?;
+        if let Some(functions) = &self.functions {
+            kwargs.set_item(intern!(py, "functions"), functions)?;
+        }
+        if let Some(tags) = &self.tags {
+            kwargs.set_item(intern!(py, "tags"), tags)?;
+        }
+        let kwargs = Some(&kwargs).filter(|k| !k.is_empty());
+        let region = self.manager.bind(py).call_method(intern!(py, "region"), (self.name.bind(py),), kwargs)?;
         let entered = region.call_method0(intern!(py, "__enter__"))?;
         let stack: Vec<Bound<'_, PyAny>> = self.entered(py)?.iter().chain([region]).collect();
         let stack = PyTuple::new(py, stack)?;
