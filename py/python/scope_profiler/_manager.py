@@ -977,7 +977,7 @@ class ProfileManager:
         if cls._joined and cls._hosting():  # a script's own run under scope-profiler run
             return cls._finalize_joined(verbose, return_results, native_traces)
         if close_open:  # the end of the recording: function-level tracing ends first
-            _tracer.stop(cls._config, stacklevel=_user_stacklevel())
+            _tracer.stop(cls._config, stacklevel=_user_stacklevel() + 1)
         if not cls._configured:
             if not return_results:
                 return None
@@ -1020,7 +1020,7 @@ class ProfileManager:
             config.tracker._refresh_task_names()  # Task.get_name() as of now
         assert config._native is not None  # get_config() started it
         level = _user_stacklevel()
-        _tracer.report(config, stacklevel=level)  # calls the limit dropped
+        _tracer.report(config, stacklevel=level + 1)  # calls the limit dropped
         native_run, next_id, nesting_error, write_error = config._native.finalize(
             dict(config.metadata),
             config.start_time_ns,
