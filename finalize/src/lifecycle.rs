@@ -1,10 +1,50 @@
 //! The Python manager's state decisions, without Python: its lifecycle (INACTIVE → ACTIVE
-//! → FINALIZED), when `setup()` is refused, and which regions record given the opt-in tags,
-//! the run's enabled tags and `setup(region_tags=...)`.
+//! → FINALIZED), when `setup()` is refused, which regions record given the opt-in tags,
+//! the run's enabled tags and `setup(region_tags=...)`, and the texts of its refusals and
+//! warnings (the reference's).
 use std::collections::BTreeSet;
+
+/// The name of a session's root region (`ProfileManager.session()`): open around the body,
+/// it does not stop `pause()`, nor count as a call left open at a checkpoint.
+pub const SESSION_ROOT_REGION: &str = "scope_profiler.session";
 
 /// The `RuntimeError` message of a `setup()` while a run is active (without `replace=True`).
 pub const ALREADY_CONFIGURED: &str = "profiling is already configured; finalize it first or pass replace=True";
+
+/// `ProfilingRun.finalize()` after another `setup()` replaced that run: the `RuntimeError`.
+pub const RUN_REPLACED: &str = "this profiling run has been replaced";
+
+/// `flush_interval` on an MPI rank: the `RuntimeWarning` (that rank streams nothing).
+pub const NO_STREAMING_UNDER_MPI: &str = "flush_interval is not supported under MPI yet; this rank does not stream";
+
+/// `pause()` or `resume()` (`action`) before `setup()`: the `RuntimeError`.
+pub fn not_set_up(action: &str) -> String {
+    format!("ProfileManager.setup() must be called before {action}()")
+}
+
+/// A region name used again with other tags than its first creation's: the `ValueError`
+/// (`name`, `have` and `wanted` as Python's `repr()` shows them).
+pub fn tags_conflict(name: &str, have: &str, wanted: &str) -> String {
+    format!("region {name} already has tags {have}; cannot reuse it with {wanted}")
+}
+
+/// `define_region()` of a name defined before with other functions or tags: the
+/// `ValueError` (`name` as `repr()` shows it).
+pub fn defined_differently(name: &str) -> String {
+    format!("region {name} was already defined differently")
+}
+
+/// A checkpoint whose calls do not nest (`error` says where): the `RuntimeWarning`; the run
+/// is kept without its call graph.
+pub fn call_graph_not_recorded(error: &str) -> String {
+    format!("call graph not recorded: {error}")
+}
+
+/// `run_script()` of a path that is not a file (`path` as `repr()` shows it): the
+/// `FileNotFoundError`.
+pub fn no_script(path: &str) -> String {
+    format!("no script at {path}")
+}
 
 /// Where a manager is in its run: INACTIVE (no `setup()`, after `reset()`, or set up with
 /// `deactivate_profiling`), ACTIVE (set up), FINALIZED (a checkpoint was taken; recording
@@ -162,6 +202,18 @@ mod tests {
         // the filter's tags are enabled: an opt-in tag it names records
         let opt_in = set(&["io"]);
         assert!(tags_record(Some(&filter), &opt_in, &filter, &tags(&["io"])));
+    }
+
+    #[test]
+    fn refusal_texts_are_the_references() {
+        assert_eq!(not_set_up("pause"), "ProfileManager.setup() must be called before pause()");
+        assert_eq!(
+            tags_conflict("'r'", "('a',)", "('b',)"),
+            "region 'r' already has tags ('a',); cannot reuse it with ('b',)"
+        );
+        assert_eq!(defined_differently("'h'"), "region 'h' was already defined differently");
+        assert_eq!(call_graph_not_recorded("x overlaps y"), "call graph not recorded: x overlaps y");
+        assert_eq!(no_script("'/tmp/a.py'"), "no script at '/tmp/a.py'");
     }
 
     #[test]
