@@ -37,7 +37,6 @@ use std::path::{Path, PathBuf};
 
 use clap::Parser;
 use scope_profiler_analysis::Run;
-use scope_profiler_formats::profile_format::ProfileFormat;
 use scope_profiler_formats::{read_h5, Selection};
 
 use crate::failure::{check_run_output, read_input};
@@ -489,13 +488,9 @@ fn finish_run(
     }
     let stem = export::stem(written);
     let dir = written.parent().unwrap_or(Path::new(""));
-    let out = scope_profiler_formats::export_plan::default_file(
-        dir,
-        &stem,
-        scope_profiler_formats::export_plan::ExportFormat::Speedscope,
-    );
+    let out = scope_profiler_formats::export_plan::default_file(dir, &stem, Format::Speedscope);
     let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
-    if let Err(e) = scope_profiler_formats::speedscope::write_speedscope(run, &ranks, &stem, &out) {
+    if let Err(e) = Format::Speedscope.write(run, &Selection::new(ranks, stem), &out) {
         // the profile is written and the script's exit code stands (`run` returns it): a
         // speedscope file that cannot be drawn is a warning, with what to do about it
         let hint = if req.track_threads {
@@ -541,15 +536,14 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
 /// Errors name `output` and say that `h5` is kept.
 pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> {
     let kept = |e: String| format!("{e}; the recorded run is kept in {}", h5.display());
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Json => {
+    match Format::of_profile_path(output) {
+        Format::Json => {
             let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
             let label = export::display_label(run, &export::stem(output));
-            scope_profiler_formats::json_profile::write_json(run, &Selection::new(ranks, label), None, output)
-                .map_err(|e| kept(e.to_string()))?;
+            Format::Json.write(run, &Selection::new(ranks, label), output).map_err(|e| kept(e.to_string()))?;
         }
-        ProfileFormat::Html => html::write_run_report(run, &export::stem(output), output).map_err(kept)?,
-        ProfileFormat::Hdf5 => return Ok(()),
+        Format::HtmlReport => html::write_run_report(run, &export::stem(output), output).map_err(kept)?,
+        _ => return Ok(()), // HDF5: the recording itself
     }
     std::fs::remove_file(h5)
         .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))

@@ -839,7 +839,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
 ///
 /// Errors: [`PlanError`] (`EmptyName`, `IsADirectory`, `NotADirectory`).
 pub fn json_paths(filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
-    crate::export_plan::run_paths(crate::export_plan::ExportFormat::Json, filepath, runs)
+    crate::export_plan::run_paths(crate::Format::Json, filepath, runs)
 }
 
 #[cfg(test)]
