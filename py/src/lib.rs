@@ -1,6 +1,6 @@
 //! `scope_profiler._native`: the Rust side of the `scope_profiler` Python package. One Rust
 //! module per Python module it backs: `region` (Region), `mpi_region` (MPIRegion), `results`
-//! (ProfilingResults, merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
+//! (ProfilingResults), `merge` (merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
 //! `h5reader`, `native_trace`, `metadata`, the exporters (`exports`, one function per format of the
 //! registry, with `prof_export` and `json_export`, sharing `export`), and the recording glue behind
 //! `profile_manager` (`recording`).
@@ -55,7 +55,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::ProfilingResults>()?;
     m.add_class::<concurrency::ThreadInfo>()?;
     m.add_class::<concurrency::TaskInfo>()?;
-    m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
+    m.add_function(wrap_pyfunction!(merge::merge_results, m)?)?;
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
     fork::register(m)?;
