@@ -464,19 +464,7 @@ mod tests {
     }
 
     fn task(rank: u32, index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
-        TaskRow {
-            rank,
-            index,
-            thread_index,
-            created_ns: 1,
-            done_ns: -1,
-            steps: 2,
-            running_ns: 3,
-            suspended_ns: 4,
-            kind: "task".into(),
-            name: name.into(),
-            coro_name: coro.into(),
-        }
+        TaskRow::new(rank, index, "task", name, coro).on_thread(thread_index).lifetime(1, -1).timing(2, 3, 4)
     }
 
     fn ids(a: &Option<Int64Array>) -> Vec<i64> {

@@ -248,6 +248,52 @@ pub struct TaskRow {
     pub coro_name: String,
 }
 
+impl TaskRow {
+    /// Task `index` of `rank`: a `kind` (`"task"` or `"greenlet"`) named `name` running
+    /// `coro_name`, with no thread (`thread_index` [`UNKNOWN`]), created at the run origin
+    /// (`created_ns` 0), not done (`done_ns` [`UNKNOWN`]) and no steps or times; the methods
+    /// below set those.
+    pub fn new(
+        rank: u32,
+        index: i64,
+        kind: impl Into<String>,
+        name: impl Into<String>,
+        coro_name: impl Into<String>,
+    ) -> Self {
+        TaskRow {
+            rank,
+            index,
+            thread_index: UNKNOWN,
+            created_ns: 0,
+            done_ns: UNKNOWN,
+            steps: 0,
+            running_ns: 0,
+            suspended_ns: 0,
+            kind: kind.into(),
+            name: name.into(),
+            coro_name: coro_name.into(),
+        }
+    }
+
+    /// This row with `thread_index`: the thread-table index of the thread that ran the
+    /// latest step ([`UNKNOWN`]: none).
+    pub fn on_thread(self, thread_index: i64) -> Self {
+        TaskRow { thread_index, ..self }
+    }
+
+    /// This row created at `created_ns` and done at `done_ns` ([`UNKNOWN`]: not done), ns
+    /// since the run origin.
+    pub fn lifetime(self, created_ns: i64, done_ns: i64) -> Self {
+        TaskRow { created_ns, done_ns, ..self }
+    }
+
+    /// This row with `steps` steps, `running_ns` ns running and `suspended_ns` ns
+    /// suspended.
+    pub fn timing(self, steps: i64, running_ns: i64, suspended_ns: i64) -> Self {
+        TaskRow { steps, running_ns, suspended_ns, ..self }
+    }
+}
+
 /// A value of the `/metadata` group.
 #[derive(Debug, Clone, PartialEq)]
 pub enum MetaValue {

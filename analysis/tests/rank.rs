@@ -41,19 +41,7 @@ fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
 }
 
 fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
-    TaskRow {
-        rank: 0,
-        index,
-        thread_index,
-        created_ns: 0,
-        done_ns: -1,
-        steps: 1,
-        running_ns: 0,
-        suspended_ns: 0,
-        kind: "task".into(),
-        name: name.into(),
-        coro_name: coro.into(),
-    }
+    TaskRow::new(0, index, "task", name, coro).on_thread(thread_index).lifetime(0, -1).timing(1, 0, 0)
 }
 
 /// outer [0,100] on main; inner calls on main and worker; a task on main.

@@ -51,19 +51,8 @@ fn issue_10_lane_label_is_one_rule() {
         cpu_start_ns: -1,
         name: "MainThread".into(),
     }];
-    r.tasks = vec![TaskRow {
-        rank: 0,
-        index: 0,
-        thread_index: 0,
-        created_ns: 0,
-        done_ns: -1,
-        steps: 1,
-        running_ns: 0,
-        suspended_ns: 0,
-        kind: "task".into(),
-        name: "Task-2".into(),
-        coro_name: "main.<locals>.fetch".into(),
-    }];
+    r.tasks =
+        vec![TaskRow::new(0, 0, "task", "Task-2", "main.<locals>.fetch").on_thread(0).lifetime(0, -1).timing(1, 0, 0)];
     let labels = scope_profiler_analysis::LaneLabels::new(&r, 0);
     for (lane, want) in
         [(0, "Task-2 (fetch) on MainThread"), (-2, "MainThread"), (-1, "unknown lane"), (-3, "thread 1"), (5, "task 5")]
