@@ -351,25 +351,9 @@ mod tests {
 
     fn row(region: u32, rank: u32, starts: Vec<i64>, threads: Option<Vec<i64>>) -> RegionCalls {
         let ends: Vec<i64> = starts.iter().map(|s| s + 5).collect();
-        RegionCalls {
-            region,
-            rank,
-            start_ns: Int64Array::from(starts),
-            end_ns: Int64Array::from(ends),
-            gpu_ns: None,
-            call_ids: None,
-            parent_ids: None,
-            thread_ids: threads.map(Int64Array::from),
-            task_ids: None,
-            await_ns: None,
-            source_file: None,
-            source_line: None,
-            source_text: None,
-            tags: vec![],
-            event_metadata: None,
-            exclusive_total_ns: None,
-            stored: None,
-        }
+        let mut row = RegionCalls::new(region, rank, Int64Array::from(starts), Int64Array::from(ends));
+        row.thread_ids = threads.map(Int64Array::from);
+        row
     }
 
     fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {

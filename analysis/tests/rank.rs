@@ -4,25 +4,10 @@ use arrow_array::Int64Array;
 use scope_profiler_analysis::*;
 
 fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, tasks: Option<&[i64]>) -> RegionCalls {
-    RegionCalls {
-        region,
-        rank,
-        start_ns: Int64Array::from(s.to_vec()),
-        end_ns: Int64Array::from(e.to_vec()),
-        gpu_ns: None,
-        call_ids: None,
-        parent_ids: None,
-        thread_ids: threads.map(|t| Int64Array::from(t.to_vec())),
-        task_ids: tasks.map(|t| Int64Array::from(t.to_vec())),
-        await_ns: None,
-        source_file: None,
-        source_line: None,
-        source_text: None,
-        tags: vec![],
-        event_metadata: None,
-        exclusive_total_ns: None,
-        stored: None,
-    }
+    let mut row = RegionCalls::new(region, rank, Int64Array::from(s.to_vec()), Int64Array::from(e.to_vec()));
+    row.thread_ids = threads.map(|t| Int64Array::from(t.to_vec()));
+    row.task_ids = tasks.map(|t| Int64Array::from(t.to_vec()));
+    row
 }
 
 fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {

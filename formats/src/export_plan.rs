@@ -160,22 +160,28 @@ pub fn root_runs(is_root: &[bool]) -> Result<Vec<usize>, PlanError> {
     Ok(is_root.iter().enumerate().filter(|(_, &r)| r).map(|(i, _)| i).collect())
 }
 
-/// `labels` with repeats made distinct: the second `"run"` becomes `"run (2)"`, the third
-/// `"run (3)"`.
-pub fn unique_labels(labels: &[String]) -> Vec<String> {
+/// `names` with repeats made distinct: the first of each name as it is, its `n`-th repeat
+/// (`n` from 2) `mark(name, n)`.
+fn number_repeats(names: &[String], mark: impl Fn(&str, usize) -> String) -> Vec<String> {
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    labels
+    names
         .iter()
-        .map(|label| {
-            let count = seen.entry(label.as_str()).or_default();
-            *count += 1;
-            if *count == 1 {
-                label.clone()
+        .map(|name| {
+            let n = seen.entry(name.as_str()).or_default();
+            *n += 1;
+            if *n == 1 {
+                name.clone()
             } else {
-                format!("{label} ({count})")
+                mark(name, *n)
             }
         })
         .collect()
+}
+
+/// `labels` with repeats made distinct: the second `"run"` becomes `"run (2)"`, the third
+/// `"run (3)"`.
+pub fn unique_labels(labels: &[String]) -> Vec<String> {
+    number_repeats(labels, |label, n| format!("{label} ({n})"))
 }
 
 /// The files to write for `runs` (the root result sets, in order) under `req`, in writing
@@ -273,19 +279,7 @@ pub fn default_stem(file_stem: &str, label: &str) -> String {
 /// `stems` with repeats made distinct: the second `"run"` becomes `"run_2"`, the third
 /// `"run_3"` (two inputs `a/run.h5` and `b/run.h5` must not overwrite each other).
 pub fn unique_stems(stems: &[String]) -> Vec<String> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    stems
-        .iter()
-        .map(|s| {
-            let n = seen.entry(s.as_str()).or_default();
-            *n += 1;
-            if *n == 1 {
-                s.clone()
-            } else {
-                format!("{s}_{n}")
-            }
-        })
-        .collect()
+    number_repeats(stems, |stem, n| format!("{stem}_{n}"))
 }
 
 /// The default file of `format` for a run with stem `stem` in `dir`: `dir/<stem><suffix>`.

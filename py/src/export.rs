@@ -153,10 +153,7 @@ impl<'py> ExportArgs<'py> {
     /// Validate the arguments and plan the files of `format` (errors as [`Self::export`]);
     /// no root result set plans nothing.
     pub fn plan(&self, format: Format) -> PyResult<Planned<'py>> {
-        let sets = result_sets(&self.profiling_data)?;
-        let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
-        let roots: Vec<Bound<'py, PyAny>> =
-            export_plan::root_runs(&is_root).map_err(plan_err)?.into_iter().map(|i| sets[i].clone()).collect();
+        let roots = root_sets(&self.profiling_data)?;
         if roots.is_empty() {
             return Ok(Planned { roots, files: Vec::new(), ranks: None });
         }
@@ -248,6 +245,19 @@ pub(crate) fn result_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'
         }
     }
     Ok(sets)
+}
+
+/// The root result sets of `data` ([`result_sets`], those whose `is_root` is true), in
+/// order. Errors as [`result_sets`]; `ValueError` for an empty sequence.
+pub(crate) fn root_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let sets = result_sets(data)?;
+    let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
+    Ok(export_plan::root_runs(&is_root).map_err(plan_err)?.into_iter().map(|i| sets[i].clone()).collect())
+}
+
+/// `(display_label, file stem)` of result set `r`: what its files are named after.
+pub(crate) fn run_name(r: &Bound<'_, PyAny>) -> PyResult<(String, String)> {
+    Ok((r.getattr("display_label")?.extract()?, file_stem(r)?))
 }
 
 /// The `ranks` argument: an int, or an iterable of values passed through `int()`.
