@@ -61,6 +61,7 @@ pub enum MergeError {
 /// One result set given to [`merge_sets`].
 #[derive(Debug, Clone)]
 pub struct MergeSet {
+    /// The set's run (a copy: merging moves its rows).
     pub run: Run,
     /// The set's region names, in its order.
     pub names: Vec<String>,

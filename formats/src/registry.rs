@@ -50,6 +50,7 @@ pub type WriteFn = fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportErr
 /// What the registry knows of one format.
 #[derive(Debug, Clone, Copy)]
 pub struct Entry {
+    /// The format this entry describes (the table is in [`Format`] order).
     pub format: Format,
     /// The format's name: the `scope-profiler export` argument for the formats it writes,
     /// and the reference's `FORMAT_*` value for the profile formats (`"hdf5"`, `"json"`,
