@@ -1,4 +1,4 @@
-//! `scope_profiler.prof_export`'s helpers beside `export_prof` (`crate::exports`): the
+//! `scope_profiler.prof_export`'s functions beside `export_prof` (`crate::exports`): the
 //! pstats tables without files, and run labels made unique.
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
