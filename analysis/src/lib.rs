@@ -29,7 +29,7 @@ pub use lanes::{
     lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
     thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
 };
-pub use merge::{merge_runs, MergeError, MergeOptions, PROCESSES};
+pub use merge::{merge_runs, merge_sets, MergeError, MergeOptions, MergeSet, PROCESSES};
 pub use pytext::{py_float_repr, py_format_g, py_repr};
 pub use rank_calls::{
     assign_call_ids, exclusive_by_row, exclusive_from, number_rank, rank_call_arrays, rank_reconstruction,

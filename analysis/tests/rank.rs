@@ -7,25 +7,10 @@ use scope_profiler_analysis::*;
 use support::run;
 
 fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, tasks: Option<&[i64]>) -> RegionCalls {
-    RegionCalls {
-        region,
-        rank,
-        start_ns: Int64Array::from(s.to_vec()),
-        end_ns: Int64Array::from(e.to_vec()),
-        gpu_ns: None,
-        call_ids: None,
-        parent_ids: None,
-        thread_ids: threads.map(|t| Int64Array::from(t.to_vec())),
-        task_ids: tasks.map(|t| Int64Array::from(t.to_vec())),
-        await_ns: None,
-        source_file: None,
-        source_line: None,
-        source_text: None,
-        tags: vec![],
-        event_metadata: None,
-        exclusive_total_ns: None,
-        stored: None,
-    }
+    let mut row = RegionCalls::new(region, rank, Int64Array::from(s.to_vec()), Int64Array::from(e.to_vec()));
+    row.thread_ids = threads.map(|t| Int64Array::from(t.to_vec()));
+    row.task_ids = tasks.map(|t| Int64Array::from(t.to_vec()));
+    row
 }
 
 fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
@@ -44,19 +29,7 @@ fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
 }
 
 fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
-    TaskRow {
-        rank: 0,
-        index,
-        thread_index,
-        created_ns: 0,
-        done_ns: -1,
-        steps: 1,
-        running_ns: 0,
-        suspended_ns: 0,
-        kind: "task".into(),
-        name: name.into(),
-        coro_name: coro.into(),
-    }
+    TaskRow::new(0, index, "task", name, coro).on_thread(thread_index).lifetime(0, -1).timing(1, 0, 0)
 }
 
 /// outer [0,100] on main; inner calls on main and worker; a task on main.
@@ -506,19 +479,8 @@ fn lane_label_is_one_rule() {
         cpu_start_ns: -1,
         name: "MainThread".into(),
     }];
-    r.tasks = vec![TaskRow {
-        rank: 0,
-        index: 0,
-        thread_index: 0,
-        created_ns: 0,
-        done_ns: -1,
-        steps: 1,
-        running_ns: 0,
-        suspended_ns: 0,
-        kind: "task".into(),
-        name: "Task-2".into(),
-        coro_name: "main.<locals>.fetch".into(),
-    }];
+    r.tasks =
+        vec![TaskRow::new(0, 0, "task", "Task-2", "main.<locals>.fetch").on_thread(0).lifetime(0, -1).timing(1, 0, 0)];
     let labels = scope_profiler_analysis::LaneLabels::new(&r, 0);
     for (lane, want) in
         [(0, "Task-2 (fetch) on MainThread"), (-2, "MainThread"), (-1, "unknown lane"), (-3, "thread 1"), (5, "task 5")]

@@ -1,7 +1,7 @@
 //! Command-line grammar (clap).
 use std::path::PathBuf;
 
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 
 /// Region profiler for concurrent Python programs: record with `run`, read `.h5` files
 /// with `summary` and `threads`, convert many files at once with `export`, draw a run's
@@ -18,31 +18,10 @@ pub struct Cli {
     pub command: Command,
 }
 
-/// Export formats `export` can write (file names: see [`crate::export::writer`]).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, ValueEnum)]
-pub enum Format {
-    /// speedscope evented profiles, one per lane (thread/task): `<stem>.speedscope.json`
-    Speedscope,
-    /// folded stacks `lane;a;b;c <self ns>` (flamegraph.pl, inferno, speedscope): `<stem>.folded`
-    Folded,
-    /// flame graph SVG rendered by inferno, one tower per lane: `<stem>.flamegraph.svg`
-    Flamegraph,
-    /// lane timeline SVG: one row per thread and task, await time hatched: `<stem>.timeline.svg`
-    Timeline,
-    /// Parquet events (one row per call) and lanes tables: `<stem>.parquet`, `<stem>.lanes.parquet`
-    Parquet,
-    /// cProfile/pstats files, one per rank (snakeviz, gprof2dot): `<stem>_rank<R>.prof`
-    Prof,
-    /// Chrome Trace Event JSON, one track per lane (Perfetto UI, chrome://tracing): `<stem>.trace.json`
-    Chrome,
-    /// Perfetto protobuf trace, thread/task tracks with awaiting slices: `<stem>.pftrace`
-    Perfetto,
-    /// pprof profile of self wall time per stack (go tool pprof): `<stem>.pb.gz`
-    Pprof,
-    /// the JSON profile, lossless (`run -o x.json`, `export_json`; read back by every command
-    /// and by `read_json`): `<stem>.json`
-    Json,
-}
+use scope_profiler_formats::registry::cli_formats_help;
+/// The formats `export` writes: [`scope_profiler_formats::registry`].
+pub use scope_profiler_formats::Format;
+
 /// `--flush-interval`: a number of seconds, finite and at least
 /// [`MIN_INTERVAL_S`](scope_profiler_finalize::stream::MIN_INTERVAL_S).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
@@ -56,16 +35,18 @@ pub fn parse_interval(s: &str) -> Result<f64, String> {
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Formats(pub Vec<Format>);
 
+/// `export --help`'s text after the options: the formats ([`cli_formats_help`]), then
+/// `examples`.
+fn formats_then(examples: &str) -> String {
+    format!("{}\n\n{examples}", cli_formats_help())
+}
+
 /// Parse `FORMAT[,FORMAT...]` (case-insensitive; an unknown name lists the valid ones).
 pub fn parse_formats(s: &str) -> Result<Formats, String> {
     let mut out = Vec::new();
     for part in s.split(',').map(str::trim).filter(|p| !p.is_empty()) {
-        let f = Format::from_str(part, true).map_err(|_| {
-            let names: Vec<String> = Format::value_variants()
-                .iter()
-                .filter_map(|v| v.to_possible_value())
-                .map(|v| v.get_name().to_string())
-                .collect();
+        let f = Format::from_cli_name(part).ok_or_else(|| {
+            let names: Vec<&str> = Format::cli_formats().map(Format::name).collect();
             format!("unknown format '{part}' (formats: {})", names.join(", "))
         })?;
         out.push(f);
@@ -288,11 +269,10 @@ pub enum Command {
     /// region) are set aside and left out of the exports: each file with some gets a
     /// `note:` line naming them, and the total is printed at the end.
     #[command(
-        after_help = "Formats: speedscope, folded, flamegraph, timeline, parquet, prof, chrome, perfetto, pprof, json (comma-separated for several; json: the lossless JSON profile `run -o x.json` writes, which every command reads back).\n\nExamples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export json runs/*.h5 -o json/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\""
+        after_help = formats_then("Examples:\n  scope-profiler export speedscope runs/*.h5 -o speedscope/\n  scope-profiler export folded,flamegraph,timeline run.h5 -o out/\n  scope-profiler export parquet runs/*.h5 -o parquet/ -j 4\n  scope-profiler export chrome,perfetto,pprof,prof run.h5 -o traces/\n  scope-profiler export json runs/*.h5 -o json/\n  scope-profiler export timeline mpi_run.h5 --rank 0 --rank 3 -o out/\n  duckdb -c \"select region, sum(exclusive_ns) from 'parquet/run.parquet' group by 1\"")
     )]
     Export {
-        /// Output format(s), comma-separated: speedscope, folded, flamegraph, timeline, parquet,
-        /// prof, chrome, perfetto, pprof, json.
+        /// Output format(s), comma-separated (the list below).
         #[arg(value_parser = parse_formats, value_name = "FORMAT[,FORMAT...]")]
         formats: Formats,
         /// Input `.h5` files.

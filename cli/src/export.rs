@@ -2,83 +2,24 @@
 //! progress bar (indicatif, hidden when stderr is not a terminal), one error line per
 //! failed file and format, never stopping the batch at the first bad file.
 //!
-//! Every format is one entry of [`writer`]: its [`ExportFormat`] (which names its files,
-//! `scope_profiler_formats::export_plan`, the rules the Python exports follow too) and a
-//! function with the shape all writers of `scope_profiler_formats` share,
-//! `(run, selection, path) -> paths written`.
+//! Every format is one entry of `scope_profiler_formats::registry`: its name, the suffix of
+//! its files (`scope_profiler_formats::export_plan` names them, the rules the Python exports
+//! follow too) and its writer, `(run, selection, path) -> paths written`.
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use rayon::prelude::*;
 use scope_profiler_analysis::{rank_call_arrays, set_aside_report, Run};
-use scope_profiler_formats::export_plan::{self, display_label, path_stem, ExportFormat};
-use scope_profiler_formats::{ExportError, Selection};
+use scope_profiler_formats::export_plan::{self, display_label, path_stem};
+use scope_profiler_formats::{ExportError, Format, Selection};
 
-use crate::args::{Format, TimelineLimits};
+use crate::args::TimelineLimits;
 use crate::failure::{read_input, Failure};
-
-/// A writer: `(run, selection, output path) -> every path written`.
-pub type WriteFn = fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError>;
-
-/// How one format is written.
-#[derive(Clone, Copy)]
-pub struct Writer {
-    /// The format's file naming (its [`ExportFormat::file_suffix`] is appended to the
-    /// input's stem: `run.h5` -> `run.speedscope.json`).
-    pub format: ExportFormat,
-    pub write: WriteFn,
-}
-
-fn one(path: &Path, r: Result<(), ExportError>) -> Result<Vec<PathBuf>, ExportError> {
-    r.map(|()| vec![path.to_path_buf()])
-}
-
-/// The writer of `format` (one match arm per format).
-pub fn writer(format: Format) -> Writer {
-    use scope_profiler_formats as f;
-    match format {
-        Format::Speedscope => Writer {
-            format: ExportFormat::Speedscope,
-            write: |run, sel, p| one(p, f::speedscope::write_speedscope_selection(run, sel, p)),
-        },
-        Format::Folded => {
-            Writer { format: ExportFormat::Folded, write: |run, sel, p| one(p, f::folded::write_folded(run, sel, p)) }
-        }
-        Format::Flamegraph => Writer {
-            format: ExportFormat::FlamegraphSvg,
-            write: |run, sel, p| one(p, f::flamegraph::write_flamegraph_svg(run, sel, p)),
-        },
-        Format::Timeline => Writer {
-            format: ExportFormat::TimelineSvg,
-            write: |run, sel, p| one(p, f::timeline::write_timeline_svg(run, sel, p)),
-        },
-        Format::Parquet => Writer { format: ExportFormat::Parquet, write: f::parquet_export::write_parquet },
-        Format::Prof => Writer {
-            format: ExportFormat::Prof,
-            write: |run, sel, p| f::pstats::write_prof(run, sel, p, f::pstats::ProfOptions::default()),
-        },
-        Format::Chrome => Writer {
-            format: ExportFormat::ChromeTrace,
-            write: |run, sel, p| one(p, f::chrome_trace::write_chrome_trace(run, sel, p)),
-        },
-        Format::Perfetto => Writer {
-            format: ExportFormat::Perfetto,
-            write: |run, sel, p| one(p, f::perfetto::write_perfetto(run, sel, p)),
-        },
-        Format::Pprof => {
-            Writer { format: ExportFormat::Pprof, write: |run, sel, p| one(p, f::pprof::write_pprof(run, sel, p)) }
-        }
-        Format::Json => Writer {
-            format: ExportFormat::Json,
-            write: |run, sel, p| one(p, f::json_profile::write_json(run, sel, None, p)),
-        },
-    }
-}
 
 /// Output path for `input` in `dir`: the input's stem plus the format's suffix.
 pub fn output_path(input: &Path, dir: &Path, format: Format) -> PathBuf {
-    export_plan::default_file(dir, &path_stem(input), writer(format).format)
+    export_plan::default_file(dir, &path_stem(input), format)
 }
 
 /// The selection the CLI exports: `ranks` (all ranks of the run when empty), every region.
@@ -124,20 +65,19 @@ pub fn export_one(input: &Path, dir: &Path, out_stem: &str, formats: &[Format], 
     let errors: Vec<String> = formats
         .par_iter()
         .filter_map(|&fmt| {
-            let w = writer(fmt);
-            let out = export_plan::default_file(dir, out_stem, w.format);
+            let out = export_plan::default_file(dir, out_stem, fmt);
             if same_file(input, &out) {
                 // `export json runs/a.json -o runs/`: the output is the input itself
                 return Some(format!(
                     "{}: {}: the output {} is the input file; choose another -o directory",
                     input.display(),
-                    format_name(fmt),
+                    fmt.name(),
                     out.display()
                 ));
             }
-            (w.write)(&run, &sel, &out)
+            fmt.write(&run, &sel, &out)
                 .err()
-                .map(|e| format!("{}: {}: {}", input.display(), format_name(fmt), no_calls_text(&run, e)))
+                .map(|e| format!("{}: {}: {}", input.display(), fmt.name(), no_calls_text(&run, e)))
         })
         .collect();
     let mut outcome = FileOutcome { errors, ..FileOutcome::default() };
@@ -180,12 +120,6 @@ fn set_aside_notes(run: &Run, ranks: &[u32], input: &Path, outcome: &mut FileOut
             }
         }
     }
-}
-
-/// The command-line name of `format`.
-pub fn format_name(format: Format) -> String {
-    use clap::ValueEnum;
-    format.to_possible_value().map(|v| v.get_name().to_string()).unwrap_or_default()
 }
 
 /// Output stems, one per input: the input's stem, `_2`, `_3`, ... on a repeat (two inputs
@@ -316,7 +250,7 @@ pub fn timeline(
     let run = read_input(file)?;
     let label = display_label(&run, &path_stem(file));
     let target = output.unwrap_or(Path::new("."));
-    let out = export_plan::run_paths(ExportFormat::TimelineSvg, target, &[(label.clone(), path_stem(file))])
+    let out = export_plan::run_paths(Format::TimelineSvg, target, &[(label.clone(), path_stem(file))])
         .map_err(|e| Failure::usage(e.to_string()))?
         .remove(0);
     let mut sel = cli_selection(&run, ranks, label).map_err(|e| e.context(file.display()))?;
@@ -410,7 +344,6 @@ fn class_match(p: &[char], c: char) -> Option<(bool, usize)> {
 mod tests {
     use super::*;
     use crate::args::parse_formats;
-    use clap::ValueEnum;
 
     /// stop 24 new-user trial: a batch whose every file failed left the output directory
     /// it created, empty; a directory that existed, or got a file, stays.
@@ -458,14 +391,14 @@ mod tests {
 
     #[test]
     fn every_format_has_a_writer_with_its_own_suffix() {
-        let mut suffixes: Vec<&str> =
-            Format::value_variants().iter().map(|&f| writer(f).format.file_suffix()).collect();
+        let mut suffixes: Vec<&str> = Format::cli_formats().map(Format::file_suffix).collect();
         let n = suffixes.len();
         suffixes.sort();
         suffixes.dedup();
         assert_eq!(suffixes.len(), n);
-        for &f in Format::value_variants() {
-            assert_eq!(parse_formats(&format_name(f)).unwrap().0, vec![f]);
+        for f in Format::cli_formats() {
+            assert!(f.writer().is_some(), "{f:?}");
+            assert_eq!(parse_formats(f.name()).unwrap().0, vec![f]);
         }
     }
 
@@ -473,7 +406,7 @@ mod tests {
     fn format_lists_parse_and_unknown_names_list_the_valid_ones() {
         assert_eq!(
             parse_formats("folded, Timeline,parquet").unwrap().0,
-            vec![Format::Folded, Format::Timeline, Format::Parquet]
+            vec![Format::Folded, Format::TimelineSvg, Format::Parquet]
         );
         let e = parse_formats("folded,gif").unwrap_err();
         assert!(e.contains("unknown format 'gif'") && e.contains("speedscope") && e.contains("pprof"), "{e}");

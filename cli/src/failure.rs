@@ -7,7 +7,7 @@ use std::path::Path;
 
 use scope_profiler_analysis::Run;
 use scope_profiler_formats::json_profile::{read_json, JsonError, NOT_A_PROFILE};
-use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, NOT_A_PROFILE_H5};
 
 /// A failed subcommand: its message (naming the file and the problem) and its kind.
@@ -64,7 +64,7 @@ pub fn read_input(path: &Path) -> Result<Run, Failure> {
             path.display()
         )));
     }
-    if !named_h5(path) && ProfileFormat::sniff(path).ok() == Some(ProfileFormat::Json) {
+    if !named_h5(path) && Format::sniff_profile(path).ok() == Some(Format::Json) {
         return read_json(path).map_err(|e| match e {
             JsonError::Invalid(m) if m.contains(NOT_A_PROFILE) => Failure::usage(format!(
                 "{} is JSON but not a scope-profiler profile: this command reads the .h5 files and JSON profiles \
@@ -98,9 +98,9 @@ fn wrong_kind(path: &Path) -> Option<&'static str> {
     if head[..sniffed].starts_with(b"\x89HDF\r\n\x1a\n") {
         return None;
     }
-    match ProfileFormat::sniff(path).ok()? {
-        ProfileFormat::Json if !named_h5 => Some("a JSON profile"),
-        ProfileFormat::Html if !named_h5 => Some("an HTML file"),
+    match Format::sniff_profile(path).ok()? {
+        Format::Json if !named_h5 => Some("a JSON profile"),
+        Format::HtmlReport if !named_h5 => Some("an HTML file"),
         _ if !named_h5 => Some("not an HDF5 file"),
         _ => None,
     }
@@ -189,8 +189,8 @@ fn os_reason(e: &std::io::Error) -> String {
 
 /// Check `report -o OUTPUT`: an `.html`/`.htm` name (it writes HTML whatever the name says).
 pub fn check_report_output(output: &Path) -> Result<(), Failure> {
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Html => Ok(()),
+    match Format::of_profile_path(output) {
+        Format::HtmlReport => Ok(()),
         _ => Err(Failure::usage(format!(
             "report -o {}: the report is an HTML file; give a name ending in .html or .htm",
             output.display()

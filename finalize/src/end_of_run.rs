@@ -8,12 +8,12 @@ use std::io::Write as _;
 use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::Run;
-use scope_profiler_formats::export_plan::{default_file, display_label, path_stem, ExportFormat};
+use scope_profiler_formats::export_plan::{default_file, display_label, path_stem};
 use scope_profiler_formats::html_report::HtmlReport;
 use scope_profiler_formats::json_profile::write_json;
-use scope_profiler_formats::profile_format::ProfileFormat;
 use scope_profiler_formats::speedscope::write_speedscope;
 use scope_profiler_formats::text_summary::summary_text;
+use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
 use crate::followed::merge_processes;
@@ -122,7 +122,7 @@ fn finish_run(
 fn write_speedscope_beside(run: &Run, outputs: &RunOutputs) -> Option<PathBuf> {
     let written = outputs.output.as_path();
     let stem = path_stem(written);
-    let out = default_file(written.parent().unwrap_or(Path::new("")), &stem, ExportFormat::Speedscope);
+    let out = default_file(written.parent().unwrap_or(Path::new("")), &stem, Format::Speedscope);
     let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
     match write_speedscope(run, &ranks, &stem, &out) {
         Ok(()) => Some(out),
@@ -140,14 +140,14 @@ fn write_speedscope_beside(run: &Run, outputs: &RunOutputs) -> Option<PathBuf> {
 pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> {
     let kept = |e: String| format!("{e}; the recorded run is kept in {}", h5.display());
     let every_rank = || Selection::new((0..run.num_ranks.max(1)).collect(), display_label(run, &path_stem(output)));
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Json => write_json(run, &every_rank(), None, output).map_err(|e| kept(e.to_string()))?,
-        ProfileFormat::Html => {
+    match Format::of_profile_path(output) {
+        Format::Json => write_json(run, &every_rank(), None, output).map_err(|e| kept(e.to_string()))?,
+        Format::HtmlReport => {
             let mut report = HtmlReport::new(format!("scope-profiler report: {}", output.display()));
             report.add(run, &every_rank()).map_err(|e| kept(format!("{}: {e}", output.display())))?;
             report.write(output).map_err(|e| kept(e.to_string()))?;
         }
-        ProfileFormat::Hdf5 => return Ok(()),
+        _ => return Ok(()), // HDF5: the recording itself
     }
     std::fs::remove_file(h5)
         .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))

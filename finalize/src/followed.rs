@@ -249,19 +249,10 @@ mod tests {
         };
         let mut run = Run {
             threads: vec![thread(0, 0, UNKNOWN), thread(1, 10, 40), thread(2, UNKNOWN, UNKNOWN)],
-            tasks: vec![TaskRow {
-                rank: 0,
-                index: 0,
-                thread_index: 0,
-                created_ns: 20,
-                done_ns: UNKNOWN,
-                steps: 1,
-                running_ns: 1,
-                suspended_ns: 0,
-                kind: "asyncio".into(),
-                name: "Task-1".into(),
-                coro_name: "c".into(),
-            }],
+            tasks: vec![TaskRow::new(0, 0, "asyncio", "Task-1", "c")
+                .on_thread(0)
+                .lifetime(20, UNKNOWN)
+                .timing(1, 1, 0)],
             metadata: vec![
                 ("start_time_ns".into(), MetaValue::Int(1_150)),
                 ("finalize_time_ns".into(), MetaValue::Int(1_210)),

@@ -11,7 +11,7 @@
 use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::py_repr;
-use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::Format;
 
 /// A default value of a setting.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -260,12 +260,12 @@ pub fn option_bag_conflict(direct: &[String], groups: &[(String, Vec<String>)]) 
 }
 
 /// The HDF5 file a run with `output=` writes: `output` itself, or for another format
-/// ([`ProfileFormat::by_name`]: a JSON profile, an HTML report) `<output>.scope-profiler.h5`
+/// ([`Format::of_profile_path`]: a JSON profile, an HTML report) `<output>.scope-profiler.h5`
 /// beside it (the reference's name: same directory, so publishing stays a rename), rendered
 /// to `output` after each finalize.
 pub fn recording_path(output: &Path) -> PathBuf {
-    match ProfileFormat::by_name(output) {
-        ProfileFormat::Hdf5 => output.to_path_buf(),
+    match Format::of_profile_path(output) {
+        Format::Hdf5 => output.to_path_buf(),
         _ => {
             let mut name = output.as_os_str().to_owned();
             name.push(".scope-profiler.h5");

@@ -147,19 +147,10 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
 
 /// A recorder task row as a run's task-table row (rank 0).
 pub fn task_row(t: TaskRowData) -> TaskRow {
-    TaskRow {
-        rank: 0,
-        index: t.index,
-        thread_index: t.thread_index,
-        created_ns: t.created_ns,
-        done_ns: t.done_ns,
-        steps: t.steps,
-        running_ns: t.running_ns,
-        suspended_ns: t.suspended_ns,
-        kind: t.kind.to_string(),
-        name: t.name,
-        coro_name: t.coro_name,
-    }
+    TaskRow::new(0, t.index, t.kind, t.name, t.coro_name)
+        .on_thread(t.thread_index)
+        .lifetime(t.created_ns, t.done_ns)
+        .timing(t.steps, t.running_ns, t.suspended_ns)
 }
 
 #[cfg(test)]

@@ -23,19 +23,7 @@ fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
 }
 
 fn task(rank: u32, index: i64) -> TaskRow {
-    TaskRow {
-        rank,
-        index,
-        thread_index: 0,
-        created_ns: 1,
-        done_ns: -1,
-        steps: 2,
-        running_ns: 3,
-        suspended_ns: 4,
-        kind: "task".into(),
-        name: format!("Task-{index}"),
-        coro_name: "main".into(),
-    }
+    TaskRow::new(rank, index, "task", format!("Task-{index}"), "main").on_thread(0).lifetime(1, -1).timing(2, 3, 4)
 }
 
 /// A run with every column, both id representations, every lane table and every metadata type.

@@ -799,18 +799,11 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
     let mut tasks = Vec::new();
     for (rank, rows) in doc.tasks.unwrap_or_default() {
         let rank = rank_key(path, &rank)?;
-        tasks.extend(rows.into_iter().map(|t| TaskRow {
-            rank,
-            index: t.index,
-            thread_index: t.thread_index,
-            created_ns: t.created_ns,
-            done_ns: t.done_ns,
-            steps: t.steps,
-            running_ns: t.running_ns,
-            suspended_ns: t.suspended_ns,
-            kind: t.kind,
-            name: t.name,
-            coro_name: t.coro_name,
+        tasks.extend(rows.into_iter().map(|t| {
+            TaskRow::new(rank, t.index, t.kind, t.name, t.coro_name)
+                .on_thread(t.thread_index)
+                .lifetime(t.created_ns, t.done_ns)
+                .timing(t.steps, t.running_ns, t.suspended_ns)
         }));
     }
     tasks.sort_by_key(|t| (t.rank, t.index));
@@ -839,7 +832,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
 ///
 /// Errors: [`PlanError`] (`EmptyName`, `IsADirectory`, `NotADirectory`).
 pub fn json_paths(filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
-    crate::export_plan::run_paths(crate::export_plan::ExportFormat::Json, filepath, runs)
+    crate::export_plan::run_paths(crate::Format::Json, filepath, runs)
 }
 
 #[cfg(test)]

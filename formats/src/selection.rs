@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use scope_profiler_analysis::Run;
+use scope_profiler_analysis::{RegionCalls, Run};
 
 /// The part of a run an export writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,19 +53,8 @@ impl Selection {
         if run.regions.iter().all(|r| keep.get(r.region as usize).copied().unwrap_or(false)) {
             return Cow::Borrowed(run);
         }
-        Cow::Owned(Run {
-            region_names: run.region_names.clone(),
-            regions: run
-                .regions
-                .iter()
-                .filter(|r| keep.get(r.region as usize).copied().unwrap_or(false))
-                .cloned()
-                .collect(),
-            threads: run.threads.clone(),
-            tasks: run.tasks.clone(),
-            metadata: run.metadata.clone(),
-            num_ranks: run.num_ranks,
-        })
+        let kept_rows = run.regions.iter().filter(|r| keep.get(r.region as usize).copied().unwrap_or(false));
+        Cow::Owned(with_rows(run, kept_rows.cloned().collect()))
     }
 
     /// `run` restricted to the kept regions with the rows of each rank (ranks ascending)
@@ -104,14 +93,20 @@ impl Selection {
         {
             return Cow::Borrowed(run);
         }
-        Cow::Owned(Run {
-            region_names: run.region_names.clone(),
-            regions,
-            threads: run.threads.clone(),
-            tasks: run.tasks.clone(),
-            metadata: run.metadata.clone(),
-            num_ranks: run.num_ranks,
-        })
+        Cow::Owned(with_rows(run, regions))
+    }
+}
+
+/// `run` with the region rows `regions` instead of its own (names, lane tables, metadata and
+/// rank count copied).
+fn with_rows(run: &Run, regions: Vec<RegionCalls>) -> Run {
+    Run {
+        region_names: run.region_names.clone(),
+        regions,
+        threads: run.threads.clone(),
+        tasks: run.tasks.clone(),
+        metadata: run.metadata.clone(),
+        num_ranks: run.num_ranks,
     }
 }
 

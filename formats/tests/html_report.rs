@@ -186,7 +186,8 @@ fn region_filter_no_calls_and_atomic_write() {
 /// saying so, as 0.7.5 writes one; the other formats refuse it.
 #[test]
 fn a_run_without_calls_gets_a_report_saying_so() {
-    use scope_profiler_formats::export_plan::{plan, ExportFormat, PlanError, Request, RunInput};
+    use scope_profiler_formats::export_plan::{plan, PlanError, Request, RunInput};
+    use scope_profiler_formats::Format;
     let empty = RunInput {
         label: "empty".into(),
         num_ranks: 0,
@@ -198,18 +199,18 @@ fn a_run_without_calls_gets_a_report_saying_so() {
     let target = dir.path().join("e.html");
     let req = |format, ranks: Option<Vec<i64>>, filtered| Request { format, path: &target, ranks, filtered };
     for ranks in [None, Some(vec![])] {
-        let files = plan(std::slice::from_ref(&empty), &req(ExportFormat::HtmlReport, ranks.clone(), false)).unwrap();
+        let files = plan(std::slice::from_ref(&empty), &req(Format::HtmlReport, ranks.clone(), false)).unwrap();
         assert_eq!(files.len(), 1, "{ranks:?}");
         assert_eq!(files[0].path, target);
         assert!(files[0].selection.ranks.is_empty());
     }
     // other formats, and a filter, still refuse it
     assert_eq!(
-        plan(std::slice::from_ref(&empty), &req(ExportFormat::Speedscope, None, false)).unwrap_err(),
+        plan(std::slice::from_ref(&empty), &req(Format::Speedscope, None, false)).unwrap_err(),
         PlanError::NoRegions
     );
     assert_eq!(
-        plan(std::slice::from_ref(&empty), &req(ExportFormat::HtmlReport, None, true)).unwrap_err(),
+        plan(std::slice::from_ref(&empty), &req(Format::HtmlReport, None, true)).unwrap_err(),
         PlanError::NoRegions
     );
     let run = Run { metadata: vec![("mpi_size".into(), MetaValue::Int(1))], ..Default::default() };

@@ -170,19 +170,10 @@ impl TaskInfo {
         running_ns: i64,
         suspended_ns: i64,
     ) -> Self {
-        let row = TaskRow {
-            rank,
-            index,
-            thread_index,
-            created_ns,
-            done_ns,
-            steps,
-            running_ns,
-            suspended_ns,
-            kind,
-            name,
-            coro_name,
-        };
+        let row = TaskRow::new(rank, index, kind, name, coro_name)
+            .on_thread(thread_index)
+            .lifetime(created_ns, done_ns)
+            .timing(steps, running_ns, suspended_ns);
         TaskInfo { run: Arc::new(Run { tasks: vec![row], ..Run::default() }), at: 0 }
     }
     #[getter]

@@ -22,7 +22,11 @@ pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
 
 pub fn task_from_tuple(t: TaskTuple) -> TaskRow {
     let (rank, index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns, kind, name, coro_name) = t;
-    TaskRow { rank, index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns, kind, name, coro_name }
+    TaskRow::new(rank, index, kind, name, coro_name).on_thread(thread_index).lifetime(created_ns, done_ns).timing(
+        steps,
+        running_ns,
+        suspended_ns,
+    )
 }
 
 pub fn meta_to_py<'py>(py: Python<'py>, v: &MetaValue) -> PyResult<Bound<'py, PyAny>> {

@@ -1,6 +1,8 @@
 //! The glue every `export_*` function shares: Python arguments -> [`export_plan`] -> the
 //! `formats` writer of each planned file (GIL released) -> `list[pathlib.Path]`, with one
-//! `Wrote <path> (<note>)` line per path through Python's `print` when `verbose`.
+//! `Wrote <path> (<viewer>)` line per path through Python's `print` when `verbose` (the
+//! format's [`Format::viewer`] hint). [`export_functions!`] makes the `export_<format>`
+//! functions from the format registry (`formats::registry`).
 //!
 //! A result set is anything with a `_native_run` attribute; only this contract is used
 //! (attribute access): `is_root`, `display_label`, `num_ranks`, `file_path`,
@@ -18,13 +20,74 @@ use pyo3::exceptions::{PyOSError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyInt, PyList, PyString};
 use scope_profiler_analysis::Run;
-use scope_profiler_formats::export_plan::{self, ExportFormat, PlanError, Request, RunInput};
-use scope_profiler_formats::{ExportError, Selection};
+use scope_profiler_formats::export_plan::{self, PlanError, Request, RunInput};
+use scope_profiler_formats::{ExportError, Format, Selection};
 
 use crate::run::NativeRun;
 
 /// A writer of `formats`: `(run, selection, path) -> every path written`.
 pub type Write<'a> = &'a (dyn Fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError> + Sync);
+
+/// The `export_<format>` functions, one per registry format, all with the arguments
+/// `(profiling_data, filepath, ranks=None, include=None, exclude=None, verbose=True)` and
+/// returning the paths written (`list[pathlib.Path]`; errors as [`ExportArgs::export`]).
+///
+/// Each item is `/// doc` lines, then `name => Format`, then optionally, in this order, the
+/// format's extra arguments `before verbose (name: type = default, ...)`, `after verbose
+/// (...)`, `keyword (...)` (keyword-only, after `*`), and `write { ... }`: a block that
+/// checks the extra arguments (raising before anything is read) and evaluates to the writer
+/// used instead of the registry's. Makes `add_export_functions(m)` adding every function
+/// to `m`.
+macro_rules! export_functions {
+    (@writer $format:ident $write:block) => { $write };
+    (@writer $format:ident) => {
+        |run: &::scope_profiler_analysis::Run, sel: &::scope_profiler_formats::Selection, p: &::std::path::Path| {
+            $format.write(run, sel, p)
+        }
+    };
+    ($(
+        $(#[doc = $doc:literal])*
+        $name:ident => $format:expr
+        $(, before verbose ($($b:ident: $bt:ty = $bd:tt),+))?
+        $(, after verbose ($($a:ident: $at:ty = $ad:tt),+))?
+        $(, keyword ($($k:ident: $kt:ty = $kd:tt),+))?
+        $(, write $write:block)?
+        ;
+    )+) => {
+        $(
+            $(#[doc = $doc])*
+            #[::pyo3::pyfunction]
+            #[pyo3(signature = (
+                profiling_data, filepath, ranks=None, include=None, exclude=None,
+                $($($b = $bd,)+)? verbose=true $($(, $a = $ad)+)? $(, * $(, $k = $kd)+)?
+            ))]
+            #[allow(clippy::too_many_arguments)]
+            pub fn $name<'py>(
+                profiling_data: ::pyo3::Bound<'py, ::pyo3::PyAny>,
+                filepath: ::pyo3::Bound<'py, ::pyo3::PyAny>,
+                ranks: Option<::pyo3::Bound<'py, ::pyo3::PyAny>>,
+                include: Option<::pyo3::Bound<'py, ::pyo3::PyAny>>,
+                exclude: Option<::pyo3::Bound<'py, ::pyo3::PyAny>>,
+                $($($b: $bt,)+)?
+                verbose: bool,
+                $($($a: $at,)+)?
+                $($($k: $kt,)+)?
+            ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::types::PyList>> {
+                let format: ::scope_profiler_formats::Format = $format;
+                let write: $crate::export::Write<'_> = &$crate::export::export_functions!(@writer format $($write)?);
+                let args = $crate::export::ExportArgs { profiling_data, filepath, ranks, include, exclude, verbose };
+                args.export(format, write)
+            }
+        )+
+
+        /// Add every function above to `m`.
+        pub fn add_export_functions(m: &::pyo3::Bound<'_, ::pyo3::types::PyModule>) -> ::pyo3::PyResult<()> {
+            $(m.add_function(::pyo3::wrap_pyfunction!($name, m)?)?;)+
+            Ok(())
+        }
+    };
+}
+pub(crate) use export_functions;
 
 /// `Nesting` -> `NestingError`, `NoCalls` and `Request` -> `ValueError`, `Io` -> `OSError`, `File` -> the
 /// `OSError` subclass of its errno (`OSError(errno, message, path)` picks it), `filename` set.
@@ -68,11 +131,6 @@ pub(crate) fn file_stem(r: &Bound<'_, PyAny>) -> PyResult<String> {
     Ok(path.file_stem().map(|s| s.to_string_lossy().into_owned()).unwrap_or_default())
 }
 
-/// `[path]`: the result of a writer that writes exactly its target.
-pub fn only(path: &Path, r: Result<(), ExportError>) -> Result<Vec<PathBuf>, ExportError> {
-    r.map(|()| vec![path.to_path_buf()])
-}
-
 /// The arguments every `export_*` function takes, as Python gave them.
 pub struct ExportArgs<'py> {
     pub profiling_data: Bound<'py, PyAny>,
@@ -94,11 +152,8 @@ pub struct Planned<'py> {
 impl<'py> ExportArgs<'py> {
     /// Validate the arguments and plan the files of `format` (errors as [`Self::export`]);
     /// no root result set plans nothing.
-    pub fn plan(&self, format: ExportFormat) -> PyResult<Planned<'py>> {
-        let sets = result_sets(&self.profiling_data)?;
-        let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
-        let roots: Vec<Bound<'py, PyAny>> =
-            export_plan::root_runs(&is_root).map_err(plan_err)?.into_iter().map(|i| sets[i].clone()).collect();
+    pub fn plan(&self, format: Format) -> PyResult<Planned<'py>> {
+        let roots = root_sets(&self.profiling_data)?;
         if roots.is_empty() {
             return Ok(Planned { roots, files: Vec::new(), ranks: None });
         }
@@ -113,9 +168,9 @@ impl<'py> ExportArgs<'py> {
         Ok(Planned { roots, files, ranks: req.ranks })
     }
 
-    /// Validate, plan and write `format`; returns the paths written, in order. `note` is
-    /// the text of the `verbose` lines, `{path}` in it replaced by the path.
-    pub fn export(self, format: ExportFormat, note: &str, write: Write<'_>) -> PyResult<Bound<'py, PyList>> {
+    /// Validate, plan and write `format` with `write`; returns the paths written, in order.
+    /// `verbose` prints `Wrote <path> (<viewer hint>)` per path.
+    pub fn export(self, format: Format, write: Write<'_>) -> PyResult<Bound<'py, PyList>> {
         let py = self.profiling_data.py();
         let planned = self.plan(format)?;
         let written = PyList::empty(py);
@@ -131,7 +186,7 @@ impl<'py> ExportArgs<'py> {
                 let p = pathlib_path.call1((p,))?;
                 if self.verbose {
                     let shown = p.str()?.to_string();
-                    print.call1((format!("Wrote {shown} ({})", note.replace("{path}", &shown)),))?;
+                    print.call1((format!("Wrote {shown} ({})", format.viewer(&shown)),))?;
                 }
                 written.append(p)?;
             }
@@ -190,6 +245,19 @@ pub(crate) fn result_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'
         }
     }
     Ok(sets)
+}
+
+/// The root result sets of `data` ([`result_sets`], those whose `is_root` is true), in
+/// order. Errors as [`result_sets`]; `ValueError` for an empty sequence.
+pub(crate) fn root_sets<'py>(data: &Bound<'py, PyAny>) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let sets = result_sets(data)?;
+    let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
+    Ok(export_plan::root_runs(&is_root).map_err(plan_err)?.into_iter().map(|i| sets[i].clone()).collect())
+}
+
+/// `(display_label, file stem)` of result set `r`: what its files are named after.
+pub(crate) fn run_name(r: &Bound<'_, PyAny>) -> PyResult<(String, String)> {
+    Ok((r.getattr("display_label")?.extract()?, file_stem(r)?))
 }
 
 /// The `ranks` argument: an int, or an iterable of values passed through `int()`.

@@ -9,7 +9,7 @@ use std::path::PathBuf;
 use arrow_array::Int64Array;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use scope_profiler_analysis::{RegionCalls, Run, StoredStats};
+use scope_profiler_analysis::{RegionCalls, Run};
 use scope_profiler_formats::{RunSummary, SummaryRow};
 
 use crate::errors::{h5_err, SummaryDataUnavailable};
@@ -119,23 +119,9 @@ fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(
 
 /// A summary row as a region row without events.
 fn stored_row(r: &SummaryRow) -> RegionCalls {
-    let s = &r.stats;
     let mut row =
         RegionCalls::new(r.region, r.rank, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
-    row.stored = Some(StoredStats {
-        count: r.count,
-        total: s.total,
-        minimum: s.minimum,
-        maximum: s.maximum,
-        first: s.first,
-        last: s.last,
-        start_minimum: s.start_minimum,
-        end_maximum: s.end_maximum,
-        gpu_count: s.gpu_count,
-        gpu_total: s.gpu_total,
-        mean: s.mean,
-        m2: s.m2,
-    });
+    row.stored = Some(r.stats);
     row.exclusive_total_ns = r.exclusive_total_ns;
     row.source_file = r.source_file.clone().filter(|f| !f.is_empty());
     row.source_line = r.source_line;

@@ -10,7 +10,7 @@ use scope_profiler_formats::json_profile::{self, JsonError};
 use scope_profiler_formats::Selection;
 
 use crate::errors::JSONProfileError;
-use crate::export::{export_err, file_stem, plan_err, requested_ranks, result_sets, target_path};
+use crate::export::{export_err, plan_err, requested_ranks, root_sets, run_name, target_path};
 use crate::results::ProfilingResults;
 use crate::run::NativeRun;
 
@@ -75,7 +75,7 @@ pub fn write_json<'py>(
     let given = target_path(&filepath)?;
     // a file name is used exactly (the reference's write_json); a directory gets the default name
     let path = if scope_profiler_formats::export_plan::names_directory(&given) {
-        let runs = [(results.getattr("display_label")?.extract()?, file_stem(&results)?)];
+        let runs = [run_name(&results)?];
         json_profile::json_paths(&given, &runs).map_err(plan_err)?.remove(0)
     } else {
         given
@@ -103,21 +103,12 @@ pub fn export_json<'py>(
     indent: Option<usize>,
 ) -> PyResult<Bound<'py, PyList>> {
     let py = profiling_data.py();
-    let sets = result_sets(&profiling_data)?;
-    let is_root = sets.iter().map(|r| r.getattr("is_root")?.is_truthy()).collect::<PyResult<Vec<bool>>>()?;
-    let roots: Vec<Bound<'py, PyAny>> = scope_profiler_formats::export_plan::root_runs(&is_root)
-        .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?
-        .into_iter()
-        .map(|i| sets[i].clone())
-        .collect();
+    let roots = root_sets(&profiling_data)?;
     let written = PyList::empty(py);
     if roots.is_empty() {
         return Ok(written);
     }
-    let names = roots
-        .iter()
-        .map(|r| Ok((r.getattr("display_label")?.extract()?, file_stem(r)?)))
-        .collect::<PyResult<Vec<(String, String)>>>()?;
+    let names = roots.iter().map(run_name).collect::<PyResult<Vec<(String, String)>>>()?;
     let targets = json_profile::json_paths(&target_path(&filepath)?, &names).map_err(plan_err)?;
     let print = py.import("builtins")?.getattr("print")?;
     for (run, target) in roots.iter().zip(targets) {

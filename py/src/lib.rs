@@ -1,15 +1,14 @@
 //! `scope_profiler._native`: the Rust side of the `scope_profiler` Python package. One Rust
 //! module per Python module it backs: `region` (Region), `mpi_region` (MPIRegion), `results`
-//! (ProfilingResults, merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
-//! `h5reader`, `native_trace`, `metadata`, the exporters (`speedscope_export`, `prof_export`, `chrome_trace_export`,
-//! `trace_exports`, `graphics_exports`, sharing `export`), and the recording glue behind
+//! (ProfilingResults), `merge` (merge_results), `concurrency` (ThreadInfo, TaskInfo), `call_stack`,
+//! `h5reader`, `native_trace`, `metadata`, the exporters (`exports`, one function per format of the
+//! registry, with `prof_export` and `json_export`, sharing `export`), and the recording glue behind
 //! `profile_manager` (`recording`).
 use pyo3::prelude::*;
 
 mod arrays;
 mod asyncio_hooks;
 mod call_stack;
-mod chrome_trace_export;
 mod cli;
 mod concurrency;
 mod convert;
@@ -18,10 +17,10 @@ mod environment;
 mod errors;
 mod events;
 mod export;
+mod exports;
 mod follow;
 mod fork;
 mod frames;
-mod graphics_exports;
 mod greenlet_hooks;
 mod h5reader;
 mod json_export;
@@ -43,8 +42,6 @@ mod results;
 mod run;
 mod settings;
 mod sigterm_guard;
-mod speedscope_export;
-mod trace_exports;
 mod tracking;
 
 #[pymodule]
@@ -59,7 +56,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::ProfilingResults>()?;
     m.add_class::<concurrency::ThreadInfo>()?;
     m.add_class::<concurrency::TaskInfo>()?;
-    m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
+    m.add_function(wrap_pyfunction!(merge::merge_results, m)?)?;
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
     fork::register(m)?;
@@ -82,10 +79,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     sigterm_guard::register(m)?;
     options::register(m)?;
     ranks::register(m)?;
-    speedscope_export::register(m)?;
     prof_export::register(m)?;
-    chrome_trace_export::register(m)?;
-    trace_exports::register(m)?;
-    graphics_exports::register(m)?;
+    exports::register(m)?;
     Ok(())
 }

@@ -7,14 +7,14 @@ use pyo3::exceptions::{PyFileNotFoundError, PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_analysis::py_repr;
-use scope_profiler_formats::profile_format::ProfileFormat;
+use scope_profiler_formats::Format;
 
 use crate::results::ProfilingResults;
 
 /// `"json"` for `.json`/`.json.gz` names, `"html"` for `.html`/`.htm`, else `"hdf5"`.
 #[pyfunction]
 pub fn profile_format(path: PathBuf) -> &'static str {
-    ProfileFormat::by_name(&path).name()
+    Format::of_profile_path(&path).name()
 }
 
 /// The format of the file's contents (`"hdf5"`, `"json"`, `"html"`) by its first bytes
@@ -22,7 +22,7 @@ pub fn profile_format(path: PathBuf) -> &'static str {
 /// for a missing file, `OSError` when it cannot be read.
 #[pyfunction]
 pub fn sniff_profile_format(path: PathBuf) -> PyResult<&'static str> {
-    ProfileFormat::sniff(&path).map(ProfileFormat::name).map_err(|e| match e.kind() {
+    Format::sniff_profile(&path).map(Format::name).map_err(|e| match e.kind() {
         std::io::ErrorKind::NotFound => {
             PyFileNotFoundError::new_err(format!("No profile at {:?}", path.display().to_string()))
         }
@@ -59,8 +59,8 @@ fn load(py: Python<'_>, path: &Bound<'_, PyAny>, verbose: bool) -> PyResult<Prof
 #[pyfunction]
 #[pyo3(signature = (file_path, verbose=false))]
 fn read_profile(py: Python<'_>, file_path: PathBuf, verbose: bool) -> PyResult<ProfilingResults> {
-    match ProfileFormat::by_name(&file_path) {
-        ProfileFormat::Json => crate::json_export::read_json(py, file_path, verbose),
+    match Format::of_profile_path(&file_path) {
+        Format::Json => crate::json_export::read_json(py, file_path, verbose),
         _ => crate::h5reader::read_h5(py, file_path, verbose),
     }
 }
@@ -76,7 +76,7 @@ fn read_profile_summary<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let path: PathBuf = file_path.extract()?;
-    if ProfileFormat::by_name(&path) == ProfileFormat::Json {
+    if Format::of_profile_path(&path) == Format::Json {
         return Ok(Bound::new(py, crate::json_export::read_json(py, path, false)?)?.into_any());
     }
     wrap_pyfunction!(crate::h5reader::read_h5_summary, py)?.call((file_path,), kwargs)
@@ -95,10 +95,10 @@ fn write_profile<'py>(
     file_path: &Bound<'py, PyAny>,
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
-    let writer = match ProfileFormat::by_name(&file_path.extract::<PathBuf>()?) {
-        ProfileFormat::Json => wrap_pyfunction!(crate::json_export::write_json, py)?,
-        ProfileFormat::Html => wrap_pyfunction!(crate::graphics_exports::create_html_report, py)?,
-        ProfileFormat::Hdf5 => {
+    let writer = match Format::of_profile_path(&file_path.extract::<PathBuf>()?) {
+        Format::Json => wrap_pyfunction!(crate::json_export::write_json, py)?,
+        Format::HtmlReport => wrap_pyfunction!(crate::exports::create_html_report, py)?,
+        _ => {
             let path = py.import("pathlib")?.getattr("Path")?.call1((file_path,))?;
             results.call_method0("_native_run")?.call_method1("write_h5", (&path,))?;
             return Ok(path);

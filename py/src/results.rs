@@ -11,7 +11,7 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyImportError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString, PyTuple};
+use pyo3::types::{PyDict, PyList, PyString};
 use scope_profiler_analysis::region_stats::RowStats;
 use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
 
@@ -1131,19 +1131,4 @@ impl ProfilingResults {
         }
         Ok(rows)
     }
-}
-
-/// `merge_results(*result_sets, label=None, file_path=None, stack=None)`: several result
-/// sets as one (see `analysis::stack` for the rules). Non-root sets are ignored; ValueError
-/// when none is given or (not stacking) a region name appears in two sets.
-#[pyfunction]
-#[pyo3(signature = (*result_sets, label=None, file_path=None, stack=None))]
-pub fn merge_results<'py>(
-    py: Python<'py>,
-    result_sets: &Bound<'py, PyTuple>,
-    label: Option<String>,
-    file_path: Option<Bound<'py, PyAny>>,
-    stack: Option<bool>,
-) -> PyResult<Bound<'py, PyAny>> {
-    crate::merge::merge_results(py, result_sets, label, file_path, stack)
 }

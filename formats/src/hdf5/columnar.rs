@@ -470,19 +470,12 @@ fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {
     );
     (0..n)
         .map(|i| {
-            Ok(TaskRow {
-                rank: lane_rank(ctx, iv[0][i])?,
-                index: iv[1][i],
-                thread_index: iv[2][i],
-                created_ns: iv[3][i],
-                done_ns: iv[4][i],
-                steps: iv[5][i],
-                running_ns: iv[6][i],
-                suspended_ns: iv[7][i],
-                kind: kinds.next().unwrap_or_default(),
-                name: names.next().unwrap_or_default(),
-                coro_name: coros.next().unwrap_or_default(),
-            })
+            let (kind, name, coro_name) =
+                (kinds.next().unwrap_or_default(), names.next().unwrap_or_default(), coros.next().unwrap_or_default());
+            Ok(TaskRow::new(lane_rank(ctx, iv[0][i])?, iv[1][i], kind, name, coro_name)
+                .on_thread(iv[2][i])
+                .lifetime(iv[3][i], iv[4][i])
+                .timing(iv[5][i], iv[6][i], iv[7][i]))
         })
         .collect()
 }

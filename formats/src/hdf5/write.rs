@@ -8,10 +8,10 @@ use std::path::Path;
 use arrow_array::Int64Array;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Group, H5Type};
-use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
 
 use super::chunks::{self, ColumnSource};
-use super::summary::{summary_record, SummaryRecord};
+use super::summary::SummaryCompound;
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 
 /// `json.dumps(list_of_str)` with Python's defaults (`", "` separator, ASCII escapes).
@@ -441,7 +441,7 @@ pub struct EncodedAhead {
     /// (column name, number of values, stored chunks)
     columns: Vec<(&'static str, usize, Vec<Vec<u8>>)>,
     /// `summary_statistics` of the written rows ([`row_summaries`]).
-    summaries: Option<Vec<SummaryRecord>>,
+    summaries: Option<Vec<SummaryCompound>>,
 }
 
 impl EncodedAhead {
@@ -511,13 +511,16 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
     }
 }
 
-/// `rank_region_index/summary_statistics` of `rows` ([`summary_record`]): one row per task
-/// (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork() (the
-/// global pool hangs a forked child: tests/python/test_fork.py).
-fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryRecord> {
+/// `rank_region_index/summary_statistics` of `rows` ([`StoredStats::of_calls`]): one row per
+/// task (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork()
+/// (the global pool hangs a forked child).
+fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryCompound> {
     scope_profiler_analysis::par::install(|| {
         rows.par_iter()
-            .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
+            .map(|r| {
+                let gpu = r.gpu_ns.as_ref().map(|g| &g.values()[..]);
+                SummaryCompound(StoredStats::of_calls(r.start_ns.values(), r.end_ns.values(), gpu))
+            })
             .collect()
     })
 }

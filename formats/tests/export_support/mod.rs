@@ -28,25 +28,7 @@ pub fn out_dir() -> PathBuf {
 }
 
 pub fn row(region: u32, s: &[i64], e: &[i64]) -> RegionCalls {
-    RegionCalls {
-        region,
-        rank: 0,
-        start_ns: Int64Array::from(s.to_vec()),
-        end_ns: Int64Array::from(e.to_vec()),
-        gpu_ns: None,
-        call_ids: None,
-        parent_ids: None,
-        thread_ids: None,
-        task_ids: None,
-        await_ns: None,
-        source_file: None,
-        source_line: None,
-        source_text: None,
-        tags: vec![],
-        event_metadata: None,
-        exclusive_total_ns: None,
-        stored: None,
-    }
+    RegionCalls::new(region, 0, Int64Array::from(s.to_vec()), Int64Array::from(e.to_vec()))
 }
 
 /// A row with thread (and task / await) columns.
