@@ -1,5 +1,7 @@
 //! File formats of scope-profiler: HDF5 in the reference's layout and speedscope.
 pub mod chrome_trace;
+pub mod diff_flamegraph;
+pub mod diff_html;
 mod export_common;
 pub mod export_error;
 pub mod export_plan;
@@ -14,6 +16,7 @@ pub mod perfetto;
 pub mod pprof;
 pub mod profile_format;
 pub mod pstats;
+pub mod run_group;
 pub mod selection;
 pub mod speedscope;
 pub mod timeline;
