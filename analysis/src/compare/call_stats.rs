@@ -223,6 +223,22 @@ impl RunCallStats {
     }
 }
 
+/// The statistics by `by` of each of `runs` (an analysis and the run's name), in parallel.
+/// Errors: the first run whose call paths cannot be built ([`RunCallStats::by_path`]).
+pub fn runs_call_stats(
+    runs: &[(std::sync::Arc<RunAnalysis>, String)],
+    by: CompareBy,
+) -> Result<Vec<RunCallStats>, NestingError> {
+    crate::par::install(|| {
+        runs.par_iter()
+            .map(|(analysis, name)| match by {
+                CompareBy::Region => Ok(RunCallStats::by_region(name.clone(), &analysis.run)),
+                CompareBy::Path => RunCallStats::by_path(name.clone(), analysis),
+            })
+            .collect()
+    })
+}
+
 /// One row's statistics: a sequence per contiguous run of one thread id (the whole row
 /// without thread ids); the stored statistics of a row read without its calls.
 fn row_stats(row: &crate::RegionCalls) -> CallStats {

@@ -17,7 +17,7 @@ use rayon::prelude::*;
 use serde_json::{json, Value};
 use std::collections::BTreeSet;
 
-pub use call_stats::{CallStats, CompareBy, Key, RunCallStats, BATCHES};
+pub use call_stats::{runs_call_stats, CallStats, CompareBy, Key, RunCallStats, BATCHES};
 use interval::{change_interval, row_level, SideEstimate};
 
 /// One side of a comparison: runs of one version, named as the user gave them.
@@ -136,8 +136,8 @@ pub fn compare(base: &Group, new: &Group, by: CompareBy, threshold: f64) -> Resu
     };
     let sides: Vec<(SideEstimate, SideEstimate)> =
         crate::par::install(|| keys.par_iter().map(|k| (estimate(base, k), estimate(new, k))).collect());
-    // the intervals hold together: one per key with calls on both sides
-    let both = sides.iter().filter(|(b, n)| b.calls > 0.0 && n.calls > 0.0).count();
+    // the intervals hold together: one per key with calls, time and a variance on both sides
+    let both = sides.iter().filter(|(b, n)| has_interval(b) && has_interval(n)).count();
     let level = row_level(both);
     let mut rows: Vec<DiffRow> =
         keys.iter().zip(&sides).map(|(k, (b, n))| diff_row(k, b, n, by, threshold, level)).collect();
@@ -148,6 +148,11 @@ pub fn compare(base: &Group, new: &Group, by: CompareBy, threshold: f64) -> Resu
     });
     let info = |g: &Group| SideInfo { label: g.label.clone(), runs: g.runs.iter().map(|r| r.name.clone()).collect() };
     Ok(Comparison { base: info(base), new: info(new), by, threshold, row_level: level, rows })
+}
+
+/// Whether a side of a key can take part in an interval.
+fn has_interval(s: &SideEstimate) -> bool {
+    s.calls > 0.0 && s.total_ns > 0.0 && s.variance.is_some()
 }
 
 /// The row of `key` from its two sides' estimates; intervals at `level`.

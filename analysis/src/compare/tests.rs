@@ -183,6 +183,8 @@ fn drift_within_a_run_is_counted_by_the_batches() {
 
 #[test]
 fn one_call_per_side_cannot_be_declared_changed() {
+    let c = compare(&group(vec![run_of(&[1_000_000])]), &group(vec![run_of(&[9_000_000])]), CompareBy::Region, 0.05);
+    assert_eq!(c.unwrap().row_level, 0.95, "a row without an interval does not count");
     let r = row(vec![run_of(&[1_000_000])], vec![run_of(&[9_000_000])], 0.05);
     assert_eq!((r.verdict, r.change, r.ci_low, r.note), (Verdict::Unchanged, Some(8.0), None, Some(TOO_FEW_CALLS)));
     // one call per run but several runs: the runs' spread is the noise
@@ -251,6 +253,8 @@ fn rows_new_gone_sorted_and_as_json() {
         names,
         [("solo", Verdict::New), ("only_base", Verdict::Gone), ("outer", Verdict::Slower), ("inner", Verdict::Slower)]
     );
+    // the intervals hold together over the two rows that have one
+    assert!((c.row_level - (1.0 - 0.05 / 2.0)).abs() < 1e-12, "{}", c.row_level);
     let outer = &c.rows[2];
     assert_eq!((outer.base_calls, outer.new_calls, outer.change), (4.0, 4.0, Some(1.0)));
     assert_eq!(c.rows[0].change, None);
