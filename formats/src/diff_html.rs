@@ -191,7 +191,7 @@ pub fn write_diff_html(c: &Comparison, flame: FlameInput<'_>, path: &Path) -> Re
 const DIFF_STYLE: &str = "
 tr.v-slower td:last-child{color:#b42318;font-weight:600}tr.v-faster td:last-child{color:#1d4ed8;font-weight:600}
 tr.v-new td:last-child{color:#7e22ce}tr.v-gone td:last-child{color:#57606a}
-.sw{display:inline-block;padding:0 6px;border-radius:3px}.sw.v-slower{background:hsl(4,85%,60%)}
+.sw{display:inline-block;padding:0 6px;border-radius:3px;color:#fff}.sw.v-unchanged{color:#1f2328}.sw.v-slower{background:hsl(4,85%,60%)}
 .sw.v-faster{background:hsl(214,85%,60%)}.sw.v-unchanged{background:hsl(0,0%,82%)}.sw.v-new{background:hsl(280,55%,62%)}
 .figure.flame{padding:2px}svg.diff-flame{display:block;font:11px monospace}
 svg.diff-flame g.f{cursor:pointer}svg.diff-flame g.f:hover rect{stroke:#1f2328;stroke-width:0.8}
