@@ -70,9 +70,7 @@ def main() -> None:
     c = sp.compare(out / "v1", out / "v2")
     print(f"{c.base['label']} ({len(c.base['runs'])} runs) -> {c.new['label']}")
     for r in c.rows:
-        interval = (
-            f"[{r['ci_low']:+.1%}, {r['ci_high']:+.1%}]" if r["ci_low"] is not None else "-"
-        )
+        interval = f"[{r['ci_low']:+.1%}, {r['ci_high']:+.1%}]" if r["ci_low"] is not None else "-"
         change = f"{r['change']:+.1%}" if r["change"] is not None else "-"
         print(
             f"  {r['name']:<24} {r['base_time'] * 1e3:9.2f} ms -> {r['new_time'] * 1e3:9.2f} ms"

@@ -205,7 +205,14 @@ def test_compare_api(runs):
     a_a = sp.compare(base / "run1.h5", base / "run3.h5", threshold=0.05)
     assert {r["verdict"] for r in a_a.rows} == {"unchanged"}
     frame = c.to_polars()
-    assert frame.columns[:6] == ["name", "base_calls", "new_calls", "base_time", "new_time", "change"]
+    assert frame.columns[:6] == [
+        "name",
+        "base_calls",
+        "new_calls",
+        "base_time",
+        "new_time",
+        "change",
+    ]
     assert frame.filter(frame["name"] == "slow")["verdict"].to_list() == ["slower"]
     pdf = c.to_pandas()
     assert list(pdf["name"]) == [r["name"] for r in c.rows]

@@ -29,9 +29,7 @@ def _runs(side: _Side) -> list[_Run]:
     return list(side)
 
 
-def compare(
-    base: _Side, new: _Side, *, threshold: float = 0.05, by: str = "region"
-) -> Comparison:
+def compare(base: _Side, new: _Side, *, threshold: float = 0.05, by: str = "region") -> Comparison:
     """Compare the runs ``new`` with the runs ``base``: for every region (``by="region"``) or
     call path (``by="path"``), the mean calls and inclusive time per run on each side, the
     change ``new_time / base_time - 1``, its 95 % interval (``ci_low``, ``ci_high``: the
