@@ -181,12 +181,17 @@ type Source = (Arc<RunAnalysis>, String);
 
 /// The runs `items` stand for: each a `ProfilingResults`, a run file, or a directory of run
 /// files (read with `load`). Errors: a path that cannot be read (as `load` raises), a
-/// directory without run file (`ValueError`), another kind of item (`TypeError`).
-fn sources(py: Python<'_>, items: &[Bound<'_, PyAny>]) -> PyResult<Vec<Source>> {
+/// directory without run file (`ValueError`), another kind of item (`TypeError`), results
+/// read without their calls (`read_h5_summary`) compared by call path
+/// (`EventDataUnavailableError`).
+fn sources(py: Python<'_>, items: &[Bound<'_, PyAny>], by: CompareBy) -> PyResult<Vec<Source>> {
     let mut out = Vec::new();
     for item in items {
         if let Ok(r) = item.cast::<ProfilingResults>() {
             let r = r.borrow();
+            if by == CompareBy::Path {
+                r.require_event_data("compare(by='path')")?;
+            }
             out.push((Arc::clone(r.analysis()), r.file_path_string()));
             continue;
         }
@@ -244,7 +249,7 @@ fn compare_runs(
             return Err(PyValueError::new_err(format!("compare(): no run given for {what}")));
         }
     }
-    let (bs, ns) = (sources(py, &base)?, sources(py, &new)?);
+    let (bs, ns) = (sources(py, &base, by)?, sources(py, &new, by)?);
     let base_group = group(py, side_label(&base, &bs), &bs, by)?;
     let new_group = group(py, side_label(&new, &ns), &ns, by)?;
     let inner = py

@@ -226,6 +226,16 @@ def test_compare_api(runs):
         sp.compare(base / "nope.h5", new)
     with pytest.raises(TypeError, match="paths"):
         sp.compare(3, new)  # type: ignore[arg-type]
+    # results read without their calls: by region from the stored statistics (count, total,
+    # spread); by call path they are needed
+    summary_only = sp.read_h5_summary(str(base / "run1.h5"))
+    rows = {r["name"]: r for r in sp.compare(summary_only, new / "run1.h5").rows}
+    full = {r["name"]: r for r in sp.compare(base / "run1.h5", new / "run1.h5").rows}
+    for name in ("slow", "fast", "same"):
+        assert rows[name]["change"] == pytest.approx(full[name]["change"], rel=1e-12)
+        assert rows[name]["verdict"] == full[name]["verdict"]
+    with pytest.raises(sp.EventDataUnavailableError, match="read_h5_summary"):
+        sp.compare(summary_only, new, by="path")
 
 
 def test_notebook_view_is_bounded(tmp_path):
