@@ -216,6 +216,7 @@ fn side_label(items: &[Bound<'_, PyAny>], sources: &[Source]) -> String {
             one.extract::<PathBuf>().unwrap_or_default().display().to_string()
         }
         (_, [(_, name)]) if !name.is_empty() => name.clone(),
+        (_, [_]) => "1 run".into(),
         (_, s) => format!("{} runs", s.len()),
     }
 }
