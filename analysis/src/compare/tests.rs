@@ -63,11 +63,11 @@ fn sample_run(rng: &mut Rng, n: usize, median_ns: f64, sigma: f64, run_sd: f64, 
         .collect()
 }
 
-/// Fraction of `trials` pairs (each `m` runs per side, the new side scaled by `factor`)
+/// Fraction of `pairs` simulated pairs (each `m` runs per side, the new side scaled by `factor`)
 /// whose interval covers the true change, and the verdicts seen.
 fn coverage(
     seed: u64,
-    trials: usize,
+    pairs: usize,
     m: usize,
     n: usize,
     factor: f64,
@@ -76,7 +76,7 @@ fn coverage(
     let mut rng = Rng(seed);
     let mut covered = 0;
     let mut verdicts = std::collections::HashMap::new();
-    for _ in 0..trials {
+    for _ in 0..pairs {
         let base = (0..m).map(|_| run_of(&sample_run(&mut rng, n, 1e6, sigma, run_sd, drift))).collect();
         let new = (0..m).map(|_| run_of(&sample_run(&mut rng, n, 1e6 * factor, sigma, run_sd, drift))).collect();
         let r = row(base, new, 0.05);
@@ -87,7 +87,7 @@ fn coverage(
         }
         *verdicts.entry(r.verdict).or_insert(0) += 1;
     }
-    (covered as f64 / trials as f64, verdicts)
+    (covered as f64 / pairs as f64, verdicts)
 }
 
 #[test]
