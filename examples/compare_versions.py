@@ -4,7 +4,8 @@ compare them with ``scope_profiler.compare()`` (the same as ``scope-profiler dif
     python examples/compare_versions.py [OUT_DIR]
 
 Version 1 orders each batch with an insertion sort, version 2 with ``sorted()``; loading a
-batch (a sleep standing in for I/O) and the checksum are the same in both. The runs are
+batch (a sleep standing in for I/O) and the checksum are the same code in both (on a busy
+machine their times can still differ a little: a process that burns less CPU is woken sooner). The runs are
 recorded alternately (v1, v2, v1, v2, ...) so that a machine that gets busier or quieter
 meanwhile weighs on both versions alike; each version's three runs are a group, whose
 run-to-run variation the intervals count. Writes OUT_DIR/v1/run*.h5, OUT_DIR/v2/run*.h5 and
