@@ -3,6 +3,7 @@ pub mod cache;
 pub mod call_graph;
 mod call_numbering;
 pub mod callstack;
+pub mod compare;
 pub mod events;
 pub mod lanes;
 pub mod memory;

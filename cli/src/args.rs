@@ -288,6 +288,12 @@ pub enum Command {
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
     },
+    #[command(
+        about = "Compare two runs (or directories of repeated runs): what got slower or faster",
+        long_about = crate::diff::LONG_ABOUT,
+        after_help = crate::diff::EXAMPLES
+    )]
+    Diff(crate::diff::DiffArgs),
     /// Draw the lane timeline of one run as SVG
     ///
     /// One row per thread and task, calls as nested bars on a time axis in ms from the run

@@ -24,6 +24,7 @@ macro_rules! out {
 }
 
 pub mod args;
+pub mod diff;
 pub mod export;
 pub mod failure;
 pub mod html;
@@ -346,6 +347,7 @@ where
                 }
             }
         }
+        Command::Diff(args) => Outcome::Exit(diff::run(&args)),
         Command::Timeline { file, output, ranks, width, limits } => {
             match export::timeline(&file, output.as_deref(), &ranks, width, &limits) {
                 Ok(out) => {

@@ -4,9 +4,9 @@
 //! (`docs/api-coverage.md` lists them).
 
 /// Names loaded from their module on first use, as `(name, module, attribute)`; the module
-/// is relative to the package (`_options` is `scope_profiler._options`). The exporters, and
-/// the option dataclasses, whose `dataclasses` import pulls `inspect`.
-pub const LAZY: [(&str, &str, &str); 21] = [
+/// is relative to the package (`_options` is `scope_profiler._options`). The exporters, the
+/// comparison of runs, and the option dataclasses, whose `dataclasses` import pulls `inspect`.
+pub const LAZY: [(&str, &str, &str); 22] = [
     ("GPUOptions", "_options", "GPUOptions"),
     ("HDF5Options", "_options", "HDF5Options"),
     ("MemrayOptions", "_options", "MemrayOptions"),
@@ -28,6 +28,7 @@ pub const LAZY: [(&str, &str, &str); 21] = [
     ("export_parquet", "exports", "export_parquet"),
     ("export_html", "exports", "export_html"),
     ("create_html_report", "exports", "create_html_report"),
+    ("compare", "comparison", "compare"),
 ];
 
 /// Names of `scope_profiler._options` (dataclasses, loaded on first use) that

@@ -1,6 +1,8 @@
 //! File formats of scope-profiler: HDF5 in the reference's layout and every export format
 //! ([`registry`] lists them).
 pub mod chrome_trace;
+pub mod diff_flamegraph;
+pub mod diff_html;
 mod export_common;
 pub mod export_error;
 pub mod export_plan;
@@ -16,6 +18,7 @@ pub mod pprof;
 pub mod profile_format;
 pub mod pstats;
 pub mod registry;
+pub mod run_group;
 pub mod selection;
 pub mod speedscope;
 pub mod text_summary;

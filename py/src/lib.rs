@@ -10,6 +10,7 @@ mod arrays;
 mod asyncio_hooks;
 mod call_stack;
 mod cli;
+mod compare;
 mod concurrency;
 mod convert;
 mod display;
@@ -62,6 +63,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     fork::register(m)?;
     greenlet_hooks::register(m)?;
     call_stack::register(m)?;
+    compare::register(m)?;
     h5reader::register(m)?;
     json_export::register(m)?;
     native_trace::register(m)?;

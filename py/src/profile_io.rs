@@ -36,7 +36,7 @@ pub fn sniff_profile_format(path: PathBuf) -> PyResult<&'static str> {
 /// rather than storing it); otherwise as the reader.
 #[pyfunction]
 #[pyo3(signature = (path, verbose=false))]
-fn load(py: Python<'_>, path: &Bound<'_, PyAny>, verbose: bool) -> PyResult<ProfilingResults> {
+pub(crate) fn load(py: Python<'_>, path: &Bound<'_, PyAny>, verbose: bool) -> PyResult<ProfilingResults> {
     // the path as pathlib spells it (`a//b` -> `a/b`), in messages and in the results
     let file_path: PathBuf = py.import("pathlib")?.getattr("Path")?.call1((path,))?.extract()?;
     let shown = py_repr(&file_path.to_string_lossy());

@@ -159,7 +159,7 @@ impl ProfilingResults {
     fn mpi<'py>(&self, py: Python<'py>) -> Vec<Bound<'py, MPIRegion>> {
         self.regions.iter().map(|r| r.bind(py).clone()).collect()
     }
-    fn require_event_data(&self, operation: &str) -> PyResult<()> {
+    pub(crate) fn require_event_data(&self, operation: &str) -> PyResult<()> {
         if self.event_data {
             Ok(())
         } else {

@@ -237,3 +237,18 @@ def test_tagged_jobs(tmp_path):
     assert [m["size"] for m in r["load"][0].event_metadata] == sizes
     assert "20 process calls, 3 failed:" in stdout
     assert "slowest: {'batch': " in stdout  # which one depends on the machine
+
+
+def test_compare_versions(tmp_path):
+    """Two versions, three runs each: the insertion sort replaced by sorted() is found faster;
+    nothing regresses (version 2 only does less work; on a busy machine its sleeps may even
+    wake sooner, so the sleep's own verdict is not asserted)."""
+    stdout = run_example("compare_versions.py", tmp_path / "cmp", cwd=tmp_path)
+    c = sp.compare(tmp_path / "cmp" / "v1", tmp_path / "cmp" / "v2")
+    rows = {r["name"]: r for r in c.rows}
+    assert rows["order"]["verdict"] == "faster" and rows["order"]["ci_high"] < -0.5, rows["order"]
+    assert c.regressions(10) == [], c.rows
+    assert rows["load"]["base_calls"] == rows["load"]["new_calls"] == 20
+    assert len(c.base["runs"]) == len(c.new["runs"]) == 3
+    assert (tmp_path / "cmp" / "diff.html").stat().st_size > 0
+    assert " order " in stdout and "faster" in stdout and "regressions above 10 %:" in stdout

@@ -96,6 +96,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "compare",
     "create_html_report",
     "define_region",
     "export_chrome_trace",
