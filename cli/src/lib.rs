@@ -35,15 +35,16 @@ use clap::Parser;
 use scope_profiler_formats::read_h5;
 use scope_profiler_formats::text_summary;
 
-use scope_profiler_finalize::{end_of_run, followed};
+use scope_profiler_finalize::followed;
+use scope_profiler_session::end_of_run;
 
 use crate::failure::{check_run_output, read_input};
 
 pub use args::{Cli, Command, Format, Formats};
-/// What `run` asks of the Python package (`finalize::run_session`).
-pub use scope_profiler_finalize::run_session::{RunRequest, RunSettings, TracingRequest};
-/// The HDF5 file a run writing `output` records into (`finalize::settings::recording_path`).
-pub use scope_profiler_finalize::settings::recording_path;
+/// What `run` asks of the Python package (`session::run_command`).
+pub use scope_profiler_session::run_command::{RunRequest, RunSettings, TracingRequest};
+/// The HDF5 file a run writing `output` records into (`session::settings::recording_path`).
+pub use scope_profiler_session::settings::recording_path;
 
 /// The refusal of a reference `run` option this edition does not implement, naming it and
 /// what it did; `None` when none was given.
@@ -72,7 +73,7 @@ fn unsupported_run_option(
 pub enum Outcome {
     /// Done; exit with this code.
     Exit(i32),
-    /// Python must run a script (then `finalize::end_of_run::after_run`).
+    /// Python must run a script (then `session::end_of_run::after_run`).
     Run(Box<RunRequest>),
 }
 
@@ -388,7 +389,7 @@ fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(),
 #[cfg(test)]
 mod tests {
     use super::*;
-    use scope_profiler_finalize::run_session::{session_settings, SessionValue};
+    use scope_profiler_session::run_command::{session_settings, SessionValue};
 
     /// The `run` request `argv` parses to (panics on a usage exit).
     pub(crate) fn request(argv: &[&str]) -> RunRequest {

@@ -1,17 +1,17 @@
 //! Backs `scope_profiler._cli`, the console script: the command line (`cli_main`, the
 //! `scope-profiler` grammar and its file-reading subcommands), the rules and texts of `run`
-//! ([`scope_profiler_finalize::run_session`]), the end of `run`
-//! ([`scope_profiler_finalize::end_of_run`]) and the text summary of `print_summary`.
+//! ([`scope_profiler_session::run_command`]), the end of `run`
+//! ([`scope_profiler_session::end_of_run`]) and the text summary of `print_summary`.
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_cli::{dispatch, Outcome};
-use scope_profiler_finalize::end_of_run::{after_run, RunOutputs};
-use scope_profiler_finalize::run_session::{self, RunRequest, SessionValue};
-use scope_profiler_finalize::settings::recording_path;
 use scope_profiler_formats::text_summary;
+use scope_profiler_session::end_of_run::{after_run, RunOutputs};
+use scope_profiler_session::run_command::{self, RunRequest, SessionValue};
+use scope_profiler_session::settings::recording_path;
 
 use crate::run::NativeRun;
 
@@ -20,7 +20,7 @@ use crate::run::NativeRun;
 /// `-m` module, then `script` is empty), `args`, `track_threads`, `track_async`, `output`,
 /// `recording`, `speedscope`, `quiet`, `follow`, `no_output`, `traced` (`--recursive` or an
 /// option implying it), `session`: the `session(...)` keywords of the run,
-/// [`run_session::session_settings`]) that Python must carry out, then pass to
+/// [`run_command::session_settings`]) that Python must carry out, then pass to
 /// `cli_after_run`. `recording` is the HDF5 file the run writes: `output` itself, or
 /// `<output>.scope-profiler.h5` when `output` names a JSON profile (rendered from it
 /// afterwards). A script that is not a file: `error: ...` on stderr and exit code 2. The GIL
@@ -31,7 +31,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
         Outcome::Exit(code) => Ok((code, None)),
         Outcome::Run(req) => {
             if req.module.is_none() {
-                if let Some(problem) = run_session::script_problem(&req.script) {
+                if let Some(problem) = run_command::script_problem(&req.script) {
                     eprintln!("error: {problem}");
                     return Ok((2, None));
                 }
@@ -55,10 +55,10 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
     }
 }
 
-/// The run's `session(...)` keywords ([`run_session::session_settings`]) as a dict.
+/// The run's `session(...)` keywords ([`run_command::session_settings`]) as a dict.
 fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, PyDict>> {
     let d = PyDict::new(py);
-    for (name, value) in run_session::session_settings(req) {
+    for (name, value) in run_command::session_settings(req) {
         match value {
             SessionValue::None => d.set_item(name, py.None())?,
             SessionValue::Bool(b) => d.set_item(name, b)?,
@@ -99,11 +99,11 @@ fn cli_after_run(
     recorded: Option<PyRef<'_, NativeRun>>,
 ) -> Option<String> {
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
-    let label = run_session::process_label(pid, &argv, module);
+    let label = run_command::process_label(pid, &argv, module);
     let outputs = RunOutputs { output, quiet, speedscope, track_threads };
     let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
     let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
-    done.err().map(|e| run_session::end_of_run_failure(&e, processes.as_deref()))
+    done.err().map(|e| run_command::end_of_run_failure(&e, processes.as_deref()))
 }
 
 /// `untracked_event_loop_note(loaded) -> str | None`: after a run without `--track-async`
@@ -111,7 +111,7 @@ fn cli_after_run(
 /// tasks interleave on one thread; None when none was.
 #[pyfunction]
 fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
-    run_session::untracked_event_loop_note(&loaded)
+    run_command::untracked_event_loop_note(&loaded)
 }
 
 /// `profile_not_written(error, kept) -> str`: the error line of a run whose session could
@@ -119,7 +119,7 @@ fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
 #[pyfunction]
 #[pyo3(signature = (error, kept=None))]
 fn profile_not_written(error: &str, kept: Option<&str>) -> String {
-    run_session::profile_not_written(error, kept)
+    run_command::profile_not_written(error, kept)
 }
 
 /// `plain_warning(process, category, message) -> str`: a warning the profiler raises from its
@@ -127,7 +127,7 @@ fn profile_not_written(error: &str, kept: Option<&str>) -> String {
 /// process `scope-profiler [<process>]: Category: message`.
 #[pyfunction]
 fn plain_warning(process: Option<&str>, category: &str, message: &str) -> String {
-    run_session::plain_warning(process, category, message)
+    run_command::plain_warning(process, category, message)
 }
 
 /// `finalize_summary_title(requested, written, label, ranks) -> str | None`: the title of
@@ -158,10 +158,10 @@ pub(crate) fn profile_command_argv(
     all: bool,
     mpi_calls: bool,
 ) -> PyResult<(Vec<String>, String)> {
-    run_session::profile_command_argv(&command, executable, output.as_deref(), recursive, all, mpi_calls).map_err(|e| {
+    run_command::profile_command_argv(&command, executable, output.as_deref(), recursive, all, mpi_calls).map_err(|e| {
         match e {
-            run_session::CommandError::NoScript => pyo3::exceptions::PyValueError::new_err(e.to_string()),
-            run_session::CommandError::MpiCalls => pyo3::exceptions::PyNotImplementedError::new_err(e.to_string()),
+            run_command::CommandError::NoScript => pyo3::exceptions::PyValueError::new_err(e.to_string()),
+            run_command::CommandError::MpiCalls => pyo3::exceptions::PyNotImplementedError::new_err(e.to_string()),
         }
     })
 }
@@ -172,7 +172,7 @@ pub(crate) fn profile_command_argv(
 /// line to print on stderr, naming `host_file`; None when it asks for nothing more.
 #[pyfunction]
 fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -> Option<(Vec<&'static str>, String)> {
-    run_session::tracking_upgrade(script, host, host_file)
+    run_command::tracking_upgrade(script, host, host_file)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,9 +1,9 @@
-//! What the environment asks of a run ([`scope_profiler_finalize::environment`]), for
+//! What the environment asks of a run ([`scope_profiler_session::environment`]), for
 //! `_manager_api.setup_from_env`, the opt-in tags of `_manager` and `_mpi`'s launch
 //! detection.
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
-use scope_profiler_finalize::environment::{self as env, EnvSetting};
+use scope_profiler_session::environment::{self as env, EnvSetting};
 
 /// `setup_from_env_settings() -> [(keyword, value), ...]`: the `setup()` keywords
 /// `setup_from_env()` takes from `SCOPE_PROFILER_OUTPUT` (`output`), `_RECURSIVE`

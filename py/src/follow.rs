@@ -1,9 +1,9 @@
 //! Backs `scope_profiler._follow` (`run` following the script's Python processes): the
 //! names of their files, how a followed process is described, which processes are
 //! multiprocessing's own servers, and the lines a failed write prints
-//! ([`scope_profiler_finalize::run_session`]).
+//! ([`scope_profiler_session::run_command`]).
 use pyo3::prelude::*;
-use scope_profiler_finalize::run_session::{self, ProcessFacts};
+use scope_profiler_session::run_command::{self, ProcessFacts};
 
 /// `describe_process(pid, parent_pid, multiprocessing_name, multiprocessing_child, forked,
 /// argv, orig_argv) -> str`: the process as the merged run's `processes` metadata names it,
@@ -21,7 +21,7 @@ fn describe_process(
     argv: Vec<String>,
     orig_argv: Vec<String>,
 ) -> String {
-    run_session::describe_process(&ProcessFacts {
+    run_command::describe_process(&ProcessFacts {
         pid,
         parent_pid,
         multiprocessing_name,
@@ -37,14 +37,14 @@ fn describe_process(
 /// 'from multiprocessing. ...'`), not a process of the program.
 #[pyfunction]
 fn multiprocessing_helper(argv: Vec<String>) -> bool {
-    run_session::multiprocessing_helper(&argv)
+    run_command::multiprocessing_helper(&argv)
 }
 
 /// `private_directory(output, pid) -> str`: the directory the processes `run` (process
 /// `pid`) follows record into, `<output>.procs-<pid>`.
 #[pyfunction]
 fn private_directory(output: &str, pid: u32) -> String {
-    run_session::private_directory(output, pid)
+    run_command::private_directory(output, pid)
 }
 
 /// `followed_recording(directory, pid) -> str`: the file a followed process records into,
@@ -52,28 +52,28 @@ fn private_directory(output: &str, pid: u32) -> String {
 #[pyfunction]
 fn followed_recording(directory: &str, pid: u32) -> String {
     let now = std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).unwrap_or_default();
-    run_session::followed_recording(directory, now.as_nanos(), pid)
+    run_command::followed_recording(directory, now.as_nanos(), pid)
 }
 
 /// `started_marker(recording) -> str`: the `.started` marker beside a followed process's
 /// recording (its extension replaced).
 #[pyfunction]
 fn started_marker(recording: &str) -> String {
-    run_session::started_marker(recording)
+    run_command::started_marker(recording)
 }
 
 /// `exit_write_failure(error) -> str`: the line on stderr when writing the profile before
 /// `os._exit` failed (the exit goes ahead).
 #[pyfunction]
 fn exit_write_failure(error: &str) -> String {
-    run_session::exit_write_failure(error)
+    run_command::exit_write_failure(error)
 }
 
 /// `followed_write_failure(pid, error) -> str`: the line on stderr of a followed process
 /// (`pid`) whose file could not be written (its exit status stands).
 #[pyfunction]
 fn followed_write_failure(pid: u32, error: &str) -> String {
-    run_session::followed_write_failure(pid, error)
+    run_command::followed_write_failure(pid, error)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -1,6 +1,6 @@
 //! The rules `scope_profiler._manager` calls: where one manager class's run is in its
 //! lifecycle and which of its regions record (`ManagerLifecycle`, over
-//! [`scope_profiler_finalize::lifecycle`]), the opt-in tags every manager shares, and the
+//! [`scope_profiler_session::lifecycle`]), the opt-in tags every manager shares, and the
 //! `stacklevel` of a warning naming the user's line. The lifecycle itself (setup, finalize,
 //! reset, the session) is Python.
 use std::collections::BTreeSet;
@@ -10,8 +10,8 @@ use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValue
 use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
-use scope_profiler_finalize::environment as env;
-use scope_profiler_finalize::lifecycle::{self, Lifecycle};
+use scope_profiler_session::environment as env;
+use scope_profiler_session::lifecycle::{self, Lifecycle};
 
 /// Opt-in tags (`register_opt_in_tag`), shared by every manager.
 static OPT_IN_TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());

@@ -1,7 +1,7 @@
 //! Backs `scope_profiler._manager_api` and the manager: region handles and factories
 //! (`RegionHandle`, `RegionFactory`: each `with` is a recorded call), which functions
 //! `instrument()` decorates ([`scope_profiler_recorder::instrument`]), when `pause()` is
-//! refused and which timesteps `sample_every()` records ([`scope_profiler_finalize::pausing`]).
+//! refused and which timesteps `sample_every()` records ([`scope_profiler_session::pausing`]).
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use pyo3::exceptions::{PyRuntimeError, PyTypeError, PyValueError};
@@ -279,8 +279,8 @@ fn instrument_plan(
 #[pyfunction]
 fn check_pause(py: Python<'_>, open_names: Vec<String>) -> PyResult<()> {
     let repr = |n: &str| PyString::new(py, n).repr().map(|r| r.to_string()).unwrap_or_else(|_| format!("'{n}'"));
-    let root = scope_profiler_finalize::lifecycle::SESSION_ROOT_REGION;
-    match scope_profiler_finalize::pausing::pause_refusal(&open_names, root, repr) {
+    let root = scope_profiler_session::lifecycle::SESSION_ROOT_REGION;
+    match scope_profiler_session::pausing::pause_refusal(&open_names, root, repr) {
         Some(message) => Err(PyRuntimeError::new_err(message)),
         None => Ok(()),
     }
@@ -304,7 +304,7 @@ fn check_sampling(every: &Bound<'_, PyAny>, start: &Bound<'_, PyAny>) -> PyResul
 }
 
 /// `sampled_step(timestep, every, start) -> bool`: whether `sample_every(every, start)`
-/// records `timestep` ([`scope_profiler_finalize::pausing::step_selected`]; Python's own
+/// records `timestep` ([`scope_profiler_session::pausing::step_selected`]; Python's own
 /// arithmetic for ints beyond 64 bits). `TypeError` for a `timestep` that is not an int.
 #[pyfunction]
 fn sampled_step(timestep: &Bound<'_, PyAny>, every: &Bound<'_, PyAny>, start: &Bound<'_, PyAny>) -> PyResult<bool> {
@@ -312,7 +312,7 @@ fn sampled_step(timestep: &Bound<'_, PyAny>, every: &Bound<'_, PyAny>, start: &B
         return Err(PyTypeError::new_err("timestep must be an integer"));
     }
     if let (Ok(t), Ok(e), Ok(s)) = (timestep.extract::<i64>(), every.extract::<i64>(), start.extract::<i64>()) {
-        return Ok(scope_profiler_finalize::pausing::step_selected(t, e, s));
+        return Ok(scope_profiler_session::pausing::step_selected(t, e, s));
     }
     Ok(timestep.ge(start)? && timestep.sub(start)?.rem(every)?.eq(0)?)
 }

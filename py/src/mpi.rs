@@ -1,8 +1,8 @@
 //! Backs `scope_profiler._mpi`: the decisions and texts of a collective `finalize()` under
-//! MPI ([`scope_profiler_finalize::mpi_job`]). The sequence itself - mpi4py's `allgather`,
+//! MPI ([`scope_profiler_session::mpi_job`]). The sequence itself - mpi4py's `allgather`,
 //! `Send`/`Recv`, `bcast`, the manager's state - is Python (`_mpi.finalize`).
 use pyo3::prelude::*;
-use scope_profiler_finalize::mpi_job::{self, CHUNK, RUN_TAG};
+use scope_profiler_session::mpi_job::{self, CHUNK, RUN_TAG};
 
 /// `mpi_message_ranges(length) -> [(start, end), ...]`: the byte ranges a rank's encoded run
 /// of `length` bytes crosses to rank 0 in (`MPI.BYTE` messages of at most 1 GiB, in order;

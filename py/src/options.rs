@@ -1,11 +1,11 @@
 //! Backs `scope_profiler._options`: the option bags of `setup()` / `session()`
 //! (`ProfilingOptions` and its `memray` / `gpu` / `hdf5` groups, dataclasses on the Python
 //! side) read as flat settings, and a settings file's table flattened, by the rules of
-//! [`scope_profiler_finalize::settings`]. Here only Python objects are read and built.
+//! [`scope_profiler_session::settings`]. Here only Python objects are read and built.
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_finalize::settings as rules;
+use scope_profiler_session::settings as rules;
 
 use crate::settings::raise;
 

@@ -1,17 +1,17 @@
 //! Backs `scope_profiler/__init__.py`: the package's names loaded on first use and the
-//! reference's names it cannot honour ([`scope_profiler_finalize::api_surface`]); the
+//! reference's names it cannot honour ([`scope_profiler_session::package_names`]); the
 //! names `scope_profiler._settings` loads from `_options` on first use.
 use pyo3::exceptions::{PyAttributeError, PyNotImplementedError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyString};
-use scope_profiler_finalize::api_surface;
+use scope_profiler_session::package_names;
 
 /// `lazy_names() -> {name: (module, attribute)}`: the package names loaded from their
 /// module (relative to the package) on first use; a new dict.
 #[pyfunction]
 fn lazy_names(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    for (name, module, attribute) in api_surface::LAZY {
+    for (name, module, attribute) in package_names::LAZY {
         d.set_item(name, (module, attribute))?;
     }
     Ok(d)
@@ -22,7 +22,7 @@ fn lazy_names(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
 #[pyfunction]
 fn unsupported_names(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     let d = PyDict::new(py);
-    for (name, reason) in api_surface::UNSUPPORTED {
+    for (name, reason) in package_names::UNSUPPORTED {
         d.set_item(name, reason)?;
     }
     Ok(d)
@@ -36,10 +36,10 @@ fn package_attribute<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, Py
     if name == "__version__" {
         return Ok(PyString::new(py, env!("CARGO_PKG_VERSION")).into_any());
     }
-    if let Some((_, module, attribute)) = api_surface::LAZY.iter().find(|e| e.0 == name) {
+    if let Some((_, module, attribute)) = package_names::LAZY.iter().find(|e| e.0 == name) {
         return py.import(format!("scope_profiler.{module}"))?.getattr(*attribute);
     }
-    if let Some(message) = api_surface::unsupported_message(name) {
+    if let Some(message) = package_names::unsupported_message(name) {
         return Err(PyNotImplementedError::new_err(message));
     }
     Err(PyAttributeError::new_err(format!("module 'scope_profiler' has no attribute '{name}'")))
@@ -50,7 +50,7 @@ fn package_attribute<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, Py
 /// `load_profiling_config`; that module imported now), else `AttributeError`.
 #[pyfunction]
 fn settings_attribute<'py>(py: Python<'py>, name: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
-    if api_surface::SETTINGS_LAZY.contains(&name.to_str()?) {
+    if package_names::SETTINGS_LAZY.contains(&name.to_str()?) {
         return py.import("scope_profiler._options")?.getattr(name);
     }
     Err(PyAttributeError::new_err(format!("module 'scope_profiler._settings' has no attribute {}", name.repr()?)))

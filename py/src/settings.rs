@@ -1,6 +1,6 @@
 //! Backs `scope_profiler._settings`: the settings of `setup()` / `session()` checked by
-//! [`scope_profiler_finalize::settings`] (names, defaults, the reference's validation), the
-//! run metadata of [`scope_profiler_finalize::run_metadata`], and [`ProfilingConfigBase`],
+//! [`scope_profiler_session::settings`] (names, defaults, the reference's validation), the
+//! run metadata of [`scope_profiler_session::run_metadata`], and [`ProfilingConfigBase`],
 //! the state and properties of `ProfilingConfig`. Here only Python values become
 //! [`Setting`]s and the results Python objects.
 use pyo3::exceptions::{
@@ -9,8 +9,8 @@ use pyo3::exceptions::{
 use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
-use scope_profiler_finalize::run_metadata::{self, FullDetails, HostFacts, Item, PythonFacts};
-use scope_profiler_finalize::settings::{self as rules, DefaultValue, ErrorKind, Setting, SettingsError, Value};
+use scope_profiler_session::run_metadata::{self, FullDetails, HostFacts, Item, PythonFacts};
+use scope_profiler_session::settings::{self as rules, DefaultValue, ErrorKind, Setting, SettingsError, Value};
 
 use crate::recording::NativeRecorder;
 
@@ -180,7 +180,7 @@ fn host_and_python(py: Python<'_>) -> PyResult<&'static (HostFacts, PythonFacts)
 /// The run's metadata as in spec-hdf5 §2 (a serial run: `mpi_size = num_nodes = 1`;
 /// `timestamp` now, in UTC), `detail="full"` adding `hostname`, `uname`,
 /// `working_directory`, `user`, `modules` and the job's environment variables
-/// ([`scope_profiler_finalize::run_metadata`]). The process-constant part
+/// ([`scope_profiler_session::run_metadata`]). The process-constant part
 /// (platform, CPU, versions, OpenMP threads) is read once per process by system calls.
 fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, PyDict>> {
     let (host, python) = host_and_python(py)?;

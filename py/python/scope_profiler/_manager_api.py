@@ -199,7 +199,7 @@ def setup_from_env(manager, overrides: dict):
     """``setup()`` from ``SCOPE_PROFILER_*`` variables: ``_CONFIG`` (TOML ``config_path``),
     ``_OUTPUT`` (``output=``), ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE``
     (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise
-    (read by ``scope_profiler_finalize::environment``). Keywords in ``overrides`` win over
+    (read by ``scope_profiler_session::environment``). Keywords in ``overrides`` win over
     the environment. Returns the ``ProfilingRun``."""
     from ._native import setup_from_env_settings
 

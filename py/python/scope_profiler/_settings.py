@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str):
     """Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here
-    (``finalize::api_surface::SETTINGS_LAZY``); ``AttributeError`` for any other."""
+    (``session::package_names::SETTINGS_LAZY``); ``AttributeError`` for any other."""
     return settings_attribute(name)
 
 
@@ -39,7 +39,7 @@ def __getattr__(name: str):
 #: ``flush_interval``, seconds or None, streams completed calls to a sidecar beside
 #: ``file_path``, ``docs/recovery.md``; ``recursive_all`` / ``_include`` / ``_exclude`` /
 #: ``_entrypoint`` / ``_call_limit``: what ``recursive_profile=True`` traces,
-#: ``docs/tracing.md``). Names, defaults and checks: ``scope_profiler_finalize::settings``.
+#: ``docs/tracing.md``). Names, defaults and checks: ``scope_profiler_session::settings``.
 DEFAULTS, OWN_DEFAULTS = setting_defaults()
 
 ALL_DEFAULTS: dict[str, Any] = {**DEFAULTS, **OWN_DEFAULTS}

@@ -1,8 +1,8 @@
 //! The end of `scope-profiler run` once the script's session wrote its recording (the
 //! Python package calls it, then exits): the recordings of the processes it followed are
-//! stacked after it ([`crate::followed`]), the output it asked for is rendered from it when
-//! that names another format than HDF5, the text summary is printed and the speedscope file
-//! written beside the output. What it says is [`crate::run_session`]'s.
+//! stacked after it ([`scope_profiler_finalize::followed`]), the output it asked for is
+//! rendered from it when that names another format than HDF5, the text summary is printed
+//! and the speedscope file written beside the output. What it says is [`crate::run_command`]'s.
 use std::borrow::Cow;
 use std::io::Write as _;
 use std::path::{Path, PathBuf};
@@ -16,8 +16,8 @@ use scope_profiler_formats::text_summary::summary_text;
 use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
-use crate::followed::merge_processes;
-use crate::run_session;
+use crate::run_command;
+use scope_profiler_finalize::followed::merge_processes;
 
 /// What the end of a run writes and prints (from its `RunRequest`).
 #[derive(Debug, Clone, PartialEq)]
@@ -53,7 +53,7 @@ fn print_out(text: &str) {
 /// description; their recordings are first stacked after `h5`'s run as rank blocks and the
 /// result written over `h5` ([`merge_processes`]). No recording there: as without. Once all
 /// this succeeded the directory is removed; on an error it stays (the message the caller
-/// prints names it, [`run_session::end_of_run_failure`]).
+/// prints names it, [`run_command::end_of_run_failure`]).
 ///
 /// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
 /// it; then `h5` is not read back (reading a 1M-call file back cost ~10 % of `run
@@ -85,7 +85,7 @@ fn finish_run(
         None => None,
     };
     let rendered = written != h5;
-    if run_session::nothing_after_recording(merged.is_some(), outputs.quiet, outputs.speedscope, rendered) {
+    if run_command::nothing_after_recording(merged.is_some(), outputs.quiet, outputs.speedscope, rendered) {
         return Ok(None); // the file stands as written
     }
     let held: Cow<'_, Run> = match (merged, recorded) {
@@ -109,7 +109,7 @@ fn finish_run(
         None
     };
     if !outputs.quiet {
-        if let Some(line) = run_session::written_line(written, drawn.as_deref(), rendered) {
+        if let Some(line) = run_command::written_line(written, drawn.as_deref(), rendered) {
             print_out(&format!("\n{line}\n"));
         }
     }
@@ -127,7 +127,7 @@ fn write_speedscope_beside(run: &Run, outputs: &RunOutputs) -> Option<PathBuf> {
     match write_speedscope(run, &ranks, &stem, &out) {
         Ok(()) => Some(out),
         Err(e) => {
-            eprintln!("{}", run_session::no_speedscope_warning(written, &e.to_string(), outputs.track_threads));
+            eprintln!("{}", run_command::no_speedscope_warning(written, &e.to_string(), outputs.track_threads));
             None
         }
     }

@@ -562,8 +562,8 @@ fn check_modes(get: &impl Fn(&str) -> Setting, perf_events_given: bool) -> Resul
 }
 
 /// `flush_interval` as seconds (None = off): a finite number of at least 0.01 s
-/// ([`crate::stream::check_interval`]), and only with file output (a sidecar only makes
-/// sense beside a file).
+/// ([`scope_profiler_finalize::stream::check_interval`]), and only with file output (a
+/// sidecar only makes sense beside a file).
 fn checked_flush_interval(get: &impl Fn(&str) -> Setting) -> Result<Option<f64>, SettingsError> {
     let setting = get("flush_interval");
     let seconds = match setting.value {
@@ -582,7 +582,7 @@ fn checked_flush_interval(get: &impl Fn(&str) -> Setting) -> Result<Option<f64>,
     if !seconds.is_finite() || seconds <= 0.0 {
         return Err(value_error(format!("flush_interval must be a positive number of seconds, got {}", setting.repr)));
     }
-    crate::stream::check_interval(seconds).map_err(value_error)?;
+    scope_profiler_finalize::stream::check_interval(seconds).map_err(value_error)?;
     if get("deactivate_file_output").truthy && !get("deactivate_profiling").truthy {
         return Err(value_error(
             "flush_interval streams calls to a sidecar of the output file; it cannot be combined with \
