@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
-use scope_profiler_cli::{dispatch, Outcome};
+use scope_profiler_commands::{dispatch, Outcome};
 use scope_profiler_formats::text_summary;
 use scope_profiler_session::end_of_run::{after_run, RunOutputs};
 use scope_profiler_session::run_command::{self, RunRequest, SessionValue};

@@ -26,8 +26,8 @@ macro_rules! out {
 pub mod args;
 pub mod export;
 pub mod failure;
-pub mod html;
 pub mod merge;
+pub mod report;
 
 use std::path::{Path, PathBuf};
 
@@ -287,7 +287,7 @@ where
             }
             Outcome::Exit(code)
         }
-        Command::Report { files, output, ranks } => match html::write_report(&files, &output, &ranks) {
+        Command::Report { files, output, ranks } => match report::write_report(&files, &output, &ranks) {
             Ok(out) => {
                 outln!("wrote {}", out.display());
                 Outcome::Exit(0)

@@ -1,6 +1,6 @@
 //! `run --recursive` and the options that imply it: what the request asks Python
 //! to trace.
-use scope_profiler_cli::{dispatch, Outcome, TracingRequest};
+use scope_profiler_commands::{dispatch, Outcome, TracingRequest};
 
 fn tracing_of(args: &[&str]) -> Option<TracingRequest> {
     let argv = std::iter::once("scope-profiler").chain(args.iter().copied());
