@@ -11,9 +11,9 @@ use std::sync::Arc;
 
 use arrow_array::Int64Array;
 
-use crate::cache::RunAnalysis;
 use crate::callstack::{lane_id, NestingError};
 use crate::run::{RegionCalls, Run};
+use crate::run_analysis::RunAnalysis;
 
 /// Where a row's per-call exclusive ns come from.
 #[derive(Debug, Clone)]

@@ -18,7 +18,7 @@
 use rayon::prelude::*;
 
 use crate::callstack::RegionInput;
-use crate::memory::{Column, ColumnPtr};
+use crate::column_memory::{Column, ColumnPtr};
 
 /// A call's sort key: `(start_ns, region << 32 | call)`.
 pub(crate) type Key = (i64, u64);

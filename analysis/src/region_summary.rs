@@ -3,10 +3,10 @@
 //! once here; the text report (`scope-profiler summary`, `print_summary()`) and the HTML
 //! report (`scope-profiler report`, `export_html`) only format it.
 use crate::events::OptionalColumns;
-use crate::lanes::{
+use crate::lane_summary::{
     task_summary_split, thread_summary_from, thread_table_note, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow,
 };
-use crate::rank_calls::{exclusive_from, rank_call_arrays, set_aside_report};
+use crate::rank_reconstruction::{exclusive_from, rank_call_arrays, set_aside_report};
 use crate::{NestingError, Run};
 
 /// One region row of a rank. Durations are `end - start` of each call, ns on the recording

@@ -12,8 +12,8 @@ use arrow_array::Int64Array;
 use rayon::prelude::*;
 
 use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
-use crate::lanes::{task_summary_split, thread_summary_split, TaskSummaryRow, ThreadSummaryRow};
-use crate::rank_calls::{exclusive_from, rank_reconstruction};
+use crate::lane_summary::{task_summary_split, thread_summary_split, TaskSummaryRow, ThreadSummaryRow};
+use crate::rank_reconstruction::{exclusive_from, rank_reconstruction};
 use crate::run::Run;
 
 /// A rank's reconstruction: the rows it covers (positions in `run.regions`, the order
@@ -113,7 +113,7 @@ impl RunAnalysis {
         if rec.calls.set_aside.is_empty() || !self.noticed.lock().unwrap_or_else(|e| e.into_inner()).insert(rank) {
             return None;
         }
-        crate::rank_calls::set_aside_report(&self.run, rank, &rec.rows, &rec.calls)
+        crate::rank_reconstruction::set_aside_report(&self.run, rank, &rec.rows, &rec.calls)
     }
 
     /// Whether `rank` has been reconstructed already.
@@ -132,7 +132,7 @@ impl RunAnalysis {
     /// Reconstruct every rank with rows, in parallel across ranks (each rank's sort is itself
     /// parallel when large). Returns `(rank, result)` in ascending rank order.
     pub fn all(&self) -> Vec<(u32, Result<Arc<Reconstruction>, NestingError>)> {
-        crate::par::install(|| self.ranks().into_par_iter().map(|r| (r, self.rank(r))).collect())
+        crate::pool::install(|| self.ranks().into_par_iter().map(|r| (r, self.rank(r))).collect())
     }
 
     /// Per-call exclusive ns of every row of `rank`, `(row position, values in recorded

@@ -1,11 +1,11 @@
-"""Test vectors for `analysis::npcompat`: numpy's own results, as exact float64 bit patterns.
+"""Test vectors for `analysis::numpy_reductions`: numpy's own results, as exact float64 bit patterns.
 
 Run with the project's venv (numpy 2.4) from the repository root:
 
-    .venv/bin/python analysis/tests/npcompat_vectors.py
+    .venv/bin/python analysis/tests/numpy_reductions_vectors.py
 
-It writes `analysis/tests/data/npcompat.json`. Arrays are not stored: each case names a
-distribution, a size and a seed, and `analysis/tests/npcompat.rs` regenerates the same int64
+It writes `analysis/tests/data/numpy_reductions.json`. Arrays are not stored: each case names a
+distribution, a size and a seed, and `analysis/tests/numpy_reductions.rs` regenerates the same int64
 values with the same 64-bit LCG (see `lcg_values` and `draw`). Float64 cases are the int64
 values divided by 1e9 (durations in seconds, as the results objects build them). The pooled
 standard deviation cases replay the Python expression of `MPIRegion.std_duration`.
@@ -144,7 +144,7 @@ def main() -> None:
         "pooled": pooled_cases(),
     }
     assert all(math.isfinite(q) for q in PERCENTS)
-    path = Path(__file__).parent / "data" / "npcompat.json"
+    path = Path(__file__).parent / "data" / "numpy_reductions.json"
     path.parent.mkdir(exist_ok=True)
     path.write_text(json.dumps(doc, separators=(",", ":")) + "\n")
     print(f"{path}: {len(cases)} array cases, {len(doc['pooled'])} pooled cases")

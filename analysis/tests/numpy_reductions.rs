@@ -1,15 +1,16 @@
-//! `analysis::npcompat` against numpy 2.4.6: every function, every case, bit for bit.
-//! Vectors: `analysis/tests/data/npcompat.json`, written by `npcompat_vectors.py` (same
+//! `analysis::numpy_reductions` against numpy 2.4.6: every function, every case, bit for bit.
+//! Vectors: `analysis/tests/data/numpy_reductions.json`, written by `numpy_reductions_vectors.py` (same
 //! directory), which also documents the LCG and the distributions reproduced here.
-use scope_profiler_analysis::npcompat::{
+use scope_profiler_analysis::numpy_reductions::{
     mean_f64, mean_i64, percentile_f64, percentile_i64, pooled_std, std_f64, std_i64, stored_std, sum_f64,
     sum_i64_as_f64, var_f64, var_i64,
 };
 use serde_json::Value;
 
 fn vectors() -> Value {
-    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/npcompat.json");
-    serde_json::from_str(&std::fs::read_to_string(path).expect("read npcompat.json")).expect("parse npcompat.json")
+    let path = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/data/numpy_reductions.json");
+    serde_json::from_str(&std::fs::read_to_string(path).expect("read numpy_reductions.json"))
+        .expect("parse numpy_reductions.json")
 }
 
 fn from_hex(v: &Value) -> f64 {
@@ -32,7 +33,7 @@ impl Iterator for Lcg {
     }
 }
 
-/// `draw` of npcompat_vectors.py.
+/// `draw` of numpy_reductions_vectors.py.
 fn draw(dist: &str, u: u64) -> i64 {
     let u = u as i64; // 53-bit draws: no sign change
     match dist {

@@ -4,7 +4,7 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 
 use crate::callstack::{split_by_lane, CallArrays, LaneSplit, NestingError};
-use crate::rank_calls::rank_call_arrays;
+use crate::rank_reconstruction::rank_call_arrays;
 use crate::run::{secs, Run, TaskRow, ThreadRow};
 
 /// One row of `thread_summary(rank)`. Times in s on the recording clock (wall) or the
@@ -112,7 +112,7 @@ pub fn thread_summary_from(run: &Run, rank: u32, calls: &CallArrays) -> Vec<Thre
 /// without task columns a thread's call count is the size of its lane - O(lanes) instead of
 /// a pass over the calls.
 pub fn thread_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit) -> Vec<ThreadSummaryRow> {
-    crate::par::install(|| thread_summary_on_pool(run, rank, calls, split))
+    crate::pool::install(|| thread_summary_on_pool(run, rank, calls, split))
 }
 
 /// `task_summary(rank)`: one row per task-table row of `rank` (index order); empty without
@@ -135,7 +135,7 @@ pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
         return Vec::new();
     }
     // task lanes only, without their root intervals; ascending lane id (the split's order)
-    let mut lanes = crate::par::install(|| lane_times(run, rank, calls, split, false));
+    let mut lanes = crate::pool::install(|| lane_times(run, rank, calls, split, false));
     lanes.retain(|l| l.lane >= 0);
     lanes.sort_unstable_by_key(|l| l.lane);
     let lane_of = |index: i64| lanes.binary_search_by_key(&index, |l| l.lane).ok().map(|k| &lanes[k]);
@@ -208,7 +208,7 @@ struct LaneTimes {
 /// `with_roots`). Set-aside calls are roots that overlap their lane's other roots: not counted.
 fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_roots: bool) -> Vec<LaneTimes> {
     // await column per reconstruction row (`calls.region_index` indexes these rows)
-    let awaits: Vec<Option<&[i64]>> = crate::rank_calls::rank_rows_ordered(run, rank)
+    let awaits: Vec<Option<&[i64]>> = crate::rank_reconstruction::rank_rows_ordered(run, rank)
         .iter()
         .map(|&i| run.regions[i].await_ns.as_ref().map(|a| &a.values()[..]))
         .collect();

@@ -3,7 +3,7 @@
 use arrow_array::Int64Array;
 
 use crate::callstack::{build_lenient, CallArrays, LaneSplit, NestingError, RegionInput};
-use crate::packed::IdColumn;
+use crate::packed_ids::IdColumn;
 use crate::run::{RegionCalls, Run};
 
 /// The rows of `rank` in reconstruction order: region-table order (the reference iterates
@@ -167,7 +167,7 @@ pub fn set_aside_report(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays
     if calls.set_aside.is_empty() {
         return None;
     }
-    let labels = crate::lanes::LaneLabels::new(run, rank);
+    let labels = crate::lane_summary::LaneLabels::new(run, rank);
     let origin = calls.start_ns.iter().copied().min().unwrap_or(0);
     let at = |ns: i64| (ns - origin) as f64 / 1e9;
     let call = |id: usize| {

@@ -4,7 +4,7 @@
 //! The results objects print floats at full precision (`repr`) and are compared with the
 //! reference package (numpy 2.4), so "close" is not enough: every function here replays numpy's
 //! order of operations on a contiguous 1-d array (checked against numpy 2.4.6 by
-//! `analysis/tests/npcompat.rs` with vectors from `analysis/tests/npcompat_vectors.py`).
+//! `analysis/tests/numpy_reductions.rs` with vectors from `analysis/tests/numpy_reductions_vectors.py`).
 //!
 //! * Sums use numpy's pairwise summation (`pairwise_sum` in `loops_utils.h.src`), added to the
 //!   reduction's initial value `0.0`.
