@@ -1,5 +1,6 @@
 //! The rules of a profiling session and of `scope-profiler run`, without Python: what the
-//! Python package decides and says, exposed to it by thin functions of the PyO3 crate.
+//! Python package decides and says, exposed to it by thin functions of the PyO3 crate; and
+//! the signal plumbing of the processes `run` runs.
 //!
 //! * [`package_names`]: the package's names loaded on first use and the reference's names it
 //!   cannot honour (with the reason).
@@ -16,6 +17,8 @@
 //!   script check, followed processes' files and descriptions) and the texts around it.
 //! * [`end_of_run`]: the end of `scope-profiler run` once the script's session wrote its
 //!   recording: followed processes stacked, the output rendered, the summary, the speedscope file.
+//! * [`sigterm_guard`]: the C guard in front of the Python-level SIGTERM handlers of `run` and
+//!   of the processes it follows.
 pub mod end_of_run;
 pub mod environment;
 pub mod host;
@@ -26,3 +29,4 @@ pub mod pausing;
 pub mod run_command;
 pub mod run_metadata;
 pub mod settings;
+pub mod sigterm_guard;

@@ -1,7 +1,7 @@
 //! The decisions of a collective `finalize()` under MPI that need no MPI: how a rank's
 //! encoded run is cut into messages to rank 0, and the texts of its refusals and failures.
 //! The MPI calls themselves (`allgather`, `Send`, `Recv`, `bcast`) are mpi4py's, made by
-//! the bindings (`py/src/mpi.rs`).
+//! the bindings (`py/src/package/mpi.rs`).
 
 /// Tag of the messages carrying a rank's run to rank 0.
 pub const RUN_TAG: i32 = 0x5C0F;

@@ -2,7 +2,7 @@
 ``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``, ``profile_command()``,
 ``sample_every()`` and ``setup_from_env()``. Its region handles and factories
 (``RegionHandle``, ``RegionFactory``: each ``with`` is a recorded call) are Rust, in
-``py/src/manager_api.rs``, and so are the rules these follow (which functions
+``py/src/package/manager_api.rs``, and so are the rules these follow (which functions
 ``instrument()`` decorates, which timesteps ``sample_every()`` records).
 
 Each is reached as a ``ProfileManager`` classmethod (and so as a ``scope_profiler``

@@ -4,7 +4,7 @@
 settings, the same names and defaults as the reference's ``ProfilingConfig.__init__``, and
 this package's own ``OWN_DEFAULTS``: ``flush_interval``).
 Its state, checks and read-only properties are Rust (``_native.ProfilingConfigBase``,
-``py/src/settings.rs``); constructing one takes the run origin (``start_time_ns``) and
+``py/src/package/settings.rs``); constructing one takes the run origin (``start_time_ns``) and
 collects the run metadata; :meth:`ProfilingConfig.start` creates the native recorder (and,
 with ``track_threads``, the tracker; installing it is the manager's job).
 

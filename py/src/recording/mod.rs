@@ -13,7 +13,8 @@
 //! * [`thread_exit`]: the thread-exit hook;
 //! * [`tasks`]: task lanes (`TaskHandle`, `TimedCoroutine`);
 //! * [`stream`]: the `flush_interval` flusher thread;
-//! * [`tracer`]: function-level tracing (`_tracer`).
+//! * [`tracer`]: function-level tracing (`_tracer.py`);
+//! * [`metadata`]: `metadata()` blocks and the call wrapper of `@profile(metadata=...)` (`_metadata.py`).
 //!
 //! # Threading and the GIL
 //! The recorder's readers (snapshot, rewind, `num_calls`) require that no thread is inside
@@ -23,6 +24,7 @@
 //! read and written with the GIL held. This module therefore assumes a GIL build of CPython
 //! (not free-threaded 3.13t).
 mod lookup;
+pub mod metadata;
 mod names;
 mod native_recorder;
 mod profile_region;
@@ -59,6 +61,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;
     tracer::register(m)?;
+    metadata::register(m)?;
     Ok(())
 }
 

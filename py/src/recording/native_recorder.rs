@@ -10,7 +10,7 @@ use scope_profiler_finalize::{checkpoint_with_prior, CheckpointError, Checkpoint
 use scope_profiler_recorder::{Recorder, RegionTable, TaskKind};
 
 use crate::errors::write_failure_err;
-use crate::run::NativeRun;
+use crate::native_run::NativeRun;
 
 use super::names::{recorded_name, region_name_str, region_name_text};
 use super::{lookup, stream, tasks, ProfileRegion, Shared, TaskHandle, TimedCoroutine};
@@ -224,10 +224,10 @@ impl NativeRecorder {
 
     /// The task table as `TaskInfo` rows (times relative to `origin_ns`, -1 kept).
     #[pyo3(signature = (origin_ns=0))]
-    fn task_table(&self, origin_ns: i64) -> Vec<crate::concurrency::TaskInfo> {
+    fn task_table(&self, origin_ns: i64) -> Vec<crate::results::concurrency::TaskInfo> {
         let tasks = self.shared.rec.task_rows(origin_ns).into_iter().map(scope_profiler_finalize::snapshot::task_row);
         let run = std::sync::Arc::new(Run { tasks: tasks.collect(), ..Run::default() });
-        (0..run.tasks.len()).map(|i| crate::concurrency::TaskInfo::of(&run, i)).collect()
+        (0..run.tasks.len()).map(|i| crate::results::concurrency::TaskInfo::of(&run, i)).collect()
     }
 
     #[getter]
@@ -291,11 +291,11 @@ impl NativeRecorder {
     /// The thread table as `ThreadInfo` rows (times relative to `origin_ns`, -1 kept).
     /// Re-samples the calling thread's CPU. Empty without tracking.
     #[pyo3(signature = (origin_ns=0))]
-    fn thread_table(&self, origin_ns: i64) -> Vec<crate::concurrency::ThreadInfo> {
+    fn thread_table(&self, origin_ns: i64) -> Vec<crate::results::concurrency::ThreadInfo> {
         let threads =
             self.shared.rec.thread_rows(origin_ns).into_iter().map(scope_profiler_finalize::snapshot::thread_row);
         let run = std::sync::Arc::new(Run { threads: threads.collect(), ..Run::default() });
-        (0..run.threads.len()).map(|i| crate::concurrency::ThreadInfo::of(&run, i)).collect()
+        (0..run.threads.len()).map(|i| crate::results::concurrency::ThreadInfo::of(&run, i)).collect()
     }
 
     /// Completed calls per region, without side effects (diagnostics and tests):

@@ -1,12 +1,12 @@
-//! `scope_profiler.prof_export`'s functions beside `export_prof` (`crate::exports`): the
+//! `scope_profiler.prof_export`'s functions beside `export_prof` (`crate::io::exports`): the
 //! pstats tables without files, and run labels made unique.
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyString};
 use scope_profiler_formats::pstats::{marshal_stats, prof_stats, ProfOptions};
 use scope_profiler_formats::Format;
 
-use crate::export::{export_err, warn_set_aside_ranks, ExportArgs};
-use crate::run::NativeRun;
+use crate::io::export_call::{export_err, warn_set_aside_ranks, ExportArgs};
+use crate::native_run::NativeRun;
 
 /// `unique_labels(labels) -> list[str]`: run labels with repeats made distinct, as every
 /// exporter names runs: the second `"run"` is `"run (2)"`, the third `"run (3)"`

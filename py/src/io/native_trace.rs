@@ -13,8 +13,8 @@ use scope_profiler_finalize::native_regions::{self as foreign, LoadError, Native
 use scope_profiler_formats::native_trace;
 
 use crate::errors::TraceFormatError;
-use crate::region::Region;
-use crate::results::ProfilingResults;
+use crate::results::profiling_results::ProfilingResults;
+use crate::results::region::Region;
 
 /// One region of a `.spt` trace: unpacks as `(start_times, end_times)` (int64 ns arrays,
 /// the clock of `time.perf_counter_ns`), with the region's source location as `source_file`
@@ -88,7 +88,7 @@ fn trace_at(py: Python<'_>, path: &Path) -> PyResult<native_trace::Trace> {
 /// The native output file at `path`: a per-rank HDF5 profile (`.h5`) or a `.spt` trace.
 fn output_at(py: Python<'_>, path: &Path) -> PyResult<NativeOutput> {
     Ok(if path.extension().is_some_and(|e| e == "h5") {
-        NativeOutput::Profile(crate::h5reader::read_run(py, path)?)
+        NativeOutput::Profile(crate::io::h5reader::read_run(py, path)?)
     } else {
         NativeOutput::Trace(trace_at(py, path)?)
     })
@@ -100,7 +100,7 @@ fn output_at(py: Python<'_>, path: &Path) -> PyResult<NativeOutput> {
 /// order; times int64 ns / float s as `Region` gives them. Raises as `read_h5`.
 #[pyfunction]
 fn read_native_h5<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
-    let run = crate::h5reader::read_run(py, &path)?;
+    let run = crate::io::h5reader::read_run(py, &path)?;
     let listing = foreign::profile_ranks(&run);
     let analysis = Arc::new(RunAnalysis::new(Arc::new(run)));
     let ranks = PyDict::new(py);
@@ -112,7 +112,7 @@ fn read_native_h5<'py>(py: Python<'py>, path: PathBuf) -> PyResult<(Bound<'py, P
         }
         ranks.set_item(rank, regions)?;
     }
-    Ok((ranks, crate::convert::metadata_dict(py, &analysis.run)?))
+    Ok((ranks, crate::run_values::metadata_dict(py, &analysis.run)?))
 }
 
 /// `read_native_ranks(path) -> ({rank: {name: Region}}, metadata)`: one native output file,

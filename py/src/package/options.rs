@@ -7,7 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_session::settings as rules;
 
-use crate::settings::raise;
+use crate::package::settings::raise;
 
 /// `option_group_fields() -> {group: {field: setting}}`: the option groups of
 /// `ProfilingOptions` (`memray`, `gpu`, `hdf5`) and of a settings file's

@@ -10,9 +10,9 @@ use scope_profiler_formats::json_profile::{self, JsonError};
 use scope_profiler_formats::Selection;
 
 use crate::errors::JSONProfileError;
-use crate::export::{export_err, plan_err, requested_ranks, root_sets, run_name, target_path};
-use crate::results::ProfilingResults;
-use crate::run::NativeRun;
+use crate::io::export_call::{export_err, plan_err, requested_ranks, root_sets, run_name, target_path};
+use crate::native_run::NativeRun;
+use crate::results::profiling_results::ProfilingResults;
 
 fn json_err(e: JsonError) -> PyErr {
     match e {

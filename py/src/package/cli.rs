@@ -13,7 +13,7 @@ use scope_profiler_session::end_of_run::{after_run, RunOutputs};
 use scope_profiler_session::run_command::{self, RunRequest, SessionValue};
 use scope_profiler_session::settings::recording_path;
 
-use crate::run::NativeRun;
+use crate::native_run::NativeRun;
 
 /// Parse and carry out `argv` (program name first). Returns `(exit_code, None)` when done,
 /// or `(0, request)` for `run`, where `request` is a dict (`script`, `module` (None or the

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use pyo3::prelude::*;
 use scope_profiler_analysis::{Run, TaskRow, ThreadRow, UNKNOWN};
 
-use crate::arrays::secs;
+use crate::numpy_arrays::secs;
 
 fn opt_secs(ns: i64) -> Option<f64> {
     (ns != UNKNOWN).then(|| secs(ns))

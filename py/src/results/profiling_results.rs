@@ -15,11 +15,11 @@ use pyo3::types::{PyDict, PyList, PyString};
 use scope_profiler_analysis::region_stats::RowStats;
 use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
 
-use crate::concurrency::{lane_tables, TaskInfo, ThreadInfo};
 use crate::errors::{nesting_err, EventDataUnavailableError};
-use crate::mpi_region::MPIRegion;
-use crate::region::Region;
-use crate::run::NativeRun;
+use crate::native_run::NativeRun;
+use crate::results::concurrency::{lane_tables, TaskInfo, ThreadInfo};
+use crate::results::mpi_region::MPIRegion;
+use crate::results::region::Region;
 
 /// Region-name patterns: `re.match` (anchored at the start), as the reference applies them.
 struct Patterns<'py>(Option<Vec<Bound<'py, PyAny>>>);
@@ -109,7 +109,7 @@ impl ProfilingResults {
                 regions.push(Py::new(py, MPIRegion::of(py, name.clone(), parts))?);
             }
         }
-        let metadata = crate::convert::metadata_dict(py, run)?;
+        let metadata = crate::run_values::metadata_dict(py, run)?;
         Ok(ProfilingResults {
             run_start_time: meta_time(&metadata, "start_time_ns"),
             finalize_time: meta_time(&metadata, "finalize_time_ns"),
@@ -350,7 +350,7 @@ impl ProfilingResults {
             Some(m) => m.copy()?,
             None => PyDict::new(py),
         };
-        run.metadata = crate::convert::meta_from_dict(&md)?;
+        run.metadata = crate::run_values::meta_from_dict(&md)?;
         let num_ranks = num_ranks.unwrap_or(ranks.len() as i64);
         run.num_ranks =
             u32::try_from(num_ranks.max(0)).unwrap_or(u32::MAX).max(ranks.last().map_or(0, |r| *r as u32 + 1));
@@ -385,7 +385,7 @@ impl ProfilingResults {
         file_path: PathBuf,
         verbose: bool,
     ) -> PyResult<Self> {
-        crate::h5reader::read(py, file_path, verbose)
+        crate::io::h5reader::read(py, file_path, verbose)
     }
 
     /// Results over a `_native.NativeRun` (internal).
@@ -418,15 +418,15 @@ impl ProfilingResults {
     /// The cached reconstruction of `rank` as `CallArrays` (read-only views, no copy).
     /// Raises NestingError.
     #[pyo3(signature = (rank=0))]
-    fn call_arrays(&self, py: Python<'_>, rank: u32) -> PyResult<crate::call_stack::CallArrays> {
-        crate::call_stack::CallArrays::cached(py, &self.analysis, rank)
+    fn call_arrays(&self, py: Python<'_>, rank: u32) -> PyResult<crate::results::call_stack::CallArrays> {
+        crate::results::call_stack::CallArrays::cached(py, &self.analysis, rank)
     }
 
     /// `split_by_lane(call_arrays(rank))` with the grouping reused from the cache.
     #[pyo3(signature = (rank=0))]
-    fn split_by_lane(&self, py: Python<'_>, rank: u32) -> PyResult<crate::call_stack::LaneSplit> {
-        let calls = crate::call_stack::CallArrays::cached(py, &self.analysis, rank)?;
-        crate::call_stack::LaneSplit::of(py, calls)
+    fn split_by_lane(&self, py: Python<'_>, rank: u32) -> PyResult<crate::results::call_stack::LaneSplit> {
+        let calls = crate::results::call_stack::CallArrays::cached(py, &self.analysis, rank)?;
+        crate::results::call_stack::LaneSplit::of(py, calls)
     }
 
     // -- mapping -----------------------------------------------------------------------------
@@ -438,7 +438,7 @@ impl ProfilingResults {
                 "No region named {} in {}. Available regions: {}",
                 py_repr(region_name),
                 self.file_path.display(),
-                crate::convert::py_list_repr(&self.region_names(py))
+                crate::run_values::py_list_repr(&self.region_names(py))
             ))),
         }
     }
@@ -546,7 +546,7 @@ impl ProfilingResults {
         })?;
         let origin = self.origin(py, relative, origin)?;
         let rows = self.event_rows(py, include, exclude, ranks)?;
-        let columns = crate::frames::events_numpy(py, &self.analysis.run, &rows, origin)?;
+        let columns = crate::results::frames::events_numpy(py, &self.analysis.run, &rows, origin)?;
         pd.call_method1("DataFrame", (columns,))
     }
 
@@ -564,7 +564,7 @@ impl ProfilingResults {
         self.require_event_data("call_stack")?;
         let origin = self.origin(py, relative, origin)?;
         let regions = self.selected(py, include, exclude)?;
-        crate::call_stack::call_stack_dicts(py, &regions, rank, origin)
+        crate::results::call_stack::call_stack_dicts(py, &regions, rank, origin)
     }
 
     /// Call relationships `call_id, parent_id, name, call_index, depth` of `rank`: from the
@@ -657,7 +657,7 @@ impl ProfilingResults {
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
-        crate::frames::thread_summary_dicts(py, &rows)
+        crate::results::frames::thread_summary_dicts(py, &rows)
     }
     /// One dict per task/greenlet of `rank` (task-table order), s: `index, kind, name,
     /// coro_name, thread_index, thread` (the thread of its latest step), `done`,
@@ -670,7 +670,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
-        crate::frames::task_summary_dicts(py, &rows)
+        crate::results::frames::task_summary_dicts(py, &rows)
     }
 
     // -- metadata, times ---------------------------------------------------------------------
@@ -955,7 +955,7 @@ impl ProfilingResults {
         if rows.iter().any(|r| r.contains("await_duration").unwrap_or(false)) {
             columns.extend(["await_duration", "held_duration"]);
         }
-        let mut out = crate::display::summary_html(py, &self.default_title(py)?, &rows, Some(&columns))?;
+        let mut out = crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns))?;
         if self.event_data {
             let analysis = Arc::clone(&self.analysis);
             // a run whose calls cannot be reconstructed shows the region table alone
@@ -963,13 +963,13 @@ impl ProfilingResults {
                 Ok::<_, scope_profiler_analysis::NestingError>((analysis.thread_summary(0)?, analysis.task_summary(0)?))
             }) {
                 for (title, list) in [
-                    ("threads (rank 0)", crate::frames::thread_summary_dicts(py, &threads)?),
-                    ("tasks and greenlets (rank 0)", crate::frames::task_summary_dicts(py, &tasks)?),
+                    ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &threads)?),
+                    ("tasks and greenlets (rank 0)", crate::results::frames::task_summary_dicts(py, &tasks)?),
                 ] {
                     let dicts: Vec<Bound<'_, PyDict>> =
                         list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
                     if !dicts.is_empty() {
-                        out.push_str(&crate::display::summary_html(py, title, &dicts, None)?);
+                        out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None)?);
                     }
                 }
             }
@@ -1000,18 +1000,18 @@ impl ProfilingResults {
             return Err(PyValueError::new_err("No regions matched the selected filters."));
         }
         let columns = scope_profiler_analysis::summary_table_columns(&self.analysis.run, per_rank);
-        crate::frames::dict_rows_table(py, &rows, &columns)
+        crate::results::frames::dict_rows_table(py, &rows, &columns)
     }
     /// Thread table of every rank (`rank, index, name, ident, native_id, daemon, start_time,
     /// end_time, cpu_time, alive, wall_time, cpu_time_total, cpu_time_run`; s since the run
     /// start; `cpu_time` = `cpu_time_total` the whole life, `cpu_time_run` during the run) as
     /// an Arrow table.
     fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
-        crate::frames::threads_table(&self.analysis.run)
+        crate::results::frames::threads_table(&self.analysis.run)
     }
     /// Task table of every rank (`TaskInfo` fields) as an Arrow table.
     fn tasks_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
-        crate::frames::tasks_table(&self.analysis.run)
+        crate::results::frames::tasks_table(&self.analysis.run)
     }
     /// `thread_summary(rank)` as an Arrow table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
@@ -1021,7 +1021,7 @@ impl ProfilingResults {
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
-        crate::frames::thread_summary_table(&rows)
+        crate::results::frames::thread_summary_table(&rows)
     }
     /// `task_summary(rank)` as an Arrow table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
@@ -1029,7 +1029,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
-        crate::frames::task_summary_table(&rows)
+        crate::results::frames::task_summary_table(&rows)
     }
     /// `events()` as an Arrow table (lane columns and ids kept).
     #[pyo3(signature = (include=None, exclude=None, ranks=None, relative=true, origin=None))]
@@ -1045,7 +1045,7 @@ impl ProfilingResults {
         self.require_event_data("events_frame")?;
         let origin = self.origin(py, relative, origin)?;
         let rows = self.event_rows(py, include, exclude, ranks)?;
-        crate::frames::events_table(py, &self.analysis.run, &rows, origin)
+        crate::results::frames::events_table(py, &self.analysis.run, &rows, origin)
     }
     /// `polars.DataFrame` of the summary (or of `table`, any `*_frame()`).
     #[pyo3(signature = (include=None, exclude=None, per_rank=false, *, table=None))]

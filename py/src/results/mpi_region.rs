@@ -7,7 +7,7 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use scope_profiler_analysis::region_stats::{PooledStats, RowStats};
 use scope_profiler_analysis::{py_format_g, py_repr, RowView};
 
-use crate::region::Region;
+use crate::results::region::Region;
 
 /// One named region across all ranks; `region[rank]` is the `Region` of that rank.
 #[pyclass(module = "scope_profiler.mpi_region")]
@@ -394,6 +394,6 @@ impl MPIRegion {
         )
     }
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        crate::display::summary_html(py, "MPIRegion", &[self.summary_dict(py)?], None)
+        crate::results::html_tables::summary_html(py, "MPIRegion", &[self.summary_dict(py)?], None)
     }
 }

@@ -11,7 +11,7 @@ use scope_profiler_formats::registry::only;
 use scope_profiler_formats::timeline::{parse_window, write_timeline_svg_with, TimelineOptions};
 use scope_profiler_formats::Format;
 
-use crate::export::export_functions;
+use crate::io::export_call::export_functions;
 
 export_functions! {
     /// Write speedscope JSON files; returns the paths written (`list[pathlib.Path]`).
@@ -177,7 +177,7 @@ pub fn create_html_report<'py>(
     let path_like = py.import("os")?.getattr("PathLike")?;
     let profiling_data =
         if profiling_data.is_instance_of::<pyo3::types::PyString>() || profiling_data.is_instance(&path_like)? {
-            Bound::new(py, crate::h5reader::read(py, profiling_data.extract()?, false)?)?.into_any()
+            Bound::new(py, crate::io::h5reader::read(py, profiling_data.extract()?, false)?)?.into_any()
         } else {
             profiling_data
         };

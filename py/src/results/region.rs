@@ -15,8 +15,8 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use scope_profiler_analysis::region_stats::{secs, RowStats};
 use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, StoredStats};
 
-use crate::arrays::{i64_view, run_view, secs_array, slice_of};
 use crate::errors::{nesting_err, EventDataUnavailableError};
+use crate::numpy_arrays::{i64_view, run_view, secs_array, slice_of};
 
 /// Timing data of one region on one rank. Arrays in recorded order: for a tracked run,
 /// grouped by thread (ascending index), each thread in entry order, so `start_times_ns` is
@@ -119,7 +119,7 @@ impl Region {
     pub fn event_dicts<'py>(&self, py: Python<'py>, origin: f64, name_rank: bool) -> PyResult<Bound<'py, PyList>> {
         self.require_events()?;
         let view = self.view();
-        crate::events::event_dicts(py, &view.analysis.run, &[view.row], origin, name_rank)
+        crate::results::events::event_dicts(py, &view.analysis.run, &[view.row], origin, name_rank)
     }
 }
 
@@ -568,6 +568,6 @@ impl Region {
         Ok(out)
     }
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        crate::display::summary_html(py, "Region", &[self.summary_dict(py)?], None)
+        crate::results::html_tables::summary_html(py, "Region", &[self.summary_dict(py)?], None)
     }
 }

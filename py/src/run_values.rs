@@ -10,7 +10,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
 use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};
 
-use crate::arrays::slice_of;
+use crate::numpy_arrays::slice_of;
 
 pub type ThreadTuple = (u32, i64, i64, i64, bool, i64, i64, i64, String);
 pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, String);

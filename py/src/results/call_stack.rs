@@ -16,9 +16,9 @@ use scope_profiler_analysis::{
     RegionInput, RunAnalysis,
 };
 
-use crate::arrays::view;
 use crate::errors::nesting_err;
-use crate::mpi_region::MPIRegion;
+use crate::numpy_arrays::view;
+use crate::results::mpi_region::MPIRegion;
 
 /// Owner of Rust memory that numpy views point into.
 #[pyclass(module = "scope_profiler._native", frozen)]

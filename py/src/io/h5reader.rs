@@ -13,7 +13,7 @@ use scope_profiler_analysis::{RegionCalls, Run};
 use scope_profiler_formats::{RunSummary, SummaryRow};
 
 use crate::errors::{h5_err, SummaryDataUnavailable};
-use crate::results::ProfilingResults;
+use crate::results::profiling_results::ProfilingResults;
 
 /// Read `path` into results (GIL released while reading). When a process that streamed
 /// to `path` (`flush_interval`) died before writing it, `path` is first recovered from its

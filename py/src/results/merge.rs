@@ -5,7 +5,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use scope_profiler_analysis::{merge_sets, MergeSet};
 
-use crate::results::ProfilingResults;
+use crate::results::profiling_results::ProfilingResults;
 
 /// `merge_results(*result_sets, label=None, file_path=None, stack=None)`: several result
 /// sets as one (see `analysis::merge_sets` for the rules). Non-root sets are ignored; with

@@ -11,9 +11,9 @@ use pyo3::types::{PyBytes, PyDict};
 use scope_profiler_analysis::Run;
 use scope_profiler_finalize::transport::{self, decode_run, encode_run, StackError};
 
-use crate::convert::meta_from_py;
 use crate::errors::write_failure_err;
-use crate::run::NativeRun;
+use crate::native_run::NativeRun;
+use crate::run_values::meta_from_py;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(_run_to_bytes, m)?)?;

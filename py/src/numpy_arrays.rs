@@ -68,7 +68,8 @@ pub fn run_view<'py>(
     analysis: &std::sync::Arc<scope_profiler_analysis::RunAnalysis>,
     values: &[i64],
 ) -> PyResult<Bound<'py, PyArray1<i64>>> {
-    let keeper = Bound::new(py, crate::run::NativeRun::of(std::sync::Arc::clone(analysis), String::new()))?.into_any();
+    let keeper =
+        Bound::new(py, crate::native_run::NativeRun::of(std::sync::Arc::clone(analysis), String::new()))?.into_any();
     // SAFETY: `values` is a column of `analysis.run` (immutable, behind the Arc `keeper` holds).
     Ok(unsafe { view_i64(values, &keeper) })
 }

@@ -23,7 +23,7 @@ use scope_profiler_analysis::Run;
 use scope_profiler_formats::export_plan::{self, PlanError, Request, RunInput};
 use scope_profiler_formats::{ExportError, Format, Selection};
 
-use crate::run::NativeRun;
+use crate::native_run::NativeRun;
 
 /// A writer of `formats`: `(run, selection, path) -> every path written`.
 pub type Write<'a> = &'a (dyn Fn(&Run, &Selection, &Path) -> Result<Vec<PathBuf>, ExportError> + Sync);
@@ -74,8 +74,8 @@ macro_rules! export_functions {
                 $($($k: $kt,)+)?
             ) -> ::pyo3::PyResult<::pyo3::Bound<'py, ::pyo3::types::PyList>> {
                 let format: ::scope_profiler_formats::Format = $format;
-                let write: $crate::export::Write<'_> = &$crate::export::export_functions!(@writer format $($write)?);
-                let args = $crate::export::ExportArgs { profiling_data, filepath, ranks, include, exclude, verbose };
+                let write: $crate::io::export_call::Write<'_> = &$crate::io::export_call::export_functions!(@writer format $($write)?);
+                let args = $crate::io::export_call::ExportArgs { profiling_data, filepath, ranks, include, exclude, verbose };
                 args.export(format, write)
             }
         )+

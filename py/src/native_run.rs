@@ -7,8 +7,8 @@ use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use scope_profiler_analysis::{Reconstruction, Run, RunAnalysis};
 
-use crate::convert;
 use crate::errors::{h5_err, nesting_err};
+use crate::run_values;
 
 /// A run held in Rust (an [`scope_profiler_analysis::Run`]). The Python results
 /// objects (`ProfilingResults`, `Region`, ...) are views over one of these.
@@ -59,13 +59,13 @@ impl NativeRun {
     fn from_columns(
         region_names: Vec<String>,
         rows: &Bound<'_, PyList>,
-        threads: Vec<convert::ThreadTuple>,
-        tasks: Vec<convert::TaskTuple>,
+        threads: Vec<run_values::ThreadTuple>,
+        tasks: Vec<run_values::TaskTuple>,
         metadata: &Bound<'_, PyDict>,
         num_ranks: Option<u32>,
         file_path: String,
     ) -> PyResult<Self> {
-        let run = convert::run_from_py(region_names, rows, threads, tasks, metadata, num_ranks)?;
+        let run = run_values::run_from_py(region_names, rows, threads, tasks, metadata, num_ranks)?;
         Ok(NativeRun::new(run, file_path))
     }
 

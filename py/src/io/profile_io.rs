@@ -9,7 +9,7 @@ use pyo3::types::PyDict;
 use scope_profiler_analysis::py_repr;
 use scope_profiler_formats::Format;
 
-use crate::results::ProfilingResults;
+use crate::results::profiling_results::ProfilingResults;
 
 /// `"json"` for `.json`/`.json.gz` names, `"html"` for `.html`/`.htm`, else `"hdf5"`.
 #[pyfunction]
@@ -48,8 +48,8 @@ fn load(py: Python<'_>, path: &Bound<'_, PyAny>, verbose: bool) -> PyResult<Prof
             "{shown} is an HTML report, which is write-only: it renders a run rather than storing it. Read the \
              .h5 or .json profile it was made from."
         ))),
-        "json" => crate::json_export::read_json(py, file_path, verbose),
-        _ => crate::h5reader::read_h5(py, file_path, verbose),
+        "json" => crate::io::json_export::read_json(py, file_path, verbose),
+        _ => crate::io::h5reader::read_h5(py, file_path, verbose),
     }
 }
 
@@ -60,8 +60,8 @@ fn load(py: Python<'_>, path: &Bound<'_, PyAny>, verbose: bool) -> PyResult<Prof
 #[pyo3(signature = (file_path, verbose=false))]
 fn read_profile(py: Python<'_>, file_path: PathBuf, verbose: bool) -> PyResult<ProfilingResults> {
     match Format::of_profile_path(&file_path) {
-        Format::Json => crate::json_export::read_json(py, file_path, verbose),
-        _ => crate::h5reader::read_h5(py, file_path, verbose),
+        Format::Json => crate::io::json_export::read_json(py, file_path, verbose),
+        _ => crate::io::h5reader::read_h5(py, file_path, verbose),
     }
 }
 
@@ -77,9 +77,9 @@ fn read_profile_summary<'py>(
 ) -> PyResult<Bound<'py, PyAny>> {
     let path: PathBuf = file_path.extract()?;
     if Format::of_profile_path(&path) == Format::Json {
-        return Ok(Bound::new(py, crate::json_export::read_json(py, path, false)?)?.into_any());
+        return Ok(Bound::new(py, crate::io::json_export::read_json(py, path, false)?)?.into_any());
     }
-    wrap_pyfunction!(crate::h5reader::read_h5_summary, py)?.call((file_path,), kwargs)
+    wrap_pyfunction!(crate::io::h5reader::read_h5_summary, py)?.call((file_path,), kwargs)
 }
 
 /// `write_profile(results, file_path, **kwargs) -> pathlib.Path`: write `results` in the
@@ -96,8 +96,8 @@ fn write_profile<'py>(
     kwargs: Option<&Bound<'py, PyDict>>,
 ) -> PyResult<Bound<'py, PyAny>> {
     let writer = match Format::of_profile_path(&file_path.extract::<PathBuf>()?) {
-        Format::Json => wrap_pyfunction!(crate::json_export::write_json, py)?,
-        Format::HtmlReport => wrap_pyfunction!(crate::exports::create_html_report, py)?,
+        Format::Json => wrap_pyfunction!(crate::io::json_export::write_json, py)?,
+        Format::HtmlReport => wrap_pyfunction!(crate::io::exports::create_html_report, py)?,
         _ => {
             let path = py.import("pathlib")?.getattr("Path")?.call1((file_path,))?;
             results.call_method0("_native_run")?.call_method1("write_h5", (&path,))?;
