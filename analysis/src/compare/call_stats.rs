@@ -195,7 +195,7 @@ impl RunCallStats {
     /// sequence; rows read without their calls contribute their stored statistics.
     pub fn by_region(name: impl Into<String>, run: &Run) -> Self {
         let per_row: Vec<(u32, CallStats)> =
-            crate::par::install(|| run.regions.par_iter().map(|row| (row.region, row_stats(row))).collect());
+            crate::pool::install(|| run.regions.par_iter().map(|row| (row.region, row_stats(row))).collect());
         let mut keys: HashMap<Key, CallStats> = HashMap::new();
         for (region, stats) in per_row {
             let region_name = run.region_names.get(region as usize).cloned().unwrap_or_else(|| "?".into());
@@ -229,7 +229,7 @@ pub fn runs_call_stats(
     runs: &[(std::sync::Arc<RunAnalysis>, String)],
     by: CompareBy,
 ) -> Result<Vec<RunCallStats>, NestingError> {
-    crate::par::install(|| {
+    crate::pool::install(|| {
         runs.par_iter()
             .map(|(analysis, name)| match by {
                 CompareBy::Region => Ok(RunCallStats::by_region(name.clone(), &analysis.run)),

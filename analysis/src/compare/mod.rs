@@ -135,7 +135,7 @@ pub fn compare(base: &Group, new: &Group, by: CompareBy, threshold: f64) -> Resu
         SideEstimate::of_runs(&per_run)
     };
     let sides: Vec<(SideEstimate, SideEstimate)> =
-        crate::par::install(|| keys.par_iter().map(|k| (estimate(base, k), estimate(new, k))).collect());
+        crate::pool::install(|| keys.par_iter().map(|k| (estimate(base, k), estimate(new, k))).collect());
     // the intervals hold together: one per key with calls, time and a variance on both sides
     let both = sides.iter().filter(|(b, n)| has_interval(b) && has_interval(n)).count();
     let level = row_level(both);
