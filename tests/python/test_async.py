@@ -631,3 +631,171 @@ def test_track_async_keeps_default_task_names(tmp_path):
     assert "given" in seen
     names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
     assert "None" not in names and "given" in names, names
+
+
+# --------------------------------------------------------------------------- application task factories
+# An application (or an instrumentation library) may set its own task factory while ours is
+# set: one that chains to ours (reads get_task_factory() and calls it) or one that replaces
+# ours. Either way each task is made once, passes each factory once, is wrapped and
+# described once, and its calls are timed on its own lane.
+_DELAYS = (0.02, 0.04, 0.06)
+
+
+def _chaining_factory(seen):
+    """A factory set over the loop's current one, calling it (as instrumentation does)."""
+    loop = asyncio.get_running_loop()
+    below = loop.get_task_factory()
+
+    def factory(loop, coro, **kw):
+        seen.append(coro)
+        task = below(loop, coro, **kw) if below is not None else asyncio.Task(coro, loop=loop, **kw)
+        task.seen_by_application = len(seen)
+        return task
+
+    loop.set_task_factory(factory)
+    return factory
+
+
+def _fetches(m):
+    async def fetch(d):
+        with m.region("fetch"):
+            await asyncio.sleep(d)
+        return asyncio.current_task()
+
+    return fetch
+
+
+def _assert_fetches_timed(results, tasks):
+    """Each fetch ran on its own task lane, once, with its own sleep as duration."""
+    f = results["fetch"][0]
+    assert f.num_calls == len(_DELAYS)
+    rows = [t for t in results.tasks[0] if t.coro_name.endswith("fetch")]
+    assert len(rows) == len(_DELAYS) == len(tasks)  # described once
+    assert sorted(f.task_ids.tolist()) == sorted(t.index for t in rows)
+    order = np.argsort(f.durations)
+    assert np.all(f.durations[order] >= np.array(_DELAYS) - 0.002), f.durations
+    assert np.all(f.durations[order] < np.array(_DELAYS) + 0.03), f.durations
+    assert np.all(f.await_times >= np.array(_DELAYS)[np.argsort(order)] - 0.002)
+
+
+def test_application_factory_chained_over_ours_makes_each_task_once(manager):
+    seen = []
+    fetch = _fetches(manager)
+
+    async def main():
+        _chaining_factory(seen)
+        tasks = await asyncio.gather(*(fetch(d) for d in _DELAYS))
+        # the next create_task instruments the loop again: still one pass per factory
+        tasks.append(await asyncio.create_task(asyncio.sleep(0, asyncio.current_task())))
+        return tasks
+
+    loop = asyncio.new_event_loop()
+    with _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    assert len(seen) == 4  # three fetches and the sleep, once each
+    assert [t.seen_by_application for t in tasks[:3]] == [1, 2, 3]
+    _assert_fetches_timed(s.results, tasks[:3])
+    assert len(s.results.tasks[0]) == 5  # main, three fetches, the sleep
+
+    # after the session the application's factory is back, calling through ours untimed
+    async def again():
+        return await asyncio.gather(*(fetch(0) for _ in range(2)))
+
+    after = loop.run_until_complete(again())
+    assert len(seen) == 7 and [t.seen_by_application for t in after] == [6, 7]  # again()+2
+    loop.close()
+
+
+def test_application_factories_below_and_over_ours_each_run_once(manager):
+    below_seen, over_seen = [], []
+
+    def below(loop, coro, **kw):
+        below_seen.append(coro)
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    fetch = _fetches(manager)
+
+    async def main():
+        _chaining_factory(over_seen)
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(below)
+    with _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    assert len(over_seen) == 3 and len(below_seen) == 4  # below also made main's task
+    _assert_fetches_timed(s.results, tasks)
+    assert len(s.results.tasks[0]) == 4
+
+
+def test_two_managers_time_tasks_of_a_factory_chained_over_theirs():
+    a, b = ProfileManager(), ProfileManager()
+    seen = []
+
+    async def fetch(d):
+        with a.region("fetch"), b.region("fetch"):
+            await asyncio.sleep(d)
+        return asyncio.current_task()
+
+    async def main():
+        _chaining_factory(seen)
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = asyncio.new_event_loop()
+    with _session(a) as sa, _session(b) as sb:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    assert len(seen) == 3
+    for s in (sa, sb):
+        _assert_fetches_timed(s.results, tasks)
+        assert len(s.results.tasks[0]) == 4
+    a.reset()
+    b.reset()
+
+
+def test_uvloop_with_a_factory_chained_over_ours(manager):
+    uvloop = pytest.importorskip("uvloop")
+    seen = []
+    fetch = _fetches(manager)
+
+    async def main():
+        _chaining_factory(seen)
+        # instrumenting again puts ours over the application's: no cycle
+        manager.get_config().tracker.instrument_loop(asyncio.get_running_loop())
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = uvloop.new_event_loop()
+    with _session(manager) as s:
+        manager.get_config().tracker.instrument_loop(loop)
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    assert len(seen) == 3
+    _assert_fetches_timed(s.results, tasks)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
+@pytest.mark.parametrize("where", ["below", "over"])
+def test_eager_task_factory_tasks_are_timed_once(manager, where):
+    """Eager tasks run their first step inside the factory call; a task they create there
+    is a task of its own, not a call back into the factory."""
+    fetch = _fetches(manager)
+
+    async def spawner(d):
+        # runs eagerly inside the factory call that made its task
+        return await asyncio.create_task(fetch(d))
+
+    async def main():
+        if where == "over":
+            asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+        spawners = [asyncio.create_task(spawner(d)) for d in _DELAYS]
+        return await asyncio.gather(*spawners)
+
+    loop = asyncio.new_event_loop()
+    if where == "below":
+        loop.set_task_factory(asyncio.eager_task_factory)
+    with _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    _assert_fetches_timed(s.results, tasks)
+    assert len(s.results.tasks[0]) == 7  # main, three spawners, three fetches

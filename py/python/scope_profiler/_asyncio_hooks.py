@@ -9,8 +9,10 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
   run in other threads. ``instrument(loop, tracker)`` also serves loops that never reach
   ``BaseEventLoop`` (uvloop, custom loops).
 * Each instrumented loop gets one process-wide task factory (``_task_factory``, Rust) that
-  chains the factory the loop had before (saved once per loop) and wraps the coroutine
-  once per tracker that instrumented the loop (a Rust ``TimedCoroutine`` each).
+  wraps the coroutine once per tracker that instrumented the loop (a Rust
+  ``TimedCoroutine`` each) and has the task made by the loop's chain of factories: the one
+  it had before, and each one the application set over ours since (ours is set again
+  above it; one that calls back into ours is passed on down the chain).
 * Release is order-independent: a tracker leaving takes itself out of every loop; a loop
   nobody tracks any more gets its own previous factory back, and the ``BaseEventLoop``
   methods are restored when the last tracker leaves (only if they are still ours, so a
