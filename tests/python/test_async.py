@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -799,3 +800,155 @@ def test_eager_task_factory_tasks_are_timed_once(manager, where):
     loop.close()
     _assert_fetches_timed(s.results, tasks)
     assert len(s.results.tasks[0]) == 7  # main, three spawners, three fetches
+
+
+# --------------------------------------------------------------------------- loops we do not instrument
+# A task of an event loop whose tasks get no lanes (uvloop without instrument_loop, trio)
+# would put its calls on the thread's lane, concurrent ones nested, with no word said. The
+# first region opened inside such a task says so once; an asyncio-compatible loop is
+# instrumented on the spot, so the tasks it creates from then on are lanes.
+def test_uninstrumented_uvloop_is_instrumented_at_first_region_with_one_warning(
+    manager, monkeypatch
+):
+    uvloop = pytest.importorskip("uvloop")
+    from scope_profiler import _untracked_loops
+
+    monkeypatch.setattr(_untracked_loops, "_WARNED", set())
+    fetch = _fetches(manager)
+
+    async def early(d):
+        with manager.region("early"):
+            await asyncio.sleep(d)
+
+    async def main():
+        await asyncio.gather(early(0.03), early(0.01))  # created before anyone noticed
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = uvloop.new_event_loop()
+    with pytest.warns(RuntimeWarning) as caught, _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    advice = [w for w in caught if "instrument_loop" in str(w.message)]
+    assert len(advice) == 1 and "uvloop.Loop" in str(advice[0].message)
+    assert advice[0].filename == __file__
+    early_ = s.results["early"][0]
+    assert early_.num_calls == 2 and (early_.task_ids == -1).all()  # what the warning says
+    _assert_fetches_timed(s.results, tasks)  # the loop's later tasks are lanes
+
+
+def test_instrumented_loops_and_callbacks_do_not_warn(manager):
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main():
+        manager.get_config().tracker.instrument_loop(asyncio.get_running_loop())
+        done = asyncio.get_running_loop().create_future()
+
+        def callback():
+            with manager.region("callback"):
+                done.set_result(None)
+
+        asyncio.get_running_loop().call_soon(callback)
+        await done
+        await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    fetch = _fetches(manager)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with _session(manager) as s:
+            asyncio.run(main())
+            uvloop.run(main())
+    assert s.results["fetch"][0].num_calls == 6
+    assert s.results["callback"][0].task_ids.tolist() == [-1, -1]
+
+
+_TRIO_PROGRAM = """
+import sys, time, warnings
+import scope_profiler as sp
+
+PM = sp.ProfileManager
+
+
+def spin(s):
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+
+
+async def work(sleep):
+    with PM.region("work"):
+        await sleep(0.05)
+        spin(0.002)
+
+
+async def main_trio():
+    import trio
+
+    async with trio.open_nursery() as n:
+        for _ in range(10):
+            n.start_soon(work, trio.sleep)
+
+
+async def main_anyio():
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(work, anyio.sleep)
+
+
+def run(how):
+    if how == "trio":
+        import trio
+
+        trio.run(main_trio)
+    else:
+        import anyio
+
+        anyio.run(main_anyio, backend=how)
+
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with PM.session(
+        track_async=True, deactivate_file_output=True, return_results=True, verbose=False
+    ) as s:
+        run(sys.argv[1])
+        run(sys.argv[1])
+r = s.results
+w = r["work"][0]
+row = r.thread_summary()[0]
+print(len([c for c in caught if "trio" in str(c.message)]))
+print(w.num_calls, len(set(w.task_ids.tolist())), int((w.task_ids >= 0).sum()))
+work_rows = [t for t in r.task_summary() if "work" in (t["name"] + t["coro_name"])]
+print(row["held_time"] <= row["wall_time"], len(work_rows))
+print(float(w.await_times.min()))
+"""
+
+
+@pytest.mark.parametrize("how", ["trio", "anyio-trio", "anyio-asyncio"])
+def test_trio_tasks_are_named_in_one_warning(how, tmp_path):
+    """trio has no task factory: its tasks get no lanes, which one warning says (and what
+    to do); held time stays within the thread's wall time. anyio on asyncio gets lanes."""
+    pytest.importorskip("trio")
+    if how.startswith("anyio"):
+        pytest.importorskip("anyio")
+    script = tmp_path / "program.py"
+    script.write_text(_TRIO_PROGRAM)
+    backend = {"trio": "trio", "anyio-trio": "trio", "anyio-asyncio": "asyncio"}[how]
+    arg = "trio" if how == "trio" else backend
+    out = subprocess.run(
+        [sys.executable, str(script), arg], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    warned, calls, held_within_wall, least_await = out.stdout.split("\n")[:4]
+    if backend == "trio":
+        assert warned == "1"  # two runs, twenty regions: one warning
+        assert calls.split() == ["20", "1", "0"]  # all on the thread's lane
+        assert held_within_wall.split() == ["True", "0"]  # and no task rows
+        assert float(least_await) == 0.0
+    else:
+        assert warned == "0"
+        n, lanes, on_lanes = map(int, calls.split())
+        assert n == 20 and lanes == 20 and on_lanes == 20
+        assert held_within_wall.split() == ["True", "20"]
+        assert float(least_await) >= 0.045  # each call's own sleep

@@ -2315,6 +2315,8 @@ class TaskFactory:
     def instrument(self, event_loop: Any, recorder: NativeRecorder) -> None:
         """Time ``event_loop``'s new tasks with ``recorder`` (idempotent); the loop's current
         factory, when not ours, goes on top of the chain and ours is set again."""
+    def instruments(self, event_loop: Any) -> bool:
+        """Whether some recorder times ``event_loop``'s new tasks."""
     def release(self, recorder: NativeRecorder) -> None:
         """Take ``recorder`` out of every loop; a loop left untimed gets the top of its chain
         back."""

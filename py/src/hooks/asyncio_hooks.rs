@@ -274,6 +274,11 @@ impl TaskFactory {
         Ok(())
     }
 
+    /// Whether some recorder times `event_loop`'s new tasks.
+    fn instruments(&self, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.state(event_loop)?.is_some_and(|s| !s.borrow().recorders.is_empty()))
+    }
+
     /// Take `recorder` out of every loop; a loop no recorder times any more gets the top
     /// of its chain back (if ours is still set). Its state is forgotten unless the chain
     /// holds a factory set over ours, which may still call ours: ours then passes its calls

@@ -136,9 +136,12 @@ impl ProfileRegion {
     pub(super) fn enter(&self, py: Python<'_>) -> PyResult<()> {
         self.fresh(py)?;
         if let Some(sh) = self.active() {
-            let st = sh.state(py)?;
             // SAFETY: the calling thread's own state.
-            unsafe { &*st }.enter(self.b().id, sh.rec.paused());
+            let st = unsafe { &*sh.state(py)? };
+            if sh.rec.async_columns() && st.current().is_null() {
+                crate::hooks::untracked_loops::region_outside_task(py);
+            }
+            st.enter(self.b().id, sh.rec.paused());
         }
         Ok(())
     }
