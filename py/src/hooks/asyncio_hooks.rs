@@ -37,22 +37,24 @@ pub struct LoopState {
     recorders: Vec<Py<NativeRecorder>>,
 }
 
-impl LoopState {
-    /// Where a call that is not a call back starts in the chain: at the top when ours is the
-    /// loop's factory; below the loop's factory when that one is in the chain (ours was
-    /// released and the application's factory, which chains to ours, put back); else at
-    /// the top (an application factory set over ours since the loop was last instrumented
-    /// calls ours as the one below it).
-    fn start(&self, factory: &Bound<'_, TaskFactory>, event_loop: &Bound<'_, PyAny>) -> PyResult<usize> {
-        if self.chain.len() < 2 {
-            return Ok(0);
-        }
-        let current = event_loop.call_method0("get_task_factory")?;
-        if current.is(factory) {
-            return Ok(0);
-        }
-        Ok(self.chain.iter().position(|f| f.is(&current)).map_or(0, |i| i + 1))
+/// Where a call that is not a call back starts in `state`'s chain: at the top when ours is
+/// the loop's factory; below the loop's factory when that one is in the chain (ours was
+/// released and the application's factory, which chains to ours, put back); else at the
+/// top (an application factory set over ours since the loop was last instrumented calls
+/// ours as the one below it). No borrow of `state` is held while the loop is asked.
+fn chain_start(
+    state: &Bound<'_, LoopState>,
+    factory: &Bound<'_, TaskFactory>,
+    event_loop: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    if state.borrow().chain.len() < 2 {
+        return Ok(0);
     }
+    let current = event_loop.call_method0("get_task_factory")?;
+    if current.is(factory) {
+        return Ok(0);
+    }
+    Ok(state.borrow().chain.iter().position(|f| f.is(&current)).map_or(0, |i| i + 1))
 }
 
 /// The task factory of instrumented loops (`loop.set_task_factory(factory)`); called by
@@ -215,11 +217,8 @@ impl TaskFactory {
         if let Some(next) = call_back_index(&state, event_loop)? {
             return make_with(&state, next, event_loop, &coro, kwargs);
         }
-        let (start, recorders) = {
-            let state = state.borrow();
-            let recorders: Vec<Py<NativeRecorder>> = state.recorders.iter().map(|r| r.clone_ref(py)).collect();
-            (state.start(slf, event_loop)?, recorders)
-        };
+        let recorders: Vec<Py<NativeRecorder>> = state.borrow().recorders.iter().map(|r| r.clone_ref(py)).collect();
+        let start = chain_start(&state, slf, event_loop)?;
         let mut handles = Vec::with_capacity(recorders.len());
         let mut wrapped = coro.clone();
         if !recorders.is_empty() && is_coroutine(&coro)? {
@@ -252,9 +251,11 @@ impl TaskFactory {
         let state = match slf.get().state(event_loop)? {
             Some(state) => {
                 if !current.is(slf) {
-                    let mut chain = state.borrow_mut();
-                    chain.chain.retain(|f| !f.is(&current));
-                    chain.chain.insert(0, current.unbind());
+                    {
+                        let mut state = state.borrow_mut();
+                        state.chain.retain(|f| !f.is(&current));
+                        state.chain.insert(0, current.unbind());
+                    }
                     event_loop.call_method1("set_task_factory", (slf,))?;
                 }
                 state
