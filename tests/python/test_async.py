@@ -952,3 +952,59 @@ def test_trio_tasks_are_named_in_one_warning(how, tmp_path):
         assert n == 20 and lanes == 20 and on_lanes == 20
         assert held_within_wall.split() == ["True", "20"]
         assert float(least_await) >= 0.045  # each call's own sleep
+
+
+_CHAINED_FACTORY_PROGRAM = """
+import asyncio, json, sys
+from scope_profiler import ProfileManager as PM
+
+seen = []
+
+
+async def fetch(d):
+    with PM.region("fetch"):
+        await asyncio.sleep(d)
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    below = loop.get_task_factory()
+
+    def factory(loop, coro, **kw):
+        seen.append(1)
+        return below(loop, coro, **kw)
+
+    loop.set_task_factory(factory)
+    await asyncio.gather(*(fetch(d) for d in (0.02, 0.04, 0.06)))
+    await asyncio.create_task(asyncio.sleep(0))
+
+
+with PM.session(file_path=sys.argv[1], track_async=True, verbose=False, return_results=True) as s:
+    asyncio.run(main())
+f = s.results["fetch"][0]
+print(json.dumps({"seen": len(seen), "calls": int(f.num_calls),
+                  "lanes": sorted(set(f.task_ids.tolist())),
+                  "durations": sorted(f.durations.tolist()), "tasks": len(s.results.tasks[0])}))
+"""
+
+
+def test_factory_chained_over_ours_as_the_reference(tmp_path):
+    """The reference keeps a factory chained over its own working; so do we, with the same
+    factory passes, lanes, task table and durations."""
+    script = tmp_path / "program.py"
+    script.write_text(_CHAINED_FACTORY_PROGRAM)
+    runs = []
+    for python, out in ((sys.executable, "ours.h5"), (reference_python(), "ref.h5")):
+        done = subprocess.run(
+            [python, str(script), str(tmp_path / out)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout))
+    ours, ref = runs
+    # gather's three, the sleep and asyncio.run's two shutdown tasks, each once
+    assert ours["seen"] == ref["seen"] == 6
+    assert ours["calls"] == ref["calls"] == 3
+    assert ours["lanes"] == ref["lanes"] and len(ours["lanes"]) == 3
+    assert ours["tasks"] == ref["tasks"]
+    assert np.allclose(ours["durations"], [0.02, 0.04, 0.06], atol=0.015)
+    assert np.allclose(ours["durations"], ref["durations"], atol=0.015)
