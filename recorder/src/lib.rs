@@ -53,6 +53,7 @@
 //! once the file is written: a failed write leaves every call buffered for a retry.
 
 pub mod clock;
+pub mod event_loop;
 pub mod fork;
 pub mod instrument;
 pub mod regions;

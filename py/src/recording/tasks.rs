@@ -18,7 +18,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
-use scope_profiler_recorder::{now_ns, TaskRecord, UNKNOWN};
+use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, UNKNOWN};
 
 use super::{recorded_name, Shared};
 
@@ -305,11 +305,13 @@ impl TimedCoroutine {
         let st = self.shared.state(py)?;
         // SAFETY: the calling thread's own state.
         let st = unsafe { &*st };
+        let _start = event_loop::step_begins();
         self.task.enter_step(now_ns(), st.index() as i64);
         let prev = st.set_current(Arc::as_ptr(&self.task));
         let out = f();
         st.set_current(prev);
         self.task.leave_step(now_ns());
+        event_loop::step_ends();
         Ok(out)
     }
 

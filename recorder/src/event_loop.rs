@@ -1,0 +1,354 @@
+//! Event loops as the recorder sees them: when each callback became ready, which one runs
+//! now, when the loop waited with nothing to do, and which runs held the loop's thread for
+//! long (loop blocks).
+//!
+//! An instrumented loop keeps one [`LoopTimes`] beside its ready queue (asyncio: the
+//! `collections.deque` `loop._ready`, replaced by a queue that stamps each handle). Every
+//! handle gets a *ready moment* when it is queued:
+//! * a timer moved to the queue: its deadline (it was due then, not when the loop got to it);
+//! * a handle queued by a plain callback on the loop's thread (a future completed by a
+//!   timer or an I/O callback, the wakeup of the task awaiting it): the moment it was queued
+//!   minus how late that callback ran, so a timer that fires late makes the task it wakes
+//!   late by the same amount (readiness carried through the loop's callbacks);
+//! * anything else (a task step queueing its own next step, another task's wakeup, a call
+//!   from another thread): the moment it was queued.
+//!
+//! A ready moment is never before the loop started running ([`LoopTimes::run_started`]). The
+//! handle the loop runs now is published per thread ([`handle_ready`]), so the step timer of
+//! the task it resumes knows since when the task was ready: that step's *ready wait* is
+//! the part of the task's suspension after that moment, when the task could have run but
+//! the loop was running other code.
+//!
+//! Per thread the step timers also count the top-level task steps ([`steps_started`], so a
+//! handle's run knows whether a task step ran in it) and whether one runs now
+//! ([`in_task_step`]).
+use std::cell::Cell;
+use std::collections::VecDeque;
+
+/// Runs of a task step or callback shorter than this are not recorded as loop blocks.
+pub const BLOCK_FLOOR_NS: i64 = 1_000_000;
+
+/// The handle an instrumented loop runs on this thread now.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Running {
+    ready_ns: i64,
+    start_ns: i64,
+}
+
+struct LoopThread {
+    /// Top-level task steps started on this thread so far.
+    steps: Cell<u64>,
+    /// Step timers active on this thread (nested: one per recorder wrapping a task, and an
+    /// eager task's first step inside another's).
+    step_depth: Cell<u32>,
+    /// The handle an instrumented loop runs here now, if any.
+    handle: Cell<Option<Running>>,
+}
+
+thread_local! {
+    static THREAD: LoopThread =
+        const { LoopThread { steps: Cell::new(0), step_depth: Cell::new(0), handle: Cell::new(None) } };
+}
+
+/// Top-level task steps started on the calling thread so far.
+pub fn steps_started() -> u64 {
+    THREAD.with(|t| t.steps.get())
+}
+
+/// Whether a task step runs on the calling thread now.
+pub fn in_task_step() -> bool {
+    THREAD.with(|t| t.step_depth.get() > 0)
+}
+
+/// A step timer starts a step on the calling thread; what it learns: [`StepStart`]. Each
+/// call is paired with a [`step_ends`].
+pub fn step_begins() -> StepStart {
+    THREAD.with(|t| {
+        let depth = t.step_depth.get();
+        t.step_depth.set(depth + 1);
+        if depth > 0 {
+            return StepStart::Nested;
+        }
+        t.steps.set(t.steps.get() + 1);
+        match t.handle.get() {
+            Some(r) => StepStart::Handle(r.ready_ns),
+            None => StepStart::NoHandle,
+        }
+    })
+}
+
+/// The step timer that called [`step_begins`] ends its step.
+pub fn step_ends() {
+    THREAD.with(|t| t.step_depth.set(t.step_depth.get().saturating_sub(1)));
+}
+
+/// What a step timer learns when its step starts ([`step_begins`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StepStart {
+    /// The outermost step timer of a step resumed by a handle of an instrumented loop, ready
+    /// since this moment (ns).
+    Handle(i64),
+    /// The outermost step timer, but no instrumented loop runs a handle here: the moment the
+    /// task became ready is not known.
+    NoHandle,
+    /// Inside another step (another recorder's timer of the same step, or an eager task's
+    /// first step run by `create_task` inside a step).
+    Nested,
+}
+
+/// The ready moment of the handle an instrumented loop runs on the calling thread now.
+pub fn handle_ready() -> Option<i64> {
+    THREAD.with(|t| t.handle.get().map(|r| r.ready_ns))
+}
+
+fn publish(handle: Option<Running>) {
+    THREAD.with(|t| t.handle.set(handle));
+}
+
+/// One run of a handle that ended: `[start_ns, end_ns)`, ready since `ready_ns`, and whether a
+/// task step ran in it (else it was a plain callback).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct HandleRun {
+    pub ready_ns: i64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub task_step: bool,
+}
+
+/// The ready-queue timing of one instrumented loop (see the module docs). The caller keeps
+/// the handles themselves in the same order and calls these methods from the queue's
+/// operations; times are ns on the recording clock.
+#[derive(Debug, Default)]
+pub struct LoopTimes {
+    /// Ready moment of each queued handle, queue order.
+    ready: VecDeque<i64>,
+    /// The handle running now: ready moment, start, and the thread's step count at its start.
+    running: Option<(Running, u64)>,
+    /// The loop waits with nothing ready since then (end of a batch with an empty queue).
+    idle_since: Option<i64>,
+    /// When the loop started running (ready moments are not earlier).
+    run_start: i64,
+    /// Identity of the thread running the loop ([`thread_key`]), 0 before its first run.
+    thread: usize,
+}
+
+/// An identity of the calling thread, cheap to take (the address of a thread-local).
+pub fn thread_key() -> usize {
+    THREAD.with(|t| t as *const LoopThread as usize)
+}
+
+impl LoopTimes {
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Handles queued.
+    pub fn len(&self) -> usize {
+        self.ready.len()
+    }
+    pub fn is_empty(&self) -> bool {
+        self.ready.is_empty()
+    }
+
+    /// The loop starts running on the calling thread at `now`.
+    pub fn run_started(&mut self, now: i64) {
+        self.run_start = now;
+        self.thread = thread_key();
+        self.idle_since = None;
+    }
+
+    /// The loop stopped running at `now`: the handle running (if any) ends.
+    pub fn run_stopped(&mut self, now: i64) -> Option<HandleRun> {
+        self.idle_since = None;
+        self.end_running(now)
+    }
+
+    /// A handle is queued at `now` (at the back, or at the front with `front`); `due` is a
+    /// timer's deadline. Returns its ready moment and the ns of idle wait this ended.
+    pub fn push(&mut self, now: i64, due: Option<i64>, front: bool) -> (i64, i64) {
+        let mut ready = due.map_or(now, |d| d.min(now));
+        if let Some((running, _)) = self.running {
+            if thread_key() == self.thread && !in_task_step() {
+                ready = ready.min(now - (running.start_ns - running.ready_ns).max(0));
+            }
+        }
+        if front {
+            self.ready.push_front(ready);
+        } else {
+            self.ready.push_back(ready);
+        }
+        (ready, self.end_idle(ready.max(self.idle_since.unwrap_or(ready))))
+    }
+
+    /// The loop takes the next handle at `now` (to run it, or to drop it if cancelled): the
+    /// handle running so far ends. Returns the run that ended, if any.
+    pub fn pop_front(&mut self, now: i64) -> Option<HandleRun> {
+        let ended = self.end_running(now);
+        if let Some(ready) = self.ready.pop_front() {
+            let running = Running { ready_ns: ready.max(self.run_start).min(now), start_ns: now };
+            self.running = Some((running, steps_started()));
+            publish(Some(running));
+        }
+        ended
+    }
+
+    /// A handle is taken from the back (not to be run).
+    pub fn pop_back(&mut self) {
+        self.ready.pop_back();
+    }
+
+    /// The loop asks whether anything is ready (the top of an iteration: the batch it ran is
+    /// over). With nothing queued it is idle from now until something becomes ready.
+    pub fn poll(&mut self, now: i64) -> Option<HandleRun> {
+        let ended = self.end_running(now);
+        if self.ready.is_empty() && self.idle_since.is_none() {
+            self.idle_since = Some(now);
+        }
+        ended
+    }
+
+    /// The loop counts the queue to run a batch at `now`: any idle wait ends. Returns its ns.
+    pub fn batch(&mut self, now: i64) -> i64 {
+        self.end_idle(now)
+    }
+
+    /// Everything queued is dropped.
+    pub fn clear(&mut self) {
+        self.ready.clear();
+    }
+
+    fn end_idle(&mut self, at: i64) -> i64 {
+        match self.idle_since.take() {
+            Some(since) => (at - since).max(0),
+            None => 0,
+        }
+    }
+
+    fn end_running(&mut self, now: i64) -> Option<HandleRun> {
+        let (running, steps) = self.running.take()?;
+        publish(None);
+        Some(HandleRun {
+            ready_ns: running.ready_ns,
+            start_ns: running.start_ns,
+            end_ns: now.max(running.start_ns),
+            task_step: steps_started() != steps,
+        })
+    }
+}
+
+/// The measure of a union of intervals that arrive with non-decreasing ends but starts that
+/// may reach back (a task ready since a moment before other tasks' waits ended): the recent
+/// disjoint pieces are kept to merge with (at most [`UnionOfIntervals::KEPT`]; older ones are
+/// final).
+#[derive(Debug, Default, Clone)]
+pub struct UnionOfIntervals {
+    pieces: VecDeque<(i64, i64)>,
+    total: i64,
+}
+
+impl UnionOfIntervals {
+    pub const KEPT: usize = 32;
+
+    /// Add `[start, end)`.
+    pub fn add(&mut self, mut start: i64, mut end: i64) {
+        if end <= start {
+            return;
+        }
+        while let Some(&(s, e)) = self.pieces.back() {
+            if e < start {
+                break;
+            }
+            self.pieces.pop_back();
+            self.total -= e - s;
+            start = start.min(s);
+            end = end.max(e);
+        }
+        self.pieces.push_back((start, end));
+        self.total += end - start;
+        if self.pieces.len() > Self::KEPT {
+            self.pieces.pop_front();
+        }
+    }
+
+    /// ns covered.
+    pub fn total(&self) -> i64 {
+        self.total
+    }
+}
+
+/// One loop block as recorded: a task step or callback that held its thread for at least
+/// [`BLOCK_FLOOR_NS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct LoopBlock {
+    /// Dense index of the thread's state (= thread-table index with tracking).
+    pub thread: usize,
+    /// Task-table index of the step's task, `-1` for a plain callback.
+    pub task: i64,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    /// Tasks that were ready and waiting during the block (counted as each resumes), `-1`
+    /// when the loop cannot tell when its tasks became ready.
+    pub delayed_tasks: i64,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_union_counts_overlaps_once_and_merges_reaching_back() {
+        let mut u = UnionOfIntervals::default();
+        u.add(0, 10);
+        u.add(5, 20); // overlaps: +10
+        assert_eq!(u.total(), 20);
+        u.add(30, 40);
+        assert_eq!(u.total(), 30);
+        u.add(15, 50); // reaches back over the gap 20..30 and the piece 30..40
+        assert_eq!(u.total(), 50);
+        u.add(60, 60); // empty
+        assert_eq!(u.total(), 50);
+        // far more disjoint pieces than kept: the total stays exact
+        for k in 0..100 {
+            u.add(100 + 10 * k, 105 + 10 * k);
+        }
+        assert_eq!(u.total(), 50 + 500);
+    }
+
+    #[test]
+    fn ready_moments_carry_a_late_callbacks_lateness_and_idle_is_counted() {
+        let mut q = LoopTimes::new();
+        q.run_started(1_000);
+        assert_eq!(q.poll(1_000), None); // nothing queued: idle from 1000
+        let (ready, idle) = q.push(1_500, Some(1_200), false); // a timer due at 1200
+        assert_eq!((ready, idle), (1_200, 200));
+        assert_eq!(q.batch(1_500), 0);
+        assert_eq!(q.pop_front(1_600), None); // the timer callback starts, 400 late
+        assert_eq!(handle_ready(), Some(1_200));
+        // the callback completes a future: the task it wakes is as late
+        let (woken, _) = q.push(1_650, None, false);
+        assert_eq!(woken, 1_250);
+        let ended = q.pop_front(1_700).unwrap();
+        assert_eq!(ended, HandleRun { ready_ns: 1_200, start_ns: 1_600, end_ns: 1_700, task_step: false });
+        assert_eq!(handle_ready(), Some(1_250));
+        // a task step runs in this handle; what it queues is ready when queued
+        assert_eq!(step_begins(), StepStart::Handle(1_250));
+        assert_eq!(step_begins(), StepStart::Nested);
+        let (own, _) = q.push(1_750, None, false);
+        assert_eq!(own, 1_750);
+        step_ends();
+        step_ends();
+        let ended = q.poll(1_800).unwrap();
+        assert!(ended.task_step && ended.end_ns == 1_800);
+        assert_eq!(handle_ready(), None);
+        assert_eq!(step_begins(), StepStart::NoHandle);
+        step_ends();
+        // a handle queued before the loop ran again is ready from its start
+        let mut fresh = LoopTimes::new();
+        fresh.push(10, None, false);
+        fresh.run_started(50);
+        assert_eq!(fresh.pop_front(60), None);
+        assert_eq!(handle_ready(), Some(50));
+        fresh.run_stopped(70);
+        assert_eq!(handle_ready(), None);
+    }
+}
