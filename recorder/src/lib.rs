@@ -1422,6 +1422,30 @@ mod tests {
         t.leave_step(now_ns());
     }
 
+    /// Ready wait: the part of a suspension after the task's ready moment, at most the
+    /// suspension; nothing for the first step or a step whose ready moment is unknown.
+    #[test]
+    fn ready_wait_is_the_suspension_after_the_ready_moment() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let t = rec.new_task(TaskKind::Task, "T".into(), "f".into(), 0);
+        t.ready_since(100, 50); // first step: no suspension before it
+        t.enter_step(100, 0);
+        t.leave_step(110);
+        t.ready_since(200, 170); // suspended 110..200, ready from 170
+        t.enter_step(200, 0);
+        t.leave_step(210);
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (90, 30));
+        t.ready_since(300, 150); // ready before it even suspended: the whole suspension
+        t.enter_step(300, 0);
+        t.leave_step(310);
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (180, 120));
+        t.ready_since(400, 400); // resumed the moment it was ready
+        t.enter_step(400, 0);
+        t.leave_step(410);
+        t.enter_step(500, 0); // ready moment unknown: no ready wait
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (360, 120));
+    }
+
     /// An async generator left by `break` is closed by asyncio in another task: `exit_on`
     /// closes a call on the lane it was entered on, from any lane.
     #[test]

@@ -61,6 +61,7 @@ pub struct TaskRecord {
     steps: AtomicI64,
     running_ns: AtomicI64,
     suspended_ns: AtomicI64,
+    ready_wait_ns: AtomicI64,
     last_step_end_ns: AtomicI64,
     step_started_ns: AtomicI64,
     pub(crate) stack: UnsafeCell<Vec<LaneEntry>>,
@@ -104,6 +105,7 @@ impl TaskRecord {
             steps: AtomicI64::new(0),
             running_ns: AtomicI64::new(0),
             suspended_ns: AtomicI64::new(0),
+            ready_wait_ns: AtomicI64::new(0),
             last_step_end_ns: AtomicI64::new(0),
             step_started_ns: AtomicI64::new(0),
             stack: UnsafeCell::new(Vec::with_capacity(4)),
@@ -139,6 +141,29 @@ impl TaskRecord {
     #[inline(always)]
     pub fn suspended_ns(&self) -> i64 {
         get(&self.suspended_ns)
+    }
+
+    /// Total time the task was ready to resume but not resumed, the loop running other code
+    /// (the ready-wait clock of this lane): the part of each suspension after the moment
+    /// the task became ready, over the suspensions whose ready moment the loop told
+    /// ([`TaskRecord::ready_since`]). Never more than [`TaskRecord::suspended_ns`].
+    #[inline(always)]
+    pub fn ready_wait_ns(&self) -> i64 {
+        get(&self.ready_wait_ns)
+    }
+
+    /// The step about to start at `now` resumes the task, which was ready since `ready_ns`
+    /// (the ready moment of the loop's handle that resumes it). Call before
+    /// [`TaskRecord::enter_step`]. The first step has no suspension before it: nothing.
+    #[inline(always)]
+    pub fn ready_since(&self, now: i64, ready_ns: i64) {
+        let last = get(&self.last_step_end_ns);
+        if last != 0 {
+            let wait = now - ready_ns.max(last);
+            if wait > 0 {
+                set(&self.ready_wait_ns, get(&self.ready_wait_ns) + wait);
+            }
+        }
     }
 
     /// A step starts on thread `thread_index` at `now`.

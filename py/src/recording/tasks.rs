@@ -305,8 +305,12 @@ impl TimedCoroutine {
         let st = self.shared.state(py)?;
         // SAFETY: the calling thread's own state.
         let st = unsafe { &*st };
-        let _start = event_loop::step_begins();
-        self.task.enter_step(now_ns(), st.index() as i64);
+        let start = event_loop::step_begins();
+        let now = now_ns();
+        if let event_loop::StepStart::Handle(ready_ns) = start {
+            self.task.ready_since(now, ready_ns);
+        }
+        self.task.enter_step(now, st.index() as i64);
         let prev = st.set_current(Arc::as_ptr(&self.task));
         let out = f();
         st.set_current(prev);
