@@ -11,7 +11,11 @@
 //!   minus how late that callback ran, so a timer that fires late makes the task it wakes
 //!   late by the same amount (readiness carried through the loop's callbacks);
 //! * anything else (a task step queueing its own next step, another task's wakeup, a call
-//!   from another thread): the moment it was queued.
+//!   from another thread): the moment it was queued;
+//! * but a handle that became ready while the loop waited for I/O with nothing to run (its
+//!   `select` sleeping through a timer's deadline by the selector's millisecond granularity)
+//!   is ready when the loop woke up, the moment it was queued: the loop was not running
+//!   other code meanwhile. Only a timer due before that wait began keeps its deadline.
 //!
 //! A ready moment is never before the loop started running ([`LoopTimes::run_started`]). The
 //! handle the loop runs now is published per thread ([`handle_ready`]), so the step timer of
@@ -67,7 +71,7 @@ pub fn step_begins() -> StepStart {
         let depth = t.step_depth.get();
         t.step_depth.set(depth + 1);
         if depth > 0 {
-            return StepStart::Nested;
+            return StepStart::Nested(t.handle.get().map(|r| r.ready_ns));
         }
         t.steps.set(t.steps.get() + 1);
         match t.handle.get() {
@@ -92,8 +96,20 @@ pub enum StepStart {
     /// task became ready is not known.
     NoHandle,
     /// Inside another step (another recorder's timer of the same step, or an eager task's
-    /// first step run by `create_task` inside a step).
-    Nested,
+    /// first step run by `create_task` inside a step), with the ready moment of the handle
+    /// running, if any.
+    Nested(Option<i64>),
+}
+
+impl StepStart {
+    /// The ready moment of the handle running the step, if known.
+    pub fn ready_ns(self) -> Option<i64> {
+        match self {
+            StepStart::Handle(r) => Some(r),
+            StepStart::Nested(r) => r,
+            StepStart::NoHandle => None,
+        }
+    }
 }
 
 /// The ready moment of the handle an instrumented loop runs on the calling thread now.
@@ -164,9 +180,12 @@ impl LoopTimes {
     }
 
     /// A handle is queued at `now` (at the back, or at the front with `front`); `due` is a
-    /// timer's deadline. Returns its ready moment and the ns of idle wait this ended.
-    pub fn push(&mut self, now: i64, due: Option<i64>, front: bool) -> (i64, i64) {
+    /// timer's deadline. Returns its ready moment.
+    pub fn push(&mut self, now: i64, due: Option<i64>, front: bool) -> i64 {
         let mut ready = due.map_or(now, |d| d.min(now));
+        if self.idle_since.is_some_and(|idle| ready >= idle) {
+            ready = now; // became ready while the loop slept: ready when it woke (module docs)
+        }
         if let Some((running, _)) = self.running {
             if thread_key() == self.thread && !in_task_step() {
                 ready = ready.min(now - (running.start_ns - running.ready_ns).max(0));
@@ -177,7 +196,7 @@ impl LoopTimes {
         } else {
             self.ready.push_back(ready);
         }
-        (ready, self.end_idle(ready.max(self.idle_since.unwrap_or(ready))))
+        ready
     }
 
     /// The loop takes the next handle at `now` (to run it, or to drop it if cancelled): the
@@ -195,6 +214,11 @@ impl LoopTimes {
     /// A handle is taken from the back (not to be run).
     pub fn pop_back(&mut self) {
         self.ready.pop_back();
+    }
+
+    /// The handle at queue position `at` is taken out (not to be run).
+    pub fn remove_at(&mut self, at: usize) {
+        self.ready.remove(at);
     }
 
     /// The loop asks whether anything is ready (the top of an iteration: the batch it ran is
@@ -286,9 +310,70 @@ pub struct LoopBlock {
     pub task: i64,
     pub start_ns: i64,
     pub end_ns: i64,
-    /// Tasks that were ready and waiting during the block (counted as each resumes), `-1`
-    /// when the loop cannot tell when its tasks became ready.
+    /// Tasks that were ready and waiting during the block (counted as each resumes).
     pub delayed_tasks: i64,
+}
+
+/// The loop blocks of one recorder ([`LoopBlock`]), in the order they ended. Blocks are
+/// rare (each holds a loop for a millisecond or more): a mutex is taken to record one, and
+/// at a task step's start only when the task's ready wait reaches back before the end of
+/// the latest block ([`BlockLog::count_delayed`]), so the common step costs one atomic load.
+#[derive(Debug, Default)]
+pub struct BlockLog {
+    blocks: std::sync::Mutex<Vec<LoopBlock>>,
+    /// End of the latest block recorded, ns (0: none).
+    latest_end: std::sync::atomic::AtomicI64,
+}
+
+impl BlockLog {
+    /// Blocks kept at most (beyond, new blocks are not recorded: a program blocking its loop
+    /// a thousand times a second for 20 minutes).
+    pub const MAX_BLOCKS: usize = 1 << 20;
+    /// Recent blocks a resuming task is checked against (older ones ended before any task
+    /// still waiting became ready, in practice).
+    pub const RECENT: usize = 64;
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Vec<LoopBlock>> {
+        self.blocks.lock().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Record a run of `[start_ns, end_ns)` on thread `thread` by task `task` (-1: a plain
+    /// callback) if it lasted at least [`BLOCK_FLOOR_NS`].
+    pub fn record(&self, thread: usize, task: i64, start_ns: i64, end_ns: i64) {
+        if end_ns - start_ns < BLOCK_FLOOR_NS {
+            return;
+        }
+        let mut blocks = self.lock();
+        if blocks.len() < Self::MAX_BLOCKS {
+            blocks.push(LoopBlock { thread, task, start_ns, end_ns, delayed_tasks: 0 });
+            self.latest_end.fetch_max(end_ns, std::sync::atomic::Ordering::Relaxed);
+        }
+    }
+
+    /// A task resumes at `start_ns` on thread `thread`, ready since `ready_ns`: every recent
+    /// block of that thread overlapping `[ready_ns, start_ns)` delayed it.
+    #[inline(always)]
+    pub fn count_delayed(&self, thread: usize, ready_ns: i64, start_ns: i64) {
+        if ready_ns >= self.latest_end.load(std::sync::atomic::Ordering::Relaxed) || ready_ns >= start_ns {
+            return;
+        }
+        self.count_delayed_slow(thread, ready_ns, start_ns);
+    }
+
+    #[cold]
+    fn count_delayed_slow(&self, thread: usize, ready_ns: i64, start_ns: i64) {
+        let mut blocks = self.lock();
+        for b in blocks.iter_mut().rev().take(Self::RECENT) {
+            if b.thread == thread && b.start_ns < start_ns && b.end_ns > ready_ns {
+                b.delayed_tasks += 1;
+            }
+        }
+    }
+
+    /// Every block recorded so far.
+    pub fn blocks(&self) -> Vec<LoopBlock> {
+        self.lock().clone()
+    }
 }
 
 #[cfg(test)]
@@ -315,25 +400,45 @@ mod tests {
     }
 
     #[test]
-    fn ready_moments_carry_a_late_callbacks_lateness_and_idle_is_counted() {
+    fn blocks_count_the_tasks_whose_ready_wait_overlaps_them() {
+        let log = BlockLog::default();
+        log.record(0, 3, 1_000, 1_000 + BLOCK_FLOOR_NS - 1); // under the floor
+        log.record(0, 3, 10_000_000, 90_000_000);
+        log.record(1, -1, 10_000_000, 90_000_000); // another thread
+        log.count_delayed(0, 12_000_000, 90_100_000); // ready during the block
+        log.count_delayed(0, 1_000_000, 90_200_000); // ready before it: delayed too
+        log.count_delayed(0, 90_000_000, 90_300_000); // ready as it ended: not delayed
+        log.count_delayed(0, 5_000_000, 9_000_000); // resumed before it began
+        let b = log.blocks();
+        assert_eq!(b.len(), 2);
+        assert_eq!((b[0].task, b[0].delayed_tasks, b[1].delayed_tasks), (3, 2, 0));
+    }
+
+    #[test]
+    fn ready_moments_carry_a_late_callbacks_lateness_not_a_sleeping_loops() {
         let mut q = LoopTimes::new();
         q.run_started(1_000);
         assert_eq!(q.poll(1_000), None); // nothing queued: idle from 1000
-        let (ready, idle) = q.push(1_500, Some(1_200), false); // a timer due at 1200
-        assert_eq!((ready, idle), (1_200, 200));
+        // a timer due at 1200, while the loop slept: ready when it woke
+        assert_eq!(q.push(1_500, Some(1_200), false), 1_500);
+        assert_eq!(q.push(1_510, Some(900), false), 900); // due before the loop went idle
+        assert_eq!(q.batch(1_520), 520);
+        q.pop_back();
+        q.pop_back();
+        q.push(1_500, Some(1_200), false); // busy since: a timer keeps its deadline
         assert_eq!(q.batch(1_500), 0);
         assert_eq!(q.pop_front(1_600), None); // the timer callback starts, 400 late
         assert_eq!(handle_ready(), Some(1_200));
         // the callback completes a future: the task it wakes is as late
-        let (woken, _) = q.push(1_650, None, false);
+        let woken = q.push(1_650, None, false);
         assert_eq!(woken, 1_250);
         let ended = q.pop_front(1_700).unwrap();
         assert_eq!(ended, HandleRun { ready_ns: 1_200, start_ns: 1_600, end_ns: 1_700, task_step: false });
         assert_eq!(handle_ready(), Some(1_250));
         // a task step runs in this handle; what it queues is ready when queued
         assert_eq!(step_begins(), StepStart::Handle(1_250));
-        assert_eq!(step_begins(), StepStart::Nested);
-        let (own, _) = q.push(1_750, None, false);
+        assert_eq!(step_begins(), StepStart::Nested(Some(1_250)));
+        let own = q.push(1_750, None, false);
         assert_eq!(own, 1_750);
         step_ends();
         step_ends();

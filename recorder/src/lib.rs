@@ -129,6 +129,28 @@ impl ThreadRecord {
     }
 }
 
+/// What a call entered on a lane whose ready-wait clock reads `clock` keeps: minus the
+/// clock, or [`task::READY_UNKNOWN`] when the clock says nothing.
+#[inline(always)]
+fn ready_entry(clock: i64) -> i64 {
+    if clock == task::READY_UNKNOWN {
+        task::READY_UNKNOWN
+    } else {
+        -clock
+    }
+}
+
+/// A call's ready wait from what it kept at entry ([`ready_entry`]) and its lane's clock
+/// now: the clock's growth, `-1` when the clock said nothing at either end.
+#[inline(always)]
+fn ready_exit(entry: i64, clock: i64) -> i64 {
+    if entry == task::READY_UNKNOWN || clock == task::READY_UNKNOWN {
+        -1
+    } else {
+        (entry + clock).max(0)
+    }
+}
+
 /// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
 pub const FIRST_SLOTS: usize = 1;
 
@@ -139,9 +161,11 @@ pub const FIRST_SLOTS: usize = 1;
 struct RegionBuf {
     /// `[start, end]` per slot, absolute ns; end 0 = open.
     calls: Vec<[i64; 2]>,
-    /// `[task index, await ns]` per slot (task -1 = outside any task; await minus the
-    /// task's suspended total while open); only with async columns.
-    lanes: Vec<[i64; 2]>,
+    /// `[task index, await ns, ready-wait ns]` per slot (task -1 = outside any task; await
+    /// minus the task's suspended total while open, ready wait minus its ready-wait clock
+    /// while open, [`task::READY_UNKNOWN`] when that clock said nothing at entry, `-1` when
+    /// not known at exit); only with async columns.
+    lanes: Vec<[i64; 3]>,
     /// Calls retired by earlier written finalizes.
     retired: u64,
 }
@@ -289,7 +313,7 @@ impl ThreadState {
         buf.calls.push([0, 0]);
         if task.is_null() {
             if self.async_cols {
-                buf.lanes.push([-1, 0]);
+                buf.lanes.push([-1, 0, 0]);
             }
             // SAFETY: owning thread (crate contract).
             unsafe { self.bare_mut() }.push(BareEntry { region, slot: slot as i64 });
@@ -297,7 +321,7 @@ impl ThreadState {
             // SAFETY: a current task is alive (registry of this recorder).
             let t = unsafe { &*task };
             if self.async_cols {
-                buf.lanes.push([t.index as i64, -t.suspended_ns()]);
+                buf.lanes.push([t.index as i64, -t.suspended_ns(), ready_entry(t.ready_wait_ns())]);
             }
             t.push(LaneEntry { region, slot: slot as i64, state: self });
         }
@@ -372,7 +396,9 @@ impl ThreadState {
         let buf = &mut regions[region as usize];
         buf.calls[slot][1] = if end == 0 { 1 } else { end };
         if st.async_cols {
-            buf.lanes[slot][1] += t.suspended_ns();
+            let lane = &mut buf.lanes[slot];
+            lane[1] += t.suspended_ns();
+            lane[2] = ready_exit(lane[2], t.ready_wait_ns());
         }
         if slot & CPU_SAMPLE_MASK == 0 {
             if let Some(rec) = &self.record {
@@ -407,6 +433,9 @@ pub struct RegionColumns {
     pub task_ids: Vec<i64>,
     /// ns the call's task was suspended between entry and exit; empty without async columns.
     pub await_ns: Vec<i64>,
+    /// ns of that suspension during which the task was ready to resume but the loop ran
+    /// other code, `-1` when not known; empty without async columns.
+    pub ready_wait_ns: Vec<i64>,
 }
 
 impl RegionColumns {
@@ -479,6 +508,8 @@ pub struct Recorder {
     states: Mutex<Vec<Arc<ThreadState>>>,
     /// The thread that started the run (`setup()`): its id, the clock and its CPU clock then.
     start_thread: Mutex<Option<(std::thread::ThreadId, i64, i64)>>,
+    /// Event-loop blocks (`track_async`).
+    loop_blocks: event_loop::BlockLog,
 }
 
 impl Recorder {
@@ -502,7 +533,13 @@ impl Recorder {
             alive: Arc::new(()),
             states: Mutex::new(Vec::new()),
             start_thread: Mutex::new(None),
+            loop_blocks: event_loop::BlockLog::default(),
         }
+    }
+
+    /// The event-loop blocks recorded on this recorder's threads.
+    pub fn loop_blocks(&self) -> &event_loop::BlockLog {
+        &self.loop_blocks
     }
 
     /// Note the calling thread as the one that started the run (`setup()`), with the clock
@@ -558,6 +595,10 @@ impl Recorder {
                     steps: t.steps(),
                     running_ns: t.running_ns(),
                     suspended_ns: t.suspended_ns(),
+                    ready_wait_ns: match t.ready_wait_ns() {
+                        task::READY_UNKNOWN => UNKNOWN,
+                        v => v,
+                    },
                 }
             })
             .collect()
@@ -739,7 +780,7 @@ impl Recorder {
         lazy_threads: bool,
     ) -> Vec<RegionColumns> {
         let states = self.states();
-        let kinds = if self.async_cols { 5 } else { 3 };
+        let kinds = if self.async_cols { 6 } else { 3 };
         let mut out = Vec::new();
         let mut completed = Vec::new(); // per region of `out`
         let mut jobs: Vec<CopyJob<'_>> = Vec::new();
@@ -766,6 +807,7 @@ impl Recorder {
             if self.async_cols {
                 cols.task_ids = column(n);
                 cols.await_ns = column(n);
+                cols.ready_wait_ns = column(n);
             }
             let k = out.len();
             let mut at = 0;
@@ -795,17 +837,17 @@ impl Recorder {
             completed.push(at);
             out.push(cols);
         }
-        let dest: Vec<[SendPtr; 5]> = out
+        let dest: Vec<[SendPtr; 6]> = out
             .iter_mut()
             .zip(&completed)
             .map(|(c, &n)| {
                 // the jobs write the first `n` values of each column they fill, in place
                 let threads = c.one_thread.is_none().then_some(&c.thread_ids);
-                let tasks = [&c.task_ids, &c.await_ns].into_iter().filter(|_| self.async_cols);
+                let tasks = [&c.task_ids, &c.await_ns, &c.ready_wait_ns].into_iter().filter(|_| self.async_cols);
                 for v in [&c.starts, &c.ends].into_iter().chain(threads).chain(tasks) {
                     assert!(v.is_empty() && v.capacity() >= n, "column(n) must give an empty vector of capacity n");
                 }
-                [&mut c.starts, &mut c.ends, &mut c.thread_ids, &mut c.task_ids, &mut c.await_ns]
+                [&mut c.starts, &mut c.ends, &mut c.thread_ids, &mut c.task_ids, &mut c.await_ns, &mut c.ready_wait_ns]
                     .map(|v| SendPtr(v.as_mut_ptr()))
             })
             .collect();
@@ -824,7 +866,8 @@ impl Recorder {
                         1 => c[1],
                         2 => j.thread,
                         3 => lanes[slot][0],
-                        _ => lanes[slot][1],
+                        4 => lanes[slot][1],
+                        _ => lanes[slot][2],
                     };
                     unsafe { dst.add(at).write(v) };
                 }
@@ -854,6 +897,7 @@ impl Recorder {
                 unsafe {
                     cols.task_ids.set_len(n);
                     cols.await_ns.set_len(n);
+                    cols.ready_wait_ns.set_len(n);
                 }
             }
         }
@@ -1047,6 +1091,9 @@ pub struct OpenCall {
     /// ns its task has been suspended since the entry so far (0 on a bare lane or without
     /// async columns).
     pub await_ns: i64,
+    /// ns of that suspension its task was ready but not resumed, `-1` when not known (0 on
+    /// a bare lane or without async columns).
+    pub ready_wait_ns: i64,
 }
 
 impl Recorder {
@@ -1063,7 +1110,14 @@ impl Recorder {
             for e in (*st.bare.get()).iter().filter(|e| e.slot >= 0) {
                 let start_ns =
                     regions.get(e.region as usize).and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
-                bare.push(OpenCall { region: e.region, thread: st.index, task: -1, start_ns, await_ns: 0 });
+                bare.push(OpenCall {
+                    region: e.region,
+                    thread: st.index,
+                    task: -1,
+                    start_ns,
+                    await_ns: 0,
+                    ready_wait_ns: 0,
+                });
             }
             bare.sort_by_key(|c| c.start_ns);
             out.extend(bare);
@@ -1075,9 +1129,17 @@ impl Recorder {
                 let buf = &regions[e.region as usize];
                 let slot = e.slot as usize;
                 let start_ns = buf.calls.get(slot).map_or(0, |c| c[0]);
-                let await_ns =
-                    if st.async_cols { buf.lanes.get(slot).map_or(0, |l| l[1] + task.suspended_ns()) } else { 0 };
-                out.push(OpenCall { region: e.region, thread: st.index, task: task.index as i64, start_ns, await_ns });
+                let lane = buf.lanes.get(slot).filter(|_| st.async_cols);
+                let await_ns = lane.map_or(0, |l| l[1] + task.suspended_ns());
+                let ready_wait_ns = lane.map_or(0, |l| ready_exit(l[2], task.ready_wait_ns()));
+                out.push(OpenCall {
+                    region: e.region,
+                    thread: st.index,
+                    task: task.index as i64,
+                    start_ns,
+                    await_ns,
+                    ready_wait_ns,
+                });
             }
         }
         out
@@ -1423,31 +1485,70 @@ mod tests {
     }
 
     /// Ready wait: the part of a suspension after the task's ready moment, at most the
-    /// suspension; nothing for the first step or a step whose ready moment is unknown.
+    /// suspension; nothing for the first step; a step whose ready moment is unknown makes
+    /// the lane's clock unknown from then on.
     #[test]
     fn ready_wait_is_the_suspension_after_the_ready_moment() {
         let rec = Recorder::with_tasks(4, true, true);
         let t = rec.new_task(TaskKind::Task, "T".into(), "f".into(), 0);
-        t.ready_since(100, 50); // first step: no suspension before it
+        assert_eq!(t.ready_since(100, Some(50)), None); // first step: no suspension before it
         t.enter_step(100, 0);
         t.leave_step(110);
-        t.ready_since(200, 170); // suspended 110..200, ready from 170
+        assert_eq!(t.ready_since(200, Some(170)), Some(30)); // suspended 110..200, ready from 170
         t.enter_step(200, 0);
         t.leave_step(210);
         assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (90, 30));
-        t.ready_since(300, 150); // ready before it even suspended: the whole suspension
+        t.ready_since(300, Some(150)); // ready before it even suspended: the whole suspension
         t.enter_step(300, 0);
         t.leave_step(310);
         assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (180, 120));
-        t.ready_since(400, 400); // resumed the moment it was ready
+        assert_eq!(t.ready_since(400, Some(400)), Some(0)); // resumed the moment it was ready
         t.enter_step(400, 0);
         t.leave_step(410);
-        t.enter_step(500, 0); // ready moment unknown: no ready wait
-        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (360, 120));
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (270, 120));
+        assert_eq!(t.ready_since(500, None), None); // ready moment unknown
+        t.enter_step(500, 0);
+        t.leave_step(510);
+        assert_eq!(t.ready_wait_ns(), task::READY_UNKNOWN);
+        t.ready_since(600, Some(590)); // stays unknown
+        assert_eq!(t.ready_wait_ns(), task::READY_UNKNOWN);
+        assert_eq!(rec.task_rows(0)[0].ready_wait_ns, UNKNOWN);
     }
 
-    /// An async generator left by `break` is closed by asyncio in another task: `exit_on`
-    /// closes a call on the lane it was entered on, from any lane.
+    /// A call's ready wait is its lane's ready-wait clock over the call; `-1` once a step
+    /// inside it resumed with no known ready moment; 0 on a bare lane.
+    #[test]
+    fn a_calls_ready_wait_is_its_lanes_clock_over_the_call() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let s = st(&rec);
+        let t = rec.new_task(TaskKind::Task, "T".into(), "f".into(), 0);
+        let step = |ready: Option<i64>, f: &dyn Fn()| {
+            let now = now_ns();
+            t.ready_since(now, ready.map(|r| now - r));
+            t.enter_step(now, 0);
+            let prev = s.set_current(Arc::as_ptr(&t));
+            f();
+            s.set_current(prev);
+            t.leave_step(now_ns());
+        };
+        s.enter(2, false); // bare lane
+        step(None, &|| s.enter(1, false)); // first step
+        thread::sleep(Duration::from_millis(3));
+        step(Some(1_000_000), &|| ()); // ready for the last 1 ms of its suspension
+        thread::sleep(Duration::from_millis(3));
+        step(Some(0), &|| {
+            assert!(s.exit(1));
+            s.enter(1, false);
+        });
+        thread::sleep(Duration::from_millis(3));
+        step(None, &|| assert!(s.exit(1))); // unknown ready moment inside the second call
+        assert!(s.exit(2));
+        let snap = unsafe { rec.snapshot(3) };
+        assert_eq!(snap[0].ready_wait_ns, vec![1_000_000, -1]);
+        assert!(snap[0].await_ns[0] >= 6_000_000);
+        assert_eq!(snap[1].ready_wait_ns, vec![0]);
+    }
+
     #[test]
     fn exit_on_closes_a_call_on_another_lane_of_the_thread() {
         let rec = Recorder::with_tasks(4, true, true);
