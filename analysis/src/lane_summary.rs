@@ -78,6 +78,10 @@ pub struct TaskSummaryRow {
     pub held_time: Option<f64>,
     /// s: Σ await of the top-level calls; `None` without an await column.
     pub await_time: Option<f64>,
+    /// s the task was ready to resume but its event loop ran other code, over its whole
+    /// life ([`TaskRow::ready_wait_ns`]); `None` when not known (no `track_async`, a loop
+    /// that cannot tell, a greenlet, a file without it).
+    pub ready_wait_time: Option<f64>,
 }
 
 /// `thread_summary(rank)`: one row per thread-table row, index order, then one per thread id
@@ -166,6 +170,7 @@ pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
                 region_time: secs(held + awaited),
                 held_time: has_await.then(|| secs(held)),
                 await_time: has_await.then(|| secs(awaited)),
+                ready_wait_time: (t.ready_wait_ns >= 0).then(|| secs(t.ready_wait_ns)),
             }
         })
         .collect()

@@ -7,6 +7,7 @@ pub mod column_memory;
 pub mod compare;
 pub mod events;
 pub mod lane_summary;
+pub mod loop_blocks;
 pub mod merge;
 pub mod numpy_reductions;
 pub mod packed_ids;
@@ -29,6 +30,7 @@ pub use lane_summary::{
     lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
     thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
 };
+pub use loop_blocks::{loop_blocks, BelowBlockFloor, LoopBlock, LoopBlockRow, BLOCK_FLOOR_NS};
 pub use merge::{merge_runs, merge_sets, MergeError, MergeOptions, MergeSet, PROCESSES};
 pub use python_text::{py_float_repr, py_format_g, py_repr};
 pub use rank_reconstruction::{

@@ -53,6 +53,10 @@ pub struct RegionCalls {
     pub task_ids: Option<Int64Array>,
     /// ns the call's task was suspended between entry and exit (`track_async`), 0 outside tasks.
     pub await_ns: Option<Int64Array>,
+    /// ns of that suspension during which the task was ready to resume but its event loop
+    /// ran other code (`track_async`), 0 outside tasks, `-1` when the loop could not tell.
+    /// `None` = not recorded (no `track_async`, or a file without the column).
+    pub ready_wait_ns: Option<Int64Array>,
     pub source_file: Option<String>,
     pub source_line: Option<i64>,
     pub source_text: Option<String>,
@@ -157,6 +161,7 @@ impl RegionCalls {
             thread_ids: None,
             task_ids: None,
             await_ns: None,
+            ready_wait_ns: None,
             source_file: None,
             source_line: None,
             source_text: None,
@@ -294,6 +299,9 @@ pub struct TaskRow {
     pub steps: i64,
     pub running_ns: i64,
     pub suspended_ns: i64,
+    /// ns the task was ready to resume but its event loop ran other code; [`UNKNOWN`] when
+    /// not known (not recorded, or a loop that could not tell).
+    pub ready_wait_ns: i64,
     /// `"task"` or `"greenlet"`.
     pub kind: String,
     pub name: String,
@@ -321,6 +329,7 @@ impl TaskRow {
             steps: 0,
             running_ns: 0,
             suspended_ns: 0,
+            ready_wait_ns: UNKNOWN,
             kind: kind.into(),
             name: name.into(),
             coro_name: coro_name.into(),
@@ -343,6 +352,11 @@ impl TaskRow {
     /// suspended.
     pub fn timing(self, steps: i64, running_ns: i64, suspended_ns: i64) -> Self {
         TaskRow { steps, running_ns, suspended_ns, ..self }
+    }
+
+    /// This row with `ready_wait_ns` ns ready but not resumed ([`UNKNOWN`]: not known).
+    pub fn ready_wait(self, ready_wait_ns: i64) -> Self {
+        TaskRow { ready_wait_ns, ..self }
     }
 }
 
@@ -370,6 +384,9 @@ pub struct Run {
     pub metadata: Vec<(String, MetaValue)>,
     /// Number of ranks: `max(metadata.mpi_size, max rank + 1)` when there are rows, else 0.
     pub num_ranks: u32,
+    /// Event-loop blocks of every rank (`track_async`), ranks ascending, each rank in the
+    /// order they ended; empty when none were recorded.
+    pub loop_blocks: Vec<crate::loop_blocks::LoopBlockRow>,
 }
 
 impl Run {

@@ -35,6 +35,7 @@ fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
 /// outer [0,100] on main; inner calls on main and worker; a task on main.
 fn sample() -> Run {
     Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["outer".into(), "inner".into()],
         regions: vec![
             row(0, 0, &[0], &[100], Some(&[0]), Some(&[-1])),
@@ -177,6 +178,7 @@ fn thread_summary_union_held_await_cpu_and_wall() {
     t1.created_ns = 150;
     t1.done_ns = 800;
     let run = Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["outer".into(), "inner".into()],
         regions: vec![outer, inner],
         threads: vec![main, worker],

@@ -335,6 +335,7 @@ struct Gathered {
     threads: Option<Vec<i64>>,
     tasks: Option<Vec<i64>>,
     awaits: Option<Vec<i64>>,
+    ready_waits: Option<Vec<i64>>,
     template: Option<RegionCalls>,
 }
 
@@ -379,6 +380,7 @@ pub fn concat_runs(parts: Vec<Run>, region_order: Option<&[String]>) -> Run {
             extend_opt(&mut g.threads, have, row.thread_ids.as_ref(), n, -1);
             extend_opt(&mut g.tasks, have, row.task_ids.as_ref(), n, -1);
             extend_opt(&mut g.awaits, have, row.await_ns.as_ref(), n, 0);
+            extend_opt(&mut g.ready_waits, have, row.ready_wait_ns.as_ref(), n, -1);
             if g.template.is_none() {
                 g.template = Some(RegionCalls {
                     source_file: row.source_file.clone(),
@@ -394,7 +396,13 @@ pub fn concat_runs(parts: Vec<Run>, region_order: Option<&[String]>) -> Run {
     let position = |name: &str| region_order.and_then(|o| o.iter().position(|n| n == name)).unwrap_or(usize::MAX);
     let mut order: Vec<usize> = (0..names.len()).collect();
     order.sort_by_key(|&i| (position(&names[i]), rows[i].first));
-    let mut run = Run { threads: last.threads, tasks: last.tasks, metadata: last.metadata, ..Run::default() };
+    let mut run = Run {
+        threads: last.threads,
+        tasks: last.tasks,
+        metadata: last.metadata,
+        loop_blocks: last.loop_blocks,
+        ..Run::default()
+    };
     for i in order {
         let g = std::mem::take(&mut rows[i]);
         let mut perm: Vec<usize> = (0..g.starts.len()).collect();
@@ -409,6 +417,7 @@ pub fn concat_runs(parts: Vec<Run>, region_order: Option<&[String]>) -> Run {
             thread_ids: g.threads.as_deref().map(pick),
             task_ids: g.tasks.as_deref().map(pick),
             await_ns: g.awaits.as_deref().map(pick),
+            ready_wait_ns: g.ready_waits.as_deref().map(pick),
             ..RegionCalls { region, rank: 0, start_ns: pick(&g.starts), end_ns: pick(&g.ends), ..template }
         });
     }

@@ -55,6 +55,7 @@ fn full_run() -> Run {
     c.parent_ids = Some(col(&[-1]).into());
     let empty = RegionCalls::new(1, 1, col(&[]), col(&[]));
     Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["a".into(), "b é".into()],
         regions: vec![a, b, c, empty],
         threads: vec![thread(0, 0, "MainThread"), thread(0, 1, "w"), thread(1, 0, "")],
@@ -142,6 +143,7 @@ fn round_trip_keeps_everything() {
     row.tags = vec!["t".into()];
     row.exclusive_total_ns = Some(3);
     let run = Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["a".into(), "b é".into()],
         regions: vec![row],
         threads: vec![ThreadRow { daemon: true, name: "M".into(), ..thread(0, 0, "M") }],
@@ -254,6 +256,7 @@ fn one_rank(rank_names: &[&str], meta: i64) -> Run {
     row.call_ids = Some(col(&[0, 1]).into());
     row.parent_ids = Some(col(&[-1, 0]).into());
     Run {
+        loop_blocks: Vec::new(),
         region_names: rank_names.iter().map(|s| s.to_string()).collect(),
         regions: vec![row],
         threads: vec![thread(0, 0, "MainThread")],

@@ -601,6 +601,7 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
     }
     let total = s.len() as i64;
     let region = |region: u32, s: Vec<i64>, e: Vec<i64>, t: Vec<i64>| RegionCalls {
+        ready_wait_ns: None,
         region,
         rank: 0,
         start_ns: s.into(),

@@ -46,6 +46,8 @@ pub struct RunSummary {
     pub metadata: Vec<(String, MetaValue)>,
     /// As [`super::read_h5`]: `max(metadata.mpi_size, max rank + 1)`, 0 without rows.
     pub num_ranks: u32,
+    /// Event-loop blocks (`/loop_blocks`; empty without).
+    pub loop_blocks: Vec<scope_profiler_analysis::LoopBlockRow>,
 }
 
 fn read_summary_inner(ctx: &Ctx) -> R<Option<RunSummary>> {
@@ -73,6 +75,7 @@ fn read_summary_inner(ctx: &Ctx) -> R<Option<RunSummary>> {
         tasks: lanes.tasks,
         metadata,
         num_ranks: ranks,
+        loop_blocks: lanes.loop_blocks,
     }))
 }
 
