@@ -128,6 +128,7 @@ pub fn run_from_py(
             thread_ids: opt_array(d, "thread_ids")?,
             task_ids: opt_array(d, "task_ids")?,
             await_ns: opt_array(d, "await_ns")?,
+            ready_wait_ns: opt_array(d, "ready_wait_ns")?,
             source_file: opt_item(d, "source_file")?,
             source_line: opt_item(d, "source_line")?,
             source_text: opt_item(d, "source_text")?,
@@ -152,6 +153,7 @@ pub fn run_from_py(
         tasks: tasks.into_iter().map(task_from_tuple).collect(),
         metadata: md,
         num_ranks: num_ranks.unwrap_or(max_rank).max(max_rank),
+        loop_blocks: Vec::new(),
     })
 }
 

@@ -325,6 +325,14 @@ class Region:
     def await_times(self) -> _F64 | None:
         """``await_times_ns / 1e9`` (s), or None."""
     @property
+    def ready_wait_times_ns(self) -> _I64 | None:
+        """ns of each call's await time during which its task was ready to resume but its
+        event loop ran other code (0 outside tasks, -1 where the loop could not tell), or
+        None without ``track_async``."""
+    @property
+    def ready_wait_times(self) -> _F64 | None:
+        """``ready_wait_times_ns / 1e9`` (s; NaN where not known), or None."""
+    @property
     def call_ids(self) -> _I64 | None:
         """Call id per call (unique per rank), or None without a call graph."""
     @property
@@ -779,8 +787,14 @@ class ProfilingResults:
     def task_summary(self, rank: int = 0) -> list[dict[str, Any]]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,
-        await_time`` (held + await = region_time; None without an await column).
-        Raises NestingError."""
+        await_time`` (held + await = region_time; None without an await column),
+        ``ready_wait_time`` (s ready to resume while its loop ran other code; None when not
+        known). Raises NestingError."""
+    def loop_blocks(self, rank: int = 0, threshold: float = 0.01) -> list[dict[str, Any]]:
+        """The event-loop blocks of ``rank`` lasting at least ``threshold`` s, longest first:
+        dicts ``thread, task`` (-1: a plain callback), ``start`` (s from the run's start),
+        ``duration`` (s), ``region`` and ``delayed_tasks``. Raises ValueError below the
+        recording floor (0.001 s)."""
     def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]:
         """LIKWID regions (always empty: not recorded by this edition)."""
     def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]:
@@ -2320,6 +2334,30 @@ class TaskFactory:
     def release(self, recorder: NativeRecorder) -> None:
         """Take ``recorder`` out of every loop; a loop left untimed gets the top of its chain
         back."""
+
+@final
+class ReadyQueue:
+    """The ready queue (``loop._ready``) of a standard asyncio loop under ``track_async``: a
+    ``collections.deque`` of handles that stamps each with the moment it became ready."""
+
+    def __new__(cls, handles: Any, recorder: NativeRecorder) -> ReadyQueue: ...
+    def append(self, handle: Any) -> None: ...
+    def appendleft(self, handle: Any) -> None: ...
+    def popleft(self) -> Any: ...
+    def pop(self) -> Any: ...
+    def remove(self, value: Any) -> None: ...
+    def clear(self) -> None: ...
+    def __bool__(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Any: ...
+    def run_started(self) -> None:
+        """The loop starts running on the calling thread."""
+    def run_stopped(self) -> None:
+        """The loop stopped running: the handle running, if any, ends."""
+    def add_recorder(self, recorder: NativeRecorder) -> None:
+        """Time the loop for ``recorder`` too (idempotent)."""
+    def remove_recorder(self, recorder: NativeRecorder) -> int:
+        """Stop timing the loop for ``recorder``; returns how many recorders are left."""
 
 @final
 class TaskHandle:

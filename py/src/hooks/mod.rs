@@ -11,6 +11,7 @@ use pyo3::prelude::*;
 pub mod asyncio_hooks;
 pub mod fork;
 pub mod greenlet_hooks;
+pub mod ready_queue;
 pub mod tracking;
 pub mod untracked_loops;
 
@@ -19,5 +20,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     tracking::register(m)?;
     fork::register(m)?;
     greenlet_hooks::register(m)?;
+    ready_queue::register(m)?;
     Ok(())
 }

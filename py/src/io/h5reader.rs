@@ -142,6 +142,7 @@ fn summary_run(summary: RunSummary, names: &Option<Vec<String>>, ranks: &Option<
         metadata: summary.metadata.clone(),
         num_ranks: summary.num_ranks,
         region_names: summary.region_names,
+        loop_blocks: summary.loop_blocks.iter().filter(|b| keep_rank(b.rank)).copied().collect(),
     }
 }
 

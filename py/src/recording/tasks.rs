@@ -253,12 +253,31 @@ pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskH
     }
     match target {
         Some(h) => {
+            // a greenlet hub tells no ready moments: its lanes' ready wait is unknown
+            h.task.ready_since(now, None);
             h.task.enter_step(now, st.index() as i64);
             st.set_current(Arc::as_ptr(&h.task));
         }
         None => {
             st.set_current(ptr::null());
         }
+    }
+    Ok(())
+}
+
+/// A plain callback of an instrumented loop held the calling thread `[start_ns, end_ns)`:
+/// a loop block of `recorder` if that thread records for it.
+pub(crate) fn record_callback_block(
+    recorder: &super::NativeRecorder,
+    _py: Python<'_>,
+    start_ns: i64,
+    end_ns: i64,
+) -> PyResult<()> {
+    let shared = &recorder.shared;
+    if let Some(st) = shared.rec.local() {
+        // SAFETY: the calling thread's own state.
+        let index = unsafe { &*st }.index();
+        shared.rec.loop_blocks().record(index, -1, start_ns, end_ns);
     }
     Ok(())
 }
@@ -299,7 +318,10 @@ impl TimedCoroutine {
         }
     }
 
-    /// Run `f` as one step of the task on the calling thread.
+    /// Run `f` as one step of the task on the calling thread. The step's ready wait comes
+    /// from the loop's handle running it (unknown without one); a step that is the
+    /// thread's outermost on this recorder counts toward the loop blocks it waited for and
+    /// is recorded as a block itself when it held the loop for the floor or more.
     #[inline(always)]
     fn step<R>(&self, py: Python<'_>, f: impl FnOnce() -> R) -> PyResult<R> {
         let st = self.shared.state(py)?;
@@ -307,15 +329,23 @@ impl TimedCoroutine {
         let st = unsafe { &*st };
         let start = event_loop::step_begins();
         let now = now_ns();
-        if let event_loop::StepStart::Handle(ready_ns) = start {
-            self.task.ready_since(now, ready_ns);
-        }
+        let waited = self.task.ready_since(now, start.ready_ns());
         self.task.enter_step(now, st.index() as i64);
         let prev = st.set_current(Arc::as_ptr(&self.task));
+        let blocks = self.shared.rec.loop_blocks();
+        if prev.is_null() {
+            if let Some(wait) = waited.filter(|&w| w > 0) {
+                blocks.count_delayed(st.index(), now - wait, now);
+            }
+        }
         let out = f();
         st.set_current(prev);
-        self.task.leave_step(now_ns());
+        let end = now_ns();
+        self.task.leave_step(end);
         event_loop::step_ends();
+        if prev.is_null() {
+            blocks.record(st.index(), self.task.index as i64, now, end);
+        }
         Ok(out)
     }
 

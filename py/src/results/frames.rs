@@ -112,7 +112,8 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
 }
 
 /// `task_summary(rank)` as a table: `index, kind, name, coro_name, thread_index, thread,
-/// done, wall_time, num_calls, region_time, held_time, await_time` (one row per task/greenlet).
+/// done, wall_time, num_calls, region_time, held_time, await_time, ready_wait_time` (one row
+/// per task/greenlet).
 pub fn task_summary_table(rows: &[TaskSummaryRow]) -> PyResult<PyTable> {
     table(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -127,6 +128,7 @@ pub fn task_summary_table(rows: &[TaskSummaryRow]) -> PyResult<PyTable> {
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
         ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+        ("ready_wait_time", opt_floats(rows.iter().map(|r| r.ready_wait_time))),
     ])
 }
 
@@ -219,6 +221,26 @@ pub fn task_summary_dicts<'py>(py: Python<'py>, rows: &[TaskSummaryRow]) -> PyRe
         d.set_item("region_time", r.region_time)?;
         d.set_item("held_time", r.held_time)?;
         d.set_item("await_time", r.await_time)?;
+        d.set_item("ready_wait_time", r.ready_wait_time)?;
+        out.append(d)?;
+    }
+    Ok(out)
+}
+
+/// `loop_blocks` rows as dicts: `thread, task, start, duration, region, delayed_tasks`.
+pub fn loop_block_dicts<'py>(
+    py: Python<'py>,
+    rows: &[scope_profiler_analysis::LoopBlock],
+) -> PyResult<Bound<'py, pyo3::types::PyList>> {
+    let out = pyo3::types::PyList::empty(py);
+    for b in rows {
+        let d = PyDict::new(py);
+        d.set_item("thread", b.thread)?;
+        d.set_item("task", b.task)?;
+        d.set_item("start", b.start)?;
+        d.set_item("duration", b.duration)?;
+        d.set_item("region", &b.region)?;
+        d.set_item("delayed_tasks", b.delayed_tasks)?;
         out.append(d)?;
     }
     Ok(out)

@@ -663,14 +663,30 @@ impl ProfilingResults {
     /// coro_name, thread_index, thread` (the thread of its latest step), `done`,
     /// `wall_time` (creation to completion, or to the run's end), `num_calls` (calls on its
     /// lane), `region_time` (Σ its top-level calls), `held_time` / `await_time` (None
-    /// without an await column; `held_time + await_time == region_time`). `[]` without a
-    /// task table. Raises NestingError.
+    /// without an await column; `held_time + await_time == region_time`), `ready_wait_time`
+    /// (s ready to resume while its loop ran other code; None when not known). `[]` without
+    /// a task table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
     fn task_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::results::frames::task_summary_dicts(py, &rows)
+    }
+
+    /// The event-loop blocks of `rank` lasting at least `threshold` s, longest first: dicts
+    /// `thread, task` (-1: a plain callback), `start` (s from the run's start), `duration`
+    /// (s), `region` (the innermost call on that lane covering at least half of the block,
+    /// else the one open when it began, else None) and `delayed_tasks`. Raises ValueError
+    /// for a threshold below the recording floor (0.001 s).
+    #[pyo3(signature = (rank=0, threshold=0.01))]
+    fn loop_blocks<'py>(&self, py: Python<'py>, rank: u32, threshold: f64) -> PyResult<Bound<'py, PyList>> {
+        if !threshold.is_finite() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("threshold {threshold} is not a number of s")));
+        }
+        let rows = scope_profiler_analysis::loop_blocks(&self.analysis.run, rank, (threshold * 1e9).round() as i64)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        crate::results::frames::loop_block_dicts(py, &rows)
     }
 
     // -- metadata, times ---------------------------------------------------------------------
