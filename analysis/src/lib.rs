@@ -1,6 +1,7 @@
 //! Analysis engine of scope-profiler: the run model ([`run`]) and the algorithms on it.
 pub mod cache;
 pub mod call_graph;
+pub mod call_metadata;
 mod call_numbering;
 pub mod callstack;
 pub mod events;
