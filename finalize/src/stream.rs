@@ -39,17 +39,22 @@ use scope_profiler_recorder::{Recorder, RegionTable};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 use crate::transport::{decode_run, encode_run};
 
-/// First bytes of a sidecar (the byte before `\n` is the format version).
 /// The shortest `flush_interval`, in seconds: each flush takes a snapshot and appends a
-/// frame, so an interval of nanoseconds would flush without pause (stop 25 new-user trial:
-/// `flush_interval=1e-9` was accepted).
+/// frame, so an interval of nanoseconds would flush without pause.
 pub const MIN_INTERVAL_S: f64 = 0.01;
 
-/// `seconds` as a `flush_interval`: finite and at least [`MIN_INTERVAL_S`]; else the
-/// reason, naming the value (the one rule of the CLI option, the setting and the flusher).
+/// The longest `flush_interval`, in seconds (a day): a longer one protects nothing a
+/// recording would miss, and the flusher's timer takes at most this.
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
+
+/// `seconds` as a `flush_interval`: finite, at least [`MIN_INTERVAL_S`] and at most
+/// [`MAX_INTERVAL_S`]; else the reason, naming the value (the one rule of the CLI option,
+/// the setting and the flusher).
 pub fn check_interval(seconds: f64) -> Result<f64, String> {
-    if seconds.is_finite() && seconds >= MIN_INTERVAL_S {
+    if seconds.is_finite() && (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&seconds) {
         Ok(seconds)
+    } else if seconds.is_finite() && seconds > MAX_INTERVAL_S {
+        Err(format!("flush_interval must be at most {MAX_INTERVAL_S} s (a day), got {seconds}"))
     } else if seconds.is_finite() && seconds > 0.0 {
         Err(format!(
             "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {seconds}"
@@ -59,6 +64,13 @@ pub fn check_interval(seconds: f64) -> Result<f64, String> {
     }
 }
 
+/// The flusher's period for `seconds` ([`check_interval`]'s rule).
+pub fn interval_duration(seconds: f64) -> Result<std::time::Duration, String> {
+    let seconds = check_interval(seconds)?;
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| format!("flush_interval {seconds}: {e}"))
+}
+
+/// First bytes of a sidecar (the byte before `\n` is the format version).
 pub const SIDECAR_MAGIC: &[u8; 8] = b"SPSIDE\x01\n";
 /// First bytes of every frame.
 pub const FRAME_MAGIC: &[u8; 4] = b"SPFR";
@@ -695,6 +707,23 @@ mod tests {
         assert_eq!(run.regions[1].region, 1);
         let run = concat_runs(vec![run_of("b", &[1], &[0]), run_of("a", &[2], &[0])], None);
         assert_eq!(run.region_names, vec!["b", "a"]);
+    }
+
+    #[test]
+    fn a_flush_interval_is_one_a_timer_can_take() {
+        assert_eq!(check_interval(0.01), Ok(0.01));
+        assert_eq!(interval_duration(86_400.0), Ok(std::time::Duration::from_secs(86_400)));
+        for (seconds, says) in [
+            (1e20, "at most 86400 s"),
+            (86_400.5, "at most 86400 s"),
+            (f64::INFINITY, "a positive number"),
+            (f64::NAN, "a positive number"),
+            (0.001, "at least 0.01 s"),
+            (-1.0, "a positive number"),
+        ] {
+            let e = interval_duration(seconds).unwrap_err();
+            assert!(e.starts_with("flush_interval must be") && e.contains(says), "{seconds}: {e}");
+        }
     }
 
     #[test]

@@ -179,3 +179,12 @@ def test_options_bag_flattens_groups_and_refuses_a_setting_given_twice():
         "'hdf5_compression' is set both directly and on the 'hdf5' option group; "
         "set it in one place"
     )
+
+
+@pytest.mark.parametrize("seconds", [1e20, 86_400.5, 1e308 * 10, float("nan"), -1.0])
+def test_a_flush_interval_no_timer_can_take_is_refused_naming_it(manager, tmp_path, seconds):
+    with pytest.raises(ValueError, match="flush_interval must be") as e:
+        manager.setup(file_path=str(tmp_path / "p.h5"), flush_interval=seconds)
+    assert type(e.value) is ValueError, repr(e.value)
+    manager.setup(file_path=str(tmp_path / "p.h5"), flush_interval=86_400)
+    assert manager.get_config().flush_interval == 86_400
