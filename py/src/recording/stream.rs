@@ -1,4 +1,4 @@
-//! `flush_interval` (issue 13 item 6): a background thread appends the completed calls to
+//! `flush_interval`: a background thread appends the completed calls to
 //! a sidecar file every interval ([`scope_profiler_finalize::stream`]), so a process killed
 //! by SIGKILL or the OOM killer loses at most about one interval; `finalize()` reads the
 //! sidecar back into its run and removes it once the file is published.
