@@ -116,6 +116,27 @@ impl ThreadInfo {
     fn wall_time(&self) -> Option<f64> {
         self.end_time().map(|e| e - self.start_time())
     }
+    /// Pickle support: the row's stored fields (the constructor's arguments).
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (Bound<'py, pyo3::types::PyType>, (i64, u32, String, i64, i64, bool, i64, i64, i64, i64)) {
+        let t = self.row();
+        let fields = (
+            t.index,
+            t.rank,
+            t.name.clone(),
+            t.ident,
+            t.native_id,
+            t.daemon,
+            t.start_ns,
+            t.end_ns,
+            t.cpu_ns,
+            t.cpu_start_ns,
+        );
+        (py.get_type::<ThreadInfo>(), fields)
+    }
     fn __repr__(&self) -> String {
         let t = self.row();
         format!(
@@ -240,6 +261,28 @@ impl TaskInfo {
     #[getter]
     fn wall_time(&self) -> Option<f64> {
         self.done_time().map(|d| d - self.created_time())
+    }
+    /// Pickle support: the row's stored fields (the constructor's arguments).
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> (Bound<'py, pyo3::types::PyType>, (i64, u32, String, String, String, i64, i64, i64, i64, i64, i64)) {
+        let t = self.row();
+        let fields = (
+            t.index,
+            t.rank,
+            t.kind.clone(),
+            t.name.clone(),
+            t.coro_name.clone(),
+            t.thread_index,
+            t.created_ns,
+            t.done_ns,
+            t.steps,
+            t.running_ns,
+            t.suspended_ns,
+        );
+        (py.get_type::<TaskInfo>(), fields)
     }
     fn __repr__(&self) -> String {
         let t = self.row();

@@ -34,6 +34,7 @@ mod mpi_region;
 mod native_trace;
 mod options;
 mod package;
+mod pickling;
 mod prof_export;
 mod profile_io;
 mod ranks;
@@ -59,6 +60,7 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<results::ProfilingResults>()?;
     m.add_class::<concurrency::ThreadInfo>()?;
     m.add_class::<concurrency::TaskInfo>()?;
+    pickling::register(m)?;
     m.add_function(wrap_pyfunction!(results::merge_results, m)?)?;
     asyncio_hooks::register(m)?;
     tracking::register(m)?;

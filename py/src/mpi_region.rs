@@ -17,7 +17,7 @@ pub struct MPIRegion {
     parts: Vec<(i64, Py<Region>)>,
     /// Plot hint (a colour), None by default.
     #[pyo3(get, set)]
-    color: Py<PyAny>,
+    pub(crate) color: Py<PyAny>,
 }
 
 impl MPIRegion {
@@ -382,6 +382,21 @@ impl MPIRegion {
     }
     fn get_summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.summary_dict(py)
+    }
+    /// Pickle support: the name, the `(rank, Region)` parts in order and the colour.
+    #[allow(clippy::type_complexity)]
+    fn __reduce__<'py>(
+        &self,
+        py: Python<'py>,
+    ) -> PyResult<(Bound<'py, PyAny>, (String, Vec<(i64, Py<Region>)>, Py<PyAny>))> {
+        let parts = self.parts.iter().map(|(k, r)| (*k, r.clone_ref(py))).collect();
+        let from = py.get_type::<MPIRegion>().getattr("_from_pickle")?;
+        Ok((from, (self.name.clone(), parts, self.color.clone_ref(py))))
+    }
+    /// The region `__reduce__` describes.
+    #[staticmethod]
+    fn _from_pickle(name: String, parts: Vec<(i64, Py<Region>)>, color: Py<PyAny>) -> Self {
+        MPIRegion { name, parts, color }
     }
     fn __repr__(&self, py: Python<'_>) -> String {
         let (n, total, avg) = self.pooled(py, |p| (p.num_calls(), p.total(), p.mean()));
