@@ -59,16 +59,17 @@ pub const MAX_INTERVAL_S: f64 = 86_400.0;
 /// [`MAX_INTERVAL_S`]; else the reason, naming the value (the one rule of the CLI option,
 /// the setting and the flusher).
 pub fn check_interval(seconds: f64) -> Result<f64, String> {
+    let shown = scope_profiler_analysis::py_float_repr(seconds);
     if seconds.is_finite() && (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&seconds) {
         Ok(seconds)
     } else if seconds.is_finite() && seconds > MAX_INTERVAL_S {
-        Err(format!("flush_interval must be at most {MAX_INTERVAL_S} s (a day), got {seconds}"))
+        Err(format!("flush_interval must be at most {MAX_INTERVAL_S} s (a day), got {shown}"))
     } else if seconds.is_finite() && seconds > 0.0 {
         Err(format!(
-            "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {seconds}"
+            "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {shown}"
         ))
     } else {
-        Err(format!("flush_interval must be a positive number of seconds, got {seconds}"))
+        Err(format!("flush_interval must be a positive number of seconds, got {shown}"))
     }
 }
 
@@ -642,7 +643,7 @@ mod tests {
         assert_eq!(check_interval(0.01), Ok(0.01));
         assert_eq!(interval_duration(86_400.0), Ok(std::time::Duration::from_secs(86_400)));
         for (seconds, says) in [
-            (1e20, "at most 86400 s"),
+            (1e20, "at most 86400 s (a day), got 1e+20"),
             (86_400.5, "at most 86400 s"),
             (f64::INFINITY, "a positive number"),
             (f64::NAN, "a positive number"),
