@@ -1,33 +1,81 @@
 //! The calls of one recorder taken at successive moments - the frames of a `flush_interval`
 //! sidecar, then what was still buffered at `finalize()` - as one run.
 //!
-//! [`RunConcat`] takes the parts one at a time and keeps only their calls, each row's
-//! columns in buffers of their own (a part is dropped once added: reading a sidecar frame
-//! by frame holds one frame at a time, and never more than its calls). [`RunConcat::finish`]
-//! orders each region's calls by thread and start, as a single snapshot would have them,
-//! one column at a time, releasing the parts' buffers as it goes.
+//! [`RunConcat`] takes the parts one at a time and keeps only their calls, appended to one
+//! growing vector per region and column (a part is dropped once added: reading a sidecar
+//! frame by frame holds one frame at a time). Large vectors grow in place (the allocator
+//! remaps them), so the calls are held once, without the slack of their growth in memory, and
+//! no allocation is left behind per part. [`RunConcat::finish`] orders each region's calls
+//! by thread and start, as a single snapshot would have them, one column at a time.
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{RegionCalls, Run};
 
-/// One region's calls from one part.
-#[derive(Default)]
-struct Part {
-    /// Its number of calls (its columns are taken one at a time).
-    len: usize,
-    starts: Vec<i64>,
-    ends: Vec<i64>,
-    threads: Option<Vec<i64>>,
-    tasks: Option<Vec<i64>>,
-    awaits: Option<Vec<i64>>,
-}
-
-/// One region's calls from every part so far.
+/// One region's calls from every part so far, column by column.
 struct Region {
     /// Order of first appearance.
     first: usize,
-    parts: Vec<Part>,
+    starts: Vec<i64>,
+    ends: Vec<i64>,
+    /// Columns some part had (parts without them filled in: -1 ids, 0 await).
+    threads: Option<Vec<i64>>,
+    tasks: Option<Vec<i64>>,
+    awaits: Option<Vec<i64>>,
     /// The first row seen (source and tags), without calls.
     template: RegionCalls,
+    /// Calls announced by [`RunConcat::expect`], and which optional columns they have.
+    planned: usize,
+    planned_columns: [bool; 3],
+}
+
+impl Region {
+    fn new(first: usize, row: &RegionCalls) -> Self {
+        Region {
+            first,
+            starts: Vec::new(),
+            ends: Vec::new(),
+            threads: None,
+            tasks: None,
+            awaits: None,
+            template: RegionCalls {
+                source_file: row.source_file.clone(),
+                source_line: row.source_line,
+                source_text: row.source_text.clone(),
+                tags: row.tags.clone(),
+                ..RegionCalls::new(0, 0, empty(), empty())
+            },
+            planned: 0,
+            planned_columns: [false; 3],
+        }
+    }
+
+    /// Buffers of the announced size for its calls, before the first of them is added.
+    fn reserve(&mut self) {
+        let n = std::mem::take(&mut self.planned);
+        self.starts.reserve_exact(n);
+        self.ends.reserve_exact(n);
+        let [threads, tasks, awaits] = self.planned_columns;
+        for (slot, has) in [(&mut self.threads, threads), (&mut self.tasks, tasks), (&mut self.awaits, awaits)] {
+            if has {
+                *slot = Some(Vec::with_capacity(n));
+            }
+        }
+    }
+}
+
+/// Append `col` (or `n` `fill`s without it) to `acc`, which holds `have` values (or none,
+/// when no part had the column: then it starts with `have` `fill`s).
+fn extend_opt(acc: &mut Option<Vec<i64>>, have: usize, col: Option<&Int64Array>, n: usize, fill: i64) {
+    match (acc.as_mut(), col) {
+        (Some(a), Some(c)) => a.extend_from_slice(c.values()),
+        (Some(a), None) => a.resize(have + n, fill),
+        (None, Some(c)) => {
+            let mut a = Vec::with_capacity(have + n);
+            a.resize(have, fill);
+            a.extend_from_slice(c.values());
+            *acc = Some(a);
+        }
+        (None, None) => {}
+    }
 }
 
 /// Rank-0 runs of one recorder, added in the order they were taken, becoming one run
@@ -47,6 +95,15 @@ fn owned(a: Int64Array) -> Vec<i64> {
     values.into_inner().into_vec::<i64>().unwrap_or_else(|shared| shared.typed_data::<i64>().to_vec())
 }
 
+/// An optional column of a region's first `n` calls: `col` taken over, or `n` `fill`s when
+/// an earlier part (without calls) had the column and this one does not.
+fn first_opt(had: bool, col: Option<Int64Array>, n: usize, fill: i64) -> Option<Vec<i64>> {
+    match col {
+        Some(c) => Some(owned(c)),
+        None => had.then(|| vec![fill; n]),
+    }
+}
+
 fn empty() -> Int64Array {
     Int64Array::from(Vec::<i64>::new())
 }
@@ -61,36 +118,60 @@ impl RunConcat {
         self.calls
     }
 
+    /// The region of `name`, made from `row` when it is new.
+    fn region(&mut self, name: String, row: &RegionCalls) -> &mut Region {
+        let i = match self.names.iter().position(|n| *n == name) {
+            Some(i) => i,
+            None => {
+                self.names.push(name);
+                self.regions.push(Region::new(self.regions.len(), row));
+                self.regions.len() - 1
+            }
+        };
+        &mut self.regions[i]
+    }
+
+    /// Announce a part that will be added, by its rows (`shape`, columns not needed) and
+    /// their numbers of calls (`lens`): the parts announced before the first is added get
+    /// buffers of their whole size, allocated once.
+    pub fn expect(&mut self, shape: &Run, lens: &[usize]) {
+        for (row, &n) in shape.regions.iter().zip(lens) {
+            let name = shape.region_names.get(row.region as usize).cloned().unwrap_or_default();
+            let g = self.region(name, row);
+            g.planned += n;
+            let has = [row.thread_ids.is_some(), row.task_ids.is_some(), row.await_ns.is_some()];
+            for (planned, has) in g.planned_columns.iter_mut().zip(has) {
+                *planned |= has;
+            }
+        }
+    }
+
     /// Add the calls of `part` (taken after every part added before); its thread and task
     /// tables and metadata replace the previous ones. Call ids are dropped (the caller numbers
     /// the whole).
     pub fn add(&mut self, mut part: Run) {
         for row in std::mem::take(&mut part.regions) {
             let name = part.region_names.get(row.region as usize).cloned().unwrap_or_default();
-            let i = match self.names.iter().position(|n| *n == name) {
-                Some(i) => i,
-                None => {
-                    self.names.push(name);
-                    let template = RegionCalls {
-                        source_file: row.source_file.clone(),
-                        source_line: row.source_line,
-                        source_text: row.source_text.clone(),
-                        tags: row.tags.clone(),
-                        ..RegionCalls::new(0, 0, empty(), empty())
-                    };
-                    self.regions.push(Region { first: self.regions.len(), parts: Vec::new(), template });
-                    self.regions.len() - 1
-                }
-            };
             self.calls += row.len();
-            self.regions[i].parts.push(Part {
-                len: row.len(),
-                starts: owned(row.start_ns),
-                ends: owned(row.end_ns),
-                threads: row.thread_ids.map(owned),
-                tasks: row.task_ids.map(owned),
-                awaits: row.await_ns.map(owned),
-            });
+            let g = self.region(name, &row);
+            if g.planned > 0 {
+                g.reserve();
+            }
+            let (have, n) = (g.starts.len(), row.len());
+            if have == 0 && g.starts.capacity() == 0 {
+                // the region's first calls, not announced: their buffers are taken over
+                g.starts = owned(row.start_ns);
+                g.ends = owned(row.end_ns);
+                g.threads = first_opt(g.threads.is_some(), row.thread_ids, n, -1);
+                g.tasks = first_opt(g.tasks.is_some(), row.task_ids, n, -1);
+                g.awaits = first_opt(g.awaits.is_some(), row.await_ns, n, 0);
+                continue;
+            }
+            g.starts.extend_from_slice(row.start_ns.values());
+            g.ends.extend_from_slice(row.end_ns.values());
+            extend_opt(&mut g.threads, have, row.thread_ids.as_ref(), n, -1);
+            extend_opt(&mut g.tasks, have, row.task_ids.as_ref(), n, -1);
+            extend_opt(&mut g.awaits, have, row.await_ns.as_ref(), n, 0);
         }
         part.region_names.clear();
         self.last = part;
@@ -117,26 +198,6 @@ impl RunConcat {
         run.num_ranks = if run.regions.is_empty() { 0 } else { mpi_size };
         run
     }
-}
-
-/// Every part's values of one column, in part order (a part without it gives `fill`s);
-/// each part's buffer is released as soon as it is copied. `None` when no part has it.
-fn flatten(parts: &mut [Part], get: fn(&mut Part) -> Option<Vec<i64>>, fill: i64) -> Option<Vec<i64>> {
-    let mut taken: Vec<(usize, Option<Vec<i64>>)> = Vec::with_capacity(parts.len());
-    for p in parts.iter_mut() {
-        taken.push((p.len, get(p)));
-    }
-    if taken.iter().all(|(_, v)| v.is_none()) {
-        return None;
-    }
-    let mut out = Vec::with_capacity(taken.iter().map(|(n, _)| n).sum());
-    for (n, values) in taken {
-        match values {
-            Some(v) => out.extend_from_slice(&v),
-            None => out.resize(out.len() + n, fill),
-        }
-    }
-    Some(out)
 }
 
 /// The order of calls by (thread, start), stable: kept when they are in it already, else
@@ -172,18 +233,21 @@ impl Order {
     }
 }
 
-/// The row of one region's calls from every part, ordered ([`Order`]), column by column.
-fn region_row(mut region: Region, id: u32) -> RegionCalls {
-    let parts = &mut region.parts;
-    let starts = flatten(parts, |p| Some(std::mem::take(&mut p.starts)), 0).unwrap_or_default();
-    let threads = flatten(parts, |p| p.threads.take(), -1);
+/// The row of one region's calls from every part, ordered ([`Order`]) one column at a time
+/// (each column's unordered values released once ordered).
+fn region_row(region: Region, id: u32) -> RegionCalls {
+    let Region { starts, ends, threads, tasks, awaits, template, .. } = region;
     let order = Order::of(threads.as_deref(), &starts);
-    let start_ns = order.apply(starts);
-    let end_ns = order.apply(flatten(parts, |p| Some(std::mem::take(&mut p.ends)), 0).unwrap_or_default());
-    let thread_ids = threads.map(|t| order.apply(t));
-    let task_ids = flatten(parts, |p| p.tasks.take(), -1).map(|t| order.apply(t));
-    let await_ns = flatten(parts, |p| p.awaits.take(), 0).map(|t| order.apply(t));
-    RegionCalls { region: id, rank: 0, start_ns, end_ns, thread_ids, task_ids, await_ns, ..region.template }
+    RegionCalls {
+        region: id,
+        rank: 0,
+        start_ns: order.apply(starts),
+        end_ns: order.apply(ends),
+        thread_ids: threads.map(|t| order.apply(t)),
+        task_ids: tasks.map(|t| order.apply(t)),
+        await_ns: awaits.map(|t| order.apply(t)),
+        ..template
+    }
 }
 
 /// [`RunConcat`] of `parts` at once.
@@ -246,5 +310,28 @@ mod tests {
         assert_eq!(row.source_line, None, "the first part's source");
         assert_eq!(run.meta_int("k"), Some(2));
         assert_eq!(run.num_ranks, 1);
+    }
+
+    #[test]
+    fn announced_parts_fill_buffers_of_their_whole_size() {
+        let parts = || vec![run_of("b", &[30, 10], &[1, 0]), run_of("a", &[1], &[0]), run_of("b", &[20], &[0])];
+        let mut concat = RunConcat::new();
+        for p in parts() {
+            let lens: Vec<usize> = p.regions.iter().map(RegionCalls::len).collect();
+            concat.expect(&p, &lens);
+        }
+        for p in parts() {
+            concat.add(p);
+        }
+        let b = concat.regions.iter().find(|r| r.starts.len() == 3).unwrap();
+        assert_eq!((b.starts.capacity(), b.threads.as_ref().unwrap().capacity()), (3, 3));
+        let announced = concat.finish(None);
+        let plain = concat_runs(parts(), None);
+        assert_eq!(announced.region_names, plain.region_names);
+        for (x, y) in announced.regions.iter().zip(&plain.regions) {
+            assert_eq!(x.start_ns, y.start_ns);
+            assert_eq!(x.end_ns, y.end_ns);
+            assert_eq!(x.thread_ids, y.thread_ids);
+        }
     }
 }

@@ -59,6 +59,6 @@ pub use checkpoint::{
 pub use metadata_scopes::{BadScopeValues, MetadataScope, MetadataScopes};
 pub use snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 pub use transport::{
-    decode_run, decode_run_apart, decode_run_compact, encode_run, encode_run_apart, encode_run_compact, stack,
-    DecodeError, StackError, MAGIC,
+    decode_run, decode_run_apart, decode_run_compact, decode_run_compact_shape, encode_run, encode_run_apart,
+    encode_run_compact, stack, DecodeError, StackError, MAGIC,
 };

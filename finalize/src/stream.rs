@@ -45,7 +45,7 @@ pub use crate::concat::{concat_runs, RunConcat};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 #[cfg(doc)]
 use crate::transport::encode_run;
-use crate::transport::{decode_run, decode_run_compact, encode_run_compact};
+use crate::transport::{decode_run, decode_run_compact, decode_run_compact_shape, encode_run_compact};
 
 /// The shortest `flush_interval`, in seconds: each flush takes a snapshot and appends a
 /// frame, so an interval of nanoseconds would flush without pause.
@@ -284,9 +284,24 @@ fn read_sidecar_header<R: Read>(r: &mut R) -> Result<SidecarHeader, String> {
     SidecarHeader::parse(&head).ok_or_else(|| "not a scope-profiler sidecar (bad or damaged header)".into())
 }
 
-/// Frame `k` at byte `pos` of a sidecar of `len` bytes, read into `payload` and decoded;
-/// `Ok(None)` at the end of the file; else why it is not intact.
-fn read_frame<R: Read>(r: &mut R, k: usize, pos: u64, len: u64, payload: &mut Vec<u8>) -> Result<Option<Run>, String> {
+/// How a frame's payload is encoded (its marker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    /// `b"SPF2"`: [`encode_run_compact`].
+    Compact,
+    /// `b"SPFR"`: [`encode_run`].
+    Raw,
+}
+
+/// Frame `k` at byte `pos` of a sidecar of `len` bytes, its payload read into `payload`
+/// and checked; `Ok(None)` at the end of the file; else why it is not intact.
+fn read_frame<R: Read>(
+    r: &mut R,
+    k: usize,
+    pos: u64,
+    len: u64,
+    payload: &mut Vec<u8>,
+) -> Result<Option<FrameKind>, String> {
     let mut fh = [0u8; FRAME_HEADER_LEN as usize];
     let n = read_full(r, &mut fh).map_err(|e| format!("frame {k} could not be read: {e}"))?;
     if n == 0 {
@@ -295,9 +310,9 @@ fn read_frame<R: Read>(r: &mut R, k: usize, pos: u64, len: u64, payload: &mut Ve
     if n < fh.len() {
         return Err(format!("frame {k} is truncated (its header has {n} of {FRAME_HEADER_LEN} bytes)"));
     }
-    let decode: fn(&[u8]) -> Result<Run, crate::transport::DecodeError> = match &fh[..4] {
-        m if m == FRAME_MAGIC => decode_run_compact,
-        m if m == FRAME_MAGIC_RAW => decode_run,
+    let kind = match &fh[..4] {
+        m if m == FRAME_MAGIC => FrameKind::Compact,
+        m if m == FRAME_MAGIC_RAW => FrameKind::Raw,
         _ => return Err(format!("frame {k} is damaged (no frame marker at byte {pos})")),
     };
     let size = u64::from_le_bytes(fh[4..12].try_into().expect("8 bytes"));
@@ -316,13 +331,17 @@ fn read_frame<R: Read>(r: &mut R, k: usize, pos: u64, len: u64, payload: &mut Ve
     if crc32fast::hash(payload) != crc {
         return Err(format!("frame {k} is damaged (checksum mismatch)"));
     }
-    decode(payload).map(Some).map_err(|e| format!("frame {k} is damaged ({e})"))
+    Ok(Some(kind))
 }
 
-/// Read a sidecar of `len` bytes a frame at a time, handing each intact frame to `visit`
-/// in order, up to the first truncated or damaged one (never an error for those: `stopped`
-/// says why the rest is not read). One frame is held at a time.
-pub fn visit_frames<R: Read>(mut r: R, len: u64, mut visit: impl FnMut(Run)) -> FramesVisited {
+/// Read a sidecar of `len` bytes a frame at a time, handing each intact frame's payload to
+/// `take` (which says why it cannot use one: then reading stops there), up to the first
+/// truncated or damaged frame. One frame is held at a time.
+fn walk_frames<R: Read>(
+    mut r: R,
+    len: u64,
+    mut take: impl FnMut(FrameKind, &[u8]) -> Result<(), String>,
+) -> FramesVisited {
     let mut out = FramesVisited::default();
     match read_sidecar_header(&mut r) {
         Ok(h) => out.header = Some(h),
@@ -333,11 +352,15 @@ pub fn visit_frames<R: Read>(mut r: R, len: u64, mut visit: impl FnMut(Run)) -> 
     }
     let (mut pos, mut payload) = (HEADER_LEN, Vec::new());
     loop {
-        match read_frame(&mut r, out.frames, pos, len, &mut payload) {
-            Ok(Some(run)) => {
+        let k = out.frames;
+        match read_frame(&mut r, k, pos, len, &mut payload) {
+            Ok(Some(kind)) => {
+                if let Err(why) = take(kind, &payload) {
+                    out.stopped = Some(format!("frame {k} is damaged ({why})"));
+                    break;
+                }
                 pos += FRAME_HEADER_LEN + payload.len() as u64;
                 out.frames += 1;
-                visit(run);
             }
             Ok(None) => break,
             Err(why) => {
@@ -347,6 +370,34 @@ pub fn visit_frames<R: Read>(mut r: R, len: u64, mut visit: impl FnMut(Run)) -> 
         }
     }
     out
+}
+
+/// Read a sidecar of `len` bytes a frame at a time, handing each intact frame to `visit`
+/// in order, up to the first truncated or damaged one (never an error for those: `stopped`
+/// says why the rest is not read). One frame is held at a time.
+pub fn visit_frames<R: Read>(r: R, len: u64, mut visit: impl FnMut(Run)) -> FramesVisited {
+    walk_frames(r, len, |kind, payload| {
+        let run = match kind {
+            FrameKind::Compact => decode_run_compact(payload),
+            FrameKind::Raw => decode_run(payload),
+        };
+        run.map(&mut visit).map_err(|e| e.to_string())
+    })
+}
+
+/// [`visit_frames`] of the frames' rows only: each frame's run with empty columns and its
+/// rows' numbers of calls (compressed calls are not decompressed).
+fn visit_frame_shapes<R: Read>(r: R, len: u64, mut visit: impl FnMut(&Run, &[usize])) -> FramesVisited {
+    walk_frames(r, len, |kind, payload| {
+        let shape = match kind {
+            FrameKind::Compact => decode_run_compact_shape(payload),
+            FrameKind::Raw => decode_run(payload).map(|run| {
+                let lens = run.regions.iter().map(RegionCalls::len).collect();
+                (run, lens)
+            }),
+        };
+        shape.map(|(run, lens)| visit(&run, &lens)).map_err(|e| e.to_string())
+    })
 }
 
 /// Every intact frame of a sidecar of `len` bytes ([`visit_frames`]).
@@ -523,10 +574,18 @@ pub enum RecoverError {
 /// it has no intact frame.
 pub fn recover_run(sidecar: &Path) -> Result<Recovery, RecoverError> {
     let read_error = |error| RecoverError::Read { path: sidecar.to_path_buf(), error };
-    let f = File::open(sidecar).map_err(read_error)?;
-    let len = f.metadata().map_err(read_error)?.len();
+    let open = || -> Result<(io::BufReader<File>, u64), RecoverError> {
+        let f = File::open(sidecar).map_err(read_error)?;
+        let len = f.metadata().map_err(read_error)?.len();
+        Ok((io::BufReader::new(f), len))
+    };
+    // twice: the frames' rows first, so that each region's calls go into buffers of their
+    // final size (nothing regrown or copied), then their calls
     let mut concat = RunConcat::new();
-    let visited = visit_frames(io::BufReader::new(f), len, |frame| concat.add(frame));
+    let (f, len) = open()?;
+    visit_frame_shapes(f, len, |shape, lens| concat.expect(shape, lens));
+    let (f, len) = open()?;
+    let visited = visit_frames(f, len, |frame| concat.add(frame));
     if visited.frames == 0 {
         let why = visited.stopped.as_deref().unwrap_or("it holds no frame");
         return Err(RecoverError::Nothing(format!("nothing to recover from {}: {why}", sidecar.display())));

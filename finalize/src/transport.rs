@@ -356,6 +356,29 @@ pub fn encode_run_compact(run: &Run) -> Vec<u8> {
 /// Errors: as [`decode_run`], and when a compressed column is damaged or holds other than
 /// the values the rows need.
 pub fn decode_run_compact(bytes: &[u8]) -> Result<Run, DecodeError> {
+    let (mut run, lens, blobs) = compact_parts(bytes)?;
+    for (kind, (n, blob)) in blobs.into_iter().enumerate() {
+        let values = decode_column(blob, n).map_err(|e| DecodeError(format!("column {kind}: {e}")))?;
+        distribute(&mut run, &lens, kind, values)?;
+    }
+    Ok(run)
+}
+
+/// The rows of a compact encoding without their calls: the run with every column empty
+/// (an optional one `Some` where the row has it) and each row's number of calls. Nothing is
+/// decompressed: what a reader needs to know the size of a run before reading its calls.
+///
+/// Errors: as [`decode_run_compact`], but a damaged compressed column goes unnoticed.
+pub fn decode_run_compact_shape(bytes: &[u8]) -> Result<(Run, Vec<usize>), DecodeError> {
+    let (run, lens, _) = compact_parts(bytes)?;
+    Ok((run, lens))
+}
+
+/// The compressed columns `(values, blob)` per kind of a compact encoding, and its rows
+/// with placeholder columns and their numbers of calls.
+type CompactParts<'a> = (Run, Vec<usize>, Vec<(usize, &'a [u8])>);
+
+fn compact_parts(bytes: &[u8]) -> Result<CompactParts<'_>, DecodeError> {
     let mut d = Dec { b: bytes, pos: 0 };
     if d.take(COMPACT_MAGIC.len())? != COMPACT_MAGIC {
         return Err("not a compact scope-profiler run encoding".into());
@@ -370,12 +393,8 @@ pub fn decode_run_compact(bytes: &[u8]) -> Result<Run, DecodeError> {
         return Err("not a scope-profiler run encoding".into());
     }
     let mut lens = Deferred::default();
-    let mut run = decode_body(&mut d, &mut lens, true)?;
-    for (kind, (n, blob)) in blobs.into_iter().enumerate() {
-        let values = decode_column(blob, n).map_err(|e| DecodeError(format!("column {kind}: {e}")))?;
-        distribute(&mut run, &lens.0, kind, values)?;
-    }
-    Ok(run)
+    let run = decode_body(&mut d, &mut lens, true)?;
+    Ok((run, lens.0, blobs))
 }
 
 /// Everything after the magic: names, rows (columns through `cols`; with `stored`, the
