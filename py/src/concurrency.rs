@@ -9,6 +9,11 @@ use scope_profiler_analysis::{Run, TaskRow, ThreadRow, UNKNOWN};
 
 use crate::arrays::secs;
 
+/// A `ThreadInfo`'s constructor arguments (its pickled form).
+type ThreadFields = (i64, u32, String, i64, i64, bool, i64, i64, i64, i64);
+/// A `TaskInfo`'s constructor arguments (its pickled form).
+type TaskFields = (i64, u32, String, String, String, i64, i64, i64, i64, i64, i64);
+
 fn opt_secs(ns: i64) -> Option<f64> {
     (ns != UNKNOWN).then(|| secs(ns))
 }
@@ -117,11 +122,7 @@ impl ThreadInfo {
         self.end_time().map(|e| e - self.start_time())
     }
     /// Pickle support: the row's stored fields (the constructor's arguments).
-    #[allow(clippy::type_complexity)]
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> (Bound<'py, pyo3::types::PyType>, (i64, u32, String, i64, i64, bool, i64, i64, i64, i64)) {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, ThreadFields) {
         let t = self.row();
         let fields = (
             t.index,
@@ -263,11 +264,7 @@ impl TaskInfo {
         self.done_time().map(|d| d - self.created_time())
     }
     /// Pickle support: the row's stored fields (the constructor's arguments).
-    #[allow(clippy::type_complexity)]
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> (Bound<'py, pyo3::types::PyType>, (i64, u32, String, String, String, i64, i64, i64, i64, i64, i64)) {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, TaskFields) {
         let t = self.row();
         let fields = (
             t.index,

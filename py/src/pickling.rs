@@ -28,6 +28,12 @@ use scope_profiler_finalize::transport::{decode_run_apart, encode_run_apart};
 
 use crate::arrays::{i64_view, slice_of};
 
+/// What `__reduce__` returns: the callable that rebuilds the object, and its arguments.
+pub type Reduced<'py, Args> = (Bound<'py, PyAny>, Args);
+
+/// A run's pickled arguments: its encoding without columns, and the columns.
+type Encoded<'py> = (Bound<'py, PyBytes>, Bound<'py, PyList>);
+
 /// A run as pickle carries it (internal to pickling: `Region`, `MPIRegion` and
 /// `ProfilingResults` reduce to it).
 #[pyclass(module = "scope_profiler._native", name = "_PickledRun", frozen, weakref)]
@@ -55,10 +61,7 @@ impl PickledRun {
         Ok(PickledRun { analysis: Arc::new(RunAnalysis::new(Arc::new(run))) })
     }
 
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PyBytes>, Bound<'py, PyList>))> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py, Encoded<'py>>> {
         let (encoding, columns) = encode_run_apart(&self.analysis.run);
         let views = columns.iter().map(|c| i64_view(py, c)).collect::<PyResult<Vec<_>>>()?;
         Ok((py.get_type::<PickledRun>().into_any(), (PyBytes::new(py, &encoding), PyList::new(py, views)?)))
@@ -190,7 +193,7 @@ pub fn picks_bytes<'py>(py: Python<'py>, picks: &[u32]) -> Bound<'py, PyBytes> {
 /// Inverse of [`picks_bytes`]. Raises ValueError for a length that is not a whole number of
 /// positions.
 pub fn picks_of(bytes: &[u8]) -> PyResult<Vec<u32>> {
-    if bytes.len() % 4 != 0 {
+    if !bytes.len().is_multiple_of(4) {
         return Err(PyValueError::new_err("not a pickled region: a slice of a partial position"));
     }
     Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())

@@ -17,7 +17,11 @@ use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, S
 
 use crate::arrays::{i64_view, run_view, secs_array, slice_of};
 use crate::errors::{nesting_err, EventDataUnavailableError};
-use crate::pickling::{pickled_run, picks_bytes, picks_of, PickledRun, ViewPath};
+use crate::pickling::{pickled_run, picks_bytes, picks_of, PickledRun, Reduced, ViewPath};
+
+/// A `Region`'s pickled arguments: its run, row, exclusive-time rule, slices and whether it
+/// has events (`Region._from_pickle`).
+type RegionPickle<'py> = (Bound<'py, PickledRun>, usize, bool, Bound<'py, PyList>, bool);
 
 /// Timing data of one region on one rank. Arrays in recorded order: for a tracked run,
 /// grouped by thread (ascending index), each thread in entry order, so `start_times_ns` is
@@ -555,11 +559,7 @@ impl Region {
     }
     /// Pickle support: the region's run (the one object for every region of that run pickled
     /// with it) and where in it the region is (its row, then the calls of each slice taken).
-    #[allow(clippy::type_complexity)]
-    fn __reduce__<'py>(
-        &self,
-        py: Python<'py>,
-    ) -> PyResult<(Bound<'py, PyAny>, (Bound<'py, PickledRun>, usize, bool, Bound<'py, PyList>, bool))> {
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py, RegionPickle<'py>>> {
         let path = ViewPath::of(&self.view());
         let run = pickled_run(py, &path.analysis)?;
         let slices = PyList::new(py, path.slices.iter().map(|p| picks_bytes(py, p)))?;

@@ -17,7 +17,7 @@ use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, Ru
 
 use crate::concurrency::{lane_tables, TaskInfo, ThreadInfo};
 use crate::errors::{nesting_err, EventDataUnavailableError};
-use crate::mpi_region::MPIRegion;
+use crate::mpi_region::{MPIRegion, RegionParts};
 use crate::region::Region;
 use crate::run::NativeRun;
 
@@ -931,7 +931,7 @@ impl ProfilingResults {
         let regions = PyList::empty(py);
         for r in self.mpi(py) {
             let r = r.borrow();
-            let parts: Vec<(i64, Py<Region>)> = r.parts().iter().map(|(k, g)| (*k, g.clone_ref(py))).collect();
+            let parts: RegionParts = r.parts().iter().map(|(k, g)| (*k, g.clone_ref(py))).collect();
             regions.append((r.name(), r.color.clone_ref(py), parts))?;
         }
         let state = PyTuple::new(
@@ -958,7 +958,7 @@ impl ProfilingResults {
     fn _from_pickle(
         py: Python<'_>,
         run: PyRef<'_, crate::pickling::PickledRun>,
-        regions: Vec<(String, Py<PyAny>, Vec<(i64, Py<Region>)>)>,
+        regions: Vec<(String, Py<PyAny>, RegionParts)>,
         file_path: PathBuf,
         is_root: bool,
         event_data: bool,
