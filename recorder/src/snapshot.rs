@@ -1,8 +1,10 @@
 //! Copying the completed calls out of the buffers ([`Recorder::snapshot`]), as columns per
 //! region ([`RegionColumns`]), optionally as parallel jobs ([`Recorder::snapshot_par`]).
 
+use std::sync::Arc;
+
 use crate::thread_state::RegionBuf;
-use crate::Recorder;
+use crate::{Recorder, ThreadState};
 
 /// Completed calls of one region, ready to become a run row.
 #[derive(Debug, Clone, PartialEq, Default)]
@@ -10,7 +12,7 @@ pub struct RegionColumns {
     pub region: u32,
     pub starts: Vec<i64>,
     pub ends: Vec<i64>,
-    /// Thread index per call (the [`ThreadState::index`]); meaningful with tracking. Empty
+    /// Thread index per call (the [`ThreadState::index`](crate::ThreadState::index)); meaningful with tracking. Empty
     /// when `one_thread` is set.
     pub thread_ids: Vec<i64>,
     /// Set by a snapshot with `lazy_threads` ([`Recorder::snapshot_par`]) when every call is
@@ -38,21 +40,21 @@ pub const SNAPSHOT_JOB_CALLS: usize = 1 << 18;
 /// One job of [`Recorder::snapshot_par`]: slots `from..to` of `buf` into column `kind`
 /// (starts, ends, thread ids, task ids, await ns) of region `region` of the snapshot, from
 /// position `at`, skipping open slots when `open`.
-pub(crate) struct CopyJob<'a> {
-    pub(crate) region: usize,
-    pub(crate) kind: usize,
-    pub(crate) buf: &'a RegionBuf,
-    pub(crate) thread: i64,
-    pub(crate) from: usize,
-    pub(crate) to: usize,
-    pub(crate) at: usize,
-    pub(crate) open: bool,
+struct CopyJob<'a> {
+    region: usize,
+    kind: usize,
+    buf: &'a RegionBuf,
+    thread: i64,
+    from: usize,
+    to: usize,
+    at: usize,
+    open: bool,
 }
 
 /// A snapshot column's buffer, written by the copy jobs of [`Recorder::snapshot_par`] on
 /// several threads (disjoint positions).
 #[derive(Clone, Copy)]
-pub(crate) struct SendPtr(*mut i64);
+struct SendPtr(*mut i64);
 // SAFETY: the jobs write disjoint positions, and the columns outlive the jobs.
 unsafe impl Send for SendPtr {}
 unsafe impl Sync for SendPtr {}
@@ -62,7 +64,8 @@ impl Recorder {
     /// id; within a region grouped by thread index ascending, each thread in entry order.
     ///
     /// # Safety
-    /// No thread may be inside [`ThreadState::enter`]/[`ThreadState::exit`] of this
+    /// No thread may be inside [`ThreadState::enter`](crate::ThreadState::enter)/
+    /// [`ThreadState::exit`](crate::ThreadState::exit) of this
     /// recorder concurrently, and all earlier such calls must happen-before this one
     /// (e.g. everything runs under the Python GIL).
     pub unsafe fn snapshot(&self, num_regions: usize) -> Vec<RegionColumns> {
@@ -100,6 +103,40 @@ impl Recorder {
         lazy_threads: bool,
     ) -> Vec<RegionColumns> {
         let states = self.states();
+        let mut plan = self.plan_snapshot(&states, num_regions, &column, lazy_threads);
+        let dest = plan.destinations(self.async_cols);
+        let jobs = &plan.jobs;
+        run(jobs.len(), &|i| {
+            let j = &jobs[i];
+            j.copy(dest[j.region][j.kind].0);
+        });
+        plan.finish(self.async_cols)
+    }
+}
+
+/// A snapshot being made: its columns (allocated, not yet written), the number of completed
+/// calls each region's columns receive, and the copy jobs that write them.
+struct SnapshotPlan<'a> {
+    out: Vec<RegionColumns>,
+    /// Per region of `out`.
+    completed: Vec<usize>,
+    jobs: Vec<CopyJob<'a>>,
+}
+
+impl Recorder {
+    /// The columns of every region id `< num_regions` with calls in `states`' buffers, sized
+    /// once (completed calls plus the few open ones: closing the open calls into the snapshot
+    /// appends them without regrowth), and the jobs that copy them ([`Recorder::snapshot_par`]).
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    unsafe fn plan_snapshot<'a>(
+        &self,
+        states: &'a [Arc<ThreadState>],
+        num_regions: usize,
+        column: &impl Fn(usize) -> Vec<i64>,
+        lazy_threads: bool,
+    ) -> SnapshotPlan<'a> {
         let kinds = if self.async_cols { 5 } else { 3 };
         let mut out = Vec::new();
         let mut completed = Vec::new(); // per region of `out`
@@ -156,51 +193,37 @@ impl Recorder {
             completed.push(at);
             out.push(cols);
         }
-        let dest: Vec<[SendPtr; 5]> = out
+        SnapshotPlan { out, completed, jobs }
+    }
+}
+
+impl SnapshotPlan<'_> {
+    /// Where the jobs write: per region, the buffer of each of its five columns (starts,
+    /// ends, thread ids, task ids, await ns), checked to be empty with room for its
+    /// completed calls.
+    fn destinations(&mut self, async_cols: bool) -> Vec<[SendPtr; 5]> {
+        self.out
             .iter_mut()
-            .zip(&completed)
+            .zip(&self.completed)
             .map(|(c, &n)| {
                 // the jobs write the first `n` values of each column they fill, in place
                 let threads = c.one_thread.is_none().then_some(&c.thread_ids);
-                let tasks = [&c.task_ids, &c.await_ns].into_iter().filter(|_| self.async_cols);
+                let tasks = [&c.task_ids, &c.await_ns].into_iter().filter(|_| async_cols);
                 for v in [&c.starts, &c.ends].into_iter().chain(threads).chain(tasks) {
                     assert!(v.is_empty() && v.capacity() >= n, "column(n) must give an empty vector of capacity n");
                 }
                 [&mut c.starts, &mut c.ends, &mut c.thread_ids, &mut c.task_ids, &mut c.await_ns]
                     .map(|v| SendPtr(v.as_mut_ptr()))
             })
-            .collect();
-        run(jobs.len(), &|i| {
-            let j = &jobs[i];
-            let dst = dest[j.region][j.kind].0;
-            let (calls, lanes) = (&j.buf.calls[j.from..j.to], &j.buf.lanes[..]);
-            // SAFETY (every write below): jobs write disjoint ranges of their column, all
-            // within the completed calls counted above (<= its capacity)
-            if j.open {
-                let completed = calls.iter().enumerate().filter(|(_, c)| c[1] != 0);
-                for (at, (slot, c)) in (j.at..).zip(completed) {
-                    let slot = j.from + slot;
-                    let v = match j.kind {
-                        0 => c[0],
-                        1 => c[1],
-                        2 => j.thread,
-                        3 => lanes[slot][0],
-                        _ => lanes[slot][1],
-                    };
-                    unsafe { dst.add(at).write(v) };
-                }
-                return;
-            }
-            let dst = unsafe { dst.add(j.at) };
-            match j.kind {
-                0 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[0]) }),
-                1 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[1]) }),
-                2 => (0..calls.len()).for_each(|k| unsafe { dst.add(k).write(j.thread) }),
-                kind => {
-                    lanes[j.from..j.to].iter().enumerate().for_each(|(k, l)| unsafe { dst.add(k).write(l[kind - 3]) })
-                }
-            }
-        });
+            .collect()
+    }
+
+    /// The columns, once every job has run: each holds its region's completed calls.
+    ///
+    /// # Safety
+    /// Every job of the plan ran.
+    unsafe fn finish(self, async_cols: bool) -> Vec<RegionColumns> {
+        let SnapshotPlan { mut out, completed, .. } = self;
         for (cols, n) in out.iter_mut().zip(completed) {
             // SAFETY: the jobs wrote positions 0..n of every column
             unsafe {
@@ -210,7 +233,7 @@ impl Recorder {
                     cols.thread_ids.set_len(n);
                 }
             }
-            if self.async_cols {
+            if async_cols {
                 // SAFETY: as above
                 unsafe {
                     cols.task_ids.set_len(n);
@@ -220,5 +243,43 @@ impl Recorder {
         }
         out.retain(|c| !c.starts.is_empty());
         out
+    }
+}
+
+impl CopyJob<'_> {
+    /// Copy this job's slots into its column, whose buffer is `dst`.
+    ///
+    /// # Safety
+    /// `dst` is the buffer of column `kind` of region `region` ([`SnapshotPlan::destinations`]),
+    /// with room for the completed calls counted by the plan; no other job writes this
+    /// job's positions.
+    #[inline]
+    unsafe fn copy(&self, dst: *mut i64) {
+        let j = self;
+        let (calls, lanes) = (&j.buf.calls[j.from..j.to], &j.buf.lanes[..]);
+        // SAFETY (every write below): jobs write disjoint ranges of their column, all
+        // within the completed calls the plan counted (<= its capacity)
+        if j.open {
+            let completed = calls.iter().enumerate().filter(|(_, c)| c[1] != 0);
+            for (at, (slot, c)) in (j.at..).zip(completed) {
+                let slot = j.from + slot;
+                let v = match j.kind {
+                    0 => c[0],
+                    1 => c[1],
+                    2 => j.thread,
+                    3 => lanes[slot][0],
+                    _ => lanes[slot][1],
+                };
+                unsafe { dst.add(at).write(v) };
+            }
+            return;
+        }
+        let dst = unsafe { dst.add(j.at) };
+        match j.kind {
+            0 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[0]) }),
+            1 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[1]) }),
+            2 => (0..calls.len()).for_each(|k| unsafe { dst.add(k).write(j.thread) }),
+            kind => lanes[j.from..j.to].iter().enumerate().for_each(|(k, l)| unsafe { dst.add(k).write(l[kind - 3]) }),
+        }
     }
 }

@@ -21,7 +21,7 @@ pub struct ThreadRecord {
     pub index: usize,
     pub info: ThreadInfo,
     /// Registration time, absolute ns ([`now_ns`]); for the thread that marked the run's
-    /// start ([`Recorder::mark_start_thread`]), that moment.
+    /// start ([`Recorder::mark_start_thread`](crate::Recorder::mark_start_thread)), that moment.
     pub start_ns: i64,
     /// The thread's CPU clock at `start_ns`, ns: `cpu_ns - cpu_start_ns` is the CPU burned
     /// since then (during the run).

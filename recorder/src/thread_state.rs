@@ -41,7 +41,7 @@ impl RegionBuf {
     }
 }
 
-/// The recording state of one OS thread for one [`Recorder`].
+/// The recording state of one OS thread for one [`Recorder`](crate::Recorder).
 pub struct ThreadState {
     pub(crate) index: usize,
     pub(crate) buffer_limit: usize,
