@@ -124,9 +124,8 @@ fn same_file(a: &Path, b: &Path) -> bool {
     }
 }
 
-/// The message of a writer's error; "no calls" of a run that has none at all says so (stop
-/// 25 new-user trial, finding 2: "No calls recorded for the requested ranks" for a run
-/// recorded with no call, where no rank was requested).
+/// The message of a writer's error; "no calls" of a run that has none at all says so
+/// (rather than "No calls recorded for the requested ranks" where no rank was requested).
 pub fn no_calls_text(run: &Run, e: ExportError) -> String {
     match e {
         ExportError::NoCalls if run.regions.iter().all(|r| r.is_empty()) => {
@@ -246,8 +245,8 @@ pub fn export_many(
 }
 
 /// Remove `dir` and its ancestors up to `top` while they are empty: the output directories
-/// a batch created and then wrote nothing into (every file failed; stop 24 new-user trial:
-/// `export prof run.h5 --rank 9 -o e4` left an empty `e4/`).
+/// a batch created and then wrote nothing into (every file failed: `export prof run.h5
+/// --rank 9 -o e4` leaves no empty `e4/`).
 fn remove_empty(dir: &Path, top: &Path) {
     for a in dir.ancestors() {
         if std::fs::remove_dir(a).is_err() || a == top {
@@ -261,8 +260,8 @@ mod tests {
     use super::*;
     use crate::args::parse_formats;
 
-    /// stop 24 new-user trial: a batch whose every file failed left the output directory
-    /// it created, empty; a directory that existed, or got a file, stays.
+    /// A batch whose every file failed leaves no output directory it created; a directory
+    /// that existed, or got a file, stays.
     #[test]
     fn a_batch_that_wrote_nothing_leaves_no_directory_it_created() {
         let base = std::env::temp_dir().join(format!("sp-export-empty-{}", std::process::id()));

@@ -9,7 +9,7 @@
 
 /// `println!` to standard output that drops what it cannot write instead of panicking: a
 /// reader that closed the pipe (`scope-profiler summary f.h5 | head -3`) ends the output, not
-/// the command (issue 14, third new-user trial: a Rust panic and a Python traceback).
+/// the command (instead of a Rust panic and a Python traceback).
 macro_rules! outln {
     ($($arg:tt)*) => {{
         use std::io::Write as _;

@@ -30,8 +30,7 @@ pub fn execute(file: &Path, output: Option<&Path>, from: Option<&Path>) -> i32 {
             0
         }
         Err(RecoverError::Nothing(why)) if recording_path(file) != file && from.is_none() => {
-            // `run -o k.json` records into `k.json.scope-profiler.h5` (stop 24 new-user
-            // trial: `recover k.json` said nothing was streamed): that recording is
+            // `run -o k.json` records into `k.json.scope-profiler.h5`: that recording is
             // recovered, and `k.json` rendered from it as the run would have
             let h5 = recording_path(file);
             if pending_sidecar(&h5).is_none() {

@@ -216,8 +216,8 @@ mod tests {
         assert_eq!(names, unique);
     }
 
-    /// issue 11: "`run -m module`": everything after `-m MODULE` is the module's, as with
-    /// `python -m` (its `--help` is not ours), options before it are ours.
+    /// `run -m module`: everything after `-m MODULE` is the module's, as with `python -m`
+    /// (its `--help` is not ours), options before it are ours.
     #[test]
     fn run_dash_m_gives_the_rest_to_the_module() {
         let req = request(&["sp", "run", "--track-threads", "-o", "x.h5", "-m", "json.tool", "--help", "-o", "y"]);
@@ -236,8 +236,8 @@ mod tests {
         assert_eq!(req.args, ["-m", "x"]);
     }
 
-    /// Found by a new-user trial (stop 19): `run --flush-interval -1 x.py` said
-    /// "unexpected argument '-1' found" instead of what is wrong with the value.
+    /// `run --flush-interval -1 x.py` says what is wrong with the value (not "unexpected
+    /// argument '-1' found").
     #[test]
     fn a_negative_flush_interval_is_named_as_such() {
         use clap::Parser;
@@ -245,12 +245,12 @@ mod tests {
         assert!(err.to_string().contains("'-1' is not a positive number of seconds"), "{err}");
     }
 
-    /// stop 25 new-user trial (recording), finding 1: "`scope-profiler run` rejects most of
     /// 0.7.5's `run` options (`--outfile`, `--label`, `--tag`, `--enable-tag`, `--config`,
-    /// `--no-output`, `--buffer-limit`, `--no-recursive`, ...) with exit 2". They are
-    /// accepted as the reference's settings; a value of one is not read as the script.
+    /// `--no-output`, `--buffer-limit`, `--no-recursive`, ...) are accepted as the
+    /// reference's settings; a value of one is not read as the script. The ones this edition
+    /// does not implement are refused by name.
     #[test]
-    fn stop_25_the_references_run_options_are_accepted() {
+    fn the_references_run_options_are_accepted() {
         let req = request(&[
             "sp",
             "run",
@@ -314,8 +314,8 @@ mod tests {
         }
     }
 
-    /// issue 11: `run` follows the script's processes unless `--no-follow`; the script's
-    /// own `--no-follow` is its argument.
+    /// `run` follows the script's processes unless `--no-follow`; the script's own
+    /// `--no-follow` is its argument.
     #[test]
     fn run_follows_processes_unless_no_follow() {
         assert!(request(&["sp", "run", "x.py"]).follow);

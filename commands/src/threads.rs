@@ -12,7 +12,7 @@ pub fn execute(file: &Path) -> i32 {
         Ok(run) => {
             if run.threads.is_empty() && run.regions.iter().all(|r| r.is_empty()) {
                 // a run without calls has no thread table whether or not it tracked
-                // threads: the file cannot tell (stop 25 new-user trial, finding 3)
+                // threads: the file cannot tell
                 outln!("{}: no thread recorded (the run has no calls)", file.display());
             } else if run.threads.is_empty() {
                 outln!("{}: no thread table (the run was not recorded with track_threads)", file.display());
