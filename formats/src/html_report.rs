@@ -16,7 +16,7 @@ use std::path::Path;
 use base64::Engine as _;
 use scope_profiler_analysis::{lane_label, rank_summary, secs, MetaValue, RankSummary, Run};
 
-use crate::export_common::{io_err, markup_escape as esc, write_atomic};
+use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::flamegraph::write_flamegraph_svg_fixed_to;
 use crate::timeline::{timeline_svg, TimelineOptions};
 use crate::{ExportError, Selection};

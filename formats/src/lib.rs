@@ -1,8 +1,9 @@
 //! File formats of scope-profiler: HDF5 in the reference's layout and every export format
 //! ([`registry`] lists them).
 pub mod chrome_trace;
-mod export_common;
 pub mod export_error;
+mod export_lanes;
+mod export_output;
 pub mod export_plan;
 pub mod flamegraph;
 pub mod folded;
