@@ -80,7 +80,7 @@ where
         Command::Export { formats, files, output_dir, ranks, jobs } => {
             export::execute(&formats.0, &files, &output_dir, &ranks, jobs)
         }
-        Command::Diff(args) => Outcome::Exit(diff::run(&args)),
+        Command::Diff(args) => diff::run(&args),
         Command::Timeline { file, output, ranks, width, limits } => {
             timeline::execute(&file, output.as_deref(), &ranks, width, &limits)
         }
