@@ -1,15 +1,17 @@
-//! Streaming a recording to a sidecar file (`flush_interval`): a process
-//! killed by SIGKILL or the OOM killer loses at most about one interval of calls.
+//! Streaming a recording to a sidecar file (`flush_interval`): a process killed by SIGKILL
+//! or the OOM killer loses at most about one interval of calls.
 //!
 //! Every interval, [`flush`] takes the calls completed since the last flush (the recorder
 //! snapshot with a [`Watermark`](scope_profiler_recorder::Watermark)), encodes them with
-//! the thread and task tables and the run metadata as one run ([`encode_run`]), appends
-//! that as one frame to the sidecar and fsyncs it, and only then retires the calls from the
-//! recorder's buffers (a failed append keeps them buffered). Open calls are not flushed;
-//! they are taken once they complete. At a normal `finalize()` the sidecar's frames and the
-//! calls still buffered make the file ([`crate::checkpoint::checkpoint_with_prior`]); once
-//! it is published the sidecar is removed. [`recover`] turns the sidecar of a process that
-//! died into the file it did not write.
+//! the thread and task tables and the run metadata as one run in its compact form
+//! ([`encode_run_compact`]: the columns compressed as the HDF5 writer stores them, about a
+//! byte per call), appends that as one frame to the sidecar and fsyncs it, and only then
+//! retires the calls from the recorder's buffers (a failed append keeps them buffered).
+//! Open calls are not flushed; they are taken once they complete. At a normal `finalize()`
+//! the sidecar's frames and the calls still buffered make the file
+//! ([`crate::checkpoint::checkpoint_with_prior`]); once it is published the sidecar is
+//! removed. [`recover`] turns the sidecar of a process that died into the file it did not
+//! write, reading it a frame at a time ([`RunConcat`]).
 //!
 //! # The sidecar
 //! `.<name>.<tag>-<pid>.partial` beside the target
@@ -18,49 +20,71 @@
 //!
 //! ```text
 //! header: b"SPSIDE\x01\n"  pid u32  process start ticks u64  crc32(previous 20 bytes) u32
-//! frame:  b"SPFR"  payload length u64  crc32(payload) u32  payload (an encode_run run)
+//! frame:  b"SPF2"  payload length u64  crc32(payload) u32  payload (an encode_run_compact run)
 //! ```
+//!
+//! Frames marked `b"SPFR"` hold an [`encode_run`] run (raw `i64` columns, 16-24 bytes per
+//! call): sidecars written that way are read as well.
 //!
 //! Every frame holds the calls completed since the previous frame (absolute ns on the
 //! recording clock, no call ids) and the whole thread and task tables and metadata as of
 //! its flush; the last frame's tables are the run's. A reader takes frames up to the first
-//! truncated or damaged one ([`read_sidecar`]) and never fails on a torn last frame.
+//! truncated or damaged one ([`read_sidecar`], [`visit_frames`]) and never fails on a torn
+//! last frame.
 use std::fs::{self, File, OpenOptions};
 use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
-use arrow_array::Int64Array;
 use scope_profiler_analysis::{assign_call_ids, MetaValue, RegionCalls, Run};
 use scope_profiler_formats::hdf5::working_files::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 use scope_profiler_recorder::{Recorder, RegionTable};
 
+pub use crate::concat::{concat_runs, RunConcat};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
-use crate::transport::{decode_run, encode_run};
+#[cfg(doc)]
+use crate::transport::encode_run;
+use crate::transport::{decode_run, decode_run_compact, decode_run_compact_shape, encode_run_compact};
 
-/// First bytes of a sidecar (the byte before `\n` is the format version).
 /// The shortest `flush_interval`, in seconds: each flush takes a snapshot and appends a
 /// frame, so an interval of nanoseconds would flush without pause.
 pub const MIN_INTERVAL_S: f64 = 0.01;
 
-/// `seconds` as a `flush_interval`: finite and at least [`MIN_INTERVAL_S`]; else the
-/// reason, naming the value (the one rule of the CLI option, the setting and the flusher).
+/// The longest `flush_interval`, in seconds (a day): a longer one protects nothing a
+/// recording would miss, and the flusher's timer takes at most this.
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
+
+/// `seconds` as a `flush_interval`: finite, at least [`MIN_INTERVAL_S`] and at most
+/// [`MAX_INTERVAL_S`]; else the reason, naming the value (the one rule of the CLI option,
+/// the setting and the flusher).
 pub fn check_interval(seconds: f64) -> Result<f64, String> {
-    if seconds.is_finite() && seconds >= MIN_INTERVAL_S {
+    let shown = scope_profiler_analysis::py_float_repr(seconds);
+    if seconds.is_finite() && (MIN_INTERVAL_S..=MAX_INTERVAL_S).contains(&seconds) {
         Ok(seconds)
+    } else if seconds.is_finite() && seconds > MAX_INTERVAL_S {
+        Err(format!("flush_interval must be at most {MAX_INTERVAL_S} s (a day), got {shown}"))
     } else if seconds.is_finite() && seconds > 0.0 {
         Err(format!(
-            "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {seconds}"
+            "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {shown}"
         ))
     } else {
-        Err(format!("flush_interval must be a positive number of seconds, got {seconds}"))
+        Err(format!("flush_interval must be a positive number of seconds, got {shown}"))
     }
 }
 
+/// The flusher's period for `seconds` ([`check_interval`]'s rule).
+pub fn interval_duration(seconds: f64) -> Result<std::time::Duration, String> {
+    let seconds = check_interval(seconds)?;
+    std::time::Duration::try_from_secs_f64(seconds).map_err(|e| format!("flush_interval {seconds}: {e}"))
+}
+
+/// First bytes of a sidecar (the byte before `\n` is the format version).
 pub const SIDECAR_MAGIC: &[u8; 8] = b"SPSIDE\x01\n";
-/// First bytes of every frame.
-pub const FRAME_MAGIC: &[u8; 4] = b"SPFR";
+/// First bytes of a frame whose payload is an [`encode_run_compact`] run (what is written).
+pub const FRAME_MAGIC: &[u8; 4] = b"SPF2";
+/// First bytes of a frame whose payload is an [`encode_run`] run (read, no longer written).
+pub const FRAME_MAGIC_RAW: &[u8; 4] = b"SPFR";
 const HEADER_LEN: u64 = 24;
 const FRAME_HEADER_LEN: u64 = 16;
 
@@ -152,8 +176,8 @@ impl SidecarWriter {
         Ok(self.file.as_mut().expect("opened above"))
     }
 
-    /// Append one frame holding `payload` (an encoded run of `calls` calls and `tables`
-    /// thread/task rows) and fsync it. On error the sidecar is cut back to its last whole
+    /// Append one frame holding `payload` (an [`encode_run_compact`] run of `calls` calls and
+    /// `tables` thread/task rows) and fsync it. On error the sidecar is cut back to its last whole
     /// frame, so a later frame is not hidden behind a torn one.
     pub fn append(&mut self, payload: &[u8], calls: usize, tables: (usize, usize)) -> io::Result<()> {
         let at = self.len.max(HEADER_LEN);
@@ -225,6 +249,17 @@ impl SidecarRead {
     }
 }
 
+/// What [`visit_frames`] went through.
+#[derive(Debug, Clone, Default)]
+pub struct FramesVisited {
+    /// None when the header is missing or damaged (then there are no frames).
+    pub header: Option<SidecarHeader>,
+    /// Intact frames handed over.
+    pub frames: usize,
+    /// Why reading stopped before the end of the file (a truncated or damaged frame).
+    pub stopped: Option<String>,
+}
+
 fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     let mut got = 0;
     while got < buf.len() {
@@ -238,83 +273,138 @@ fn read_full<R: Read>(r: &mut R, buf: &mut [u8]) -> io::Result<usize> {
     Ok(got)
 }
 
-/// Read a sidecar of `len` bytes: the header, then frames up to the first truncated or
-/// damaged one (never an error for those: what is intact is returned, `stopped` says why
-/// the rest is not).
-fn read_frames<R: Read>(mut r: R, len: u64) -> SidecarRead {
-    let mut out = SidecarRead::default();
+/// The header of a sidecar of `len` bytes, or why there is none.
+fn read_sidecar_header<R: Read>(r: &mut R) -> Result<SidecarHeader, String> {
     let mut head = [0u8; HEADER_LEN as usize];
-    match read_full(&mut r, &mut head) {
+    match read_full(r, &mut head) {
         Ok(n) if n == head.len() => {}
-        Ok(n) => {
-            out.stopped = Some(format!("the header is truncated ({n} of {HEADER_LEN} bytes)"));
-            return out;
-        }
-        Err(e) => {
-            out.stopped = Some(format!("the header could not be read: {e}"));
+        Ok(n) => return Err(format!("the header is truncated ({n} of {HEADER_LEN} bytes)")),
+        Err(e) => return Err(format!("the header could not be read: {e}")),
+    }
+    SidecarHeader::parse(&head).ok_or_else(|| "not a scope-profiler sidecar (bad or damaged header)".into())
+}
+
+/// How a frame's payload is encoded (its marker).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum FrameKind {
+    /// `b"SPF2"`: [`encode_run_compact`].
+    Compact,
+    /// `b"SPFR"`: [`encode_run`].
+    Raw,
+}
+
+/// Frame `k` at byte `pos` of a sidecar of `len` bytes, its payload read into `payload`
+/// and checked; `Ok(None)` at the end of the file; else why it is not intact.
+fn read_frame<R: Read>(
+    r: &mut R,
+    k: usize,
+    pos: u64,
+    len: u64,
+    payload: &mut Vec<u8>,
+) -> Result<Option<FrameKind>, String> {
+    let mut fh = [0u8; FRAME_HEADER_LEN as usize];
+    let n = read_full(r, &mut fh).map_err(|e| format!("frame {k} could not be read: {e}"))?;
+    if n == 0 {
+        return Ok(None);
+    }
+    if n < fh.len() {
+        return Err(format!("frame {k} is truncated (its header has {n} of {FRAME_HEADER_LEN} bytes)"));
+    }
+    let kind = match &fh[..4] {
+        m if m == FRAME_MAGIC => FrameKind::Compact,
+        m if m == FRAME_MAGIC_RAW => FrameKind::Raw,
+        _ => return Err(format!("frame {k} is damaged (no frame marker at byte {pos})")),
+    };
+    let size = u64::from_le_bytes(fh[4..12].try_into().expect("8 bytes"));
+    let crc = u32::from_le_bytes(fh[12..16].try_into().expect("4 bytes"));
+    let left = len.saturating_sub(pos + FRAME_HEADER_LEN);
+    if size > left {
+        return Err(format!("frame {k} is truncated ({left} of {size} bytes)"));
+    }
+    payload.clear();
+    payload.resize(size as usize, 0);
+    match read_full(r, payload) {
+        Ok(n) if n as u64 == size => {}
+        Ok(n) => return Err(format!("frame {k} is truncated ({n} of {size} bytes)")),
+        Err(e) => return Err(format!("frame {k} could not be read: {e}")),
+    }
+    if crc32fast::hash(payload) != crc {
+        return Err(format!("frame {k} is damaged (checksum mismatch)"));
+    }
+    Ok(Some(kind))
+}
+
+/// Read a sidecar of `len` bytes a frame at a time, handing each intact frame's payload to
+/// `take` (which says why it cannot use one: then reading stops there), up to the first
+/// truncated or damaged frame. One frame is held at a time.
+fn walk_frames<R: Read>(
+    mut r: R,
+    len: u64,
+    mut take: impl FnMut(FrameKind, &[u8]) -> Result<(), String>,
+) -> FramesVisited {
+    let mut out = FramesVisited::default();
+    match read_sidecar_header(&mut r) {
+        Ok(h) => out.header = Some(h),
+        Err(why) => {
+            out.stopped = Some(why);
             return out;
         }
     }
-    let Some(header) = SidecarHeader::parse(&head) else {
-        out.stopped = Some("not a scope-profiler sidecar (bad or damaged header)".into());
-        return out;
-    };
-    out.header = Some(header);
-    let mut pos = HEADER_LEN;
+    let (mut pos, mut payload) = (HEADER_LEN, Vec::new());
     loop {
-        let k = out.frames.len();
-        let mut fh = [0u8; FRAME_HEADER_LEN as usize];
-        let n = match read_full(&mut r, &mut fh) {
-            Ok(n) => n,
-            Err(e) => {
-                out.stopped = Some(format!("frame {k} could not be read: {e}"));
-                break;
+        let k = out.frames;
+        match read_frame(&mut r, k, pos, len, &mut payload) {
+            Ok(Some(kind)) => {
+                if let Err(why) = take(kind, &payload) {
+                    out.stopped = Some(format!("frame {k} is damaged ({why})"));
+                    break;
+                }
+                pos += FRAME_HEADER_LEN + payload.len() as u64;
+                out.frames += 1;
             }
-        };
-        if n == 0 {
-            break;
-        }
-        if n < fh.len() {
-            out.stopped = Some(format!("frame {k} is truncated (its header has {n} of {FRAME_HEADER_LEN} bytes)"));
-            break;
-        }
-        if &fh[..4] != FRAME_MAGIC {
-            out.stopped = Some(format!("frame {k} is damaged (no frame marker at byte {pos})"));
-            break;
-        }
-        let size = u64::from_le_bytes(fh[4..12].try_into().expect("8 bytes"));
-        let crc = u32::from_le_bytes(fh[12..16].try_into().expect("4 bytes"));
-        let left = len.saturating_sub(pos + FRAME_HEADER_LEN);
-        if size > left {
-            out.stopped = Some(format!("frame {k} is truncated ({left} of {size} bytes)"));
-            break;
-        }
-        let mut payload = vec![0u8; size as usize];
-        match read_full(&mut r, &mut payload) {
-            Ok(n) if n as u64 == size => {}
-            Ok(n) => {
-                out.stopped = Some(format!("frame {k} is truncated ({n} of {size} bytes)"));
-                break;
-            }
-            Err(e) => {
-                out.stopped = Some(format!("frame {k} could not be read: {e}"));
+            Ok(None) => break,
+            Err(why) => {
+                out.stopped = Some(why);
                 break;
             }
         }
-        if crc32fast::hash(&payload) != crc {
-            out.stopped = Some(format!("frame {k} is damaged (checksum mismatch)"));
-            break;
-        }
-        match decode_run(&payload) {
-            Ok(run) => out.frames.push(run),
-            Err(e) => {
-                out.stopped = Some(format!("frame {k} is damaged ({e})"));
-                break;
-            }
-        }
-        pos += FRAME_HEADER_LEN + size;
     }
     out
+}
+
+/// Read a sidecar of `len` bytes a frame at a time, handing each intact frame to `visit`
+/// in order, up to the first truncated or damaged one (never an error for those: `stopped`
+/// says why the rest is not read). One frame is held at a time.
+pub fn visit_frames<R: Read>(r: R, len: u64, mut visit: impl FnMut(Run)) -> FramesVisited {
+    walk_frames(r, len, |kind, payload| {
+        let run = match kind {
+            FrameKind::Compact => decode_run_compact(payload),
+            FrameKind::Raw => decode_run(payload),
+        };
+        run.map(&mut visit).map_err(|e| e.to_string())
+    })
+}
+
+/// [`visit_frames`] of the frames' rows only: each frame's run with empty columns and its
+/// rows' numbers of calls (compressed calls are not decompressed).
+fn visit_frame_shapes<R: Read>(r: R, len: u64, mut visit: impl FnMut(&Run, &[usize])) -> FramesVisited {
+    walk_frames(r, len, |kind, payload| {
+        let shape = match kind {
+            FrameKind::Compact => decode_run_compact_shape(payload),
+            FrameKind::Raw => decode_run(payload).map(|run| {
+                let lens = run.regions.iter().map(RegionCalls::len).collect();
+                (run, lens)
+            }),
+        };
+        shape.map(|(run, lens)| visit(&run, &lens)).map_err(|e| e.to_string())
+    })
+}
+
+/// Every intact frame of a sidecar of `len` bytes ([`visit_frames`]).
+fn read_frames<R: Read>(r: R, len: u64) -> SidecarRead {
+    let mut frames = Vec::new();
+    let visited = visit_frames(r, len, |run| frames.push(run));
+    SidecarRead { header: visited.header, frames, stopped: visited.stopped }
 }
 
 /// Read the sidecar at `path` (see [`read_frames`]: a torn tail is not an error).
@@ -324,97 +414,6 @@ pub fn read_sidecar(path: &Path) -> io::Result<SidecarRead> {
     let f = File::open(path)?;
     let len = f.metadata()?.len();
     Ok(read_frames(io::BufReader::new(f), len))
-}
-
-/// One region's calls gathered from several runs.
-#[derive(Default)]
-struct Gathered {
-    first: usize,
-    starts: Vec<i64>,
-    ends: Vec<i64>,
-    threads: Option<Vec<i64>>,
-    tasks: Option<Vec<i64>>,
-    awaits: Option<Vec<i64>>,
-    template: Option<RegionCalls>,
-}
-
-fn extend_opt(acc: &mut Option<Vec<i64>>, have: usize, col: Option<&Int64Array>, n: usize, fill: i64) {
-    match (acc.as_mut(), col) {
-        (Some(a), Some(c)) => a.extend_from_slice(c.values()),
-        (Some(a), None) => a.resize(have + n, fill),
-        (None, Some(c)) => {
-            let mut a = vec![fill; have];
-            a.extend_from_slice(c.values());
-            *acc = Some(a);
-        }
-        (None, None) => {}
-    }
-}
-
-/// The calls of rank-0 runs of one recorder, taken at successive moments, as one run:
-/// each region's calls concatenated (per region name), ordered by thread and start as a
-/// single snapshot would have them; thread and task tables, metadata and `num_ranks` rule
-/// of the last part (the latest). Rows are ordered by `region_order` (names, e.g. the
-/// region table in id order; unknown names after, in order of appearance) or by
-/// appearance. Call ids of the parts are dropped (the caller numbers the whole).
-pub fn concat_runs(parts: Vec<Run>, region_order: Option<&[String]>) -> Run {
-    let mut names: Vec<String> = Vec::new();
-    let mut rows: Vec<Gathered> = Vec::new();
-    let mut last = Run::default();
-    for part in parts {
-        for row in &part.regions {
-            let name = &part.region_names[row.region as usize];
-            let i = match names.iter().position(|n| n == name) {
-                Some(i) => i,
-                None => {
-                    names.push(name.clone());
-                    rows.push(Gathered { first: rows.len(), ..Default::default() });
-                    rows.len() - 1
-                }
-            };
-            let g = &mut rows[i];
-            let (have, n) = (g.starts.len(), row.len());
-            g.starts.extend_from_slice(row.start_ns.values());
-            g.ends.extend_from_slice(row.end_ns.values());
-            extend_opt(&mut g.threads, have, row.thread_ids.as_ref(), n, -1);
-            extend_opt(&mut g.tasks, have, row.task_ids.as_ref(), n, -1);
-            extend_opt(&mut g.awaits, have, row.await_ns.as_ref(), n, 0);
-            if g.template.is_none() {
-                g.template = Some(RegionCalls {
-                    source_file: row.source_file.clone(),
-                    source_line: row.source_line,
-                    source_text: row.source_text.clone(),
-                    tags: row.tags.clone(),
-                    ..RegionCalls::new(0, 0, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()))
-                });
-            }
-        }
-        last = part;
-    }
-    let position = |name: &str| region_order.and_then(|o| o.iter().position(|n| n == name)).unwrap_or(usize::MAX);
-    let mut order: Vec<usize> = (0..names.len()).collect();
-    order.sort_by_key(|&i| (position(&names[i]), rows[i].first));
-    let mut run = Run { threads: last.threads, tasks: last.tasks, metadata: last.metadata, ..Run::default() };
-    for i in order {
-        let g = std::mem::take(&mut rows[i]);
-        let mut perm: Vec<usize> = (0..g.starts.len()).collect();
-        perm.sort_by_key(|&k| (g.threads.as_ref().map_or(0, |t| t[k]), g.starts[k]));
-        let pick = |v: &[i64]| Int64Array::from(perm.iter().map(|&k| v[k]).collect::<Vec<i64>>());
-        let region = run.region_names.len() as u32;
-        run.region_names.push(std::mem::take(&mut names[i]));
-        let template = g.template.unwrap_or_else(|| {
-            RegionCalls::new(0, 0, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()))
-        });
-        run.regions.push(RegionCalls {
-            thread_ids: g.threads.as_deref().map(pick),
-            task_ids: g.tasks.as_deref().map(pick),
-            await_ns: g.awaits.as_deref().map(pick),
-            ..RegionCalls { region, rank: 0, start_ns: pick(&g.starts), end_ns: pick(&g.ends), ..template }
-        });
-    }
-    let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
-    run.num_ranks = if run.regions.is_empty() { 0 } else { mpi_size };
-    run
 }
 
 /// What one [`flush`] did.
@@ -475,7 +474,7 @@ pub unsafe fn flush(
         (run_from_snapshot(snap, &table, metadata)?, mark, calls, tables)
     };
     let path = sidecar.path.clone();
-    let mut job = || sidecar.append(&encode_run(&run), calls, tables);
+    let mut job = || sidecar.append(&encode_run_compact(&run), calls, tables);
     release(&mut job).map_err(|error| FlushError::Append { path, error })?;
     rec.retire(&mark);
     Ok(Flushed::Frame { calls })
@@ -574,13 +573,25 @@ pub enum RecoverError {
 /// Errors: [`RecoverError::Read`] when it cannot be opened, [`RecoverError::Nothing`] when
 /// it has no intact frame.
 pub fn recover_run(sidecar: &Path) -> Result<Recovery, RecoverError> {
-    let read = read_sidecar(sidecar).map_err(|error| RecoverError::Read { path: sidecar.to_path_buf(), error })?;
-    if read.frames.is_empty() {
-        let why = read.stopped.as_deref().unwrap_or("it holds no frame");
+    let read_error = |error| RecoverError::Read { path: sidecar.to_path_buf(), error };
+    let open = || -> Result<(io::BufReader<File>, u64), RecoverError> {
+        let f = File::open(sidecar).map_err(read_error)?;
+        let len = f.metadata().map_err(read_error)?.len();
+        Ok((io::BufReader::new(f), len))
+    };
+    // twice: the frames' rows first, so that each region's calls go into buffers of their
+    // final size (nothing regrown or copied), then their calls
+    let mut concat = RunConcat::new();
+    let (f, len) = open()?;
+    visit_frame_shapes(f, len, |shape, lens| concat.expect(shape, lens));
+    let (f, len) = open()?;
+    let visited = visit_frames(f, len, |frame| concat.add(frame));
+    if visited.frames == 0 {
+        let why = visited.stopped.as_deref().unwrap_or("it holds no frame");
         return Err(RecoverError::Nothing(format!("nothing to recover from {}: {why}", sidecar.display())));
     }
-    let (frames, calls) = (read.frames.len(), read.calls());
-    let mut run = concat_runs(read.frames, None);
+    let calls = concat.calls();
+    let mut run = concat.finish(None);
     let name = sidecar.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
     run.metadata.retain(|(k, _)| k != "recovered_from");
     run.metadata.push(("recovered_from".into(), MetaValue::Str(name)));
@@ -588,10 +599,10 @@ pub fn recover_run(sidecar: &Path) -> Result<Recovery, RecoverError> {
     Ok(Recovery {
         sidecar: sidecar.to_path_buf(),
         run,
-        pid: read.header.map(|h| h.pid),
-        frames,
+        pid: visited.header.map(|h| h.pid),
+        frames: visited.frames,
         calls,
-        stopped: read.stopped,
+        stopped: visited.stopped,
         warning,
     })
 }
@@ -673,6 +684,8 @@ pub fn describe(r: &Recovery, written: &Path) -> String {
 mod tests {
     use super::*;
 
+    use arrow_array::Int64Array;
+
     fn run_of(name: &str, starts: &[i64], threads: &[i64]) -> Run {
         let mut row = RegionCalls::new(
             0,
@@ -685,15 +698,20 @@ mod tests {
     }
 
     #[test]
-    fn concat_orders_by_thread_then_start_and_by_the_given_region_order() {
-        let parts = vec![run_of("b", &[30, 10], &[1, 0]), run_of("a", &[1], &[0]), run_of("b", &[20], &[0])];
-        let run = concat_runs(parts, Some(&["a".into(), "b".into()]));
-        assert_eq!(run.region_names, vec!["a", "b"]);
-        assert_eq!(run.regions[1].start_ns.values().to_vec(), vec![10, 20, 30]);
-        assert_eq!(run.regions[1].thread_ids.as_ref().unwrap().values().to_vec(), vec![0, 0, 1]);
-        assert_eq!(run.regions[1].region, 1);
-        let run = concat_runs(vec![run_of("b", &[1], &[0]), run_of("a", &[2], &[0])], None);
-        assert_eq!(run.region_names, vec!["b", "a"]);
+    fn a_flush_interval_is_one_a_timer_can_take() {
+        assert_eq!(check_interval(0.01), Ok(0.01));
+        assert_eq!(interval_duration(86_400.0), Ok(std::time::Duration::from_secs(86_400)));
+        for (seconds, says) in [
+            (1e20, "at most 86400 s (a day), got 1e+20"),
+            (86_400.5, "at most 86400 s"),
+            (f64::INFINITY, "a positive number"),
+            (f64::NAN, "a positive number"),
+            (0.001, "at least 0.01 s"),
+            (-1.0, "a positive number"),
+        ] {
+            let e = interval_duration(seconds).unwrap_err();
+            assert!(e.starts_with("flush_interval must be") && e.contains(says), "{seconds}: {e}");
+        }
     }
 
     #[test]
@@ -702,7 +720,7 @@ mod tests {
         let path = dir.path().join(".x.h5.partial");
         let mut w = SidecarWriter::new(path.clone());
         for k in 0..3 {
-            w.append(&encode_run(&run_of("r", &[k], &[0])), 1, (0, 0)).unwrap();
+            w.append(&encode_run_compact(&run_of("r", &[k], &[0])), 1, (0, 0)).unwrap();
         }
         assert_eq!(w.read_back().unwrap().frames.len(), 3);
         let full = fs::read(&path).unwrap();
@@ -720,5 +738,66 @@ mod tests {
         assert!(r.stopped.unwrap().contains("checksum"));
         fs::write(&path, b"garbage").unwrap();
         assert!(read_sidecar(&path).unwrap().header.is_none());
+    }
+
+    /// A frame as sidecars had them before frames were compressed: `b"SPFR"`, then an
+    /// `encode_run` run.
+    fn raw_frame(run: &Run) -> Vec<u8> {
+        let payload = crate::transport::encode_run(run);
+        let mut frame = FRAME_MAGIC_RAW.to_vec();
+        frame.extend_from_slice(&(payload.len() as u64).to_le_bytes());
+        frame.extend_from_slice(&crc32fast::hash(&payload).to_le_bytes());
+        frame.extend_from_slice(&payload);
+        frame
+    }
+
+    #[test]
+    fn a_sidecar_of_uncompressed_frames_is_still_recovered() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".old.h5.partial");
+        let header = SidecarHeader { pid: 7, start_ticks: 0 };
+        let mut bytes = header.bytes().to_vec();
+        bytes.extend(raw_frame(&run_of("r", &[30, 10], &[1, 0])));
+        bytes.extend(raw_frame(&run_of("r", &[20], &[0])));
+        fs::write(&path, &bytes).unwrap();
+        let recovery = recover_run(&path).unwrap();
+        assert_eq!((recovery.frames, recovery.calls, recovery.pid), (2, 3, Some(7)));
+        assert_eq!(recovery.run.regions[0].start_ns.values().to_vec(), vec![10, 20, 30]);
+        assert!(recovery.stopped.is_none());
+        // a compressed frame after them (a sidecar is written by one build; either is read)
+        let mut w = SidecarWriter::new(path.clone());
+        w.append(&encode_run_compact(&run_of("r", &[40], &[0])), 1, (0, 0)).unwrap();
+        let compact = fs::read(&path).unwrap()[HEADER_LEN as usize..].to_vec();
+        bytes.extend(compact);
+        fs::write(&path, &bytes).unwrap();
+        let recovery = recover_run(&path).unwrap();
+        assert_eq!(recovery.run.regions[0].start_ns.values().to_vec(), vec![10, 20, 40, 30]);
+        assert_eq!(recovery.frames, 3);
+    }
+
+    #[test]
+    fn frames_cost_about_a_byte_per_call() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join(".big.h5.partial");
+        let mut w = SidecarWriter::new(path.clone());
+        // 200k calls per frame on two threads: 1.5-2 us apart, 0.5-1.5 us long
+        let n = 200_000i64;
+        for frame in 0..5i64 {
+            let starts: Vec<i64> = (0..n).map(|i| (frame * n + i) * 1700 + (i * 7919) % 300).collect();
+            let mut row = RegionCalls::new(
+                0,
+                0,
+                Int64Array::from(starts.clone()),
+                Int64Array::from(
+                    starts.iter().enumerate().map(|(i, s)| s + 500 + (i as i64 * 104_729) % 1000).collect::<Vec<_>>(),
+                ),
+            );
+            row.thread_ids = Some(Int64Array::from((0..n).map(|i| i * 2 / n).collect::<Vec<i64>>()));
+            let run = Run { region_names: vec!["r".into()], regions: vec![row], num_ranks: 1, ..Run::default() };
+            w.append(&encode_run_compact(&run), n as usize, (2, 0)).unwrap();
+        }
+        let bytes = fs::metadata(&path).unwrap().len();
+        assert!(bytes < 2 * 5 * n as u64, "{bytes} bytes for {} calls", 5 * n);
+        assert_eq!(recover_run(&path).unwrap().calls, 5 * n as usize);
     }
 }

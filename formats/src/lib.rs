@@ -25,7 +25,7 @@ pub mod speedscope;
 pub mod text_summary;
 pub mod timeline;
 
-pub use self::hdf5::{read_h5, write_h5, H5Error, NOT_A_PROFILE as NOT_A_PROFILE_H5};
+pub use self::hdf5::{read_h5, read_h5_noting, write_h5, H5Error, NOT_A_PROFILE as NOT_A_PROFILE_H5};
 pub use self::hdf5::{read_h5_summary, RunSummary, SummaryRow};
 pub use export_error::ExportError;
 pub use registry::Format;

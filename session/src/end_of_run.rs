@@ -11,7 +11,7 @@ use scope_profiler_analysis::Run;
 use scope_profiler_formats::export_plan::{default_file, display_label, path_stem};
 use scope_profiler_formats::html_report::HtmlReport;
 use scope_profiler_formats::json_profile::write_json;
-use scope_profiler_formats::speedscope::write_speedscope;
+use scope_profiler_formats::speedscope::{thread_tracking_would_help, write_speedscope};
 use scope_profiler_formats::text_summary::summary_text;
 use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
@@ -127,7 +127,8 @@ fn write_speedscope_beside(run: &Run, outputs: &RunOutputs) -> Option<PathBuf> {
     match write_speedscope(run, &ranks, &stem, &out) {
         Ok(()) => Some(out),
         Err(e) => {
-            eprintln!("{}", run_command::no_speedscope_warning(written, &e.to_string(), outputs.track_threads));
+            let suggest = !outputs.track_threads && thread_tracking_would_help(run, &e);
+            eprintln!("{}", run_command::no_speedscope_warning(written, &e.to_string(), suggest));
             None
         }
     }

@@ -429,12 +429,13 @@ pub fn written_line(output: &Path, speedscope: Option<&Path>, rendered: bool) ->
 }
 
 /// The warning of a run whose profile `output` was written but whose speedscope file could
-/// not be drawn (`error`), with how to record concurrent code when it did not track threads.
-pub fn no_speedscope_warning(output: &Path, error: &str, track_threads: bool) -> String {
-    let hint = if track_threads {
-        ""
-    } else {
+/// not be drawn (`error`), with how to record concurrent code when that would have drawn it
+/// (`suggest_tracking`: [`thread_tracking_would_help`](scope_profiler_formats::speedscope::thread_tracking_would_help)).
+pub fn no_speedscope_warning(output: &Path, error: &str, suggest_tracking: bool) -> String {
+    let hint = if suggest_tracking {
         " (concurrent code: record with --track-threads, or --track-async for asyncio)"
+    } else {
+        ""
     };
     format!("warning: {} was written, but no speedscope file: {error}{hint}", output.display())
 }
@@ -681,12 +682,12 @@ mod tests {
         assert_eq!(written_line(out, None, true).unwrap(), "wrote o/run.json");
         assert_eq!(written_line(Path::new("run.h5"), None, false), None);
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
             "warning: r.h5 was written, but no speedscope file: calls overlap (concurrent code: record with \
              --track-threads, or --track-async for asyncio)"
         );
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
             "warning: r.h5 was written, but no speedscope file: calls overlap"
         );
         assert_eq!(end_of_run_failure("bad file", None), "error: bad file");

@@ -575,3 +575,44 @@ def test_a_refused_write_says_the_reason_the_os_gave(tmp_path):
     assert f"could not write {out}" in first and "HDF5 refused chunk" in first, first
     assert count == "200000"
     assert [p.name for p in tmp_path.iterdir()] == ["big.h5"]  # no temporary file left
+
+
+STREAMED = """
+import os, sys, threading
+import scope_profiler as sp
+
+sp.setup(file_path=sys.argv[1], flush_interval=0.05, track_threads=True)
+
+def work(n):
+    for _ in range(n):
+        with sp.region("outer"):
+            with sp.region("inner"):
+                pass
+
+threads = [threading.Thread(target=work, args=(int(sys.argv[2]),)) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sp.get_config()._native.flush_now()
+os._exit(0)  # killed: no finalize()
+"""
+
+
+def test_a_streamed_sidecar_costs_about_a_byte_per_call_and_recovers_every_call(tmp_path):
+    path = tmp_path / "streamed.h5"
+    per_thread = 75_000  # 300 000 calls
+    subprocess.run(
+        [sys.executable, "-c", STREAMED, str(path), str(per_thread)], check=True, timeout=300
+    )
+    (sidecar,) = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    calls = 4 * per_thread
+    assert sidecar.stat().st_size <= 6 * calls, sidecar.stat().st_size / calls
+    with pytest.warns(RuntimeWarning, match="recovered 300000 call"):
+        back = read_h5(str(path))
+    assert back["outer"][0].num_calls == back["inner"][0].num_calls == calls // 2
+    workers = {t.index for t in back.threads[0] if t.name.endswith("(work)")}
+    assert len(workers) == 2 and set(back["inner"][0].thread_ids.tolist()) == workers
+    # recovered as recorded: each inner call inside its thread's outer call
+    assert np.all(back["inner"][0].exclusive_durations_ns == back["inner"][0].durations_ns)
+    assert not sidecar.exists()

@@ -212,3 +212,12 @@ def test_a_flush_interval_below_10_ms_is_refused(tmp_path):
             ProfileManager().setup(file_path=str(tmp_path / "f.h5"), flush_interval=value)
     proc = run_cli("run", "--flush-interval", "0.001", tmp_path / "x.py")
     assert proc.returncode == 2 and "flush_interval must be at least 0.01 s" in proc.stderr
+
+
+@pytest.mark.parametrize("seconds", [1e20, 86_400.5, 1e308 * 10, float("nan"), -1.0])
+def test_a_flush_interval_no_timer_can_take_is_refused_naming_it(manager, tmp_path, seconds):
+    with pytest.raises(ValueError, match="flush_interval must be") as e:
+        manager.setup(file_path=str(tmp_path / "p.h5"), flush_interval=seconds)
+    assert type(e.value) is ValueError, repr(e.value)
+    manager.setup(file_path=str(tmp_path / "p.h5"), flush_interval=86_400)
+    assert manager.get_config().flush_interval == 86_400

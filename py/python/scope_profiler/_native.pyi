@@ -75,6 +75,7 @@ __all__ = [
     "TraceFormatError",
     "TraceHook",
     "_FactoryCall",
+    "_PickledRun",
     "__version__",
     "_run_from_bytes",
     "_run_to_bytes",
@@ -235,6 +236,15 @@ class NativeRun:
     @property
     def region_names(self) -> list[str]:
         """Region names, insertion order."""
+
+@final
+class _PickledRun:
+    """A run as pickle carries it: its transport without per-call columns (``encoding``)
+    and the columns as int64 arrays (``columns``, used without a copy where their memory
+    allows). ``Region``, ``MPIRegion`` and ``ProfilingResults`` pickle through it."""
+
+    def __new__(cls, encoding: bytes, columns: list[Any]) -> _PickledRun: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
 
 @final
 class Region:
