@@ -235,6 +235,22 @@ where
                     }
                     Outcome::Exit(0)
                 }
+                // no sidecar, but the followed processes' recordings a run left behind
+                Err(RecoverError::Nothing(_)) if from.is_none() && output.is_none() && merges_leftovers(&file) => {
+                    Outcome::Exit(match followed::merge_leftovers(&file) {
+                        Some(Ok(lines)) => {
+                            for line in lines {
+                                outln!("{line}");
+                            }
+                            0
+                        }
+                        Some(Err(e)) => {
+                            eprintln!("error: {e}");
+                            1
+                        }
+                        None => 0,
+                    })
+                }
                 Err(RecoverError::Nothing(why)) if recording_path(&file) != file && from.is_none() => {
                     // `run -o k.json` records into `k.json.scope-profiler.h5` (stop 24 new-user
                     // trial: `recover k.json` said nothing was streamed): that recording is
@@ -359,6 +375,12 @@ where
             }
         }
     }
+}
+
+/// Whether `recover FILE`, with no sidecar to recover, merges the followed processes'
+/// recordings a `run` writing FILE left behind (`FILE.procs-<pid>/`, its process gone).
+fn merges_leftovers(file: &Path) -> bool {
+    !followed::leftover_directories(file).is_empty()
 }
 
 /// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover

@@ -51,9 +51,10 @@ fn print_out(text: &str) {
 ///
 /// `processes`: the private directory the followed processes wrote into and this process's
 /// description; their recordings are first stacked after `h5`'s run as rank blocks and the
-/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once all
-/// this succeeded the directory is removed; on an error it stays (the message the caller
-/// prints names it, [`run_session::end_of_run_failure`]).
+/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once
+/// that is written the directory is removed (what it held is in `h5`, whatever fails
+/// after); when the merge fails it stays (the message the caller prints names it and the
+/// command that merges it, [`run_session::end_of_run_failure`]).
 ///
 /// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
 /// it; then `h5` is not read back (reading a 1M-call file back cost ~10 % of `run
@@ -64,26 +65,27 @@ pub fn after_run(
     processes: Option<(&Path, &str)>,
     recorded: Option<&Run>,
 ) -> Result<Option<PathBuf>, String> {
-    let done = finish_run(outputs, h5, processes, recorded)?;
-    if let Some((dir, _)) = processes {
-        // what the followed processes recorded is in `h5` now
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    Ok(done)
+    let merged = match processes {
+        Some((dir, label)) => {
+            let merged = merge_processes(h5, dir, label)?;
+            // what the followed processes recorded is in `h5` now
+            let _ = std::fs::remove_dir_all(dir);
+            merged
+        }
+        None => None,
+    };
+    finish_run(outputs, h5, merged, recorded)
 }
 
-/// [`after_run`] but for the removal of the processes' directory.
+/// [`after_run`] once the followed processes' recordings are stacked into `h5` (`merged`:
+/// the result, None when there were none).
 fn finish_run(
     outputs: &RunOutputs,
     h5: &Path,
-    processes: Option<(&Path, &str)>,
+    merged: Option<Run>,
     recorded: Option<&Run>,
 ) -> Result<Option<PathBuf>, String> {
     let written = outputs.output.as_path();
-    let merged = match processes {
-        Some((dir, label)) => merge_processes(h5, dir, label)?,
-        None => None,
-    };
     let rendered = written != h5;
     if run_session::nothing_after_recording(merged.is_some(), outputs.quiet, outputs.speedscope, rendered) {
         return Ok(None); // the file stands as written

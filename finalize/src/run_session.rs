@@ -446,9 +446,14 @@ fn kept_processes(kept: Option<&str>) -> String {
 }
 
 /// The error line of a run whose end failed (`error`: merging, rendering or reading its
-/// recording), naming the followed processes' directory when it stays (`kept`).
-pub fn end_of_run_failure(error: &str, kept: Option<&str>) -> String {
-    format!("error: {error}{}", kept_processes(kept))
+/// recording `h5`), naming the followed processes' directory when it stays (`kept`) and the
+/// command that merges it into `h5` (`scope-profiler recover H5`).
+pub fn end_of_run_failure(error: &str, kept: Option<&str>, h5: &Path) -> String {
+    let merge = match kept {
+        Some(_) => format!(" (`scope-profiler recover {}` merges them into it)", shell_quote(&h5.to_string_lossy())),
+        None => String::new(),
+    };
+    format!("error: {error}{}{merge}", kept_processes(kept))
 }
 
 /// The error line of a run whose session could not write its file (`error`), naming the
@@ -689,10 +694,12 @@ mod tests {
             no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
             "warning: r.h5 was written, but no speedscope file: calls overlap"
         );
-        assert_eq!(end_of_run_failure("bad file", None), "error: bad file");
+        let h5 = Path::new("/t/my run.h5");
+        assert_eq!(end_of_run_failure("bad file", None, h5), "error: bad file");
         assert_eq!(
-            end_of_run_failure("bad file", Some("/t/r.h5.procs-7")),
-            "error: bad file; the other processes' profiles are kept in /t/r.h5.procs-7"
+            end_of_run_failure("bad file", Some("/t/my run.h5.procs-7"), h5),
+            "error: bad file; the other processes' profiles are kept in /t/my run.h5.procs-7 (`scope-profiler \
+             recover '/t/my run.h5'` merges them into it)"
         );
         assert_eq!(
             profile_not_written("disk full", Some("d")),

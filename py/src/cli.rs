@@ -78,10 +78,10 @@ fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, P
 /// named after `output`. `processes` (the directory the followed processes of `run` wrote
 /// into): their recordings are first stacked after `h5`'s run, one rank block per process,
 /// this one described as `pid PID: ARGV` (`argv`: the script's, `-m` first for a `module`);
-/// the directory is removed once everything succeeded. `recorded`: the run this process just
+/// the directory is removed once they are written into `h5`. `recorded`: the run this process just
 /// wrote, used instead of reading `h5` back when its `file_path` is `h5`. Returns None, or
-/// the error line to print when that failed (naming the file, and the processes' directory,
-/// kept). The GIL is released meanwhile.
+/// the error line to print when that failed (naming the file, and the processes' directory
+/// when it stays, with the command that merges it). The GIL is released meanwhile.
 #[pyfunction]
 #[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded))]
 #[allow(clippy::too_many_arguments)]
@@ -103,7 +103,8 @@ fn cli_after_run(
     let outputs = RunOutputs { output, quiet, speedscope, track_threads };
     let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
     let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
-    done.err().map(|e| run_session::end_of_run_failure(&e, processes.as_deref()))
+    let kept = processes.as_deref().filter(|dir| Path::new(dir).is_dir());
+    done.err().map(|e| run_session::end_of_run_failure(&e, kept, &h5))
 }
 
 /// `untracked_event_loop_note(loaded) -> str | None`: after a run without `--track-async`

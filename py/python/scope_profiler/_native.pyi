@@ -1083,10 +1083,11 @@ def cli_after_run(
     file named after ``output``. ``processes``: the directory the followed processes
     recorded into; their files are first stacked after ``h5``'s run as rank blocks (this
     process described as ``pid PID: ARGV``, ``-m`` first for a ``module``), the result written
-    over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this
+    over ``h5``, and the directory removed once that is written. ``recorded``: the run this
     process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
     ``h5``. None, or the error line to print when that failed (naming the file; a failed
-    rendering keeps ``h5``, a failure keeps the processes' directory)."""
+    rendering keeps ``h5``, a failed merge keeps the processes' directory and names the
+    command that merges it)."""
 
 def untracked_event_loop_note(loaded: list[str]) -> str | None:
     """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
