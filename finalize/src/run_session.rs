@@ -260,15 +260,22 @@ pub fn describe_process(p: &ProcessFacts) -> String {
 }
 
 /// Whether `argv` (`sys.orig_argv`) starts one of multiprocessing's own server processes
-/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker),
-/// not a process of the program.
+/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker)
+/// or loky's resource tracker (joblib's default backend: `python -c 'from
+/// joblib.externals.loky.backend.resource_tracker import main; ...'`), not a process of the
+/// program. Such a process records nothing and ends after the program (it would be named as
+/// still running at the end).
 pub fn multiprocessing_helper<S: AsRef<str>>(argv: &[S]) -> bool {
     let argv: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
     if argv.contains(&"--multiprocessing-fork") {
         return false;
     }
+    let helper = |code: &str| {
+        code.starts_with("from multiprocessing.")
+            || (code.starts_with("from ") && code.contains("loky.backend.resource_tracker import main"))
+    };
     match argv.iter().position(|a| *a == "-c") {
-        Some(i) => argv.get(i + 1).is_some_and(|code| code.starts_with("from multiprocessing.")),
+        Some(i) => argv.get(i + 1).is_some_and(|code| helper(code)),
         None => false,
     }
 }
@@ -595,6 +602,19 @@ mod tests {
             "-c",
             "from multiprocessing.spawn import x",
             "--multiprocessing-fork"
+        ]));
+        assert!(multiprocessing_helper(&[
+            "python",
+            "-B",
+            "-c",
+            "from joblib.externals.loky.backend.resource_tracker import main; main(3, False)"
+        ]));
+        assert!(!multiprocessing_helper(&[
+            "python",
+            "-m",
+            "joblib.externals.loky.backend.popen_loky_posix",
+            "--process-name",
+            "LokyProcess-1"
         ]));
         assert!(!multiprocessing_helper(&["python", "-c"]));
         assert!(!multiprocessing_helper(&["python", "app.py"]));

@@ -1149,7 +1149,8 @@ def tracking_upgrade(
 
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
-    processes (the forkserver, the resource tracker), not a process of the program."""
+    processes (the forkserver, the resource tracker) or loky's resource tracker, not a
+    process of the program."""
 
 def unique_labels(labels: list[str]) -> list[str]:
     """Run labels with repeats made distinct, as every exporter names runs: the second
