@@ -463,6 +463,33 @@ pub fn end_of_run_failure(error: &str, kept: Option<&str>, h5: &Path) -> String 
     format!("error: {error}{}{merge}", kept_processes(kept))
 }
 
+/// The line of `run` when SIGTERM ends the script or its end (`signum`): the profile is
+/// written first, then the run ends by the signal.
+pub fn terminated_line(signum: i32) -> String {
+    format!("scope-profiler: terminated by signal {signum}; writing the profile")
+}
+
+/// The line of `run` when a signal (`name`, number `signum`) arrives while the profile is
+/// written or the followed processes' files are merged: that goes on, then the run ends by
+/// the signal.
+pub fn signal_while_writing(signum: i32, name: &str) -> String {
+    format!(
+        "scope-profiler: {name} (signal {signum}) while the profile is written; the run ends by it once it is written"
+    )
+}
+
+/// The line at the exit of `run` when `calls` calls were recorded after the profile was
+/// written (by daemon threads still running, or by code the interpreter runs at its exit
+/// after `run` wrote the file): they are not in it. None for none.
+pub fn calls_after_the_profile(calls: usize) -> Option<String> {
+    (calls > 0).then(|| {
+        format!(
+            "scope-profiler: {calls} call(s) recorded after the profile was written are not in it (daemon threads \
+             still running, or code run at the interpreter's exit after the script's atexit handlers)"
+        )
+    })
+}
+
 /// The error line of a run whose session could not write its file (`error`), naming the
 /// followed processes' directory when it stays (`kept`).
 pub fn profile_not_written(error: &str, kept: Option<&str>) -> String {
@@ -726,5 +753,14 @@ mod tests {
             "error: the profile was not written: disk full; the other processes' profiles are kept in d"
         );
         assert_eq!(profile_not_written("disk full", None), "error: the profile was not written: disk full");
+        assert_eq!(terminated_line(15), "scope-profiler: terminated by signal 15; writing the profile");
+        assert_eq!(
+            signal_while_writing(2, "SIGINT"),
+            "scope-profiler: SIGINT (signal 2) while the profile is written; the run ends by it once it is written"
+        );
+        assert_eq!(calls_after_the_profile(0), None);
+        assert!(calls_after_the_profile(3)
+            .unwrap()
+            .starts_with("scope-profiler: 3 call(s) recorded after the profile"));
     }
 }

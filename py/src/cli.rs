@@ -123,6 +123,28 @@ fn profile_not_written(error: &str, kept: Option<&str>) -> String {
     run_session::profile_not_written(error, kept)
 }
 
+/// `terminated_line(signum) -> str`: the line of `run` when SIGTERM ends the script or its
+/// end (the profile is written first, then the run ends by the signal).
+#[pyfunction]
+fn terminated_line(signum: i32) -> String {
+    run_session::terminated_line(signum)
+}
+
+/// `signal_while_writing(signum, name) -> str`: the line of `run` when a signal arrives while
+/// the profile is written or the followed processes' files are merged (that goes on; then
+/// the run ends by the signal).
+#[pyfunction]
+fn signal_while_writing(signum: i32, name: &str) -> String {
+    run_session::signal_while_writing(signum, name)
+}
+
+/// `calls_after_the_profile(calls) -> str | None`: the line at the exit of `run` when `calls`
+/// calls were recorded after the profile was written (not in it); None for none.
+#[pyfunction]
+fn calls_after_the_profile(calls: usize) -> Option<String> {
+    run_session::calls_after_the_profile(calls)
+}
+
 /// `plain_warning(process, category, message) -> str`: a warning the profiler raises from its
 /// own code as `run` prints it, one line: `scope-profiler: Category: message`, in a followed
 /// process `scope-profiler [<process>]: Category: message`.
@@ -182,6 +204,9 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(untracked_event_loop_note, m)?)?;
     m.add_function(wrap_pyfunction!(profile_not_written, m)?)?;
     m.add_function(wrap_pyfunction!(plain_warning, m)?)?;
+    m.add_function(wrap_pyfunction!(terminated_line, m)?)?;
+    m.add_function(wrap_pyfunction!(signal_while_writing, m)?)?;
+    m.add_function(wrap_pyfunction!(calls_after_the_profile, m)?)?;
     m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(summary_text, m)?)?;

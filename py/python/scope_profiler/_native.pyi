@@ -85,6 +85,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "calls_after_the_profile",
     "check_opt_in_tags",
     "check_pause",
     "check_region_name",
@@ -161,6 +162,7 @@ __all__ = [
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "signal_while_writing",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
@@ -169,6 +171,7 @@ __all__ = [
     "stop_all_streaming",
     "stop_streaming",
     "summary_text",
+    "terminated_line",
     "thread_time_ns",
     "tracking_upgrade",
     "unique_labels",
@@ -1097,6 +1100,18 @@ def untracked_event_loop_note(loaded: list[str]) -> str | None:
 def profile_not_written(error: str, kept: str | None = None) -> str:
     """The error line of a run whose session could not write its file, naming the followed
     processes' directory when it stays (``kept``)."""
+
+def terminated_line(signum: int) -> str:
+    """The line of ``run`` when SIGTERM ends the script or its end (the profile is written
+    first, then the run ends by the signal)."""
+
+def signal_while_writing(signum: int, name: str) -> str:
+    """The line of ``run`` when a signal arrives while the profile is written or the followed
+    processes' files are merged (that goes on; then the run ends by the signal)."""
+
+def calls_after_the_profile(calls: int) -> str | None:
+    """The line at the exit of ``run`` when ``calls`` calls were recorded after the profile
+    was written (they are not in it); None for none."""
 
 def plain_warning(process: str | None, category: str, message: str) -> str:
     """A warning the profiler raises from its own code as ``run`` prints it, one line:
