@@ -147,9 +147,9 @@ def end_multiprocessing() -> None:
     closed nor terminated terminates its workers), SIGTERM to daemonic children still
     running, then a join of every child. A followed child writes its profile on SIGTERM or
     when it ends, so its calls are in the result instead of being left out. The
-    handler runs once per process (it is guarded), so the exit does not repeat it; the
-    script's own ``atexit`` handlers run after it, as they would for ones registered before
-    the script imported ``multiprocessing``."""
+    handler runs once per process (it is guarded), so the exit does not repeat it. (A
+    ``run`` that owns its process runs it among the program's ``atexit`` handlers, in their
+    order: ``_cli._run_exit_handlers``; this is for a ``run`` called as a function.)"""
     util = sys.modules.get("multiprocessing.util")
     exit_function = getattr(util, "_exit_function", None)
     if callable(exit_function):
