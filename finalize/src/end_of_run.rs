@@ -16,7 +16,7 @@ use scope_profiler_formats::speedscope::write_speedscope;
 use scope_profiler_formats::text_summary::summary_text;
 use scope_profiler_formats::{read_h5, Selection};
 
-use crate::followed::merge_processes;
+use crate::followed::{merge_processes, wait_for_running};
 use crate::run_session;
 
 /// What the end of a run writes and prints (from its `RunRequest`).
@@ -32,6 +32,9 @@ pub struct RunOutputs {
     /// The run tracked threads (else a speedscope file that cannot be drawn says how to
     /// record the program).
     pub track_threads: bool,
+    /// How long to wait for followed processes still writing their files before the merge
+    /// ([`run_session::settle_time`]).
+    pub settle: std::time::Duration,
 }
 
 /// Standard output, what cannot be written dropped (a reader that closed the pipe ends the
@@ -67,6 +70,7 @@ pub fn after_run(
 ) -> Result<Option<PathBuf>, String> {
     let merged = match processes {
         Some((dir, label)) => {
+            wait_for_running(dir, outputs.settle);
             let merged = merge_processes(h5, dir, label)?;
             // what the followed processes recorded is in `h5` now
             let _ = std::fs::remove_dir_all(dir);
@@ -160,7 +164,7 @@ mod tests {
     use super::*;
 
     fn outputs(output: &Path, quiet: bool, speedscope: bool) -> RunOutputs {
-        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false }
+        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false, settle: Default::default() }
     }
 
     /// `run -q --no-speedscope` does not read the whole `.h5` back after the script

@@ -80,6 +80,31 @@ fn warn_missing(dir: &Path, found: &[(String, Source)]) {
     }
 }
 
+/// The processes that announced themselves in `dir` (`<ns>-<pid>.started`), have not
+/// written their recording and still run.
+fn still_running(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".started")?.to_string();
+            let pid = stem.rsplit('-').next()?.to_string();
+            (!dir.join(format!("{stem}.h5")).exists() && running(&pid)).then_some(stem)
+        })
+        .collect()
+}
+
+/// Wait, up to `within`, for the followed processes in `dir` that have not written their
+/// recording and still run to end (a signal to the run's process group ends them too: they
+/// are writing their files). Returns at once when none runs.
+pub fn wait_for_running(dir: &Path, within: std::time::Duration) {
+    let until = std::time::Instant::now() + within;
+    while !still_running(dir).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The description a process announced in `<ns>-<pid>.started` beside recording `name`
 /// (`pid N (child of M): multiprocessing SpawnProcess-1`), if it left one.
 fn announced(dir: &Path, name: &str) -> Option<String> {
@@ -392,6 +417,29 @@ mod tests {
         std::fs::create_dir(&procs).unwrap();
         publish_h5(&run_of("child", 3), &procs.join("00000000000000000001-99.h5")).unwrap();
         assert!(merge_leftovers(&file).unwrap().unwrap_err().contains("already holds"), "merged once only");
+    }
+
+    /// A run ending by a signal waits (boundedly) for the followed processes still writing
+    /// their files; one that ended, or that never announced itself, is not waited for.
+    #[test]
+    fn the_end_waits_for_followed_processes_still_running_within_a_bound() {
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("0.3").spawn().unwrap();
+        std::fs::write(dir.path().join(format!("00000000000000000001-{}.started", child.id())), "pid").unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        std::fs::write(dir.path().join(format!("00000000000000000002-{}.started", gone.id())), "pid").unwrap();
+        let t0 = Instant::now();
+        wait_for_running(dir.path(), Duration::from_millis(50));
+        assert!(t0.elapsed() < Duration::from_millis(250), "bounded: {:?}", t0.elapsed());
+        let reaper = std::thread::spawn(move || child.wait());
+        let t0 = Instant::now();
+        wait_for_running(dir.path(), Duration::from_secs(10));
+        let waited = t0.elapsed();
+        assert!(waited < Duration::from_secs(5), "until it ended: {waited:?}");
+        reaper.join().unwrap().unwrap();
+        assert!(still_running(dir.path()).is_empty());
     }
 
     #[test]

@@ -463,6 +463,22 @@ pub fn end_of_run_failure(error: &str, kept: Option<&str>, h5: &Path) -> String 
     format!("error: {error}{}{merge}", kept_processes(kept))
 }
 
+/// How long the end of a run waits for the followed processes that announced themselves,
+/// wrote no file yet and still run, before it merges the files: none when the script ended
+/// (its `multiprocessing` children were joined; one still running is named and left out),
+/// [`SETTLE_AFTER_SIGNAL`] when the run ends by a signal (sent to the process group - GNU
+/// `timeout`, Ctrl-C, `kill -- -PGID` - it ends them too, and they are writing their files).
+pub fn settle_time(ends_by_signal: bool) -> std::time::Duration {
+    if ends_by_signal {
+        SETTLE_AFTER_SIGNAL
+    } else {
+        std::time::Duration::ZERO
+    }
+}
+
+/// The longest a run ending by a signal waits for its followed processes ([`settle_time`]).
+pub const SETTLE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(2);
+
 /// The line of `run` when SIGTERM ends the script or its end (`signum`): the profile is
 /// written first, then the run ends by the signal.
 pub fn terminated_line(signum: i32) -> String {
@@ -758,6 +774,8 @@ mod tests {
             signal_while_writing(2, "SIGINT"),
             "scope-profiler: SIGINT (signal 2) while the profile is written; the run ends by it once it is written"
         );
+        assert_eq!(settle_time(false), std::time::Duration::ZERO);
+        assert_eq!(settle_time(true), SETTLE_AFTER_SIGNAL);
         assert_eq!(calls_after_the_profile(0), None);
         assert!(calls_after_the_profile(3)
             .unwrap()

@@ -72,18 +72,20 @@ fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, P
 }
 
 /// `cli_after_run(output, h5, *, quiet, speedscope, track_threads, processes, pid, argv,
-/// module, recorded) -> str | None`: the end of `run` once the session wrote `h5` (`output`,
+/// module, recorded, signalled=False) -> str | None`: the end of `run` once the session wrote `h5` (`output`,
 /// `h5` absolute; [`after_run`]): renders `output` from `h5` when that names another format
 /// (then removes `h5`), prints the summary (unless `quiet`) and writes the speedscope file
 /// named after `output`. `processes` (the directory the followed processes of `run` wrote
 /// into): their recordings are first stacked after `h5`'s run, one rank block per process,
 /// this one described as `pid PID: ARGV` (`argv`: the script's, `-m` first for a `module`);
 /// the directory is removed once they are written into `h5`. `recorded`: the run this process just
-/// wrote, used instead of reading `h5` back when its `file_path` is `h5`. Returns None, or
+/// wrote, used instead of reading `h5` back when its `file_path` is `h5`. `signalled`: the run
+/// ends by a signal; the merge first waits (boundedly) for followed processes still writing
+/// their files ([`run_session::settle_time`]). Returns None, or
 /// the error line to print when that failed (naming the file, and the processes' directory
 /// when it stays, with the command that merges it). The GIL is released meanwhile.
 #[pyfunction]
-#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded))]
+#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded, signalled=false))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
@@ -97,10 +99,12 @@ fn cli_after_run(
     argv: Vec<String>,
     module: bool,
     recorded: Option<PyRef<'_, NativeRun>>,
+    signalled: bool,
 ) -> Option<String> {
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
     let label = run_session::process_label(pid, &argv, module);
-    let outputs = RunOutputs { output, quiet, speedscope, track_threads };
+    let settle = run_session::settle_time(signalled);
+    let outputs = RunOutputs { output, quiet, speedscope, track_threads, settle };
     let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
     let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
     let kept = processes.as_deref().filter(|dir| Path::new(dir).is_dir());

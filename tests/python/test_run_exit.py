@@ -347,3 +347,57 @@ def test_a_signal_at_the_end_of_a_run_loses_no_followed_process(tmp_path):
             assert not list(tmp_path.glob("f.h5.procs-*")), what
         assert ended_by_it >= 1, signal.Signals(signum).name  # 0 s after its last line at least
     assert time.monotonic() - started < 300
+
+
+_POOL_THEN_WORKS = textwrap.dedent(
+    """
+    import multiprocessing as mp
+    import scope_profiler as sp
+
+    def task(x):
+        for _ in range(200):
+            with sp.profile_region("task"):
+                pass
+        return x
+
+    if __name__ == "__main__":
+        pool = mp.get_context("fork").Pool(2)
+        print(sum(pool.map(task, range(40), chunksize=1)), flush=True)
+        region = sp.profile_region
+        for _ in range(300_000):
+            with region("parent"):
+                pass
+        print("last line", flush=True)
+    """
+)
+
+
+def test_sigterm_to_the_process_group_at_the_end_keeps_the_pool_workers_calls(tmp_path):
+    """The workers of a pool left open get SIGTERM with the run (a process group stopped):
+    each writes its file and ends; the run waits for them before it merges (at most 2 s)."""
+    script = tmp_path / "pool.py"
+    script.write_text(_POOL_THEN_WORKS)
+    out = tmp_path / "p.h5"
+    cmd = [sys.executable, "-m", "scope_profiler", "run", "-q", "--no-speedscope", "-o", str(out)]
+    for delay in (0.0, 0.05, 0.1):
+        out.unlink(missing_ok=True)
+        child = subprocess.Popen(
+            [*cmd, str(script)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            start_new_session=True,
+        )
+        assert child.stdout is not None
+        while child.stdout.readline() not in ("last line\n", ""):
+            pass
+        time.sleep(delay)
+        os.killpg(child.pid, signal.SIGTERM)
+        _, err = child.communicate(timeout=120)
+        what = (delay, child.returncode, err)
+        assert child.returncode in (-signal.SIGTERM, 0), what
+        assert "left out of the result" not in err, what
+        calls = _calls(out)
+        calls.pop("scope_profiler.session")  # one per process that recorded
+        assert calls == {"task": 8000, "parent": 300_000}, what
+        assert not list(tmp_path.glob("p.h5.procs-*")), what

@@ -511,7 +511,8 @@ def _run_script(req: dict, whole_process: bool = False) -> int:
             # (the whole process: it ran with the atexit handlers) at exit it would come
             # after the merge
             _follow.end_multiprocessing()
-        code = _after_run(plan, processes, code)
+        signalled = died_by is not None or signals.pending is not None
+        code = _after_run(plan, processes, code, signalled)
     ended_by = died_by if died_by is not None else signals.pending
     if ended_by is not None:
         _follow.die_by(ended_by)
@@ -544,7 +545,7 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
         signals.hold()
         _follow.end_hosting(ProfileManager)
         session.__exit__(None, None, None)
-        _after_run(plan, processes, status)
+        _after_run(plan, processes, status, signals.pending is not None)
         if signals.pending is not None:
             _follow.die_by(signals.pending)
 
@@ -637,12 +638,13 @@ def _watch_calls_after_the_profile() -> None:
     atexit.register(report)
 
 
-def _after_run(plan: _Plan, processes: str | None, code: int) -> int:
+def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = False) -> int:
     """The end of ``run`` once the session wrote the recording: merge the followed
-    processes' files (this one described by its pid and the script's command line), render
-    the output, print the summary, write the speedscope file (Rust, ``cli_after_run``), then
-    the note about an untracked event loop. The exit code: ``code``, 1 instead of 0 when that
-    failed."""
+    processes' files (this one described by its pid and the script's command line; when the
+    run ends by a signal, ``signalled``, after waiting a little for those still writing
+    theirs), render the output, print the summary, write the speedscope file (Rust,
+    ``cli_after_run``), then the note about an untracked event loop. The exit code:
+    ``code``, 1 instead of 0 when that failed."""
     from ._manager import ProfileManager
 
     req = plan.req
@@ -661,6 +663,7 @@ def _after_run(plan: _Plan, processes: str | None, code: int) -> int:
         module=plan.module is not None,
         # the run the session just wrote (not read back when it is the file's)
         recorded=ProfileManager._last_written_run,
+        signalled=signalled,
     )
     if failure is not None:
         print(failure, file=sys.stderr)

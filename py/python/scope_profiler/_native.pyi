@@ -1080,6 +1080,7 @@ def cli_after_run(
     argv: list[str],
     module: bool,
     recorded: NativeRun | None,
+    signalled: bool = False,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
     profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
@@ -1090,7 +1091,8 @@ def cli_after_run(
     process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
     ``h5``. None, or the error line to print when that failed (naming the file; a failed
     rendering keeps ``h5``, a failed merge keeps the processes' directory and names the
-    command that merges it)."""
+    command that merges it). ``signalled``: the run ends by a signal; the merge first waits
+    (at most 2 s) for followed processes still writing their files."""
 
 def untracked_event_loop_note(loaded: list[str]) -> str | None:
     """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
