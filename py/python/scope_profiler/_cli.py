@@ -103,7 +103,9 @@ def _default_signals_in_child() -> None:
     process, and SIGTERM would raise in whatever it runs (an after-fork hook, where the
     exception is ignored and the child goes on: a multiprocessing pool worker terminated
     while starting kept waiting on the pool's lock). It gets the default action (SIGINT:
-    Python's own handler), as without the profiler."""
+    Python's own handler), as without the profiler. One forked after SIGTERM reached the run
+    ends by it (:func:`_follow.end_if_forked_after_sigterm`)."""
+    _follow.end_if_forked_after_sigterm()
     if _is_run_handler(signal.getsignal(signal.SIGTERM)):
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     if _is_run_handler(signal.getsignal(signal.SIGINT)):
@@ -183,6 +185,9 @@ class _RunSignals:
         if _not_the_run(signum):
             return
         if self.interruptible and not _around_the_program(frame):
+            if frame is not None and frame.f_code is _RunSignals.interruptibly.__code__:
+                # at the program's edge (see interruptibly): once, then noted
+                self.interruptible = False
             if signum == signal.SIGINT:
                 raise KeyboardInterrupt
             raise _Terminated(signum)
@@ -203,12 +208,16 @@ class _RunSignals:
         """Call ``program`` (the script, or what its program runs and waits for as it ends)
         with SIGTERM and SIGINT raised in it, as under python, then ``then``; returns what
         was raised (``_Terminated``, ``KeyboardInterrupt``, its own exception), None when
-        nothing was. One that comes as ``program`` returns is raised inside the ``try``
-        below (``then`` included) or, in this frame, noted (:func:`_around_the_program`):
-        never raised in the run's code after it."""
+        nothing was. A SIGTERM noted just before is raised as if it came now (the program
+        does not run). One that comes in this frame raises here once (:meth:`handle` clears
+        :attr:`interruptible`), inside the ``try`` below, so it is returned too; after it,
+        and once ``program`` returned, one is noted: never raised in the run's code."""
         try:
             try:
                 self.interruptible = True
+                if self.pending == signal.SIGTERM:
+                    self.pending = None
+                    raise _Terminated(signal.SIGTERM)
                 program()
             finally:
                 self.interruptible = False
@@ -245,8 +254,7 @@ class _RunSignals:
 
 def _around_the_program(frame: FrameType | None) -> bool:
     """Whether a signal handled in ``frame`` came in the run's own code around the program
-    (:meth:`_RunSignals.interruptibly` itself, the ``atexit`` hook that prints what a handler
-    raised), where raising would escape the run."""
+    where raising would be lost: the ``atexit`` hook that prints what a handler raised."""
     return frame is not None and frame.f_code in _AROUND_THE_PROGRAM
 
 
@@ -314,9 +322,11 @@ def _shut_threading_down(signals: _RunSignals) -> int | None:
 class _AtexitFailures:
     """``sys.unraisablehook`` while the program's ``atexit`` handlers run: what a handler
     raises is printed as the interpreter prints it (the hook it replaces), except the
-    ``_Terminated`` of SIGTERM, which ends the program there: no other handler runs."""
+    ``_Terminated`` of SIGTERM, which ends the program there: no other handler runs (nor
+    after a SIGTERM noted while this hook ran)."""
 
-    def __init__(self, shown: Callable[[Any], object]) -> None:
+    def __init__(self, signals: _RunSignals, shown: Callable[[Any], object]) -> None:
+        self.signals = signals
         self.shown = shown
         self.terminated: int | None = None
 
@@ -325,18 +335,20 @@ class _AtexitFailures:
 
         if isinstance(args.exc_value, _Terminated):
             self.terminated = self.terminated or args.exc_value.signum
+        else:
+            if args.exc_value is not None:
+                _without_the_handler(args.exc_value)
+            self.shown(args)
+        if self.signals.pending == signal.SIGTERM:
+            self.signals.pending = None
+            self.terminated = self.terminated or signal.SIGTERM
+        if self.terminated is not None:
             atexit._clear()
-            return
-        if args.exc_value is not None:
-            _without_the_handler(args.exc_value)
-        self.shown(args)
 
 
 #: The code of the run's own frames a signal may be handled in while the program's end is
-#: interruptible, where raising would escape the run (:func:`_around_the_program`).
-_AROUND_THE_PROGRAM = frozenset(
-    {_RunSignals.interruptibly.__code__, _AtexitFailures.__call__.__code__}
-)
+#: interruptible, where raising would be lost (:func:`_around_the_program`).
+_AROUND_THE_PROGRAM = frozenset({_AtexitFailures.__call__.__code__})
 
 
 def _run_exit_handlers(signals: _RunSignals) -> int | None:
@@ -351,7 +363,7 @@ def _run_exit_handlers(signals: _RunSignals) -> int | None:
     own = _profiler_exit_handlers()
     for handler in own:
         atexit.unregister(handler)
-    failures = _AtexitFailures(sys.unraisablehook)
+    failures = _AtexitFailures(signals, sys.unraisablehook)
     sys.unraisablehook = failures
     try:
         stopped = signals.interruptibly(atexit._run_exitfuncs)

@@ -229,10 +229,25 @@ def _forked_by_multiprocessing() -> bool:
     return frame is not None and os.path.dirname(frame.f_code.co_filename) == where
 
 
+def end_if_forked_after_sigterm() -> None:
+    """In a child just forked: when SIGTERM had reached the parent before the fork (its guard
+    knows at once, before any Python handler ran), the parent is a process the signal ends -
+    ``run`` writing its profile, a followed process writing its file - which without the
+    profiler would have been gone already: the child, a pool's replacement for a worker the
+    signal ended, would never have been started, and would outlive its parent waiting for
+    work. It ends by the signal now, before it records or announces itself."""
+    import signal
+
+    if _native.sigterm_received():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def restart_in_child() -> None:
     """``_fork``'s after-fork hook in a forked child of a followed process: drop the run it
     inherited and record its own from the fork on."""
     global _forked
+    end_if_forked_after_sigterm()
     spec = _spec
     if spec is None or not os.path.isdir(spec["dir"]):
         return

@@ -163,6 +163,7 @@ __all__ = [
     "settings_of_toml",
     "setup_from_env_settings",
     "signal_while_writing",
+    "sigterm_received",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
@@ -1062,6 +1063,12 @@ def sigterm_taken() -> bool:
     main thread (see :func:`guard_sigterm`). True when this run of the handler is owed only to
     a re-sent SIGTERM (the handler already ran for the last one sent from outside): the
     handler then does nothing. Harmless when nothing was sent."""
+
+def sigterm_received() -> bool:
+    """Whether SIGTERM reached this process since :func:`guard_sigterm` - at the moment it
+    came, before its Python handler ran - or, in a child forked from it, reached the parent
+    before the fork (such a child would never have been started without the profiler, and
+    ends by the signal)."""
 
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
