@@ -1,4 +1,4 @@
-"""Recording cost at scale (issue 15): ours vs the reference (scope-profiler 0.7.5), side by side.
+"""Recording cost at scale: ours vs the reference (scope-profiler 0.7.5), side by side.
 
 usage: python benches/bench_recording.py [--what calls,names,scale,import,finalize]
                                          [--calls N] [--names N] [--rounds R] [--repeat K]

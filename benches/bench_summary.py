@@ -1,4 +1,4 @@
-"""results.summary() benchmark (issue 10): ours ($OURS_PYTHON, default this interpreter) vs
+"""results.summary() benchmark: ours ($OURS_PYTHON, default this interpreter) vs
 scope-profiler 0.7.5 ($SCOPE_PROFILER_REF_PYTHON or $REF_PYTHON, default .venv-ref/bin/python of this checkout,
 which tests/run_all.sh makes) on a 20,000-region run.
 

@@ -1,4 +1,4 @@
-"""Function-level tracing, end to end (issue 12): cost per traced call of ``scope-profiler run
+"""Function-level tracing, end to end: cost per traced call of ``scope-profiler run
 --recursive`` (trace + finalize + write the .h5) against ``python -m cProfile -o``, the
 reference's ``run --recursive`` and viztracer (``--tracer_entries`` large enough to keep
 every call), on a recursive pure-Python workload of ~1M calls. Each command is a whole

@@ -4,8 +4,8 @@
 //! open-call stack, which gives its parent and the exclusive time of the calls it closes.
 //!
 //! It builds no reconstruction (`CallArrays`: 44 bytes per call plus the sort) - only the
-//! two id columns it returns, a heap of one entry per run and one stack per lane (issue 15:
-//! `finalize()` time and peak memory). Parents, exclusive totals and set-aside calls are
+//! two id columns it returns, a heap of one entry per run and one stack per lane, which
+//! keeps `finalize()`'s time and peak memory down. Parents, exclusive totals and set-aside calls are
 //! those of [`crate::callstack::build_lenient`]'s walk (tested against it); whatever this
 //! pass does not handle (a crossing call on a rank without lanes, an end before its start)
 //! it leaves to that general path, which reports the error.
@@ -13,7 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::callstack::{lane_id, RegionInput};
-use crate::packed::{IdColumn, IdColumnBuilder};
+use crate::packed_ids::{IdColumn, IdColumnBuilder};
 
 /// Per row (in input order) its call ids and parent ids (`base +` sorted position, `-1`
 /// for a root), and per row the Σ of its calls' exclusive ns.

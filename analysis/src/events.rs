@@ -204,7 +204,7 @@ pub fn events_batch_with(run: &Run, rows: &[usize], origin_s: f64, metadata: boo
     }
     let n: usize = sel.iter().map(|r| r.len()).sum();
     // the optional columns are those of the run, not of the selected rows: a query selecting
-    // no row (or rows without them) keeps the schema (stop 25 new-user trial, finding 4)
+    // no row (or rows without them) keeps the schema
     let has = OptionalColumns::of(run);
     let (any_gpu, any_ids, any_thread, any_task) = (has.gpu, has.ids, has.thread, has.task);
     let any_meta = metadata && has.metadata;

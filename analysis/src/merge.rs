@@ -49,6 +49,66 @@ pub enum MergeError {
     /// [`MergeOptions::merged_from`] does not have one path per part.
     #[error("cannot merge runs: {paths} merged_from paths for {parts} parts")]
     MergedFromLength { paths: usize, parts: usize },
+    /// [`merge_sets`] uniting (not stacking) sets that share the region `name`.
+    #[error(
+        "region {} appears in more than one result set; merging them would double-count it. Give the regions \
+         distinct names (a 'fortran:' prefix, say) before merging, or stack them as separate ranks (stack=True).",
+        crate::py_repr(.0)
+    )]
+    SharedAcrossSets(String),
+}
+
+/// One result set given to [`merge_sets`].
+#[derive(Debug, Clone)]
+pub struct MergeSet {
+    /// The set's run (a copy: merging moves its rows).
+    pub run: Run,
+    /// The set's region names, in its order.
+    pub names: Vec<String>,
+    /// The set's file path (`""` without a file).
+    pub path: String,
+}
+
+/// Several result sets as one run, `merge_results`' rule. `stack`: `Some(true)` stacks the
+/// sets as blocks of ranks (set `k`'s rank `r` becomes `offset_k + r`, `offset_k` the sum of
+/// the previous sets' `max(num_ranks, 1)`; `merged_from` lists the sets' paths),
+/// `Some(false)` unites them rank by rank ([`MergeOptions::union`]); `None` stacks when a
+/// region name appears in two sets, else unites. `label` replaces the metadata `label` (then
+/// the last key).
+///
+/// Errors: [`MergeError::SharedAcrossSets`] naming the first region name found in two sets
+/// when `stack` is `Some(false)`; otherwise as [`merge_runs`].
+pub fn merge_sets(sets: Vec<MergeSet>, stack: Option<bool>, label: Option<String>) -> Result<Run, MergeError> {
+    let mut shared: Option<&str> = None;
+    let mut seen: HashMap<&str, usize> = HashMap::new();
+    for (k, set) in sets.iter().enumerate() {
+        for name in &set.names {
+            let first = *seen.entry(name.as_str()).or_insert(k);
+            if first != k && shared.is_none() {
+                shared = Some(name.as_str());
+            }
+        }
+    }
+    let stack = stack.unwrap_or(shared.is_some());
+    if let (false, Some(name)) = (stack, shared) {
+        return Err(MergeError::SharedAcrossSets(name.to_string()));
+    }
+    let paths: Vec<String> = sets.iter().map(|s| s.path.clone()).collect();
+    let mut parts: Vec<(u32, Run)> = Vec::with_capacity(sets.len());
+    let mut offset = 0u32;
+    for set in sets {
+        let span = set.run.num_ranks.max(1);
+        parts.push((if stack { offset } else { 0 }, set.run));
+        offset += span;
+    }
+    let options =
+        MergeOptions { num_ranks: stack.then_some(offset), union: !stack, merged_from: stack.then_some(paths) };
+    let mut run = merge_runs(parts, &options)?;
+    if let Some(label) = label {
+        run.metadata.retain(|(k, _)| k != "label");
+        run.metadata.push(("label".into(), MetaValue::Str(label)));
+    }
+    Ok(run)
 }
 
 /// Combine `parts` into one run; part `(offset, run)` has its ranks shifted by `offset`
@@ -188,8 +248,8 @@ fn merge_metadata(merged: &mut Vec<(String, MetaValue)>, later: Vec<(String, Met
 /// script's processes): a string list, one per rank.
 pub const PROCESSES: &str = "processes";
 
-/// `processes` of a stacked run (issue 14, third new-user trial: stacking runs that had it
-/// kept the first part's list, shorter than the ranks): each part's labels at its ranks; a
+/// `processes` of a stacked run, one label per rank (the first part's list alone would be
+/// shorter than the ranks): each part's labels at its ranks; a
 /// part without them is named by its `merged_from` path (`path` or `path rank r`), else "".
 fn stacked_processes(
     parts: &[(u32, Option<Vec<String>>, u32, usize)],
@@ -292,25 +352,9 @@ mod tests {
 
     fn row(region: u32, rank: u32, starts: Vec<i64>, threads: Option<Vec<i64>>) -> RegionCalls {
         let ends: Vec<i64> = starts.iter().map(|s| s + 5).collect();
-        RegionCalls {
-            region,
-            rank,
-            start_ns: Int64Array::from(starts),
-            end_ns: Int64Array::from(ends),
-            gpu_ns: None,
-            call_ids: None,
-            parent_ids: None,
-            thread_ids: threads.map(Int64Array::from),
-            task_ids: None,
-            await_ns: None,
-            source_file: None,
-            source_line: None,
-            source_text: None,
-            tags: vec![],
-            event_metadata: None,
-            exclusive_total_ns: None,
-            stored: None,
-        }
+        let mut row = RegionCalls::new(region, rank, Int64Array::from(starts), Int64Array::from(ends));
+        row.thread_ids = threads.map(Int64Array::from);
+        row
     }
 
     fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
@@ -375,20 +419,37 @@ mod tests {
         assert_eq!(merge_runs(vec![], &MergeOptions::default()).unwrap().num_ranks, 0);
     }
 
-    fn task(rank: u32, index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
-        TaskRow {
-            rank,
-            index,
-            thread_index,
-            created_ns: 1,
-            done_ns: -1,
-            steps: 2,
-            running_ns: 3,
-            suspended_ns: 4,
-            kind: "task".into(),
-            name: name.into(),
-            coro_name: coro.into(),
+    fn set(names: &[&str], path: &str) -> MergeSet {
+        let rows = (0..names.len() as u32).map(|i| row(i, 0, vec![10 * i64::from(i)], None)).collect();
+        MergeSet {
+            run: single(names, rows, vec![]),
+            names: names.iter().map(|s| s.to_string()).collect(),
+            path: path.into(),
         }
+    }
+
+    #[test]
+    fn result_sets_sharing_a_name_stack_unless_told_to_unite() {
+        let stacked =
+            merge_sets(vec![set(&["a", "b"], "x.h5"), set(&["b"], "y.h5")], None, Some("both".into())).unwrap();
+        assert_eq!(stacked.num_ranks, 2);
+        assert_eq!(
+            stacked.regions.iter().map(|r| (r.rank, r.region)).collect::<Vec<_>>(),
+            vec![(0, 0), (0, 1), (1, 1)]
+        );
+        assert_eq!(stacked.meta("merged_from"), Some(&MetaValue::StrList(vec!["x.h5".into(), "y.h5".into()])));
+        assert_eq!(stacked.metadata.last(), Some(&("label".to_string(), MetaValue::Str("both".into()))));
+        let e = merge_sets(vec![set(&["a", "b"], "x.h5"), set(&["c", "b"], "y.h5")], Some(false), None).unwrap_err();
+        assert_eq!(e, MergeError::SharedAcrossSets("b".into()));
+        assert!(e.to_string().starts_with("region 'b' appears in more than one result set;"), "{e}");
+        let united = merge_sets(vec![set(&["a"], "x.h5"), set(&["c"], "y.h5")], None, None).unwrap();
+        assert_eq!(united.num_ranks, 1);
+        assert_eq!(united.region_names, vec!["a", "c"]);
+        assert_eq!(united.meta("merged_from"), None);
+    }
+
+    fn task(rank: u32, index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
+        TaskRow::new(rank, index, "task", name, coro).on_thread(thread_index).lifetime(1, -1).timing(2, 3, 4)
     }
 
     fn ids(a: &Option<Int64Array>) -> Vec<i64> {

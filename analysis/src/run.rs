@@ -14,7 +14,7 @@
 
 use arrow_array::Int64Array;
 
-pub use crate::packed::IdColumn;
+pub use crate::packed_ids::IdColumn;
 
 /// `ns / 1e9` as Python computes `float(ns) / 1e9`: the ns of the model as float s.
 #[inline]
@@ -67,9 +67,14 @@ pub struct RegionCalls {
     pub stored: Option<StoredStats>,
 }
 
-/// A region row's statistics as the file stores them, for rows read without their events.
-/// Durations in ns (recording clock), `mean` in ns, `m2` = Σ squared deviations in ns².
+/// A region row's statistics as the file stores them: the call count (`event_counts`) and
+/// the reference's `_timing_summary` (`rank_region_index/summary_statistics`, every field
+/// after `count`, in this order). Written for every row ([`StoredStats::of_calls`]); read
+/// back for rows read without their events. Durations in ns (recording clock), `mean` in
+/// ns, `m2` = Σ squared deviations in ns². `repr(C)`: the HDF5 compound is described by
+/// field offsets (`formats::hdf5::summary_statistics`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
+#[repr(C)]
 pub struct StoredStats {
     /// Number of calls (`event_counts`).
     pub count: i64,
@@ -88,6 +93,54 @@ pub struct StoredStats {
     pub gpu_total: i64,
     pub mean: f64,
     pub m2: f64,
+}
+
+impl StoredStats {
+    /// The statistics of calls `start[i]..end[i]` (the first `min(len)` of each; all zero
+    /// without calls) and their GPU durations `gpu` (`-1` = none), as the reference's
+    /// `_timing_summary` computes them: `mean` and `m2` with numpy's summation order
+    /// ([`crate::numpy_reductions`]), so the floats match bit for bit; integer sums wrap.
+    pub fn of_calls(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> Self {
+        let mut s = StoredStats::default();
+        let n = start.len().min(end.len());
+        if n > 0 {
+            // the durations are computed where they are used, never held as an array (that would
+            // allocate and fault in n values per region at every finalize())
+            let (start, end) = (&start[..n], &end[..n]);
+            let d = |i: usize| {
+                debug_assert!(i < n);
+                // SAFETY: the statistics below ask only for i < n, the length of both slices
+                unsafe { end.get_unchecked(i).wrapping_sub(*start.get_unchecked(i)) }
+            };
+            // `float(np.mean(d, dtype=f8))` and `float(np.var(d, dtype=f8)) * count`.
+            let (mean, var) = crate::numpy_reductions::mean_var_i64_by(n, d);
+            s.count = n as i64;
+            s.mean = mean;
+            s.m2 = var * n as f64;
+            // one pass over both columns for every integer statistic
+            let (mut total, mut minimum, mut maximum) = (0i64, i64::MAX, i64::MIN);
+            let (mut start_minimum, mut end_maximum) = (i64::MAX, i64::MIN);
+            for (&b, &e) in start.iter().zip(end) {
+                let x = e.wrapping_sub(b);
+                total = total.wrapping_add(x);
+                minimum = minimum.min(x);
+                maximum = maximum.max(x);
+                start_minimum = start_minimum.min(b);
+                end_maximum = end_maximum.max(e);
+            }
+            (s.total, s.minimum, s.maximum) = (total, minimum, maximum);
+            (s.start_minimum, s.end_maximum) = (start_minimum, end_maximum);
+            s.first = d(0);
+            s.last = d(n - 1);
+        }
+        if let Some(g) = gpu {
+            for &v in g.iter().filter(|&&v| v >= 0) {
+                s.gpu_count += 1;
+                s.gpu_total = s.gpu_total.wrapping_add(v);
+            }
+        }
+        s
+    }
 }
 
 impl RegionCalls {
@@ -176,8 +229,7 @@ impl ThreadRow {
     /// What is wrong with this row's times: one phrase per value no recording gives (a
     /// negative time other than [`UNKNOWN`], an end before the start, a negative CPU clock or
     /// one below its start); empty for a sound row. Summaries show such values as unknown
-    /// and say so ([`crate::thread_table_note`]) instead of printing a negative time (stop 24
-    /// note: `threads` printed negative CPU and wall times of a damaged file).
+    /// and say so ([`crate::thread_table_note`]) instead of printing a negative time.
     pub fn problems(&self) -> Vec<String> {
         let mut out = Vec::new();
         if self.start_ns < UNKNOWN {
@@ -246,6 +298,52 @@ pub struct TaskRow {
     pub kind: String,
     pub name: String,
     pub coro_name: String,
+}
+
+impl TaskRow {
+    /// Task `index` of `rank`: a `kind` (`"task"` or `"greenlet"`) named `name` running
+    /// `coro_name`, with no thread (`thread_index` [`UNKNOWN`]), created at the run origin
+    /// (`created_ns` 0), not done (`done_ns` [`UNKNOWN`]) and no steps or times; the methods
+    /// below set those.
+    pub fn new(
+        rank: u32,
+        index: i64,
+        kind: impl Into<String>,
+        name: impl Into<String>,
+        coro_name: impl Into<String>,
+    ) -> Self {
+        TaskRow {
+            rank,
+            index,
+            thread_index: UNKNOWN,
+            created_ns: 0,
+            done_ns: UNKNOWN,
+            steps: 0,
+            running_ns: 0,
+            suspended_ns: 0,
+            kind: kind.into(),
+            name: name.into(),
+            coro_name: coro_name.into(),
+        }
+    }
+
+    /// This row with `thread_index`: the thread-table index of the thread that ran the
+    /// latest step ([`UNKNOWN`]: none).
+    pub fn on_thread(self, thread_index: i64) -> Self {
+        TaskRow { thread_index, ..self }
+    }
+
+    /// This row created at `created_ns` and done at `done_ns` ([`UNKNOWN`]: not done), ns
+    /// since the run origin.
+    pub fn lifetime(self, created_ns: i64, done_ns: i64) -> Self {
+        TaskRow { created_ns, done_ns, ..self }
+    }
+
+    /// This row with `steps` steps, `running_ns` ns running and `suspended_ns` ns
+    /// suspended.
+    pub fn timing(self, steps: i64, running_ns: i64, suspended_ns: i64) -> Self {
+        TaskRow { steps, running_ns, suspended_ns, ..self }
+    }
 }
 
 /// A value of the `/metadata` group.

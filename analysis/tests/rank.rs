@@ -1,28 +1,16 @@
 //! Rank-level derivations on a hand-built Run: call ids, exclusive per row, thread summary,
 //! lane labels.
+mod support;
+
 use arrow_array::Int64Array;
 use scope_profiler_analysis::*;
+use support::run;
 
 fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, tasks: Option<&[i64]>) -> RegionCalls {
-    RegionCalls {
-        region,
-        rank,
-        start_ns: Int64Array::from(s.to_vec()),
-        end_ns: Int64Array::from(e.to_vec()),
-        gpu_ns: None,
-        call_ids: None,
-        parent_ids: None,
-        thread_ids: threads.map(|t| Int64Array::from(t.to_vec())),
-        task_ids: tasks.map(|t| Int64Array::from(t.to_vec())),
-        await_ns: None,
-        source_file: None,
-        source_line: None,
-        source_text: None,
-        tags: vec![],
-        event_metadata: None,
-        exclusive_total_ns: None,
-        stored: None,
-    }
+    let mut row = RegionCalls::new(region, rank, Int64Array::from(s.to_vec()), Int64Array::from(e.to_vec()));
+    row.thread_ids = threads.map(|t| Int64Array::from(t.to_vec()));
+    row.task_ids = tasks.map(|t| Int64Array::from(t.to_vec()));
+    row
 }
 
 fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
@@ -41,19 +29,7 @@ fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
 }
 
 fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
-    TaskRow {
-        rank: 0,
-        index,
-        thread_index,
-        created_ns: 0,
-        done_ns: -1,
-        steps: 1,
-        running_ns: 0,
-        suspended_ns: 0,
-        kind: "task".into(),
-        name: name.into(),
-        coro_name: coro.into(),
-    }
+    TaskRow::new(0, index, "task", name, coro).on_thread(thread_index).lifetime(0, -1).timing(1, 0, 0)
 }
 
 /// outer [0,100] on main; inner calls on main and worker; a task on main.
@@ -92,7 +68,7 @@ fn assign_ids_and_totals() {
     assert_eq!(run.regions[2].exclusive_total_ns, Some(1));
 }
 
-/// A crossing call on a tracked rank is set aside (issue 13 item 2): ids are assigned, the
+/// A crossing call on a tracked rank is set aside: ids are assigned, the
 /// crossing call is a root and its would-be parent keeps its whole exclusive time.
 #[test]
 fn assign_ids_sets_a_crossing_call_aside() {
@@ -135,7 +111,7 @@ fn summary_rows() {
     assert_eq!((main.index, main.name.as_str(), main.alive, main.wall_time), (0, "MainThread", true, None));
     assert_eq!(main.num_calls, 4);
     // roots: outer [0, 100] on the bare lane and the task's call [50, 90] (task on thread 0)
-    // overlap: the union is 100 ns (issue 14: the sum, 140 ns, exceeded the wall time)
+    // overlap: the union is 100 ns (the sum, 140 ns, would exceed the wall time)
     assert_eq!(main.region_time, 100.0 / 1e9);
     // no cpu_start_ns recorded: the whole-life figure
     assert_eq!((main.cpu_time, main.cpu_time_total), (Some(0.005), Some(0.005)));
@@ -182,12 +158,12 @@ fn summary_without_task_columns() {
     assert_eq!(RunAnalysis::new(std::sync::Arc::new(run)).thread_summary(0).unwrap(), rows);
 }
 
-/// issue 14: per-thread numbers that mean what they say. A thread with a bare-lane root
+/// Per-thread numbers that mean what they say. A thread with a bare-lane root
 /// [0, 1000] and two task lanes on it whose roots interleave ([100, 600] awaiting 400 ns,
 /// [200, 700] awaiting 450 ns): region time is the union over the lanes (1000 ns, never
 /// above the wall time), held/await come from the await column, CPU is the run's share.
 #[test]
-fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
+fn thread_summary_union_held_await_cpu_and_wall() {
     let mut outer = row(0, 0, &[0], &[1000], Some(&[0]), Some(&[-1]));
     outer.await_ns = Some(Int64Array::from(vec![0]));
     let mut inner = row(1, 0, &[100, 200, 300], &[600, 700, 350], Some(&[0, 0, 0]), Some(&[0, 1, 1]));
@@ -218,8 +194,8 @@ fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
     assert_eq!(m.wall_time, Some(2000.0 / 1e9 - 5.0 / 1e9));
     assert!(m.region_time <= m.wall_time.unwrap());
     // top-level calls: outer 1000 held; task 0: 500 - 400; task 1: 500 - 450; the task calls
-    // lie inside outer, which holds the thread only outside them ([100, 700]: 600 ns; issue
-    // 14, new-user trial: held was 1150 ns > region 1000 ns)
+    // lie inside outer, which holds the thread only outside them ([100, 700]: 600 ns;
+    // counted whole, held would be 1150 ns > region 1000 ns)
     assert_eq!(m.await_time, Some(850.0 / 1e9));
     assert_eq!(m.held_time, Some((1000.0 - 600.0 + 100.0 + 50.0) / 1e9));
     assert_eq!((m.cpu_time, m.cpu_time_total), (Some(5_000.0 / 1e9), Some(9_000.0 / 1e9)));
@@ -244,10 +220,10 @@ fn issue_14_thread_summary_union_held_await_cpu_and_wall() {
     assert_eq!(RunAnalysis::new(std::sync::Arc::new(run)).task_summary(0).unwrap(), tasks);
 }
 
-/// issue 14: the union of the top-level calls, checked against a brute-force count of
+/// The union of the top-level calls, checked against a brute-force count of
 /// covered nanoseconds on random overlapping task lanes of one thread.
 #[test]
-fn issue_14_region_time_is_the_union_of_lanes() {
+fn region_time_is_the_union_of_lanes() {
     let mut state = 12345u64;
     let mut next = |m: i64| {
         state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
@@ -287,10 +263,10 @@ fn issue_14_region_time_is_the_union_of_lanes() {
     assert!(total > got, "the lanes overlap, so their sum exceeds the union");
 }
 
-/// issue 14: a live thread's wall time runs to the run's end; in a run stacked from several
+/// A live thread's wall time runs to the run's end; in a run stacked from several
 /// files the metadata's end is rank 0's process's only, so other ranks' live threads have none.
 #[test]
-fn issue_14_live_wall_time_in_stacked_runs() {
+fn live_wall_time_in_stacked_runs() {
     let mut run = Run {
         region_names: vec!["r".into()],
         regions: vec![row(0, 0, &[10], &[20], Some(&[0]), None), row(0, 1, &[10], &[20], Some(&[0]), None)],
@@ -305,10 +281,10 @@ fn issue_14_live_wall_time_in_stacked_runs() {
     assert_eq!(thread_summary(&run, 1).unwrap()[0].wall_time, None);
 }
 
-/// issue 14: calls crossing on one thread without task ids (asyncio recorded with
+/// Calls crossing on one thread without task ids (asyncio recorded with
 /// --track-threads) get a note naming --track-async; the same calls on task lanes do not.
 #[test]
-fn issue_14_untracked_tasks_note() {
+fn crossing_calls_without_task_ids_get_the_track_async_note() {
     let crossing = |tasks: Option<&[i64]>| Run {
         region_names: vec!["a".into(), "b".into()],
         regions: vec![
@@ -333,12 +309,12 @@ fn issue_14_untracked_tasks_note() {
     assert_eq!(untracked_tasks_note(&run, 0, &calls), None);
 }
 
-/// issue 14 (new-user trial): under `session()` MainThread's `held_time` exceeded its
-/// `wall_time`: the session's root region (bare lane) was counted as held beside the task
-/// calls it contains. The root holds the thread outside the task calls it encloses; those
-/// keep their own held and await. Checked by hand: held <= region <= wall.
+/// Under `session()` the session's root region (bare lane) holds the thread only outside
+/// the task calls it encloses (counted as held beside them, MainThread's `held_time` would
+/// exceed its `wall_time`); those keep their own held and await. Checked by hand:
+/// held <= region <= wall.
 #[test]
-fn issue_14_new_user_trial_enclosed_task_calls_are_not_counted_twice() {
+fn enclosed_task_calls_are_not_counted_twice() {
     let with_await = |mut r: RegionCalls, w: &[i64]| {
         r.await_ns = Some(Int64Array::from(w.to_vec()));
         r
@@ -373,10 +349,10 @@ fn issue_14_new_user_trial_enclosed_task_calls_are_not_counted_twice() {
     assert_eq!((tasks[1].held_time, tasks[1].await_time), (Some(350e-9), Some(450e-9)));
 }
 
-/// issue 14 (new-user trial): `thread_summary()` of a run recorded without `track_threads`
-/// silently returned `[]` (as 0.7.5 does). It still does, and says why.
+/// `thread_summary()` of a run recorded without `track_threads` returns `[]` (as 0.7.5
+/// does), and a note says why.
 #[test]
-fn issue_14_new_user_trial_no_thread_table_says_why() {
+fn no_thread_table_says_why() {
     let mut run = sample();
     let note = no_thread_table_note(&run, 1).expect("rank 1 has calls and no thread table");
     assert!(note.contains("recorded without track_threads") && note.contains("--track-threads"), "{note}");
@@ -387,8 +363,8 @@ fn issue_14_new_user_trial_no_thread_table_says_why() {
     assert!(no_thread_table_note(&run, 0).is_some());
 }
 
-/// The general reconstruction's ids, parents and exclusive totals per row (what
-/// `assign_call_ids` gave before its streaming pass, issue 15).
+/// The general reconstruction's ids, parents and exclusive totals per row: what the
+/// streaming numbering at finalize must give.
 fn expected_numbering(run: &Run, rank: u32, base: i64) -> Vec<(usize, Vec<i64>, Vec<i64>, i64)> {
     let (rows, calls) = rank_call_arrays(run, rank).unwrap();
     let mut out: Vec<(usize, Vec<i64>, Vec<i64>, i64)> =
@@ -457,10 +433,10 @@ fn random_run(seed: u64, regions: u32, threads: i64, tasks: bool, crossing: bool
     run
 }
 
-/// issue 15: call ids at finalize come from a streaming merge instead of the general
-/// reconstruction; ids, parents, exclusive totals (set-aside calls included) are the same.
+/// Call ids at finalize come from a streaming merge, not the general reconstruction; ids,
+/// parents, exclusive totals (set-aside calls included) are the same.
 #[test]
-fn issue_15_streaming_call_ids_equal_the_reconstruction() {
+fn streaming_call_ids_equal_the_reconstruction() {
     let mut checked = 0;
     for seed in 0..60u64 {
         for (regions, threads, tasks, crossing) in
@@ -485,4 +461,222 @@ fn issue_15_streaming_call_ids_equal_the_reconstruction() {
         }
     }
     assert!(checked > 200, "{checked}");
+}
+
+/// One rule for lane labels: `lane_label` and `LaneLabels` give the same strings.
+#[test]
+fn lane_label_is_one_rule() {
+    let mut r = run("x", vec![]);
+    r.threads = vec![ThreadRow {
+        rank: 0,
+        index: 0,
+        ident: 1,
+        native_id: 2,
+        daemon: false,
+        start_ns: 0,
+        end_ns: -1,
+        cpu_ns: 0,
+        cpu_start_ns: -1,
+        name: "MainThread".into(),
+    }];
+    r.tasks =
+        vec![TaskRow::new(0, 0, "task", "Task-2", "main.<locals>.fetch").on_thread(0).lifetime(0, -1).timing(1, 0, 0)];
+    let labels = scope_profiler_analysis::LaneLabels::new(&r, 0);
+    for (lane, want) in
+        [(0, "Task-2 (fetch) on MainThread"), (-2, "MainThread"), (-1, "unknown lane"), (-3, "thread 1"), (5, "task 5")]
+    {
+        assert_eq!(lane_label(&r, lane, 0), want);
+        assert_eq!(labels.label(lane), want);
+    }
+}
+
+/// A tracked run with a generator timed over its iteration and first advanced inside
+/// `header`: main [0, 100], header [10, 20], gen [15, 60], body [30, 40] on one thread.
+fn peeked_generator_run(tracked: bool) -> Run {
+    let row = |region: u32, s: i64, e: i64| {
+        let mut r = RegionCalls::new(region, 0, Int64Array::from(vec![s]), Int64Array::from(vec![e]));
+        if tracked {
+            r.thread_ids = Some(Int64Array::from(vec![0]));
+        }
+        r
+    };
+    Run {
+        region_names: vec!["main".into(), "header".into(), "gen".into(), "body".into()],
+        regions: vec![row(0, 0, 100), row(1, 10, 20), row(2, 15, 60), row(3, 30, 40)],
+        threads: vec![ThreadRow {
+            rank: 0,
+            index: 0,
+            ident: 1,
+            native_id: 2,
+            daemon: false,
+            start_ns: 0,
+            end_ns: 200,
+            cpu_ns: 0,
+            cpu_start_ns: -1,
+            name: "MainThread".into(),
+        }],
+        num_ranks: 1,
+        ..Run::default()
+    }
+}
+
+/// One call that does not nest does not poison the whole rank: a generator decorated with
+/// `@profile` and peeked inside a region crosses it. The crossing call is set aside (kept,
+/// flagged, reported) and the rest is analysed (thread_summary, exclusive times, exports);
+/// `build_call_arrays` itself still raises.
+#[test]
+fn a_call_that_does_not_nest_is_set_aside_not_fatal() {
+    let run = peeked_generator_run(true);
+    let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
+    let name = |id: u32| {
+        run.region_names[run.regions[rows[calls.region_index[id as usize] as usize]].region as usize].as_str()
+    };
+    assert_eq!(calls.set_aside.len(), 1);
+    assert_eq!((name(calls.set_aside[0].call), name(calls.set_aside[0].crossed)), ("gen", "header"));
+    // exclusive: main loses header and body (not gen); gen keeps its whole duration
+    let excl: Vec<(usize, Vec<i64>)> = exclusive_by_row(&run, 0).unwrap();
+    assert_eq!(excl, vec![(0, vec![80]), (1, vec![10]), (2, vec![45]), (3, vec![10])]);
+    let body = calls.start_ns.iter().position(|&s| s == 30).unwrap();
+    assert_eq!(name(calls.parent[body] as u32), "main");
+    // root time counts main only, not the overlapping set-aside gen
+    let summary = thread_summary(&run, 0).unwrap();
+    assert_eq!((summary[0].num_calls, summary[0].region_time), (4, 100e-9));
+    let report = set_aside_report(&run, 0, &rows, &calls).unwrap();
+    assert!(
+        report.starts_with("1 call(s) on rank 0 do not nest in their lane and were set aside")
+            && report.contains("'gen' call 0 [0.000000015, 0.000000060] s on MainThread starts inside 'header' call 0 [0.000000010, 0.000000020] s but ends after it"),
+        "{report}"
+    );
+    // reported once per rank
+    let analysis = RunAnalysis::new(std::sync::Arc::new(run.clone()));
+    assert!(analysis.set_aside_notice(0).is_none(), "not reconstructed yet");
+    analysis.rank(0).unwrap();
+    assert_eq!(analysis.set_aside_notice(0).as_deref(), Some(report.as_str()));
+    assert!(analysis.set_aside_notice(0).is_none());
+    // the explicit reconstruction keeps its promise
+    let inputs: Vec<_> = run.regions.iter().map(|r| region_input(&run, r)).collect();
+    assert!(build_call_arrays(&inputs).unwrap_err().0.contains("starts inside 'header' call 0"));
+}
+
+/// Without lanes a crossing still means interleaved untracked threads:
+/// the page promises NestingError there.
+#[test]
+fn untracked_crossings_stay_an_error() {
+    let run = peeked_generator_run(false);
+    assert!(rank_call_arrays(&run, 0).unwrap_err().0.contains("not properly nested"));
+}
+
+/// The set-aside note names the likely cause from the lanes of the crossing calls: on a thread's lane of a run without
+/// task ids a generator or untracked event-loop tasks (`--track-async`); on a task lane a
+/// generator only; on the unknown lane (no thread id) threads recorded without
+/// `--track-threads`.
+#[test]
+fn set_aside_note_names_the_likely_cause() {
+    let run = peeked_generator_run(true);
+    let (rows, calls) = rank_call_arrays(&run, 0).unwrap();
+    let report = set_aside_report(&run, 0, &rows, &calls).unwrap();
+    assert!(report.ends_with("Likely cause: a generator timed over its iteration (a yield inside a region) advanced inside another region, or an event loop's tasks recorded without track_async (--track-async)."), "{report}");
+    assert!(!report.contains("--track-threads"), "{report}");
+    // the same calls inside one task: a generator only
+    let mut tasks = run.clone();
+    for r in &mut tasks.regions {
+        r.task_ids = Some(Int64Array::from(vec![0]));
+    }
+    let (_, calls) = rank_call_arrays(&tasks, 0).unwrap();
+    assert_eq!(
+        set_aside_causes(&tasks, 0, &calls),
+        ["a generator or async generator timed over its iteration (a yield inside a region) advanced inside another region"]
+    );
+    // the crossing call without a thread id (unknown lane) in a tracked run
+    let mut unknown = run.clone();
+    for r in &mut unknown.regions {
+        r.thread_ids = Some(Int64Array::from(vec![-1]));
+    }
+    let (_, calls) = rank_call_arrays(&unknown, 0).unwrap();
+    assert_eq!(
+        set_aside_causes(&unknown, 0, &calls),
+        ["calls of several threads recorded without track_threads (--track-threads) share one stack"]
+    );
+}
+
+/// A threaded program run without `--track-threads`: the note of an untracked rank whose
+/// calls cross names the likely cause and the flag, not only a missing `sp_end`; a tracked
+/// rank's note does not.
+#[test]
+fn untracked_crossing_note_names_track_threads() {
+    let mut untracked = peeked_generator_run(false);
+    untracked.threads.clear();
+    let note = rank_summary(&untracked, 0).unwrap().nesting_note.expect("cannot be reconstructed");
+    assert!(note.starts_with("recorded calls are not properly nested: 'gen' call 0"), "{note}");
+    assert!(note.contains("sp_end / __exit__. If the program runs regions on several threads"), "{note}");
+    assert!(note.contains("--track-threads (--track-async for asyncio), track_threads=True"), "{note}");
+    // an end before a start is no threading matter: the error alone
+    let mut reversed = run("x", vec![]);
+    reversed.regions[0] = RegionCalls::new(0, 0, Int64Array::from(vec![10]), Int64Array::from(vec![5]));
+    let note = rank_summary(&reversed, 0).unwrap().nesting_note.unwrap();
+    assert_eq!(note, "a recorded call ends before it starts");
+}
+
+/// A damaged thread table (negative `cpu_ns`, `end_ns = 0`, thread ids without a row): the
+/// summary's rule (the file-level test is in `tests/python/test_read_robustness.py`).
+/// Unsound times are `None` (never negative), calls of a thread id without a row get a row
+/// `thread N` of their own, and `thread_table_note` names each bad row and the problem.
+#[test]
+fn a_damaged_thread_table_gives_unknown_times_and_a_note() {
+    use scope_profiler_analysis::thread_table_note;
+    let thread = |index: i64, name: &str, start_ns: i64, end_ns: i64, cpu_ns: i64, cpu_start_ns: i64| ThreadRow {
+        rank: 0,
+        index,
+        ident: 0,
+        native_id: 0,
+        daemon: false,
+        start_ns,
+        end_ns,
+        cpu_ns,
+        cpu_start_ns,
+        name: name.into(),
+    };
+    let mut row = RegionCalls::new(0, 0, Int64Array::from(vec![0, 10, 20, 30]), Int64Array::from(vec![5, 15, 25, 35]));
+    row.thread_ids = Some(Int64Array::from(vec![0, 1, 7, 7]));
+    let run = Run {
+        region_names: vec!["r".into()],
+        regions: vec![row],
+        threads: vec![
+            thread(0, "good", 100, 900, 50, 10),
+            thread(1, "bad", 500, 0, -5, -1),
+            thread(2, "cpu", 100, -1, 20, 30),
+        ],
+        num_ranks: 1,
+        ..Run::default()
+    };
+    let rows = thread_summary(&run, 0).unwrap();
+    type Shown<'a> = (i64, &'a str, bool, Option<f64>, Option<f64>, i64);
+    let got: Vec<Shown<'_>> =
+        rows.iter().map(|r| (r.index, r.name.as_str(), r.listed, r.wall_time, r.cpu_time, r.num_calls)).collect();
+    assert_eq!(
+        got,
+        [
+            (0, "good", true, Some(900.0 / 1e9 - 100.0 / 1e9), Some(4e-8), 1),
+            (1, "bad", true, None, None, 1),
+            (2, "cpu", true, None, None, 0), // alive, the run's end unknown: no wall time either
+            (7, "thread 7", false, None, None, 2),
+        ]
+    );
+    assert_eq!(rows[1].cpu_time_total, None);
+    assert_eq!(rows[2].cpu_time_total, Some(2e-8), "the whole-life clock is sound");
+    assert_eq!(
+        thread_table_note(&run, 0, &rows).as_deref(),
+        Some(
+            "thread_table of rank 0 has times no recording gives, shown as unknown (-): row 1 (thread 1 'bad'): \
+             end_ns 0 is before start_ns 500, cpu_ns -5 is negative; row 2 (thread 2 'cpu'): cpu_ns 20 is below \
+             cpu_start_ns 30; 2 call(s) on rank 0 carry thread id(s) 7 with no thread_table row: listed as \
+             `thread N` with unknown times. The file is damaged."
+        )
+    );
+    let sound = Run { threads: run.threads[..1].to_vec(), ..run.clone() };
+    let mut sound = sound;
+    sound.regions[0].thread_ids = Some(Int64Array::from(vec![0, 0, 0, 0]));
+    let rows = thread_summary(&sound, 0).unwrap();
+    assert_eq!(thread_table_note(&sound, 0, &rows), None);
+    assert_eq!(rows.iter().map(|r| r.num_calls).collect::<Vec<_>>(), [4]);
 }

@@ -172,9 +172,9 @@ pub unsafe fn checkpoint_with_prior(
     }
     metadata_scopes::apply(&mut run, &scopes);
     add_foreign(&mut run, req.foreign)?;
-    // the columns that do not depend on call ids are encoded meanwhile (issue 15)
+    // the columns that do not depend on call ids are encoded meanwhile, on the other core
     let writes = req.write_to.is_some();
-    let (numbering, ahead) = scope_profiler_analysis::par::install(|| {
+    let (numbering, ahead) = scope_profiler_analysis::pool::install(|| {
         rayon::join(
             || number_rank(&run, 0, req.call_id_base),
             || if writes { encode_ahead(&run) } else { EncodedAhead::default() },
@@ -276,8 +276,8 @@ fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) 
 /// completed call on its lane that encloses its start, when that call ended first. A call left open inside one that was exited - the
 /// session's root region closing around a worker's call when a pool is terminated, an
 /// `__enter__` without `__exit__` before `sys.exit()` - then nests in it instead of crossing
-/// it (issue 14, third new-user trial: it crossed, so an untracked run lost its call graph
-/// and a tracked one set the call aside). Lanes as the reconstruction's: the task lane for a
+/// it (crossing it, an untracked run would lose its call graph and a tracked one would set
+/// the call aside). Lanes as the reconstruction's: the task lane for a
 /// call in a task, else the thread's; one lane for all without a thread column.
 /// Cost: none without open calls; else one pass over the snapshot's calls, looking up only
 /// the lanes with an open call.
@@ -344,8 +344,8 @@ fn apply_numbering(
     }
     match numbering {
         Ok(numbering) => (numbering.apply(run), None),
-        // with the likely cause when untracked (stop 23 new-user trial: threads traced by
-        // setup(recursive_profile=True) were pointed at a missing sp_end)
+        // with the likely cause when untracked (threads traced by
+        // setup(recursive_profile=True) are not pointed at a missing sp_end only)
         Err(e) => (base, Some(nesting_note(run, 0, &e))),
     }
 }

@@ -34,9 +34,9 @@ impl Snapshot {
         // on one thread gets no thread column ([`run_from_snapshot`] shares one)
         let run = |n: usize, job: &(dyn Fn(usize) + Sync)| {
             use rayon::prelude::*;
-            scope_profiler_analysis::par::install(|| (0..n).into_par_iter().for_each(job))
+            scope_profiler_analysis::pool::install(|| (0..n).into_par_iter().for_each(job))
         };
-        let regions = rec.snapshot_par(num_regions, scope_profiler_analysis::memory::with_capacity, run, true);
+        let regions = rec.snapshot_par(num_regions, scope_profiler_analysis::column_memory::with_capacity, run, true);
         Snapshot {
             regions,
             threads: rec.thread_rows(origin_ns),
@@ -89,7 +89,7 @@ pub fn run_from_snapshot(
     run.tasks = snap.tasks.into_iter().map(task_row).collect();
     let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
     // a tracked run that recorded no region is still a run of this process: one rank with
-    // its thread table (issue 11, a defect of the reference, whose file said 0 ranks)
+    // its thread table (the reference's file says 0 ranks: a defect we do not copy)
     let recorded = !run.regions.is_empty() || !run.threads.is_empty() || !run.tasks.is_empty();
     run.num_ranks = if recorded { mpi_size.max(1) } else { 0 };
     Ok(run)
@@ -147,26 +147,17 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
 
 /// A recorder task row as a run's task-table row (rank 0).
 pub fn task_row(t: TaskRowData) -> TaskRow {
-    TaskRow {
-        rank: 0,
-        index: t.index,
-        thread_index: t.thread_index,
-        created_ns: t.created_ns,
-        done_ns: t.done_ns,
-        steps: t.steps,
-        running_ns: t.running_ns,
-        suspended_ns: t.suspended_ns,
-        kind: t.kind.to_string(),
-        name: t.name,
-        coro_name: t.coro_name,
-    }
+    TaskRow::new(0, t.index, t.kind, t.name, t.coro_name)
+        .on_thread(t.thread_index)
+        .lifetime(t.created_ns, t.done_ns)
+        .timing(t.steps, t.running_ns, t.suspended_ns)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
 
-    /// issue 15: rows recorded on one thread get thread columns of their length from one
+    /// Rows recorded on one thread get thread columns of their length from one
     /// shared buffer per thread; other rows keep their own.
     #[test]
     fn rows_of_one_thread_share_their_thread_column() {

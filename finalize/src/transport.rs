@@ -298,19 +298,12 @@ pub fn decode_run(bytes: &[u8]) -> Result<Run, DecodeError> {
         let (index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns) =
             (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
         let (kind, name, coro_name) = (d.str()?, d.str()?, d.str()?);
-        run.tasks.push(TaskRow {
-            rank,
-            index,
-            thread_index,
-            created_ns,
-            done_ns,
-            steps,
-            running_ns,
-            suspended_ns,
-            kind,
-            name,
-            coro_name,
-        });
+        run.tasks.push(
+            TaskRow::new(rank, index, kind, name, coro_name)
+                .on_thread(thread_index)
+                .lifetime(created_ns, done_ns)
+                .timing(steps, running_ns, suspended_ns),
+        );
     }
     for _ in 0..d.len()? {
         let key = d.str()?;

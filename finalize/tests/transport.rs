@@ -1,4 +1,4 @@
-//! The run transport (`SPRUN\x02`) and the stacking of runs (moved from `py/src/ranks.rs`).
+//! The run transport (`SPRUN\x02`) and the stacking of runs (moved from `py/src/io/ranks.rs`).
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 use scope_profiler_finalize::transport::{decode_run, encode_run, stack, StackError, MAGIC};
@@ -23,19 +23,7 @@ fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
 }
 
 fn task(rank: u32, index: i64) -> TaskRow {
-    TaskRow {
-        rank,
-        index,
-        thread_index: 0,
-        created_ns: 1,
-        done_ns: -1,
-        steps: 2,
-        running_ns: 3,
-        suspended_ns: 4,
-        kind: "task".into(),
-        name: format!("Task-{index}"),
-        coro_name: "main".into(),
-    }
+    TaskRow::new(rank, index, "task", format!("Task-{index}"), "main").on_thread(0).lifetime(1, -1).timing(2, 3, 4)
 }
 
 /// A run with every column, both id representations, every lane table and every metadata type.
@@ -141,7 +129,7 @@ fn round_trip_keeps_every_column_table_and_metadata() {
     assert_eq!(encode_run(&back), bytes);
 }
 
-/// Moved from `py/src/ranks.rs` (`round_trip_keeps_everything`).
+/// Moved from `py/src/io/ranks.rs` (`round_trip_keeps_everything`).
 #[test]
 fn round_trip_keeps_everything() {
     let mut row = RegionCalls::new(1, 0, col(&[1, 2, -3]), col(&[4, 5, 6]));

@@ -10,15 +10,15 @@
 //!   ([`PlanError::InvalidRank`]); finally no run with calls on the requested ranks
 //!   ([`PlanError::NoCalls`]);
 //! * labels: duplicates get `" (2)"`, `" (3)"`, ... ([`unique_labels`]);
-//! * file names ([`Naming`], one rule per [`ExportFormat`]); with several runs the label's
+//! * file names ([`Naming`], one rule per [`Format`]); with several runs the label's
 //!   [`slug`] joins the stem, so runs never overwrite each other;
 //! * the [`Selection`] each file is written with (ranks, region names, label).
 //!
-//! # Where the files go (issue 13 item 14)
+//! # Where the files go
 //! * `filepath` names a **directory** ([`names_directory`]: it ends with a path separator,
 //!   has no file name such as `"."`, or is an existing directory): the files are written
 //!   inside it under their default names, `<stem><suffix>` with the run's [`default_stem`]
-//!   (its file's stem, e.g. `run` for `run.h5`) and the format's [`ExportFormat::file_suffix`]
+//!   (its file's stem, e.g. `run` for `run.h5`) and the format's [`Format::file_suffix`]
 //!   (`run.speedscope.json`); several runs with one stem get `_2`, `_3` ([`unique_stems`]).
 //! * otherwise `filepath` names the **file**: a name with a suffix is used as given when the
 //!   export writes one file for the run (`pool.flame.svg` stays `pool.flame.svg`); a name
@@ -39,6 +39,7 @@ use scope_profiler_analysis::{MetaValue, Run};
 use thiserror::Error;
 
 use crate::export_common::slug;
+use crate::registry::Format;
 use crate::Selection;
 
 /// Why an export was refused before anything was written. Python raises `ValueError`
@@ -78,119 +79,39 @@ impl PlanError {
     }
 }
 
-/// The formats of the Python `export_*` functions.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ExportFormat {
-    Speedscope,
-    Prof,
-    ChromeTrace,
-    Perfetto,
-    Pprof,
-    Folded,
-    FlamegraphSvg,
-    TimelineSvg,
-    Parquet,
-    /// The JSON profile (`export_json` / `write_json`).
-    Json,
-    /// The self-contained HTML report (`export_html`, [`crate::html_report`]).
-    HtmlReport,
-}
-
-/// How the files of one format are named from the requested path `filepath`.
+/// How the files of one format are named from the requested path `filepath`; the suffix a
+/// name without one gets is the format's [`Format::suffix`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Naming {
     /// One file per run (speedscope's rule, spec-exports §1): `name.partition(".")` splits
     /// the file name at its first dot and keeps the tail as the suffix (`out.speedscope.json`
-    /// -> stem `out`, suffix `.speedscope.json`); without a dot the suffix is `default_suffix`.
+    /// -> stem `out`, suffix `.speedscope.json`); without a dot the suffix is the default.
     /// Path: `<stem>[_<slug>]<suffix>`.
-    PerRun { default_suffix: &'static str },
-    /// One target per run, `<Path.stem>[_<slug>]<Path.suffix or default_suffix>` (Python's
+    PerRun,
+    /// One target per run, `<Path.stem>[_<slug>]<Path.suffix or default suffix>` (Python's
     /// `PurePath.stem` / `.suffix`: split at the last dot); the writer derives its files from
     /// it (pstats: `_rank<R>[_<lane slug>]` before the suffix, `pstats::prof_path`).
-    PerRunStem { default_suffix: &'static str },
+    PerRunStem,
     /// One file per (run, rank with calls), each written with that single rank:
-    /// `<Path.stem>[_<slug>]_rank<R><Path.suffix or default_suffix>`, or without `_rank<R>`
+    /// `<Path.stem>[_<slug>]_rank<R><Path.suffix or default suffix>`, or without `_rank<R>`
     /// when the run has one rank with calls.
-    PerRank { default_suffix: &'static str },
+    PerRank,
 }
 
 impl Naming {
-    /// `(stem, suffix)` of the file name `name` under this rule.
-    fn split(self, name: &str) -> (String, String) {
+    /// `(stem, suffix)` of the file name `name` under this rule, `default_suffix` for a name
+    /// without one.
+    fn split(self, name: &str, default_suffix: &str) -> (String, String) {
         match self {
-            Naming::PerRun { default_suffix } => match name.split_once('.') {
+            Naming::PerRun => match name.split_once('.') {
                 Some((stem, tail)) => (stem.to_string(), format!(".{tail}")),
                 None => (name.to_string(), default_suffix.to_string()),
             },
-            Naming::PerRunStem { default_suffix } | Naming::PerRank { default_suffix } => {
+            Naming::PerRunStem | Naming::PerRank => {
                 let (stem, suffix) = py_stem_suffix(name);
                 (stem.to_string(), if suffix.is_empty() { default_suffix } else { suffix }.to_string())
             }
         }
-    }
-}
-
-impl ExportFormat {
-    /// The naming rule of this format.
-    pub fn naming(self) -> Naming {
-        use ExportFormat::*;
-        match self {
-            Speedscope => Naming::PerRun { default_suffix: ".speedscope.json" },
-            ChromeTrace => Naming::PerRun { default_suffix: ".trace.json" },
-            Perfetto => Naming::PerRun { default_suffix: ".pftrace" },
-            Pprof => Naming::PerRun { default_suffix: ".pb.gz" },
-            Folded => Naming::PerRun { default_suffix: ".folded" },
-            TimelineSvg => Naming::PerRun { default_suffix: ".timeline.svg" },
-            Parquet => Naming::PerRun { default_suffix: ".parquet" },
-            Json => Naming::PerRun { default_suffix: ".json" },
-            HtmlReport => Naming::PerRun { default_suffix: ".html" },
-            Prof => Naming::PerRunStem { default_suffix: ".prof" },
-            FlamegraphSvg => Naming::PerRank { default_suffix: ".svg" },
-        }
-    }
-
-    /// The suffix of this format's default file name `<stem><suffix>` (a directory target,
-    /// the CLI's `export -o DIR`): the default suffix, except the flame graph's
-    /// `.flamegraph.svg` (a bare `.svg` would not tell it from other SVGs). Distinct per format.
-    pub fn file_suffix(self) -> &'static str {
-        match self {
-            ExportFormat::FlamegraphSvg => ".flamegraph.svg",
-            other => match other.naming() {
-                Naming::PerRun { default_suffix }
-                | Naming::PerRunStem { default_suffix }
-                | Naming::PerRank { default_suffix } => default_suffix,
-            },
-        }
-    }
-
-    /// Every format.
-    pub const ALL: [ExportFormat; 11] = [
-        ExportFormat::Speedscope,
-        ExportFormat::Prof,
-        ExportFormat::ChromeTrace,
-        ExportFormat::Perfetto,
-        ExportFormat::Pprof,
-        ExportFormat::Folded,
-        ExportFormat::FlamegraphSvg,
-        ExportFormat::TimelineSvg,
-        ExportFormat::Parquet,
-        ExportFormat::Json,
-        ExportFormat::HtmlReport,
-    ];
-
-    /// Whether a run without calls (on the requested ranks) is written rather than refused
-    /// with [`PlanError::NoCalls`] when no filter is given: the HTML report, which then says
-    /// the run has no calls.
-    pub fn reports_empty_runs(self) -> bool {
-        self == ExportFormat::HtmlReport
-    }
-
-    /// Whether the selection always carries the selected region names, even unfiltered:
-    /// formats whose output follows the `get_regions` order (speedscope's ties, pstats'
-    /// entry order). The others get `None` (all regions, table order) when neither
-    /// `include` nor `exclude` is given.
-    pub fn keeps_region_order(self) -> bool {
-        matches!(self, ExportFormat::Speedscope | ExportFormat::Prof)
     }
 }
 
@@ -213,7 +134,7 @@ pub struct RunInput {
 /// The user's choices common to every format.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request<'a> {
-    pub format: ExportFormat,
+    pub format: Format,
     /// The `filepath` argument.
     pub path: &'a Path,
     /// The `ranks` argument; `None` = `[0]`. Kept in the given order, duplicates included.
@@ -240,22 +161,28 @@ pub fn root_runs(is_root: &[bool]) -> Result<Vec<usize>, PlanError> {
     Ok(is_root.iter().enumerate().filter(|(_, &r)| r).map(|(i, _)| i).collect())
 }
 
-/// `labels` with repeats made distinct: the second `"run"` becomes `"run (2)"`, the third
-/// `"run (3)"`.
-pub fn unique_labels(labels: &[String]) -> Vec<String> {
+/// `names` with repeats made distinct: the first of each name as it is, its `n`-th repeat
+/// (`n` from 2) `mark(name, n)`.
+fn number_repeats(names: &[String], mark: impl Fn(&str, usize) -> String) -> Vec<String> {
     let mut seen: HashMap<&str, usize> = HashMap::new();
-    labels
+    names
         .iter()
-        .map(|label| {
-            let count = seen.entry(label.as_str()).or_default();
-            *count += 1;
-            if *count == 1 {
-                label.clone()
+        .map(|name| {
+            let n = seen.entry(name.as_str()).or_default();
+            *n += 1;
+            if *n == 1 {
+                name.clone()
             } else {
-                format!("{label} ({count})")
+                mark(name, *n)
             }
         })
         .collect()
+}
+
+/// `labels` with repeats made distinct: the second `"run"` becomes `"run (2)"`, the third
+/// `"run (3)"`.
+pub fn unique_labels(labels: &[String]) -> Vec<String> {
+    number_repeats(labels, |label, n| format!("{label} ({n})"))
 }
 
 /// The files to write for `runs` (the root result sets, in order) under `req`, in writing
@@ -305,10 +232,10 @@ pub fn plan(runs: &[RunInput], req: &Request<'_>) -> Result<Vec<PlannedFile>, Pl
         };
         let base = &bases[i];
         match req.format.naming() {
-            Naming::PerRun { .. } | Naming::PerRunStem { .. } => {
+            Naming::PerRun | Naming::PerRunStem => {
                 files.push(PlannedFile { run: i, path: base.path(None), selection: selection(ranks) });
             }
-            Naming::PerRank { .. } => {
+            Naming::PerRank => {
                 let several = with_calls.len() > 1;
                 for rank in with_calls {
                     let path = base.path(several.then_some(rank));
@@ -320,7 +247,7 @@ pub fn plan(runs: &[RunInput], req: &Request<'_>) -> Result<Vec<PlannedFile>, Pl
     // every file a writer will create, before any is written (Parquet writes its lanes
     // table beside its events file)
     for f in &files {
-        let lanes = (req.format == ExportFormat::Parquet).then(|| crate::parquet_export::lanes_path(&f.path));
+        let lanes = (req.format == Format::Parquet).then(|| crate::parquet_export::lanes_path(&f.path));
         if let Some(p) = std::iter::once(&f.path).chain(lanes.as_ref()).find(|p| p.is_dir()) {
             return Err(PlanError::IsADirectory(p.clone()));
         }
@@ -375,23 +302,11 @@ pub fn display_label(run: &Run, fallback: &str) -> String {
 /// `stems` with repeats made distinct: the second `"run"` becomes `"run_2"`, the third
 /// `"run_3"` (two inputs `a/run.h5` and `b/run.h5` must not overwrite each other).
 pub fn unique_stems(stems: &[String]) -> Vec<String> {
-    let mut seen: HashMap<&str, usize> = HashMap::new();
-    stems
-        .iter()
-        .map(|s| {
-            let n = seen.entry(s.as_str()).or_default();
-            *n += 1;
-            if *n == 1 {
-                s.clone()
-            } else {
-                format!("{s}_{n}")
-            }
-        })
-        .collect()
+    number_repeats(stems, |stem, n| format!("{stem}_{n}"))
 }
 
 /// The default file of `format` for a run with stem `stem` in `dir`: `dir/<stem><suffix>`.
-pub fn default_file(dir: &Path, stem: &str, format: ExportFormat) -> PathBuf {
+pub fn default_file(dir: &Path, stem: &str, format: Format) -> PathBuf {
     dir.join(format!("{stem}{}", format.file_suffix()))
 }
 
@@ -416,7 +331,7 @@ impl Base {
 
 /// The base of every run of `runs` (`(label, file stem)`, every root run in order: the
 /// labels are de-duplicated over all of them) for `format` at `filepath`.
-fn run_bases(format: ExportFormat, filepath: &Path, runs: &[(String, String)]) -> Result<Vec<Base>, PlanError> {
+fn run_bases(format: Format, filepath: &Path, runs: &[(String, String)]) -> Result<Vec<Base>, PlanError> {
     if filepath.as_os_str().is_empty() {
         return Err(PlanError::EmptyName(filepath.to_path_buf()));
     }
@@ -434,7 +349,7 @@ fn run_bases(format: ExportFormat, filepath: &Path, runs: &[(String, String)]) -
             .collect());
     }
     let name = filepath.file_name().map(|n| n.to_string_lossy().into_owned()).unwrap_or_default();
-    let (stem, suffix) = format.naming().split(&name);
+    let (stem, suffix) = format.naming().split(&name, format.suffix());
     let dir = filepath.parent().map(Path::to_path_buf).unwrap_or_default();
     let labels = unique_labels(&runs.iter().map(|(l, _)| l.clone()).collect::<Vec<_>>());
     let several = runs.len() > 1;
@@ -452,7 +367,7 @@ fn run_bases(format: ExportFormat, filepath: &Path, runs: &[(String, String)]) -
 /// (`format` other than the flame graph) at `filepath`, by this module's rules (for writers
 /// outside [`plan`], e.g. the JSON profile). Errors: [`PlanError::EmptyName`],
 /// [`PlanError::NotADirectory`], [`PlanError::IsADirectory`].
-pub fn run_paths(format: ExportFormat, filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
+pub fn run_paths(format: Format, filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
     let paths: Vec<PathBuf> = run_bases(format, filepath, runs)?.iter().map(|b| b.path(None)).collect();
     if let Some(p) = paths.iter().find(|p| p.is_dir()) {
         return Err(PlanError::IsADirectory(p.clone()));
@@ -511,7 +426,7 @@ mod tests {
         }
     }
 
-    fn req(format: ExportFormat, path: &str) -> Request<'_> {
+    fn req(format: Format, path: &str) -> Request<'_> {
         Request { format, path: Path::new(path), ranks: None, filtered: false }
     }
 
@@ -525,7 +440,7 @@ mod tests {
         assert_eq!(PlanError::NoData.to_string(), "No profiling data provided.");
         assert_eq!(root_runs(&[false, true, false, true]), Ok(vec![1, 3]));
         assert_eq!(root_runs(&[false]), Ok(vec![]));
-        assert_eq!(plan(&[], &req(ExportFormat::Speedscope, "x")), Ok(vec![]));
+        assert_eq!(plan(&[], &req(Format::Speedscope, "x")), Ok(vec![]));
     }
 
     #[test]
@@ -537,11 +452,11 @@ mod tests {
     #[test]
     fn speedscope_keeps_the_tail_after_the_first_dot() {
         let runs = [run("async", 1, &[0])];
-        let f = plan(&runs, &req(ExportFormat::Speedscope, "out/x.speedscope.json")).unwrap();
+        let f = plan(&runs, &req(Format::Speedscope, "out/x.speedscope.json")).unwrap();
         assert_eq!(paths(&f), vec!["out/x.speedscope.json"]);
-        let f = plan(&runs, &req(ExportFormat::Speedscope, "out/x")).unwrap();
+        let f = plan(&runs, &req(Format::Speedscope, "out/x")).unwrap();
         assert_eq!(paths(&f), vec!["out/x.speedscope.json"]);
-        let f = plan(&runs, &req(ExportFormat::Speedscope, "out/x.json")).unwrap();
+        let f = plan(&runs, &req(Format::Speedscope, "out/x.json")).unwrap();
         assert_eq!(paths(&f), vec!["out/x.json"]);
         // speedscope always carries the get_regions names (their order decides ties)
         assert_eq!(f[0].selection, Selection::new(vec![0], "async").with_regions(vec!["b".into(), "a".into()]));
@@ -550,11 +465,11 @@ mod tests {
     #[test]
     fn several_runs_get_the_label_slug_and_repeats_a_count() {
         let runs = [run("async", 1, &[0]), run("async", 1, &[0]), run("my run/2", 1, &[0])];
-        let f = plan(&runs, &req(ExportFormat::ChromeTrace, "m")).unwrap();
+        let f = plan(&runs, &req(Format::ChromeTrace, "m")).unwrap();
         assert_eq!(paths(&f), vec!["m_async.trace.json", "m_async_2.trace.json", "m_my_run_2.trace.json"]);
         assert_eq!(f[1].selection.label, "async (2)");
         assert_eq!(f.iter().map(|f| f.run).collect::<Vec<_>>(), vec![0, 1, 2]);
-        let f = plan(&runs, &req(ExportFormat::Speedscope, "d/m.speedscope.json")).unwrap();
+        let f = plan(&runs, &req(Format::Speedscope, "d/m.speedscope.json")).unwrap();
         assert_eq!(
             paths(&f),
             vec!["d/m_async.speedscope.json", "d/m_async_2.speedscope.json", "d/m_my_run_2.speedscope.json"]
@@ -565,32 +480,32 @@ mod tests {
     fn default_suffixes_of_the_per_run_formats() {
         let runs = [run("r", 1, &[0])];
         for (fmt, want) in [
-            (ExportFormat::Perfetto, "x.pftrace"),
-            (ExportFormat::Pprof, "x.pb.gz"),
-            (ExportFormat::Folded, "x.folded"),
-            (ExportFormat::TimelineSvg, "x.timeline.svg"),
-            (ExportFormat::Parquet, "x.parquet"),
+            (Format::Perfetto, "x.pftrace"),
+            (Format::Pprof, "x.pb.gz"),
+            (Format::Folded, "x.folded"),
+            (Format::TimelineSvg, "x.timeline.svg"),
+            (Format::Parquet, "x.parquet"),
         ] {
             assert_eq!(paths(&plan(&runs, &req(fmt, "x")).unwrap()), vec![want], "{fmt:?}");
         }
         // a name with a dot keeps its whole tail, whatever the format
-        assert_eq!(paths(&plan(&runs, &req(ExportFormat::Pprof, "x.pb")).unwrap()), vec!["x.pb"]);
+        assert_eq!(paths(&plan(&runs, &req(Format::Pprof, "x.pb")).unwrap()), vec!["x.pb"]);
     }
 
     #[test]
     fn parquet_lanes_file_sits_beside_the_events_file() {
         let runs = [run("a", 1, &[0]), run("b", 1, &[0])];
-        let f = plan(&runs, &req(ExportFormat::Parquet, "t/x.parquet")).unwrap();
+        let f = plan(&runs, &req(Format::Parquet, "t/x.parquet")).unwrap();
         assert_eq!(paths(&f), vec!["t/x_a.parquet", "t/x_b.parquet"]);
         assert_eq!(lanes_path(&f[0].path), PathBuf::from("t/x_a.lanes.parquet"));
-        let f = plan(&runs[..1], &req(ExportFormat::Parquet, "t/x")).unwrap();
+        let f = plan(&runs[..1], &req(Format::Parquet, "t/x")).unwrap();
         assert_eq!(lanes_path(&f[0].path), PathBuf::from("t/x.lanes.parquet"));
     }
 
     #[test]
     fn prof_targets_use_the_last_dot_and_the_writer_adds_rank_and_lane() {
         let runs = [run("async", 2, &[0, 1])];
-        let mut r = req(ExportFormat::Prof, "p/out.v1.prof");
+        let mut r = req(Format::Prof, "p/out.v1.prof");
         r.ranks = Some(vec![1, 0]);
         let f = plan(&runs, &r).unwrap();
         assert_eq!(paths(&f), vec!["p/out.v1.prof"]);
@@ -607,10 +522,10 @@ mod tests {
             prof_path(&f[0].path, &stats(0, Some("Task-2 (fetch) on MainThread"))),
             PathBuf::from("p/out.v1_rank0_Task-2_fetch_on_MainThread.prof")
         );
-        let f = plan(&runs, &req(ExportFormat::Prof, "p/out")).unwrap();
+        let f = plan(&runs, &req(Format::Prof, "p/out")).unwrap();
         assert_eq!(paths(&f), vec!["p/out.prof"]);
         let two = [run("async", 1, &[0]), run("async", 1, &[0])];
-        let f = plan(&two, &req(ExportFormat::Prof, "m.prof")).unwrap();
+        let f = plan(&two, &req(Format::Prof, "m.prof")).unwrap();
         let names: Vec<PathBuf> = f.iter().map(|f| prof_path(&f.path, &stats(0, None))).collect();
         assert_eq!(names, vec![PathBuf::from("m_async_rank0.prof"), PathBuf::from("m_async_2_rank0.prof")]);
     }
@@ -618,7 +533,7 @@ mod tests {
     #[test]
     fn flamegraph_writes_one_file_per_rank_with_calls() {
         let runs = [run("a", 3, &[0, 2]), run("b", 3, &[1])];
-        let mut r = req(ExportFormat::FlamegraphSvg, "g/fg.svg");
+        let mut r = req(Format::FlamegraphSvg, "g/fg.svg");
         r.ranks = Some(vec![2, 1, 0]);
         let f = plan(&runs, &r).unwrap();
         // run a has two ranks with calls: `_rank<R>`; run b one: no rank tag
@@ -628,14 +543,14 @@ mod tests {
         assert_eq!(f[0].selection.regions, None);
         r.filtered = true;
         assert_eq!(plan(&runs, &r).unwrap()[0].selection.regions, Some(vec!["b".into(), "a".into()]));
-        let mut both = req(ExportFormat::FlamegraphSvg, "g/fg");
+        let mut both = req(Format::FlamegraphSvg, "g/fg");
         both.ranks = Some(vec![0, 2]);
         let f = plan(&runs[..1], &both).unwrap();
         assert_eq!(paths(&f), vec!["g/fg_rank0.svg", "g/fg_rank2.svg"]);
-        let mut one = req(ExportFormat::FlamegraphSvg, "g/fg");
+        let mut one = req(Format::FlamegraphSvg, "g/fg");
         one.ranks = Some(vec![1]);
         assert_eq!(paths(&plan(&runs[1..], &one).unwrap()), vec!["g/fg.svg"]);
-        // one output: the name as given (issue 13 item 14: `pool.flame.svg` became `pool.flame_rank0.svg`)
+        // one output: the name as given (`pool.flame.svg`, not `pool.flame_rank0.svg`)
         one.path = Path::new("g/pool.flame.svg");
         assert_eq!(paths(&plan(&runs[1..], &one).unwrap()), vec!["g/pool.flame.svg"]);
         both.path = Path::new("g/fg.flame.html");
@@ -654,7 +569,7 @@ mod tests {
     #[test]
     fn validation_errors_and_their_messages() {
         let e = |runs: &[RunInput], ranks: Option<Vec<i64>>| {
-            let mut r = req(ExportFormat::Pprof, "x");
+            let mut r = req(Format::Pprof, "x");
             r.ranks = ranks;
             plan(runs, &r).unwrap_err()
         };
@@ -667,18 +582,18 @@ mod tests {
         // the first run is checked completely before the second
         assert_eq!(e(&[run("a", 1, &[0]), empty.clone()], Some(vec![1])), PlanError::InvalidRank(1));
         assert_eq!(e(&[empty, run("a", 1, &[0])], Some(vec![1])), PlanError::NoRegions);
-        let r = Request { format: ExportFormat::Folded, path: Path::new(""), ranks: None, filtered: false };
+        let r = Request { format: Format::Folded, path: Path::new(""), ranks: None, filtered: false };
         assert!(matches!(plan(&[run("a", 1, &[0])], &r), Err(PlanError::EmptyName(_))));
     }
 
     #[test]
     fn runs_without_calls_are_skipped_but_still_count_for_the_slug() {
         let runs = [run("a", 1, &[]), run("b", 1, &[0])];
-        let f = plan(&runs, &req(ExportFormat::Folded, "x.folded")).unwrap();
+        let f = plan(&runs, &req(Format::Folded, "x.folded")).unwrap();
         assert_eq!(paths(&f), vec!["x_b.folded"]);
         assert_eq!(f[0].run, 1);
         // per-run formats pass every requested rank; the writer skips those without calls
-        let mut r = req(ExportFormat::Folded, "x.folded");
+        let mut r = req(Format::Folded, "x.folded");
         r.ranks = Some(vec![0, 0]);
         assert_eq!(plan(&runs[1..], &r).unwrap()[0].selection.ranks, vec![0, 0]);
     }
@@ -691,18 +606,19 @@ mod tests {
         assert_eq!(slug("v1.2+x-y"), "v1.2+x-y");
     }
 
-    /// issue 13 item 14: "`export_speedscope(results, "/tmp")` wrote `/tmp.speedscope.json`
-    /// at the filesystem root; `"outdir/"` wrote beside the directory."
+    /// A directory target gets the files inside it: `export_speedscope(results, "/tmp")` does
+    /// not write `/tmp.speedscope.json` at the filesystem root, nor `"outdir/"` beside the
+    /// directory.
     #[test]
     fn directory_targets_get_default_names_inside() {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_string_lossy().into_owned();
         let runs = [run("async", 1, &[0])];
-        for format in ExportFormat::ALL {
+        for format in Format::exports() {
             for target in [d.clone(), format!("{d}/"), format!("{d}/new/")] {
                 let f = plan(&runs, &req(format, &target)).unwrap();
                 let want = match format {
-                    ExportFormat::FlamegraphSvg => "async.flamegraph.svg".to_string(),
+                    Format::FlamegraphSvg => "async.flamegraph.svg".to_string(),
                     _ => format!("async{}", format.file_suffix()),
                 };
                 let inside = if target.ends_with("new/") { format!("{d}/new") } else { d.clone() };
@@ -711,7 +627,7 @@ mod tests {
         }
         // several ranks (per-rank formats): `_rank<R>` inside the directory
         let two = [run("mpi", 2, &[0, 1])];
-        let mut r = req(ExportFormat::FlamegraphSvg, &d);
+        let mut r = req(Format::FlamegraphSvg, &d);
         r.ranks = Some(vec![0, 1]);
         assert_eq!(
             paths(&plan(&two, &r).unwrap()),
@@ -723,7 +639,7 @@ mod tests {
         let mut nameless = run("", 1, &[0]);
         nameless.file_stem = String::new();
         let runs = [run("a", 1, &[0]), run("a", 1, &[0]), anon, nameless];
-        let f = plan(&runs, &req(ExportFormat::Folded, &format!("{d}/"))).unwrap();
+        let f = plan(&runs, &req(Format::Folded, &format!("{d}/"))).unwrap();
         let want: Vec<String> =
             ["a.folded", "a_2.folded", "my_run.folded", "profile.folded"].iter().map(|n| format!("{d}/{n}")).collect();
         assert_eq!(paths(&f), want);
@@ -738,33 +654,24 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let d = dir.path().to_string_lossy().into_owned();
         std::fs::create_dir(dir.path().join("x.speedscope.json")).unwrap();
-        let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/x"))).unwrap_err();
+        let e = plan(&[run("r", 1, &[0])], &req(Format::Speedscope, &format!("{d}/x"))).unwrap_err();
         assert_eq!(e, PlanError::IsADirectory(dir.path().join("x.speedscope.json")));
-        // a new-user trial: Parquet's lanes table in the way was found only after the events
-        // file had been written
+        // Parquet's lanes table in the way is found before the events file is written
         std::fs::create_dir(dir.path().join("zz.lanes.parquet")).unwrap();
-        let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Parquet, &format!("{d}/zz.parquet"))).unwrap_err();
+        let e = plan(&[run("r", 1, &[0])], &req(Format::Parquet, &format!("{d}/zz.parquet"))).unwrap_err();
         assert_eq!(e, PlanError::IsADirectory(dir.path().join("zz.lanes.parquet")));
         assert_eq!(e.errno().map(|(n, _, _)| n), Some(libc::EISDIR));
         std::fs::write(dir.path().join("file"), b"").unwrap();
-        let e = plan(&[run("r", 1, &[0])], &req(ExportFormat::Speedscope, &format!("{d}/file/"))).unwrap_err();
+        let e = plan(&[run("r", 1, &[0])], &req(Format::Speedscope, &format!("{d}/file/"))).unwrap_err();
         assert_eq!(e, PlanError::NotADirectory(PathBuf::from(format!("{d}/file/"))));
         assert_eq!(e.errno().map(|(n, _, _)| n), Some(libc::ENOTDIR));
         let runs = [("label".to_string(), "x".to_string())];
-        assert_eq!(run_paths(ExportFormat::Json, dir.path(), &runs), Ok(vec![dir.path().join("x.json")]));
+        assert_eq!(run_paths(Format::Json, dir.path(), &runs), Ok(vec![dir.path().join("x.json")]));
         assert_eq!(
-            run_paths(ExportFormat::Json, &dir.path().join("p.json.gz"), &runs),
+            run_paths(Format::Json, &dir.path().join("p.json.gz"), &runs),
             Ok(vec![dir.path().join("p.json.gz")])
         );
-        let e = run_paths(ExportFormat::Speedscope, &dir.path().join("x"), &runs);
+        let e = run_paths(Format::Speedscope, &dir.path().join("x"), &runs);
         assert_eq!(e, Err(PlanError::IsADirectory(dir.path().join("x.speedscope.json"))));
-    }
-
-    #[test]
-    fn file_suffixes_are_distinct() {
-        let mut all: Vec<&str> = ExportFormat::ALL.iter().map(|f| f.file_suffix()).collect();
-        all.sort();
-        all.dedup();
-        assert_eq!(all.len(), ExportFormat::ALL.len());
     }
 }

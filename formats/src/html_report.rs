@@ -105,7 +105,7 @@ impl HtmlReport {
     ///
     /// A selection without calls (a run that recorded none: setup then finalize) gets a
     /// section that says so, with the overview and metadata and no tables or figures, as
-    /// 0.7.5's `create_html_report` writes a report of it (stop 25 new-user trial, finding 2).
+    /// 0.7.5's `create_html_report` writes a report of it.
     pub fn add(&mut self, run: &Run, sel: &Selection) -> Result<&mut Self, ExportError> {
         let applied = sel.apply(run);
         let run: &Run = &applied;
@@ -438,7 +438,8 @@ const TIMELINE_WIDTH: f64 = 1300.0;
 /// Width of the embedded flame graph, px.
 const FLAME_WIDTH: usize = 1200;
 
-const STYLE: &str = "
+/// The page's style (shared by the comparison page, `diff_html`).
+pub(crate) const STYLE: &str = "
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1f2328;max-width:1500px}
 h1{font-size:22px;margin:0 0 12px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:22px 0 6px}
@@ -456,7 +457,8 @@ details{margin:6px 0}table.metadata th{background:#f6f8fa;font-weight:normal}
 ";
 
 /// Click a header to sort its table (numbers by value, text by name); again to reverse.
-const SCRIPT: &str = "
+/// Shared by the comparison page.
+pub(crate) const SCRIPT: &str = "
 document.querySelectorAll('table:not(.metadata)').forEach(function(t){
   t.querySelectorAll('thead th').forEach(function(th,col){
     th.addEventListener('click',function(){

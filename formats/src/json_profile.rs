@@ -369,7 +369,7 @@ struct ThreadOut<'a> {
     start_ns: i64,
     end_ns: i64,
     cpu_ns: i64,
-    /// Not in the reference's format: written only when known (issue 14).
+    /// Not in the reference's format: written only when known.
     #[serde(skip_serializing_if = "is_unknown")]
     cpu_start_ns: i64,
 }
@@ -413,8 +413,8 @@ struct DocOut<'a> {
 fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
     let keep_rank = |rank: u32| sel.ranks.contains(&rank);
     let mut regions = Vec::new();
-    // rows grouped by region in one pass, names looked up in a set (a scan per name was
-    // quadratic: 40,000 regions took 7 s, stop 28 new-user trial)
+    // rows grouped by region in one pass, names looked up in a set (a scan per name would be
+    // quadratic: 40,000 regions would take 7 s)
     let kept: Option<HashSet<&str>> = sel.regions.as_ref().map(|names| names.iter().map(String::as_str).collect());
     let mut rows_of: Vec<Vec<&RegionCalls>> = vec![Vec::new(); run.region_names.len()];
     for r in run.regions.iter().filter(|r| keep_rank(r.rank)) {
@@ -693,8 +693,8 @@ fn region_row(path: &Path, id: u32, r: RowIn) -> Result<RegionCalls, JsonError> 
     if r.end_times_ns.len() != n {
         return Err(bad(format!("end_times_ns has {} values for {n} calls", r.end_times_ns.len())));
     }
-    // as the HDF5 reader refuses it (stop 24 new-user trial: `summary` printed a negative
-    // total for such a JSON profile while `export` refused it naming no region)
+    // as the HDF5 reader refuses it (read, `summary` would print a negative total for such a
+    // JSON profile)
     if let Some(k) = r.start_times_ns.iter().zip(&r.end_times_ns).position(|(s, e)| e < s) {
         return Err(bad(format!(
             "call {k} ends before it starts ({} ns before). No recording has one: the file is damaged.",
@@ -799,18 +799,11 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
     let mut tasks = Vec::new();
     for (rank, rows) in doc.tasks.unwrap_or_default() {
         let rank = rank_key(path, &rank)?;
-        tasks.extend(rows.into_iter().map(|t| TaskRow {
-            rank,
-            index: t.index,
-            thread_index: t.thread_index,
-            created_ns: t.created_ns,
-            done_ns: t.done_ns,
-            steps: t.steps,
-            running_ns: t.running_ns,
-            suspended_ns: t.suspended_ns,
-            kind: t.kind,
-            name: t.name,
-            coro_name: t.coro_name,
+        tasks.extend(rows.into_iter().map(|t| {
+            TaskRow::new(rank, t.index, t.kind, t.name, t.coro_name)
+                .on_thread(t.thread_index)
+                .lifetime(t.created_ns, t.done_ns)
+                .timing(t.steps, t.running_ns, t.suspended_ns)
         }));
     }
     tasks.sort_by_key(|t| (t.rank, t.index));
@@ -839,7 +832,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
 ///
 /// Errors: [`PlanError`] (`EmptyName`, `IsADirectory`, `NotADirectory`).
 pub fn json_paths(filepath: &Path, runs: &[(String, String)]) -> Result<Vec<PathBuf>, PlanError> {
-    crate::export_plan::run_paths(crate::export_plan::ExportFormat::Json, filepath, runs)
+    crate::export_plan::run_paths(crate::Format::Json, filepath, runs)
 }
 
 #[cfg(test)]

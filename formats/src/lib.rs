@@ -1,5 +1,8 @@
-//! File formats of scope-profiler: HDF5 in the reference's layout and speedscope.
+//! File formats of scope-profiler: HDF5 in the reference's layout and every export format
+//! ([`registry`] lists them).
 pub mod chrome_trace;
+pub mod diff_flamegraph;
+pub mod diff_html;
 mod export_common;
 pub mod export_error;
 pub mod export_plan;
@@ -14,6 +17,8 @@ pub mod perfetto;
 pub mod pprof;
 pub mod profile_format;
 pub mod pstats;
+pub mod registry;
+pub mod run_group;
 pub mod selection;
 pub mod speedscope;
 pub mod text_summary;
@@ -22,5 +27,6 @@ pub mod timeline;
 pub use self::hdf5::{read_h5, write_h5, H5Error, NOT_A_PROFILE as NOT_A_PROFILE_H5};
 pub use self::hdf5::{read_h5_summary, RunSummary, SummaryRow};
 pub use export_error::ExportError;
+pub use registry::Format;
 pub use selection::Selection;
 pub use speedscope::{write_speedscope, write_speedscope_to};

@@ -6,7 +6,7 @@
 //! loads with `pstats.Stats`, snakeviz and gprof2dot.
 //!
 //! Keys, `call_paths` naming, synthetic root inserted last and dict order are the
-//! reference's; the counting is cProfile's (issue 13 item 15), which the reference does not
+//! reference's; the counting is cProfile's, which the reference does not
 //! do:
 //! * **Recursion is collapsed.** With `call_paths` (default) a call of a region that is
 //!   already on its parent's path joins the entry of that earlier path (`a > b > a` counts

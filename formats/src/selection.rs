@@ -8,7 +8,7 @@
 use std::borrow::Cow;
 use std::collections::{HashMap, HashSet};
 
-use scope_profiler_analysis::Run;
+use scope_profiler_analysis::{RegionCalls, Run};
 
 /// The part of a run an export writes.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -53,19 +53,8 @@ impl Selection {
         if run.regions.iter().all(|r| keep.get(r.region as usize).copied().unwrap_or(false)) {
             return Cow::Borrowed(run);
         }
-        Cow::Owned(Run {
-            region_names: run.region_names.clone(),
-            regions: run
-                .regions
-                .iter()
-                .filter(|r| keep.get(r.region as usize).copied().unwrap_or(false))
-                .cloned()
-                .collect(),
-            threads: run.threads.clone(),
-            tasks: run.tasks.clone(),
-            metadata: run.metadata.clone(),
-            num_ranks: run.num_ranks,
-        })
+        let kept_rows = run.regions.iter().filter(|r| keep.get(r.region as usize).copied().unwrap_or(false));
+        Cow::Owned(with_rows(run, kept_rows.cloned().collect()))
     }
 
     /// `run` restricted to the kept regions with the rows of each rank (ranks ascending)
@@ -79,8 +68,8 @@ impl Selection {
         let mut ranks: Vec<u32> = run.regions.iter().map(|r| r.rank).collect();
         ranks.sort_unstable();
         ranks.dedup();
-        // one pass each (a name lookup per region and a row scan per name made 40,000
-        // regions take seconds: stop 28 new-user trial)
+        // one pass each (a name lookup per region and a row scan per name would make 40,000
+        // regions take seconds)
         let mut id_of: HashMap<&str, usize> = HashMap::with_capacity(run.region_names.len());
         for (i, name) in run.region_names.iter().enumerate() {
             id_of.entry(name.as_str()).or_insert(i);
@@ -104,14 +93,20 @@ impl Selection {
         {
             return Cow::Borrowed(run);
         }
-        Cow::Owned(Run {
-            region_names: run.region_names.clone(),
-            regions,
-            threads: run.threads.clone(),
-            tasks: run.tasks.clone(),
-            metadata: run.metadata.clone(),
-            num_ranks: run.num_ranks,
-        })
+        Cow::Owned(with_rows(run, regions))
+    }
+}
+
+/// `run` with the region rows `regions` instead of its own (names, lane tables, metadata and
+/// rank count copied).
+fn with_rows(run: &Run, regions: Vec<RegionCalls>) -> Run {
+    Run {
+        region_names: run.region_names.clone(),
+        regions,
+        threads: run.threads.clone(),
+        tasks: run.tasks.clone(),
+        metadata: run.metadata.clone(),
+        num_ranks: run.num_ranks,
     }
 }
 
@@ -152,8 +147,8 @@ mod tests {
         assert!(matches!(Selection::new(vec![0], "x").apply_in_order(&run), Cow::Borrowed(_)));
     }
 
-    // Reported: stop 28 new-user trial: `export_speedscope` / `export_json` of 40,000
-    // one-call regions took 7 s (a name lookup and a row scan per region). The one-pass
+    // Many one-call regions are grouped in one pass (a name lookup and a row scan per region
+    // would take `export_speedscope` / `export_json` of 40,000 regions 7 s), and the
     // grouping keeps the order rules: ranks ascending, then the names' order (a repeated
     // name twice), rows of one (rank, region) in table order.
     #[test]

@@ -256,7 +256,8 @@ pub fn write_speedscope(run: &Run, ranks: &[u32], label: &str, path: &Path) -> R
 }
 
 /// [`write_speedscope`] in the shape every writer has: `sel.ranks`, `sel.label`, and only
-/// the regions `sel` keeps.
+/// the regions `sel` keeps, each rank's rows in the order of `sel.regions`
+/// ([`Selection::apply_in_order`]: exact ties follow it).
 pub fn write_speedscope_selection(run: &Run, sel: &Selection, path: &Path) -> Result<(), ExportError> {
-    write_speedscope(&sel.apply(run), &sel.ranks, &sel.label, path)
+    write_speedscope(&sel.apply_in_order(run), &sel.ranks, &sel.label, path)
 }

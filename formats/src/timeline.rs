@@ -9,8 +9,8 @@
 //! merged per row and depth into grey "dense" strips (with a count), which keeps the file
 //! size bounded by the picture, not by the number of calls.
 //!
-//! The picture stays usable whatever the run (issue 13 item 15: a 3,000-deep recursion drew
-//! a 51,158 px tall file, 1,000 threads 44,141 px, 20k tasks 65 MB; browsers and rsvg refuse
+//! The picture stays usable whatever the run (drawn whole, a 3,000-deep recursion would be a
+//! 51,158 px tall file, 1,000 threads 44,141 px, 20k tasks 65 MB; browsers and rsvg refuse
 //! more than 32,767 px): at most [`TimelineOptions::lanes`] rows (default 64, the busiest by
 //! top-level call time) plus one summary row for the rest, at most
 //! [`TimelineOptions::max_depth`] levels per row (default 32; deeper calls become markers
@@ -1163,7 +1163,7 @@ fn choose_rows<'a>(
 
 /// `Ok` unless the window `w` (its `view`) starts at or after `end`, the end of the run's
 /// last selected call, while the run lasts (`end > origin`): nothing of the run is in it, and
-/// an empty picture would look like a run without calls (stop 24 note). A window that only
+/// an empty picture would look like a run without calls. A window that only
 /// partly overlaps the run is drawn, clipped.
 ///
 /// Errors: [`ExportError::Request`] naming the window and the run's extent in s.
@@ -1229,8 +1229,8 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
         ));
     }
     if view.windowed {
-        // "N call(s) outside it not drawn", then how many lanes have no call in it at all (issue
-        // 14, second new-user trial: "4 call(s) of 0 lane(s) outside it" read as nonsense)
+        // "N call(s) outside it not drawn", then how many lanes have no call in it at all ("4
+        // call(s) of 0 lane(s) outside it" would read as nonsense)
         let empty_lanes = n_lanes - in_view_lanes;
         lines.push(format!(
             "Window {} – {} from run start: {} call(s) outside it not drawn{}; calls across its edges clipped",

@@ -119,7 +119,7 @@ fn check_expected(run: &Run, expected: &Value, file: &str) {
             assert_eq!(g.index, w["index"].as_i64().unwrap(), "{file}");
             assert_eq!(g.name, w["name"].as_str().unwrap(), "{file}");
             assert_eq!(g.alive, w["alive"].as_bool().unwrap(), "{file}");
-            // issue 14 deviations from the reference: an alive thread's wall time runs to the
+            // deviations from the reference: an alive thread's wall time runs to the
             // run's end (the reference: None); region time is the union over the thread's
             // lanes (the reference sums the lanes' top-level calls = held + await)
             if g.alive {
@@ -140,7 +140,7 @@ fn check_expected(run: &Run, expected: &Value, file: &str) {
             } else {
                 assert!(g.region_time <= summed + 1e-12, "{file} {}", g.name);
                 // plus the task calls inside a call of the thread itself, which the reference
-                // counted twice (issue 14, new-user trial)
+                // counts twice
                 let both = g.held_time.unwrap() + g.await_time.unwrap() + enclosed_task_secs(run, g.index);
                 assert!((both - summed).abs() < 1e-9, "{file} {}: {both} vs {summed}", g.name);
                 assert!(g.held_time.unwrap() <= g.region_time + 1e-12, "{file} {}", g.name);
@@ -681,10 +681,10 @@ fn reference_package_reads_a_large_compressed_run() {
     );
 }
 
-/// issue 15: compressed chunks are shuffled and deflated in parallel and written directly;
+/// Compressed chunks are shuffled and deflated in parallel and written directly;
 /// several chunks and a partial last one read back equal, here and in the reference.
 #[test]
-fn issue_15_directly_written_chunks_round_trip() {
+fn directly_written_chunks_round_trip() {
     let run = synthetic_run(150_001, 3);
     let dir = tmpdir();
     let out = dir.path().join("chunks.h5");
@@ -742,8 +742,8 @@ fn scale_twenty_million_events() {
     assert_eq!(rows.len(), 2);
 }
 
-/// A run without calls keeps its lane tables (issue 11 calls the reference's dropping them a
-/// defect: its file then said 0 ranks and no threads, unlike the run in memory).
+/// A run without calls keeps its lane tables (the reference drops them, a defect we do not
+/// copy: its file then says 0 ranks and no threads, unlike the run in memory).
 #[test]
 fn tracked_run_without_calls_keeps_its_lane_tables() {
     let mut run = read_h5(&datasets().join("reference/threads.h5")).unwrap();
@@ -760,12 +760,12 @@ fn tracked_run_without_calls_keeps_its_lane_tables() {
     assert_eq!(back.num_ranks, 1);
 }
 
-/// issue 15: at `finalize()` the columns that do not depend on call ids are encoded while
+/// At `finalize()` the columns that do not depend on call ids are encoded while
 /// the calls are numbered (`encode_ahead`), then written with the rest: the file holds
 /// exactly what a plain write of the numbered run holds, and call ids numbered after the
 /// ahead step (a run that had ids already, renumbered from another base) are the new ones.
 #[test]
-fn issue_15_columns_encoded_ahead_write_what_a_plain_write_does() {
+fn columns_encoded_ahead_write_what_a_plain_write_does() {
     use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead};
     let dir = tmpdir();
     let numbered = synthetic_run(150_001, 3);

@@ -164,8 +164,7 @@ fn region_filter_no_calls_and_atomic_write() {
     let rows = table_rows(&html, "regions");
     assert_eq!(rows.len(), 1);
     assert_eq!(rows[0][0], "fetch");
-    // a selection without calls gets a report that says so (stop 25 new-user trial: it
-    // was refused; 0.7.5 writes one)
+    // a selection without calls gets a report that says so (as 0.7.5 writes one)
     let empty =
         Run { region_names: vec!["a".into()], num_ranks: 1, regions: vec![row(0, &[], &[])], ..Default::default() };
     let dir = tempfile::tempdir().unwrap();
@@ -181,4 +180,46 @@ fn region_filter_no_calls_and_atomic_write() {
     odd.region_names[1] = "<b>&x</b>".into();
     let html = html_report(&odd, &Selection::new(vec![0], "single")).unwrap();
     assert!(html.contains("&lt;b&gt;&amp;x&lt;/b&gt;") && !html.contains("<b>&x</b>"));
+}
+
+/// An empty run (setup then finalize, no calls) gets an HTML report, planned and written,
+/// saying so, as 0.7.5 writes one; the other formats refuse it.
+#[test]
+fn a_run_without_calls_gets_a_report_saying_so() {
+    use scope_profiler_formats::export_plan::{plan, PlanError, Request, RunInput};
+    use scope_profiler_formats::Format;
+    let empty = RunInput {
+        label: "empty".into(),
+        num_ranks: 0,
+        regions: vec![],
+        ranks_with_calls: vec![],
+        file_stem: "empty".into(),
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("e.html");
+    let req = |format, ranks: Option<Vec<i64>>, filtered| Request { format, path: &target, ranks, filtered };
+    for ranks in [None, Some(vec![])] {
+        let files = plan(std::slice::from_ref(&empty), &req(Format::HtmlReport, ranks.clone(), false)).unwrap();
+        assert_eq!(files.len(), 1, "{ranks:?}");
+        assert_eq!(files[0].path, target);
+        assert!(files[0].selection.ranks.is_empty());
+    }
+    // other formats, and a filter, still refuse it
+    assert_eq!(
+        plan(std::slice::from_ref(&empty), &req(Format::Speedscope, None, false)).unwrap_err(),
+        PlanError::NoRegions
+    );
+    assert_eq!(
+        plan(std::slice::from_ref(&empty), &req(Format::HtmlReport, None, true)).unwrap_err(),
+        PlanError::NoRegions
+    );
+    let run = Run { metadata: vec![("mpi_size".into(), MetaValue::Int(1))], ..Default::default() };
+    let html = html_report(&run, &Selection::new(vec![0], "empty")).unwrap();
+    assert!(
+        html.contains("<p class=\"note\">The run has no calls: no region was entered between setup and finalize.</p>")
+    );
+    assert!(html.contains("<dt>calls</dt><dd>0</dd>"), "overview");
+    assert!(html.contains("<dt>recorded</dt><dd>unknown (no calls)</dd>"));
+    assert!(!html.contains("Flame graph"));
+    assert!(html.trim_end().ends_with("</html>"));
 }

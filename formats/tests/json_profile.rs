@@ -193,8 +193,8 @@ fn bad_inputs_give_clear_errors() {
         br#"{"format": "scope-profiler-profile", "format_version": 1, "regions": [{"name": "a", "rank": 0, "start_times_ns": [1, 2], "end_times_ns": [3]}]}"#,
     );
     assert!(e.to_string().contains("end_times_ns has 1 values for 2 calls"), "{e}");
-    // stop 24 new-user trial: a call that ends before it starts was read (a negative total
-    // in `summary`); refused, as by the HDF5 reader, naming the region and the call
+    // a call that ends before it starts is refused, as by the HDF5 reader, naming the region
+    // and the call (read, it would give a negative total in `summary`)
     let e = read_err(
         d,
         "backwards.json",

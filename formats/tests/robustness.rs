@@ -36,7 +36,7 @@ fn bases() -> &'static [(&'static str, Vec<u8>)] {
 }
 
 proptest! {
-    // The reader's fuzz target (issue 13 item 13): a proptest-driven mutator of the reference
+    // The reader's fuzz target: a proptest-driven mutator of the reference
     // files (and a gzip one). 300 cases by default, SP_FUZZ_CASES=N runs more; a failure
     // shrinks to the fewest damaged bytes.
     #![proptest_config(ProptestConfig {

@@ -78,7 +78,7 @@ pub fn warn_set_aside(py: Python<'_>, analysis: &scope_profiler_analysis::RunAna
 }
 
 /// The `RuntimeWarning` of an empty `thread_summary(rank)` of a rank with calls but no thread
-/// table (`analysis::no_thread_table_note`; issue 14). Raises only if warnings are errors.
+/// table (`analysis::no_thread_table_note`). Raises only if warnings are errors.
 pub fn warn_no_thread_table(py: Python<'_>, run: &scope_profiler_analysis::Run, rank: u32) -> PyResult<()> {
     if let Some(message) = scope_profiler_analysis::no_thread_table_note(run, rank) {
         let message = std::ffi::CString::new(message).unwrap_or_default();
@@ -88,8 +88,8 @@ pub fn warn_no_thread_table(py: Python<'_>, run: &scope_profiler_analysis::Run, 
 }
 
 /// The `RuntimeWarning` of a `thread_summary(rank)` over a damaged thread table: rows whose
-/// times are shown as unknown (None), thread ids without a row (`analysis::thread_table_note`,
-/// stop 24 note), prefixed with `source` (the file) when there is one. Raises only if
+/// times are shown as unknown (None), thread ids without a row (`analysis::thread_table_note`),
+/// prefixed with `source` (the file) when there is one. Raises only if
 /// warnings are errors.
 pub fn warn_thread_table(
     py: Python<'_>,

@@ -131,8 +131,8 @@ impl ThreadRecord {
 /// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
 pub const FIRST_SLOTS: usize = 1;
 
-/// One region's buffer on one thread: 56 bytes, and one heap block once called (issue 15:
-/// a program with 100,000 region names holds one per name per thread). Its open calls are
+/// One region's buffer on one thread: 56 bytes, and one heap block once called (a program
+/// with 100,000 region names holds one per name per thread). Its open calls are
 /// on the thread's bare-lane stack ([`ThreadState`]'s `bare`), not here.
 #[derive(Debug, Default)]
 struct RegionBuf {
@@ -149,7 +149,7 @@ impl RegionBuf {
     /// Grow a full buffer (preserving slots): first to [`FIRST_SLOTS`] (at most `limit`),
     /// then doubling. `limit` (`buffer_limit`) is reached after a few doublings instead of
     /// being reserved up front, so a region called once costs a few slots, not `limit`
-    /// (issue 15: 100,000 names reserved 16 KiB each, 1.9 GB).
+    /// (reserved up front, 100,000 names would take 16 KiB each, 1.9 GB).
     #[cold]
     fn reserve_for(&mut self, limit: usize, async_cols: bool) {
         let cap = self.calls.capacity();
@@ -185,7 +185,7 @@ pub struct ThreadState {
     record: Option<Arc<ThreadRecord>>,
     regions: UnsafeCell<Vec<RegionBuf>>,
     /// The calls open on this thread's bare lane (outside any task), innermost last: one
-    /// stack for all regions, so a region costs no stack of its own (issue 15).
+    /// stack for all regions, so a region costs no stack of its own.
     bare: UnsafeCell<Vec<BareEntry>>,
     /// The task lane running on this thread right now; null = the thread's bare lane.
     /// Set by the step timer / greenlet switch; points into the recorder's task registry.
@@ -323,8 +323,8 @@ impl ThreadState {
     /// Close the innermost open call of `region` on lane `task` of this thread (a task
     /// record of this recorder; null = this thread's bare lane), whichever lane runs now:
     /// a generator entered on one lane and finished on another (an async generator left
-    /// by `break` is closed by asyncio in a task of its own; stop 24 new-user trial: its
-    /// call stayed open to the end of the run). Returns false when that lane has no open
+    /// by `break` is closed by asyncio in a task of its own: its call must not stay open to
+    /// the end of the run). Returns false when that lane has no open
     /// call of the region. Must be called on the owning thread.
     pub fn exit_on(&self, region: u32, task: *const TaskRecord) -> bool {
         let end = now_ns();
@@ -400,7 +400,7 @@ pub struct RegionColumns {
     pub thread_ids: Vec<i64>,
     /// Set by a snapshot with `lazy_threads` ([`Recorder::snapshot_par`]) when every call is
     /// on this one thread: `thread_ids` is then left empty (that column of one value was a
-    /// third of a snapshot's fresh pages, issue 15); [`RegionColumns::fill_threads`] writes it.
+    /// third of a snapshot's fresh pages); [`RegionColumns::fill_threads`] writes it.
     pub one_thread: Option<i64>,
     /// Task index per call (-1 outside any task); empty without async columns.
     pub task_ids: Vec<i64>,
@@ -506,11 +506,11 @@ impl Recorder {
 
     /// Note the calling thread as the one that started the run (`setup()`), with the clock
     /// and its CPU clock now: when it registers (lazily, at its first region), its row
-    /// starts here instead, so its wall and CPU time cover the run from its start (issue 14:
-    /// the main thread's CPU time was its whole life's, its wall time unknown). Marking again
+    /// starts here instead, so its wall and CPU time cover the run from its start (not its
+    /// whole life's CPU time, nor an unknown wall time). Marking again
     /// moves the mark. Returns the moment, ns on the recording clock (`CLOCK_MONOTONIC`): the
-    /// run's origin, so that the thread starts exactly with the run (issue 14, new-user
-    /// trial: the origin was taken before the metadata and the recorder, ~60-100 ms earlier).
+    /// run's origin, so that the thread starts exactly with the run (taken before the
+    /// metadata and the recorder, the origin would be ~60-100 ms earlier).
     pub fn mark_start_thread(&self) -> i64 {
         let at = now_ns();
         *self.start_thread.lock().unwrap_or_else(|e| e.into_inner()) =
@@ -709,8 +709,7 @@ impl Recorder {
 
     /// [`Recorder::snapshot`] with each column allocated by `column(n)` (an empty vector of
     /// capacity `n`), e.g. one advised for huge pages: a snapshot writes all of its columns
-    /// into fresh memory, and first touches of 4 KiB pages were a third of `finalize()`
-    /// (issue 15).
+    /// into fresh memory, and first touches of 4 KiB pages are a third of `finalize()`.
     ///
     /// # Safety
     /// As for [`Recorder::snapshot`].
@@ -721,7 +720,7 @@ impl Recorder {
     /// [`Recorder::snapshot_into`] with the copying split into independent jobs `0..n`
     /// that `run(n, job)` must run, each once, in any order and on any threads (a parallel
     /// loop: the snapshot's first touches of its fresh columns cost ~2.5 µs per 4 KiB page
-    /// on the VMs issue 15 measured, ~15 ns per call; two cores fault them in half the
+    /// on the VMs measured, ~15 ns per call; two cores fault them in half the
     /// time). A job copies up to [`SNAPSHOT_JOB_CALLS`] calls of one column of one
     /// region's buffer on one thread (a buffer with open calls in one job per column).
     /// With `lazy_threads`, a region whose calls are all on one thread gets
@@ -1097,7 +1096,7 @@ pub fn local_or_register(rec: &Recorder, info: impl FnOnce() -> ThreadInfo) -> *
 mod tests {
     use super::*;
 
-    // issue 15 (100,000 region names: 568 bytes per name): each name costs a RegionBuf on
+    // with 100,000 region names, each name costs a RegionBuf on
     // each thread that calls it, so its size is part of the per-name cost
     #[test]
     fn a_region_buffer_is_small_and_a_first_call_allocates_once() {
@@ -1126,8 +1125,8 @@ mod tests {
         unsafe { &*p }
     }
 
-    /// `has_completed_calls` (a followed process's exit check, stop 20: it copied every call
-    /// through `snapshot()` to learn whether there was one): open calls are not completed,
+    /// `has_completed_calls` (a followed process's exit check, without copying every call
+    /// through `snapshot()` to learn whether there is one): open calls are not completed,
     /// retired ones are gone.
     #[test]
     fn has_completed_calls_sees_only_completed_unretired_calls() {
@@ -1167,8 +1166,8 @@ mod tests {
         assert!(b.ends[1] - b.starts[1] >= 1_000_000);
     }
 
-    // stop 23 (issue 15: a region's own stack was 32 of its 88 bytes per name per thread):
-    // one bare-lane stack per thread still closes the innermost call of the exiting region,
+    // one bare-lane stack per thread (a region's own stack would be 32 of its 88 bytes per
+    // name per thread) still closes the innermost call of the exiting region,
     // whatever the order of exits, and a retire remaps the slots it holds
     #[test]
     fn one_bare_stack_closes_the_exiting_region_in_any_order() {
@@ -1235,10 +1234,10 @@ mod tests {
         assert_eq!(unsafe { rec.num_calls(0) }, 7);
     }
 
-    /// issue 15: a region called once holds a few slots, not `buffer_limit` of them
-    /// (100,000 names took 1.9 GB); a busy one still reaches `buffer_limit` by doubling.
+    /// A region called once holds a few slots, not `buffer_limit` of them (100,000 names
+    /// would take 1.9 GB); a busy one still reaches `buffer_limit` by doubling.
     #[test]
-    fn issue_15_buffers_start_small_and_double() {
+    fn buffers_start_small_and_double() {
         let rec = Recorder::new(1024, false);
         let s = st(&rec);
         s.enter(0, false);
@@ -1371,7 +1370,7 @@ mod tests {
         assert_eq!(n, 2);
     }
 
-    /// issue 15: the snapshot copied in jobs (run here in reverse order, as a parallel loop
+    /// The snapshot copied in jobs (run here in reverse order, as a parallel loop
     /// may) is the serial one: threads' calls in thread order, open slots skipped, columns
     /// longer than one job split, task columns; with `lazy_threads` a region of one thread
     /// has `one_thread` instead of its thread column, and `fill_threads` writes that column.
@@ -1422,8 +1421,8 @@ mod tests {
         t.leave_step(now_ns());
     }
 
-    /// stop 24 new-user trial (an async generator left by `break` is closed by asyncio in
-    /// another task): `exit_on` closes a call on the lane it was entered on, from any lane.
+    /// An async generator left by `break` is closed by asyncio in another task: `exit_on`
+    /// closes a call on the lane it was entered on, from any lane.
     #[test]
     fn exit_on_closes_a_call_on_another_lane_of_the_thread() {
         let rec = Recorder::with_tasks(4, true, true);
@@ -1558,11 +1557,11 @@ mod tests {
         assert_eq!(unsafe { rec.num_calls(0) } + unsafe { rec.num_calls(1) }, 5);
     }
 
-    /// issue 14: a thread's row counts CPU from its registration, and the thread that
+    /// A thread's row counts CPU from its registration, and the thread that
     /// marked the run's start counts wall and CPU time from that mark: a thread that burned
     /// CPU before the recorder existed does not carry it into the run.
     #[test]
-    fn issue_14_cpu_and_start_are_counted_from_the_run() {
+    fn cpu_and_start_are_counted_from_the_run() {
         fn burn() {
             let t0 = crate::thread_cpu_ns();
             let mut x = 0u64;

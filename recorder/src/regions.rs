@@ -9,7 +9,7 @@
 //! region, the name itself stays only in the table), so creating a region costs the same
 //! with 10 or 100,000 regions.
 //!
-//! Memory per region (issue 15: programs with 100,000 dynamic names): an entry is 56 bytes
+//! Memory per region (programs may have 100,000 dynamic names): an entry is 56 bytes
 //! plus its name; source files are interned (one allocation per distinct file, shared by
 //! every region defined in it); tags and source text, rare, live in a box of their own.
 use std::collections::HashSet;
@@ -191,7 +191,7 @@ mod tests {
         assert_eq!(regions[1].source_file, None);
     }
 
-    // issue 15 (100,000 region names: 568 bytes per name): an entry stays small and the
+    // with 100,000 region names, an entry stays small and the
     // regions of one file share its name
     #[test]
     fn entries_are_small_and_share_their_file() {

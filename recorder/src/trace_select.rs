@@ -1,5 +1,5 @@
 //! Which Python functions function-level tracing records, and under which region name
-//! (`scope-profiler run --recursive`, `recursive_profile=True`; issue 12).
+//! (`scope-profiler run --recursive`, `recursive_profile=True`).
 //!
 //! The tracer (Python glue in the `py` crate) asks [`Selection::decide`] once per code
 //! object and caches the answer; everything here is plain strings, so the rules are tested
@@ -53,7 +53,7 @@ pub fn region_name(module: &str, qualname: &str) -> String {
         "" => "<unknown>",
         // the main script as multiprocessing's spawn and forkserver children import it: the
         // same functions as `__main__`'s in the parent and fork children, so one region
-        // across ranks (stop 22 new-user trial: `__main__.task` and `__mp_main__.task`)
+        // across ranks (not `__main__.task` here and `__mp_main__.task` there)
         "__mp_main__" => "__main__",
         m => m,
     };

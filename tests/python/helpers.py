@@ -5,13 +5,19 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
+import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import NoReturn
 
+import numpy as np
 import pytest
+import scope_profiler as sp
+from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 ROOT = Path(__file__).resolve().parents[2]
 DATASETS = ROOT / "datasets"
@@ -160,3 +166,109 @@ def enclosed_task_time(results, rank: int) -> dict:
         total += 0 if current is None else current[1] - current[0]
         out[th] = total / 1e9
     return out
+
+
+ASYNC = DATASETS / "reference" / "async.h5"
+THREADS = DATASETS / "reference" / "threads.h5"
+
+
+def _record_peeked_generator(path) -> None:
+    """A tracked run in which a @profile generator is peeked inside region "header": its
+    call starts inside "header" and ends after it."""
+    from scope_profiler import profile
+
+    @profile
+    def rows():
+        for i in range(3):
+            time.sleep(0.002)
+            yield i
+
+    with ProfileManager.session(file_path=str(path), track_threads=True, verbose=False):
+        with ProfileManager.profile_region("main"):
+            it = rows()
+            with ProfileManager.profile_region("header"):
+                first = next(it)
+            rest = list(it)
+            with ProfileManager.profile_region("body"):
+                time.sleep(0.001)
+    assert (first, rest) == (0, [1, 2])
+
+
+I64 = np.int64
+
+
+def _results(calls: dict[str, list[tuple]], label: str, source=None) -> ProfilingResults:
+    """A run from per-region columns: {name: [(start, end, thread, task), ...]}."""
+    regions = {}
+    for name, rows in calls.items():
+        cols = list(zip(*rows))
+        kw = {}
+        if len(cols) > 2 and cols[2][0] is not None:
+            kw["thread_ids"] = np.array(cols[2], dtype=I64)
+        if len(cols) > 3 and cols[3][0] is not None:
+            kw["task_ids"] = np.array(cols[3], dtype=I64)
+        if source:
+            kw["source_file"], kw["source_lineno"] = source
+        reg = Region(np.array(cols[0], dtype=I64), np.array(cols[1], dtype=I64), **kw)
+        regions[name] = MPIRegion(name, {0: reg})
+    return ProfilingResults(regions, metadata={"label": label})
+
+
+def _deep_recursion(depth: int = 3000) -> ProfilingResults:
+    s = np.arange(depth, dtype=I64) * 10
+    e = (2 * depth - np.arange(depth, dtype=I64)) * 10 + 5
+    return _results({"rec": list(zip(s, e))}, "deep", source=("rec.py", 3))
+
+
+# ---------------------------------------------------------------- timeline
+
+
+def _svg(path: Path) -> str:
+    """The SVG text of `path`, checked to be well-formed XML with an <svg> root."""
+    text = path.read_text()
+    assert ET.fromstring(text).tag == "{http://www.w3.org/2000/svg}svg"
+    return text
+
+
+def _lanes(svg: str) -> list[int]:
+    return [int(x) for x in re.findall(r'<g class="lane" data-rank="\d+" data-lane="(-?\d+)"', svg)]
+
+
+def _caption(svg: str) -> list[str]:
+    return re.findall(r'<text class="caption"[^>]*><title>([^<]*)</title>', svg)
+
+
+def _threads(n: int = 1000) -> ProfilingResults:
+    """n threads, thread k: 3 calls of `work` of 500 + k ns (the busiest last)."""
+    rows = [(2000 * j + k, 2000 * j + 2 * k + 500, k, None) for k in range(n) for j in range(3)]
+    return _results({"work": rows}, "threads")
+
+
+def _empty_run(path: Path, **settings) -> Path:
+    manager = ProfileManager()
+    manager.setup(file_path=str(path), replace=True, **settings)
+    manager.finalize(verbose=False)
+    manager.reset()  # no thread hook outlives the test
+    return path
+
+
+def _nested_threaded_run(path: Path) -> ProfilingResults:
+    import threading
+
+    manager = ProfileManager()
+    manager.setup(file_path=str(path), track_threads=True, replace=True)
+
+    def work():
+        for _ in range(3):
+            with manager.profile_region("outer"):
+                with manager.profile_region("inner"):
+                    pass
+
+    t = threading.Thread(target=work, name="w")
+    t.start()
+    t.join()
+    with manager.profile_region("main"):
+        pass
+    manager.finalize(verbose=False)
+    manager.reset()  # no thread hook outlives the test
+    return sp.read_h5(path)

@@ -1,4 +1,4 @@
-"""track_async: asyncio tasks as lanes with per-call await time (issue 3)."""
+"""track_async: asyncio tasks as lanes with per-call await time."""
 
 from __future__ import annotations
 
@@ -11,6 +11,7 @@ import time
 
 import numpy as np
 import pytest
+import scope_profiler as sp
 from helpers import reference_python
 from scope_profiler import ProfileManager, read_h5
 
@@ -109,10 +110,10 @@ def test_three_gathered_fetches_are_three_lanes(manager):
         fetch_.total_duration - r["parse"][0].total_duration
     )
     # thread_summary: the session root and the task roots whose last step ran on the thread
-    # add up to held + await (issue 14: region time is their wall-clock union, which the
-    # session root covers, so it never exceeds the wall time) - the root outside the task
-    # calls it encloses (crawl's spans them; issue 14, new-user trial: the root was counted
-    # whole beside them and held exceeded the wall time)
+    # add up to held + await (region time is their wall-clock union, which the session root
+    # covers, so it never exceeds the wall time) - the root outside the task calls it
+    # encloses (crawl's spans them; counted whole beside them, held would exceed the wall
+    # time)
     row = r.thread_summary()[0]
     roots = (
         r["scope_profiler.session"][0].total_duration + crawl.total_duration + fetch_.total_duration
@@ -603,3 +604,30 @@ def test_a_loop_without_weak_references_is_instrumented_and_released(manager):
     r = s.results["in_task"][0]
     assert r.num_calls == 1 and r.task_ids[0] == tasks["slotted"].index
     assert r.await_times[0] >= 0.015
+
+
+# On 3.13.0 to 3.13.2 a task factory that passes name=None names every unnamed task 'None'
+# (https://github.com/python/cpython/issues/130033). Under track_async the program's own
+# get_name() and the task table keep the default names; a given name is kept too.
+def test_track_async_keeps_default_task_names(tmp_path):
+    import asyncio
+
+    from scope_profiler import ProfileManager
+
+    seen = []
+
+    async def job():
+        seen.append(asyncio.current_task().get_name())
+
+    async def main():
+        await asyncio.gather(job(), job(), asyncio.create_task(job(), name="given"))
+
+    with ProfileManager.session(
+        file_path=str(tmp_path / "names.h5"), track_async=True, verbose=False
+    ):
+        asyncio.run(main())
+    assert len(seen) == 3 and "None" not in seen, seen
+    assert sorted(n for n in seen if n != "given")[0].startswith("Task-"), seen
+    assert "given" in seen
+    names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
+    assert "None" not in names and "given" in names, names

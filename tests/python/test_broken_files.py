@@ -1,6 +1,6 @@
-"""A generator of broken profile files (issue 13 item 13: "keep a generator of broken files in
-the tests (>= 40 kinds: truncations, flipped bytes near structure signatures, extreme integers
-in index/table fields and vlen descriptors, foreign layouts)").
+"""A generator of broken profile files (>= 40 kinds: truncations, flipped bytes near
+structure signatures, extreme integers in index/table fields and vlen descriptors, foreign
+layouts).
 
 Every file is read by `read_h5` and `read_h5_summary`, and a run that loads is analysed
 (summary, thread summary, reconstruction, one export), in a child process with its address

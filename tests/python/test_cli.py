@@ -6,11 +6,14 @@ import json
 import shutil
 import subprocess
 import sys
+import textwrap
 
 import h5py
 import numpy as np
 import pytest
-from helpers import DATASETS, ROOT, reference_read, run_cli, speedscope_import
+import scope_profiler as sp
+from helpers import DATASETS, ROOT, _empty_run, reference_read, run_cli, speedscope_import
+from scope_profiler import ProfileManager
 
 PIPELINE = ROOT / "examples" / "threaded_pipeline.py"
 N_ITEMS, N_WORKERS = 24, 3
@@ -209,10 +212,10 @@ def test_export_caps_workers_at_the_number_of_files(tmp_path):
     assert (tmp_path / "single.folded").exists() or any(tmp_path.iterdir())
 
 
-def test_issue_14_new_user_trial_exit_codes(tmp_path):
-    """issue 14 (new-user trial): usage errors exited 2 from clap and 1 from our own checks,
-    and `run -o out.txt` silently wrote HDF5 into out.txt. Usage errors exit 2 (bad option
-    values, files of the wrong kind, unknown output kinds), runtime failures 1."""
+def test_usage_errors_exit_2_and_runtime_failures_exit_1(tmp_path):
+    """Usage errors exit 2, whether clap or our own checks find them (bad option values,
+    files of the wrong kind, unknown output kinds: `run -o out.txt` is refused, not written
+    as HDF5 into out.txt); runtime failures exit 1."""
     ref = DATASETS / "reference" / "pool.h5"
     html = tmp_path / "report.html"
     html.write_text("<!doctype html><html></html>")
@@ -243,10 +246,11 @@ def test_issue_14_new_user_trial_exit_codes(tmp_path):
         assert proc.returncode == 1, (args, proc.stderr)
 
 
-def test_issue_14_a_closed_pipe_ends_the_output_not_the_command():
-    """issue 14 (third new-user trial): `scope-profiler threads f.h5 | head -1` panicked in
-    Rust (failed printing to stdout: Broken pipe) with a Python traceback. The reader is
-    gone before anything is written here: the command ends quietly with its own code."""
+def test_a_closed_pipe_ends_the_output_not_the_command():
+    """`scope-profiler threads f.h5 | head -1`: a reader that goes away ends the output,
+    never with a panic (failed printing to stdout: Broken pipe) or a Python traceback. The
+    reader is gone before anything is written here: the command ends quietly with its own
+    code."""
     for args in (["summary"], ["threads"]):
         proc = subprocess.Popen(
             [
@@ -268,81 +272,195 @@ def test_issue_14_a_closed_pipe_ends_the_output_not_the_command():
     assert proc.stdout.startswith("rank 0: threads"), proc.stdout[:80]
 
 
-#: A program recording with flush_interval whose atexit handler, registered before its
-#: setup(), runs after the exit-time finalize wrote the file: its calls are streamed into a
-#: sidecar newer than the file, which stays (no finalize comes after it).
-_RECORDS_AFTER_ITS_FILE = """
-import atexit, time
-import scope_profiler as sp
+# `run -o` to a path that cannot be written is refused before the script runs, with one
+# `error:` line (no Python traceback), and leaves nothing behind (no `<output>.procs-<pid>`
+# directory); a profile that cannot be written after the script ran is reported the same
+# way, with the script's exit code when it had one.
+def test_run_refuses_an_unwritable_output_before_the_script_runs(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text("open('ran', 'w').close()\n")
+    (tmp_path / "afile").write_text("")
+    (tmp_path / "adir.h5").mkdir()
+    for output, code, said in (
+        (tmp_path / "afile" / "x.h5", 1, f"{tmp_path / 'afile'} is not a directory"),
+        (tmp_path / "adir.h5", 2, f"the output is a directory: {tmp_path / 'adir.h5'}"),
+    ):
+        proc = run_cli("run", "-q", "-o", output, script, cwd=tmp_path)
+        assert proc.returncode == code, proc.stderr
+        assert proc.stderr.startswith("error: ") and said in proc.stderr, proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not (tmp_path / "ran").exists()  # refused before the script ran
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["adir.h5", "afile", "script.py"]
 
-@atexit.register
-def late():
-    for _ in range(5):
-        with sp.profile_region("late"):
+
+def test_run_reports_a_profile_it_could_not_write_after_the_script(tmp_path):
+    script = tmp_path / "script.py"
+    script.write_text(
+        "import os, sys\n"
+        "import scope_profiler as sp\n"
+        "with sp.profile_region('w'):\n"
+        "    pass\n"
+        "os.mkdir(sys.argv[1])  # the output path becomes a directory meanwhile\n"
+        "sys.exit(int(sys.argv[2]))\n"
+    )
+    for script_code, code in ((0, 1), (3, 3)):
+        out = tmp_path / f"late{script_code}.h5"
+        proc = run_cli("run", "-q", "-o", out, script, out, str(script_code), cwd=tmp_path)
+        assert proc.returncode == code, proc.stderr
+        assert proc.stderr.startswith("error: the profile was not written: "), proc.stderr
+        assert "Traceback" not in proc.stderr
+        assert not list(tmp_path.glob("*.procs-*"))  # nothing left behind
+
+
+# A script ending with `os._exit(5)` under `run` (from the main thread or another) gets its
+# profile and summary written, exits 5, and leaves no `<output>.procs-<pid>` directory.
+@pytest.mark.parametrize("from_thread", [False, True], ids=["main-thread", "other-thread"])
+def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, from_thread):
+    script = tmp_path / "exits.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, threading, time
+            import scope_profiler as sp
+
+            def end():
+                with sp.profile_region("work"):
+                    pass
+                os._exit(5)
+
+            if {from_thread}:
+                threading.Thread(target=end).start()
+                with sp.profile_region("waiting"):
+                    time.sleep(30)
+            end()
+            """
+        )
+    )
+    out = tmp_path / "exits.h5"
+    proc = run_cli("run", "--track-threads", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 5, proc.stderr
+    assert "Traceback" not in proc.stderr, proc.stderr
+    assert "work" in proc.stdout  # the summary was printed
+    r = sp.read_h5(str(out))
+    assert r["work"][0].num_calls == 1
+    assert (tmp_path / "exits.speedscope.json").exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "exits.h5",
+        "exits.py",
+        "exits.speedscope.json",
+    ]
+
+
+# An HDF5 file written by another program is "a file of another kind", a usage error (exit
+# 2, as docs/cli.md lists), not a damaged profile (exit 1).
+def test_cli_an_hdf5_file_that_is_not_a_profile_is_a_usage_error(tmp_path):
+    foreign = tmp_path / "foreign.h5"
+    with h5py.File(foreign, "w") as f:
+        f["x"] = np.arange(3)
+    for command in ("summary", "threads"):
+        proc = run_cli(command, foreign)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.startswith(
+            f"error: {foreign} is an HDF5 file but not a scope-profiler profile"
+        ), proc.stderr
+    with pytest.raises(sp.CorruptProfileError, match="not a scope-profiler profile"):
+        sp.read_h5(str(foreign))  # the Python error is unchanged
+
+
+# `threads` of a run recorded with track_threads=True but without calls says the run has no
+# calls (not that it "was not recorded with track_threads").
+def test_threads_of_a_tracked_run_without_calls_says_no_thread_was_recorded(tmp_path):
+    empty = _empty_run(tmp_path / "empty_threads.h5", track_threads=True)
+    proc = run_cli("threads", empty)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == f"{empty}: no thread recorded (the run has no calls)\n"
+
+
+# The text summary keeps a row on one line whatever the region name (newlines and tabs
+# escaped) and aligns CJK / emoji names by their terminal width.
+def test_summary_rows_stay_one_line_and_aligned_whatever_the_region_names(tmp_path):
+    manager = ProfileManager()
+    path = tmp_path / "names.h5"
+    manager.setup(file_path=str(path), replace=True)
+    for name in ("main\nline", "tab\there", "計算", "🚀x"):
+        with manager.profile_region(name):
             pass
-    time.sleep(0.5)  # the flush thread streams them meanwhile
+    manager.finalize(verbose=False)
+    proc = run_cli("summary", path)
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    start = lines.index("rank 0: regions") + 1
+    rows = lines[start : start + 5]
+    assert [row.split()[0] for row in rows] == [
+        "region",
+        "main\\nline",
+        "tab\\there",
+        "計算",
+        "🚀x",
+    ]
+    import unicodedata
 
-sp.ProfileManager.setup(output="x.h5", flush_interval=0.1, auto_finalize=True)
-for _ in range(1000):
-    with sp.profile_region("work"):
+    def width(text: str) -> int:
+        return sum(2 if unicodedata.east_asian_width(c) in "WF" else 1 for c in text)
+
+    # the calls column ends at the same terminal column on every row
+    ends = {
+        width(row[: row.index(" calls") + 6 if "calls" in row else row.index(" 1 ") + 2])
+        for row in rows
+    }
+    assert len(ends) == 1, rows
+
+
+# `scope-profiler run` accepts 0.7.5's `run` options (--outfile, --label, --tag,
+# --enable-tag, --config, --no-output, --buffer-limit, --no-recursive, ...), as a drop-in
+# must; what this edition does not have is refused by name.
+TAGGED_SCRIPT = """
+from scope_profiler import ProfileManager as P
+with P.profile_region("plain"):
+    pass
+for _ in range(3):
+    with P.profile_region("io", tags=["io"]):
         pass
 """
 
 
-def _region_calls(path) -> dict[str, int]:
-    import scope_profiler as sp
-
-    return {g.name: g.num_calls for g in sp.read_h5(str(path)).get_regions()}
-
-
-def test_recover_adds_the_calls_a_process_streamed_after_writing_its_file(tmp_path):
-    script = tmp_path / "late.py"
-    script.write_text(_RECORDS_AFTER_ITS_FILE)
-    subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, check=True)
-    assert len(list(tmp_path.glob(".x.h5.*.partial"))) == 1
-    with pytest.warns(RuntimeWarning, match="adds them to it when its process wrote both"):
-        assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
-    proc = run_cli("recover", "x.h5", cwd=tmp_path)
+def test_run_accepts_the_references_run_options(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(TAGGED_SCRIPT)
+    out = tmp_path / "o.h5"
+    proc = run_cli(
+        "run", "-q", "--no-speedscope", "--outfile", out, "--label", "nightly", "--tag", "io",
+        "--buffer-limit", "8", "--no-mpi-calls", script, cwd=tmp_path,
+    )  # fmt: skip
     assert proc.returncode == 0, proc.stderr
-    assert "recovered 5 call(s)" in proc.stdout and "after the 1000 call(s) it held" in proc.stdout
-    assert _region_calls(tmp_path / "x.h5") == {"work": 1000, "late": 5}
-    assert not list(tmp_path.glob(".x.h5.*.partial"))
-    import scope_profiler as sp
-
-    r = sp.read_h5(str(tmp_path / "x.h5"))
-    ids = sorted([*r["work"][0].call_ids.tolist(), *r["late"][0].call_ids.tolist()])
-    assert ids == list(range(1005)), "the late calls are numbered after the file's"
-
-
-def test_recover_never_replaces_a_file_with_fewer_calls_of_another_recording(tmp_path):
-    complete = tmp_path / "complete.py"
-    complete.write_text(
-        "import scope_profiler as sp\n"
-        "with sp.ProfileManager.session(output='x.h5', verbose=False):\n"
-        "    for _ in range(1000):\n"
-        "        with sp.profile_region('work'):\n"
-        "            pass\n"
+    results = sp.read_h5(str(out))
+    assert results.metadata["label"] == "nightly"
+    assert {row["name"]: row["num_calls"] for row in results.summary()} == {"io": 3}
+    # a --config file's settings, the command line's over them; --no-recursive over its tracing
+    config = tmp_path / "c.toml"
+    config.write_text(
+        '[profiling]\ntrack_threads = true\nlabel = "from-toml"\nrecursive_profile = true\n'
     )
-    subprocess.run([sys.executable, complete], cwd=tmp_path, check=True)
-    killed = tmp_path / "killed.py"  # a later run to the same file, killed after a flush
-    killed.write_text(
-        "import os, signal, time\n"
-        "import scope_profiler as sp\n"
-        "sp.ProfileManager.setup(output='x.h5', flush_interval=0.05)\n"
-        "for _ in range(5):\n"
-        "    with sp.profile_region('other'):\n"
-        "        pass\n"
-        "time.sleep(0.5)\n"
-        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    proc = run_cli(
+        "run", "-q", "--no-speedscope", "-o", out, "--config", config, "--no-recursive", script
     )
-    assert subprocess.run([sys.executable, killed], cwd=tmp_path).returncode == -9
-    proc = run_cli("recover", "x.h5", cwd=tmp_path)
-    assert proc.returncode == 1
-    # 1000 calls and the session's own
-    assert "holds 1001 call(s) of another recording" in proc.stderr, proc.stderr
-    assert "not replaced by fewer calls than it holds" in proc.stderr
-    with pytest.warns(RuntimeWarning, match="never replaces it by fewer calls"):
-        assert _region_calls(tmp_path / "x.h5") == {"scope_profiler.session": 1, "work": 1000}
-    proc = run_cli("recover", "x.h5", "-o", "other.h5", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert _region_calls(tmp_path / "other.h5") == {"other": 5}
+    results = sp.read_h5(str(out))
+    assert results.metadata["label"] == "from-toml" and len(results.threads[0]) == 1
+    assert {row["name"] for row in results.summary()} == {"scope_profiler.session", "plain", "io"}
+    # --no-output: the summary of the run in memory, no file
+    proc = run_cli("run", "--no-output", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "(in memory, 1 rank)" in proc.stdout and " io " in proc.stdout, proc.stdout
+    assert not (tmp_path / "profiling_data.h5").exists()
+    # what this edition does not have is refused by name, before the script runs (exit 2)
+    proc = run_cli("run", "--line-profile", script, cwd=tmp_path)
+    assert proc.returncode == 2 and "--line-profile (line-by-line timings" in proc.stderr
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[profiling]\nuse_memray = true\n")
+    proc = run_cli("run", "--config", bad, script, cwd=tmp_path)
+    assert proc.returncode == 2, proc.stderr
+    assert (
+        proc.stderr.strip()
+        == "error: use_memray=True is not supported by scope-profiler (Rust edition)"
+    )

@@ -4,10 +4,23 @@ real consumers (inferno + xmllint, pyarrow)."""
 
 from __future__ import annotations
 
+import os
 import shutil
+import time
 
 import pytest
-from helpers import DATASETS, run_cli
+import scope_profiler as sp
+from helpers import (
+    DATASETS,
+    THREADS,
+    _caption,
+    _lanes,
+    _record_peeked_generator,
+    _svg,
+    _threads,
+    run_cli,
+)
+from scope_profiler import ProfileManager
 from test_export_graphics import FOLDED_CHECK, SVG_CHECK, _run_check
 
 REF = DATASETS / "reference"
@@ -80,7 +93,7 @@ def test_unknown_format_and_bad_rank(tmp_path):
     assert proc.returncode == 2
     assert "unknown format 'gif'" in proc.stderr and "timeline" in proc.stderr
     proc = run_cli("export", "folded", REF / "pool.h5", "-o", tmp_path, "--rank", "3")
-    assert proc.returncode == 2  # issue 14 (new-user trial): a usage error (was 1)
+    assert proc.returncode == 2  # a usage error
     assert "Invalid rank requested: 3" in proc.stderr
 
 
@@ -112,3 +125,77 @@ def test_help_has_examples_for_every_subcommand():
     export_help = run_cli("export", "--help").stdout
     for fmt in ALL_FORMATS.split(","):
         assert fmt in export_help
+
+
+# The batch `scope-profiler export` says how many calls were set aside, per file and rank
+# and in total, so a call missing from its files is never missing silently.
+def test_batch_export_says_how_many_calls_were_set_aside(tmp_path):
+    peeked = tmp_path / "peek.h5"
+    _record_peeked_generator(peeked)
+    clean = tmp_path / "clean.h5"
+    with ProfileManager.session(file_path=str(clean), track_threads=True, verbose=False):
+        with ProfileManager.profile_region("main"):
+            time.sleep(0.001)
+    out = tmp_path / "out"
+    proc = run_cli("export", "speedscope,folded", peeked, clean, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    notes = [ln for ln in proc.stderr.splitlines() if ln.startswith("note:")]
+    # one note for the one rank with a set-aside call, naming the file and the call
+    assert len(notes) == 1, proc.stderr
+    assert str(peeked) in notes[0] and "1 call(s) on rank 0 do not nest" in notes[0], notes
+    assert "starts inside 'header' call 0" in notes[0], notes
+    assert "1 call(s) in 1 file(s) were set aside" in proc.stderr, proc.stderr
+    assert "exported 2 file(s)" in proc.stderr, proc.stderr
+    # and the files really leave it out: the folded stacks have no frame of the generator
+    folded = (out / "peek.folded").read_text()
+    assert "header" in folded and "rows" not in folded, folded
+    # a batch without set-aside calls prints no such line
+    proc = run_cli("export", "folded", clean, "-o", tmp_path / "out2")
+    assert proc.returncode == 0 and "set aside" not in proc.stderr, proc.stderr
+
+
+# The timeline's size limits and options on the command line.
+def test_timeline_cli_limits_and_options(tmp_path):
+    h5 = tmp_path / "threads.h5"
+    _threads(200)._native_run().write_h5(str(h5))
+    out = tmp_path / "t.svg"
+    proc = run_cli("timeline", h5, "-o", out)
+    assert proc.returncode == 0, proc.stderr
+    svg = _svg(out)
+    assert len(_lanes(svg)) == 64 and ">+ 136 more lane(s)</text>" in svg
+    proc = run_cli("timeline", h5, "-o", out, "--lanes", "3", "--max-depth", "1")
+    assert proc.returncode == 0, proc.stderr
+    assert _lanes(_svg(out)) == [-2 - k for k in range(197, 200)]
+    proc = run_cli("timeline", h5, "-o", out, "--lanes", "0", "--window", ":0.000001")
+    assert proc.returncode == 0, proc.stderr
+    svg = _svg(out)
+    assert len(_lanes(svg)) == 200 and _caption(svg)[0].startswith("Window 0.0000 ms – 0.0010 ms")
+    assert run_cli("timeline", h5, "-o", out, "--include", "wo*").returncode == 0
+    proc = run_cli("timeline", h5, "-o", out, "--exclude", "w?rk")
+    # a usage error, exit 2
+    assert proc.returncode == 2 and "No regions matched the selected filters." in proc.stderr
+    proc = run_cli("timeline", h5, "-o", out, "--window", "2:1")
+    assert proc.returncode != 0 and "0 <= START < END" in proc.stderr
+    help_text = run_cli("timeline", "--help").stdout
+    for option in ("--lanes", "--window", "--include", "--exclude", "--max-depth", "32,767"):
+        assert option in help_text, option
+    assert os.path.getsize(out) > 0
+
+
+# `timeline --window 0.06:` past the end of the run is a usage error (exit 2) naming the
+# window and the run's extent, not an empty drawing; a window overlapping the run in part is
+# drawn.
+def test_a_timeline_window_past_the_run_end_is_a_usage_error(tmp_path):
+    out = tmp_path / "t.svg"
+    proc = run_cli("timeline", THREADS, "--window", "0.06:", "-o", out)
+    assert proc.returncode == 2, proc.stderr
+    assert proc.stderr == (
+        f"error: {THREADS}: window 0.06: starts after the end of the run: its calls span 0 to "
+        "0.050958 s from the run start; give a window starting before 0.050958 s\n"
+    )
+    assert not out.exists()
+    proc = run_cli("timeline", THREADS, "--window", "0.05:", "-o", out)  # its last 0.96 ms
+    assert proc.returncode == 0, proc.stderr
+    assert out.exists()
+    with pytest.raises(ValueError, match=r"window 0\.06:1 starts after the end of the run"):
+        sp.export_timeline_svg(sp.read_h5(str(THREADS)), str(tmp_path / "p.svg"), window=(0.06, 1))

@@ -119,3 +119,58 @@ def test_clear_errors_for_bad_export_and_frame_arguments(tmp_path):
         sp.export_speedscope(None, tmp_path / "x.json")
     with pytest.raises(sp.CorruptProfileError, match="is a directory, not a profile file"):
         sp.read_h5(tmp_path)
+
+
+# `@profile` on an `async def` generator times its iteration (not ~0 s, the creation of the
+# generator alone), with its await time, and `inspect.isasyncgenfunction` is True on the
+# wrapper.
+def test_decorated_async_generators_are_timed_over_their_iteration(tmp_path):
+    import asyncio
+    import inspect
+
+    from scope_profiler import profile
+
+    @profile
+    async def ticks(n):
+        for i in range(n):
+            await asyncio.sleep(0.01)
+            received = yield i
+            if received == "stop":
+                return
+
+    assert inspect.isasyncgenfunction(ticks)
+
+    async def main():
+        got = [i async for i in ticks(3)]
+        early = ticks(10)
+        first = await early.__anext__()
+        await early.aclose()  # abandoned after one item
+        sent = ticks(10)
+        await sent.__anext__()
+        try:
+            await sent.asend("stop")
+        except StopAsyncIteration:
+            pass
+        thrown = ticks(10)
+        await thrown.__anext__()
+        with pytest.raises(KeyError):
+            await thrown.athrow(KeyError("k"))
+        return got, first
+
+    path = tmp_path / "agen.h5"
+    with ProfileManager.session(file_path=str(path), track_async=True, verbose=False):
+        assert asyncio.run(main()) == ([0, 1, 2], 0)
+    region = next(
+        g for g in sp.read_h5(str(path)).get_regions() if g.name.endswith("ticks")
+    ).regions[0]
+    assert region.num_calls == 4
+    full, early, sent, thrown = region.durations
+    # the iteration's time (not ~0 s), with room for a loaded machine
+    assert 0.03 <= full < 5 and 0.01 <= early < 5 and 0.01 <= sent < 5 and 0.01 <= thrown < 5
+    # await time is at least the asyncio.sleep(0.01) calls each iteration made (3, 1, 1, 1:
+    # asend("stop") and athrow end the generator at its yield), however loaded the machine;
+    # never more than the call's duration.
+    sleeps = [3, 1, 1, 1]
+    for d, a, n in zip(region.durations, region.await_times, sleeps):
+        assert 0.0099 * n <= a <= d, (region.durations, region.await_times)
+    assert list(region.task_ids) == [0, 0, 0, 0]

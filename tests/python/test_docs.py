@@ -1,4 +1,4 @@
-"""issue 14: the Python snippets of the user docs run as written (in a scratch directory,
+"""The Python snippets of the user docs run as written (in a scratch directory,
 in order: the HDF5 page reads the file the threads page writes)."""
 
 from __future__ import annotations

@@ -1,4 +1,4 @@
-"""Per-call metadata (issue 11): ``ProfileManager.metadata(**values)``,
+"""Per-call metadata: ``ProfileManager.metadata(**values)``,
 ``profile(metadata=..., record_outcome=...)``, ``RegionFactory(**values)`` and
 ``Region.event_metadata``, against scope-profiler 0.7.5.
 

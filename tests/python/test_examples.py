@@ -1,4 +1,4 @@
-"""issue 14: every script in examples/ runs, and what it records is what it says it records
+"""Every script in examples/ runs, and what it records is what it says it records
 (call counts, lanes, await times, the files it writes). examples/multiprocessing_workers.py is
 run under every start method by test_multiprocessing.py; here once, with fork."""
 
@@ -9,6 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 import scope_profiler as sp
 from helpers import ROOT, run_cli, unavailable
@@ -59,8 +60,11 @@ def test_asyncio_crawler_against_a_local_server(tmp_path):
     assert len(set(fetch.task_ids.tolist())) == 13
     labels = {r.lane_label(int(t)) for t in fetch.task_ids}
     assert {f"page-{p} (fetch) on MainThread" for p in range(1, 14)} == labels
-    # each fetch waited for the server's 20 ms delay, suspended, not holding the thread
-    assert (fetch.await_times >= 0.019).all()
+    # each fetch spans the server's 20 ms delay, and waits for it suspended, not holding the
+    # thread: the request is sent before the task suspends, so on a loaded machine the
+    # server's delay can begin while the task still runs, and one fetch's await be shorter
+    assert (fetch.durations >= 0.019).all()
+    assert (fetch.await_times >= 0.005).all() and np.median(fetch.await_times) >= 0.019
     assert (fetch.durations - fetch.await_times <= fetch.durations).all()
     # the server answered on its own threads
     serve = r["serve"][0]
@@ -220,7 +224,7 @@ def test_notebook_runs():
 
 
 def test_tagged_jobs(tmp_path):
-    """issue 11: per-call metadata, read back from the file."""
+    """Per-call metadata, read back from the file."""
     stdout = run_example("tagged_jobs.py", tmp_path / "jobs.h5", cwd=tmp_path)
     r = sp.read_h5(str(tmp_path / "jobs.h5"))
     process = r["process"][0].event_metadata
@@ -233,3 +237,18 @@ def test_tagged_jobs(tmp_path):
     assert [m["size"] for m in r["load"][0].event_metadata] == sizes
     assert "20 process calls, 3 failed:" in stdout
     assert "slowest: {'batch': " in stdout  # which one depends on the machine
+
+
+def test_compare_versions(tmp_path):
+    """Two versions, three runs each: the insertion sort replaced by sorted() is found faster;
+    nothing regresses (version 2 only does less work; on a busy machine its sleeps may even
+    wake sooner, so the sleep's own verdict is not asserted)."""
+    stdout = run_example("compare_versions.py", tmp_path / "cmp", cwd=tmp_path)
+    c = sp.compare(tmp_path / "cmp" / "v1", tmp_path / "cmp" / "v2")
+    rows = {r["name"]: r for r in c.rows}
+    assert rows["order"]["verdict"] == "faster" and rows["order"]["ci_high"] < -0.5, rows["order"]
+    assert c.regressions(10) == [], c.rows
+    assert rows["load"]["base_calls"] == rows["load"]["new_calls"] == 20
+    assert len(c.base["runs"]) == len(c.new["runs"]) == 3
+    assert (tmp_path / "cmp" / "diff.html").stat().st_size > 0
+    assert " order " in stdout and "faster" in stdout and "regressions above 10 %:" in stdout

@@ -16,9 +16,22 @@ import time
 from collections import defaultdict
 from pathlib import Path
 
+import numpy as np
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED, unavailable
+from helpers import (
+    DATASETS,
+    I64,
+    SHARED,
+    _caption,
+    _deep_recursion,
+    _lanes,
+    _results,
+    _svg,
+    _threads,
+    unavailable,
+)
+from scope_profiler import ProfilingResults
 
 FOLDED_CHECK = SHARED / "clients" / "folded" / "folded_check.sh"
 SVG_CHECK = SHARED / "clients" / "folded" / "svg_check.sh"
@@ -300,3 +313,101 @@ def test_verbose_prints_each_file(tasks, tmp_path, capsys):
     out = capsys.readouterr().out
     for p in written:
         assert f"Wrote {p}" in out
+
+
+MAX_PX = 32767  # browsers, rsvg and cairo refuse larger SVG images
+
+
+def _height(svg: str) -> float:
+    return float(re.search(r'<svg [^>]*height="([\d.]+)"', svg).group(1))
+
+
+def _tasks(n: int = 20000) -> ProfilingResults:
+    k = np.arange(n, dtype=I64)
+    s = k * 100
+    rows = list(zip(s, s + 50_000 + (k % 7) * 1000, np.zeros(n, dtype=I64), k))
+    return _results({"fetch": rows}, "tasks")
+
+
+# A 3,000-deep recursion: 32 levels by default (not a 51,158 px tall drawing), the 2,968
+# deeper calls one marker, named in the caption; max_depth=0 draws every level, lower,
+# within 32,767 px.
+def test_timeline_of_a_deep_recursion_draws_32_levels_and_marks_the_deeper_calls(tmp_path):
+    (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "d.svg", verbose=False)
+    svg = _svg(p)
+    assert _height(svg) < 1000
+    assert svg.count("<g><title>rec\n") == 32
+    assert _caption(svg) == [
+        "2,968 call(s) deeper than 32 levels drawn as dark markers under their callers "
+        "(--max-depth / max_depth=, 0: all)"
+    ]
+    (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "a.svg", max_depth=0, verbose=False)
+    svg = _svg(p)
+    assert 30000 < _height(svg) <= MAX_PX
+    assert svg.count("<g><title>rec\n") + svg.count("<title>1 short call(s) of rec") == 3000
+    (p,) = sp.export_timeline_svg(_deep_recursion(), tmp_path / "5.svg", max_depth=5, verbose=False)
+    assert "2995 call(s) deeper than 5 levels not drawn (levels 6–3000)" in _svg(p)
+
+
+# 1,000 threads: the 64 busiest threads and a summary row naming the 936 others (not
+# 44,141 px of rows); lanes=N draws N; lanes=0 all 1,000 (27,114 px).
+def test_timeline_of_1000_threads_draws_the_64_busiest_and_sums_up_the_rest(tmp_path):
+    res = _threads()
+    (p,) = sp.export_timeline_svg(res, tmp_path / "t.svg", verbose=False)
+    svg = _svg(p)
+    assert _height(svg) < 2000
+    assert _lanes(svg) == [-2 - k for k in range(936, 1000)]
+    assert ">+ 936 more lane(s)</text>" in svg
+    assert "936 lane(s) not drawn: 2808 call(s)" in svg
+    assert _caption(svg)[0].startswith("936 of 1,000 lanes not drawn, summed up in the last row")
+    (p,) = sp.export_timeline_svg(res, tmp_path / "t5.svg", lanes=5, verbose=False)
+    assert _lanes(_svg(p)) == [-2 - k for k in range(995, 1000)]
+    (p,) = sp.export_timeline_svg(res, tmp_path / "all.svg", lanes=0, verbose=False)
+    svg = _svg(p)
+    assert len(_lanes(svg)) == 1000 and _height(svg) <= MAX_PX
+    assert _caption(svg) == [] and "more lane(s)" not in svg
+
+
+# 20k tasks: tens of KB by default (not 65 MB); lanes=0 draws the rows that fit in
+# 32,767 px (10,240 at 2 px a level), a few MB, the rest in the summary row.
+def test_timeline_of_20k_tasks_stays_small_and_within_the_svg_height_limit(tmp_path):
+    res = _tasks()
+    (p,) = sp.export_timeline_svg(res, tmp_path / "t.svg", verbose=False)
+    assert p.stat().st_size < 100_000, p.stat().st_size
+    svg = _svg(p)
+    assert len(_lanes(svg)) == 64 and ">+ 19,936 more lane(s)</text>" in svg
+    (p,) = sp.export_timeline_svg(res, tmp_path / "all.svg", lanes=0, verbose=False)
+    assert p.stat().st_size < 6_000_000, p.stat().st_size
+    svg = _svg(p)
+    assert _height(svg) <= MAX_PX
+    assert len(_lanes(svg)) == 10240 and ">+ 9,760 more lane(s)</text>" in svg
+    assert "only 10,240 rows fit in 32767 px" in _caption(svg)[0]
+
+
+# window=(START, END) and include/exclude: the calls overlapping the window (clipped), the
+# regions selected; the caption says what is left out.
+def test_timeline_window_and_region_selection(tmp_path):
+    # thread 0: a [0, 1000] > b [100, 200]; thread 1: a [3000, 4000]; thread 2: a [500, 2500]
+    res = _results(
+        {"a": [(0, 1000, 0), (3000, 4000, 1), (500, 2500, 2)], "b": [(100, 200, 0)]}, "w"
+    )
+    for window in [(0.0000009, 0.000002), "0.0000009:0.000002"]:
+        (p,) = sp.export_timeline_svg(res, tmp_path / "w.svg", window=window, verbose=False)
+        svg = _svg(p)
+        assert _lanes(svg) == [-2, -4]
+        assert svg.count("<g><title>") == 2
+        assert _caption(svg)[0].startswith("Window 0.0009 ms – 0.0020 ms from run start: 2 call(s)")
+    (p,) = sp.export_timeline_svg(res, tmp_path / "o.svg", window=(0.0000035, None), verbose=False)
+    assert _lanes(_svg(p)) == [-3]
+    (p,) = sp.export_timeline_svg(res, tmp_path / "b.svg", include="b", verbose=False)
+    svg = _svg(p)
+    assert _lanes(svg) == [-2] and svg.count("<g><title>b\n") == 1
+    assert _caption(svg)[0].startswith("Regions: 1 of 2 drawn (include/exclude)")
+    (p,) = sp.export_timeline_svg(res, tmp_path / "x.svg", exclude="b", verbose=False)
+    assert _svg(p).count("<g><title>") == 3
+    for bad in [{"window": (2, 1)}, {"window": "x"}, {"lanes": -1}, {"max_depth": -2}]:
+        with pytest.raises(ValueError):
+            sp.export_timeline_svg(res, tmp_path / "bad.svg", verbose=False, **bad)
+    with pytest.raises(ValueError, match="32767"):
+        sp.export_timeline_svg(res, tmp_path / "bad.svg", width=40000, verbose=False)
+    assert not (tmp_path / "bad.svg").exists()

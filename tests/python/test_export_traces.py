@@ -5,6 +5,7 @@ must match our durations. A missing consumer skips loudly, never passes silently
 
 from __future__ import annotations
 
+import cProfile
 import json
 import os
 import pstats
@@ -21,7 +22,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, SHARED, reference_python, unavailable
+from helpers import DATASETS, SHARED, _deep_recursion, _results, reference_python, unavailable
 
 CLIENTS = SHARED / "clients"
 ASYNC_H5 = DATASETS / "reference" / "async.h5"
@@ -471,3 +472,110 @@ class _OverNative:
 
     def _native_run(self):
         return self._native
+
+
+def _nested(tree: list) -> dict[str, list[tuple]]:
+    """Calls of a call tree `[(name, [children...]), ...]` laid out depth first, 10 ns of
+    self time before and after the children of each call."""
+    calls: dict[str, list[tuple]] = {}
+    clock = [0]
+
+    def walk(node):
+        name, children = node
+        start = clock[0]
+        clock[0] += 10
+        for c in children:
+            walk(c)
+        clock[0] += 10
+        calls.setdefault(name, []).append((start, clock[0]))
+
+    for n in tree:
+        walk(n)
+    return calls
+
+
+def _chain(names: list[str]) -> tuple:
+    """`a > b > c` as one nested node."""
+    node: tuple = (names[-1], [])
+    for n in reversed(names[:-1]):
+        node = (n, [node])
+    return node
+
+
+# ---------------------------------------------------------------- pstats
+
+
+# A 3,000-deep recursion collapses as cProfile collapses it (not a distinct call path per
+# depth, 52 MB). One entry with a self-edge in both modes:
+# nc 3000, cc 1, ct the outermost call; the self-edge (nc, cc) = (2999, 1) as cProfile
+# writes it; a few hundred bytes; snakeviz and gprof2dot read it.
+@pytest.mark.parametrize("call_paths", [True, False])
+def test_prof_of_a_deep_recursion_is_one_entry_with_a_self_edge(tmp_path, call_paths):
+    (path,) = sp.export_prof(
+        _deep_recursion(), tmp_path / "deep.prof", call_paths=call_paths, verbose=False
+    )
+    assert path.stat().st_size < 1024, path.stat().st_size  # a call path per depth: 54 MB
+    stats = pstats.Stats(str(path)).stats
+    assert list(stats) == [("rec.py", 3, "rec"), ("~", 0, "<deep rank 0>")]
+    cc, nc, tt, ct, callers = stats[("rec.py", 3, "rec")]
+    assert (cc, nc) == (1, 3000)
+    assert ct == pytest.approx(60005e-9, abs=1e-15)  # the outermost call [0, 60005] ns
+    assert tt == pytest.approx(60005e-9, abs=1e-15)  # self time of every call
+    assert callers[("~", 0, "<deep rank 0>")][:2] == (1, 1)
+    self_nc, self_cc, _self_tt, self_ct = callers[("rec.py", 3, "rec")]
+    assert (self_nc, self_cc) == (2999, 1)
+    assert self_ct == pytest.approx(59985e-9, abs=1e-15)  # the second call, outermost rec -> rec
+    out = pstats_check(path)
+    assert "2 functions, 3001 calls (2 primitive)" in out
+
+
+# The counts follow cProfile's semantics: a run with the call structure of a real
+# program gives the counts cProfile gives that program, per function and per caller edge.
+def test_prof_counts_calls_as_cprofile_does(tmp_path):
+    def f(n):
+        if n:
+            f(n - 1)
+
+    def g():
+        f(3)
+
+    def a(n):
+        if n:
+            b(n)
+
+    def b(n):
+        a(n - 1)
+
+    def main():
+        g()
+        g()
+        a(2)
+
+    prof = cProfile.Profile()
+    prof.runcall(main)
+    prof.create_stats()
+    theirs = {
+        k[2]: (v[0], v[1], {c[2]: sub[:2] for c, sub in v[4].items()})
+        for k, v in prof.stats.items()
+        if k[2] in ("f", "g", "a", "b")
+    }
+    # the same call tree as regions: g > f > f > f > f, twice, then a > b > a > b > a
+    tree = [_chain(["g", "f", "f", "f", "f"]), _chain(["g", "f", "f", "f", "f"])]
+    tree.append(_chain(["a", "b", "a", "b", "a"]))
+    results = _results(_nested(tree), "m")
+    (path,) = sp.export_prof(results, tmp_path / "m.prof", call_paths=False, verbose=False)
+    stats = pstats.Stats(str(path)).stats
+    ours = {
+        k[2]: (
+            v[0],
+            v[1],
+            {("main" if c[2] == "<m rank 0>" else c[2]): sub[:2] for c, sub in v[4].items()},
+        )
+        for k, v in stats.items()
+        if k[2] in ("f", "g", "a", "b")
+    }
+    assert ours == theirs
+    assert ours["f"] == (2, 8, {"g": (2, 2), "f": (6, 2)})
+    # cumulative time: the two outermost f calls only (each 8 x 10 ns around the innermost)
+    assert stats[("~", 0, "f")][3] == pytest.approx(2 * 80e-9, abs=1e-15)
+    pstats_check(path)

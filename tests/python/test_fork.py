@@ -30,7 +30,7 @@ pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs os.fork")
 def rss_bytes() -> int:
     """Anonymous resident memory (``RssAnon``), bytes: what the process allocated. Not the
     whole RSS, which also counts file-backed pages (shared libraries, files read by other
-    tests) and so depended on test order (issue 13 item 17)."""
+    tests) and so depends on test order."""
     with open("/proc/self/status") as f:
         for line in f:
             if line.startswith("RssAnon:"):
@@ -327,9 +327,9 @@ def _record_small(path, name):
 
 
 def test_child_forked_after_parent_wrote_a_compressed_profile_does_not_hang(tmp_path):
-    """stop 23 (found by CI: the writer's per-row summaries, parallel since this stop, ran
-    on rayon's global pool): a child forked after the parent wrote a profile hung in its own
-    finalize(). The compression of large columns now runs on the fork-safe pool too."""
+    """A child forked after the parent wrote a profile finishes its own finalize(): the
+    writer's parallel work (per-row summaries, the compression of large columns) runs on the
+    fork-safe pool, never on rayon's global pool, whose threads a forked child lacks."""
     calls = 20_000  # compressed from 16,384 events on
 
     def record(path):

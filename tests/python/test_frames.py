@@ -13,6 +13,7 @@ import numpy as np
 import pytest
 import scope_profiler as sp
 from conftest import REFERENCE
+from helpers import _empty_run, _nested_threaded_run
 
 pl = pytest.importorskip("polars")
 pd = pytest.importorskip("pandas")
@@ -221,3 +222,31 @@ def test_zero_copy_into_polars(tracked):
     table = pa.table(tracked.events_frame())
     frame = pl.from_arrow(table)
     assert frame["start"].to_list() == table.column("start").to_pylist()
+
+
+# Frame schemas do not change with the data: an empty events_frame keeps
+# call_id/parent_id/thread, an empty run's summary frames have every column, and the
+# per-rank one has `rank`.
+def test_empty_frames_keep_their_columns(tmp_path):
+    pl = pytest.importorskip("polars")
+    r = _nested_threaded_run(tmp_path / "mine.h5")
+    full = pl.DataFrame(r.events_frame()).columns
+    assert full == [
+        "name",
+        "rank",
+        "call_index",
+        "start",
+        "end",
+        "duration",
+        "call_id",
+        "parent_id",
+        "thread",
+    ]
+    none = pl.DataFrame(r.events_frame(include=["zzz"]))
+    assert none.columns == full and none.height == 0
+    empty = sp.read_h5(_empty_run(tmp_path / "empty.h5"))
+    assert empty.to_polars(per_rank=True).columns == r.to_polars(per_rank=True).columns
+    assert empty.to_polars(per_rank=True).columns[:2] == ["name", "rank"]
+    assert "p99_duration" in empty.to_polars(per_rank=True).columns
+    assert empty.to_polars().columns == r.to_polars().columns
+    assert len(empty.to_polars().columns) == 22 and empty.to_polars().height == 0

@@ -1,4 +1,4 @@
-"""track_async: greenlets as lanes (issue 3)."""
+"""track_async: greenlets as lanes."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""issue 15: the per-call paths (a reused region object, a decorated call, and
+"""The per-call paths (a reused region object, a decorated call, and
 ``with ProfileManager.profile_region(name):`` looked up per call) run no Python frame and
 leave no Python object behind, in each mode (untracked, track_threads, track_async).
 
@@ -187,7 +187,7 @@ def test_subclass_gets_its_own_region_cache():
 
 
 def test_new_names_record_their_own_lines():
-    """issue 15: the defining site is cached per call site (code object, instruction), so
+    """The defining site is cached per call site (code object, instruction), so
     names made in one loop at two lines, and by a helper, each record the right line."""
     manager = ProfileManager()
 
@@ -209,8 +209,8 @@ def test_new_names_record_their_own_lines():
 
 
 def test_region_enter_exit_are_plain_c_methods():
-    """issue 15: ``__enter__``/``__exit__`` replaced pyo3's wrappers; the ``with`` protocol
-    still holds (the region is the target, exceptions propagate, calls are recorded)."""
+    """``__enter__``/``__exit__`` are plain C methods, not pyo3's wrappers; the ``with``
+    protocol holds (the region is the target, exceptions propagate, calls are recorded)."""
     manager = ProfileManager()
     with manager.session(deactivate_file_output=True, verbose=False):
         region = manager.profile_region("c")
@@ -225,7 +225,7 @@ def test_region_enter_exit_are_plain_c_methods():
 
 
 def test_with_reuses_one_bound_method_per_region_and_regions_are_still_collected():
-    """issue 15: ``with region:`` gets the region's own bound ``__enter__``/``__exit__``
+    """``with region:`` gets the region's own bound ``__enter__``/``__exit__``
     (made at the second lookup, kept by the region) instead of allocating two bound methods
     per statement; a name used once keeps none. The region and its bound methods form a
     cycle: the collector must still free them once the manager drops the region."""
@@ -261,7 +261,7 @@ def test_with_reuses_one_bound_method_per_region_and_regions_are_still_collected
             pass
         assert not gc.is_tracked(once)  # nothing cached: no cycle, nothing for the collector
         # a name used once keeps no object; its second use lists one in the manager's dict,
-        # whose second `with` caches its bound methods: the cycle (stop 23)
+        # whose second `with` caches its bound methods: the cycle
         for i in range(1000):
             for _ in range(3):
                 with manager.profile_region(f"collected-{i}"):
@@ -274,10 +274,10 @@ def test_with_reuses_one_bound_method_per_region_and_regions_are_still_collected
 
 
 def test_a_name_used_once_keeps_no_python_object():
-    """issue 15 (100,000 dynamic names like ``f"GET /item/{i}"``: 398 bytes per name at
-    stop 22, a region object and a dict key each): a name looked up once keeps no Python
-    object, only its row in the native region table, until it is looked up again. It is
-    still registered and recorded, and a name gives one object while anyone holds it."""
+    """Dynamic names (100,000 like ``f"GET /item/{i}"``) cost no Python object each (a region
+    object and a dict key would be ~400 bytes per name): a name looked up once keeps no
+    Python object, only its row in the native region table, until it is looked up again. It
+    is still registered and recorded, and a name gives one object while anyone holds it."""
     manager = ProfileManager()
     with manager.session(deactivate_file_output=True, verbose=False, return_results=True) as s:
         with manager.profile_region("warm"):
@@ -290,7 +290,7 @@ def test_a_name_used_once_keeps_no_python_object():
                 pass
         gc.collect()
         grown = sys.getallocatedblocks() - before
-        assert grown < len(names) // 20, grown  # at stop 22: two blocks per name
+        assert grown < len(names) // 20, grown  # an object per name: two blocks per name
         held = manager.profile_region("held")
         assert manager.profile_region("held") is held  # listed at its second lookup
         assert manager.region("held") is held

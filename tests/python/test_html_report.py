@@ -1,4 +1,4 @@
-"""issue 14: the HTML report (`export_html`, `create_html_report`, `write_profile(".html")`,
+"""The HTML report (`export_html`, `create_html_report`, `write_profile(".html")`,
 `scope-profiler report`): its tables hold the run's numbers, it needs no network, and it
 loads in a real browser (headless Chromium) without a console error."""
 
@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, ROOT, run_cli, unavailable
+from helpers import DATASETS, ROOT, _empty_run, run_cli, unavailable
 
 BROWSER_CHECK = ROOT / "tests" / "browser" / "html_report_check.cjs"
 
@@ -178,7 +178,7 @@ def test_cli_report(run_h5, tmp_path):
     t = tables(out)
     assert {r[0]: r[1] for r in t["regions"]}["solve"] == "26"  # the reference file's count
     bad = run_cli("report", ref, "--rank", "2", "-o", tmp_path / "bad.html")
-    # issue 14 (new-user trial): a bad option value is a usage error, exit 2 (was 1)
+    # a bad option value is a usage error, exit 2
     assert bad.returncode == 2 and "Invalid rank requested: 2" in bad.stderr
     assert not (tmp_path / "bad.html").exists()
     missing = run_cli("report", tmp_path / "nope.h5", "-o", tmp_path / "n.html")
@@ -246,8 +246,8 @@ def test_report_loads_in_chromium_without_errors(run_h5, tmp_path):
     assert shot.stat().st_size > 10_000  # a real picture (PNG of the whole page)
 
 
-# issue 14: `scope-profiler run -o run.html` (the reference's .html output) said "HTML
-# reports cannot be written yet"; it writes the report (and the speedscope file beside it).
+# `scope-profiler run -o run.html` (the reference's .html output) writes the report (and the
+# speedscope file beside it).
 def test_cli_run_writes_the_html_report(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(
@@ -271,3 +271,25 @@ def test_cli_run_writes_the_html_report(tmp_path):
     assert len([r for r in tables(out)["tasks"] if "(job)" in r[1]]) == 4
     assert (tmp_path / "run.speedscope.json").is_file()
     assert not list(tmp_path.glob("*.scope-profiler.h5"))  # the recording was removed
+
+
+# An empty run (setup then finalize) gets a report from `report` and `create_html_report`,
+# saying it has no calls, as 0.7.5 writes one; timeline / exports refuse it with a clear
+# message, exit 1.
+def test_an_empty_run_gets_a_report_and_clear_refusals(tmp_path):
+    empty = _empty_run(tmp_path / "empty.h5")
+    proc = run_cli("report", empty, "-o", tmp_path / "e.html")
+    assert proc.returncode == 0, proc.stderr
+    assert "The run has no calls" in (tmp_path / "e.html").read_text()
+    path = sp.create_html_report(sp.read_h5(empty), tmp_path / "p.html")
+    html = Path(path).read_text()
+    assert "The run has no calls: no region was entered between setup and finalize." in html
+    assert html.rstrip().endswith("</html>")
+    for args in (
+        ("timeline", empty, "-o", tmp_path / "e.svg"),
+        ("export", "speedscope", empty, "-o", tmp_path),
+    ):
+        proc = run_cli(*args)
+        assert proc.returncode == 1, (args, proc.stderr)
+        assert f"{empty}: " in proc.stderr and "the run has no calls" in proc.stderr, proc.stderr
+        assert "No calls recorded for the requested ranks" not in proc.stderr

@@ -11,7 +11,7 @@ import subprocess
 import numpy as np
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, reference_python
+from helpers import DATASETS, _nested_threaded_run, reference_python, run_cli
 from scope_profiler.profile_io import read_profile
 
 REF = DATASETS / "reference"
@@ -277,8 +277,8 @@ def test_profile_io_dispatches_by_contents_and_name(tmp_path):
         profile_io.load(tmp_path / "missing.h5")
 
 
-# issue 11: "`setup(output="run.json")` and `run -o run.json`" - the reference records into
-# `<output>.scope-profiler.h5` and renders the JSON profile from it after finalize.
+# `setup(output="run.json")` and `run -o run.json`: as the reference, record into
+# `<output>.scope-profiler.h5` and render the JSON profile from it after finalize.
 @pytest.mark.parametrize("suffix", [".json", ".json.gz"])
 def test_setup_output_json_renders_the_profile_and_removes_the_recording(tmp_path, suffix):
     import threading
@@ -368,3 +368,27 @@ def test_run_dash_o_json_writes_the_profile_and_its_speedscope_file(tmp_path):
     assert back["step"].num_calls == 4 and back["scope_profiler.session"].num_calls == 1
     doc = json.loads((out / "run.speedscope.json").read_text())
     assert "step" in [f["name"] for f in doc["shared"]["frames"]]
+
+
+# `scope-profiler export json` writes the JSON profile (the reader's error names that
+# command), the same document export_json writes.
+def test_cli_export_json_writes_the_json_profile(tmp_path):
+    src = tmp_path / "run.h5"
+    results = _nested_threaded_run(src)
+    proc = run_cli("export", "json", src, "-o", tmp_path / "out")
+    assert proc.returncode == 0, proc.stderr
+    written = tmp_path / "out" / "run.json"
+    doc = json.loads(written.read_text())
+    assert doc["format"] == "scope-profiler-profile"
+    back = sp.read_json(written)
+    assert back.region_names == results.region_names
+    assert back["outer"][0].num_calls == 3
+    assert (back["outer"][0].start_times_ns == results["outer"][0].start_times_ns).all()
+    # the same document export_json writes
+    sp.export_json(results, tmp_path / "py.json", verbose=False)
+    assert json.loads((tmp_path / "py.json").read_text())["regions"] == doc["regions"]
+    # an output that is the input itself is refused for that file
+    same = run_cli("export", "json", written, "-o", tmp_path / "out")
+    assert same.returncode == 1
+    assert "json: the output" in same.stderr and "is the input file" in same.stderr
+    assert "json" in run_cli("export", "--help").stdout.split("Formats:")[1].splitlines()[0]

@@ -1,4 +1,4 @@
-"""The rest of the reference's manager API (issue 11) and the package root.
+"""The rest of the reference's manager API and the package root.
 
 ``define_region``/``RegionHandle``, ``region_factory``/``RegionFactory``, opt-in tags,
 ``instrument``, ``run``, ``profile_script``, ``profile_command``, ``setup_from_env``,
@@ -340,9 +340,9 @@ def test_all_resolves_and_import_stays_light():
     assert proc.stdout.strip() == "[]"
 
 
-#: Modules ``import scope_profiler`` must not load (issue 15's import target: each is loaded
-#: on first use of what needs it - arrays, Arrow, event loops, option dataclasses, TOML,
-#: the tracer's bytecode and path tables).
+#: Modules ``import scope_profiler`` must not load (each is loaded on first use of what
+#: needs it - arrays, Arrow, event loops, option dataclasses, TOML, the tracer's bytecode
+#: and path tables), so the import costs no more than the reference's.
 HEAVY_MODULES = (
     "numpy",
     "pyarrow",
@@ -366,8 +366,7 @@ HEAVY_MODULES = (
 
 
 def test_import_loads_no_heavy_module():
-    # issue 15: import scope_profiler <= 0.3 of the reference's; a fresh process, so nothing
-    # imported by the test session hides a regression
+    # a fresh process, so nothing imported by the test session hides a heavy import
     code = (
         "import sys\n"
         "before = set(sys.modules)\n"  # 3.13 loads linecache at startup for -c
@@ -617,3 +616,35 @@ def test_to_pstats_of_a_repeated_run_names_its_root_by_the_unique_label():
         k: v[:4] for k, v in second.items()
     }
     assert stats[("threads", 0)].total_calls == stats[("threads (2)", 0)].total_calls > 0
+
+
+# `import scope_profiler.__main__` does not run the CLI, and keeps `main`.
+def test_importing_the_main_module_does_not_run_the_cli():
+    import subprocess
+    import sys
+
+    proc = subprocess.run(
+        [sys.executable, "-c", "import scope_profiler.__main__ as m; print(callable(m.main))"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "True"
+    assert "usage" not in (proc.stdout + proc.stderr).lower()
+    from scope_profiler.profile_manager import ProfileManager
+
+    assert ProfileManager is sp.ProfileManager
+
+
+# A first `import scope_profiler.region` (scope_profiler.native_trace imports `.region`)
+# keeps the `scope_profiler.region` shortcut (ProfileManager.region), as the reference
+# does, rather than replacing it with the submodule.
+def test_importing_the_region_submodule_keeps_the_region_shortcut():
+    code = (
+        "import scope_profiler as sp, scope_profiler.region, scope_profiler.native_trace\n"
+        "from scope_profiler.region import Region\n"
+        "assert sp.region == sp.ProfileManager.region, sp.region\n"
+        "assert Region is sp.Region\n"
+    )
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)

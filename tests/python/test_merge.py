@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import scope_profiler as sp
 from helpers import reference_read, run_cli
-from scope_profiler import ProfileManager, ProfilingResults
+from scope_profiler import MPIRegion, ProfileManager, ProfilingResults, Region
 
 
 def record(path, prefix, n_threads, calls=3, regions=("item",)):
@@ -67,7 +67,7 @@ def test_per_process_files_stack_as_rank_blocks(workers):
             assert np.array_equal(a.start_times_ns, b.start_times_ns)
             assert np.array_equal(a.thread_ids, b.thread_ids)
             assert a.exclusive_duration == pytest.approx(b.exclusive_duration)
-        # issue 14: a live thread's wall time runs to its run's end, which the stacked run's
+        # a live thread's wall time runs to its run's end, which the stacked run's
         # metadata (the first file's) gives for rank 0 only
         alone = w.thread_summary(0)
         if k > 0:
@@ -157,8 +157,8 @@ def test_cli_summary_merge(workers, tmp_path):
     out = proc.stdout
     assert out.startswith("3 file(s), merged: ")
     assert "3 rank(s)" in out.splitlines()[0]
-    # issue 14 (second new-user trial): the header's "run X s" was the first file's span,
-    # changing with the order of the files; a merged run's header gives none
+    # a merged run's header gives no "run X s": the first file's span would change with the
+    # order of the files
     assert ", run " not in out.splitlines()[0]
     again = run_cli("summary", "--merge", *reversed(files))
     assert again.stdout.splitlines()[0].rsplit(": ", 1)[1] == out.splitlines()[0].rsplit(": ", 1)[1]
@@ -190,3 +190,30 @@ def test_run_transport_round_trip(workers):
     assert stacked.num_ranks == 2
     with pytest.raises(ValueError, match="claimed by two parts"):
         _native._stack_runs([(0, run), (0, blob)])
+
+
+def _one_region_run(name: str, metadata: dict) -> ProfilingResults:
+    region = Region(np.array([0, 10], dtype=np.int64), np.array([5, 30], dtype=np.int64))
+    return ProfilingResults({name: MPIRegion(name, {0: region})}, metadata=metadata)
+
+
+# One merge, one metadata rule, in Python and in `summary --merge`: the first part's values,
+# every part's keys.
+def test_merge_keeps_the_first_parts_values_and_every_parts_keys(tmp_path):
+    a = _one_region_run("x", {"label": "A", "only_a": 1, "mpi_size": 1})
+    b = _one_region_run("x", {"label": "B", "only_b": 2, "mpi_size": 1})
+    stacked = sp.merge_results(a, b)
+    assert stacked.num_ranks == 2
+    md = stacked.metadata
+    assert (md["label"], md["only_a"], md["only_b"], md["mpi_size"]) == ("A", 1, 2, 2)
+    assert list(md)[:3] == ["label", "only_a", "mpi_size"]  # first part's keys, in order
+    united = sp.merge_results(a, _one_region_run("y", {"label": "C", "only_c": 3}))
+    assert (united.metadata["label"], united.metadata["only_c"]) == ("A", 3)
+    # the CLI's merge is the same function: the files' keys are all in the merged file
+    paths = []
+    for k, r in enumerate((a, b)):
+        paths.append(tmp_path / f"p{k}.h5")
+        r._native_run().write_h5(str(paths[-1]))
+    proc = run_cli("summary", "--merge", *paths)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("2 file(s), merged: 1 region(s), 4 call(s), 2 rank(s)")

@@ -304,3 +304,83 @@ def test_single_process_forced_mpi(tmp_path):
         env=_clean_env(SCOPE_PROFILER_MPI="1"),
     )
     assert proc.returncode == 0, proc.stderr
+
+
+# A failed write under MPI keeps every rank's calls: no rank retires its buffers before
+# rank 0 has written the file, so the retry writes the whole run.
+@needs_mpi
+def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
+    target = tmp_path / "missing" / "run.h5"
+    script = tmp_path / "job.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import os, scope_profiler as sp
+            from mpi4py import MPI
+            comm = MPI.COMM_WORLD
+            sp.ProfileManager.setup(file_path={str(target)!r})
+            for _ in range(3 + comm.Get_rank()):
+                with sp.profile_region("work"):
+                    pass
+            try:
+                sp.ProfileManager.finalize(verbose=False)
+                raise SystemExit("the write should have failed")
+            except (FileNotFoundError, RuntimeError) as e:
+                kind = type(e).__name__
+            assert kind == ("FileNotFoundError" if comm.Get_rank() == 0 else "RuntimeError"), kind
+            assert sp.ProfileManager.last_results()["work"][0].num_calls == 3 + comm.Get_rank()
+            if comm.Get_rank() == 0:
+                os.makedirs({str(target.parent)!r})
+            comm.Barrier()
+            sp.ProfileManager.finalize(verbose=False)  # the retry writes every call
+            """
+        )
+    )
+    mpirun(2, script, cwd=tmp_path)
+    r = sp.read_h5(str(target))
+    assert (r.num_ranks, r["work"][0].num_calls, r["work"][1].num_calls) == (2, 3, 4)
+    # call ids are per rank, given again from the first id of the failed finalize
+    assert (r["work"][0].call_ids.tolist(), r["work"][1].call_ids.tolist()) == (
+        [0, 1, 2],
+        [0, 1, 2, 3],
+    )
+
+
+# Under `mpirun` without mpi4py every rank runs as a serial run and writes the same file (one
+# rank's calls survive): each rank is warned, at its setup() line.
+NO_MPI4PY_SCRIPT = """
+import sys
+sys.modules["mpi4py"] = None  # as if mpi4py were not installed
+import scope_profiler as sp
+sp.setup(file_path=sys.argv[1])
+with sp.region("x"):
+    pass
+sp.finalize(verbose=False)
+"""
+
+
+def test_an_mpi_rank_without_mpi4py_is_warned_at_its_setup_line(tmp_path):
+    script = tmp_path / "rank.py"
+    script.write_text(NO_MPI4PY_SCRIPT)
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if not k.startswith(("OMPI_", "PMI", "SCOPE_PROFILER_MPI"))
+    }
+    ranked = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "a.h5")],
+        env={**env, "OMPI_COMM_WORLD_RANK": "1", "OMPI_COMM_WORLD_SIZE": "2"},
+        capture_output=True,
+        text=True,
+    )
+    assert ranked.returncode == 0, ranked.stderr
+    assert f"{script}:5: RuntimeWarning: this process looks like an MPI rank" in ranked.stderr
+    assert "every rank writes the same output file" in ranked.stderr
+    assert sp.read_h5(str(tmp_path / "a.h5"))["x"][0].num_calls == 1  # still recorded
+    plain = subprocess.run(
+        [sys.executable, str(script), str(tmp_path / "b.h5")],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    assert plain.returncode == 0 and plain.stderr == "", plain.stderr

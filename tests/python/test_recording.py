@@ -411,8 +411,8 @@ def test_deactivate_profiling_disables_regions(manager):
         assert not manager.is_active()
         with manager.region("a"):
             pass
-        # issue 11 (a defect of the reference): a run that records nothing installs no
-        # hooks, so it has no tracker at all
+        # a run that records nothing installs no hooks, so it has no tracker at all (the
+        # reference installs them: a defect we do not copy)
         assert manager.get_config().tracker is None
     assert len(s.results) == 0
 
@@ -579,3 +579,247 @@ def test_forked_child_removes_hooks(manager):
         os.waitpid(pid, 0)
         assert threading.getprofile() is not before  # parent keeps its hook
     assert answer == b"1"
+
+
+# Regions still open at finalize() (a worker blocked inside a region when the session ends)
+# are reported and kept in the profile, flagged; the reference drops them without a word.
+def _session_ending_with_a_call_open(path):
+    """A tracked session whose worker-1 is inside `blocked` when the session ends (after a
+    finalize() checkpoint in between); the warnings it gave."""
+    import threading
+    import warnings
+
+    release = threading.Event()
+
+    def worker():
+        with ProfileManager.profile_region("blocked"):
+            release.wait()
+
+    thread = threading.Thread(target=worker, name="worker-1", daemon=True)
+    try:
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            with ProfileManager.session(file_path=str(path), track_threads=True, verbose=False):
+                thread.start()
+                time.sleep(0.2)
+                ProfileManager.finalize()  # a checkpoint: the call stays open
+    finally:
+        release.set()
+        thread.join()
+    return caught
+
+
+def test_calls_open_at_the_end_are_reported_and_kept(tmp_path):
+    path = tmp_path / "open.h5"
+    caught = _session_ending_with_a_call_open(path)
+    said = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(said) == 2, said
+    # both name the user's line (the finalize() call, the with statement), not a line of
+    # the manager's own module
+    assert {w.filename for w in caught if issubclass(w.category, RuntimeWarning)} == {__file__}
+    assert (
+        said[0].startswith("1 call(s) still open at finalize; they stay open")
+        and "'blocked' on worker-1" in said[0]
+    )
+    assert said[1].startswith(
+        "1 call(s) still open at the end of the recording; they are in the profile"
+    )
+    region = sp.read_h5(str(path))["blocked"].regions[0]
+    assert region.num_calls == 1 and 0.2 <= region.durations[0] < 10
+    # the warning measures to the moment the call was closed, not to when it is printed
+    assert f"(open {region.durations[0]:.3f} s)" in said[1], (said[1], region.durations[0])
+    assert region.event_metadata == ({"open_at_finalize": True},)
+    _main, worker_row = sp.read_h5(str(path)).thread_summary()
+    assert worker_row["name"] == "worker-1" and worker_row["region_time"] == pytest.approx(
+        region.durations[0]
+    )
+
+
+def test_the_reference_reads_a_call_open_at_the_end(tmp_path):
+    from helpers import reference_read
+
+    path = tmp_path / "open.h5"
+    _session_ending_with_a_call_open(path)
+    theirs = reference_read(path)
+    assert theirs["regions"]["blocked@0"]["num_calls"] == 1
+
+
+# A thread made outside `threading` (`_thread.start_new_thread`, C code) whose `ident` the
+# OS reuses gets its own row with its own `native_id`, never a stale one (the reference
+# reuses the row: a defect we do not copy).
+def test_a_reused_ident_of_a_foreign_thread_gets_its_own_native_id(tmp_path):
+    import _thread
+    import threading
+
+    seen: list[tuple[int, int]] = []
+
+    def foreign():
+        with ProfileManager.profile_region("foreign"):
+            seen.append((threading.get_ident(), threading.get_native_id()))
+
+    try:
+        ProfileManager.setup(file_path=str(tmp_path / "reuse.h5"), track_threads=True)
+        for _ in range(3):
+            n = len(seen)
+            _thread.start_new_thread(foreign, ())
+            deadline = time.monotonic() + 10
+            while len(seen) == n and time.monotonic() < deadline:
+                time.sleep(0.001)
+            time.sleep(0.05)  # the thread has ended: its ident may be reused
+        results = ProfileManager.finalize(return_results=True, verbose=False)
+    finally:
+        ProfileManager.reset()
+    assert len(seen) == 3
+    rows = {t.index: t for t in results.threads[0]}
+    ids = list(results["foreign"].regions[0].thread_ids)
+    assert len(set(ids)) == 3  # one row per thread
+    assert [rows[i].native_id for i in ids] == [native for _, native in seen]
+    names = [rows[i].name for i in ids]
+    assert len(set(names)) == 3, names  # a reused Dummy thread object says which thread it is
+
+
+# A call left open when the recording ends (an `__enter__` without `__exit__` before
+# `sys.exit()`, a pool worker terminated inside a task) ends with the innermost call of its
+# lane that closed around it (here the session's root region), and nests there. Closed at
+# finalize instead, it would cross the root: an untracked run would lose its call graph and
+# every exclusive time, a tracked one would set the call aside.
+@pytest.mark.parametrize("track_threads", [False, True])
+def test_call_left_open_at_the_end_nests_in_the_session_root(tmp_path, track_threads):
+    path = tmp_path / "open.h5"
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        with ProfileManager.session(
+            file_path=str(path), track_threads=track_threads, verbose=False
+        ):
+            with ProfileManager.profile_region("done"):
+                pass
+            ProfileManager.profile_region("left_open").__enter__()
+            time.sleep(0.01)
+    said = [str(w.message) for w in caught]
+    assert not any("call graph not recorded" in m or "set aside" in m for m in said), said
+    assert any("still open at the end of the recording" in m for m in said), said
+    results = sp.read_h5(str(path))
+    root = results["scope_profiler.session"].regions[0]
+    left = results["left_open"].regions[0]
+    assert left.event_metadata == ({"open_at_finalize": True},)
+    assert left.start_times[0] > root.start_times[0]
+    assert left.end_times[0] == root.end_times[0]  # ends with the root it was open in
+    assert 0.01 <= left.durations[0] < root.durations[0]
+    assert list(left.parent_ids) == list(root.call_ids)
+    done = results["done"].regions[0].durations[0]
+    assert root.exclusive_durations[0] == pytest.approx(
+        root.durations[0] - done - left.durations[0]
+    )
+
+
+# A region object kept across `setup()` calls records into the current run (never into a
+# finished one, whose file would never get those calls), and its repr says whether it is
+# active; one made before the first `setup()` records once a run starts.
+def test_a_region_object_kept_across_setups_records_into_the_current_run(tmp_path):
+    manager = ProfileManager()
+    early = manager.profile_region("early")  # before any setup(): disabled for now
+    assert "(disabled)" in repr(early) and not early.enabled
+    first, second = tmp_path / "first.h5", tmp_path / "second.h5"
+    manager.setup(file_path=str(first))
+    kept = manager.profile_region("kept")
+    with kept:
+        pass
+    with early:
+        pass
+    manager.finalize(verbose=False)
+    manager.reset()
+    assert "(disabled)" in repr(kept) and not kept.enabled  # no run now
+    with kept:  # recorded nowhere
+        pass
+    assert kept.num_calls == 0
+    manager.setup(file_path=str(second), track_threads=True)
+    assert "(active)" in repr(kept) and kept.enabled
+    for _ in range(4):
+        with kept:
+            pass
+        with manager.profile_region("kept"):  # the name looked up: the same region
+            pass
+    assert kept.num_calls == 8
+    manager.finalize(verbose=False)
+    manager.reset()  # no thread hook outlives the test
+
+    def counts(path):
+        r = sp.read_h5(str(path))
+        return {n: r[n][0].num_calls for n in r.region_names}
+
+    assert counts(first) == {"kept": 1, "early": 1}
+    assert counts(second) == {"kept": 8}
+
+
+# A name looked up on another thread while setup() runs can put a region of the earlier run
+# in the manager's dict after setup() cleared it. Such a region is replaced at its next
+# lookup, and the stale object itself records into the new run. (The thread switch is
+# simulated: the stale region is put where the other thread's lookup puts it.)
+def test_a_region_of_an_earlier_run_left_in_the_dict_is_replaced():
+    manager = ProfileManager()
+    manager.setup(deactivate_file_output=True)
+    stale = manager.profile_region("x")
+    assert manager.profile_region("x") is stale  # listed in the dict at its second lookup
+    manager.finalize(verbose=False)
+    manager.setup(deactivate_file_output=True, replace=True)
+    manager._regions["x"] = stale  # what the other thread's lookup did during setup()
+    for _ in range(3):
+        with manager.profile_region("x"):
+            pass
+    with stale:  # the object itself follows the new run too
+        pass
+    assert manager.get_region("x") is not stale
+    results = manager.finalize(verbose=False, return_results=True)
+    assert results["x"][0].num_calls == 4
+    manager.reset()
+
+
+# recorded_regions() while another thread creates regions never fails (RuntimeError:
+# dictionary changed size during iteration).
+def test_recorded_regions_while_another_thread_creates_regions():
+    manager = ProfileManager()
+    manager.setup(deactivate_file_output=True, track_threads=True)
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(1e-6)
+    names = [f"GET /item/{i}" for i in range(3000)]
+
+    def worker():
+        for name in names:
+            for _ in range(2):  # the second lookup lists the name in the dict
+                with manager.region(name):
+                    pass
+
+    import threading
+
+    t = threading.Thread(target=worker)
+    t.start()
+    try:
+        while t.is_alive():
+            recorded = manager.recorded_regions()
+            assert set(recorded) <= set(names)
+    finally:
+        t.join()
+        sys.setswitchinterval(switch)
+    assert manager.recorded_regions() == tuple(names)
+    manager.finalize(verbose=False)
+    manager.reset()
+
+
+# A region name used once keeps no Python object, but it keeps its tags: `region("t",
+# tags=("x",))` for such a name raises, as it does for a name in the dict. The registered
+# names keep their creation order; `region()` without a name names `region()` in its error.
+def test_a_name_used_once_keeps_its_tags_order_and_messages():
+    manager = ProfileManager()
+    with manager.session(deactivate_file_output=True, verbose=False):
+        for name in ("t", "a", "b", "c"):
+            with manager.region(name):
+                pass
+        with manager.region("c"):  # listed in the dict now
+            pass
+        with pytest.raises(ValueError, match=r"already has tags \(\); cannot reuse it"):
+            manager.region("t", tags=("x",))
+        assert manager.region("t", tags=()) is manager.get_region("t")
+        names = manager.registered_regions()
+        assert names[names.index("t") :] == ("t", "a", "b", "c")
+        with pytest.raises(TypeError, match=r"^region\(\) missing 1 required argument"):
+            manager.region()

@@ -2,14 +2,20 @@
 
 from __future__ import annotations
 
+import json
 import os
 import platform
+import signal
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 from datetime import UTC, datetime, timedelta
 
 import numpy as np
 import pytest
+import scope_profiler as sp
 
 h5py = pytest.importorskip("h5py")
 
@@ -267,3 +273,305 @@ def test_checkpoints_while_threads_record_lose_and_duplicate_nothing(manager, tm
     assert np.unique(ids).size == ids.size
     assert len(results) >= 2
     assert manager.region("outer").num_calls == n_threads * n_calls
+
+
+def _record_calls(manager, name: str, count: int, sleep_s: float = 0.002) -> None:
+    import time
+
+    for _ in range(count):
+        with manager.profile_region(name):
+            time.sleep(sleep_s)
+
+
+def _assert_file_has(path, expected, *, min_duration_s: float) -> None:
+    """The file at ``path`` holds exactly ``expected`` (a ``ProfilingResults``) calls."""
+    back = sp.read_h5(path)
+    assert back.region_names == expected.region_names
+    for name in expected.region_names:
+        ours, theirs = back[name][0], expected[name][0]
+        assert ours.num_calls == theirs.num_calls
+        np.testing.assert_array_equal(ours.start_times_ns, theirs.start_times_ns)
+        np.testing.assert_array_equal(ours.end_times_ns, theirs.end_times_ns)
+    work = back["work"][0]
+    assert (np.asarray(work.durations) >= min_duration_s).all()
+
+
+# A failed write keeps the run: the calls are retired only once the file is published, so
+# `run.results` and `last_results()` hold the run and a retry writes every call. The error
+# is the OSError subclass of its errno, naming the file."
+@pytest.mark.parametrize("failure", ["missing_dir", "is_a_directory", "not_a_directory"])
+def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, failure):
+    import errno
+    import os
+    import shutil
+
+    target = tmp_path / "out" / "run.h5"
+    expected_error, expected_errno = {
+        "missing_dir": (FileNotFoundError, errno.ENOENT),
+        "is_a_directory": (IsADirectoryError, errno.EISDIR),
+        "not_a_directory": (NotADirectoryError, errno.ENOTDIR),
+    }[failure]
+    if failure == "is_a_directory":
+        target.mkdir(parents=True)  # a directory where the file should go
+    elif failure == "not_a_directory":
+        (tmp_path / "out").write_text("a regular file where the directory should be")
+    manager = ProfileManager()
+    try:
+        run = manager.setup(file_path=str(target), track_threads=True)
+        _record_calls(manager, "work", 5)
+        with pytest.raises(expected_error) as info:
+            run.finalize(verbose=False)
+        assert info.value.errno == expected_errno
+        assert info.value.filename == str(target)
+        assert "run.h5" in str(info.value)
+        # the run is in memory although the file was not written
+        assert run.results is not None and manager.last_results() is run.results
+        failed = run.results
+        assert failed["work"][0].num_calls == 5
+        assert (np.asarray(failed["work"][0].durations) >= 0.002).all()
+        # make the path writable, record more, retry: every call is in the file
+        if failure == "is_a_directory":
+            target.rmdir()
+        elif failure == "not_a_directory":
+            os.remove(tmp_path / "out")
+        if not target.parent.exists():
+            target.parent.mkdir()
+        _record_calls(manager, "work", 2)
+        written = run.finalize(verbose=False)
+        assert written["work"][0].num_calls == 7
+        np.testing.assert_array_equal(
+            written["work"][0].start_times_ns[:5], failed["work"][0].start_times_ns
+        )
+        np.testing.assert_array_equal(written["work"][0].call_ids, np.arange(7))
+        _assert_file_has(target, written, min_duration_s=0.002)
+        # and the calls are retired only now: the next finalize reports new calls only
+        _record_calls(manager, "work", 1)
+        again = run.finalize(verbose=False)
+        assert again["work"][0].num_calls == 1
+        assert again["work"][0].call_ids.tolist() == [7]
+    finally:
+        manager.reset()
+        shutil.rmtree(tmp_path / "out", ignore_errors=True)
+
+
+# The same through `session()`: the error leaves the `with`, the session's
+# results hold the run, and `finalize()` once the directory exists writes every call
+# (the session's root region included).
+def test_a_failed_session_write_keeps_the_results_and_finalize_writes_them(tmp_path):
+    target = tmp_path / "missing" / "s.h5"
+    manager = ProfileManager()
+    try:
+        with pytest.raises(FileNotFoundError) as info:
+            with manager.session(file_path=str(target), return_results=True, verbose=False) as s:
+                _record_calls(manager, "work", 3)
+        assert info.value.filename == str(target)
+        assert s.results is not None
+        assert s.results["work"][0].num_calls == 3
+        assert s.results["scope_profiler.session"][0].num_calls == 1
+        target.parent.mkdir()
+        retried = manager.finalize(verbose=False, return_results=True)
+        assert retried["work"][0].num_calls == 3
+        assert retried["scope_profiler.session"][0].num_calls == 1
+        _assert_file_has(target, retried, min_duration_s=0.002)
+    finally:
+        manager.reset()
+
+
+# A read-only directory refuses with PermissionError (EACCES) - unless
+# this process may write it anyway (root), then there is nothing to refuse.
+def test_a_read_only_directory_is_a_permission_error_and_the_run_is_kept(tmp_path):
+    import errno
+    import os
+    import stat
+
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    try:
+        if os.access(ro, os.W_OK):
+            pytest.skip("this process can write read-only directories (root)")
+        manager = ProfileManager()
+        try:
+            run = manager.setup(file_path=str(ro / "run.h5"))
+            _record_calls(manager, "work", 2)
+            with pytest.raises(PermissionError) as info:
+                run.finalize(verbose=False)
+            assert info.value.errno == errno.EACCES
+            assert run.results["work"][0].num_calls == 2
+            ro.chmod(stat.S_IRWXU)
+            assert run.finalize(verbose=False)["work"][0].num_calls == 2
+            assert sp.read_h5(ro / "run.h5")["work"][0].num_calls == 2
+        finally:
+            manager.reset()
+    finally:
+        ro.chmod(stat.S_IRWXU)
+
+
+# A write killed while it runs leaves its hidden temp file (`.NAME.h5.TAG-PID.XXXXXX.tmp`).
+# The writer's pid (and namespace) is in the temp name; the next publication into that
+# directory removes those of dead writers (older than a few seconds), never a live writer's,
+# a young one, or one of another namespace.
+def test_temp_files_of_dead_writers_are_removed_by_the_next_write(tmp_path):
+    script = tmp_path / "writer.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from scope_profiler import ProfileManager
+            ProfileManager.setup(file_path=sys.argv[1], track_threads=True)
+            region = ProfileManager.profile_region("many")
+            for _ in range(1_500_000):
+                with region:
+                    pass
+            print("writing", flush=True)
+            ProfileManager.finalize(verbose=False)
+            print("done", flush=True)
+            """
+        )
+    )
+    target = tmp_path / "big.h5"
+    temps: list = []
+    for _attempt in range(5):  # the kill must land inside the write
+        child = subprocess.Popen(
+            [sys.executable, str(script), str(target)], stdout=subprocess.PIPE, text=True
+        )
+        assert child.stdout is not None and child.stdout.readline().strip() == "writing"
+        deadline = time.monotonic() + 30
+        while not (temps := list(tmp_path.glob(".big.h5.*.tmp"))) and time.monotonic() < deadline:
+            time.sleep(0.002)
+        child.send_signal(signal.SIGKILL)
+        child.wait(timeout=30)
+        temps = list(tmp_path.glob(".big.h5.*.tmp"))
+        if temps:
+            break
+    assert len(temps) == 1, os.listdir(tmp_path)
+    dead = temps[0]
+    assert f"-{child.pid}." in dead.name, dead.name
+    tag = dead.name.split(".")[-3].split("-")[0]
+    old = time.time() - 60
+    os.utime(dead, (old, old))
+    live = tmp_path / f".big.h5.{tag}-{os.getpid()}.AAAAAA.tmp"  # this process: alive
+    young = tmp_path / f".big.h5.{tag}-{child.pid}.BBBBBB.tmp"  # dead, but just written
+    foreign = tmp_path / f".big.h5.{'0' if tag[0] != '0' else '1'}{tag[1:]}-{child.pid}.CCCCCC.tmp"
+    unrelated = tmp_path / ".big.h5.DDDDDD.tmp"  # no pid: not ours to judge
+    for p in (live, foreign, unrelated):
+        p.write_bytes(b"x")
+        os.utime(p, (old, old))
+    young.write_bytes(b"x")
+    with ProfileManager.session(file_path=str(tmp_path / "next.h5"), verbose=False):
+        pass
+    left = sorted(p.name for p in tmp_path.glob(".*.tmp"))
+    assert left == sorted(p.name for p in (live, young, foreign, unrelated)), left
+    # a later publication, once the young one is old, removes it too
+    os.utime(young, (old, old))
+    with ProfileManager.session(file_path=str(tmp_path / "next.h5"), verbose=False):
+        pass
+    assert sorted(p.name for p in tmp_path.glob(".*.tmp")) == sorted(
+        p.name for p in (live, foreign, unrelated)
+    )
+
+
+# A tracked run that recorded no region writes its thread table and `num_ranks` 1 to the
+# file, as in memory (the reference's file says 0 ranks, no threads: a defect we do not copy).
+def _tracked_run_without_regions(path):
+    """A tracked session with an `idle` thread and no region, written to `path`; the run
+    finalize returned."""
+    import threading
+
+    try:
+        ProfileManager.setup(file_path=str(path), track_threads=True)
+        worker = threading.Thread(target=lambda: None, name="idle")
+        worker.start()
+        worker.join()
+        memory = ProfileManager.finalize(return_results=True, verbose=False)
+    finally:
+        ProfileManager.reset()
+    return memory
+
+
+def test_a_tracked_run_without_regions_keeps_its_threads_in_the_file(tmp_path):
+    path = tmp_path / "empty.h5"
+    memory = _tracked_run_without_regions(path)
+    names = [t.name for t in memory.threads[0]]
+    assert memory.num_ranks == 1 and "idle" in names, names
+    for r in (sp.read_h5(str(path)), sp.read_h5_summary(str(path))):
+        assert r.num_ranks == 1
+        assert [t.name for t in r.threads[0]] == names
+        assert r.region_names == []
+
+
+def test_the_reference_reads_a_tracked_run_without_regions(tmp_path):
+    from helpers import reference_python
+
+    path = tmp_path / "empty.h5"
+    names = [t.name for t in _tracked_run_without_regions(path).threads[0]]
+    # the reference opens it, thread table included
+    code = "import sys, scope_profiler as sp; print(len(sp.read_h5(sys.argv[1]).threads[0]))"
+    out = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True
+    )
+    assert out.returncode == 0 and out.stdout.split() == [str(len(names))], out.stderr
+
+
+# `setup()` puts this package's version into the run metadata without importing
+# importlib.metadata (with email, zipfile, csv ..., ~0.1 s of every run): the version is
+# compiled into the extension.
+def test_setup_reads_the_version_without_importlib_metadata(tmp_path):
+    from importlib.metadata import version
+
+    out_file = tmp_path / "run.h5"
+    code = textwrap.dedent(
+        f"""
+        import json, sys
+        from scope_profiler import ProfileManager as PM
+        PM.setup(output={str(out_file)!r}, replace=True)
+        loaded = "importlib.metadata" in sys.modules
+        with PM.profile_region("r"):
+            pass
+        PM.finalize(verbose=False)
+        import scope_profiler as sp
+        print(json.dumps({{"loaded": loaded, "version": sp.__version__}}))
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    got = json.loads(out.stdout.strip().splitlines()[-1])
+    assert got["loaded"] is False
+    assert got["version"] == version("scope-profiler-rs")
+    assert sp.read_h5(out_file).metadata["scope_profiler_version"] == got["version"]
+
+
+# A write the OS refuses (a full disk: 'No space left on device') says the OS's reason, not
+# just which chunk was refused. A file size limit (RLIMIT_FSIZE, EFBIG) stands in for the
+# full disk: no mount needed.
+FILE_SIZE_LIMITED = """
+import resource, signal, sys
+import scope_profiler as sp
+signal.signal(signal.SIGXFSZ, signal.SIG_IGN)
+soft, hard = resource.getrlimit(resource.RLIMIT_FSIZE)
+resource.setrlimit(resource.RLIMIT_FSIZE, (100_000, hard))
+sp.setup(file_path=sys.argv[1])
+r = sp.profile_region("r")
+for _ in range(200_000):
+    with r:
+        pass
+try:
+    sp.finalize(verbose=False)
+except OSError as e:
+    print(e.errno, e)
+resource.setrlimit(resource.RLIMIT_FSIZE, (soft, hard))
+sp.finalize(verbose=False)  # the run was kept: written once the limit is gone
+print(sp.read_h5(sys.argv[1])["r"][0].num_calls)
+"""
+
+
+def test_a_refused_write_says_the_reason_the_os_gave(tmp_path):
+    out = tmp_path / "big.h5"
+    proc = subprocess.run(
+        [sys.executable, "-c", FILE_SIZE_LIMITED, str(out)], capture_output=True, text=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    first, count = proc.stdout.strip().splitlines()
+    assert first.startswith("27 ") and "File too large (os error 27)" in first, first
+    assert f"could not write {out}" in first and "HDF5 refused chunk" in first, first
+    assert count == "200000"
+    assert [p.name for p in tmp_path.iterdir()] == ["big.h5"]  # no temporary file left

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import textwrap
 import threading
 import time
 
 import pytest
+from helpers import run_cli
 from scope_profiler import ProfileManager
 from scope_profiler._settings import DEFAULTS, ProfilingOptions
 
@@ -151,7 +155,7 @@ def test_output_keyword(manager):
     assert manager.get_config().file_path == "c.h5"
 
 
-# issue 14: setup(output="run.html") raised NotImplementedError; it writes the HTML report
+# setup(output="run.html") writes the HTML report
 # (from the HDF5 file recorded beside it, which is removed once the report is written).
 def test_html_output_writes_the_report(manager, tmp_path):
     out = tmp_path / "run.html"
@@ -179,3 +183,32 @@ def test_options_bag_flattens_groups_and_refuses_a_setting_given_twice():
         "'hdf5_compression' is set both directly and on the 'hdf5' option group; "
         "set it in one place"
     )
+
+
+# `deactivate_profiling=True` installs no hooks at all (the reference installs them: a defect
+# we do not copy).
+def test_deactivate_profiling_installs_no_hooks():
+    code = textwrap.dedent(
+        """
+        import sys, threading
+        from scope_profiler import ProfileManager
+        ProfileManager.setup(deactivate_profiling=True, track_async=True)
+        with ProfileManager.profile_region("r"):
+            pass
+        print(ProfileManager.get_config().tracker is None,
+              threading._profile_hook is None,
+              "scope_profiler._asyncio_hooks" in sys.modules,
+              "scope_profiler._greenlet_hooks" in sys.modules)
+        """
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["True", "True", "False", "False"], out.stdout
+
+
+def test_a_flush_interval_below_10_ms_is_refused(tmp_path):
+    for value in (1e-9, 0.005):
+        with pytest.raises(ValueError, match=r"flush_interval must be at least 0\.01 s"):
+            ProfileManager().setup(file_path=str(tmp_path / "f.h5"), flush_interval=value)
+    proc = run_cli("run", "--flush-interval", "0.001", tmp_path / "x.py")
+    assert proc.returncode == 2 and "flush_interval must be at least 0.01 s" in proc.stderr

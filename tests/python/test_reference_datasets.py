@@ -152,7 +152,7 @@ def _check_summary(rows, want_rows, enclosed=None):
             assert row[key] == want[key], key
         # the reference's files carry no CPU reading at registration: the whole-life figure
         assert row["cpu_time"] == row["cpu_time_total"] == approx(want["cpu_time"])
-        # issue 14 deviations (docs/migration.md, "Per-thread numbers"): a live thread's wall
+        # deviations (docs/migration.md, "Per-thread numbers"): a live thread's wall
         # time runs to the run's end (the reference: None); region time is the union of the
         # top-level calls over the thread's lanes, the reference's sum is held + await
         if want["wall_time"] is None:
@@ -163,8 +163,8 @@ def _check_summary(rows, want_rows, enclosed=None):
         if row["await_time"] is None:
             assert row["region_time"] == approx(want["region_time"])
         else:
-            # less the task calls inside a call of the thread itself, which 0.7.5 counted
-            # twice (issue 14, new-user trial)
+            # less the task calls inside a call of the thread itself, which 0.7.5 counts
+            # twice
             twice = (enclosed or {}).get(row["index"], 0.0)
             assert row["held_time"] + row["await_time"] == approx(want["region_time"] - twice)
             assert row["held_time"] <= row["region_time"] + 1e-9

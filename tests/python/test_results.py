@@ -2,13 +2,19 @@
 
 from __future__ import annotations
 
+import io
 import json
+import re
 import shutil
+import warnings
 
 import numpy as np
+import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
 from conftest import COMPAT, REFERENCE
+from helpers import _nested_threaded_run, _record_peeked_generator, run_cli
+from scope_profiler import ProfileManager
 from scope_profiler.results import MPIRegion, ProfilingResults, Region
 
 THREADS = REFERENCE / "threads.h5"
@@ -580,3 +586,125 @@ def test_packed_call_ids_decode_to_the_stored_values():
             part = region.for_thread(index)
             mask = region.thread_ids == index
             np.testing.assert_array_equal(part.call_ids, call_ids[lo : lo + n][mask])
+
+
+# `ProfilingResults.print_summary` and `scope-profiler summary` print the one report
+# (`cli/src/report.rs::summary_text`).
+def test_print_summary_prints_the_tables_of_the_cli_summary():
+    out = io.StringIO()
+    sp.read_h5(THREADS).print_summary(stream=out, suppress_notes=True)
+    cli = run_cli("summary", THREADS)
+    assert cli.returncode == 0, cli.stderr
+    ours = out.getvalue().splitlines()
+    theirs = cli.stdout.splitlines()
+    assert ours[1:] == theirs[1:]  # the same tables; only the title line names the file differently
+    assert "rank 0: regions" in ours and "rank 0: threads" in ours
+
+
+# Lane labels come from one function: results, exports and the Parquet lanes table agree.
+def test_parquet_lane_labels_are_the_results_lane_labels(tmp_path):
+    results = sp.read_h5(ASYNC)
+    _, lanes_path = sp.export_parquet(results, tmp_path / "a.parquet", verbose=False)
+    lanes = pq.read_table(lanes_path).to_pydict()
+    assert lanes["label"], "the async run has lanes"
+    for rank, lane, label in zip(lanes["rank"], lanes["lane"], lanes["label"]):
+        assert label == results.lane_label(lane, rank)
+
+
+# A generator decorated with @profile and peeked inside a region (next(it) within `with
+# region("header")`) has a call that crosses "header": that call is set aside, with one
+# warning per rank, and the rest is analysed (thread_summary, exclusive times, exports,
+# events_frame with its call_id/parent_id columns).
+def test_a_peeked_generator_is_set_aside_and_the_rest_is_analysed(tmp_path):
+    import warnings
+
+    path = tmp_path / "peek.h5"
+    _record_peeked_generator(path)
+    r = sp.read_h5(str(path))
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        summary = r.thread_summary()
+        main = r["main"]
+        excl = main.exclusive_duration
+        r.thread_summary()  # the warning comes once per rank
+    notes = [str(w.message) for w in caught if issubclass(w.category, RuntimeWarning)]
+    assert len(notes) == 1, notes
+    assert "1 call(s) on rank 0 do not nest in their lane and were set aside" in notes[0], notes
+    assert "starts inside 'header' call 0" in notes[0] and "on MainThread" in notes[0], notes
+    # the rest is analysed: main's exclusive time is main minus header and body (not the generator)
+    d = {g.name: g.total_duration for g in r.get_regions()}
+    assert excl == pytest.approx(d["main"] - d["header"] - d["body"], abs=1e-9)
+    main_thread = next(row for row in summary if row["name"] == "MainThread")
+    assert main_thread["region_time"] == pytest.approx(d["scope_profiler.session"], abs=1e-9)
+    calls = r.call_arrays(0)
+    assert len(calls.set_aside) == 1
+    assert calls.names[calls.region_index[calls.set_aside[0]]].endswith("rows")
+    assert calls.parent[calls.set_aside[0]] == -1
+    # exports and frames work; the speedscope file leaves the set-aside call out
+    out = sp.export_speedscope(r, str(tmp_path / "peek.speedscope.json"), verbose=False)
+    doc = json.loads(out[0].read_text())
+    frames = [f["name"] for f in doc["shared"]["frames"]]
+    events = [e for p in doc["profiles"] for e in p["events"]]
+    assert "header" in frames and len(events) == 2 * (len(calls) - 1)
+    table = r.events_frame()
+    assert "call_id" in table.column_names and "parent_id" in table.column_names
+
+
+# `build_call_arrays(results.get_regions(), 0)` raises the NestingError its page promises,
+# even when the regions are the run's rows in order and the results hold a cached, lenient
+# reconstruction (a crossing call set aside).
+def test_build_call_arrays_stays_strict_when_the_cache_set_a_call_aside(tmp_path):
+    from scope_profiler.call_stack import NestingError, build_call_arrays
+
+    path = tmp_path / "cross.h5"
+    with ProfileManager.session(file_path=str(path), track_threads=True, verbose=False):
+        with ProfileManager.profile_region("main"):
+            a, b = ProfileManager.profile_region("a"), ProfileManager.profile_region("b")
+            a.__enter__()
+            b.__enter__()  # b starts inside a ...
+            a.__exit__(None, None, None)
+            b.__exit__(None, None, None)  # ... and ends after it
+    r = sp.read_h5(str(path))
+    assert [g.name for g in r.get_regions()] == ["scope_profiler.session", "main", "a", "b"]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)
+        assert len(r.call_arrays(0).set_aside) == 1  # the lenient cache, made first
+    with pytest.raises(NestingError, match="'b' call 0 .* starts inside 'a' call 0"):
+        build_call_arrays(r.get_regions(), 0)
+
+
+# `Region.total_await_duration` counts a negative await, which only damaged data holds, as
+# 0, as every summary does (`await_time` of thread/task summaries, `summary()`): one region,
+# one total.
+def test_total_await_duration_counts_a_negative_await_as_zero_like_the_summaries():
+    region = Region(
+        np.array([0, 100, 300]),
+        np.array([50, 250, 400]),
+        thread_ids=np.array([0, 0, 0]),
+        task_ids=np.array([1, 1, 1]),
+        await_times=np.array([20, -70, 30]),
+    )
+    assert region.await_times_ns.tolist() == [20, -70, 30]  # the column keeps what was read
+    assert region.total_await_duration == pytest.approx(50e-9)
+
+
+# print_summary(include=['outer']) counts the selected regions only, and its title and
+# thread table say they are filtered.
+def test_print_summary_of_a_selection_says_it_is_filtered(tmp_path):
+    r = _nested_threaded_run(tmp_path / "mine.h5")
+    out = io.StringIO()
+    r.print_summary(include=["outer"], stream=out, suppress_notes=True)
+    lines = out.getvalue().splitlines()
+    assert re.fullmatch(
+        r".*mine\.h5 \(1 rank\): 1 region\(s\), 3 call\(s\), 1 rank\(s\), run [0-9.]+ s"
+        r" \(filtered: include=\['outer'\]\)",
+        lines[0],
+    ), lines[0]
+    assert (
+        "rank 0: threads (calls and region s of the selected regions only, include=['outer'])"
+        in lines
+    )
+    unfiltered = io.StringIO()
+    r.print_summary(stream=unfiltered, suppress_notes=True)
+    assert "3 region(s), 7 call(s)" in unfiltered.getvalue().splitlines()[0]
+    assert "filtered" not in unfiltered.getvalue()

@@ -107,7 +107,7 @@ FILES = [REFERENCE / f"{name}.h5" for name in REFERENCE_NAMES] + [
 
 
 def as_reference_numbers(ours, ref, enclosed=None):
-    """Check the issue 14 deviations (docs/migration.md, "Per-thread numbers") of `ours`
+    """Check the deviations (docs/migration.md, "Per-thread numbers") of `ours`
     against `ref` and return `ours` in the reference's shape: thread_summary without
     cpu_time_total/held_time/await_time, with the reference's wall and region time where
     ours deliberately differs; summary() rows without await_duration/held_duration."""
@@ -117,8 +117,8 @@ def as_reference_numbers(ours, ref, enclosed=None):
             held, awaited = row.pop("held_time"), row.pop("await_time")
             assert row["region_time"] <= row["wall_time"] + 1e-9
             if awaited is not None:  # the reference's region time: the sum, held + await
-                # plus the task calls inside a call of the thread itself, which it counted
-                # twice (issue 14, new-user trial)
+                # plus the task calls inside a call of the thread itself, which it counts
+                # twice
                 twice = (enclosed or {}).get(int(rank), {}).get(row["index"], 0.0)
                 assert math.isclose(held + awaited + twice, want["region_time"], rel_tol=1e-9)
                 assert held <= row["region_time"] + 1e-9

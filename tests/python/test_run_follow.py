@@ -1,8 +1,8 @@
-"""issue 11: "`scope-profiler run` on ordinary scripts: ... Worker processes the script starts
+"""`scope-profiler run` on ordinary scripts: worker processes the script starts
 (`multiprocessing` under every start method, `concurrent.futures.ProcessPoolExecutor`,
 `subprocess` running Python) are profiled too, each into its own file, and merged into one
 result at the end, one rank block per process; `--no-follow` turns it off. Exit codes as
-Python's." (`scope_profiler._follow`, `cli/src/processes.rs`, docs/processes.md)"""
+Python's. (`scope_profiler._follow`, `cli/src/processes.rs`, docs/processes.md)"""
 
 from __future__ import annotations
 
@@ -163,9 +163,8 @@ def test_a_script_without_children_is_recorded_as_before(tmp_path):
     ]
 
 
-# the spawn case: issue 14 (third new-user trial), a killed spawn child was named by the
-# spawn_main command line in the warning; stop 24 note: then `multiprocessing spawn child`,
-# now its multiprocessing name, as when it ends normally
+# a killed spawn child is named by its multiprocessing name, as when it ends normally (not
+# by the spawn_main command line, nor as `multiprocessing spawn child`)
 @pytest.mark.parametrize(
     ("method", "victim_label", "survivor_label"),
     [
@@ -252,8 +251,8 @@ def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path)
         "note: a process was killed before it wrote its profile: 4 call(s) recovered from"
         in proc.stderr
     )
-    # stop 22 new-user trial: the note named the sidecar in the removed directory, and the
-    # recovered rank was labelled only "pid N"
+    # the note names the sidecar by its process (not by a path in the removed directory), and
+    # the recovered rank is labelled as its process, not only "pid N"
     assert re.search(r"sidecar of pid \d+ \(child of \d+\): multiprocessing", proc.stderr)
     r = sp.read_h5(str(out))
     assert r.num_ranks == 2
@@ -268,9 +267,9 @@ def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path)
 
 def test_pool_workers_terminated_by_with_pool_write_their_calls(tmp_path):
     """`with Pool(...)` ends with Pool.terminate(): SIGTERM to every worker. A followed
-    worker writes its file first (found while building this: a worker terminated while it
-    was still starting waited forever on the pool's lock when SIGTERM raised `run`'s own
-    exception inside an after-fork hook)."""
+    worker writes its file first, also when it is terminated while still starting (were
+    SIGTERM to raise `run`'s own exception inside an after-fork hook, that worker would wait
+    forever on the pool's lock)."""
     script = tmp_path / "pools.py"
     script.write_text(
         textwrap.dedent(
@@ -304,10 +303,10 @@ def test_pool_workers_terminated_by_with_pool_write_their_calls(tmp_path):
         assert per_method == {"Fork": 10, "Spawn": 10}
 
 
-# stop 23 (noticed at stop 22): a multiprocessing child still running when the script ended
-# was left out ("still running ... left out of the result"): `run` merged the files before
-# multiprocessing's exit handler terminated the daemonic ones (and joined the others).
-# `run` now runs that handler first: each child writes its file (on SIGTERM, or at its end).
+# A multiprocessing child still running when the script ends is in the result: `run` runs
+# multiprocessing's exit handler (which terminates the daemonic children and joins the
+# others) before it merges the files, so each child writes its file (on SIGTERM, or at its
+# end).
 def test_children_still_running_at_the_end_are_ended_as_multiprocessing_ends_them(tmp_path):
     script = tmp_path / "unjoined.py"
     script.write_text(
@@ -366,9 +365,9 @@ def test_children_still_running_at_the_end_are_ended_as_multiprocessing_ends_the
     assert sum(c["task"] for c in workers) == 4
 
 
-# issue 14 (third new-user trial): a followed process's MainThread started at 0 and, alive,
-# ran to the script's end (its wall time was the whole run's); merge_results of two such
-# runs kept the first one's `processes`, shorter than the ranks.
+# A followed process's threads are on the run's clock: its MainThread starts when the
+# process does, not at 0, and does not run to the script's end; merge_results of two such
+# runs keeps one `processes` label per rank.
 def test_a_child_rank_s_threads_are_on_the_run_s_clock(tmp_path):
     script = tmp_path / "later.py"
     script.write_text(
@@ -407,9 +406,9 @@ def test_a_child_rank_s_threads_are_on_the_run_s_clock(tmp_path):
     assert labels[1].startswith(f"pid {labels[1].split()[1]} (child of")
 
 
-# issue 14 (third new-user trial): under `run`, the warning about a call still open at the
-# end named the profiler's own line (`_cli.py:194`, `_follow.py:350` in a followed process).
-# It is printed plainly, as the profiler's, in the script's process and in a child alike.
+# Under `run`, the warning about a call still open at the end names no line of the
+# profiler's own files (`_cli.py`, `_follow.py`): it is printed plainly, as the profiler's,
+# in the script's process and in a child alike.
 def test_profiler_warnings_under_run_name_no_profiler_file(tmp_path):
     script = tmp_path / "leaves_open.py"
     script.write_text(
@@ -428,7 +427,7 @@ def test_profiler_warnings_under_run_name_no_profiler_file(tmp_path):
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "still open" in line]
     assert len(said) == 2, proc.stderr
-    # the child's names the child (stop 25 new-user trial), the script's process is plain
+    # the child's names the child, the script's process is plain
     child = next(line for line in said if "'child_open'" in line)
     assert re.match(r"scope-profiler \[pid \d+ \(child of \d+\): python -c .*\]: ", child), child
     parent = next(line for line in said if "'parent_open'" in line)
@@ -440,11 +439,11 @@ def test_profiler_warnings_under_run_name_no_profiler_file(tmp_path):
     assert f"{script}:6: UserWarning: the script's own warning" in proc.stderr, proc.stderr
 
 
-# CI of stop 20 (test above timed out): a spawn pool worker got the pool's SIGTERM while it
-# was still importing `scope_profiler._cli`; the handler's `from ._cli import die_by` raised
-# ImportError (partially initialized module) inside the worker, which then lived on
-# unprofiled and the pool's join waited forever. The handler now needs nothing from `_cli`
-# and ends the process by the signal whatever happens while the file is written.
+# A spawn pool worker can get the pool's SIGTERM while it is still importing
+# `scope_profiler._cli`. The handler needs nothing from `_cli` (an import there would raise
+# ImportError, partially initialized module, and the worker would live on while the pool's
+# join waits forever) and ends the process by the signal whatever happens while the file is
+# written.
 def test_sigterm_while_the_cli_module_is_half_imported_still_ends_the_process():
     code = textwrap.dedent(
         """
@@ -460,9 +459,8 @@ def test_sigterm_while_the_cli_module_is_half_imported_still_ends_the_process():
     assert "survived" not in proc.stdout
 
 
-# stop 24 new-user trial: "`recover` ignores the workers' sidecars after the whole tree is
-# SIGKILLed, and leaves their directory behind". `recover FILE` now stacks the recordings of
-# the processes the killed run followed after the recovered run, and removes the directory.
+# After the whole tree is SIGKILLed, `recover FILE` stacks the recordings of the processes
+# the killed run followed after the recovered run, and removes their directory.
 def test_recover_after_a_killed_run_keeps_its_followed_processes(tmp_path):
     script = tmp_path / "par.py"
     script.write_text(
@@ -501,3 +499,192 @@ def test_recover_after_a_killed_run_keeps_its_followed_processes(tmp_path):
     assert counts(r, 1) == {SESSION: 1, "worker.step": 5}
     assert "ForkProcess-1" in r.metadata["processes"][1]
     assert not list(tmp_path.glob("par.h5.procs-*")), "the directory is removed once merged"
+
+
+# A child of a bare `os.fork()` ends, by convention, with `os._exit()`, which runs no atexit
+# handler; under `scope-profiler run` its calls are kept all the same (no "killed?" warning).
+def test_run_keeps_the_calls_of_a_forked_child_that_ends_with_os_exit(tmp_path):
+    script = tmp_path / "fork_exit.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import os
+            import scope_profiler as sp
+
+            pid = os.fork()
+            if pid == 0:
+                for _ in range(3):
+                    with sp.profile_region("child.step"):
+                        pass
+                os._exit(7)
+            _, status = os.waitpid(pid, 0)
+            print("child exit", os.waitstatus_to_exitcode(status))
+            with sp.profile_region("parent.step"):
+                pass
+            """
+        )
+    )
+    out = tmp_path / "fork_exit.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "child exit 7" in proc.stdout  # the status the child gave stands
+    assert "without writing its profile" not in proc.stderr, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert r["parent.step"][0].num_calls == 1
+    assert r["child.step"].ranks == [1] and r["child.step"][1].num_calls == 3
+    assert r.metadata["processes"][1].endswith(f"fork: {script}")
+
+
+# A Python child started with `subprocess` and stopped with `Popen.terminate()` keeps its
+# profile, as multiprocessing children stopped the same way do, and still dies by SIGTERM.
+def test_run_keeps_the_calls_of_a_subprocess_child_stopped_by_sigterm(tmp_path):
+    child = tmp_path / "child.py"
+    child.write_text(
+        textwrap.dedent(
+            """
+            import sys, time
+            import scope_profiler as sp
+
+            for _ in range(2):
+                with sp.profile_region("child.step"):
+                    pass
+            with sp.profile_region("child.wait"):
+                print("ready", flush=True)
+                time.sleep(30)
+            """
+        )
+    )
+    script = tmp_path / "parent.py"
+    script.write_text(
+        textwrap.dedent(
+            f"""
+            import subprocess, sys
+            p = subprocess.Popen([sys.executable, {str(child)!r}], stdout=subprocess.PIPE, text=True)
+            assert p.stdout.readline() == "ready\\n"
+            p.terminate()
+            print("child status", p.wait())
+            """
+        )
+    )
+    out = tmp_path / "parent.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "child status -15" in proc.stdout  # it still dies by SIGTERM
+    assert "without writing its profile" not in proc.stderr, proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 2
+    assert r["child.step"].ranks == [1] and r["child.step"][1].num_calls == 2
+    wait = r["child.wait"][1]
+    assert wait.num_calls == 1 and wait.event_metadata == ({"open_at_finalize": True},)
+
+
+# Under `run --recursive`, a function of the main script is `__main__.task` in fork and spawn
+# children alike (never `__mp_main__.task`, the name multiprocessing imports the main script
+# under in spawn children), so its ranks line up.
+def test_run_recursive_names_main_script_functions_alike_in_spawn_children(tmp_path):
+    script = tmp_path / "pool.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import multiprocessing as mp
+
+            def task(x):
+                return x * x
+
+            if __name__ == "__main__":
+                for method in ("fork", "spawn"):
+                    with mp.get_context(method).Pool(1) as pool:
+                        assert sum(pool.map(task, range(4))) == 14
+            """
+        )
+    )
+    out = tmp_path / "pool.h5"
+    proc = run_cli("run", "-q", "--recursive", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    r = sp.read_h5(str(out))
+    assert not [n for n in r.region_names if n.startswith("__mp_main__.")]
+    task = r["__main__.task"]
+    assert len(task.ranks) == 2 and sum(task[k].num_calls for k in task.ranks) == 8
+
+
+# A spawn child is labelled `multiprocessing SpawnProcess-N` whether it ends normally, is
+# killed or is recovered: the child's `.started` marker gets its name once multiprocessing
+# gives it one.
+SPAWN_KILLED_AND_NOT = """
+import multiprocessing as mp, os, signal, time
+import scope_profiler as sp
+
+def victim():
+    for _ in range(4):
+        with sp.profile_region("victim.step"):
+            pass
+    time.sleep(0.6)  # past a flush
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def survivor():
+    with sp.profile_region("survivor.step"):
+        pass
+
+if __name__ == "__main__":
+    for target in (victim, survivor):
+        p = mp.get_context("spawn").Process(target=target)
+        p.start()
+        p.join()
+        print(target.__name__, p.name, p.exitcode)
+"""
+
+
+def test_a_recovered_spawn_child_is_labelled_as_one_that_ended_normally(tmp_path):
+    script = tmp_path / "spawned.py"
+    script.write_text(SPAWN_KILLED_AND_NOT)
+    out = tmp_path / "spawned.h5"
+    proc = run_cli("run", "-q", "--flush-interval", "0.1", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.split("\n")[:2] == ["victim SpawnProcess-1 -9", "survivor SpawnProcess-2 0"]
+    assert re.search(
+        r"sidecar of pid \d+ \(child of \d+\): multiprocessing SpawnProcess-1\b", proc.stderr
+    ), proc.stderr
+    r = sp.read_h5(str(out))
+    assert r.num_ranks == 3
+    labels = r.metadata["processes"]
+    by_region = {
+        name: [rank for rank, n in r[name].num_calls_per_rank().items() if n > 0]
+        for name in ("victim.step", "survivor.step")
+    }
+    assert [len(ranks) for ranks in by_region.values()] == [1, 1], by_region
+    by_region = {name: ranks[0] for name, ranks in by_region.items()}
+    pattern = r"pid \d+ \(child of \d+\): multiprocessing {}"
+    assert re.fullmatch(pattern.format("SpawnProcess-1"), labels[by_region["victim.step"]])
+    assert re.fullmatch(pattern.format("SpawnProcess-2"), labels[by_region["survivor.step"]])
+    assert r["victim.step"][by_region["victim.step"]].num_calls == 4
+
+
+# Under `run`, a followed process's profiler warnings name the process ('1 call(s) still
+# open ... on thread #0' would not say which of ten processes).
+CHILD_LEAVES_A_CALL_OPEN = """
+import multiprocessing as mp
+import scope_profiler as sp
+
+def work():
+    sp.profile_region("left_open").__enter__()  # never exited: open at the child's end
+
+if __name__ == "__main__":
+    p = mp.get_context("fork").Process(target=work)
+    p.start()
+    p.join()
+"""
+
+
+def test_a_followed_process_warning_names_the_process(tmp_path):
+    script = tmp_path / "app.py"
+    script.write_text(CHILD_LEAVES_A_CALL_OPEN)
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", tmp_path / "r.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    line = next(x for x in proc.stderr.splitlines() if "still open" in x)
+    assert re.match(
+        r"scope-profiler \[pid \d+ \(child of \d+\): multiprocessing ForkProcess-1\]: "
+        r"RuntimeWarning: 1 call\(s\) still open at the end of the recording",
+        line,
+    ), line
+    assert "'left_open' on thread #0" in line

@@ -1,6 +1,6 @@
-"""`scope-profiler run` on scripts that set up profiling themselves (issue 11: "a script that
-opens its own `session()` (the README's own example, `examples/async_fetch.py`) must run -
-the script's session takes over, or both record; never a `RuntimeError`").
+"""`scope-profiler run` on scripts that set up profiling themselves: a script that opens its
+own `session()` (`examples/async_fetch.py`, for one) runs - the script's session takes over,
+or both record; never a `RuntimeError`.
 
 Under `run`, the script's own `setup()`/`session()` joins the command line's run: the run's
 file gets every call, the script's own file a snapshot of the run when its session ends (or
@@ -134,7 +134,7 @@ def test_the_bundled_async_example_runs_under_run(tmp_path):
     assert own == run and own["fetch"] > 0, (own, run)
 
 
-# issue 11: "`run -m module`": the module runs as `python -m` runs it (argv[0] its file, the
+# `run -m module`: the module runs as `python -m` runs it (argv[0] its file, the
 # working directory on sys.path), every argument after it is the module's.
 def test_run_dash_m_runs_a_module_with_its_own_arguments(tmp_path):
     pkg = tmp_path / "tool"
@@ -158,14 +158,13 @@ def test_run_dash_m_runs_a_module_with_its_own_arguments(tmp_path):
     assert "argv True ['--help', '-o', 'x']" in proc.stdout, proc.stdout
     assert _calls(out) == {"scope_profiler.session": 1, "arg": 3}
     missing = run_cli("run", "-m", "no_such_module_here", cwd=tmp_path)
-    # issue 14 (new-user trial): a usage error, exit 2 like a missing script (was 1)
+    # a usage error, exit 2 like a missing script
     assert missing.returncode == 2 and "No module named 'no_such_module_here'" in missing.stderr
 
 
-# Found by a new-user trial (stop 19): `scope-profiler run` of a threaded script without
-# --track-threads exited 1 although the script succeeded and the profile was written - the
-# speedscope file (whose interleaved calls cannot be drawn) was reported as an error, while
-# docs/cli.md says `run` returns the script's own code.
+# `scope-profiler run` of a threaded script without --track-threads returns the script's own
+# code, as docs/cli.md says, when the profile was written and only the speedscope file
+# (whose interleaved calls cannot be drawn) could not be.
 def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_drawn(tmp_path):
     script = _script(
         tmp_path,
@@ -203,10 +202,10 @@ def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_dr
     assert not (tmp_path / "untracked.speedscope.json").exists()
 
 
-# issue 14 (second new-user trial): the `scope-profiler` console script said "No module named
-# 'mymod'" for `run -m mymod` with mymod.py in the working directory (python -m finds it: the
-# console script's sys.path[0] is its bin directory, and the lookup ran before the working
-# directory was put first); a failing script's traceback showed `<frozen runpy>` frames.
+# The `scope-profiler` console script finds `run -m mymod` with mymod.py in the working
+# directory, as python -m does (the console script's sys.path[0] is its bin directory: the
+# working directory is put first before the lookup); a failing script's traceback shows no
+# `<frozen runpy>` frames.
 def test_console_script_run_m_finds_a_module_in_the_working_directory(tmp_path):
     console = Path(sys.executable).with_name("scope-profiler")
     if not console.exists():
@@ -240,9 +239,9 @@ def test_console_script_run_m_finds_a_module_in_the_working_directory(tmp_path):
     assert proc.stderr.startswith("Traceback (most recent call last):\n  File"), proc.stderr
 
 
-# issue 14 (second new-user trial): a script's own session under `scope-profiler run` gave
-# MainThread wall_time None in its results and in its file (the snapshot had no end), so its
-# region_time could not be compared with its wall time.
+# A script's own session under `scope-profiler run` gives MainThread a wall_time in its
+# results and in its file (the snapshot has an end), so its region_time can be compared with
+# its wall time.
 def test_hosted_snapshot_gives_live_threads_their_wall_time(tmp_path):
     script = tmp_path / "snap.py"
     script.write_text(
@@ -275,3 +274,72 @@ def test_hosted_snapshot_gives_live_threads_their_wall_time(tmp_path):
     assert 0.05 <= region <= wall < 5.0, rows
     from_file = {r["name"]: r for r in sp.read_h5(tmp_path / "snap.h5").thread_summary()}
     assert from_file["MainThread"]["wall_time"] == pytest.approx(wall)
+
+
+def test_run_keeps_a_module_level_region_when_the_script_restarts_the_run(tmp_path):
+    script = tmp_path / "own.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            from scope_profiler import ProfileManager as PM
+            reg = PM.profile_region("module_level")
+            PM.setup(file_path="own.h5", track_threads=True)
+            for _ in range(3):
+                with reg:
+                    pass
+            PM.finalize(verbose=False)
+            for _ in range(2):
+                with reg:
+                    pass
+            """
+        )
+    )
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(str(tmp_path / "own.h5"))["module_level"][0].num_calls == 3
+    run = sp.read_h5(str(out))
+    assert run["module_level"][0].num_calls == 5  # the script's 3, then 2 after its finalize
+
+
+# `run --recursive` on a script with its own session does not warn at the script's finalize
+# about run's own root region and the script's enclosing frames (`__main__.<module>`,
+# `__main__.main`), open by design; a region the script leaves open inside its session is
+# still named.
+def test_run_recursive_with_the_script_s_own_session_warns_only_about_its_own_open_calls(
+    tmp_path,
+):
+    script = tmp_path / "own.py"
+    script.write_text(
+        textwrap.dedent(
+            """
+            import sys
+            from scope_profiler import ProfileManager as PM
+
+            def fib(n):
+                return n if n < 2 else fib(n - 1) + fib(n - 2)
+
+            def main(leave_open):
+                with PM.session(file_path="own.h5", verbose=False):
+                    fib(5)
+                    if leave_open:
+                        PM.profile_region("left_open").__enter__()
+
+            main(len(sys.argv) > 1)
+            """
+        )
+    )
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "-q", "--recursive", "--no-speedscope", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "still open" not in proc.stderr, proc.stderr
+    assert sp.read_h5(str(tmp_path / "own.h5"))["__main__.fib"][0].num_calls == 15
+    proc = run_cli(
+        "run", "-q", "--recursive", "--no-speedscope", "-o", out, script, "x", cwd=tmp_path
+    )
+    assert proc.returncode == 0, proc.stderr
+    warned = [line for line in proc.stderr.splitlines() if "still open" in line]
+    # at the script's finalize, and at the end of the run (closed into the profile)
+    assert len(warned) == 2, proc.stderr
+    for line in warned:
+        assert "1 call(s) still open" in line and "'left_open'" in line, line

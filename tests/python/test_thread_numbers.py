@@ -1,4 +1,4 @@
-"""issue 14 "Per-thread numbers": thread_summary / task_summary numbers that mean what a user
+"""Per-thread numbers: thread_summary / task_summary numbers that mean what a user
 reads into them, on threaded, asyncio and gevent runs, and the summaries that show them.
 
 The invariants: ``region_time <= wall_time`` for every thread; on task/greenlet lanes
@@ -65,7 +65,7 @@ def _check_threads(results, rank=0):
 # -- threads ---------------------------------------------------------------------------------
 
 
-def test_issue_14_threaded_run_numbers(manager):
+def test_threaded_run_numbers(manager):
     def work():
         with manager.region("work"):
             _burn(0.03)
@@ -115,13 +115,13 @@ async def _crawl(manager):
         await asyncio.gather(*(_fetch(manager, i) for i in range(5)))
 
 
-def test_issue_14_asyncio_run_numbers(manager):
+def test_asyncio_run_numbers(manager):
     with _session(manager, track_async=True) as s:
         asyncio.run(_crawl(manager))
     r = s.results
     rows = _check_threads(r)
     main = rows[0]
-    # issue 14: the loop thread's region time added up every task's time, awaits included
+    # the loop thread's region time is not the sum of every task's time, awaits included
     assert main["region_time"] <= main["wall_time"]
     assert main["held_time"] is not None and main["await_time"] is not None
     tasks = r.task_summary()
@@ -141,8 +141,8 @@ def test_issue_14_asyncio_run_numbers(manager):
         assert t["await_time"] >= 0.015 and 0.004 <= t["held_time"] <= 0.05, t
         assert t["region_time"] <= t["wall_time"] + 1e-9
     # the loop thread's await/held = the sum over its lanes' top-level calls; the session
-    # root holds the thread only outside the task calls it encloses (issue 14, new-user
-    # trial: it was counted whole beside them and held exceeded the wall time)
+    # root holds the thread only outside the task calls it encloses (counted whole beside
+    # them, held would exceed the wall time)
     summed = sum(t["held_time"] + t["await_time"] for t in tasks)
     crawl = r["crawl"][0]
     session = r["scope_profiler.session"][0] if "scope_profiler.session" in r.region_names else None
@@ -162,7 +162,7 @@ def test_issue_14_asyncio_run_numbers(manager):
     assert fetch.for_lane(fetch_lanes[0]).durations_ns.tolist() == one.durations_ns.tolist()
 
 
-def test_issue_14_every_summary_shows_await_and_held(manager):
+def test_every_summary_shows_await_and_held(manager):
     with _session(manager, track_async=True) as s:
         asyncio.run(_crawl(manager))
     r = s.results
@@ -184,7 +184,7 @@ def test_issue_14_every_summary_shows_await_and_held(manager):
     assert "await_time" in r.task_summary_frame().column_names
 
 
-def test_issue_14_runs_without_await_column_show_no_held_column(manager):
+def test_runs_without_await_column_show_no_held_column(manager):
     with _session(manager, track_threads=True) as s:
         with manager.region("x"):
             pass
@@ -199,7 +199,7 @@ def test_issue_14_runs_without_await_column_show_no_held_column(manager):
 # -- gevent ----------------------------------------------------------------------------------
 
 
-def test_issue_14_gevent_run_numbers(manager):
+def test_gevent_run_numbers(manager):
     gevent = pytest.importorskip("gevent")
 
     def job(i):
@@ -228,9 +228,9 @@ def test_issue_14_gevent_run_numbers(manager):
 # -- CPU of sequential sessions --------------------------------------------------------------
 
 
-def test_issue_14_cpu_time_of_sequential_sessions_is_each_own_burn(manager):
-    """issue 14: three sessions each burning 0.1 s on the main thread reported 0.41, 0.52,
-    0.62 s (the thread's CPU since it started). Half the burn is outside any region: CPU
+def test_cpu_time_of_sequential_sessions_is_each_own_burn(manager):
+    """Three sessions each burning 0.1 s on the main thread report 0.1 s each, not a growing
+    figure (the thread's CPU since it started). Half the burn is outside any region: CPU
     time counts from setup(), not from the first region."""
     _burn(0.05)  # CPU before any session must not count
     figures = []
@@ -253,9 +253,9 @@ def test_issue_14_cpu_time_of_sequential_sessions_is_each_own_burn(manager):
     assert abs(figures[2][0] - figures[0][0]) < BURN * 0.5
 
 
-def test_issue_14_pool_worker_cpu_per_session(manager):
+def test_pool_worker_cpu_per_session(manager):
     """A worker thread that exists before setup() (a pool reused across sessions) counts
-    only the CPU of each session (it reported 0.117, 0.237, 0.361 s for identical tasks)."""
+    only the CPU of each session: identical tasks report the same figure, not a growing one."""
     from concurrent.futures import ThreadPoolExecutor
 
     pool = ThreadPoolExecutor(max_workers=1)
@@ -301,7 +301,7 @@ asyncio.run(main())
 """
 
 
-def test_issue_14_cli_says_track_async_for_tasks_recorded_with_threads_only(tmp_path):
+def test_cli_says_track_async_for_tasks_recorded_with_threads_only(tmp_path):
     script = tmp_path / "interleaved.py"
     script.write_text(INTERLEAVED)
     out = tmp_path / "p.h5"
@@ -353,10 +353,10 @@ asyncio.run(main())
 
 
 @pytest.mark.parametrize("flags", [["--track-threads"], []])
-def test_issue_14_cli_notes_an_event_loop_run_without_track_async(tmp_path, flags):
-    """issue 14: asyncio recorded with --track-threads only (whose calls interleave and pair
-    up wrongly on one thread) got no hint to use --track-async; now the run says so even when
-    the calls happen to nest. A program without asyncio gets no such note."""
+def test_cli_notes_an_event_loop_run_without_track_async(tmp_path, flags):
+    """asyncio recorded with --track-threads only (whose calls interleave and pair up wrongly
+    on one thread) gets a hint to use --track-async, even when the calls happen to nest. A
+    program without asyncio gets no such note."""
     script = tmp_path / "nested.py"
     script.write_text(NESTED_LOOKING)
     plain = tmp_path / "plain.py"
@@ -381,7 +381,7 @@ def test_issue_14_cli_notes_an_event_loop_run_without_track_async(tmp_path, flag
     assert "--track-async" not in done.stdout + done.stderr
 
 
-# -- issue 14 (new-user trial) -------------------------------------------------------------
+# -- session() and setup() alike -----------------------------------------------------------
 
 
 def _session_or_setup(m, how, path, **kw):
@@ -415,9 +415,9 @@ def _check_invariants(r):
 
 
 @pytest.mark.parametrize("how", ["session", "setup"])
-def test_issue_14_new_user_trial_asyncio_held_within_region_within_wall(manager, tmp_path, how):
-    """issue 14 (new-user trial): under session() MainThread's held_time exceeded its
-    wall_time - the session root was counted as held beside the task calls inside it."""
+def test_asyncio_held_within_region_within_wall(manager, tmp_path, how):
+    """Under session() MainThread's held_time stays within its region time and wall time:
+    the session root holds the thread only outside the task calls inside it."""
     r = _session_or_setup(manager, how, tmp_path / "a.h5", track_async=True)(
         lambda: asyncio.run(_crawl(manager))
     )
@@ -437,10 +437,9 @@ def test_issue_14_new_user_trial_asyncio_held_within_region_within_wall(manager,
 
 
 @pytest.mark.parametrize("how", ["session", "setup"])
-def test_issue_14_new_user_trial_threaded_run_starts_with_the_run(manager, tmp_path, how):
-    """issue 14 (new-user trial): ~59 ms between entering session() and MainThread's start:
-    the run's origin was taken before the metadata and the recorder. MainThread's wall time
-    is now the run's span and its first call follows the origin without a lead-in."""
+def test_threaded_run_starts_with_the_run(manager, tmp_path, how):
+    """MainThread's wall time is the run's span and its first call follows the run's origin
+    without a lead-in (the origin is taken after the metadata and the recorder are made)."""
 
     def body():
         with manager.region("first"):
@@ -457,9 +456,9 @@ def test_issue_14_new_user_trial_threaded_run_starts_with_the_run(manager, tmp_p
     assert first.num_calls == 1
 
 
-def test_issue_14_new_user_trial_no_track_threads_says_why(manager, tmp_path):
-    """issue 14 (new-user trial): thread_summary() of a run recorded without track_threads
-    silently returned [] (as 0.7.5 does). Still [] (the reference's shape), with a warning."""
+def test_thread_summary_without_track_threads_says_why(manager, tmp_path):
+    """thread_summary() of a run recorded without track_threads returns [] (the reference's
+    shape), with a warning saying why."""
     import warnings
 
     r = _session_or_setup(manager, "session", tmp_path / "n.h5")(lambda: _burn(0.001))
@@ -472,10 +471,10 @@ def test_issue_14_new_user_trial_no_track_threads_says_why(manager, tmp_path):
     assert "--track-threads" in notes[0]
 
 
-def test_issue_14_new_user_trial_threads_frame_names_both_cpu_figures(manager, tmp_path):
-    """issue 14 (new-user trial): threads_frame()'s cpu_time (whole life, ThreadInfo's, the
-    reference's) and thread_summary()'s cpu_time (during the run) shared a name. The frame
-    also carries both under thread_summary's unambiguous names."""
+def test_threads_frame_names_both_cpu_figures(manager, tmp_path):
+    """threads_frame()'s cpu_time (whole life, ThreadInfo's, the reference's) and
+    thread_summary()'s cpu_time (during the run) share a name: the frame also carries both
+    under thread_summary's unambiguous names."""
     import polars as pl
 
     def body():

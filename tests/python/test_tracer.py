@@ -1,4 +1,4 @@
-"""Function-level tracing without markers (issue 12): ``run --recursive`` and
+"""Function-level tracing without markers: ``run --recursive`` and
 ``recursive_profile=True``. Expected counts are computed from each script's call structure
 (closed forms in the comments), durations from what the script sleeps."""
 
@@ -152,10 +152,9 @@ for t in threads:
 """
 
 
-# stop 23 (noticed at stop 22): `run --recursive` without --track-threads put the traced
-# calls of every thread on one stack; three threads inside `outer` at once did not nest, so
-# the run had no exclusive times, no call graph and no speedscope file. Tracing now implies
-# thread tracking.
+# Tracing implies thread tracking: `run --recursive` without --track-threads gives each
+# thread its own lane (on one stack, three threads inside `outer` at once would not nest,
+# and the run would have no exclusive times, no call graph and no speedscope file).
 def test_recursive_alone_gives_overlapping_threads_their_own_lanes(tmp_path):
     run, proc = _run_traced(tmp_path, OVERLAPPING_THREADS)
     assert "not properly nested" not in proc.stderr, proc.stderr
@@ -210,9 +209,9 @@ asyncio.run(consume())
 """
 
 
-# stop 23 new-user trial, problem 3: "`--recursive --track-async` ends an async
-# generator's call at its first suspension" (3.11 has no `ag_suspended`: every yield read as
-# the generator's end) - an async generator is one call spanning its iteration.
+# Under `--recursive --track-async` an async generator is one call spanning its iteration,
+# not ended at its first suspension (3.11 has no `ag_suspended`, so a yield must not be
+# read as the generator's end).
 def test_an_async_generator_is_one_call_spanning_its_iteration(tmp_path):
     run, proc = _run_traced(tmp_path, ASYNC_GENERATORS, "--track-async")
     assert "still open" not in proc.stderr and "not recorded" not in proc.stderr, proc.stderr
@@ -535,7 +534,7 @@ def test_a_later_recording_decides_afresh(manager):
 
 
 # ---------------------------------------------------------------- profile(recursive=True)
-# issue 11: the calls a recursive decorated function makes, on its thread, while it runs
+# the calls a recursive decorated function makes, on its thread, while it runs
 RECURSIVE_DECORATOR = """
 import json, sys, threading
 from scope_profiler import ProfileManager as PM
@@ -661,7 +660,7 @@ def test_profile_recursive_matches_the_reference(tmp_path):
     ours = _recursive_counts(sys.executable, tmp_path, "ours")
     # Thread.start() waits on its `_started` Event: Condition.wait and its helpers run only
     # when the new thread has not set it yet, a race between the threads, not a difference
-    # of the tracers (seen at stop 21: ours had the four Condition calls, the reference not)
+    # of the tracers (one run may have the four Condition calls, the other not)
     assert _without_condition_waits(ours) == _without_condition_waits(ref)
 
 
@@ -716,9 +715,9 @@ def test_profile_recursive_before_setup_is_a_plain_call(manager):
     assert s.results[f"{__name__}._leaf"][0].num_calls == 1
 
 
-# stop 23 new-user trial: `setup(recursive_profile=True)` without track_threads, on threads
-# inside traced code at once, warned only "check for a missing or misordered sp_end /
-# __exit__"; the warning now names the likely cause and track_threads=True.
+# `setup(recursive_profile=True)` without track_threads, with threads inside traced code at
+# once: the warning names the likely cause and track_threads=True (not only "check for a
+# missing or misordered sp_end / __exit__").
 def test_untracked_threads_under_recursive_profile_are_pointed_at_track_threads(manager):
     a_in, b_in = threading.Event(), threading.Event()
 
@@ -748,9 +747,9 @@ def test_untracked_threads_under_recursive_profile_are_pointed_at_track_threads(
     ), messages
 
 
-# found while building 3.11's frame evaluation hook (issue 12): a generator started before
-# tracing began and finished while another one of the same function was open closed that
-# other one's call ("the innermost open call of the region"), on every mechanism.
+# A generator started before tracing began and finished while another one of the same
+# function is open closes no other call (not "the innermost open call of the region"), on
+# every mechanism.
 def test_a_generator_started_before_tracing_closes_no_other_call():
     def numbers(n):
         yield from range(n)

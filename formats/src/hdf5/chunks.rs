@@ -1,11 +1,11 @@
 //! Compressed chunks as HDF5 stores them: byte-shuffled (the shuffle filter) and
 //! zlib-deflated (the deflate filter), encoded here in parallel, so that the writer hands
-//! them to `H5Dwrite_chunk` as they are (issue 15: HDF5's own filter pipeline compressed
-//! one chunk after the other on one core, most of `finalize()`).
+//! them to `H5Dwrite_chunk` as they are (HDF5's own filter pipeline compresses one chunk
+//! after the other on one core: most of `finalize()`).
 //!
 //! An event column is a [`ColumnSource`]: it fills any range of its values, so a chunk is
 //! produced straight into a per-worker buffer, shuffled into a second one and deflated;
-//! no column is ever materialised whole (issue 15: peak memory of `finalize()`).
+//! no column is ever materialised whole, which keeps `finalize()`'s peak memory down.
 use rayon::prelude::*;
 
 use super::huffman;
@@ -27,7 +27,7 @@ pub(crate) fn to_vec(src: &dyn ColumnSource) -> Vec<i64> {
 
 /// HDF5's shuffle of one chunk of `i64`: byte `j` of element `i` at `j * values.len() + i`.
 /// Eight values at a time as an 8x8 byte matrix transposed in registers ([`transpose8`]),
-/// each plane taking eight bytes per store (issue 15: the byte-by-byte loop was a tenth of
+/// each plane taking eight bytes per store (a byte-by-byte loop would be a tenth of
 /// `finalize()`).
 pub(crate) fn shuffle_i64(values: &[i64], out: &mut [u8]) {
     let n = values.len();
@@ -177,7 +177,7 @@ const SAMPLED_MAX_SAME: f64 = 0.85;
 
 /// Entropy of a plane's bytes (bits per byte, from its whole histogram) from which it is
 /// coded as literals: a Huffman code takes at least one bit per byte, deflate less on a
-/// plane of mostly one value. Measured on the time columns of 1M calls (issue 15), literal
+/// plane of mostly one value. Measured on the time columns of 1M calls, literal
 /// blocks from 0.7 bits on were within ~15 % of level 1's size, mostly smaller, at a
 /// quarter of its time or less.
 const LITERAL_MIN_BITS: f64 = 0.7;
@@ -242,7 +242,7 @@ fn histogram(bytes: &[u8]) -> [u32; 256] {
 /// A deflated stream being built, in a buffer kept from chunk to chunk: its bytes were
 /// zeroed once, when it grew, so deflating into it touches no fresh page (flate2's
 /// `compress_vec` zeroes a vector's whole spare capacity on every call; into a new
-/// vector per chunk that was most of the page faults of `finalize()`, issue 15).
+/// vector per chunk that would be most of the page faults of `finalize()`).
 #[derive(Default)]
 struct Sink {
     buf: Vec<u8>,
@@ -350,7 +350,7 @@ fn deflate_planes(z: &mut flate2::Compress, bytes: &[u8], plane: usize, out: &mu
 
 /// What one thread encoding chunks reuses from chunk to chunk and column to column: a
 /// chunk of values, its shuffled bytes, the stream being deflated and the compressor
-/// (issue 15: made afresh per job, their first-touched pages cost ~10 ns per call in
+/// (made afresh per job, their first-touched pages would cost ~10 ns per call in
 /// `finalize()`).
 struct Worker {
     values: Vec<i64>,
@@ -360,7 +360,7 @@ struct Worker {
     level: u8,
     /// The last chunk of one repeated value it stored: (value, chunk length, stored bytes).
     /// A column of one value (the thread id of a one-thread run, -1 task ids, 0 await) is
-    /// then deflated once per worker rather than once per chunk (issue 15).
+    /// then deflated once per worker rather than once per chunk.
     constant: Option<(i64, usize, Vec<u8>)>,
 }
 
@@ -431,8 +431,8 @@ impl Workers {
 /// `workers` (their buffers reused); the last is zero-padded to `chunk` elements.
 pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8, workers: &Workers) -> Vec<Vec<u8>> {
     let n = src.len();
-    // on this process's pool, safe across fork() (`analysis::par`), as every parallel job
-    scope_profiler_analysis::par::install(|| {
+    // on this process's pool, safe across fork() (`analysis::pool`), as every parallel job
+    scope_profiler_analysis::pool::install(|| {
         (0..n.div_ceil(chunk)).into_par_iter().map(|k| workers.encode(src, chunk, level, k)).collect()
     })
 }
@@ -498,7 +498,7 @@ mod tests {
         assert_eq!(inflate(&deflate(b"abcabcabc", 4)), b"abcabcabc");
     }
 
-    /// issue 15: one write's workers, reused by columns of other chunk sizes, encode each
+    /// One write's workers, reused by columns of other chunk sizes, encode each
     /// as fresh ones would (buffers resized, nothing of an earlier chunk left in a later one).
     #[test]
     fn reused_workers_encode_columns_of_any_chunk_size() {
@@ -517,7 +517,7 @@ mod tests {
         }
     }
 
-    /// issue 15: a column of one value (a one-thread run's thread ids) is deflated once per
+    /// A column of one value (a one-thread run's thread ids) is deflated once per
     /// worker and its stored chunk reused; every chunk still decodes to its values, the
     /// padded last one included, and a column that changes value is encoded afresh.
     #[test]
@@ -538,7 +538,7 @@ mod tests {
         }
     }
 
-    /// issue 15: random low bytes go into stored blocks, the rest deflated; one stream.
+    /// Random low bytes go into stored blocks, the rest deflated; one stream.
     #[test]
     fn noisy_planes_are_stored_and_decode() {
         let mut x = 88172645463325252u64;

@@ -45,7 +45,7 @@ fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) -
         }
         negative
     };
-    scope_profiler_analysis::par::install(|| parts.into_par_iter().map(decode).reduce(|| false, |a, b| a || b))
+    scope_profiler_analysis::pool::install(|| parts.into_par_iter().map(decode).reduce(|| false, |a, b| a || b))
 }
 
 /// Whether a call in the rows `spans` of absolute `starts`/`ends` ends before it starts.
@@ -279,13 +279,13 @@ impl EventColumns {
             )));
         }
         let (starts, ends) = (shared(col_a), shared(col_b));
-        // Stored call graph ids are kept bit-packed (see `scope_profiler_analysis::packed`):
+        // Stored call graph ids are kept bit-packed (see `scope_profiler_analysis::packed_ids`):
         // one packed column per id column, each row a slice of it.
         let row_spans: Vec<(usize, usize)> =
             spans.iter().zip(&ix.counts).map(|(s, &c)| (s.0 as usize, c as usize)).collect();
         let call_ids = rd.optional("call_ids", max_end)?;
         let parent_ids = rd.optional("parent_ids", max_end)?;
-        let (call_id_rows, parent_id_rows) = scope_profiler_analysis::par::install(|| {
+        let (call_id_rows, parent_id_rows) = scope_profiler_analysis::pool::install(|| {
             rayon::join(
                 || call_ids.as_ref().map(|a| IdColumn::rows_of(a, &row_spans)),
                 || parent_ids.as_ref().map(|a| IdColumn::rows_of(a, &row_spans)),
@@ -426,7 +426,7 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
         &["name"],
     )?;
     let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
-    // written since issue 14 (the CPU clock at registration); absent in the reference's files
+    // the CPU clock at registration: absent in the reference's files
     let cpu_start = if has(g, "cpu_start_ns") {
         let c = dataset_ints(g, "cpu_start_ns", ctx, "thread_table")?;
         if c.len() != n {
@@ -470,19 +470,12 @@ fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {
     );
     (0..n)
         .map(|i| {
-            Ok(TaskRow {
-                rank: lane_rank(ctx, iv[0][i])?,
-                index: iv[1][i],
-                thread_index: iv[2][i],
-                created_ns: iv[3][i],
-                done_ns: iv[4][i],
-                steps: iv[5][i],
-                running_ns: iv[6][i],
-                suspended_ns: iv[7][i],
-                kind: kinds.next().unwrap_or_default(),
-                name: names.next().unwrap_or_default(),
-                coro_name: coros.next().unwrap_or_default(),
-            })
+            let (kind, name, coro_name) =
+                (kinds.next().unwrap_or_default(), names.next().unwrap_or_default(), coros.next().unwrap_or_default());
+            Ok(TaskRow::new(lane_rank(ctx, iv[0][i])?, iv[1][i], kind, name, coro_name)
+                .on_thread(iv[2][i])
+                .lifetime(iv[3][i], iv[4][i])
+                .timing(iv[5][i], iv[6][i], iv[7][i]))
         })
         .collect()
 }

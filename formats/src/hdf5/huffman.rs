@@ -4,8 +4,8 @@
 //! For a shuffled byte plane of dense small values (the low byte of start deltas and
 //! durations, a few hundred ns apart: 3-6 bits of entropy per byte, short and frequent LZ
 //! matches), entropy coding alone packs as well as deflate level 1 (within a few percent, often
-//! smaller) at a tenth of its time (issue 15: deflating these planes was the largest single
-//! part of `finalize()`). Any inflater (HDF5's deflate filter, zlib) decodes the block as part
+//! smaller) at a tenth of its time (deflating these planes would be the largest single part
+//! of `finalize()`). Any inflater (HDF5's deflate filter, zlib) decodes the block as part
 //! of its stream.
 
 /// Longest literal/length code (deflate's limit).

@@ -7,13 +7,13 @@
 //! `summary_statistics`) gives `Ok(None)`: the caller falls back to [`super::read_h5`].
 use std::path::Path;
 
-use scope_profiler_analysis::{MetaValue, TaskRow, ThreadRow};
+use scope_profiler_analysis::{MetaValue, StoredStats, TaskRow, ThreadRow};
 
 use super::columnar::{read_lane_tables, row_tags};
 use super::read::{
     aggregate_error, num_ranks, open_file, read_metadata, read_schema_version, storage_layout, with_ctx,
 };
-use super::summary::SummaryRecord;
+use super::summary_statistics::SummaryCompound;
 use super::typed::*;
 use super::{H5Error, R};
 
@@ -23,10 +23,9 @@ pub struct SummaryRow {
     /// Index into [`RunSummary::region_names`].
     pub region: u32,
     pub rank: u32,
-    /// Number of calls (`event_counts`).
-    pub count: i64,
-    /// The stored `summary_statistics` compound.
-    pub stats: SummaryRecord,
+    /// The stored statistics: `count` from `event_counts`, the rest from the
+    /// `summary_statistics` compound.
+    pub stats: StoredStats,
     /// Stored Σ exclusive ns; `None` when absent or `-1`.
     pub exclusive_total_ns: Option<i64>,
     pub source_file: Option<String>,
@@ -111,13 +110,13 @@ fn exact_rows<T>(v: Vec<T>, rows: usize, name: &str) -> R<Vec<T>> {
 struct SummaryIndex {
     region_ids: Vec<i64>,
     ranks: Vec<i64>,
-    counts: Vec<i64>,
     lines: Vec<i64>,
     files: Vec<String>,
     texts: Vec<String>,
     tags: Vec<String>,
     totals: Option<Vec<i64>>,
-    stats: Vec<SummaryRecord>,
+    /// The `summary_statistics` compounds with `count` from `event_counts`.
+    stats: Vec<StoredStats>,
 }
 
 impl SummaryIndex {
@@ -126,21 +125,19 @@ impl SummaryIndex {
         let rows = region_ids.len();
         let ints = |name: &str| exact_rows(dataset_ints(index, name, ctx, IX)?, rows, name);
         let strs = |name: &str| exact_rows(dataset_strings(index, name, ctx, IX)?, rows, name);
-        Ok(SummaryIndex {
-            ranks: ints("ranks")?,
-            counts: ints("event_counts")?,
-            lines: ints("source_lines")?,
-            files: strs("source_files")?,
-            texts: strs("source_texts")?,
-            tags: strs("tags")?,
-            totals: if has(index, "exclusive_totals") { Some(ints("exclusive_totals")?) } else { None },
-            stats: {
-                let ds = index.dataset("summary_statistics").map_err(ctx.h5("summary_statistics"))?;
-                let stats = read_raw_checked(&ds, ctx, "rank_region_index/summary_statistics")?;
-                exact_rows(stats, rows, "summary_statistics")?
-            },
-            region_ids,
-        })
+        let ranks = ints("ranks")?;
+        let counts = ints("event_counts")?;
+        let (lines, files, texts, tags) =
+            (ints("source_lines")?, strs("source_files")?, strs("source_texts")?, strs("tags")?);
+        let totals = if has(index, "exclusive_totals") { Some(ints("exclusive_totals")?) } else { None };
+        let ds = index.dataset("summary_statistics").map_err(ctx.h5("summary_statistics"))?;
+        let compounds: Vec<SummaryCompound> = read_raw_checked(&ds, ctx, "rank_region_index/summary_statistics")?;
+        let stats = exact_rows(compounds, rows, "summary_statistics")?
+            .into_iter()
+            .zip(&counts)
+            .map(|(SummaryCompound(s), &count)| StoredStats { count, ..s })
+            .collect();
+        Ok(SummaryIndex { region_ids, ranks, lines, files, texts, tags, totals, stats })
     }
 
     /// The rows, checked: region ids within the `n_names` names, no duplicate
@@ -169,7 +166,6 @@ impl SummaryIndex {
             out.push(SummaryRow {
                 region: rid as u32,
                 rank,
-                count: self.counts[r],
                 stats: self.stats[r],
                 exclusive_total_ns: exclusive,
                 source_file: Some(self.files[r].clone()).filter(|s| !s.is_empty()),

@@ -8,10 +8,10 @@ use std::path::Path;
 use arrow_array::Int64Array;
 use hdf5::types::VarLenUnicode;
 use hdf5::{Group, H5Type};
-use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
 
 use super::chunks::{self, ColumnSource};
-use super::summary::{summary_record, SummaryRecord};
+use super::summary_statistics::SummaryCompound;
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 
 /// `json.dumps(list_of_str)` with Python's defaults (`", "` separator, ASCII escapes).
@@ -152,8 +152,8 @@ impl W<'_> {
                 )
             });
             if rc < 0 {
-                // the OS's reason, when it gave one (stop 25 new-user trial: a full disk said
-                // only "chunk 0 was refused")
+                // the OS's reason, when it gave one (a full disk must say more than "chunk 0
+                // was refused")
                 let os = std::io::Error::last_os_error();
                 let why = match os.raw_os_error().filter(|&n| n != 0) {
                     Some(n) => {
@@ -441,7 +441,7 @@ pub struct EncodedAhead {
     /// (column name, number of values, stored chunks)
     columns: Vec<(&'static str, usize, Vec<Vec<u8>>)>,
     /// `summary_statistics` of the written rows ([`row_summaries`]).
-    summaries: Option<Vec<SummaryRecord>>,
+    summaries: Option<Vec<SummaryCompound>>,
 }
 
 impl EncodedAhead {
@@ -453,8 +453,8 @@ impl EncodedAhead {
 
 /// Encode the compressed event columns of `run` that do not depend on its call ids, and its
 /// rows' summary statistics, for a later [`publish_h5_ahead`] of the same run once
-/// numbered (issue 15: at `finalize()` this runs alongside the numbering of the calls,
-/// which is serial). No column is encoded when the file would not compress them, or when
+/// numbered (at `finalize()` this runs alongside the numbering of the calls, which is
+/// serial). No column is encoded when the file would not compress them, or when
 /// its columns disagree in length (the write reports that). Parallel, on the analysis pool.
 pub fn encode_ahead(run: &Run) -> EncodedAhead {
     let mut ahead = EncodedAhead::default();
@@ -511,13 +511,16 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
     }
 }
 
-/// `rank_region_index/summary_statistics` of `rows` ([`summary_record`]): one row per task
-/// (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork() (the
-/// global pool hangs a forked child: CI of stop 23, test_fork.py).
-fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryRecord> {
-    scope_profiler_analysis::par::install(|| {
+/// `rank_region_index/summary_statistics` of `rows` ([`StoredStats::of_calls`]): one row per
+/// task (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork()
+/// (the global pool hangs a forked child).
+fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryCompound> {
+    scope_profiler_analysis::pool::install(|| {
         rows.par_iter()
-            .map(|r| summary_record(r.start_ns.values(), r.end_ns.values(), r.gpu_ns.as_ref().map(|g| &g.values()[..])))
+            .map(|r| {
+                let gpu = r.gpu_ns.as_ref().map(|g| &g.values()[..]);
+                SummaryCompound(StoredStats::of_calls(r.start_ns.values(), r.end_ns.values(), gpu))
+            })
             .collect()
     })
 }
@@ -525,7 +528,7 @@ fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryRecord> {
 /// Lane tables, only when non-empty, and (like the reference, which writes a rank's lane
 /// rows together with its regions) only for ranks that recorded calls - except in a run
 /// without any call, whose tables are written whole (a tracked run that recorded no region
-/// keeps its threads; the reference dropped them, issue 11).
+/// keeps its threads; the reference drops them).
 fn write_lane_tables(run: &Run, rows: &[&RegionCalls], file: &hdf5::File, w: &W<'_>) -> R<()> {
     let ranks_with_calls: std::collections::HashSet<u32> = rows.iter().map(|r| r.rank).collect();
     let kept = |rank: u32| rows.is_empty() || ranks_with_calls.contains(&rank);
@@ -605,10 +608,10 @@ pub(crate) fn process_umask() -> u32 {
 /// chunked (65536 elements) with shuffle + gzip level 1 ([`DEFLATE_LEVEL`]), chunks compressed in parallel and written directly.
 ///
 /// Publication: written to `.<name>.<tag>-<pid>.<random>.tmp` in the target's directory
-/// ([`leftovers`](super::leftovers)), fsynced, given mode `0o666 & !umask`, renamed over
+/// ([`working_files`](super::working_files)), fsynced, given mode `0o666 & !umask`, renamed over
 /// `path`, directory fsynced. On error the temp file is removed and `path` is untouched.
 /// After publishing, what dead writers left in that directory is removed
-/// ([`leftovers::remove_stale`](super::leftovers::remove_stale): their temporary files, and
+/// ([`working_files::remove_stale`](super::working_files::remove_stale): their temporary files, and
 /// sidecars older than their target).
 ///
 /// Errors: [`H5Error::Write`] naming the file ([`publish_h5`] also tells the OS error).
@@ -683,7 +686,7 @@ pub fn publish_h5_ahead(run: &Run, path: &Path, ahead: &EncodedAhead) -> Result<
         _ => std::path::PathBuf::from("."),
     };
     let tmp = tempfile::Builder::new()
-        .prefix(&super::leftovers::temp_prefix(&file_name))
+        .prefix(&super::working_files::temp_prefix(&file_name))
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| os("temporary file", &e))?;
@@ -709,7 +712,7 @@ pub fn publish_h5_ahead(run: &Run, path: &Path, ahead: &EncodedAhead) -> Result<
     if let Ok(d) = fs::File::open(&dir) {
         let _ = d.sync_all();
     }
-    // what killed writers left here (issue 13 item 7)
-    super::leftovers::remove_stale(&dir);
+    // what killed writers left here
+    super::working_files::remove_stale(&dir);
     Ok(())
 }

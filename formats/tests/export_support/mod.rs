@@ -28,25 +28,7 @@ pub fn out_dir() -> PathBuf {
 }
 
 pub fn row(region: u32, s: &[i64], e: &[i64]) -> RegionCalls {
-    RegionCalls {
-        region,
-        rank: 0,
-        start_ns: Int64Array::from(s.to_vec()),
-        end_ns: Int64Array::from(e.to_vec()),
-        gpu_ns: None,
-        call_ids: None,
-        parent_ids: None,
-        thread_ids: None,
-        task_ids: None,
-        await_ns: None,
-        source_file: None,
-        source_line: None,
-        source_text: None,
-        tags: vec![],
-        event_metadata: None,
-        exclusive_total_ns: None,
-        stored: None,
-    }
+    RegionCalls::new(region, 0, Int64Array::from(s.to_vec()), Int64Array::from(e.to_vec()))
 }
 
 /// A row with thread (and task / await) columns.
@@ -107,4 +89,15 @@ pub fn lane_totals(run: &Run, rank: u32) -> LaneTotals {
         }
     }
     t
+}
+
+/// A `depth`-deep recursion of one region (with a source location): call k spans
+/// `[10 k, 10 (2 depth - k) + 5]` ns, so every call is 20 ns longer than the one inside it.
+pub fn deep_recursion(depth: i64) -> Run {
+    let s: Vec<i64> = (0..depth).map(|k| 10 * k).collect();
+    let e: Vec<i64> = (0..depth).map(|k| 10 * (2 * depth - k) + 5).collect();
+    let mut r = row(0, &s, &e);
+    r.source_file = Some("rec.py".into());
+    r.source_line = Some(3);
+    Run { region_names: vec!["rec".into()], regions: vec![r], num_ranks: 1, ..Default::default() }
 }

@@ -3,9 +3,9 @@
 The grammar and every file-reading subcommand (``summary``, ``threads``, ``export``) are
 Rust (``scope_profiler._native.cli_main``). ``run`` needs this interpreter: the script is
 executed here as ``__main__`` inside ``ProfileManager.session(...)``; then Rust
-(``finalize::end_of_run``) stacks the followed processes' files, renders the output, prints
+(``session::end_of_run``) stacks the followed processes' files, renders the output, prints
 the summary and writes the speedscope file. The run's keywords, checks and texts are Rust
-(``finalize::run_session``).
+(``session::run_command``).
 """
 
 from __future__ import annotations
@@ -298,9 +298,9 @@ def _print_ignored(exc: BaseException, where: object) -> None:
 def _profiler_exit_handlers() -> list[Callable[[], object]]:
     """The profiler's own ``atexit`` handlers, registered at its import (before the script's):
     they must run after the profile is written, at the interpreter's exit."""
-    from . import _tracer
+    from . import _manager, _tracer
 
-    return [_tracer._stop_all, _native.stop_all_streaming]
+    return [_tracer._stop_all, _manager._stop_all_streaming]
 
 
 def _shut_threading_down(signals: _RunSignals) -> int | None:
@@ -542,7 +542,7 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
     final, the error printed)."""
     from ._manager import ProfileManager
 
-    # the session's keywords (Rust: finalize::run_session::session_settings)
+    # the session's keywords (Rust: session::run_command::session_settings)
     settings = plan.req["session"]
     processes: str | None = None
     # --no-output: the session's finalize prints the summary of the run it keeps in memory

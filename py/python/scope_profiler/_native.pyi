@@ -11,7 +11,7 @@ from collections.abc import Callable, Coroutine, Generator, Iterable, Iterator, 
 from os import PathLike
 from pathlib import Path
 from types import TracebackType
-from typing import Any, ClassVar, Literal, Self, TextIO, final, overload
+from typing import Any, Literal, Self, TextIO, final, overload
 
 import numpy as np
 import numpy.typing as npt
@@ -35,7 +35,10 @@ __all__ = [
     "MPI_OVERRIDE_ENV",
     "MPI_PARALLEL_WITH_THREADS",
     "MPI_RUN_TAG",
+    "NO_STREAMING_UNDER_MPI",
+    "SESSION_ROOT_REGION",
     "CallArrays",
+    "Comparison",
     "CorruptProfileError",
     "EventDataUnavailableError",
     "ForkHooks",
@@ -45,7 +48,7 @@ __all__ = [
     "LaneSplit",
     "LoopState",
     "MPIRegion",
-    "ManagerState",
+    "ManagerLifecycle",
     "MetadataCall",
     "MetadataScope",
     "NativeRecorder",
@@ -56,16 +59,11 @@ __all__ = [
     "ProfiledFunction",
     "ProfilingConfigBase",
     "ProfilingResults",
-    "ProfilingRun",
-    "ProfilingSession",
     "Region",
     "RegionCache",
     "RegionFactory",
     "RegionHandle",
     "RegionTrace",
-    "SampleEvery",
-    "SampledStep",
-    "StepScope",
     "SummaryDataUnavailable",
     "TaskFactory",
     "TaskHandle",
@@ -83,16 +81,23 @@ __all__ = [
     "_stack_runs",
     "build_call_arrays",
     "build_call_stack",
+    "call_graph_warning",
     "call_stack_children",
     "call_stack_roots",
     "calls_after_the_profile",
-    "check_opt_in_tags",
+    "carries_opt_in",
     "check_pause",
+    "check_region_definition",
     "check_region_name",
+    "check_region_tags",
+    "check_run_current",
     "check_sampling",
+    "check_script",
+    "check_set_up",
     "check_setting_names",
     "cli_after_run",
     "cli_main",
+    "compare_runs",
     "create_html_report",
     "describe_process",
     "enabled_tags_from_env",
@@ -118,12 +123,6 @@ __all__ = [
     "lazy_names",
     "load",
     "load_traces",
-    "manager_instrument",
-    "manager_profile_command",
-    "manager_profile_script",
-    "manager_run",
-    "manager_run_script",
-    "manager_setup_from_env",
     "merge_results",
     "mpi_failure_broadcast",
     "mpi_has_work",
@@ -155,8 +154,8 @@ __all__ = [
     "read_profile",
     "read_profile_summary",
     "read_trace",
+    "register_opt_in_tags",
     "relative_source_path",
-    "render_output",
     "sampled_step",
     "setting_defaults",
     "settings_attribute",
@@ -167,10 +166,7 @@ __all__ = [
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
-    "start_streaming",
     "started_marker",
-    "stop_all_streaming",
-    "stop_streaming",
     "summary_text",
     "terminated_line",
     "thread_time_ns",
@@ -998,6 +994,56 @@ class LaneSplit:
     def lanes(self) -> _I64:
         """Lane values, ascending (int64)."""
 
+@final
+class Comparison:
+    """What changed between two runs or groups of runs (``scope_profiler.compare``): rows
+    sorted by the size of the change of time per run, largest first."""
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per region (or call path): ``name`` (``path`` too by call path),
+        ``base_calls``, ``new_calls`` (mean calls per run), ``base_time``, ``new_time`` (mean
+        inclusive s per run), ``change``, ``ci_low``, ``ci_high`` (None when unknown),
+        ``verdict``, ``note``."""
+    @property
+    def base(self) -> dict[str, Any]:
+        """``{"label": str, "runs": [str, ...]}`` of the base side."""
+    @property
+    def new(self) -> dict[str, Any]:
+        """``{"label": str, "runs": [str, ...]}`` of the new side."""
+    @property
+    def by(self) -> str:
+        """``"region"`` or ``"path"``."""
+    @property
+    def threshold(self) -> float:
+        """The verdict threshold, a fraction."""
+    @property
+    def row_level(self) -> float:
+        """The level of each row's interval (together they hold at 95 %)."""
+    def regressions(self, pct: float | None = None) -> list[dict[str, Any]]:
+        """Rows "slower" with ``ci_low`` above ``pct`` percent (default: the threshold)."""
+    def to_json(self) -> str:
+        """The comparison as ``scope-profiler diff --json`` prints it."""
+    def to_arrow(self) -> _ArrowTable:
+        """The rows as an Arrow table."""
+    def to_polars(self) -> Any:
+        """The rows as a ``polars.DataFrame``."""
+    def to_pandas(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (through pyarrow)."""
+    def _repr_html_(self) -> str:
+        """The notebook view: at most 50 rows, and how many more there are."""
+    def __len__(self) -> int:
+        """Number of rows."""
+
+def compare_runs(
+    base: Sequence[_Path | ProfilingResults],
+    new: Sequence[_Path | ProfilingResults],
+    threshold: float = 0.05,
+    by: str = "region",
+) -> Comparison:
+    """The comparison of the runs ``new`` with the runs ``base`` (paths, directories of
+    runs, ``ProfilingResults``). Raises ValueError, NestingError, or as ``load``."""
+
 def build_call_arrays(regions: Mapping[str, Any] | Sequence[Any], rank: int) -> CallArrays:
     """Reconstruct ``rank`` of ``regions``. Raises NestingError."""
 
@@ -1669,309 +1715,89 @@ def sampled_step(timestep: object, every: int, start: int) -> bool:
     """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
     ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
 
-@final
-class SampleEvery:
-    """``ProfileManager.sample_every(every, start)``: a context manager yielding
-    ``profile_step(timestep)``. On entry ``ValueError`` unless ``every`` is a positive int
-    and ``start`` an int; on exit the manager's pause state is what it was on entry."""
-
-    def __new__(cls, manager: Any, every: int, start: int) -> SampleEvery: ...
-    def __enter__(self) -> SampledStep:
-        """Check the arguments, note the pause state; the ``profile_step`` callable."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        """``pause()`` or ``resume()`` as on entry; False (never suppresses)."""
-
-@final
-class SampledStep:
-    """``profile_step`` of ``sample_every``: ``profile_step(timestep)`` is a context manager
-    for that step."""
-
-    def __call__(self, timestep: int) -> StepScope:
-        """The step ``timestep`` (checked when entered)."""
-
-@final
-class StepScope:
-    """One step of ``sample_every``: on entry, ``resume()`` for a sampled timestep and
-    ``pause()`` for the others; yields whether the step is recorded. ``TypeError`` for a
-    timestep that is not an int; ``pause()``'s ``RuntimeError`` while a region is open."""
-
-    def __enter__(self) -> bool:
-        """Resume or pause; whether the step is recorded."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> bool:
-        """Nothing to undo; False (never suppresses)."""
-
-def manager_instrument(
-    manager: Any,
-    module: Any,
-    include: str | Iterable[str],
-    exclude: str | Iterable[str],
-    prefix: object,
-    tags: Iterable[str] | None,
-) -> dict[str, Any]:
-    """``ProfileManager.instrument``: decorate ``module``'s own module-level functions
-    (``inspect.isfunction``, not already a ``profile`` wrapper) chosen by ``instrument_plan``
-    with ``manager.profile(region, tags=tags)``, in place. ``{name: wrapper}`` of what was
-    replaced; ``TypeError`` for globs that are not strings."""
-
-def manager_run(
-    manager: Any,
-    func: Callable[..., Any],
-    args: tuple[Any, ...],
-    output: Any,
-    session_kwargs: dict[str, Any],
-) -> Any:
-    """``ProfileManager.run``: ``func(*args)`` inside ``manager.session(**session_kwargs)``
-    (``verbose=False``, ``return_results=True`` unless given; ``output=`` when not None);
-    ``func``'s value. The session's results become ``last_results()``; ``func``'s exception
-    propagates after the session ended."""
-
-def manager_run_script(
-    manager: Any,
-    script_path: _Path,
-    script_args: Iterable[_Path] | None,
-    region_name: str | None,
-    recursive: object,
-) -> None:
-    """``ProfileManager.run_script``: run the script as ``__main__`` in the current run
-    (``sys.argv`` = the absolute script path and ``script_args``, its directory first on
-    ``sys.path``; both restored). With ``recursive``, inside ``manager.region(region_name or
-    <file name>)``. ``FileNotFoundError`` when it is not a file; the script's exceptions
-    propagate."""
-
-def manager_profile_script(
-    manager: Any,
-    script_path: _Path,
-    script_args: Iterable[_Path] | None,
-    output: Any,
-    setup_kwargs: dict[str, Any],
-) -> Any:
-    """``ProfileManager.profile_script``: ``setup(**setup_kwargs)`` (``output=`` when not
-    None), ``manager_run_script``, then ``_finalize(close_open=True, verbose=False,
-    return_results=True)`` even when the script raised (its exception propagates after).
-    The ``ProfilingResults``."""
-
-def manager_profile_command(
-    command: Iterable[_Path],
-    output: _Path | None,
-    recursive: object,
-    all: object,
-    mpi_calls: object,
-) -> Any:
-    """``ProfileManager.profile_command``: run ``command`` under ``python -m scope_profiler
-    run -q -o OUTPUT ...`` (``profile_command_argv``) and wait; the
-    ``subprocess.CompletedProcess`` with ``profile_results`` (the profile read back when it
-    exited 0 and wrote a non-HTML file, else None). ``ValueError`` without a script,
-    ``NotImplementedError`` for ``mpi_calls``."""
-
-def manager_setup_from_env(manager: Any, overrides: dict[str, Any]) -> Any:
-    """``ProfileManager.setup_from_env``: ``manager.setup(**overrides)`` completed by the
-    ``SCOPE_PROFILER_*`` settings (``setup_from_env_settings``) ``overrides`` lacks; the
-    ``ProfilingRun``."""
-
 def settings_attribute(name: str) -> Any:
     """The module ``__getattr__`` of ``scope_profiler._settings``: a name of ``_options`` it
     answers (``ProfilingOptions``, the option groups, ``load_profiling_config``; that module
     imported now), else ``AttributeError``."""
 
-def check_pause(open_names: list[str], root: str) -> None:
+def check_pause(open_names: list[str]) -> None:
     """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")
-    when calls of regions other than ``root`` (the session's root region) are open;
-    ``open_names``: the open calls' region names, outermost first."""
+    when calls of regions other than a session's root region are open; ``open_names``: the
+    open calls' region names, outermost first."""
 
-# manager (``scope_profiler._manager``)
+# manager (``scope_profiler._manager``): its rules
+
+#: The name of a session's root region.
+SESSION_ROOT_REGION: str
+#: The ``RuntimeWarning`` of ``flush_interval`` on an MPI rank (nothing streamed).
+NO_STREAMING_UNDER_MPI: str
 
 @final
-class ManagerState:
-    """The state of one manager class (``ProfileManager``, a subclass, the class behind a
-    ``ProfileManager()``) and the operations of ``setup()``, ``finalize()``, ``reset()``,
-    ``pause()`` and the region creation over it."""
+class ManagerLifecycle:
+    """Where one manager class's run is (INACTIVE, ACTIVE, FINALIZED) and which of its
+    regions record: the run's enabled opt-in tags and its ``setup(region_tags=...)``
+    filter."""
 
-    config: Any
-    configured: bool
-    next_call_id: int
-    last_results: Any
-    last_native_run: Any
-    last_written_run: Any
-    requested_output: Any
-    host_config: Any
+    def __new__(cls) -> ManagerLifecycle: ...
     @property
-    def joined(self) -> list[tuple[str, str | None, bool, list[str]]]:
-        """The hosted script's runs, innermost last: ``(file_path, requested_output,
-        deactivate_file_output, names of the calls open at the join)``."""
-    @property
-    def decorators(self) -> dict[str, list[tuple[Any, ProfiledFunction, tuple[str, ...] | None]]]:
-        """Region name -> ``(func, wrapper, tags)`` of each ``@profile`` decorator."""
-    @property
-    def region_definitions(self) -> dict[str, tuple[Any, Any]]:
-        """Region name -> ``(functions, tags)`` of ``define_region()``."""
-    @property
-    def regions(self) -> dict[str, ProfileRegion]:
-        """Region name -> region: the dict the native lookup probes."""
-    @property
-    def region_cache(self) -> RegionCache:
-        """The manager's region cache (made by :meth:`install`)."""
-    @property
-    def metadata_context(self) -> Any:
-        """The ``ContextVar`` of the merged ``metadata()`` values around the current task."""
-    @property
-    def lifecycle(self) -> str:
+    def state(self) -> str:
         """``"INACTIVE"``, ``"ACTIVE"`` or ``"FINALIZED"``."""
-    def __new__(cls, owner: type) -> ManagerState: ...
-    def install(self) -> RegionCache:
-        """Make the region cache whose misses go to :meth:`create_region`; returns it."""
-    def recording(self) -> bool:
-        """Configured, profiling not deactivated."""
-    def is_active(self) -> bool:
-        """Recording and set up (ACTIVE or FINALIZED)."""
-    def hosting(self) -> bool:
-        """Whether ``scope-profiler run``'s run is the configuration."""
-    def recorded_path(self, filename: str) -> str:
-        """``filename`` as recorded (relative with ``metadata_detail="minimal"``)."""
-    def get_config(self) -> Any:
-        """The configuration (a default, started one made on first use)."""
-    def tags_record(self, tags: list[str]) -> bool:
-        """Whether a region with ``tags`` records in this run."""
-    def bind_region_cache(self) -> None:
-        """Let the native lookup make regions of the current run (when it can)."""
-    def create_region(
-        self, region_name: str, functions: Any = None, tags: Any = None
-    ) -> ProfileRegion:
-        """The region ``region_name``, made when missing (source: the calling line);
-        ``ValueError`` when it exists with other non-None ``tags``."""
-    def define_region(self, region_name: str, functions: Any, tags: Any) -> RegionHandle:
-        """The region made now and by every later ``setup()``; ``ValueError`` when defined
-        differently before or for a name a profile cannot hold."""
-    def all_regions(self) -> dict[str, ProfileRegion]:
-        """The region dict, every name made natively listed in it first."""
-    def recorded_regions(self) -> tuple[str, ...]:
-        """Registered names (creation order) with at least one call."""
-    def bind_decorated(self, name: str, func: Any, wrapper: Any, tags: Any) -> None:
-        """Bind ``wrapper`` (of ``func``) to region ``name`` of the current run."""
-    def decorate(
-        self,
-        func: Any,
-        region_name: Any,
-        recursive: Any,
-        metadata: Any,
-        record_outcome: Any,
-        tags: tuple[str, ...] | None,
-    ) -> Any:
-        """``profile(...)(func)``: the ``ProfiledFunction`` of ``func`` (region
-        ``region_name`` or ``func.__name__``), wrapped for a coroutine/generator lifetime,
-        metadata and ``recursive`` as asked; ``ValueError`` for a name a profile cannot
-        hold."""
-    def register_opt_in_tags(self, tags: list[str]) -> None:
-        """Make ``tags`` opt-in (every manager); this manager's regions and decorators
-        carrying a new one are made again."""
-    def setup(
-        self,
-        options: Any,
-        auto_finalize: bool,
-        output_given: bool,
-        output: Any,
-        replace: bool,
-        region_tags: Any,
-        config_path: Any,
-        overrides: dict[str, Any],
-    ) -> ProfilingRun:
-        """``ProfileManager.setup``: ``RuntimeError`` over an active run (without
-        ``replace``), ``TypeError`` for an unknown setting."""
-    def configure(self, config: Any) -> None:
-        """Start ``config`` and make it the run (the previous one's hooks end)."""
+    def setup_refusal(
+        self, hosted: bool, configured: bool, replace: bool, inherited: bool
+    ) -> str | None:
+        """The ``RuntimeError`` message of a refused ``setup()`` (an ACTIVE run, no
+        ``replace``, not a hosted script's, not inherited by a forked child), or None."""
+    def filter_regions(self, region_tags: object) -> None:
+        """``setup(region_tags=...)``: None, one tag, or an iterable of tags (items that are
+        not ``str`` match no region)."""
+    @property
+    def filtered(self) -> bool:
+        """Whether ``region_tags`` filters the regions."""
+    def set_up(self, deactivate_profiling: bool, enable_tags: list[str]) -> None:
+        """A configuration is set up: ACTIVE (INACTIVE with ``deactivate_profiling``); the
+        run enables ``enable_tags``, ``SCOPE_PROFILER_ENABLE_TAGS``' and the filter's."""
+    def finalized(self) -> None:
+        """A finalize was done: FINALIZED."""
     def reset(self) -> None:
-        """Forget the configuration and everything recorded."""
-    def clear(self) -> None:
-        """``reset()`` and forget decorators and region definitions."""
-    def pause(self) -> None:
-        """``RuntimeError`` before ``setup()`` or while scopes other than a session's root
-        are open."""
-    def resume(self) -> None:
-        """``RuntimeError`` before ``setup()``."""
-    def cancel_auto_finalize(self) -> None:
-        """Unregister the exit-time finalize."""
-    def register_auto_finalize(self) -> None:
-        """Finalize (closing open calls) at interpreter exit."""
-    def join_host(self, config: Any, requested_output: Any) -> ProfilingRun:
-        """A hosted script's ``setup()``: join the command line's run."""
-    def finalize(
-        self, verbose: bool, return_results: bool, native_traces: Any, close_open: bool
-    ) -> Any:
-        """The checkpoint (``ProfileManager._finalize``); the results or None. Raises the
-        ``OSError`` of a failed write (the run stays in ``last_results``)."""
-    def finalize_joined(self, verbose: bool, return_results: bool, native_traces: Any) -> Any:
-        """A hosted script's finalize: a snapshot written to its own output."""
+        """INACTIVE, no tag enabled, no filter."""
+    def is_active(self, recording: bool) -> bool:
+        """``recording`` (configured, profiling not deactivated) and set up."""
+    def records(self, tags: list[str]) -> bool:
+        """Whether a region with ``tags`` records in this run (filter, opt-in tags)."""
 
-@final
-class ProfilingRun:
-    """Handle returned by ``ProfileManager.setup``."""
+def register_opt_in_tags(tags: Iterable[object]) -> list[str]:
+    """Make ``tags`` opt-in for every manager; the ones that were not yet. ``TypeError``
+    ("opt-in tags must be non-empty strings, got ...") for a tag that is not a non-empty
+    ``str``, before any is registered."""
 
-    results: Any
-    _joined: bool
-    def __new__(cls, manager: Any, config: Any, output: Any = None) -> ProfilingRun: ...
-    @property
-    def file_path(self) -> Any:
-        """The file this run writes (``output=`` or the configuration's ``file_path``)."""
-    @property
-    def is_active(self) -> bool:
-        """This run is its manager's configuration and the manager is active."""
-    def finalize(self, **kwargs: Any) -> Any:
-        """Finalize through the owning manager (``return_results`` defaults to True);
-        ``RuntimeError`` when the run was replaced; a write's ``OSError`` propagates."""
+def carries_opt_in(new: list[str], tags: Sequence[str]) -> bool:
+    """Whether a region or decorator with ``tags`` carries one of the new opt-in tags."""
 
-@final
-class ProfilingSession:
-    """Context manager (and decorator) returned by ``ProfileManager.session``: ``setup()``
-    at entry, a ``"scope_profiler.session"`` root region around the body, ``finalize()``
-    (closing open calls) at exit, then the tracker's hooks removed. A failed write's
-    ``OSError`` propagates with ``results`` set to the run kept in memory."""
+def check_set_up(set_up: bool, action: str) -> None:
+    """``RuntimeError`` ("ProfileManager.setup() must be called before pause()") for
+    ``action`` unless ``set_up``."""
 
-    ROOT_REGION_NAME: ClassVar[str]
-    results: Any
-    @property
-    def _manager(self) -> Any:
-        """The manager class."""
-    def __new__(
-        cls,
-        manager: Any,
-        setup_kwargs: dict[str, Any],
-        verbose: bool,
-        verbose_line_profiler: bool,
-        return_results: bool,
-        native_traces: Any,
-    ) -> ProfilingSession: ...
-    def _recreate_cm(self) -> ProfilingSession:
-        """A fresh session with the same arguments."""
-    def __call__(self, func: Any) -> Any:
-        """``func`` with each call in a fresh session (the awaited run for ``async def``)."""
-    def __enter__(self) -> ProfilingSession: ...
-    def __exit__(self, exc_type: Any, exc_value: Any, traceback: Any) -> bool: ...
+def check_run_current(current: bool) -> None:
+    """``RuntimeError`` ("this profiling run has been replaced") unless ``current``."""
+
+def check_region_tags(name: object, have: tuple[Any, ...], wanted: tuple[Any, ...]) -> None:
+    """``ValueError`` when region ``name``, made with tags ``have``, is asked for with
+    other tags ``wanted``."""
+
+def check_region_definition(name: object, previous: object, definition: object) -> None:
+    """``ValueError`` when ``name`` was defined before (``previous``; None: not) as other
+    than ``definition``."""
+
+def check_script(path: str) -> None:
+    """``FileNotFoundError`` ("no script at '...'") unless ``path`` is a file."""
+
+def call_graph_warning(error: str) -> str:
+    """The ``RuntimeWarning`` of a checkpoint whose calls do not nest."""
 
 def user_stacklevel(*modules: str) -> int:
-    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``
-    or ``modules``) naming the first frame outside them (the user's line)."""
-
-def render_output(requested: Any, recorded: Any, native_run: Any) -> None:
-    """Write ``requested`` (``setup(output=)``) from the run and remove ``recorded``;
-    an ``OSError`` keeps ``recorded`` (a note names it)."""
-
-def start_streaming(config: Any) -> None:
-    """With ``flush_interval``: start the flush thread (``RuntimeWarning`` under MPI)."""
-
-def stop_streaming(config: Any, discard: bool = False) -> None:
-    """End the flush thread of ``config``; ``discard`` removes its sidecar."""
-
-def stop_all_streaming() -> None:
-    """End every flush thread (at exit)."""
+    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``,
+    ``_manager_api`` or ``modules``) naming the first frame outside them (the user's
+    line)."""
 
 # settings (``scope_profiler._settings``)
 
@@ -1983,10 +1809,6 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
 def check_setting_names(names: Iterable[str]) -> None:
     """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
     ``names`` is not a setting."""
-
-def check_opt_in_tags(tags: Iterable[object]) -> None:
-    """``TypeError`` ("opt-in tags must be non-empty strings, got ...") for the first of
-    ``tags`` that is not a non-empty ``str``."""
 
 def unknown_setting_error(names: Iterable[str]) -> str:
     """The reference's message for unknown setting names (sorted, each with the closest
@@ -2016,7 +1838,7 @@ class ProfilingConfigBase:
     def __new__(cls, **settings: Any) -> Self: ...
     def mark_started(self) -> None:
         """Take the run's origin (``start_time_ns``, also set in ``metadata``) now, once the
-        recorder, the metadata and the hooks are ready (issue 14). ``AssertionError`` before
+        recorder, the metadata and the hooks are ready. ``AssertionError`` before
         ``start()``."""
 
     @classmethod

@@ -1,5 +1,5 @@
 """Function-level tracing without markers (``recursive_profile=True``, ``scope-profiler run
---recursive``; issue 12): the Python side of ``scope_profiler._native.NativeTracer``.
+--recursive``): the Python side of ``scope_profiler._native.NativeTracer``.
 
 Every call of a selected Python function becomes a call of the region ``module.qualname``
 (the reference's name), on the calling thread's buffers and task lane, like an explicit
@@ -18,7 +18,7 @@ import sys
 
 from ._native import NativeTracer, TraceHook
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cheap import)
 if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
@@ -51,7 +51,7 @@ def restore_profiler(previous: Any) -> None:
     """3.11: run ``previous`` (from :func:`other_profiler`) on the calling thread again: a
     Python profile function with ``sys.setprofile``, a C profiler's object with its
     ``enable()`` (``cProfile.Profile``: ``sys.setprofile`` would install the object itself
-    as a function and fail at the next call; stop 24 new-user trial)."""
+    as a function and fail at the next call)."""
     if previous is None or sys.version_info >= (3, 12) or sys.getprofile() is previous:
         return
     if callable(previous):

@@ -28,7 +28,7 @@ import weakref
 
 from ._native import ThreadStartHook
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (issue 15)
+TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cheap import)
 if TYPE_CHECKING:
     from ._native import TaskInfo, ThreadInfo
 

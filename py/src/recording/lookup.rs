@@ -1,4 +1,4 @@
-//! `ProfileManager.region(name)` / `profile_region(name)` as a native callable (issue 15):
+//! `ProfileManager.region(name)` / `profile_region(name)` as a native callable:
 //! written inside a function, the lookup runs on every call, so it is a builtin function
 //! (`METH_FASTCALL`, no Python frame, no descriptor binding) whose hit path is one dict probe
 //! of the manager's region dict. A new name is created here too (region table, defining
@@ -35,7 +35,7 @@ struct Binding {
     created: Vec<u32>,
     /// The live region object of each natively created name not (yet) in the manager's
     /// dict: id -> (object, address of its contents). A name used once keeps no Python
-    /// object after its call (issue 15: 100,000 dynamic names); its second lookup while the
+    /// object after its call (a program may make 100,000 dynamic names); its second lookup while the
     /// first object lives returns that object and lists it in the dict, so a name gives one
     /// object as long as anyone holds it. Entries leave on the object's drop.
     unlisted: HashMap<u32, (usize, usize)>,
@@ -153,7 +153,7 @@ impl RegionCache {
             shared.regions.set_source(id, path, Some(line), None);
         }
         let region = Bound::new(py, ProfileRegion::of(&shared, id, true, Some(slf.clone().unbind())))?;
-        // Untracked, 100,000 names trigger no full collections (issue 15). Its references
+        // Untracked, 100,000 names trigger no full collections. Its references
         // (an Arc, this cache) come back to it only through the manager's dict, which every
         // setup()/reset() clears; its cached bound methods make a cycle of their own:
         // `region_method_get` tracks it then.
@@ -491,8 +491,8 @@ unsafe extern "C" fn region_exit(
 /// bound method, made once per region (`ProfileRegion::bound_methods`).
 ///
 /// A `with` statement looks `__enter__` and `__exit__` up on every call. Through a plain
-/// method descriptor, each lookup allocated a bound builtin method, GC-tracked, freed at the
-/// end of the statement: about a third of `with region:` (issue 15). Here `tp_descr_get`
+/// method descriptor, each lookup would allocate a bound builtin method, GC-tracked, freed at
+/// the end of the statement: about a third of `with region:`. Here `tp_descr_get`
 /// ([`region_method_get`]) returns the region's cached one (a new reference, no allocation),
 /// made at its second lookup (a region used once keeps none).
 /// Looked up on the class (`ProfileRegion.__enter__`), it gives the plain method descriptor.

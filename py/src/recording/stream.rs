@@ -1,4 +1,4 @@
-//! `flush_interval` (issue 13 item 6): a background thread appends the completed calls to
+//! `flush_interval`: a background thread appends the completed calls to
 //! a sidecar file every interval ([`scope_profiler_finalize::stream`]), so a process killed
 //! by SIGKILL or the OOM killer loses at most about one interval; `finalize()` reads the
 //! sidecar back into its run and removes it once the file is published.
@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_finalize::stream::{flush, Flushed, SidecarWriter};
-use scope_profiler_formats::hdf5::leftovers::sidecar_path;
+use scope_profiler_formats::hdf5::working_files::sidecar_path;
 
 use super::{to_meta_value, Shared};
 

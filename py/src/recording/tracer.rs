@@ -1,4 +1,4 @@
-//! Function-level tracing without markers (issue 12): the interpreter glue. Every traced
+//! Function-level tracing without markers: the interpreter glue. Every traced
 //! Python call becomes a call of the region named by
 //! [`scope_profiler_recorder::trace_select`] (`module.qualname`), entered and exited on the
 //! calling thread's [`ThreadState`](scope_profiler_recorder::ThreadState) exactly as an
@@ -478,7 +478,7 @@ fn active() -> Option<&'static Active> {
 unsafe fn suspended(py: Python<'_>, frame: *mut ffi::PyFrameObject, kind: Kind, yield_opcode: u8) -> bool {
     if kind == Kind::AsyncGenerator {
         // 3.11's async generators have no `ag_suspended`: the frame stopped at a yield
-        // (stop 23 new-user trial: an async generator's call ended at its first yield)
+        // (read as the generator's end, its call would end at its first yield)
         return stopped_at(py, frame, yield_opcode);
     }
     let gen = ffi::PyFrame_GetGenerator(frame); // new reference or NULL
