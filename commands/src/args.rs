@@ -73,125 +73,7 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5\n  scope-profiler run --track-threads -m http.server 8000  # a module, as python -m\n  scope-profiler run --no-follow pool_script.py  # this process only, not its workers"
     )]
-    Run {
-        /// Record the thread of every call and the thread table (`track_threads=True`).
-        #[arg(long)]
-        track_threads: bool,
-        /// Also record asyncio tasks and greenlets as lanes, with per-call await time
-        /// (`track_async=True`; implies --track-threads). Needed for asyncio programs: without
-        /// it, calls of interleaved tasks share their thread's stack.
-        #[arg(long)]
-        track_async: bool,
-        /// The file to write, its kind by its suffix: `.h5`/`.hdf5` (HDF5), a JSON profile
-        /// (`.json`, `.json.gz`) or the HTML report (`.html`, `.htm`); any other suffix is
-        /// refused. For JSON and HTML the run records into `<output>.scope-profiler.h5` beside
-        /// it, which is rendered and removed (kept and named if that fails). The speedscope
-        /// file is named after the output's stem (`run.json` -> `run.speedscope.json`).
-        #[arg(
-            short = 'o',
-            long = "output",
-            visible_alias = "outfile",
-            default_value = "profiling_data.h5",
-            conflicts_with = "no_output"
-        )]
-        output: PathBuf,
-        /// Do not write the `.speedscope.json` next to the `.h5` file.
-        #[arg(long)]
-        no_speedscope: bool,
-        /// Do not print the summary.
-        #[arg(short, long)]
-        quiet: bool,
-        /// Profile only this process. By default the Python processes the script starts
-        /// (`multiprocessing` under fork, spawn and forkserver, `ProcessPoolExecutor`,
-        /// `subprocess` running Python, and theirs in turn) record with the same options, each
-        /// into its own file, and the output holds one rank block per process that recorded
-        /// calls: this process rank 0, the others in the order they began recording (metadata
-        /// `processes` names each rank's process).
-        #[arg(long)]
-        no_follow: bool,
-        /// Every SECONDS (at least 0.01), append the calls completed since the last flush to a sidecar
-        /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
-        /// the OOM killer loses at most about one interval: `scope-profiler recover` then
-        /// writes the `.h5` from the sidecar.
-        #[arg(long, value_name = "SECONDS", value_parser = parse_interval, allow_negative_numbers = true)]
-        flush_interval: Option<f64>,
-        /// Record every Python function call of the script's own code as a call of the
-        /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level
-        /// tracer, on every thread and task lane). It implies --track-threads: the calls of
-        /// concurrent threads cannot share one stack. `--all`, `--include`, `--exclude` and
-        /// `--entrypoint` imply it.
-        #[arg(long)]
-        recursive: bool,
-        /// With --recursive: trace the standard library and installed packages too.
-        #[arg(long)]
-        all: bool,
-        /// With --recursive: trace only functions whose `module.qualname` matches GLOB
-        /// (fnmatch; repeatable: any of them).
-        #[arg(long = "include", value_name = "GLOB")]
-        include: Vec<String>,
-        /// With --recursive: do not trace functions whose `module.qualname` matches GLOB
-        /// (repeatable).
-        #[arg(long = "exclude", value_name = "GLOB")]
-        exclude: Vec<String>,
-        /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
-        #[arg(long, value_name = "NAME")]
-        entrypoint: Option<String>,
-        /// Keep the results in memory and write no file (`deactivate_file_output=True`): the
-        /// summary is printed (unless -q), no `.h5` or speedscope file is written, and the
-        /// processes the script starts are not followed.
-        #[arg(long)]
-        no_output: bool,
-        /// Read settings from this TOML file's `[profiling]` table (`config_path`, the
-        /// reference's format); the options given here override it.
-        #[arg(long = "config", value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// No function-level tracing, even if the --config file turns it on
-        /// (`recursive_profile=False`).
-        #[arg(long, conflicts_with_all = ["recursive", "all", "include", "exclude", "entrypoint"])]
-        no_recursive: bool,
-        /// A short label stored with the profile (metadata `label`), for comparison and
-        /// reporting.
-        #[arg(long, value_name = "LABEL")]
-        label: Option<String>,
-        /// Record only the regions defined with this tag (`region_tags`; repeatable: any of
-        /// them); untagged regions are not recorded.
-        #[arg(long = "tag", value_name = "TAG")]
-        tags: Vec<String>,
-        /// Record the regions behind this opt-in tag (`register_opt_in_tag`), such as a
-        /// library's own instrumentation; `*` enables every opt-in tag (`enable_tags`;
-        /// repeatable; `SCOPE_PROFILER_ENABLE_TAGS` adds to them).
-        #[arg(long = "enable-tag", value_name = "TAG")]
-        enable_tags: Vec<String>,
-        /// Initial capacity per region, in calls (`buffer_limit`; the buffers grow as needed).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-        buffer_limit: Option<u64>,
-        /// Do not profile mpi4py's communication calls (the default; `profile_mpi_calls=False`).
-        #[arg(long)]
-        no_mpi_calls: bool,
-        /// Not supported by this edition (the reference's line_profiler timings): refused.
-        #[arg(long, hide_short_help = true)]
-        line_profile: bool,
-        /// Not supported by this edition (the reference's Memray capture): refused.
-        #[arg(long, hide_short_help = true)]
-        memory_profile: bool,
-        /// Not supported by this edition (the reference's aggregate-only mode): refused.
-        #[arg(long, hide_short_help = true)]
-        aggregation_mode: bool,
-        /// Not supported by this edition (the reference's mpi4py call profiling): refused.
-        #[arg(long, hide_short_help = true, conflicts_with = "no_mpi_calls")]
-        mpi_calls: bool,
-        /// Run a module instead of a script, as `python -m MODULE` does (`sys.argv[0]` is its
-        /// file, `sys.path[0]` the working directory); everything after `-m MODULE` is the
-        /// module's arguments (`scope-profiler run -m pytest -x tests/`).
-        #[arg(short = 'm', long = "module", value_name = "MODULE")]
-        module: Option<String>,
-        /// The Python script to run (as `__main__`).
-        #[arg(required_unless_present = "module")]
-        script: Option<PathBuf>,
-        /// Arguments passed to the script (its `sys.argv[1:]`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    Run(RunArgs),
     /// Print the region and thread summary of one or more runs
     ///
     /// The per-region summary (calls, total/average/min/max, inclusive and exclusive time)
@@ -328,6 +210,129 @@ pub enum Command {
         #[command(flatten)]
         limits: TimelineLimits,
     },
+}
+
+/// `run`'s options and the script or module it runs (the subcommand's help is
+/// [`Command::Run`]'s).
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Record the thread of every call and the thread table (`track_threads=True`).
+    #[arg(long)]
+    pub track_threads: bool,
+    /// Also record asyncio tasks and greenlets as lanes, with per-call await time
+    /// (`track_async=True`; implies --track-threads). Needed for asyncio programs: without
+    /// it, calls of interleaved tasks share their thread's stack.
+    #[arg(long)]
+    pub track_async: bool,
+    /// The file to write, its kind by its suffix: `.h5`/`.hdf5` (HDF5), a JSON profile
+    /// (`.json`, `.json.gz`) or the HTML report (`.html`, `.htm`); any other suffix is
+    /// refused. For JSON and HTML the run records into `<output>.scope-profiler.h5` beside
+    /// it, which is rendered and removed (kept and named if that fails). The speedscope
+    /// file is named after the output's stem (`run.json` -> `run.speedscope.json`).
+    #[arg(
+        short = 'o',
+        long = "output",
+        visible_alias = "outfile",
+        default_value = "profiling_data.h5",
+        conflicts_with = "no_output"
+    )]
+    pub output: PathBuf,
+    /// Do not write the `.speedscope.json` next to the `.h5` file.
+    #[arg(long)]
+    pub no_speedscope: bool,
+    /// Do not print the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Profile only this process. By default the Python processes the script starts
+    /// (`multiprocessing` under fork, spawn and forkserver, `ProcessPoolExecutor`,
+    /// `subprocess` running Python, and theirs in turn) record with the same options, each
+    /// into its own file, and the output holds one rank block per process that recorded
+    /// calls: this process rank 0, the others in the order they began recording (metadata
+    /// `processes` names each rank's process).
+    #[arg(long)]
+    pub no_follow: bool,
+    /// Every SECONDS (at least 0.01), append the calls completed since the last flush to a sidecar
+    /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
+    /// the OOM killer loses at most about one interval: `scope-profiler recover` then
+    /// writes the `.h5` from the sidecar.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval, allow_negative_numbers = true)]
+    pub flush_interval: Option<f64>,
+    /// Record every Python function call of the script's own code as a call of the
+    /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level
+    /// tracer, on every thread and task lane). It implies --track-threads: the calls of
+    /// concurrent threads cannot share one stack. `--all`, `--include`, `--exclude` and
+    /// `--entrypoint` imply it.
+    #[arg(long)]
+    pub recursive: bool,
+    /// With --recursive: trace the standard library and installed packages too.
+    #[arg(long)]
+    pub all: bool,
+    /// With --recursive: trace only functions whose `module.qualname` matches GLOB
+    /// (fnmatch; repeatable: any of them).
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// With --recursive: do not trace functions whose `module.qualname` matches GLOB
+    /// (repeatable).
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
+    #[arg(long, value_name = "NAME")]
+    pub entrypoint: Option<String>,
+    /// Keep the results in memory and write no file (`deactivate_file_output=True`): the
+    /// summary is printed (unless -q), no `.h5` or speedscope file is written, and the
+    /// processes the script starts are not followed.
+    #[arg(long)]
+    pub no_output: bool,
+    /// Read settings from this TOML file's `[profiling]` table (`config_path`, the
+    /// reference's format); the options given here override it.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// No function-level tracing, even if the --config file turns it on
+    /// (`recursive_profile=False`).
+    #[arg(long, conflicts_with_all = ["recursive", "all", "include", "exclude", "entrypoint"])]
+    pub no_recursive: bool,
+    /// A short label stored with the profile (metadata `label`), for comparison and
+    /// reporting.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Record only the regions defined with this tag (`region_tags`; repeatable: any of
+    /// them); untagged regions are not recorded.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Record the regions behind this opt-in tag (`register_opt_in_tag`), such as a
+    /// library's own instrumentation; `*` enables every opt-in tag (`enable_tags`;
+    /// repeatable; `SCOPE_PROFILER_ENABLE_TAGS` adds to them).
+    #[arg(long = "enable-tag", value_name = "TAG")]
+    pub enable_tags: Vec<String>,
+    /// Initial capacity per region, in calls (`buffer_limit`; the buffers grow as needed).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub buffer_limit: Option<u64>,
+    /// Do not profile mpi4py's communication calls (the default; `profile_mpi_calls=False`).
+    #[arg(long)]
+    pub no_mpi_calls: bool,
+    /// Not supported by this edition (the reference's line_profiler timings): refused.
+    #[arg(long, hide_short_help = true)]
+    pub line_profile: bool,
+    /// Not supported by this edition (the reference's Memray capture): refused.
+    #[arg(long, hide_short_help = true)]
+    pub memory_profile: bool,
+    /// Not supported by this edition (the reference's aggregate-only mode): refused.
+    #[arg(long, hide_short_help = true)]
+    pub aggregation_mode: bool,
+    /// Not supported by this edition (the reference's mpi4py call profiling): refused.
+    #[arg(long, hide_short_help = true, conflicts_with = "no_mpi_calls")]
+    pub mpi_calls: bool,
+    /// Run a module instead of a script, as `python -m MODULE` does (`sys.argv[0]` is its
+    /// file, `sys.path[0]` the working directory); everything after `-m MODULE` is the
+    /// module's arguments (`scope-profiler run -m pytest -x tests/`).
+    #[arg(short = 'm', long = "module", value_name = "MODULE")]
+    pub module: Option<String>,
+    /// The Python script to run (as `__main__`).
+    #[arg(required_unless_present = "module")]
+    pub script: Option<PathBuf>,
+    /// Arguments passed to the script (its `sys.argv[1:]`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// What `timeline` draws of the run: bounds that keep the picture within 32,767 px.

@@ -3,8 +3,9 @@
 pub mod chrome_trace;
 pub mod diff_flamegraph;
 pub mod diff_html;
-mod export_common;
 pub mod export_error;
+mod export_lanes;
+mod export_output;
 pub mod export_plan;
 pub mod flamegraph;
 pub mod folded;

@@ -49,7 +49,8 @@ use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
 use scope_profiler_analysis::{EventColumn, LaneLabels, Run};
 
-use crate::export_common::{reconstruct, write_atomic};
+use crate::export_lanes::reconstruct;
+use crate::export_output::write_atomic;
 use crate::speedscope::EXPORTER;
 use crate::{ExportError, Selection};
 
