@@ -244,7 +244,7 @@ pub fn leftover_directories(file: &Path) -> Vec<(PathBuf, u32)> {
         .filter_map(|e| {
             let name = e.file_name().to_string_lossy().into_owned();
             let pid: u32 = name.strip_prefix(&prefix)?.parse().ok()?;
-            (e.path().is_dir() && !leftovers::process_alive(pid)).then(|| (e.path(), pid))
+            (e.path().is_dir() && !working_files::process_alive(pid)).then(|| (e.path(), pid))
         })
         .collect();
     found.sort_by_key(|(_, pid)| *pid);
