@@ -97,9 +97,14 @@ pub enum Command {
     /// --flush-interval`) did not write because it was killed (SIGKILL, OOM killer, power
     /// loss), from the sidecar it streamed to (`.NAME.<tag>-<pid>.partial` beside FILE): every
     /// intact frame (a torn last frame is left out), the last thread and task tables.
-    /// Written atomically through the normal writer; the sidecar is then removed. For a run
+    /// Written atomically through the normal writer; the sidecar is then removed. FILE is
+    /// never replaced by fewer calls than it holds: when its own process wrote it and then
+    /// streamed more (calls recorded after its exit-time finalize), those are added to it;
+    /// another recording's smaller sidecar is refused (`-o` writes it elsewhere). For a run
     /// that wrote JSON or HTML (`run -o k.json`, recorded into `k.json.scope-profiler.h5`), `recover
     /// k.json` recovers that recording and renders `k.json` from it, as the run would have.
+    /// Without a sidecar, the followed processes' recordings a `run` left beside FILE
+    /// (`FILE.procs-<pid>/`, its process gone before it merged them) are merged into FILE.
     #[command(
         after_help = "Examples:\n  scope-profiler recover profiling_data.h5\n  scope-profiler recover run.h5 -o recovered.h5\n  scope-profiler recover k.json   # a killed `run -o k.json --flush-interval 5`"
     )]

@@ -39,6 +39,7 @@ use std::time::SystemTime;
 use scope_profiler_analysis::{assign_call_ids, MetaValue, RegionCalls, Run};
 use scope_profiler_formats::hdf5::working_files::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
+use scope_profiler_formats::read_h5;
 use scope_profiler_recorder::{Recorder, RegionTable};
 
 pub use crate::concat::{concat_runs, RunConcat};
@@ -554,6 +555,10 @@ pub struct Recovery {
     pub stopped: Option<String>,
     /// The nesting failure's message when the calls do not nest (the run then has no call graph).
     pub warning: Option<String>,
+    /// The calls the target already held when the sidecar's were added to it (its process
+    /// wrote it, then streamed more: [`with_late_calls`]); None when the run written is the
+    /// sidecar's alone.
+    pub held: Option<usize>,
 }
 
 /// Why [`recover`] failed.
@@ -566,6 +571,10 @@ pub enum RecoverError {
     Read { path: PathBuf, error: io::Error },
     #[error(transparent)]
     Write(#[from] WriteFailure),
+    /// The target holds more calls of another recording than the sidecar: not replaced;
+    /// the message says why and how to write the sidecar's calls elsewhere.
+    #[error("{0}")]
+    Refused(String),
 }
 
 /// The run a sidecar holds (see [`Recovery`]).
@@ -604,6 +613,7 @@ pub fn recover_run(sidecar: &Path) -> Result<Recovery, RecoverError> {
         calls,
         stopped: visited.stopped,
         warning,
+        held: None,
     })
 }
 
@@ -630,8 +640,13 @@ fn nothing_for(target: &Path) -> String {
 /// normal writer (atomically). When the file written is the target, the sidecar is then
 /// removed. Returns the recovery and the path written.
 ///
+/// A target that exists is never replaced by fewer calls than it holds ([`onto_target`]):
+/// the sidecar of the process that wrote it (calls it recorded after writing it) is added
+/// to it; another recording's sidecar replaces it only when it holds at least as many
+/// calls, else [`RecoverError::Refused`] says why (`-o` writes the sidecar's run elsewhere).
+///
 /// Errors: [`RecoverError::Nothing`] (no such sidecar, its writer is still running, no intact
-/// frame), [`RecoverError::Read`], [`RecoverError::Write`].
+/// frame), [`RecoverError::Read`], [`RecoverError::Write`], [`RecoverError::Refused`].
 pub fn recover(target: &Path, from: Option<&Path>, output: Option<&Path>) -> Result<(Recovery, PathBuf), RecoverError> {
     let sidecar = match from {
         Some(p) => {
@@ -650,13 +665,184 @@ pub fn recover(target: &Path, from: Option<&Path>, output: Option<&Path>) -> Res
         }
         None => pending_sidecar(target).ok_or_else(|| RecoverError::Nothing(nothing_for(target)))?,
     };
-    let recovery = recover_run(&sidecar)?;
+    let mut recovery = recover_run(&sidecar)?;
     let out = output.unwrap_or(target).to_path_buf();
+    if out == target {
+        recovery = onto_target(recovery, target)?;
+    }
     publish_h5(&recovery.run, &out)?;
     if output.is_none_or(|o| o == target) {
         let _ = fs::remove_file(&sidecar);
     }
     Ok((recovery, out))
+}
+
+/// The number of calls `run` holds.
+pub fn calls_of(run: &Run) -> usize {
+    run.regions.iter().map(|r| r.stored.as_ref().map_or(r.len(), |s| s.count.max(0) as usize)).sum()
+}
+
+/// Whether `late` (a sidecar's run) was recorded by the same recording as `held` (a file):
+/// the same `start_time_ns` (the recording's start on its clock) in both.
+fn same_recording(held: &Run, late: &Run) -> bool {
+    held.meta_int("start_time_ns").is_some_and(|t| late.meta_int("start_time_ns") == Some(t))
+}
+
+/// `recovery` written over `target`, which exists: a readable target of the same recording
+/// gets the sidecar's calls added ([`with_late_calls`]; [`Recovery::held`] says how many
+/// it had); one of another recording holding more calls than the sidecar is not replaced
+/// ([`RecoverError::Refused`]). An unreadable target (damaged, not a profile) holds nothing
+/// to keep: the sidecar's run replaces it.
+fn onto_target(mut recovery: Recovery, target: &Path) -> Result<Recovery, RecoverError> {
+    let Ok(held) = read_h5(target) else { return Ok(recovery) };
+    let held_calls = calls_of(&held);
+    if same_recording(&held, &recovery.run) {
+        recovery.run = with_late_calls(held, recovery.run);
+        recovery.held = Some(held_calls);
+        return Ok(recovery);
+    }
+    if recovery.calls >= held_calls {
+        return Ok(recovery);
+    }
+    Err(RecoverError::Refused(format!(
+        "{target} holds {held_calls} call(s) of another recording than {sidecar}, which holds {calls}: {target} is \
+         not replaced by fewer calls than it holds (`scope-profiler recover {target} -o OTHER.h5` writes the \
+         sidecar's calls to OTHER.h5)",
+        target = target.display(),
+        sidecar = recovery.sidecar.display(),
+        calls = recovery.calls,
+    )))
+}
+
+/// One region row's calls with their columns, to be put in thread and start order.
+#[derive(Default)]
+struct RowCalls {
+    starts: Vec<i64>,
+    ends: Vec<i64>,
+    gpu: Option<Vec<i64>>,
+    ids: Option<Vec<i64>>,
+    parents: Option<Vec<i64>>,
+    threads: Option<Vec<i64>>,
+    tasks: Option<Vec<i64>>,
+    awaits: Option<Vec<i64>>,
+    metadata: Option<Vec<serde_json::Value>>,
+}
+
+impl RowCalls {
+    fn of(r: &RegionCalls) -> Self {
+        let values = |a: &Int64Array| a.values().to_vec();
+        RowCalls {
+            starts: values(&r.start_ns),
+            ends: values(&r.end_ns),
+            gpu: r.gpu_ns.as_ref().map(values),
+            ids: r.call_ids.as_ref().map(|c| c.to_vec()),
+            parents: r.parent_ids.as_ref().map(|c| c.to_vec()),
+            threads: r.thread_ids.as_ref().map(values),
+            tasks: r.task_ids.as_ref().map(values),
+            awaits: r.await_ns.as_ref().map(values),
+            metadata: r.event_metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
+        }
+    }
+
+    /// `other`'s calls after these (a column one side lacks: its fill value there; call
+    /// ids only when both have them).
+    fn extend(&mut self, other: RowCalls) {
+        let (have, n) = (self.starts.len(), other.starts.len());
+        fn join<T: Clone>(a: &mut Option<Vec<T>>, b: Option<Vec<T>>, have: usize, n: usize, fill: T) {
+            *a = match (a.take(), b) {
+                (None, None) => None,
+                (a, b) => {
+                    let mut out = a.unwrap_or_else(|| vec![fill.clone(); have]);
+                    out.extend(b.unwrap_or_else(|| vec![fill; n]));
+                    Some(out)
+                }
+            };
+        }
+        self.starts.extend(other.starts);
+        self.ends.extend(other.ends);
+        join(&mut self.gpu, other.gpu, have, n, -1);
+        join(&mut self.threads, other.threads, have, n, -1);
+        join(&mut self.tasks, other.tasks, have, n, -1);
+        join(&mut self.awaits, other.awaits, have, n, 0);
+        join(&mut self.metadata, other.metadata, have, n, serde_json::Value::Object(Default::default()));
+        let numbered = self.ids.is_some() && other.ids.is_some();
+        join(&mut self.ids, other.ids.filter(|_| numbered), have, n, -1);
+        join(&mut self.parents, other.parents.filter(|_| numbered), have, n, -1);
+        if !numbered {
+            (self.ids, self.parents) = (None, None);
+        }
+    }
+
+    /// The columns into `row`, in thread and start order (a tracked row's recorded order).
+    fn into_row(self, mut row: RegionCalls) -> RegionCalls {
+        let mut perm: Vec<usize> = (0..self.starts.len()).collect();
+        perm.sort_by_key(|&k| (self.threads.as_ref().map_or(0, |t| t[k]), self.starts[k]));
+        let pick = |v: &[i64]| Int64Array::from(perm.iter().map(|&k| v[k]).collect::<Vec<i64>>());
+        row.start_ns = pick(&self.starts);
+        row.end_ns = pick(&self.ends);
+        row.gpu_ns = self.gpu.as_deref().map(pick);
+        row.call_ids = self.ids.as_deref().map(|v| pick(v).into());
+        row.parent_ids = self.parents.as_deref().map(|v| pick(v).into());
+        row.thread_ids = self.threads.as_deref().map(pick);
+        row.task_ids = self.tasks.as_deref().map(pick);
+        row.await_ns = self.awaits.as_deref().map(pick);
+        row.event_metadata =
+            self.metadata.map(|m| serde_json::Value::Array(perm.iter().map(|&k| m[k].clone()).collect()).to_string());
+        row.stored = None;
+        row
+    }
+}
+
+/// `held` (the file a process wrote) with `late` (calls the same recording completed after
+/// it, recovered from its sidecar) added: each region's late calls beside its held ones, in
+/// thread and start order, numbered after the held run's last call id (their parents among
+/// themselves: every call the file holds ended before it was written, so none encloses a
+/// late one); exclusive totals added; the late run's thread and task rows the file does not
+/// have; the file's metadata, with `recovered_from`. Calls without a call graph on either
+/// side give the merged row none.
+pub fn with_late_calls(mut held: Run, mut late: Run) -> Run {
+    let base =
+        held.regions.iter().filter_map(|r| r.call_ids.as_ref()).flat_map(|c| c.to_vec()).max().map_or(0, |m| m + 1);
+    if !late.regions.is_empty() && assign_call_ids(&mut late, 0, base).is_err() {
+        for r in &mut late.regions {
+            (r.call_ids, r.parent_ids, r.exclusive_total_ns) = (None, None, None);
+        }
+    }
+    for row in late.regions {
+        let name = &late.region_names[row.region as usize];
+        let region = match held.region_names.iter().position(|n| n == name) {
+            Some(i) => i as u32,
+            None => {
+                held.region_names.push(name.clone());
+                (held.region_names.len() - 1) as u32
+            }
+        };
+        let Some(at) = held.regions.iter().position(|r| r.region == region && r.rank == row.rank) else {
+            held.regions.push(RegionCalls { region, ..row });
+            continue;
+        };
+        let mut calls = RowCalls::of(&held.regions[at]);
+        calls.extend(RowCalls::of(&row));
+        let total = held.regions[at].exclusive_total_ns.zip(row.exclusive_total_ns).map(|(a, b)| a + b);
+        let merged = calls.into_row(held.regions[at].clone());
+        held.regions[at] = RegionCalls { exclusive_total_ns: total, ..merged };
+    }
+    for t in late.threads {
+        if !held.threads.iter().any(|h| h.rank == t.rank && h.index == t.index) {
+            held.threads.push(t);
+        }
+    }
+    for t in late.tasks {
+        if !held.tasks.iter().any(|h| h.rank == t.rank && h.index == t.index) {
+            held.tasks.push(t);
+        }
+    }
+    held.metadata.retain(|(k, _)| k != "recovered_from");
+    if let Some(from) = late.metadata.into_iter().find(|(k, _)| k == "recovered_from") {
+        held.metadata.push(from);
+    }
+    held.num_ranks = held.num_ranks.max(1);
+    held
 }
 
 /// The one-line report of a recovery (`scope-profiler recover`, the `read_h5` warning).
@@ -671,6 +857,9 @@ pub fn describe(r: &Recovery, written: &Path) -> String {
         r.sidecar.display(),
         written.display()
     );
+    if let Some(held) = r.held {
+        s.push_str(&format!(", after the {held} call(s) it held (its process recorded them after writing it)"));
+    }
     if let Some(why) = &r.stopped {
         s.push_str(&format!(" (reading stopped: {why})"));
     }
@@ -712,6 +901,66 @@ mod tests {
             let e = interval_duration(seconds).unwrap_err();
             assert!(e.starts_with("flush_interval must be") && e.contains(says), "{seconds}: {e}");
         }
+    }
+
+    /// A file's process that streamed calls after writing it (`flush_interval`, calls
+    /// recorded after its exit-time finalize): `recover` adds them to the file. Its calls keep
+    /// their ids and per-call metadata; the late ones are numbered after them, in thread and
+    /// start order beside them; a thread the file does not have is added.
+    #[test]
+    fn late_calls_are_added_to_the_file_after_its_own_calls() {
+        use scope_profiler_analysis::ThreadRow;
+        let thread = |index| ThreadRow {
+            rank: 0,
+            index,
+            ident: index,
+            native_id: index,
+            daemon: false,
+            start_ns: 0,
+            end_ns: -1,
+            cpu_ns: 0,
+            cpu_start_ns: -1,
+            name: format!("t{index}"),
+        };
+        let mut work = run_of("work", &[10, 30, 20], &[0, 0, 1]).regions.remove(0);
+        work.call_ids = Some(Int64Array::from(vec![0, 1, 2]).into());
+        work.parent_ids = Some(Int64Array::from(vec![-1, -1, -1]).into());
+        work.event_metadata = Some(r#"[{"step": 1}, {"step": 2}, {"step": 3}]"#.into());
+        work.exclusive_total_ns = Some(15);
+        let held = Run {
+            region_names: vec!["work".into()],
+            regions: vec![work],
+            threads: vec![thread(0), thread(1)],
+            metadata: vec![("start_time_ns".into(), MetaValue::Int(7))],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let mut late = concat_runs(vec![run_of("late", &[100], &[1]), run_of("work", &[90, 95], &[2, 0])], None);
+        late.threads = vec![thread(0), thread(1), thread(2)];
+        late.metadata =
+            vec![("start_time_ns".into(), MetaValue::Int(7)), ("recovered_from".into(), MetaValue::Str("s".into()))];
+        assert!(same_recording(&held, &late));
+        let run = with_late_calls(held, late);
+        assert_eq!(run.region_names, ["work", "late"]);
+        assert_eq!(calls_of(&run), 6);
+        let work = &run.regions[0];
+        // thread 0: 10, 30, 95; thread 1: 20; thread 2: 90
+        assert_eq!(work.start_ns.values().to_vec(), [10, 30, 95, 20, 90]);
+        assert_eq!(work.thread_ids.as_ref().unwrap().values().to_vec(), [0, 0, 0, 1, 2]);
+        let ids = work.call_ids.as_ref().unwrap().to_vec();
+        assert_eq!((ids[0], ids[1], ids[3]), (0, 1, 2), "the file's calls keep their ids");
+        let mut new: Vec<i64> = vec![ids[2], ids[4], run.regions[1].call_ids.as_ref().unwrap().to_vec()[0]];
+        new.sort();
+        assert_eq!(new, [3, 4, 5], "the late calls are numbered after the file's");
+        assert_eq!(work.parent_ids.as_ref().unwrap().to_vec(), [-1; 5]);
+        let meta: serde_json::Value = serde_json::from_str(work.event_metadata.as_deref().unwrap()).unwrap();
+        assert_eq!(meta, serde_json::json!([{"step": 1}, {"step": 2}, {}, {"step": 3}, {}]));
+        assert_eq!(work.exclusive_total_ns, Some(15 + 10), "5 ns for each late call");
+        assert_eq!(run.threads.iter().map(|t| t.index).collect::<Vec<_>>(), [0, 1, 2]);
+        assert_eq!(run.meta("recovered_from"), Some(&MetaValue::Str("s".into())));
+        let other = Run { metadata: vec![("start_time_ns".into(), MetaValue::Int(8))], ..Run::default() };
+        assert!(!same_recording(&run, &other), "another recording's start");
+        assert!(!same_recording(&Run::default(), &Run::default()), "no start: not known to be the same");
     }
 
     #[test]

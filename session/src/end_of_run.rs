@@ -17,7 +17,7 @@ use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
 use crate::run_command;
-use scope_profiler_finalize::followed::merge_processes;
+use scope_profiler_finalize::followed::{merge_processes, wait_for_running};
 
 /// What the end of a run writes and prints (from its `RunRequest`).
 #[derive(Debug, Clone, PartialEq)]
@@ -32,6 +32,9 @@ pub struct RunOutputs {
     /// The run tracked threads (else a speedscope file that cannot be drawn says how to
     /// record the program).
     pub track_threads: bool,
+    /// How long to wait for followed processes still writing their files before the merge
+    /// ([`run_command::settle_time`]).
+    pub settle: std::time::Duration,
 }
 
 /// Standard output, what cannot be written dropped (a reader that closed the pipe ends the
@@ -51,9 +54,10 @@ fn print_out(text: &str) {
 ///
 /// `processes`: the private directory the followed processes wrote into and this process's
 /// description; their recordings are first stacked after `h5`'s run as rank blocks and the
-/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once all
-/// this succeeded the directory is removed; on an error it stays (the message the caller
-/// prints names it, [`run_command::end_of_run_failure`]).
+/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once
+/// that is written the directory is removed (what it held is in `h5`, whatever fails
+/// after); when the merge fails it stays (the message the caller prints names it and the
+/// command that merges it, [`run_command::end_of_run_failure`]).
 ///
 /// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
 /// it; then `h5` is not read back (reading a 1M-call file back cost ~10 % of `run
@@ -64,26 +68,28 @@ pub fn after_run(
     processes: Option<(&Path, &str)>,
     recorded: Option<&Run>,
 ) -> Result<Option<PathBuf>, String> {
-    let done = finish_run(outputs, h5, processes, recorded)?;
-    if let Some((dir, _)) = processes {
-        // what the followed processes recorded is in `h5` now
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    Ok(done)
+    let merged = match processes {
+        Some((dir, label)) => {
+            wait_for_running(dir, outputs.settle);
+            let merged = merge_processes(h5, dir, label)?;
+            // what the followed processes recorded is in `h5` now
+            let _ = std::fs::remove_dir_all(dir);
+            merged
+        }
+        None => None,
+    };
+    finish_run(outputs, h5, merged, recorded)
 }
 
-/// [`after_run`] but for the removal of the processes' directory.
+/// [`after_run`] once the followed processes' recordings are stacked into `h5` (`merged`:
+/// the result, None when there were none).
 fn finish_run(
     outputs: &RunOutputs,
     h5: &Path,
-    processes: Option<(&Path, &str)>,
+    merged: Option<Run>,
     recorded: Option<&Run>,
 ) -> Result<Option<PathBuf>, String> {
     let written = outputs.output.as_path();
-    let merged = match processes {
-        Some((dir, label)) => merge_processes(h5, dir, label)?,
-        None => None,
-    };
     let rendered = written != h5;
     if run_command::nothing_after_recording(merged.is_some(), outputs.quiet, outputs.speedscope, rendered) {
         return Ok(None); // the file stands as written
@@ -159,7 +165,7 @@ mod tests {
     use super::*;
 
     fn outputs(output: &Path, quiet: bool, speedscope: bool) -> RunOutputs {
-        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false }
+        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false, settle: Default::default() }
     }
 
     /// `run -q --no-speedscope` does not read the whole `.h5` back after the script

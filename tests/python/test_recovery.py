@@ -262,3 +262,79 @@ def test_recover_of_a_json_output_renders_it(tmp_path):
     # nothing left to recover now: the error says so, exit 1
     again = run_cli("recover", out, cwd=tmp_path)
     assert again.returncode == 1 and "error:" in again.stderr, again.stderr
+
+
+#: A program recording with flush_interval whose atexit handler, registered before its
+#: setup(), runs after the exit-time finalize wrote the file: its calls are streamed into a
+#: sidecar newer than the file, which stays (no finalize comes after it).
+_RECORDS_AFTER_ITS_FILE = """
+import atexit, time
+import scope_profiler as sp
+
+@atexit.register
+def late():
+    for _ in range(5):
+        with sp.profile_region("late"):
+            pass
+    time.sleep(0.5)  # the flush thread streams them meanwhile
+
+sp.ProfileManager.setup(output="x.h5", flush_interval=0.1, auto_finalize=True)
+for _ in range(1000):
+    with sp.profile_region("work"):
+        pass
+"""
+
+
+def _region_calls(path) -> dict[str, int]:
+    return {g.name: g.num_calls for g in sp.read_h5(str(path)).get_regions()}
+
+
+def test_recover_adds_the_calls_a_process_streamed_after_writing_its_file(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(_RECORDS_AFTER_ITS_FILE)
+    subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, check=True)
+    assert len(list(tmp_path.glob(".x.h5.*.partial"))) == 1
+    with pytest.warns(RuntimeWarning, match="adds them to it when its process wrote both"):
+        assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
+    proc = run_cli("recover", "x.h5", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "recovered 5 call(s)" in proc.stdout and "after the 1000 call(s) it held" in proc.stdout
+    assert _region_calls(tmp_path / "x.h5") == {"work": 1000, "late": 5}
+    assert not list(tmp_path.glob(".x.h5.*.partial"))
+    r = sp.read_h5(str(tmp_path / "x.h5"))
+    ids = sorted([*r["work"][0].call_ids.tolist(), *r["late"][0].call_ids.tolist()])
+    assert ids == list(range(1005)), "the late calls are numbered after the file's"
+
+
+def test_recover_never_replaces_a_file_with_fewer_calls_of_another_recording(tmp_path):
+    complete = tmp_path / "complete.py"
+    complete.write_text(
+        "import scope_profiler as sp\n"
+        "with sp.ProfileManager.session(output='x.h5', verbose=False):\n"
+        "    for _ in range(1000):\n"
+        "        with sp.profile_region('work'):\n"
+        "            pass\n"
+    )
+    subprocess.run([sys.executable, complete], cwd=tmp_path, check=True)
+    killed = tmp_path / "killed.py"  # a later run to the same file, killed after a flush
+    killed.write_text(
+        "import os, signal, time\n"
+        "import scope_profiler as sp\n"
+        "sp.ProfileManager.setup(output='x.h5', flush_interval=0.05)\n"
+        "for _ in range(5):\n"
+        "    with sp.profile_region('other'):\n"
+        "        pass\n"
+        "time.sleep(0.5)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    assert subprocess.run([sys.executable, killed], cwd=tmp_path).returncode == -9
+    proc = run_cli("recover", "x.h5", cwd=tmp_path)
+    assert proc.returncode == 1
+    # 1000 calls and the session's own
+    assert "holds 1001 call(s) of another recording" in proc.stderr, proc.stderr
+    assert "not replaced by fewer calls than it holds" in proc.stderr
+    with pytest.warns(RuntimeWarning, match="never replaces it by fewer calls"):
+        assert _region_calls(tmp_path / "x.h5") == {"scope_profiler.session": 1, "work": 1000}
+    proc = run_cli("recover", "x.h5", "-o", "other.h5", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _region_calls(tmp_path / "other.h5") == {"other": 5}

@@ -85,6 +85,7 @@ __all__ = [
     "call_graph_warning",
     "call_stack_children",
     "call_stack_roots",
+    "calls_after_the_profile",
     "carries_opt_in",
     "check_pause",
     "check_region_definition",
@@ -161,11 +162,14 @@ __all__ = [
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "signal_while_writing",
+    "sigterm_received",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
     "started_marker",
     "summary_text",
+    "terminated_line",
     "thread_time_ns",
     "tracking_upgrade",
     "unique_labels",
@@ -1116,6 +1120,12 @@ def sigterm_taken() -> bool:
     a re-sent SIGTERM (the handler already ran for the last one sent from outside): the
     handler then does nothing. Harmless when nothing was sent."""
 
+def sigterm_received() -> bool:
+    """Whether SIGTERM reached this process since :func:`guard_sigterm` - at the moment it
+    came, before its Python handler ran - or, in a child forked from it, reached the parent
+    before the fork (such a child would never have been started without the profiler, and
+    ends by the signal)."""
+
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
     (``request["session"]``: the run's ``session(...)`` keywords). A ``run`` of a script that
@@ -1133,16 +1143,19 @@ def cli_after_run(
     argv: list[str],
     module: bool,
     recorded: NativeRun | None,
+    signalled: bool = False,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
     profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
     file named after ``output``. ``processes``: the directory the followed processes
     recorded into; their files are first stacked after ``h5``'s run as rank blocks (this
     process described as ``pid PID: ARGV``, ``-m`` first for a ``module``), the result written
-    over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this
+    over ``h5``, and the directory removed once that is written. ``recorded``: the run this
     process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
     ``h5``. None, or the error line to print when that failed (naming the file; a failed
-    rendering keeps ``h5``, a failure keeps the processes' directory)."""
+    rendering keeps ``h5``, a failed merge keeps the processes' directory and names the
+    command that merges it). ``signalled``: the run ends by a signal; the merge first waits
+    (at most 2 s) for followed processes still writing their files."""
 
 def untracked_event_loop_note(loaded: list[str]) -> str | None:
     """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
@@ -1152,6 +1165,18 @@ def untracked_event_loop_note(loaded: list[str]) -> str | None:
 def profile_not_written(error: str, kept: str | None = None) -> str:
     """The error line of a run whose session could not write its file, naming the followed
     processes' directory when it stays (``kept``)."""
+
+def terminated_line(signum: int) -> str:
+    """The line of ``run`` when SIGTERM ends the script or its end (the profile is written
+    first, then the run ends by the signal)."""
+
+def signal_while_writing(signum: int, name: str) -> str:
+    """The line of ``run`` when a signal arrives while the profile is written or the followed
+    processes' files are merged (that goes on; then the run ends by the signal)."""
+
+def calls_after_the_profile(calls: int) -> str | None:
+    """The line at the exit of ``run`` when ``calls`` calls were recorded after the profile
+    was written (they are not in it); None for none."""
 
 def plain_warning(process: str | None, category: str, message: str) -> str:
     """A warning the profiler raises from its own code as ``run`` prints it, one line:
@@ -1204,7 +1229,8 @@ def tracking_upgrade(
 
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
-    processes (the forkserver, the resource tracker), not a process of the program."""
+    processes (the forkserver, the resource tracker) or loky's resource tracker, not a
+    process of the program."""
 
 def unique_labels(labels: list[str]) -> list[str]:
     """Run labels with repeats made distinct, as every exporter names runs: the second

@@ -53,8 +53,9 @@ pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run>
 ///   from the sidecar, [`scope_profiler_finalize::stream::recover`]) and then read; when it
 ///   cannot be written, the recovered run is returned (read in memory);
 /// * `path` is older than the sidecar (killed after a checkpoint, or it ended without a
-///   last `finalize()`): `path` is read as it is - a read does not replace a file - and the
-///   warning says how to (`scope-profiler recover`).
+///   last `finalize()`, or it recorded after its exit-time finalize): `path` is read as it
+///   is - a read does not change a file - and the warning says how `scope-profiler recover`
+///   adds the sidecar's calls to it.
 ///
 /// None when `path` is to be read as usual.
 fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
@@ -68,7 +69,7 @@ fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>
         warn(format!(
             "{} is older than {}, the sidecar of a flush_interval recording whose process ended \
              without writing the calls it holds; reading {0} as it is (`scope-profiler recover {0}` \
-             replaces it with the sidecar's calls)",
+             adds them to it when its process wrote both, and never replaces it by fewer calls than it holds)",
             path.display(),
             sidecar.display()
         ))?;
