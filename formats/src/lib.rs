@@ -1,5 +1,6 @@
 //! File formats of scope-profiler: HDF5 in the reference's layout and every export format
 //! ([`registry`] lists them).
+mod call_columns;
 pub mod chrome_trace;
 mod export_common;
 pub mod export_error;
@@ -9,6 +10,7 @@ pub mod folded;
 pub mod hdf5;
 pub mod html_report;
 pub mod json_profile;
+mod lane_rows;
 pub mod native_trace;
 pub mod parquet_export;
 pub mod perfetto;
