@@ -128,9 +128,6 @@ impl CallColumns {
 
     /// Region names as plain strings (an id out of range is `"?"`).
     pub fn region_names(&self, run: &Run) -> StringArray {
-        self.region
-            .iter()
-            .map(|&r| Some(run.region_names.get(r as usize).map(String::as_str).unwrap_or("?")))
-            .collect()
+        self.region.iter().map(|&r| Some(run.region_names.get(r as usize).map(String::as_str).unwrap_or("?"))).collect()
     }
 }

@@ -74,13 +74,25 @@ pub(crate) fn lane_rows<'a>(run: &'a Run, ranks: &[u32], per_lane: &CallsPerLane
         threads.sort_by_key(|t| t.index);
         for t in threads {
             let lane = -2 - t.index;
-            out.push(LaneRow { rank, lane, label: labels.label(lane), num_calls: calls(lane), kind: LaneKind::Thread(t) });
+            out.push(LaneRow {
+                rank,
+                lane,
+                label: labels.label(lane),
+                num_calls: calls(lane),
+                kind: LaneKind::Thread(t),
+            });
         }
         let mut tasks: Vec<_> = run.rank_tasks(rank).collect();
         tasks.sort_by_key(|t| t.index);
         for t in tasks {
             let lane = t.index;
-            out.push(LaneRow { rank, lane, label: labels.label(lane), num_calls: calls(lane), kind: LaneKind::Task(t) });
+            out.push(LaneRow {
+                rank,
+                lane,
+                label: labels.label(lane),
+                num_calls: calls(lane),
+                kind: LaneKind::Task(t),
+            });
         }
     }
     out

@@ -2,6 +2,7 @@
 //! ([`registry`] lists them).
 mod call_columns;
 pub mod chrome_trace;
+pub mod dataset;
 mod export_common;
 pub mod export_error;
 pub mod export_plan;
