@@ -24,6 +24,7 @@ macro_rules! out {
 }
 
 pub mod args;
+pub mod dataset;
 pub mod export;
 pub mod failure;
 pub mod html;
@@ -345,6 +346,9 @@ where
                     Outcome::Exit(1)
                 }
             }
+        }
+        Command::Dataset { runs, output_dir, append, jobs } => {
+            Outcome::Exit(dataset::dataset(&runs, &output_dir, append, jobs))
         }
         Command::Timeline { file, output, ranks, width, limits } => {
             match export::timeline(&file, output.as_deref(), &ranks, width, &limits) {

@@ -138,11 +138,16 @@ fn copies_and_formats_of_a_run_are_one_run_and_append_adds_only_new_ones() {
     std::fs::copy(datasets().join("reference/async.h5"), src.join("a/other.h5")).unwrap();
     std::fs::write(src.join("a/broken.h5"), b"\x89HDF\r\n\x1a\n not really").unwrap();
     std::fs::write(src.join("a/run.speedscope.json"), b"{}").unwrap();
+    std::fs::write(src.join("a/settings.json"), b"{\"threads\": 4}").unwrap();
     let (files, missing) = find_runs(&[src.join("a"), src.join("b"), tmp.path().join("nope.h5")]);
     assert_eq!(missing.len(), 1);
     assert!(missing[0].1.contains("nope.h5"), "{missing:?}");
     let names: Vec<String> = files.iter().map(|f| f.strip_prefix(&src).unwrap().display().to_string()).collect();
-    assert_eq!(names, ["a/broken.h5", "a/other.h5", "a/run.h5", "b/run.h5", "b/run.json"], "exports are not runs");
+    assert_eq!(
+        names,
+        ["a/broken.h5", "a/other.h5", "a/run.h5", "b/run.h5", "b/run.json"],
+        "exports and other JSON are not runs"
+    );
     let out = build(&files, &dir, false, Some(2), &no_tick).unwrap();
     assert_eq!(out.added.len(), 2, "{out:?}");
     assert_eq!(out.present.len(), 2, "the copy and the JSON profile are the same run: {out:?}");

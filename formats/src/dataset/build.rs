@@ -13,7 +13,7 @@ use super::runs_table::{meta_json, parse_iso_timestamp, RunRow};
 use super::tables::{run_tables, RunTables, Table};
 use super::DatasetError;
 use crate::export_plan::{display_label, path_stem};
-use crate::json_profile::read_json;
+use crate::json_profile::{read_json, FORMAT_NAME};
 use crate::{read_h5, Format};
 
 /// What converting one file gave.
@@ -36,6 +36,20 @@ fn is_run_file(name: &str) -> bool {
     profile && !export && !name.starts_with('.')
 }
 
+/// Whether a plain `.json` file found in a directory is some other JSON document: its head
+/// does not name the profile format (a directory of runs often holds other JSON files).
+fn foreign_json(path: &Path, name: &str) -> bool {
+    use std::io::Read;
+    if !name.to_ascii_lowercase().ends_with(".json") {
+        return false;
+    }
+    let mut head = Vec::with_capacity(4096);
+    match std::fs::File::open(path).and_then(|f| f.take(4096).read_to_end(&mut head)) {
+        Ok(_) => memchr::memmem::find(&head, FORMAT_NAME.as_bytes()).is_none(),
+        Err(_) => false,
+    }
+}
+
 fn walk(dir: &Path, out: &mut Vec<PathBuf>, failed: &mut Vec<(PathBuf, String)>) {
     let mut entries: Vec<PathBuf> = match std::fs::read_dir(dir) {
         Ok(e) => e.flatten().map(|e| e.path()).collect(),
@@ -48,14 +62,15 @@ fn walk(dir: &Path, out: &mut Vec<PathBuf>, failed: &mut Vec<(PathBuf, String)>)
             if !name.starts_with('.') {
                 walk(&p, out, failed);
             }
-        } else if is_run_file(&name) {
+        } else if is_run_file(&name) && !foreign_json(&p, &name) {
             out.push(p);
         }
     }
 }
 
 /// The run files `inputs` name: each file as given, each directory's run files (searched
-/// recursively, hidden entries skipped, sorted by path). A path named twice counts once.
+/// recursively, hidden entries skipped, sorted by path; a `.json` file there only when it
+/// is a JSON profile). A path named twice counts once.
 /// Also the inputs that do not exist, with why.
 pub fn find_runs(inputs: &[PathBuf]) -> (Vec<PathBuf>, Vec<(PathBuf, String)>) {
     let (mut files, mut failed) = (Vec::new(), Vec::new());
