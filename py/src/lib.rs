@@ -12,6 +12,7 @@ mod call_stack;
 mod cli;
 mod concurrency;
 mod convert;
+mod dataset;
 mod display;
 mod environment;
 mod errors;
@@ -81,5 +82,6 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ranks::register(m)?;
     prof_export::register(m)?;
     exports::register(m)?;
+    dataset::register(m)?;
     Ok(())
 }
