@@ -1,5 +1,5 @@
 //! The Rust side of `scope_profiler.dataset` (`formats::dataset`): finding run files,
-//! preparing a dataset directory, converting files (GIL released, rayon), committing the
+//! preparing a dataset directory, converting files (GIL released, on threads), committing the
 //! runs table, the empty tables' schemas. The Python module schedules the conversions (on
 //! this machine or on a Dask cluster) and scans the tables with Polars.
 use std::collections::HashSet;
@@ -11,7 +11,6 @@ use arrow_schema::{DataType, Field, Schema};
 use pyo3::exceptions::{PyOSError, PyValueError};
 use pyo3::prelude::*;
 use pyo3_arrow::PyTable;
-use rayon::prelude::*;
 use scope_profiler_formats::dataset::{self, BuildOutcome, Converted, RunRow, Table};
 
 /// A converted file as Python sees it: `(kind, path, payload)` with kind `"added"` (payload:
@@ -86,17 +85,7 @@ fn dataset_convert(
     present: HashSet<String>,
     jobs: usize,
 ) -> PyResult<Vec<ConvertedTuple>> {
-    let converted: Vec<Converted> = py
-        .detach(|| {
-            if jobs <= 1 || paths.len() <= 1 {
-                return Ok(paths.iter().map(|p| dataset::convert_file(p, &out_dir, &present)).collect());
-            }
-            let pool = rayon::ThreadPoolBuilder::new().num_threads(jobs.min(paths.len())).build()?;
-            Ok::<_, rayon::ThreadPoolBuildError>(
-                pool.install(|| paths.par_iter().map(|p| dataset::convert_file(p, &out_dir, &present)).collect()),
-            )
-        })
-        .map_err(|e| PyOSError::new_err(format!("could not start worker threads: {e}")))?;
+    let converted = py.detach(|| dataset::convert_files(&paths, &out_dir, &present, Some(jobs), &|_| ()));
     converted.into_iter().map(to_tuple).collect()
 }
 

@@ -58,30 +58,38 @@ fn write_parquet(path: &Path, table: Table, batch: &RecordBatch) -> Result<(), D
 
 /// Write one partition: staged in `DIR/.staging/`, then the directory renamed to
 /// `DIR/<table>/run=<id>/` (replacing a partition of the same run left by a killed build).
+/// Directories are created when a step finds them missing: on a file system where each
+/// metadata operation is slow, a conversion makes no more of them than it needs.
 fn write_partition(dir: &Path, table: Table, id: &str, batch: &RecordBatch) -> Result<(), DatasetError> {
     let staging = dir.join(STAGING);
-    fs::create_dir_all(&staging).map_err(io("create", &staging))?;
-    let tmp = tempfile::Builder::new()
-        .prefix(&format!("{}-{id}-", table.name()))
-        .tempdir_in(&staging)
-        .map_err(io("create a directory in", &staging))?;
+    let make = || tempfile::Builder::new().prefix(&format!("{}-{id}-", table.name())).tempdir_in(&staging);
+    let tmp = match make() {
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => {
+            fs::create_dir_all(&staging).map_err(io("create", &staging))?;
+            make()
+        }
+        r => r,
+    }
+    .map_err(io("create a directory in", &staging))?;
     write_parquet(&tmp.path().join(PART), table, batch)?;
     let target = partition_dir(dir, table, id);
-    let parent = dir.join(table.name());
-    fs::create_dir_all(&parent).map_err(io("create", &parent))?;
-    if target.exists() {
-        fs::remove_dir_all(&target).map_err(io("replace", &target))?;
-    }
-    match fs::rename(tmp.path(), &target) {
-        Ok(()) => {
-            let _ = tmp.keep();
-            Ok(())
+    if fs::rename(tmp.path(), &target).is_err() {
+        // the table's directory is new, or a partition of this run is there already
+        let parent = dir.join(table.name());
+        fs::create_dir_all(&parent).map_err(io("create", &parent))?;
+        if target.exists() {
+            fs::remove_dir_all(&target).map_err(io("replace", &target))?;
         }
-        // the same run written at once by another worker (an input given twice): its
-        // partition is this one; the staged copy goes with `tmp`
-        Err(_) if target.join(PART).exists() => Ok(()),
-        Err(e) => Err(io("rename a partition to", &target)(e)),
+        match fs::rename(tmp.path(), &target) {
+            Ok(()) => {}
+            // the same run written at once by another worker (an input given twice): its
+            // partition is this one; the staged copy goes with `tmp`
+            Err(_) if target.join(PART).exists() => return Ok(()),
+            Err(e) => return Err(io("rename a partition to", &target)(e)),
+        }
     }
+    let _ = tmp.keep();
+    Ok(())
 }
 
 /// Write the tables of run `id` that have rows into `dir`.

@@ -27,7 +27,7 @@ mod run_id;
 mod runs_table;
 mod tables;
 
-pub use build::{build, convert_file, find_runs, BuildOutcome, Converted};
+pub use build::{build, convert_file, convert_files, find_runs, BuildOutcome, Converted};
 pub use layout::{commit, prepare, write_run};
 pub use run_id::run_id;
 pub use runs_table::{parse_iso_timestamp, read_runs, runs_batch, RunRow};
