@@ -240,8 +240,11 @@ def test_tagged_jobs(tmp_path):
 
 
 def test_scaling_study_builds_a_dataset_on_dask_and_queries_it(tmp_path):
-    pytest.importorskip("distributed")
-    pytest.importorskip("polars")
+    try:
+        import distributed  # noqa: F401
+        import polars as pl
+    except ImportError:
+        unavailable("dask[distributed] and polars are needed (tests/run_all.sh installs them)")
     out = run_example("scaling_study.py", tmp_path / "study", "--dask", cwd=tmp_path)
     assert "converted on 2 Dask workers" in out
     assert "3 runs" in out
@@ -254,7 +257,5 @@ def test_scaling_study_builds_a_dataset_on_dask_and_queries_it(tmp_path):
     # 24 items of 2 ms of waiting each: one worker waits them one after the other
     assert ms[1] >= 48 and ms[4] < ms[1], ms
     r = sp.scan(tmp_path / "study" / "study")
-    import polars as pl
-
     handle = r.calls.filter(pl.col("region") == "handle").group_by("run").len().collect()
     assert handle["len"].to_list() == [24, 24, 24]
