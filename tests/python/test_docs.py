@@ -26,7 +26,11 @@ def test_every_page_has_snippets():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_doc_snippets_run(page, tmp_path_factory):
-    needs = {"notebooks.md": ["polars", "pandas"], "hdf5-layout.md": ["h5py"], "datasets.md": ["polars"]}
+    needs = {
+        "notebooks.md": ["polars", "pandas"],
+        "hdf5-layout.md": ["h5py"],
+        "datasets.md": ["polars"],
+    }
     for module in needs.get(page, []):
         pytest.importorskip(module)
     work = tmp_path_factory.getbasetemp() / "docs-snippets"
