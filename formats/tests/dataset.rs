@@ -175,7 +175,7 @@ fn what_a_killed_build_left_is_removed_by_the_next() {
     let tmp = tempfile::tempdir().unwrap();
     let dir = tmp.path().join("ds");
     let single = datasets().join("reference/single.h5");
-    build(&[single.clone()], &dir, false, None, &no_tick).unwrap();
+    build(&[single], &dir, false, None, &no_tick).unwrap();
     let kept = read_runs(&dir.join(RUNS_FILE)).unwrap();
     // a build killed after writing a partition, before the runs table, and mid-staging
     let orphan = convert_file(&datasets().join("reference/pool.h5"), &dir, &HashSet::new());
