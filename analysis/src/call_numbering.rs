@@ -13,7 +13,7 @@ use std::cmp::Reverse;
 use std::collections::{BinaryHeap, HashMap};
 
 use crate::callstack::{lane_id, RegionInput};
-use crate::packed::{IdColumn, IdColumnBuilder};
+use crate::packed_ids::{IdColumn, IdColumnBuilder};
 
 /// Per row (in input order) its call ids and parent ids (`base +` sorted position, `-1`
 /// for a root), and per row the Σ of its calls' exclusive ns.

@@ -20,9 +20,9 @@ use std::collections::HashMap;
 use rayon::prelude::*;
 use thiserror::Error;
 
-use crate::memory::{Column, ColumnPtr};
-use crate::order::{sorted_columns, SortedColumns, CHUNK, PARALLEL_MIN};
-use crate::pytext::py_repr;
+use crate::call_order::{sorted_columns, SortedColumns, CHUNK, PARALLEL_MIN};
+use crate::column_memory::{Column, ColumnPtr};
+use crate::python_text::py_repr;
 
 /// Recorded calls cannot form a call tree (overlap without nesting, or end < start).
 /// The message follows the reference's wording (see `spec-callstack.md` §3).
@@ -214,7 +214,7 @@ pub const NOT_NESTED: &str = "recorded calls are not properly nested";
 /// [`build_call_arrays`] plus the lane split it computed on the way ([`split_by_lane`] of
 /// the result; `None` when the calls have no lane column or a single lane).
 pub fn build_with_lanes(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
-    crate::par::install(|| build_on_pool(regions, false))
+    crate::pool::install(|| build_on_pool(regions, false))
 }
 
 /// [`build_with_lanes`] for a run's own analysis (summaries, exclusive times, exports,
@@ -225,7 +225,7 @@ pub fn build_with_lanes(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Opti
 /// cannot be told apart. Other errors as [`build_call_arrays`].
 pub fn build_lenient(regions: &[RegionInput<'_>]) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
     let lenient = regions.iter().any(|r| r.thread_ids.is_some());
-    crate::par::install(|| build_on_pool(regions, lenient))
+    crate::pool::install(|| build_on_pool(regions, lenient))
 }
 
 fn build_on_pool(regions: &[RegionInput<'_>], lenient: bool) -> Result<(CallArrays, Option<LaneSplit>), NestingError> {
@@ -571,7 +571,7 @@ pub fn group_lanes(lane: &[i32]) -> LaneSplit {
     match lane.first() {
         None => LaneSplit::default(),
         Some(&first) => {
-            crate::par::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit::single(first, lane.len()))
+            crate::pool::install(|| LaneSplit::of(lane)).unwrap_or_else(|| LaneSplit::single(first, lane.len()))
         }
     }
 }

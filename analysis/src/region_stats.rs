@@ -2,15 +2,15 @@
 //!
 //! [`RowStats`] is one region on one rank (`Region`), [`PooledStats`] one region over ranks
 //! (`MPIRegion`, whose pooled arrays are the per-rank `ns / 1e9` arrays concatenated in the
-//! given order). Every float is produced with numpy's algorithms ([`crate::npcompat`]), so the
+//! given order). Every float is produced with numpy's algorithms ([`crate::numpy_reductions`]), so the
 //! values equal the reference's bit for bit. A row read without its events
 //! ([`RegionCalls::stored`]) answers from its stored statistics; percentiles are then unknown.
 use std::cell::OnceCell;
 
-use crate::npcompat;
+use crate::numpy_reductions;
+use crate::row_view::durations;
 pub use crate::run::secs;
 use crate::run::RegionCalls;
-use crate::view::durations;
 
 /// A percentile outside `0..=100` (`ValueError("percentile must be between 0 and 100")`).
 #[derive(Debug, Clone, PartialEq)]
@@ -70,7 +70,7 @@ impl<'a> RowStats<'a> {
         match &self.calls.stored {
             Some(s) if s.count > 0 => self.total() / s.count as f64,
             Some(_) => 0.0,
-            None if self.has_timing() => npcompat::mean_i64(self.durations()) / 1e9,
+            None if self.has_timing() => numpy_reductions::mean_i64(self.durations()) / 1e9,
             None => 0.0,
         }
     }
@@ -90,9 +90,9 @@ impl<'a> RowStats<'a> {
     /// Population standard deviation, s (stored rows: `sqrt(max(m2, 0) / count)`).
     pub fn std(&self) -> f64 {
         match &self.calls.stored {
-            Some(s) if s.count > 0 => npcompat::stored_std(s.count, s.m2) / 1e9,
+            Some(s) if s.count > 0 => numpy_reductions::stored_std(s.count, s.m2) / 1e9,
             Some(_) => 0.0,
-            None if self.has_timing() => npcompat::std_i64(self.durations()) / 1e9,
+            None if self.has_timing() => numpy_reductions::std_i64(self.durations()) / 1e9,
             None => 0.0,
         }
     }
@@ -103,7 +103,7 @@ impl<'a> RowStats<'a> {
         if self.calls.stored.is_some() && self.num_calls() > 0 {
             return Ok(None);
         }
-        Ok(Some(if self.has_timing() { npcompat::percentile_i64(self.durations(), q) / 1e9 } else { 0.0 }))
+        Ok(Some(if self.has_timing() { numpy_reductions::percentile_i64(self.durations(), q) / 1e9 } else { 0.0 }))
     }
     /// Earliest start / latest end, s on the recording clock (absolute).
     pub fn first_start(&self) -> f64 {
@@ -133,7 +133,7 @@ impl<'a> RowStats<'a> {
     pub fn gpu_mean(&self) -> Option<f64> {
         match &self.calls.stored {
             Some(s) => (s.gpu_count > 0).then(|| s.gpu_total as f64 / s.gpu_count as f64 / 1e9),
-            None => self.gpu_ns().filter(|g| !g.is_empty()).map(|g| npcompat::mean_i64(g) / 1e9),
+            None => self.gpu_ns().filter(|g| !g.is_empty()).map(|g| numpy_reductions::mean_i64(g) / 1e9),
         }
     }
     /// The stored statistics of a summary-only row.
@@ -173,7 +173,7 @@ impl<'a> PooledStats<'a> {
     }
     pub fn mean(&self) -> f64 {
         if !self.durations().is_empty() {
-            return npcompat::mean_f64(self.durations());
+            return numpy_reductions::mean_f64(self.durations());
         }
         let n = self.num_calls();
         if n > 0 {
@@ -186,7 +186,7 @@ impl<'a> PooledStats<'a> {
     /// mean, m2) combined exactly as the reference does.
     pub fn std(&self) -> f64 {
         if !self.durations().is_empty() {
-            return npcompat::std_f64(self.durations());
+            return numpy_reductions::std_f64(self.durations());
         }
         let stored: Vec<&crate::StoredStats> =
             self.rows.iter().filter(|r| r.num_calls() > 0).filter_map(RowStats::stored).collect();
@@ -194,12 +194,12 @@ impl<'a> PooledStats<'a> {
             return 0.0;
         }
         let rows: Vec<(i64, f64, f64)> = stored.iter().map(|s| (s.count, s.mean, s.m2)).collect();
-        npcompat::pooled_std(&rows) / 1e9
+        numpy_reductions::pooled_std(&rows) / 1e9
     }
     pub fn percentile(&self, q: f64) -> Result<Option<f64>, PercentileOutOfRange> {
         check_percentile(q)?;
         if !self.durations().is_empty() {
-            return Ok(Some(npcompat::percentile_f64(self.durations(), q)));
+            return Ok(Some(numpy_reductions::percentile_f64(self.durations(), q)));
         }
         Ok(if self.num_calls() > 0 { None } else { Some(0.0) })
     }
@@ -252,7 +252,7 @@ impl<'a> PooledStats<'a> {
             return 0.0;
         }
         let max = totals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-        max / npcompat::mean_f64(&totals)
+        max / numpy_reductions::mean_f64(&totals)
     }
     pub fn rank_imbalance_pct(&self) -> f64 {
         let ratio = self.rank_imbalance();
@@ -276,7 +276,7 @@ impl<'a> PooledStats<'a> {
     }
     pub fn gpu_mean(&self) -> Option<f64> {
         if let Some(values) = self.gpu_durations().filter(|v| !v.is_empty()) {
-            return Some(npcompat::mean_f64(&values));
+            return Some(numpy_reductions::mean_f64(&values));
         }
         let count: u64 = self.rows.iter().filter_map(RowStats::stored).map(|s| s.gpu_count).sum();
         match self.gpu_total() {

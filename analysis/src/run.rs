@@ -14,7 +14,7 @@
 
 use arrow_array::Int64Array;
 
-pub use crate::packed::IdColumn;
+pub use crate::packed_ids::IdColumn;
 
 /// `ns / 1e9` as Python computes `float(ns) / 1e9`: the ns of the model as float s.
 #[inline]
@@ -72,7 +72,7 @@ pub struct RegionCalls {
 /// after `count`, in this order). Written for every row ([`StoredStats::of_calls`]); read
 /// back for rows read without their events. Durations in ns (recording clock), `mean` in
 /// ns, `m2` = Σ squared deviations in ns². `repr(C)`: the HDF5 compound is described by
-/// field offsets (`formats::hdf5::summary`).
+/// field offsets (`formats::hdf5::summary_statistics`).
 #[derive(Debug, Clone, Copy, Default, PartialEq)]
 #[repr(C)]
 pub struct StoredStats {
@@ -99,7 +99,7 @@ impl StoredStats {
     /// The statistics of calls `start[i]..end[i]` (the first `min(len)` of each; all zero
     /// without calls) and their GPU durations `gpu` (`-1` = none), as the reference's
     /// `_timing_summary` computes them: `mean` and `m2` with numpy's summation order
-    /// ([`crate::npcompat`]), so the floats match bit for bit; integer sums wrap.
+    /// ([`crate::numpy_reductions`]), so the floats match bit for bit; integer sums wrap.
     pub fn of_calls(start: &[i64], end: &[i64], gpu: Option<&[i64]>) -> Self {
         let mut s = StoredStats::default();
         let n = start.len().min(end.len());
@@ -113,7 +113,7 @@ impl StoredStats {
                 unsafe { end.get_unchecked(i).wrapping_sub(*start.get_unchecked(i)) }
             };
             // `float(np.mean(d, dtype=f8))` and `float(np.var(d, dtype=f8)) * count`.
-            let (mean, var) = crate::npcompat::mean_var_i64_by(n, d);
+            let (mean, var) = crate::numpy_reductions::mean_var_i64_by(n, d);
             s.count = n as i64;
             s.mean = mean;
             s.m2 = var * n as f64;

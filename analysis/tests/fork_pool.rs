@@ -2,7 +2,7 @@
 //! its test binary: forking a multi-threaded test harness could copy a held lock).
 #![cfg(unix)]
 use rayon::prelude::*;
-use scope_profiler_analysis::par::install;
+use scope_profiler_analysis::pool::install;
 
 #[test]
 fn a_forked_child_gets_its_own_pool() {

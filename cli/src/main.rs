@@ -1,6 +1,6 @@
 //! Standalone `scope-profiler` binary. `run` needs Python: it re-executes
 //! `python3 -m scope_profiler` (override the interpreter with `SCOPE_PROFILER_PYTHON`).
-use scope_profiler_cli::{dispatch, Outcome};
+use scope_profiler_commands::{dispatch, Outcome};
 
 fn main() {
     let argv: Vec<String> = std::env::args().collect();

@@ -53,7 +53,7 @@ fn main() {
         let u1 = usage();
         let mut run = run_from_snapshot(snap, &table.lock(), vec![]).expect("snapshot");
         let t2 = Instant::now();
-        let (numbering, ahead) = scope_profiler_analysis::par::install(|| {
+        let (numbering, ahead) = scope_profiler_analysis::pool::install(|| {
             rayon::join(|| number_rank(&run, 0, 0).expect("call ids"), || encode_ahead(&run))
         });
         numbering.apply(&mut run);

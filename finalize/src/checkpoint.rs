@@ -174,7 +174,7 @@ pub unsafe fn checkpoint_with_prior(
     add_foreign(&mut run, req.foreign)?;
     // the columns that do not depend on call ids are encoded meanwhile, on the other core
     let writes = req.write_to.is_some();
-    let (numbering, ahead) = scope_profiler_analysis::par::install(|| {
+    let (numbering, ahead) = scope_profiler_analysis::pool::install(|| {
         rayon::join(
             || number_rank(&run, 0, req.call_id_base),
             || if writes { encode_ahead(&run) } else { EncodedAhead::default() },

@@ -4,7 +4,7 @@
 use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::{merge_runs, MergeOptions, MetaValue, Run, PROCESSES, UNKNOWN};
-use scope_profiler_formats::hdf5::leftovers::{self, LeftoverKind};
+use scope_profiler_formats::hdf5::working_files::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::publish_h5;
 use scope_profiler_formats::read_h5;
 
@@ -32,7 +32,7 @@ fn recordings(dir: &Path) -> Vec<(String, Source)> {
             }
         }
     }
-    for (_, l) in leftovers::list(dir) {
+    for (_, l) in working_files::list(dir) {
         let target = dir.join(&l.target);
         if l.kind != LeftoverKind::Sidecar || target.exists() || found.iter().any(|(n, _)| *n == l.target) {
             continue;
@@ -48,7 +48,7 @@ fn recordings(dir: &Path) -> Vec<(String, Source)> {
 
 /// Whether process `pid` still runs (a zombie - ended, not yet reaped - does not).
 fn running(pid: &str) -> bool {
-    pid.parse().is_ok_and(leftovers::process_alive)
+    pid.parse().is_ok_and(working_files::process_alive)
 }
 
 /// The processes that announced themselves (`<ns>-<pid>.started`, holding a description)
@@ -176,7 +176,7 @@ pub fn merge_processes(h5: &Path, dir: &Path, label: &str) -> Result<Option<Run>
 /// directory stays.
 pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String> {
     let dir = PathBuf::from(format!("{}.procs-{pid}", file.display()));
-    if !dir.is_dir() || leftovers::process_alive(pid) {
+    if !dir.is_dir() || working_files::process_alive(pid) {
         return None;
     }
     let merged = match merge_processes(written, &dir, &format!("pid {pid}")) {

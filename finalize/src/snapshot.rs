@@ -34,9 +34,9 @@ impl Snapshot {
         // on one thread gets no thread column ([`run_from_snapshot`] shares one)
         let run = |n: usize, job: &(dyn Fn(usize) + Sync)| {
             use rayon::prelude::*;
-            scope_profiler_analysis::par::install(|| (0..n).into_par_iter().for_each(job))
+            scope_profiler_analysis::pool::install(|| (0..n).into_par_iter().for_each(job))
         };
-        let regions = rec.snapshot_par(num_regions, scope_profiler_analysis::memory::with_capacity, run, true);
+        let regions = rec.snapshot_par(num_regions, scope_profiler_analysis::column_memory::with_capacity, run, true);
         Snapshot {
             regions,
             threads: rec.thread_rows(origin_ns),

@@ -13,7 +13,7 @@
 //!
 //! # The sidecar
 //! `.<name>.<tag>-<pid>.partial` beside the target
-//! ([`leftovers::sidecar_path`](scope_profiler_formats::hdf5::leftovers::sidecar_path)), so
+//! ([`working_files::sidecar_path`](scope_profiler_formats::hdf5::working_files::sidecar_path)), so
 //! processes writing one path never share a sidecar. Little-endian:
 //!
 //! ```text
@@ -32,7 +32,7 @@ use std::time::SystemTime;
 
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{assign_call_ids, MetaValue, RegionCalls, Run};
-use scope_profiler_formats::hdf5::leftovers::{self, LeftoverKind};
+use scope_profiler_formats::hdf5::working_files::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 use scope_profiler_recorder::{Recorder, RegionTable};
 
@@ -77,7 +77,7 @@ impl SidecarHeader {
     /// This process.
     pub fn current() -> Self {
         let pid = std::process::id();
-        SidecarHeader { pid, start_ticks: leftovers::process_start_ticks(pid).unwrap_or(0) }
+        SidecarHeader { pid, start_ticks: working_files::process_start_ticks(pid).unwrap_or(0) }
     }
 
     fn bytes(&self) -> [u8; HEADER_LEN as usize] {
@@ -502,18 +502,18 @@ pub fn sidecars(target: &Path) -> Vec<SidecarInfo> {
         _ => PathBuf::from("."),
     };
     let target_time = fs::metadata(target).and_then(|m| m.modified()).ok();
-    let mut out: Vec<SidecarInfo> = leftovers::list(&dir)
+    let mut out: Vec<SidecarInfo> = working_files::list(&dir)
         .into_iter()
         .filter(|(_, l)| l.kind == LeftoverKind::Sidecar && l.target == name)
         .map(|(path, l)| {
             let modified = fs::metadata(&path).and_then(|m| m.modified()).ok();
-            let alive = if l.tag != leftovers::process_tag() {
+            let alive = if l.tag != working_files::process_tag() {
                 // another host or container: its pid means nothing here; recently written
                 // counts as alive
                 modified.and_then(|m| m.elapsed().ok()).is_some_and(|age| age.as_secs() < 60)
             } else {
                 let start = read_header(&path).map_or(0, |h| h.start_ticks);
-                leftovers::writer_alive(l.pid, start)
+                working_files::writer_alive(l.pid, start)
             };
             let pending = match (target_time, modified) {
                 (None, _) => true,
@@ -625,9 +625,9 @@ pub fn recover(target: &Path, from: Option<&Path>, output: Option<&Path>) -> Res
     let sidecar = match from {
         Some(p) => {
             if let Some(h) = read_header(p) {
-                let same_ns = leftovers::parse(&p.file_name().unwrap_or_default().to_string_lossy())
-                    .is_none_or(|l| l.tag == leftovers::process_tag());
-                if same_ns && leftovers::writer_alive(h.pid, h.start_ticks) {
+                let same_ns = working_files::parse(&p.file_name().unwrap_or_default().to_string_lossy())
+                    .is_none_or(|l| l.tag == working_files::process_tag());
+                if same_ns && working_files::writer_alive(h.pid, h.start_ticks) {
                     return Err(RecoverError::Nothing(format!(
                         "{} is still being written by process {}",
                         p.display(),

@@ -618,7 +618,7 @@ fn flushed_and_buffered_calls_make_the_file_once() {
 #[test]
 fn recover_stops_at_a_torn_frame_and_leaves_a_live_writers_sidecar() {
     use scope_profiler_finalize::stream::{flush, pending_sidecar, recover, recover_run, RecoverError, SidecarWriter};
-    use scope_profiler_formats::hdf5::leftovers::sidecar_path;
+    use scope_profiler_formats::hdf5::working_files::sidecar_path;
     let rec = Recorder::new(4, true);
     let table = RegionTable::new();
     let (a, _) = table.get_or_create("a", vec![]);
@@ -652,7 +652,7 @@ fn recover_stops_at_a_torn_frame_and_leaves_a_live_writers_sidecar() {
 /// seconds old; a live writer's, a young one and one of another namespace stay.
 #[test]
 fn publication_removes_dead_writers_temp_files() {
-    use scope_profiler_formats::hdf5::leftovers::process_tag;
+    use scope_profiler_formats::hdf5::working_files::process_tag;
     let dir = tempfile::tempdir().unwrap();
     let mut child = std::process::Command::new("true").spawn().unwrap();
     let dead = child.id();

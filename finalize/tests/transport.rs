@@ -1,4 +1,4 @@
-//! The run transport (`SPRUN\x02`) and the stacking of runs (moved from `py/src/ranks.rs`).
+//! The run transport (`SPRUN\x02`) and the stacking of runs.
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 use scope_profiler_finalize::transport::{decode_run, encode_run, stack, StackError, MAGIC};
@@ -129,7 +129,6 @@ fn round_trip_keeps_every_column_table_and_metadata() {
     assert_eq!(encode_run(&back), bytes);
 }
 
-/// Moved from `py/src/ranks.rs` (`round_trip_keeps_everything`).
 #[test]
 fn round_trip_keeps_everything() {
     let mut row = RegionCalls::new(1, 0, col(&[1, 2, -3]), col(&[4, 5, 6]));

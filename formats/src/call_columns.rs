@@ -10,7 +10,7 @@ use arrow_array::types::Int32Type;
 use arrow_array::{DictionaryArray, Int32Array, Int64Array, StringArray};
 use scope_profiler_analysis::Run;
 
-use crate::export_common::{reconstruct, RankCalls};
+use crate::export_lanes::{reconstruct, RankCalls};
 use crate::ExportError;
 
 /// Calls per (rank, lane).

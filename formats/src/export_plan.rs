@@ -38,7 +38,7 @@ use std::path::{Path, PathBuf};
 use scope_profiler_analysis::{MetaValue, Run};
 use thiserror::Error;
 
-use crate::export_common::slug;
+use crate::export_output::slug;
 use crate::registry::Format;
 use crate::Selection;
 

@@ -11,7 +11,7 @@ use std::path::Path;
 use inferno::flamegraph::{self, Options};
 use scope_profiler_analysis::Run;
 
-use crate::export_common::{io_err, write_atomic};
+use crate::export_output::{io_err, write_atomic};
 use crate::folded::{folded_stacks, FoldedUnit};
 use crate::{ExportError, Selection};
 

@@ -3,7 +3,7 @@
 //!
 //! The input of Brendan Gregg's `flamegraph.pl`, inferno, speedscope's collapsed-stack
 //! importer and most flame-graph tools. Each lane's label is the root frame, so threads
-//! and tasks stay apart (see [`crate::export_common`] for the names). Lines are grouped by
+//! and tasks stay apart (see [`crate::export_lanes`] for the names). Lines are grouped by
 //! lane in display order (main thread first, then other threads, the unknown lane, tasks)
 //! and sorted within a lane; paths with zero self time are left out.
 //!
@@ -15,7 +15,8 @@ use std::path::Path;
 
 use scope_profiler_analysis::Run;
 
-use crate::export_common::{io_err, lane_names, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_names, reconstruct, RankCalls};
+use crate::export_output::{io_err, write_atomic};
 use crate::{ExportError, Selection};
 
 /// Unit of the counts.

@@ -16,7 +16,7 @@ use std::path::Path;
 use base64::Engine as _;
 use scope_profiler_analysis::{lane_label, rank_summary, secs, MetaValue, RankSummary, Run};
 
-use crate::export_common::{io_err, markup_escape as esc, write_atomic};
+use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::flamegraph::write_flamegraph_svg_fixed_to;
 use crate::timeline::{timeline_svg, TimelineOptions};
 use crate::{ExportError, Selection};
@@ -264,7 +264,14 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
             what.to_string()
         }
     };
-    let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Regions")));
+    region_table(out, s, &heading("Regions"));
+    thread_table(out, s, &heading("Threads"));
+    task_table(out, run, s, &heading("Tasks and greenlets"));
+}
+
+/// The region table of one rank under `heading`, with its notes.
+fn region_table(out: &mut String, s: &RankSummary, heading: &str) {
+    let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
     let with_await = s.has_await();
     let mut headers = vec!["region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"];
     if with_await {
@@ -303,14 +310,18 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
     if let Some(msg) = &s.set_aside_note {
         note(out, msg);
     }
+}
+
+/// The thread table of one rank under `heading` (nothing without a thread table).
+fn thread_table(out: &mut String, s: &RankSummary, heading: &str) {
     match &s.threads {
         None => {}
         Some(Err(e)) => {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Threads")));
+            let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
             note(out, &format!("thread summary not available: {}", e.0));
         }
         Some(Ok(threads)) => {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Threads")));
+            let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
             let held = threads.iter().any(|t| t.held_time.is_some());
             let mut headers = vec!["index", "name", "alive", "wall s", "cpu s", "calls", "region s"];
             if held {
@@ -355,15 +366,19 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
             }
         }
     }
+}
+
+/// The task and greenlet table of one rank under `heading` (nothing without a task table).
+fn task_table(out: &mut String, run: &Run, s: &RankSummary, heading: &str) {
     let steps: Vec<_> = run.rank_tasks(s.rank).collect();
     match &s.tasks {
         None => {}
         Some(Err(e)) => {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
+            let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
             note(out, &format!("task summary not available: {}", e.0));
         }
         Some(Ok(tasks)) => {
-            let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
+            let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
             let held = tasks.iter().any(|t| t.held_time.is_some());
             let mut headers = vec!["index", "lane", "steps", "wall s", "calls", "region s"];
             if held {
@@ -438,7 +453,8 @@ const TIMELINE_WIDTH: f64 = 1300.0;
 /// Width of the embedded flame graph, px.
 const FLAME_WIDTH: usize = 1200;
 
-const STYLE: &str = "
+/// The page's style (shared by the comparison page, `diff_html`).
+pub(crate) const STYLE: &str = "
 body{font:14px/1.45 system-ui,-apple-system,'Segoe UI',sans-serif;margin:24px;color:#1f2328;max-width:1500px}
 h1{font-size:22px;margin:0 0 12px}h2{font-size:18px;border-bottom:1px solid #d0d7de;padding-bottom:4px}
 h3{font-size:15px;margin:22px 0 6px}
@@ -456,7 +472,8 @@ details{margin:6px 0}table.metadata th{background:#f6f8fa;font-weight:normal}
 ";
 
 /// Click a header to sort its table (numbers by value, text by name); again to reverse.
-const SCRIPT: &str = "
+/// Shared by the comparison page.
+pub(crate) const SCRIPT: &str = "
 document.querySelectorAll('table:not(.metadata)').forEach(function(t){
   t.querySelectorAll('thead th').forEach(function(th,col){
     th.addEventListener('click',function(){

@@ -47,7 +47,7 @@ use parquet::schema::types::ColumnPath;
 use scope_profiler_analysis::{EventColumn, Run, TaskRow, ThreadRow};
 
 use crate::call_columns::{CallColumns, CallsPerLane};
-use crate::export_common::write_atomic;
+use crate::export_output::write_atomic;
 use crate::lane_rows::{lane_rows, LaneKind};
 use crate::speedscope::EXPORTER;
 use crate::{ExportError, Selection};

@@ -34,7 +34,8 @@ use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::{LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, reconstruct, slug, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, reconstruct, RankCalls};
+use crate::export_output::{io_err, slug, write_atomic};
 use crate::{ExportError, Selection};
 
 /// pstats key: `(filename, lineno, funcname)`.

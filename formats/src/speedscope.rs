@@ -13,7 +13,8 @@ use std::path::Path;
 
 use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{json_f64, json_str, lane_name, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, reconstruct, RankCalls};
+use crate::export_output::{json_f64, json_str, write_atomic};
 use crate::{ExportError, Selection};
 
 /// `"exporter"` of the documents this crate writes.

@@ -259,3 +259,18 @@ def test_scaling_study_builds_a_dataset_on_dask_and_queries_it(tmp_path):
     r = sp.scan(tmp_path / "study" / "study")
     handle = r.calls.filter(pl.col("region") == "handle").group_by("run").len().collect()
     assert handle["len"].to_list() == [24, 24, 24]
+
+
+def test_compare_versions(tmp_path):
+    """Two versions, three runs each: the insertion sort replaced by sorted() is found faster;
+    nothing regresses (version 2 only does less work; on a busy machine its sleeps may even
+    wake sooner, so the sleep's own verdict is not asserted)."""
+    stdout = run_example("compare_versions.py", tmp_path / "cmp", cwd=tmp_path)
+    c = sp.compare(tmp_path / "cmp" / "v1", tmp_path / "cmp" / "v2")
+    rows = {r["name"]: r for r in c.rows}
+    assert rows["order"]["verdict"] == "faster" and rows["order"]["ci_high"] < -0.5, rows["order"]
+    assert c.regressions(10) == [], c.rows
+    assert rows["load"]["base_calls"] == rows["load"]["new_calls"] == 20
+    assert len(c.base["runs"]) == len(c.new["runs"]) == 3
+    assert (tmp_path / "cmp" / "diff.html").stat().st_size > 0
+    assert " order " in stdout and "faster" in stdout and "regressions above 10 %:" in stdout

@@ -589,7 +589,7 @@ def test_packed_call_ids_decode_to_the_stored_values():
 
 
 # `ProfilingResults.print_summary` and `scope-profiler summary` print the one report
-# (`cli/src/report.rs::summary_text`).
+# (`formats/src/text_summary.rs::summary_text`).
 def test_print_summary_prints_the_tables_of_the_cli_summary():
     out = io.StringIO()
     sp.read_h5(THREADS).print_summary(stream=out, suppress_notes=True)

@@ -2,7 +2,7 @@
 (`multiprocessing` under every start method, `concurrent.futures.ProcessPoolExecutor`,
 `subprocess` running Python) are profiled too, each into its own file, and merged into one
 result at the end, one rank block per process; `--no-follow` turns it off. Exit codes as
-Python's. (`scope_profiler._follow`, `cli/src/processes.rs`, docs/processes.md)"""
+Python's. (`scope_profiler._follow`, `finalize/src/followed.rs`, docs/processes.md)"""
 
 from __future__ import annotations
 

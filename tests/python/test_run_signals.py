@@ -159,7 +159,7 @@ def test_sigterm_under_run_does_not_wait_for_the_scripts_threads(tmp_path):
 # in two places. (1) Right after fork(): CPython's after-fork reinitialisation clears a
 # tripped signal. (2) Just before a blocking call: the signal trips the handler but
 # interrupts nothing, and the main thread waits forever (a terminated pool worker on the
-# pool's lock). The guard in front of the handler (scope_profiler_cli::sigterm_guard) ends a
+# pool's lock). The guard in front of the handler (scope_profiler_session::sigterm_guard) ends a
 # forked child by the default action, and sends the signal again to the main thread until
 # the handler runs.
 def test_a_sigterm_sent_right_after_fork_is_not_lost(tmp_path):

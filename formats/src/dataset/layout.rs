@@ -14,7 +14,7 @@ use parquet::schema::types::ColumnPath;
 use super::runs_table::{read_runs, runs_batch, RunRow};
 use super::tables::{RunTables, Table};
 use super::{DatasetError, RUNS_FILE};
-use crate::export_common::write_atomic;
+use crate::export_output::write_atomic;
 
 /// Where partitions are written before they are renamed into place.
 const STAGING: &str = ".staging";

@@ -431,8 +431,8 @@ impl Workers {
 /// `workers` (their buffers reused); the last is zero-padded to `chunk` elements.
 pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8, workers: &Workers) -> Vec<Vec<u8>> {
     let n = src.len();
-    // on this process's pool, safe across fork() (`analysis::par`), as every parallel job
-    scope_profiler_analysis::par::install(|| {
+    // on this process's pool, safe across fork() (`analysis::pool`), as every parallel job
+    scope_profiler_analysis::pool::install(|| {
         (0..n.div_ceil(chunk)).into_par_iter().map(|k| workers.encode(src, chunk, level, k)).collect()
     })
 }

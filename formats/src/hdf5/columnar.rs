@@ -45,7 +45,7 @@ fn decode_deltas(starts: &mut [i64], ends: &mut [i64], spans: &[(i128, i128)]) -
         }
         negative
     };
-    scope_profiler_analysis::par::install(|| parts.into_par_iter().map(decode).reduce(|| false, |a, b| a || b))
+    scope_profiler_analysis::pool::install(|| parts.into_par_iter().map(decode).reduce(|| false, |a, b| a || b))
 }
 
 /// Whether a call in the rows `spans` of absolute `starts`/`ends` ends before it starts.
@@ -279,13 +279,13 @@ impl EventColumns {
             )));
         }
         let (starts, ends) = (shared(col_a), shared(col_b));
-        // Stored call graph ids are kept bit-packed (see `scope_profiler_analysis::packed`):
+        // Stored call graph ids are kept bit-packed (see `scope_profiler_analysis::packed_ids`):
         // one packed column per id column, each row a slice of it.
         let row_spans: Vec<(usize, usize)> =
             spans.iter().zip(&ix.counts).map(|(s, &c)| (s.0 as usize, c as usize)).collect();
         let call_ids = rd.optional("call_ids", max_end)?;
         let parent_ids = rd.optional("parent_ids", max_end)?;
-        let (call_id_rows, parent_id_rows) = scope_profiler_analysis::par::install(|| {
+        let (call_id_rows, parent_id_rows) = scope_profiler_analysis::pool::install(|| {
             rayon::join(
                 || call_ids.as_ref().map(|a| IdColumn::rows_of(a, &row_spans)),
                 || parent_ids.as_ref().map(|a| IdColumn::rows_of(a, &row_spans)),

@@ -10,22 +10,23 @@
 //! * [`columnar`]: schema-2/3 event columns, region index and lane tables;
 //! * [`schema1`]: schema-1 per-rank groups;
 //! * [`heap_guard`]: refuse files whose global heap makes HDF5 loop forever;
-//! * `summary`: the `summary_statistics` compound (reference's `_timing_summary`);
+//! * `summary_statistics`: the `summary_statistics` compound (reference's `_timing_summary`);
 //! * [`write`]: [`write_h5`] (schema 3, atomic publication);
-//! * `chunks`: compressed chunks (shuffle + deflate) encoded in parallel for direct writes.
+//! * `chunks`: compressed chunks (shuffle + deflate) encoded in parallel for direct writes;
+//! * [`working_files`]: the temporary files and sidecars a writer leaves beside its target.
 use thiserror::Error;
 
 pub(crate) mod chunks;
 pub mod columnar;
 pub mod heap_guard;
 mod huffman;
-pub mod leftovers;
 pub mod read;
 pub mod read_summary;
 pub mod schema1;
-mod summary;
+mod summary_statistics;
 pub mod typed;
 pub mod vlen;
+pub mod working_files;
 pub mod write;
 
 pub use read::read_h5;

@@ -13,7 +13,7 @@ use super::columnar::{read_lane_tables, row_tags};
 use super::read::{
     aggregate_error, num_ranks, open_file, read_metadata, read_schema_version, storage_layout, with_ctx,
 };
-use super::summary::SummaryCompound;
+use super::summary_statistics::SummaryCompound;
 use super::typed::*;
 use super::{H5Error, R};
 

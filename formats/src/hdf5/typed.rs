@@ -3,7 +3,7 @@
 use hdf5::types::{TypeDescriptor, VarLenAscii, VarLenUnicode};
 use hdf5::{Container, Group, H5Type};
 
-use scope_profiler_analysis::memory::Column;
+use scope_profiler_analysis::column_memory::Column;
 
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE};
 
@@ -329,7 +329,7 @@ pub(crate) fn fetch_raw<T: Copy + Send>(plan: &RawPlan, ctx: &Ctx) -> Option<Vec
     let fd = ctx.file.as_raw_fd();
     let mut column: Column<T> = Column::new(plan.n);
     let ptr = column.ptr();
-    let all_read = scope_profiler_analysis::par::install(|| {
+    let all_read = scope_profiler_analysis::pool::install(|| {
         plan.pieces.par_iter().all(|&(at, addr, len)| {
             let mut done = 0usize;
             while done < len {

@@ -11,7 +11,7 @@ use hdf5::{Group, H5Type};
 use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
 
 use super::chunks::{self, ColumnSource};
-use super::summary::SummaryCompound;
+use super::summary_statistics::SummaryCompound;
 use super::{py_repr, H5Error, R, SCHEMA_ATTRIBUTE, SCHEMA_VERSION};
 
 /// `json.dumps(list_of_str)` with Python's defaults (`", "` separator, ASCII escapes).
@@ -515,7 +515,7 @@ fn write_index(rows: &[&RegionCalls], new_id: &[u32], file: &hdf5::File, w: &W<'
 /// task (a row of 250,000 calls takes ~1 ms), on this process's pool, safe across fork()
 /// (the global pool hangs a forked child).
 fn row_summaries(rows: &[&RegionCalls]) -> Vec<SummaryCompound> {
-    scope_profiler_analysis::par::install(|| {
+    scope_profiler_analysis::pool::install(|| {
         rows.par_iter()
             .map(|r| {
                 let gpu = r.gpu_ns.as_ref().map(|g| &g.values()[..]);
@@ -608,10 +608,10 @@ pub(crate) fn process_umask() -> u32 {
 /// chunked (65536 elements) with shuffle + gzip level 1 ([`DEFLATE_LEVEL`]), chunks compressed in parallel and written directly.
 ///
 /// Publication: written to `.<name>.<tag>-<pid>.<random>.tmp` in the target's directory
-/// ([`leftovers`](super::leftovers)), fsynced, given mode `0o666 & !umask`, renamed over
+/// ([`working_files`](super::working_files)), fsynced, given mode `0o666 & !umask`, renamed over
 /// `path`, directory fsynced. On error the temp file is removed and `path` is untouched.
 /// After publishing, what dead writers left in that directory is removed
-/// ([`leftovers::remove_stale`](super::leftovers::remove_stale): their temporary files, and
+/// ([`working_files::remove_stale`](super::working_files::remove_stale): their temporary files, and
 /// sidecars older than their target).
 ///
 /// Errors: [`H5Error::Write`] naming the file ([`publish_h5`] also tells the OS error).
@@ -686,7 +686,7 @@ pub fn publish_h5_ahead(run: &Run, path: &Path, ahead: &EncodedAhead) -> Result<
         _ => std::path::PathBuf::from("."),
     };
     let tmp = tempfile::Builder::new()
-        .prefix(&super::leftovers::temp_prefix(&file_name))
+        .prefix(&super::working_files::temp_prefix(&file_name))
         .suffix(".tmp")
         .tempfile_in(&dir)
         .map_err(|e| os("temporary file", &e))?;
@@ -713,6 +713,6 @@ pub fn publish_h5_ahead(run: &Run, path: &Path, ahead: &EncodedAhead) -> Result<
         let _ = d.sync_all();
     }
     // what killed writers left here
-    super::leftovers::remove_stale(&dir);
+    super::working_files::remove_stale(&dir);
     Ok(())
 }

@@ -64,7 +64,7 @@ setup_from_env = ProfileManager.setup_from_env
 
 #: Names loaded from their module on first use (``import scope_profiler`` stays light: the
 #: exporters, and the option dataclasses, whose ``dataclasses`` import pulls ``inspect``):
-#: ``{name: (module, attribute)}`` (Rust: ``finalize::api_surface``).
+#: ``{name: (module, attribute)}`` (Rust: ``session::package_names``).
 _LAZY = _native.lazy_names()
 
 #: Public names of scope-profiler 0.7.5 that this package cannot honour, with the reason:
@@ -96,6 +96,7 @@ __all__ = [
     "build_call_stack",
     "call_stack_children",
     "call_stack_roots",
+    "compare",
     "create_html_report",
     "define_region",
     "export_chrome_trace",

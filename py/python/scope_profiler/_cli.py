@@ -3,9 +3,9 @@
 The grammar and every file-reading subcommand (``summary``, ``threads``, ``export``) are
 Rust (``scope_profiler._native.cli_main``). ``run`` needs this interpreter: the script is
 executed here as ``__main__`` inside ``ProfileManager.session(...)``; then Rust
-(``finalize::end_of_run``) stacks the followed processes' files, renders the output, prints
+(``session::end_of_run``) stacks the followed processes' files, renders the output, prints
 the summary and writes the speedscope file. The run's keywords, checks and texts are Rust
-(``finalize::run_session``).
+(``session::run_command``).
 """
 
 from __future__ import annotations
@@ -232,7 +232,7 @@ def _run_script(req: dict) -> int:
     import pkgutil  # noqa: F401
     import runpy  # noqa: F401
 
-    # the session's keywords (Rust: finalize::run_session::session_settings)
+    # the session's keywords (Rust: session::run_command::session_settings)
     settings = req["session"]
     started_pid = os.getpid()
     processes: str | None = None

@@ -88,7 +88,7 @@ def private_directory(output: str) -> str:
 def describe_process(parent: bool = False) -> str:
     """This process as the merged run's metadata ``processes`` names it: its pid, its parent's
     pid (for a child) and what it runs (a multiprocessing process's name, else its command
-    line, shortened to 200 characters; Rust: ``finalize::run_session::describe_process``)."""
+    line, shortened to 200 characters; Rust: ``session::run_command::describe_process``)."""
     mp_process = sys.modules.get("multiprocessing.process")
     return _native.describe_process(
         os.getpid(),

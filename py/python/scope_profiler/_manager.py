@@ -9,7 +9,7 @@ The per-call work is Rust: ``region()`` is ``RegionCache.lookup`` (regions are
 ``_native.ProfileRegion``) and ``@profile`` returns a ``_native.ProfiledFunction`` whose
 region binding every ``setup()`` replaces and ``reset()`` clears. What runs once per run is
 here: ``setup()``, ``finalize()``, ``reset()``, the session. What it decides is asked of Rust
-(``scope_profiler_finalize::lifecycle``): the lifecycle and which regions record
+(``scope_profiler_session::lifecycle``): the lifecycle and which regions record
 (``_native.ManagerLifecycle``), when ``setup()`` and ``pause()`` are refused, the texts.
 
 Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> FINALIZED

@@ -2,7 +2,7 @@
 ``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``, ``profile_command()``,
 ``sample_every()`` and ``setup_from_env()``. Its region handles and factories
 (``RegionHandle``, ``RegionFactory``: each ``with`` is a recorded call) are Rust, in
-``py/src/manager_api.rs``, and so are the rules these follow (which functions
+``py/src/package/manager_api.rs``, and so are the rules these follow (which functions
 ``instrument()`` decorates, which timesteps ``sample_every()`` records).
 
 Each is reached as a ``ProfileManager`` classmethod (and so as a ``scope_profiler``
@@ -199,7 +199,7 @@ def setup_from_env(manager, overrides: dict):
     """``setup()`` from ``SCOPE_PROFILER_*`` variables: ``_CONFIG`` (TOML ``config_path``),
     ``_OUTPUT`` (``output=``), ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE``
     (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise
-    (read by ``scope_profiler_finalize::environment``). Keywords in ``overrides`` win over
+    (read by ``scope_profiler_session::environment``). Keywords in ``overrides`` win over
     the environment. Returns the ``ProfilingRun``."""
     from ._native import setup_from_env_settings
 

@@ -1,6 +1,6 @@
 """Per-call metadata (scope-profiler 0.7.5's ``ProfileManager.metadata``). The block
 (``MetadataScope``) and ``@profile(metadata=...)``'s call wrapper (``MetadataCall``) are Rust
-(``py/src/metadata.rs``); the coroutine and generator wrappers stay here.
+(``py/src/recording/metadata.rs``); the coroutine and generator wrappers stay here.
 
 ``with manager.metadata(**values) as d:`` reads the recorder clock at entry and at exit and,
 when the manager records, hands the block to the native recorder as one scope

@@ -1,5 +1,5 @@
 """MPI: one file per job, every rank inside it (the decisions and texts: Rust,
-``scope_profiler_finalize::mpi_job``).
+``scope_profiler_session::mpi_job``).
 
 Detection (reference ``mpi_launch``): a process is an MPI rank when a launcher set one of
 :data:`LAUNCHER_ENV_VARS`, or when the application already initialised ``mpi4py.MPI``;

@@ -38,6 +38,7 @@ __all__ = [
     "NO_STREAMING_UNDER_MPI",
     "SESSION_ROOT_REGION",
     "CallArrays",
+    "Comparison",
     "CorruptProfileError",
     "EventDataUnavailableError",
     "ForkHooks",
@@ -95,6 +96,7 @@ __all__ = [
     "check_setting_names",
     "cli_after_run",
     "cli_main",
+    "compare_runs",
     "create_html_report",
     "dataset_commit",
     "dataset_convert",
@@ -992,6 +994,56 @@ class LaneSplit:
     @property
     def lanes(self) -> _I64:
         """Lane values, ascending (int64)."""
+
+@final
+class Comparison:
+    """What changed between two runs or groups of runs (``scope_profiler.compare``): rows
+    sorted by the size of the change of time per run, largest first."""
+
+    @property
+    def rows(self) -> list[dict[str, Any]]:
+        """One dict per region (or call path): ``name`` (``path`` too by call path),
+        ``base_calls``, ``new_calls`` (mean calls per run), ``base_time``, ``new_time`` (mean
+        inclusive s per run), ``change``, ``ci_low``, ``ci_high`` (None when unknown),
+        ``verdict``, ``note``."""
+    @property
+    def base(self) -> dict[str, Any]:
+        """``{"label": str, "runs": [str, ...]}`` of the base side."""
+    @property
+    def new(self) -> dict[str, Any]:
+        """``{"label": str, "runs": [str, ...]}`` of the new side."""
+    @property
+    def by(self) -> str:
+        """``"region"`` or ``"path"``."""
+    @property
+    def threshold(self) -> float:
+        """The verdict threshold, a fraction."""
+    @property
+    def row_level(self) -> float:
+        """The level of each row's interval (together they hold at 95 %)."""
+    def regressions(self, pct: float | None = None) -> list[dict[str, Any]]:
+        """Rows "slower" with ``ci_low`` above ``pct`` percent (default: the threshold)."""
+    def to_json(self) -> str:
+        """The comparison as ``scope-profiler diff --json`` prints it."""
+    def to_arrow(self) -> _ArrowTable:
+        """The rows as an Arrow table."""
+    def to_polars(self) -> Any:
+        """The rows as a ``polars.DataFrame``."""
+    def to_pandas(self) -> Any:
+        """The rows as a ``pandas.DataFrame`` (through pyarrow)."""
+    def _repr_html_(self) -> str:
+        """The notebook view: at most 50 rows, and how many more there are."""
+    def __len__(self) -> int:
+        """Number of rows."""
+
+def compare_runs(
+    base: Sequence[_Path | ProfilingResults],
+    new: Sequence[_Path | ProfilingResults],
+    threshold: float = 0.05,
+    by: str = "region",
+) -> Comparison:
+    """The comparison of the runs ``new`` with the runs ``base`` (paths, directories of
+    runs, ``ProfilingResults``). Raises ValueError, NestingError, or as ``load``."""
 
 def build_call_arrays(regions: Mapping[str, Any] | Sequence[Any], rank: int) -> CallArrays:
     """Reconstruct ``rank`` of ``regions``. Raises NestingError."""

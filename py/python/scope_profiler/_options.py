@@ -5,7 +5,7 @@
 Dataclasses, so a module of their own: ``import scope_profiler`` does not load
 ``dataclasses`` (and ``inspect`` with it); the first use of an option bag or of a TOML file
 does, which keeps the import cheap. Which field sets which flat setting, and a setting given
-twice: ``scope_profiler_finalize::settings`` (``py/src/options.rs``).
+twice: ``scope_profiler_session::settings`` (``py/src/package/options.rs``).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@
 settings, the same names and defaults as the reference's ``ProfilingConfig.__init__``, and
 this package's own ``OWN_DEFAULTS``: ``flush_interval``).
 Its state, checks and read-only properties are Rust (``_native.ProfilingConfigBase``,
-``py/src/settings.rs``); constructing one takes the run origin (``start_time_ns``) and
+``py/src/package/settings.rs``); constructing one takes the run origin (``start_time_ns``) and
 collects the run metadata; :meth:`ProfilingConfig.start` creates the native recorder (and,
 with ``track_threads``, the tracker; installing it is the manager's job).
 
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 
 def __getattr__(name: str):
     """Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here
-    (``finalize::api_surface::SETTINGS_LAZY``); ``AttributeError`` for any other."""
+    (``session::package_names::SETTINGS_LAZY``); ``AttributeError`` for any other."""
     return settings_attribute(name)
 
 
@@ -39,7 +39,7 @@ def __getattr__(name: str):
 #: ``flush_interval``, seconds or None, streams completed calls to a sidecar beside
 #: ``file_path``, ``docs/recovery.md``; ``recursive_all`` / ``_include`` / ``_exclude`` /
 #: ``_entrypoint`` / ``_call_limit``: what ``recursive_profile=True`` traces,
-#: ``docs/tracing.md``). Names, defaults and checks: ``scope_profiler_finalize::settings``.
+#: ``docs/tracing.md``). Names, defaults and checks: ``scope_profiler_session::settings``.
 DEFAULTS, OWN_DEFAULTS = setting_defaults()
 
 ALL_DEFAULTS: dict[str, Any] = {**DEFAULTS, **OWN_DEFAULTS}

@@ -22,7 +22,7 @@ use pyo3::prelude::*;
 use pyo3::types::PyDict;
 use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_finalize::stream::{flush, Flushed, SidecarWriter};
-use scope_profiler_formats::hdf5::leftovers::sidecar_path;
+use scope_profiler_formats::hdf5::working_files::sidecar_path;
 
 use super::{to_meta_value, Shared};
 

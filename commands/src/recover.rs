@@ -1,0 +1,76 @@
+//! `scope-profiler recover`: the file a killed `run --flush-interval` did not write, from
+//! its sidecar ([`scope_profiler_finalize::stream::recover`]), with the recordings of the
+//! processes it followed; for a run that wrote JSON or HTML, that output rendered from it.
+use std::path::Path;
+
+use scope_profiler_finalize::followed;
+use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, RecoverError};
+use scope_profiler_formats::read_h5;
+use scope_profiler_session::end_of_run;
+use scope_profiler_session::settings::recording_path;
+
+use crate::failure::check_recover_output;
+
+/// `scope-profiler recover FILE [-o OUTPUT] [--from SIDECAR]`: recover, print what was
+/// recovered. The exit code: 0, 1 when nothing could be recovered or written, 2 for an
+/// output of the wrong kind.
+pub fn execute(file: &Path, output: Option<&Path>, from: Option<&Path>) -> i32 {
+    if let Some(Err(f)) = output.map(check_recover_output) {
+        eprintln!("error: {}", f.message);
+        return f.code();
+    }
+    match recover(file, from, output) {
+        Ok((recovery, written)) => {
+            outln!("{}", describe(&recovery, &written));
+            if let Some(pid) = recovery.pid {
+                if let Some(note) = followed::recover_followed(file, pid, &written) {
+                    outln!("{note}");
+                }
+            }
+            0
+        }
+        Err(RecoverError::Nothing(why)) if recording_path(file) != file && from.is_none() => {
+            // `run -o k.json` records into `k.json.scope-profiler.h5`: that recording is
+            // recovered, and `k.json` rendered from it as the run would have
+            let h5 = recording_path(file);
+            if pending_sidecar(&h5).is_none() {
+                eprintln!("error: {why}");
+                return 1;
+            }
+            match recover_rendered(&h5, file, output) {
+                Ok(()) => 0,
+                Err(e) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+            }
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            1
+        }
+    }
+}
+
+/// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover
+/// its recording `h5` (`k.json.scope-profiler.h5`, [`recording_path`]), with the processes
+/// it followed, then render `file` from it ([`end_of_run::render_output`], which removes `h5`), as the
+/// run would have. With `output` (an `.h5` name) the recovered run is written there and
+/// nothing is rendered. Errors: the recovery's, or the rendering's (naming `file` and
+/// saying that `h5` is kept).
+fn recover_rendered(h5: &Path, file: &Path, output: Option<&Path>) -> Result<(), String> {
+    let (recovery, written) = recover(h5, None, output).map_err(|e| e.to_string())?;
+    outln!("{}", describe(&recovery, &written));
+    if let Some(pid) = recovery.pid {
+        if let Some(note) = followed::recover_followed(h5, pid, &written) {
+            outln!("{note}");
+        }
+    }
+    if output.is_some() {
+        return Ok(());
+    }
+    let run = read_h5(&written).map_err(|e| e.to_string())?;
+    end_of_run::render_output(&run, &written, file)?;
+    outln!("wrote {}", file.display());
+    Ok(())
+}

@@ -1,0 +1,209 @@
+//! `scope_profiler.h5reader`: `read_h5` and `read_h5_summary` (HDF5 schemas 1-3, read in
+//! Rust by `formats::hdf5`).
+//!
+//! Errors: `FileNotFoundError` (missing file), `CorruptProfileError` (not HDF5, truncated,
+//! damaged index; the message names the file), `HDF5SchemaError` (schema attribute invalid or
+//! newer than this package reads).
+use std::path::PathBuf;
+
+use arrow_array::Int64Array;
+use pyo3::prelude::*;
+use pyo3::types::PyList;
+use scope_profiler_analysis::{RegionCalls, Run};
+use scope_profiler_formats::{RunSummary, SummaryRow};
+
+use crate::errors::{h5_err, SummaryDataUnavailable};
+use crate::results::profiling_results::ProfilingResults;
+
+/// Read `path` into results (GIL released while reading). When a process that streamed
+/// to `path` (`flush_interval`) died before writing it, `path` is first recovered from its
+/// sidecar ([`recover_first`]; a warning names both files).
+pub fn read(py: Python<'_>, path: PathBuf, verbose: bool) -> PyResult<ProfilingResults> {
+    let run = read_run(py, &path)?;
+    if verbose {
+        let msg = format!("Read {}: {} region row(s), {} rank(s)", path.display(), run.regions.len(), run.num_ranks);
+        py.import("builtins")?.getattr("print")?.call1((msg,))?;
+    }
+    ProfilingResults::from_run(py, run, path.to_string_lossy().into_owned(), true)
+}
+
+/// The run in the profile at `path` ([`recover_first`] from a pending sidecar, else read;
+/// the GIL released meanwhile). Raises as `read_h5`.
+pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
+    match recover_first(py, path)? {
+        Some(run) => Ok(run),
+        None => py.detach(|| scope_profiler_formats::read_h5(path)).map_err(h5_err),
+    }
+}
+
+/// The sidecar of a streamed recording (`flush_interval`) whose process is
+/// gone holds calls `path` does not, with a `RuntimeWarning` naming both files:
+/// * `path` is missing (the process was killed before writing it): it is recovered (written
+///   from the sidecar, [`scope_profiler_finalize::stream::recover`]) and then read; when it
+///   cannot be written, the recovered run is returned (read in memory);
+/// * `path` is older than the sidecar (killed after a checkpoint, or it ended without a
+///   last `finalize()`): `path` is read as it is - a read does not replace a file - and the
+///   warning says how to (`scope-profiler recover`).
+///
+/// None when `path` is to be read as usual.
+fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
+    use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, recover_run, RecoverError};
+    let Some(sidecar) = py.detach(|| pending_sidecar(path)) else { return Ok(None) };
+    let warn = |msg: String| -> PyResult<()> {
+        let msg = std::ffi::CString::new(msg).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)
+    };
+    if path.exists() {
+        warn(format!(
+            "{} is older than {}, the sidecar of a flush_interval recording whose process ended \
+             without writing the calls it holds; reading {0} as it is (`scope-profiler recover {0}` \
+             replaces it with the sidecar's calls)",
+            path.display(),
+            sidecar.display()
+        ))?;
+        return Ok(None);
+    }
+    let head = format!(
+        "{} does not exist, but {} does (the sidecar of a flush_interval recording whose process \
+         ended before writing the file)",
+        path.display(),
+        sidecar.display()
+    );
+    match py.detach(|| recover(path, Some(&sidecar), None)) {
+        Ok((recovery, written)) => {
+            warn(format!("{head}: {}", describe(&recovery, &written)))?;
+            Ok(None)
+        }
+        Err(RecoverError::Write(failure)) => match py.detach(|| recover_run(&sidecar)) {
+            Ok(recovery) => {
+                let calls = recovery.calls;
+                warn(format!("{head}: could not write it ({failure}); read {calls} call(s) from the sidecar instead"))?;
+                Ok(Some(recovery.run))
+            }
+            Err(e) => {
+                warn(format!("{head}: could not write it ({failure}) nor read it ({e})"))?;
+                Ok(None)
+            }
+        },
+        // say why the sidecar did not help before the missing file is reported
+        Err(e) => {
+            warn(format!("{head}, but nothing could be recovered from it: {e}"))?;
+            Ok(None)
+        }
+    }
+}
+
+/// Load a profile written by `finalize()` (any schema 1-3): per-call arrays are read-only
+/// numpy views of the loaded columns.
+#[pyfunction]
+#[pyo3(signature = (file_path, verbose=false))]
+pub fn read_h5(py: Python<'_>, file_path: PathBuf, verbose: bool) -> PyResult<ProfilingResults> {
+    read(py, file_path, verbose)
+}
+
+/// `None`, one value or a list as a set of wanted values.
+fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(
+    arg: Option<Bound<'_, PyAny>>,
+) -> PyResult<Option<Vec<T>>> {
+    match arg {
+        None => Ok(None),
+        Some(a) if a.is_none() => Ok(None),
+        Some(a) => match a.extract::<T>() {
+            Ok(one) if !a.is_instance_of::<PyList>() && !a.is_instance_of::<pyo3::types::PyTuple>() => {
+                Ok(Some(vec![one]))
+            }
+            _ => Ok(Some(a.try_iter()?.map(|v| v?.extract::<T>()).collect::<PyResult<_>>()?)),
+        },
+    }
+}
+
+/// A summary row as a region row without events.
+fn stored_row(r: &SummaryRow) -> RegionCalls {
+    let mut row =
+        RegionCalls::new(r.region, r.rank, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
+    row.stored = Some(r.stats);
+    row.exclusive_total_ns = r.exclusive_total_ns;
+    row.source_file = r.source_file.clone().filter(|f| !f.is_empty());
+    row.source_line = r.source_line;
+    row.source_text = r.source_text.clone().filter(|t| !t.is_empty());
+    row.tags = r.tags.clone();
+    row
+}
+
+/// The summary restricted to `names` / `ranks`, as a run of summary-only rows.
+fn summary_run(summary: RunSummary, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
+    let keep_rank = |r: u32| ranks.as_ref().is_none_or(|w| w.contains(&r));
+    let keep_name =
+        |id: u32| names.as_ref().is_none_or(|w| summary.region_names.get(id as usize).is_some_and(|n| w.contains(n)));
+    Run {
+        regions: summary.rows.iter().filter(|r| keep_rank(r.rank) && keep_name(r.region)).map(stored_row).collect(),
+        threads: summary.threads.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),
+        tasks: summary.tasks.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),
+        metadata: summary.metadata.clone(),
+        num_ranks: summary.num_ranks,
+        region_names: summary.region_names,
+    }
+}
+
+/// A full run restricted to `names` / `ranks` (the summary fallback for schema-1 files);
+/// stored exclusive totals are dropped when regions are filtered (they would not add up).
+fn restrict(mut run: Run, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
+    let region_names = run.region_names.clone();
+    run.regions.retain(|r| {
+        ranks.as_ref().is_none_or(|w| w.contains(&r.rank))
+            && names.as_ref().is_none_or(|w| region_names.get(r.region as usize).is_some_and(|n| w.contains(n)))
+    });
+    if names.is_some() {
+        for r in &mut run.regions {
+            r.exclusive_total_ns = None;
+        }
+    }
+    run
+}
+
+/// Load a profile's statistics without reading its per-call events: the stored summary
+/// statistics, counts, exclusive totals, sources, tags, metadata and lane tables; `/events`
+/// is never touched. Per-call APIs then raise `EventDataUnavailableError`. `regions` /
+/// `ranks` restrict the rows (and the lane tables to those ranks). A file without fixed-size
+/// summaries (schema 1) is read in full and restricted when `fallback`, else
+/// `SummaryDataUnavailable` is raised. `include_likwid`/`include_line_profile`: accepted
+/// (this edition records neither).
+#[pyfunction]
+#[pyo3(signature = (file_path, verbose=false, *, fallback=true, include_likwid=true, include_line_profile=true,
+    regions=None, ranks=None))]
+#[allow(clippy::too_many_arguments)]
+pub fn read_h5_summary(
+    py: Python<'_>,
+    file_path: PathBuf,
+    verbose: bool,
+    fallback: bool,
+    include_likwid: bool,
+    include_line_profile: bool,
+    regions: Option<Bound<'_, PyAny>>,
+    ranks: Option<Bound<'_, PyAny>>,
+) -> PyResult<ProfilingResults> {
+    let _ = (include_likwid, include_line_profile);
+    let names: Option<Vec<String>> = wanted(regions)?;
+    let ranks: Option<Vec<u32>> = wanted(ranks)?;
+    let path_str = file_path.to_string_lossy().into_owned();
+    let Some(summary) = py.detach(|| scope_profiler_formats::read_h5_summary(&file_path)).map_err(h5_err)? else {
+        if !fallback {
+            return Err(SummaryDataUnavailable::new_err(
+                "summary-only reads require a schema-2 or newer profiling file with fixed-size summary statistics",
+            ));
+        }
+        let run = py.detach(|| scope_profiler_formats::read_h5(&file_path)).map_err(h5_err)?;
+        return ProfilingResults::from_run(py, restrict(run, &names, &ranks), path_str, true);
+    };
+    if verbose {
+        let msg = format!("Read summary of {path_str}: {} region row(s)", summary.rows.len());
+        py.import("builtins")?.getattr("print")?.call1((msg,))?;
+    }
+    ProfilingResults::from_run(py, summary_run(summary, &names, &ranks), path_str, false)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(read_h5, m)?)?;
+    m.add_function(wrap_pyfunction!(read_h5_summary, m)?)?;
+    Ok(())
+}

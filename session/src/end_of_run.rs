@@ -1,0 +1,211 @@
+//! The end of `scope-profiler run` once the script's session wrote its recording (the
+//! Python package calls it, then exits): the recordings of the processes it followed are
+//! stacked after it ([`scope_profiler_finalize::followed`]), the output it asked for is
+//! rendered from it when that names another format than HDF5, the text summary is printed
+//! and the speedscope file written beside the output. What it says is [`crate::run_command`]'s.
+use std::borrow::Cow;
+use std::io::Write as _;
+use std::path::{Path, PathBuf};
+
+use scope_profiler_analysis::Run;
+use scope_profiler_formats::export_plan::{default_file, display_label, path_stem};
+use scope_profiler_formats::html_report::HtmlReport;
+use scope_profiler_formats::json_profile::write_json;
+use scope_profiler_formats::speedscope::write_speedscope;
+use scope_profiler_formats::text_summary::summary_text;
+use scope_profiler_formats::Format;
+use scope_profiler_formats::{read_h5, Selection};
+
+use crate::run_command;
+use scope_profiler_finalize::followed::merge_processes;
+
+/// What the end of a run writes and prints (from its `RunRequest`).
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunOutputs {
+    /// The file the run asked for (`-o`); the summary and the speedscope file are named
+    /// after it.
+    pub output: PathBuf,
+    /// `-q`: no summary and no `wrote` line.
+    pub quiet: bool,
+    /// Write the speedscope file (not `--no-speedscope`).
+    pub speedscope: bool,
+    /// The run tracked threads (else a speedscope file that cannot be drawn says how to
+    /// record the program).
+    pub track_threads: bool,
+}
+
+/// Standard output, what cannot be written dropped (a reader that closed the pipe ends the
+/// output, not the run).
+fn print_out(text: &str) {
+    let _ = std::io::stdout().write_all(text.as_bytes());
+}
+
+/// After Python ran a script into `h5`: print the summary (unless quiet) and write the
+/// speedscope file. When `outputs.output` names another format than HDF5 (`run -o
+/// run.json`), `h5` is the temporary `<output>.scope-profiler.h5` the run wrote beside it:
+/// the requested file is rendered from it ([`render_output`]) and it is removed once that
+/// is published (a failed rendering keeps it, and the error names it). The summary and the
+/// speedscope file are named after the output. Returns the speedscope path written, if any:
+/// a run whose calls cannot be drawn (interleaved untracked threads) gets a warning on
+/// stderr instead.
+///
+/// `processes`: the private directory the followed processes wrote into and this process's
+/// description; their recordings are first stacked after `h5`'s run as rank blocks and the
+/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once all
+/// this succeeded the directory is removed; on an error it stays (the message the caller
+/// prints names it, [`run_command::end_of_run_failure`]).
+///
+/// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
+/// it; then `h5` is not read back (reading a 1M-call file back cost ~10 % of `run
+/// --recursive`). The caller guarantees it is exactly what `h5` holds.
+pub fn after_run(
+    outputs: &RunOutputs,
+    h5: &Path,
+    processes: Option<(&Path, &str)>,
+    recorded: Option<&Run>,
+) -> Result<Option<PathBuf>, String> {
+    let done = finish_run(outputs, h5, processes, recorded)?;
+    if let Some((dir, _)) = processes {
+        // what the followed processes recorded is in `h5` now
+        let _ = std::fs::remove_dir_all(dir);
+    }
+    Ok(done)
+}
+
+/// [`after_run`] but for the removal of the processes' directory.
+fn finish_run(
+    outputs: &RunOutputs,
+    h5: &Path,
+    processes: Option<(&Path, &str)>,
+    recorded: Option<&Run>,
+) -> Result<Option<PathBuf>, String> {
+    let written = outputs.output.as_path();
+    let merged = match processes {
+        Some((dir, label)) => merge_processes(h5, dir, label)?,
+        None => None,
+    };
+    let rendered = written != h5;
+    if run_command::nothing_after_recording(merged.is_some(), outputs.quiet, outputs.speedscope, rendered) {
+        return Ok(None); // the file stands as written
+    }
+    let held: Cow<'_, Run> = match (merged, recorded) {
+        (Some(run), _) => Cow::Owned(run),
+        (None, Some(run)) => Cow::Borrowed(run),
+        (None, None) => Cow::Owned(read_h5(h5).map_err(|e| e.to_string())?),
+    };
+    let run: &Run = &held;
+    if rendered {
+        render_output(run, h5, written)?;
+    }
+    if !outputs.quiet {
+        print_out(&summary_text(run, &written.display().to_string()));
+    }
+    let drawn = if outputs.speedscope {
+        match write_speedscope_beside(run, outputs) {
+            Some(out) => Some(out),
+            None => return Ok(None), // the warning is on stderr
+        }
+    } else {
+        None
+    };
+    if !outputs.quiet {
+        if let Some(line) = run_command::written_line(written, drawn.as_deref(), rendered) {
+            print_out(&format!("\n{line}\n"));
+        }
+    }
+    Ok(drawn)
+}
+
+/// The speedscope file of `run` beside the output (`<stem>.speedscope.json`), or None when
+/// it cannot be drawn: then a warning on stderr (the profile is written and the script's
+/// exit code stands).
+fn write_speedscope_beside(run: &Run, outputs: &RunOutputs) -> Option<PathBuf> {
+    let written = outputs.output.as_path();
+    let stem = path_stem(written);
+    let out = default_file(written.parent().unwrap_or(Path::new("")), &stem, Format::Speedscope);
+    let ranks: Vec<u32> = (0..run.num_ranks.max(1)).collect();
+    match write_speedscope(run, &ranks, &stem, &out) {
+        Ok(()) => Some(out),
+        Err(e) => {
+            eprintln!("{}", run_command::no_speedscope_warning(written, &e.to_string(), outputs.track_threads));
+            None
+        }
+    }
+}
+
+/// Write `run` (read from `h5`) to `output` in the format its name asks for - a JSON profile
+/// (`.json`, `.json.gz`: every rank, the reference's `write_profile`) or an HTML report -
+/// then remove `h5`. Nothing for an HDF5 name. Errors name `output` and say that `h5` is
+/// kept.
+pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> {
+    let kept = |e: String| format!("{e}; the recorded run is kept in {}", h5.display());
+    let every_rank = || Selection::new((0..run.num_ranks.max(1)).collect(), display_label(run, &path_stem(output)));
+    match Format::of_profile_path(output) {
+        Format::Json => write_json(run, &every_rank(), None, output).map_err(|e| kept(e.to_string()))?,
+        Format::HtmlReport => {
+            let mut report = HtmlReport::new(format!("scope-profiler report: {}", output.display()));
+            report.add(run, &every_rank()).map_err(|e| kept(format!("{}: {e}", output.display())))?;
+            report.write(output).map_err(|e| kept(e.to_string()))?;
+        }
+        _ => return Ok(()), // HDF5: the recording itself
+    }
+    std::fs::remove_file(h5)
+        .map_err(|e| format!("wrote {}, but could not remove {}: {e}", output.display(), h5.display()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn outputs(output: &Path, quiet: bool, speedscope: bool) -> RunOutputs {
+        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false }
+    }
+
+    /// `run -q --no-speedscope` does not read the whole `.h5` back after the script
+    /// (decompressing every column) to print and export nothing. It does not open the file:
+    /// a path that does not exist is no error there, and is one otherwise.
+    #[test]
+    fn a_quiet_run_without_speedscope_does_not_read_its_file_back() {
+        let missing = std::env::temp_dir().join(format!("sp-after-run-{}-missing.h5", std::process::id()));
+        assert_eq!(after_run(&outputs(&missing, true, false), &missing, None, None), Ok(None));
+        assert!(after_run(&outputs(&missing, false, false), &missing, None, None).is_err());
+    }
+
+    /// Given the run it wrote, the end of `run` draws the speedscope file from it instead
+    /// of reading the `.h5` back: here the file does not even exist.
+    #[test]
+    fn a_run_given_its_recorded_calls_does_not_read_its_file_back() {
+        use arrow_array::Int64Array;
+        use scope_profiler_analysis::RegionCalls;
+        let dir = tempfile::tempdir().unwrap();
+        let missing = dir.path().join("never-written.h5");
+        let run = Run {
+            region_names: vec!["outer".into(), "inner".into()],
+            regions: vec![
+                RegionCalls::new(0, 0, Int64Array::from(vec![0, 100]), Int64Array::from(vec![50, 200])),
+                RegionCalls::new(1, 0, Int64Array::from(vec![10]), Int64Array::from(vec![40])),
+            ],
+            num_ranks: 1,
+            ..Default::default()
+        };
+        let quiet = outputs(&missing, true, true);
+        assert!(after_run(&quiet, &missing, None, None).is_err(), "without the run, the file is read");
+        let speedscope = after_run(&quiet, &missing, None, Some(&run)).unwrap().expect("a speedscope file");
+        let doc: serde_json::Value = serde_json::from_str(&std::fs::read_to_string(&speedscope).unwrap()).unwrap();
+        let events = doc["profiles"][0]["events"].as_array().unwrap();
+        let kinds: Vec<(&str, u64)> =
+            events.iter().map(|e| (e["type"].as_str().unwrap(), e["frame"].as_u64().unwrap())).collect();
+        // outer [0, 50] holds inner [10, 40]; outer [100, 200] alone (frames: outer 0, inner 1)
+        assert_eq!(kinds, [("O", 0), ("O", 1), ("C", 1), ("C", 0), ("O", 0), ("C", 0)]);
+        assert!(!missing.exists());
+    }
+
+    #[test]
+    fn an_hdf5_output_is_not_rendered_and_its_recording_stays() {
+        let dir = tempfile::tempdir().unwrap();
+        let h5 = dir.path().join("run.h5");
+        std::fs::write(&h5, b"x").unwrap();
+        assert_eq!(render_output(&Run::default(), &h5, &dir.path().join("other.h5")), Ok(()));
+        assert!(h5.exists());
+    }
+}
