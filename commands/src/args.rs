@@ -175,6 +175,30 @@ pub enum Command {
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
     },
+    /// Gather many runs into one Parquet dataset (DuckDB, Polars, Dask, Spark)
+    ///
+    /// Each run file (`.h5`, JSON profile; directories are searched for them) becomes Hive
+    /// partitions `DIR/calls/run=<id>/` (also `threads`, `tasks`, `regions`) and a row of
+    /// `DIR/runs.parquet` with the run's metadata; call times are ns from the run's start.
+    /// Files are converted in parallel. A file that cannot be read gets an error line and
+    /// the others are written (exit code 1). docs/datasets.md describes the tables.
+    #[command(
+        after_help = "Examples:\n  scope-profiler dataset runs/ -o study/\n  scope-profiler dataset nightly/*.h5 -o study/ --append\n  duckdb -c \"select r.mpi_size, c.region, sum(c.exclusive_ns)/1e9 from 'study/calls/*/*.parquet' c join 'study/runs.parquet' r using (run) group by all\""
+    )]
+    Dataset {
+        /// Run files (`.h5`, `.json`, `.json.gz`) or directories searched for them.
+        #[arg(required = true, value_name = "RUNS")]
+        runs: Vec<PathBuf>,
+        /// The dataset directory (created if missing).
+        #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+        output_dir: PathBuf,
+        /// Add the runs to an existing dataset; runs already in it are skipped.
+        #[arg(long)]
+        append: bool,
+        /// Worker threads (default: one per core).
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
+    },
     #[command(
         about = "Compare two runs (or directories of repeated runs): what got slower or faster",
         long_about = crate::diff::LONG_ABOUT,

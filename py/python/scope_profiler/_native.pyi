@@ -100,6 +100,11 @@ __all__ = [
     "cli_main",
     "compare_runs",
     "create_html_report",
+    "dataset_commit",
+    "dataset_convert",
+    "dataset_empty_table",
+    "dataset_find",
+    "dataset_prepare",
     "describe_process",
     "enabled_tags_from_env",
     "exit_write_failure",
@@ -1591,6 +1596,34 @@ def write_profile(results: ProfilingResults, file_path: _Path, **kwargs: Any) ->
 def sniff_profile_format(path: _Path) -> str:
     """The format of the file's contents (``"hdf5"``, ``"json"``, ``"html"``) by its first
     bytes, else by its name. Raises ``FileNotFoundError``, ``OSError``."""
+
+# ---------------------------------------------------------------------------------------------
+# datasets of many runs (``scope_profiler.dataset``)
+
+def dataset_find(runs: Sequence[_Path]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The run files the paths name (directories searched), and ``(path, message)`` for the
+    paths that do not exist."""
+
+def dataset_prepare(out_dir: _Path, append: bool) -> list[tuple[str, str]]:
+    """Make the directory ready for a build; ``(run id, row json)`` of the runs already in
+    it. Raises ``ValueError`` (an existing dataset without ``append``, foreign files) and
+    ``OSError``."""
+
+def dataset_convert(
+    paths: Sequence[_Path], out_dir: _Path, present: set[str], jobs: int = 1
+) -> list[tuple[str, str, str]]:
+    """Convert each file into the dataset, ``jobs`` at a time, the GIL released: one
+    ``(kind, path, payload)`` per path, kind ``"added"`` (payload: the row as JSON),
+    ``"present"`` (the run id) or ``"failed"`` (the message)."""
+
+def dataset_commit(
+    out_dir: _Path, existing: Sequence[str], converted: Sequence[tuple[str, str, str]]
+) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Write the runs table of the existing rows and the runs added; returns the ids added,
+    ``(path, run id)`` skipped as present, ``(path, message)`` failed. Raises ``OSError``."""
+
+def dataset_empty_table(name: str) -> _ArrowTable:
+    """The dataset table ``name`` without rows, ``run`` first. Raises ``ValueError``."""
 
 # ---------------------------------------------------------------------------------------------
 # the package's names (``scope_profiler/__init__.py``), pause() (``_manager``), region
