@@ -36,6 +36,7 @@ use std::io::{self, Read, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
+use arrow_array::Int64Array;
 use scope_profiler_analysis::{assign_call_ids, MetaValue, RegionCalls, Run};
 use scope_profiler_formats::hdf5::working_files::{self, LeftoverKind};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
