@@ -39,25 +39,33 @@ use scope_profiler_recorder::{Recorder, RegionTable};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
 use crate::transport::{decode_run, encode_run};
 
-/// First bytes of a sidecar (the byte before `\n` is the format version).
 /// The shortest `flush_interval`, in seconds: each flush takes a snapshot and appends a
 /// frame, so an interval of nanoseconds would flush without pause.
 pub const MIN_INTERVAL_S: f64 = 0.01;
 
-/// `seconds` as a `flush_interval`: finite and at least [`MIN_INTERVAL_S`]; else the
-/// reason, naming the value (the one rule of the CLI option, the setting and the flusher).
+/// The longest `flush_interval`, in seconds (one day): the sidecar exists so that a crash
+/// loses at most one interval, and a longer one is no protection (nor a time the flush
+/// thread's timer can always hold).
+pub const MAX_INTERVAL_S: f64 = 86_400.0;
+
+/// `seconds` as a `flush_interval`: finite, from [`MIN_INTERVAL_S`] to [`MAX_INTERVAL_S`];
+/// else the reason, naming the value (the one rule of the CLI option, the setting and the
+/// flusher).
 pub fn check_interval(seconds: f64) -> Result<f64, String> {
-    if seconds.is_finite() && seconds >= MIN_INTERVAL_S {
-        Ok(seconds)
-    } else if seconds.is_finite() && seconds > 0.0 {
+    if !seconds.is_finite() || seconds <= 0.0 {
+        Err(format!("flush_interval must be a positive number of seconds, got {seconds}"))
+    } else if seconds < MIN_INTERVAL_S {
         Err(format!(
             "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {seconds}"
         ))
+    } else if seconds > MAX_INTERVAL_S {
+        Err(format!("flush_interval must be at most {MAX_INTERVAL_S} s (one day), got {seconds}"))
     } else {
-        Err(format!("flush_interval must be a positive number of seconds, got {seconds}"))
+        Ok(seconds)
     }
 }
 
+/// First bytes of a sidecar (the byte before `\n` is the format version).
 pub const SIDECAR_MAGIC: &[u8; 8] = b"SPSIDE\x01\n";
 /// First bytes of every frame.
 pub const FRAME_MAGIC: &[u8; 4] = b"SPFR";
@@ -672,6 +680,20 @@ pub fn describe(r: &Recovery, written: &Path) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn flush_intervals_run_from_10_ms_to_one_day() {
+        assert_eq!(check_interval(0.01), Ok(0.01));
+        assert_eq!(check_interval(86_400.0), Ok(86_400.0));
+        assert!(check_interval(0.005).unwrap_err().contains("at least 0.01 s"));
+        assert_eq!(
+            check_interval(1e20).unwrap_err(),
+            "flush_interval must be at most 86400 s (one day), got 100000000000000000000"
+        );
+        for bad in [0.0, -1.0, f64::NAN, f64::INFINITY] {
+            assert!(check_interval(bad).unwrap_err().starts_with("flush_interval must be a positive number"), "{bad}");
+        }
+    }
 
     fn run_of(name: &str, starts: &[i64], threads: &[i64]) -> Run {
         let mut row = RegionCalls::new(

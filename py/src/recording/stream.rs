@@ -105,7 +105,9 @@ pub(crate) fn start(
     let stop = Arc::new((Mutex::new(false), Condvar::new()));
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let signal = Arc::clone(&stop);
-    let every = Duration::from_secs_f64(interval);
+    // checked above; a refusal here still is an exception, not a panic
+    let every = Duration::try_from_secs_f64(interval)
+        .map_err(|e| pyo3::exceptions::PyValueError::new_err(format!("flush_interval {interval}: {e}")))?;
     let handle = std::thread::Builder::new()
         .name("sp-flush".into())
         .spawn(move || flusher_loop(weak, signal, every))
