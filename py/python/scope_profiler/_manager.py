@@ -825,9 +825,9 @@ class ProfileManager:
             raise RuntimeError(refusal)
         check_setting_names(overrides)  # TypeError naming unknown settings
         requested = None
-        if output is not _UNSET:  # file_path / deactivate_file_output from it
+        if output is not _UNSET:  # file_path / deactivate_file_output from it (checked)
+            overrides.update(output_settings(output, overrides))
             requested = None if output is None else os.fspath(output)
-            overrides.update(output_settings(requested, overrides))
         settings: dict = {}
         if config_path is not None:
             from ._options import load_profiling_config

@@ -168,7 +168,6 @@ __all__ = [
     "thread_time_ns",
     "tracking_upgrade",
     "unique_labels",
-    "unknown_setting_error",
     "unsupported_names",
     "untracked_event_loop_note",
     "user_stacklevel",
@@ -1781,12 +1780,9 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     or None; the ``recursive_*`` options); new dicts."""
 
 def check_setting_names(names: Iterable[str]) -> None:
-    """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
-    ``names`` is not a setting."""
-
-def unknown_setting_error(names: Iterable[str]) -> str:
-    """The reference's message for unknown setting names (sorted, each with the closest
-    setting name when one is close enough, as ``difflib.get_close_matches`` finds it)."""
+    """``TypeError`` with the reference's message when any of ``names`` is not a setting
+    (sorted, each with the closest setting name when one is close enough, as
+    ``difflib.get_close_matches`` finds it)."""
 
 @disjoint_base
 class ProfilingConfigBase:
@@ -1883,11 +1879,12 @@ class ProfilingConfigBase:
     def memory_profile_path(self) -> None:
         """Always None (memray is not supported)."""
 
-def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def output_settings(output: object, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
     path, ``file_path`` (``output`` itself, or ``<output>.scope-profiler.h5`` for a JSON
-    profile or an HTML report). ``TypeError`` when ``overrides`` also sets ``file_path`` or
-    ``deactivate_file_output``."""
+    profile or an HTML report). ``TypeError`` when ``output`` is not None, a ``str`` or an
+    ``os.PathLike`` path, or when ``overrides`` also sets ``file_path`` or
+    ``deactivate_file_output``; ``ValueError`` when no file can be written at ``output``."""
 
 def setup_from_env_settings() -> list[tuple[str, str | bool]]:
     """``setup_from_env()``'s keywords from ``SCOPE_PROFILER_OUTPUT`` (``output``),
