@@ -41,7 +41,6 @@ __all__ = [
     "Comparison",
     "CorruptProfileError",
     "EventDataUnavailableError",
-    "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
     "JSONProfileError",
@@ -2253,26 +2252,6 @@ class ThreadExitSentinel:
     @property
     def index(self) -> int:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
-
-@final
-class ForkHooks:
-    """The process's ``os.register_at_fork`` handlers (one, ``_fork._HOOKS``): the
-    configurations whose recorder keeps a thread table or streams (weak), and the hook
-    ``scope-profiler run`` calls last in a forked child."""
-
-    def __new__(cls) -> ForkHooks: ...
-    def track(self, config: Any) -> None:
-        """Set ``config._owner_pid`` (``os.getpid()``); keep ``config`` (weakly) when it
-        has ``track_threads`` or ``flush_interval``."""
-    def inherited(self, config: Any) -> bool:
-        """Whether ``config`` was set up by another process (this one is a forked child)."""
-    def set_follow_hook(self, hook: Callable[[], object] | None) -> None:
-        """Install (None: remove) the hook called last in a forked child."""
-    def before_fork(self) -> None:
-        """Each tracked recorder samples the forking thread's CPU time."""
-    def after_fork_in_child(self) -> None:
-        """Each tracked recorder takes the child's view of its thread table (the forking
-        thread's row goes on with ``threading.get_native_id()``); then the follow hook."""
 
 @final
 class GreenletTrace:
