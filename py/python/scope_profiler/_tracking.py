@@ -45,21 +45,14 @@ UNKNOWN = -1
 _THREAD_HOOK = ThreadStartHook()
 
 
-def thread_hook_displaced() -> bool:
-    """Whether the shared thread-start hook is in use but no longer installed: the program
-    called ``threading.setprofile()`` since, so threads it starts are not hooked."""
-    return _THREAD_HOOK.displaced()
-
-
-def add_thread_start_callback(callback) -> None:
-    """Call ``callback(frame)`` on every thread started from now on, at its first event
-    (after the trackers registered it). Idempotent."""
-    _THREAD_HOOK.add_callback(callback)
-
-
-def remove_thread_start_callback(callback) -> None:
-    """Undo :func:`add_thread_start_callback` (idempotent)."""
-    _THREAD_HOOK.remove_callback(callback)
+#: ``thread_hook_displaced()``: whether the hook is in use but no longer installed (the
+#: program called ``threading.setprofile()`` since: threads it starts are not hooked).
+thread_hook_displaced = _THREAD_HOOK.displaced
+#: ``add_thread_start_callback(callback)``: call ``callback(frame)`` on every thread
+#: started from now on, at its first event (after the trackers registered it); idempotent.
+add_thread_start_callback = _THREAD_HOOK.add_callback
+#: ``remove_thread_start_callback(callback)``: undo the above (idempotent).
+remove_thread_start_callback = _THREAD_HOOK.remove_callback
 
 
 class ConcurrencyTracker:
@@ -148,8 +141,6 @@ class ConcurrencyTracker:
     def _refresh_task_names(self) -> None:
         """Names as ``Task.get_name()`` answers now (``set_name`` after creation)."""
         self._native.refresh_task_names()
-
-    # - greenlets -------------------------------------------------------------
 
 
 #: Trackers with hooks installed (weak), so a forked child can take them out.
