@@ -60,8 +60,6 @@ __all__ = [
     "ProfilingResults",
     "Region",
     "RegionCache",
-    "RegionFactory",
-    "RegionHandle",
     "RegionTrace",
     "SummaryDataUnavailable",
     "TaskFactory",
@@ -73,7 +71,6 @@ __all__ = [
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
-    "_FactoryCall",
     "__version__",
     "_run_from_bytes",
     "_run_to_bytes",
@@ -1570,69 +1567,6 @@ def package_attribute(name: str) -> Any:
     """The module ``__getattr__`` of ``scope_profiler``: ``__version__``, a name of
     ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
     of ``unsupported_names()``, ``AttributeError`` for any other."""
-
-@disjoint_base
-class RegionHandle:
-    """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
-
-    ``with handle:`` enters the region of that name in the manager's *current* run (looked
-    up at entry, so a handle made before ``setup()`` records once profiling is set up) and
-    exits the same region object even if a ``setup(replace=True)`` came in between. Usable
-    from any thread or task (the entered regions are kept per context: a ``ContextVar``
-    per handle)."""
-
-    def __new__(
-        cls,
-        manager: Any,
-        name: str,
-        functions: Iterable[Any] | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> RegionHandle: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __enter__(self) -> Any:
-        """Enter ``manager.region(name, functions=..., tags=...)``; its ``__enter__`` value."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region this context entered last; its ``__exit__`` value.
-        ``RuntimeError`` ("region handle 'name' exited without being entered") without one."""
-
-@disjoint_base
-class RegionFactory:
-    """A reusable region definition (``ProfileManager.region_factory``): calling it returns
-    a context manager for one call of the region. ``factory(**metadata)`` runs the call
-    inside ``manager.metadata(**metadata)`` (the block entered first, the region inside
-    it), so the call carries those values."""
-
-    def __new__(
-        cls, manager: Any, name: str, tags: Iterable[str] | None = None
-    ) -> RegionFactory: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __call__(self, *args: Any, **kwargs: Any) -> RegionHandle | _FactoryCall:
-        """``factory(**metadata)``: a new ``RegionHandle``; with ``metadata``, it inside the
-        metadata block. Positional arguments: ``TypeError``."""
-
-@final
-class _FactoryCall:
-    """``factory(**metadata)``: the metadata block, and the region inside it."""
-
-    def __new__(cls, scope: Any, handle: Any) -> _FactoryCall: ...
-    def __enter__(self) -> Any:
-        """Enter the block, then the region (the block exited again when that raises)."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region (its value returned), then the block even when that raised."""
 
 @final
 class MetadataScope:
