@@ -100,7 +100,7 @@ class _FactoryCall:
             self._scope.__exit__(exc_type, exc_value, traceback)
 
 
-def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
+def instrument(manager, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
     """Decorate ``module``'s own module-level functions with ``manager.profile`` in place.
 
     A function is decorated when its name matches a glob of ``include`` and none of
@@ -129,12 +129,12 @@ def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=No
     return changed
 
 
-def run(manager, func, args, output, session_kwargs: dict):
+def run(manager, func, *args, output=None, **session_kwargs):
     """``func(*args)`` inside ``manager.session(**session_kwargs)`` (``verbose=False`` and
     ``return_results=True`` unless given; ``output`` as ``setup(output=)`` when not None).
     Returns ``func``'s value; the results are in ``manager.last_results()``. Keywords are
     the session's, never ``func``'s (as in the reference)."""
-    options = dict(session_kwargs)
+    options = session_kwargs
     if output is not None:
         options["output"] = output
     options.setdefault("verbose", False)
@@ -176,12 +176,12 @@ def run_script(manager, script_path, script_args=None, region_name=None, recursi
             sys.path.remove(script_dir)
 
 
-def profile_script(manager, script_path, script_args, output, setup_kwargs: dict):
+def profile_script(manager, script_path, *, script_args=None, output=None, **setup_kwargs):
     """``setup(**setup_kwargs)``, :func:`run_script` (traced as the run's
     ``recursive_profile`` says), then ``finalize(verbose=False, return_results=True)``
     closing open calls, even when the script raises (its exception, ``SystemExit``
     included, propagates after). Returns the ``ProfilingResults``."""
-    options = dict(setup_kwargs)
+    options = setup_kwargs
     if output is not None:
         options["output"] = output
     manager.setup(**options)
@@ -193,7 +193,7 @@ def profile_script(manager, script_path, script_args, output, setup_kwargs: dict
     return results
 
 
-def profile_command(command, output=None, recursive=False, all=False, mpi_calls=False):
+def profile_command(command, *, output=None, recursive=False, all=False, mpi_calls=False):
     """Run ``command`` (a Python script and its arguments; a leading ``python`` is dropped)
     as ``python -m scope_profiler run -q -o OUTPUT [--recursive] [--all] ...`` in a child
     process and wait for it. Returns its ``subprocess.CompletedProcess`` (output not
@@ -272,7 +272,7 @@ class _StepScope:
         pass
 
 
-def setup_from_env(manager, overrides: dict):
+def setup_from_env(manager, **overrides):
     """``setup()`` from ``SCOPE_PROFILER_*`` variables: ``_CONFIG`` (TOML ``config_path``),
     ``_OUTPUT`` (``output=``), ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE``
     (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise
@@ -280,7 +280,7 @@ def setup_from_env(manager, overrides: dict):
     the environment. Returns the ``ProfilingRun``."""
     from ._native import setup_from_env_settings
 
-    options = dict(overrides)
+    options = overrides
     for name, value in setup_from_env_settings():
         options.setdefault(name, value)
     return manager.setup(**options)
