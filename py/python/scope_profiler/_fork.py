@@ -21,14 +21,10 @@ import os
 import threading
 import weakref
 
-TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cheap import)
-if TYPE_CHECKING:
-    from collections.abc import Callable
-
 #: The configurations whose recorder keeps a thread table or streams (weak).
 _tracked: weakref.WeakSet = weakref.WeakSet()
 #: Called with no argument last in a forked child (``_follow.restart_in_child``), or None.
-_follow_hook: Callable[[], object] | None = None
+_follow_hook = None
 
 
 def track(config) -> None:
@@ -47,7 +43,7 @@ def inherited(config) -> bool:
     return owner is not None and owner != os.getpid()
 
 
-def set_follow_hook(hook: Callable[[], object] | None) -> None:
+def set_follow_hook(hook) -> None:
     """Install (None: remove) the hook a forked child calls after taking its view of the
     inherited recorders."""
     global _follow_hook

@@ -63,7 +63,7 @@ class ConcurrencyTracker:
     def __init__(self, native, track_async: bool = False) -> None:
         self._native = native
         self.track_async = bool(track_async)
-        self._installed = False
+        self.installed = False  # the hooks armed (install() until uninstall())
         self._asyncio = False  # in the asyncio hooks' registry (install or instrument_loop)
         self._greenlet = False  # in the greenlet hooks' registry
 
@@ -86,16 +86,12 @@ class ConcurrencyTracker:
         return self._native.task_table(0)
 
     # - install / uninstall -------------------------------------------------
-    @property
-    def installed(self) -> bool:
-        return self._installed
-
     def install(self) -> None:
         """Arm the thread-start hook and, with ``track_async``, the asyncio and greenlet
         hooks (idempotent)."""
-        if self._installed:
+        if self.installed:
             return
-        self._installed = True
+        self.installed = True
         _LIVE_TRACKERS.add(self)
         _THREAD_HOOK.acquire(self._native)
         if self.track_async:
@@ -115,9 +111,9 @@ class ConcurrencyTracker:
     def uninstall(self) -> None:
         """Remove this tracker from every hook; a hook nobody uses any more is restored to
         what was there before the first tracker installed (idempotent)."""
-        if not self._installed and not self._asyncio:
+        if not self.installed and not self._asyncio:
             return
-        self._installed = False
+        self.installed = False
         _LIVE_TRACKERS.discard(self)
         _THREAD_HOOK.release(self._native)
         if self._asyncio:
