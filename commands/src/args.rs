@@ -22,8 +22,8 @@ use scope_profiler_formats::registry::cli_formats_help;
 /// The formats `export` writes: [`scope_profiler_formats::registry`].
 pub use scope_profiler_formats::Format;
 
-/// `--flush-interval`: a number of seconds, finite and at least
-/// [`MIN_INTERVAL_S`](scope_profiler_finalize::stream::MIN_INTERVAL_S).
+/// `--flush-interval`: a number of seconds
+/// ([`check_interval`](scope_profiler_finalize::stream::check_interval)).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => scope_profiler_finalize::stream::check_interval(v),

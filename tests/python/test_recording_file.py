@@ -311,13 +311,16 @@ def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, fa
         "is_a_directory": (IsADirectoryError, errno.EISDIR),
         "not_a_directory": (NotADirectoryError, errno.ENOTDIR),
     }[failure]
-    if failure == "is_a_directory":
-        target.mkdir(parents=True)  # a directory where the file should go
-    elif failure == "not_a_directory":
-        (tmp_path / "out").write_text("a regular file where the directory should be")
+    target.parent.mkdir()  # setup() refuses a path it cannot write: it breaks after setup()
     manager = ProfileManager()
     try:
         run = manager.setup(file_path=str(target), track_threads=True)
+        if failure == "is_a_directory":
+            target.mkdir()  # a directory where the file should go
+        else:
+            target.parent.rmdir()
+        if failure == "not_a_directory":
+            (tmp_path / "out").write_text("a regular file where the directory should be")
         _record_calls(manager, "work", 5)
         with pytest.raises(expected_error) as info:
             run.finalize(verbose=False)
@@ -359,11 +362,13 @@ def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, fa
 # (the session's root region included).
 def test_a_failed_session_write_keeps_the_results_and_finalize_writes_them(tmp_path):
     target = tmp_path / "missing" / "s.h5"
+    target.parent.mkdir()  # setup() refuses a path it cannot write: it goes after setup()
     manager = ProfileManager()
     try:
         with pytest.raises(FileNotFoundError) as info:
             with manager.session(file_path=str(target), return_results=True, verbose=False) as s:
                 _record_calls(manager, "work", 3)
+                target.parent.rmdir()
         assert info.value.filename == str(target)
         assert s.results is not None
         assert s.results["work"][0].num_calls == 3
@@ -386,13 +391,14 @@ def test_a_read_only_directory_is_a_permission_error_and_the_run_is_kept(tmp_pat
 
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    manager = ProfileManager()
     try:
-        if os.access(ro, os.W_OK):
-            pytest.skip("this process can write read-only directories (root)")
-        manager = ProfileManager()
         try:
+            # setup() refuses a directory it cannot write: it becomes read-only after setup()
             run = manager.setup(file_path=str(ro / "run.h5"))
+            ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+            if os.access(ro, os.W_OK):
+                pytest.skip("this process can write read-only directories (root)")
             _record_calls(manager, "work", 2)
             with pytest.raises(PermissionError) as info:
                 run.finalize(verbose=False)

@@ -25,7 +25,8 @@ import os
 import sys
 from contextvars import ContextVar
 
-from . import _metadata, _tracer
+from . import _manager_api, _metadata, _tracer
+from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     NO_STREAMING_UNDER_MPI,
     SESSION_ROOT_REGION,
@@ -34,8 +35,6 @@ from ._native import (
     ProfileRegion,
     ProfilingResults,
     RegionCache,
-    RegionFactory,
-    RegionHandle,
     call_graph_warning,
     carries_opt_in,
     check_pause,
@@ -661,63 +660,14 @@ class ProfileManager:
                 del cls._regions[name]
         cls._rebind_decorators(new)
 
-    @classmethod
-    def instrument(cls, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
-        """Decorate ``module``'s functions matching ``include`` and not ``exclude`` (globs)
-        with :meth:`profile`, in place, as regions ``<prefix or module name>.<function>``;
-        returns ``{name: wrapper}`` (see ``_manager_api.instrument``)."""
-        from . import _manager_api
-
-        return _manager_api.instrument(cls, module, include, exclude, prefix, tags)
-
-    @classmethod
-    def run(cls, func, *args, output=None, **kwargs):
-        """``func(*args)`` inside a ``session(**kwargs)`` (``verbose=False``,
-        ``return_results=True`` by default); returns its value, the results are in
-        :meth:`last_results`."""
-        from . import _manager_api
-
-        return _manager_api.run(cls, func, args, output, kwargs)
-
-    @classmethod
-    def run_script(cls, script_path, script_args=None, region_name=None, recursive=True) -> None:
-        """Run a script as ``__main__`` in the current run (see ``_manager_api.run_script``)."""
-        from . import _manager_api
-
-        _manager_api.run_script(cls, script_path, script_args, region_name, recursive)
-
-    @classmethod
-    def profile_script(cls, script_path, *, script_args=None, output=None, **kwargs):
-        """``setup(**kwargs)``, run the script, ``finalize``; returns the
-        ``ProfilingResults`` (the script's exception propagates after the finalize)."""
-        from . import _manager_api
-
-        return _manager_api.profile_script(cls, script_path, script_args, output, kwargs)
-
-    @classmethod
-    def profile_command(cls, command, *, output=None, recursive=False, all=False, mpi_calls=False):
-        """Run a script under ``scope-profiler run`` in a child process; returns its
-        ``CompletedProcess`` with ``profile_results`` (see ``_manager_api``)."""
-        from . import _manager_api
-
-        return _manager_api.profile_command(command, output, recursive, all, mpi_calls)
-
-    @classmethod
-    def setup_from_env(cls, **overrides):
-        """``setup()`` from ``SCOPE_PROFILER_CONFIG`` / ``_OUTPUT`` / ``_RECURSIVE`` /
-        ``_AUTO_FINALIZE``; keywords win. Returns the ``ProfilingRun``."""
-        from . import _manager_api
-
-        return _manager_api.setup_from_env(cls, overrides)
-
-    @classmethod
-    def sample_every(cls, every: int, start: int = 0):
-        """Context manager yielding ``profile_step(timestep)``: record timestep ``start``
-        and every ``every``-th after it, pause for the others (see
-        ``_manager_api.SampleEvery``)."""
-        from . import _manager_api
-
-        return _manager_api.SampleEvery(cls, every, start)
+    # the reference's conveniences (``_manager_api``): the manager class comes first
+    instrument = classmethod(_manager_api.instrument)
+    run = classmethod(_manager_api.run)
+    run_script = classmethod(_manager_api.run_script)
+    profile_script = classmethod(_manager_api.profile_script)
+    profile_command = staticmethod(_manager_api.profile_command)
+    setup_from_env = classmethod(_manager_api.setup_from_env)
+    sample_every = classmethod(_manager_api.SampleEvery)
 
     @classmethod
     def read_results(cls):
@@ -825,9 +775,9 @@ class ProfileManager:
             raise RuntimeError(refusal)
         check_setting_names(overrides)  # TypeError naming unknown settings
         requested = None
-        if output is not _UNSET:  # file_path / deactivate_file_output from it
+        if output is not _UNSET:  # file_path / deactivate_file_output from it (checked)
+            overrides.update(output_settings(output, overrides))
             requested = None if output is None else os.fspath(output)
-            overrides.update(output_settings(requested, overrides))
         settings: dict = {}
         if config_path is not None:
             from ._options import load_profiling_config

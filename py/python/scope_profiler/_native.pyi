@@ -41,7 +41,6 @@ __all__ = [
     "Comparison",
     "CorruptProfileError",
     "EventDataUnavailableError",
-    "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
     "JSONProfileError",
@@ -61,8 +60,6 @@ __all__ = [
     "ProfilingResults",
     "Region",
     "RegionCache",
-    "RegionFactory",
-    "RegionHandle",
     "RegionTrace",
     "SummaryDataUnavailable",
     "TaskFactory",
@@ -74,7 +71,6 @@ __all__ = [
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
-    "_FactoryCall",
     "_PickledRun",
     "__version__",
     "_run_from_bytes",
@@ -178,7 +174,6 @@ __all__ = [
     "thread_time_ns",
     "tracking_upgrade",
     "unique_labels",
-    "unknown_setting_error",
     "unsupported_names",
     "untracked_event_loop_note",
     "user_stacklevel",
@@ -1642,69 +1637,6 @@ def package_attribute(name: str) -> Any:
     ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
     of ``unsupported_names()``, ``AttributeError`` for any other."""
 
-@disjoint_base
-class RegionHandle:
-    """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
-
-    ``with handle:`` enters the region of that name in the manager's *current* run (looked
-    up at entry, so a handle made before ``setup()`` records once profiling is set up) and
-    exits the same region object even if a ``setup(replace=True)`` came in between. Usable
-    from any thread or task (the entered regions are kept per context: a ``ContextVar``
-    per handle)."""
-
-    def __new__(
-        cls,
-        manager: Any,
-        name: str,
-        functions: Iterable[Any] | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> RegionHandle: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __enter__(self) -> Any:
-        """Enter ``manager.region(name, functions=..., tags=...)``; its ``__enter__`` value."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region this context entered last; its ``__exit__`` value.
-        ``RuntimeError`` ("region handle 'name' exited without being entered") without one."""
-
-@disjoint_base
-class RegionFactory:
-    """A reusable region definition (``ProfileManager.region_factory``): calling it returns
-    a context manager for one call of the region. ``factory(**metadata)`` runs the call
-    inside ``manager.metadata(**metadata)`` (the block entered first, the region inside
-    it), so the call carries those values."""
-
-    def __new__(
-        cls, manager: Any, name: str, tags: Iterable[str] | None = None
-    ) -> RegionFactory: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __call__(self, *args: Any, **kwargs: Any) -> RegionHandle | _FactoryCall:
-        """``factory(**metadata)``: a new ``RegionHandle``; with ``metadata``, it inside the
-        metadata block. Positional arguments: ``TypeError``."""
-
-@final
-class _FactoryCall:
-    """``factory(**metadata)``: the metadata block, and the region inside it."""
-
-    def __new__(cls, scope: Any, handle: Any) -> _FactoryCall: ...
-    def __enter__(self) -> Any:
-        """Enter the block, then the region (the block exited again when that raises)."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region (its value returned), then the block even when that raised."""
-
 @final
 class MetadataScope:
     """One ``manager.metadata(**values)`` block (``scope_profiler._metadata``): a context
@@ -1850,12 +1782,9 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     or None; the ``recursive_*`` options); new dicts."""
 
 def check_setting_names(names: Iterable[str]) -> None:
-    """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
-    ``names`` is not a setting."""
-
-def unknown_setting_error(names: Iterable[str]) -> str:
-    """The reference's message for unknown setting names (sorted, each with the closest
-    setting name when one is close enough, as ``difflib.get_close_matches`` finds it)."""
+    """``TypeError`` with the reference's message when any of ``names`` is not a setting
+    (sorted, each with the closest setting name when one is close enough, as
+    ``difflib.get_close_matches`` finds it)."""
 
 @disjoint_base
 class ProfilingConfigBase:
@@ -1952,11 +1881,12 @@ class ProfilingConfigBase:
     def memory_profile_path(self) -> None:
         """Always None (memray is not supported)."""
 
-def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def output_settings(output: object, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
     path, ``file_path`` (``output`` itself, or ``<output>.scope-profiler.h5`` for a JSON
-    profile or an HTML report). ``TypeError`` when ``overrides`` also sets ``file_path`` or
-    ``deactivate_file_output``."""
+    profile or an HTML report). ``TypeError`` when ``output`` is not None, a ``str`` or an
+    ``os.PathLike`` path, or when ``overrides`` also sets ``file_path`` or
+    ``deactivate_file_output``; ``ValueError`` when no file can be written at ``output``."""
 
 def setup_from_env_settings() -> list[tuple[str, str | bool]]:
     """``setup_from_env()``'s keywords from ``SCOPE_PROFILER_OUTPUT`` (``output``),
@@ -2325,26 +2255,6 @@ class ThreadExitSentinel:
     @property
     def index(self) -> int:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
-
-@final
-class ForkHooks:
-    """The process's ``os.register_at_fork`` handlers (one, ``_fork._HOOKS``): the
-    configurations whose recorder keeps a thread table or streams (weak), and the hook
-    ``scope-profiler run`` calls last in a forked child."""
-
-    def __new__(cls) -> ForkHooks: ...
-    def track(self, config: Any) -> None:
-        """Set ``config._owner_pid`` (``os.getpid()``); keep ``config`` (weakly) when it
-        has ``track_threads`` or ``flush_interval``."""
-    def inherited(self, config: Any) -> bool:
-        """Whether ``config`` was set up by another process (this one is a forked child)."""
-    def set_follow_hook(self, hook: Callable[[], object] | None) -> None:
-        """Install (None: remove) the hook called last in a forked child."""
-    def before_fork(self) -> None:
-        """Each tracked recorder samples the forking thread's CPU time."""
-    def after_fork_in_child(self) -> None:
-        """Each tracked recorder takes the child's view of its thread table (the forking
-        thread's row goes on with ``threading.get_native_id()``); then the follow hook."""
 
 @final
 class GreenletTrace:
