@@ -295,14 +295,6 @@ def _print_ignored(exc: BaseException, where: object) -> None:
         pass
 
 
-def _profiler_exit_handlers() -> list[Callable[[], object]]:
-    """The profiler's own ``atexit`` handlers, registered at its import (before the script's):
-    they must run after the profile is written, at the interpreter's exit."""
-    from . import _manager, _tracer
-
-    return [_tracer._stop_all, _manager._stop_all_streaming]
-
-
 def _shut_threading_down(signals: _RunSignals) -> int | None:
     """``threading._shutdown()``, as the interpreter calls it first at its exit: the callbacks
     registered with ``threading._register_atexit`` (they stop ``concurrent.futures``
@@ -360,7 +352,9 @@ def _run_exit_handlers(signals: _RunSignals) -> int | None:
     process there; returns SIGTERM then."""
     import atexit
 
-    own = _profiler_exit_handlers()
+    from . import _exit
+
+    own = _exit.profiler_handlers()  # they run after the profile is written
     for handler in own:
         atexit.unregister(handler)
     failures = _AtexitFailures(signals, sys.unraisablehook)
@@ -540,6 +534,7 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
     the exit code, the signal that ended the script or its end (None), the directory of the
     followed processes (None: none) and whether the profile was written (False: the code is
     final, the error printed)."""
+    from . import _exit
     from ._manager import ProfileManager
 
     # the session's keywords (Rust: session::run_command::session_settings)
@@ -582,7 +577,8 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
             finally:
                 died_by = _after_script(plan, signals, died_by, processes)
         if os.getpid() == plan.pid and not plan.req.get("no_output"):
-            _watch_calls_after_the_profile()
+            # the written calls left the buffers; those made since the end are counted
+            _exit.report_calls_after(ProfileManager._config, _native.calls_after_the_profile)
     except (ValueError, TypeError, NotImplementedError) as exc:
         if started or os.getpid() != plan.pid:
             raise
@@ -623,31 +619,13 @@ def _after_script(
         if died_by is not None:
             signals.pending = None  # the run ends by died_by: one noted meanwhile adds nothing
         signals.hold()
+        if not plan.req.get("no_output"):
+            # the program has ended: daemon threads still running record nothing more
+            # (the session's root closes all the same) while the profile is written
+            from . import _exit
+
+            _exit.stop_recording(ProfileManager._config)
     return died_by
-
-
-def _watch_calls_after_the_profile() -> None:
-    """Once the profile is written: at the interpreter's exit, say (once) how many calls were
-    still recorded after it (daemon threads, code run at the exit), which it does not hold.
-    The written calls left the buffers; what is there at the exit came after."""
-    import atexit
-
-    from ._manager import ProfileManager
-
-    native = getattr(ProfileManager._config, "_native", None)
-    if native is None:
-        return
-
-    def report() -> None:
-        try:
-            calls = sum(len(starts) for _name, starts, _ends, _threads in native.snapshot())
-        except Exception:  # the recording is gone: nothing to count
-            return
-        line = _native.calls_after_the_profile(calls)
-        if line is not None:
-            _say(line)
-
-    atexit.register(report)
 
 
 def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = False) -> int:
