@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
-from . import _follow, _native
+from . import _exit, _follow, _native
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -116,13 +116,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_default_signals_in_child)
 
 
-def _say(line: str) -> None:
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # stderr closed: nothing to say it on
-        pass
-
-
 class _RunSignals:
     """SIGTERM and SIGINT through the phases of a run (docs/cli.md, "How a run ends"):
 
@@ -194,7 +187,7 @@ class _RunSignals:
         if self.pending is None:
             self.pending = signum
             if self._holding:
-                _say(_native.signal_while_writing(signum, signal.Signals(signum).name))
+                _exit.say(_native.signal_while_writing(signum, signal.Signals(signum).name))
 
     def program_ends(self) -> None:
         """The script is over; its program ends: Python's SIGINT handler (not one the script
@@ -235,7 +228,7 @@ class _RunSignals:
             if signal.getsignal(signum) is not signal.SIG_IGN:
                 self._take(signum)
         if self.pending is not None:  # noted while the program ended
-            _say(_native.signal_while_writing(self.pending, signal.Signals(self.pending).name))
+            _exit.say(_native.signal_while_writing(self.pending, signal.Signals(self.pending).name))
 
     def let_go(self) -> None:
         """The run is over and its process exits: a signal from now on has its default
@@ -261,7 +254,7 @@ def _around_the_program(frame: FrameType | None) -> bool:
 def _terminated_now(signum: int) -> int:
     """SIGTERM ended the script or its end: say so. Returns the signal, to die by once the
     profile is written."""
-    _say(_native.terminated_line(signum))
+    _exit.say(_native.terminated_line(signum))
     return signum
 
 
@@ -351,8 +344,6 @@ def _run_exit_handlers(signals: _RunSignals) -> int | None:
     SIGTERM in a handler ends it and skips the others, as the signal would have ended the
     process there; returns SIGTERM then."""
     import atexit
-
-    from . import _exit
 
     own = _exit.profiler_handlers()  # they run after the profile is written
     for handler in own:
@@ -534,7 +525,6 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
     the exit code, the signal that ended the script or its end (None), the directory of the
     followed processes (None: none) and whether the profile was written (False: the code is
     final, the error printed)."""
-    from . import _exit
     from ._manager import ProfileManager
 
     # the session's keywords (Rust: session::run_command::session_settings)
@@ -622,8 +612,6 @@ def _after_script(
         if not plan.req.get("no_output"):
             # the program has ended: daemon threads still running record nothing more
             # (the session's root closes all the same) while the profile is written
-            from . import _exit
-
             _exit.stop_recording(ProfileManager._config)
     return died_by
 

@@ -99,7 +99,8 @@ def profiler_handlers() -> list[Callable[[], object]]:
     return [_at_interpreter_exit]
 
 
-def _say(line: str) -> None:
+def say(line: str) -> None:
+    """One line on stderr as the process ends (nothing when stderr is closed)."""
     try:
         print(line, file=sys.stderr, flush=True)
     except (OSError, ValueError):  # stderr closed: nothing to say it on
@@ -117,5 +118,5 @@ def _at_interpreter_exit() -> None:
         calls = native.calls_after_stop
         line = None if calls is None else line_of(calls)
         if line is not None:
-            _say(line)
+            say(line)
     _ended.clear()
