@@ -7,7 +7,8 @@
   after its end (:func:`report_calls_after`).
 * ``setup(auto_finalize=True)``: the exit-time finalize (:func:`register_auto_finalize`),
   the recording's last. It stops recording before it does its work (:func:`stop_recording`:
-  daemon threads go on without adding calls or memory), ends the stream, and writes the
+  daemon threads go on without adding calls or memory, giving the GIL way at each region
+  they enter, so they do not starve it), ends the stream, and writes the
   file, which then holds everything the sidecar held: no sidecar outlives it. ``atexit``
   handlers registered before ``setup()`` run after it; the calls they make are not recorded
   (docs/recovery.md).
@@ -30,7 +31,7 @@ if TYPE_CHECKING:
 
     from ._settings import ProfilingConfig
 
-#: Recordings whose end was reported on: ``(recorder, line of the calls made after it)``.
+#: Recordings ended, reported on at the exit: ``(recorder, line of the calls made after it)``.
 _ended: list[tuple[Any, Callable[[int], str | None]]] = []
 
 
