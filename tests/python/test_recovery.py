@@ -264,24 +264,25 @@ def test_recover_of_a_json_output_renders_it(tmp_path):
     assert again.returncode == 1 and "error:" in again.stderr, again.stderr
 
 
-#: A program recording with flush_interval whose atexit handler, registered before its
-#: setup(), runs after the exit-time finalize wrote the file: its calls are streamed into a
-#: sidecar newer than the file, which stays (no finalize comes after it).
-_RECORDS_AFTER_ITS_FILE = """
+#: A program recording with flush_interval and auto_finalize whose atexit handler, registered
+#: before its setup(), runs after the exit-time finalize and makes more calls while the flush
+#: thread would have streamed them.
+_CALLS_AFTER_THE_EXIT_FINALIZE = """
 import atexit, time
 import scope_profiler as sp
 
 @atexit.register
 def late():
-    for _ in range(5):
+    for _ in range(470):
         with sp.profile_region("late"):
             pass
-    time.sleep(0.5)  # the flush thread streams them meanwhile
+    time.sleep(0.3)  # several flush intervals
 
-sp.ProfileManager.setup(output="x.h5", flush_interval=0.1, auto_finalize=True)
+sp.ProfileManager.setup(output="x.h5", flush_interval=0.05, auto_finalize=True)
 for _ in range(1000):
     with sp.profile_region("work"):
         pass
+time.sleep(0.2)  # streamed before the end
 """
 
 
@@ -289,10 +290,55 @@ def _region_calls(path) -> dict[str, int]:
     return {g.name: g.num_calls for g in sp.read_h5(str(path)).get_regions()}
 
 
+# The exit-time finalize is the recording's last: streaming ends with it and no sidecar
+# outlives it (one left behind would make read_h5 suggest `recover`, which would add calls the
+# file was never meant to hold). The calls made after it are not recorded; one line on stderr
+# says how many and why.
+def test_the_exit_time_finalize_ends_streaming_and_leaves_no_sidecar(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(_CALLS_AFTER_THE_EXIT_FINALIZE)
+    proc = subprocess.run(
+        [sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.glob(".x.h5.*")), os.listdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "older than its sidecar", no recover advice
+        assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
+    lines = [line for line in proc.stderr.splitlines() if "exit-time finalize" in line]
+    assert lines == [
+        "scope-profiler: 470 call(s) made after the exit-time finalize are not in x.h5, which it "
+        "wrote (atexit handlers registered before setup() run after it; daemon threads may "
+        "still run): that finalize ends the recording"
+    ], proc.stderr
+    again = run_cli("recover", "x.h5", cwd=tmp_path)
+    assert again.returncode == 1 and "error:" in again.stderr, again.stderr
+    assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
+
+
+#: A program that finalizes (a checkpoint, not the recording's end), records more with
+#: flush_interval, and is killed: its sidecar, newer than the file, is of the same recording.
+_KILLED_AFTER_A_CHECKPOINT = """
+import os, signal, time
+import scope_profiler as sp
+
+sp.ProfileManager.setup(output="x.h5", flush_interval=0.05)
+for _ in range(1000):
+    with sp.profile_region("work"):
+        pass
+sp.ProfileManager.finalize(verbose=False)
+for _ in range(5):
+    with sp.profile_region("late"):
+        pass
+time.sleep(0.5)  # the flush thread streams them meanwhile
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
 def test_recover_adds_the_calls_a_process_streamed_after_writing_its_file(tmp_path):
     script = tmp_path / "late.py"
-    script.write_text(_RECORDS_AFTER_ITS_FILE)
-    subprocess.run([sys.executable, script], cwd=tmp_path, capture_output=True, check=True)
+    script.write_text(_KILLED_AFTER_A_CHECKPOINT)
+    assert subprocess.run([sys.executable, script], cwd=tmp_path).returncode == -signal.SIGKILL
     assert len(list(tmp_path.glob(".x.h5.*.partial"))) == 1
     with pytest.warns(RuntimeWarning, match="adds them to it when its process wrote both"):
         assert _region_calls(tmp_path / "x.h5") == {"work": 1000}

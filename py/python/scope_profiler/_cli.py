@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
-from . import _follow, _native
+from . import _exit, _follow, _native
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -116,13 +116,6 @@ if hasattr(os, "register_at_fork"):
     os.register_at_fork(after_in_child=_default_signals_in_child)
 
 
-def _say(line: str) -> None:
-    try:
-        print(line, file=sys.stderr, flush=True)
-    except (OSError, ValueError):  # stderr closed: nothing to say it on
-        pass
-
-
 class _RunSignals:
     """SIGTERM and SIGINT through the phases of a run (docs/cli.md, "How a run ends"):
 
@@ -194,7 +187,7 @@ class _RunSignals:
         if self.pending is None:
             self.pending = signum
             if self._holding:
-                _say(_native.signal_while_writing(signum, signal.Signals(signum).name))
+                _exit.say(_native.signal_while_writing(signum, signal.Signals(signum).name))
 
     def program_ends(self) -> None:
         """The script is over; its program ends: Python's SIGINT handler (not one the script
@@ -235,7 +228,7 @@ class _RunSignals:
             if signal.getsignal(signum) is not signal.SIG_IGN:
                 self._take(signum)
         if self.pending is not None:  # noted while the program ended
-            _say(_native.signal_while_writing(self.pending, signal.Signals(self.pending).name))
+            _exit.say(_native.signal_while_writing(self.pending, signal.Signals(self.pending).name))
 
     def let_go(self) -> None:
         """The run is over and its process exits: a signal from now on has its default
@@ -261,7 +254,7 @@ def _around_the_program(frame: FrameType | None) -> bool:
 def _terminated_now(signum: int) -> int:
     """SIGTERM ended the script or its end: say so. Returns the signal, to die by once the
     profile is written."""
-    _say(_native.terminated_line(signum))
+    _exit.say(_native.terminated_line(signum))
     return signum
 
 
@@ -293,14 +286,6 @@ def _print_ignored(exc: BaseException, where: object) -> None:
         traceback.print_exception(type(exc), exc, exc.__traceback__, file=sys.stderr)
     except (OSError, ValueError):  # stderr closed: nothing to print it on
         pass
-
-
-def _profiler_exit_handlers() -> list[Callable[[], object]]:
-    """The profiler's own ``atexit`` handlers, registered at its import (before the script's):
-    they must run after the profile is written, at the interpreter's exit."""
-    from . import _manager, _tracer
-
-    return [_tracer._stop_all, _manager._stop_all_streaming]
 
 
 def _shut_threading_down(signals: _RunSignals) -> int | None:
@@ -360,7 +345,7 @@ def _run_exit_handlers(signals: _RunSignals) -> int | None:
     process there; returns SIGTERM then."""
     import atexit
 
-    own = _profiler_exit_handlers()
+    own = _exit.profiler_handlers()  # they run after the profile is written
     for handler in own:
         atexit.unregister(handler)
     failures = _AtexitFailures(signals, sys.unraisablehook)
@@ -582,7 +567,8 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
             finally:
                 died_by = _after_script(plan, signals, died_by, processes)
         if os.getpid() == plan.pid and not plan.req.get("no_output"):
-            _watch_calls_after_the_profile()
+            # the written calls left the buffers; those made since the end are counted
+            _exit.report_calls_after(ProfileManager._config, _native.calls_after_the_profile)
     except (ValueError, TypeError, NotImplementedError) as exc:
         if started or os.getpid() != plan.pid:
             raise
@@ -623,31 +609,11 @@ def _after_script(
         if died_by is not None:
             signals.pending = None  # the run ends by died_by: one noted meanwhile adds nothing
         signals.hold()
+        if not plan.req.get("no_output"):
+            # the program has ended: daemon threads still running record nothing more
+            # (the session's root closes all the same) while the profile is written
+            _exit.stop_recording(ProfileManager._config)
     return died_by
-
-
-def _watch_calls_after_the_profile() -> None:
-    """Once the profile is written: at the interpreter's exit, say (once) how many calls were
-    still recorded after it (daemon threads, code run at the exit), which it does not hold.
-    The written calls left the buffers; what is there at the exit came after."""
-    import atexit
-
-    from ._manager import ProfileManager
-
-    native = getattr(ProfileManager._config, "_native", None)
-    if native is None:
-        return
-
-    def report() -> None:
-        try:
-            calls = sum(len(starts) for _name, starts, _ends, _threads in native.snapshot())
-        except Exception:  # the recording is gone: nothing to count
-            return
-        line = _native.calls_after_the_profile(calls)
-        if line is not None:
-            _say(line)
-
-    atexit.register(report)
 
 
 def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = False) -> int:

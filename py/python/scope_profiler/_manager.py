@@ -19,13 +19,12 @@ Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> 
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import sys
 from contextvars import ContextVar
 
-from . import _manager_api, _metadata, _tracer
+from . import _exit, _manager_api, _metadata, _tracer
 from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     NO_STREAMING_UNDER_MPI,
@@ -123,10 +122,9 @@ def _stop_streaming(config: ProfilingConfig | None, discard: bool = False) -> No
         config._native.stop_flush()
 
 
-@atexit.register
 def _stop_all_streaming() -> None:
-    # registered at import, so it runs after every auto-finalize (atexit is LIFO): those read
-    # the sidecars back first
+    """Every flush thread ends (at the interpreter's exit, ``_exit``: after every exit-time
+    finalize, which read their sidecars back; a run never finalized keeps its sidecar)."""
     for config in list(_streaming or ()):
         _stop_streaming(config)
 
@@ -422,7 +420,7 @@ class ProfileManager:
     #: Runs the hosted script set up, innermost last: ``(file_path, requested_output,
     #: deactivate_file_output, names of the calls open at the join)``.
     _joined: ClassVar[list]
-    _auto_finalize: ClassVar[Any]  # the atexit callback of setup(auto_finalize=True)
+    _auto_finalize: ClassVar[Any]  # the exit-time finalize of setup(auto_finalize=True) (_exit)
     _regions: ClassVar[dict]  # name -> ProfileRegion, the dict the native lookup probes
     _decorators: ClassVar[dict]  # name -> [(func, wrapper, tags), ...]
     _region_definitions: ClassVar[dict]  # name -> (functions, tags) of define_region()
@@ -724,21 +722,7 @@ class ProfileManager:
 
     @classmethod
     def _cancel_auto_finalize(cls) -> None:
-        callback, cls._auto_finalize = cls._auto_finalize, None
-        if callback is not None:
-            atexit.unregister(callback)
-
-    @classmethod
-    def _register_auto_finalize(cls) -> None:
-        cls._cancel_auto_finalize()
-
-        def finalize_at_exit():
-            cls._auto_finalize = None
-            if cls._configured:
-                cls._finalize(close_open=True)  # the end of the recording
-
-        cls._auto_finalize = finalize_at_exit
-        atexit.register(finalize_at_exit)
+        _exit.cancel_auto_finalize(cls)
 
     @classmethod
     def setup(
@@ -794,7 +778,7 @@ class ProfileManager:
         cls._set_config(config)
         cls._requested_output = requested
         if auto_finalize:
-            cls._register_auto_finalize()
+            _exit.register_auto_finalize(cls)
         return ProfilingRun(cls, config, requested)
 
     @classmethod

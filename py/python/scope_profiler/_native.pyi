@@ -81,6 +81,7 @@ __all__ = [
     "call_graph_warning",
     "call_stack_children",
     "call_stack_roots",
+    "calls_after_the_exit_finalize",
     "calls_after_the_profile",
     "carries_opt_in",
     "check_pause",
@@ -1769,6 +1770,10 @@ def check_script(path: str) -> None:
 def call_graph_warning(error: str) -> str:
     """The ``RuntimeWarning`` of a checkpoint whose calls do not nest."""
 
+def calls_after_the_exit_finalize(calls: int, written: str | None = None) -> str | None:
+    """The line at the interpreter's exit when ``calls`` calls were made after the exit-time
+    finalize (which wrote ``written``, or no file); None for none."""
+
 def user_stacklevel(*modules: str) -> int:
     """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``,
     ``_manager_api`` or ``modules``) naming the first frame outside them (the user's
@@ -2043,6 +2048,13 @@ class NativeRecorder:
         """Whether the calling thread has registered with this recorder."""
     def set_paused(self, paused: bool) -> None:
         """Pause/resume: while paused, entries push a placeholder and record nothing."""
+    def stop_recording(self) -> None:
+        """The end of the recording (the exit-time finalize, the end of ``run``), before its
+        checkpoint: no call is recorded from now on, on any thread; ``calls_after_stop``
+        counts them; calls open now still close. ``set_paused(False)`` does not undo it."""
+    @property
+    def calls_after_stop(self) -> int | None:
+        """Calls made since ``stop_recording()`` (none recorded); None before it."""
     def open_region_names(self) -> list[str]:
         """Names of regions with an open (non-paused) call on any thread, registration order."""
     def thread_table(self, origin_ns: int = 0) -> list[ThreadInfo]:

@@ -135,6 +135,15 @@ fn call_graph_warning(error: &str) -> String {
     lifecycle::call_graph_not_recorded(error)
 }
 
+/// `calls_after_the_exit_finalize(calls, written) -> str | None`: the line at the
+/// interpreter's exit when `calls` calls were made after the exit-time finalize (which wrote
+/// `written`, or no file: None); None for none.
+#[pyfunction]
+#[pyo3(signature = (calls, written=None))]
+fn calls_after_the_exit_finalize(calls: u64, written: Option<&str>) -> Option<String> {
+    lifecycle::calls_after_the_exit_finalize(calls, written)
+}
+
 /// Where one manager class's run is (INACTIVE, ACTIVE, FINALIZED) and which of its regions
 /// record: the run's enabled opt-in tags and its `setup(region_tags=...)` filter.
 #[pyclass(module = "scope_profiler._native")]
@@ -226,6 +235,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(check_region_definition, m)?,
         wrap_pyfunction!(check_script, m)?,
         wrap_pyfunction!(call_graph_warning, m)?,
+        wrap_pyfunction!(calls_after_the_exit_finalize, m)?,
     ] {
         m.add_function(check)?;
     }
