@@ -47,7 +47,7 @@ fn check(py: Python<'_>) -> PyResult<()> {
         return Ok(());
     }
     let modules = cached(py, &MODULES, "sys", "modules")?;
-    if modules.cast::<PyDict>().map_or(Ok(false), |m| m.contains("trio"))? {
+    if modules.cast::<PyDict>().map_or(Ok(false), |m| m.contains(pyo3::intern!(py, "trio")))? {
         let settled = cached(py, &CHECK_TRIO, "scope_profiler._untracked_loops", "check_trio")?.call0()?;
         TRIO_SETTLED.store(settled.is_truthy()?, Ordering::Relaxed);
     }
