@@ -2287,7 +2287,9 @@ class GreenletTrace:
 
 @final
 class LoopState:
-    """One instrumented event loop: its previous task factory and the recorders timing it."""
+    """One instrumented event loop: the chain of task factories that make its tasks (those set
+    over ours, then the one it had before), the chain calls in progress, and the recorders
+    timing it."""
 
 @final
 class TaskFactory:
@@ -2298,13 +2300,16 @@ class TaskFactory:
     def __new__(cls) -> TaskFactory: ...
     def __call__(self, event_loop: Any, coro: Any, **kwargs: Any) -> Any:
         """The task for ``coro``: wrapped once per recorder timing ``event_loop`` (a lane of
-        each, await time measured on the recording clock), made by the loop's previous
-        factory or ``asyncio.Task``, its name followed by each recorder."""
+        each, await time measured on the recording clock), made by the loop's factory chain
+        or ``asyncio.Task``, its name followed by each recorder. A call back from a factory
+        of the chain (one that chains to ours) only continues down the chain."""
     def instrument(self, event_loop: Any, recorder: NativeRecorder) -> None:
         """Time ``event_loop``'s new tasks with ``recorder`` (idempotent); the loop's current
-        factory is chained."""
+        factory, when not ours, goes on top of the chain and ours is set again."""
+    def instruments(self, event_loop: Any) -> bool:
+        """Whether some recorder times ``event_loop``'s new tasks."""
     def release(self, recorder: NativeRecorder) -> None:
-        """Take ``recorder`` out of every loop; a loop left untimed gets its previous factory
+        """Take ``recorder`` out of every loop; a loop left untimed gets the top of its chain
         back."""
 
 @final

@@ -2,12 +2,15 @@
 //!
 //! * [`asyncio_hooks`]: the task factory of every instrumented event loop (`_asyncio_hooks.py`);
 //! * [`greenlet_hooks`]: the greenlet trace function (`_greenlet_hooks.py`);
-//! * [`tracking`]: the thread-start hook (`_tracking.py`).
+//! * [`tracking`]: the thread-start hook (`_tracking.py`);
+//! * [`untracked_loops`]: the check for tasks of event loops we do not instrument
+//!   (`_untracked_loops.py`).
 use pyo3::prelude::*;
 
 pub mod asyncio_hooks;
 pub mod greenlet_hooks;
 pub mod tracking;
+pub mod untracked_loops;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     asyncio_hooks::register(m)?;

@@ -137,10 +137,13 @@ impl ProfileRegion {
         self.fresh(py)?;
         let mut give_way = false;
         if let Some(sh) = self.active() {
-            let st = sh.state(py)?;
-            let paused = sh.rec.paused();
             // SAFETY: the calling thread's own state.
-            unsafe { &*st }.enter(self.b().id, paused);
+            let st = unsafe { &*sh.state(py)? };
+            if sh.rec.async_columns() && st.current().is_null() {
+                crate::hooks::untracked_loops::region_outside_task(py);
+            }
+            let paused = sh.rec.paused();
+            st.enter(self.b().id, paused);
             give_way = paused && sh.rec.stopped();
         }
         if give_way {
