@@ -260,10 +260,11 @@ pub fn concat_runs(parts: Vec<Run>, region_order: Option<&[String]>) -> Run {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
-    fn run_of(name: &str, starts: &[i64], threads: &[i64]) -> Run {
+    /// A one-region run whose calls start at `starts` (5 ns each) on `threads`.
+    pub(crate) fn run_of(name: &str, starts: &[i64], threads: &[i64]) -> Run {
         let mut row = RegionCalls::new(
             0,
             0,

@@ -878,16 +878,7 @@ mod tests {
 
     use arrow_array::Int64Array;
 
-    fn run_of(name: &str, starts: &[i64], threads: &[i64]) -> Run {
-        let mut row = RegionCalls::new(
-            0,
-            0,
-            Int64Array::from(starts.to_vec()),
-            Int64Array::from(starts.iter().map(|s| s + 5).collect::<Vec<_>>()),
-        );
-        row.thread_ids = Some(Int64Array::from(threads.to_vec()));
-        Run { region_names: vec![name.into()], regions: vec![row], num_ranks: 1, ..Run::default() }
-    }
+    use crate::concat::tests::run_of;
 
     #[test]
     fn a_flush_interval_is_one_a_timer_can_take() {
