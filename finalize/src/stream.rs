@@ -70,8 +70,6 @@ pub fn check_interval(seconds: f64) -> Result<f64, String> {
         Err(format!(
             "flush_interval must be at least {MIN_INTERVAL_S} s (each flush writes to the sidecar), got {shown}"
         ))
-    } else if seconds > MAX_INTERVAL_S {
-        Err(format!("flush_interval must be at most {MAX_INTERVAL_S} s (one day), got {seconds}"))
     } else {
         Err(format!("flush_interval must be a positive number of seconds, got {shown}"))
     }
