@@ -4,6 +4,7 @@
 //! does not implement are refused by name.
 use std::path::PathBuf;
 
+use scope_profiler_analysis::summary_order::RUN_PRINTOUT_TOP;
 use scope_profiler_session::run_command::{RunRequest, RunSettings, TracingRequest};
 use scope_profiler_session::settings::recording_path;
 
@@ -115,6 +116,7 @@ pub fn request(args: RunArgs) -> Outcome {
         mpi_calls,
         module,
         script,
+        summary,
         args,
     } = args;
     if let Some(flag) = unsupported_run_option(line_profile, memory_profile, aggregation_mode, mpi_calls) {
@@ -150,6 +152,7 @@ pub fn request(args: RunArgs) -> Outcome {
         tracing,
         follow: !no_follow && !no_output,
         settings: RunSettings { no_output, config, no_recursive, label, region_tags: tags, enable_tags, buffer_limit },
+        summary: summary.options(Some(RUN_PRINTOUT_TOP)),
     }))
 }
 

@@ -12,7 +12,7 @@ use scope_profiler_formats::export_plan::{default_file, display_label, path_stem
 use scope_profiler_formats::html_report::HtmlReport;
 use scope_profiler_formats::json_profile::write_json;
 use scope_profiler_formats::speedscope::write_speedscope;
-use scope_profiler_formats::text_summary::summary_text;
+use scope_profiler_formats::text_summary::{summary_text_with, SummaryOptions};
 use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
@@ -32,6 +32,8 @@ pub struct RunOutputs {
     /// The run tracked threads (else a speedscope file that cannot be drawn says how to
     /// record the program).
     pub track_threads: bool,
+    /// What the printed summary shows.
+    pub summary: SummaryOptions,
 }
 
 /// Standard output, what cannot be written dropped (a reader that closed the pipe ends the
@@ -98,7 +100,7 @@ fn finish_run(
         render_output(run, h5, written)?;
     }
     if !outputs.quiet {
-        print_out(&summary_text(run, &written.display().to_string()));
+        print_out(&summary_text_with(run, &written.display().to_string(), &outputs.summary));
     }
     let drawn = if outputs.speedscope {
         match write_speedscope_beside(run, outputs) {
@@ -158,7 +160,13 @@ mod tests {
     use super::*;
 
     fn outputs(output: &Path, quiet: bool, speedscope: bool) -> RunOutputs {
-        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false }
+        RunOutputs {
+            output: output.to_path_buf(),
+            quiet,
+            speedscope,
+            track_threads: false,
+            summary: SummaryOptions::run_printout(),
+        }
     }
 
     /// `run -q --no-speedscope` does not read the whole `.h5` back after the script

@@ -333,6 +333,9 @@ def _after_run(
         module=req.get("module") is not None,
         # the run the session just wrote (not read back when it is the file's)
         recorded=ProfileManager._last_written_run,
+        sort=req["sort"],
+        top=req["top"],
+        all_tasks=req["all_tasks"],
     )
     if failure is not None:
         print(failure, file=sys.stderr)

@@ -792,12 +792,15 @@ class ProfilingResults:
         include: _Patterns = None,
         exclude: _Patterns = None,
         ranks: _Ranks = None,
-        sort: str = "start",
+        sort: str = "total",
         title: str | None = None,
         stream: TextIO | None = None,
         suppress_notes: bool = False,
         columns: Sequence[str] | None = None,
         percentage_mode: str = "coverage",
+        *,
+        top: int | None = None,
+        all_tasks: bool = False,
     ) -> None:
         """Print the summary report to ``stream`` (default stdout)."""
     def _repr_html_(self) -> str:
@@ -1123,6 +1126,9 @@ def cli_after_run(
     argv: list[str],
     module: bool,
     recorded: NativeRun | None,
+    sort: str = "total",
+    top: int | None = None,
+    all_tasks: bool = False,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
     profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope

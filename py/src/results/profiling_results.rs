@@ -853,11 +853,14 @@ impl ProfilingResults {
 
     /// Print the region table and, when threads were tracked, the thread and task tables of
     /// each rank (the `scope-profiler summary` report) to `stream` (default stdout).
-    /// `include`/`exclude`/`ranks` restrict it; `sort`, `columns`, `percentage_mode` are
-    /// accepted for compatibility. Never raises on a nesting failure (prints why). Does nothing
-    /// on a non-root result set.
-    #[pyo3(signature = (include=None, exclude=None, ranks=None, sort="start", title=None, stream=None,
-        suppress_notes=false, columns=None, percentage_mode="coverage"))]
+    /// `include`/`exclude`/`ranks` restrict it; `sort` orders the regions (`total`, the
+    /// default: inclusive time; `exclusive`, `calls`, `mean` or `avg`, `name`, `start`:
+    /// definition order; ValueError for another), `top` shows only the first N of each rank
+    /// and counts the rest, `all_tasks` lists every task (else the 20 busiest); `columns`,
+    /// `percentage_mode` are accepted for compatibility. Never raises on a nesting failure
+    /// (prints why). Does nothing on a non-root result set.
+    #[pyo3(signature = (include=None, exclude=None, ranks=None, sort="total", title=None, stream=None,
+        suppress_notes=false, columns=None, percentage_mode="coverage", *, top=None, all_tasks=false))]
     #[allow(clippy::too_many_arguments)]
     fn print_summary(
         &self,
@@ -871,8 +874,11 @@ impl ProfilingResults {
         suppress_notes: bool,
         columns: Option<Bound<'_, PyAny>>,
         percentage_mode: &str,
+        top: Option<usize>,
+        all_tasks: bool,
     ) -> PyResult<()> {
-        let _ = (sort, columns, percentage_mode);
+        let _ = (columns, percentage_mode);
+        let sort = scope_profiler_analysis::SortKey::parse(sort).map_err(PyValueError::new_err)?;
         if !self.is_root {
             return Ok(());
         }
@@ -907,12 +913,17 @@ impl ProfilingResults {
             if !sel.ranks.is_empty() {
                 run.regions.retain(|r| sel.ranks.contains(&r.rank));
             }
-            scope_profiler_formats::text_summary::summary_text_filtered(&run, &title, filter.as_deref())
+            let opts = scope_profiler_formats::text_summary::SummaryOptions {
+                sort,
+                top: top.filter(|&n| n > 0),
+                all_tasks,
+                filter,
+                hints: Some(("top=None lists every one".into(), "all_tasks=True lists every one".into())),
+            };
+            scope_profiler_formats::text_summary::summary_text_with(&run, &title, &opts)
         });
         if !suppress_notes {
-            text.push_str(
-                "\n  Durations are in seconds. Regions may nest, so the summed total can exceed the wall-clock time.\n",
-            );
+            text.push_str("\n  Regions may nest, so the summed total can exceed the wall-clock time.\n");
         }
         let print = py.import("builtins")?.getattr("print")?;
         let kwargs = PyDict::new(py);
