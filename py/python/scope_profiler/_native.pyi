@@ -65,6 +65,7 @@ __all__ = [
     "RegionHandle",
     "RegionTrace",
     "SummaryDataUnavailable",
+    "SummaryRow",
     "TaskFactory",
     "TaskHandle",
     "TaskInfo",
@@ -571,6 +572,13 @@ class MPIRegion:
         """``(rank_imbalance - 1) * 100``, percent (0.0 when ``rank_imbalance`` is 0.0)."""
 
 @final
+class SummaryRow(dict[str, Any]):
+    """A row of ``thread_summary()`` / ``task_summary()``: a dict whose values are exact and
+    whose repr rounds its floats to three significant digits."""
+
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> Self: ...
+
+@final
 class ThreadInfo:
     """One row of a run's thread table. ``index`` is the value ``Region.thread_ids`` holds;
     times are s since the run start; ``cpu_time`` is ``CLOCK_THREAD_CPUTIME_ID`` of the thread, s."""
@@ -769,14 +777,14 @@ class ProfilingResults:
         """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ...; a
         lane ``rank`` does not have gets a label made from its id (``"thread 7"``,
         ``"task 50"``), as 0.7.5 gives it."""
-    def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+    def thread_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per thread of ``rank``, s: ``index, name, alive, wall_time`` (start to end,
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
         ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
         ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
         its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
         without ``track_async``). Raises NestingError."""
-    def task_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+    def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,
         await_time`` (held + await = region_time; None without an await column).

@@ -186,7 +186,7 @@ pub fn thread_summary_dicts<'py>(
 ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
     let out = pyo3::types::PyList::empty(py);
     for r in rows {
-        let d = PyDict::new(py);
+        let d = crate::results::summary_rows::row_dict(py)?;
         d.set_item("index", r.index)?;
         d.set_item("name", &r.name)?;
         d.set_item("alive", r.alive)?;
@@ -206,7 +206,7 @@ pub fn thread_summary_dicts<'py>(
 pub fn task_summary_dicts<'py>(py: Python<'py>, rows: &[TaskSummaryRow]) -> PyResult<Bound<'py, pyo3::types::PyList>> {
     let out = pyo3::types::PyList::empty(py);
     for r in rows {
-        let d = PyDict::new(py);
+        let d = crate::results::summary_rows::row_dict(py)?;
         d.set_item("index", r.index)?;
         d.set_item("kind", &r.kind)?;
         d.set_item("name", &r.name)?;

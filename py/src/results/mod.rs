@@ -10,6 +10,7 @@
 //! * [`frames`]: a run's Arrow tables for data-frame libraries (`*_frame()`);
 //! * [`events`]: a run's calls as Python dicts (`events()`);
 //! * [`html_tables`]: the notebook display (`_repr_html_`);
+//! * [`summary_rows`]: the rows of `thread_summary()` / `task_summary()`, whose repr rounds;
 //! * [`compare`]: `Comparison` and `compare_runs` (`comparison.py`).
 use pyo3::prelude::*;
 
@@ -23,6 +24,7 @@ pub mod merge;
 pub mod mpi_region;
 pub mod profiling_results;
 pub mod region;
+pub mod summary_rows;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<region::Region>()?;
@@ -33,5 +35,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge::merge_results, m)?)?;
     call_stack::register(m)?;
     compare::register(m)?;
+    summary_rows::register(m)?;
     Ok(())
 }

@@ -237,6 +237,36 @@ impl ProfilingResults {
         }
         Ok(rows)
     }
+    /// The notebook's thread and task tables of rank 0: the [`NOTEBOOK_ROWS`] busiest of
+    /// each (threads in table order), and how many more.
+    fn lane_tables_html(
+        &self,
+        py: Python<'_>,
+        threads: Vec<scope_profiler_analysis::ThreadSummaryRow>,
+        tasks: Vec<scope_profiler_analysis::TaskSummaryRow>,
+    ) -> PyResult<String> {
+        use scope_profiler_analysis::summary_order::{busiest, task_busy_time, thread_busy_time, NOTEBOOK_ROWS};
+        let (mut shown, rest) = busiest(&threads.iter().map(thread_busy_time).collect::<Vec<_>>(), Some(NOTEBOOK_ROWS));
+        shown.sort_unstable();
+        let threads: Vec<_> = shown.iter().map(|&k| threads[k].clone()).collect();
+        let threads_more = (!rest.is_empty()).then(|| format!("... and {} more threads", rest.len()));
+        let (shown, rest) = busiest(&tasks.iter().map(task_busy_time).collect::<Vec<_>>(), Some(NOTEBOOK_ROWS));
+        let tasks: Vec<_> = shown.iter().map(|&k| tasks[k].clone()).collect();
+        let tasks_more = (!rest.is_empty()).then(|| format!("... and {} more tasks (the busiest shown)", rest.len()));
+        let mut out = String::new();
+        for (title, list, more) in [
+            ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &threads)?, threads_more),
+            ("tasks and greenlets (rank 0)", crate::results::frames::task_summary_dicts(py, &tasks)?, tasks_more),
+        ] {
+            let dicts: Vec<Bound<'_, PyDict>> =
+                list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
+            if !dicts.is_empty() {
+                out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None, more)?);
+            }
+        }
+        Ok(out)
+    }
+
     fn summary_rows<'py>(
         &self,
         py: Python<'py>,
@@ -966,23 +996,18 @@ impl ProfilingResults {
         if rows.iter().any(|r| r.contains("await_duration").unwrap_or(false)) {
             columns.extend(["await_duration", "held_duration"]);
         }
-        let mut out = crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns))?;
+        let (rows, more) = crate::results::html_tables::top_region_rows(rows)?;
+        let more =
+            (more > 0).then(|| format!("... and {more} more regions (print_summary() or to_polars() lists them)"));
+        let mut out =
+            crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns), more)?;
         if self.event_data {
             let analysis = Arc::clone(&self.analysis);
             // a run whose calls cannot be reconstructed shows the region table alone
             if let Ok((threads, tasks)) = py.detach(move || {
                 Ok::<_, scope_profiler_analysis::NestingError>((analysis.thread_summary(0)?, analysis.task_summary(0)?))
             }) {
-                for (title, list) in [
-                    ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &threads)?),
-                    ("tasks and greenlets (rank 0)", crate::results::frames::task_summary_dicts(py, &tasks)?),
-                ] {
-                    let dicts: Vec<Bound<'_, PyDict>> =
-                        list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
-                    if !dicts.is_empty() {
-                        out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None)?);
-                    }
-                }
+                out.push_str(&self.lane_tables_html(py, threads, tasks)?);
             }
         }
         let (threads, tasks) = (self.analysis.run.threads.len(), self.analysis.run.tasks.len());
