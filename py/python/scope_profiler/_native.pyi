@@ -581,7 +581,8 @@ class SummaryRow(dict[str, Any]):
 @final
 class ThreadInfo:
     """One row of a run's thread table. ``index`` is the value ``Region.thread_ids`` holds;
-    times are s since the run start; ``cpu_time`` is ``CLOCK_THREAD_CPUTIME_ID`` of the thread, s."""
+    times are s since the run start; ``cpu_time`` is the CPU (``CLOCK_THREAD_CPUTIME_ID``) the
+    thread burned during the run, ``cpu_time_total`` its whole life, s."""
 
     def __new__(
         cls,
@@ -629,8 +630,12 @@ class ThreadInfo:
         (``thread_summary()`` fills those in: start to the run's end, ``finalize_time_ns``)."""
     @property
     def cpu_time(self) -> float:
-        """Total CPU time of the OS thread, s (its whole life, CPU before ``setup()``
-        included; ``thread_summary()`` gives the CPU of the run)."""
+        """CPU the thread burned during the run, s, as everywhere ``cpu_time`` appears (the
+        whole-life figure in files of 0.7.5, which do not record where the run started)."""
+    @property
+    def cpu_time_total(self) -> float:
+        """Total CPU time of the OS thread, s: its whole life, CPU before ``setup()``
+        included (0.7.5's ``cpu_time``)."""
     @property
     def cpu_start_time(self) -> float | None:
         """The thread's CPU clock when the run started counting it (registration, or
@@ -818,7 +823,8 @@ class ProfilingResults:
     ) -> _ArrowTable:
         """The region summary as an Arrow table. ``ValueError`` when a filter matches nothing."""
     def threads_frame(self) -> _ArrowTable:
-        """Thread table of every rank (s since the run start) as an Arrow table."""
+        """Thread table of every rank (``ThreadInfo`` fields, s since the run start; ``cpu_time``
+        during the run, ``cpu_time_total`` the whole life) as an Arrow table."""
     def tasks_frame(self) -> _ArrowTable:
         """Task table of every rank (``TaskInfo`` fields) as an Arrow table."""
     def thread_summary_frame(self, rank: int = 0) -> _ArrowTable:

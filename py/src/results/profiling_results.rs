@@ -1039,9 +1039,8 @@ impl ProfilingResults {
         crate::results::frames::dict_rows_table(py, &rows, &columns)
     }
     /// Thread table of every rank (`rank, index, name, ident, native_id, daemon, start_time,
-    /// end_time, cpu_time, alive, wall_time, cpu_time_total, cpu_time_run`; s since the run
-    /// start; `cpu_time` = `cpu_time_total` the whole life, `cpu_time_run` during the run) as
-    /// an Arrow table.
+    /// end_time, cpu_time, alive, wall_time, cpu_time_total`; s since the run start;
+    /// `cpu_time` during the run, `cpu_time_total` the whole life) as an Arrow table.
     fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
         crate::results::frames::threads_table(&self.analysis.run)
     }
