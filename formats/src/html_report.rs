@@ -292,6 +292,9 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
     if let Some(msg) = &s.set_aside_note {
         note(out, msg);
     }
+    if let Some(msg) = &s.untracked_tasks_note {
+        note(out, msg);
+    }
     match &s.threads {
         None => {}
         Some(Err(e)) => {

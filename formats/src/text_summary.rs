@@ -110,7 +110,22 @@ pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> St
 
 /// [`summary_text`] as `opts` asks: sorted, bounded, of a selection.
 pub fn summary_text_with(run: &Run, title: &str, opts: &SummaryOptions) -> String {
+    summary_report(run, title, opts).text
+}
+
+/// A printed summary and what its notes said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryReport {
+    pub text: String,
+    /// A note said the run looks like an event loop's tasks recorded without
+    /// `--track-async` (and how to record it): no other line needs to say it again.
+    pub advised_track_async: bool,
+}
+
+/// [`summary_text_with`] and whether it advised `--track-async`.
+pub fn summary_report(run: &Run, title: &str, opts: &SummaryOptions) -> SummaryReport {
     let mut out = String::new();
+    let mut advised_track_async = false;
     let filter = opts.filter.as_deref();
     let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
     let num_regions = match filter {
@@ -141,6 +156,7 @@ pub fn summary_text_with(run: &Run, title: &str, opts: &SummaryOptions) -> Strin
             continue;
         };
         region_table(&mut out, run, &sum, opts);
+        advised_track_async |= sum.untracked_tasks_note.is_some();
         if let Some(summary) = sum.threads {
             let tasks = sum.tasks.unwrap_or_else(|| Ok(Vec::new()));
             let tables = threads_text_with(run, rank, summary, tasks, opts);
@@ -157,7 +173,7 @@ pub fn summary_text_with(run: &Run, title: &str, opts: &SummaryOptions) -> Strin
             let _ = writeln!(out, "  note: {title}: {msg}");
         }
     }
-    out
+    SummaryReport { text: out, advised_track_async }
 }
 
 /// The region table of one rank (`sum`), sorted and bounded as `opts` asks, then its notes.
@@ -532,5 +548,40 @@ mod tests {
         assert_eq!(rows[20], "  ... and 10 more tasks, 10 call(s), 145 ns held");
         let all = summary_text_with(&run, "t.h5", &SummaryOptions { all_tasks: true, ..SummaryOptions::default() });
         assert_eq!(all.lines().skip_while(|l| !l.ends_with(": tasks")).skip(2).count(), 30, "{all}");
+    }
+
+    /// Calls of an event loop's tasks recorded without `track_async` cross on their thread's
+    /// lane: the summary lists the calls set aside and says once, in its own note, to record
+    /// with --track-async, and reports that it did (so `run` adds no note of its own).
+    #[test]
+    fn the_track_async_advice_is_said_once() {
+        use scope_profiler_analysis::ThreadRow;
+        let mut r = RegionCalls::new(0, 0, Int64Array::from(vec![0, 50]), Int64Array::from(vec![100, 150]));
+        r.thread_ids = Some(Int64Array::from(vec![0, 0]));
+        let run = Run {
+            region_names: vec!["request".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow {
+                rank: 0,
+                index: 0,
+                ident: 1,
+                native_id: 1,
+                daemon: false,
+                start_ns: 0,
+                end_ns: -1,
+                cpu_ns: 0,
+                cpu_start_ns: -1,
+                name: "MainThread".into(),
+            }],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let report = summary_report(&run, "t.h5", &SummaryOptions::default());
+        assert!(report.advised_track_async, "{}", report.text);
+        assert_eq!(report.text.matches("--track-async").count(), 1, "{}", report.text);
+        assert!(report.text.contains("were set aside"), "{}", report.text);
+        assert!(report.text.contains(" (see below).\n"), "{}", report.text);
+        let quiet = summary_report(&run_of(&["a"]), "t.h5", &SummaryOptions::default());
+        assert!(!quiet.advised_track_async);
     }
 }

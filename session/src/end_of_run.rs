@@ -12,7 +12,7 @@ use scope_profiler_formats::export_plan::{default_file, display_label, path_stem
 use scope_profiler_formats::html_report::HtmlReport;
 use scope_profiler_formats::json_profile::write_json;
 use scope_profiler_formats::speedscope::write_speedscope;
-use scope_profiler_formats::text_summary::{summary_text_with, SummaryOptions};
+use scope_profiler_formats::text_summary::{summary_report, SummaryOptions};
 use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
@@ -34,6 +34,10 @@ pub struct RunOutputs {
     pub track_threads: bool,
     /// What the printed summary shows.
     pub summary: SummaryOptions,
+    /// The event-loop modules (asyncio, gevent) the program imported, when it was recorded
+    /// without `--track-async`: the run then notes once that their tasks share a thread's
+    /// lane ([`run_command::untracked_event_loop_note`]), unless the summary said so.
+    pub untracked_loops: Vec<String>,
 }
 
 /// Standard output, what cannot be written dropped (a reader that closed the pipe ends the
@@ -100,7 +104,13 @@ fn finish_run(
         render_output(run, h5, written)?;
     }
     if !outputs.quiet {
-        print_out(&summary_text_with(run, &written.display().to_string(), &outputs.summary));
+        let report = summary_report(run, &written.display().to_string(), &outputs.summary);
+        print_out(&report.text);
+        if !report.advised_track_async {
+            if let Some(note) = run_command::untracked_event_loop_note(&outputs.untracked_loops) {
+                eprintln!("{note}");
+            }
+        }
     }
     let drawn = if outputs.speedscope {
         match write_speedscope_beside(run, outputs) {
@@ -166,6 +176,7 @@ mod tests {
             speedscope,
             track_threads: false,
             summary: SummaryOptions::run_printout(),
+            untracked_loops: Vec::new(),
         }
     }
 

@@ -381,6 +381,47 @@ def test_cli_notes_an_event_loop_run_without_track_async(tmp_path, flags):
     assert "--track-async" not in done.stdout + done.stderr
 
 
+CROSSING = """
+import asyncio
+from scope_profiler import ProfileManager
+
+region = ProfileManager.profile_region
+
+async def work(i):
+    await asyncio.sleep(0.002 * i)
+    with region(f"work{i}"):  # started in turn, ended together: the calls cross on one thread
+        await asyncio.sleep(0.02)
+
+async def main():
+    await asyncio.gather(*(work(i) for i in range(4)))
+
+asyncio.run(main())
+"""
+
+
+def test_cli_says_to_use_track_async_once(tmp_path):
+    """An event loop's calls that cross on their thread without --track-async: the summary
+    lists them and says once to record with --track-async; run adds no note of its own."""
+    script = tmp_path / "crossing.py"
+    script.write_text(CROSSING)
+    cmd = [
+        sys.executable,
+        "-m",
+        "scope_profiler",
+        "run",
+        "--track-threads",
+        "-o",
+        str(tmp_path / "p.h5"),
+        str(script),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "were set aside" in done.stdout, said
+    assert said.count("--track-async") == 1, said
+    assert "imported asyncio" not in done.stderr, said
+
+
 # -- session() and setup() alike -----------------------------------------------------------
 
 

@@ -336,15 +336,15 @@ def _after_run(
         sort=req["sort"],
         top=req["top"],
         all_tasks=req["all_tasks"],
+        # an event loop's tasks share their thread's lane without --track-async: said once,
+        # by the summary's note or after it
+        untracked_loops=[]
+        if req["track_async"]
+        else [name for name in ("asyncio", "gevent") if name in sys.modules],
     )
     if failure is not None:
         print(failure, file=sys.stderr)
         code = code or 1
-    if not req["track_async"] and not req["quiet"]:
-        loaded: list[str] = [name for name in ("asyncio", "gevent") if name in sys.modules]
-        note = _native.untracked_event_loop_note(loaded)
-        if note is not None:
-            print(note, file=sys.stderr)
     return code
 
 

@@ -171,7 +171,6 @@ __all__ = [
     "unique_labels",
     "unknown_setting_error",
     "unsupported_names",
-    "untracked_event_loop_note",
     "user_stacklevel",
     "write_json",
     "write_profile",
@@ -1143,6 +1142,7 @@ def cli_after_run(
     sort: str = "total",
     top: int | None = None,
     all_tasks: bool = False,
+    untracked_loops: list[str] = ...,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
     profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
@@ -1153,11 +1153,6 @@ def cli_after_run(
     process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
     ``h5``. None, or the error line to print when that failed (naming the file; a failed
     rendering keeps ``h5``, a failure keeps the processes' directory)."""
-
-def untracked_event_loop_note(loaded: list[str]) -> str | None:
-    """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
-    and gevent): the note that an event loop's tasks interleave on one thread; None for
-    none."""
 
 def profile_not_written(error: str, kept: str | None = None) -> str:
     """The error line of a run whose session could not write its file, naming the followed

@@ -88,7 +88,7 @@ fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, P
 /// kept). The GIL is released meanwhile.
 #[pyfunction]
 #[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded,
-    sort="total", top=None, all_tasks=false))]
+    sort="total", top=None, all_tasks=false, untracked_loops=Vec::new()))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
@@ -105,6 +105,7 @@ fn cli_after_run(
     sort: &str,
     top: Option<usize>,
     all_tasks: bool,
+    untracked_loops: Vec<String>,
 ) -> PyResult<Option<String>> {
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
     let label = run_command::process_label(pid, &argv, module);
@@ -115,18 +116,10 @@ fn cli_after_run(
         ..Default::default()
     }
     .with_cli_hints();
-    let outputs = RunOutputs { output, quiet, speedscope, track_threads, summary };
+    let outputs = RunOutputs { output, quiet, speedscope, track_threads, summary, untracked_loops };
     let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
     let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
     Ok(done.err().map(|e| run_command::end_of_run_failure(&e, processes.as_deref())))
-}
-
-/// `untracked_event_loop_note(loaded) -> str | None`: after a run without `--track-async`
-/// whose program imported `loaded` (of asyncio and gevent), the note that an event loop's
-/// tasks interleave on one thread; None when none was.
-#[pyfunction]
-fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
-    run_command::untracked_event_loop_note(&loaded)
 }
 
 /// `profile_not_written(error, kept) -> str`: the error line of a run whose session could
@@ -193,7 +186,6 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
-    m.add_function(wrap_pyfunction!(untracked_event_loop_note, m)?)?;
     m.add_function(wrap_pyfunction!(profile_not_written, m)?)?;
     m.add_function(wrap_pyfunction!(plain_warning, m)?)?;
     m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
