@@ -327,6 +327,20 @@ mod tests {
         assert!(req.follow && req.args == ["--no-follow"]);
     }
 
+    /// `run` prints the 30 regions with the most inclusive time unless `--top` says
+    /// otherwise (`--top 0`: every one); `--sort` and `--all-tasks` are `run`'s own options,
+    /// the same words after the script are the script's.
+    #[test]
+    fn run_prints_the_top_thirty_regions_unless_told() {
+        use scope_profiler_analysis::SortKey;
+        let req = request(&["sp", "run", "x.py"]);
+        assert_eq!((req.summary.top, req.summary.sort, req.summary.all_tasks), (Some(30), SortKey::Total, false));
+        let req = request(&["sp", "run", "--top", "0", "--sort", "calls", "--all-tasks", "x.py", "--top", "5"]);
+        assert_eq!((req.summary.top, req.summary.sort, req.summary.all_tasks), (None, SortKey::Calls, true));
+        assert_eq!(req.args, ["--top", "5"]);
+        assert_eq!(request(&["sp", "run", "--top", "7", "x.py"]).summary.top, Some(7));
+    }
+
     #[test]
     fn run_without_script_or_module_is_a_usage_error() {
         assert!(matches!(dispatch(["sp", "run"]), Outcome::Exit(2)));
