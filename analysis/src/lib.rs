@@ -1,5 +1,6 @@
 //! Analysis engine of scope-profiler: the run model ([`run`]) and the algorithms on it.
 pub mod call_graph;
+pub mod call_metadata;
 mod call_numbering;
 mod call_order;
 pub mod callstack;

@@ -184,13 +184,13 @@ pub fn durations(calls: &RegionCalls) -> Vec<i64> {
 /// Python's `json.dumps` joins list items (`", "`), each element's text kept verbatim.
 /// `None` when the text is not a JSON list or a pick is out of range.
 pub fn select_metadata(json: &str, picks: &[u32]) -> Option<String> {
-    let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(json).ok()?;
+    let items = crate::call_metadata::entries(json).ok()?;
     let mut out = String::from("[");
     for (k, &i) in picks.iter().enumerate() {
         if k > 0 {
             out.push_str(", ");
         }
-        out.push_str(items.get(i as usize)?.get());
+        out.push_str(items.get(i as usize)?);
     }
     out.push(']');
     Some(out)

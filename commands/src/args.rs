@@ -22,8 +22,8 @@ use scope_profiler_formats::registry::cli_formats_help;
 /// The formats `export` writes: [`scope_profiler_formats::registry`].
 pub use scope_profiler_formats::Format;
 
-/// `--flush-interval`: a number of seconds, finite and at least
-/// [`MIN_INTERVAL_S`](scope_profiler_finalize::stream::MIN_INTERVAL_S).
+/// `--flush-interval`: a number of seconds
+/// ([`check_interval`](scope_profiler_finalize::stream::check_interval)).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => scope_profiler_finalize::stream::check_interval(v),
@@ -140,9 +140,14 @@ pub enum Command {
     /// --flush-interval`) did not write because it was killed (SIGKILL, OOM killer, power
     /// loss), from the sidecar it streamed to (`.NAME.<tag>-<pid>.partial` beside FILE): every
     /// intact frame (a torn last frame is left out), the last thread and task tables.
-    /// Written atomically through the normal writer; the sidecar is then removed. For a run
+    /// Written atomically through the normal writer; the sidecar is then removed. FILE is
+    /// never replaced by fewer calls than it holds: when its own process wrote it and then
+    /// streamed more (calls recorded after its exit-time finalize), those are added to it;
+    /// another recording's smaller sidecar is refused (`-o` writes it elsewhere). For a run
     /// that wrote JSON or HTML (`run -o k.json`, recorded into `k.json.scope-profiler.h5`), `recover
     /// k.json` recovers that recording and renders `k.json` from it, as the run would have.
+    /// Without a sidecar, the followed processes' recordings a `run` left beside FILE
+    /// (`FILE.procs-<pid>/`, its process gone before it merged them) are merged into FILE.
     #[command(
         after_help = "Examples:\n  scope-profiler recover profiling_data.h5\n  scope-profiler recover run.h5 -o recovered.h5\n  scope-profiler recover k.json   # a killed `run -o k.json --flush-interval 5`"
     )]
@@ -213,6 +218,30 @@ pub enum Command {
         /// Only these ranks (repeatable; default: every rank of each file).
         #[arg(short = 'r', long = "rank", value_name = "RANK")]
         ranks: Vec<u32>,
+        /// Worker threads (default: one per core).
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
+    },
+    /// Gather many runs into one Parquet dataset (DuckDB, Polars, Dask, Spark)
+    ///
+    /// Each run file (`.h5`, JSON profile; directories are searched for them) becomes Hive
+    /// partitions `DIR/calls/run=<id>/` (also `threads`, `tasks`, `regions`) and a row of
+    /// `DIR/runs.parquet` with the run's metadata; call times are ns from the run's start.
+    /// Files are converted in parallel. A file that cannot be read gets an error line and
+    /// the others are written (exit code 1). docs/datasets.md describes the tables.
+    #[command(
+        after_help = "Examples:\n  scope-profiler dataset runs/ -o study/\n  scope-profiler dataset nightly/*.h5 -o study/ --append\n  duckdb -c \"select r.mpi_size, c.region, sum(c.exclusive_ns)/1e9 from 'study/calls/*/*.parquet' c join 'study/runs.parquet' r using (run) group by all\""
+    )]
+    Dataset {
+        /// Run files (`.h5`, `.json`, `.json.gz`) or directories searched for them.
+        #[arg(required = true, value_name = "RUNS")]
+        runs: Vec<PathBuf>,
+        /// The dataset directory (created if missing).
+        #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+        output_dir: PathBuf,
+        /// Add the runs to an existing dataset; runs already in it are skipped.
+        #[arg(long)]
+        append: bool,
         /// Worker threads (default: one per core).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,

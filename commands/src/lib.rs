@@ -26,6 +26,7 @@ macro_rules! out {
 }
 
 pub mod args;
+pub mod dataset;
 pub mod diff;
 pub mod export;
 pub mod failure;
@@ -81,6 +82,7 @@ where
             export::execute(&formats.0, &files, &output_dir, &ranks, jobs)
         }
         Command::Diff(args) => diff::run(&args),
+        Command::Dataset { runs, output_dir, append, jobs } => dataset::execute(&runs, &output_dir, append, jobs),
         Command::Timeline { file, output, ranks, width, limits } => {
             timeline::execute(&file, output.as_deref(), &ranks, width, &limits)
         }

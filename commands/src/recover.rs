@@ -29,6 +29,22 @@ pub fn execute(file: &Path, output: Option<&Path>, from: Option<&Path>) -> i32 {
             }
             0
         }
+        // no sidecar, but the followed processes' recordings a run left behind
+        Err(RecoverError::Nothing(_)) if from.is_none() && output.is_none() && merges_leftovers(file) => {
+            match followed::merge_leftovers(file) {
+                Some(Ok(lines)) => {
+                    for line in lines {
+                        outln!("{line}");
+                    }
+                    0
+                }
+                Some(Err(e)) => {
+                    eprintln!("error: {e}");
+                    1
+                }
+                None => 0,
+            }
+        }
         Err(RecoverError::Nothing(why)) if recording_path(file) != file && from.is_none() => {
             // `run -o k.json` records into `k.json.scope-profiler.h5`: that recording is
             // recovered, and `k.json` rendered from it as the run would have
@@ -50,6 +66,12 @@ pub fn execute(file: &Path, output: Option<&Path>, from: Option<&Path>) -> i32 {
             1
         }
     }
+}
+
+/// Whether `recover FILE`, with no sidecar to recover, merges the followed processes'
+/// recordings a `run` writing FILE left behind (`FILE.procs-<pid>/`, its process gone).
+fn merges_leftovers(file: &Path) -> bool {
+    !followed::leftover_directories(file).is_empty()
 }
 
 /// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover

@@ -5,9 +5,9 @@ use scope_profiler_analysis::{nesting_note, number_rank, MetaValue, Run};
 use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead, EncodedAhead, WriteFailure};
 use scope_profiler_recorder::{OpenCall, Recorder, RegionTable, Watermark};
 
+use crate::concat::concat_runs;
 use crate::metadata_scopes::{self, MetadataScopes};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
-use crate::stream::concat_runs;
 
 /// What a checkpoint does besides taking the snapshot.
 #[derive(Debug, Clone, Default)]

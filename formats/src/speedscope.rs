@@ -257,6 +257,18 @@ pub fn write_speedscope(run: &Run, ranks: &[u32], label: &str, path: &Path) -> R
     })
 }
 
+/// Whether recording with `track_threads` (`--track-threads`) would have let `run` be drawn
+/// after [`write_speedscope`] failed with `error`: the calls do not nest
+/// ([`ExportError::Nesting`]) and the run has no thread data (no thread ids, no thread
+/// table) - what the calls of several threads recorded into one untracked stack give. Never
+/// for a failure to write the file, nor for a run with thread data (its calls are on their
+/// lanes already: tracking would not change them).
+pub fn thread_tracking_would_help(run: &Run, error: &ExportError) -> bool {
+    matches!(error, ExportError::Nesting(_))
+        && run.threads.is_empty()
+        && run.regions.iter().all(|r| r.thread_ids.is_none())
+}
+
 /// [`write_speedscope`] in the shape every writer has: `sel.ranks`, `sel.label`, and only
 /// the regions `sel` keeps, each rank's rows in the order of `sel.regions`
 /// ([`Selection::apply_in_order`]: exact ties follow it).

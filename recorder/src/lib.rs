@@ -111,6 +111,9 @@ pub struct Recorder {
     async_cols: bool,
     tasks: Mutex<Vec<Arc<TaskRecord>>>,
     paused: AtomicBool,
+    /// Placeholders pushed before [`Recorder::stop`] (all threads): set once stopped.
+    stopped_at: Mutex<Option<u64>>,
+    stopped: AtomicBool,
     alive: Arc<()>,
     states: Mutex<Vec<Arc<ThreadState>>>,
     /// The thread that started the run (`setup()`): its id, the clock and its CPU clock then.
@@ -135,6 +138,8 @@ impl Recorder {
             async_cols,
             tasks: Mutex::new(Vec::new()),
             paused: AtomicBool::new(false),
+            stopped_at: Mutex::new(None),
+            stopped: AtomicBool::new(false),
             alive: Arc::new(()),
             states: Mutex::new(Vec::new()),
             start_thread: Mutex::new(None),
@@ -205,8 +210,46 @@ impl Recorder {
     pub fn paused(&self) -> bool {
         self.paused.load(Ordering::Relaxed)
     }
+    /// Pause or resume; a stopped recorder stays paused.
     pub fn set_paused(&self, paused: bool) {
-        self.paused.store(paused, Ordering::Relaxed)
+        if paused || !self.stopped() {
+            self.paused.store(paused, Ordering::Relaxed)
+        }
+    }
+
+    /// Stop recording for good (the recording's last checkpoint is under way): from now on
+    /// entries push placeholders, as paused, and [`Recorder::calls_since_stop`] counts them.
+    /// Calls open now still close. Stopping again changes nothing.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`] (it reads every thread's count of placeholders).
+    pub unsafe fn stop(&self) {
+        let mut stopped = self.stopped_at.lock().unwrap_or_else(|e| e.into_inner());
+        if stopped.is_none() {
+            *stopped = Some(self.placeholders());
+            self.stopped.store(true, Ordering::Relaxed);
+            self.paused.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether [`Recorder::stop`] was called.
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// Calls entered on any thread since [`Recorder::stop`] (none recorded); None before it.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn calls_since_stop(&self) -> Option<u64> {
+        let at = (*self.stopped_at.lock().unwrap_or_else(|e| e.into_inner()))?;
+        Some(self.placeholders() - at)
+    }
+
+    /// Placeholders pushed so far, all threads (caller upholds the snapshot contract).
+    unsafe fn placeholders(&self) -> u64 {
+        self.states().iter().map(|st| st.placeholders.get()).sum()
     }
 
     /// The calling thread's state for this recorder, if it has registered. Lock-free.
@@ -264,6 +307,7 @@ impl Recorder {
                 regions: UnsafeCell::new(Vec::new()),
                 bare: UnsafeCell::new(Vec::with_capacity(16)),
                 current: Cell::new(std::ptr::null()),
+                placeholders: Cell::new(0),
             });
             states.push(state.clone());
             state
@@ -622,6 +666,43 @@ mod tests {
         }
         assert_eq!(rows[0].end_ns, UNKNOWN);
         assert_eq!(unsafe { rec.threads_of_region(1) }, vec![1, 2, 3, 4]);
+    }
+
+    #[test]
+    fn a_stopped_recorder_counts_the_calls_it_does_not_record() {
+        let rec = Recorder::new(4, false);
+        let s = st(&rec);
+        s.enter(0, false); // open at the stop: it still closes
+        rec.set_paused(true);
+        s.enter(1, rec.paused()); // paused before the stop: not counted
+        assert!(s.exit(1));
+        rec.set_paused(false);
+        assert_eq!(unsafe { rec.calls_since_stop() }, None);
+        unsafe { rec.stop() };
+        for _ in 0..3 {
+            s.enter(1, rec.paused());
+            assert!(s.exit(1));
+        }
+        let late = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let t = st(&rec);
+                    t.enter(2, rec.paused());
+                    t.exit(2)
+                })
+                .join()
+                .unwrap()
+        });
+        assert!(late);
+        rec.set_paused(false); // resuming does not undo a stop
+        assert!(rec.paused());
+        s.enter(1, rec.paused());
+        assert!(s.exit(1));
+        assert!(s.exit(0));
+        unsafe { rec.stop() }; // again: the count goes on from the first stop
+        assert_eq!(unsafe { rec.calls_since_stop() }, Some(5));
+        let snap = unsafe { rec.snapshot(3) };
+        assert_eq!(snap.iter().map(|c| c.starts.len()).sum::<usize>(), 1, "only the call open at the stop");
     }
 
     #[test]

@@ -55,6 +55,9 @@ pub struct ThreadState {
     /// The task lane running on this thread right now; null = the thread's bare lane.
     /// Set by the step timer / greenlet switch; points into the recorder's task registry.
     pub(crate) current: Cell<*const TaskRecord>,
+    /// Calls entered while paused (placeholders pushed) over the thread's life: what a
+    /// stopped recorder did not record ([`Recorder::stop`](crate::Recorder::stop)).
+    pub(crate) placeholders: Cell<u64>,
 }
 
 /// A call open on a thread's bare lane: its region and reserved slot (-1 = entered while
@@ -137,6 +140,7 @@ impl ThreadState {
         let buf = &mut regions[r];
         let task = self.current.get();
         if paused {
+            self.placeholders.set(self.placeholders.get() + 1);
             if task.is_null() {
                 // SAFETY: owning thread (crate contract).
                 unsafe { self.bare_mut() }.push(BareEntry { region, slot: -1 });

@@ -11,13 +11,13 @@ use scope_profiler_analysis::Run;
 use scope_profiler_formats::export_plan::{default_file, display_label, path_stem};
 use scope_profiler_formats::html_report::HtmlReport;
 use scope_profiler_formats::json_profile::write_json;
-use scope_profiler_formats::speedscope::write_speedscope;
+use scope_profiler_formats::speedscope::{thread_tracking_would_help, write_speedscope};
 use scope_profiler_formats::text_summary::{summary_report, SummaryOptions};
 use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
 use crate::run_command;
-use scope_profiler_finalize::followed::merge_processes;
+use scope_profiler_finalize::followed::{merge_processes, wait_for_running};
 
 /// What the end of a run writes and prints (from its `RunRequest`).
 #[derive(Debug, Clone, PartialEq)]
@@ -38,6 +38,9 @@ pub struct RunOutputs {
     /// without `--track-async`: the run then notes once that their tasks share a thread's
     /// lane ([`run_command::untracked_event_loop_note`]), unless the summary said so.
     pub untracked_loops: Vec<String>,
+    /// How long to wait for followed processes still writing their files before the merge
+    /// ([`run_command::settle_time`]).
+    pub settle: std::time::Duration,
 }
 
 /// Standard output, what cannot be written dropped (a reader that closed the pipe ends the
@@ -57,9 +60,10 @@ fn print_out(text: &str) {
 ///
 /// `processes`: the private directory the followed processes wrote into and this process's
 /// description; their recordings are first stacked after `h5`'s run as rank blocks and the
-/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once all
-/// this succeeded the directory is removed; on an error it stays (the message the caller
-/// prints names it, [`run_command::end_of_run_failure`]).
+/// result written over `h5` ([`merge_processes`]). No recording there: as without. Once
+/// that is written the directory is removed (what it held is in `h5`, whatever fails
+/// after); when the merge fails it stays (the message the caller prints names it and the
+/// command that merges it, [`run_command::end_of_run_failure`]).
 ///
 /// `recorded`: the run as it was written to `h5`, still in memory in the process that wrote
 /// it; then `h5` is not read back (reading a 1M-call file back cost ~10 % of `run
@@ -70,26 +74,28 @@ pub fn after_run(
     processes: Option<(&Path, &str)>,
     recorded: Option<&Run>,
 ) -> Result<Option<PathBuf>, String> {
-    let done = finish_run(outputs, h5, processes, recorded)?;
-    if let Some((dir, _)) = processes {
-        // what the followed processes recorded is in `h5` now
-        let _ = std::fs::remove_dir_all(dir);
-    }
-    Ok(done)
+    let merged = match processes {
+        Some((dir, label)) => {
+            wait_for_running(dir, outputs.settle);
+            let merged = merge_processes(h5, dir, label)?;
+            // what the followed processes recorded is in `h5` now
+            let _ = std::fs::remove_dir_all(dir);
+            merged
+        }
+        None => None,
+    };
+    finish_run(outputs, h5, merged, recorded)
 }
 
-/// [`after_run`] but for the removal of the processes' directory.
+/// [`after_run`] once the followed processes' recordings are stacked into `h5` (`merged`:
+/// the result, None when there were none).
 fn finish_run(
     outputs: &RunOutputs,
     h5: &Path,
-    processes: Option<(&Path, &str)>,
+    merged: Option<Run>,
     recorded: Option<&Run>,
 ) -> Result<Option<PathBuf>, String> {
     let written = outputs.output.as_path();
-    let merged = match processes {
-        Some((dir, label)) => merge_processes(h5, dir, label)?,
-        None => None,
-    };
     let rendered = written != h5;
     if run_command::nothing_after_recording(merged.is_some(), outputs.quiet, outputs.speedscope, rendered) {
         return Ok(None); // the file stands as written
@@ -139,7 +145,8 @@ fn write_speedscope_beside(run: &Run, outputs: &RunOutputs) -> Option<PathBuf> {
     match write_speedscope(run, &ranks, &stem, &out) {
         Ok(()) => Some(out),
         Err(e) => {
-            eprintln!("{}", run_command::no_speedscope_warning(written, &e.to_string(), outputs.track_threads));
+            let suggest = !outputs.track_threads && thread_tracking_would_help(run, &e);
+            eprintln!("{}", run_command::no_speedscope_warning(written, &e.to_string(), suggest));
             None
         }
     }
@@ -177,6 +184,7 @@ mod tests {
             track_threads: false,
             summary: SummaryOptions::run_printout(),
             untracked_loops: Vec::new(),
+            settle: Default::default(),
         }
     }
 

@@ -262,15 +262,22 @@ pub fn describe_process(p: &ProcessFacts) -> String {
 }
 
 /// Whether `argv` (`sys.orig_argv`) starts one of multiprocessing's own server processes
-/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker),
-/// not a process of the program.
+/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker)
+/// or loky's resource tracker (joblib's default backend: `python -c 'from
+/// joblib.externals.loky.backend.resource_tracker import main; ...'`), not a process of the
+/// program. Such a process records nothing and ends after the program (it would be named as
+/// still running at the end).
 pub fn multiprocessing_helper<S: AsRef<str>>(argv: &[S]) -> bool {
     let argv: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
     if argv.contains(&"--multiprocessing-fork") {
         return false;
     }
+    let helper = |code: &str| {
+        code.starts_with("from multiprocessing.")
+            || (code.starts_with("from ") && code.contains("loky.backend.resource_tracker import main"))
+    };
     match argv.iter().position(|a| *a == "-c") {
-        Some(i) => argv.get(i + 1).is_some_and(|code| code.starts_with("from multiprocessing.")),
+        Some(i) => argv.get(i + 1).is_some_and(|code| helper(code)),
         None => false,
     }
 }
@@ -431,12 +438,13 @@ pub fn written_line(output: &Path, speedscope: Option<&Path>, rendered: bool) ->
 }
 
 /// The warning of a run whose profile `output` was written but whose speedscope file could
-/// not be drawn (`error`), with how to record concurrent code when it did not track threads.
-pub fn no_speedscope_warning(output: &Path, error: &str, track_threads: bool) -> String {
-    let hint = if track_threads {
-        ""
-    } else {
+/// not be drawn (`error`), with how to record concurrent code when that would have drawn it
+/// (`suggest_tracking`: [`thread_tracking_would_help`](scope_profiler_formats::speedscope::thread_tracking_would_help)).
+pub fn no_speedscope_warning(output: &Path, error: &str, suggest_tracking: bool) -> String {
+    let hint = if suggest_tracking {
         " (concurrent code: record with --track-threads, or --track-async for asyncio)"
+    } else {
+        ""
     };
     format!("warning: {} was written, but no speedscope file: {error}{hint}", output.display())
 }
@@ -448,9 +456,57 @@ fn kept_processes(kept: Option<&str>) -> String {
 }
 
 /// The error line of a run whose end failed (`error`: merging, rendering or reading its
-/// recording), naming the followed processes' directory when it stays (`kept`).
-pub fn end_of_run_failure(error: &str, kept: Option<&str>) -> String {
-    format!("error: {error}{}", kept_processes(kept))
+/// recording `h5`), naming the followed processes' directory when it stays (`kept`) and the
+/// command that merges it into `h5` (`scope-profiler recover H5`).
+pub fn end_of_run_failure(error: &str, kept: Option<&str>, h5: &Path) -> String {
+    let merge = match kept {
+        Some(_) => format!(" (`scope-profiler recover {}` merges them into it)", shell_quote(&h5.to_string_lossy())),
+        None => String::new(),
+    };
+    format!("error: {error}{}{merge}", kept_processes(kept))
+}
+
+/// How long the end of a run waits for the followed processes that announced themselves,
+/// wrote no file yet and still run, before it merges the files: none when the script ended
+/// (its `multiprocessing` children were joined; one still running is named and left out),
+/// [`SETTLE_AFTER_SIGNAL`] when the run ends by a signal (sent to the process group - GNU
+/// `timeout`, Ctrl-C, `kill -- -PGID` - it ends them too, and they are writing their files).
+pub fn settle_time(ends_by_signal: bool) -> std::time::Duration {
+    if ends_by_signal {
+        SETTLE_AFTER_SIGNAL
+    } else {
+        std::time::Duration::ZERO
+    }
+}
+
+/// The longest a run ending by a signal waits for its followed processes ([`settle_time`]).
+pub const SETTLE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The line of `run` when SIGTERM ends the script or its end (`signum`): the profile is
+/// written first, then the run ends by the signal.
+pub fn terminated_line(signum: i32) -> String {
+    format!("scope-profiler: terminated by signal {signum}; writing the profile")
+}
+
+/// The line of `run` when a signal (`name`, number `signum`) arrives while the profile is
+/// written or the followed processes' files are merged: that goes on, then the run ends by
+/// the signal.
+pub fn signal_while_writing(signum: i32, name: &str) -> String {
+    format!(
+        "scope-profiler: {name} (signal {signum}) while the profile is written; the run ends by it once it is written"
+    )
+}
+
+/// The line at the exit of `run` when `calls` calls were recorded after the profile was
+/// written (by daemon threads still running, or by code the interpreter runs at its exit
+/// after `run` wrote the file): they are not in it. None for none.
+pub fn calls_after_the_profile(calls: usize) -> Option<String> {
+    (calls > 0).then(|| {
+        format!(
+            "scope-profiler: {calls} call(s) recorded after the profile was written are not in it (daemon threads \
+             still running, or code run at the interpreter's exit after the script's atexit handlers)"
+        )
+    })
 }
 
 /// The error line of a run whose session could not write its file (`error`), naming the
@@ -594,6 +650,19 @@ mod tests {
             "from multiprocessing.spawn import x",
             "--multiprocessing-fork"
         ]));
+        assert!(multiprocessing_helper(&[
+            "python",
+            "-B",
+            "-c",
+            "from joblib.externals.loky.backend.resource_tracker import main; main(3, False)"
+        ]));
+        assert!(!multiprocessing_helper(&[
+            "python",
+            "-m",
+            "joblib.externals.loky.backend.popen_loky_posix",
+            "--process-name",
+            "LokyProcess-1"
+        ]));
         assert!(!multiprocessing_helper(&["python", "-c"]));
         assert!(!multiprocessing_helper(&["python", "app.py"]));
     }
@@ -684,23 +753,36 @@ mod tests {
         assert_eq!(written_line(out, None, true).unwrap(), "wrote o/run.json");
         assert_eq!(written_line(Path::new("run.h5"), None, false), None);
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
             "warning: r.h5 was written, but no speedscope file: calls overlap (concurrent code: record with \
              --track-threads, or --track-async for asyncio)"
         );
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
+            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
             "warning: r.h5 was written, but no speedscope file: calls overlap"
         );
-        assert_eq!(end_of_run_failure("bad file", None), "error: bad file");
+        let h5 = Path::new("/t/my run.h5");
+        assert_eq!(end_of_run_failure("bad file", None, h5), "error: bad file");
         assert_eq!(
-            end_of_run_failure("bad file", Some("/t/r.h5.procs-7")),
-            "error: bad file; the other processes' profiles are kept in /t/r.h5.procs-7"
+            end_of_run_failure("bad file", Some("/t/my run.h5.procs-7"), h5),
+            "error: bad file; the other processes' profiles are kept in /t/my run.h5.procs-7 (`scope-profiler \
+             recover '/t/my run.h5'` merges them into it)"
         );
         assert_eq!(
             profile_not_written("disk full", Some("d")),
             "error: the profile was not written: disk full; the other processes' profiles are kept in d"
         );
         assert_eq!(profile_not_written("disk full", None), "error: the profile was not written: disk full");
+        assert_eq!(terminated_line(15), "scope-profiler: terminated by signal 15; writing the profile");
+        assert_eq!(
+            signal_while_writing(2, "SIGINT"),
+            "scope-profiler: SIGINT (signal 2) while the profile is written; the run ends by it once it is written"
+        );
+        assert_eq!(settle_time(false), std::time::Duration::ZERO);
+        assert_eq!(settle_time(true), SETTLE_AFTER_SIGNAL);
+        assert_eq!(calls_after_the_profile(0), None);
+        assert!(calls_after_the_profile(3)
+            .unwrap()
+            .starts_with("scope-profiler: 3 call(s) recorded after the profile"));
     }
 }

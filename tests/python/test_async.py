@@ -8,6 +8,7 @@ import subprocess
 import sys
 import threading
 import time
+import warnings
 
 import numpy as np
 import pytest
@@ -631,3 +632,379 @@ def test_track_async_keeps_default_task_names(tmp_path):
     assert "given" in seen
     names = [t.name for t in sp.read_h5(str(tmp_path / "names.h5")).tasks[0]]
     assert "None" not in names and "given" in names, names
+
+
+# --------------------------------------------------------------------------- application task factories
+# An application (or an instrumentation library) may set its own task factory while ours is
+# set: one that chains to ours (reads get_task_factory() and calls it) or one that replaces
+# ours. Either way each task is made once, passes each factory once, is wrapped and
+# described once, and its calls are timed on its own lane.
+_DELAYS = (0.02, 0.04, 0.06)
+
+
+def _chaining_factory(seen):
+    """A factory set over the loop's current one, calling it (as instrumentation does)."""
+    loop = asyncio.get_running_loop()
+    below = loop.get_task_factory()
+
+    def factory(loop, coro, **kw):
+        seen.append(coro)
+        task = below(loop, coro, **kw) if below is not None else asyncio.Task(coro, loop=loop, **kw)
+        task.seen_by_application = len(seen)
+        return task
+
+    loop.set_task_factory(factory)
+    return factory
+
+
+def _fetches(m):
+    async def fetch(d):
+        with m.region("fetch"):
+            await asyncio.sleep(d)
+        return asyncio.current_task()
+
+    return fetch
+
+
+def _assert_fetches_timed(results, tasks):
+    """Each fetch ran on its own task lane, once, with its own sleep as duration."""
+    f = results["fetch"][0]
+    assert f.num_calls == len(_DELAYS)
+    rows = [t for t in results.tasks[0] if t.coro_name.endswith("fetch")]
+    assert len(rows) == len(_DELAYS) == len(tasks)  # described once
+    assert sorted(f.task_ids.tolist()) == sorted(t.index for t in rows)
+    order = np.argsort(f.durations)
+    assert np.all(f.durations[order] >= np.array(_DELAYS) - 0.002), f.durations
+    assert np.all(f.durations[order] < np.array(_DELAYS) + 0.03), f.durations
+    assert np.all(f.await_times >= np.array(_DELAYS)[np.argsort(order)] - 0.002)
+
+
+def test_application_factory_chained_over_ours_makes_each_task_once(manager):
+    seen = []
+    fetch = _fetches(manager)
+
+    async def main():
+        _chaining_factory(seen)
+        tasks = await asyncio.gather(*(fetch(d) for d in _DELAYS))
+        # the next create_task instruments the loop again: still one pass per factory
+        tasks.append(await asyncio.create_task(asyncio.sleep(0, asyncio.current_task())))
+        return tasks
+
+    loop = asyncio.new_event_loop()
+    with _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    assert len(seen) == 4  # three fetches and the sleep, once each
+    assert [t.seen_by_application for t in tasks[:3]] == [1, 2, 3]
+    _assert_fetches_timed(s.results, tasks[:3])
+    assert len(s.results.tasks[0]) == 5  # main, three fetches, the sleep
+
+    # after the session the application's factory is back, calling through ours untimed
+    async def again():
+        return await asyncio.gather(*(fetch(0) for _ in range(2)))
+
+    after = loop.run_until_complete(again())
+    assert len(seen) == 7 and [t.seen_by_application for t in after] == [6, 7]  # again()+2
+    loop.close()
+
+
+def test_application_factories_below_and_over_ours_each_run_once(manager):
+    below_seen, over_seen = [], []
+
+    def below(loop, coro, **kw):
+        below_seen.append(coro)
+        return asyncio.Task(coro, loop=loop, **kw)
+
+    fetch = _fetches(manager)
+
+    async def main():
+        _chaining_factory(over_seen)
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = asyncio.new_event_loop()
+    loop.set_task_factory(below)
+    with _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    assert len(over_seen) == 3 and len(below_seen) == 4  # below also made main's task
+    _assert_fetches_timed(s.results, tasks)
+    assert len(s.results.tasks[0]) == 4
+
+
+def test_two_managers_time_tasks_of_a_factory_chained_over_theirs():
+    a, b = ProfileManager(), ProfileManager()
+    seen = []
+
+    async def fetch(d):
+        with a.region("fetch"), b.region("fetch"):
+            await asyncio.sleep(d)
+        return asyncio.current_task()
+
+    async def main():
+        _chaining_factory(seen)
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = asyncio.new_event_loop()
+    with _session(a) as sa, _session(b) as sb:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    assert len(seen) == 3
+    for s in (sa, sb):
+        _assert_fetches_timed(s.results, tasks)
+        assert len(s.results.tasks[0]) == 4
+    a.reset()
+    b.reset()
+
+
+def test_uvloop_with_a_factory_chained_over_ours(manager):
+    uvloop = pytest.importorskip("uvloop")
+    seen = []
+    fetch = _fetches(manager)
+
+    async def main():
+        _chaining_factory(seen)
+        # instrumenting again puts ours over the application's: no cycle
+        manager.get_config().tracker.instrument_loop(asyncio.get_running_loop())
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = uvloop.new_event_loop()
+    with _session(manager) as s:
+        manager.get_config().tracker.instrument_loop(loop)
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    assert len(seen) == 3
+    _assert_fetches_timed(s.results, tasks)
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
+@pytest.mark.parametrize("where", ["below", "over"])
+def test_eager_task_factory_tasks_are_timed_once(manager, where):
+    """Eager tasks run their first step inside the factory call; a task they create there
+    is a task of its own, not a call back into the factory."""
+    fetch = _fetches(manager)
+
+    async def spawner(d):
+        # runs eagerly inside the factory call that made its task
+        return await asyncio.create_task(fetch(d))
+
+    async def main():
+        if where == "over":
+            asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+        spawners = [asyncio.create_task(spawner(d)) for d in _DELAYS]
+        return await asyncio.gather(*spawners)
+
+    loop = asyncio.new_event_loop()
+    if where == "below":
+        loop.set_task_factory(asyncio.eager_task_factory)
+    with _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    _assert_fetches_timed(s.results, tasks)
+    assert len(s.results.tasks[0]) == 7  # main, three spawners, three fetches
+
+
+# --------------------------------------------------------------------------- loops we do not instrument
+# A task of an event loop whose tasks get no lanes (uvloop without instrument_loop, trio)
+# would put its calls on the thread's lane, concurrent ones nested, with no word said. The
+# first region opened inside such a task says so once; an asyncio-compatible loop is
+# instrumented on the spot, so the tasks it creates from then on are lanes.
+def test_uninstrumented_uvloop_is_instrumented_at_first_region_with_one_warning(
+    manager, monkeypatch
+):
+    uvloop = pytest.importorskip("uvloop")
+    from scope_profiler import _untracked_loops
+
+    monkeypatch.setattr(_untracked_loops, "_WARNED", set())
+    fetch = _fetches(manager)
+
+    async def early(d):
+        with manager.region("early"):
+            await asyncio.sleep(d)
+
+    async def main():
+        await asyncio.gather(early(0.03), early(0.01))  # created before anyone noticed
+        return await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    loop = uvloop.new_event_loop()
+    with pytest.warns(RuntimeWarning) as caught, _session(manager) as s:
+        tasks = loop.run_until_complete(main())
+    loop.close()
+    advice = [w for w in caught if "instrument_loop" in str(w.message)]
+    assert len(advice) == 1 and "uvloop.Loop" in str(advice[0].message)
+    assert advice[0].filename == __file__
+    early_ = s.results["early"][0]
+    assert early_.num_calls == 2 and (early_.task_ids == -1).all()  # what the warning says
+    _assert_fetches_timed(s.results, tasks)  # the loop's later tasks are lanes
+
+
+def test_instrumented_loops_and_callbacks_do_not_warn(manager):
+    uvloop = pytest.importorskip("uvloop")
+
+    async def main():
+        manager.get_config().tracker.instrument_loop(asyncio.get_running_loop())
+        done = asyncio.get_running_loop().create_future()
+
+        def callback():
+            with manager.region("callback"):
+                done.set_result(None)
+
+        asyncio.get_running_loop().call_soon(callback)
+        await done
+        await asyncio.gather(*(fetch(d) for d in _DELAYS))
+
+    fetch = _fetches(manager)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with _session(manager) as s:
+            asyncio.run(main())
+            uvloop.run(main())
+    assert s.results["fetch"][0].num_calls == 6
+    assert s.results["callback"][0].task_ids.tolist() == [-1, -1]
+
+
+_TRIO_PROGRAM = """
+import sys, time, warnings
+import scope_profiler as sp
+
+PM = sp.ProfileManager
+
+
+def spin(s):
+    t = time.perf_counter()
+    while time.perf_counter() - t < s:
+        pass
+
+
+async def work(sleep):
+    with PM.region("work"):
+        await sleep(0.05)
+        spin(0.002)
+
+
+async def main_trio():
+    import trio
+
+    async with trio.open_nursery() as n:
+        for _ in range(10):
+            n.start_soon(work, trio.sleep)
+
+
+async def main_anyio():
+    import anyio
+
+    async with anyio.create_task_group() as tg:
+        for _ in range(10):
+            tg.start_soon(work, anyio.sleep)
+
+
+def run(how):
+    if how == "trio":
+        import trio
+
+        trio.run(main_trio)
+    else:
+        import anyio
+
+        anyio.run(main_anyio, backend=how)
+
+
+with warnings.catch_warnings(record=True) as caught:
+    warnings.simplefilter("always")
+    with PM.session(
+        track_async=True, deactivate_file_output=True, return_results=True, verbose=False
+    ) as s:
+        run(sys.argv[1])
+        run(sys.argv[1])
+r = s.results
+w = r["work"][0]
+row = r.thread_summary()[0]
+print(len([c for c in caught if "trio" in str(c.message)]))
+print(w.num_calls, len(set(w.task_ids.tolist())), int((w.task_ids >= 0).sum()))
+work_rows = [t for t in r.task_summary() if "work" in (t["name"] + t["coro_name"])]
+print(row["held_time"] <= row["wall_time"], len(work_rows))
+print(float(w.await_times.min()))
+"""
+
+
+@pytest.mark.parametrize("how", ["trio", "anyio-trio", "anyio-asyncio"])
+def test_trio_tasks_are_named_in_one_warning(how, tmp_path):
+    """trio has no task factory: its tasks get no lanes, which one warning says (and what
+    to do); held time stays within the thread's wall time. anyio on asyncio gets lanes."""
+    pytest.importorskip("trio")
+    if how.startswith("anyio"):
+        pytest.importorskip("anyio")
+    script = tmp_path / "program.py"
+    script.write_text(_TRIO_PROGRAM)
+    backend = {"trio": "trio", "anyio-trio": "trio", "anyio-asyncio": "asyncio"}[how]
+    arg = "trio" if how == "trio" else backend
+    out = subprocess.run(
+        [sys.executable, str(script), arg], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    warned, calls, held_within_wall, least_await = out.stdout.split("\n")[:4]
+    if backend == "trio":
+        assert warned == "1"  # two runs, twenty regions: one warning
+        assert calls.split() == ["20", "1", "0"]  # all on the thread's lane
+        assert held_within_wall.split() == ["True", "0"]  # and no task rows
+        assert float(least_await) == 0.0
+    else:
+        assert warned == "0"
+        n, lanes, on_lanes = map(int, calls.split())
+        assert n == 20 and lanes == 20 and on_lanes == 20
+        assert held_within_wall.split() == ["True", "20"]
+        assert float(least_await) >= 0.045  # each call's own sleep
+
+
+_CHAINED_FACTORY_PROGRAM = """
+import asyncio, json, sys
+from scope_profiler import ProfileManager as PM
+
+seen = []
+
+
+async def fetch(d):
+    with PM.region("fetch"):
+        await asyncio.sleep(d)
+
+
+async def main():
+    loop = asyncio.get_running_loop()
+    below = loop.get_task_factory()
+
+    def factory(loop, coro, **kw):
+        seen.append(1)
+        return below(loop, coro, **kw)
+
+    loop.set_task_factory(factory)
+    await asyncio.gather(*(fetch(d) for d in (0.02, 0.04, 0.06)))
+    await asyncio.create_task(asyncio.sleep(0))
+
+
+with PM.session(file_path=sys.argv[1], track_async=True, verbose=False, return_results=True) as s:
+    asyncio.run(main())
+f = s.results["fetch"][0]
+print(json.dumps({"seen": len(seen), "calls": int(f.num_calls),
+                  "lanes": sorted(set(f.task_ids.tolist())),
+                  "durations": sorted(f.durations.tolist()), "tasks": len(s.results.tasks[0])}))
+"""
+
+
+def test_factory_chained_over_ours_as_the_reference(tmp_path):
+    """The reference keeps a factory chained over its own working; so do we, with the same
+    factory passes, lanes, task table and durations."""
+    script = tmp_path / "program.py"
+    script.write_text(_CHAINED_FACTORY_PROGRAM)
+    runs = []
+    for python, out in ((sys.executable, "ours.h5"), (reference_python(), "ref.h5")):
+        done = subprocess.run(
+            [python, str(script), str(tmp_path / out)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+        runs.append(json.loads(done.stdout))
+    ours, ref = runs
+    # gather's three, the sleep and asyncio.run's two shutdown tasks, each once
+    assert ours["seen"] == ref["seen"] == 6
+    assert ours["calls"] == ref["calls"] == 3
+    assert ours["lanes"] == ref["lanes"] and len(ours["lanes"]) == 3
+    assert ours["tasks"] == ref["tasks"]
+    assert np.allclose(ours["durations"], [0.02, 0.04, 0.06], atol=0.015)
+    assert np.allclose(ours["durations"], ref["durations"], atol=0.015)

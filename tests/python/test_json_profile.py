@@ -335,9 +335,10 @@ def test_setup_output_json_that_cannot_be_written_keeps_the_recording(tmp_path):
     from scope_profiler import ProfileManager
 
     out = tmp_path / "run.json"
-    out.mkdir()  # a directory in the way: the rendering fails
     try:
         run = ProfileManager.setup(output=str(out))
+        # a directory in the way (setup() refuses one up front): the rendering fails
+        out.mkdir()
         with ProfileManager.profile_region("kept"):
             pass
         with pytest.raises(IsADirectoryError) as e:

@@ -311,6 +311,7 @@ def test_single_process_forced_mpi(tmp_path):
 @needs_mpi
 def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
     target = tmp_path / "missing" / "run.h5"
+    target.parent.mkdir()  # setup() refuses a path it cannot write: it breaks after setup()
     script = tmp_path / "job.py"
     script.write_text(
         textwrap.dedent(
@@ -319,6 +320,10 @@ def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
             from mpi4py import MPI
             comm = MPI.COMM_WORLD
             sp.ProfileManager.setup(file_path={str(target)!r})
+            comm.Barrier()
+            if comm.Get_rank() == 0:
+                os.rmdir({str(target.parent)!r})
+            comm.Barrier()
             for _ in range(3 + comm.Get_rank()):
                 with sp.profile_region("work"):
                     pass

@@ -208,28 +208,6 @@ def test_a_damaged_string_length_is_refused_without_allocating(tmp_path):
     assert int(lines["GROWTH_KB"]) < 200_000, lines  # not the 4 GiB the length claims
 
 
-# A damaged event-metadata attribute is a CorruptProfileError naming the file, the row and
-# what is wrong, never a raw json.JSONDecodeError or TypeError out of read_h5.
-@pytest.mark.parametrize(
-    "stored, why",
-    [
-        ('[{"a": 1}, {"b"', "not a JSON list of objects"),
-        ("7", "not a JSON list of objects"),
-        ("[1, 2, 3]", "not a JSON list of objects"),
-        ('[{"a": 1}]', "1 entries for 3 calls"),
-    ],
-)
-def test_damaged_per_call_metadata_is_a_corrupt_profile(tmp_path, stored, why):
-    path = _written(tmp_path, "io", 3, metadata=[{"a": 1}, {}, {"c": [2]}])
-    assert sp.read_h5(str(path))["io"].regions[0].event_metadata == ({"a": 1}, {}, {"c": [2]})
-    with h5py.File(path, "r+") as f:
-        f["rank_region_index/event_metadata"][0] = stored
-    with pytest.raises(sp.CorruptProfileError) as e:
-        sp.read_h5(str(path))
-    msg = str(e.value)
-    assert str(path) in msg and "rank_region_index/event_metadata row 0" in msg and why in msg, msg
-
-
 # Files that are not what they seem never load as empty or silently wrong profiles: each is
 # refused with CorruptProfileError, or read correctly.
 def test_foreign_rank_groups_are_not_an_empty_profile(tmp_path):

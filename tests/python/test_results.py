@@ -769,3 +769,214 @@ def test_print_summary_of_a_selection_says_it_is_filtered(tmp_path):
     r.print_summary(stream=unfiltered, suppress_notes=True)
     assert "3 region(s), 7 call(s)" in unfiltered.getvalue().splitlines()[0]
     assert "filtered" not in unfiltered.getvalue()
+
+
+# ------------------------------------------------------------------ pickling
+
+
+def _region_values(region) -> dict:
+    """What a Region shows: its columns, exclusive times and statistics."""
+    values = {
+        "start": region.start_times_ns.tolist(),
+        "end": region.end_times_ns.tolist(),
+        "thread_ids": None if region.thread_ids is None else region.thread_ids.tolist(),
+        "task_ids": None if region.task_ids is None else region.task_ids.tolist(),
+        "call_ids": None if region.call_ids is None else region.call_ids.tolist(),
+        "exclusive": region.exclusive_durations_ns.tolist(),
+        "metadata": region.event_metadata,
+        "summary": region.get_summary(),
+        "source": (region.source_file, region.source_lineno),
+    }
+    return values
+
+
+def _results_values(results) -> dict:
+    """What a result set shows: every region's values per rank, tables, metadata, summary."""
+    return {
+        "names": results.region_names,
+        "regions": {
+            name: {rank: _region_values(r) for rank, r in results[name].regions.items()}
+            for name in results.region_names
+        },
+        "threads": {
+            rank: [(t.index, t.name, t.ident, t.start_time, t.cpu_time) for t in rows]
+            for rank, rows in results.threads.items()
+        },
+        "tasks": {
+            rank: [(t.index, t.name, t.kind, t.steps) for t in rows]
+            for rank, rows in results.tasks.items()
+        },
+        "metadata": results.metadata,
+        "summary": results.summary(),
+        "num_ranks": results.num_ranks,
+        "file_path": results.file_path,
+    }
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+@pytest.mark.parametrize("path", [THREADS, ASYNC, SINGLE, REFERENCE / "pool.h5"])
+def test_results_pickle_round_trip(path, protocol):
+    import pickle
+
+    results = sp.read_h5(path)
+    back = pickle.loads(pickle.dumps(results, protocol=protocol))
+    assert type(back) is ProfilingResults
+    assert _results_values(back) == _results_values(results)
+
+
+def test_pickle_protocol_5_moves_the_columns_out_of_band_without_copies():
+    import pickle
+
+    n = 100_000
+    starts = np.arange(n, dtype=np.int64) * 100
+    results = ProfilingResults(
+        {
+            "outer": mpi("outer", starts, starts + 50, threads=np.arange(n) % 2),
+            "inner": mpi("inner", starts + 10, starts + 20, threads=np.arange(n) % 2),
+        }
+    )
+    buffers = []
+    data = pickle.dumps(results, protocol=5, buffer_callback=buffers.append)
+    assert len(data) < 10_000, len(data)  # the columns are not in it
+    assert sum(b.raw().nbytes for b in buffers) == 6 * 8 * n  # start, end, thread per region
+    # the buffers are the run's own memory (no copy on the way out)
+    memory = {b.raw().obj.__array_interface__["data"][0] for b in buffers}
+    assert results["outer"][0].start_times_ns.__array_interface__["data"][0] in memory
+    raw = [bytearray(b.raw()) for b in buffers]
+    back = pickle.loads(data, buffers=raw)
+    assert _results_values(back) == _results_values(results)
+    # ... nor on the way in: the run's columns are the buffers handed in
+    handed = {np.frombuffer(b, dtype=np.uint8).__array_interface__["data"][0] for b in raw}
+    assert back["outer"][0].start_times_ns.__array_interface__["data"][0] in handed
+    assert not back["outer"][0].start_times_ns.flags.writeable
+
+
+def test_regions_and_lane_slices_pickle_with_their_run():
+    import pickle
+
+    results = sp.read_h5(THREADS)
+    solve = results["solve"][0]
+    thread = solve.threads[-1]
+    one_thread = solve.for_thread(thread)
+    for protocol in (2, 5):
+        back = pickle.loads(pickle.dumps(solve, protocol=protocol))
+        assert _region_values(back) == _region_values(solve)
+        sliced = pickle.loads(pickle.dumps(one_thread, protocol=protocol))
+        assert _region_values(sliced) == _region_values(one_thread)
+        assert sliced.thread_ids.tolist() == [thread] * sliced.num_calls
+        mpi_back = pickle.loads(pickle.dumps(results["solve"], protocol=protocol))
+        assert (
+            mpi_back.name == "solve" and mpi_back.total_duration == results["solve"].total_duration
+        )
+        assert _region_values(mpi_back[0]) == _region_values(solve)
+    # the regions of one run pickled together carry it once
+    two = pickle.dumps([results[n][0] for n in results.region_names], protocol=5)
+    assert len(two) < len(pickle.dumps(solve, protocol=5)) * 1.5
+
+
+def test_a_region_built_from_arrays_pickles_with_its_own_durations():
+    import pickle
+
+    region = Region(
+        np.array([0, 10], dtype=np.int64),
+        np.array([5, 30], dtype=np.int64),
+        event_metadata=[{"a": 1}, {}],
+    )
+    back = pickle.loads(pickle.dumps(region))
+    assert back.exclusive_durations_ns.tolist() == [5, 20]
+    assert _region_values(back) == _region_values(region)
+
+
+def test_summary_only_results_pickle_with_their_statistics():
+    import pickle
+
+    results = sp.read_h5_summary(THREADS)
+    back = pickle.loads(pickle.dumps(results))
+    assert back.summary() == results.summary()
+    assert back["solve"][0].stored_summary == results["solve"][0].stored_summary
+    assert not back["solve"][0].has_event_data and back["solve"][0].num_calls == 26
+    with pytest.raises(sp.EventDataUnavailableError):
+        back["solve"][0].events()
+
+
+def test_hand_built_results_pickle_with_colours_and_rank_order():
+    import pickle
+
+    a = mpi("a", [0, 100], [50, 200], threads=[0, 1])
+    a.color = "red"
+    results = ProfilingResults(
+        {"a": a, "b": mpi("b", [10], [20], threads=[0])}, metadata={"k": "v"}, num_ranks=3
+    )
+    back = pickle.loads(pickle.dumps(results))
+    assert back["a"].color == "red" and back.num_ranks == 3 and back.metadata == {"k": "v"}
+    assert _results_values(back) == _results_values(results)
+
+
+def test_thread_and_task_rows_pickle():
+    import pickle
+
+    results = sp.read_h5(ASYNC)
+    for rows in (results.threads[0], results.tasks[0]):
+        for row in rows:
+            back = pickle.loads(pickle.dumps(row))
+            assert type(back) is type(row) and repr(back) == repr(row)
+
+
+def test_deepcopy_of_results_is_equal_and_independent():
+    import copy
+
+    results = sp.read_h5(ASYNC)
+    twin = copy.deepcopy(results)
+    assert twin is not results and _results_values(twin) == _results_values(results)
+    assert (
+        twin["crawl"][0].start_times_ns.ctypes.data
+        != results["crawl"][0].start_times_ns.ctypes.data
+    )
+    region = results[results.region_names[0]][0]
+    assert _region_values(copy.deepcopy(region)) == _region_values(region)
+    assert repr(copy.deepcopy(results.threads[0][0])) == repr(results.threads[0][0])
+
+
+def _read_in_worker(path: str):
+    return sp.read_h5(path)
+
+
+def test_results_come_back_from_a_process_pool():
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        got = pool.map(_read_in_worker, [str(THREADS), str(ASYNC)])
+    for path, back in zip((THREADS, ASYNC), got):
+        assert _results_values(back) == _results_values(sp.read_h5(path))
+
+
+def test_results_of_finalize_pickle(tmp_path):
+    import pickle
+    import threading
+
+    from scope_profiler import ProfileManager
+
+    ProfileManager._reset()
+    try:
+        sp.setup(file_path=str(tmp_path / "f.h5"), track_threads=True)
+
+        def work():
+            for _ in range(3):
+                with sp.region("outer"), sp.region("inner"):
+                    pass
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with sp.metadata(v=float("inf")), sp.region("tagged"):
+            pass
+        results = sp.finalize(verbose=False, return_results=True)
+    finally:
+        ProfileManager._reset()
+    back = pickle.loads(pickle.dumps(results, protocol=5))
+    assert _results_values(back) == _results_values(results)
+    assert back["outer"][0].num_calls == 6 and back["tagged"][0].event_metadata == (
+        {"v": float("inf")},
+    )

@@ -202,6 +202,29 @@ def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_dr
     assert not (tmp_path / "untracked.speedscope.json").exists()
 
 
+def test_a_speedscope_file_that_cannot_be_written_gets_no_recording_hint(tmp_path):
+    """A write failure (here the file's name is taken by a directory; a full disk alike) is
+    reported as it is: recording with --track-threads would not help it."""
+    script = _script(
+        tmp_path,
+        """
+        from scope_profiler import ProfileManager
+
+        with ProfileManager.profile_region("outer"):
+            with ProfileManager.profile_region("inner"):
+                pass
+        """,
+    )
+    (tmp_path / "nested.speedscope.json").mkdir()
+    proc = run_cli("run", "-o", tmp_path / "nested.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "no speedscope file" in proc.stderr, proc.stderr
+    assert "nested.speedscope.json" in proc.stderr, proc.stderr
+    assert "--track-threads" not in proc.stderr, proc.stderr
+    calls = _calls(tmp_path / "nested.h5")
+    assert (calls["outer"], calls["inner"]) == (1, 1)
+
+
 # The `scope-profiler` console script finds `run -m mymod` with mymod.py in the working
 # directory, as python -m does (the console script's sys.path[0] is its bin directory: the
 # working directory is put first before the lookup); a failing script's traceback shows no

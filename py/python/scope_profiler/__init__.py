@@ -135,6 +135,7 @@ __all__ = [
     "registered_regions",
     "reset",
     "run",
+    "scan",
     "session",
     "setup",
     "setup_from_env",

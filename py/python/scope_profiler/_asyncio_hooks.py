@@ -9,8 +9,10 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
   run in other threads. ``instrument(loop, tracker)`` also serves loops that never reach
   ``BaseEventLoop`` (uvloop, custom loops).
 * Each instrumented loop gets one process-wide task factory (``_task_factory``, Rust) that
-  chains the factory the loop had before (saved once per loop) and wraps the coroutine
-  once per tracker that instrumented the loop (a Rust ``TimedCoroutine`` each).
+  wraps the coroutine once per tracker that instrumented the loop (a Rust
+  ``TimedCoroutine`` each) and has the task made by the loop's chain of factories: the one
+  it had before, and each one the application set over ours since (ours is set again
+  above it; one that calls back into ours is passed on down the chain).
 * Release is order-independent: a tracker leaving takes itself out of every loop; a loop
   nobody tracks any more gets its own previous factory back, and the ``BaseEventLoop``
   methods are restored when the last tracker leaves (only if they are still ours, so a
@@ -38,13 +40,24 @@ def instrument(loop, tracker) -> None:
     _task_factory.instrument(loop, tracker._native)
 
 
-def _instrument_active(loop) -> None:
+def tracking() -> bool:
+    """Whether some tracker is active."""
+    return bool(_TRACKERS)
+
+
+def instruments(loop) -> bool:
+    """Whether some tracker times ``loop``'s new tasks."""
+    return _task_factory.instruments(loop)
+
+
+def instrument_active(loop) -> None:
+    """Route ``loop``'s task creation through every active tracker's step timer."""
     for tracker in _TRACKERS:
         _task_factory.instrument(loop, tracker._native)
 
 
 def _run_forever(self):
-    _instrument_active(self)
+    instrument_active(self)
     return _ORIGINALS["run_forever"](self)
 
 
@@ -55,7 +68,7 @@ _SETS_NAME_NONE = (3, 13, 0) <= sys.version_info[:3] < (3, 13, 3)
 
 
 def _create_task(self, coro, **kwargs):
-    _instrument_active(self)
+    instrument_active(self)
     if _SETS_NAME_NONE and kwargs.get("name") is None and self._task_factory is _task_factory:
         # what 3.13.3 does: the factory's task keeps its default name ("Task-N")
         self._check_closed()

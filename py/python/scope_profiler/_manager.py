@@ -19,13 +19,13 @@ Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> 
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import sys
 from contextvars import ContextVar
 
-from . import _metadata, _tracer
+from . import _exit, _manager_api, _metadata, _tracer
+from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     NO_STREAMING_UNDER_MPI,
     SESSION_ROOT_REGION,
@@ -34,8 +34,6 @@ from ._native import (
     ProfileRegion,
     ProfilingResults,
     RegionCache,
-    RegionFactory,
-    RegionHandle,
     call_graph_warning,
     carries_opt_in,
     check_pause,
@@ -124,10 +122,9 @@ def _stop_streaming(config: ProfilingConfig | None, discard: bool = False) -> No
         config._native.stop_flush()
 
 
-@atexit.register
 def _stop_all_streaming() -> None:
-    # registered at import, so it runs after every auto-finalize (atexit is LIFO): those read
-    # the sidecars back first
+    """Every flush thread ends (at the interpreter's exit, ``_exit``: after every exit-time
+    finalize, which read their sidecars back; a run never finalized keeps its sidecar)."""
     for config in list(_streaming or ()):
         _stop_streaming(config)
 
@@ -423,7 +420,7 @@ class ProfileManager:
     #: Runs the hosted script set up, innermost last: ``(file_path, requested_output,
     #: deactivate_file_output, names of the calls open at the join)``.
     _joined: ClassVar[list]
-    _auto_finalize: ClassVar[Any]  # the atexit callback of setup(auto_finalize=True)
+    _auto_finalize: ClassVar[Any]  # the exit-time finalize of setup(auto_finalize=True) (_exit)
     _regions: ClassVar[dict]  # name -> ProfileRegion, the dict the native lookup probes
     _decorators: ClassVar[dict]  # name -> [(func, wrapper, tags), ...]
     _region_definitions: ClassVar[dict]  # name -> (functions, tags) of define_region()
@@ -661,63 +658,14 @@ class ProfileManager:
                 del cls._regions[name]
         cls._rebind_decorators(new)
 
-    @classmethod
-    def instrument(cls, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
-        """Decorate ``module``'s functions matching ``include`` and not ``exclude`` (globs)
-        with :meth:`profile`, in place, as regions ``<prefix or module name>.<function>``;
-        returns ``{name: wrapper}`` (see ``_manager_api.instrument``)."""
-        from . import _manager_api
-
-        return _manager_api.instrument(cls, module, include, exclude, prefix, tags)
-
-    @classmethod
-    def run(cls, func, *args, output=None, **kwargs):
-        """``func(*args)`` inside a ``session(**kwargs)`` (``verbose=False``,
-        ``return_results=True`` by default); returns its value, the results are in
-        :meth:`last_results`."""
-        from . import _manager_api
-
-        return _manager_api.run(cls, func, args, output, kwargs)
-
-    @classmethod
-    def run_script(cls, script_path, script_args=None, region_name=None, recursive=True) -> None:
-        """Run a script as ``__main__`` in the current run (see ``_manager_api.run_script``)."""
-        from . import _manager_api
-
-        _manager_api.run_script(cls, script_path, script_args, region_name, recursive)
-
-    @classmethod
-    def profile_script(cls, script_path, *, script_args=None, output=None, **kwargs):
-        """``setup(**kwargs)``, run the script, ``finalize``; returns the
-        ``ProfilingResults`` (the script's exception propagates after the finalize)."""
-        from . import _manager_api
-
-        return _manager_api.profile_script(cls, script_path, script_args, output, kwargs)
-
-    @classmethod
-    def profile_command(cls, command, *, output=None, recursive=False, all=False, mpi_calls=False):
-        """Run a script under ``scope-profiler run`` in a child process; returns its
-        ``CompletedProcess`` with ``profile_results`` (see ``_manager_api``)."""
-        from . import _manager_api
-
-        return _manager_api.profile_command(command, output, recursive, all, mpi_calls)
-
-    @classmethod
-    def setup_from_env(cls, **overrides):
-        """``setup()`` from ``SCOPE_PROFILER_CONFIG`` / ``_OUTPUT`` / ``_RECURSIVE`` /
-        ``_AUTO_FINALIZE``; keywords win. Returns the ``ProfilingRun``."""
-        from . import _manager_api
-
-        return _manager_api.setup_from_env(cls, overrides)
-
-    @classmethod
-    def sample_every(cls, every: int, start: int = 0):
-        """Context manager yielding ``profile_step(timestep)``: record timestep ``start``
-        and every ``every``-th after it, pause for the others (see
-        ``_manager_api.SampleEvery``)."""
-        from . import _manager_api
-
-        return _manager_api.SampleEvery(cls, every, start)
+    # the reference's conveniences (``_manager_api``): the manager class comes first
+    instrument = classmethod(_manager_api.instrument)
+    run = classmethod(_manager_api.run)
+    run_script = classmethod(_manager_api.run_script)
+    profile_script = classmethod(_manager_api.profile_script)
+    profile_command = staticmethod(_manager_api.profile_command)
+    setup_from_env = classmethod(_manager_api.setup_from_env)
+    sample_every = classmethod(_manager_api.SampleEvery)
 
     @classmethod
     def read_results(cls):
@@ -774,21 +722,7 @@ class ProfileManager:
 
     @classmethod
     def _cancel_auto_finalize(cls) -> None:
-        callback, cls._auto_finalize = cls._auto_finalize, None
-        if callback is not None:
-            atexit.unregister(callback)
-
-    @classmethod
-    def _register_auto_finalize(cls) -> None:
-        cls._cancel_auto_finalize()
-
-        def finalize_at_exit():
-            cls._auto_finalize = None
-            if cls._configured:
-                cls._finalize(close_open=True)  # the end of the recording
-
-        cls._auto_finalize = finalize_at_exit
-        atexit.register(finalize_at_exit)
+        _exit.cancel_auto_finalize(cls)
 
     @classmethod
     def setup(
@@ -825,9 +759,9 @@ class ProfileManager:
             raise RuntimeError(refusal)
         check_setting_names(overrides)  # TypeError naming unknown settings
         requested = None
-        if output is not _UNSET:  # file_path / deactivate_file_output from it
+        if output is not _UNSET:  # file_path / deactivate_file_output from it (checked)
+            overrides.update(output_settings(output, overrides))
             requested = None if output is None else os.fspath(output)
-            overrides.update(output_settings(requested, overrides))
         settings: dict = {}
         if config_path is not None:
             from ._options import load_profiling_config
@@ -844,7 +778,7 @@ class ProfileManager:
         cls._set_config(config)
         cls._requested_output = requested
         if auto_finalize:
-            cls._register_auto_finalize()
+            _exit.register_auto_finalize(cls)
         return ProfilingRun(cls, config, requested)
 
     @classmethod

@@ -47,16 +47,15 @@ def lifetime_with_metadata(manager, profiled, lifetime, metadata, record_outcome
             if profiled._region is None:
                 return await lifetime(*args, **kwargs)
             values = values_of(args, kwargs)
-            if not record_outcome:
-                with MetadataScope(manager, dict(**values)):
-                    return await lifetime(*args, **kwargs)
             with MetadataScope(manager, dict(**values)) as event_metadata:
                 try:
                     result = await lifetime(*args, **kwargs)
                 except BaseException as error:
-                    event_metadata.update(status="error", exception=type(error).__name__)
+                    if record_outcome:
+                        event_metadata.update(status="error", exception=type(error).__name__)
                     raise
-                event_metadata["status"] = "ok"
+                if record_outcome:
+                    event_metadata["status"] = "ok"
                 return result
 
         return coroutine_wrapper

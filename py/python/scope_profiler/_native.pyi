@@ -41,7 +41,6 @@ __all__ = [
     "Comparison",
     "CorruptProfileError",
     "EventDataUnavailableError",
-    "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
     "JSONProfileError",
@@ -61,8 +60,6 @@ __all__ = [
     "ProfilingResults",
     "Region",
     "RegionCache",
-    "RegionFactory",
-    "RegionHandle",
     "RegionTrace",
     "SummaryDataUnavailable",
     "SummaryRow",
@@ -75,7 +72,7 @@ __all__ = [
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
-    "_FactoryCall",
+    "_PickledRun",
     "__version__",
     "_run_from_bytes",
     "_run_to_bytes",
@@ -85,6 +82,8 @@ __all__ = [
     "call_graph_warning",
     "call_stack_children",
     "call_stack_roots",
+    "calls_after_the_exit_finalize",
+    "calls_after_the_profile",
     "carries_opt_in",
     "check_pause",
     "check_region_definition",
@@ -99,6 +98,11 @@ __all__ = [
     "cli_main",
     "compare_runs",
     "create_html_report",
+    "dataset_commit",
+    "dataset_convert",
+    "dataset_empty_table",
+    "dataset_find",
+    "dataset_prepare",
     "describe_process",
     "enabled_tags_from_env",
     "exit_write_failure",
@@ -161,15 +165,17 @@ __all__ = [
     "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "signal_while_writing",
+    "sigterm_received",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
     "started_marker",
     "summary_text",
+    "terminated_line",
     "thread_time_ns",
     "tracking_upgrade",
     "unique_labels",
-    "unknown_setting_error",
     "unsupported_names",
     "user_stacklevel",
     "write_json",
@@ -235,6 +241,15 @@ class NativeRun:
     @property
     def region_names(self) -> list[str]:
         """Region names, insertion order."""
+
+@final
+class _PickledRun:
+    """A run as pickle carries it: its transport without per-call columns (``encoding``)
+    and the columns as int64 arrays (``columns``, used without a copy where their memory
+    allows). ``Region``, ``MPIRegion`` and ``ProfilingResults`` pickle through it."""
+
+    def __new__(cls, encoding: bytes, columns: list[Any]) -> _PickledRun: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
 
 @final
 class Region:
@@ -1122,6 +1137,12 @@ def sigterm_taken() -> bool:
     a re-sent SIGTERM (the handler already ran for the last one sent from outside): the
     handler then does nothing. Harmless when nothing was sent."""
 
+def sigterm_received() -> bool:
+    """Whether SIGTERM reached this process since :func:`guard_sigterm` - at the moment it
+    came, before its Python handler ran - or, in a child forked from it, reached the parent
+    before the fork (such a child would never have been started without the profiler, and
+    ends by the signal)."""
+
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
     (``request["session"]``: the run's ``session(...)`` keywords). A ``run`` of a script that
@@ -1143,20 +1164,35 @@ def cli_after_run(
     top: int | None = None,
     all_tasks: bool = False,
     untracked_loops: list[str] = ...,
+    signalled: bool = False,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
     profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
     file named after ``output``. ``processes``: the directory the followed processes
     recorded into; their files are first stacked after ``h5``'s run as rank blocks (this
     process described as ``pid PID: ARGV``, ``-m`` first for a ``module``), the result written
-    over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this
+    over ``h5``, and the directory removed once that is written. ``recorded``: the run this
     process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
     ``h5``. None, or the error line to print when that failed (naming the file; a failed
-    rendering keeps ``h5``, a failure keeps the processes' directory)."""
+    rendering keeps ``h5``, a failed merge keeps the processes' directory and names the
+    command that merges it). ``signalled``: the run ends by a signal; the merge first waits
+    (at most 2 s) for followed processes still writing their files."""
 
 def profile_not_written(error: str, kept: str | None = None) -> str:
     """The error line of a run whose session could not write its file, naming the followed
     processes' directory when it stays (``kept``)."""
+
+def terminated_line(signum: int) -> str:
+    """The line of ``run`` when SIGTERM ends the script or its end (the profile is written
+    first, then the run ends by the signal)."""
+
+def signal_while_writing(signum: int, name: str) -> str:
+    """The line of ``run`` when a signal arrives while the profile is written or the followed
+    processes' files are merged (that goes on; then the run ends by the signal)."""
+
+def calls_after_the_profile(calls: int) -> str | None:
+    """The line at the exit of ``run`` when ``calls`` calls were recorded after the profile
+    was written (they are not in it); None for none."""
 
 def plain_warning(process: str | None, category: str, message: str) -> str:
     """A warning the profiler raises from its own code as ``run`` prints it, one line:
@@ -1209,7 +1245,8 @@ def tracking_upgrade(
 
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
-    processes (the forkserver, the resource tracker), not a process of the program."""
+    processes (the forkserver, the resource tracker) or loky's resource tracker, not a
+    process of the program."""
 
 def unique_labels(labels: list[str]) -> list[str]:
     """Run labels with repeats made distinct, as every exporter names runs: the second
@@ -1572,6 +1609,34 @@ def sniff_profile_format(path: _Path) -> str:
     bytes, else by its name. Raises ``FileNotFoundError``, ``OSError``."""
 
 # ---------------------------------------------------------------------------------------------
+# datasets of many runs (``scope_profiler.dataset``)
+
+def dataset_find(runs: Sequence[_Path]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The run files the paths name (directories searched), and ``(path, message)`` for the
+    paths that do not exist."""
+
+def dataset_prepare(out_dir: _Path, append: bool) -> list[tuple[str, str]]:
+    """Make the directory ready for a build; ``(run id, row json)`` of the runs already in
+    it. Raises ``ValueError`` (an existing dataset without ``append``, foreign files) and
+    ``OSError``."""
+
+def dataset_convert(
+    paths: Sequence[_Path], out_dir: _Path, present: set[str], jobs: int = 1
+) -> list[tuple[str, str, str]]:
+    """Convert each file into the dataset, ``jobs`` at a time, the GIL released: one
+    ``(kind, path, payload)`` per path, kind ``"added"`` (payload: the row as JSON),
+    ``"present"`` (the run id) or ``"failed"`` (the message)."""
+
+def dataset_commit(
+    out_dir: _Path, existing: Sequence[str], converted: Sequence[tuple[str, str, str]]
+) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Write the runs table of the existing rows and the runs added; returns the ids added,
+    ``(path, run id)`` skipped as present, ``(path, message)`` failed. Raises ``OSError``."""
+
+def dataset_empty_table(name: str) -> _ArrowTable:
+    """The dataset table ``name`` without rows, ``run`` first. Raises ``ValueError``."""
+
+# ---------------------------------------------------------------------------------------------
 # the package's names (``scope_profiler/__init__.py``), pause() (``_manager``), region
 # handles and factories (``_manager_api``)
 
@@ -1587,69 +1652,6 @@ def package_attribute(name: str) -> Any:
     """The module ``__getattr__`` of ``scope_profiler``: ``__version__``, a name of
     ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
     of ``unsupported_names()``, ``AttributeError`` for any other."""
-
-@disjoint_base
-class RegionHandle:
-    """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
-
-    ``with handle:`` enters the region of that name in the manager's *current* run (looked
-    up at entry, so a handle made before ``setup()`` records once profiling is set up) and
-    exits the same region object even if a ``setup(replace=True)`` came in between. Usable
-    from any thread or task (the entered regions are kept per context: a ``ContextVar``
-    per handle)."""
-
-    def __new__(
-        cls,
-        manager: Any,
-        name: str,
-        functions: Iterable[Any] | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> RegionHandle: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __enter__(self) -> Any:
-        """Enter ``manager.region(name, functions=..., tags=...)``; its ``__enter__`` value."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region this context entered last; its ``__exit__`` value.
-        ``RuntimeError`` ("region handle 'name' exited without being entered") without one."""
-
-@disjoint_base
-class RegionFactory:
-    """A reusable region definition (``ProfileManager.region_factory``): calling it returns
-    a context manager for one call of the region. ``factory(**metadata)`` runs the call
-    inside ``manager.metadata(**metadata)`` (the block entered first, the region inside
-    it), so the call carries those values."""
-
-    def __new__(
-        cls, manager: Any, name: str, tags: Iterable[str] | None = None
-    ) -> RegionFactory: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __call__(self, *args: Any, **kwargs: Any) -> RegionHandle | _FactoryCall:
-        """``factory(**metadata)``: a new ``RegionHandle``; with ``metadata``, it inside the
-        metadata block. Positional arguments: ``TypeError``."""
-
-@final
-class _FactoryCall:
-    """``factory(**metadata)``: the metadata block, and the region inside it."""
-
-    def __new__(cls, scope: Any, handle: Any) -> _FactoryCall: ...
-    def __enter__(self) -> Any:
-        """Enter the block, then the region (the block exited again when that raises)."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region (its value returned), then the block even when that raised."""
 
 @final
 class MetadataScope:
@@ -1783,6 +1785,10 @@ def check_script(path: str) -> None:
 def call_graph_warning(error: str) -> str:
     """The ``RuntimeWarning`` of a checkpoint whose calls do not nest."""
 
+def calls_after_the_exit_finalize(calls: int, written: str | None = None) -> str | None:
+    """The line at the interpreter's exit when ``calls`` calls were made after the exit-time
+    finalize (which wrote ``written``, or no file); None for none."""
+
 def user_stacklevel(*modules: str) -> int:
     """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``,
     ``_manager_api`` or ``modules``) naming the first frame outside them (the user's
@@ -1796,12 +1802,9 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     or None; the ``recursive_*`` options); new dicts."""
 
 def check_setting_names(names: Iterable[str]) -> None:
-    """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
-    ``names`` is not a setting."""
-
-def unknown_setting_error(names: Iterable[str]) -> str:
-    """The reference's message for unknown setting names (sorted, each with the closest
-    setting name when one is close enough, as ``difflib.get_close_matches`` finds it)."""
+    """``TypeError`` with the reference's message when any of ``names`` is not a setting
+    (sorted, each with the closest setting name when one is close enough, as
+    ``difflib.get_close_matches`` finds it)."""
 
 @disjoint_base
 class ProfilingConfigBase:
@@ -1898,11 +1901,12 @@ class ProfilingConfigBase:
     def memory_profile_path(self) -> None:
         """Always None (memray is not supported)."""
 
-def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def output_settings(output: object, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
     path, ``file_path`` (``output`` itself, or ``<output>.scope-profiler.h5`` for a JSON
-    profile or an HTML report). ``TypeError`` when ``overrides`` also sets ``file_path`` or
-    ``deactivate_file_output``."""
+    profile or an HTML report). ``TypeError`` when ``output`` is not None, a ``str`` or an
+    ``os.PathLike`` path, or when ``overrides`` also sets ``file_path`` or
+    ``deactivate_file_output``; ``ValueError`` when no file can be written at ``output``."""
 
 def setup_from_env_settings() -> list[tuple[str, str | bool]]:
     """``setup_from_env()``'s keywords from ``SCOPE_PROFILER_OUTPUT`` (``output``),
@@ -2059,6 +2063,13 @@ class NativeRecorder:
         """Whether the calling thread has registered with this recorder."""
     def set_paused(self, paused: bool) -> None:
         """Pause/resume: while paused, entries push a placeholder and record nothing."""
+    def stop_recording(self) -> None:
+        """The end of the recording (the exit-time finalize, the end of ``run``), before its
+        checkpoint: no call is recorded from now on, on any thread; ``calls_after_stop``
+        counts them; calls open now still close. ``set_paused(False)`` does not undo it."""
+    @property
+    def calls_after_stop(self) -> int | None:
+        """Calls made since ``stop_recording()`` (none recorded); None before it."""
     def open_region_names(self) -> list[str]:
         """Names of regions with an open (non-paused) call on any thread, registration order."""
     def thread_table(self, origin_ns: int = 0) -> list[ThreadInfo]:
@@ -2273,26 +2284,6 @@ class ThreadExitSentinel:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
 
 @final
-class ForkHooks:
-    """The process's ``os.register_at_fork`` handlers (one, ``_fork._HOOKS``): the
-    configurations whose recorder keeps a thread table or streams (weak), and the hook
-    ``scope-profiler run`` calls last in a forked child."""
-
-    def __new__(cls) -> ForkHooks: ...
-    def track(self, config: Any) -> None:
-        """Set ``config._owner_pid`` (``os.getpid()``); keep ``config`` (weakly) when it
-        has ``track_threads`` or ``flush_interval``."""
-    def inherited(self, config: Any) -> bool:
-        """Whether ``config`` was set up by another process (this one is a forked child)."""
-    def set_follow_hook(self, hook: Callable[[], object] | None) -> None:
-        """Install (None: remove) the hook called last in a forked child."""
-    def before_fork(self) -> None:
-        """Each tracked recorder samples the forking thread's CPU time."""
-    def after_fork_in_child(self) -> None:
-        """Each tracked recorder takes the child's view of its thread table (the forking
-        thread's row goes on with ``threading.get_native_id()``); then the follow hook."""
-
-@final
 class GreenletTrace:
     """The greenlet trace function shared by every ``track_async`` tracker (one per process,
     ``_greenlet_hooks._trace``), set with ``greenlet.settrace`` on each followed thread and
@@ -2311,7 +2302,9 @@ class GreenletTrace:
 
 @final
 class LoopState:
-    """One instrumented event loop: its previous task factory and the recorders timing it."""
+    """One instrumented event loop: the chain of task factories that make its tasks (those set
+    over ours, then the one it had before), the chain calls in progress, and the recorders
+    timing it."""
 
 @final
 class TaskFactory:
@@ -2322,13 +2315,16 @@ class TaskFactory:
     def __new__(cls) -> TaskFactory: ...
     def __call__(self, event_loop: Any, coro: Any, **kwargs: Any) -> Any:
         """The task for ``coro``: wrapped once per recorder timing ``event_loop`` (a lane of
-        each, await time measured on the recording clock), made by the loop's previous
-        factory or ``asyncio.Task``, its name followed by each recorder."""
+        each, await time measured on the recording clock), made by the loop's factory chain
+        or ``asyncio.Task``, its name followed by each recorder. A call back from a factory
+        of the chain (one that chains to ours) only continues down the chain."""
     def instrument(self, event_loop: Any, recorder: NativeRecorder) -> None:
         """Time ``event_loop``'s new tasks with ``recorder`` (idempotent); the loop's current
-        factory is chained."""
+        factory, when not ours, goes on top of the chain and ours is set again."""
+    def instruments(self, event_loop: Any) -> bool:
+        """Whether some recorder times ``event_loop``'s new tasks."""
     def release(self, recorder: NativeRecorder) -> None:
-        """Take ``recorder`` out of every loop; a loop left untimed gets its previous factory
+        """Take ``recorder`` out of every loop; a loop left untimed gets the top of its chain
         back."""
 
 @final

@@ -13,7 +13,6 @@ and reports the calls that ``recursive_call_limit`` left out.
 
 from __future__ import annotations
 
-import atexit
 import sys
 
 from ._native import NativeTracer, TraceHook
@@ -149,9 +148,8 @@ def forget(config: ProfilingConfig | None) -> None:
         NativeTracer.unregister(id(config))
 
 
-@atexit.register
 def _stop_all() -> None:
-    """At interpreter exit (after every exit-time finalize, atexit being LIFO): no tracer
+    """At the interpreter's exit (``_exit``: after every exit-time finalize): no tracer
     outlives the interpreter's modules (a traced call at shutdown would import threading)."""
     tracer = NativeTracer.registered_running()
     if tracer is not None:

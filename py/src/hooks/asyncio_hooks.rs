@@ -3,11 +3,22 @@
 //! `asyncio.BaseEventLoop` (`run_forever`, `create_task`) stays in the Python module: those
 //! are hooks, installed and restored by the trackers.
 //!
-//! One [`TaskFactory`] per process. Each loop it instruments keeps the factory it had before
-//! (chained: the task is made by it), and the recorders of the `track_async` trackers that
-//! instrumented the loop, each wrapping the coroutine once (a `TimedCoroutine`). Release is
+//! One [`TaskFactory`] per process. Each loop it instruments keeps a chain of the factories
+//! that make its tasks, and the recorders of the `track_async` trackers that instrumented
+//! the loop, each wrapping the coroutine once (a `TimedCoroutine`). Release is
 //! order-independent: a recorder leaving takes itself out of every loop, and a loop nobody
-//! times any more gets its previous factory back.
+//! times any more gets back the factory it had before ours.
+//!
+//! The chain: the factory the loop had when first instrumented, and above it each factory
+//! the application set over ours afterwards (found when the loop is instrumented again,
+//! at the next `create_task` or `run_forever`; ours is then set again, so that a factory
+//! that *replaces* ours without calling it still has its tasks timed). A factory that
+//! *chains* to ours (reads `get_task_factory()`, sets its own and calls the one it read)
+//! calls back into ours while ours is calling it: that call is recognised (same loop, a
+//! chain call in progress, the same task current) and goes on down the chain, so every
+//! factory runs once, the task is made once, and ours wraps and describes it once. A task
+//! created from inside an eagerly started task's first step has a different current task,
+//! so it is a new task, not a call back.
 use pyo3::exceptions::PyTypeError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
@@ -15,12 +26,35 @@ use pyo3::types::{PyDict, PyTuple};
 
 use crate::recording::NativeRecorder;
 
-/// One instrumented loop: the task factory it had before ours (`None`: asyncio's default)
+/// One instrumented loop: the factories that make its tasks (top first; the last is the one
+/// the loop had before ours, `None` for asyncio's default), the chain calls in progress,
 /// and the recorders timing its tasks, in install order.
 #[pyclass(module = "scope_profiler._native")]
 pub struct LoopState {
-    previous: Py<PyAny>,
+    chain: Vec<Py<PyAny>>,
+    /// `(chain index, task current when the call began)` of each chain call in progress.
+    calls: Vec<(usize, Py<PyAny>)>,
     recorders: Vec<Py<NativeRecorder>>,
+}
+
+/// Where a call that is not a call back starts in `state`'s chain: at the top when ours is
+/// the loop's factory; below the loop's factory when that one is in the chain (ours was
+/// released and the application's factory, which chains to ours, put back); else at the
+/// top (an application factory set over ours since the loop was last instrumented calls
+/// ours as the one below it). No borrow of `state` is held while the loop is asked.
+fn chain_start(
+    state: &Bound<'_, LoopState>,
+    factory: &Bound<'_, TaskFactory>,
+    event_loop: &Bound<'_, PyAny>,
+) -> PyResult<usize> {
+    if state.borrow().chain.len() < 2 {
+        return Ok(0);
+    }
+    let current = event_loop.call_method0("get_task_factory")?;
+    if current.is(factory) {
+        return Ok(0);
+    }
+    Ok(state.borrow().chain.iter().position(|f| f.is(&current)).map_or(0, |i| i + 1))
 }
 
 /// The task factory of instrumented loops (`loop.set_task_factory(factory)`); called by
@@ -89,11 +123,71 @@ impl TaskFactory {
     }
 }
 
+fn asyncio_function<'py>(
+    py: Python<'py>,
+    cell: &'static PyOnceLock<Py<PyAny>>,
+    name: &str,
+) -> PyResult<&'py Bound<'py, PyAny>> {
+    cell.get_or_try_init(py, || py.import("asyncio")?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+}
+
 fn is_coroutine(coro: &Bound<'_, PyAny>) -> PyResult<bool> {
     static ISCOROUTINE: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    let py = coro.py();
-    let check = ISCOROUTINE.get_or_try_init(py, || py.import("asyncio")?.getattr("iscoroutine").map(Bound::unbind))?;
-    check.bind(py).call1((coro,))?.is_truthy()
+    asyncio_function(coro.py(), &ISCOROUTINE, "iscoroutine")?.call1((coro,))?.is_truthy()
+}
+
+/// `asyncio.current_task(event_loop)` (`None` outside a task step).
+fn current_task<'py>(event_loop: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    static CURRENT_TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    asyncio_function(event_loop.py(), &CURRENT_TASK, "current_task")?.call1((event_loop,))
+}
+
+/// `asyncio.Task(coro, loop=event_loop, **kwargs)`: what a loop without a factory makes.
+fn default_task<'py>(
+    event_loop: &Bound<'py, PyAny>,
+    coro: &Bound<'py, PyAny>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    static TASK: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
+    let py = event_loop.py();
+    let all = PyDict::new(py);
+    all.set_item("loop", event_loop)?;
+    if let Some(kwargs) = kwargs {
+        all.update(kwargs.as_mapping())?;
+    }
+    asyncio_function(py, &TASK, "Task")?.call(PyTuple::new(py, [coro])?, Some(&all))
+}
+
+/// The chain index a call continues at when it is a call back from the chain factory in
+/// progress (same current task as when that call began), else `None` (a new task).
+fn call_back_index(state: &Bound<'_, LoopState>, event_loop: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+    let py = event_loop.py();
+    let Some((index, began_in)) = state.borrow().calls.last().map(|(i, t)| (*i, t.clone_ref(py))) else {
+        return Ok(None);
+    };
+    Ok(current_task(event_loop)?.is(&began_in).then_some(index + 1))
+}
+
+/// Make the task with chain entry `index` (asyncio's default below the chain or for a
+/// `None` entry), the call marked in progress so that a factory calling back into ours is
+/// recognised.
+fn make_with<'py>(
+    state: &Bound<'py, LoopState>,
+    index: usize,
+    event_loop: &Bound<'py, PyAny>,
+    coro: &Bound<'py, PyAny>,
+    kwargs: Option<&Bound<'py, PyDict>>,
+) -> PyResult<Bound<'py, PyAny>> {
+    let py = event_loop.py();
+    let factory = state.borrow().chain.get(index).map(|f| f.clone_ref(py)).filter(|f| !f.is_none(py));
+    let Some(factory) = factory else {
+        return default_task(event_loop, coro, kwargs);
+    };
+    let began_in = current_task(event_loop)?.unbind();
+    state.borrow_mut().calls.push((index, began_in));
+    let made = factory.bind(py).call((event_loop, coro), kwargs);
+    state.borrow_mut().calls.pop();
+    made
 }
 
 #[pymethods]
@@ -105,24 +199,26 @@ impl TaskFactory {
     }
 
     /// Make the task for `coro` on `event_loop`: the coroutine wrapped once per recorder
-    /// timing the loop (so the task is a lane of each), the task made by the loop's
-    /// previous factory (or `asyncio.Task(..., loop=event_loop, **kwargs)`), then adopted
-    /// by each recorder (its name followed). Not a coroutine: the task is made unwrapped.
+    /// timing the loop (so the task is a lane of each), the task made by the loop's factory
+    /// chain (or `asyncio.Task(..., loop=event_loop, **kwargs)`), then adopted by each
+    /// recorder (its name followed). Not a coroutine: the task is made unwrapped. A call
+    /// back from a chained factory only continues down the chain.
     #[pyo3(signature = (event_loop, coro, **kwargs))]
     fn __call__<'py>(
-        &self,
+        slf: &Bound<'py, Self>,
         event_loop: &Bound<'py, PyAny>,
         coro: Bound<'py, PyAny>,
         kwargs: Option<&Bound<'py, PyDict>>,
     ) -> PyResult<Bound<'py, PyAny>> {
         let py = event_loop.py();
-        let (previous, recorders) = match self.state(event_loop)? {
-            Some(state) => {
-                let state = state.borrow();
-                (Some(state.previous.clone_ref(py)), state.recorders.iter().map(|r| r.clone_ref(py)).collect())
-            }
-            None => (None, Vec::new()),
+        let Some(state) = slf.get().state(event_loop)? else {
+            return default_task(event_loop, &coro, kwargs);
         };
+        if let Some(next) = call_back_index(&state, event_loop)? {
+            return make_with(&state, next, event_loop, &coro, kwargs);
+        }
+        let recorders: Vec<Py<NativeRecorder>> = state.borrow().recorders.iter().map(|r| r.clone_ref(py)).collect();
+        let start = chain_start(&state, slf, event_loop)?;
         let mut handles = Vec::with_capacity(recorders.len());
         let mut wrapped = coro.clone();
         if !recorders.is_empty() && is_coroutine(&coro)? {
@@ -135,17 +231,7 @@ impl TaskFactory {
                 wrapped = timed;
             }
         }
-        let task = match previous.filter(|p| !p.is_none(py)) {
-            Some(previous) => previous.bind(py).call((event_loop, &wrapped), kwargs)?,
-            None => {
-                let all = PyDict::new(py);
-                all.set_item("loop", event_loop)?;
-                if let Some(kwargs) = kwargs {
-                    all.update(kwargs.as_mapping())?;
-                }
-                py.import("asyncio")?.getattr("Task")?.call(PyTuple::new(py, [&wrapped])?, Some(&all))?
-            }
-        };
+        let task = make_with(&state, start, event_loop, &wrapped, kwargs)?;
         for (recorder, handle) in handles {
             recorder.bind(py).call_method1("adopt_task", (handle, &task))?;
         }
@@ -153,8 +239,8 @@ impl TaskFactory {
     }
 
     /// Route `event_loop`'s task creation through this factory for `recorder`
-    /// (idempotent). The loop's current factory is kept and chained; when the application
-    /// set its own after ours, that one is chained instead and ours set again.
+    /// (idempotent). The loop's current factory is kept in the chain; when the application
+    /// set its own over ours, that one goes on top of the chain and ours is set again.
     fn instrument(
         slf: &Bound<'_, Self>,
         event_loop: &Bound<'_, PyAny>,
@@ -165,13 +251,18 @@ impl TaskFactory {
         let state = match slf.get().state(event_loop)? {
             Some(state) => {
                 if !current.is(slf) {
-                    state.borrow_mut().previous = current.unbind();
+                    {
+                        let mut state = state.borrow_mut();
+                        state.chain.retain(|f| !f.is(&current));
+                        state.chain.insert(0, current.unbind());
+                    }
                     event_loop.call_method1("set_task_factory", (slf,))?;
                 }
                 state
             }
             None => {
-                let state = Bound::new(py, LoopState { previous: current.unbind(), recorders: Vec::new() })?;
+                let state = LoopState { chain: vec![current.unbind()], calls: Vec::new(), recorders: Vec::new() };
+                let state = Bound::new(py, state)?;
                 slf.get().set_state(event_loop, &state)?;
                 event_loop.call_method1("set_task_factory", (slf,))?;
                 state
@@ -184,8 +275,15 @@ impl TaskFactory {
         Ok(())
     }
 
-    /// Take `recorder` out of every loop; a loop no recorder times any more gets its
-    /// previous task factory back (if ours is still set) and is forgotten.
+    /// Whether some recorder times `event_loop`'s new tasks.
+    fn instruments(&self, event_loop: &Bound<'_, PyAny>) -> PyResult<bool> {
+        Ok(self.state(event_loop)?.is_some_and(|s| !s.borrow().recorders.is_empty()))
+    }
+
+    /// Take `recorder` out of every loop; a loop no recorder times any more gets the top
+    /// of its chain back (if ours is still set). Its state is forgotten unless the chain
+    /// holds a factory set over ours, which may still call ours: ours then passes its calls
+    /// on down the chain, timing nothing.
     fn release(slf: &Bound<'_, Self>, recorder: &Bound<'_, NativeRecorder>) -> PyResult<()> {
         for (event_loop, state) in slf.get().states(slf.py())? {
             let emptied = {
@@ -196,9 +294,12 @@ impl TaskFactory {
             };
             if emptied {
                 if event_loop.call_method0("get_task_factory")?.is(slf) {
-                    event_loop.call_method1("set_task_factory", (&state.borrow().previous,))?;
+                    let top = state.borrow().chain[0].clone_ref(slf.py());
+                    event_loop.call_method1("set_task_factory", (top,))?;
                 }
-                slf.get().drop_state(&event_loop)?;
+                if state.borrow().chain.len() < 2 {
+                    slf.get().drop_state(&event_loop)?;
+                }
             }
         }
         Ok(())

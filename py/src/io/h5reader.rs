@@ -32,8 +32,19 @@ pub fn read(py: Python<'_>, path: PathBuf, verbose: bool) -> PyResult<ProfilingR
 pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
     match recover_first(py, path)? {
         Some(run) => Ok(run),
-        None => py.detach(|| scope_profiler_formats::read_h5(path)).map_err(h5_err),
+        None => read_file(py, path),
     }
+}
+
+/// The run in the HDF5 file at `path` (GIL released while reading); what the read left out
+/// (a row's unreadable per-call metadata) is a `RuntimeWarning` each. Raises as `read_h5`.
+pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
+    let (run, notes) = py.detach(|| scope_profiler_formats::read_h5_noting(path)).map_err(h5_err)?;
+    for note in notes {
+        let msg = std::ffi::CString::new(note).unwrap_or_default();
+        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)?;
+    }
+    Ok(run)
 }
 
 /// The sidecar of a streamed recording (`flush_interval`) whose process is
@@ -42,8 +53,9 @@ pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> 
 ///   from the sidecar, [`scope_profiler_finalize::stream::recover`]) and then read; when it
 ///   cannot be written, the recovered run is returned (read in memory);
 /// * `path` is older than the sidecar (killed after a checkpoint, or it ended without a
-///   last `finalize()`): `path` is read as it is - a read does not replace a file - and the
-///   warning says how to (`scope-profiler recover`).
+///   last `finalize()`, or it recorded after its exit-time finalize): `path` is read as it
+///   is - a read does not change a file - and the warning says how `scope-profiler recover`
+///   adds the sidecar's calls to it.
 ///
 /// None when `path` is to be read as usual.
 fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
@@ -57,7 +69,7 @@ fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>
         warn(format!(
             "{} is older than {}, the sidecar of a flush_interval recording whose process ended \
              without writing the calls it holds; reading {0} as it is (`scope-profiler recover {0}` \
-             replaces it with the sidecar's calls)",
+             adds them to it when its process wrote both, and never replaces it by fewer calls than it holds)",
             path.display(),
             sidecar.display()
         ))?;
@@ -192,7 +204,7 @@ pub fn read_h5_summary(
                 "summary-only reads require a schema-2 or newer profiling file with fixed-size summary statistics",
             ));
         }
-        let run = py.detach(|| scope_profiler_formats::read_h5(&file_path)).map_err(h5_err)?;
+        let run = read_file(py, &file_path)?;
         return ProfilingResults::from_run(py, restrict(run, &names, &ranks), path_str, true);
     };
     if verbose {

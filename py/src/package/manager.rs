@@ -12,6 +12,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use scope_profiler_session::environment as env;
 use scope_profiler_session::lifecycle::{self, Lifecycle};
+use scope_profiler_session::settings::{self, Accepts};
 
 /// Opt-in tags (`register_opt_in_tag`), shared by every manager.
 static OPT_IN_TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
@@ -134,6 +135,15 @@ fn call_graph_warning(error: &str) -> String {
     lifecycle::call_graph_not_recorded(error)
 }
 
+/// `calls_after_the_exit_finalize(calls, written) -> str | None`: the line at the
+/// interpreter's exit when `calls` calls were made after the exit-time finalize (which wrote
+/// `written`, or no file: None); None for none.
+#[pyfunction]
+#[pyo3(signature = (calls, written=None))]
+fn calls_after_the_exit_finalize(calls: u64, written: Option<&str>) -> Option<String> {
+    lifecycle::calls_after_the_exit_finalize(calls, written)
+}
+
 /// Where one manager class's run is (INACTIVE, ACTIVE, FINALIZED) and which of its regions
 /// record: the run's enabled opt-in tags and its `setup(region_tags=...)` filter.
 #[pyclass(module = "scope_profiler._native")]
@@ -164,15 +174,15 @@ impl ManagerLifecycle {
         lifecycle::setup_refusal(hosted, configured, self.lifecycle, replace, inherited)
     }
 
-    /// `setup(region_tags=...)` (None: no filter; one `str`: that tag; else an iterable,
-    /// whose items that are not `str` match no region).
-    fn filter_regions(&mut self, region_tags: Option<Bound<'_, PyAny>>) -> PyResult<()> {
-        self.region_tag_filter = match region_tags.filter(|t| !t.is_none()) {
-            None => None,
-            Some(tags) => match tags.extract::<String>() {
-                Ok(tag) => Some(BTreeSet::from([tag])),
-                Err(_) => Some(tags.try_iter()?.filter_map(|t| t.and_then(|t| t.extract::<String>()).ok()).collect()),
-            },
+    /// `setup(region_tags=...)` (None: no filter; else a `str` or an iterable of `str`,
+    /// `TypeError` otherwise).
+    fn filter_regions(&mut self, region_tags: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.region_tag_filter = match region_tags.is_none() {
+            true => None,
+            false => {
+                let (tags, _) = crate::package::settings::setting_of(region_tags, Some(Accepts::Names))?;
+                Some(settings::region_tags(&tags).map_err(crate::package::settings::raise)?.into_iter().collect())
+            }
         };
         Ok(())
     }
@@ -225,6 +235,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(check_region_definition, m)?,
         wrap_pyfunction!(check_script, m)?,
         wrap_pyfunction!(call_graph_warning, m)?,
+        wrap_pyfunction!(calls_after_the_exit_finalize, m)?,
     ] {
         m.add_function(check)?;
     }

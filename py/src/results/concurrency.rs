@@ -9,6 +9,11 @@ use scope_profiler_analysis::{Run, TaskRow, ThreadRow, UNKNOWN};
 
 use crate::numpy_arrays::secs;
 
+/// A `ThreadInfo`'s constructor arguments (its pickled form).
+type ThreadFields = (i64, u32, String, i64, i64, bool, i64, i64, i64, i64);
+/// A `TaskInfo`'s constructor arguments (its pickled form).
+type TaskFields = (i64, u32, String, String, String, i64, i64, i64, i64, i64, i64);
+
 fn opt_secs(ns: i64) -> Option<f64> {
     (ns != UNKNOWN).then(|| secs(ns))
 }
@@ -126,6 +131,23 @@ impl ThreadInfo {
     fn wall_time(&self) -> Option<f64> {
         self.end_time().map(|e| e - self.start_time())
     }
+    /// Pickle support: the row's stored fields (the constructor's arguments).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, ThreadFields) {
+        let t = self.row();
+        let fields = (
+            t.index,
+            t.rank,
+            t.name.clone(),
+            t.ident,
+            t.native_id,
+            t.daemon,
+            t.start_ns,
+            t.end_ns,
+            t.cpu_ns,
+            t.cpu_start_ns,
+        );
+        (py.get_type::<ThreadInfo>(), fields)
+    }
     fn __repr__(&self) -> String {
         let t = self.row();
         format!(
@@ -241,6 +263,24 @@ impl TaskInfo {
     #[getter]
     fn wall_time(&self) -> Option<f64> {
         self.done_time().map(|d| d - self.created_time())
+    }
+    /// Pickle support: the row's stored fields (the constructor's arguments).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, TaskFields) {
+        let t = self.row();
+        let fields = (
+            t.index,
+            t.rank,
+            t.kind.clone(),
+            t.name.clone(),
+            t.coro_name.clone(),
+            t.thread_index,
+            t.created_ns,
+            t.done_ns,
+            t.steps,
+            t.running_ns,
+            t.suspended_ns,
+        );
+        (py.get_type::<TaskInfo>(), fields)
     }
     fn __repr__(&self) -> String {
         let t = self.row();

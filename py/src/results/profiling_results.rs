@@ -11,14 +11,15 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyImportError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use scope_profiler_analysis::region_stats::RowStats;
 use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
 
 use crate::errors::{nesting_err, EventDataUnavailableError};
 use crate::native_run::NativeRun;
 use crate::results::concurrency::{lane_tables, TaskInfo, ThreadInfo};
-use crate::results::mpi_region::MPIRegion;
+use crate::results::mpi_region::{MPIRegion, RegionParts};
+use crate::results::pickling::{pickled_run, PickledRun};
 use crate::results::region::Region;
 
 /// Region-name patterns: `re.match` (anchored at the start), as the reference applies them.
@@ -963,6 +964,76 @@ impl ProfilingResults {
         }
         print.call((text,), Some(&kwargs))?;
         Ok(())
+    }
+
+    /// Pickle support: the run (one object, shared with its regions), the regions in order
+    /// (`(name, colour, [(rank, Region)])`) and the rest of the result set's state.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let run = pickled_run(py, &self.analysis)?;
+        let regions = PyList::empty(py);
+        for r in self.mpi(py) {
+            let r = r.borrow();
+            let parts: RegionParts = r.parts().iter().map(|(k, g)| (*k, g.clone_ref(py))).collect();
+            regions.append((r.name(), r.color.clone_ref(py), parts))?;
+        }
+        let state = PyTuple::new(
+            py,
+            [
+                run.into_any(),
+                regions.into_any(),
+                self.file_path_string().into_pyobject(py)?.into_any(),
+                PyBool::new(py, self.is_root).to_owned().into_any(),
+                PyBool::new(py, self.event_data).to_owned().into_any(),
+                self.num_ranks.into_pyobject(py)?.into_any(),
+                self.metadata.bind(py).clone().into_any(),
+                self.likwid.bind(py).clone().into_any(),
+                self.perf_events.bind(py).clone().into_any(),
+                self.line_profile.bind(py).clone().into_any(),
+            ],
+        )?;
+        Ok((py.get_type::<ProfilingResults>().getattr("_from_pickle")?, state))
+    }
+
+    /// The result set `__reduce__` describes.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn _from_pickle(
+        py: Python<'_>,
+        run: PyRef<'_, PickledRun>,
+        regions: Vec<(String, Py<PyAny>, RegionParts)>,
+        file_path: PathBuf,
+        is_root: bool,
+        event_data: bool,
+        num_ranks: i64,
+        metadata: Bound<'_, PyDict>,
+        likwid: Bound<'_, PyDict>,
+        perf_events: Bound<'_, PyDict>,
+        line_profile: Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let mut mpis = Vec::with_capacity(regions.len());
+        let mut index = HashMap::new();
+        for (name, color, parts) in regions {
+            index.entry(name.clone()).or_insert(mpis.len());
+            let mut mpi = MPIRegion::of(py, name, parts);
+            mpi.color = color;
+            mpis.push(Py::new(py, mpi)?);
+        }
+        Ok(ProfilingResults {
+            analysis: Arc::clone(run.analysis()),
+            regions: mpis,
+            index,
+            run_start_time: meta_time(&metadata, "start_time_ns"),
+            finalize_time: meta_time(&metadata, "finalize_time_ns"),
+            metadata: metadata.unbind(),
+            file_path,
+            is_root,
+            event_data,
+            num_ranks,
+            likwid: likwid.unbind(),
+            perf_events: perf_events.unbind(),
+            line_profile: line_profile.unbind(),
+            tables: PyOnceLock::new(),
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {

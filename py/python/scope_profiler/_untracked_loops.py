@@ -1,0 +1,95 @@
+"""Tasks of event loops ``track_async`` does not instrument.
+
+A region opened on a thread's own lane (no task lane current) under ``track_async`` asks
+(from Rust, ``py/src/hooks/untracked_loops.rs``) whether it runs inside a task of an event
+loop whose tasks get no lanes:
+
+* an asyncio-compatible loop that never reached the ``BaseEventLoop`` patches (uvloop
+  without ``instrument_loop``): it is instrumented for every active tracker at once, so the
+  tasks it creates from now on are lanes, and a warning says once that the tasks created
+  before were not tracked and how to track them all;
+* a trio run (``trio.run``, anyio on its trio backend), which has no task factory: a warning
+  says once that its tasks are not followed and what to do instead.
+
+Calls of such tasks are on the thread's lane with no await time; concurrent ones nest in the
+order they opened, so their durations include the other tasks' time.
+"""
+
+from __future__ import annotations
+
+import sys
+import warnings
+import weakref
+
+#: Loops found instrumented (or instrumented here): nothing more to check for them.
+_SETTLED: weakref.WeakSet = weakref.WeakSet()
+#: What was warned about already ("asyncio", "trio").
+_WARNED: set[str] = set()
+
+_LOOP_ADVICE = (
+    "track_async: tasks of the running {kind} event loop were not tracked: the loop was not "
+    "instrumented when they were created, so their calls have no task lane (task id -1, "
+    "await time 0) and calls of concurrent tasks nest on the thread's lane, with durations "
+    "that include the other tasks' time. The loop is instrumented from now on. To track "
+    "every task, instrument the loop before its tasks start: "
+    "ProfileManager.get_config().tracker.instrument_loop(loop), for example as the first "
+    "line of the main coroutine with asyncio.get_running_loop() (uvloop.run() and "
+    "asyncio.run(..., loop_factory=...) create the loop themselves)."
+)
+
+_TRIO_ADVICE = (
+    "track_async does not follow trio tasks (trio.run, or anyio on its trio backend): calls "
+    "in trio tasks are recorded on the thread's lane with no task lane (task id -1, await "
+    "time 0), calls of concurrent tasks nest in the order they opened, and their durations "
+    "include the other tasks' time, so held time is not CPU time. For task lanes run the "
+    "program on asyncio (anyio's asyncio backend); otherwise read these calls as wall time "
+    "only, or record without track_async."
+)
+
+
+def _settle(loop) -> None:
+    try:
+        _SETTLED.add(loop)
+    except TypeError:  # a loop without weak references is checked each time
+        pass
+
+
+def check_loop(loop) -> None:
+    """A region opened on the thread's lane while ``loop`` runs on this thread."""
+    try:
+        if loop in _SETTLED:
+            return
+    except TypeError:
+        pass
+    from . import _asyncio_hooks
+
+    if not _asyncio_hooks.tracking():  # the trackers left: nothing follows tasks any more
+        return
+    if _asyncio_hooks.instruments(loop):
+        _settle(loop)
+        return
+    import asyncio
+
+    if asyncio.current_task(loop) is None:  # a plain callback of the loop: no task to track
+        return
+    _asyncio_hooks.instrument_active(loop)
+    _settle(loop)
+    if "asyncio" not in _WARNED:
+        _WARNED.add("asyncio")
+        kind = f"{type(loop).__module__}.{type(loop).__qualname__}"
+        warnings.warn(_LOOP_ADVICE.format(kind=kind), RuntimeWarning, stacklevel=2)
+
+
+def check_trio() -> bool:
+    """A region opened on the thread's lane while trio is imported; returns whether trio
+    needs no more checks (warned)."""
+    trio = sys.modules.get("trio")
+    try:
+        in_task = trio is not None and trio.lowlevel.current_task() is not None
+    except (RuntimeError, AttributeError):  # not inside trio.run on this thread
+        in_task = False
+    if not in_task:
+        return "trio" in _WARNED
+    _WARNED.add("trio")
+    warnings.warn(_TRIO_ADVICE, RuntimeWarning, stacklevel=2)
+    return True
