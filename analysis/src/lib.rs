@@ -7,6 +7,7 @@ pub mod callstack;
 pub mod column_memory;
 pub mod compare;
 pub mod events;
+pub mod figures;
 pub mod lane_summary;
 pub mod merge;
 pub mod numpy_reductions;
@@ -19,6 +20,7 @@ pub mod region_summary;
 pub mod row_view;
 pub mod run;
 pub mod run_analysis;
+pub mod summary_order;
 
 pub use call_graph::{call_graph, CallGraphRow};
 pub use callstack::{
@@ -40,3 +42,4 @@ pub use region_summary::{nesting_note, rank_summary, summary_table_columns, Rank
 pub use row_view::{ExclusiveOf, LaneFilter, RowView};
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use run_analysis::{Reconstruction, RunAnalysis};
+pub use summary_order::SortKey;

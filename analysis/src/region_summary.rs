@@ -6,7 +6,7 @@ use crate::events::OptionalColumns;
 use crate::lane_summary::{
     task_summary_split, thread_summary_from, thread_table_note, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow,
 };
-use crate::rank_reconstruction::{exclusive_from, rank_call_arrays, set_aside_report};
+use crate::rank_reconstruction::{exclusive_from, rank_call_arrays, set_aside_calls, set_aside_report};
 use crate::{NestingError, Run};
 
 /// One region row of a rank. Durations are `end - start` of each call, ns on the recording
@@ -104,8 +104,12 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
                     }
                 }
             }
-            out.set_aside_note = set_aside_report(run, rank, order, calls);
             out.untracked_tasks_note = untracked_tasks_note(run, rank, calls);
+            // the advice is said once: by the untracked-tasks note when it applies
+            out.set_aside_note = match out.untracked_tasks_note {
+                Some(_) => set_aside_calls(run, rank, order, calls).map(|list| format!("{list} (see below).")),
+                None => set_aside_report(run, rank, order, calls),
+            };
         }
         Some(Err(e)) if missing => out.nesting_note = Some(nesting_note(run, rank, e)),
         _ => {}

@@ -57,6 +57,46 @@ pub fn parse_formats(s: &str) -> Result<Formats, String> {
     Ok(Formats(out))
 }
 
+/// `--sort KEY`: one of [`SortKey::NAMES`](scope_profiler_analysis::SortKey::NAMES).
+pub fn parse_sort(s: &str) -> Result<scope_profiler_analysis::SortKey, String> {
+    use scope_profiler_analysis::SortKey;
+    if !SortKey::NAMES.contains(&s) {
+        return Err(format!("'{s}' is not a sort key (one of: {})", SortKey::NAMES.join(", ")));
+    }
+    SortKey::parse(s)
+}
+
+/// What the printed summary shows: the order of the regions and how many of them and of
+/// the tasks (`summary`, `run`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SummaryArgs {
+    /// Order the regions by KEY: total (inclusive time, the default), exclusive, calls, mean
+    /// (time per call) or name.
+    #[arg(long, value_name = "KEY", value_parser = parse_sort, default_value = "total")]
+    pub sort: scope_profiler_analysis::SortKey,
+    /// Show only the first N regions of each rank in that order, and how many more there are
+    /// (0: every region). `run` shows 30 unless told.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// One row per asyncio task or greenlet (by default the 20 that held their thread
+    /// longest, and how many more there are).
+    #[arg(long)]
+    pub all_tasks: bool,
+}
+
+impl SummaryArgs {
+    /// The text summary's options, `default_top` when `--top` is not given.
+    pub fn options(&self, default_top: Option<usize>) -> scope_profiler_formats::text_summary::SummaryOptions {
+        scope_profiler_formats::text_summary::SummaryOptions {
+            sort: self.sort,
+            top: self.top.or(default_top).filter(|&n| n > 0),
+            all_tasks: self.all_tasks,
+            ..Default::default()
+        }
+        .with_cli_hints()
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a Python script under the profiler and write its profile
@@ -76,12 +116,15 @@ pub enum Command {
     Run(RunArgs),
     /// Print the region and thread summary of one or more runs
     ///
-    /// The per-region summary (calls, total/average/min/max, inclusive and exclusive time)
-    /// and, for runs recorded with threads, the per-thread summary.
+    /// The per-region summary (calls, total/average/min/max, inclusive and exclusive time),
+    /// regions by inclusive time (--sort), and, for runs recorded with threads, the
+    /// per-thread summary and the busiest tasks (--all-tasks for every one).
     #[command(
-        after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --merge worker_*.h5"
+        after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --sort exclusive --top 10 profiling_data.h5\n  scope-profiler summary --merge worker_*.h5"
     )]
     Summary {
+        #[command(flatten)]
+        summary: SummaryArgs,
         /// Combine the files into one run first, each file its own block of ranks (file k's
         /// ranks follow file k-1's), e.g. the per-process files of one job; each file keeps
         /// its own threads, tasks and call graph.
@@ -146,6 +189,10 @@ pub enum Command {
     Threads {
         /// A `.h5` file written by scope-profiler.
         file: PathBuf,
+        /// One row per asyncio task or greenlet (by default the 20 that held their thread
+        /// longest, and how many more there are).
+        #[arg(long)]
+        all_tasks: bool,
     },
     /// Convert many files in parallel into one or more export formats
     ///
@@ -354,6 +401,8 @@ pub struct RunArgs {
     /// The Python script to run (as `__main__`).
     #[arg(required_unless_present = "module")]
     pub script: Option<PathBuf>,
+    #[command(flatten)]
+    pub summary: SummaryArgs,
     /// Arguments passed to the script (its `sys.argv[1:]`).
     #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
     pub args: Vec<String>,

@@ -75,9 +75,9 @@ where
     let code = match cli.command {
         Command::Run(args) => return run::request(args),
         Command::Recover { file, output, from } => recover::execute(&file, output.as_deref(), from.as_deref()),
-        Command::Summary { files, merge } => summary::execute(&files, merge),
+        Command::Summary { files, merge, summary } => summary::execute(&files, merge, &summary.options(None)),
         Command::Report { files, output, ranks } => report::execute(&files, &output, &ranks),
-        Command::Threads { file } => threads::execute(&file),
+        Command::Threads { file, all_tasks } => threads::execute(&file, all_tasks),
         Command::Export { formats, files, output_dir, ranks, jobs } => {
             export::execute(&formats.0, &files, &output_dir, &ranks, jobs)
         }

@@ -4,6 +4,7 @@
 //! does not implement are refused by name.
 use std::path::PathBuf;
 
+use scope_profiler_analysis::summary_order::RUN_PRINTOUT_TOP;
 use scope_profiler_session::run_command::{RunRequest, RunSettings, TracingRequest};
 use scope_profiler_session::settings::recording_path;
 
@@ -115,6 +116,7 @@ pub fn request(args: RunArgs) -> Outcome {
         mpi_calls,
         module,
         script,
+        summary,
         args,
     } = args;
     if let Some(flag) = unsupported_run_option(line_profile, memory_profile, aggregation_mode, mpi_calls) {
@@ -150,6 +152,7 @@ pub fn request(args: RunArgs) -> Outcome {
         tracing,
         follow: !no_follow && !no_output,
         settings: RunSettings { no_output, config, no_recursive, label, region_tags: tags, enable_tags, buffer_limit },
+        summary: summary.options(Some(RUN_PRINTOUT_TOP)),
     }))
 }
 
@@ -322,6 +325,20 @@ mod tests {
         assert!(!request(&["sp", "run", "--no-follow", "x.py"]).follow);
         let req = request(&["sp", "run", "x.py", "--no-follow"]);
         assert!(req.follow && req.args == ["--no-follow"]);
+    }
+
+    /// `run` prints the 30 regions with the most inclusive time unless `--top` says
+    /// otherwise (`--top 0`: every one); `--sort` and `--all-tasks` are `run`'s own options,
+    /// the same words after the script are the script's.
+    #[test]
+    fn run_prints_the_top_thirty_regions_unless_told() {
+        use scope_profiler_analysis::SortKey;
+        let req = request(&["sp", "run", "x.py"]);
+        assert_eq!((req.summary.top, req.summary.sort, req.summary.all_tasks), (Some(30), SortKey::Total, false));
+        let req = request(&["sp", "run", "--top", "0", "--sort", "calls", "--all-tasks", "x.py", "--top", "5"]);
+        assert_eq!((req.summary.top, req.summary.sort, req.summary.all_tasks), (None, SortKey::Calls, true));
+        assert_eq!(req.args, ["--top", "5"]);
+        assert_eq!(request(&["sp", "run", "--top", "7", "x.py"]).summary.top, Some(7));
     }
 
     #[test]

@@ -1,5 +1,5 @@
 //! `scope-profiler summary`: the region and thread summary of each file
-//! ([`text_summary::summary_text`]), or with `--merge` of the files as one run, each file
+//! ([`text_summary::summary_text_with`]: regions by inclusive time unless `--sort`), or with `--merge` of the files as one run, each file
 //! its own block of ranks ([`read_merged`]).
 use std::path::PathBuf;
 
@@ -8,13 +8,15 @@ use scope_profiler_formats::text_summary;
 
 use crate::failure::{read_input, Failure};
 
-/// `scope-profiler summary [--merge] FILES`. The exit code: 0, or the worst failure's (a
+/// `scope-profiler summary [--merge] [--sort KEY] [--top N] [--all-tasks] FILES`, printed as
+/// `opts` asks. The exit code: 0, or the worst failure's (a
 /// file that cannot be read does not stop the others).
-pub fn execute(files: &[PathBuf], merge: bool) -> i32 {
+pub fn execute(files: &[PathBuf], merge: bool, opts: &text_summary::SummaryOptions) -> i32 {
     if merge {
         return match read_merged(files) {
             Ok(run) => {
-                out!("{}", text_summary::summary_text(&run, &format!("{} file(s), merged", files.len())));
+                let title = format!("{} file(s), merged", files.len());
+                out!("{}", text_summary::summary_text_with(&run, &title, opts));
                 0
             }
             Err(e) => {
@@ -30,7 +32,7 @@ pub fn execute(files: &[PathBuf], merge: bool) -> i32 {
                 if k > 0 {
                     outln!();
                 }
-                out!("{}", text_summary::summary_text(&run, &f.display().to_string()));
+                out!("{}", text_summary::summary_text_with(&run, &f.display().to_string(), opts));
             }
             Err(e) => {
                 eprintln!("error: {e}");

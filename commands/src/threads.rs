@@ -6,8 +6,10 @@ use scope_profiler_formats::text_summary;
 
 use crate::failure::read_input;
 
-/// `scope-profiler threads FILE`. The exit code: 0, or the failure's.
-pub fn execute(file: &Path) -> i32 {
+/// `scope-profiler threads [--all-tasks] FILE`: the busiest tasks unless `all_tasks`. The
+/// exit code: 0, or the failure's.
+pub fn execute(file: &Path, all_tasks: bool) -> i32 {
+    let opts = text_summary::SummaryOptions { all_tasks, ..Default::default() }.with_cli_hints();
     match read_input(file) {
         Ok(run) => {
             if run.threads.is_empty() && run.regions.iter().all(|r| r.is_empty()) {
@@ -22,7 +24,7 @@ pub fn execute(file: &Path) -> i32 {
                 let mut first = true;
                 for rank in 0..run.num_ranks {
                     if run.rank_threads(rank).next().is_some() {
-                        let text = text_summary::threads_text(&run, rank, &file.display().to_string());
+                        let text = text_summary::threads_text(&run, rank, &file.display().to_string(), &opts);
                         out!("{}", if first { text.trim_start_matches('\n') } else { &text });
                         first = false;
                     }

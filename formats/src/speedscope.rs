@@ -17,8 +17,9 @@ use crate::export_lanes::{lane_name, reconstruct, RankCalls};
 use crate::export_output::{json_f64, json_str, write_atomic};
 use crate::{ExportError, Selection};
 
-/// `"exporter"` of the documents this crate writes.
-pub const EXPORTER: &str = concat!("scope-profiler-rs@", env!("CARGO_PKG_VERSION"));
+/// `"exporter"` of the documents this crate writes: `scope-profiler@<version>`, the prefix
+/// 0.7.5 writes and tools match on, with `+rust` (semver build metadata) naming this edition.
+pub const EXPORTER: &str = concat!("scope-profiler@", env!("CARGO_PKG_VERSION"), "+rust");
 const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
 
 /// Decimal digits of `n`.

@@ -12,7 +12,7 @@ use scope_profiler_formats::export_plan::{default_file, display_label, path_stem
 use scope_profiler_formats::html_report::HtmlReport;
 use scope_profiler_formats::json_profile::write_json;
 use scope_profiler_formats::speedscope::{thread_tracking_would_help, write_speedscope};
-use scope_profiler_formats::text_summary::summary_text;
+use scope_profiler_formats::text_summary::{summary_report, SummaryOptions};
 use scope_profiler_formats::Format;
 use scope_profiler_formats::{read_h5, Selection};
 
@@ -32,6 +32,12 @@ pub struct RunOutputs {
     /// The run tracked threads (else a speedscope file that cannot be drawn says how to
     /// record the program).
     pub track_threads: bool,
+    /// What the printed summary shows.
+    pub summary: SummaryOptions,
+    /// The event-loop modules (asyncio, gevent) the program imported, when it was recorded
+    /// without `--track-async`: the run then notes once that their tasks share a thread's
+    /// lane ([`run_command::untracked_event_loop_note`]), unless the summary said so.
+    pub untracked_loops: Vec<String>,
     /// How long to wait for followed processes still writing their files before the merge
     /// ([`run_command::settle_time`]).
     pub settle: std::time::Duration,
@@ -104,7 +110,13 @@ fn finish_run(
         render_output(run, h5, written)?;
     }
     if !outputs.quiet {
-        print_out(&summary_text(run, &written.display().to_string()));
+        let report = summary_report(run, &written.display().to_string(), &outputs.summary);
+        print_out(&report.text);
+        if !report.advised_track_async {
+            if let Some(note) = run_command::untracked_event_loop_note(&outputs.untracked_loops) {
+                eprintln!("{note}");
+            }
+        }
     }
     let drawn = if outputs.speedscope {
         match write_speedscope_beside(run, outputs) {
@@ -165,7 +177,15 @@ mod tests {
     use super::*;
 
     fn outputs(output: &Path, quiet: bool, speedscope: bool) -> RunOutputs {
-        RunOutputs { output: output.to_path_buf(), quiet, speedscope, track_threads: false, settle: Default::default() }
+        RunOutputs {
+            output: output.to_path_buf(),
+            quiet,
+            speedscope,
+            track_threads: false,
+            summary: SummaryOptions::run_printout(),
+            untracked_loops: Vec::new(),
+            settle: Default::default(),
+        }
     }
 
     /// `run -q --no-speedscope` does not read the whole `.h5` back after the script

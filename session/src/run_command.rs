@@ -31,6 +31,8 @@ pub struct RunRequest {
     pub follow: bool,
     /// The reference's other `run` options, as settings.
     pub settings: RunSettings,
+    /// What the printed summary shows (`--sort`, `--top`, `--all-tasks`).
+    pub summary: scope_profiler_formats::text_summary::SummaryOptions,
 }
 
 /// The settings of `run` given by the reference's options (scope-profiler 0.7.5's `run`
@@ -531,6 +533,7 @@ mod tests {
             tracing: None,
             follow: true,
             settings: RunSettings::default(),
+            summary: Default::default(),
         }
     }
 

@@ -107,6 +107,43 @@ def test_summary_and_threads_of_reference_file():
         assert t["name"] in proc.stdout
 
 
+def test_summary_sorts_by_inclusive_time_and_takes_sort_and_top():
+    path = DATASETS / "reference" / "threads.h5"
+    expected = json.loads((DATASETS / "reference" / "threads.expected.json").read_text())
+    totals = {
+        name: per_rank["0"]["total_duration"] for name, per_rank in expected["regions"].items()
+    }
+
+    def region_names(stdout):
+        lines = stdout.splitlines()
+        rows = lines[lines.index("rank 0: regions") + 2 :]
+        return [
+            line.split()[0]
+            for line in rows[
+                : next(
+                    i for i, x in enumerate(rows) if not x.startswith("  ") or x.startswith("  ...")
+                )
+            ]
+        ]
+
+    proc = run_cli("summary", path)
+    assert proc.returncode == 0, proc.stderr
+    assert region_names(proc.stdout) == sorted(totals, key=lambda n: -totals[n])
+    proc = run_cli("summary", "--sort", "name", "--top", "1", path)
+    assert proc.returncode == 0, proc.stderr
+    assert region_names(proc.stdout) == sorted(totals)[:1]
+    assert f"  ... and {len(totals) - 1} more region(s)" in proc.stdout
+    assert "--top 0 lists every one" in proc.stdout
+    proc = run_cli("summary", "--sort", "speed", path)
+    assert (
+        proc.returncode == 2
+        and "'speed' is not a sort key (one of: total, exclusive, calls, mean, name)" in proc.stderr
+    )
+    help_text = run_cli("summary", "--help").stdout
+    for flag in ("--sort", "--top", "--all-tasks"):
+        assert flag in help_text
+
+
 def test_bad_files_get_an_error_naming_them(tmp_path):
     missing = tmp_path / "nope.h5"
     proc = run_cli("summary", missing)
@@ -386,7 +423,8 @@ def test_summary_rows_stay_one_line_and_aligned_whatever_the_region_names(tmp_pa
         with manager.profile_region(name):
             pass
     manager.finalize(verbose=False)
-    proc = run_cli("summary", path)
+    # by name: the four calls take about the same time, so their inclusive order is noise
+    proc = run_cli("summary", "--sort", "name", path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     start = lines.index("rank 0: regions") + 1

@@ -152,7 +152,7 @@ def test_exports(tmp_path):
         "run.speedscope.json",
         "run.trace.json",
         "run.pftrace",
-        "run.prof",
+        "run_rank0.prof",  # export_prof names its files per rank, as 0.7.5
         "run.pb.gz",
         "run.folded",
         "run.svg",

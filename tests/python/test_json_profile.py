@@ -55,7 +55,8 @@ def summary_of(r) -> dict:
                 bool(t.daemon),
                 t.start_time,
                 t.end_time,
-                t.cpu_time,
+                # the whole-life CPU: 0.7.5 calls it cpu_time, this package cpu_time_total
+                getattr(t, "cpu_time_total", t.cpu_time),
             ]
             for t in rows
         ]

@@ -366,13 +366,13 @@ def test_a_damaged_thread_table_is_flagged_not_misreported(tmp_path):
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     assert lines[1:] == [
-        "  index name        alive     wall s      cpu s     calls   region s",
-        "      0 MainThread    yes   0.049987   0.139535         2   0.049931",
-        "      1 worker-0       no   0.007397          -        10   0.007243",
-        "      2 worker-1       no          -   0.001861        12   0.044821",
-        "      3 worker-2       no   0.013225   0.001587        14   0.013128",
-        "      4 worker-3       no   0.015474   0.001826         0   0.000000",
-        "      7 thread 7        -          -          -        16   0.015426",
+        "  index name        alive       wall        cpu     calls     region",
+        "      0 MainThread    yes    50.0 ms     140 ms         2    49.9 ms",
+        "      1 worker-0       no    7.40 ms          -        10    7.24 ms",
+        "      2 worker-1       no          -    1.86 ms        12    44.8 ms",
+        "      3 worker-2       no    13.2 ms    1.59 ms        14    13.1 ms",
+        "      4 worker-3       no    15.5 ms    1.83 ms         0        0 s",
+        "      7 thread 7        -          -          -        16    15.4 ms",
         f"  note: {bad}: thread_table of rank 0 has times no recording gives, shown as unknown "
         "(-): row 1 (thread 1 'worker-0'): cpu_ns -5000 is negative; row 2 (thread 2 "
         "'worker-1'): end_ns 0 is before start_ns 5846420; 16 call(s) on rank 0 carry thread "

@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
 from conftest import COMPAT, REFERENCE
-from helpers import _nested_threaded_run, _record_peeked_generator, run_cli
+from helpers import _nested_threaded_run, _record_peeked_generator, duration_text, run_cli
 from scope_profiler import ProfileManager
 from scope_profiler.results import MPIRegion, ProfilingResults, Region
 
@@ -601,6 +601,67 @@ def test_print_summary_prints_the_tables_of_the_cli_summary():
     assert "rank 0: regions" in ours and "rank 0: threads" in ours
 
 
+def _region_rows(text: str) -> list[list[str]]:
+    """The region rows of rank 0 of a printed summary, split on runs of 2+ spaces."""
+    lines = text.splitlines()
+    start = lines.index("rank 0: regions") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("  ") or line.startswith("  note") or line.startswith("  ..."):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def test_print_summary_lists_regions_by_inclusive_time_in_readable_units():
+    r = sp.read_h5(THREADS)
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True)
+    by_total = sorted(r.summary(), key=lambda row: -row["total_duration"])
+    rows = _region_rows(out.getvalue())
+    assert [row[0] for row in rows] == [row["name"] for row in by_total]
+    for row, want in zip(rows, by_total):
+        assert row[1] == str(want["num_calls"])
+        assert row[2] == duration_text(want["total_duration"]), row
+        assert row[4] == duration_text(want["min_duration"]), row
+    assert "0.000" not in out.getvalue()
+
+
+def test_print_summary_sort_and_top():
+    r = sp.read_h5(THREADS)
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True, sort="name", top=2)
+    names = sorted(row["name"] for row in r.summary())
+    rows = _region_rows(out.getvalue())
+    assert [row[0] for row in rows] == names[:2]
+    rest = [row for row in r.summary() if row["name"] in names[2:]]
+    more = next(line for line in out.getvalue().splitlines() if line.startswith("  ... and"))
+    assert more.startswith(
+        f"  ... and {len(rest)} more region(s), {sum(x['num_calls'] for x in rest)} call(s)"
+    )
+    assert more.endswith("top=None lists every one")
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True, sort="calls")
+    calls = [int(row[1]) for row in _region_rows(out.getvalue())]
+    assert calls == sorted(calls, reverse=True)
+    with pytest.raises(ValueError, match="unknown sort key 'speed'"):
+        r.print_summary(stream=io.StringIO(), sort="speed")
+
+
+def test_repr_of_a_run_with_twenty_thousand_regions_stays_small():
+    m = ProfileManager()
+    try:
+        with m.session(deactivate_file_output=True, verbose=False, return_results=True) as s:
+            for k in range(20_000):
+                with m.region(f"module_{k}.function"):
+                    pass
+        html = s.results._repr_html_()
+    finally:
+        m.reset()
+    assert len(html.encode()) < 100_000, len(html)
+    assert "... and 19951 more regions" in html  # 50 of the 20,001 shown
+
+
 # Lane labels come from one function: results, exports and the Parquet lanes table agree.
 def test_parquet_lane_labels_are_the_results_lane_labels(tmp_path):
     results = sp.read_h5(ASYNC)
@@ -696,12 +757,12 @@ def test_print_summary_of_a_selection_says_it_is_filtered(tmp_path):
     r.print_summary(include=["outer"], stream=out, suppress_notes=True)
     lines = out.getvalue().splitlines()
     assert re.fullmatch(
-        r".*mine\.h5 \(1 rank\): 1 region\(s\), 3 call\(s\), 1 rank\(s\), run [0-9.]+ s"
+        r".*mine\.h5 \(1 rank\): 1 region\(s\), 3 call\(s\), 1 rank\(s\), run [0-9.]+ (ns|µs|ms|s)"
         r" \(filtered: include=\['outer'\]\)",
         lines[0],
     ), lines[0]
     assert (
-        "rank 0: threads (calls and region s of the selected regions only, include=['outer'])"
+        "rank 0: threads (calls and region time of the selected regions only, include=['outer'])"
         in lines
     )
     unfiltered = io.StringIO()

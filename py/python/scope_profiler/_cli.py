@@ -620,8 +620,8 @@ def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = 
     """The end of ``run`` once the session wrote the recording: merge the followed
     processes' files (this one described by its pid and the script's command line; when the
     run ends by a signal, ``signalled``, after waiting a little for those still writing
-    theirs), render the output, print the summary, write the speedscope file (Rust,
-    ``cli_after_run``), then the note about an untracked event loop. The exit code:
+    theirs), render the output, print the summary, write the speedscope file and say the
+    note about an untracked event loop (Rust, ``cli_after_run``). The exit code:
     ``code``, 1 instead of 0 when that failed."""
     from ._manager import ProfileManager
 
@@ -641,16 +641,19 @@ def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = 
         module=plan.module is not None,
         # the run the session just wrote (not read back when it is the file's)
         recorded=ProfileManager._last_written_run,
+        sort=req["sort"],
+        top=req["top"],
+        all_tasks=req["all_tasks"],
+        # an event loop's tasks share their thread's lane without --track-async: said once,
+        # by the summary's note or after it
+        untracked_loops=[]
+        if req["track_async"]
+        else [name for name in ("asyncio", "gevent") if name in sys.modules],
         signalled=signalled,
     )
     if failure is not None:
         print(failure, file=sys.stderr)
         code = code or 1
-    if not req["track_async"] and not req["quiet"]:
-        loaded: list[str] = [name for name in ("asyncio", "gevent") if name in sys.modules]
-        note = _native.untracked_event_loop_note(loaded)
-        if note is not None:
-            print(note, file=sys.stderr)
     return code
 
 

@@ -62,6 +62,7 @@ __all__ = [
     "RegionCache",
     "RegionTrace",
     "SummaryDataUnavailable",
+    "SummaryRow",
     "TaskFactory",
     "TaskHandle",
     "TaskInfo",
@@ -176,7 +177,6 @@ __all__ = [
     "tracking_upgrade",
     "unique_labels",
     "unsupported_names",
-    "untracked_event_loop_note",
     "user_stacklevel",
     "write_json",
     "write_profile",
@@ -586,9 +586,17 @@ class MPIRegion:
         """``(rank_imbalance - 1) * 100``, percent (0.0 when ``rank_imbalance`` is 0.0)."""
 
 @final
+class SummaryRow(dict[str, Any]):
+    """A row of ``thread_summary()`` / ``task_summary()``: a dict whose values are exact and
+    whose repr rounds its floats to three significant digits."""
+
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> Self: ...
+
+@final
 class ThreadInfo:
     """One row of a run's thread table. ``index`` is the value ``Region.thread_ids`` holds;
-    times are s since the run start; ``cpu_time`` is ``CLOCK_THREAD_CPUTIME_ID`` of the thread, s."""
+    times are s since the run start; ``cpu_time`` is the CPU (``CLOCK_THREAD_CPUTIME_ID``) the
+    thread burned during the run, ``cpu_time_total`` its whole life, s."""
 
     def __new__(
         cls,
@@ -636,8 +644,12 @@ class ThreadInfo:
         (``thread_summary()`` fills those in: start to the run's end, ``finalize_time_ns``)."""
     @property
     def cpu_time(self) -> float:
-        """Total CPU time of the OS thread, s (its whole life, CPU before ``setup()``
-        included; ``thread_summary()`` gives the CPU of the run)."""
+        """CPU the thread burned during the run, s, as everywhere ``cpu_time`` appears (the
+        whole-life figure in files of 0.7.5, which do not record where the run started)."""
+    @property
+    def cpu_time_total(self) -> float:
+        """Total CPU time of the OS thread, s: its whole life, CPU before ``setup()``
+        included (0.7.5's ``cpu_time``)."""
     @property
     def cpu_start_time(self) -> float | None:
         """The thread's CPU clock when the run started counting it (registration, or
@@ -784,14 +796,14 @@ class ProfilingResults:
         """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ...; a
         lane ``rank`` does not have gets a label made from its id (``"thread 7"``,
         ``"task 50"``), as 0.7.5 gives it."""
-    def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+    def thread_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per thread of ``rank``, s: ``index, name, alive, wall_time`` (start to end,
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
         ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
         ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
         its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
         without ``track_async``). Raises NestingError."""
-    def task_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+    def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,
         await_time`` (held + await = region_time; None without an await column).
@@ -807,12 +819,15 @@ class ProfilingResults:
         include: _Patterns = None,
         exclude: _Patterns = None,
         ranks: _Ranks = None,
-        sort: str = "start",
+        sort: str = "total",
         title: str | None = None,
         stream: TextIO | None = None,
         suppress_notes: bool = False,
         columns: Sequence[str] | None = None,
         percentage_mode: str = "coverage",
+        *,
+        top: int | None = None,
+        all_tasks: bool = False,
     ) -> None:
         """Print the summary report to ``stream`` (default stdout)."""
     def _repr_html_(self) -> str:
@@ -822,7 +837,8 @@ class ProfilingResults:
     ) -> _ArrowTable:
         """The region summary as an Arrow table. ``ValueError`` when a filter matches nothing."""
     def threads_frame(self) -> _ArrowTable:
-        """Thread table of every rank (s since the run start) as an Arrow table."""
+        """Thread table of every rank (``ThreadInfo`` fields, s since the run start; ``cpu_time``
+        during the run, ``cpu_time_total`` the whole life) as an Arrow table."""
     def tasks_frame(self) -> _ArrowTable:
         """Task table of every rank (``TaskInfo`` fields) as an Arrow table."""
     def thread_summary_frame(self, rank: int = 0) -> _ArrowTable:
@@ -1144,6 +1160,10 @@ def cli_after_run(
     argv: list[str],
     module: bool,
     recorded: NativeRun | None,
+    sort: str = "total",
+    top: int | None = None,
+    all_tasks: bool = False,
+    untracked_loops: list[str] = ...,
     signalled: bool = False,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
@@ -1157,11 +1177,6 @@ def cli_after_run(
     rendering keeps ``h5``, a failed merge keeps the processes' directory and names the
     command that merges it). ``signalled``: the run ends by a signal; the merge first waits
     (at most 2 s) for followed processes still writing their files."""
-
-def untracked_event_loop_note(loaded: list[str]) -> str | None:
-    """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
-    and gevent): the note that an event loop's tasks interleave on one thread; None for
-    none."""
 
 def profile_not_written(error: str, kept: str | None = None) -> str:
     """The error line of a run whose session could not write its file, naming the followed

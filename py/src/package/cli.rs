@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use scope_profiler_analysis::SortKey;
 use scope_profiler_commands::{dispatch, Outcome};
 use scope_profiler_formats::text_summary;
 use scope_profiler_session::end_of_run::{after_run, RunOutputs};
@@ -50,6 +51,9 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("follow", req.follow)?;
             d.set_item("traced", req.tracing.is_some())?;
             d.set_item("no_output", req.settings.no_output)?;
+            d.set_item("sort", req.summary.sort.name())?;
+            d.set_item("top", req.summary.top)?;
+            d.set_item("all_tasks", req.summary.all_tasks)?;
             Ok((0, Some(d)))
         }
     }
@@ -85,7 +89,8 @@ fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, P
 /// the error line to print when that failed (naming the file, and the processes' directory
 /// when it stays, with the command that merges it). The GIL is released meanwhile.
 #[pyfunction]
-#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded, signalled=false))]
+#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded,
+    sort="total", top=None, all_tasks=false, untracked_loops=Vec::new(), signalled=false))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
@@ -99,24 +104,27 @@ fn cli_after_run(
     argv: Vec<String>,
     module: bool,
     recorded: Option<PyRef<'_, NativeRun>>,
+    sort: &str,
+    top: Option<usize>,
+    all_tasks: bool,
+    untracked_loops: Vec<String>,
     signalled: bool,
-) -> Option<String> {
+) -> PyResult<Option<String>> {
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
     let label = run_command::process_label(pid, &argv, module);
+    let summary = text_summary::SummaryOptions {
+        sort: SortKey::parse(sort).map_err(pyo3::exceptions::PyValueError::new_err)?,
+        top,
+        all_tasks,
+        ..Default::default()
+    }
+    .with_cli_hints();
     let settle = run_command::settle_time(signalled);
-    let outputs = RunOutputs { output, quiet, speedscope, track_threads, settle };
+    let outputs = RunOutputs { output, quiet, speedscope, track_threads, summary, untracked_loops, settle };
     let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
     let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
     let kept = processes.as_deref().filter(|dir| Path::new(dir).is_dir());
-    done.err().map(|e| run_command::end_of_run_failure(&e, kept, &h5))
-}
-
-/// `untracked_event_loop_note(loaded) -> str | None`: after a run without `--track-async`
-/// whose program imported `loaded` (of asyncio and gevent), the note that an event loop's
-/// tasks interleave on one thread; None when none was.
-#[pyfunction]
-fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
-    run_command::untracked_event_loop_note(&loaded)
+    Ok(done.err().map(|e| run_command::end_of_run_failure(&e, kept, &h5)))
 }
 
 /// `profile_not_written(error, kept) -> str`: the error line of a run whose session could
@@ -205,7 +213,6 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
-    m.add_function(wrap_pyfunction!(untracked_event_loop_note, m)?)?;
     m.add_function(wrap_pyfunction!(profile_not_written, m)?)?;
     m.add_function(wrap_pyfunction!(plain_warning, m)?)?;
     m.add_function(wrap_pyfunction!(terminated_line, m)?)?;

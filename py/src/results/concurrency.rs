@@ -21,9 +21,10 @@ fn opt_secs(ns: i64) -> Option<f64> {
 /// One row of a run's thread table: a thread the tracker registered.
 ///
 /// `index` is the value `Region.thread_ids` holds; `start_time`/`end_time` are s since the
-/// run start (`end_time` None while alive); `cpu_time` is the thread's total CPU time in s
-/// (`CLOCK_THREAD_CPUTIME_ID`, including CPU spent before `setup()`), `cpu_start_time` the
-/// CPU clock when the run started counting the thread.
+/// run start (`end_time` None while alive); `cpu_time` is the CPU the thread burned during
+/// the run in s (`CLOCK_THREAD_CPUTIME_ID`), `cpu_time_total` its whole life (CPU spent
+/// before `setup()` included), `cpu_start_time` the CPU clock when the run started counting
+/// the thread.
 #[pyclass(module = "scope_profiler.concurrency", frozen)]
 pub struct ThreadInfo {
     run: Arc<Run>,
@@ -98,10 +99,19 @@ impl ThreadInfo {
     fn end_time(&self) -> Option<f64> {
         opt_secs(self.row().end_ns)
     }
-    /// Total CPU time of the OS thread, s: its whole life, CPU spent before `setup()`
-    /// included (the reference's figure; `thread_summary()` gives the CPU of the run).
+    /// CPU the thread burned during the run, s (`CLOCK_THREAD_CPUTIME_ID` from when the run
+    /// started counting it): the meaning `cpu_time` has everywhere (`thread_summary()`,
+    /// `threads_frame()`, the CLI and the HTML report). The whole-life figure for files that
+    /// do not record where the run started counting (files of scope-profiler 0.7.5).
     #[getter]
     fn cpu_time(&self) -> f64 {
+        let t = self.row();
+        secs(t.cpu_run_ns().unwrap_or(t.cpu_ns))
+    }
+    /// Total CPU time of the OS thread, s: its whole life, CPU spent before `setup()`
+    /// included (0.7.5's `cpu_time`).
+    #[getter]
+    fn cpu_time_total(&self) -> f64 {
         secs(self.row().cpu_ns)
     }
     /// The thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) when the run started counting it,

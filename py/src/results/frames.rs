@@ -44,10 +44,9 @@ fn strs<'a>(v: impl IntoIterator<Item = &'a str>) -> ArrayRef {
 }
 
 /// The thread table (all ranks): `rank, index, name, ident, native_id, daemon, start_time,
-/// end_time, cpu_time, alive, wall_time` (s since the run start; `end_time`/`wall_time`
-/// null while alive) - the fields of `ThreadInfo`, `cpu_time` the whole life (the
-/// reference's) - then `cpu_time_total` (= `cpu_time`) and `cpu_time_run` (CPU during the
-/// run, null when not recorded): `thread_summary()`'s names for its two CPU figures.
+/// end_time, cpu_time, alive, wall_time, cpu_time_total` (s since the run start;
+/// `end_time`/`wall_time` null while alive): the fields of `ThreadInfo`, `cpu_time` the CPU
+/// during the run and `cpu_time_total` the whole life, as in `thread_summary()`.
 pub fn threads_table(run: &Run) -> PyResult<PyTable> {
     let t = &run.threads;
     let end = |x: &scope_profiler_analysis::ThreadRow| (x.end_ns != UNKNOWN).then(|| secs(x.end_ns));
@@ -60,13 +59,10 @@ pub fn threads_table(run: &Run) -> PyResult<PyTable> {
         ("daemon", bools(t.iter().map(|x| x.daemon))),
         ("start_time", floats(t.iter().map(|x| secs(x.start_ns)))),
         ("end_time", opt_floats(t.iter().map(end))),
-        ("cpu_time", floats(t.iter().map(|x| secs(x.cpu_ns)))),
+        ("cpu_time", floats(t.iter().map(|x| secs(x.cpu_run_ns().unwrap_or(x.cpu_ns))))),
         ("alive", bools(t.iter().map(|x| x.end_ns == UNKNOWN))),
         ("wall_time", opt_floats(t.iter().map(|x| end(x).map(|e| e - secs(x.start_ns))))),
-        // the names of thread_summary's two CPU figures (`cpu_time` here is the whole life,
-        // there the run's): the same values, one name each
         ("cpu_time_total", floats(t.iter().map(|x| secs(x.cpu_ns)))),
-        ("cpu_time_run", opt_floats(t.iter().map(|x| x.cpu_run_ns().map(secs)))),
     ])
 }
 
@@ -186,7 +182,7 @@ pub fn thread_summary_dicts<'py>(
 ) -> PyResult<Bound<'py, pyo3::types::PyList>> {
     let out = pyo3::types::PyList::empty(py);
     for r in rows {
-        let d = PyDict::new(py);
+        let d = crate::results::summary_rows::row_dict(py)?;
         d.set_item("index", r.index)?;
         d.set_item("name", &r.name)?;
         d.set_item("alive", r.alive)?;
@@ -206,7 +202,7 @@ pub fn thread_summary_dicts<'py>(
 pub fn task_summary_dicts<'py>(py: Python<'py>, rows: &[TaskSummaryRow]) -> PyResult<Bound<'py, pyo3::types::PyList>> {
     let out = pyo3::types::PyList::empty(py);
     for r in rows {
-        let d = PyDict::new(py);
+        let d = crate::results::summary_rows::row_dict(py)?;
         d.set_item("index", r.index)?;
         d.set_item("kind", &r.kind)?;
         d.set_item("name", &r.name)?;

@@ -11,6 +11,7 @@
 //! * [`events`]: a run's calls as Python dicts (`events()`);
 //! * [`html_tables`]: the notebook display (`_repr_html_`);
 //! * [`pickling`]: `__reduce__` of the results classes through the run's columnar form;
+//! * [`summary_rows`]: the rows of `thread_summary()` / `task_summary()`, whose repr rounds;
 //! * [`compare`]: `Comparison` and `compare_runs` (`comparison.py`).
 use pyo3::prelude::*;
 
@@ -25,6 +26,7 @@ pub mod mpi_region;
 pub mod pickling;
 pub mod profiling_results;
 pub mod region;
+pub mod summary_rows;
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<region::Region>()?;
@@ -36,5 +38,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(merge::merge_results, m)?)?;
     call_stack::register(m)?;
     compare::register(m)?;
+    summary_rows::register(m)?;
     Ok(())
 }

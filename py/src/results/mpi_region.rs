@@ -409,6 +409,6 @@ impl MPIRegion {
         )
     }
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        crate::results::html_tables::summary_html(py, "MPIRegion", &[self.summary_dict(py)?], None)
+        crate::results::html_tables::summary_html(py, "MPIRegion", &[self.summary_dict(py)?], None, None)
     }
 }

@@ -238,6 +238,36 @@ impl ProfilingResults {
         }
         Ok(rows)
     }
+    /// The notebook's thread and task tables of rank 0: the [`NOTEBOOK_ROWS`] busiest of
+    /// each (threads in table order), and how many more.
+    fn lane_tables_html(
+        &self,
+        py: Python<'_>,
+        threads: Vec<scope_profiler_analysis::ThreadSummaryRow>,
+        tasks: Vec<scope_profiler_analysis::TaskSummaryRow>,
+    ) -> PyResult<String> {
+        use scope_profiler_analysis::summary_order::{busiest, task_busy_time, thread_busy_time, NOTEBOOK_ROWS};
+        let (mut shown, rest) = busiest(&threads.iter().map(thread_busy_time).collect::<Vec<_>>(), Some(NOTEBOOK_ROWS));
+        shown.sort_unstable();
+        let threads: Vec<_> = shown.iter().map(|&k| threads[k].clone()).collect();
+        let threads_more = (!rest.is_empty()).then(|| format!("... and {} more threads", rest.len()));
+        let (shown, rest) = busiest(&tasks.iter().map(task_busy_time).collect::<Vec<_>>(), Some(NOTEBOOK_ROWS));
+        let tasks: Vec<_> = shown.iter().map(|&k| tasks[k].clone()).collect();
+        let tasks_more = (!rest.is_empty()).then(|| format!("... and {} more tasks (the busiest shown)", rest.len()));
+        let mut out = String::new();
+        for (title, list, more) in [
+            ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &threads)?, threads_more),
+            ("tasks and greenlets (rank 0)", crate::results::frames::task_summary_dicts(py, &tasks)?, tasks_more),
+        ] {
+            let dicts: Vec<Bound<'_, PyDict>> =
+                list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
+            if !dicts.is_empty() {
+                out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None, more)?);
+            }
+        }
+        Ok(out)
+    }
+
     fn summary_rows<'py>(
         &self,
         py: Python<'py>,
@@ -854,11 +884,14 @@ impl ProfilingResults {
 
     /// Print the region table and, when threads were tracked, the thread and task tables of
     /// each rank (the `scope-profiler summary` report) to `stream` (default stdout).
-    /// `include`/`exclude`/`ranks` restrict it; `sort`, `columns`, `percentage_mode` are
-    /// accepted for compatibility. Never raises on a nesting failure (prints why). Does nothing
-    /// on a non-root result set.
-    #[pyo3(signature = (include=None, exclude=None, ranks=None, sort="start", title=None, stream=None,
-        suppress_notes=false, columns=None, percentage_mode="coverage"))]
+    /// `include`/`exclude`/`ranks` restrict it; `sort` orders the regions (`total`, the
+    /// default: inclusive time; `exclusive`, `calls`, `mean` or `avg`, `name`, `start`:
+    /// definition order; ValueError for another), `top` shows only the first N of each rank
+    /// and counts the rest, `all_tasks` lists every task (else the 20 busiest); `columns`,
+    /// `percentage_mode` are accepted for compatibility. Never raises on a nesting failure
+    /// (prints why). Does nothing on a non-root result set.
+    #[pyo3(signature = (include=None, exclude=None, ranks=None, sort="total", title=None, stream=None,
+        suppress_notes=false, columns=None, percentage_mode="coverage", *, top=None, all_tasks=false))]
     #[allow(clippy::too_many_arguments)]
     fn print_summary(
         &self,
@@ -872,8 +905,11 @@ impl ProfilingResults {
         suppress_notes: bool,
         columns: Option<Bound<'_, PyAny>>,
         percentage_mode: &str,
+        top: Option<usize>,
+        all_tasks: bool,
     ) -> PyResult<()> {
-        let _ = (sort, columns, percentage_mode);
+        let _ = (columns, percentage_mode);
+        let sort = scope_profiler_analysis::SortKey::parse(sort).map_err(PyValueError::new_err)?;
         if !self.is_root {
             return Ok(());
         }
@@ -908,12 +944,17 @@ impl ProfilingResults {
             if !sel.ranks.is_empty() {
                 run.regions.retain(|r| sel.ranks.contains(&r.rank));
             }
-            scope_profiler_formats::text_summary::summary_text_filtered(&run, &title, filter.as_deref())
+            let opts = scope_profiler_formats::text_summary::SummaryOptions {
+                sort,
+                top: top.filter(|&n| n > 0),
+                all_tasks,
+                filter,
+                hints: Some(("top=None lists every one".into(), "all_tasks=True lists every one".into())),
+            };
+            scope_profiler_formats::text_summary::summary_text_with(&run, &title, &opts)
         });
         if !suppress_notes {
-            text.push_str(
-                "\n  Durations are in seconds. Regions may nest, so the summed total can exceed the wall-clock time.\n",
-            );
+            text.push_str("\n  Regions may nest, so the summed total can exceed the wall-clock time.\n");
         }
         let print = py.import("builtins")?.getattr("print")?;
         let kwargs = PyDict::new(py);
@@ -1026,23 +1067,18 @@ impl ProfilingResults {
         if rows.iter().any(|r| r.contains("await_duration").unwrap_or(false)) {
             columns.extend(["await_duration", "held_duration"]);
         }
-        let mut out = crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns))?;
+        let (rows, more) = crate::results::html_tables::top_region_rows(rows)?;
+        let more =
+            (more > 0).then(|| format!("... and {more} more regions (print_summary() or to_polars() lists them)"));
+        let mut out =
+            crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns), more)?;
         if self.event_data {
             let analysis = Arc::clone(&self.analysis);
             // a run whose calls cannot be reconstructed shows the region table alone
             if let Ok((threads, tasks)) = py.detach(move || {
                 Ok::<_, scope_profiler_analysis::NestingError>((analysis.thread_summary(0)?, analysis.task_summary(0)?))
             }) {
-                for (title, list) in [
-                    ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &threads)?),
-                    ("tasks and greenlets (rank 0)", crate::results::frames::task_summary_dicts(py, &tasks)?),
-                ] {
-                    let dicts: Vec<Bound<'_, PyDict>> =
-                        list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
-                    if !dicts.is_empty() {
-                        out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None)?);
-                    }
-                }
+                out.push_str(&self.lane_tables_html(py, threads, tasks)?);
             }
         }
         let (threads, tasks) = (self.analysis.run.threads.len(), self.analysis.run.tasks.len());
@@ -1074,9 +1110,8 @@ impl ProfilingResults {
         crate::results::frames::dict_rows_table(py, &rows, &columns)
     }
     /// Thread table of every rank (`rank, index, name, ident, native_id, daemon, start_time,
-    /// end_time, cpu_time, alive, wall_time, cpu_time_total, cpu_time_run`; s since the run
-    /// start; `cpu_time` = `cpu_time_total` the whole life, `cpu_time_run` during the run) as
-    /// an Arrow table.
+    /// end_time, cpu_time, alive, wall_time, cpu_time_total`; s since the run start;
+    /// `cpu_time` during the run, `cpu_time_total` the whole life) as an Arrow table.
     fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
         crate::results::frames::threads_table(&self.analysis.run)
     }

@@ -596,6 +596,6 @@ impl Region {
         Ok(out)
     }
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        crate::results::html_tables::summary_html(py, "Region", &[self.summary_dict(py)?], None)
+        crate::results::html_tables::summary_html(py, "Region", &[self.summary_dict(py)?], None, None)
     }
 }
