@@ -54,30 +54,32 @@ def _settle(loop) -> None:
         pass
 
 
-def check_loop(loop) -> None:
-    """A region opened on the thread's lane while ``loop`` runs on this thread."""
+def check_loop(loop) -> bool:
+    """A region opened on the thread's lane while ``loop`` runs on this thread; returns
+    whether ``loop`` needs no more checks (instrumented, now or before)."""
     try:
         if loop in _SETTLED:
-            return
+            return True
     except TypeError:
         pass
     from . import _asyncio_hooks
 
     if not _asyncio_hooks.tracking():  # the trackers left: nothing follows tasks any more
-        return
+        return False
     if _asyncio_hooks.instruments(loop):
         _settle(loop)
-        return
+        return True
     import asyncio
 
     if asyncio.current_task(loop) is None:  # a plain callback of the loop: no task to track
-        return
+        return False
     _asyncio_hooks.instrument_active(loop)
     _settle(loop)
     if "asyncio" not in _WARNED:
         _WARNED.add("asyncio")
         kind = f"{type(loop).__module__}.{type(loop).__qualname__}"
         warnings.warn(_LOOP_ADVICE.format(kind=kind), RuntimeWarning, stacklevel=2)
+    return True
 
 
 def check_trio() -> bool:
