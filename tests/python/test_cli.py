@@ -502,3 +502,47 @@ def test_run_accepts_the_references_run_options(tmp_path):
         proc.stderr.strip()
         == "error: use_memray=True is not supported by scope-profiler (Rust edition)"
     )
+
+
+# The script runs as `python script.py` runs it: `__file__` is absolute (the script may
+# change directory before it opens files beside it), `__main__` stays the script's module
+# through its atexit handlers, and a script that closes its stdout ends with its own code.
+def test_the_script_runs_as_main_as_python_runs_it(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "data.txt").write_text("beside the script\n")
+    script = pkg / "main.py"
+    script.write_text(
+        "import atexit, os, sys\n"
+        "here = os.path.dirname(__file__)\n"
+        "os.chdir('/')\n"
+        "print(os.path.isabs(__file__), open(os.path.join(here, 'data.txt')).read().strip())\n"
+        "me = sys.modules['__main__']\n"
+        "atexit.register(lambda: print('atexit main is the script:', sys.modules['__main__'] is me))\n"
+    )
+    plain = subprocess.run(
+        [sys.executable, "pkg/main.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert plain.stdout == "True beside the script\natexit main is the script: True\n"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", "m.h5", "pkg/main.py", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, plain.stdout), proc.stderr
+    closes = tmp_path / "closes.py"
+    closes.write_text("import sys\nprint('bye')\nsys.stdout.close()\n")
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", "c.h5", closes, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, "bye\n"), proc.stderr
+    assert sp.read_h5(str(tmp_path / "c.h5")).num_ranks == 1
+
+
+# A --config file refused before the script runs leaves nothing behind (no
+# `<output>.procs-<pid>` directory for the processes it would have followed).
+def test_a_refused_config_file_leaves_nothing_behind(tmp_path):
+    script = tmp_path / "one.py"
+    script.write_text("open('ran', 'w').close()\n")
+    for name, text in (("unknown.toml", "[profiling]\nbogus = 1\n"), ("bad.toml", "[[[")):
+        config = tmp_path / name
+        config.write_text(text)
+        proc = run_cli("run", "-q", "--config", config, script, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [c for c in ("bad.toml", "unknown.toml") if (tmp_path / c).exists()] + ["one.py"]
+        )

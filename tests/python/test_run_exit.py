@@ -60,6 +60,22 @@ PROGRAMS = {
         pool = multiprocessing.Pool(2)
         print(sum(pool.map(task, range(TASKS))))
     """,
+    # work submitted and never waited for: the workers get it after the script's last line,
+    # by reference to `__main__.task`, which must still be the script's module then
+    "process_pool_spawn_submitted": """
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        ex = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("spawn"))
+        futures = [ex.submit(task, i) for i in range(TASKS)]
+        print("submitted")
+    """,
+    "process_pool_forkserver_submitted": """
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+        ex = ProcessPoolExecutor(2, mp_context=multiprocessing.get_context("forkserver"))
+        futures = [ex.submit(task, i) for i in range(TASKS)]
+        print("submitted")
+    """,
     "threading_timer": """
         import threading
         threading.Timer(0.3, lambda: [task(i) for i in range(TASKS)]).start()

@@ -16,7 +16,7 @@ import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager, nullcontext
 
-from . import _exit, _follow, _native
+from . import _exit, _follow, _main_module, _native
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing
 if TYPE_CHECKING:
@@ -63,7 +63,7 @@ def _print_script_error(exc: BaseException) -> None:
 
     tb = exc.__traceback__
     # runpy's frames are "<frozen runpy>" where the module is frozen (3.11+ builds)
-    ours = (__file__, runpy.__file__, "<frozen runpy>")
+    ours = (__file__, _main_module.__file__, runpy.__file__, "<frozen runpy>")
     while tb is not None and tb.tb_frame.f_code.co_filename in ours:
         tb = tb.tb_next
     traceback.print_exception(type(exc), exc, tb, file=sys.stderr)
@@ -410,17 +410,15 @@ def _run_as_main(
     the signal that ended it (None), as ``python`` would: the script's ``sys.exit()``, 1 with
     the traceback for an exception, the traceback and SIGINT for Ctrl-C. As it returns, its
     program's end begins (:meth:`_RunSignals.program_ends`)."""
-    import runpy
-
     from ._manager import ProfileManager
 
     def run() -> None:
         region = ProfileManager.region(module or os.path.basename(script)) if traced else None
         with region if region is not None else nullcontext():
             if module is not None:
-                runpy.run_module(module, run_name="__main__", alter_sys=True)
+                _main_module.run_module(module)
             else:
-                runpy.run_path(script, run_name="__main__")
+                _main_module.run_path(script)
 
     exc = signals.interruptibly(run, then=signals.program_ends)
     if exc is None:
@@ -489,15 +487,14 @@ def _run_script(req: dict, whole_process: bool = False) -> int:
         0, os.getcwd() if plan.module is not None else os.path.dirname(os.path.abspath(plan.script))
     )
     show_profiler_warnings_plainly()
-    # runpy imports pkgutil (and typing) on its first run_path: 5-15 ms that are not the
-    # script's, imported here, before the session's root region and the traced root open
-    import pkgutil  # noqa: F401
-    import runpy  # noqa: F401
 
     signals = _RunSignals()
+    saved_main = sys.modules["__main__"]
     try:
         code, died_by, processes, written = _record(plan, signals)
     finally:
+        if not plan.whole_process:  # the script's module stays __main__ until the process ends
+            sys.modules["__main__"] = saved_main
         sys.argv = saved_argv
         if sys.path and sys.path[0] != saved_path0:
             sys.path.pop(0)
@@ -573,19 +570,28 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
         if started or os.getpid() != plan.pid:
             raise
         # the settings were refused before the script ran (a --config file's contents)
+        _remove_if_empty(processes)
         print(f"error: {exc}", file=sys.stderr)
         return 2, None, None, False
     except OSError as exc:  # the session's file could not be written (a full disk, ...)
         if os.getpid() != plan.pid:
             raise
-        if processes is not None and not os.listdir(processes):
-            os.rmdir(processes)  # no other process wrote a profile
+        if _remove_if_empty(processes):
             processes = None
         print(_native.profile_not_written(str(exc), processes), file=sys.stderr)
         return code or 1, died_by, None, False
     finally:
         undo_os_exit_hook()
     return code, died_by, processes, True
+
+
+def _remove_if_empty(processes: str | None) -> bool:
+    """Remove the followed processes' directory when no process wrote a profile into it;
+    whether it was removed."""
+    if processes is None or os.listdir(processes):
+        return False
+    os.rmdir(processes)
+    return True
 
 
 def _after_script(
@@ -664,7 +670,7 @@ def main(argv: list[str] | None = None) -> int:
     code, req = _native.cli_main(["scope-profiler", *args])
     if req is not None:
         code = _run_script(req, whole_process=argv is None)
-    sys.stdout.flush()
+    _follow.flush_streams()  # the script may have closed or replaced them
     if argv is None:
         sys.exit(code)
     return code
