@@ -220,6 +220,24 @@ pub struct ThreadRow {
 }
 
 impl ThreadRow {
+    /// Thread `index` of `rank`, registered at the run's origin and still alive, with no
+    /// ident, OS thread id or CPU clock recorded; set the other fields with struct update
+    /// syntax (`ThreadRow { ident: 7, ..ThreadRow::new(0, 0, "MainThread") }`).
+    pub fn new(rank: u32, index: i64, name: &str) -> Self {
+        ThreadRow {
+            rank,
+            index,
+            ident: 0,
+            native_id: 0,
+            daemon: false,
+            start_ns: 0,
+            end_ns: -1,
+            cpu_ns: 0,
+            cpu_start_ns: UNKNOWN,
+            name: name.into(),
+        }
+    }
+
     /// ns of CPU the thread burned during the run (`cpu_ns - cpu_start_ns`, its
     /// `CLOCK_THREAD_CPUTIME_ID`), `None` when `cpu_start_ns` is not recorded.
     pub fn cpu_run_ns(&self) -> Option<i64> {

@@ -319,16 +319,12 @@ mod tests {
     fn a_followed_process_s_tables_are_on_the_script_s_origin() {
         use scope_profiler_analysis::{TaskRow, ThreadRow};
         let thread = |index, start_ns, end_ns| ThreadRow {
-            rank: 0,
-            index,
             ident: 1,
             native_id: 1,
-            daemon: false,
             start_ns,
             end_ns,
             cpu_ns: 5,
-            cpu_start_ns: UNKNOWN,
-            name: "t".into(),
+            ..ThreadRow::new(0, index, "t")
         };
         let mut run = Run {
             threads: vec![thread(0, 0, UNKNOWN), thread(1, 10, 40), thread(2, UNKNOWN, UNKNOWN)],

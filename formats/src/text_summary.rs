@@ -521,18 +521,7 @@ mod tests {
         let run = Run {
             region_names: vec!["fetch".into()],
             regions: vec![r],
-            threads: vec![ThreadRow {
-                rank: 0,
-                index: 0,
-                ident: 1,
-                native_id: 1,
-                daemon: false,
-                start_ns: 0,
-                end_ns: -1,
-                cpu_ns: 0,
-                cpu_start_ns: -1,
-                name: "MainThread".into(),
-            }],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
             tasks: ids
                 .iter()
                 .map(|&k| TaskRow::new(0, k, "task", format!("Task-{k}"), "m.fetch").on_thread(0))
@@ -561,18 +550,7 @@ mod tests {
         let run = Run {
             region_names: vec!["request".into()],
             regions: vec![r],
-            threads: vec![ThreadRow {
-                rank: 0,
-                index: 0,
-                ident: 1,
-                native_id: 1,
-                daemon: false,
-                start_ns: 0,
-                end_ns: -1,
-                cpu_ns: 0,
-                cpu_start_ns: -1,
-                name: "MainThread".into(),
-            }],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
             num_ranks: 1,
             ..Run::default()
         };
