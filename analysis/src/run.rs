@@ -171,6 +171,12 @@ impl RegionCalls {
     pub fn len(&self) -> usize {
         self.start_ns.len()
     }
+    /// Number of calls: the stored count of a summary-only row ([`RegionCalls::stored`]), else
+    /// the per-call columns' length.
+    pub fn num_calls(&self) -> usize {
+        self.stored.as_ref().map_or(self.len(), |s| s.count.max(0) as usize)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.start_ns.is_empty()
     }
@@ -389,7 +395,6 @@ pub struct Run {
     /// Number of ranks: `max(metadata.mpi_size, max rank + 1)` when there are rows, else 0.
     pub num_ranks: u32,
 }
-
 impl Run {
     /// The metadata value under `key`, if any.
     pub fn meta(&self, key: &str) -> Option<&MetaValue> {
@@ -416,6 +421,11 @@ impl Run {
             },
             _ => format!("rank {rank}"),
         }
+    }
+    /// Whether `rank` was read without its calls (`read_h5_summary`: a row carries stored
+    /// statistics, [`RegionCalls::stored`]): what needs the calls (per-lane times) is unknown.
+    pub fn summary_only(&self, rank: u32) -> bool {
+        self.rank_rows(rank).any(|r| r.stored.is_some())
     }
     /// Rows of one rank, in file order.
     pub fn rank_rows(&self, rank: u32) -> impl Iterator<Item = &RegionCalls> {
