@@ -189,7 +189,7 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
         min_ns: if n > 0 { min } else { 0 },
         max_ns: if n > 0 { max } else { 0 },
         exclusive_ns: r.exclusive_total_ns,
-        await_ns: r.await_ns.as_ref().map(|a| a.values().iter().map(|&v| v.max(0)).sum()),
+        await_ns: r.await_total_ns(),
     }
 }
 

@@ -171,6 +171,16 @@ impl RegionCalls {
     pub fn len(&self) -> usize {
         self.start_ns.len()
     }
+    /// Σ await ns of the calls, each clamped to `[0, its duration]` (a damaged file's value
+    /// outside it would make held time negative), `None` without an await column. The one
+    /// rule of a call's await for every summary (regions, threads, tasks).
+    pub fn await_total_ns(&self) -> Option<i64> {
+        let awaits = self.await_ns.as_ref()?.values();
+        let (start, end) = (self.start_ns.values(), self.end_ns.values());
+        let clamped = awaits.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
+        Some(clamped.fold(0i64, i64::wrapping_add))
+    }
+
     /// Number of calls: the stored count of a summary-only row ([`RegionCalls::stored`]), else
     /// the per-call columns' length.
     pub fn num_calls(&self) -> usize {

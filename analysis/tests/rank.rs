@@ -642,3 +642,16 @@ fn a_damaged_thread_table_gives_unknown_times_and_a_note() {
     assert_eq!(thread_table_note(&sound, 0, &rows), None);
     assert_eq!(rows.iter().map(|r| r.num_calls).collect::<Vec<_>>(), [4]);
 }
+
+/// A damaged await column (a value below 0 or above its call's duration) counts each call's
+/// await within [0, duration] in the region summary, as the thread summary does: held time
+/// is never negative.
+#[test]
+fn region_await_is_clamped_to_each_calls_duration() {
+    let mut r = RegionCalls::new(0, 0, Int64Array::from(vec![0, 100, 300]), Int64Array::from(vec![50, 200, 400]));
+    r.await_ns = Some(Int64Array::from(vec![-7, 1_000_000, 30]));
+    let run = Run { region_names: vec!["parse".into()], regions: vec![r], num_ranks: 1, ..Run::default() };
+    let row = &scope_profiler_analysis::rank_summary(&run, 0).unwrap().rows[0];
+    // 0 + 100 (the duration, not 1e6) + 30
+    assert_eq!((row.total_ns, row.await_ns, row.held_ns()), (250, Some(130), Some(120)));
+}
