@@ -234,7 +234,7 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_
                     .flatten()
                     .and_then(|a| a.get(calls.call_index[i] as usize).copied())
                     .unwrap_or(0)
-                    .clamp(0, d.max(0));
+                    .clamp(0, d.max(0)); // as RegionCalls::await_total_ns counts it
                 if with_roots {
                     out.roots.push((s, e, w));
                 }

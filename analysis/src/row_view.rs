@@ -115,10 +115,11 @@ impl RowView {
         Ok(self.exclusive_ns()?.values().iter().fold(0i64, |a, &x| a.wrapping_add(x)))
     }
 
-    /// Σ await ns of the row's calls (negative values counted as 0, as the summaries do),
-    /// `None` when the row has no await column (no `track_async`).
+    /// Σ await ns of the row's calls, each within `[0, its duration]` as the summaries count
+    /// it ([`RegionCalls::await_total_ns`]), `None` when the row has no await column (no
+    /// `track_async`).
     pub fn await_total_ns(&self) -> Option<i64> {
-        self.calls().await_ns.as_ref().map(|a| a.values().iter().map(|&v| v.max(0)).fold(0i64, i64::wrapping_add))
+        self.calls().await_total_ns()
     }
 
     /// Positions of the calls `filter` keeps, ascending. `None` when the row lacks the

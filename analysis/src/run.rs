@@ -171,6 +171,22 @@ impl RegionCalls {
     pub fn len(&self) -> usize {
         self.start_ns.len()
     }
+    /// Σ await ns of the calls, each clamped to `[0, its duration]` (a damaged file's value
+    /// outside it would make held time negative), `None` without an await column. The one
+    /// rule of a call's await for every summary (regions, threads, tasks).
+    pub fn await_total_ns(&self) -> Option<i64> {
+        let awaits = self.await_ns.as_ref()?.values();
+        let (start, end) = (self.start_ns.values(), self.end_ns.values());
+        let clamped = awaits.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
+        Some(clamped.fold(0i64, i64::wrapping_add))
+    }
+
+    /// Number of calls: the stored count of a summary-only row ([`RegionCalls::stored`]), else
+    /// the per-call columns' length.
+    pub fn num_calls(&self) -> usize {
+        self.stored.as_ref().map_or(self.len(), |s| s.count.max(0) as usize)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.start_ns.is_empty()
     }
@@ -220,6 +236,24 @@ pub struct ThreadRow {
 }
 
 impl ThreadRow {
+    /// Thread `index` of `rank`, registered at the run's origin and still alive, with no
+    /// ident, OS thread id or CPU clock recorded; set the other fields with struct update
+    /// syntax (`ThreadRow { ident: 7, ..ThreadRow::new(0, 0, "MainThread") }`).
+    pub fn new(rank: u32, index: i64, name: &str) -> Self {
+        ThreadRow {
+            rank,
+            index,
+            ident: 0,
+            native_id: 0,
+            daemon: false,
+            start_ns: 0,
+            end_ns: -1,
+            cpu_ns: 0,
+            cpu_start_ns: UNKNOWN,
+            name: name.into(),
+        }
+    }
+
     /// ns of CPU the thread burned during the run (`cpu_ns - cpu_start_ns`, its
     /// `CLOCK_THREAD_CPUTIME_ID`), `None` when `cpu_start_ns` is not recorded.
     pub fn cpu_run_ns(&self) -> Option<i64> {
@@ -371,7 +405,6 @@ pub struct Run {
     /// Number of ranks: `max(metadata.mpi_size, max rank + 1)` when there are rows, else 0.
     pub num_ranks: u32,
 }
-
 impl Run {
     /// The metadata value under `key`, if any.
     pub fn meta(&self, key: &str) -> Option<&MetaValue> {
@@ -398,6 +431,11 @@ impl Run {
             },
             _ => format!("rank {rank}"),
         }
+    }
+    /// Whether `rank` was read without its calls (`read_h5_summary`: a row carries stored
+    /// statistics, [`RegionCalls::stored`]): what needs the calls (per-lane times) is unknown.
+    pub fn summary_only(&self, rank: u32) -> bool {
+        self.rank_rows(rank).any(|r| r.stored.is_some())
     }
     /// Rows of one rank, in file order.
     pub fn rank_rows(&self, rank: u32) -> impl Iterator<Item = &RegionCalls> {

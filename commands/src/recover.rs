@@ -50,8 +50,17 @@ pub fn execute(file: &Path, output: Option<&Path>, from: Option<&Path>) -> i32 {
             // recovered, and `k.json` rendered from it as the run would have
             let h5 = recording_path(file);
             if pending_sidecar(&h5).is_none() {
-                eprintln!("error: {why}");
-                return 1;
+                return match merges_leftovers(&h5).then(|| render_leftovers(&h5, file)) {
+                    Some(Ok(())) => 0,
+                    Some(Err(e)) => {
+                        eprintln!("error: {e}");
+                        1
+                    }
+                    None => {
+                        eprintln!("error: {why}");
+                        1
+                    }
+                };
             }
             match recover_rendered(&h5, file, output) {
                 Ok(()) => 0,
@@ -72,6 +81,19 @@ pub fn execute(file: &Path, output: Option<&Path>, from: Option<&Path>) -> i32 {
 /// recordings a `run` writing FILE left behind (`FILE.procs-<pid>/`, its process gone).
 fn merges_leftovers(file: &Path) -> bool {
     !followed::leftover_directories(file).is_empty()
+}
+
+/// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`) and left
+/// no sidecar, only its followed processes' recordings: they are merged into its recording
+/// `h5` ([`followed::merge_leftovers`]), and `file` is rendered from it.
+fn render_leftovers(h5: &Path, file: &Path) -> Result<(), String> {
+    for line in followed::merge_leftovers(h5).unwrap_or_else(|| Ok(Vec::new()))? {
+        outln!("{line}");
+    }
+    let run = read_h5(h5).map_err(|e| e.to_string())?;
+    end_of_run::render_output(&run, h5, file)?;
+    outln!("wrote {}", file.display());
+    Ok(())
 }
 
 /// `recover FILE` of a run that wrote another format than HDF5 (`run -o k.json`): recover

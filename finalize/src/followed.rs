@@ -252,29 +252,37 @@ pub fn leftover_directories(file: &Path) -> Vec<(PathBuf, u32)> {
 }
 
 /// `recover FILE` when no sidecar is left but followed processes' directories are
-/// ([`leftover_directories`]): each is stacked after the run `file` holds and removed.
-/// None when there is none; else the lines to print, or the error (`file` missing or
-/// unreadable, already holding followed processes, a merge that failed).
+/// ([`leftover_directories`]): each is stacked after the run `file` holds and removed. When
+/// `file` was never written (the run's process was killed before it recorded a call or
+/// streamed one), it is made with an empty rank 0 for that process, so what its followed
+/// processes recorded is kept. None when there is no directory; else the lines to print, or
+/// the error (`file` unreadable, already holding followed processes, a merge that failed).
 pub fn merge_leftovers(file: &Path) -> Option<Result<Vec<String>, String>> {
     let found = leftover_directories(file);
     if found.is_empty() {
         return None;
     }
+    let mut lines = Vec::new();
+    if !file.exists() {
+        if let Err(e) = publish_h5(&Run { num_ranks: 1, ..Run::default() }, file) {
+            return Some(Err(format!("{}; the followed processes' recordings stay in {}", e.error, dirs_text(&found))));
+        }
+        lines.push(format!(
+            "{}: the run's own process was killed before it recorded a call; rank 0 (that process) is empty",
+            file.display()
+        ));
+    }
     let held = match read_h5(file) {
         Ok(run) => run,
-        Err(e) => {
-            let dirs: Vec<String> = found.iter().map(|(d, _)| d.display().to_string()).collect();
-            return Some(Err(format!("{e}; the followed processes' recordings stay in {}", dirs.join(", "))));
-        }
+        Err(e) => return Some(Err(format!("{e}; the followed processes' recordings stay in {}", dirs_text(&found)))),
     };
     if held.meta(PROCESSES).is_some() {
         return Some(Err(format!(
             "{} already holds the processes its run followed; {} not merged again",
             file.display(),
-            found.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ")
+            dirs_text(&found)
         )));
     }
-    let mut lines = Vec::new();
     for (dir, pid) in found {
         match merge_directory(&dir, pid, file) {
             Ok(note) => lines.extend(note),
@@ -282,6 +290,11 @@ pub fn merge_leftovers(file: &Path) -> Option<Result<Vec<String>, String>> {
         }
     }
     Some(Ok(lines))
+}
+
+/// The directories of [`leftover_directories`], for a message.
+fn dirs_text(found: &[(PathBuf, u32)]) -> String {
+    found.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// A followed process's lane tables on the script's origin (`origin`: rank 0's
@@ -319,16 +332,12 @@ mod tests {
     fn a_followed_process_s_tables_are_on_the_script_s_origin() {
         use scope_profiler_analysis::{TaskRow, ThreadRow};
         let thread = |index, start_ns, end_ns| ThreadRow {
-            rank: 0,
-            index,
             ident: 1,
             native_id: 1,
-            daemon: false,
             start_ns,
             end_ns,
             cpu_ns: 5,
-            cpu_start_ns: UNKNOWN,
-            name: "t".into(),
+            ..ThreadRow::new(0, index, "t")
         };
         let mut run = Run {
             threads: vec![thread(0, 0, UNKNOWN), thread(1, 10, 40), thread(2, UNKNOWN, UNKNOWN)],
@@ -395,7 +404,11 @@ mod tests {
         let alive = dir.path().join(format!("out.h5.procs-{}", std::process::id()));
         std::fs::create_dir(&alive).unwrap(); // a run still going: not its to merge
         assert_eq!(leftover_directories(&file), [(procs.clone(), pid)]);
-        assert!(merge_leftovers(&file).unwrap().unwrap_err().contains("stay in"), "no file to merge into");
+        let unreadable = dir.path().join(format!("bad.h5.procs-{pid}"));
+        std::fs::create_dir(&unreadable).unwrap();
+        std::fs::write(dir.path().join("bad.h5"), b"not hdf5").unwrap();
+        let bad = merge_leftovers(&dir.path().join("bad.h5")).unwrap().unwrap_err();
+        assert!(bad.contains("stay in") && unreadable.exists(), "{bad}");
         publish_h5(&run_of("parent", 2), &file).unwrap();
         let lines = merge_leftovers(&file).unwrap().unwrap();
         assert_eq!(lines.len(), 1, "{lines:?}");
@@ -431,6 +444,41 @@ mod tests {
         assert!(waited < Duration::from_secs(5), "until it ended: {waited:?}");
         reaper.join().unwrap().unwrap();
         assert!(still_running(dir.path()).is_empty());
+    }
+
+    /// A run killed before its own process recorded a call leaves no file, only its followed
+    /// processes' recordings: `recover FILE` makes FILE with an empty rank 0 and stacks them
+    /// after it.
+    #[test]
+    fn recover_keeps_the_followed_processes_of_a_run_that_wrote_nothing() {
+        use arrow_array::Int64Array;
+        use scope_profiler_analysis::RegionCalls;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("k.h5");
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        let procs = dir.path().join(format!("k.h5.procs-{pid}"));
+        std::fs::create_dir(&procs).unwrap();
+        let child = Run {
+            region_names: vec!["work".into()],
+            regions: vec![RegionCalls::new(0, 0, Int64Array::from(vec![10, 30]), Int64Array::from(vec![20, 45]))],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        publish_h5(&child, &procs.join("00000000000000000001-77.h5")).unwrap();
+        let lines = merge_leftovers(&file).unwrap().unwrap();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("rank 0 (that process) is empty"), "{lines:?}");
+        assert!(!procs.exists());
+        let merged = read_h5(&file).unwrap();
+        assert_eq!(merged.num_ranks, 2);
+        let rows: Vec<(u32, Vec<i64>)> = merged
+            .regions
+            .iter()
+            .map(|r| (r.rank, r.end_ns.values().iter().zip(r.start_ns.values()).map(|(e, s)| e - s).collect()))
+            .collect();
+        assert_eq!(rows, [(1, vec![10, 15])]);
     }
 
     #[test]

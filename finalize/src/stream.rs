@@ -902,18 +902,8 @@ mod tests {
     #[test]
     fn late_calls_are_added_to_the_file_after_its_own_calls() {
         use scope_profiler_analysis::ThreadRow;
-        let thread = |index| ThreadRow {
-            rank: 0,
-            index,
-            ident: index,
-            native_id: index,
-            daemon: false,
-            start_ns: 0,
-            end_ns: -1,
-            cpu_ns: 0,
-            cpu_start_ns: -1,
-            name: format!("t{index}"),
-        };
+        let thread =
+            |index| ThreadRow { ident: index, native_id: index, ..ThreadRow::new(0, index, &format!("t{index}")) };
         let mut work = run_of("work", &[10, 30, 20], &[0, 0, 1]).regions.remove(0);
         work.call_ids = Some(Int64Array::from(vec![0, 1, 2]).into());
         work.parent_ids = Some(Int64Array::from(vec![-1, -1, -1]).into());

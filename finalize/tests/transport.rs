@@ -12,16 +12,13 @@ fn col(v: &[i64]) -> Int64Array {
 
 fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
     ThreadRow {
-        rank,
-        index,
         ident: 10 + index,
         native_id: 20 + index,
         daemon: index % 2 == 1,
         start_ns: 3 + index,
-        end_ns: -1,
         cpu_ns: 5,
         cpu_start_ns: 2,
-        name: name.into(),
+        ..ThreadRow::new(rank, index, name)
     }
 }
 

@@ -127,7 +127,7 @@ pub fn summary_report(run: &Run, title: &str, opts: &SummaryOptions) -> SummaryR
     let mut out = String::new();
     let mut advised_track_async = false;
     let filter = opts.filter.as_deref();
-    let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
+    let total_calls: usize = run.regions.iter().map(|r| r.num_calls()).sum();
     let num_regions = match filter {
         None => run.region_names.len(),
         Some(_) => {
@@ -255,6 +255,19 @@ fn opt_ns(v: Option<i64>) -> String {
     v.map(|v| duration_text_ns(v as f64)).unwrap_or_else(|| "-".into())
 }
 
+/// What a summary-only read (`read_h5_summary`) says under a lane table.
+const SUMMARY_ONLY_NOTE: &str =
+    "calls and region times per thread and task: not in a summary-only read (read_h5 loads the calls)";
+
+/// `text`, or `-` when not `known`.
+fn known(known: bool, text: String) -> String {
+    if known {
+        text
+    } else {
+        "-".into()
+    }
+}
+
 /// [`duration_text`] of a value in s, `-` when unknown.
 fn opt_s(v: Option<f64>) -> String {
     v.map(duration_text).unwrap_or_else(|| "-".into())
@@ -287,8 +300,12 @@ fn threads_text_with(
     let threads: Vec<_> = run.rank_threads(rank).collect();
     let _ = writeln!(out, "\n{}: threads", run.rank_label(rank));
     let name_w = threads.iter().map(|t| display_width(&cell_text(&t.name))).max().unwrap_or(4).max(4);
+    let calls_known = !run.summary_only(rank);
+    if !calls_known {
+        let _ = writeln!(out, "  {SUMMARY_ONLY_NOTE}");
+    }
     match summary {
-        Ok(rows) => thread_rows(&mut out, &rows, name_w),
+        Ok(rows) => thread_rows(&mut out, &rows, name_w, calls_known),
         Err(e) => {
             let _ = writeln!(out, "  thread summary not available: {}", e.0);
             for t in &threads {
@@ -304,7 +321,7 @@ fn threads_text_with(
     }
     match tasks {
         Ok(rows) if rows.is_empty() => {}
-        Ok(rows) => task_rows(&mut out, run, rank, &rows, opts),
+        Ok(rows) => task_rows(&mut out, run, rank, &rows, opts, calls_known),
         Err(e) => {
             let _ = writeln!(out, "\n{}: tasks\n  task summary not available: {}", run.rank_label(rank), e.0);
         }
@@ -313,7 +330,9 @@ fn threads_text_with(
 }
 
 /// The rows of the thread table (index order).
-fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize) {
+/// Without the calls (`calls_known` false: a summary-only read) the lanes' calls and times
+/// print as `-`.
+fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls_known: bool) {
     // rows of thread ids without a table row (`thread 7`) too
     let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
     let with_await = rows.iter().any(|r| r.await_time.is_some());
@@ -346,8 +365,8 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize) {
             alive,
             opt_s(row.wall_time),
             opt_s(row.cpu_time),
-            row.num_calls,
-            duration_text(row.region_time),
+            known(calls_known, row.num_calls.to_string()),
+            known(calls_known, duration_text(row.region_time)),
             if with_await {
                 format!(" {:>W$} {:>W$}", opt_s(row.held_time), opt_s(row.await_time), W = TIME_W)
             } else {
@@ -360,7 +379,14 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize) {
 
 /// The rows of the task table: the [`TASK_ROWS`] busiest tasks by held time (every task
 /// with `opts.all_tasks`), busiest first, then how many more and their totals.
-fn task_rows(out: &mut String, run: &Run, rank: u32, rows: &[TaskSummaryRow], opts: &SummaryOptions) {
+fn task_rows(
+    out: &mut String,
+    run: &Run,
+    rank: u32,
+    rows: &[TaskSummaryRow],
+    opts: &SummaryOptions,
+    calls_known: bool,
+) {
     let _ = writeln!(out, "\n{}: tasks", run.rank_label(rank));
     let labels = LaneLabels::new(run, rank);
     let times: Vec<f64> = rows.iter().map(task_busy_time).collect();
@@ -387,8 +413,8 @@ fn task_rows(out: &mut String, run: &Run, rank: u32, rows: &[TaskSummaryRow], op
             t.index,
             pad(&label_of(k), label_w),
             opt_s(t.wall_time),
-            t.num_calls,
-            duration_text(t.region_time),
+            known(calls_known, t.num_calls.to_string()),
+            known(calls_known, duration_text(t.region_time)),
             opt_s(t.held_time),
             opt_s(t.await_time),
             W = TIME_W
@@ -521,18 +547,7 @@ mod tests {
         let run = Run {
             region_names: vec!["fetch".into()],
             regions: vec![r],
-            threads: vec![ThreadRow {
-                rank: 0,
-                index: 0,
-                ident: 1,
-                native_id: 1,
-                daemon: false,
-                start_ns: 0,
-                end_ns: -1,
-                cpu_ns: 0,
-                cpu_start_ns: -1,
-                name: "MainThread".into(),
-            }],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
             tasks: ids
                 .iter()
                 .map(|&k| TaskRow::new(0, k, "task", format!("Task-{k}"), "m.fetch").on_thread(0))
@@ -561,18 +576,7 @@ mod tests {
         let run = Run {
             region_names: vec!["request".into()],
             regions: vec![r],
-            threads: vec![ThreadRow {
-                rank: 0,
-                index: 0,
-                ident: 1,
-                native_id: 1,
-                daemon: false,
-                start_ns: 0,
-                end_ns: -1,
-                cpu_ns: 0,
-                cpu_start_ns: -1,
-                name: "MainThread".into(),
-            }],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
             num_ranks: 1,
             ..Run::default()
         };
@@ -583,5 +587,34 @@ mod tests {
         assert!(report.text.contains(" (see below).\n"), "{}", report.text);
         let quiet = summary_report(&run_of(&["a"]), "t.h5", &SummaryOptions::default());
         assert!(!quiet.advised_track_async);
+    }
+
+    /// A run read without its calls (`read_h5_summary`) prints its stored statistics: the
+    /// calls and times of each region as the file stores them, and `-` (with a note) for the
+    /// threads' calls and region times, which need the calls.
+    #[test]
+    fn a_summary_only_read_prints_the_stored_statistics() {
+        use scope_profiler_analysis::{StoredStats, ThreadRow};
+        let mut r = RegionCalls::new(0, 0, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
+        r.thread_ids = Some(Int64Array::from(Vec::<i64>::new()));
+        r.stored = Some(StoredStats::of_calls(&[0, 100, 1_000], &[2_000_000, 1_100_100, 4_001_000], None));
+        r.exclusive_total_ns = Some(5_000_000);
+        let run = Run {
+            region_names: vec!["job".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow { cpu_ns: 7_000_000, cpu_start_ns: 0, ..ThreadRow::new(0, 0, "MainThread") }],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let text = summary_text(&run, "s.h5");
+        assert!(text.starts_with("s.h5: 1 region(s), 3 call(s), 1 rank(s)\n"), "{text}");
+        let row = text.lines().find(|l| l.trim_start().starts_with("job ")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // durations 2, 1.1 and 4 ms: total 7.1 ms, mean 2.37 ms, min 1.1 ms, max 4 ms; exclusive 5 ms
+        assert_eq!(&cells[1..], ["3", "7.10", "ms", "2.37", "ms", "1.10", "ms", "4.00", "ms", "5.00", "ms"], "{text}");
+        assert!(text.contains(SUMMARY_ONLY_NOTE), "{text}");
+        let thread = text.lines().find(|l| l.contains("MainThread")).unwrap();
+        let cells: Vec<&str> = thread.split_whitespace().collect();
+        assert_eq!(&cells[2..], ["yes", "-", "7.00", "ms", "-", "-"], "{thread:?}");
     }
 }

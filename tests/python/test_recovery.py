@@ -264,6 +264,42 @@ def test_recover_of_a_json_output_renders_it(tmp_path):
     assert again.returncode == 1 and "error:" in again.stderr, again.stderr
 
 
+#: A script whose spawned worker records 5 calls and writes its file, then the script's own
+#: process is killed before it recorded a call of its own.
+_KILLED_AFTER_ITS_WORKER = """
+import multiprocessing, os, signal
+import scope_profiler as sp
+
+def work():
+    for _ in range(5):
+        with sp.profile_region("work"):
+            pass
+
+if __name__ == "__main__":
+    worker = multiprocessing.get_context("spawn").Process(target=work)
+    worker.start()
+    worker.join()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("output", ["k.h5", "k.json"])
+def test_recover_keeps_the_workers_of_a_run_killed_before_it_recorded(tmp_path, output):
+    script = tmp_path / "app.py"
+    script.write_text(_KILLED_AFTER_ITS_WORKER)
+    out = tmp_path / output
+    proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not out.exists() and list(tmp_path.glob("*.procs-*")), sorted(os.listdir(tmp_path))
+    proc = run_cli("recover", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 0 (that process) is empty" in proc.stdout, proc.stdout
+    results = sp.read_profile(str(out)) if output.endswith(".json") else sp.read_h5(str(out))
+    assert results.num_ranks == 2
+    assert results["work"][1].num_calls == 5
+    assert not list(tmp_path.glob("*.procs-*"))  # merged, then removed
+
+
 #: A program recording with flush_interval and auto_finalize whose atexit handler, registered
 #: before its setup(), runs after the exit-time finalize and makes more calls while the flush
 #: thread would have streamed them.
