@@ -2407,6 +2407,8 @@ class NativeTracer:
         *,
         all: bool = False,
         system_prefixes: Sequence[str] | None = None,
+        own_dirs: Sequence[str] = ...,
+        main_module: str | None = None,
         include: str | Iterable[object] | None = None,
         exclude: str | Iterable[object] | None = None,
         entrypoint: str | None = None,
@@ -2419,8 +2421,11 @@ class NativeTracer:
     ) -> NativeTracer:
         """``system_prefixes``: directories of non-user code, resolved to real paths (default:
         ``sysconfig``'s stdlib/platstdlib/purelib/platlib and ``site``'s package directories;
-        ignored with ``all``); ``include`` / ``exclude``: fnmatch globs on ``module.qualname``
-        (one ``str`` or an iterable, each taken as ``str()``); ``call_limit``: most calls
+        ignored with ``all``); ``own_dirs``: the profiler's own directories (never traced);
+        ``main_module``: the module run by ``-m`` (its top-level package is the user's code
+        wherever installed); ``include`` / ``exclude``: fnmatch globs on ``module.qualname``
+        selecting by name wherever the code is (one ``str`` or an iterable, each taken as
+        ``str()``); ``call_limit``: most calls
         recorded; ``resume_opcode`` / ``yield_opcode``: ``dis.opmap``'s by default."""
     def start(self) -> None:
         """Trace every thread from now on (stops the tracer running); ``RuntimeError`` when

@@ -3,9 +3,9 @@
 
 Every call of a selected Python function becomes a call of the region ``module.qualname``
 (the reference's name), on the calling thread's buffers and task lane, like an explicit
-region. The selection (user code only unless ``recursive_all``; ``recursive_include`` /
-``recursive_exclude`` globs; ``recursive_entrypoint``) is decided once per code object in
-Rust. This module only builds the tracer from a configuration, starts and stops it with the
+region. The selection (the user's code unless ``recursive_all`` or ``recursive_include``
+names what to trace; ``recursive_exclude`` globs; ``recursive_entrypoint``) is decided once
+per code object in Rust (``scope_profiler_recorder::trace_select``). This module only builds the tracer from a configuration, starts and stops it with the
 recording, arms the thread-start hook when it hooks threads one by one (3.11's profile
 function; 3.11's frame evaluation function and 3.12+'s ``sys.monitoring`` cover every thread)
 and reports the calls that ``recursive_call_limit`` left out.
@@ -13,6 +13,7 @@ and reports the calls that ``recursive_call_limit`` left out.
 
 from __future__ import annotations
 
+import os
 import sys
 
 from ._native import NativeTracer, TraceHook
@@ -27,6 +28,23 @@ if TYPE_CHECKING:
 #: Code objects of ``@profile``-decorated functions: recorded by their own region, so the
 #: tracer leaves them out (a call is never recorded twice).
 DECORATED_CODES: set = set()
+
+
+#: The profiler's own directory, as imported and resolved: nothing in it is traced (the
+#: start-up file of followed processes, ``_follow_boot/sitecustomize.py``, included).
+OWN_DIRS: list[str] = sorted(
+    {os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.realpath(__file__))}
+)
+
+#: The module ``scope-profiler run -m`` runs, set by the command before its session starts.
+_run_module: str | None = None
+
+
+def set_run_module(module: str | None) -> None:
+    """Note what ``run`` runs (``module``: the module of ``run -m``, None for a script): the
+    module's top-level package is the user's code, traced by default wherever installed."""
+    global _run_module
+    _run_module = module
 
 
 def mark_decorated(func: Any) -> None:
@@ -71,6 +89,8 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     tracer = NativeTracer(
         config._native,
         all=bool(config.recursive_all),
+        own_dirs=OWN_DIRS,
+        main_module=_run_module,
         include=config.recursive_include,
         exclude=config.recursive_exclude,
         entrypoint=config.recursive_entrypoint,
@@ -110,6 +130,7 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
     tracer = NativeTracer(
         config._native,
         all=True,
+        own_dirs=OWN_DIRS,
         call_limit=config.recursive_call_limit,
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,

@@ -35,7 +35,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySet};
 use scope_profiler_recorder::trace_notes;
-use scope_profiler_recorder::trace_select::{real_path, CallBudget, CodeInfo, Selection};
+use scope_profiler_recorder::trace_select::{real_path, top_level_package, CallBudget, CodeInfo, Selection};
 
 use super::{NativeRecorder, Shared};
 
@@ -1107,7 +1107,9 @@ unsafe impl Sync for NativeTracer {}
 impl NativeTracer {
     /// `system_prefixes`: directories of non-user code (ignored with `all`), resolved to real
     /// paths; by default the standard-library and installed-package directories (`sysconfig`
-    /// paths, `site` packages); `include`/`exclude`: fnmatch globs on `module.qualname` (None,
+    /// paths, `site` packages); `own_dirs`: the profiler's own directories (never traced);
+    /// `main_module`: the module run by `-m`, whose top-level package is the user's code
+    /// wherever installed; `include`/`exclude`: fnmatch globs on `module.qualname` (None,
     /// one `str`, or an iterable of them, each taken as `str()`); `entrypoint`: the `co_name`
     /// recorded as a region of that name; `call_limit`: most calls recorded (later ones are
     /// counted in `dropped`); `decorated`: a set of code objects not traced (the
@@ -1117,13 +1119,15 @@ impl NativeTracer {
     /// only between its `enter_call` and the matching `exit_call`. `resume_opcode` /
     /// `yield_opcode`: `dis.opmap`'s `RESUME` / `YIELD_VALUE` by default.
     #[new]
-    #[pyo3(signature = (recorder, *, all=false, system_prefixes=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=None, yield_opcode=None, scoped=false))]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=None, own_dirs=Vec::new(), main_module=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=None, yield_opcode=None, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         recorder: &NativeRecorder,
         all: bool,
         system_prefixes: Option<Vec<String>>,
+        own_dirs: Vec<String>,
+        main_module: Option<String>,
         include: Option<Bound<'_, PyAny>>,
         exclude: Option<Bound<'_, PyAny>>,
         entrypoint: Option<String>,
@@ -1150,7 +1154,15 @@ impl NativeTracer {
         };
         let active = Active {
             shared: Arc::clone(&recorder.shared),
-            selection: Selection { all, system_prefixes, include: include.clone(), exclude, entrypoint },
+            selection: Selection {
+                all,
+                system_prefixes,
+                own_dirs,
+                main_package: main_module.as_deref().and_then(top_level_package).map(str::to_string),
+                include: include.clone(),
+                exclude,
+                entrypoint,
+            },
             generation: 0,
             serial: 0,
             decorated,
