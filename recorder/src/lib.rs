@@ -58,11 +58,12 @@
 //! (copying completed calls out), `watermark` (retiring what a checkpoint wrote),
 //! `open_calls` (the calls open now), `fork` (a recorder inherited by a forked child),
 //! `clock`, and the rules of function-level tracing (`trace_select`, `trace_notes`,
-//! `instrument`). This file holds the [`Recorder`] itself: its threads' registration, its
+//! `monitoring_tool`, `instrument`). This file holds the [`Recorder`] itself: its threads' registration, its
 //! tables and its counters.
 pub mod clock;
 pub mod fork;
 pub mod instrument;
+pub mod monitoring_tool;
 mod open_calls;
 pub mod regions;
 mod snapshot;

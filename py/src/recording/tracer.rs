@@ -34,8 +34,8 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySet};
-use scope_profiler_recorder::trace_notes;
 use scope_profiler_recorder::trace_select::{real_path, top_level_package, CallBudget, CodeInfo, Selection};
+use scope_profiler_recorder::{monitoring_tool, trace_notes};
 
 use super::{NativeRecorder, Shared};
 
@@ -242,6 +242,9 @@ impl Active {
         };
         if ffi::PyUnstable_Code_SetExtra(code, extra_index(), d.0 as *mut c_void) != 0 {
             ffi::PyErr_Clear();
+        }
+        if let (SKIP, Hook::Monitoring { tool, .. }) = (d.region(), &*self.hook.get()) {
+            note_disabled(py, *tool, code);
         }
         d
     }
@@ -1030,24 +1033,26 @@ fn builtin(py: Python<'_>, def: *mut ffi::PyMethodDef) -> PyResult<Bound<'_, PyA
     unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyCFunction_New(def, ptr::null_mut())) }
 }
 
-/// The tool ids tried, in order: `PROFILER_ID` (2), then the two ids CPython leaves unnamed.
-const TOOL_IDS: [i32; 3] = [2, 3, 4];
+/// The tool id to take ([`monitoring_tool::choose`]): an unnamed one, else another free
+/// one with a `RuntimeWarning`; `RuntimeError` when all are held.
+fn free_tool_id(py: Python<'_>, mon: &Bound<'_, PyAny>) -> PyResult<i32> {
+    let holder = |id: u8| mon.call_method1("get_tool", (id,)).ok().filter(|t| !t.is_none());
+    let in_use = |id: u8| holder(id).is_some();
+    let names = |id: u8| holder(id).and_then(|t| t.repr().ok()).map_or_else(|| "free".to_string(), |r| r.to_string());
+    match monitoring_tool::choose(in_use, names) {
+        Ok((id, warning)) => {
+            if let Some(w) = warning {
+                warn(py, &w, outside_stacklevel(py)?)?;
+            }
+            Ok(i32::from(id))
+        }
+        Err(message) => Err(PyRuntimeError::new_err(message)),
+    }
+}
 
 fn start_monitoring(py: Python<'_>) -> PyResult<Hook> {
     let mon = py.import("sys")?.getattr("monitoring")?;
-    let mut tool = None;
-    for id in TOOL_IDS {
-        if mon.call_method1("get_tool", (id,))?.is_none() {
-            tool = Some(id);
-            break;
-        }
-    }
-    let Some(tool) = tool else {
-        return Err(PyRuntimeError::new_err(format!(
-            "function-level tracing needs a free sys.monitoring tool id; {TOOL_IDS:?} are all in use \
-             (another profiler or debugger is running)"
-        )));
-    };
+    let tool = free_tool_id(py, &mon)?;
     mon.call_method1("use_tool_id", (tool, "scope_profiler"))?;
     let events = mon.getattr("events")?;
     let ev = |n: &str| -> PyResult<i64> { events.getattr(n)?.extract() };
@@ -1057,10 +1062,48 @@ fn start_monitoring(py: Python<'_>) -> PyResult<Hook> {
     mon.call_method1("register_callback", (tool, start, builtin(py, sd)?))?;
     mon.call_method1("register_callback", (tool, ret, builtin(py, rd)?))?;
     mon.call_method1("register_callback", (tool, unwind, builtin(py, ud)?))?;
-    // locations disabled by an earlier recording (another selection) report again
-    mon.call_method0("restart_events")?;
+    rearm_disabled(&mon, tool, start | ret);
     mon.call_method1("set_events", (tool, start | ret | unwind))?;
     Ok(Hook::Monitoring { tool, disable: mon.getattr("DISABLE")?.unbind() })
+}
+
+/// Code objects an earlier tracer of this process answered `DISABLE` for, as (tool id,
+/// weak reference): the locations to arm again at the next start, for that tool only.
+static DISABLED: std::sync::Mutex<Vec<(i32, Py<PyAny>)>> = std::sync::Mutex::new(Vec::new());
+
+/// Note that the running tracer (tool `tool`) answers `DISABLE` for `code` from now on.
+/// Past each power of two from 4096 entries, those of dead code objects (code compiled at
+/// run time) are dropped.
+fn note_disabled(py: Python<'_>, tool: i32, code: *mut ffi::PyObject) {
+    // SAFETY: GIL held; `code` is a live code object (weak-referenceable).
+    let Ok(weak) = (unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyWeakref_NewRef(code, ptr::null_mut())) }) else {
+        return; // not weak-referenceable: its locations stay disabled
+    };
+    let mut noted = DISABLED.lock().unwrap_or_else(|e| e.into_inner());
+    noted.push((tool, weak.unbind()));
+    if noted.len() >= 4096 && noted.len().is_power_of_two() {
+        noted.retain(|(_, w)| w.bind(py).call0().is_ok_and(|c| !c.is_none()));
+    }
+}
+
+/// Arm `tool`'s events again at the locations an earlier tracer disabled (a new selection
+/// may trace them), without touching other tools' disabled locations, which
+/// `sys.monitoring.restart_events()` would re-enable too (coverage.py relies on `DISABLE`).
+/// CPython adds a tool back to a code object's locations only when the tool's events on
+/// that code object change, so each one gets `tool`'s events as local events and loses
+/// them again before the global `set_events`: it then lacks the tool, and the global
+/// events add it back at every location when the code runs next.
+fn rearm_disabled(mon: &Bound<'_, PyAny>, tool: i32, local: i64) {
+    let noted = std::mem::take(&mut *DISABLED.lock().unwrap_or_else(|e| e.into_inner()));
+    for (t, weak) in noted {
+        let Ok(code) = weak.bind(mon.py()).call0() else { continue };
+        if t != tool || code.is_none() {
+            continue; // dead, or disabled for an id this tracer does not hold
+        }
+        // an error (a shim code object, which never reports) leaves it as it is
+        let _ = mon.call_method1("set_local_events", (tool, &code, local));
+        let _ = mon.call_method1("set_local_events", (tool, &code, 0));
+    }
 }
 
 fn stop_monitoring(py: Python<'_>, tool: i32) -> PyResult<()> {
