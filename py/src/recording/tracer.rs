@@ -34,56 +34,11 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySet};
+use scope_profiler_recorder::trace_decision::{first_resume, Decision, Kind, SKIP};
 use scope_profiler_recorder::trace_select::{real_path, top_level_package, CallBudget, CodeInfo, Selection};
 use scope_profiler_recorder::{monitoring_tool, trace_notes};
 
 use super::{NativeRecorder, Shared};
-
-/// `co_flags` of generator-like code (a call that suspends and resumes).
-const CO_GENERATOR: i64 = 0x20;
-const CO_COROUTINE: i64 = 0x80;
-const CO_ITERABLE_COROUTINE: i64 = 0x100;
-const CO_ASYNC_GENERATOR: i64 = 0x200;
-
-/// Region bits of a cached decision meaning "not traced".
-const SKIP: u32 = u32::MAX;
-
-/// Kind of a traced code object (cached with its decision).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Plain = 0,
-    Generator = 1,
-    Coroutine = 2,
-    AsyncGenerator = 3,
-}
-
-/// A decision packed in a code object's extra slot: generation (16 bits) | resume0 (14 bits,
-/// the code unit of the `RESUME 0` that starts the frame, for 3.11) | kind (2) | region (32).
-#[derive(Clone, Copy, Debug)]
-struct Decision(u64);
-
-impl Decision {
-    fn new(generation: u64, region: u32, kind: Kind, resume0: u32) -> Self {
-        Decision((generation & 0xFFFF) << 48 | ((resume0 as u64) & 0x3FFF) << 34 | (kind as u64) << 32 | region as u64)
-    }
-    fn generation(self) -> u64 {
-        self.0 >> 48
-    }
-    fn region(self) -> u32 {
-        self.0 as u32
-    }
-    fn kind(self) -> Kind {
-        match (self.0 >> 32) & 3 {
-            1 => Kind::Generator,
-            2 => Kind::Coroutine,
-            3 => Kind::AsyncGenerator,
-            _ => Kind::Plain,
-        }
-    }
-    fn resume0(self) -> u32 {
-        ((self.0 >> 34) & 0x3FFF) as u32
-    }
-}
 
 /// The `co_extra` index of this module (one per process).
 fn extra_index() -> ffi::Py_ssize_t {
@@ -270,17 +225,11 @@ impl Active {
         if super::check_region_name(&region_name).is_err() {
             return Ok(skip);
         }
-        let flags: i64 = code_obj.getattr("co_flags")?.extract()?;
-        let kind = if flags & CO_ASYNC_GENERATOR != 0 {
-            Kind::AsyncGenerator
-        } else if flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE) != 0 {
-            Kind::Coroutine
-        } else if flags & CO_GENERATOR != 0 {
-            Kind::Generator
-        } else {
-            Kind::Plain
+        let kind = Kind::from_flags(code_obj.getattr("co_flags")?.extract()?);
+        let resume0 = match kind {
+            Kind::Plain => 0,
+            _ => first_resume(&code_obj.getattr("co_code")?.extract::<Vec<u8>>()?, self.resume_opcode),
         };
-        let resume0 = if kind == Kind::Plain { 0 } else { self.first_resume(&code_obj)? };
         let (id, _) = self.shared.regions.get_or_create(&region_name, Vec::new());
         let line: Option<i64> = code_obj.getattr("co_firstlineno")?.extract().ok();
         let recorded = match &self.recorded_path {
@@ -289,16 +238,6 @@ impl Active {
         };
         self.shared.regions.set_source(id, recorded, line, None);
         Ok(Decision::new(self.generation, id, kind, resume0))
-    }
-
-    /// Code unit of the first `RESUME 0` of `code` (3.11's `f_lasti` / 2 at a generator's
-    /// first start; a resume after a yield has another). 0 when not found.
-    fn first_resume(&self, code: &Bound<'_, PyAny>) -> PyResult<u32> {
-        let bytes: Vec<u8> = code.getattr("co_code")?.extract()?;
-        Ok(bytes
-            .chunks_exact(2)
-            .position(|w| w[0] == self.resume_opcode && w[1] == 0)
-            .map_or(0, |i| (i as u32).min(0x3FFF)))
     }
 
     /// Open a call of `region` on the calling thread's current lane.
