@@ -47,6 +47,36 @@ def set_run_module(module: str | None) -> None:
     _run_module = module
 
 
+def _system_paths() -> list[str]:
+    """The standard-library and installed-package directories (not the user's code):
+    ``sysconfig.get_paths()``'s ``stdlib``/``platstdlib``/``purelib``/``platlib``,
+    ``site.getsitepackages()`` and ``site.getusersitepackages()``; a source that fails is
+    skipped, as the reference does. Resolved to real paths by the tracer."""
+    import site
+    import sysconfig
+
+    out: list[str] = []
+    try:
+        paths = sysconfig.get_paths()
+        out += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)]
+    except Exception:
+        pass
+    for source in (site.getsitepackages, lambda: [site.getusersitepackages()]):
+        try:
+            out += [p for p in source() if isinstance(p, str)]
+        except Exception:
+            pass
+    return out
+
+
+def _opcodes() -> tuple[int, int]:
+    """The opcodes the tracer reads in 3.11's frames: ``RESUME`` (a generator's first
+    start), ``YIELD_VALUE`` (a suspension)."""
+    import dis
+
+    return dis.opmap["RESUME"], dis.opmap["YIELD_VALUE"]
+
+
 def mark_decorated(func: Any) -> None:
     """Note ``func`` (about to be wrapped by ``@profile``) so the tracer skips its code."""
     code = getattr(func, "__code__", None)
@@ -86,9 +116,11 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     tracer = NativeTracer.registered(id(config))
     if tracer is not None and tracer.running_now:
         return tracer
+    resume, yielded = _opcodes()
     tracer = NativeTracer(
         config._native,
         all=bool(config.recursive_all),
+        system_prefixes=[] if config.recursive_all else _system_paths(),
         own_dirs=OWN_DIRS,
         main_module=_run_module,
         include=config.recursive_include,
@@ -97,6 +129,8 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
         call_limit=config.recursive_call_limit,
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
+        resume_opcode=resume,
+        yield_opcode=yielded,
     )
     previous = other_profiler()
     tracer.start()
@@ -127,6 +161,7 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
         return tracer if tracer.running_now and tracer.scoped else None
     if config.recursive_profile or NativeTracer.registered_running() is not None:
         return None
+    resume, yielded = _opcodes()
     tracer = NativeTracer(
         config._native,
         all=True,
@@ -135,6 +170,8 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
         scoped=True,
+        resume_opcode=resume,
+        yield_opcode=yielded,
     )
     tracer.start()
     tracer.register(id(config))

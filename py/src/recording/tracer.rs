@@ -1087,9 +1087,8 @@ unsafe impl Sync for NativeTracer {}
 
 #[pymethods]
 impl NativeTracer {
-    /// `system_prefixes`: directories of non-user code (ignored with `all`), resolved to real
-    /// paths; by default the standard-library and installed-package directories (`sysconfig`
-    /// paths, `site` packages); `own_dirs`: the profiler's own directories (never traced);
+    /// `system_prefixes`: directories of non-user code (the standard-library and
+    /// installed-package directories; ignored with `all`), resolved here to real paths; `own_dirs`: the profiler's own directories (never traced);
     /// `main_module`: the module run by `-m`, whose top-level package is the user's code
     /// wherever installed; `include`/`exclude`: fnmatch globs on `module.qualname` (None,
     /// one `str`, or an iterable of them, each taken as `str()`); `entrypoint`: the `co_name`
@@ -1099,15 +1098,15 @@ impl NativeTracer {
     /// `filename -> str`, the source file name recorded for a region; `scoped`: per-call
     /// tracing (`profile(recursive=True)`): `start` hooks no thread, each thread is traced
     /// only between its `enter_call` and the matching `exit_call`. `resume_opcode` /
-    /// `yield_opcode`: `dis.opmap`'s `RESUME` / `YIELD_VALUE` by default.
+    /// `yield_opcode`: `dis.opmap`'s `RESUME` / `YIELD_VALUE`.
     #[new]
-    #[pyo3(signature = (recorder, *, all=false, system_prefixes=None, own_dirs=Vec::new(), main_module=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=None, yield_opcode=None, scoped=false))]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), own_dirs=Vec::new(), main_module=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode, yield_opcode, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         recorder: &NativeRecorder,
         all: bool,
-        system_prefixes: Option<Vec<String>>,
+        system_prefixes: Vec<String>,
         own_dirs: Vec<String>,
         main_module: Option<String>,
         include: Option<Bound<'_, PyAny>>,
@@ -1116,24 +1115,12 @@ impl NativeTracer {
         call_limit: Option<u64>,
         decorated: Py<PySet>,
         recorded_path: Option<Py<PyAny>>,
-        resume_opcode: Option<u8>,
-        yield_opcode: Option<u8>,
+        resume_opcode: u8,
+        yield_opcode: u8,
         scoped: bool,
     ) -> PyResult<Self> {
-        let system_prefixes = match system_prefixes {
-            Some(raw) => trace_notes::system_prefixes(raw),
-            None if all => Vec::new(),
-            None => trace_notes::system_prefixes(raw_system_paths(py)),
-        };
+        let system_prefixes = if all { Vec::new() } else { trace_notes::system_prefixes(system_prefixes) };
         let (include, exclude) = (patterns(include.as_ref())?, patterns(exclude.as_ref())?);
-        let resume_opcode = match resume_opcode {
-            Some(op) => op,
-            None => opcode(py, "RESUME", 151),
-        };
-        let yield_opcode = match yield_opcode {
-            Some(op) => op,
-            None => opcode(py, "YIELD_VALUE", 86),
-        };
         let active = Active {
             shared: Arc::clone(&recorder.shared),
             selection: Selection {
@@ -1520,36 +1507,6 @@ fn patterns(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
             Err(_) => v.try_iter()?.map(|item| Ok(item?.str()?.to_string())).collect(),
         },
     }
-}
-
-/// `dis.opmap[name]`, `default` when `dis` lacks it.
-fn opcode(py: Python<'_>, name: &str, default: u8) -> u8 {
-    let found =
-        py.import("dis").and_then(|d| d.getattr("opmap")).and_then(|m| m.get_item(name)).and_then(|v| v.extract());
-    found.unwrap_or(default)
-}
-
-/// The raw standard-library and installed-package directories: `sysconfig.get_paths()`'s
-/// `stdlib`/`platstdlib`/`purelib`/`platlib`, `site.getsitepackages()` and
-/// `site.getusersitepackages()` (each source that fails is skipped, as the reference does).
-fn raw_system_paths(py: Python<'_>) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(paths) = py.import("sysconfig").and_then(|m| m.call_method0("get_paths")) {
-        for key in ["stdlib", "platstdlib", "purelib", "platlib"] {
-            if let Ok(Some(p)) = paths.call_method1("get", (key,)).and_then(|v| v.extract::<Option<String>>()) {
-                out.push(p);
-            }
-        }
-    }
-    if let Ok(site) = py.import("site") {
-        if let Ok(list) = site.call_method0("getsitepackages").and_then(|v| v.extract::<Vec<String>>()) {
-            out.extend(list);
-        }
-        if let Ok(Some(user)) = site.call_method0("getusersitepackages").and_then(|v| v.extract::<Option<String>>()) {
-            out.push(user);
-        }
-    }
-    out
 }
 
 /// 3.11: whether `a` was installed on the calling thread (and not removed there since).
