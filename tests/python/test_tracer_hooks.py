@@ -314,7 +314,6 @@ def test_a_recursive_decorated_call_beside_a_running_cprofile(tmp_path):
     assert seen["_fib"] == 15 + 5  # cProfile saw both
 
 
-@only_monitoring
 def test_cprofile_starts_after_a_recursive_decorated_call(tmp_path):
     ProfileManager.setup(file_path=str(tmp_path / "r.h5"), replace=True)
 
