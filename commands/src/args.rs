@@ -328,8 +328,8 @@ pub struct RunArgs {
     /// writes the `.h5` from the sidecar.
     #[arg(long, value_name = "SECONDS", value_parser = parse_interval, allow_negative_numbers = true)]
     pub flush_interval: Option<f64>,
-    /// Record every Python function call of the script's own code as a call of the
-    /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level
+    /// Record every Python function call of the script's own code (with -m: also the
+    /// module's package, wherever installed) as a call of the region `module.qualname`, without markers (`recursive_profile=True`; a C-level
     /// tracer, on every thread and task lane). It implies --track-threads: the calls of
     /// concurrent threads cannot share one stack. `--all`, `--include`, `--exclude` and
     /// `--entrypoint` imply it.
@@ -338,8 +338,8 @@ pub struct RunArgs {
     /// With --recursive: trace the standard library and installed packages too.
     #[arg(long)]
     pub all: bool,
-    /// With --recursive: trace only functions whose `module.qualname` matches GLOB
-    /// (fnmatch; repeatable: any of them).
+    /// With --recursive: trace only functions whose `module.qualname` matches GLOB, wherever
+    /// they are (the standard library and installed packages too; fnmatch; repeatable: any of them).
     #[arg(long = "include", value_name = "GLOB")]
     pub include: Vec<String>,
     /// With --recursive: do not trace functions whose `module.qualname` matches GLOB

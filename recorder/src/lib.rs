@@ -57,18 +57,20 @@
 //! (the thread table), `task` (task lanes), `regions` (the region table), `snapshot`
 //! (copying completed calls out), `watermark` (retiring what a checkpoint wrote),
 //! `open_calls` (the calls open now), `fork` (a recorder inherited by a forked child),
-//! `clock`, and the rules of function-level tracing (`trace_select`, `trace_notes`,
-//! `instrument`). This file holds the [`Recorder`] itself: its threads' registration, its
+//! `clock`, and the rules of function-level tracing (`trace_select`, `trace_decision`,
+//! `trace_notes`, `monitoring_tool`, `instrument`). This file holds the [`Recorder`] itself: its threads' registration, its
 //! tables and its counters.
 pub mod clock;
 pub mod fork;
 pub mod instrument;
+pub mod monitoring_tool;
 mod open_calls;
 pub mod regions;
 mod snapshot;
 pub mod task;
 mod thread_record;
 mod thread_state;
+pub mod trace_decision;
 pub mod trace_notes;
 pub mod trace_select;
 mod watermark;

@@ -522,8 +522,11 @@ def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | N
     the exit code, the signal that ended the script or its end (None), the directory of the
     followed processes (None: none) and whether the profile was written (False: the code is
     final, the error printed)."""
+    from . import _tracer
     from ._manager import ProfileManager
 
+    # `run -m`: the module's package is the user's code, traced wherever it is installed
+    _tracer.set_run_module(plan.module)
     # the session's keywords (Rust: session::run_command::session_settings)
     settings = plan.req["session"]
     processes: str | None = None

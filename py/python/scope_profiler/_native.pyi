@@ -2406,22 +2406,27 @@ class NativeTracer:
         recorder: NativeRecorder,
         *,
         all: bool = False,
-        system_prefixes: Sequence[str] | None = None,
+        system_prefixes: Sequence[str] = ...,
+        own_dirs: Sequence[str] = ...,
+        main_module: str | None = None,
         include: str | Iterable[object] | None = None,
         exclude: str | Iterable[object] | None = None,
         entrypoint: str | None = None,
         call_limit: int | None = None,
         decorated: set[Any],
         recorded_path: Callable[[str], str] | None = None,
-        resume_opcode: int | None = None,
-        yield_opcode: int | None = None,
+        resume_opcode: int,
+        yield_opcode: int,
         scoped: bool = False,
     ) -> NativeTracer:
-        """``system_prefixes``: directories of non-user code, resolved to real paths (default:
-        ``sysconfig``'s stdlib/platstdlib/purelib/platlib and ``site``'s package directories;
-        ignored with ``all``); ``include`` / ``exclude``: fnmatch globs on ``module.qualname``
-        (one ``str`` or an iterable, each taken as ``str()``); ``call_limit``: most calls
-        recorded; ``resume_opcode`` / ``yield_opcode``: ``dis.opmap``'s by default."""
+        """``system_prefixes``: directories of non-user code (``sysconfig``'s
+        stdlib/platstdlib/purelib/platlib and ``site``'s package directories; ignored with
+        ``all``), resolved to real paths; ``own_dirs``: the profiler's own directories (never
+        traced); ``main_module``: the module run by ``-m`` (its top-level package is the
+        user's code wherever installed); ``include`` / ``exclude``: fnmatch globs on
+        ``module.qualname`` selecting by name wherever the code is (one ``str`` or an
+        iterable, each taken as ``str()``); ``call_limit``: most calls recorded;
+        ``resume_opcode`` / ``yield_opcode``: ``dis.opmap``'s ``RESUME`` / ``YIELD_VALUE``."""
     def start(self) -> None:
         """Trace every thread from now on (stops the tracer running); ``RuntimeError`` when
         stopped, or (3.12+) when no ``sys.monitoring`` tool id is free. A ``scoped`` tracer
