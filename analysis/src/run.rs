@@ -415,11 +415,60 @@ impl Run {
     pub fn has_thread_ids(&self) -> bool {
         self.regions.iter().any(|r| r.thread_ids.is_some())
     }
+    /// Give the rows from `first` on the lane columns (`thread_ids`, `task_ids`, `await_ns`)
+    /// that another row of the run has, filled as a file stores a row without them: thread
+    /// and task -1 (unknown thread, outside any task: lane -1), await 0. A row added to a
+    /// tracked run (a C/Fortran region folded in at `finalize`) then has the shape it reads
+    /// back with (spec-hdf5: with a lane column in the file, every region gets an array).
+    pub fn fill_lane_columns(&mut self, first: usize) {
+        let rows = &self.regions;
+        let threads = rows.iter().any(|r| r.thread_ids.is_some());
+        let tasks = rows.iter().any(|r| r.task_ids.is_some());
+        let awaits = rows.iter().any(|r| r.await_ns.is_some());
+        for row in self.regions.iter_mut().skip(first) {
+            let n = row.len();
+            let filled = |value: i64| Some(Int64Array::from(vec![value; n]));
+            if threads && row.thread_ids.is_none() {
+                row.thread_ids = filled(-1);
+            }
+            if tasks && row.task_ids.is_none() {
+                row.task_ids = filled(-1);
+            }
+            if awaits && row.await_ns.is_none() {
+                row.await_ns = filled(0);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(region: u32, n: usize) -> RegionCalls {
+        RegionCalls::new(region, 0, Int64Array::from(vec![10; n]), Int64Array::from(vec![20; n]))
+    }
+
+    /// Rows added to a run with thread and await columns get -1 threads and 0 awaits, no task
+    /// column (no row has one); the rows before `first` are left as they are.
+    #[test]
+    fn fill_lane_columns_gives_added_rows_the_columns_a_file_reads_back() {
+        let mut tracked = row(0, 2);
+        tracked.thread_ids = Some(Int64Array::from(vec![0, 1]));
+        tracked.await_ns = Some(Int64Array::from(vec![5, 6]));
+        let mut run = Run { regions: vec![tracked, row(1, 1), row(2, 3)], ..Run::default() };
+        run.fill_lane_columns(2);
+        let added = &run.regions[2];
+        assert_eq!(added.thread_ids.as_ref().map(|a| a.values().to_vec()), Some(vec![-1, -1, -1]));
+        assert_eq!(added.await_ns.as_ref().map(|a| a.values().to_vec()), Some(vec![0, 0, 0]));
+        assert!(added.task_ids.is_none());
+        assert!(run.regions[1].thread_ids.is_none());
+        assert_eq!(run.regions[0].thread_ids.as_ref().map(|a| a.values().to_vec()), Some(vec![0, 1]));
+        // an untracked run stays without lane columns
+        let mut plain = Run { regions: vec![row(0, 1), row(1, 2)], ..Run::default() };
+        plain.fill_lane_columns(0);
+        assert!(plain.regions.iter().all(|r| r.thread_ids.is_none() && r.await_ns.is_none()));
+    }
 
     /// The extremes wherever they sit (first, middle, last call), and `None` for an empty row.
     #[test]
