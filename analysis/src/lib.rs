@@ -15,6 +15,7 @@ pub mod packed_ids;
 pub mod pool;
 pub mod python_text;
 pub mod rank_reconstruction;
+pub mod record_batch;
 pub mod region_stats;
 pub mod region_summary;
 pub mod row_view;

@@ -13,7 +13,7 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
 use scope_profiler_analysis::region_stats::RowStats;
-use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
+use scope_profiler_analysis::{lane_label, py_repr, record_batch, RegionCalls, RowView, Run, RunAnalysis};
 
 use crate::errors::{nesting_err, EventDataUnavailableError};
 use crate::native_run::NativeRun;
@@ -1113,11 +1113,11 @@ impl ProfilingResults {
     /// end_time, cpu_time, alive, wall_time, cpu_time_total`; s since the run start;
     /// `cpu_time` during the run, `cpu_time_total` the whole life) as an Arrow table.
     fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
-        crate::results::frames::threads_table(&self.analysis.run)
+        crate::results::frames::batch_table(record_batch::threads_table(&self.analysis.run))
     }
     /// Task table of every rank (`TaskInfo` fields) as an Arrow table.
     fn tasks_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
-        crate::results::frames::tasks_table(&self.analysis.run)
+        crate::results::frames::batch_table(record_batch::tasks_table(&self.analysis.run))
     }
     /// `thread_summary(rank)` as an Arrow table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
@@ -1127,7 +1127,7 @@ impl ProfilingResults {
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
-        crate::results::frames::thread_summary_table(&rows)
+        crate::results::frames::batch_table(record_batch::thread_summary_table(&rows))
     }
     /// `task_summary(rank)` as an Arrow table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
@@ -1135,7 +1135,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
-        crate::results::frames::task_summary_table(&rows)
+        crate::results::frames::batch_table(record_batch::task_summary_table(&rows))
     }
     /// `events()` as an Arrow table (lane columns and ids kept).
     #[pyo3(signature = (include=None, exclude=None, ranks=None, relative=true, origin=None))]
