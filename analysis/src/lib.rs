@@ -40,7 +40,7 @@ pub use rank_reconstruction::{
     region_input, set_aside_causes, set_aside_report, CallNumbering,
 };
 pub use region_summary::{nesting_note, rank_summary, summary_table_columns, RankSummary, RegionSummaryRow};
-pub use row_view::{ExclusiveOf, LaneFilter, RowView};
+pub use row_view::{ExclusiveOf, LaneFilter, RowView, ViewPath};
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use run_analysis::{Reconstruction, RunAnalysis};
 pub use summary_order::SortKey;
