@@ -415,6 +415,35 @@ impl Run {
     pub fn has_thread_ids(&self) -> bool {
         self.regions.iter().any(|r| r.thread_ids.is_some())
     }
+    /// Reorder the rows so that each rank's rows are back to back, ranks ascending, as the
+    /// run model requires (stable: a rank's rows keep their order). Returns the new position
+    /// of each row, by its old position.
+    pub fn order_rows_by_rank(&mut self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.regions.len()).collect();
+        order.sort_by_key(|&i| self.regions[i].rank);
+        let mut position = vec![0usize; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            position[old] = new;
+        }
+        let mut rows: Vec<Option<RegionCalls>> = self.regions.drain(..).map(Some).collect();
+        self.regions = order.iter().filter_map(|&i| rows[i].take()).collect();
+        position
+    }
+    /// Positions of the rows of the regions named `names`, in that order, each region's rows
+    /// by rank ascending; only ranks in `ranks` (`None`: all). `events()` order.
+    pub fn rows_of(&self, names: &[String], ranks: Option<&[u32]>) -> Vec<usize> {
+        let mut out = Vec::new();
+        for name in names {
+            let Some(id) = self.region_names.iter().position(|n| n == name) else { continue };
+            let mut rows: Vec<(u32, usize)> = (self.regions.iter().enumerate())
+                .filter(|(_, r)| r.region as usize == id && ranks.is_none_or(|w| w.contains(&r.rank)))
+                .map(|(i, r)| (r.rank, i))
+                .collect();
+            rows.sort_by_key(|(rank, _)| *rank);
+            out.extend(rows.into_iter().map(|(_, i)| i));
+        }
+        out
+    }
     /// Give the rows from `first` on the lane columns (`thread_ids`, `task_ids`, `await_ns`)
     /// that another row of the run has, filled as a file stores a row without them: thread
     /// and task -1 (unknown thread, outside any task: lane -1), await 0. A row added to a
@@ -447,6 +476,23 @@ mod tests {
 
     fn row(region: u32, n: usize) -> RegionCalls {
         RegionCalls::new(region, 0, Int64Array::from(vec![10; n]), Int64Array::from(vec![20; n]))
+    }
+
+    /// Rows of rank 1 given first move after rank 0's, each rank keeping its order;
+    /// `rows_of` then finds them by name, ranks ascending.
+    #[test]
+    fn rows_ordered_by_rank_are_found_by_name() {
+        let at = |region: u32, rank: u32| RegionCalls { rank, ..row(region, 1) };
+        let mut run = Run {
+            region_names: vec!["a".into(), "b".into()],
+            regions: vec![at(0, 1), at(1, 1), at(1, 0), at(0, 0)],
+            ..Run::default()
+        };
+        assert_eq!(run.order_rows_by_rank(), vec![2, 3, 0, 1]);
+        let order: Vec<(u32, u32)> = run.regions.iter().map(|r| (r.region, r.rank)).collect();
+        assert_eq!(order, vec![(1, 0), (0, 0), (0, 1), (1, 1)]);
+        assert_eq!(run.rows_of(&["a".into(), "b".into()], None), vec![1, 2, 0, 3]);
+        assert_eq!(run.rows_of(&["b".into(), "zz".into()], Some(&[1])), vec![3]);
     }
 
     /// Rows added to a run with thread and await columns get -1 threads and 0 awaits, no task

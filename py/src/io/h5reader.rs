@@ -40,8 +40,7 @@ pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> 
 pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
     let (run, notes) = py.detach(|| scope_profiler_formats::read_h5_noting(path)).map_err(h5_err)?;
     for note in notes {
-        let msg = std::ffi::CString::new(note).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)?;
+        crate::errors::runtime_warning(py, &note)?;
     }
     Ok(run)
 }
@@ -60,10 +59,7 @@ pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run>
 fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
     use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, recover_run, RecoverError};
     let Some(sidecar) = py.detach(|| pending_sidecar(path)) else { return Ok(None) };
-    let warn = |msg: String| -> PyResult<()> {
-        let msg = std::ffi::CString::new(msg).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)
-    };
+    let warn = |msg: String| crate::errors::runtime_warning(py, &msg);
     if path.exists() {
         warn(format!(
             "{} is older than {}, the sidecar of a flush_interval recording whose process ended \

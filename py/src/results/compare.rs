@@ -4,7 +4,7 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use pyo3::exceptions::{PyImportError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use scope_profiler_analysis::compare::{compare, runs_call_stats, CompareBy, Comparison, DiffRow, Group};
@@ -87,17 +87,12 @@ impl PyComparison {
     }
     /// The rows as a `polars.DataFrame`.
     fn to_polars<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let pl = py
-            .import("polars")
-            .map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
-        pl.call_method1("DataFrame", (self.to_arrow()?,))
+        crate::results::frames::polars_frame(Bound::new(py, self.to_arrow()?)?.into_any())
     }
     /// The rows as a `pandas.DataFrame` (through pyarrow).
     fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let pa = py.import("pyarrow").map_err(|_| {
-            PyImportError::new_err("to_pandas() converts an Arrow table with pyarrow (pip install pyarrow)")
-        })?;
-        pa.call_method1("table", (self.to_arrow()?,))?.call_method0("to_pandas")
+        let why = "to_pandas() converts an Arrow table with pyarrow (pip install pyarrow)";
+        crate::results::frames::pandas_frame(Bound::new(py, self.to_arrow()?)?.into_any(), why)
     }
     /// The table a notebook shows: at most 50 rows, and how many more there are.
     fn _repr_html_(&self) -> String {

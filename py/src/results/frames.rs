@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
-use pyo3::exceptions::PyValueError;
+use pyo3::exceptions::{PyImportError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use pyo3_arrow::PyTable;
@@ -23,6 +23,19 @@ pub fn batch_table(batch: Result<RecordBatch, arrow_schema::ArrowError>) -> PyRe
     let batch = crate::results::events::batch_of(batch)?;
     let schema = batch.schema();
     PyTable::try_new(vec![batch], schema)
+}
+
+/// `polars.DataFrame(table)` (`ImportError` without polars).
+pub fn polars_frame<'py>(table: Bound<'py, PyAny>) -> PyResult<Bound<'py, PyAny>> {
+    let pl = table.py().import("polars");
+    let pl = pl.map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
+    pl.call_method1("DataFrame", (table,))
+}
+
+/// `pyarrow.table(table).to_pandas()` (`ImportError` saying `why` without pyarrow).
+pub fn pandas_frame<'py>(table: Bound<'py, PyAny>, why: &str) -> PyResult<Bound<'py, PyAny>> {
+    let pa = table.py().import("pyarrow").map_err(|_| PyImportError::new_err(why.to_string()))?;
+    pa.call_method1("table", (table,))?.call_method0("to_pandas")
 }
 
 /// `analysis::events::events_batch` of region rows `rows` (in this order) as a table.
