@@ -8,6 +8,7 @@ use arrow_array::builder::{ListBuilder, StringBuilder};
 use arrow_array::{ArrayRef, BooleanArray, Float64Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{ArrowError, Field, Schema};
 
+use crate::callstack::CallArrays;
 use crate::compare::{CompareBy, Comparison};
 use crate::lane_summary::{TaskSummaryRow, ThreadSummaryRow};
 use crate::run::{secs, Run, TaskRow, ThreadRow, UNKNOWN};
@@ -116,6 +117,50 @@ pub fn task_summary_table(rows: &[TaskSummaryRow]) -> Result<RecordBatch, ArrowE
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
         ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+    ])
+}
+
+/// A region of a reconstruction as its calls show it: name, source file and line (`None`:
+/// none recorded).
+pub type CallSource<'a> = (&'a str, Option<&'a str>, Option<i64>);
+
+/// The calls of a reconstruction as the rows of `build_call_stack`, in call id order:
+/// `call_id, name, call_index, start, end` (s minus `origin`), `duration,
+/// inclusive_duration, exclusive_duration` (s), `depth, parent` (a call id, null for a
+/// root), `call_path` (the names from the root, `"a > b"`), `source_file, source_lineno`
+/// (null when none) and `lane` (-1 without lanes). `regions[k]` is region index `k`.
+pub fn call_stack_table(
+    calls: &CallArrays,
+    regions: &[CallSource<'_>],
+    origin: f64,
+) -> Result<RecordBatch, ArrowError> {
+    let n = calls.len();
+    let region = |id: usize| regions[calls.region_index[id] as usize];
+    let mut paths: Vec<String> = Vec::with_capacity(n);
+    for id in 0..n {
+        let name = region(id).0;
+        let parent = calls.parent[id];
+        paths.push(if parent < 0 { name.to_string() } else { format!("{} > {name}", paths[parent as usize]) });
+    }
+    let col32 = |v: &[i32]| ints(v.iter().map(|&x| i64::from(x)));
+    let secs_of = |v: &[i64], minus: f64| floats(v.iter().map(|&x| x as f64 / 1e9 - minus));
+    let durations = || floats((0..n).map(|id| (calls.end_ns[id] - calls.start_ns[id]) as f64 / 1e9));
+    let lanes: ArrayRef = if calls.lane.is_empty() { ints(std::iter::repeat_n(-1, n)) } else { col32(&calls.lane) };
+    of_columns(vec![
+        ("call_id", ints(0..n as i64)),
+        ("name", strs((0..n).map(|id| region(id).0))),
+        ("call_index", col32(&calls.call_index)),
+        ("start", secs_of(&calls.start_ns, origin)),
+        ("end", secs_of(&calls.end_ns, origin)),
+        ("duration", durations()),
+        ("inclusive_duration", durations()),
+        ("exclusive_duration", secs_of(&calls.exclusive_ns, 0.0)),
+        ("depth", col32(&calls.depth)),
+        ("parent", Arc::new(Int64Array::from_iter(calls.parent.iter().map(|&p| (p >= 0).then_some(i64::from(p)))))),
+        ("call_path", strs(paths.iter().map(String::as_str))),
+        ("source_file", Arc::new(StringArray::from_iter((0..n).map(|id| region(id).1)))),
+        ("source_lineno", Arc::new(Int64Array::from_iter((0..n).map(|id| region(id).2)))),
+        ("lane", lanes),
     ])
 }
 
@@ -230,6 +275,34 @@ mod tests {
         let calls = t.column_by_name("num_calls").unwrap().as_primitive::<Int64Type>().value(0);
         assert_eq!(calls, 7);
         assert!(task_summary_table(&[]).unwrap().num_rows() == 0);
+    }
+
+    /// `outer` [0, 10 s] holding `inner` [2, 5 s]: the path, parent, times minus the origin.
+    #[test]
+    fn call_stack_table_lists_each_call_with_its_path() {
+        let calls = CallArrays {
+            region_index: vec![0, 1],
+            call_index: vec![0, 0],
+            start_ns: vec![0, 2_000_000_000],
+            end_ns: vec![10_000_000_000, 5_000_000_000],
+            depth: vec![0, 1],
+            parent: vec![-1, 0],
+            exclusive_ns: vec![7_000_000_000, 3_000_000_000],
+            lane: Vec::new(),
+            set_aside: Vec::new(),
+        };
+        let regions = [("outer", Some("a.py"), Some(3)), ("inner", None, None)];
+        let t = call_stack_table(&calls, &regions, 1.0).unwrap();
+        let f = |name: &str| t.column_by_name(name).unwrap().as_primitive::<Float64Type>().values().to_vec();
+        let i = |name: &str| t.column_by_name(name).unwrap().as_primitive::<Int64Type>().clone();
+        assert_eq!(f("start"), vec![-1.0, 1.0]);
+        assert_eq!(f("duration"), vec![10.0, 3.0]);
+        assert_eq!(f("exclusive_duration"), vec![7.0, 3.0]);
+        let paths = t.column_by_name("call_path").unwrap().as_string::<i32>().clone();
+        assert_eq!((paths.value(0), paths.value(1)), ("outer", "outer > inner"));
+        assert!(i("parent").is_null(0) && i("parent").value(1) == 0);
+        assert_eq!(i("lane").values().to_vec(), vec![-1, -1]);
+        assert!(i("source_lineno").is_null(1) && i("source_lineno").value(0) == 3);
     }
 
     /// By call path the `path` column lists the names; a missing change is null.
