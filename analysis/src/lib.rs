@@ -15,6 +15,7 @@ pub mod packed_ids;
 pub mod pool;
 pub mod python_text;
 pub mod rank_reconstruction;
+pub mod record_batch;
 pub mod region_stats;
 pub mod region_summary;
 pub mod row_view;
@@ -39,7 +40,7 @@ pub use rank_reconstruction::{
     region_input, set_aside_causes, set_aside_report, CallNumbering,
 };
 pub use region_summary::{nesting_note, rank_summary, summary_table_columns, RankSummary, RegionSummaryRow};
-pub use row_view::{ExclusiveOf, LaneFilter, RowView};
+pub use row_view::{ExclusiveOf, LaneFilter, RowView, ViewPath};
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use run_analysis::{Reconstruction, RunAnalysis};
 pub use summary_order::SortKey;

@@ -147,9 +147,61 @@ pub fn split_at_limit<T>(mut order: Vec<T>, limit: Option<usize>) -> (Vec<T>, Ve
     (order, rest)
 }
 
+/// The rows of a rank's thread and task tables a notebook shows: the [`NOTEBOOK_ROWS`]
+/// busiest of each (threads kept in table order, tasks busiest first), and a line counting
+/// the rest when there are more.
+#[derive(Debug, Clone, PartialEq)]
+pub struct NotebookLanes {
+    pub threads: Vec<ThreadSummaryRow>,
+    pub threads_more: Option<String>,
+    pub tasks: Vec<TaskSummaryRow>,
+    pub tasks_more: Option<String>,
+}
+
+/// The [`NotebookLanes`] of a rank's `threads` and `tasks` summaries.
+pub fn notebook_lanes(threads: &[ThreadSummaryRow], tasks: &[TaskSummaryRow]) -> NotebookLanes {
+    let (mut shown, rest) = busiest(&threads.iter().map(thread_busy_time).collect::<Vec<_>>(), Some(NOTEBOOK_ROWS));
+    shown.sort_unstable();
+    let threads_more = (!rest.is_empty()).then(|| format!("... and {} more threads", rest.len()));
+    let threads = shown.iter().map(|&k| threads[k].clone()).collect();
+    let (shown, rest) = busiest(&tasks.iter().map(task_busy_time).collect::<Vec<_>>(), Some(NOTEBOOK_ROWS));
+    let tasks_more = (!rest.is_empty()).then(|| format!("... and {} more tasks (the busiest shown)", rest.len()));
+    NotebookLanes { threads, threads_more, tasks: shown.iter().map(|&k| tasks[k].clone()).collect(), tasks_more }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn thread_row(index: i64, region_time: f64) -> ThreadSummaryRow {
+        ThreadSummaryRow {
+            index,
+            name: format!("T{index}"),
+            listed: true,
+            alive: false,
+            wall_time: None,
+            cpu_time: None,
+            cpu_time_total: None,
+            num_calls: 1,
+            region_time,
+            held_time: None,
+            await_time: None,
+        }
+    }
+
+    /// 52 threads: the 50 busiest in table order (the two idlest left out and counted);
+    /// a few tasks: all, nothing counted.
+    #[test]
+    fn a_notebook_shows_the_busiest_lanes_and_counts_the_rest() {
+        let threads: Vec<ThreadSummaryRow> =
+            (0..52).map(|i| thread_row(i, if i < 2 { 0.0 } else { i as f64 })).collect();
+        let lanes = notebook_lanes(&threads, &[]);
+        assert_eq!(lanes.threads.iter().map(|t| t.index).collect::<Vec<_>>(), (2..52).collect::<Vec<_>>());
+        assert_eq!(lanes.threads_more.as_deref(), Some("... and 2 more threads"));
+        assert!(lanes.tasks.is_empty() && lanes.tasks_more.is_none());
+        let few = notebook_lanes(&threads[..3], &[]);
+        assert_eq!((few.threads.len(), few.threads_more), (3, None));
+    }
 
     fn keys<'a>(rows: &'a [(&'a str, usize, f64, Option<f64>)]) -> Vec<OrderKeys<'a>> {
         rows.iter()

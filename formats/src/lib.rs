@@ -29,7 +29,7 @@ pub mod text_summary;
 pub mod timeline;
 
 pub use self::hdf5::{read_h5, read_h5_noting, write_h5, H5Error, NOT_A_PROFILE as NOT_A_PROFILE_H5};
-pub use self::hdf5::{read_h5_summary, RunSummary, SummaryRow};
+pub use self::hdf5::{read_h5_summary, RunSummary, SummaryFilter, SummaryRow};
 pub use export_error::ExportError;
 pub use registry::Format;
 pub use selection::Selection;

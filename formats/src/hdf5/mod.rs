@@ -31,7 +31,7 @@ pub mod working_files;
 pub mod write;
 
 pub use read::{read_h5, read_h5_noting};
-pub use read_summary::{read_h5_summary, RunSummary, SummaryRow};
+pub use read_summary::{read_h5_summary, RunSummary, SummaryFilter, SummaryRow};
 pub(crate) use write::process_umask;
 pub use write::{python_json_str_list, write_h5};
 

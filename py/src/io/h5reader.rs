@@ -6,11 +6,10 @@
 //! newer than this package reads).
 use std::path::PathBuf;
 
-use arrow_array::Int64Array;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use scope_profiler_analysis::{RegionCalls, Run};
-use scope_profiler_formats::{RunSummary, SummaryRow};
+use scope_profiler_analysis::Run;
+use scope_profiler_formats::SummaryFilter;
 
 use crate::errors::{h5_err, SummaryDataUnavailable};
 use crate::results::profiling_results::ProfilingResults;
@@ -41,8 +40,7 @@ pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> 
 pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
     let (run, notes) = py.detach(|| scope_profiler_formats::read_h5_noting(path)).map_err(h5_err)?;
     for note in notes {
-        let msg = std::ffi::CString::new(note).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)?;
+        crate::errors::runtime_warning(py, &note)?;
     }
     Ok(run)
 }
@@ -61,10 +59,7 @@ pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run>
 fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
     use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, recover_run, RecoverError};
     let Some(sidecar) = py.detach(|| pending_sidecar(path)) else { return Ok(None) };
-    let warn = |msg: String| -> PyResult<()> {
-        let msg = std::ffi::CString::new(msg).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)
-    };
+    let warn = |msg: String| crate::errors::runtime_warning(py, &msg);
     if path.exists() {
         warn(format!(
             "{} is older than {}, the sidecar of a flush_interval recording whose process ended \
@@ -129,50 +124,6 @@ fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(
     }
 }
 
-/// A summary row as a region row without events.
-fn stored_row(r: &SummaryRow) -> RegionCalls {
-    let mut row =
-        RegionCalls::new(r.region, r.rank, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
-    row.stored = Some(r.stats);
-    row.exclusive_total_ns = r.exclusive_total_ns;
-    row.source_file = r.source_file.clone().filter(|f| !f.is_empty());
-    row.source_line = r.source_line;
-    row.source_text = r.source_text.clone().filter(|t| !t.is_empty());
-    row.tags = r.tags.clone();
-    row
-}
-
-/// The summary restricted to `names` / `ranks`, as a run of summary-only rows.
-fn summary_run(summary: RunSummary, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
-    let keep_rank = |r: u32| ranks.as_ref().is_none_or(|w| w.contains(&r));
-    let keep_name =
-        |id: u32| names.as_ref().is_none_or(|w| summary.region_names.get(id as usize).is_some_and(|n| w.contains(n)));
-    Run {
-        regions: summary.rows.iter().filter(|r| keep_rank(r.rank) && keep_name(r.region)).map(stored_row).collect(),
-        threads: summary.threads.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),
-        tasks: summary.tasks.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),
-        metadata: summary.metadata.clone(),
-        num_ranks: summary.num_ranks,
-        region_names: summary.region_names,
-    }
-}
-
-/// A full run restricted to `names` / `ranks` (the summary fallback for schema-1 files);
-/// stored exclusive totals are dropped when regions are filtered (they would not add up).
-fn restrict(mut run: Run, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
-    let region_names = run.region_names.clone();
-    run.regions.retain(|r| {
-        ranks.as_ref().is_none_or(|w| w.contains(&r.rank))
-            && names.as_ref().is_none_or(|w| region_names.get(r.region as usize).is_some_and(|n| w.contains(n)))
-    });
-    if names.is_some() {
-        for r in &mut run.regions {
-            r.exclusive_total_ns = None;
-        }
-    }
-    run
-}
-
 /// Load a profile's statistics without reading its per-call events: the stored summary
 /// statistics, counts, exclusive totals, sources, tags, metadata and lane tables; `/events`
 /// is never touched. Per-call APIs then raise `EventDataUnavailableError`. `regions` /
@@ -195,8 +146,7 @@ pub fn read_h5_summary(
     ranks: Option<Bound<'_, PyAny>>,
 ) -> PyResult<ProfilingResults> {
     let _ = (include_likwid, include_line_profile);
-    let names: Option<Vec<String>> = wanted(regions)?;
-    let ranks: Option<Vec<u32>> = wanted(ranks)?;
+    let filter = SummaryFilter { names: wanted(regions)?, ranks: wanted(ranks)? };
     let path_str = file_path.to_string_lossy().into_owned();
     let Some(summary) = py.detach(|| scope_profiler_formats::read_h5_summary(&file_path)).map_err(h5_err)? else {
         if !fallback {
@@ -205,13 +155,13 @@ pub fn read_h5_summary(
             ));
         }
         let run = read_file(py, &file_path)?;
-        return ProfilingResults::from_run(py, restrict(run, &names, &ranks), path_str, true);
+        return ProfilingResults::from_run(py, filter.restrict(run), path_str, true);
     };
     if verbose {
         let msg = format!("Read summary of {path_str}: {} region row(s)", summary.rows.len());
         py.import("builtins")?.getattr("print")?.call1((msg,))?;
     }
-    ProfilingResults::from_run(py, summary_run(summary, &names, &ranks), path_str, false)
+    ProfilingResults::from_run(py, summary.into_run(&filter), path_str, false)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -5,6 +5,7 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 use scope_profiler_analysis::{Run, TaskRow, ThreadRow, UNKNOWN};
 
 use crate::numpy_arrays::secs;
@@ -298,34 +299,24 @@ impl TaskInfo {
 
 /// `{rank: [ThreadInfo, ...]}` and `{rank: [TaskInfo, ...]}` of `run` (rows in table order;
 /// ranks without rows absent).
-pub fn lane_tables<'py>(
-    py: Python<'py>,
-    run: &Arc<Run>,
-) -> PyResult<(Bound<'py, pyo3::types::PyDict>, Bound<'py, pyo3::types::PyDict>)> {
-    use pyo3::types::{PyDict, PyDictMethods, PyList};
-    let threads = PyDict::new(py);
-    for (at, t) in run.threads.iter().enumerate() {
-        let list = match threads.get_item(t.rank)? {
-            Some(l) => l.cast_into::<PyList>()?,
-            None => {
-                let l = PyList::empty(py);
-                threads.set_item(t.rank, &l)?;
-                l
-            }
-        };
-        list.append(Bound::new(py, ThreadInfo::of(run, at))?)?;
-    }
-    let tasks = PyDict::new(py);
-    for (at, t) in run.tasks.iter().enumerate() {
-        let list = match tasks.get_item(t.rank)? {
-            Some(l) => l.cast_into::<PyList>()?,
-            None => {
-                let l = PyList::empty(py);
-                tasks.set_item(t.rank, &l)?;
-                l
-            }
-        };
-        list.append(Bound::new(py, TaskInfo::of(run, at))?)?;
-    }
+pub fn lane_tables<'py>(py: Python<'py>, run: &Arc<Run>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let threads = by_rank(py, run.threads.iter().map(|t| t.rank), |at| ThreadInfo::of(run, at))?;
+    let tasks = by_rank(py, run.tasks.iter().map(|t| t.rank), |at| TaskInfo::of(run, at))?;
     Ok((threads, tasks))
+}
+
+/// `{rank: [row view, ...]}` of table rows whose ranks are `ranks` (in table order).
+fn by_rank<'py, T: pyo3::PyClass + Into<PyClassInitializer<T>>>(
+    py: Python<'py>,
+    ranks: impl Iterator<Item = u32>,
+    view: impl Fn(usize) -> T,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (at, rank) in ranks.enumerate() {
+        match out.get_item(rank)? {
+            Some(list) => list.cast_into::<PyList>()?.append(Bound::new(py, view(at))?)?,
+            None => out.set_item(rank, PyList::new(py, [Bound::new(py, view(at))?])?)?,
+        }
+    }
+    Ok(out)
 }

@@ -11,7 +11,7 @@
 //! The run is one object of its own ([`PickledRun`]), the same one for every `Region`,
 //! `MPIRegion` and `ProfilingResults` of a run pickled together, so pickle's memo stores
 //! it once. A `Region` is a row of that run plus the slices (`for_thread`, ...) taken from
-//! it ([`ViewPath`]); it unpickles to the same calls, exclusive times and statistics.
+//! it (`analysis::ViewPath`); it unpickles to the same calls, exclusive times and statistics.
 use std::panic::AssertUnwindSafe;
 use std::ptr::NonNull;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyBytes, PyDict, PyList, PyWeakrefReference};
-use scope_profiler_analysis::{ExclusiveOf, RowView, RunAnalysis};
+use scope_profiler_analysis::RunAnalysis;
 use scope_profiler_finalize::transport::{decode_run_apart, encode_run_apart};
 
 use crate::numpy_arrays::{i64_view, slice_of};
@@ -133,70 +133,6 @@ pub fn pickled_run<'py>(py: Python<'py>, analysis: &Arc<RunAnalysis>) -> PyResul
     let run = Bound::new(py, PickledRun { analysis: Arc::clone(analysis) })?;
     live.set_item(key, PyWeakrefReference::new(&run)?)?;
     Ok(run)
-}
-
-/// Where a `Region`'s view comes from: row `row` of a run (its exclusive time from the run's
-/// reconstruction, or its own durations when `inclusive`), then the calls kept by each
-/// slice in turn (`for_thread`, `for_task`, `for_lane`), as positions in the previous view.
-pub struct ViewPath {
-    pub analysis: Arc<RunAnalysis>,
-    pub row: usize,
-    pub inclusive: bool,
-    pub slices: Vec<Vec<u32>>,
-}
-
-impl ViewPath {
-    /// The path of `view`.
-    pub fn of(view: &RowView) -> ViewPath {
-        match &view.exclusive {
-            ExclusiveOf::Run | ExclusiveOf::Inclusive => ViewPath {
-                analysis: Arc::clone(&view.analysis),
-                row: view.row,
-                inclusive: matches!(view.exclusive, ExclusiveOf::Inclusive),
-                slices: Vec::new(),
-            },
-            ExclusiveOf::Slice { parent, picks } => {
-                let mut path = ViewPath::of(parent);
-                path.slices.push(picks.to_vec());
-                path
-            }
-        }
-    }
-
-    /// The view again. Raises ValueError when a row or a position is not there.
-    pub fn view(self) -> PyResult<RowView> {
-        let rows = self.analysis.run.regions.len();
-        if self.row >= rows {
-            return Err(PyValueError::new_err(format!("not a pickled region: row {} of a run of {rows}", self.row)));
-        }
-        let mut view = RowView::of_run(&self.analysis, self.row);
-        if self.inclusive {
-            view.exclusive = ExclusiveOf::Inclusive;
-        }
-        for picks in self.slices {
-            let n = view.calls().len();
-            if picks.iter().any(|&i| i as usize >= n) {
-                return Err(PyValueError::new_err(format!("not a pickled region: a slice past its {n} calls")));
-            }
-            view = view.select(picks);
-        }
-        Ok(view)
-    }
-}
-
-/// Positions as the bytes pickled for them (u32, little-endian).
-pub fn picks_bytes<'py>(py: Python<'py>, picks: &[u32]) -> Bound<'py, PyBytes> {
-    let bytes: Vec<u8> = picks.iter().flat_map(|p| p.to_le_bytes()).collect();
-    PyBytes::new(py, &bytes)
-}
-
-/// Inverse of [`picks_bytes`]. Raises ValueError for a length that is not a whole number of
-/// positions.
-pub fn picks_of(bytes: &[u8]) -> PyResult<Vec<u32>> {
-    if !bytes.len().is_multiple_of(4) {
-        return Err(PyValueError::new_err("not a pickled region: a slice of a partial position"));
-    }
-    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

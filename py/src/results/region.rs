@@ -13,11 +13,12 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use scope_profiler_analysis::region_stats::{secs, RowStats};
-use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, StoredStats};
+use scope_profiler_analysis::row_view::{picks_bytes, picks_of};
+use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, StoredStats, ViewPath};
 
 use crate::errors::{nesting_err, EventDataUnavailableError};
 use crate::numpy_arrays::{i64_view, run_view, secs_array, slice_of};
-use crate::results::pickling::{pickled_run, picks_bytes, picks_of, PickledRun, Reduced, ViewPath};
+use crate::results::pickling::{pickled_run, PickledRun, Reduced};
 
 /// A `Region`'s pickled arguments: its run, row, exclusive-time rule, slices and whether it
 /// has events (`Region._from_pickle`).
@@ -562,7 +563,7 @@ impl Region {
     fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py, RegionPickle<'py>>> {
         let path = ViewPath::of(&self.view());
         let run = pickled_run(py, &path.analysis)?;
-        let slices = PyList::new(py, path.slices.iter().map(|p| picks_bytes(py, p)))?;
+        let slices = PyList::new(py, path.slices.iter().map(|p| PyBytes::new(py, &picks_bytes(p))))?;
         let from = py.get_type::<Region>().getattr("_from_pickle")?;
         Ok((from, (run, path.row, path.inclusive, slices, self.event_data)))
     }
@@ -576,9 +577,10 @@ impl Region {
         slices: Vec<Bound<'_, PyBytes>>,
         event_data: bool,
     ) -> PyResult<Region> {
-        let slices = slices.iter().map(|b| picks_of(b.as_bytes())).collect::<PyResult<_>>()?;
+        let slices = slices.iter().map(|b| picks_of(b.as_bytes())).collect::<Result<_, _>>();
+        let slices = slices.map_err(PyValueError::new_err)?;
         let path = ViewPath { analysis: Arc::clone(run.analysis()), row, inclusive, slices };
-        Ok(Region::of(path.view()?, event_data))
+        Ok(Region::of(path.view().map_err(PyValueError::new_err)?, event_data))
     }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let mut out = "-".repeat(60) + "\n";
