@@ -572,6 +572,14 @@ pub fn thread_table_note(run: &Run, rank: u32, rows: &[ThreadSummaryRow]) -> Opt
     Some(format!("{}. The file is damaged.", parts.join("; ")))
 }
 
+/// What the lane summaries of a rank read without its calls (`read_h5_summary`,
+/// [`Run::summary_only`]) cannot say: their calls and region times (given as 0, as 0.7.5
+/// gives them). `None` for a rank with its calls.
+pub fn summary_only_note(run: &Run, rank: u32) -> Option<&'static str> {
+    run.summary_only(rank)
+        .then_some("calls and region times per thread and task: not in a summary-only read (read_h5 loads the calls)")
+}
+
 /// Why `thread_summary(rank)` is empty, when it is because the rank has calls but no thread
 /// table: the run was recorded without `track_threads` (0.7.5 returns `[]` silently).
 /// `None` when the rank has a thread table, or no calls either.

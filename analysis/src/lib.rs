@@ -30,8 +30,9 @@ pub use callstack::{
 };
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError, OptionalColumns};
 pub use lane_summary::{
-    lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
-    thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
+    lane_label, no_thread_table_note, summary_only_note, task_summary, task_summary_split, thread_summary,
+    thread_summary_from, thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow,
+    ThreadSummaryRow,
 };
 pub use merge::{merge_runs, merge_sets, MergeError, MergeOptions, MergeSet, PROCESSES};
 pub use python_text::{py_float_repr, py_format_g, py_repr};

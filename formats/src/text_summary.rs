@@ -7,8 +7,8 @@ use scope_profiler_analysis::summary_order::{
     busiest, sort_region_rows, split_at_limit, task_busy_time, RUN_PRINTOUT_TOP, TASK_ROWS,
 };
 use scope_profiler_analysis::{
-    rank_summary, secs, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError, RankSummary, Run,
-    SortKey, TaskSummaryRow, ThreadSummaryRow,
+    rank_summary, secs, summary_only_note, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError,
+    RankSummary, Run, SortKey, TaskSummaryRow, ThreadSummaryRow,
 };
 use unicode_width::UnicodeWidthStr;
 
@@ -255,10 +255,6 @@ fn opt_ns(v: Option<i64>) -> String {
     v.map(|v| duration_text_ns(v as f64)).unwrap_or_else(|| "-".into())
 }
 
-/// What a summary-only read (`read_h5_summary`) says under a lane table.
-const SUMMARY_ONLY_NOTE: &str =
-    "calls and region times per thread and task: not in a summary-only read (read_h5 loads the calls)";
-
 /// `text`, or `-` when not `known`.
 fn known(known: bool, text: String) -> String {
     if known {
@@ -300,10 +296,11 @@ fn threads_text_with(
     let threads: Vec<_> = run.rank_threads(rank).collect();
     let _ = writeln!(out, "\n{}: threads", run.rank_label(rank));
     let name_w = threads.iter().map(|t| display_width(&cell_text(&t.name))).max().unwrap_or(4).max(4);
-    let calls_known = !run.summary_only(rank);
-    if !calls_known {
-        let _ = writeln!(out, "  {SUMMARY_ONLY_NOTE}");
+    let unknown = summary_only_note(run, rank);
+    if let Some(note) = unknown {
+        let _ = writeln!(out, "  {note}");
     }
+    let calls_known = unknown.is_none();
     match summary {
         Ok(rows) => thread_rows(&mut out, &rows, name_w, calls_known),
         Err(e) => {
@@ -612,7 +609,7 @@ mod tests {
         let cells: Vec<&str> = row.split_whitespace().collect();
         // durations 2, 1.1 and 4 ms: total 7.1 ms, mean 2.37 ms, min 1.1 ms, max 4 ms; exclusive 5 ms
         assert_eq!(&cells[1..], ["3", "7.10", "ms", "2.37", "ms", "1.10", "ms", "4.00", "ms", "5.00", "ms"], "{text}");
-        assert!(text.contains(SUMMARY_ONLY_NOTE), "{text}");
+        assert!(text.contains(summary_only_note(&run, 0).unwrap()), "{text}");
         let thread = text.lines().find(|l| l.contains("MainThread")).unwrap();
         let cells: Vec<&str> = thread.split_whitespace().collect();
         assert_eq!(&cells[2..], ["yes", "-", "7.00", "ms", "-", "-"], "{thread:?}");

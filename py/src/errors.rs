@@ -80,6 +80,12 @@ pub fn warn_set_aside(py: Python<'_>, analysis: &scope_profiler_analysis::RunAna
     analysis.set_aside_notice(rank).map_or(Ok(()), |message| runtime_warning(py, &message))
 }
 
+/// The `RuntimeWarning` of a lane summary of a rank read without its calls
+/// (`analysis::summary_only_note`). Raises only if warnings are errors.
+pub fn warn_summary_only(py: Python<'_>, run: &scope_profiler_analysis::Run, rank: u32) -> PyResult<()> {
+    scope_profiler_analysis::summary_only_note(run, rank).map_or(Ok(()), |message| runtime_warning(py, message))
+}
+
 /// The `RuntimeWarning` of an empty `thread_summary(rank)` of a rank with calls but no thread
 /// table (`analysis::no_thread_table_note`). Raises only if warnings are errors.
 pub fn warn_no_thread_table(py: Python<'_>, run: &scope_profiler_analysis::Run, rank: u32) -> PyResult<()> {

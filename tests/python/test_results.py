@@ -980,3 +980,19 @@ def test_results_of_finalize_pickle(tmp_path):
     assert back["outer"][0].num_calls == 6 and back["tagged"][0].event_metadata == (
         {"v": float("inf")},
     )
+
+
+def test_summary_only_reads_print_the_stored_statistics_and_say_what_needs_the_calls(capsys):
+    # the values the reference reports for this file (threads.expected.json)
+    expected = json.loads((REFERENCE / "threads.expected.json").read_text())["regions"]
+    results = sp.read_h5_summary(THREADS)
+    results.print_summary()
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.strip().startswith("solve "))
+    solve = expected["solve"]["0"]
+    assert row.split()[1] == str(solve["num_calls"]) == "26", text
+    assert f"{solve['total_duration'] * 1e3:.3g} ms" in row, (row, solve["total_duration"])
+    assert "not in a summary-only read" in text, text
+    with pytest.warns(RuntimeWarning, match="not in a summary-only read"):
+        rows = results.thread_summary()
+    assert [r["num_calls"] for r in rows] == [0] * len(rows)  # as 0.7.5 gives, with the warning

@@ -685,6 +685,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
         crate::results::frames::thread_summary_dicts(py, &rows)
@@ -700,6 +701,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::results::frames::task_summary_dicts(py, &rows)
     }
 
@@ -1090,6 +1092,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
         crate::results::frames::batch_table(record_batch::thread_summary_table(&rows))
@@ -1100,6 +1103,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::results::frames::batch_table(record_batch::task_summary_table(&rows))
     }
     /// `events()` as an Arrow table (lane columns and ids kept).
