@@ -10,6 +10,8 @@ Importing this package imports neither ``asyncio``, ``greenlet`` nor ``h5py``.
 
 from __future__ import annotations
 
+from importlib import import_module as _import_module
+
 from . import _native
 
 # The submodule `scope_profiler.region` (the reference's import path for `Region`) is loaded
@@ -156,4 +158,7 @@ def __dir__() -> list[str]:
 def __getattr__(name: str):
     """``__version__``, the lazily imported names (their module imported now); a name of
     ``_UNSUPPORTED`` raises ``NotImplementedError`` saying why, any other ``AttributeError``."""
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        return getattr(_import_module(f"{__name__}.{module}"), attribute)
     return _native.package_attribute(name)

@@ -50,7 +50,6 @@ from ._native import (
     register_opt_in_tags,
     relative_source_path,
     tracking_upgrade,
-    user_stacklevel,
 )
 
 # typing.TYPE_CHECKING without importing typing, which `import scope_profiler` does not need
@@ -68,8 +67,22 @@ _INTERNAL_MODULES = frozenset(
     {__name__, "scope_profiler._manager_api", "scope_profiler", "scope_profiler._settings"}
 )
 
-# ``stacklevel`` of a warning raised here that names the user's line (Rust walks the frames)
-_user_stacklevel = user_stacklevel
+#: The package's modules that run the manager: a warning they raise names the first frame
+#: outside them.
+_MANAGER_MODULES = ("scope_profiler._manager", "scope_profiler._manager_api")
+
+
+def _user_stacklevel(*modules: str) -> int:
+    """``stacklevel`` for a warning raised by the caller (in ``_MANAGER_MODULES`` or
+    ``modules``) naming the first frame outside them (the user's line)."""
+    level = 1
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in (*_MANAGER_MODULES, *modules):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 _results_from_native: Any = ProfilingResults._from_native
 
 
@@ -454,7 +467,7 @@ class ProfileManager:
         the run's ``metadata_detail`` is not ``"minimal"``."""
         config = cls._config
         if config is None or config.metadata_detail == "minimal":
-            return relative_source_path(filename)
+            return relative_source_path(filename, sys.path)
         return filename
 
     @classmethod
