@@ -162,6 +162,20 @@ def _render_output(requested: str | None, recorded: str, native_run) -> None:
     os.remove(recorded)
 
 
+def _checkpoint_results(manager, config, run, ranks, write_file, return_results, verbose):
+    """The results of a checkpoint's ``run`` of ``ranks`` ranks (written to
+    ``config.file_path`` when ``write_file``) when ``return_results`` or ``verbose``, else
+    None; ``verbose`` prints their summary, titled by ``finalize_summary_title``."""
+    if not (return_results or verbose):
+        return None
+    results = _results_from_native(run)
+    if verbose and hasattr(results, "print_summary"):
+        label = getattr(results, "display_label", config.file_path)
+        title = finalize_summary_title(manager._requested_output, write_file, label, ranks)
+        results.print_summary(title=title)
+    return results
+
+
 def _decorate_with_session(session: _ProfilingSession, func):
     """``session(...)`` as a decorator: each call of ``func`` runs in a fresh session; for
     ``async def`` the session spans the awaited coroutine, not just the call creating it."""
@@ -184,11 +198,13 @@ def _decorate_with_session(session: _ProfilingSession, func):
     return inner
 
 
-def _lifetime_wrapper(func, profiled):
+def _lifetime_wrapper(func, profiled, block=None):
     """For ``async def``, generator and async generator functions, a wrapper whose region
     spans the whole coroutine / generator run (first step to completion) instead of the call
     that merely creates it. ``profiled`` (the Rust wrapper) holds the region binding that every
-    ``setup()`` rebinds; ``None`` for plain functions, which ``profiled`` times directly."""
+    ``setup()`` rebinds; ``None`` for plain functions, which ``profiled`` times directly.
+    ``block(args, kwargs)`` (a :class:`_metadata.CallBlock`), when given, is entered around
+    each coroutine or generator run, outside its region (async generators get none)."""
     import inspect
 
     if inspect.iscoroutinefunction(func):
@@ -198,7 +214,10 @@ def _lifetime_wrapper(func, profiled):
             region = profiled._region
             if region is None:
                 return await func(*args, **kwargs)
-            with region:
+            if block is None:
+                with region:
+                    return await func(*args, **kwargs)
+            with block(args, kwargs), region:
                 return await func(*args, **kwargs)
 
         return coroutine_wrapper
@@ -209,7 +228,10 @@ def _lifetime_wrapper(func, profiled):
             region = profiled._region
             if region is None:
                 return (yield from func(*args, **kwargs))
-            with region:
+            if block is None:
+                with region:
+                    return (yield from func(*args, **kwargs))
+            with block(args, kwargs), region:
                 return (yield from func(*args, **kwargs))
 
         return generator_wrapper
@@ -324,29 +346,17 @@ class _ProfilingSession:
 
     ROOT_REGION_NAME = SESSION_ROOT_REGION
 
-    def __init__(
-        self, manager, setup_kwargs, verbose, verbose_line_profiler, return_results, native_traces
-    ):
+    def __init__(self, manager, setup_kwargs: dict, finalize_kwargs: dict) -> None:
         self._manager = manager
         self._setup_kwargs = setup_kwargs
-        self._verbose = verbose
-        self._verbose_line_profiler = verbose_line_profiler
-        self._return_results = return_results
-        self._native_traces = native_traces
+        self._finalize_kwargs = finalize_kwargs  # verbose, return_results, ... of the exit's
         self.results = None
         self._root_region: Any = None
         self._joined = False  # set up under scope-profiler run: joined to its run
 
     def _recreate_cm(self) -> _ProfilingSession:
         """A fresh session with the same arguments (one per call of a decorated function)."""
-        return type(self)(
-            self._manager,
-            self._setup_kwargs,
-            self._verbose,
-            self._verbose_line_profiler,
-            self._return_results,
-            self._native_traces,
-        )
+        return type(self)(self._manager, self._setup_kwargs, self._finalize_kwargs)
 
     def __call__(self, func):
         return _decorate_with_session(self, func)
@@ -391,15 +401,8 @@ class _ProfilingSession:
     def _finish(self, close_open: bool) -> None:
         """The exit's finalize (``close_open``: the end of the recording); its results kept,
         or on an ``OSError`` (the file could not be written) the run kept in memory."""
-        kwargs: dict = {
-            "verbose": self._verbose,
-            "return_results": self._return_results,
-            "native_traces": self._native_traces,
-        }
-        if close_open:
-            kwargs.update(close_open=True, verbose_line_profiler=self._verbose_line_profiler)
         try:
-            self.results = self._manager._finalize(**kwargs)
+            self.results = self._manager._finalize(close_open=close_open, **self._finalize_kwargs)
         except OSError:
             if close_open:
                 self.results = self._manager.last_results()
@@ -609,13 +612,13 @@ class ProfileManager:
         cls._bind_decorated(name, func, wrapper, tags)
         cls._decorators.setdefault(name, []).append((func, wrapper, tags))
         with_metadata = metadata is not None or record_outcome
-        lifetime = _lifetime_wrapper(func, wrapper)
+        block = None
+        if with_metadata:
+            block = functools.partial(_metadata.CallBlock, cls, metadata, record_outcome)
+        lifetime = _lifetime_wrapper(func, wrapper, block)
         outer: Any = wrapper
         if lifetime is not None:
-            made = with_metadata and _metadata.lifetime_with_metadata(
-                cls, wrapper, lifetime, metadata, record_outcome
-            )
-            outer = made or lifetime
+            outer = lifetime
         elif with_metadata:
             call = _metadata.MetadataCall(cls, wrapper, metadata, record_outcome)
             outer = functools.wraps(func)(call)
@@ -884,23 +887,16 @@ class ProfileManager:
         there), a ``"scope_profiler.session"`` root region around the body, ``finalize()``
         at exit (results in ``.results`` with ``return_results=True``), then the tracker's
         hooks are removed."""
-        setup_kwargs: dict = dict(overrides)
+        setup_kwargs = dict(overrides, options=options, replace=replace, config_path=config_path)
         if output is not _UNSET:
             setup_kwargs["output"] = output
-        if replace:
-            setup_kwargs["replace"] = True
-        if options is not None:
-            setup_kwargs["options"] = options
-        if config_path is not None:
-            setup_kwargs["config_path"] = config_path
-        return _ProfilingSession(
-            cls,
-            setup_kwargs,
-            bool(verbose),
-            bool(verbose_line_profiler),
-            bool(return_results),
-            native_traces,
-        )
+        finalize_kwargs = {
+            "verbose": bool(verbose),
+            "verbose_line_profiler": bool(verbose_line_profiler),
+            "return_results": bool(return_results),
+            "native_traces": native_traces,
+        }
+        return _ProfilingSession(cls, setup_kwargs, finalize_kwargs)
 
     @classmethod
     def finalize(
@@ -1004,14 +1000,7 @@ class ProfileManager:
             raise write_error
         if write_file:
             _render_output(cls._requested_output, config.file_path, native_run)
-        if not (return_results or verbose):
-            return None
-        results = _results_from_native(native_run)
-        if verbose and hasattr(results, "print_summary"):
-            label = getattr(results, "display_label", config.file_path)
-            title = finalize_summary_title(cls._requested_output, write_file, label, 1)
-            results.print_summary(title=title)
-        return results
+        return _checkpoint_results(cls, config, native_run, 1, write_file, return_results, verbose)
 
     @classmethod
     def _finalize_joined(cls, verbose: bool, return_results: bool, native_traces) -> Any:
