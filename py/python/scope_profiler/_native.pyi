@@ -37,6 +37,7 @@ __all__ = [
     "MPI_RUN_TAG",
     "NO_STREAMING_UNDER_MPI",
     "SESSION_ROOT_REGION",
+    "UNTRACKED_TRIO_WARNING",
     "CallArrays",
     "Comparison",
     "CorruptProfileError",
@@ -178,6 +179,7 @@ __all__ = [
     "unanswered_host_facts",
     "unique_labels",
     "unsupported_names",
+    "untracked_loop_warning",
     "write_json",
     "write_profile",
 ]
@@ -2301,6 +2303,15 @@ class GreenletTrace:
         """Follow switches for ``recorder`` (idempotent); sets the trace on this thread."""
     def release(self, recorder: NativeRecorder) -> None:
         """Undo :meth:`acquire`; the last one leaving restores this thread's previous trace."""
+
+#: The ``RuntimeWarning`` of a region opened in a trio task: ``track_async`` gives trio tasks
+#: no lanes (``_untracked_loops.check_trio``).
+UNTRACKED_TRIO_WARNING: str
+
+def untracked_loop_warning(kind: str) -> str:
+    """The ``RuntimeWarning`` for the running event loop of type ``kind``
+    (``module.qualname``) found uninstrumented while one of its tasks ran: its earlier tasks'
+    calls have no lanes, and how to instrument the loop before its tasks start."""
 
 @final
 class LoopState:
