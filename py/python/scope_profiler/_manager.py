@@ -837,27 +837,33 @@ class ProfileManager:
         return run
 
     @classmethod
+    def _replace_run(cls, config: ProfilingConfig | None) -> None:
+        """Make ``config`` (None: no run) the manager's run: the previous run's tracer,
+        tracker hooks and stream end (its sidecar removed), its regions, call ids, results
+        and requested output are forgotten."""
+        cls._cancel_auto_finalize()
+        cls._regions.clear()  # the dict the native lookup probes
+        previous = cls._config
+        if previous is not config:
+            _tracer.forget(previous)
+            _stop_streaming(previous, discard=True)
+        if previous is not None and previous.tracker is not None:
+            previous.tracker.uninstall()
+        cls._config = config
+        cls._configured = config is not None
+        cls._next_call_id = 0
+        cls._last_results = cls._last_native_run = cls._last_written_run = None
+        cls._requested_output = None
+
+    @classmethod
     def _set_config(cls, config: ProfilingConfig) -> None:
         """Start ``config`` and make it the manager's run (the previous one's tracer,
         tracker and stream end; regions and decorators are bound again)."""
         from . import _fork
 
         config.start()
-        cls._cancel_auto_finalize()
-        cls._regions.clear()
-        cls._next_call_id = 0
-        previous = cls._config
-        if previous is not config:
-            _tracer.forget(previous)
-        if previous is not None and previous.tracker is not None:
-            previous.tracker.uninstall()
-        if previous is not config:
-            _stop_streaming(previous, discard=True)
-        cls._config = config
+        cls._replace_run(config)
         _fork.track(config)  # a forked child takes its view of the thread table
-        cls._last_results = cls._last_native_run = cls._last_written_run = None
-        cls._requested_output = None
-        cls._configured = True
         cls._lifecycle.set_up(bool(config.deactivate_profiling), list(config.enable_tags or ()))
         cls._bind_region_cache()
         if config.tracker is not None:
@@ -1065,19 +1071,8 @@ class ProfileManager:
     def reset(cls) -> None:
         """Forget the configuration and everything recorded; keep the instrumentation
         (decorated functions call straight through until the next ``setup()``)."""
-        cls._regions.clear()  # the dict the native lookup probes
         cls._region_cache.bind(None)
-        cls._cancel_auto_finalize()
-        config = cls._config
-        _tracer.forget(config)
-        if config is not None and config.tracker is not None:
-            config.tracker.uninstall()
-        _stop_streaming(config, discard=True)
-        cls._config = None
-        cls._last_results = cls._last_native_run = cls._last_written_run = None
-        cls._requested_output = None
-        cls._configured = False
-        cls._next_call_id = 0
+        cls._replace_run(None)
         cls._lifecycle.reset()
         for entries in cls._decorators.values():
             for _func, wrapper, _tags in entries:
