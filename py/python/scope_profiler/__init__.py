@@ -10,8 +10,6 @@ Importing this package imports neither ``asyncio``, ``greenlet`` nor ``h5py``.
 
 from __future__ import annotations
 
-from importlib import import_module as _import_module
-
 from . import _native
 
 # The submodule `scope_profiler.region` (the reference's import path for `Region`) is loaded
@@ -160,5 +158,6 @@ def __getattr__(name: str):
     ``_UNSUPPORTED`` raises ``NotImplementedError`` saying why, any other ``AttributeError``."""
     if name in _LAZY:
         module, attribute = _LAZY[name]
-        return getattr(_import_module(f"{__name__}.{module}"), attribute)
+        # the builtin import (importlib is not loaded by `import scope_profiler`)
+        return getattr(__import__(f"{__name__}.{module}", fromlist=[attribute]), attribute)
     return _native.package_attribute(name)

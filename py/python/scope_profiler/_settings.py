@@ -22,7 +22,6 @@ Settings this package accepts but does not implement:
 from __future__ import annotations
 
 from functools import cache
-from importlib import import_module as _import_module
 
 from ._native import (
     NativeRecorder,
@@ -41,7 +40,9 @@ def __getattr__(name: str):
     """Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here
     (``session::package_names::SETTINGS_LAZY``); ``AttributeError`` for any other."""
     check_settings_attribute(name)
-    return getattr(_import_module("scope_profiler._options"), name)
+    from . import _options
+
+    return getattr(_options, name)
 
 
 #: Every flat setting with its default (reference ``ProfilingConfig.__init__`` order), and
