@@ -19,6 +19,8 @@
 //!   recording: followed processes stacked, the output rendered, the summary, the speedscope file.
 //! * [`sigterm_guard`]: the C guard in front of the Python-level SIGTERM handlers of `run` and
 //!   of the processes it follows.
+//! * [`untracked_loops`]: what `track_async` says about tasks it cannot give lanes (an
+//!   uninstrumented event loop's, trio's).
 pub mod end_of_run;
 pub mod environment;
 pub mod host;
@@ -30,3 +32,4 @@ pub mod run_command;
 pub mod run_metadata;
 pub mod settings;
 pub mod sigterm_guard;
+pub mod untracked_loops;

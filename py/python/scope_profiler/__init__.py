@@ -156,4 +156,8 @@ def __dir__() -> list[str]:
 def __getattr__(name: str):
     """``__version__``, the lazily imported names (their module imported now); a name of
     ``_UNSUPPORTED`` raises ``NotImplementedError`` saying why, any other ``AttributeError``."""
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        # the builtin import (importlib is not loaded by `import scope_profiler`)
+        return getattr(__import__(f"{__name__}.{module}", fromlist=[attribute]), attribute)
     return _native.package_attribute(name)

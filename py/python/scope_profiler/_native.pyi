@@ -37,6 +37,7 @@ __all__ = [
     "MPI_RUN_TAG",
     "NO_STREAMING_UNDER_MPI",
     "SESSION_ROOT_REGION",
+    "UNTRACKED_TRIO_WARNING",
     "CallArrays",
     "Comparison",
     "CorruptProfileError",
@@ -94,6 +95,7 @@ __all__ = [
     "check_script",
     "check_set_up",
     "check_setting_names",
+    "check_settings_attribute",
     "cli_after_run",
     "cli_main",
     "compare_runs",
@@ -162,7 +164,6 @@ __all__ = [
     "relative_source_path",
     "sampled_step",
     "setting_defaults",
-    "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
     "signal_while_writing",
@@ -175,9 +176,10 @@ __all__ = [
     "terminated_line",
     "thread_time_ns",
     "tracking_upgrade",
+    "unanswered_host_facts",
     "unique_labels",
     "unsupported_names",
-    "user_stacklevel",
+    "untracked_loop_warning",
     "write_json",
     "write_profile",
 ]
@@ -1649,9 +1651,9 @@ def unsupported_names() -> dict[str, str]:
     honour; a new dict."""
 
 def package_attribute(name: str) -> Any:
-    """The module ``__getattr__`` of ``scope_profiler``: ``__version__``, a name of
-    ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
-    of ``unsupported_names()``, ``AttributeError`` for any other."""
+    """The module ``__getattr__`` of ``scope_profiler`` for a name not in ``lazy_names()``:
+    ``__version__``; ``NotImplementedError`` saying why for a name of
+    ``unsupported_names()``, ``AttributeError`` for any other."""
 
 @final
 class MetadataScope:
@@ -1706,10 +1708,10 @@ def sampled_step(timestep: object, every: int, start: int) -> bool:
     """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
     ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
 
-def settings_attribute(name: str) -> Any:
-    """The module ``__getattr__`` of ``scope_profiler._settings``: a name of ``_options`` it
-    answers (``ProfilingOptions``, the option groups, ``load_profiling_config``; that module
-    imported now), else ``AttributeError``."""
+def check_settings_attribute(name: str) -> None:
+    """For the module ``__getattr__`` of ``scope_profiler._settings``: ``AttributeError``
+    unless ``name`` is a name of ``_options`` it answers (``ProfilingOptions``, the option
+    groups, ``load_profiling_config``)."""
 
 def check_pause(open_names: list[str]) -> None:
     """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")
@@ -1789,12 +1791,13 @@ def calls_after_the_exit_finalize(calls: int, written: str | None = None) -> str
     """The line at the interpreter's exit when ``calls`` calls were made after the exit-time
     finalize (which wrote ``written``, or no file); None for none."""
 
-def user_stacklevel(*modules: str) -> int:
-    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``,
-    ``_manager_api`` or ``modules``) naming the first frame outside them (the user's
-    line)."""
-
 # settings (``scope_profiler._settings``)
+
+def unanswered_host_facts(full: bool) -> list[str]:
+    """The host facts of the run metadata that system calls have no answer for, which
+    ``ProfilingConfigBase(answers, ...)`` takes from Python: ``platform`` (not glibc Linux),
+    ``processor`` (no CPU model name) and, with ``full`` (``metadata_detail="full"``),
+    ``uname``, and ``user`` / ``hostname`` when their system calls fail."""
 
 def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     """``(defaults, own_defaults)``: the reference's 29 settings with their defaults (its
@@ -1810,15 +1813,16 @@ def check_setting_names(names: Iterable[str]) -> None:
 class ProfilingConfigBase:
     """The state of one run's settings: the base of ``_settings.ProfilingConfig``.
 
-    ``ProfilingConfigBase(**settings)``: ``settings`` (``setup()`` keywords; ``None`` keeps
-    the default) over the defaults, checked in the reference's order and words: ``TypeError``
-    for unknown names or a ``file_path`` that is not a path, ``ValueError`` for a refused value
-    or combination, ``NotImplementedError`` for a mode this package does not have. Takes the
-    run origin (``start_time_ns``, ns on the recording clock) and collects the run's metadata
-    (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``; ``timestamp`` now, UTC ISO
-    8601; ``metadata_detail="full"`` adds ``hostname``, ``uname``, ``working_directory``,
+    ``ProfilingConfigBase(answers={}, /, **settings)``: ``settings`` (``setup()`` keywords;
+    ``None`` keeps the default) over the defaults, checked in the reference's order and words:
+    ``TypeError`` for unknown names or a ``file_path`` that is not a path, ``ValueError`` for a
+    refused value or combination, ``NotImplementedError`` for a mode this package does not have.
+    Takes the run origin (``start_time_ns``, ns on the recording clock) and collects the run's
+    metadata (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``; ``timestamp`` now, UTC
+    ISO 8601; ``metadata_detail="full"`` adds ``hostname``, ``uname``, ``working_directory``,
     ``user``, ``modules`` and the job's environment variables; the host part is read once per
-    process). Settings without a property of their own read as attributes of the same name
+    process, ``answers`` are Python's where it has none: :func:`unanswered_host_facts`).
+    Settings without a property of their own read as attributes of the same name
     (``AttributeError`` for any other name)."""
 
     #: The run's recorder once ``start()`` created it, else None.
@@ -1827,7 +1831,7 @@ class ProfilingConfigBase:
     _tracker: Any
     #: The MPI communicator ``_mpi.configure`` attached, else None.
     _comm: Any
-    def __new__(cls, **settings: Any) -> Self: ...
+    def __new__(cls, answers: dict[str, str] = ..., /, **settings: Any) -> Self: ...
     def mark_started(self) -> None:
         """Take the run's origin (``start_time_ns``, also set in ``metadata``) now, once the
         recorder, the metadata and the hooks are ready. ``AssertionError`` before
@@ -1957,10 +1961,10 @@ def mpi_without_mpi4py(reason: str) -> str:
     """The ``RuntimeWarning`` of a process that looks like an MPI rank but cannot import
     mpi4py (``reason``: the ``ImportError``'s text)."""
 
-def relative_source_path(filename: str) -> str:
+def relative_source_path(filename: str, sys_path: list[str]) -> str:
     """How ``metadata_detail="minimal"`` records a source file: relative to the working
-    directory, else to the deepest ``sys.path`` entry containing it, else its base name.
-    ``OSError`` when the working directory is gone."""
+    directory, else to the deepest entry of ``sys_path`` (``sys.path``) containing it, else
+    its base name. ``OSError`` when the working directory is gone."""
 
 # option bags and settings files (``scope_profiler._options``)
 
@@ -2299,6 +2303,15 @@ class GreenletTrace:
         """Follow switches for ``recorder`` (idempotent); sets the trace on this thread."""
     def release(self, recorder: NativeRecorder) -> None:
         """Undo :meth:`acquire`; the last one leaving restores this thread's previous trace."""
+
+#: The ``RuntimeWarning`` of a region opened in a trio task: ``track_async`` gives trio tasks
+#: no lanes (``_untracked_loops.check_trio``).
+UNTRACKED_TRIO_WARNING: str
+
+def untracked_loop_warning(kind: str) -> str:
+    """The ``RuntimeWarning`` for the running event loop of type ``kind``
+    (``module.qualname``) found uninstrumented while one of its tasks ran: its earlier tasks'
+    calls have no lanes, and how to instrument the loop before its tasks start."""
 
 @final
 class LoopState:

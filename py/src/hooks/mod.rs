@@ -16,5 +16,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
     greenlet_hooks::register(m)?;
+    untracked_loops::register(m)?;
     Ok(())
 }

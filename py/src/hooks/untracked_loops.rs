@@ -19,6 +19,8 @@ use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
 use pyo3::types::{PyDict, PyWeakrefMethods, PyWeakrefReference};
 
+use scope_profiler_session::untracked_loops as texts;
+
 use crate::recording::setup_generation;
 
 /// Set once `_untracked_loops` said trio needs no more checks (warned, or never asked).
@@ -48,6 +50,19 @@ fn cached<'py>(
     name: &str,
 ) -> PyResult<&'py Bound<'py, PyAny>> {
     cell.get_or_try_init(py, || py.import(module)?.getattr(name).map(Bound::unbind)).map(|f| f.bind(py))
+}
+
+/// `untracked_loop_warning(kind) -> str`: the warning for the running event loop of type
+/// `kind` (`module.qualname`) found uninstrumented while one of its tasks ran
+/// ([`texts::loop_warning`]).
+#[pyfunction]
+fn untracked_loop_warning(kind: &str) -> String {
+    texts::loop_warning(kind)
+}
+
+pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
+    m.add_function(wrap_pyfunction!(untracked_loop_warning, m)?)?;
+    m.add("UNTRACKED_TRIO_WARNING", texts::TRIO_WARNING)
 }
 
 /// Called on a region's entry when its recorder tracks tasks and no task lane is current on

@@ -1,13 +1,11 @@
 //! The rules `scope_profiler._manager` calls: where one manager class's run is in its
 //! lifecycle and which of its regions record (`ManagerLifecycle`, over
-//! [`scope_profiler_session::lifecycle`]), the opt-in tags every manager shares, and the
-//! `stacklevel` of a warning naming the user's line. The lifecycle itself (setup, finalize,
-//! reset, the session) is Python.
+//! [`scope_profiler_session::lifecycle`]) and the opt-in tags every manager shares. The
+//! lifecycle itself (setup, finalize, reset, the session) is Python.
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValueError};
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use scope_profiler_session::environment as env;
@@ -16,36 +14,6 @@ use scope_profiler_session::settings::{self, Accepts};
 
 /// Opt-in tags (`register_opt_in_tag`), shared by every manager.
 static OPT_IN_TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-
-/// The package's modules that run the manager: a warning they raise names the first frame
-/// outside them.
-const MANAGER_MODULES: [&str; 2] = ["scope_profiler._manager", "scope_profiler._manager_api"];
-
-/// `stacklevel` of a warning raised from Rust that names the first Python frame outside the
-/// manager's modules and `modules` (1: the Python frame that called into Rust).
-pub(crate) fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult<i32> {
-    let mut level = 1;
-    let mut frame = py.import(intern!(py, "sys"))?.getattr(intern!(py, "_getframe"))?.call1((0,))?;
-    while !frame.is_none() {
-        let name = frame.getattr(intern!(py, "f_globals"))?.get_item(intern!(py, "__name__")).ok();
-        let name = name.and_then(|n| n.extract::<String>().ok()).unwrap_or_default();
-        if !MANAGER_MODULES.contains(&name.as_str()) && !modules.contains(&name) {
-            break;
-        }
-        frame = frame.getattr(intern!(py, "f_back"))?;
-        level += 1;
-    }
-    Ok(level)
-}
-
-/// `user_stacklevel(*modules) -> int`: the `stacklevel` for `warnings.warn` called by the
-/// caller (in the manager's modules or one of `modules`) that names the first frame outside
-/// them (the user's line).
-#[pyfunction]
-#[pyo3(signature = (*modules))]
-fn user_stacklevel(py: Python<'_>, modules: Vec<String>) -> PyResult<i32> {
-    stacklevel_outside(py, &modules)
-}
 
 /// `register_opt_in_tags(tags) -> list[str]`: make `tags` opt-in for every manager; the
 /// ones that were not yet (the regions and decorators carrying one must be made again).
@@ -225,7 +193,6 @@ impl ManagerLifecycle {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ManagerLifecycle>()?;
-    m.add_function(wrap_pyfunction!(user_stacklevel, m)?)?;
     m.add_function(wrap_pyfunction!(register_opt_in_tags, m)?)?;
     m.add_function(wrap_pyfunction!(carries_opt_in, m)?)?;
     for check in [

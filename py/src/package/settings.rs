@@ -7,6 +7,7 @@ use pyo3::exceptions::{
     PyAssertionError, PyAttributeError, PyNotImplementedError, PyOverflowError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
+use std::collections::HashMap;
 use std::path::PathBuf;
 
 use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
@@ -120,66 +121,64 @@ fn check_settings<'py>(settings: &Bound<'py, PyDict>) -> PyResult<(Bound<'py, Py
     Ok((values, run))
 }
 
-/// The process's host facts, read at the first `collect_metadata()`, with Python's answers
-/// where the system calls have none (`platform.platform()`, `platform.processor()`).
-static HOST: pyo3::sync::PyOnceLock<(HostFacts, PythonFacts)> = pyo3::sync::PyOnceLock::new();
+/// The process's host facts (system calls), read at the first configuration.
+static HOST: pyo3::sync::PyOnceLock<HostFacts> = pyo3::sync::PyOnceLock::new();
 
-fn host_and_python(py: Python<'_>) -> PyResult<&'static (HostFacts, PythonFacts)> {
-    HOST.get_or_try_init(py, || {
-        let host = py.detach(HostFacts::read);
-        let sys = py.import("sys")?;
-        let version: String = sys.getattr("version")?.extract()?;
-        let mut python = PythonFacts {
-            python_version: version.split_whitespace().next().unwrap_or("").to_string(),
-            package_version: env!("CARGO_PKG_VERSION").to_string(),
-            ..PythonFacts::default()
-        };
-        if host.platform.is_none() {
-            python.platform = Some(py.import("platform")?.call_method0("platform")?.extract()?);
-        }
-        if host.chip.is_none() {
-            let platform = py.import("platform")?;
-            let processor: String = platform.call_method0("processor")?.extract()?;
-            let machine: String = platform.call_method0("machine")?.extract()?;
-            python.processor = [processor, machine].into_iter().find(|s| !s.is_empty());
-        }
-        Ok((host, python))
-    })
+fn host(py: Python<'_>) -> &'static HostFacts {
+    HOST.get_or_init(py, || py.detach(HostFacts::read))
+}
+
+/// `unanswered_host_facts(full) -> list[str]`: the host facts of the run metadata that
+/// system calls have no answer for, which `ProfilingConfigBase(answers, ...)` takes from
+/// Python: `platform` (not glibc Linux) and `processor` (no CPU model name), and with `full`
+/// (`metadata_detail="full"`) `uname`, and `user` / `hostname` when their system calls fail.
+#[pyfunction]
+fn unanswered_host_facts(py: Python<'_>, full: bool) -> Vec<&'static str> {
+    let host = host(py);
+    let mut names = Vec::new();
+    names.extend(host.platform.is_none().then_some("platform"));
+    names.extend(host.chip.is_none().then_some("processor"));
+    if full {
+        names.push("uname");
+        names.extend(run_metadata::user_name().is_none().then_some("user"));
+        names.extend(run_metadata::hostname().is_none().then_some("hostname"));
+    }
+    names
 }
 
 /// The run's metadata as in spec-hdf5 §2 (a serial run: `mpi_size = num_nodes = 1`;
 /// `timestamp` now, in UTC), `detail="full"` adding `hostname`, `uname`,
 /// `working_directory`, `user`, `modules` and the job's environment variables
-/// ([`scope_profiler_session::run_metadata`]). The process-constant part
-/// (platform, CPU, versions, OpenMP threads) is read once per process by system calls.
-fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, PyDict>> {
-    let (host, python) = host_and_python(py)?;
-    let full = if detail == "full" {
-        let platform = py.import("platform")?;
-        let uname: Vec<String> =
-            platform.call_method0("uname")?.try_iter()?.map(|p| p?.extract()).collect::<PyResult<_>>()?;
-        let user = match run_metadata::user_name() {
-            Some(user) => user,
-            None => py.import("getpass")?.call_method0("getuser")?.extract()?,
-        };
-        let hostname = match run_metadata::hostname() {
-            Some(name) => name,
-            None => py.import("socket")?.call_method0("gethostname")?.extract()?,
-        };
-        Some(FullDetails {
-            hostname,
-            uname: uname.join(" "),
+/// ([`scope_profiler_session::run_metadata`]). The process-constant part (platform, CPU,
+/// OpenMP threads) is read once per process by system calls; `answers` are Python's where
+/// they have none ([`unanswered_host_facts`]; a missing answer reads `""`).
+fn collect_metadata<'py>(
+    py: Python<'py>,
+    detail: &str,
+    answers: &HashMap<String, String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let answer = |name: &str| answers.get(name).filter(|a| !a.is_empty()).cloned();
+    let python = PythonFacts {
+        // `sys.version` (`Py_GetVersion()`)'s first word
+        python_version: Python::version_str().split_whitespace().next().unwrap_or("").to_string(),
+        package_version: env!("CARGO_PKG_VERSION").to_string(),
+        platform: answer("platform"),
+        processor: answer("processor"),
+    };
+    let full = match detail == "full" {
+        true => Some(FullDetails {
+            hostname: run_metadata::hostname().or_else(|| answer("hostname")).unwrap_or_default(),
+            uname: answer("uname").unwrap_or_default(),
             working_directory: std::env::current_dir()?.to_string_lossy().into_owned(),
-            user,
+            user: run_metadata::user_name().or_else(|| answer("user")).unwrap_or_default(),
             environment: std::env::vars_os()
                 .map(|(n, v)| (n.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
                 .collect(),
-        })
-    } else {
-        None
+        }),
+        false => None,
     };
     let metadata = PyDict::new(py);
-    for (key, item) in run_metadata::collect(host, python, full) {
+    for (key, item) in run_metadata::collect(host(py), &python, full) {
         match item {
             Item::Text(s) => metadata.set_item(key, s)?,
             Item::Int(i) => metadata.set_item(key, i)?,
@@ -191,9 +190,10 @@ fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, P
 
 /// The state of one run's settings, the base of `scope_profiler._settings.ProfilingConfig`
 /// (whose `start()` creates the recorder, the tracker and attaches MPI: Python's part).
-/// `ProfilingConfigBase(**settings)` checks `settings` ([`check_settings`]: `TypeError`,
-/// `ValueError`, `NotImplementedError` in the reference's order and words), takes the run
-/// origin (`start_time_ns`, ns on the recording clock) and collects the metadata. Settings
+/// `ProfilingConfigBase(answers={}, /, **settings)` checks `settings` ([`check_settings`]:
+/// `TypeError`, `ValueError`, `NotImplementedError` in the reference's order and words),
+/// takes the run origin (`start_time_ns`, ns on the recording clock) and collects the
+/// metadata (`answers`: Python's answers to [`unanswered_host_facts`]). Settings
 /// without a property of their own read as attributes (`config.recursive_profile`).
 /// Subclassable (the subclass's instances take other attributes and weak references).
 #[pyclass(module = "scope_profiler._native", subclass)]
@@ -227,13 +227,13 @@ impl ProfilingConfigBase {
 #[pymethods]
 impl ProfilingConfigBase {
     #[new]
-    #[pyo3(signature = (**settings))]
-    fn new(py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+    #[pyo3(signature = (answers=HashMap::new(), /, **settings))]
+    fn new(py: Python<'_>, answers: HashMap<String, String>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
         let (values, run) = check_settings(&settings.cloned().unwrap_or_else(|| PyDict::new(py)))?;
         // the run's origin, until mark_started() takes it where recording begins
         let start_time_ns = scope_profiler_recorder::now_ns();
         let detail: String = values.as_any().get_item("metadata_detail")?.extract()?;
-        let metadata = collect_metadata(py, &detail)?;
+        let metadata = collect_metadata(py, &detail, &answers)?;
         metadata.set_item("start_time_ns", start_time_ns)?;
         if let Some(label) = &run.label {
             metadata.set_item("label", label)?;
@@ -444,19 +444,19 @@ fn output_settings<'py>(output: &Bound<'py, PyAny>, overrides: &Bound<'py, PyDic
     Ok(out)
 }
 
-/// `relative_source_path(filename) -> str`: how `metadata_detail="minimal"` records a
-/// source file: relative to the working directory, else to the deepest `sys.path` entry
-/// containing it, else its base name ([`run_metadata::relative_source_path`]). `OSError`
-/// when the working directory is gone.
+/// `relative_source_path(filename, sys_path) -> str`: how `metadata_detail="minimal"`
+/// records a source file: relative to the working directory, else to the deepest entry of
+/// `sys_path` (`sys.path`; entries that are not paths are skipped) containing it, else its
+/// base name ([`run_metadata::relative_source_path`]). `OSError` when the working
+/// directory is gone.
 #[pyfunction]
-fn relative_source_path(py: Python<'_>, filename: &str) -> PyResult<String> {
+fn relative_source_path(filename: &str, sys_path: Vec<Bound<'_, PyAny>>) -> PyResult<String> {
     let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
-    let mut entries = Vec::new();
-    for entry in py.import("sys")?.getattr("path")?.try_iter()? {
-        if let Ok(path) = entry?.extract::<std::path::PathBuf>() {
-            entries.push(path.to_string_lossy().into_owned());
-        }
-    }
+    let entries: Vec<String> = sys_path
+        .iter()
+        .filter_map(|entry| entry.extract::<PathBuf>().ok())
+        .map(|path| path.to_string_lossy().into_owned())
+        .collect();
     Ok(run_metadata::relative_source_path(filename, &cwd, &entries))
 }
 
@@ -465,6 +465,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;
     m.add_function(wrap_pyfunction!(setting_defaults, m)?)?;
+    m.add_function(wrap_pyfunction!(unanswered_host_facts, m)?)?;
     m.add_class::<ProfilingConfigBase>()?;
     Ok(())
 }
