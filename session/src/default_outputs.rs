@@ -1,17 +1,19 @@
-//! What `scope-profiler run` writes when not asked for more, and the bound every such file
-//! keeps: proportionate to what a person can open, whatever the run.
+//! What `scope-profiler run` writes when not asked for more, and the bound of those files:
+//! proportionate to what a person can open, whatever the run.
 //!
-//! A run writes its profile (the `.h5`, about 3.5 bytes per call) and, beside it, the
-//! run's flame graph (`<stem>.flamegraph.svg`): the call paths aggregated, drawn by inferno,
-//! which leaves out frames narrower than a tenth of a pixel, so its size follows the
-//! program's shape, not its number of calls. The full timeline of every call (the
-//! speedscope file, about 108 bytes per call: 5 GB for 50 M calls) is written only when
-//! asked for (`--speedscope`, `scope-profiler export speedscope`).
+//! A run writes its profile (the `.h5`) and, beside it, the run's flame graph
+//! (`<stem>.flamegraph.svg`): the call paths aggregated, drawn by inferno, which leaves out
+//! frames narrower than a tenth of a pixel, so its size follows the program's shape, not its
+//! number of calls. The full timeline of every call (the speedscope file, about 108 bytes
+//! per call: 5 GB for 50 M calls) is written only when asked for (`--speedscope`,
+//! `scope-profiler export speedscope`).
 //!
-//! A file written by default stays within [`byte_budget`]: at most [`BYTES_PER_CALL`] per
-//! recorded call (at least [`FIXED_BYTES`], the part of a file that does not grow with the
-//! calls: HDF5's headers, the flame graph's script) and at most [`MAX_BYTES`]. A flame
-//! graph over it is not written; the run's line says so.
+//! The bound, [`byte_budget`]: at most [`BYTES_PER_CALL`] per recorded call (at least
+//! [`FIXED_BYTES`], the part of a file that does not grow with the calls: HDF5's headers,
+//! the flame graph's script) and at most [`MAX_BYTES`]. A flame graph over it is not
+//! written; the run's line says so. The `.h5` is the recording itself and is not cut: about
+//! 3 bytes per call, within the bound per call, it passes [`MAX_BYTES`] beyond about 30 M
+//! calls.
 use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::Run;

@@ -109,17 +109,21 @@ fn finish_run(
     if rendered {
         render_output(run, h5, written)?;
     }
-    if !outputs.quiet {
-        let report = summary_report(run, &written.display().to_string(), &outputs.summary);
-        print_out(&report.text);
-        if !report.advised_track_async {
-            if let Some(note) = run_command::untracked_event_loop_note(&outputs.untracked_loops) {
-                eprintln!("{note}");
-            }
+    // the file beside the output is drawn on a thread of its own while the summary is made
+    // (both reconstruct the calls of a run with threads: on two cores, one costs no wall time)
+    let beside = std::thread::scope(|scope| {
+        let beside = scope.spawn(|| write_beside(run, outputs));
+        if !outputs.quiet {
+            print_summary(run, outputs);
         }
-    }
-    let Some(beside) = write_beside(run, outputs) else {
-        return Ok(None); // the warning is on stderr
+        beside.join().unwrap_or_else(|_| Err("the file beside the output could not be drawn".into()))
+    });
+    let beside = match beside {
+        Ok(beside) => beside,
+        Err(warning) => {
+            eprintln!("{warning}");
+            return Ok(None);
+        }
     };
     if !outputs.quiet {
         print_out(&format!("\n{}\n", run_command::written_line(written, &beside)));
@@ -130,38 +134,42 @@ fn finish_run(
     })
 }
 
+/// Print the summary of `run`, then the note about an event loop recorded without
+/// `--track-async` unless the summary said it.
+fn print_summary(run: &Run, outputs: &RunOutputs) {
+    let report = summary_report(run, &outputs.output.display().to_string(), &outputs.summary);
+    print_out(&report.text);
+    if !report.advised_track_async {
+        if let Some(note) = run_command::untracked_event_loop_note(&outputs.untracked_loops) {
+            eprintln!("{note}");
+        }
+    }
+}
+
 /// What the run writes beside its output: the speedscope file asked for, else the flame
-/// graph unless the output is the HTML report (which shows it). None when it could not be
-/// drawn or written: then a warning on stderr (the profile is written and the script's exit
-/// code stands).
-fn write_beside(run: &Run, outputs: &RunOutputs) -> Option<Beside> {
+/// graph unless the output is the HTML report (which shows it). Err: the warning to print
+/// when it could not be drawn or written (the profile is written and the script's exit code
+/// stands).
+fn write_beside(run: &Run, outputs: &RunOutputs) -> Result<Beside, String> {
     let written = outputs.output.as_path();
-    let warn = |what: &str, e: &str, suggest: bool| {
-        eprintln!("{}", run_command::not_drawn_warning(written, what, e, suggest && !outputs.track_threads));
+    let warning = |what: &str, e: &str, suggest: bool| {
+        run_command::not_drawn_warning(written, what, e, suggest && !outputs.track_threads)
     };
     if outputs.speedscope {
-        return match write_speedscope_beside(run, written) {
-            Ok(out) => Some(Beside::Timeline(out)),
-            Err(e) => {
-                warn("speedscope file", &e.to_string(), thread_tracking_would_help(run, &e));
-                None
-            }
-        };
+        return write_speedscope_beside(run, written)
+            .map(Beside::Timeline)
+            .map_err(|e| warning("speedscope file", &e.to_string(), thread_tracking_would_help(run, &e)));
     }
     if Format::of_profile_path(written) == Format::HtmlReport {
-        return Some(Beside::Nothing);
+        return Ok(Beside::Nothing);
     }
     match write_flame_graph_beside(run, written, byte_budget(recorded_calls(run))) {
-        Ok(out) => Some(Beside::FlameGraph(out)),
-        Err(NoFlameGraph::OverBudget { bytes, budget }) => Some(Beside::OverBudget { bytes, budget }),
+        Ok(out) => Ok(Beside::FlameGraph(out)),
+        Err(NoFlameGraph::OverBudget { bytes, budget }) => Ok(Beside::OverBudget { bytes, budget }),
         Err(NoFlameGraph::NotDrawn(e)) => {
-            warn("flame graph", &e.to_string(), thread_tracking_would_help(run, &e));
-            None
+            Err(warning("flame graph", &e.to_string(), thread_tracking_would_help(run, &e)))
         }
-        Err(NoFlameGraph::NotWritten(e)) => {
-            warn("flame graph", &e, false);
-            None
-        }
+        Err(NoFlameGraph::NotWritten(e)) => Err(warning("flame graph", &e, false)),
     }
 }
 
