@@ -134,6 +134,11 @@ def main() -> None:
     ap.add_argument("--viztracer", default=default_tool("viztracer"))
     ap.add_argument("--python313", default=None)
     args = ap.parse_args()
+    # the commands run in a scratch directory: paths given relative to here are made absolute
+    # (not resolved: a venv's python is a symlink that must stay one)
+    for name in ("reference", "viztracer", "python313"):
+        if getattr(args, name):
+            setattr(args, name, str(Path(getattr(args, name)).absolute()))
 
     calls = calls_of(args.depth)
     with tempfile.TemporaryDirectory() as tmp:
