@@ -18,7 +18,7 @@ use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::Run;
 use scope_profiler_formats::export_plan::{default_file, display_label, path_stem};
-use scope_profiler_formats::flamegraph::write_flamegraph_svg_to;
+use scope_profiler_formats::flamegraph::write_flamegraph_svg_within;
 use scope_profiler_formats::{ExportError, Format, Selection};
 
 /// The most bytes per recorded call a file written by default may take.
@@ -43,7 +43,8 @@ pub fn recorded_calls(run: &Run) -> u64 {
 pub enum NoFlameGraph {
     /// It could not be drawn (calls that do not nest: the error says why).
     NotDrawn(ExportError),
-    /// It would take `bytes`, over the run's [`byte_budget`] `budget`.
+    /// Its call paths (their folded text, or the drawing) would take `bytes`, over the run's
+    /// [`byte_budget`] `budget`.
     OverBudget { bytes: u64, budget: u64 },
     /// It could not be written (the error names the file).
     NotWritten(String),
@@ -57,11 +58,15 @@ pub fn flame_graph_path(output: &Path) -> PathBuf {
 
 /// Write the flame graph of every rank of `run` beside `output` ([`flame_graph_path`])
 /// when it takes at most `budget` bytes; it is drawn in memory first, so a graph over the
-/// budget or one that cannot be drawn leaves no file. Returns its path.
+/// budget or one that cannot be drawn leaves no file. Call paths whose folded text alone
+/// would take more than `budget` (a deep recursion: they grow with the square of its depth)
+/// are not drawn at all. Returns its path.
 pub fn write_flame_graph_beside(run: &Run, output: &Path, budget: u64) -> Result<PathBuf, NoFlameGraph> {
     let sel = Selection::new((0..run.num_ranks.max(1)).collect(), display_label(run, &path_stem(output)));
     let mut svg = Vec::new();
-    write_flamegraph_svg_to(run, &sel, &mut svg).map_err(NoFlameGraph::NotDrawn)?;
+    if let Err(bytes) = write_flamegraph_svg_within(run, &sel, budget, &mut svg).map_err(NoFlameGraph::NotDrawn)? {
+        return Err(NoFlameGraph::OverBudget { bytes, budget });
+    }
     let bytes = svg.len() as u64;
     if bytes > budget {
         return Err(NoFlameGraph::OverBudget { bytes, budget });
@@ -117,6 +122,35 @@ mod tests {
         let out = dir.path().join("run.h5");
         match write_flame_graph_beside(&small_run(), &out, 1000) {
             Err(NoFlameGraph::OverBudget { bytes, budget }) => assert!(bytes > 1000 && budget == 1000, "{bytes}"),
+            other => panic!("{other:?}"),
+        }
+        assert!(!flame_graph_path(&out).exists());
+    }
+
+    /// A recursion 3,000 deep: its folded paths take ~27 MB (the square of the depth), over
+    /// the 1 MiB its 3,000 calls allow; found before any path is made, no file.
+    #[test]
+    fn the_call_paths_of_a_deep_recursion_are_not_drawn() {
+        let depth = 3000i64;
+        let run = Run {
+            region_names: vec!["__main__.down".into()],
+            regions: vec![RegionCalls::new(
+                0,
+                0,
+                Int64Array::from((0..depth).collect::<Vec<_>>()),
+                Int64Array::from((0..depth).map(|i| 2 * depth - i).collect::<Vec<_>>()),
+            )],
+            num_ranks: 1,
+            ..Default::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let out = dir.path().join("deep.h5");
+        match write_flame_graph_beside(&run, &out, byte_budget(recorded_calls(&run))) {
+            Err(NoFlameGraph::OverBudget { bytes, budget }) => {
+                assert_eq!(budget, 1 << 20);
+                // Σ over depths d of (root + d frames of 14 bytes with their `;`) > depth² * 7
+                assert!(bytes > (depth * depth * 7) as u64, "{bytes}");
+            }
             other => panic!("{other:?}"),
         }
         assert!(!flame_graph_path(&out).exists());

@@ -428,7 +428,7 @@ pub enum Beside {
     Timeline(PathBuf),
     /// The flame graph written by default.
     FlameGraph(PathBuf),
-    /// No flame graph: it would have taken `bytes`, over the bound of a file written by
+    /// No flame graph: its call paths take `bytes`, over the bound of a file written by
     /// default ([`crate::default_outputs::byte_budget`]), `budget`.
     OverBudget { bytes: u64, budget: u64 },
     /// Nothing beside: the output is the HTML report, whose page holds the flame graph.
@@ -454,7 +454,8 @@ pub fn written_line(output: &Path, beside: &Beside) -> String {
         Beside::Timeline(speedscope) => format!("wrote {out} and {}", speedscope.display()),
         Beside::FlameGraph(svg) => format!("wrote {out} and its flame graph {} ({timeline})", svg.display()),
         Beside::OverBudget { bytes, budget } => format!(
-            "wrote {out}; no flame graph: it would take {}, over the {} of a file written by default ({timeline})",
+            "wrote {out}; no flame graph: its call paths take {}, over the {} a file written by default may take \
+             ({timeline})",
             megabytes(*bytes),
             megabytes(*budget)
         ),
@@ -781,8 +782,8 @@ mod tests {
         );
         assert_eq!(
             written_line(out, &Beside::OverBudget { bytes: 123_456_789, budget: 100_000_000 }),
-            "wrote o/run.json; no flame graph: it would take 123.5 MB, over the 100.0 MB of a file written by \
-             default (the full call timeline: --speedscope, or scope-profiler export speedscope o/run.json)"
+            "wrote o/run.json; no flame graph: its call paths take 123.5 MB, over the 100.0 MB a file written by \
+             default may take (the full call timeline: --speedscope, or scope-profiler export speedscope o/run.json)"
         );
         assert_eq!(
             written_line(Path::new("r.HTML"), &Beside::Nothing),
