@@ -93,7 +93,8 @@ pub fn request(args: RunArgs) -> Outcome {
         track_threads,
         track_async,
         output,
-        no_speedscope,
+        speedscope,
+        no_speedscope: _,
         quiet,
         no_follow,
         flush_interval,
@@ -146,7 +147,7 @@ pub fn request(args: RunArgs) -> Outcome {
         track_threads: track_threads || track_async || traced,
         track_async,
         output,
-        speedscope: !no_speedscope,
+        speedscope,
         quiet,
         flush_interval,
         tracing,
@@ -319,6 +320,16 @@ mod tests {
 
     /// `run` follows the script's processes unless `--no-follow`; the script's own
     /// `--no-follow` is its argument.
+    #[test]
+    fn run_writes_the_speedscope_file_only_when_asked_for() {
+        assert!(!request(&["sp", "run", "x.py"]).speedscope);
+        assert!(!request(&["sp", "run", "--no-speedscope", "x.py"]).speedscope);
+        assert!(request(&["sp", "run", "--speedscope", "x.py"]).speedscope);
+        use clap::Parser;
+        let err = Cli::try_parse_from(["sp", "run", "--speedscope", "--no-speedscope", "x.py"]).unwrap_err();
+        assert_eq!(err.kind(), clap::error::ErrorKind::ArgumentConflict);
+    }
+
     #[test]
     fn run_follows_processes_unless_no_follow() {
         assert!(request(&["sp", "run", "x.py"]).follow);

@@ -12,7 +12,7 @@ use inferno::flamegraph::{self, Options};
 use scope_profiler_analysis::Run;
 
 use crate::export_output::{io_err, write_atomic};
-use crate::folded::{folded_stacks, FoldedUnit};
+use crate::folded::{folded_stacks, folded_stacks_within, FoldedUnit};
 use crate::{ExportError, Selection};
 
 fn title(sel: &Selection) -> String {
@@ -38,6 +38,21 @@ fn options(sel: &Selection) -> Options<'static> {
 /// zero self time), [`ExportError::Io`].
 pub fn write_flamegraph_svg_to<W: Write>(run: &Run, sel: &Selection, out: W) -> Result<(), ExportError> {
     render(run, sel, options(sel), out)
+}
+
+/// [`write_flamegraph_svg_to`] unless the folded stacks it draws would take more than
+/// `max_bytes` ([`folded_stacks_within`]): then `Ok(Err(bytes))`, nothing drawn (a deep
+/// recursion's paths grow with the square of its depth).
+pub fn write_flamegraph_svg_within<W: Write>(
+    run: &Run,
+    sel: &Selection,
+    max_bytes: u64,
+    out: W,
+) -> Result<Result<(), u64>, ExportError> {
+    match folded_stacks_within(run, sel, FoldedUnit::Nanoseconds, max_bytes)? {
+        Ok(lines) => render_lines(lines, options(sel), out).map(Ok),
+        Err(bytes) => Ok(Err(bytes)),
+    }
 }
 
 /// [`write_flamegraph_svg_to`] drawn `width` px wide instead of filling the window (inferno's

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use scope_profiler_formats::Format;
+
 /// A `run` subcommand to be carried out by Python.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
@@ -419,34 +421,59 @@ pub fn exit_write_failure(error: &str) -> String {
     format!("scope-profiler: the profile was not written: {error}")
 }
 
-/// Whether the end of a run has nothing to do once its recording is written: no followed
-/// process's recording was stacked into it (`merged`), nothing is printed (`quiet`), no
-/// speedscope file is asked for and the output is the recording itself (not `rendered` from
-/// it). Then the recording is not even read back.
-pub fn nothing_after_recording(merged: bool, quiet: bool, speedscope: bool, rendered: bool) -> bool {
-    !merged && quiet && !speedscope && !rendered
+/// What a run wrote beside its output, for the line after its summary ([`written_line`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Beside {
+    /// The speedscope file asked for (`--speedscope`): the full timeline.
+    Timeline(PathBuf),
+    /// The flame graph written by default.
+    FlameGraph(PathBuf),
+    /// No flame graph: its call paths take `bytes`, over the bound of a file written by
+    /// default ([`crate::default_outputs::byte_budget`]), `budget`.
+    OverBudget { bytes: u64, budget: u64 },
+    /// Nothing beside: the output is the HTML report, whose page holds the flame graph.
+    Nothing,
 }
 
-/// The line after the summary of a run that wrote `output`: `wrote OUTPUT and SPEEDSCOPE`
-/// with its speedscope file, `wrote OUTPUT` for an output `rendered` from the recording
-/// without one; None otherwise (the summary's title names the file).
-pub fn written_line(output: &Path, speedscope: Option<&Path>, rendered: bool) -> Option<String> {
-    match speedscope {
-        Some(speedscope) => Some(format!("wrote {} and {}", output.display(), speedscope.display())),
-        None => rendered.then(|| format!("wrote {}", output.display())),
+/// Megabytes, to one decimal.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// The one line after the summary of a run that wrote `output` and, `beside` it, the
+/// speedscope file asked for or what it wrote instead: without `--speedscope` it names the
+/// flag and the command that write the full timeline (`export` reads a JSON profile too;
+/// an HTML report is not read back, so then only the flag).
+pub fn written_line(output: &Path, beside: &Beside) -> String {
+    let out = output.display();
+    let timeline = match Format::of_profile_path(output) {
+        Format::HtmlReport => "the full call timeline: --speedscope".to_string(),
+        _ => format!("the full call timeline: --speedscope, or scope-profiler export speedscope {out}"),
+    };
+    match beside {
+        Beside::Timeline(speedscope) => format!("wrote {out} and {}", speedscope.display()),
+        Beside::FlameGraph(svg) => format!("wrote {out} and its flame graph {} ({timeline})", svg.display()),
+        Beside::OverBudget { bytes, budget } => format!(
+            "wrote {out}; no flame graph: its call paths take {}, over the {} a file written by default may take \
+             ({timeline})",
+            megabytes(*bytes),
+            megabytes(*budget)
+        ),
+        Beside::Nothing => format!("wrote {out} ({timeline})"),
     }
 }
 
-/// The warning of a run whose profile `output` was written but whose speedscope file could
-/// not be drawn (`error`), with how to record concurrent code when that would have drawn it
-/// (`suggest_tracking`: [`thread_tracking_would_help`](scope_profiler_formats::speedscope::thread_tracking_would_help)).
-pub fn no_speedscope_warning(output: &Path, error: &str, suggest_tracking: bool) -> String {
+/// The warning of a run whose profile `output` was written but whose speedscope file (or,
+/// by default, flame graph: `what`) could not be drawn or written (`error`), with how to
+/// record concurrent code when that would have drawn it (`suggest_tracking`:
+/// [`thread_tracking_would_help`](scope_profiler_formats::speedscope::thread_tracking_would_help)).
+pub fn not_drawn_warning(output: &Path, what: &str, error: &str, suggest_tracking: bool) -> String {
     let hint = if suggest_tracking {
         " (concurrent code: record with --track-threads, or --track-async for asyncio)"
     } else {
         ""
     };
-    format!("warning: {} was written, but no speedscope file: {error}{hint}", output.display())
+    format!("warning: {} was written, but no {what}: {error}{hint}", output.display())
 }
 
 /// `; the other processes' profiles are kept in DIR` when the followed processes' directory
@@ -743,23 +770,33 @@ mod tests {
 
     #[test]
     fn the_end_of_a_run_says_what_it_wrote_and_what_failed() {
-        assert!(nothing_after_recording(false, true, false, false));
-        assert!(!nothing_after_recording(true, true, false, false));
-        assert!(!nothing_after_recording(false, false, false, false));
-        assert!(!nothing_after_recording(false, true, true, false));
-        assert!(!nothing_after_recording(false, true, false, true));
         let (out, speedscope) = (Path::new("o/run.json"), Path::new("o/run.speedscope.json"));
-        assert_eq!(written_line(out, Some(speedscope), true).unwrap(), "wrote o/run.json and o/run.speedscope.json");
-        assert_eq!(written_line(out, None, true).unwrap(), "wrote o/run.json");
-        assert_eq!(written_line(Path::new("run.h5"), None, false), None);
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
+            written_line(out, &Beside::Timeline(speedscope.into())),
+            "wrote o/run.json and o/run.speedscope.json"
+        );
+        assert_eq!(
+            written_line(Path::new("o/run.h5"), &Beside::FlameGraph("o/run.flamegraph.svg".into())),
+            "wrote o/run.h5 and its flame graph o/run.flamegraph.svg (the full call timeline: --speedscope, or \
+             scope-profiler export speedscope o/run.h5)"
+        );
+        assert_eq!(
+            written_line(out, &Beside::OverBudget { bytes: 123_456_789, budget: 100_000_000 }),
+            "wrote o/run.json; no flame graph: its call paths take 123.5 MB, over the 100.0 MB a file written by \
+             default may take (the full call timeline: --speedscope, or scope-profiler export speedscope o/run.json)"
+        );
+        assert_eq!(
+            written_line(Path::new("r.HTML"), &Beside::Nothing),
+            "wrote r.HTML (the full call timeline: --speedscope)"
+        );
+        assert_eq!(
+            not_drawn_warning(Path::new("r.h5"), "speedscope file", "calls overlap", true),
             "warning: r.h5 was written, but no speedscope file: calls overlap (concurrent code: record with \
              --track-threads, or --track-async for asyncio)"
         );
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
-            "warning: r.h5 was written, but no speedscope file: calls overlap"
+            not_drawn_warning(Path::new("r.h5"), "flame graph", "calls overlap", false),
+            "warning: r.h5 was written, but no flame graph: calls overlap"
         );
         let h5 = Path::new("/t/my run.h5");
         assert_eq!(end_of_run_failure("bad file", None, h5), "error: bad file");

@@ -21,7 +21,7 @@ N_ITEMS, N_WORKERS = 24, 3
 
 def test_run_threaded_pipeline_end_to_end(tmp_path):
     out = tmp_path / "pipe.h5"
-    proc = run_cli("run", "--track-threads", "-o", out, PIPELINE, cwd=tmp_path)
+    proc = run_cli("run", "--track-threads", "--speedscope", "-o", out, PIPELINE, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     # the script ran as __main__ and its output is there
     assert f"pipeline processed {N_ITEMS} items" in proc.stdout
@@ -63,7 +63,7 @@ def test_run_threaded_pipeline_end_to_end(tmp_path):
         assert all(ends[f"worker-{i}"] > 0 for i in range(N_WORKERS))
         assert ends["MainThread"] == -1
 
-    # speedscope file beside it: one profile per thread, main thread first, accepted by speedscope
+    # speedscope file beside it (--speedscope): one profile per thread, main thread first, accepted by speedscope
     ss = tmp_path / "pipe.speedscope.json"
     doc = json.loads(ss.read_text())
     profile_names = [p["name"] for p in doc["profiles"]]
@@ -380,11 +380,11 @@ def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, fro
     assert "work" in proc.stdout  # the summary was printed
     r = sp.read_h5(str(out))
     assert r["work"][0].num_calls == 1
-    assert (tmp_path / "exits.speedscope.json").exists()
+    assert (tmp_path / "exits.flamegraph.svg").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "exits.flamegraph.svg",
         "exits.h5",
         "exits.py",
-        "exits.speedscope.json",
     ]
 
 

@@ -264,8 +264,8 @@ def test_report_loads_in_chromium_without_errors(run_h5, tmp_path):
     assert shot.stat().st_size > 10_000  # a real picture (PNG of the whole page)
 
 
-# `scope-profiler run -o run.html` (the reference's .html output) writes the report (and the
-# speedscope file beside it).
+# `scope-profiler run -o run.html` (the reference's .html output) writes the report, and
+# nothing beside it: the page shows the run's flame graph.
 def test_cli_run_writes_the_html_report(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(
@@ -287,7 +287,7 @@ def test_cli_run_writes_the_html_report(tmp_path):
     # each job awaited its 10 ms sleep and held its thread for its 1 ms time.sleep
     assert seconds(rows["job"][8]) >= 4 * 0.0099 and seconds(rows["job"][7]) >= 4 * 0.00099
     assert len([r for r in tables(out)["tasks"] if "(job)" in r[1]]) == 4
-    assert (tmp_path / "run.speedscope.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.py", "run.html"]
     assert not list(tmp_path.glob("*.scope-profiler.h5"))  # the recording was removed
 
 

@@ -360,7 +360,7 @@ def test_run_dash_o_json_writes_the_profile_and_its_speedscope_file(tmp_path):
         "    with ProfileManager.profile_region('step'):\n"
         "        time.sleep(0.001)\n"
     )
-    proc = run_cli("run", "-o", tmp_path / "out" / "run.json", script, cwd=tmp_path)
+    proc = run_cli("run", "--speedscope", "-o", tmp_path / "out" / "run.json", script, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     out = tmp_path / "out"
     assert sorted(p.name for p in out.iterdir()) == ["run.json", "run.speedscope.json"]

@@ -4,7 +4,7 @@ The grammar and every file-reading subcommand (``summary``, ``threads``, ``expor
 Rust (``scope_profiler._native.cli_main``). ``run`` needs this interpreter: the script is
 executed here as ``__main__`` inside ``ProfileManager.session(...)``; then Rust
 (``session::end_of_run``) stacks the followed processes' files, renders the output, prints
-the summary and writes the speedscope file. The run's keywords, checks and texts are Rust
+the summary and writes the flame graph (or, with ``--speedscope``, the speedscope file). The run's keywords, checks and texts are Rust
 (``session::run_command``).
 """
 
@@ -629,7 +629,8 @@ def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = 
     """The end of ``run`` once the session wrote the recording: merge the followed
     processes' files (this one described by its pid and the script's command line; when the
     run ends by a signal, ``signalled``, after waiting a little for those still writing
-    theirs), render the output, print the summary, write the speedscope file and say the
+    theirs), render the output, print the summary, write the flame graph (or the speedscope
+    file asked for) and say the
     note about an untracked event loop (Rust, ``cli_after_run``). The exit code:
     ``code``, 1 instead of 0 when that failed."""
     from ._manager import ProfileManager
