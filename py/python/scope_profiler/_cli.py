@@ -638,6 +638,8 @@ def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = 
     req = plan.req
     if req.get("no_output"):  # in memory only: the session printed its summary
         return code
+    if _mpi_rank() > 0:  # rank 0 wrote every rank's calls: it alone prints and draws them
+        return code
     _follow.flush_streams()  # what Rust prints comes after what Python printed
     failure = _native.cli_after_run(
         plan.output,
@@ -665,6 +667,14 @@ def _after_run(plan: _Plan, processes: str | None, code: int, signalled: bool = 
         print(failure, file=sys.stderr)
         code = code or 1
     return code
+
+
+def _mpi_rank() -> int:
+    """This process's rank when it is an MPI rank (``mpirun ... scope-profiler run``), else 0."""
+    from . import _mpi
+
+    comm = _mpi.get_comm() if _mpi.launched_under_mpi() else None
+    return 0 if comm is None else int(comm.Get_rank())
 
 
 def main(argv: list[str] | None = None) -> int:
