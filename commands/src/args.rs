@@ -303,15 +303,10 @@ pub struct RunArgs {
     /// it, which is rendered and removed (kept and named if that fails). The file written
     /// beside it is named after the output's stem: the flame graph (`run.h5` ->
     /// `run.flamegraph.svg`; none beside an HTML report, which shows it), or with
-    /// --speedscope the speedscope file (`run.speedscope.json`).
-    #[arg(
-        short = 'o',
-        long = "output",
-        visible_alias = "outfile",
-        default_value = "profiling_data.h5",
-        conflicts_with = "no_output"
-    )]
-    pub output: PathBuf,
+    /// --speedscope the speedscope file (`run.speedscope.json`). Default: the `file_path` of
+    /// the --config file, else `profiling_data.h5`.
+    #[arg(short = 'o', long = "output", visible_alias = "outfile", conflicts_with = "no_output")]
+    pub output: Option<PathBuf>,
     /// Write the full timeline of every call, `<stem>.speedscope.json` (speedscope's format,
     /// about 108 bytes per call), instead of the flame graph `<stem>.flamegraph.svg` written
     /// by default (its size follows the program's shape, not its number of calls).

@@ -86,6 +86,10 @@ pub(crate) fn module_args_last(mut argv: Vec<std::ffi::OsString>) -> Vec<std::ff
     argv
 }
 
+/// The output of `run` when neither `-o` nor the --config file names one (`file_path`'s
+/// default).
+pub const DEFAULT_RUN_OUTPUT: &str = "profiling_data.h5";
+
 /// The request of `run` with `args`: `Run`, or `Exit(2)` (with `error: ...` on stderr) for
 /// an option this edition refuses or an output of the wrong kind.
 pub fn request(args: RunArgs) -> Outcome {
@@ -131,6 +135,9 @@ pub fn request(args: RunArgs) -> Outcome {
         }
         (_, script) => (script.unwrap_or_default(), args),
     };
+    // not given: the --config file's file_path (Python reads that file), else the default
+    let output_given = output.is_some();
+    let output = output.unwrap_or_else(|| PathBuf::from(DEFAULT_RUN_OUTPUT));
     if !no_output {
         if let Err(e) = check_run_output(&output, &recording_path(&output)) {
             eprintln!("error: {e}");
@@ -147,6 +154,7 @@ pub fn request(args: RunArgs) -> Outcome {
         track_threads: track_threads || track_async || traced,
         track_async,
         output,
+        output_given,
         speedscope,
         quiet,
         flush_interval,
@@ -169,6 +177,14 @@ mod tests {
             Outcome::Run(req) => *req,
             Outcome::Exit(code) => panic!("{argv:?}: exit {code}"),
         }
+    }
+
+    /// Without `-o` the output is the default, marked as not given: a --config file's
+    /// `file_path` replaces it.
+    #[test]
+    fn an_output_not_given_is_the_default_and_marked_so() {
+        let req = request(&["sp", "run", "--config", "c.toml", "app.py"]);
+        assert_eq!((req.output, req.output_given), (PathBuf::from(DEFAULT_RUN_OUTPUT), false));
     }
 
     #[test]
@@ -279,6 +295,7 @@ mod tests {
             "x",
         ]);
         assert_eq!(req.output, PathBuf::from("o.h5"));
+        assert!(req.output_given);
         assert_eq!(req.script, PathBuf::from("app.py"));
         assert_eq!(req.args, ["--label", "x"], "the script's own options are the script's");
         let want = RunSettings {

@@ -22,6 +22,9 @@ pub struct RunRequest {
     /// `track_async=True` (implies `track_threads`).
     pub track_async: bool,
     pub output: PathBuf,
+    /// `-o` was given; else `output` is the default, which the --config file's `file_path`
+    /// replaces.
+    pub output_given: bool,
     pub speedscope: bool,
     pub quiet: bool,
     /// `flush_interval` in seconds (`--flush-interval`), if given.
@@ -554,6 +557,7 @@ mod tests {
             track_threads: false,
             track_async: false,
             output: PathBuf::from("out.h5"),
+            output_given: true,
             speedscope: true,
             quiet: false,
             flush_interval: None,

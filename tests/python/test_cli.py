@@ -546,3 +546,22 @@ def test_a_refused_config_file_leaves_nothing_behind(tmp_path):
         assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
             [c for c in ("bad.toml", "unknown.toml") if (tmp_path / c).exists()] + ["one.py"]
         )
+
+
+# As 0.7.5's `run`, the output is the --config file's `file_path` when `-o` is not given;
+# `-o` still wins, and a `file_path` that is not a run output is refused like `-o`.
+def test_run_writes_where_the_config_file_says_unless_o_is_given(tmp_path):
+    script = tmp_path / "one.py"
+    script.write_text("import scope_profiler as sp\nwith sp.region('io'):\n    pass\n")
+    config = tmp_path / "c.toml"
+    config.write_text('[profiling]\nfile_path = "from_config.h5"\n')
+    proc = run_cli("run", "-q", "--config", config, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(str(tmp_path / "from_config.h5"))["io"].num_calls == 1
+    assert not (tmp_path / "profiling_data.h5").exists()
+    proc = run_cli("run", "-q", "--config", config, "-o", "given.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(str(tmp_path / "given.h5"))["io"].num_calls == 1
+    config.write_text('[profiling]\nfile_path = "notes.txt"\n')
+    proc = run_cli("run", "-q", "--config", config, script, cwd=tmp_path)
+    assert proc.returncode == 2 and "run -o notes.txt: unknown output kind" in proc.stderr

@@ -474,6 +474,9 @@ def _run_script(req: dict, whole_process: bool = False) -> int:
     """Carry out ``run``: the script recorded, its program ended, the profile written and
     merged, the output and the summary; returns the exit code, or ends the process by the
     signal that ended the run."""
+    req, refused = _output_of_config(req)
+    if refused is not None:
+        return refused
     plan = _Plan(req, whole_process)
     if plan.module is not None and _module_not_found(plan.module):
         # as python -m says it; a usage error, exit 2 like a missing script
@@ -515,6 +518,30 @@ def _run_script(req: dict, whole_process: bool = False) -> int:
     else:
         signals.restore()
     return code
+
+
+def _output_of_config(req: dict) -> tuple[dict, int | None]:
+    """The request with its output from the --config file's ``file_path`` when ``-o`` was not
+    given (as 0.7.5's ``run`` leaves ``file_path`` to the file), checked as ``-o`` is. Returns
+    the request and None, or the exit code after printing the error (the file unreadable or
+    invalid, or its ``file_path`` refused as an output)."""
+    config = req["session"].get("config_path")
+    if req["output_given"] or req["no_output"] or config is None:
+        return req, None
+    from ._options import load_profiling_config
+
+    try:
+        output = load_profiling_config(config).get("file_path")
+    except ValueError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return req, 2
+    if output is None:
+        return req, None
+    code, problem, recording = _native.run_output_paths(os.fspath(output))
+    if problem is not None:
+        print(f"error: {problem}", file=sys.stderr)
+        return req, code
+    return {**req, "output": os.fspath(output), "recording": recording}, None
 
 
 def _record(plan: _Plan, signals: _RunSignals) -> tuple[int, int | None, str | None, bool]:

@@ -162,6 +162,7 @@ __all__ = [
     "read_trace",
     "register_opt_in_tags",
     "relative_source_path",
+    "run_output_paths",
     "sampled_step",
     "setting_defaults",
     "settings_of_toml",
@@ -1149,6 +1150,11 @@ def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
     (``request["session"]``: the run's ``session(...)`` keywords). A ``run`` of a script that
     is not a file prints ``error: ...`` and gives exit code 2."""
+
+def run_output_paths(output: str) -> tuple[int, str | None, str]:
+    """``run``'s output ``output`` (a ``--config`` file's ``file_path``) checked as ``-o`` is:
+    ``(0, None, recording)`` (the HDF5 file the run writes), or the exit code and the error's
+    text."""
 
 def cli_after_run(
     output: _Path,

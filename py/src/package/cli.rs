@@ -45,6 +45,7 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("track_threads", req.track_threads)?;
             d.set_item("track_async", req.track_async)?;
             d.set_item("output", req.output.to_string_lossy().into_owned())?;
+            d.set_item("output_given", req.output_given)?;
             d.set_item("recording", recording_path(&req.output).to_string_lossy().into_owned())?;
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
@@ -56,6 +57,18 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("all_tasks", req.summary.all_tasks)?;
             Ok((0, Some(d)))
         }
+    }
+}
+
+/// `run`'s output `output` (a --config file's `file_path`) checked as `-o` is: `(0, None,
+/// recording)`, `recording` the HDF5 file the run writes (as `cli_main`'s `recording`), or
+/// the exit code and the error's text.
+#[pyfunction]
+fn run_output_paths(output: PathBuf) -> (i32, Option<String>, String) {
+    let recording = recording_path(&output);
+    match scope_profiler_commands::failure::check_run_output(&output, &recording) {
+        Ok(()) => (0, None, recording.to_string_lossy().into_owned()),
+        Err(e) => (e.code(), Some(e.to_string()), String::new()),
     }
 }
 
@@ -212,6 +225,7 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(run_output_paths, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
     m.add_function(wrap_pyfunction!(profile_not_written, m)?)?;
     m.add_function(wrap_pyfunction!(plain_warning, m)?)?;
