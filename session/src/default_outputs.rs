@@ -79,6 +79,7 @@ pub fn write_flame_graph_beside(run: &Run, output: &Path, budget: u64) -> Result
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::end_of_run::tests::two_calls;
     use arrow_array::Int64Array;
     use scope_profiler_analysis::RegionCalls;
 
@@ -92,23 +93,10 @@ mod tests {
         assert_eq!(byte_budget(u64::MAX), 100_000_000);
     }
 
-    /// Two calls of `outer` on rank 0, one holding a call of `inner`.
-    fn small_run() -> Run {
-        Run {
-            region_names: vec!["outer".into(), "inner".into()],
-            regions: vec![
-                RegionCalls::new(0, 0, Int64Array::from(vec![0, 100]), Int64Array::from(vec![50, 200])),
-                RegionCalls::new(1, 0, Int64Array::from(vec![10]), Int64Array::from(vec![40])),
-            ],
-            num_ranks: 1,
-            ..Default::default()
-        }
-    }
-
     #[test]
     fn the_flame_graph_is_written_beside_the_output_named_after_its_stem() {
         let dir = tempfile::tempdir().unwrap();
-        let run = small_run();
+        let run = two_calls();
         assert_eq!(recorded_calls(&run), 3);
         let path = write_flame_graph_beside(&run, &dir.path().join("run.h5"), byte_budget(3)).unwrap();
         assert_eq!(path, dir.path().join("run.flamegraph.svg"));
@@ -120,7 +108,7 @@ mod tests {
     fn a_flame_graph_over_the_budget_leaves_no_file() {
         let dir = tempfile::tempdir().unwrap();
         let out = dir.path().join("run.h5");
-        match write_flame_graph_beside(&small_run(), &out, 1000) {
+        match write_flame_graph_beside(&two_calls(), &out, 1000) {
             Err(NoFlameGraph::OverBudget { bytes, budget }) => assert!(bytes > 1000 && budget == 1000, "{bytes}"),
             other => panic!("{other:?}"),
         }

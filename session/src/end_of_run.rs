@@ -202,11 +202,11 @@ pub fn render_output(run: &Run, h5: &Path, output: &Path) -> Result<(), String> 
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
 
     /// `outer` [0, 50] holding `inner` [10, 40], and `outer` [100, 200], on rank 0.
-    fn two_calls() -> Run {
+    pub(crate) fn two_calls() -> Run {
         use arrow_array::Int64Array;
         use scope_profiler_analysis::RegionCalls;
         Run {
