@@ -12,10 +12,53 @@ use scope_profiler_analysis::{
 };
 use unicode_width::UnicodeWidthStr;
 
+/// Terminal columns a name may take in a text table; a longer one keeps its start and its
+/// end around `…` (the frames and the report keep every name whole).
+pub const CELL_MAX_WIDTH: usize = 80;
+
 /// `name` for one cell of a text table: control characters escaped as Python's `repr` does
 /// (`\n`, `\t`, `\r`, `\x1b`, `\u2028`), so a name stays on its row (a newline would split
-/// it in two, a tab would print raw).
+/// it in two, a tab would print raw), and at most [`CELL_MAX_WIDTH`] columns wide, so one
+/// long name does not widen every row of its table.
 pub fn cell_text(name: &str) -> String {
+    shortened(escaped(name), CELL_MAX_WIDTH)
+}
+
+/// `text` when it fits `width` columns; else its first and last columns around `…`, the
+/// start a little longer (where names differ least is their common prefix).
+fn shortened(text: String, width: usize) -> String {
+    if display_width(&text) <= width {
+        return text;
+    }
+    let head_w = width / 2;
+    let tail_w = width - head_w - 1;
+    let mut head = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = UnicodeWidthStr::width(c.encode_utf8(&mut [0u8; 4]) as &str);
+        if used + w > head_w {
+            break;
+        }
+        head.push(c);
+        used += w;
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in text.chars().rev() {
+        let w = UnicodeWidthStr::width(c.encode_utf8(&mut [0u8; 4]) as &str);
+        if used + w > tail_w {
+            break;
+        }
+        tail.push(c);
+        used += w;
+    }
+    head.push('…');
+    head.extend(tail.into_iter().rev());
+    head
+}
+
+/// `name` with control characters escaped (see [`cell_text`]).
+fn escaped(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         match c {
@@ -462,6 +505,14 @@ mod tests {
     fn names_are_escaped_and_padded_by_display_width() {
         assert_eq!(cell_text("a\nb\tc\rd\u{1b}e\u{2028}"), "a\\nb\\tc\\rd\\x1be\\u2028");
         assert_eq!(cell_text("計算 🚀"), "計算 🚀");
+        // a long name keeps its start and end, within the cell's width
+        let long = format!("GET /api/{}/item/7", "x".repeat(5000));
+        let cell = cell_text(&long);
+        assert_eq!(display_width(&cell), CELL_MAX_WIDTH);
+        assert!(cell.starts_with("GET /api/xxx") && cell.ends_with("xxx/item/7") && cell.contains('…'), "{cell}");
+        let wide = "計".repeat(100);
+        assert!(display_width(&cell_text(&wide)) <= CELL_MAX_WIDTH);
+        assert_eq!(cell_text(&"y".repeat(CELL_MAX_WIDTH)), "y".repeat(CELL_MAX_WIDTH), "a name that fits is whole");
         assert_eq!(display_width("計算"), 4);
         let text = summary_text(&run_of(&["main\nline", "tab\there", "計算", "🚀x", "plain"]), "t.h5");
         let lines: Vec<&str> = text.lines().collect();
