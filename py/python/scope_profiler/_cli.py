@@ -412,13 +412,19 @@ def _run_as_main(
     program's end begins (:meth:`_RunSignals.program_ends`)."""
     from ._manager import ProfileManager
 
+    def run_main() -> None:
+        if module is not None:
+            _main_module.run_module(module)
+        else:
+            _main_module.run_path(script)
+
     def run() -> None:
-        region = ProfileManager.region(module or os.path.basename(script)) if traced else None
-        with region if region is not None else nullcontext():
-            if module is not None:
-                _main_module.run_module(module)
-            else:
-                _main_module.run_path(script)
+        # no Python frame of ours between the script's end and program_ends() but these (a
+        # Ctrl-C there is the end's, and its traceback shows none of them)
+        if not traced:
+            return run_main()
+        with ProfileManager.region(module or os.path.basename(script)):
+            run_main()
 
     exc = signals.interruptibly(run, then=signals.program_ends)
     if exc is None:
