@@ -41,12 +41,9 @@ impl<'a> RowStats<'a> {
         self.durations.get_or_init(|| durations(self.calls))
     }
 
-    /// Number of calls (the stored count for a summary-only row).
+    /// Number of calls (the stored count for a summary-only row: [`RegionCalls::num_calls`]).
     pub fn num_calls(&self) -> i64 {
-        match &self.calls.stored {
-            Some(s) => s.count,
-            None => self.calls.len() as i64,
-        }
+        self.calls.num_calls() as i64
     }
 
     pub fn has_timing(&self) -> bool {

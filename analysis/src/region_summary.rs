@@ -159,7 +159,7 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
     let r = &run.regions[i];
     let name = run.region_names.get(r.region as usize).cloned().unwrap_or_else(|| "?".into());
     if let Some(s) = &r.stored {
-        let n = s.count.max(0) as usize;
+        let n = r.num_calls();
         return RegionSummaryRow {
             row: i,
             name,
