@@ -9,10 +9,10 @@
 //!
 //! Frame names never contain `;` (replaced by `:`) or line breaks (replaced by a space),
 //! the two characters the format cannot carry.
-use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use scope_profiler_analysis::Run;
 
 use crate::export_lanes::{lane_names, reconstruct, RankCalls};
@@ -125,7 +125,8 @@ impl PathTrie {
     /// The trie of the lane's calls `ids`; `node_of` gets each call's node.
     fn of_lane(r: &RankCalls, ids: &[usize], node_of: &mut [u32]) -> Self {
         let mut trie = PathTrie { parent_of: vec![(u32::MAX, u32::MAX)], self_ns: vec![0] };
-        let mut child: HashMap<(u32, u32), u32> = HashMap::new();
+        // (parent node, row) -> node: one lookup per call, so a fast hash of the two ids
+        let mut child: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         for &c in ids {
             let p = r.calls.parent[c];
             let pnode = if p < 0 { 0 } else { node_of[p as usize] };
