@@ -1,17 +1,21 @@
 """Function-level tracing, end to end: cost per traced call of ``scope-profiler run
---recursive`` (trace + finalize + write the .h5) against ``python -m cProfile -o``, the
-reference's ``run --recursive`` and viztracer (``--tracer_entries`` large enough to keep
-every call), on a recursive pure-Python workload of ~1M calls. Each command is a whole
-process; its time minus the untraced script's time, divided by the calls, is the cost per
-call. After one warm-up run of each, median of ``--repeat`` rounds (every command once per
-round, interleaved); the load average is printed with the table.
+--recursive`` with its default outputs (trace, finalize, the summary printed, the .h5 and
+its flame graph written) and with ``--speedscope`` (the full timeline too), against
+``python -m cProfile -o`` under the same interpreter, the reference's ``run --recursive``
+and viztracer (``--tracer_entries`` large enough to keep every call), on a recursive
+pure-Python workload of ~1M calls. Each command is a whole process; its time minus the
+untraced script's time under its interpreter, divided by the calls, is the cost per call.
+After one warm-up run of each, median of ``--repeat`` rounds (every command once per round,
+interleaved, 3.13's too); the load average and each file's bytes per call are printed with
+the table.
 
 Also, with ``--python313``: the same under 3.13, and the cost on 3.12+ of code outside the
 selection (``--include`` matching nothing: every code object is DISABLEd at its first
 call), measured in one process (whole processes would measure the CLI's fixed cost).
 
     .venv/bin/python benches/bench_tracer.py [--depth 28] [--repeat 3]
-        [--reference .venv-ref/bin/scope-profiler] [--viztracer .venv-ref/bin/viztracer]
+        [--reference $SCOPE_PROFILER_REF_PYTHON's scope-profiler]
+        [--viztracer $SCOPE_PROFILER_REF_PYTHON's viztracer]
         [--python313 .venv-3.13/bin/python]
 """
 
@@ -95,35 +99,61 @@ def timed(cmd: list[str], repeat: int, cwd: Path) -> list[float]:
     return out
 
 
+def ours_commands(python: str, tag: str) -> list[tuple[str, list[str], str]]:
+    """Under ``python``: cProfile and ours, ``run --recursive`` with its default outputs (the
+    summary printed, the ``.h5`` and its flame graph written) and with ``--speedscope`` (the
+    full timeline too); ``tag`` names the rows."""
+    ours = str(Path(python).with_name("scope-profiler"))
+    recursive = [ours, "run", "--recursive"]
+    return [
+        (f"untraced{tag}", [python, "app.py"], python),
+        (f"cProfile -o{tag}", [python, "-m", "cProfile", "-o", "out.prof", "app.py"], python),
+        (f"ours{tag} --recursive (default)", [*recursive, "-o", "ours.h5", "app.py"], python),
+        (
+            f"ours{tag} --recursive --speedscope",
+            [*recursive, "--speedscope", "-o", "ours_ss.h5", "app.py"],
+            python,
+        ),
+    ]
+
+
+def default_tool(name: str) -> str:
+    """``name`` beside ``$SCOPE_PROFILER_REF_PYTHON`` (the reference's interpreter), else in
+    ``.venv-ref/bin`` of the checkout."""
+    ref_python = os.environ.get("SCOPE_PROFILER_REF_PYTHON")
+    if ref_python:
+        return str(Path(ref_python).with_name(name))
+    return f".venv-ref/bin/{name}"
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawTextHelpFormatter)
     ap.add_argument("--depth", type=int, default=28)
     ap.add_argument("--repeat", type=int, default=3)
-    ap.add_argument("--reference", default=".venv-ref/bin/scope-profiler")
-    ap.add_argument("--viztracer", default=".venv-ref/bin/viztracer")
+    ap.add_argument("--reference", default=default_tool("scope-profiler"))
+    ap.add_argument("--viztracer", default=default_tool("viztracer"))
     ap.add_argument("--python313", default=None)
     args = ap.parse_args()
+    # the commands run in a scratch directory: paths given relative to here are made absolute
+    # (not resolved: a venv's python is a symlink that must stay one)
+    for name in ("reference", "viztracer", "python313"):
+        if getattr(args, name):
+            setattr(args, name, str(Path(getattr(args, name)).absolute()))
 
     calls = calls_of(args.depth)
-    ours = str(Path(sys.executable).with_name("scope-profiler"))
     with tempfile.TemporaryDirectory() as tmp:
         d = Path(tmp)
         (d / "app.py").write_text(WORKLOAD.format(depth=args.depth))
         py = sys.executable
-        commands: list[tuple[str, list[str], str]] = [
-            ("untraced", [py, "app.py"], py),
-            ("cProfile -o", [py, "-m", "cProfile", "-o", "out.prof", "app.py"], py),
-            (
-                "ours run (no tracing)",
-                [ours, "run", "-q", "--no-speedscope", "-o", "plain.h5", "app.py"],
-                py,
-            ),
-            (
-                "ours run --recursive",
-                [ours, "run", "--recursive", "-q", "--no-speedscope", "-o", "ours.h5", "app.py"],
-                py,
-            ),
-        ]
+        ours = str(Path(py).with_name("scope-profiler"))
+        commands = ours_commands(py, "")
+        commands.insert(
+            2, ("ours run (no tracing)", [ours, "run", "-q", "-o", "plain.h5", "app.py"], py)
+        )
+        tags = [("", py)]
+        if args.python313:
+            commands += ours_commands(args.python313, " 3.13")
+            tags.append((" 3.13", args.python313))
         ref = Path(args.reference)
         if ref.exists():
             ref_py = str(ref.with_name("python"))
@@ -136,7 +166,11 @@ def main() -> None:
                 )
             )
         viz = Path(args.viztracer)
+        viz_py = str(viz.with_name("python"))
         if viz.exists():
+            if not Path(viz_py).exists():  # a launcher script: its interpreter is on line 1
+                viz_py = viz.read_text().splitlines()[0].removeprefix("#!").strip()
+            commands.append(("untraced (viztracer venv)", [viz_py, "app.py"], viz_py))
             commands.append(
                 (
                     "viztracer",
@@ -149,29 +183,9 @@ def main() -> None:
                         "viz.json",
                         "app.py",
                     ],
-                    str(viz.with_name("python")),
+                    viz_py,
                 )
             )
-        if args.python313:
-            ours313 = str(Path(args.python313).with_name("scope-profiler"))
-            commands.append(("untraced 3.13", [args.python313, "app.py"], args.python313))
-            commands.append(
-                (
-                    "ours 3.13 run --recursive",
-                    [
-                        ours313,
-                        "run",
-                        "--recursive",
-                        "-q",
-                        "--no-speedscope",
-                        "-o",
-                        "o313.h5",
-                        "app.py",
-                    ],
-                    args.python313,
-                )
-            )
-        medians: dict[str, float] = {}
         for _, cmd, _ in commands:  # warm-up: every package's bytecode cached, files paged in
             timed(cmd, 1, d)
         # interleaved: round by round every command once, so load changes hit all alike
@@ -179,36 +193,43 @@ def main() -> None:
         for _ in range(args.repeat):
             for name, cmd, _ in commands:
                 times[name] += timed(cmd, 1, d)
-        for name, spent in times.items():
-            medians[name] = statistics.median(spent)
+        medians = {name: statistics.median(spent) for name, spent in times.items()}
         print(
             f"fib({args.depth}): {calls:,} calls; median of {args.repeat}; load average {os.getloadavg()}"
         )
-        print(f"{'command':30s} {'wall s':>9s} {'ns/call':>9s}")
+        print(f"{'command':36s} {'wall s':>9s} {'ns/call':>9s}")
+        # each command's untraced time: the untraced row of its interpreter
         baselines = {
-            py: medians["untraced"],
-            **(
-                {str(ref.with_name("python")): medians["untraced (ref venv)"]}
-                if ref.exists()
-                else {}
-            ),
-            **({args.python313: medians["untraced 3.13"]} if args.python313 else {}),
+            interp: medians[name] for name, cmd, interp in commands if cmd == [interp, "app.py"]
         }
         per_call: dict[str, float] = {}
         for name, _, interp in commands:
-            base = baselines.get(interp, medians["untraced"])
-            ns = (medians[name] - base) / calls * 1e9
+            ns = (medians[name] - baselines[interp]) / calls * 1e9
             per_call[name] = ns
-            print(f"{name:30s} {medians[name]:9.3f} {ns:9.1f}")
-        ours_ns = per_call["ours run --recursive"]
+            print(f"{name:36s} {medians[name]:9.3f} {ns:9.1f}")
         print()
-        print(f"ours / cProfile   = {ours_ns / per_call['cProfile -o']:.2f}  (target <= 2)")
+        for tag, _ in tags:
+            cprofile = per_call[f"cProfile -o{tag}"]
+            default = per_call[f"ours{tag} --recursive (default)"]
+            full = per_call[f"ours{tag} --recursive --speedscope"]
+            print(
+                f"ours{tag} default / cProfile{tag}      = {default / cprofile:.2f}  (target <= 1.5)"
+            )
+            print(f"ours{tag} --speedscope / cProfile{tag} = {full / cprofile:.2f}")
+        ours_ns = per_call["ours --recursive (default)"]
         if ref.exists():
             print(
-                f"ours / reference  = {ours_ns / per_call['reference run --recursive']:.3f}  (target <= 0.05)"
+                f"ours default / reference = {ours_ns / per_call['reference run --recursive']:.3f}  (target <= 0.05)"
             )
         if viz.exists():
-            print(f"ours / viztracer  = {ours_ns / per_call['viztracer']:.3f}  (target <= 0.1)")
+            print(
+                f"ours default / viztracer = {ours_ns / per_call['viztracer']:.3f}  (target <= 0.1)"
+            )
+        sizes = {f.name: f.stat().st_size for f in sorted(d.iterdir()) if f.name.startswith("ours")}
+        print(
+            "files of ours (3.11 run last): "
+            + ", ".join(f"{name} {size / calls:.1f} B/call" for name, size in sizes.items())
+        )
         if args.python313:
             (d / "untraced_check.py").write_text(UNTRACED_CHECK)
             proc = subprocess.run(

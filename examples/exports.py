@@ -8,7 +8,7 @@ OUT_DIR (default ``exports/``):
     run.speedscope.json   https://www.speedscope.app (drag the file in), one profile per lane
     run.trace.json        https://ui.perfetto.dev or chrome://tracing, one track per lane
     run.pftrace           https://ui.perfetto.dev, task tracks with "awaiting" slices
-    run.prof              snakeviz run.prof, gprof2dot -f pstats run.prof, pstats.Stats
+    run_rank0.prof        snakeviz run_rank0.prof, gprof2dot -f pstats run_rank0.prof, pstats.Stats
     run.pb.gz             go tool pprof -http=: run.pb.gz
     run.folded            inferno-flamegraph / flamegraph.pl, speedscope
     run.svg               flame graph (any browser)

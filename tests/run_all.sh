@@ -15,7 +15,7 @@ VENV="$ROOT/.venv"
 REFVENV="$ROOT/.venv-ref"
 CLIENTS="$ROOT/.clients"
 # what the Python tests import, in every venv they run in; and the pip-installed consumers
-PY_TEST_DEPS=("pytest>=7" numpy h5py polars pandas greenlet gevent uvloop trio anyio pyarrow duckdb nbclient ipykernel)
+PY_TEST_DEPS=("pytest>=7" numpy h5py polars pandas greenlet gevent uvloop trio anyio pyarrow duckdb nbclient ipykernel joblib "dask[distributed,dataframe]")
 PY_CONSUMERS=(perfetto==0.59.1 snakeviz==2.2.2 gprof2dot==2025.4.14)
 
 step() { printf '\n==> %s\n' "$*"; }

@@ -27,7 +27,6 @@ use std::sync::Arc;
 use arrow_array::builder::StringBuilder;
 use arrow_array::{ArrayRef, Float64Array, Int64Array, RecordBatch};
 use arrow_schema::{DataType, Field, Schema};
-use serde_json::value::RawValue;
 
 use crate::run::{secs, RegionCalls, Run};
 
@@ -137,13 +136,12 @@ fn tasks_of(r: &RegionCalls) -> Option<(&Int64Array, &Int64Array)> {
 fn metadata_of(run: &Run, r: &RegionCalls) -> Result<Vec<Option<String>>, EventsError> {
     let mut out = vec![None; r.len()];
     let Some(text) = &r.event_metadata else { return Ok(out) };
-    let items: Vec<&RawValue> = serde_json::from_str(text).map_err(|e| EventsError::BadMetadata {
+    let items = crate::call_metadata::entries(text).map_err(|e| EventsError::BadMetadata {
         region: run.region_names.get(r.region as usize).cloned().unwrap_or_default(),
         rank: r.rank,
         reason: e.to_string(),
     })?;
-    for (slot, item) in out.iter_mut().zip(items) {
-        let raw = item.get();
+    for (slot, raw) in out.iter_mut().zip(items) {
         let compact: String = raw.chars().filter(|c| !c.is_whitespace()).collect();
         if compact != "{}" && compact != "null" {
             *slot = Some(raw.to_string());

@@ -239,7 +239,7 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_
                     .flatten()
                     .and_then(|a| a.get(calls.call_index[i] as usize).copied())
                     .unwrap_or(0)
-                    .clamp(0, d.max(0));
+                    .clamp(0, d.max(0)); // as RegionCalls::await_total_ns counts it
                 if with_roots {
                     out.roots.push((s, e, w));
                 }
@@ -281,25 +281,44 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
     if threads.is_empty() {
         return Vec::new();
     }
+    let counted = ThreadCalls::count(run, rank, split, &threads);
+    let times = ThreadTimes::of(run, rank, calls, split, &SlotIndex::new(&counted.slot));
+    summary_rows(run, rank, &threads, &counted, &times)
+}
 
-    // Thread index -> slot; rows sharing an index share the entry.
-    let mut slot: HashMap<i64, usize> = HashMap::with_capacity(threads.len());
-    for t in &threads {
-        let next = slot.len();
-        slot.entry(t.index).or_insert(next);
-    }
-    let mut num_calls = vec![0i64; slot.len()];
-    // Calls whose thread id has no thread-table row (`-1`, "unknown thread", aside): a
-    // damaged file. Such threads get a row of their own, after the table's, so their calls
-    // are counted somewhere.
-    let mut unlisted: HashMap<i64, i64> = HashMap::new();
+/// The calls of each thread of a rank: a slot per thread index of the thread table (rows
+/// sharing an index share the slot), then one per thread id that calls carry but the table
+/// has no row for.
+struct ThreadCalls {
+    /// Thread index -> slot of `num_calls` (and of [`ThreadTimes`]' vectors).
+    slot: HashMap<i64, usize>,
+    /// Calls per slot.
+    num_calls: Vec<i64>,
+    /// `(thread id, calls)` of the ids without a thread-table row, ascending.
+    unlisted: Vec<(i64, i64)>,
+}
 
-    // Calls per thread. Without task columns a call's lane is -2 - its thread id (or -1),
-    // so the count is the lane's size; else the rows' thread columns, counted in parallel.
-    let tasks_recorded = run.rank_rows(rank).any(|r| r.task_ids.is_some());
-    {
+impl ThreadCalls {
+    fn count(run: &Run, rank: u32, split: &LaneSplit, threads: &[&ThreadRow]) -> Self {
+        // Thread index -> slot; rows sharing an index share the entry.
+        let mut slot: HashMap<i64, usize> = HashMap::with_capacity(threads.len());
+        for t in threads {
+            let next = slot.len();
+            slot.entry(t.index).or_insert(next);
+        }
+        let mut num_calls = vec![0i64; slot.len()];
+        // Calls whose thread id has no thread-table row (`-1`, "unknown thread", aside): a
+        // damaged file. Such threads get a row of their own, after the table's, so their calls
+        // are counted somewhere.
+        let mut unlisted: HashMap<i64, i64> = HashMap::new();
+
+        // Calls per thread. Without task columns a call's lane is -2 - its thread id (or -1),
+        // so the count is the lane's size; else the rows' thread columns, counted in parallel.
+        let tasks_recorded = run.rank_rows(rank).any(|r| r.task_ids.is_some());
         let slots = SlotIndex::new(&slot);
-        if !tasks_recorded {
+        if tasks_recorded {
+            count_thread_columns(run, rank, &slots, &mut num_calls, &mut unlisted);
+        } else {
             for (lane, ids) in split.iter() {
                 if lane <= -2 {
                     match slots.get(-2 - lane) {
@@ -309,99 +328,132 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
                 }
             }
         }
-        let columns: Vec<&[i64]> = if !tasks_recorded {
-            Vec::new()
-        } else {
-            run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect()
-        };
-        let chunks: Vec<&[i64]> = columns.iter().flat_map(|c| c.chunks(1 << 16)).collect();
-        for (counts, missing) in chunks
-            .par_iter()
-            .map(|ids| {
-                let mut counts = vec![0i64; num_calls.len()];
-                let mut missing: HashMap<i64, i64> = HashMap::new();
-                for &t in ids.iter() {
-                    match slots.get(t) {
-                        Some(s) => counts[s] += 1,
-                        None if t != crate::run::UNKNOWN => *missing.entry(t).or_default() += 1,
-                        None => {}
-                    }
-                }
-                (counts, missing)
-            })
-            .collect::<Vec<_>>()
-        {
-            for (total, c) in num_calls.iter_mut().zip(counts) {
-                *total += c;
-            }
-            for (t, n) in missing {
-                *unlisted.entry(t).or_default() += n;
-            }
+        let mut unlisted: Vec<(i64, i64)> = unlisted.into_iter().collect();
+        unlisted.sort_unstable();
+        for &(t, n) in &unlisted {
+            slot.insert(t, num_calls.len());
+            num_calls.push(n);
         }
+        ThreadCalls { slot, num_calls, unlisted }
     }
-    let mut unlisted: Vec<(i64, i64)> = unlisted.into_iter().collect();
-    unlisted.sort_unstable();
-    for &(t, n) in &unlisted {
-        slot.insert(t, num_calls.len());
-        num_calls.push(n);
-    }
-    let slots = SlotIndex::new(&slot);
-    let slot_of = |t: i64| slots.get(t);
+}
 
-    // Top-level calls per lane, then per thread: a thread's bare lane first, then every task
-    // lane whose task rows name the thread (each distinct thread once), without the task
-    // calls that lie inside a bare-lane call of that thread (the session root counted as
-    // held beside the task calls it contains would make held > wall).
-    let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
-    task_threads.sort_unstable();
-    let lanes = lane_times(run, rank, calls, split, true);
-    let mut roots: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slot.len()];
-    let mut held = vec![0i64; slot.len()];
-    let mut awaited = vec![0i64; slot.len()];
-    for lt in lanes.iter().filter(|lt| lt.lane <= -2) {
-        if let Some(s) = slot_of(-2 - lt.lane) {
-            roots[s].extend(lt.roots.iter().map(|&(b, e, _)| (b, e)));
-            held[s] += lt.held_ns;
-            awaited[s] += lt.await_ns;
-        }
-    }
-    // the bare-lane roots of each thread, ascending start (non-overlapping per lane; rows
-    // sharing an index may bring several lanes, hence the sort)
-    let bare: Vec<Vec<(i64, i64)>> = roots
-        .iter()
-        .map(|r| {
-            let mut r = r.clone();
-            r.sort_unstable();
-            r
+/// Add the calls of `rank`'s thread columns to `num_calls` (by slot) and to `unlisted` (by
+/// thread id, for ids without a slot other than the unknown thread), in parallel chunks.
+fn count_thread_columns(
+    run: &Run,
+    rank: u32,
+    slots: &SlotIndex<'_>,
+    num_calls: &mut [i64],
+    unlisted: &mut HashMap<i64, i64>,
+) {
+    let columns: Vec<&[i64]> =
+        run.rank_rows(rank).filter_map(|r| r.thread_ids.as_ref().map(|a| &a.values()[..])).collect();
+    let chunks: Vec<&[i64]> = columns.iter().flat_map(|c| c.chunks(1 << 16)).collect();
+    for (counts, missing) in chunks
+        .par_iter()
+        .map(|ids| {
+            let mut counts = vec![0i64; num_calls.len()];
+            let mut missing: HashMap<i64, i64> = HashMap::new();
+            for &t in ids.iter() {
+                match slots.get(t) {
+                    Some(s) => counts[s] += 1,
+                    None if t != crate::run::UNKNOWN => *missing.entry(t).or_default() += 1,
+                    None => {}
+                }
+            }
+            (counts, missing)
         })
-        .collect();
-    let mut enclosed: Vec<Vec<(i64, i64)>> = vec![Vec::new(); slot.len()];
-    for lt in lanes.iter().filter(|lt| lt.lane >= 0) {
-        let from = task_threads.partition_point(|&(k, _)| k < lt.lane);
-        let mut last_slot = usize::MAX;
-        for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lt.lane) {
-            let Some(s) = slot_of(th).filter(|&s| s != last_slot) else { continue };
-            last_slot = s;
-            for &(b, e, w) in &lt.roots {
-                if inside(&bare[s], b, e) {
-                    enclosed[s].push((b, e));
-                } else {
-                    roots[s].push((b, e));
-                }
-                held[s] += e - b - w;
-                awaited[s] += w;
-            }
+        .collect::<Vec<_>>()
+    {
+        for (total, c) in num_calls.iter_mut().zip(counts) {
+            *total += c;
+        }
+        for (t, n) in missing {
+            *unlisted.entry(t).or_default() += n;
         }
     }
-    // a bare-lane call holds the thread only outside the task calls it encloses (those are
-    // split into their own held and await): like exclusive time, across lanes
-    for (h, inner) in held.iter_mut().zip(enclosed) {
-        *h -= union_ns(inner);
-    }
-    let covered: Vec<i64> = roots.into_par_iter().map(union_ns).collect();
+}
 
+/// Per slot of [`ThreadCalls`]: the ns the thread's top-level calls cover (their union over
+/// its bare lane and its tasks' lanes), and with task lanes the held and await ns.
+struct ThreadTimes {
+    covered: Vec<i64>,
+    held: Vec<i64>,
+    awaited: Vec<i64>,
+}
+
+impl ThreadTimes {
+    fn of(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, slots: &SlotIndex<'_>) -> Self {
+        let n = slots.len();
+        // Top-level calls per lane, then per thread: a thread's bare lane first, then every task
+        // lane whose task rows name the thread (each distinct thread once), without the task
+        // calls that lie inside a bare-lane call of that thread (the session root counted as
+        // held beside the task calls it contains would make held > wall).
+        let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
+        task_threads.sort_unstable();
+        let lanes = lane_times(run, rank, calls, split, true);
+        let mut roots: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        let mut held = vec![0i64; n];
+        let mut awaited = vec![0i64; n];
+        for lt in lanes.iter().filter(|lt| lt.lane <= -2) {
+            if let Some(s) = slots.get(-2 - lt.lane) {
+                roots[s].extend(lt.roots.iter().map(|&(b, e, _)| (b, e)));
+                held[s] += lt.held_ns;
+                awaited[s] += lt.await_ns;
+            }
+        }
+        // the bare-lane roots of each thread, ascending start (non-overlapping per lane; rows
+        // sharing an index may bring several lanes, hence the sort)
+        let bare: Vec<Vec<(i64, i64)>> = roots
+            .iter()
+            .map(|r| {
+                let mut r = r.clone();
+                r.sort_unstable();
+                r
+            })
+            .collect();
+        let mut enclosed: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        for lt in lanes.iter().filter(|lt| lt.lane >= 0) {
+            let from = task_threads.partition_point(|&(k, _)| k < lt.lane);
+            let mut last_slot = usize::MAX;
+            for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lt.lane) {
+                let Some(s) = slots.get(th).filter(|&s| s != last_slot) else { continue };
+                last_slot = s;
+                for &(b, e, w) in &lt.roots {
+                    if inside(&bare[s], b, e) {
+                        enclosed[s].push((b, e));
+                    } else {
+                        roots[s].push((b, e));
+                    }
+                    held[s] += e - b - w;
+                    awaited[s] += w;
+                }
+            }
+        }
+        // a bare-lane call holds the thread only outside the task calls it encloses (those are
+        // split into their own held and await): like exclusive time, across lanes
+        for (h, inner) in held.iter_mut().zip(enclosed) {
+            *h -= union_ns(inner);
+        }
+        let covered: Vec<i64> = roots.into_par_iter().map(union_ns).collect();
+        ThreadTimes { covered, held, awaited }
+    }
+}
+
+/// The summary rows of `threads` (the thread table's rows of `rank`, in order), then one per
+/// unlisted thread id.
+fn summary_rows(
+    run: &Run,
+    rank: u32,
+    threads: &[&ThreadRow],
+    counted: &ThreadCalls,
+    times: &ThreadTimes,
+) -> Vec<ThreadSummaryRow> {
     let has_await = rank_has_await(run, rank);
     let run_end = run_end_ns(run, rank);
+    let slot = &counted.slot;
+    let ThreadTimes { covered, held, awaited } = times;
     // unsound values (`ThreadRow::problems`) are unknown here, never a negative time
     let mut rows: Vec<ThreadSummaryRow> = threads
         .iter()
@@ -417,14 +469,14 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
                 wall_time: end.zip(t.sound_start_ns()).map(|(e, b)| secs(e) - secs(b)),
                 cpu_time: t.sound_cpu_run_ns().map(secs),
                 cpu_time_total: t.sound_cpu_ns().map(secs),
-                num_calls: num_calls[s],
+                num_calls: counted.num_calls[s],
                 region_time: secs(covered[s]),
                 held_time: has_await.then(|| secs(held[s])),
                 await_time: has_await.then(|| secs(awaited[s])),
             }
         })
         .collect();
-    rows.extend(unlisted.iter().map(|&(t, n)| {
+    rows.extend(counted.unlisted.iter().map(|&(t, n)| {
         let s = slot[&t];
         ThreadSummaryRow {
             index: t,
@@ -464,6 +516,11 @@ impl<'a> SlotIndex<'a> {
             d
         });
         SlotIndex { dense, map }
+    }
+
+    /// The number of slots (they are numbered densely from 0).
+    fn len(&self) -> usize {
+        self.map.len()
     }
 
     fn get(&self, t: i64) -> Option<usize> {
@@ -518,6 +575,14 @@ pub fn thread_table_note(run: &Run, rank: u32, rows: &[ThreadSummaryRow]) -> Opt
         ));
     }
     Some(format!("{}. The file is damaged.", parts.join("; ")))
+}
+
+/// What the lane summaries of a rank read without its calls (`read_h5_summary`,
+/// [`Run::summary_only`]) cannot say: their calls and region times (given as 0, as 0.7.5
+/// gives them). `None` for a rank with its calls.
+pub fn summary_only_note(run: &Run, rank: u32) -> Option<&'static str> {
+    run.summary_only(rank)
+        .then_some("calls and region times per thread and task: not in a summary-only read (read_h5 loads the calls)")
 }
 
 /// Why `thread_summary(rank)` is empty, when it is because the rank has calls but no thread

@@ -1,11 +1,13 @@
 //! Analysis engine of scope-profiler: the run model ([`run`]) and the algorithms on it.
 pub mod call_graph;
+pub mod call_metadata;
 mod call_numbering;
 mod call_order;
 pub mod callstack;
 pub mod column_memory;
 pub mod compare;
 pub mod events;
+pub mod figures;
 pub mod lane_summary;
 pub mod loop_blocks;
 pub mod merge;
@@ -14,11 +16,13 @@ pub mod packed_ids;
 pub mod pool;
 pub mod python_text;
 pub mod rank_reconstruction;
+pub mod record_batch;
 pub mod region_stats;
 pub mod region_summary;
 pub mod row_view;
 pub mod run;
 pub mod run_analysis;
+pub mod summary_order;
 
 pub use call_graph::{call_graph, CallGraphRow};
 pub use callstack::{
@@ -27,8 +31,9 @@ pub use callstack::{
 };
 pub use events::{events_batch, events_batch_with, EventColumn, EventsError, OptionalColumns};
 pub use lane_summary::{
-    lane_label, no_thread_table_note, task_summary, task_summary_split, thread_summary, thread_summary_from,
-    thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow, ThreadSummaryRow,
+    lane_label, no_thread_table_note, summary_only_note, task_summary, task_summary_split, thread_summary,
+    thread_summary_from, thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow,
+    ThreadSummaryRow,
 };
 pub use loop_blocks::{loop_blocks, BelowBlockFloor, LoopBlock, LoopBlockRow, BLOCK_FLOOR_NS};
 pub use merge::{merge_runs, merge_sets, MergeError, MergeOptions, MergeSet, PROCESSES};
@@ -38,6 +43,7 @@ pub use rank_reconstruction::{
     region_input, set_aside_causes, set_aside_report, CallNumbering,
 };
 pub use region_summary::{nesting_note, rank_summary, summary_table_columns, RankSummary, RegionSummaryRow};
-pub use row_view::{ExclusiveOf, LaneFilter, RowView};
+pub use row_view::{ExclusiveOf, LaneFilter, RowView, ViewPath};
 pub use run::{secs, IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow, UNKNOWN};
 pub use run_analysis::{Reconstruction, RunAnalysis};
+pub use summary_order::SortKey;

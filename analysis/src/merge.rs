@@ -358,18 +358,7 @@ mod tests {
     }
 
     fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
-        ThreadRow {
-            rank,
-            index,
-            ident: 1,
-            native_id: 2,
-            daemon: false,
-            start_ns: 0,
-            end_ns: -1,
-            cpu_ns: 3,
-            cpu_start_ns: 1,
-            name: name.into(),
-        }
+        ThreadRow { ident: 1, native_id: 2, cpu_ns: 3, cpu_start_ns: 1, ..ThreadRow::new(rank, index, name) }
     }
 
     fn single(names: &[&str], rows: Vec<RegionCalls>, threads: Vec<ThreadRow>) -> Run {

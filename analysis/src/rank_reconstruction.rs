@@ -161,8 +161,15 @@ pub fn exclusive_from(run: &Run, rows: &[usize], calls: &CallArrays) -> Vec<(usi
 /// The one message about the calls of `rank` that a lenient reconstruction set aside
 /// ([`CallArrays::set_aside`]), `None` when there are none: how many, and the first few with
 /// region, call index, lane label and times (s from the rank's first call start), each with
-/// the call it crosses.
+/// the call it crosses, then their likely cause.
 pub fn set_aside_report(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays) -> Option<String> {
+    set_aside_calls(run, rank, rows, calls)
+        .map(|list| format!("{list}. Likely cause: {}.", set_aside_causes(run, rank, calls).join("; or ")))
+}
+
+/// [`set_aside_report`] without the likely cause: for a summary whose next note says it
+/// (an event loop's tasks recorded without `track_async`, [`crate::untracked_tasks_note`]).
+pub fn set_aside_calls(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays) -> Option<String> {
     const SHOWN: usize = 3;
     if calls.set_aside.is_empty() {
         return None;
@@ -192,11 +199,10 @@ pub fn set_aside_report(run: &Run, rank: u32, rows: &[usize], calls: &CallArrays
         .collect();
     let more = calls.set_aside.len().saturating_sub(SHOWN);
     Some(format!(
-        "{} call(s) on rank {rank} do not nest in their lane and were set aside (kept in the data; left out of their neighbours' exclusive time, root time, exports and timelines): {}{}. Likely cause: {}.",
+        "{} call(s) on rank {rank} do not nest in their lane and were set aside (kept in the data; left out of their neighbours' exclusive time, root time, exports and timelines): {}{}",
         calls.set_aside.len(),
         shown.join("; "),
         if more > 0 { format!("; and {more} more") } else { String::new() },
-        set_aside_causes(run, rank, calls).join("; or ")
     ))
 }
 

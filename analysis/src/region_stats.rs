@@ -41,12 +41,9 @@ impl<'a> RowStats<'a> {
         self.durations.get_or_init(|| durations(self.calls))
     }
 
-    /// Number of calls (the stored count for a summary-only row).
+    /// Number of calls (the stored count for a summary-only row: [`RegionCalls::num_calls`]).
     pub fn num_calls(&self) -> i64 {
-        match &self.calls.stored {
-            Some(s) => s.count,
-            None => self.calls.len() as i64,
-        }
+        self.calls.num_calls() as i64
     }
 
     pub fn has_timing(&self) -> bool {
@@ -286,6 +283,16 @@ impl<'a> PooledStats<'a> {
     }
 }
 
+/// Earliest first start and latest last end over the rows with calls, s on the recording
+/// clock (stored statistics for summary-only rows); `None` when no row has a call.
+pub fn time_bounds<'a>(rows: impl IntoIterator<Item = &'a RegionCalls>) -> Option<(f64, f64)> {
+    rows.into_iter()
+        .map(RowStats::new)
+        .filter(RowStats::has_timing)
+        .map(|r| (r.first_start(), r.last_end()))
+        .reduce(|(s, e), (a, b)| (s.min(a), e.max(b)))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -293,6 +300,22 @@ mod tests {
 
     fn row(starts: Vec<i64>, ends: Vec<i64>) -> RegionCalls {
         RegionCalls::new(0, 0, Int64Array::from(starts), Int64Array::from(ends))
+    }
+
+    /// Rows without calls do not count; a summary-only row answers from its stored extremes.
+    #[test]
+    fn time_bounds_span_the_rows_with_calls() {
+        let mut stored = row(vec![], vec![]);
+        stored.stored = Some(crate::StoredStats {
+            count: 2,
+            start_minimum: 50,
+            end_maximum: 4_000_000_000,
+            ..crate::StoredStats::default()
+        });
+        let rows = [row(vec![3_000_000_000, 1_000_000_000], vec![3_500_000_000, 2_000_000_000]), row(vec![], vec![])];
+        assert_eq!(time_bounds(&rows), Some((1.0, 3.5)));
+        assert_eq!(time_bounds([&rows[0], &stored]), Some((5e-8, 4.0)));
+        assert_eq!(time_bounds(&rows[1..]), None);
     }
 
     #[test]

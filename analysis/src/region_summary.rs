@@ -6,7 +6,7 @@ use crate::events::OptionalColumns;
 use crate::lane_summary::{
     task_summary_split, thread_summary_from, thread_table_note, untracked_tasks_note, TaskSummaryRow, ThreadSummaryRow,
 };
-use crate::rank_reconstruction::{exclusive_from, rank_call_arrays, set_aside_report};
+use crate::rank_reconstruction::{exclusive_from, rank_call_arrays, set_aside_calls, set_aside_report};
 use crate::{NestingError, Run};
 
 /// One region row of a rank. Durations are `end - start` of each call, ns on the recording
@@ -64,6 +64,9 @@ pub struct RankSummary {
     /// [`thread_table_note`]: thread-table rows with unsound times, thread ids without a
     /// row (a damaged file).
     pub thread_table_note: Option<String>,
+    /// The rank was read without its calls (`read_h5_summary`): the threads' and tasks'
+    /// calls and region times are not known (the summaries give 0, as 0.7.5 does).
+    pub summary_only: bool,
 }
 
 impl RankSummary {
@@ -94,6 +97,7 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
         tasks: None,
         untracked_tasks_note: None,
         thread_table_note: None,
+        summary_only: run.summary_only(rank),
     };
     match &rec {
         Some(Ok((order, calls))) => {
@@ -104,8 +108,12 @@ pub fn rank_summary(run: &Run, rank: u32) -> Option<RankSummary> {
                     }
                 }
             }
-            out.set_aside_note = set_aside_report(run, rank, order, calls);
             out.untracked_tasks_note = untracked_tasks_note(run, rank, calls);
+            // the advice is said once: by the untracked-tasks note when it applies
+            out.set_aside_note = match out.untracked_tasks_note {
+                Some(_) => set_aside_calls(run, rank, order, calls).map(|list| format!("{list} (see below).")),
+                None => set_aside_report(run, rank, order, calls),
+            };
         }
         Some(Err(e)) if missing => out.nesting_note = Some(nesting_note(run, rank, e)),
         _ => {}
@@ -145,9 +153,25 @@ pub fn nesting_note(run: &Run, rank: u32, e: &NestingError) -> String {
     }
 }
 
-/// The totals of row `i` of `run.regions` (exclusive: the stored total, if any).
+/// The totals of row `i` of `run.regions` (exclusive: the stored total, if any); a
+/// summary-only row ([`crate::RegionCalls::stored`]) gives its stored statistics.
 fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
     let r = &run.regions[i];
+    let name = run.region_names.get(r.region as usize).cloned().unwrap_or_else(|| "?".into());
+    if let Some(s) = &r.stored {
+        let n = r.num_calls();
+        return RegionSummaryRow {
+            row: i,
+            name,
+            calls: n,
+            total_ns: s.total,
+            mean_ns: if n > 0 { s.total as f64 / n as f64 } else { 0.0 },
+            min_ns: if n > 0 { s.minimum } else { 0 },
+            max_ns: if n > 0 { s.maximum } else { 0 },
+            exclusive_ns: r.exclusive_total_ns,
+            await_ns: None,
+        };
+    }
     let n = r.len();
     let (mut total, mut min, mut max) = (0i64, i64::MAX, i64::MIN);
     for (s, e) in r.start_ns.values().iter().zip(r.end_ns.values().iter()) {
@@ -158,14 +182,14 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
     }
     RegionSummaryRow {
         row: i,
-        name: run.region_names.get(r.region as usize).cloned().unwrap_or_else(|| "?".into()),
+        name,
         calls: n,
         total_ns: total,
         mean_ns: if n > 0 { total as f64 / n as f64 } else { 0.0 },
         min_ns: if n > 0 { min } else { 0 },
         max_ns: if n > 0 { max } else { 0 },
         exclusive_ns: r.exclusive_total_ns,
-        await_ns: r.await_ns.as_ref().map(|a| a.values().iter().map(|&v| v.max(0)).sum()),
+        await_ns: r.await_total_ns(),
     }
 }
 

@@ -115,10 +115,11 @@ impl RowView {
         Ok(self.exclusive_ns()?.values().iter().fold(0i64, |a, &x| a.wrapping_add(x)))
     }
 
-    /// Σ await ns of the row's calls (negative values counted as 0, as the summaries do),
-    /// `None` when the row has no await column (no `track_async`).
+    /// Σ await ns of the row's calls, each within `[0, its duration]` as the summaries count
+    /// it ([`RegionCalls::await_total_ns`]), `None` when the row has no await column (no
+    /// `track_async`).
     pub fn await_total_ns(&self) -> Option<i64> {
-        self.calls().await_ns.as_ref().map(|a| a.values().iter().map(|&v| v.max(0)).fold(0i64, i64::wrapping_add))
+        self.calls().await_total_ns()
     }
 
     /// Positions of the calls `filter` keeps, ascending. `None` when the row lacks the
@@ -185,16 +186,80 @@ pub fn durations(calls: &RegionCalls) -> Vec<i64> {
 /// Python's `json.dumps` joins list items (`", "`), each element's text kept verbatim.
 /// `None` when the text is not a JSON list or a pick is out of range.
 pub fn select_metadata(json: &str, picks: &[u32]) -> Option<String> {
-    let items: Vec<&serde_json::value::RawValue> = serde_json::from_str(json).ok()?;
+    let items = crate::call_metadata::entries(json).ok()?;
     let mut out = String::from("[");
     for (k, &i) in picks.iter().enumerate() {
         if k > 0 {
             out.push_str(", ");
         }
-        out.push_str(items.get(i as usize)?.get());
+        out.push_str(items.get(i as usize)?);
     }
     out.push(']');
     Some(out)
+}
+
+/// Where a view comes from, in plain values (what a pickled `Region` carries): row `row` of
+/// a run (its exclusive time from the run's reconstruction, or its own durations when
+/// `inclusive`), then the calls kept by each slice in turn (`for_thread`, `for_task`,
+/// `for_lane`), as positions in the previous view.
+pub struct ViewPath {
+    pub analysis: Arc<RunAnalysis>,
+    pub row: usize,
+    pub inclusive: bool,
+    pub slices: Vec<Vec<u32>>,
+}
+
+impl ViewPath {
+    /// The path of `view`.
+    pub fn of(view: &RowView) -> ViewPath {
+        match &view.exclusive {
+            ExclusiveOf::Run | ExclusiveOf::Inclusive => ViewPath {
+                analysis: Arc::clone(&view.analysis),
+                row: view.row,
+                inclusive: matches!(view.exclusive, ExclusiveOf::Inclusive),
+                slices: Vec::new(),
+            },
+            ExclusiveOf::Slice { parent, picks } => {
+                let mut path = ViewPath::of(parent);
+                path.slices.push(picks.to_vec());
+                path
+            }
+        }
+    }
+
+    /// The view again. Errors (the message) when a row or a position is not there.
+    pub fn view(self) -> Result<RowView, String> {
+        let rows = self.analysis.run.regions.len();
+        if self.row >= rows {
+            return Err(format!("not a pickled region: row {} of a run of {rows}", self.row));
+        }
+        let mut view = RowView::of_run(&self.analysis, self.row);
+        if self.inclusive {
+            view.exclusive = ExclusiveOf::Inclusive;
+        }
+        for picks in self.slices {
+            let n = view.calls().len();
+            if picks.iter().any(|&i| i as usize >= n) {
+                return Err(format!("not a pickled region: a slice past its {n} calls"));
+            }
+            view = view.select(picks);
+        }
+        Ok(view)
+    }
+}
+
+/// Positions as the bytes a path stores for them (u32, little-endian).
+pub fn picks_bytes(picks: &[u32]) -> Vec<u8> {
+    picks.iter().flat_map(|p| p.to_le_bytes()).collect()
+}
+
+/// Inverse of [`picks_bytes`]. Errors (the message) for a length that is not a whole
+/// number of positions.
+pub fn picks_of(bytes: &[u8]) -> Result<Vec<u32>, String> {
+    if !bytes.len().is_multiple_of(4) {
+        return Err("not a pickled region: a slice of a partial position".into());
+    }
+    Ok(bytes.chunks_exact(4).map(|c| u32::from_le_bytes([c[0], c[1], c[2], c[3]])).collect())
 }
 
 #[cfg(test)]
@@ -262,5 +327,29 @@ mod tests {
         let run = Run { region_names: vec!["a".into()], regions: vec![r], num_ranks: 1, ..Run::default() };
         let analysis = Arc::new(RunAnalysis::new(Arc::new(run)));
         assert_eq!(RowView::of_run(&analysis, 0).exclusive_total_ns().unwrap(), 100);
+    }
+
+    /// A slice of a slice goes through its path and back to the same calls and exclusive
+    /// times; a path past the run or the calls is refused, as are bytes of a partial position.
+    #[test]
+    fn a_view_path_rebuilds_the_view() {
+        let r = row(vec![0, 0, 5], vec![100, 50, 9], vec![0, 1, 1]);
+        let run = Run { region_names: vec!["a".into()], regions: vec![r], num_ranks: 1, ..Run::default() };
+        let analysis = Arc::new(RunAnalysis::new(Arc::new(run)));
+        let view = RowView::of_run(&analysis, 0);
+        let t1 = view.select(view.picks(LaneFilter::Thread(1)).unwrap());
+        let last = t1.select(vec![1]);
+        let path = ViewPath::of(&last);
+        assert_eq!((path.row, path.inclusive, path.slices.clone()), (0, false, vec![vec![1, 2], vec![1]]));
+        let back = path.view().unwrap();
+        assert_eq!(back.calls().start_ns.values().to_vec(), vec![5]);
+        assert_eq!(back.exclusive_ns().unwrap().values().to_vec(), last.exclusive_ns().unwrap().values().to_vec());
+        let bad = ViewPath { analysis: Arc::clone(&analysis), row: 0, inclusive: true, slices: vec![vec![3]] };
+        assert_eq!(bad.view().err().as_deref(), Some("not a pickled region: a slice past its 3 calls"));
+        let past = ViewPath { analysis, row: 1, inclusive: false, slices: Vec::new() };
+        assert_eq!(past.view().err().as_deref(), Some("not a pickled region: row 1 of a run of 1"));
+        assert_eq!(picks_bytes(&[1, 258]), vec![1, 0, 0, 0, 2, 1, 0, 0]);
+        assert_eq!(picks_of(&picks_bytes(&[7, 0, u32::MAX])), Ok(vec![7, 0, u32::MAX]));
+        assert!(picks_of(&[1, 2, 3]).is_err());
     }
 }

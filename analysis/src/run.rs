@@ -176,6 +176,22 @@ impl RegionCalls {
     pub fn len(&self) -> usize {
         self.start_ns.len()
     }
+    /// Σ await ns of the calls, each clamped to `[0, its duration]` (a damaged file's value
+    /// outside it would make held time negative), `None` without an await column. The one
+    /// rule of a call's await for every summary (regions, threads, tasks).
+    pub fn await_total_ns(&self) -> Option<i64> {
+        let awaits = self.await_ns.as_ref()?.values();
+        let (start, end) = (self.start_ns.values(), self.end_ns.values());
+        let clamped = awaits.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
+        Some(clamped.fold(0i64, i64::wrapping_add))
+    }
+
+    /// Number of calls: the stored count of a summary-only row ([`RegionCalls::stored`]), else
+    /// the per-call columns' length.
+    pub fn num_calls(&self) -> usize {
+        self.stored.as_ref().map_or(self.len(), |s| s.count.max(0) as usize)
+    }
+
     pub fn is_empty(&self) -> bool {
         self.start_ns.is_empty()
     }
@@ -225,6 +241,24 @@ pub struct ThreadRow {
 }
 
 impl ThreadRow {
+    /// Thread `index` of `rank`, registered at the run's origin and still alive, with no
+    /// ident, OS thread id or CPU clock recorded; set the other fields with struct update
+    /// syntax (`ThreadRow { ident: 7, ..ThreadRow::new(0, 0, "MainThread") }`).
+    pub fn new(rank: u32, index: i64, name: &str) -> Self {
+        ThreadRow {
+            rank,
+            index,
+            ident: 0,
+            native_id: 0,
+            daemon: false,
+            start_ns: 0,
+            end_ns: -1,
+            cpu_ns: 0,
+            cpu_start_ns: UNKNOWN,
+            name: name.into(),
+        }
+    }
+
     /// ns of CPU the thread burned during the run (`cpu_ns - cpu_start_ns`, its
     /// `CLOCK_THREAD_CPUTIME_ID`), `None` when `cpu_start_ns` is not recorded.
     pub fn cpu_run_ns(&self) -> Option<i64> {
@@ -388,7 +422,6 @@ pub struct Run {
     /// order they ended; empty when none were recorded.
     pub loop_blocks: Vec<crate::loop_blocks::LoopBlockRow>,
 }
-
 impl Run {
     /// The metadata value under `key`, if any.
     pub fn meta(&self, key: &str) -> Option<&MetaValue> {
@@ -416,6 +449,11 @@ impl Run {
             _ => format!("rank {rank}"),
         }
     }
+    /// Whether `rank` was read without its calls (`read_h5_summary`: a row carries stored
+    /// statistics, [`RegionCalls::stored`]): what needs the calls (per-lane times) is unknown.
+    pub fn summary_only(&self, rank: u32) -> bool {
+        self.rank_rows(rank).any(|r| r.stored.is_some())
+    }
     /// Rows of one rank, in file order.
     pub fn rank_rows(&self, rank: u32) -> impl Iterator<Item = &RegionCalls> {
         self.regions.iter().filter(move |r| r.rank == rank)
@@ -432,11 +470,106 @@ impl Run {
     pub fn has_thread_ids(&self) -> bool {
         self.regions.iter().any(|r| r.thread_ids.is_some())
     }
+    /// Reorder the rows so that each rank's rows are back to back, ranks ascending, as the
+    /// run model requires (stable: a rank's rows keep their order). Returns the new position
+    /// of each row, by its old position.
+    pub fn order_rows_by_rank(&mut self) -> Vec<usize> {
+        let mut order: Vec<usize> = (0..self.regions.len()).collect();
+        order.sort_by_key(|&i| self.regions[i].rank);
+        let mut position = vec![0usize; order.len()];
+        for (new, &old) in order.iter().enumerate() {
+            position[old] = new;
+        }
+        let mut rows: Vec<Option<RegionCalls>> = self.regions.drain(..).map(Some).collect();
+        self.regions = order.iter().filter_map(|&i| rows[i].take()).collect();
+        position
+    }
+    /// Positions of the rows of the regions named `names`, in that order, each region's rows
+    /// by rank ascending; only ranks in `ranks` (`None`: all). `events()` order.
+    pub fn rows_of(&self, names: &[String], ranks: Option<&[u32]>) -> Vec<usize> {
+        let mut out = Vec::new();
+        for name in names {
+            let Some(id) = self.region_names.iter().position(|n| n == name) else { continue };
+            let mut rows: Vec<(u32, usize)> = (self.regions.iter().enumerate())
+                .filter(|(_, r)| r.region as usize == id && ranks.is_none_or(|w| w.contains(&r.rank)))
+                .map(|(i, r)| (r.rank, i))
+                .collect();
+            rows.sort_by_key(|(rank, _)| *rank);
+            out.extend(rows.into_iter().map(|(_, i)| i));
+        }
+        out
+    }
+    /// Give the rows from `first` on the lane columns (`thread_ids`, `task_ids`, `await_ns`)
+    /// that another row of the run has, filled as a file stores a row without them: thread
+    /// and task -1 (unknown thread, outside any task: lane -1), await 0. A row added to a
+    /// tracked run (a C/Fortran region folded in at `finalize`) then has the shape it reads
+    /// back with (spec-hdf5: with a lane column in the file, every region gets an array).
+    pub fn fill_lane_columns(&mut self, first: usize) {
+        let rows = &self.regions;
+        let threads = rows.iter().any(|r| r.thread_ids.is_some());
+        let tasks = rows.iter().any(|r| r.task_ids.is_some());
+        let awaits = rows.iter().any(|r| r.await_ns.is_some());
+        for row in self.regions.iter_mut().skip(first) {
+            let n = row.len();
+            let filled = |value: i64| Some(Int64Array::from(vec![value; n]));
+            if threads && row.thread_ids.is_none() {
+                row.thread_ids = filled(-1);
+            }
+            if tasks && row.task_ids.is_none() {
+                row.task_ids = filled(-1);
+            }
+            if awaits && row.await_ns.is_none() {
+                row.await_ns = filled(0);
+            }
+        }
+    }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn row(region: u32, n: usize) -> RegionCalls {
+        RegionCalls::new(region, 0, Int64Array::from(vec![10; n]), Int64Array::from(vec![20; n]))
+    }
+
+    /// Rows of rank 1 given first move after rank 0's, each rank keeping its order;
+    /// `rows_of` then finds them by name, ranks ascending.
+    #[test]
+    fn rows_ordered_by_rank_are_found_by_name() {
+        let at = |region: u32, rank: u32| RegionCalls { rank, ..row(region, 1) };
+        let mut run = Run {
+            region_names: vec!["a".into(), "b".into()],
+            regions: vec![at(0, 1), at(1, 1), at(1, 0), at(0, 0)],
+            ..Run::default()
+        };
+        assert_eq!(run.order_rows_by_rank(), vec![2, 3, 0, 1]);
+        let order: Vec<(u32, u32)> = run.regions.iter().map(|r| (r.region, r.rank)).collect();
+        assert_eq!(order, vec![(1, 0), (0, 0), (0, 1), (1, 1)]);
+        assert_eq!(run.rows_of(&["a".into(), "b".into()], None), vec![1, 2, 0, 3]);
+        assert_eq!(run.rows_of(&["b".into(), "zz".into()], Some(&[1])), vec![3]);
+    }
+
+    /// Rows added to a run with thread and await columns get -1 threads and 0 awaits, no task
+    /// column (no row has one); the rows before `first` are left as they are.
+    #[test]
+    fn fill_lane_columns_gives_added_rows_the_columns_a_file_reads_back() {
+        let mut tracked = row(0, 2);
+        tracked.thread_ids = Some(Int64Array::from(vec![0, 1]));
+        tracked.await_ns = Some(Int64Array::from(vec![5, 6]));
+        let mut run = Run { regions: vec![tracked, row(1, 1), row(2, 3)], ..Run::default() };
+        run.fill_lane_columns(2);
+        let added = &run.regions[2];
+        assert_eq!(added.thread_ids.as_ref().map(|a| a.values().to_vec()), Some(vec![-1, -1, -1]));
+        assert_eq!(added.await_ns.as_ref().map(|a| a.values().to_vec()), Some(vec![0, 0, 0]));
+        assert!(added.task_ids.is_none());
+        assert!(run.regions[1].thread_ids.is_none());
+        assert_eq!(run.regions[0].thread_ids.as_ref().map(|a| a.values().to_vec()), Some(vec![0, 1]));
+        // an untracked run stays without lane columns
+        let mut plain = Run { regions: vec![row(0, 1), row(1, 2)], ..Run::default() };
+        plain.fill_lane_columns(0);
+        assert!(plain.regions.iter().all(|r| r.thread_ids.is_none() && r.await_ns.is_none()));
+    }
 
     /// The extremes wherever they sit (first, middle, last call), and `None` for an empty row.
     #[test]

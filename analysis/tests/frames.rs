@@ -46,16 +46,5 @@ fn frames_keep_their_columns_when_empty() {
 }
 
 fn main_thread() -> ThreadRow {
-    ThreadRow {
-        rank: 0,
-        index: 0,
-        ident: 1,
-        native_id: 1,
-        daemon: false,
-        start_ns: 0,
-        end_ns: -1,
-        cpu_ns: 0,
-        cpu_start_ns: -1,
-        name: "MainThread".into(),
-    }
+    ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }
 }

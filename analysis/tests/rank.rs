@@ -14,18 +14,7 @@ fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, ta
 }
 
 fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
-    ThreadRow {
-        rank: 0,
-        index,
-        ident: 0,
-        native_id: 0,
-        daemon: false,
-        start_ns: start,
-        end_ns: end,
-        cpu_ns: cpu,
-        cpu_start_ns: -1,
-        name: name.into(),
-    }
+    ThreadRow { start_ns: start, end_ns: end, cpu_ns: cpu, ..ThreadRow::new(0, index, name) }
 }
 
 fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
@@ -469,18 +458,7 @@ fn streaming_call_ids_equal_the_reconstruction() {
 #[test]
 fn lane_label_is_one_rule() {
     let mut r = run("x", vec![]);
-    r.threads = vec![ThreadRow {
-        rank: 0,
-        index: 0,
-        ident: 1,
-        native_id: 2,
-        daemon: false,
-        start_ns: 0,
-        end_ns: -1,
-        cpu_ns: 0,
-        cpu_start_ns: -1,
-        name: "MainThread".into(),
-    }];
+    r.threads = vec![ThreadRow { ident: 1, native_id: 2, ..ThreadRow::new(0, 0, "MainThread") }];
     r.tasks =
         vec![TaskRow::new(0, 0, "task", "Task-2", "main.<locals>.fetch").on_thread(0).lifetime(0, -1).timing(1, 0, 0)];
     let labels = scope_profiler_analysis::LaneLabels::new(&r, 0);
@@ -505,18 +483,7 @@ fn peeked_generator_run(tracked: bool) -> Run {
     Run {
         region_names: vec!["main".into(), "header".into(), "gen".into(), "body".into()],
         regions: vec![row(0, 0, 100), row(1, 10, 20), row(2, 15, 60), row(3, 30, 40)],
-        threads: vec![ThreadRow {
-            rank: 0,
-            index: 0,
-            ident: 1,
-            native_id: 2,
-            daemon: false,
-            start_ns: 0,
-            end_ns: 200,
-            cpu_ns: 0,
-            cpu_start_ns: -1,
-            name: "MainThread".into(),
-        }],
+        threads: vec![ThreadRow { ident: 1, native_id: 2, end_ns: 200, ..ThreadRow::new(0, 0, "MainThread") }],
         num_ranks: 1,
         ..Run::default()
     }
@@ -627,16 +594,11 @@ fn untracked_crossing_note_names_track_threads() {
 fn a_damaged_thread_table_gives_unknown_times_and_a_note() {
     use scope_profiler_analysis::thread_table_note;
     let thread = |index: i64, name: &str, start_ns: i64, end_ns: i64, cpu_ns: i64, cpu_start_ns: i64| ThreadRow {
-        rank: 0,
-        index,
-        ident: 0,
-        native_id: 0,
-        daemon: false,
         start_ns,
         end_ns,
         cpu_ns,
         cpu_start_ns,
-        name: name.into(),
+        ..ThreadRow::new(0, index, name)
     };
     let mut row = RegionCalls::new(0, 0, Int64Array::from(vec![0, 10, 20, 30]), Int64Array::from(vec![5, 15, 25, 35]));
     row.thread_ids = Some(Int64Array::from(vec![0, 1, 7, 7]));
@@ -681,4 +643,17 @@ fn a_damaged_thread_table_gives_unknown_times_and_a_note() {
     let rows = thread_summary(&sound, 0).unwrap();
     assert_eq!(thread_table_note(&sound, 0, &rows), None);
     assert_eq!(rows.iter().map(|r| r.num_calls).collect::<Vec<_>>(), [4]);
+}
+
+/// A damaged await column (a value below 0 or above its call's duration) counts each call's
+/// await within [0, duration] in the region summary, as the thread summary does: held time
+/// is never negative.
+#[test]
+fn region_await_is_clamped_to_each_calls_duration() {
+    let mut r = RegionCalls::new(0, 0, Int64Array::from(vec![0, 100, 300]), Int64Array::from(vec![50, 200, 400]));
+    r.await_ns = Some(Int64Array::from(vec![-7, 1_000_000, 30]));
+    let run = Run { region_names: vec!["parse".into()], regions: vec![r], num_ranks: 1, ..Run::default() };
+    let row = &scope_profiler_analysis::rank_summary(&run, 0).unwrap().rows[0];
+    // 0 + 100 (the duration, not 1e6) + 30
+    assert_eq!((row.total_ns, row.await_ns, row.held_ns()), (250, Some(130), Some(120)));
 }

@@ -22,8 +22,8 @@ use scope_profiler_formats::registry::cli_formats_help;
 /// The formats `export` writes: [`scope_profiler_formats::registry`].
 pub use scope_profiler_formats::Format;
 
-/// `--flush-interval`: a number of seconds, finite and at least
-/// [`MIN_INTERVAL_S`](scope_profiler_finalize::stream::MIN_INTERVAL_S).
+/// `--flush-interval`: a number of seconds
+/// ([`check_interval`](scope_profiler_finalize::stream::check_interval)).
 pub fn parse_interval(s: &str) -> Result<f64, String> {
     match s.trim().parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => scope_profiler_finalize::stream::check_interval(v),
@@ -57,12 +57,54 @@ pub fn parse_formats(s: &str) -> Result<Formats, String> {
     Ok(Formats(out))
 }
 
+/// `--sort KEY`: one of [`SortKey::NAMES`](scope_profiler_analysis::SortKey::NAMES).
+pub fn parse_sort(s: &str) -> Result<scope_profiler_analysis::SortKey, String> {
+    use scope_profiler_analysis::SortKey;
+    if !SortKey::NAMES.contains(&s) {
+        return Err(format!("'{s}' is not a sort key (one of: {})", SortKey::NAMES.join(", ")));
+    }
+    SortKey::parse(s)
+}
+
+/// What the printed summary shows: the order of the regions and how many of them and of
+/// the tasks (`summary`, `run`).
+#[derive(Debug, Clone, clap::Args)]
+pub struct SummaryArgs {
+    /// Order the regions by KEY: total (inclusive time, the default), exclusive, calls, mean
+    /// (time per call) or name.
+    #[arg(long, value_name = "KEY", value_parser = parse_sort, default_value = "total")]
+    pub sort: scope_profiler_analysis::SortKey,
+    /// Show only the first N regions of each rank in that order, and how many more there are
+    /// (0: every region). `run` shows 30 unless told.
+    #[arg(long, value_name = "N")]
+    pub top: Option<usize>,
+    /// One row per asyncio task or greenlet (by default the 20 that held their thread
+    /// longest, and how many more there are).
+    #[arg(long)]
+    pub all_tasks: bool,
+}
+
+impl SummaryArgs {
+    /// The text summary's options, `default_top` when `--top` is not given.
+    pub fn options(&self, default_top: Option<usize>) -> scope_profiler_formats::text_summary::SummaryOptions {
+        scope_profiler_formats::text_summary::SummaryOptions {
+            sort: self.sort,
+            top: self.top.or(default_top).filter(|&n| n > 0),
+            all_tasks: self.all_tasks,
+            ..Default::default()
+        }
+        .with_cli_hints()
+    }
+}
+
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run a Python script under the profiler and write its profile
     ///
-    /// When the script ends, print its summary and write a `.h5` file and a
-    /// `.speedscope.json` beside it.
+    /// When the script ends, print its summary and write a `.h5` file and the run's flame
+    /// graph (`.flamegraph.svg`) beside it; the full timeline of every call
+    /// (`.speedscope.json`) with --speedscope. The flame graph stays within 40 bytes per
+    /// recorded call and 100 MB; the `.h5` takes about 3 bytes per call.
     ///
     /// The script's own regions (`scope_profiler.profile_region(...)`, `@scope_profiler.profile`)
     /// are recorded by the process-wide manager; a root region `scope_profiler.session`
@@ -73,133 +115,18 @@ pub enum Command {
     #[command(
         after_help = "Examples:\n  scope-profiler run --track-threads examples/threaded_pipeline.py\n  scope-profiler run -o out/run1.h5 my_script.py --my-flag 3\n  scope-profiler run -o run.json my_script.py  # a JSON profile instead of HDF5\n  scope-profiler run --track-threads -m http.server 8000  # a module, as python -m\n  scope-profiler run --no-follow pool_script.py  # this process only, not its workers"
     )]
-    Run {
-        /// Record the thread of every call and the thread table (`track_threads=True`).
-        #[arg(long)]
-        track_threads: bool,
-        /// Also record asyncio tasks and greenlets as lanes, with per-call await time
-        /// (`track_async=True`; implies --track-threads). Needed for asyncio programs: without
-        /// it, calls of interleaved tasks share their thread's stack.
-        #[arg(long)]
-        track_async: bool,
-        /// The file to write, its kind by its suffix: `.h5`/`.hdf5` (HDF5), a JSON profile
-        /// (`.json`, `.json.gz`) or the HTML report (`.html`, `.htm`); any other suffix is
-        /// refused. For JSON and HTML the run records into `<output>.scope-profiler.h5` beside
-        /// it, which is rendered and removed (kept and named if that fails). The speedscope
-        /// file is named after the output's stem (`run.json` -> `run.speedscope.json`).
-        #[arg(
-            short = 'o',
-            long = "output",
-            visible_alias = "outfile",
-            default_value = "profiling_data.h5",
-            conflicts_with = "no_output"
-        )]
-        output: PathBuf,
-        /// Do not write the `.speedscope.json` next to the `.h5` file.
-        #[arg(long)]
-        no_speedscope: bool,
-        /// Do not print the summary.
-        #[arg(short, long)]
-        quiet: bool,
-        /// Profile only this process. By default the Python processes the script starts
-        /// (`multiprocessing` under fork, spawn and forkserver, `ProcessPoolExecutor`,
-        /// `subprocess` running Python, and theirs in turn) record with the same options, each
-        /// into its own file, and the output holds one rank block per process that recorded
-        /// calls: this process rank 0, the others in the order they began recording (metadata
-        /// `processes` names each rank's process).
-        #[arg(long)]
-        no_follow: bool,
-        /// Every SECONDS (at least 0.01), append the calls completed since the last flush to a sidecar
-        /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
-        /// the OOM killer loses at most about one interval: `scope-profiler recover` then
-        /// writes the `.h5` from the sidecar.
-        #[arg(long, value_name = "SECONDS", value_parser = parse_interval, allow_negative_numbers = true)]
-        flush_interval: Option<f64>,
-        /// Record every Python function call of the script's own code as a call of the
-        /// region `module.qualname`, without markers (`recursive_profile=True`; a C-level
-        /// tracer, on every thread and task lane). It implies --track-threads: the calls of
-        /// concurrent threads cannot share one stack. `--all`, `--include`, `--exclude` and
-        /// `--entrypoint` imply it.
-        #[arg(long)]
-        recursive: bool,
-        /// With --recursive: trace the standard library and installed packages too.
-        #[arg(long)]
-        all: bool,
-        /// With --recursive: trace only functions whose `module.qualname` matches GLOB
-        /// (fnmatch; repeatable: any of them).
-        #[arg(long = "include", value_name = "GLOB")]
-        include: Vec<String>,
-        /// With --recursive: do not trace functions whose `module.qualname` matches GLOB
-        /// (repeatable).
-        #[arg(long = "exclude", value_name = "GLOB")]
-        exclude: Vec<String>,
-        /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
-        #[arg(long, value_name = "NAME")]
-        entrypoint: Option<String>,
-        /// Keep the results in memory and write no file (`deactivate_file_output=True`): the
-        /// summary is printed (unless -q), no `.h5` or speedscope file is written, and the
-        /// processes the script starts are not followed.
-        #[arg(long)]
-        no_output: bool,
-        /// Read settings from this TOML file's `[profiling]` table (`config_path`, the
-        /// reference's format); the options given here override it.
-        #[arg(long = "config", value_name = "FILE")]
-        config: Option<PathBuf>,
-        /// No function-level tracing, even if the --config file turns it on
-        /// (`recursive_profile=False`).
-        #[arg(long, conflicts_with_all = ["recursive", "all", "include", "exclude", "entrypoint"])]
-        no_recursive: bool,
-        /// A short label stored with the profile (metadata `label`), for comparison and
-        /// reporting.
-        #[arg(long, value_name = "LABEL")]
-        label: Option<String>,
-        /// Record only the regions defined with this tag (`region_tags`; repeatable: any of
-        /// them); untagged regions are not recorded.
-        #[arg(long = "tag", value_name = "TAG")]
-        tags: Vec<String>,
-        /// Record the regions behind this opt-in tag (`register_opt_in_tag`), such as a
-        /// library's own instrumentation; `*` enables every opt-in tag (`enable_tags`;
-        /// repeatable; `SCOPE_PROFILER_ENABLE_TAGS` adds to them).
-        #[arg(long = "enable-tag", value_name = "TAG")]
-        enable_tags: Vec<String>,
-        /// Initial capacity per region, in calls (`buffer_limit`; the buffers grow as needed).
-        #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
-        buffer_limit: Option<u64>,
-        /// Do not profile mpi4py's communication calls (the default; `profile_mpi_calls=False`).
-        #[arg(long)]
-        no_mpi_calls: bool,
-        /// Not supported by this edition (the reference's line_profiler timings): refused.
-        #[arg(long, hide_short_help = true)]
-        line_profile: bool,
-        /// Not supported by this edition (the reference's Memray capture): refused.
-        #[arg(long, hide_short_help = true)]
-        memory_profile: bool,
-        /// Not supported by this edition (the reference's aggregate-only mode): refused.
-        #[arg(long, hide_short_help = true)]
-        aggregation_mode: bool,
-        /// Not supported by this edition (the reference's mpi4py call profiling): refused.
-        #[arg(long, hide_short_help = true, conflicts_with = "no_mpi_calls")]
-        mpi_calls: bool,
-        /// Run a module instead of a script, as `python -m MODULE` does (`sys.argv[0]` is its
-        /// file, `sys.path[0]` the working directory); everything after `-m MODULE` is the
-        /// module's arguments (`scope-profiler run -m pytest -x tests/`).
-        #[arg(short = 'm', long = "module", value_name = "MODULE")]
-        module: Option<String>,
-        /// The Python script to run (as `__main__`).
-        #[arg(required_unless_present = "module")]
-        script: Option<PathBuf>,
-        /// Arguments passed to the script (its `sys.argv[1:]`).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
-    },
+    Run(RunArgs),
     /// Print the region and thread summary of one or more runs
     ///
-    /// The per-region summary (calls, total/average/min/max, inclusive and exclusive time)
-    /// and, for runs recorded with threads, the per-thread summary.
+    /// The per-region summary (calls, total/average/min/max, inclusive and exclusive time),
+    /// regions by inclusive time (--sort), and, for runs recorded with threads, the
+    /// per-thread summary and the busiest tasks (--all-tasks for every one).
     #[command(
-        after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --merge worker_*.h5"
+        after_help = "Examples:\n  scope-profiler summary profiling_data.h5\n  scope-profiler summary --sort exclusive --top 10 profiling_data.h5\n  scope-profiler summary --merge worker_*.h5"
     )]
     Summary {
+        #[command(flatten)]
+        summary: SummaryArgs,
         /// Combine the files into one run first, each file its own block of ranks (file k's
         /// ranks follow file k-1's), e.g. the per-process files of one job; each file keeps
         /// its own threads, tasks and call graph.
@@ -215,9 +142,14 @@ pub enum Command {
     /// --flush-interval`) did not write because it was killed (SIGKILL, OOM killer, power
     /// loss), from the sidecar it streamed to (`.NAME.<tag>-<pid>.partial` beside FILE): every
     /// intact frame (a torn last frame is left out), the last thread and task tables.
-    /// Written atomically through the normal writer; the sidecar is then removed. For a run
+    /// Written atomically through the normal writer; the sidecar is then removed. FILE is
+    /// never replaced by fewer calls than it holds: when its own process wrote it and then
+    /// streamed more (calls recorded after its exit-time finalize), those are added to it;
+    /// another recording's smaller sidecar is refused (`-o` writes it elsewhere). For a run
     /// that wrote JSON or HTML (`run -o k.json`, recorded into `k.json.scope-profiler.h5`), `recover
     /// k.json` recovers that recording and renders `k.json` from it, as the run would have.
+    /// Without a sidecar, the followed processes' recordings a `run` left beside FILE
+    /// (`FILE.procs-<pid>/`, its process gone before it merged them) are merged into FILE.
     #[command(
         after_help = "Examples:\n  scope-profiler recover profiling_data.h5\n  scope-profiler recover run.h5 -o recovered.h5\n  scope-profiler recover k.json   # a killed `run -o k.json --flush-interval 5`"
     )]
@@ -259,6 +191,10 @@ pub enum Command {
     Threads {
         /// A `.h5` file written by scope-profiler.
         file: PathBuf,
+        /// One row per asyncio task or greenlet (by default the 20 that held their thread
+        /// longest, and how many more there are).
+        #[arg(long)]
+        all_tasks: bool,
     },
     /// Convert many files in parallel into one or more export formats
     ///
@@ -284,6 +220,30 @@ pub enum Command {
         /// Only these ranks (repeatable; default: every rank of each file).
         #[arg(short = 'r', long = "rank", value_name = "RANK")]
         ranks: Vec<u32>,
+        /// Worker threads (default: one per core).
+        #[arg(short = 'j', long)]
+        jobs: Option<usize>,
+    },
+    /// Gather many runs into one Parquet dataset (DuckDB, Polars, Dask, Spark)
+    ///
+    /// Each run file (`.h5`, JSON profile; directories are searched for them) becomes Hive
+    /// partitions `DIR/calls/run=<id>/` (also `threads`, `tasks`, `regions`) and a row of
+    /// `DIR/runs.parquet` with the run's metadata; call times are ns from the run's start.
+    /// Files are converted in parallel. A file that cannot be read gets an error line and
+    /// the others are written (exit code 1). docs/datasets.md describes the tables.
+    #[command(
+        after_help = "Examples:\n  scope-profiler dataset runs/ -o study/\n  scope-profiler dataset nightly/*.h5 -o study/ --append\n  duckdb -c \"select r.mpi_size, c.region, sum(c.exclusive_ns)/1e9 from 'study/calls/*/*.parquet' c join 'study/runs.parquet' r using (run) group by all\""
+    )]
+    Dataset {
+        /// Run files (`.h5`, `.json`, `.json.gz`) or directories searched for them.
+        #[arg(required = true, value_name = "RUNS")]
+        runs: Vec<PathBuf>,
+        /// The dataset directory (created if missing).
+        #[arg(short = 'o', long = "output-dir", value_name = "DIR")]
+        output_dir: PathBuf,
+        /// Add the runs to an existing dataset; runs already in it are skipped.
+        #[arg(long)]
+        append: bool,
         /// Worker threads (default: one per core).
         #[arg(short = 'j', long)]
         jobs: Option<usize>,
@@ -323,6 +283,133 @@ pub enum Command {
         #[command(flatten)]
         limits: TimelineLimits,
     },
+}
+
+/// `run`'s options and the script or module it runs (the subcommand's help is
+/// [`Command::Run`]'s).
+#[derive(Debug, clap::Args)]
+pub struct RunArgs {
+    /// Record the thread of every call and the thread table (`track_threads=True`).
+    #[arg(long)]
+    pub track_threads: bool,
+    /// Also record asyncio tasks and greenlets as lanes, with per-call await time
+    /// (`track_async=True`; implies --track-threads). Needed for asyncio programs: without
+    /// it, calls of interleaved tasks share their thread's stack.
+    #[arg(long)]
+    pub track_async: bool,
+    /// The file to write, its kind by its suffix: `.h5`/`.hdf5` (HDF5), a JSON profile
+    /// (`.json`, `.json.gz`) or the HTML report (`.html`, `.htm`); any other suffix is
+    /// refused. For JSON and HTML the run records into `<output>.scope-profiler.h5` beside
+    /// it, which is rendered and removed (kept and named if that fails). The file written
+    /// beside it is named after the output's stem: the flame graph (`run.h5` ->
+    /// `run.flamegraph.svg`; none beside an HTML report, which shows it), or with
+    /// --speedscope the speedscope file (`run.speedscope.json`). Default: the `file_path` of
+    /// the --config file, else `profiling_data.h5`.
+    #[arg(short = 'o', long = "output", visible_alias = "outfile", conflicts_with = "no_output")]
+    pub output: Option<PathBuf>,
+    /// Write the full timeline of every call, `<stem>.speedscope.json` (speedscope's format,
+    /// about 108 bytes per call), instead of the flame graph `<stem>.flamegraph.svg` written
+    /// by default (its size follows the program's shape, not its number of calls).
+    #[arg(long)]
+    pub speedscope: bool,
+    /// No speedscope file (the default; accepted for command lines that pass it).
+    #[arg(long, conflicts_with = "speedscope")]
+    pub no_speedscope: bool,
+    /// Do not print the summary.
+    #[arg(short, long)]
+    pub quiet: bool,
+    /// Profile only this process. By default the Python processes the script starts
+    /// (`multiprocessing` under fork, spawn and forkserver, `ProcessPoolExecutor`,
+    /// `subprocess` running Python, and theirs in turn) record with the same options, each
+    /// into its own file, and the output holds one rank block per process that recorded
+    /// calls: this process rank 0, the others in the order they began recording (metadata
+    /// `processes` names each rank's process).
+    #[arg(long)]
+    pub no_follow: bool,
+    /// Every SECONDS (at least 0.01), append the calls completed since the last flush to a sidecar
+    /// file beside the output (`flush_interval`), so that a process killed by SIGKILL or
+    /// the OOM killer loses at most about one interval: `scope-profiler recover` then
+    /// writes the `.h5` from the sidecar.
+    #[arg(long, value_name = "SECONDS", value_parser = parse_interval, allow_negative_numbers = true)]
+    pub flush_interval: Option<f64>,
+    /// Record every Python function call of the script's own code (with -m: also the
+    /// module's package, wherever installed) as a call of the region `module.qualname`, without markers (`recursive_profile=True`; a C-level
+    /// tracer, on every thread and task lane). It implies --track-threads: the calls of
+    /// concurrent threads cannot share one stack. `--all`, `--include`, `--exclude` and
+    /// `--entrypoint` imply it.
+    #[arg(long)]
+    pub recursive: bool,
+    /// With --recursive: trace the standard library and installed packages too.
+    #[arg(long)]
+    pub all: bool,
+    /// With --recursive: trace only functions whose `module.qualname` matches GLOB, wherever
+    /// they are (the standard library and installed packages too; fnmatch; repeatable: any of them).
+    #[arg(long = "include", value_name = "GLOB")]
+    pub include: Vec<String>,
+    /// With --recursive: do not trace functions whose `module.qualname` matches GLOB
+    /// (repeatable).
+    #[arg(long = "exclude", value_name = "GLOB")]
+    pub exclude: Vec<String>,
+    /// With --recursive: record the function named NAME (`co_name`) as the region NAME.
+    #[arg(long, value_name = "NAME")]
+    pub entrypoint: Option<String>,
+    /// Keep the results in memory and write no file (`deactivate_file_output=True`): the
+    /// summary is printed (unless -q), no `.h5`, flame graph or speedscope file is written, and the
+    /// processes the script starts are not followed.
+    #[arg(long)]
+    pub no_output: bool,
+    /// Read settings from this TOML file's `[profiling]` table (`config_path`, the
+    /// reference's format); the options given here override it.
+    #[arg(long = "config", value_name = "FILE")]
+    pub config: Option<PathBuf>,
+    /// No function-level tracing, even if the --config file turns it on
+    /// (`recursive_profile=False`).
+    #[arg(long, conflicts_with_all = ["recursive", "all", "include", "exclude", "entrypoint"])]
+    pub no_recursive: bool,
+    /// A short label stored with the profile (metadata `label`), for comparison and
+    /// reporting.
+    #[arg(long, value_name = "LABEL")]
+    pub label: Option<String>,
+    /// Record only the regions defined with this tag (`region_tags`; repeatable: any of
+    /// them); untagged regions are not recorded.
+    #[arg(long = "tag", value_name = "TAG")]
+    pub tags: Vec<String>,
+    /// Record the regions behind this opt-in tag (`register_opt_in_tag`), such as a
+    /// library's own instrumentation; `*` enables every opt-in tag (`enable_tags`;
+    /// repeatable; `SCOPE_PROFILER_ENABLE_TAGS` adds to them).
+    #[arg(long = "enable-tag", value_name = "TAG")]
+    pub enable_tags: Vec<String>,
+    /// Initial capacity per region, in calls (`buffer_limit`; the buffers grow as needed).
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u64).range(1..))]
+    pub buffer_limit: Option<u64>,
+    /// Do not profile mpi4py's communication calls (the default; `profile_mpi_calls=False`).
+    #[arg(long)]
+    pub no_mpi_calls: bool,
+    /// Not supported by this edition (the reference's line_profiler timings): refused.
+    #[arg(long, hide_short_help = true)]
+    pub line_profile: bool,
+    /// Not supported by this edition (the reference's Memray capture): refused.
+    #[arg(long, hide_short_help = true)]
+    pub memory_profile: bool,
+    /// Not supported by this edition (the reference's aggregate-only mode): refused.
+    #[arg(long, hide_short_help = true)]
+    pub aggregation_mode: bool,
+    /// Not supported by this edition (the reference's mpi4py call profiling): refused.
+    #[arg(long, hide_short_help = true, conflicts_with = "no_mpi_calls")]
+    pub mpi_calls: bool,
+    /// Run a module instead of a script, as `python -m MODULE` does (`sys.argv[0]` is its
+    /// file, `sys.path[0]` the working directory); everything after `-m MODULE` is the
+    /// module's arguments (`scope-profiler run -m pytest -x tests/`).
+    #[arg(short = 'm', long = "module", value_name = "MODULE")]
+    pub module: Option<String>,
+    /// The Python script to run (as `__main__`).
+    #[arg(required_unless_present = "module")]
+    pub script: Option<PathBuf>,
+    #[command(flatten)]
+    pub summary: SummaryArgs,
+    /// Arguments passed to the script (its `sys.argv[1:]`).
+    #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+    pub args: Vec<String>,
 }
 
 /// What `timeline` draws of the run: bounds that keep the picture within 32,767 px.

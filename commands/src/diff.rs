@@ -13,6 +13,7 @@ use scope_profiler_analysis::compare::{
     compare, CompareBy, Comparison, Group, RunCallStats, Verdict, NO_TIME, TOO_FEW_CALLS,
 };
 use scope_profiler_analysis::RunAnalysis;
+use scope_profiler_formats::dataset::run_id;
 use scope_profiler_formats::run_group::run_files;
 use scope_profiler_formats::Format;
 
@@ -92,6 +93,8 @@ pub struct DiffArgs {
 struct Loaded {
     stats: RunCallStats,
     paths: Option<Result<RunCallStats, String>>,
+    /// The run's identity ([`run_id`]): a run's `.h5` and its JSON export share it.
+    id: String,
 }
 
 /// Read `file` and reduce it to call statistics; the run itself is dropped. Every failure
@@ -99,17 +102,18 @@ struct Loaded {
 fn load(file: &Path, by: CompareBy, flame: bool) -> Result<Loaded, Failure> {
     let run = read_input(file).map_err(|e| Failure::usage(e.message))?;
     let name = file.display().to_string();
+    let id = run_id(&run);
     let analysis = RunAnalysis::new(std::sync::Arc::new(run));
     let by_path = || {
         RunCallStats::by_path(name.clone(), &analysis).map_err(|e| format!("{name}: cannot build its call paths: {e}"))
     };
     match by {
         CompareBy::Region => {
-            Ok(Loaded { stats: RunCallStats::by_region(name.clone(), &analysis.run), paths: flame.then(by_path) })
+            Ok(Loaded { stats: RunCallStats::by_region(name.clone(), &analysis.run), paths: flame.then(by_path), id })
         }
         CompareBy::Path => {
             let stats = by_path().map_err(Failure::usage)?;
-            Ok(Loaded { paths: flame.then(|| Ok(stats.clone())), stats })
+            Ok(Loaded { paths: flame.then(|| Ok(stats.clone())), stats, id })
         }
     }
 }
@@ -125,8 +129,10 @@ fn read_sides(args: &DiffArgs, by: CompareBy) -> Result<Sides, Failure> {
     let files: Vec<&PathBuf> = base_files.iter().chain(&new_files).collect();
     let loaded: Vec<Result<Loaded, Failure>> =
         scope_profiler_analysis::pool::install(|| files.par_iter().map(|f| load(f, by, flame)).collect());
-    let loaded: Vec<Loaded> = loaded.into_iter().collect::<Result<_, _>>()?;
-    let (base, new) = loaded.split_at(base_files.len());
+    let mut loaded: Vec<Loaded> = loaded.into_iter().collect::<Result<_, _>>()?;
+    let new = distinct_runs(&new_files, loaded.split_off(base_files.len()));
+    let base = distinct_runs(&base_files, loaded);
+    let (base, new) = (&base[..], &new[..]);
     let group = |label: &Path, part: &[Loaded]| Group {
         label: label.display().to_string(),
         runs: part.iter().map(|l| l.stats.clone()).collect(),
@@ -140,6 +146,26 @@ fn read_sides(args: &DiffArgs, by: CompareBy) -> Result<Sides, Failure> {
         _ => None,
     };
     Ok(((group(&args.base, base), group(&args.new, new)), paths))
+}
+
+/// The runs of one side, each once: files holding a run already read on that side (a run's
+/// `.h5` and its JSON export, same [`run_id`]) are left out, named in a `note:` on stderr,
+/// so that one run is not counted as two.
+fn distinct_runs(files: &[PathBuf], loaded: Vec<Loaded>) -> Vec<Loaded> {
+    let mut seen: Vec<(String, &Path)> = Vec::new();
+    let mut out = Vec::new();
+    for (file, l) in files.iter().zip(loaded) {
+        match seen.iter().find(|(id, _)| *id == l.id) {
+            Some((_, first)) => {
+                eprintln!("note: {} holds the same run as {}; counted once", file.display(), first.display())
+            }
+            None => {
+                seen.push((l.id.clone(), file));
+                out.push(l);
+            }
+        }
+    }
+    out
 }
 
 /// Carry out `diff`; the exit status.
@@ -319,6 +345,23 @@ mod tests {
         assert_eq!(code(&["sp", "diff", &threads, &threads, "-o", page.to_str().unwrap()]), 0);
         let html = std::fs::read_to_string(&page).unwrap();
         assert!(html.contains("<svg class=\"diff-flame\"") && html.contains("<table class=\"diff\">"));
+    }
+
+    /// A run's `.h5` and its JSON export on one side are one run: counted once.
+    #[test]
+    fn a_run_and_its_json_export_count_once() {
+        use scope_profiler_formats::json_profile::write_json;
+        use scope_profiler_formats::selection::Selection;
+        let dir = tempfile::tempdir().unwrap();
+        let h5 = PathBuf::from(dataset("reference/threads.h5"));
+        let run = read_input(&h5).unwrap();
+        let json = dir.path().join("threads.json");
+        write_json(&run, &Selection::new((0..run.num_ranks).collect(), "threads"), None, &json).unwrap();
+        let other = PathBuf::from(dataset("reference/pool.h5"));
+        let files = vec![h5, json, other];
+        let loaded = files.iter().map(|f| load(f, CompareBy::Region, false).unwrap()).collect();
+        let kept: Vec<String> = distinct_runs(&files, loaded).into_iter().map(|l| l.stats.name).collect();
+        assert_eq!(kept, [files[0].display().to_string(), files[2].display().to_string()]);
     }
 
     #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 use scope_profiler_analysis::Run;
 use scope_profiler_formats::json_profile::{read_json, JsonError, NOT_A_PROFILE};
 use scope_profiler_formats::Format;
-use scope_profiler_formats::{read_h5, NOT_A_PROFILE_H5};
+use scope_profiler_formats::{read_h5_noting, NOT_A_PROFILE_H5};
 
 /// A failed subcommand: its message (naming the file and the problem) and its kind.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -74,7 +74,7 @@ pub fn read_input(path: &Path) -> Result<Run, Failure> {
             e => Failure::runtime(e.to_string()),
         });
     }
-    read_h5(path).map_err(|e| match wrong_kind(path) {
+    let (run, notes) = read_h5_noting(path).map_err(|e| match wrong_kind(path) {
         Some(kind) => Failure::usage(format!(
             "{} is {kind}, not an HDF5 profile: this command reads the .h5 files that `run` and finalize() write",
             path.display()
@@ -82,7 +82,12 @@ pub fn read_input(path: &Path) -> Result<Run, Failure> {
         // HDF5 of another program: a file of another kind, not a damaged profile
         None if e.to_string().contains(NOT_A_PROFILE_H5) => Failure::usage(e.to_string()),
         None => Failure::runtime(e.to_string()),
-    })
+    })?;
+    // what the read left out (a row's unreadable per-call metadata): the rest is read
+    for note in notes {
+        eprintln!("warning: {note}");
+    }
+    Ok(run)
 }
 
 /// What `path` is when it is a non-empty file that is not HDF5: `"a JSON profile"`, `"an

@@ -9,6 +9,21 @@ use scope_profiler_formats::export_plan::{display_label, path_stem};
 use crate::export::cli_selection;
 use crate::failure::{check_report_output, read_input, Failure};
 
+/// `scope-profiler report FILES -o OUTPUT [--rank R]`: [`write_report`], then `wrote PATH`.
+/// The exit code: 0, or the failure's ([`Failure::code`]).
+pub fn execute(files: &[PathBuf], output: &Path, ranks: &[u32]) -> i32 {
+    match write_report(files, output, ranks) {
+        Ok(out) => {
+            outln!("wrote {}", out.display());
+            0
+        }
+        Err(e) => {
+            eprintln!("error: {e}");
+            e.code()
+        }
+    }
+}
+
 /// Write the report of `files` (each one section, labelled by its metadata `label` or its
 /// stem; `ranks`, or every rank when empty) to `output`. Returns the path written.
 ///

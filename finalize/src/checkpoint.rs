@@ -5,9 +5,9 @@ use scope_profiler_analysis::{nesting_note, number_rank, MetaValue, Run};
 use scope_profiler_formats::hdf5::write::{encode_ahead, publish_h5_ahead, EncodedAhead, WriteFailure};
 use scope_profiler_recorder::{OpenCall, Recorder, RegionTable, Watermark};
 
+use crate::concat::concat_runs;
 use crate::metadata_scopes::{self, MetadataScopes};
 use crate::snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
-use crate::stream::concat_runs;
 
 /// What a checkpoint does besides taking the snapshot.
 #[derive(Debug, Clone, Default)]
@@ -197,10 +197,12 @@ pub unsafe fn checkpoint_with_prior(
     Ok(Checkpoint { run, next_call_id, warning, open, taken, scopes_taken: scopes.len() })
 }
 
-/// Add `foreign` regions to rank 0 of `run` as rows without thread or task columns.
-/// Errors: [`CheckpointError::Foreign`] for a name the run has already, or for starts and
+/// Add `foreign` regions to rank 0 of `run`; in a run with lane columns they get them as
+/// a file stores them ([`Run::fill_lane_columns`]: thread and task -1, await 0), so the
+/// run has the same shape in memory as read back from its file. Errors: [`CheckpointError::Foreign`] for a name the run has already, or for starts and
 /// ends of different lengths.
 fn add_foreign(run: &mut Run, foreign: Vec<ForeignRegion>) -> Result<(), CheckpointError> {
+    let first = run.regions.len();
     for f in foreign {
         if run.region_names.contains(&f.name) {
             return Err(CheckpointError::Foreign(format!(
@@ -228,6 +230,7 @@ fn add_foreign(run: &mut Run, foreign: Vec<ForeignRegion>) -> Result<(), Checkpo
         row.source_line = f.source_line;
         run.regions.push(row);
     }
+    run.fill_lane_columns(first);
     if !run.regions.is_empty() {
         run.num_ranks = run.num_ranks.max(1);
     }

@@ -80,6 +80,31 @@ fn warn_missing(dir: &Path, found: &[(String, Source)]) {
     }
 }
 
+/// The processes that announced themselves in `dir` (`<ns>-<pid>.started`), have not
+/// written their recording and still run.
+fn still_running(dir: &Path) -> Vec<String> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    entries
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let stem = name.strip_suffix(".started")?.to_string();
+            let pid = stem.rsplit('-').next()?.to_string();
+            (!dir.join(format!("{stem}.h5")).exists() && running(&pid)).then_some(stem)
+        })
+        .collect()
+}
+
+/// Wait, up to `within`, for the followed processes in `dir` that have not written their
+/// recording and still run to end (a signal to the run's process group ends them too: they
+/// are writing their files). Returns at once when none runs.
+pub fn wait_for_running(dir: &Path, within: std::time::Duration) {
+    let until = std::time::Instant::now() + within;
+    while !still_running(dir).is_empty() && std::time::Instant::now() < until {
+        std::thread::sleep(std::time::Duration::from_millis(10));
+    }
+}
+
 /// The description a process announced in `<ns>-<pid>.started` beside recording `name`
 /// (`pid N (child of M): multiprocessing SpawnProcess-1`), if it left one.
 fn announced(dir: &Path, name: &str) -> Option<String> {
@@ -179,14 +204,19 @@ pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String>
     if !dir.is_dir() || working_files::process_alive(pid) {
         return None;
     }
-    let merged = match merge_processes(written, &dir, &format!("pid {pid}")) {
-        Ok(merged) => merged,
-        Err(e) => {
-            eprintln!("warning: {e}; the followed processes' recordings stay in {}", dir.display());
-            return None;
-        }
-    };
-    let removed = std::fs::remove_dir_all(&dir);
+    merge_directory(&dir, pid, written).unwrap_or_else(|e| {
+        eprintln!("warning: {e}");
+        None
+    })
+}
+
+/// Stack the recordings in `dir` (the followed processes of the `run` of process `pid`)
+/// after the run in `written` and remove `dir`. The line to print (None: nothing was in
+/// it), or the error (the directory then stays).
+fn merge_directory(dir: &Path, pid: u32, written: &Path) -> Result<Option<String>, String> {
+    let merged = merge_processes(written, dir, &format!("pid {pid}"))
+        .map_err(|e| format!("{e}; the followed processes' recordings stay in {}", dir.display()))?;
+    let removed = std::fs::remove_dir_all(dir);
     let note = merged.map(|run| {
         format!(
             "{}: ranks 1 to {} are the processes the run followed (from {})",
@@ -198,7 +228,73 @@ pub fn recover_followed(file: &Path, pid: u32, written: &Path) -> Option<String>
     if let Err(e) = removed {
         eprintln!("warning: could not remove {}: {e}", dir.display());
     }
-    note
+    Ok(note)
+}
+
+/// The followed processes' directories `FILE.procs-<pid>` that a `run` writing `file` left
+/// behind (its process is gone): killed before it merged them, or the merge failed. By pid.
+pub fn leftover_directories(file: &Path) -> Vec<(PathBuf, u32)> {
+    let (Some(parent), Some(name)) = (file.parent(), file.file_name()) else { return Vec::new() };
+    let parent = if parent.as_os_str().is_empty() { Path::new(".") } else { parent };
+    let prefix = format!("{}.procs-", name.to_string_lossy());
+    let mut found: Vec<(PathBuf, u32)> = std::fs::read_dir(parent)
+        .into_iter()
+        .flatten()
+        .flatten()
+        .filter_map(|e| {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let pid: u32 = name.strip_prefix(&prefix)?.parse().ok()?;
+            (e.path().is_dir() && !working_files::process_alive(pid)).then(|| (e.path(), pid))
+        })
+        .collect();
+    found.sort_by_key(|(_, pid)| *pid);
+    found
+}
+
+/// `recover FILE` when no sidecar is left but followed processes' directories are
+/// ([`leftover_directories`]): each is stacked after the run `file` holds and removed. When
+/// `file` was never written (the run's process was killed before it recorded a call or
+/// streamed one), it is made with an empty rank 0 for that process, so what its followed
+/// processes recorded is kept. None when there is no directory; else the lines to print, or
+/// the error (`file` unreadable, already holding followed processes, a merge that failed).
+pub fn merge_leftovers(file: &Path) -> Option<Result<Vec<String>, String>> {
+    let found = leftover_directories(file);
+    if found.is_empty() {
+        return None;
+    }
+    let mut lines = Vec::new();
+    if !file.exists() {
+        if let Err(e) = publish_h5(&Run { num_ranks: 1, ..Run::default() }, file) {
+            return Some(Err(format!("{}; the followed processes' recordings stay in {}", e.error, dirs_text(&found))));
+        }
+        lines.push(format!(
+            "{}: the run's own process was killed before it recorded a call; rank 0 (that process) is empty",
+            file.display()
+        ));
+    }
+    let held = match read_h5(file) {
+        Ok(run) => run,
+        Err(e) => return Some(Err(format!("{e}; the followed processes' recordings stay in {}", dirs_text(&found)))),
+    };
+    if held.meta(PROCESSES).is_some() {
+        return Some(Err(format!(
+            "{} already holds the processes its run followed; {} not merged again",
+            file.display(),
+            dirs_text(&found)
+        )));
+    }
+    for (dir, pid) in found {
+        match merge_directory(&dir, pid, file) {
+            Ok(note) => lines.extend(note),
+            Err(e) => return Some(Err(e)),
+        }
+    }
+    Some(Ok(lines))
+}
+
+/// The directories of [`leftover_directories`], for a message.
+fn dirs_text(found: &[(PathBuf, u32)]) -> String {
+    found.iter().map(|(d, _)| d.display().to_string()).collect::<Vec<_>>().join(", ")
 }
 
 /// A followed process's lane tables on the script's origin (`origin`: rank 0's
@@ -236,16 +332,12 @@ mod tests {
     fn a_followed_process_s_tables_are_on_the_script_s_origin() {
         use scope_profiler_analysis::{TaskRow, ThreadRow};
         let thread = |index, start_ns, end_ns| ThreadRow {
-            rank: 0,
-            index,
             ident: 1,
             native_id: 1,
-            daemon: false,
             start_ns,
             end_ns,
             cpu_ns: 5,
-            cpu_start_ns: UNKNOWN,
-            name: "t".into(),
+            ..ThreadRow::new(0, index, "t")
         };
         let mut run = Run {
             threads: vec![thread(0, 0, UNKNOWN), thread(1, 10, 40), thread(2, UNKNOWN, UNKNOWN)],
@@ -280,6 +372,113 @@ mod tests {
         assert_eq!(names, ["00000000000000000100-99.h5", "00000000000000000300-17.h5"]);
         assert_eq!(pid_of("00000000000000000100-99.h5"), "pid 99");
         std::fs::remove_dir_all(&dir).unwrap();
+    }
+
+    /// The followed processes' directory a `run` left (its process gone before it merged
+    /// them): `recover FILE` stacks them after FILE's run and removes it; a file that already
+    /// holds its followed processes is not merged into twice.
+    #[test]
+    fn recover_merges_the_followed_processes_a_run_left_behind() {
+        use arrow_array::Int64Array;
+        use scope_profiler_analysis::RegionCalls;
+        let run_of = |name: &str, calls: usize| Run {
+            region_names: vec![name.into()],
+            regions: vec![RegionCalls::new(
+                0,
+                0,
+                Int64Array::from((0..calls as i64).collect::<Vec<_>>()),
+                Int64Array::from((1..=calls as i64).collect::<Vec<_>>()),
+            )],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("out.h5");
+        assert!(merge_leftovers(&file).is_none(), "nothing left: nothing to do");
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        let procs = dir.path().join(format!("out.h5.procs-{pid}"));
+        std::fs::create_dir(&procs).unwrap();
+        publish_h5(&run_of("child", 3), &procs.join("00000000000000000001-99.h5")).unwrap();
+        let alive = dir.path().join(format!("out.h5.procs-{}", std::process::id()));
+        std::fs::create_dir(&alive).unwrap(); // a run still going: not its to merge
+        assert_eq!(leftover_directories(&file), [(procs.clone(), pid)]);
+        let unreadable = dir.path().join(format!("bad.h5.procs-{pid}"));
+        std::fs::create_dir(&unreadable).unwrap();
+        std::fs::write(dir.path().join("bad.h5"), b"not hdf5").unwrap();
+        let bad = merge_leftovers(&dir.path().join("bad.h5")).unwrap().unwrap_err();
+        assert!(bad.contains("stay in") && unreadable.exists(), "{bad}");
+        publish_h5(&run_of("parent", 2), &file).unwrap();
+        let lines = merge_leftovers(&file).unwrap().unwrap();
+        assert_eq!(lines.len(), 1, "{lines:?}");
+        assert!(!procs.exists() && alive.exists());
+        let merged = read_h5(&file).unwrap();
+        assert_eq!(merged.num_ranks, 2);
+        let calls: Vec<(String, u32, usize)> =
+            merged.regions.iter().map(|r| (merged.region_names[r.region as usize].clone(), r.rank, r.len())).collect();
+        assert!(calls.contains(&("parent".into(), 0, 2)) && calls.contains(&("child".into(), 1, 3)), "{calls:?}");
+        std::fs::create_dir(&procs).unwrap();
+        publish_h5(&run_of("child", 3), &procs.join("00000000000000000001-99.h5")).unwrap();
+        assert!(merge_leftovers(&file).unwrap().unwrap_err().contains("already holds"), "merged once only");
+    }
+
+    /// A run ending by a signal waits (boundedly) for the followed processes still writing
+    /// their files; one that ended, or that never announced itself, is not waited for.
+    #[test]
+    fn the_end_waits_for_followed_processes_still_running_within_a_bound() {
+        use std::time::{Duration, Instant};
+        let dir = tempfile::tempdir().unwrap();
+        let mut child = std::process::Command::new("sleep").arg("0.3").spawn().unwrap();
+        std::fs::write(dir.path().join(format!("00000000000000000001-{}.started", child.id())), "pid").unwrap();
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        gone.wait().unwrap();
+        std::fs::write(dir.path().join(format!("00000000000000000002-{}.started", gone.id())), "pid").unwrap();
+        let t0 = Instant::now();
+        wait_for_running(dir.path(), Duration::from_millis(50));
+        assert!(t0.elapsed() < Duration::from_millis(250), "bounded: {:?}", t0.elapsed());
+        let reaper = std::thread::spawn(move || child.wait());
+        let t0 = Instant::now();
+        wait_for_running(dir.path(), Duration::from_secs(10));
+        let waited = t0.elapsed();
+        assert!(waited < Duration::from_secs(5), "until it ended: {waited:?}");
+        reaper.join().unwrap().unwrap();
+        assert!(still_running(dir.path()).is_empty());
+    }
+
+    /// A run killed before its own process recorded a call leaves no file, only its followed
+    /// processes' recordings: `recover FILE` makes FILE with an empty rank 0 and stacks them
+    /// after it.
+    #[test]
+    fn recover_keeps_the_followed_processes_of_a_run_that_wrote_nothing() {
+        use arrow_array::Int64Array;
+        use scope_profiler_analysis::RegionCalls;
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("k.h5");
+        let mut gone = std::process::Command::new("true").spawn().unwrap();
+        let pid = gone.id();
+        gone.wait().unwrap();
+        let procs = dir.path().join(format!("k.h5.procs-{pid}"));
+        std::fs::create_dir(&procs).unwrap();
+        let child = Run {
+            region_names: vec!["work".into()],
+            regions: vec![RegionCalls::new(0, 0, Int64Array::from(vec![10, 30]), Int64Array::from(vec![20, 45]))],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        publish_h5(&child, &procs.join("00000000000000000001-77.h5")).unwrap();
+        let lines = merge_leftovers(&file).unwrap().unwrap();
+        assert_eq!(lines.len(), 2, "{lines:?}");
+        assert!(lines[0].contains("rank 0 (that process) is empty"), "{lines:?}");
+        assert!(!procs.exists());
+        let merged = read_h5(&file).unwrap();
+        assert_eq!(merged.num_ranks, 2);
+        let rows: Vec<(u32, Vec<i64>)> = merged
+            .regions
+            .iter()
+            .map(|r| (r.rank, r.end_ns.values().iter().zip(r.start_ns.values()).map(|(e, s)| e - s).collect()))
+            .collect();
+        assert_eq!(rows, [(1, vec![10, 15])]);
     }
 
     #[test]

@@ -2,6 +2,8 @@
 //!
 //! * [`snapshot`]: the recorder's snapshot (per-region columns, thread and task rows) and
 //!   its region table become an [`analysis::Run`](scope_profiler_analysis::Run) (rank 0).
+//! * [`concat`]: the calls of one recorder taken at successive moments (sidecar frames,
+//!   then the last snapshot) as one run, a part at a time.
 //! * [`checkpoint`]: what `finalize()` does: snapshot, optional rewind, call ids
 //!   ([`analysis::assign_call_ids`](scope_profiler_analysis::assign_call_ids)) and the HDF5
 //!   file ([`formats::write_h5`](scope_profiler_formats::write_h5)).
@@ -13,10 +15,12 @@
 //! * [`stream`]: `flush_interval`: completed calls appended to a sidecar file as they
 //!   complete, read back at finalize, and `recover` of the sidecar of a killed process.
 //! * [`transport`]: a run as bytes between processes of one job (MPI ranks to rank 0) and
-//!   the stacking of such runs into one multi-rank run.
+//!   the stacking of such runs into one multi-rank run; its columns apart (pickling) or
+//!   compressed (sidecar frames).
 //!
 //! The PyO3 crate only converts Python values and handles the GIL around these calls.
 pub mod checkpoint;
+pub mod concat;
 pub mod followed;
 pub mod metadata_scopes;
 pub mod native_regions;
@@ -29,4 +33,7 @@ pub use checkpoint::{
 };
 pub use metadata_scopes::{BadScopeValues, MetadataScope, MetadataScopes};
 pub use snapshot::{run_from_snapshot, Snapshot, UnknownRegion};
-pub use transport::{decode_run, encode_run, stack, DecodeError, StackError, MAGIC};
+pub use transport::{
+    decode_run, decode_run_apart, decode_run_compact, decode_run_compact_shape, encode_run, encode_run_apart,
+    encode_run_compact, stack, DecodeError, StackError, MAGIC,
+};

@@ -19,7 +19,7 @@
 //! re-encoded), so the stored list is byte for byte what the reference writes.
 use std::sync::Mutex;
 
-use scope_profiler_analysis::Run;
+use scope_profiler_analysis::{call_metadata, Run};
 
 /// One exited `metadata()` block. Times are absolute ns on the recording clock
 /// (`CLOCK_MONOTONIC`, `time.perf_counter_ns`), read on the thread that ran the block.
@@ -47,11 +47,13 @@ impl MetadataScope {
     /// Errors: [`BadScopeValues`] when `values` is not one JSON object.
     pub fn new(start_ns: i64, end_ns: i64, values: &str) -> Result<Self, BadScopeValues> {
         let bad = |reason: String| BadScopeValues { reason, text: values.chars().take(200).collect() };
-        let entries = raw_json::object_entries(values).map_err(bad)?;
-        let keys = entries
-            .iter()
-            .map(|(k, _)| serde_json::from_str::<String>(k).map_err(|e| bad(format!("key {k}: {e}"))))
-            .collect::<Result<_, _>>()?;
+        let entries = call_metadata::object_entries(values).map_err(bad)?;
+        // each value readable as stored, so that the file written is readable
+        call_metadata::check_object(values).map_err(bad)?;
+        // a key holding a lone surrogate (`"\ud800"`, a `str` Python allows) is no Rust
+        // string: it is compared by its text
+        let keys =
+            entries.iter().map(|(k, _)| serde_json::from_str::<String>(k).unwrap_or_else(|_| k.clone())).collect();
         Ok(MetadataScope { start_ns, end_ns, entries, keys })
     }
 
@@ -134,7 +136,7 @@ pub fn apply(run: &mut Run, scopes: &[MetadataScope]) {
         if hits.iter().all(Vec::is_empty) {
             continue;
         }
-        let existing = row.event_metadata.as_deref().and_then(|t| raw_json::array_items(t).ok());
+        let existing = row.event_metadata.as_deref().and_then(|t| call_metadata::array_items(t).ok());
         let items: Vec<String> = hits
             .iter()
             .enumerate()
@@ -154,7 +156,7 @@ pub fn apply(run: &mut Run, scopes: &[MetadataScope]) {
 /// `base` (a JSON object's text) updated with each scope's values in turn, as JSON text in
 /// Python's `json.dumps` form (`{"k": v, ...}`).
 fn merged<'a>(base: &str, scopes: impl Iterator<Item = &'a MetadataScope>) -> String {
-    let mut out: Vec<(String, String, String)> = raw_json::object_entries(base)
+    let mut out: Vec<(String, String, String)> = call_metadata::object_entries(base)
         .unwrap_or_default()
         .into_iter()
         .map(|(k, v)| (serde_json::from_str::<String>(&k).unwrap_or_else(|_| k.clone()), k, v))
@@ -203,165 +205,6 @@ fn containing(run: &Run, scopes: &[MetadataScope]) -> Vec<Vec<Vec<u32>>> {
         found.extend(open.iter().copied().filter(|&i| scopes[i as usize].contains(start, end)));
     }
     hits
-}
-
-/// Splitting JSON text as Python writes it into its parts, without re-encoding them.
-mod raw_json {
-    /// `(key, value)` texts of the members of the JSON object `text`.
-    pub fn object_entries(text: &str) -> Result<Vec<(String, String)>, String> {
-        let b = text.as_bytes();
-        let mut p = ws(b, 0);
-        expect(b, p, b'{')?;
-        p = ws(b, p + 1);
-        let mut out = Vec::new();
-        if b.get(p) == Some(&b'}') {
-            return end(b, p + 1, out);
-        }
-        loop {
-            if b.get(p) != Some(&b'"') {
-                return Err(format!("expected a string key at byte {p}"));
-            }
-            let k_end = skip_string(b, p)?;
-            let key = text[p..k_end].to_string();
-            p = ws(b, k_end);
-            expect(b, p, b':')?;
-            p = ws(b, p + 1);
-            let v_end = skip_value(b, p)?;
-            out.push((key, text[p..v_end].trim_end().to_string()));
-            p = ws(b, v_end);
-            match b.get(p) {
-                Some(b',') => p = ws(b, p + 1),
-                Some(b'}') => return end(b, p + 1, out),
-                _ => return Err(format!("expected ',' or '}}' at byte {p}")),
-            }
-        }
-    }
-
-    /// The texts of the items of the JSON array `text`.
-    pub fn array_items(text: &str) -> Result<Vec<String>, String> {
-        let b = text.as_bytes();
-        let mut p = ws(b, 0);
-        expect(b, p, b'[')?;
-        p = ws(b, p + 1);
-        let mut out = Vec::new();
-        if b.get(p) == Some(&b']') {
-            return end(b, p + 1, out);
-        }
-        loop {
-            let v_end = skip_value(b, p)?;
-            out.push(text[p..v_end].trim_end().to_string());
-            p = ws(b, v_end);
-            match b.get(p) {
-                Some(b',') => p = ws(b, p + 1),
-                Some(b']') => return end(b, p + 1, out),
-                _ => return Err(format!("expected ',' or ']' at byte {p}")),
-            }
-        }
-    }
-
-    fn end<T>(b: &[u8], p: usize, out: T) -> Result<T, String> {
-        if ws(b, p) == b.len() {
-            Ok(out)
-        } else {
-            Err(format!("text after the end at byte {p}"))
-        }
-    }
-
-    fn expect(b: &[u8], p: usize, c: u8) -> Result<(), String> {
-        if b.get(p) == Some(&c) {
-            Ok(())
-        } else {
-            Err(format!("expected '{}' at byte {p}", c as char))
-        }
-    }
-
-    fn ws(b: &[u8], mut p: usize) -> usize {
-        while p < b.len() && b[p].is_ascii_whitespace() {
-            p += 1;
-        }
-        p
-    }
-
-    /// End (exclusive) of the string starting at `p` (a `"`).
-    fn skip_string(b: &[u8], mut p: usize) -> Result<usize, String> {
-        p += 1;
-        while p < b.len() {
-            match b[p] {
-                b'\\' => p += 2,
-                b'"' => return Ok(p + 1),
-                _ => p += 1,
-            }
-        }
-        Err("unterminated string".into())
-    }
-
-    /// End (exclusive) of the value starting at `p`: a string, an array or object (nested),
-    /// or a scalar (number, `true`, `NaN`, ...: up to the next delimiter).
-    fn skip_value(b: &[u8], p: usize) -> Result<usize, String> {
-        match b.get(p) {
-            None => Err(format!("expected a value at byte {p}")),
-            Some(b'"') => skip_string(b, p),
-            Some(b'[') | Some(b'{') => {
-                let mut depth = 0usize;
-                let mut q = p;
-                while q < b.len() {
-                    match b[q] {
-                        b'"' => {
-                            q = skip_string(b, q)?;
-                            continue;
-                        }
-                        b'[' | b'{' => depth += 1,
-                        b']' | b'}' => {
-                            depth -= 1;
-                            if depth == 0 {
-                                return Ok(q + 1);
-                            }
-                        }
-                        _ => {}
-                    }
-                    q += 1;
-                }
-                Err("unterminated array or object".into())
-            }
-            Some(_) => {
-                let mut q = p;
-                while q < b.len() && !matches!(b[q], b',' | b'}' | b']' | b':') && !b[q].is_ascii_whitespace() {
-                    q += 1;
-                }
-                if q == p {
-                    Err(format!("expected a value at byte {p}"))
-                } else {
-                    Ok(q)
-                }
-            }
-        }
-    }
-
-    #[cfg(test)]
-    mod tests {
-        use super::*;
-
-        #[test]
-        fn splits_without_reencoding() {
-            let e = object_entries(r#"{"a": [1, {"x": "}"}], "\u00e9": NaN, "n": -1e+16, "s": "a\"b"}"#).unwrap();
-            let keys: Vec<&str> = e.iter().map(|(k, _)| k.as_str()).collect();
-            let values: Vec<&str> = e.iter().map(|(_, v)| v.as_str()).collect();
-            assert_eq!(keys, [r#""a""#, r#""\u00e9""#, r#""n""#, r#""s""#]);
-            assert_eq!(values, [r#"[1, {"x": "}"}]"#, "NaN", "-1e+16", r#""a\"b""#]);
-            assert_eq!(object_entries("{}").unwrap(), vec![]);
-            assert_eq!(
-                array_items(r#"[{}, {"a": [1, 2]}]"#).unwrap(),
-                vec!["{}".to_string(), r#"{"a": [1, 2]}"#.into()]
-            );
-        }
-
-        #[test]
-        fn refuses_what_is_not_one_object() {
-            for bad in ["[1]", "{\"a\" 1}", "{\"a\": 1", "{1: 2}", "{\"a\": 1} x", "", "{\"a\": }"] {
-                assert!(object_entries(bad).is_err(), "{bad}");
-            }
-        }
-    }
 }
 
 #[cfg(test)]
@@ -505,5 +348,18 @@ mod tests {
     fn bad_values_are_an_error_naming_them() {
         let err = MetadataScope::new(0, 1, "[1, 2]").unwrap_err();
         assert_eq!(err.to_string(), "metadata values are not a JSON object (expected '{' at byte 0): [1, 2]");
+    }
+
+    #[test]
+    fn non_finite_floats_and_lone_surrogates_are_stored_as_python_wrote_them() {
+        // `json.dumps({"v": nan, "w": inf, "x": -inf, "\ud800": "\udc00"})`
+        let values = r#"{"v": NaN, "w": Infinity, "x": -Infinity, "\ud800": "\udc00"}"#;
+        let mut run = run_of(&[&[(10, 20)]]);
+        apply(&mut run, &[scope(0, 100, values), scope(5, 50, r#"{"\ud800": 1}"#)]);
+        let stored = run.regions[0].event_metadata.clone().unwrap();
+        assert_eq!(stored, r#"[{"v": NaN, "w": Infinity, "x": -Infinity, "\ud800": 1}]"#);
+        assert_eq!(call_metadata::calls(&stored).unwrap().len(), 1, "read back as one object per call");
+        // what a reader could not take back is refused when the block ends
+        assert!(MetadataScope::new(0, 1, r#"{"v": Nan}"#).is_err());
     }
 }

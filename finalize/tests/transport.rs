@@ -1,7 +1,10 @@
-//! The run transport (`SPRUN\x02`) and the stacking of runs (moved from `py/src/io/ranks.rs`).
+//! The run transport (`SPRUN\x02`) and the stacking of runs.
 use arrow_array::Int64Array;
-use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
-use scope_profiler_finalize::transport::{decode_run, encode_run, stack, StackError, MAGIC};
+use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
+use scope_profiler_finalize::transport::{
+    decode_run, decode_run_apart, decode_run_compact, encode_run, encode_run_apart, encode_run_compact, stack,
+    StackError, MAGIC,
+};
 
 fn col(v: &[i64]) -> Int64Array {
     Int64Array::from(v.to_vec())
@@ -9,16 +12,13 @@ fn col(v: &[i64]) -> Int64Array {
 
 fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
     ThreadRow {
-        rank,
-        index,
         ident: 10 + index,
         native_id: 20 + index,
         daemon: index % 2 == 1,
         start_ns: 3 + index,
-        end_ns: -1,
         cpu_ns: 5,
         cpu_start_ns: 2,
-        name: name.into(),
+        ..ThreadRow::new(rank, index, name)
     }
 }
 
@@ -130,7 +130,6 @@ fn round_trip_keeps_every_column_table_and_metadata() {
     assert_eq!(encode_run(&back), bytes);
 }
 
-/// Moved from `py/src/io/ranks.rs` (`round_trip_keeps_everything`).
 #[test]
 fn round_trip_keeps_everything() {
     let mut row = RegionCalls::new(1, 0, col(&[1, 2, -3]), col(&[4, 5, 6]));
@@ -302,4 +301,81 @@ fn overlapping_rank_blocks_are_refused() {
     }
     let err = stack(vec![(0, one_rank(&["a"], 1)), (0, one_rank(&["b"], 1))], None, None, None).unwrap_err();
     assert!(matches!(err, StackError::Stack(_)));
+}
+
+/// `full_run` plus a row read without its events (its statistics stored).
+fn run_with_a_summary_row() -> Run {
+    let mut run = full_run();
+    let mut summary = RegionCalls::new(0, 2, col(&[]), col(&[]));
+    summary.stored = Some(StoredStats {
+        count: 4,
+        total: 40,
+        minimum: 5,
+        maximum: 15,
+        first: 5,
+        last: 15,
+        start_minimum: 100,
+        end_maximum: 300,
+        gpu_count: 1,
+        gpu_total: 7,
+        mean: 10.0,
+        m2: 0.1,
+    });
+    summary.exclusive_total_ns = Some(30);
+    run.regions.push(summary);
+    run
+}
+
+#[test]
+fn columns_apart_travel_as_they_are_with_every_row_statistic() {
+    let run = run_with_a_summary_row();
+    let (bytes, columns) = encode_run_apart(&run);
+    assert_eq!(&bytes[..6], b"SPRUNC");
+    // starts and ends of 5 rows, and the optional columns of rows a, b, c
+    assert_eq!(columns.len(), 5 * 2 + 6 + 3 + 2);
+    assert!(columns[0].values().inner().ptr_eq(run.regions[0].start_ns.values().inner()), "shared, not copied");
+    let back = decode_run_apart(&bytes, columns.clone()).unwrap();
+    assert_same(&run, &back);
+    assert_eq!(back.regions[4].stored, run.regions[4].stored);
+    assert!(back.regions[0].stored.is_none());
+    // the inline transport does not carry statistics
+    assert!(decode_run(&encode_run(&run)).unwrap().regions[4].stored.is_none());
+    let mut fewer = columns.clone();
+    fewer.pop();
+    assert!(decode_run_apart(&bytes, fewer).unwrap_err().0.contains("fewer columns"));
+    let mut more = columns.clone();
+    more.push(col(&[1]));
+    assert!(decode_run_apart(&bytes, more).unwrap_err().0.contains("more columns"));
+    let mut wrong = columns;
+    wrong[0] = col(&[1]);
+    assert!(decode_run_apart(&bytes, wrong).unwrap_err().0.contains("where the row has 3 calls"));
+    assert!(decode_run_apart(&encode_run(&run), vec![]).is_err());
+}
+
+#[test]
+fn the_compact_form_round_trips_in_about_a_byte_per_call() {
+    let run = run_with_a_summary_row();
+    let bytes = encode_run_compact(&run);
+    let back = decode_run_compact(&bytes).unwrap();
+    assert_same(&run, &back);
+    assert_eq!(back.regions[4].stored, run.regions[4].stored);
+    for cut in 0..bytes.len() {
+        assert!(decode_run_compact(&bytes[..cut]).is_err(), "cut {cut}");
+    }
+    for at in 0..bytes.len() {
+        let mut b = bytes.clone();
+        b[at] ^= 0xA5;
+        let _ = decode_run_compact(&b); // a result, never a panic
+    }
+    // a million calls on two threads, 1-2 us apart, of 0.5-1.5 us
+    let n = 1_000_000i64;
+    let starts: Vec<i64> = (0..n).map(|i| 5_000_000_000 + i * 1500 + (i * 7919) % 500).collect();
+    let ends: Vec<i64> = starts.iter().enumerate().map(|(i, s)| s + 500 + (i as i64 * 104_729) % 1000).collect();
+    let mut row = RegionCalls::new(0, 0, col(&starts), col(&ends));
+    row.thread_ids = Some(Int64Array::from((0..n).map(|i| i * 2 / n).collect::<Vec<i64>>()));
+    let big = Run { region_names: vec!["r".into()], regions: vec![row], num_ranks: 1, ..Run::default() };
+    let compact = encode_run_compact(&big);
+    assert!(compact.len() < 3 * n as usize, "{} bytes for {n} calls", compact.len());
+    assert!(encode_run(&big).len() > 24 * n as usize, "the inline form: 8 bytes per value");
+    assert_same(&big, &decode_run_compact(&compact).unwrap());
 }

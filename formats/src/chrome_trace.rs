@@ -25,7 +25,8 @@ use std::path::Path;
 
 use scope_profiler_analysis::{LaneLabels, Run};
 
-use crate::export_common::{io_err, json_f64, json_str, lane_name, origin_ns, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, origin_ns, reconstruct, RankCalls};
+use crate::export_output::{io_err, json_f64, json_str, write_atomic};
 use crate::speedscope::EXPORTER;
 use crate::{ExportError, Selection};
 

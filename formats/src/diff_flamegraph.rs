@@ -12,7 +12,7 @@ use std::fmt::Write as _;
 use scope_profiler_analysis::compare::display::{format_calls, format_change, format_interval, format_seconds};
 use scope_profiler_analysis::compare::{Comparison, DiffRow, Verdict};
 
-use crate::export_common::markup_escape as esc;
+use crate::export_output::markup_escape as esc;
 
 /// Height of a frame, px.
 const FRAME_H: f64 = 17.0;

@@ -9,7 +9,7 @@ use scope_profiler_analysis::compare::display::{format_calls, format_change, for
 use scope_profiler_analysis::compare::{Comparison, DiffRow, SideInfo, Verdict, TOO_FEW_CALLS};
 
 use crate::diff_flamegraph::{diff_flamegraph_svg, ZOOM_SCRIPT};
-use crate::export_common::{io_err, markup_escape as esc, write_atomic};
+use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::html_report::{SCRIPT as SORT_SCRIPT, STYLE};
 use crate::ExportError;
 

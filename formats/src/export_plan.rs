@@ -27,6 +27,10 @@
 //!   stem; a format writing one file per rank (flame graph SVG, `.prof`) adds `_rank<R>`
 //!   when there are several ranks with calls (`.prof` with `per_lane` also `_<lane slug>`,
 //!   [`crate::pstats::prof_path`]); Parquet writes `<stem>.lanes.parquet` beside its file.
+//!   The package's `export_prof` names its files as 0.7.5 does, `_rank<R>` always
+//!   ([`ProfNaming::Reference`]: `profile.prof` -> `profile_rank0.prof`, several runs
+//!   `profile_<label slug>_rank0.prof`); the command line keeps one file's name as given
+//!   ([`ProfNaming::OneFileAsGiven`]).
 //! * a computed file path that is an existing directory is refused
 //!   ([`PlanError::IsADirectory`], Python `IsADirectoryError`), and so is a directory
 //!   target that exists as something else ([`PlanError::NotADirectory`]).
@@ -38,7 +42,7 @@ use std::path::{Path, PathBuf};
 use scope_profiler_analysis::{MetaValue, Run};
 use thiserror::Error;
 
-use crate::export_common::slug;
+use crate::export_output::slug;
 use crate::registry::Format;
 use crate::Selection;
 
@@ -113,6 +117,16 @@ impl Naming {
             }
         }
     }
+}
+
+/// How `.prof` files are named from their target ([`crate::pstats::write_prof_named`]).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum ProfNaming {
+    /// 0.7.5's `export_prof`: every file gets `_rank<R>` (and `_<lane slug>` per lane).
+    Reference,
+    /// `scope-profiler export prof`: a single file is the target itself; several get
+    /// `_rank<R>` (and `_<lane slug>`).
+    OneFileAsGiven,
 }
 
 /// What the caller knows about one root result set.

@@ -3,19 +3,20 @@
 //!
 //! The input of Brendan Gregg's `flamegraph.pl`, inferno, speedscope's collapsed-stack
 //! importer and most flame-graph tools. Each lane's label is the root frame, so threads
-//! and tasks stay apart (see [`crate::export_common`] for the names). Lines are grouped by
+//! and tasks stay apart (see [`crate::export_lanes`] for the names). Lines are grouped by
 //! lane in display order (main thread first, then other threads, the unknown lane, tasks)
 //! and sorted within a lane; paths with zero self time are left out.
 //!
 //! Frame names never contain `;` (replaced by `:`) or line breaks (replaced by a space),
 //! the two characters the format cannot carry.
-use std::collections::HashMap;
 use std::io::{BufWriter, Write};
 use std::path::Path;
 
+use rustc_hash::FxHashMap;
 use scope_profiler_analysis::Run;
 
-use crate::export_common::{io_err, lane_names, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_names, reconstruct, RankCalls};
+use crate::export_output::{io_err, write_atomic};
 use crate::{ExportError, Selection};
 
 /// Unit of the counts.
@@ -57,28 +58,60 @@ pub fn sanitize_frame(name: &str) -> String {
 /// Errors: [`ExportError::Nesting`] for a rank that cannot be reconstructed,
 /// [`ExportError::NoCalls`] when the selection has no call.
 pub fn folded_stacks(run: &Run, sel: &Selection, unit: FoldedUnit) -> Result<Vec<(String, u64)>, ExportError> {
+    match folded_stacks_within(run, sel, unit, u64::MAX)? {
+        Ok(lines) => Ok(lines),
+        Err(bytes) => unreachable!("{bytes} bytes are within u64::MAX"),
+    }
+}
+
+/// [`folded_stacks`] when their text (`path count` lines) takes at most `max_bytes`, else
+/// `Ok(Err(bytes))`, the bytes it would take, found before any line is made: the text grows
+/// with the square of a deep recursion's depth (a path of N frames per level), which
+/// would take gigabytes and minutes to make.
+pub fn folded_stacks_within(
+    run: &Run,
+    sel: &Selection,
+    unit: FoldedUnit,
+    max_bytes: u64,
+) -> Result<Result<Vec<(String, u64)>, u64>, ExportError> {
     let run = sel.apply(run);
     let run: &Run = &run;
     let all = reconstruct(run, &sel.ranks)?;
     let multi = sel.ranks.len() > 1;
-    let mut out = Vec::new();
+    let frame_name = |r: &RankCalls, row: u32| {
+        let reg = &run.regions[r.rows[row as usize]];
+        sanitize_frame(run.region_names.get(reg.region as usize).map(String::as_str).unwrap_or("?"))
+    };
+    let mut tries = Vec::with_capacity(all.len());
+    let mut bytes = 0u64;
     for r in &all {
         let names = lane_names(run, r, multi);
-        // frame name of each of this rank's rows, sanitized on first use
-        let mut frame_of_row: Vec<Option<String>> = vec![None; r.rows.len()];
         // trie node of every call (calls are in sorted order: a parent precedes its children)
         let mut node_of: Vec<u32> = vec![0; r.calls.len()];
+        let frame_len: Vec<u64> = (0..r.rows.len() as u32).map(|row| frame_name(r, row).len() as u64).collect();
+        let mut lanes = Vec::with_capacity(r.lanes.len());
         for (lane, ids) in &r.lanes {
             let trie = PathTrie::of_lane(r, ids, &mut node_of);
-            let mut lines = trie.lines(&sanitize_frame(&names[lane]), unit, &mut frame_of_row, |row| {
-                let reg = &run.regions[r.rows[row as usize]];
-                sanitize_frame(run.region_names.get(reg.region as usize).map(String::as_str).unwrap_or("?"))
-            });
+            let root = sanitize_frame(&names[lane]);
+            bytes = bytes.saturating_add(trie.text_bytes(root.len() as u64, unit, &frame_len));
+            lanes.push((root, trie));
+        }
+        tries.push(lanes);
+    }
+    if bytes > max_bytes {
+        return Ok(Err(bytes));
+    }
+    let mut out = Vec::new();
+    for (r, lanes) in all.iter().zip(tries) {
+        // frame name of each of this rank's rows, sanitized on first use
+        let mut frame_of_row: Vec<Option<String>> = vec![None; r.rows.len()];
+        for (root, trie) in lanes {
+            let mut lines = trie.lines(&root, unit, &mut frame_of_row, |row| frame_name(r, row));
             lines.sort();
             out.extend(lines);
         }
     }
-    Ok(out)
+    Ok(Ok(out))
 }
 
 /// Trie of one lane's call paths: node = (parent node, row); node 0 = the lane root.
@@ -92,7 +125,8 @@ impl PathTrie {
     /// The trie of the lane's calls `ids`; `node_of` gets each call's node.
     fn of_lane(r: &RankCalls, ids: &[usize], node_of: &mut [u32]) -> Self {
         let mut trie = PathTrie { parent_of: vec![(u32::MAX, u32::MAX)], self_ns: vec![0] };
-        let mut child: HashMap<(u32, u32), u32> = HashMap::new();
+        // (parent node, row) -> node: one lookup per call, so a fast hash of the two ids
+        let mut child: FxHashMap<(u32, u32), u32> = FxHashMap::default();
         for &c in ids {
             let p = r.calls.parent[c];
             let pnode = if p < 0 { 0 } else { node_of[p as usize] };
@@ -107,6 +141,27 @@ impl PathTrie {
             node_of[c] = node;
         }
         trie
+    }
+
+    /// The bytes of [`PathTrie::lines`]' text (`path count\n` per line) with a root name of
+    /// `root_len` bytes and frames of `frame_len[row]` bytes, in one pass over the nodes (a
+    /// node comes after its parent).
+    fn text_bytes(&self, root_len: u64, unit: FoldedUnit, frame_len: &[u64]) -> u64 {
+        let mut path_len = vec![root_len; self.parent_of.len()];
+        let mut bytes = 0u64;
+        for (node, &own) in self.self_ns.iter().enumerate().skip(1) {
+            let (parent, row) = self.parent_of[node];
+            path_len[node] = path_len[parent as usize].saturating_add(1 + frame_len[row as usize]);
+            let count = match unit {
+                FoldedUnit::Nanoseconds => own,
+                FoldedUnit::Microseconds => (own + 500) / 1000,
+            };
+            if count != 0 {
+                let digits = count.checked_ilog10().unwrap_or(0) as u64 + 1;
+                bytes = bytes.saturating_add(path_len[node] + 1 + digits + 1);
+            }
+        }
+        bytes
     }
 
     /// `root;frame;...` and count per node with a non-zero count, in node order; a row's

@@ -14,9 +14,16 @@ use std::fmt::Write as _;
 use std::path::Path;
 
 use base64::Engine as _;
-use scope_profiler_analysis::{lane_label, rank_summary, secs, MetaValue, RankSummary, Run};
+use scope_profiler_analysis::figures::duration_text;
+use scope_profiler_analysis::summary_order::{
+    busiest, sort_region_rows, split_at_limit, task_busy_time, thread_busy_time, REPORT_ROWS,
+};
+use scope_profiler_analysis::{
+    rank_summary, secs, LaneLabels, MetaValue, RankSummary, RegionSummaryRow, Run, SortKey, TaskSummaryRow,
+    ThreadSummaryRow,
+};
 
-use crate::export_common::{io_err, markup_escape as esc, write_atomic};
+use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::flamegraph::write_flamegraph_svg_fixed_to;
 use crate::timeline::{timeline_svg, TimelineOptions};
 use crate::{ExportError, Selection};
@@ -39,20 +46,19 @@ fn text(s: impl Into<String>) -> Cell {
     Cell { text: s.into(), sort: None }
 }
 
-/// Seconds with 6 decimals (the text summary's precision), sorted by value.
+/// A duration of `v` s in the unit that shows it ([`duration_text`]), sorted by value.
 fn s6(v: f64) -> Cell {
-    Cell { text: format!("{v:.6}"), sort: Some(v) }
+    Cell { text: duration_text(v), sort: Some(v) }
 }
 
-/// ns shown as seconds.
+/// A duration of `ns` nanoseconds.
 fn ns_s(ns: i64) -> Cell {
     s6(secs(ns))
 }
 
-/// ns shown as ms with 3 decimals.
+/// A duration of `ns` nanoseconds (a mean: not a whole number).
 fn ns_ms(ns: f64) -> Cell {
-    let v = ns / 1e6;
-    Cell { text: format!("{v:.3}"), sort: Some(v) }
+    s6(ns / 1e9)
 }
 
 /// Optional seconds, `-` when unknown.
@@ -65,27 +71,39 @@ fn int(n: i64) -> Cell {
 }
 
 /// A sortable table; `class` names it for styling and tests (`regions`, `threads`, `tasks`).
-fn table(out: &mut String, class: &str, headers: &[&str], rows: Vec<Vec<Cell>>) {
+/// `rest`: the row that sums up what the table leaves out, in a `<tfoot>` (it stays last when
+/// the table is sorted).
+fn table(out: &mut String, class: &str, headers: &[&str], rows: Vec<Vec<Cell>>, rest: Option<Vec<Cell>>) {
     let _ = write!(out, "<table class=\"{class}\"><thead><tr>");
     for h in headers {
         let _ = write!(out, "<th>{}</th>", esc(h));
     }
     out.push_str("</tr></thead><tbody>\n");
     for row in rows {
-        out.push_str("<tr>");
-        for c in row {
-            match c.sort {
-                Some(v) => {
-                    let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&c.text));
-                }
-                None => {
-                    let _ = write!(out, "<td>{}</td>", esc(&c.text));
-                }
+        table_row(out, row);
+    }
+    out.push_str("</tbody>");
+    if let Some(row) = rest {
+        out.push_str("<tfoot class=\"rest\">");
+        table_row(out, row);
+        out.push_str("</tfoot>");
+    }
+    out.push_str("</table>\n");
+}
+
+fn table_row(out: &mut String, row: Vec<Cell>) {
+    out.push_str("<tr>");
+    for c in row {
+        match c.sort {
+            Some(v) => {
+                let _ = write!(out, "<td class=\"num\" data-v=\"{v}\">{}</td>", esc(&c.text));
+            }
+            None => {
+                let _ = write!(out, "<td>{}</td>", esc(&c.text));
             }
         }
-        out.push_str("</tr>\n");
     }
-    out.push_str("</tbody></table>\n");
+    out.push_str("</tr>\n");
 }
 
 fn note(out: &mut String, msg: &str) {
@@ -143,11 +161,11 @@ impl HtmlReport {
         }
         out.push_str("<h3>Flame graph</h3>\n");
         out.push_str(
-            "<p class=\"help\">Wall time per region path, one tower per lane; width = the path's \
+            "<p class=\"help\">Wall time per region path, one tower per lane (the 50 busiest; the others merged into one); width = the path's \
              inclusive time. Click a frame to zoom, Ctrl+F to search.</p>\n",
         );
         let mut fg = Vec::new();
-        match write_flamegraph_svg_fixed_to(run, sel, FLAME_WIDTH, &mut fg) {
+        match write_flamegraph_svg_fixed_to(run, sel, FLAME_WIDTH, FLAME_LANES, &mut fg) {
             Ok(()) => {
                 let svg = String::from_utf8_lossy(&fg);
                 let height = svg_height(&svg).unwrap_or(600.0);
@@ -217,7 +235,7 @@ fn overview(out: &mut String, run: &Run, summaries: &[RankSummary]) {
     ];
     if let (Some(s), Some(f)) = (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
         if f >= s {
-            facts.push(("run (setup to finalize)".into(), format!("{:.6} s", secs(f - s))));
+            facts.push(("run (setup to finalize)".into(), duration_text(secs(f - s))));
         }
     }
     let tracked = if calls == 0 && run.threads.is_empty() {
@@ -254,7 +272,9 @@ fn meta_text(v: &MetaValue) -> String {
     }
 }
 
-/// The region, thread and task tables of one rank.
+/// The region, thread and task tables of one rank: regions by inclusive time, the
+/// busiest threads and tasks, at most [`REPORT_ROWS`] rows each (the rest summed in a last
+/// row), so the report of a run with 20,000 tasks or region names stays small.
 fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
     let heading = |what: &str| {
         if multi {
@@ -265,42 +285,14 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
         }
     };
     let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Regions")));
-    let with_await = s.has_await();
-    let mut headers = vec!["region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"];
-    if with_await {
-        headers.extend(["held s", "await s"]);
-    }
-    let rows = s
-        .rows
-        .iter()
-        .map(|r| {
-            let mut row = vec![
-                text(&r.name),
-                int(r.calls as i64),
-                ns_s(r.total_ns),
-                ns_ms(r.mean_ns),
-                ns_ms(r.min_ns as f64),
-                ns_ms(r.max_ns as f64),
-                r.exclusive_ns.map(ns_s).unwrap_or_else(|| text("-")),
-            ];
-            if with_await {
-                row.push(r.held_ns().map(ns_s).unwrap_or_else(|| text("-")));
-                row.push(r.await_ns.map(ns_s).unwrap_or_else(|| text("-")));
-            }
-            row
-        })
-        .collect();
-    table(out, "regions", &headers, rows);
-    if with_await {
-        out.push_str(
-            "<p class=\"help\">held = total − await: the time the calls were not suspended in an <code>await</code> \
-             (running, or blocking their thread).</p>\n",
-        );
-    }
+    region_table(out, s);
     if let Some(msg) = &s.nesting_note {
         note(out, &format!("exclusive time not available: {msg}"));
     }
     if let Some(msg) = &s.set_aside_note {
+        note(out, msg);
+    }
+    if let Some(msg) = &s.untracked_tasks_note {
         note(out, msg);
     }
     match &s.threads {
@@ -311,51 +303,12 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
         }
         Some(Ok(threads)) => {
             let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Threads")));
-            let held = threads.iter().any(|t| t.held_time.is_some());
-            let mut headers = vec!["index", "name", "alive", "wall s", "cpu s", "calls", "region s"];
-            if held {
-                headers.extend(["held s", "await s"]);
-            }
-            let rows = threads
-                .iter()
-                .map(|t| {
-                    let mut row = vec![
-                        int(t.index),
-                        text(&t.name),
-                        text(if !t.listed {
-                            "-"
-                        } else if t.alive {
-                            "yes"
-                        } else {
-                            "no"
-                        }),
-                        opt_s(t.wall_time),
-                        opt_s(t.cpu_time),
-                        int(t.num_calls),
-                        s6(t.region_time),
-                    ];
-                    if held {
-                        row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
-                    }
-                    row
-                })
-                .collect();
-            table(out, "threads", &headers, rows);
-            out.push_str(
-                "<p class=\"help\">wall: the thread's start to its end (or the run's end); cpu: CPU the thread \
-                 burned during the run; region: wall-clock time covered by the top-level calls of the thread and \
-                 of the tasks that ran on it (overlaps counted once)",
-            );
-            if held {
-                out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
-            }
-            out.push_str(".</p>\n");
+            thread_table(out, threads);
             if let Some(msg) = &s.thread_table_note {
                 note(out, msg);
             }
         }
     }
-    let steps: Vec<_> = run.rank_tasks(s.rank).collect();
     match &s.tasks {
         None => {}
         Some(Err(e)) => {
@@ -364,39 +317,158 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
         }
         Some(Ok(tasks)) => {
             let _ = writeln!(out, "<h3>{}</h3>", esc(&heading("Tasks and greenlets")));
-            let held = tasks.iter().any(|t| t.held_time.is_some());
-            let mut headers = vec!["index", "lane", "steps", "wall s", "calls", "region s"];
-            if held {
-                headers.extend(["held s", "await s"]);
-            }
-            headers.extend(["running s", "awaiting s"]);
-            let rows = tasks
-                .iter()
-                .map(|t| {
-                    let row_of = steps.iter().find(|r| r.index == t.index);
-                    let mut row = vec![
-                        int(t.index),
-                        text(lane_label(run, t.index, s.rank)),
-                        row_of.map(|r| int(r.steps)).unwrap_or_else(|| text("-")),
-                        opt_s(t.wall_time),
-                        int(t.num_calls),
-                        s6(t.region_time),
-                    ];
-                    if held {
-                        row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
-                    }
-                    row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
-                    row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
-                    row
-                })
-                .collect();
-            table(out, "tasks", &headers, rows);
-            out.push_str(
-                "<p class=\"help\">wall: creation to completion (or the run's end); region / held / await: the \
-                 task's top-level calls; running / awaiting: all the task's steps, inside regions or not.</p>\n",
-            );
+            task_table(out, run, s.rank, tasks);
         }
     }
+}
+
+/// `N more <what>` and the sums of the rows left out, as the last row of a table whose
+/// first cell is a text and whose next cells are given.
+fn rest_row(lead: usize, label: String, cells: Vec<Cell>) -> Vec<Cell> {
+    let mut row: Vec<Cell> = (0..lead).map(|_| text("")).collect();
+    row.push(text(label));
+    row.extend(cells);
+    row
+}
+
+/// The region table: regions by inclusive time ([`SortKey::Total`]).
+fn region_table(out: &mut String, s: &RankSummary) {
+    let with_await = s.has_await();
+    let mut headers = vec!["region", "calls", "total", "mean", "min", "max", "exclusive"];
+    if with_await {
+        headers.extend(["held", "await"]);
+    }
+    let (shown, rest) = split_at_limit(sort_region_rows(s.rows.clone(), SortKey::Total), Some(REPORT_ROWS));
+    let cells = |r: &RegionSummaryRow| {
+        let mut row = vec![
+            text(&r.name),
+            int(r.calls as i64),
+            ns_s(r.total_ns),
+            ns_ms(r.mean_ns),
+            ns_ms(r.min_ns as f64),
+            ns_ms(r.max_ns as f64),
+            r.exclusive_ns.map(ns_s).unwrap_or_else(|| text("-")),
+        ];
+        if with_await {
+            row.push(r.held_ns().map(ns_s).unwrap_or_else(|| text("-")));
+            row.push(r.await_ns.map(ns_s).unwrap_or_else(|| text("-")));
+        }
+        row
+    };
+    let rest = (!rest.is_empty()).then(|| {
+        let calls: usize = rest.iter().map(|r| r.calls).sum();
+        let total: i64 = rest.iter().map(|r| r.total_ns).sum();
+        rest_row(0, format!("… {} more regions", rest.len()), vec![int(calls as i64), ns_s(total)])
+    });
+    table(out, "regions", &headers, shown.iter().map(cells).collect(), rest);
+    if with_await {
+        out.push_str(
+            "<p class=\"help\">held = total − await: the time the calls were not suspended in an <code>await</code> \
+             (running, or blocking their thread).</p>\n",
+        );
+    }
+}
+
+/// The thread table: the busiest threads (by held, else region time).
+fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
+    let held = threads.iter().any(|t| t.held_time.is_some());
+    let mut headers = vec!["index", "name", "alive", "wall", "cpu", "calls", "region"];
+    if held {
+        headers.extend(["held", "await"]);
+    }
+    let times: Vec<f64> = threads.iter().map(thread_busy_time).collect();
+    let (mut shown, rest) = busiest(&times, Some(REPORT_ROWS));
+    shown.sort_unstable(); // the threads shown, in table order
+    let rows = shown
+        .iter()
+        .map(|&k| {
+            let t = &threads[k];
+            let alive = if !t.listed {
+                "-"
+            } else if t.alive {
+                "yes"
+            } else {
+                "no"
+            };
+            let mut row = vec![
+                int(t.index),
+                text(&t.name),
+                text(alive),
+                opt_s(t.wall_time),
+                opt_s(t.cpu_time),
+                int(t.num_calls),
+                s6(t.region_time),
+            ];
+            if held {
+                row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
+            }
+            row
+        })
+        .collect();
+    let rest = (!rest.is_empty()).then(|| {
+        let calls: i64 = rest.iter().map(|&k| threads[k].num_calls).sum();
+        let region: f64 = rest.iter().map(|&k| threads[k].region_time).sum();
+        let label = format!("… {} more threads", rest.len());
+        rest_row(1, label, vec![text(""), text(""), text(""), int(calls), s6(region)])
+    });
+    table(out, "threads", &headers, rows, rest);
+    out.push_str(
+        "<p class=\"help\">wall: the thread's start to its end (or the run's end); cpu: CPU the thread \
+         burned during the run; region: wall-clock time covered by the top-level calls of the thread and \
+         of the tasks that ran on it (overlaps counted once)",
+    );
+    if held {
+        out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
+    }
+    out.push_str(".</p>\n");
+}
+
+/// The task table: the busiest tasks (by held time, else region time), busiest first.
+fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) {
+    let steps: std::collections::HashMap<i64, &scope_profiler_analysis::TaskRow> =
+        run.rank_tasks(rank).map(|r| (r.index, r)).collect();
+    let labels = LaneLabels::new(run, rank);
+    let held = tasks.iter().any(|t| t.held_time.is_some());
+    let mut headers = vec!["index", "lane", "steps", "wall", "calls", "region"];
+    if held {
+        headers.extend(["held", "await"]);
+    }
+    headers.extend(["running", "awaiting"]);
+    let times: Vec<f64> = tasks.iter().map(task_busy_time).collect();
+    let (shown, rest) = busiest(&times, Some(REPORT_ROWS));
+    let rows = shown
+        .iter()
+        .map(|&k| {
+            let t = &tasks[k];
+            let row_of = steps.get(&t.index);
+            let mut row = vec![
+                int(t.index),
+                text(labels.label(t.index)),
+                row_of.map(|r| int(r.steps)).unwrap_or_else(|| text("-")),
+                opt_s(t.wall_time),
+                int(t.num_calls),
+                s6(t.region_time),
+            ];
+            if held {
+                row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
+            }
+            row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
+            row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
+            row
+        })
+        .collect();
+    let rest = (!rest.is_empty()).then(|| {
+        let calls: i64 = rest.iter().map(|&k| tasks[k].num_calls).sum();
+        let region: f64 = rest.iter().map(|&k| tasks[k].region_time).sum();
+        let label = format!("… {} more tasks", rest.len());
+        rest_row(1, label, vec![text(""), text(""), int(calls), s6(region)])
+    });
+    table(out, "tasks", &headers, rows, rest);
+    out.push_str(
+        "<p class=\"help\">The busiest tasks first (by held time); wall: creation to completion (or the run's \
+         end); region / held / await: the task's top-level calls; running / awaiting: all the task's steps, inside \
+         regions or not.</p>\n",
+    );
 }
 
 /// `svg` without a leading `<?xml ...?>` declaration and `<!DOCTYPE ...>` (not valid inside HTML).
@@ -437,6 +509,9 @@ const TIMELINE_WIDTH: f64 = 1300.0;
 
 /// Width of the embedded flame graph, px.
 const FLAME_WIDTH: usize = 1200;
+
+/// Towers of the embedded flame graph: the busiest lanes, the others merged into one.
+const FLAME_LANES: usize = 50;
 
 /// The page's style (shared by the comparison page, `diff_html`).
 pub(crate) const STYLE: &str = "

@@ -24,7 +24,7 @@ use serde::ser::{SerializeMap, SerializeSeq, Serializer};
 use serde::{Deserialize, Serialize};
 use thiserror::Error;
 
-use crate::export_common::write_atomic;
+use crate::export_output::write_atomic;
 use crate::export_plan::PlanError;
 use crate::{ExportError, Selection};
 

@@ -34,12 +34,9 @@
 //!
 //! Both files carry key-value metadata `scope_profiler.label`, `scope_profiler.exporter`
 //! and, when known, `scope_profiler.start_time_ns`. Snappy compression.
-use std::collections::HashMap;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use arrow_array::builder::StringDictionaryBuilder;
-use arrow_array::types::Int32Type;
 use arrow_array::{ArrayRef, BooleanArray, Int32Array, Int64Array, RecordBatch, StringArray};
 use arrow_schema::{DataType, Field, Schema};
 use parquet::arrow::ArrowWriter;
@@ -47,9 +44,11 @@ use parquet::basic::Compression;
 use parquet::file::metadata::KeyValue;
 use parquet::file::properties::WriterProperties;
 use parquet::schema::types::ColumnPath;
-use scope_profiler_analysis::{EventColumn, LaneLabels, Run};
+use scope_profiler_analysis::{EventColumn, Run, TaskRow, ThreadRow};
 
-use crate::export_common::{reconstruct, write_atomic};
+use crate::call_columns::{CallColumns, CallsPerLane};
+use crate::export_output::write_atomic;
+use crate::lane_rows::{lane_rows, LaneKind};
 use crate::speedscope::EXPORTER;
 use crate::{ExportError, Selection};
 
@@ -131,173 +130,70 @@ fn pq_err(path: &Path) -> impl Fn(parquet::errors::ParquetError) -> ExportError 
     move |e| ExportError::Io(format!("could not write {}: {e}", path.display()))
 }
 
-/// Calls per (rank, lane).
-type CallsPerLane = HashMap<(u32, i64), i64>;
-
 /// The events of `sel` as one record batch ([`events_schema`]), plus calls per (rank, lane).
 fn events_batch(run: &Run, sel: &Selection) -> Result<(RecordBatch, CallsPerLane), ExportError> {
-    let all = reconstruct(run, &sel.ranks)?;
-    let n: usize = all.iter().map(|r| r.calls.len()).sum();
-    let mut rank = Vec::with_capacity(n);
-    let mut region = StringDictionaryBuilder::<Int32Type>::with_capacity(n, run.region_names.len(), 1024);
-    let (mut call_index, mut start, mut end, mut dur) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let (mut call_id, mut parent_id, mut thread, mut task) =
-        (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut await_ns: Vec<Option<i64>> = Vec::with_capacity(n);
-    let (mut depth, mut lane, mut excl) = (Vec::with_capacity(n), Vec::with_capacity(n), Vec::with_capacity(n));
-    let mut per_lane: CallsPerLane = HashMap::new();
-    let mut base = 0i64;
-    for r in &all {
-        let c = &r.calls;
-        // region keys of this rank's rows, in dictionary order of first use
-        let names: Vec<&str> = r
-            .rows
-            .iter()
-            .map(|&row| run.region_names.get(run.regions[row].region as usize).map(String::as_str).unwrap_or("?"))
-            .collect();
-        for id in 0..c.len() {
-            let ri = c.region_index[id] as usize;
-            let row = &run.regions[r.rows[ri]];
-            let ci = c.call_index[id];
-            let at = |a: &Option<Int64Array>| a.as_ref().and_then(|a| a.values().get(ci as usize).copied());
-            rank.push(r.rank as i32);
-            region.append_value(names[ri]);
-            call_index.push(ci as i64);
-            start.push(c.start_ns[id]);
-            end.push(c.end_ns[id]);
-            dur.push(c.end_ns[id] - c.start_ns[id]);
-            call_id.push(base + id as i64);
-            parent_id.push(if c.parent[id] < 0 { -1 } else { base + c.parent[id] as i64 });
-            thread.push(at(&row.thread_ids).unwrap_or(-1));
-            task.push(at(&row.task_ids).unwrap_or(-1));
-            await_ns.push(at(&row.await_ns));
-            depth.push(c.depth[id] as i64);
-            let l = c.lane_of(id);
-            lane.push(l);
-            *per_lane.entry((r.rank, l)).or_default() += 1;
-            excl.push(c.exclusive_ns[id]);
-        }
-        base += c.len() as i64;
-    }
+    let c = CallColumns::of(run, &sel.ranks)?;
+    let i64s = |v: &[i64]| -> ArrayRef { Arc::new(Int64Array::from(v.to_vec())) };
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(Int32Array::from(rank)),
-        Arc::new(region.finish()),
-        Arc::new(Int64Array::from(call_index)),
-        Arc::new(Int64Array::from(start)),
-        Arc::new(Int64Array::from(end)),
-        Arc::new(Int64Array::from(dur)),
-        Arc::new(Int64Array::from(call_id)),
-        Arc::new(Int64Array::from(parent_id)),
-        Arc::new(Int64Array::from(thread)),
-        Arc::new(Int64Array::from(task)),
-        Arc::new(Int64Array::from(await_ns)),
-        Arc::new(Int64Array::from(depth)),
-        Arc::new(Int64Array::from(lane)),
-        Arc::new(Int64Array::from(excl)),
+        Arc::new(Int32Array::from(c.rank.clone())),
+        Arc::new(c.region_dictionary(run)),
+        i64s(&c.call_index),
+        i64s(&c.start_ns),
+        i64s(&c.end_ns),
+        Arc::new(c.duration_ns()),
+        i64s(&c.call_id),
+        i64s(&c.parent_id),
+        i64s(&c.thread),
+        i64s(&c.task),
+        Arc::new(Int64Array::from(c.await_ns.clone())),
+        i64s(&c.depth),
+        i64s(&c.lane),
+        i64s(&c.exclusive_ns),
     ];
     let batch =
         RecordBatch::try_new(Arc::new(events_schema()), cols).map_err(|e| ExportError::Io(format!("arrow: {e}")))?;
-    Ok((batch, per_lane))
+    Ok((batch, c.per_lane))
 }
 
 /// The thread and task tables of the selected ranks as one record batch ([`lanes_schema`]).
 fn lanes_batch(run: &Run, sel: &Selection, per_lane: &CallsPerLane) -> Result<RecordBatch, ExportError> {
-    let mut rank = Vec::new();
-    let mut lane = Vec::new();
-    let mut kind: Vec<&str> = Vec::new();
-    let mut index = Vec::new();
-    let mut label = Vec::new();
-    let mut name: Vec<String> = Vec::new();
-    let mut thread_index = Vec::new();
-    let mut start = Vec::new();
-    let mut end: Vec<Option<i64>> = Vec::new();
-    let mut num_calls = Vec::new();
-    let mut ident: Vec<Option<i64>> = Vec::new();
-    let mut native_id: Vec<Option<i64>> = Vec::new();
-    let mut daemon: Vec<Option<bool>> = Vec::new();
-    let mut cpu: Vec<Option<i64>> = Vec::new();
-    let mut task_kind: Vec<Option<String>> = Vec::new();
-    let mut coro: Vec<Option<String>> = Vec::new();
-    let mut steps: Vec<Option<i64>> = Vec::new();
-    let mut running: Vec<Option<i64>> = Vec::new();
-    let mut suspended: Vec<Option<i64>> = Vec::new();
-    let mut ranks = sel.ranks.clone();
-    ranks.dedup();
+    let rows = lane_rows(run, &sel.ranks, per_lane);
     // lane-table times are stored relative to metadata start_time_ns; put them on the
     // events' clock when it is known
     let t0 = run.meta_int("start_time_ns").unwrap_or(0);
-    let abs = |v: i64| if v < 0 { None } else { Some(t0 + v) };
-    for &rk in &ranks {
-        let labels = LaneLabels::new(run, rk);
-        let mut threads: Vec<_> = run.rank_threads(rk).collect();
-        threads.sort_by_key(|t| t.index);
-        for t in threads {
-            let l = -2 - t.index;
-            rank.push(rk as i32);
-            lane.push(l);
-            kind.push("thread");
-            index.push(t.index);
-            label.push(labels.label(l));
-            name.push(t.name.clone());
-            thread_index.push(t.index);
-            start.push(t0 + t.start_ns);
-            end.push(abs(t.end_ns));
-            num_calls.push(per_lane.get(&(rk, l)).copied().unwrap_or(0));
-            ident.push(Some(t.ident));
-            native_id.push(Some(t.native_id));
-            daemon.push(Some(t.daemon));
-            cpu.push(Some(t.cpu_ns));
-            task_kind.push(None);
-            coro.push(None);
-            steps.push(None);
-            running.push(None);
-            suspended.push(None);
-        }
-        let mut tasks: Vec<_> = run.rank_tasks(rk).collect();
-        tasks.sort_by_key(|t| t.index);
-        for t in tasks {
-            rank.push(rk as i32);
-            lane.push(t.index);
-            kind.push("task");
-            index.push(t.index);
-            label.push(labels.label(t.index));
-            name.push(t.name.clone());
-            thread_index.push(t.thread_index);
-            start.push(t0 + t.created_ns);
-            end.push(abs(t.done_ns));
-            num_calls.push(per_lane.get(&(rk, t.index)).copied().unwrap_or(0));
-            ident.push(None);
-            native_id.push(None);
-            daemon.push(None);
-            cpu.push(None);
-            task_kind.push(Some(t.kind.clone()));
-            coro.push(Some(t.coro_name.clone()));
-            steps.push(Some(t.steps));
-            running.push(Some(t.running_ns));
-            suspended.push(Some(t.suspended_ns));
-        }
-    }
+    let thread = |f: fn(&ThreadRow) -> i64| -> Int64Array {
+        rows.iter().map(|r| if let LaneKind::Thread(t) = r.kind { Some(f(t)) } else { None }).collect()
+    };
+    let task = |f: fn(&TaskRow) -> i64| -> Int64Array {
+        rows.iter().map(|r| if let LaneKind::Task(t) = r.kind { Some(f(t)) } else { None }).collect()
+    };
+    let task_str = |f: fn(&TaskRow) -> &str| -> StringArray {
+        rows.iter().map(|r| if let LaneKind::Task(t) = r.kind { Some(f(t)) } else { None }).collect()
+    };
+    let daemon: BooleanArray =
+        rows.iter().map(|r| if let LaneKind::Thread(t) = r.kind { Some(t.daemon) } else { None }).collect();
+    let kind: StringArray =
+        rows.iter().map(|r| Some(if matches!(r.kind, LaneKind::Thread(_)) { "thread" } else { "task" })).collect();
     let cols: Vec<ArrayRef> = vec![
-        Arc::new(Int32Array::from(rank)),
-        Arc::new(Int64Array::from(lane)),
-        Arc::new(StringArray::from(kind)),
-        Arc::new(Int64Array::from(index)),
-        Arc::new(StringArray::from(label)),
-        Arc::new(StringArray::from(name)),
-        Arc::new(Int64Array::from(thread_index)),
-        Arc::new(Int64Array::from(start)),
-        Arc::new(Int64Array::from(end)),
-        Arc::new(Int64Array::from(num_calls)),
-        Arc::new(Int64Array::from(ident)),
-        Arc::new(Int64Array::from(native_id)),
-        Arc::new(BooleanArray::from(daemon)),
-        Arc::new(Int64Array::from(cpu)),
-        Arc::new(StringArray::from(task_kind)),
-        Arc::new(StringArray::from(coro)),
-        Arc::new(Int64Array::from(steps)),
-        Arc::new(Int64Array::from(running)),
-        Arc::new(Int64Array::from(suspended)),
+        Arc::new(rows.iter().map(|r| r.rank as i32).collect::<Int32Array>()),
+        Arc::new(rows.iter().map(|r| r.lane).collect::<Int64Array>()),
+        Arc::new(kind),
+        Arc::new(rows.iter().map(|r| r.index()).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| Some(r.label.as_str())).collect::<StringArray>()),
+        Arc::new(rows.iter().map(|r| Some(r.name())).collect::<StringArray>()),
+        Arc::new(rows.iter().map(|r| r.thread_index()).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| t0 + r.start_ns()).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| r.end_ns().map(|e| t0 + e)).collect::<Int64Array>()),
+        Arc::new(rows.iter().map(|r| r.num_calls).collect::<Int64Array>()),
+        Arc::new(thread(|t| t.ident)),
+        Arc::new(thread(|t| t.native_id)),
+        Arc::new(daemon),
+        Arc::new(thread(|t| t.cpu_ns)),
+        Arc::new(task_str(|t| &t.kind)),
+        Arc::new(task_str(|t| &t.coro_name)),
+        Arc::new(task(|t| t.steps)),
+        Arc::new(task(|t| t.running_ns)),
+        Arc::new(task(|t| t.suspended_ns)),
     ];
     RecordBatch::try_new(Arc::new(lanes_schema()), cols).map_err(|e| ExportError::Io(format!("arrow: {e}")))
 }

@@ -28,7 +28,8 @@ use std::path::Path;
 
 use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, origin_ns, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, origin_ns, reconstruct, RankCalls};
+use crate::export_output::{io_err, write_atomic};
 use crate::{ExportError, Selection};
 
 /// The subset of Perfetto's `perfetto_trace.proto` this writer emits (field numbers as

@@ -24,7 +24,8 @@ use flate2::Compression;
 use prost::Message;
 use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, reconstruct, RankCalls};
+use crate::export_output::{io_err, write_atomic};
 use crate::{ExportError, Selection};
 
 /// The subset of `profile.proto` (github.com/google/pprof) this writer emits.

@@ -34,7 +34,9 @@ use std::path::{Path, PathBuf};
 
 use scope_profiler_analysis::{LaneLabels, Run};
 
-use crate::export_common::{io_err, lane_name, reconstruct, slug, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, reconstruct, RankCalls};
+use crate::export_output::{io_err, slug, write_atomic};
+use crate::export_plan::ProfNaming;
 use crate::{ExportError, Selection};
 
 /// pstats key: `(filename, lineno, funcname)`.
@@ -535,9 +537,22 @@ pub fn prof_path(path: &Path, stats: &ProfStats) -> PathBuf {
 ///
 /// Errors: `Nesting`, `NoCalls`, `Io` (naming the path).
 pub fn write_prof(run: &Run, sel: &Selection, path: &Path, opts: ProfOptions) -> Result<Vec<PathBuf>, ExportError> {
+    write_prof_named(run, sel, path, opts, ProfNaming::OneFileAsGiven)
+}
+
+/// [`write_prof`] with the files named as `naming` says: with [`ProfNaming::Reference`]
+/// every file is named by [`prof_path`] (`profile.prof` -> `profile_rank0.prof`), as 0.7.5's
+/// `export_prof` names them.
+pub fn write_prof_named(
+    run: &Run,
+    sel: &Selection,
+    path: &Path,
+    opts: ProfOptions,
+    naming: ProfNaming,
+) -> Result<Vec<PathBuf>, ExportError> {
     let files = prof_stats(run, sel, opts)?;
     let mut written = Vec::with_capacity(files.len());
-    let single = files.len() == 1;
+    let single = files.len() == 1 && naming == ProfNaming::OneFileAsGiven;
     for f in &files {
         let p = if single { path.to_path_buf() } else { prof_path(path, f) };
         let bytes = marshal_stats(&f.entries);

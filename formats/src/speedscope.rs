@@ -13,11 +13,13 @@ use std::path::Path;
 
 use scope_profiler_analysis::{CallArrays, LaneLabels, Run};
 
-use crate::export_common::{json_f64, json_str, lane_name, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{lane_name, reconstruct, RankCalls};
+use crate::export_output::{json_f64, json_str, write_atomic};
 use crate::{ExportError, Selection};
 
-/// `"exporter"` of the documents this crate writes.
-pub const EXPORTER: &str = concat!("scope-profiler-rs@", env!("CARGO_PKG_VERSION"));
+/// `"exporter"` of the documents this crate writes: `scope-profiler@<version>`, the prefix
+/// 0.7.5 writes and tools match on, with `+rust` (semver build metadata) naming this edition.
+pub const EXPORTER: &str = concat!("scope-profiler@", env!("CARGO_PKG_VERSION"), "+rust");
 const SCHEMA_URL: &str = "https://www.speedscope.app/file-format-schema.json";
 
 /// Decimal digits of `n`.
@@ -253,6 +255,18 @@ pub fn write_speedscope(run: &Run, ranks: &[u32], label: &str, path: &Path) -> R
             e => e,
         })
     })
+}
+
+/// Whether recording with `track_threads` (`--track-threads`) would have let `run` be drawn
+/// after [`write_speedscope`] failed with `error`: the calls do not nest
+/// ([`ExportError::Nesting`]) and the run has no thread data (no thread ids, no thread
+/// table) - what the calls of several threads recorded into one untracked stack give. Never
+/// for a failure to write the file, nor for a run with thread data (its calls are on their
+/// lanes already: tracking would not change them).
+pub fn thread_tracking_would_help(run: &Run, error: &ExportError) -> bool {
+    matches!(error, ExportError::Nesting(_))
+        && run.threads.is_empty()
+        && run.regions.iter().all(|r| r.thread_ids.is_none())
 }
 
 /// [`write_speedscope`] in the shape every writer has: `sel.ranks`, `sel.label`, and only

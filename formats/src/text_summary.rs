@@ -2,16 +2,63 @@
 //! CLI and by `ProfilingResults.print_summary()` in Python, so both print the same thing.
 use std::fmt::Write as _;
 
+use scope_profiler_analysis::figures::{duration_text, duration_text_ns};
+use scope_profiler_analysis::summary_order::{
+    busiest, sort_region_rows, split_at_limit, task_busy_time, RUN_PRINTOUT_TOP, TASK_ROWS,
+};
 use scope_profiler_analysis::{
-    rank_summary, secs, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError, Run, TaskSummaryRow,
-    ThreadSummaryRow,
+    rank_summary, secs, summary_only_note, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError,
+    RankSummary, Run, SortKey, TaskSummaryRow, ThreadSummaryRow,
 };
 use unicode_width::UnicodeWidthStr;
 
+/// Terminal columns a name may take in a text table; a longer one keeps its start and its
+/// end around `…` (the frames and the report keep every name whole).
+pub const CELL_MAX_WIDTH: usize = 80;
+
 /// `name` for one cell of a text table: control characters escaped as Python's `repr` does
 /// (`\n`, `\t`, `\r`, `\x1b`, `\u2028`), so a name stays on its row (a newline would split
-/// it in two, a tab would print raw).
+/// it in two, a tab would print raw), and at most [`CELL_MAX_WIDTH`] columns wide, so one
+/// long name does not widen every row of its table.
 pub fn cell_text(name: &str) -> String {
+    shortened(escaped(name), CELL_MAX_WIDTH)
+}
+
+/// `text` when it fits `width` columns; else its first and last columns around `…`, the
+/// start a little longer (where names differ least is their common prefix).
+fn shortened(text: String, width: usize) -> String {
+    if display_width(&text) <= width {
+        return text;
+    }
+    let head_w = width / 2;
+    let tail_w = width - head_w - 1;
+    let mut head = String::new();
+    let mut used = 0;
+    for c in text.chars() {
+        let w = UnicodeWidthStr::width(c.encode_utf8(&mut [0u8; 4]) as &str);
+        if used + w > head_w {
+            break;
+        }
+        head.push(c);
+        used += w;
+    }
+    let mut tail: Vec<char> = Vec::new();
+    let mut used = 0;
+    for c in text.chars().rev() {
+        let w = UnicodeWidthStr::width(c.encode_utf8(&mut [0u8; 4]) as &str);
+        if used + w > tail_w {
+            break;
+        }
+        tail.push(c);
+        used += w;
+    }
+    head.push('…');
+    head.extend(tail.into_iter().rev());
+    head
+}
+
+/// `name` with control characters escaped (see [`cell_text`]).
+fn escaped(name: &str) -> String {
     let mut out = String::with_capacity(name.len());
     for c in name.chars() {
         match c {
@@ -54,13 +101,46 @@ pub fn finalize_summary_title(requested: Option<&str>, written: bool, label: &st
     Some(format!("{label} (in memory, {ranks} {unit})"))
 }
 
-/// Region summary of every rank: one line per region with calls (count, total s,
-/// mean/min/max ms, exclusive s; await s and held s = total − await when the run recorded
-/// await times). Exclusive time comes from the stored per-row totals
-/// or, when absent, from reconstruction; a run whose calls cannot be nested prints `-`
-/// and says why. `title` heads the report (usually the file path).
+/// What the text summary shows of a run: the order of the region rows, how many of them,
+/// and whether every task gets a row.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct SummaryOptions {
+    /// The order of the region rows ([`SortKey`]; inclusive time by default).
+    pub sort: SortKey,
+    /// Show only the first N region rows of each rank (the rest are counted); `None`: all.
+    pub top: Option<usize>,
+    /// One row per task; by default the [`TASK_ROWS`] busiest (by held time), the rest counted.
+    pub all_tasks: bool,
+    /// The selection the run was restricted to (`print_summary(include=...)`), said in the
+    /// header; `None`: the whole run.
+    pub filter: Option<String>,
+    /// How to see what the bounds leave out (`--top 0`, `--all-tasks` on the command line,
+    /// `top=None`, `all_tasks=True` in Python), said after the count of what was left out.
+    pub hints: Option<(String, String)>,
+}
+
+impl SummaryOptions {
+    /// What `scope-profiler run` prints after a run: the [`RUN_PRINTOUT_TOP`] regions with
+    /// the most inclusive time, the busiest tasks.
+    pub fn run_printout() -> Self {
+        SummaryOptions { top: Some(RUN_PRINTOUT_TOP), ..SummaryOptions::default() }
+    }
+
+    /// The hints the command line gives for what is left out.
+    pub fn with_cli_hints(mut self) -> Self {
+        self.hints = Some(("--top 0 lists every one".into(), "--all-tasks lists every one".into()));
+        self
+    }
+}
+
+/// Region summary of every rank: one line per region with calls (count, total, mean/min/max,
+/// exclusive; await and held = total − await when the run recorded await times), each time
+/// in the unit that shows it ([`duration_text`]), regions by inclusive time. Exclusive time
+/// comes from the stored per-row totals or, when absent, from reconstruction; a run whose
+/// calls cannot be nested prints `-` and says why. `title` heads the report (usually the
+/// file path).
 pub fn summary_text(run: &Run, title: &str) -> String {
-    summary_text_filtered(run, title, None)
+    summary_text_with(run, title, &SummaryOptions::default())
 }
 
 /// [`summary_text`] of a run already restricted to a selection (`print_summary(include=...)`):
@@ -68,8 +148,29 @@ pub fn summary_text(run: &Run, title: &str) -> String {
 /// regions with calls in the selection, and above each thread table, whose calls count only
 /// the selected regions.
 pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> String {
+    summary_text_with(run, title, &SummaryOptions { filter: filter.map(str::to_string), ..SummaryOptions::default() })
+}
+
+/// [`summary_text`] as `opts` asks: sorted, bounded, of a selection.
+pub fn summary_text_with(run: &Run, title: &str, opts: &SummaryOptions) -> String {
+    summary_report(run, title, opts).text
+}
+
+/// A printed summary and what its notes said.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SummaryReport {
+    pub text: String,
+    /// A note said the run looks like an event loop's tasks recorded without
+    /// `--track-async` (and how to record it): no other line needs to say it again.
+    pub advised_track_async: bool,
+}
+
+/// [`summary_text_with`] and whether it advised `--track-async`.
+pub fn summary_report(run: &Run, title: &str, opts: &SummaryOptions) -> SummaryReport {
     let mut out = String::new();
-    let total_calls: usize = run.regions.iter().map(|r| r.len()).sum();
+    let mut advised_track_async = false;
+    let filter = opts.filter.as_deref();
+    let total_calls: usize = run.regions.iter().map(|r| r.num_calls()).sum();
     let num_regions = match filter {
         None => run.region_names.len(),
         Some(_) => {
@@ -85,7 +186,7 @@ pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> St
     // run's header gives none
     let merged = run.meta("merged_from").is_some();
     let span = match (run.meta_int("start_time_ns"), run.meta_int("finalize_time_ns")) {
-        (Some(s), Some(f)) if f >= s && !merged => format!(", run {:.6} s", secs(f - s)),
+        (Some(s), Some(f)) if f >= s && !merged => format!(", run {}", duration_text_ns((f - s) as f64)),
         _ => String::new(),
     };
     let _ = writeln!(
@@ -97,65 +198,16 @@ pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> St
         let Some(sum) = rank_summary(run, rank) else {
             continue;
         };
-        let names: Vec<String> = sum.rows.iter().map(|r| cell_text(&r.name)).collect();
-        let name_w = names.iter().map(|n| display_width(n)).max().unwrap_or(6).max(6);
-        let with_await = sum.has_await();
-        let _ = writeln!(out, "\n{}: regions", run.rank_label(rank));
-        let _ = write!(
-            out,
-            "  {} {:>9} {:>12} {:>11} {:>11} {:>11} {:>12}",
-            pad("region", name_w),
-            "calls",
-            "total s",
-            "mean ms",
-            "min ms",
-            "max ms",
-            "exclusive s"
-        );
-        let _ = writeln!(
-            out,
-            "{}",
-            if with_await { format!(" {:>12} {:>12}", "await s", "held s") } else { String::new() }
-        );
-        for (r, name) in sum.rows.iter().zip(&names) {
-            let ex = r.exclusive_ns.map(|v| format!("{:.6}", secs(v))).unwrap_or_else(|| "-".into());
-            let _ = write!(
-                out,
-                "  {} {:>9} {:>12.6} {:>11.3} {:>11.3} {:>11.3} {:>12}",
-                pad(name, name_w),
-                r.calls,
-                secs(r.total_ns),
-                r.mean_ns / 1e6,
-                r.min_ns as f64 / 1e6,
-                r.max_ns as f64 / 1e6,
-                ex
-            );
-            let _ = writeln!(
-                out,
-                "{}",
-                if with_await {
-                    format!(" {:>12} {:>12}", opt_s(r.await_ns.map(secs)), opt_s(r.held_ns().map(secs)))
-                } else {
-                    String::new()
-                }
-            );
-        }
-        if let Some(msg) = &sum.nesting_note {
-            let _ = writeln!(out, "  exclusive time not available: {msg}");
-        }
-        if let Some(msg) = &sum.set_aside_note {
-            let _ = writeln!(out, "  note: {msg}");
-        }
-        if let Some(msg) = &sum.untracked_tasks_note {
-            let _ = writeln!(out, "  note: {msg}");
-        }
+        region_table(&mut out, run, &sum, opts);
+        advised_track_async |= sum.untracked_tasks_note.is_some();
         if let Some(summary) = sum.threads {
-            let tables = threads_text_with(run, rank, summary, sum.tasks.unwrap_or_else(|| Ok(Vec::new())));
+            let tasks = sum.tasks.unwrap_or_else(|| Ok(Vec::new()));
+            let tables = threads_text_with(run, rank, summary, tasks, opts);
             match filter {
                 // the lane tables count the selected regions' calls only: say so under each heading
                 Some(f) => out.push_str(&tables.replace(
                     ": threads\n",
-                    &format!(": threads (calls and region s of the selected regions only, {f})\n"),
+                    &format!(": threads (calls and region time of the selected regions only, {f})\n"),
                 )),
                 None => out.push_str(&tables),
             }
@@ -164,22 +216,111 @@ pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> St
             let _ = writeln!(out, "  note: {title}: {msg}");
         }
     }
-    out
+    SummaryReport { text: out, advised_track_async }
 }
 
-/// `{:.6}` of a value in s, `-` when unknown.
+/// The region table of one rank (`sum`), sorted and bounded as `opts` asks, then its notes.
+fn region_table(out: &mut String, run: &Run, sum: &RankSummary, opts: &SummaryOptions) {
+    let rows = sort_region_rows(sum.rows.clone(), opts.sort);
+    let (rows, rest) = split_at_limit(rows, opts.top.filter(|&n| n > 0));
+    let names: Vec<String> = rows.iter().map(|r| cell_text(&r.name)).collect();
+    let name_w = names.iter().map(|n| display_width(n)).max().unwrap_or(6).max(6);
+    let with_await = sum.has_await();
+    let _ = writeln!(out, "\n{}: regions", run.rank_label(sum.rank));
+    let _ = write!(
+        out,
+        "  {} {:>9} {:>W$} {:>W$} {:>W$} {:>W$} {:>W$}",
+        pad("region", name_w),
+        "calls",
+        "total",
+        "mean",
+        "min",
+        "max",
+        "exclusive",
+        W = TIME_W
+    );
+    let _ = writeln!(
+        out,
+        "{}",
+        if with_await { format!(" {:>W$} {:>W$}", "await", "held", W = TIME_W) } else { String::new() }
+    );
+    for (r, name) in rows.iter().zip(&names) {
+        let ns = |v: i64| duration_text_ns(v as f64);
+        let _ = write!(
+            out,
+            "  {} {:>9} {:>W$} {:>W$} {:>W$} {:>W$} {:>W$}",
+            pad(name, name_w),
+            r.calls,
+            ns(r.total_ns),
+            duration_text_ns(r.mean_ns),
+            ns(r.min_ns),
+            ns(r.max_ns),
+            r.exclusive_ns.map(ns).unwrap_or_else(|| "-".into()),
+            W = TIME_W
+        );
+        let _ = writeln!(
+            out,
+            "{}",
+            if with_await {
+                format!(" {:>W$} {:>W$}", opt_ns(r.await_ns), opt_ns(r.held_ns()), W = TIME_W)
+            } else {
+                String::new()
+            }
+        );
+    }
+    if !rest.is_empty() {
+        let total: i64 = rest.iter().map(|r| r.total_ns).sum();
+        let hint = opts.hints.as_ref().map(|(h, _)| format!("; {h}")).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  ... and {} more region(s), {} call(s), {} total{hint}",
+            rest.len(),
+            rest.iter().map(|r| r.calls).sum::<usize>(),
+            duration_text_ns(total as f64)
+        );
+    }
+    if let Some(msg) = &sum.nesting_note {
+        let _ = writeln!(out, "  exclusive time not available: {msg}");
+    }
+    if let Some(msg) = &sum.set_aside_note {
+        let _ = writeln!(out, "  note: {msg}");
+    }
+    if let Some(msg) = &sum.untracked_tasks_note {
+        let _ = writeln!(out, "  note: {msg}");
+    }
+}
+
+/// Width of a time column (`-1.23 ms`, `1234 s`).
+const TIME_W: usize = 10;
+
+/// [`duration_text_ns`] of a value in ns, `-` when unknown.
+fn opt_ns(v: Option<i64>) -> String {
+    v.map(|v| duration_text_ns(v as f64)).unwrap_or_else(|| "-".into())
+}
+
+/// `text`, or `-` when not `known`.
+fn known(known: bool, text: String) -> String {
+    if known {
+        text
+    } else {
+        "-".into()
+    }
+}
+
+/// [`duration_text`] of a value in s, `-` when unknown.
 fn opt_s(v: Option<f64>) -> String {
-    v.map(|v| format!("{v:.6}")).unwrap_or_else(|| "-".into())
+    v.map(duration_text).unwrap_or_else(|| "-".into())
 }
 
-/// The thread table of `rank` with `thread_summary` columns (wall s, CPU s in the run,
-/// calls, region s; held s and await s when the run recorded await times), then the
-/// `task_summary` table when tasks were tracked. Unsound times print as `-`, followed by a
-/// note (`thread_table_note`) naming `source` (the file), the rows and the problem.
-pub fn threads_text(run: &Run, rank: u32, source: &str) -> String {
+/// The thread table of `rank` with `thread_summary` columns (wall, CPU in the run, calls,
+/// region time; held and await when the run recorded await times), then the
+/// `task_summary` table when tasks were tracked (the busiest tasks unless `opts.all_tasks`).
+/// Unsound times print as `-`, followed by a note (`thread_table_note`) naming `source`
+/// (the file), the rows and the problem.
+pub fn threads_text(run: &Run, rank: u32, source: &str, opts: &SummaryOptions) -> String {
     let summary = thread_summary(run, rank);
     let note = summary.as_ref().ok().and_then(|rows| thread_table_note(run, rank, rows));
-    let mut out = threads_text_with(run, rank, summary, task_summary(run, rank));
+    let mut out = threads_text_with(run, rank, summary, task_summary(run, rank), opts);
     if let Some(msg) = note {
         let _ = writeln!(out, "  note: {source}: {msg}");
     }
@@ -192,98 +333,140 @@ fn threads_text_with(
     rank: u32,
     summary: Result<Vec<ThreadSummaryRow>, NestingError>,
     tasks: Result<Vec<TaskSummaryRow>, NestingError>,
+    opts: &SummaryOptions,
 ) -> String {
     let mut out = String::new();
     let threads: Vec<_> = run.rank_threads(rank).collect();
     let _ = writeln!(out, "\n{}: threads", run.rank_label(rank));
     let name_w = threads.iter().map(|t| display_width(&cell_text(&t.name))).max().unwrap_or(4).max(4);
+    let unknown = summary_only_note(run, rank);
+    if let Some(note) = unknown {
+        let _ = writeln!(out, "  {note}");
+    }
+    let calls_known = unknown.is_none();
     match summary {
-        Ok(rows) => {
-            // rows of thread ids without a table row (`thread 7`) too
-            let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
-            let with_await = rows.iter().any(|r| r.await_time.is_some());
-            let _ = writeln!(
-                out,
-                "  {:>5} {} {:>6} {:>10} {:>10} {:>9} {:>10}{}",
-                "index",
-                pad("name", name_w),
-                "alive",
-                "wall s",
-                "cpu s",
-                "calls",
-                "region s",
-                if with_await { format!(" {:>10} {:>10}", "held s", "await s") } else { String::new() }
-            );
-            for row in rows {
-                let _ = writeln!(
-                    out,
-                    "  {:>5} {} {:>6} {:>10} {:>10} {:>9} {:>10.6}{}",
-                    row.index,
-                    pad(&cell_text(&row.name), name_w),
-                    if !row.listed {
-                        "-"
-                    } else if row.alive {
-                        "yes"
-                    } else {
-                        "no"
-                    },
-                    opt_s(row.wall_time),
-                    opt_s(row.cpu_time),
-                    row.num_calls,
-                    row.region_time,
-                    if with_await {
-                        format!(" {:>10} {:>10}", opt_s(row.held_time), opt_s(row.await_time))
-                    } else {
-                        String::new()
-                    }
-                );
-            }
-        }
+        Ok(rows) => thread_rows(&mut out, &rows, name_w, calls_known),
         Err(e) => {
             let _ = writeln!(out, "  thread summary not available: {}", e.0);
             for t in &threads {
-                let _ =
-                    writeln!(out, "  {:>5} {} cpu {:.6} s", t.index, pad(&cell_text(&t.name), name_w), secs(t.cpu_ns));
+                let _ = writeln!(
+                    out,
+                    "  {:>5} {} cpu {}",
+                    t.index,
+                    pad(&cell_text(&t.name), name_w),
+                    duration_text(secs(t.cpu_ns))
+                );
             }
         }
     }
     match tasks {
         Ok(rows) if rows.is_empty() => {}
-        Ok(rows) => {
-            let _ = writeln!(out, "\n{}: tasks", run.rank_label(rank));
-            let labels = LaneLabels::new(run, rank);
-            let label_w =
-                rows.iter().map(|t| display_width(&cell_text(&labels.label(t.index)))).max().unwrap_or(4).clamp(4, 60);
-            let _ = writeln!(
-                out,
-                "  {:>5} {} {:>10} {:>9} {:>10} {:>10} {:>10}",
-                "index",
-                pad("lane", label_w),
-                "wall s",
-                "calls",
-                "region s",
-                "held s",
-                "await s"
-            );
-            for t in rows {
-                let _ = writeln!(
-                    out,
-                    "  {:>5} {} {:>10} {:>9} {:>10.6} {:>10} {:>10}",
-                    t.index,
-                    pad(&cell_text(&labels.label(t.index)), label_w),
-                    opt_s(t.wall_time),
-                    t.num_calls,
-                    t.region_time,
-                    opt_s(t.held_time),
-                    opt_s(t.await_time)
-                );
-            }
-        }
+        Ok(rows) => task_rows(&mut out, run, rank, &rows, opts, calls_known),
         Err(e) => {
             let _ = writeln!(out, "\n{}: tasks\n  task summary not available: {}", run.rank_label(rank), e.0);
         }
     }
     out
+}
+
+/// The rows of the thread table (index order).
+/// Without the calls (`calls_known` false: a summary-only read) the lanes' calls and times
+/// print as `-`.
+fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls_known: bool) {
+    // rows of thread ids without a table row (`thread 7`) too
+    let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
+    let with_await = rows.iter().any(|r| r.await_time.is_some());
+    let _ = writeln!(
+        out,
+        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+        "index",
+        pad("name", name_w),
+        "alive",
+        "wall",
+        "cpu",
+        "calls",
+        "region",
+        if with_await { format!(" {:>W$} {:>W$}", "held", "await", W = TIME_W) } else { String::new() },
+        W = TIME_W
+    );
+    for row in rows {
+        let alive = if !row.listed {
+            "-"
+        } else if row.alive {
+            "yes"
+        } else {
+            "no"
+        };
+        let _ = writeln!(
+            out,
+            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+            row.index,
+            pad(&cell_text(&row.name), name_w),
+            alive,
+            opt_s(row.wall_time),
+            opt_s(row.cpu_time),
+            known(calls_known, row.num_calls.to_string()),
+            known(calls_known, duration_text(row.region_time)),
+            if with_await {
+                format!(" {:>W$} {:>W$}", opt_s(row.held_time), opt_s(row.await_time), W = TIME_W)
+            } else {
+                String::new()
+            },
+            W = TIME_W
+        );
+    }
+}
+
+/// The rows of the task table: the [`TASK_ROWS`] busiest tasks by held time (every task
+/// with `opts.all_tasks`), busiest first, then how many more and their totals.
+fn task_rows(
+    out: &mut String,
+    run: &Run,
+    rank: u32,
+    rows: &[TaskSummaryRow],
+    opts: &SummaryOptions,
+    calls_known: bool,
+) {
+    let _ = writeln!(out, "\n{}: tasks", run.rank_label(rank));
+    let labels = LaneLabels::new(run, rank);
+    let times: Vec<f64> = rows.iter().map(task_busy_time).collect();
+    let (shown, rest) = busiest(&times, (!opts.all_tasks).then_some(TASK_ROWS));
+    let label_of = |k: usize| cell_text(&labels.label(rows[k].index));
+    let label_w = shown.iter().map(|&k| display_width(&label_of(k))).max().unwrap_or(4).clamp(4, 60);
+    let _ = writeln!(
+        out,
+        "  {:>5} {} {:>W$} {:>9} {:>W$} {:>W$} {:>W$}",
+        "index",
+        pad("lane", label_w),
+        "wall",
+        "calls",
+        "region",
+        "held",
+        "await",
+        W = TIME_W
+    );
+    for &k in &shown {
+        let t = &rows[k];
+        let _ = writeln!(
+            out,
+            "  {:>5} {} {:>W$} {:>9} {:>W$} {:>W$} {:>W$}",
+            t.index,
+            pad(&label_of(k), label_w),
+            opt_s(t.wall_time),
+            known(calls_known, t.num_calls.to_string()),
+            known(calls_known, duration_text(t.region_time)),
+            opt_s(t.held_time),
+            opt_s(t.await_time),
+            W = TIME_W
+        );
+    }
+    if !rest.is_empty() {
+        let calls: i64 = rest.iter().map(|&k| rows[k].num_calls).sum();
+        let held: f64 = rest.iter().map(|&k| times[k]).sum();
+        let hint = opts.hints.as_ref().map(|(_, h)| format!("; {h}")).unwrap_or_default();
+        let _ =
+            writeln!(out, "  ... and {} more tasks, {calls} call(s), {} held{hint}", rest.len(), duration_text(held));
+    }
 }
 
 #[cfg(test)]
@@ -322,6 +505,14 @@ mod tests {
     fn names_are_escaped_and_padded_by_display_width() {
         assert_eq!(cell_text("a\nb\tc\rd\u{1b}e\u{2028}"), "a\\nb\\tc\\rd\\x1be\\u2028");
         assert_eq!(cell_text("計算 🚀"), "計算 🚀");
+        // a long name keeps its start and end, within the cell's width
+        let long = format!("GET /api/{}/item/7", "x".repeat(5000));
+        let cell = cell_text(&long);
+        assert_eq!(display_width(&cell), CELL_MAX_WIDTH);
+        assert!(cell.starts_with("GET /api/xxx") && cell.ends_with("xxx/item/7") && cell.contains('…'), "{cell}");
+        let wide = "計".repeat(100);
+        assert!(display_width(&cell_text(&wide)) <= CELL_MAX_WIDTH);
+        assert_eq!(cell_text(&"y".repeat(CELL_MAX_WIDTH)), "y".repeat(CELL_MAX_WIDTH), "a name that fits is whole");
         assert_eq!(display_width("計算"), 4);
         let text = summary_text(&run_of(&["main\nline", "tab\there", "計算", "🚀x", "plain"]), "t.h5");
         let lines: Vec<&str> = text.lines().collect();
@@ -352,5 +543,126 @@ mod tests {
             "{text}"
         );
         assert!(summary_text(&run, "mine.h5").starts_with("mine.h5: 3 region(s), 1 call(s), 1 rank(s)\n"));
+    }
+
+    /// Regions print by inclusive time, the hot spot first, each time in the unit that
+    /// shows it; `top` shows the first N and says how many more there are.
+    #[test]
+    fn regions_print_by_inclusive_time_and_top_counts_the_rest() {
+        let mut run = run_of(&["small", "hot", "mid"]);
+        // one after the other: small, hot, mid
+        for (r, (s, d)) in
+            run.regions.iter_mut().zip([(0i64, 758i64), (1_000, 2_500_000_000), (3_000_000_000, 1_500_000)])
+        {
+            r.start_ns = Int64Array::from(vec![s]);
+            r.end_ns = Int64Array::from(vec![s + d]);
+        }
+        let text = summary_text(&run, "t.h5");
+        let names: Vec<&str> = text
+            .lines()
+            .skip_while(|l| !l.ends_with(": regions"))
+            .skip(2)
+            .map(|l| l.split_whitespace().next().unwrap())
+            .collect();
+        assert_eq!(names, ["hot", "mid", "small"], "{text}");
+        assert!(text.contains(" 758 ns "), "{text}");
+        assert!(text.contains(" 2.50 s "), "{text}");
+        assert!(text.contains(" 1.50 ms "), "{text}");
+        let opts = SummaryOptions { sort: SortKey::Name, top: Some(2), ..SummaryOptions::default() }.with_cli_hints();
+        let text = summary_text_with(&run, "t.h5", &opts);
+        let rows: Vec<&str> = text.lines().skip_while(|l| !l.ends_with(": regions")).skip(2).collect();
+        assert!(rows[0].starts_with("  hot ") && rows[1].starts_with("  mid "), "{text}");
+        assert_eq!(rows[2], "  ... and 1 more region(s), 1 call(s), 758 ns total; --top 0 lists every one");
+        assert_eq!(rows.len(), 3, "{text}");
+    }
+
+    /// A run of many tasks prints the 20 that held their thread longest and counts the
+    /// others; `all_tasks` prints every one.
+    #[test]
+    fn task_rows_are_capped_at_the_busiest_twenty() {
+        use scope_profiler_analysis::{TaskRow, ThreadRow};
+        let n = 30i64;
+        let ids: Vec<i64> = (0..n).collect();
+        let mut r = RegionCalls::new(
+            0,
+            0,
+            Int64Array::from(ids.iter().map(|k| k * 1000).collect::<Vec<_>>()),
+            Int64Array::from(ids.iter().map(|k| k * 1000 + 10 + k).collect::<Vec<_>>()),
+        );
+        r.thread_ids = Some(Int64Array::from(vec![0; n as usize]));
+        r.task_ids = Some(Int64Array::from(ids.clone()));
+        r.await_ns = Some(Int64Array::from(vec![0; n as usize]));
+        let run = Run {
+            region_names: vec!["fetch".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
+            tasks: ids
+                .iter()
+                .map(|&k| TaskRow::new(0, k, "task", format!("Task-{k}"), "m.fetch").on_thread(0))
+                .collect(),
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let text = summary_text(&run, "t.h5");
+        let rows: Vec<&str> = text.lines().skip_while(|l| !l.ends_with(": tasks")).skip(2).collect();
+        assert_eq!(rows.len(), 21, "{text}");
+        assert!(rows[0].trim_start().starts_with("29 Task-29 "), "the busiest first: {text}");
+        assert!(rows[19].trim_start().starts_with("10 Task-10 "), "{text}");
+        assert_eq!(rows[20], "  ... and 10 more tasks, 10 call(s), 145 ns held");
+        let all = summary_text_with(&run, "t.h5", &SummaryOptions { all_tasks: true, ..SummaryOptions::default() });
+        assert_eq!(all.lines().skip_while(|l| !l.ends_with(": tasks")).skip(2).count(), 30, "{all}");
+    }
+
+    /// Calls of an event loop's tasks recorded without `track_async` cross on their thread's
+    /// lane: the summary lists the calls set aside and says once, in its own note, to record
+    /// with --track-async, and reports that it did (so `run` adds no note of its own).
+    #[test]
+    fn the_track_async_advice_is_said_once() {
+        use scope_profiler_analysis::ThreadRow;
+        let mut r = RegionCalls::new(0, 0, Int64Array::from(vec![0, 50]), Int64Array::from(vec![100, 150]));
+        r.thread_ids = Some(Int64Array::from(vec![0, 0]));
+        let run = Run {
+            region_names: vec!["request".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let report = summary_report(&run, "t.h5", &SummaryOptions::default());
+        assert!(report.advised_track_async, "{}", report.text);
+        assert_eq!(report.text.matches("--track-async").count(), 1, "{}", report.text);
+        assert!(report.text.contains("were set aside"), "{}", report.text);
+        assert!(report.text.contains(" (see below).\n"), "{}", report.text);
+        let quiet = summary_report(&run_of(&["a"]), "t.h5", &SummaryOptions::default());
+        assert!(!quiet.advised_track_async);
+    }
+
+    /// A run read without its calls (`read_h5_summary`) prints its stored statistics: the
+    /// calls and times of each region as the file stores them, and `-` (with a note) for the
+    /// threads' calls and region times, which need the calls.
+    #[test]
+    fn a_summary_only_read_prints_the_stored_statistics() {
+        use scope_profiler_analysis::{StoredStats, ThreadRow};
+        let mut r = RegionCalls::new(0, 0, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
+        r.thread_ids = Some(Int64Array::from(Vec::<i64>::new()));
+        r.stored = Some(StoredStats::of_calls(&[0, 100, 1_000], &[2_000_000, 1_100_100, 4_001_000], None));
+        r.exclusive_total_ns = Some(5_000_000);
+        let run = Run {
+            region_names: vec!["job".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow { cpu_ns: 7_000_000, cpu_start_ns: 0, ..ThreadRow::new(0, 0, "MainThread") }],
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let text = summary_text(&run, "s.h5");
+        assert!(text.starts_with("s.h5: 1 region(s), 3 call(s), 1 rank(s)\n"), "{text}");
+        let row = text.lines().find(|l| l.trim_start().starts_with("job ")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // durations 2, 1.1 and 4 ms: total 7.1 ms, mean 2.37 ms, min 1.1 ms, max 4 ms; exclusive 5 ms
+        assert_eq!(&cells[1..], ["3", "7.10", "ms", "2.37", "ms", "1.10", "ms", "4.00", "ms", "5.00", "ms"], "{text}");
+        assert!(text.contains(summary_only_note(&run, 0).unwrap()), "{text}");
+        let thread = text.lines().find(|l| l.contains("MainThread")).unwrap();
+        let cells: Vec<&str> = thread.split_whitespace().collect();
+        assert_eq!(&cells[2..], ["yes", "-", "7.00", "ms", "-", "-"], "{thread:?}");
     }
 }

@@ -29,7 +29,8 @@ use std::path::Path;
 
 use scope_profiler_analysis::{LaneLabels, Run, TaskRow, ThreadRow};
 
-use crate::export_common::{io_err, markup_escape as esc, origin_ns, reconstruct, write_atomic, RankCalls};
+use crate::export_lanes::{origin_ns, reconstruct, RankCalls};
+use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::{ExportError, Selection};
 
 /// Neither dimension of the picture exceeds this many px (browsers and rsvg refuse larger

@@ -161,3 +161,23 @@ fn errors_and_atomic_write() {
     assert_eq!(names, vec!["out.folded".to_string()], "no temp file left");
     assert_eq!(std::fs::read_to_string(&path).unwrap(), text(&ok, &Selection::new(vec![0], "threads")));
 }
+
+/// The size `folded_stacks_within` measures before making a line is the text's size to the
+/// byte (both units, every reference run); over the limit, no line is made and the size is
+/// returned.
+#[test]
+fn the_text_size_is_known_before_the_lines_are_made() {
+    use scope_profiler_formats::folded::folded_stacks_within;
+    for name in ["threads", "async", "pool", "single"] {
+        let run = reference(name);
+        let sel = Selection::new(vec![0], name);
+        for unit in [FoldedUnit::Nanoseconds, FoldedUnit::Microseconds] {
+            let mut buf = Vec::new();
+            write_folded_to(&run, &sel, unit, &mut buf).unwrap();
+            let size = buf.len() as u64;
+            let lines = folded_stacks_within(&run, &sel, unit, size).unwrap().expect("within its own size");
+            assert_eq!(lines, folded_stacks(&run, &sel, unit).unwrap(), "{name}");
+            assert_eq!(folded_stacks_within(&run, &sel, unit, size - 1).unwrap(), Err(size), "{name}");
+        }
+    }
+}

@@ -625,16 +625,13 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
         regions: vec![region(0, vec![0], vec![10_000_000 + total * 1000], vec![0]), region(1, s, e, t)],
         threads: (0..threads)
             .map(|i| ThreadRow {
-                rank: 0,
-                index: i,
                 ident: 100 + i,
                 native_id: 200 + i,
-                daemon: false,
                 start_ns: 5,
                 end_ns: if i == 0 { -1 } else { 99 },
                 cpu_ns: 7,
                 cpu_start_ns: 3,
-                name: format!("t{i}"),
+                ..ThreadRow::new(0, i, &format!("t{i}"))
             })
             .collect(),
         metadata: vec![("mpi_size".into(), MetaValue::Int(1))],

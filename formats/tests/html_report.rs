@@ -36,8 +36,9 @@ fn headers(html: &str, class: &str) -> Vec<String> {
     t.split("<th>").skip(1).map(|h| h.split("</th>").next().unwrap().to_string()).collect()
 }
 
+/// A duration as the report writes it (in the unit that shows it).
 fn s6(v: f64) -> String {
-    format!("{v:.6}")
+    scope_profiler_analysis::figures::duration_text(v)
 }
 
 #[test]
@@ -51,7 +52,7 @@ fn async_report_tables_hold_the_reference_values() {
     // computed them, held + await = total, await = Σ await_ns of the calls
     assert_eq!(
         headers(&html, "regions"),
-        ["region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s", "held s", "await s"]
+        ["region", "calls", "total", "mean", "min", "max", "exclusive", "held", "await"]
     );
     let rows = table_rows(&html, "regions");
     let names = exp["region_names"].as_array().unwrap();
@@ -60,8 +61,8 @@ fn async_report_tables_hold_the_reference_values() {
         let e = &exp["regions"][&row[0]]["0"];
         assert_eq!(row[1], e["num_calls"].to_string(), "{row:?}");
         assert_eq!(row[2], s6(e["total_duration"].as_f64().unwrap()), "{row:?}");
-        assert_eq!(row[4], format!("{:.3}", e["min_duration"].as_f64().unwrap() * 1e3), "{row:?}");
-        assert_eq!(row[5], format!("{:.3}", e["max_duration"].as_f64().unwrap() * 1e3), "{row:?}");
+        assert_eq!(row[4], s6(e["min_duration"].as_f64().unwrap()), "{row:?}");
+        assert_eq!(row[5], s6(e["max_duration"].as_f64().unwrap()), "{row:?}");
         assert_eq!(row[6], s6(e["exclusive_duration"].as_f64().unwrap()), "{row:?}");
         let durations: i64 = e["durations_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).sum();
         let awaited: i64 = e["await_ns"].as_array().unwrap().iter().map(|v| v.as_i64().unwrap()).sum();
@@ -69,7 +70,7 @@ fn async_report_tables_hold_the_reference_values() {
         assert_eq!(row[8], s6(awaited as f64 / 1e9), "await {row:?}");
     }
     let fetch = rows.iter().find(|r| r[0] == "fetch").unwrap();
-    assert_eq!((fetch[1].as_str(), fetch[2].as_str(), fetch[8].as_str()), ("6", "0.031934", "0.028102"));
+    assert_eq!((fetch[1].as_str(), fetch[2].as_str(), fetch[8].as_str()), ("6", "31.9 ms", "28.1 ms"));
 
     // threads: the values thread_summary gives (the table only formats them)
     let threads = table_rows(&html, "threads");
@@ -83,7 +84,7 @@ fn async_report_tables_hold_the_reference_values() {
         assert_eq!(row[7], s6(t.held_time.unwrap()));
         assert_eq!(row[8], s6(t.await_time.unwrap()));
     }
-    assert_eq!(headers(&html, "threads")[7..], ["held s", "await s"]);
+    assert_eq!(headers(&html, "threads")[7..], ["held", "await"]);
     assert_eq!(threads[0][1], "MainThread");
     assert_eq!(threads[0][5], "14");
 
@@ -91,8 +92,15 @@ fn async_report_tables_hold_the_reference_values() {
     let tasks = table_rows(&html, "tasks");
     let exp_tasks = exp["tasks"]["0"].as_array().unwrap();
     assert_eq!(tasks.len(), exp_tasks.len());
-    for (row, t) in tasks.iter().zip(exp_tasks) {
-        assert_eq!(row[0], t["index"].to_string());
+    // the busiest tasks first (by held time), each row the values of its task
+    let summaries = task_summary(&run, 0).unwrap();
+    let held: Vec<f64> = tasks
+        .iter()
+        .map(|row| summaries.iter().find(|t| t.index.to_string() == row[0]).unwrap().held_time.unwrap())
+        .collect();
+    assert!(held.windows(2).all(|w| w[0] >= w[1]), "busiest first: {held:?}");
+    for row in &tasks {
+        let t = exp_tasks.iter().find(|t| t["index"].as_i64() == row[0].parse().ok()).unwrap();
         assert!(row[1].starts_with(t["name"].as_str().unwrap()), "{row:?}");
         assert_eq!(row[2], t["steps"].to_string());
         assert_eq!(row[8], s6(t["running_time"].as_f64().unwrap()));
@@ -101,16 +109,18 @@ fn async_report_tables_hold_the_reference_values() {
     // and the per-task lane numbers of task_summary, held + await = region time
     assert_eq!(
         headers(&html, "tasks"),
-        ["index", "lane", "steps", "wall s", "calls", "region s", "held s", "await s", "running s", "awaiting s"]
+        ["index", "lane", "steps", "wall", "calls", "region", "held", "await", "running", "awaiting"]
     );
-    for (row, t) in tasks.iter().zip(task_summary(&run, 0).unwrap()) {
+    for row in &tasks {
+        let t = summaries.iter().find(|t| t.index.to_string() == row[0]).unwrap();
         assert_eq!(row[4], t.num_calls.to_string());
         assert_eq!(row[5], s6(t.region_time));
         assert_eq!(row[6], s6(t.held_time.unwrap()));
         assert_eq!(row[7], s6(t.await_time.unwrap()));
     }
     // fetch task 1: one fetch (4.429089 ms, 2.135347 awaited) and its parse inside it
-    assert_eq!(&tasks[1][4..8], ["2", "0.004429", "0.002294", "0.002135"]);
+    let task1 = tasks.iter().find(|r| r[0] == "1").unwrap();
+    assert_eq!(&task1[4..8], ["2", "4.43 ms", "2.29 ms", "2.14 ms"]);
 
     // the timeline inline (one row per lane), the flame graph as an SVG data: URL with every
     // region as a frame
@@ -132,7 +142,7 @@ fn async_report_tables_hold_the_reference_values() {
 fn untracked_run_has_no_await_or_thread_columns_and_several_runs_stack() {
     let run = reference("single");
     let html = html_report(&run, &Selection::new(vec![0], "single")).unwrap();
-    assert_eq!(headers(&html, "regions"), ["region", "calls", "total s", "mean ms", "min ms", "max ms", "exclusive s"]);
+    assert_eq!(headers(&html, "regions"), ["region", "calls", "total", "mean", "min", "max", "exclusive"]);
     assert!(!html.contains("<table class=\"threads\">") && !html.contains("<table class=\"tasks\">"));
     let exp = expected("single");
     for row in table_rows(&html, "regions") {
@@ -222,4 +232,89 @@ fn a_run_without_calls_gets_a_report_saying_so() {
     assert!(html.contains("<dt>recorded</dt><dd>unknown (no calls)</dd>"));
     assert!(!html.contains("Flame graph"));
     assert!(html.trim_end().ends_with("</html>"));
+}
+
+/// `tasks` asyncio tasks on MainThread, each one `fetch` call with a `parse` inside it
+/// (2 calls a task), task k busier than task k-1 (its fetch 1 ns longer).
+fn many_tasks(tasks: i64) -> Run {
+    let (mut fs, mut fe, mut ps, mut pe, mut ids, mut aw) = (vec![], vec![], vec![], vec![], vec![], vec![]);
+    for k in 0..tasks {
+        let s = k * 30_000;
+        fs.push(s);
+        fe.push(s + 100 + k);
+        ps.push(s + 10);
+        pe.push(s + 50);
+        ids.push(k);
+        aw.push(20);
+    }
+    let threads = vec![0; tasks as usize];
+    Run {
+        region_names: vec!["fetch".into(), "parse".into()],
+        regions: vec![
+            lane_row(0, &fs, &fe, &threads, Some(&ids), Some(&aw)),
+            lane_row(1, &ps, &pe, &threads, Some(&ids), Some(&vec![0; tasks as usize])),
+        ],
+        threads: vec![thread(0, "MainThread")],
+        tasks: (0..tasks)
+            .map(|k| {
+                TaskRow::new(0, k, "task", format!("Task-{k}"), "crawler.fetch")
+                    .on_thread(0)
+                    .lifetime(k * 30_000, k * 30_000 + 25_000)
+            })
+            .collect(),
+        num_ranks: 1,
+        ..Default::default()
+    }
+}
+
+/// `n` regions, one call each, region k taking k ns (the last the longest).
+fn many_regions(n: u32) -> Run {
+    Run {
+        region_names: (0..n).map(|k| format!("module_{k}.function")).collect(),
+        regions: (0..n).map(|k| row(k, &[k as i64 * 10_000], &[k as i64 * 10_001])).collect(),
+        num_ranks: 1,
+        ..Default::default()
+    }
+}
+
+/// The report of a run with 20,000 tasks (40,000 calls) lists the busiest tasks, sums up the
+/// rest in one row and draws the busiest lanes' towers: it stays small and quick whatever the
+/// number of lanes (a row and a flame-graph tower per task made it 9 MB and 17 s).
+#[test]
+fn a_report_of_twenty_thousand_tasks_is_bounded_in_size_and_time() {
+    let run = many_tasks(20_000);
+    let t = std::time::Instant::now();
+    let html = html_report(&run, &Selection::new(vec![0], "tasks")).unwrap();
+    let took = t.elapsed().as_secs_f64();
+    println!("20,000 tasks: {} bytes in {took:.2} s", html.len());
+    assert!(html.len() < 3_000_000, "{} bytes", html.len());
+    assert!(took < 10.0, "{took} s");
+    let tasks = table_rows(&html, "tasks");
+    assert_eq!(tasks.len(), 200 + 1, "200 busiest tasks and the summing row");
+    assert_eq!(tasks[0][0], "19999", "the busiest first");
+    let rest = tasks.last().unwrap();
+    assert_eq!(rest[1], "… 19800 more tasks");
+    assert_eq!(rest[4], (19_800 * 2).to_string(), "their calls");
+    assert!(html.contains("<tfoot class=\"rest\">"), "the summing row stays out of the sort");
+    let src = html.split("src=\"data:image/svg+xml;base64,").nth(1).unwrap().split('"').next().unwrap();
+    let svg = String::from_utf8(base64::engine::general_purpose::STANDARD.decode(src).unwrap()).unwrap();
+    assert!(svg.contains("19950 other lanes"), "the quiet lanes in one tower");
+}
+
+/// A run with 20,000 region names: the report lists the regions with the most inclusive time
+/// first and sums up the rest in one row.
+#[test]
+fn a_report_of_twenty_thousand_regions_lists_the_longest_first_and_counts_the_rest() {
+    let run = many_regions(20_000);
+    let t = std::time::Instant::now();
+    let html = html_report(&run, &Selection::new(vec![0], "regions")).unwrap();
+    let took = t.elapsed().as_secs_f64();
+    println!("20,000 regions: {} bytes in {took:.2} s", html.len());
+    assert!(html.len() < 10_000_000, "{} bytes", html.len());
+    assert!(took < 20.0, "{took} s");
+    let rows = table_rows(&html, "regions");
+    assert_eq!(rows.len(), 201);
+    assert_eq!(rows[0][0], "module_19999.function");
+    assert_eq!(rows[1][0], "module_19998.function");
+    assert_eq!(rows[200][0], "… 19800 more regions");
 }

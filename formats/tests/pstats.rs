@@ -5,8 +5,9 @@ mod export_support;
 
 use export_support::*;
 use scope_profiler_analysis::*;
+use scope_profiler_formats::export_plan::ProfNaming;
 use scope_profiler_formats::pstats::{
-    marshal_stats, prof_path, prof_stats, write_prof, ProfOptions, ProfStats, StatEntry,
+    marshal_stats, prof_path, prof_stats, write_prof, write_prof_named, ProfOptions, ProfStats, StatEntry,
 };
 use scope_profiler_formats::{ExportError, Selection};
 
@@ -177,6 +178,22 @@ fn per_lane_files_and_names() {
     let whole = write_prof(&run, &sel, &dir.path().join("out.prof"), ProfOptions::default()).unwrap();
     // one file: the name as given
     assert_eq!(whole, vec![dir.path().join("out.prof")]);
+}
+
+/// 0.7.5's `export_prof` names every file per rank, a single one too (`profile.prof` ->
+/// `profile_rank0.prof`); the command line keeps one file's name as given.
+#[test]
+fn reference_naming_names_a_single_file_per_rank() {
+    let run = reference("async");
+    let sel = Selection::new(vec![0], "async");
+    let dir = tempfile::tempdir().unwrap();
+    let target = dir.path().join("profile.prof");
+    let named = write_prof_named(&run, &sel, &target, ProfOptions::default(), ProfNaming::Reference).unwrap();
+    assert_eq!(named, vec![dir.path().join("profile_rank0.prof")]);
+    assert!(named[0].exists() && !target.exists());
+    let as_given = write_prof_named(&run, &sel, &target, ProfOptions::default(), ProfNaming::OneFileAsGiven).unwrap();
+    assert_eq!(as_given, vec![target.clone()]);
+    assert_eq!(std::fs::read(&named[0]).unwrap(), std::fs::read(&target).unwrap(), "the same statistics");
 }
 
 #[test]

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use export_support::{datasets, expected, row};
 use scope_profiler_analysis::*;
-use scope_profiler_formats::speedscope::{write_speedscope, write_speedscope_to, EXPORTER};
+use scope_profiler_formats::speedscope::{thread_tracking_would_help, write_speedscope, write_speedscope_to, EXPORTER};
 use scope_profiler_formats::{read_h5, ExportError};
 use serde_json::Value;
 
@@ -237,6 +237,32 @@ fn same_events_as_reference_exports() {
             &examples.join(format!("{stem}.speedscope.json")),
         );
     }
+}
+
+#[test]
+fn recording_threads_is_suggested_only_for_calls_that_overlap_without_thread_data() {
+    let overlapping = Run {
+        region_names: vec!["A".into(), "B".into()],
+        regions: vec![row(0, &[0], &[10]), row(1, &[5], &[15])],
+        ..Default::default()
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let nesting = write_speedscope(&overlapping, &[0], "x", &dir.path().join("a.json")).unwrap_err();
+    assert!(thread_tracking_would_help(&overlapping, &nesting));
+    // thread data recorded: tracking is on, it would change nothing
+    let mut tracked = overlapping.clone();
+    tracked.regions[0].thread_ids = Some(arrow_array::Int64Array::from(vec![0]));
+    tracked.regions[1].thread_ids = Some(arrow_array::Int64Array::from(vec![0]));
+    assert!(!thread_tracking_would_help(&tracked, &nesting));
+    // a write that fails (here: the target is a directory; ENOSPC alike) is no recording matter
+    let nested = Run { region_names: vec!["A".into()], regions: vec![row(0, &[0], &[10])], ..Default::default() };
+    let target = dir.path().join("taken.speedscope.json");
+    std::fs::create_dir(&target).unwrap();
+    let io = write_speedscope(&nested, &[0], "x", &target).unwrap_err();
+    assert!(matches!(io, ExportError::Io(_) | ExportError::File { .. }), "{io:?}");
+    assert!(!thread_tracking_would_help(&nested, &io));
+    assert!(!thread_tracking_would_help(&overlapping, &ExportError::Io("No space left on device".into())));
+    assert!(!thread_tracking_would_help(&overlapping, &ExportError::NoCalls));
 }
 
 #[test]

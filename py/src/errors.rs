@@ -65,26 +65,31 @@ pub fn nesting_err(e: scope_profiler_analysis::NestingError) -> PyErr {
     NestingError::new_err(e.0)
 }
 
+/// Emit `message` as a `RuntimeWarning` (pointing at the caller; a NUL shown as `\x00`).
+/// Raises only if warnings are errors.
+pub fn runtime_warning(py: Python<'_>, message: &str) -> PyResult<()> {
+    let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
+    PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)
+}
+
 /// Emit the one `RuntimeWarning` about the calls of `rank` that its reconstruction set aside
 /// (calls that do not nest in their lane: region, lane and times of the first few; see
 /// `RunAnalysis::set_aside_notice`) - once per rank and run, nothing when there are none or
 /// the rank is not reconstructed yet. Raises only if the warning is turned into an error.
 pub fn warn_set_aside(py: Python<'_>, analysis: &scope_profiler_analysis::RunAnalysis, rank: u32) -> PyResult<()> {
-    if let Some(message) = analysis.set_aside_notice(rank) {
-        let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
-    }
-    Ok(())
+    analysis.set_aside_notice(rank).map_or(Ok(()), |message| runtime_warning(py, &message))
+}
+
+/// The `RuntimeWarning` of a lane summary of a rank read without its calls
+/// (`analysis::summary_only_note`). Raises only if warnings are errors.
+pub fn warn_summary_only(py: Python<'_>, run: &scope_profiler_analysis::Run, rank: u32) -> PyResult<()> {
+    scope_profiler_analysis::summary_only_note(run, rank).map_or(Ok(()), |message| runtime_warning(py, message))
 }
 
 /// The `RuntimeWarning` of an empty `thread_summary(rank)` of a rank with calls but no thread
 /// table (`analysis::no_thread_table_note`). Raises only if warnings are errors.
 pub fn warn_no_thread_table(py: Python<'_>, run: &scope_profiler_analysis::Run, rank: u32) -> PyResult<()> {
-    if let Some(message) = scope_profiler_analysis::no_thread_table_note(run, rank) {
-        let message = std::ffi::CString::new(message).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
-    }
-    Ok(())
+    scope_profiler_analysis::no_thread_table_note(run, rank).map_or(Ok(()), |message| runtime_warning(py, &message))
 }
 
 /// The `RuntimeWarning` of a `thread_summary(rank)` over a damaged thread table: rows whose
@@ -99,9 +104,7 @@ pub fn warn_thread_table(
     source: &str,
 ) -> PyResult<()> {
     if let Some(message) = scope_profiler_analysis::thread_table_note(run, rank, rows) {
-        let message = if source.is_empty() { message } else { format!("{source}: {message}") };
-        let message = std::ffi::CString::new(message.replace('\0', "\\x00")).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &message, 1)?;
+        runtime_warning(py, &if source.is_empty() { message } else { format!("{source}: {message}") })?;
     }
     Ok(())
 }

@@ -48,7 +48,7 @@ impl NativeRun {
     /// or `HDF5SchemaError` (messages name the file).
     #[staticmethod]
     fn read_h5(py: Python<'_>, path: PathBuf) -> PyResult<Self> {
-        let run = py.detach(|| scope_profiler_formats::read_h5(&path)).map_err(h5_err)?;
+        let run = crate::io::h5reader::read_file(py, &path)?;
         Ok(NativeRun::new(run, path.to_string_lossy().into_owned()))
     }
 

@@ -139,14 +139,12 @@ pub fn run_from_py(
         };
         regions.push(rc);
     }
-    // A rank's rows back to back, ranks ascending (stable: keeps the given row order).
-    regions.sort_by_key(|r| r.rank);
     let mut md = Vec::new();
     for (k, v) in metadata.iter() {
         md.push((k.extract::<String>()?, meta_from_py(&v)?));
     }
     let max_rank = regions.iter().map(|r| r.rank + 1).max().unwrap_or(0);
-    Ok(Run {
+    let mut run = Run {
         region_names,
         regions,
         threads: threads.into_iter().map(thread_from_tuple).collect(),
@@ -154,7 +152,9 @@ pub fn run_from_py(
         metadata: md,
         num_ranks: num_ranks.unwrap_or(max_rank).max(max_rank),
         loop_blocks: Vec::new(),
-    })
+    };
+    run.order_rows_by_rank();
+    Ok(run)
 }
 
 /// A metadata dict as run metadata (values converted by [`meta_from_py`]; None values dropped).

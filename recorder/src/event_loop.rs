@@ -419,7 +419,7 @@ mod tests {
         let mut q = LoopTimes::new();
         q.run_started(1_000);
         assert_eq!(q.poll(1_000), None); // nothing queued: idle from 1000
-        // a timer due at 1200, while the loop slept: ready when it woke
+                                         // a timer due at 1200, while the loop slept: ready when it woke
         assert_eq!(q.push(1_500, Some(1_200), false), 1_500);
         assert_eq!(q.push(1_510, Some(900), false), 900); // due before the loop went idle
         assert_eq!(q.batch(1_520), 520);

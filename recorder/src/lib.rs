@@ -51,438 +51,48 @@
 //! each call exactly once. A checkpoint whose write happens while recording goes on takes
 //! a [`Watermark`] with its snapshot and [`Recorder::retire`]s only those calls, and only
 //! once the file is written: a failed write leaves every call buffered for a retry.
-
+//!
+//! # Files
+//! `thread_state` (the per-thread buffers and the enter/exit hot path), `thread_record`
+//! (the thread table), `task` (task lanes), `regions` (the region table), `snapshot`
+//! (copying completed calls out), `watermark` (retiring what a checkpoint wrote),
+//! `open_calls` (the calls open now), `fork` (a recorder inherited by a forked child),
+//! `clock`, and the rules of function-level tracing (`trace_select`, `trace_decision`,
+//! `trace_notes`, `monitoring_tool`, `instrument`). This file holds the [`Recorder`] itself: its threads' registration, its
+//! tables and its counters.
 pub mod clock;
 pub mod event_loop;
 pub mod fork;
 pub mod instrument;
+pub mod monitoring_tool;
+mod open_calls;
 pub mod regions;
+mod snapshot;
 pub mod task;
+mod thread_record;
+mod thread_state;
+pub mod trace_decision;
 pub mod trace_notes;
 pub mod trace_select;
+mod watermark;
 
 use std::cell::{Cell, UnsafeCell};
 use std::sync::atomic::{AtomicBool, AtomicI64, AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, Weak};
 
 pub use clock::{now_ns, thread_cpu_ns};
+pub use open_calls::OpenCall;
 pub use regions::{RegionMeta, RegionTable};
-use task::LaneEntry;
+pub use snapshot::{RegionColumns, SNAPSHOT_JOB_CALLS};
 pub use task::{TaskKind, TaskRecord, TaskRowData};
+pub use thread_record::{ThreadInfo, ThreadRecord, ThreadRowData};
+pub use thread_state::{ThreadState, FIRST_SLOTS};
+pub use watermark::Watermark;
 
 /// Value of `end_ns` while a thread is alive / unknown.
 pub const UNKNOWN: i64 = -1;
 /// A still-running thread refreshes its CPU time at exit of slots with `slot & MASK == 0`.
 pub const CPU_SAMPLE_MASK: usize = 0xFF;
-
-/// Identity of a thread at registration, supplied by the caller (Python's `threading`).
-#[derive(Debug, Clone, Default, PartialEq)]
-pub struct ThreadInfo {
-    pub ident: i64,
-    pub native_id: i64,
-    pub name: String,
-    pub daemon: bool,
-}
-
-/// One row of the thread table. `end_ns`/`cpu_ns` are updated after registration (CPU
-/// sampling on the hot path, the exit hook on the dying thread) and are atomics.
-#[derive(Debug)]
-pub struct ThreadRecord {
-    pub index: usize,
-    pub info: ThreadInfo,
-    /// Registration time, absolute ns ([`now_ns`]); for the thread that marked the run's
-    /// start ([`Recorder::mark_start_thread`]), that moment.
-    pub start_ns: i64,
-    /// The thread's CPU clock at `start_ns`, ns: `cpu_ns - cpu_start_ns` is the CPU burned
-    /// since then (during the run).
-    pub cpu_start_ns: i64,
-    end_ns: AtomicI64,
-    cpu_ns: AtomicI64,
-    /// CPU ns added to every reading: the pre-fork total of a thread that continues in a
-    /// forked child (whose CPU clock restarts at 0). 0 otherwise. See [`fork`].
-    cpu_base: AtomicI64,
-    /// OS thread id after a fork (the continuing thread's id changes); 0 = `info.native_id`.
-    native_id_now: AtomicI64,
-}
-
-impl ThreadRecord {
-    /// Thread end, absolute ns; [`UNKNOWN`] while alive.
-    pub fn end_ns(&self) -> i64 {
-        self.end_ns.load(Ordering::Acquire)
-    }
-    /// Latest CPU reading of the thread, ns.
-    pub fn cpu_ns(&self) -> i64 {
-        self.cpu_ns.load(Ordering::Relaxed)
-    }
-    pub fn alive(&self) -> bool {
-        self.end_ns() == UNKNOWN
-    }
-    /// Refresh `cpu_ns`. Only meaningful on the thread this record describes.
-    #[inline]
-    pub fn sample_cpu(&self) {
-        self.cpu_ns.store(self.cpu_base.load(Ordering::Relaxed) + thread_cpu_ns(), Ordering::Relaxed);
-    }
-    /// Called on the dying thread itself: take its exact CPU total and end time.
-    pub fn mark_exited(&self) {
-        self.cpu_ns.store(self.cpu_base.load(Ordering::Relaxed) + thread_cpu_ns(), Ordering::Relaxed);
-        self.end_ns.store(now_ns(), Ordering::Release);
-    }
-}
-
-/// What a call entered on a lane whose ready-wait clock reads `clock` keeps: minus the
-/// clock, or [`task::READY_UNKNOWN`] when the clock says nothing.
-#[inline(always)]
-fn ready_entry(clock: i64) -> i64 {
-    if clock == task::READY_UNKNOWN {
-        task::READY_UNKNOWN
-    } else {
-        -clock
-    }
-}
-
-/// A call's ready wait from what it kept at entry ([`ready_entry`]) and its lane's clock
-/// now: the clock's growth, `-1` when the clock said nothing at either end.
-#[inline(always)]
-fn ready_exit(entry: i64, clock: i64) -> i64 {
-    if entry == task::READY_UNKNOWN || clock == task::READY_UNKNOWN {
-        -1
-    } else {
-        (entry + clock).max(0)
-    }
-}
-
-/// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
-pub const FIRST_SLOTS: usize = 1;
-
-/// One region's buffer on one thread: 56 bytes, and one heap block once called (a program
-/// with 100,000 region names holds one per name per thread). Its open calls are
-/// on the thread's bare-lane stack ([`ThreadState`]'s `bare`), not here.
-#[derive(Debug, Default)]
-struct RegionBuf {
-    /// `[start, end]` per slot, absolute ns; end 0 = open.
-    calls: Vec<[i64; 2]>,
-    /// `[task index, await ns, ready-wait ns]` per slot (task -1 = outside any task; await
-    /// minus the task's suspended total while open, ready wait minus its ready-wait clock
-    /// while open, [`task::READY_UNKNOWN`] when that clock said nothing at entry, `-1` when
-    /// not known at exit); only with async columns.
-    lanes: Vec<[i64; 3]>,
-    /// Calls retired by earlier written finalizes.
-    retired: u64,
-}
-
-impl RegionBuf {
-    /// Grow a full buffer (preserving slots): first to [`FIRST_SLOTS`] (at most `limit`),
-    /// then doubling. `limit` (`buffer_limit`) is reached after a few doublings instead of
-    /// being reserved up front, so a region called once costs a few slots, not `limit`
-    /// (reserved up front, 100,000 names would take 16 KiB each, 1.9 GB).
-    #[cold]
-    fn reserve_for(&mut self, limit: usize, async_cols: bool) {
-        let cap = self.calls.capacity();
-        let extra = if cap == 0 { limit.clamp(1, FIRST_SLOTS) } else { cap };
-        self.calls.reserve_exact(extra);
-        if async_cols {
-            let n = self.lanes.len();
-            self.lanes.reserve_exact(self.calls.capacity() - n);
-        }
-    }
-}
-
-/// The completed slots of every buffer at one moment ([`Recorder::watermark`]).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct Watermark {
-    /// Per thread state (index order), per region id.
-    per_state: Vec<Vec<BufMark>>,
-}
-
-/// One buffer at a [`Watermark`]: its length and its open slots (ascending).
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-struct BufMark {
-    len: usize,
-    open: Vec<usize>,
-}
-
-/// The recording state of one OS thread for one [`Recorder`].
-pub struct ThreadState {
-    index: usize,
-    buffer_limit: usize,
-    /// Record `task_ids`/`await_ns` per call (`track_async`).
-    async_cols: bool,
-    record: Option<Arc<ThreadRecord>>,
-    regions: UnsafeCell<Vec<RegionBuf>>,
-    /// The calls open on this thread's bare lane (outside any task), innermost last: one
-    /// stack for all regions, so a region costs no stack of its own.
-    bare: UnsafeCell<Vec<BareEntry>>,
-    /// The task lane running on this thread right now; null = the thread's bare lane.
-    /// Set by the step timer / greenlet switch; points into the recorder's task registry.
-    current: Cell<*const TaskRecord>,
-}
-
-/// A call open on a thread's bare lane: its region and reserved slot (-1 = entered while
-/// paused).
-#[derive(Debug, Clone, Copy)]
-struct BareEntry {
-    region: u32,
-    slot: i64,
-}
-
-// SAFETY: `regions` is mutated only by the owning thread (enter/exit) and read by others
-// only under the contract in the crate docs (external serialization, e.g. the GIL).
-unsafe impl Sync for ThreadState {}
-unsafe impl Send for ThreadState {}
-
-impl ThreadState {
-    /// Dense index of this thread in its recorder (= thread-table index with tracking).
-    pub fn index(&self) -> usize {
-        self.index
-    }
-    pub fn record(&self) -> Option<&Arc<ThreadRecord>> {
-        self.record.as_ref()
-    }
-
-    /// The task running on this thread (null = bare lane).
-    #[inline(always)]
-    pub fn current(&self) -> *const TaskRecord {
-        self.current.get()
-    }
-
-    /// Make `task` (a record of this state's recorder, kept alive by its registry; null =
-    /// the bare lane) the lane running on this thread; returns the previous one. Must be
-    /// called on the owning thread.
-    #[inline(always)]
-    pub fn set_current(&self, task: *const TaskRecord) -> *const TaskRecord {
-        self.current.replace(task)
-    }
-
-    #[allow(clippy::mut_from_ref)]
-    #[inline(always)]
-    unsafe fn regions_mut(&self) -> &mut Vec<RegionBuf> {
-        &mut *self.regions.get()
-    }
-
-    #[allow(clippy::mut_from_ref)]
-    #[inline(always)]
-    unsafe fn bare_mut(&self) -> &mut Vec<BareEntry> {
-        &mut *self.bare.get()
-    }
-
-    /// Remove and return the innermost open bare-lane entry of `region`.
-    #[inline(always)]
-    fn pop_bare(&self, region: u32) -> Option<BareEntry> {
-        // SAFETY: only the owning thread calls enter/exit (crate contract).
-        let bare = unsafe { self.bare_mut() };
-        match bare.last() {
-            Some(e) if e.region == region => bare.pop(),
-            _ => {
-                let pos = bare.iter().rposition(|e| e.region == region)?;
-                Some(bare.remove(pos))
-            }
-        }
-    }
-
-    #[cold]
-    fn grow_regions(regions: &mut Vec<RegionBuf>, region: usize) {
-        regions.resize_with(region + 1, RegionBuf::default);
-    }
-
-    /// Open a call of `region` on this thread. Must be called on the owning thread.
-    /// With `paused`, push a placeholder so the matching exit closes nothing.
-    #[inline]
-    pub fn enter(&self, region: u32, paused: bool) {
-        // SAFETY: only the owning thread calls enter/exit (crate contract).
-        let regions = unsafe { self.regions_mut() };
-        let r = region as usize;
-        if r >= regions.len() {
-            Self::grow_regions(regions, r);
-        }
-        let buf = &mut regions[r];
-        let task = self.current.get();
-        if paused {
-            if task.is_null() {
-                // SAFETY: owning thread (crate contract).
-                unsafe { self.bare_mut() }.push(BareEntry { region, slot: -1 });
-            } else {
-                // SAFETY: a current task is alive (registry of this recorder).
-                unsafe { &*task }.push(LaneEntry { region, slot: -1, state: self });
-            }
-            return;
-        }
-        let slot = buf.calls.len();
-        if slot == buf.calls.capacity() {
-            buf.reserve_for(self.buffer_limit, self.async_cols);
-        }
-        buf.calls.push([0, 0]);
-        if task.is_null() {
-            if self.async_cols {
-                buf.lanes.push([-1, 0, 0]);
-            }
-            // SAFETY: owning thread (crate contract).
-            unsafe { self.bare_mut() }.push(BareEntry { region, slot: slot as i64 });
-        } else {
-            // SAFETY: a current task is alive (registry of this recorder).
-            let t = unsafe { &*task };
-            if self.async_cols {
-                buf.lanes.push([t.index as i64, -t.suspended_ns(), ready_entry(t.ready_wait_ns())]);
-            }
-            t.push(LaneEntry { region, slot: slot as i64, state: self });
-        }
-        let t = now_ns(); // clock read last
-                          // SAFETY: `slot` was just pushed.
-        unsafe {
-            buf.calls.get_unchecked_mut(slot)[0] = t;
-        }
-    }
-
-    /// Close the innermost open call of `region` on the lane running on this thread (the
-    /// current task's lane, else the bare lane). Returns false (and does nothing) when
-    /// that lane has no open call of the region. Must be called on the owning thread.
-    #[inline]
-    pub fn exit(&self, region: u32) -> bool {
-        let end = now_ns(); // clock read first
-        let task = self.current.get();
-        if !task.is_null() {
-            return self.exit_task(region, end, task);
-        }
-        self.exit_bare(region, end)
-    }
-
-    /// Close the innermost open call of `region` on lane `task` of this thread (a task
-    /// record of this recorder; null = this thread's bare lane), whichever lane runs now:
-    /// a generator entered on one lane and finished on another (an async generator left
-    /// by `break` is closed by asyncio in a task of its own: its call must not stay open to
-    /// the end of the run). Returns false when that lane has no open
-    /// call of the region. Must be called on the owning thread.
-    pub fn exit_on(&self, region: u32, task: *const TaskRecord) -> bool {
-        let end = now_ns();
-        if task.is_null() {
-            self.exit_bare(region, end)
-        } else {
-            self.exit_task(region, end, task)
-        }
-    }
-
-    #[inline]
-    fn exit_bare(&self, region: u32, end: i64) -> bool {
-        let Some(BareEntry { slot, .. }) = self.pop_bare(region) else { return false };
-        if slot < 0 {
-            return true;
-        }
-        let slot = slot as usize;
-        // SAFETY: only the owning thread calls enter/exit (crate contract).
-        let regions = unsafe { self.regions_mut() };
-        regions[region as usize].calls[slot][1] = if end == 0 { 1 } else { end };
-        if slot & CPU_SAMPLE_MASK == 0 {
-            if let Some(rec) = &self.record {
-                rec.sample_cpu();
-            }
-        }
-        true
-    }
-
-    #[inline]
-    fn exit_task(&self, region: u32, end: i64, task: *const TaskRecord) -> bool {
-        // SAFETY: a current task is alive (registry of this recorder).
-        let t = unsafe { &*task };
-        let Some(entry) = t.pop_region(region) else { return false };
-        if entry.slot < 0 {
-            return true;
-        }
-        let slot = entry.slot as usize;
-        // The entering thread's buffer: this one, unless the task's loop moved to another
-        // thread while the call was open (then the crate contract's external
-        // serialization, e.g. the GIL, makes the write safe).
-        // SAFETY: states live as long as their recorder, which owns the task.
-        let st = unsafe { &*entry.state };
-        let regions = unsafe { st.regions_mut() };
-        let buf = &mut regions[region as usize];
-        buf.calls[slot][1] = if end == 0 { 1 } else { end };
-        if st.async_cols {
-            let lane = &mut buf.lanes[slot];
-            lane[1] += t.suspended_ns();
-            lane[2] = ready_exit(lane[2], t.ready_wait_ns());
-        }
-        if slot & CPU_SAMPLE_MASK == 0 {
-            if let Some(rec) = &self.record {
-                rec.sample_cpu();
-            }
-        }
-        true
-    }
-
-    /// Number of calls of `region` open on this thread's bare lane (paused placeholders excluded).
-    pub fn open_calls(&self, region: u32) -> usize {
-        // SAFETY: read by the owning thread, or under the crate contract.
-        let bare = unsafe { &*self.bare.get() };
-        bare.iter().filter(|e| e.region == region && e.slot >= 0).count()
-    }
-}
-
-/// Completed calls of one region, ready to become a run row.
-#[derive(Debug, Clone, PartialEq, Default)]
-pub struct RegionColumns {
-    pub region: u32,
-    pub starts: Vec<i64>,
-    pub ends: Vec<i64>,
-    /// Thread index per call (the [`ThreadState::index`]); meaningful with tracking. Empty
-    /// when `one_thread` is set.
-    pub thread_ids: Vec<i64>,
-    /// Set by a snapshot with `lazy_threads` ([`Recorder::snapshot_par`]) when every call is
-    /// on this one thread: `thread_ids` is then left empty (that column of one value was a
-    /// third of a snapshot's fresh pages); [`RegionColumns::fill_threads`] writes it.
-    pub one_thread: Option<i64>,
-    /// Task index per call (-1 outside any task); empty without async columns.
-    pub task_ids: Vec<i64>,
-    /// ns the call's task was suspended between entry and exit; empty without async columns.
-    pub await_ns: Vec<i64>,
-    /// ns of that suspension during which the task was ready to resume but the loop ran
-    /// other code, `-1` when not known; empty without async columns.
-    pub ready_wait_ns: Vec<i64>,
-}
-
-impl RegionColumns {
-    /// Write `thread_ids` out when `one_thread` left it empty (then `one_thread` is `None`).
-    pub fn fill_threads(&mut self) {
-        if let Some(t) = self.one_thread.take() {
-            self.thread_ids = vec![t; self.starts.len()];
-        }
-    }
-}
-
-/// Calls one job of [`Recorder::snapshot_par`] copies at most (of one column).
-pub const SNAPSHOT_JOB_CALLS: usize = 1 << 18;
-
-/// One job of [`Recorder::snapshot_par`]: slots `from..to` of `buf` into column `kind`
-/// (starts, ends, thread ids, task ids, await ns) of region `region` of the snapshot, from
-/// position `at`, skipping open slots when `open`.
-struct CopyJob<'a> {
-    region: usize,
-    kind: usize,
-    buf: &'a RegionBuf,
-    thread: i64,
-    from: usize,
-    to: usize,
-    at: usize,
-    open: bool,
-}
-
-/// A snapshot column's buffer, written by the copy jobs of [`Recorder::snapshot_par`] on
-/// several threads (disjoint positions).
-#[derive(Clone, Copy)]
-struct SendPtr(*mut i64);
-// SAFETY: the jobs write disjoint positions, and the columns outlive the jobs.
-unsafe impl Send for SendPtr {}
-unsafe impl Sync for SendPtr {}
-
-/// A thread-table row as plain values, timestamps relative to an origin (`-1` kept).
-#[derive(Debug, Clone, PartialEq)]
-pub struct ThreadRowData {
-    pub index: i64,
-    pub info: ThreadInfo,
-    pub start_ns: i64,
-    pub end_ns: i64,
-    pub cpu_ns: i64,
-    /// CPU ns at registration (see [`ThreadRecord::cpu_start_ns`]).
-    pub cpu_start_ns: i64,
-}
 
 struct LocalEntry {
     recorder: u64,
@@ -504,6 +114,9 @@ pub struct Recorder {
     async_cols: bool,
     tasks: Mutex<Vec<Arc<TaskRecord>>>,
     paused: AtomicBool,
+    /// Placeholders pushed before [`Recorder::stop`] (all threads): set once stopped.
+    stopped_at: Mutex<Option<u64>>,
+    stopped: AtomicBool,
     alive: Arc<()>,
     states: Mutex<Vec<Arc<ThreadState>>>,
     /// The thread that started the run (`setup()`): its id, the clock and its CPU clock then.
@@ -530,6 +143,8 @@ impl Recorder {
             async_cols,
             tasks: Mutex::new(Vec::new()),
             paused: AtomicBool::new(false),
+            stopped_at: Mutex::new(None),
+            stopped: AtomicBool::new(false),
             alive: Arc::new(()),
             states: Mutex::new(Vec::new()),
             start_thread: Mutex::new(None),
@@ -610,8 +225,46 @@ impl Recorder {
     pub fn paused(&self) -> bool {
         self.paused.load(Ordering::Relaxed)
     }
+    /// Pause or resume; a stopped recorder stays paused.
     pub fn set_paused(&self, paused: bool) {
-        self.paused.store(paused, Ordering::Relaxed)
+        if paused || !self.stopped() {
+            self.paused.store(paused, Ordering::Relaxed)
+        }
+    }
+
+    /// Stop recording for good (the recording's last checkpoint is under way): from now on
+    /// entries push placeholders, as paused, and [`Recorder::calls_since_stop`] counts them.
+    /// Calls open now still close. Stopping again changes nothing.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`] (it reads every thread's count of placeholders).
+    pub unsafe fn stop(&self) {
+        let mut stopped = self.stopped_at.lock().unwrap_or_else(|e| e.into_inner());
+        if stopped.is_none() {
+            *stopped = Some(self.placeholders());
+            self.stopped.store(true, Ordering::Relaxed);
+            self.paused.store(true, Ordering::Relaxed);
+        }
+    }
+
+    /// Whether [`Recorder::stop`] was called.
+    #[inline]
+    pub fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+
+    /// Calls entered on any thread since [`Recorder::stop`] (none recorded); None before it.
+    ///
+    /// # Safety
+    /// As for [`Recorder::snapshot`].
+    pub unsafe fn calls_since_stop(&self) -> Option<u64> {
+        let at = (*self.stopped_at.lock().unwrap_or_else(|e| e.into_inner()))?;
+        Some(self.placeholders() - at)
+    }
+
+    /// Placeholders pushed so far, all threads (caller upholds the snapshot contract).
+    unsafe fn placeholders(&self) -> u64 {
+        self.states().iter().map(|st| st.placeholders.get()).sum()
     }
 
     /// The calling thread's state for this recorder, if it has registered. Lock-free.
@@ -669,6 +322,7 @@ impl Recorder {
                 regions: UnsafeCell::new(Vec::new()),
                 bare: UnsafeCell::new(Vec::with_capacity(16)),
                 current: Cell::new(std::ptr::null()),
+                placeholders: Cell::new(0),
             });
             states.push(state.clone());
             state
@@ -738,284 +392,6 @@ impl Recorder {
             .collect()
     }
 
-    /// Completed calls of every region id `< num_regions` that has any, ascending region
-    /// id; within a region grouped by thread index ascending, each thread in entry order.
-    ///
-    /// # Safety
-    /// No thread may be inside [`ThreadState::enter`]/[`ThreadState::exit`] of this
-    /// recorder concurrently, and all earlier such calls must happen-before this one
-    /// (e.g. everything runs under the Python GIL).
-    pub unsafe fn snapshot(&self, num_regions: usize) -> Vec<RegionColumns> {
-        self.snapshot_into(num_regions, Vec::with_capacity)
-    }
-
-    /// [`Recorder::snapshot`] with each column allocated by `column(n)` (an empty vector of
-    /// capacity `n`), e.g. one advised for huge pages: a snapshot writes all of its columns
-    /// into fresh memory, and first touches of 4 KiB pages are a third of `finalize()`.
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`].
-    pub unsafe fn snapshot_into(&self, num_regions: usize, column: impl Fn(usize) -> Vec<i64>) -> Vec<RegionColumns> {
-        self.snapshot_par(num_regions, column, |n, job| (0..n).for_each(job), false)
-    }
-
-    /// [`Recorder::snapshot_into`] with the copying split into independent jobs `0..n`
-    /// that `run(n, job)` must run, each once, in any order and on any threads (a parallel
-    /// loop: the snapshot's first touches of its fresh columns cost ~2.5 µs per 4 KiB page
-    /// on the VMs measured, ~15 ns per call; two cores fault them in half the
-    /// time). A job copies up to [`SNAPSHOT_JOB_CALLS`] calls of one column of one
-    /// region's buffer on one thread (a buffer with open calls in one job per column).
-    /// With `lazy_threads`, a region whose calls are all on one thread gets
-    /// [`RegionColumns::one_thread`] instead of a `thread_ids` column.
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`]; the jobs only read the buffers and write the new
-    /// columns, and `run` returns once all of them have run (a job that panics leaves the
-    /// snapshot unfinished: `run` must not return normally then).
-    pub unsafe fn snapshot_par(
-        &self,
-        num_regions: usize,
-        column: impl Fn(usize) -> Vec<i64>,
-        run: impl FnOnce(usize, &(dyn Fn(usize) + Sync)),
-        lazy_threads: bool,
-    ) -> Vec<RegionColumns> {
-        let states = self.states();
-        let kinds = if self.async_cols { 6 } else { 3 };
-        let mut out = Vec::new();
-        let mut completed = Vec::new(); // per region of `out`
-        let mut jobs: Vec<CopyJob<'_>> = Vec::new();
-        for region in 0..num_regions {
-            let mut cols = RegionColumns { region: region as u32, ..Default::default() };
-            let bufs: Vec<(i64, &RegionBuf)> = states
-                .iter()
-                .filter_map(|st| (&*st.regions.get()).get(region).map(|b| (st.index as i64, b)))
-                .filter(|(_, b)| !b.calls.is_empty())
-                .collect();
-            // sized once (completed calls plus the few open ones): closing the open calls
-            // into the snapshot appends them without regrowth
-            let n: usize = bufs.iter().map(|(_, b)| b.calls.len()).sum();
-            if n == 0 {
-                continue;
-            }
-            cols.starts = column(n);
-            cols.ends = column(n);
-            if lazy_threads && bufs.len() == 1 {
-                cols.one_thread = Some(bufs[0].0);
-            } else {
-                cols.thread_ids = column(n);
-            }
-            if self.async_cols {
-                cols.task_ids = column(n);
-                cols.await_ns = column(n);
-                cols.ready_wait_ns = column(n);
-            }
-            let k = out.len();
-            let mut at = 0;
-            for (thread, buf) in bufs {
-                let open = buf.calls.iter().filter(|c| c[1] == 0).count();
-                for kind in (0..kinds).filter(|&kind| kind != 2 || cols.one_thread.is_none()) {
-                    let job = |from: usize, to: usize| CopyJob {
-                        region: k,
-                        kind,
-                        buf,
-                        thread,
-                        from,
-                        to,
-                        at: at + from,
-                        open: open > 0,
-                    };
-                    if open > 0 {
-                        jobs.push(job(0, buf.calls.len()));
-                    } else {
-                        for from in (0..buf.calls.len()).step_by(SNAPSHOT_JOB_CALLS) {
-                            jobs.push(job(from, (from + SNAPSHOT_JOB_CALLS).min(buf.calls.len())));
-                        }
-                    }
-                }
-                at += buf.calls.len() - open;
-            }
-            completed.push(at);
-            out.push(cols);
-        }
-        let dest: Vec<[SendPtr; 6]> = out
-            .iter_mut()
-            .zip(&completed)
-            .map(|(c, &n)| {
-                // the jobs write the first `n` values of each column they fill, in place
-                let threads = c.one_thread.is_none().then_some(&c.thread_ids);
-                let tasks = [&c.task_ids, &c.await_ns, &c.ready_wait_ns].into_iter().filter(|_| self.async_cols);
-                for v in [&c.starts, &c.ends].into_iter().chain(threads).chain(tasks) {
-                    assert!(v.is_empty() && v.capacity() >= n, "column(n) must give an empty vector of capacity n");
-                }
-                [&mut c.starts, &mut c.ends, &mut c.thread_ids, &mut c.task_ids, &mut c.await_ns, &mut c.ready_wait_ns]
-                    .map(|v| SendPtr(v.as_mut_ptr()))
-            })
-            .collect();
-        run(jobs.len(), &|i| {
-            let j = &jobs[i];
-            let dst = dest[j.region][j.kind].0;
-            let (calls, lanes) = (&j.buf.calls[j.from..j.to], &j.buf.lanes[..]);
-            // SAFETY (every write below): jobs write disjoint ranges of their column, all
-            // within the completed calls counted above (<= its capacity)
-            if j.open {
-                let completed = calls.iter().enumerate().filter(|(_, c)| c[1] != 0);
-                for (at, (slot, c)) in (j.at..).zip(completed) {
-                    let slot = j.from + slot;
-                    let v = match j.kind {
-                        0 => c[0],
-                        1 => c[1],
-                        2 => j.thread,
-                        3 => lanes[slot][0],
-                        4 => lanes[slot][1],
-                        _ => lanes[slot][2],
-                    };
-                    unsafe { dst.add(at).write(v) };
-                }
-                return;
-            }
-            let dst = unsafe { dst.add(j.at) };
-            match j.kind {
-                0 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[0]) }),
-                1 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[1]) }),
-                2 => (0..calls.len()).for_each(|k| unsafe { dst.add(k).write(j.thread) }),
-                kind => {
-                    lanes[j.from..j.to].iter().enumerate().for_each(|(k, l)| unsafe { dst.add(k).write(l[kind - 3]) })
-                }
-            }
-        });
-        for (cols, n) in out.iter_mut().zip(completed) {
-            // SAFETY: the jobs wrote positions 0..n of every column
-            unsafe {
-                cols.starts.set_len(n);
-                cols.ends.set_len(n);
-                if cols.one_thread.is_none() {
-                    cols.thread_ids.set_len(n);
-                }
-            }
-            if self.async_cols {
-                // SAFETY: as above
-                unsafe {
-                    cols.task_ids.set_len(n);
-                    cols.await_ns.set_len(n);
-                    cols.ready_wait_ns.set_len(n);
-                }
-            }
-        }
-        out.retain(|c| !c.starts.is_empty());
-        out
-    }
-
-    /// Rewind every buffer after a written finalize: completed calls are retired, open ones
-    /// move to the front (stack slots remapped). Same as [`Recorder::retire`] of a
-    /// [`Recorder::watermark`] taken now.
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`].
-    pub unsafe fn mark_written(&self) {
-        self.retire(&self.watermark());
-    }
-
-    /// Which slots are completed now, so that exactly these calls can be retired later
-    /// ([`Recorder::retire`]) while recording goes on in between: a checkpoint takes it
-    /// with its snapshot and retires only once the snapshot is safely written.
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`].
-    pub unsafe fn watermark(&self) -> Watermark {
-        let states = self.states();
-        let mut per_state = Vec::with_capacity(states.len());
-        for st in &states {
-            let regions = &*st.regions.get();
-            per_state.push(
-                regions
-                    .iter()
-                    .map(|buf| BufMark {
-                        len: buf.calls.len(),
-                        open: (0..buf.calls.len()).filter(|&i| buf.calls[i][1] == 0).collect(),
-                    })
-                    .collect(),
-            );
-        }
-        Watermark { per_state }
-    }
-
-    /// Retire the calls that were completed when `mark` was taken; everything else stays
-    /// (calls open then, whether or not they have completed since, and calls entered
-    /// since), moved to the front in slot order with stack slots remapped. The next
-    /// snapshot reports each kept call once more, no retired one.
-    ///
-    /// `mark` must be the latest watermark of this recorder, and no other retire (or
-    /// [`Recorder::mark_written`]) may have happened since it was taken (the slot numbers
-    /// it holds would no longer be valid).
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`].
-    pub unsafe fn retire(&self, mark: &Watermark) {
-        let states = self.states();
-        // remaps[state][region]: old slot -> new slot (-1 = retired), for open task-lane entries.
-        let mut remaps: Vec<Vec<Option<Vec<i64>>>> = Vec::with_capacity(states.len());
-        for (st, marks) in states.iter().zip(&mark.per_state) {
-            let regions = &mut *st.regions.get();
-            let mut per_region = Vec::with_capacity(regions.len());
-            for (buf, m) in regions.iter_mut().zip(marks) {
-                let n = buf.calls.len();
-                // slot i is retired iff i < m.len and it was not open at the mark
-                let retire_count = m.len - m.open.len();
-                if retire_count == 0 {
-                    per_region.push(None);
-                    continue;
-                }
-                buf.retired += retire_count as u64;
-                if retire_count == n {
-                    buf.calls.clear();
-                    buf.lanes.clear();
-                    per_region.push(None);
-                    continue;
-                }
-                let mut remap = vec![-1i64; n];
-                let mut open_then = m.open.iter().peekable();
-                let mut new = 0usize;
-                for (old, target) in remap.iter_mut().enumerate() {
-                    let keep = old >= m.len || open_then.next_if_eq(&&old).is_some();
-                    if !keep {
-                        continue;
-                    }
-                    buf.calls[new] = buf.calls[old];
-                    if st.async_cols {
-                        buf.lanes[new] = buf.lanes[old];
-                    }
-                    *target = new as i64;
-                    new += 1;
-                }
-                buf.calls.truncate(new);
-                if st.async_cols {
-                    buf.lanes.truncate(new);
-                }
-                per_region.push(Some(remap));
-            }
-            // Every slot on a stack is open now, so it was open at the mark (or entered
-            // since) and is kept: the remap of a stack entry is never -1.
-            for e in (*st.bare.get()).iter_mut() {
-                if let (true, Some(Some(remap))) = (e.slot >= 0, per_region.get(e.region as usize)) {
-                    e.slot = remap[e.slot as usize];
-                }
-            }
-            remaps.push(per_region);
-        }
-        for task in self.task_records() {
-            let stack = &mut *task.stack.get();
-            for e in stack.iter_mut() {
-                if e.slot < 0 {
-                    continue;
-                }
-                let si = (*e.state).index;
-                if let Some(Some(remap)) = remaps.get(si).and_then(|r| r.get(e.region as usize)) {
-                    e.slot = remap[e.slot as usize];
-                }
-            }
-        }
-    }
-
     /// Whether any thread holds a completed call not yet retired (what [`Recorder::snapshot`]
     /// would copy), found without copying: stops at the first one.
     ///
@@ -1053,97 +429,6 @@ impl Recorder {
             .map(|st| st.index)
             .collect()
     }
-
-    /// Names of regions (by id) with an open call on any thread, paused placeholders
-    /// excluded: `(region, thread index)` pairs.
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`].
-    pub unsafe fn open_regions(&self) -> Vec<(u32, usize)> {
-        let mut out = Vec::new();
-        for st in self.states() {
-            let mut open: Vec<u32> = (*st.bare.get()).iter().filter(|e| e.slot >= 0).map(|e| e.region).collect();
-            open.sort_unstable();
-            open.dedup();
-            out.extend(open.into_iter().map(|r| (r, st.index)));
-        }
-        for task in self.task_records() {
-            for e in (*task.stack.get()).iter() {
-                if e.slot >= 0 {
-                    out.push((e.region, (*e.state).index));
-                }
-            }
-        }
-        out
-    }
-}
-
-/// A call still open when [`Recorder::open_calls`] looked: where it was entered and when.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct OpenCall {
-    pub region: u32,
-    /// Dense index of the entering thread's state (= thread-table index with tracking).
-    pub thread: usize,
-    /// Task-table index of the lane it is open on, `-1` on the thread's bare lane.
-    pub task: i64,
-    /// Entry time, absolute ns (recording clock).
-    pub start_ns: i64,
-    /// ns its task has been suspended since the entry so far (0 on a bare lane or without
-    /// async columns).
-    pub await_ns: i64,
-    /// ns of that suspension its task was ready but not resumed, `-1` when not known (0 on
-    /// a bare lane or without async columns).
-    pub ready_wait_ns: i64,
-}
-
-impl Recorder {
-    /// Every call open now on any lane (paused placeholders excluded), bare lanes first
-    /// (thread index order, outermost first), then task lanes (task index order).
-    ///
-    /// # Safety
-    /// As for [`Recorder::snapshot`].
-    pub unsafe fn open_calls(&self) -> Vec<OpenCall> {
-        let mut out = Vec::new();
-        for st in self.states() {
-            let regions = &*st.regions.get();
-            let mut bare: Vec<OpenCall> = Vec::new();
-            for e in (*st.bare.get()).iter().filter(|e| e.slot >= 0) {
-                let start_ns =
-                    regions.get(e.region as usize).and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
-                bare.push(OpenCall {
-                    region: e.region,
-                    thread: st.index,
-                    task: -1,
-                    start_ns,
-                    await_ns: 0,
-                    ready_wait_ns: 0,
-                });
-            }
-            bare.sort_by_key(|c| c.start_ns);
-            out.extend(bare);
-        }
-        for task in self.task_records() {
-            for e in (*task.stack.get()).iter().filter(|e| e.slot >= 0) {
-                let st = &*e.state;
-                let regions: &Vec<RegionBuf> = &*st.regions.get();
-                let buf = &regions[e.region as usize];
-                let slot = e.slot as usize;
-                let start_ns = buf.calls.get(slot).map_or(0, |c| c[0]);
-                let lane = buf.lanes.get(slot).filter(|_| st.async_cols);
-                let await_ns = lane.map_or(0, |l| l[1] + task.suspended_ns());
-                let ready_wait_ns = lane.map_or(0, |l| ready_exit(l[2], task.ready_wait_ns()));
-                out.push(OpenCall {
-                    region: e.region,
-                    thread: st.index,
-                    task: task.index as i64,
-                    start_ns,
-                    await_ns,
-                    ready_wait_ns,
-                });
-            }
-        }
-        out
-    }
 }
 
 /// Convenience for callers and tests: the calling thread's state, registering it (with
@@ -1163,6 +448,7 @@ mod tests {
     // each thread that calls it, so its size is part of the per-name cost
     #[test]
     fn a_region_buffer_is_small_and_a_first_call_allocates_once() {
+        use crate::thread_state::RegionBuf;
         assert!(std::mem::size_of::<RegionBuf>() <= 56, "{}", std::mem::size_of::<RegionBuf>());
         let rec = Recorder::new(1024, false);
         let st = local_or_register(&rec, ThreadInfo::default);
@@ -1398,6 +684,43 @@ mod tests {
     }
 
     #[test]
+    fn a_stopped_recorder_counts_the_calls_it_does_not_record() {
+        let rec = Recorder::new(4, false);
+        let s = st(&rec);
+        s.enter(0, false); // open at the stop: it still closes
+        rec.set_paused(true);
+        s.enter(1, rec.paused()); // paused before the stop: not counted
+        assert!(s.exit(1));
+        rec.set_paused(false);
+        assert_eq!(unsafe { rec.calls_since_stop() }, None);
+        unsafe { rec.stop() };
+        for _ in 0..3 {
+            s.enter(1, rec.paused());
+            assert!(s.exit(1));
+        }
+        let late = std::thread::scope(|scope| {
+            scope
+                .spawn(|| {
+                    let t = st(&rec);
+                    t.enter(2, rec.paused());
+                    t.exit(2)
+                })
+                .join()
+                .unwrap()
+        });
+        assert!(late);
+        rec.set_paused(false); // resuming does not undo a stop
+        assert!(rec.paused());
+        s.enter(1, rec.paused());
+        assert!(s.exit(1));
+        assert!(s.exit(0));
+        unsafe { rec.stop() }; // again: the count goes on from the first stop
+        assert_eq!(unsafe { rec.calls_since_stop() }, Some(5));
+        let snap = unsafe { rec.snapshot(3) };
+        assert_eq!(snap.iter().map(|c| c.starts.len()).sum::<usize>(), 1, "only the call open at the stop");
+    }
+
+    #[test]
     fn paused_placeholder_closes_nothing() {
         let rec = Recorder::new(4, false);
         let s = st(&rec);
@@ -1549,6 +872,8 @@ mod tests {
         assert_eq!(snap[1].ready_wait_ns, vec![0]);
     }
 
+    /// An async generator left by `break` is closed by asyncio in another task: `exit_on`
+    /// closes a call on the lane it was entered on, from any lane.
     #[test]
     fn exit_on_closes_a_call_on_another_lane_of_the_thread() {
         let rec = Recorder::with_tasks(4, true, true);

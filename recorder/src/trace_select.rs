@@ -10,12 +10,19 @@
 //!   globals (`__main__` for the script), `qualname` the code's `co_qualname`
 //!   (`A.m`, `<module>`, `outer.<locals>.inner`); with `entrypoint`, a code whose `co_name`
 //!   equals it is named `entrypoint` instead;
-//! * the profiler's own modules (`scope_profiler` and `scope_profiler.*`) are never traced;
-//! * without `all`, only user code: a file whose name does not start with `<` (`<string>`,
-//!   `<frozen ...>`) and whose real path does not start with one of the standard-library /
-//!   installed-package prefixes (`sysconfig` paths, `site` packages; computed by the caller);
-//! * `include` (any of, default every name) then `exclude` (none of) are `fnmatch` globs on
-//!   the region name `module.qualname` (`*` matches dots too).
+//! * the profiler's own code is never traced: its modules (`scope_profiler` and
+//!   `scope_profiler.*`) and any file in its own directories (the start-up file of followed
+//!   processes, `_follow_boot/sitecustomize.py`);
+//! * by default, only the user's code ([`Selection::is_user_code`]): under `-m`, the main
+//!   module (`__main__`) and the modules of the package it names (`main_package`) wherever
+//!   they are installed; and any other file whose
+//!   real path is outside the standard-library / installed-package prefixes (`sysconfig`
+//!   paths, `site` packages; computed by the caller); never a pseudo-file (`<string>`,
+//!   `<frozen ...>`) nor the interpreter's start-up hooks (`sitecustomize`, `usercustomize`,
+//!   which a distribution's Python may ship beside its standard library);
+//! * `include` globs select by name wherever the code lives (the user's code or not); `all`
+//!   selects every function; then `exclude` (none of) removes names. The globs are `fnmatch`
+//!   patterns on the region name `module.qualname` (`*` matches dots too).
 
 use std::path::Path;
 
@@ -26,6 +33,11 @@ pub struct Selection {
     pub all: bool,
     /// Real-path prefixes of non-user code (ignored with `all`).
     pub system_prefixes: Vec<String>,
+    /// Directories of the profiler's own files (never traced, whatever their module's name).
+    pub own_dirs: Vec<String>,
+    /// The top-level package of the module run by `-m`: its modules are the user's code
+    /// wherever they are installed.
+    pub main_package: Option<String>,
     /// `--include GLOB` (empty = every name).
     pub include: Vec<String>,
     /// `--exclude GLOB`.
@@ -62,7 +74,38 @@ pub fn region_name(module: &str, qualname: &str) -> String {
 
 /// Whether `module` is part of the profiler itself (never traced).
 pub fn is_profiler_module(module: &str) -> bool {
-    module == "scope_profiler" || module.starts_with("scope_profiler.")
+    in_package(module, "scope_profiler")
+}
+
+/// Whether `module` is `package` or one of its submodules.
+pub fn in_package(module: &str, package: &str) -> bool {
+    module.strip_prefix(package).is_some_and(|rest| rest.is_empty() || rest.starts_with('.'))
+}
+
+/// The top-level package of a module name (`pip._internal.cli` -> `pip`); `None` for an
+/// empty name.
+pub fn top_level_package(module: &str) -> Option<&str> {
+    module.split('.').next().filter(|p| !p.is_empty())
+}
+
+/// Whether `module` is the program's main module: `__main__`, or `__mp_main__` (the main
+/// module as multiprocessing's spawn and forkserver children import it).
+pub fn is_main_module(module: &str) -> bool {
+    module == "__main__" || module == "__mp_main__"
+}
+
+/// Whether `module` is one of the interpreter's start-up hooks, run by `site` before the
+/// program (`sitecustomize`, `usercustomize`): not the user's code, wherever the file is (a
+/// distribution's Python may ship one outside its standard library's prefix as seen from
+/// a venv).
+pub fn is_startup_module(module: &str) -> bool {
+    module == "sitecustomize" || module == "usercustomize"
+}
+
+/// Whether `filename` is a pseudo-file (`<string>`, `<frozen importlib._bootstrap>`,
+/// `<stdin>`) or has no name: no source file of the user's.
+pub fn is_pseudo_file(filename: &str) -> bool {
+    filename.is_empty() || filename.starts_with('<')
 }
 
 impl Selection {
@@ -70,14 +113,16 @@ impl Selection {
     /// `realpath` resolves a file name (the caller's `os.path.realpath`, or [`real_path`]);
     /// it is called only for user-code checks (not with `all`).
     pub fn decide(&self, code: &CodeInfo<'_>, realpath: impl FnOnce(&str) -> String) -> Option<String> {
-        if is_profiler_module(code.module) {
-            return None;
-        }
-        if !self.all && !self.is_user_file(code.filename, realpath) {
+        if is_profiler_module(code.module) || self.is_own_file(code.filename) {
             return None;
         }
         let name = region_name(code.module, code.qualname);
-        if !self.include.is_empty() && !self.include.iter().any(|p| fnmatch(&name, p)) {
+        if !self.include.is_empty() {
+            // an include names what it selects, wherever that code is installed
+            if !self.include.iter().any(|p| fnmatch(&name, p)) {
+                return None;
+            }
+        } else if !self.all && !self.is_user_code(code, realpath) {
             return None;
         }
         if self.exclude.iter().any(|p| fnmatch(&name, p)) {
@@ -89,13 +134,29 @@ impl Selection {
         })
     }
 
-    /// The reference's `_is_user_code`: a real file outside every system prefix.
-    fn is_user_file(&self, filename: &str, realpath: impl FnOnce(&str) -> String) -> bool {
-        if filename.is_empty() || filename.starts_with('<') {
+    /// Whether `code` is the user's code (what is traced by default): not a pseudo-file nor
+    /// a start-up hook; then, under `-m` (`main_package`), the main module and the modules of
+    /// that package; else a file whose real path is outside every system prefix (the
+    /// reference's `_is_user_code`).
+    pub fn is_user_code(&self, code: &CodeInfo<'_>, realpath: impl FnOnce(&str) -> String) -> bool {
+        if is_pseudo_file(code.filename) || is_startup_module(code.module) {
             return false;
         }
-        let real = realpath(filename);
+        if let Some(package) = self.main_package.as_deref() {
+            if is_main_module(code.module) || in_package(code.module, package) {
+                return true;
+            }
+        }
+        let real = realpath(code.filename);
         !self.system_prefixes.iter().any(|p| !p.is_empty() && real.starts_with(p.as_str()))
+    }
+
+    /// Whether `filename` lies in one of the profiler's own directories.
+    fn is_own_file(&self, filename: &str) -> bool {
+        self.own_dirs.iter().any(|d| {
+            let d = d.trim_end_matches('/');
+            !d.is_empty() && filename.strip_prefix(d).is_some_and(|rest| rest.starts_with('/'))
+        })
     }
 }
 
@@ -279,6 +340,82 @@ mod tests {
         assert_eq!(sel.decide(&code("/s.py", "__main__", "main", "main"), identity).as_deref(), Some("main"));
         assert_eq!(sel.decide(&code("/s.py", "__main__", "A.main", "main"), identity).as_deref(), Some("main"));
         assert_eq!(sel.decide(&code("/s.py", "__main__", "f", "f"), identity).as_deref(), Some("__main__.f"));
+    }
+
+    #[test]
+    fn the_main_module_and_the_package_run_by_dash_m_are_the_users_wherever_installed() {
+        let site = "/venv/lib/python3.11/site-packages";
+        let sel = Selection {
+            system_prefixes: vec![site.into(), "/usr/lib/python3.11".into()],
+            main_package: top_level_package("pip.__main__").map(str::to_string),
+            ..Default::default()
+        };
+        let d = |file: &str, module: &str, q: &str| sel.decide(&code(file, module, q, q), identity);
+        let main_file = format!("{site}/pip/__main__.py");
+        assert_eq!(d(&main_file, "__main__", "_main").as_deref(), Some("__main__._main"));
+        assert_eq!(d(&main_file, "__mp_main__", "_main").as_deref(), Some("__main__._main"));
+        let cli = format!("{site}/pip/_internal/cli/main.py");
+        assert_eq!(d(&cli, "pip._internal.cli.main", "main").as_deref(), Some("pip._internal.cli.main.main"));
+        assert_eq!(d(&format!("{site}/pip/__init__.py"), "pip", "main").as_deref(), Some("pip.main"));
+        // another installed package, a name that only starts like it, the standard library
+        assert_eq!(d(&format!("{site}/rich/text.py"), "rich.text", "Text.render"), None);
+        assert_eq!(d(&format!("{site}/pipx/main.py"), "pipx.main", "cli"), None);
+        assert_eq!(d("/usr/lib/python3.11/json/__init__.py", "json", "dumps"), None);
+        // a pseudo-file is no file of the user's, even in the main module
+        assert_eq!(d("<string>", "__main__", "f"), None);
+        assert_eq!(d("<string>", "pip._vendor.attr", "__init__"), None);
+        // no -m: an installed package is not the user's, nor a main module installed there
+        let no_m = Selection { main_package: None, ..sel.clone() };
+        assert_eq!(no_m.decide(&code(&cli, "pip._internal.cli.main", "main", "main"), identity), None);
+        assert_eq!(no_m.decide(&code(&main_file, "__main__", "_main", "_main"), identity), None);
+    }
+
+    #[test]
+    fn start_up_hooks_and_the_profilers_own_files_are_not_the_users() {
+        let sel = Selection {
+            system_prefixes: vec!["/venv/lib/python3.11/site-packages".into()],
+            own_dirs: vec!["/src/py/python/scope_profiler/".into()],
+            ..Default::default()
+        };
+        // Debian's sitecustomize, outside the venv's prefixes
+        let debian = code("/usr/lib/python3.11/sitecustomize.py", "sitecustomize", "<module>", "<module>");
+        assert_eq!(sel.decide(&debian, identity), None);
+        assert_eq!(sel.decide(&code("/home/u/usercustomize.py", "usercustomize", "f", "f"), identity), None);
+        let boot =
+            code("/src/py/python/scope_profiler/_follow_boot/sitecustomize.py", "sitecustomize", "_boot", "_boot");
+        assert_eq!(sel.decide(&boot, identity), None);
+        let all = Selection { all: true, ..sel.clone() };
+        assert_eq!(all.decide(&boot, identity), None);
+        assert_eq!(all.decide(&debian, identity).as_deref(), Some("sitecustomize.<module>"));
+        // a directory that only starts like the profiler's is not its own
+        let near = code("/src/py/python/scope_profiler_app/m.py", "app.m", "f", "f");
+        assert_eq!(sel.decide(&near, identity).as_deref(), Some("app.m.f"));
+    }
+
+    #[test]
+    fn an_include_selects_what_it_names_wherever_installed() {
+        let site = "/venv/lib/python3.11/site-packages";
+        let sel = Selection {
+            system_prefixes: vec![site.into()],
+            include: vec!["pip.*".into()],
+            exclude: vec!["pip._vendor.*".into()],
+            ..Default::default()
+        };
+        let d = |module: &str, q: &str| sel.decide(&code(&format!("{site}/x.py"), module, q, q), identity);
+        assert_eq!(d("pip._internal.cli.main", "main").as_deref(), Some("pip._internal.cli.main.main"));
+        assert_eq!(d("pip._vendor.rich.text", "Text"), None);
+        assert_eq!(d("json", "dumps"), None);
+        assert_eq!(sel.decide(&code("/home/u/app.py", "__main__", "f", "f"), identity), None);
+    }
+
+    #[test]
+    fn package_names() {
+        assert_eq!(top_level_package("pip._internal.cli"), Some("pip"));
+        assert_eq!(top_level_package("app"), Some("app"));
+        assert_eq!(top_level_package(""), None);
+        assert!(in_package("pip", "pip") && in_package("pip.x", "pip"));
+        assert!(!in_package("pipx", "pip") && !in_package("pi", "pip"));
+        assert!(is_pseudo_file("<frozen runpy>") && is_pseudo_file("") && !is_pseudo_file("/a/b.py"));
     }
 
     #[test]

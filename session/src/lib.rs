@@ -15,10 +15,16 @@
 //! * [`mpi_job`]: a collective `finalize()` under MPI: messages to rank 0, texts.
 //! * [`run_command`]: what `scope-profiler run` asks of the Python package (session keywords,
 //!   script check, followed processes' files and descriptions) and the texts around it.
+//! * [`default_outputs`]: what `run` writes when not asked for more (the profile and its flame
+//!   graph), and the bound of every such file.
 //! * [`end_of_run`]: the end of `scope-profiler run` once the script's session wrote its
-//!   recording: followed processes stacked, the output rendered, the summary, the speedscope file.
+//!   recording: followed processes stacked, the output rendered, the summary, the flame graph
+//!   or (`--speedscope`) the speedscope file.
 //! * [`sigterm_guard`]: the C guard in front of the Python-level SIGTERM handlers of `run` and
 //!   of the processes it follows.
+//! * [`untracked_loops`]: what `track_async` says about tasks it cannot give lanes (an
+//!   uninstrumented event loop's, trio's).
+pub mod default_outputs;
 pub mod end_of_run;
 pub mod environment;
 pub mod host;
@@ -30,3 +36,4 @@ pub mod run_command;
 pub mod run_metadata;
 pub mod settings;
 pub mod sigterm_guard;
+pub mod untracked_loops;

@@ -40,6 +40,20 @@ pub fn call_graph_not_recorded(error: &str) -> String {
     format!("call graph not recorded: {error}")
 }
 
+/// The line said at the interpreter's exit when `calls` calls were made after the exit-time
+/// finalize (`setup(auto_finalize=True)`) ended the recording: by `atexit` handlers registered
+/// before `setup()` (they run after it) or by daemon threads. That finalize is the last, so
+/// they are in no file; `written` is the file it wrote (None: it wrote none). None for none.
+pub fn calls_after_the_exit_finalize(calls: u64, written: Option<&str>) -> Option<String> {
+    (calls > 0).then(|| {
+        let whereto = written.map_or_else(|| "the run".to_string(), |f| format!("{f}, which it wrote"));
+        format!(
+            "scope-profiler: {calls} call(s) made after the exit-time finalize are not in {whereto} (atexit handlers \
+             registered before setup() run after it; daemon threads may still run): that finalize ends the recording"
+        )
+    })
+}
+
 /// `run_script()` of a path that is not a file (`path` as `repr()` shows it): the
 /// `FileNotFoundError`.
 pub fn no_script(path: &str) -> String {
@@ -140,6 +154,16 @@ pub fn carries_any(new: &BTreeSet<String>, tags: &[String]) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn calls_after_the_exit_finalize_are_named_with_the_file_once_there_are_some() {
+        assert_eq!(calls_after_the_exit_finalize(0, Some("x.h5")), None);
+        let line = calls_after_the_exit_finalize(470, Some("x.h5")).unwrap();
+        assert!(line.starts_with("scope-profiler: 470 call(s) made after the exit-time finalize are not in x.h5,"));
+        assert!(line.contains("registered before setup()") && !line.contains('\n'), "{line}");
+        let line = calls_after_the_exit_finalize(1, None).unwrap();
+        assert!(line.contains("1 call(s) made after the exit-time finalize are not in the run ("), "{line}");
+    }
 
     fn set(v: &[&str]) -> BTreeSet<String> {
         v.iter().map(|s| s.to_string()).collect()

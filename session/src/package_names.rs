@@ -5,8 +5,9 @@
 
 /// Names loaded from their module on first use, as `(name, module, attribute)`; the module
 /// is relative to the package (`_options` is `scope_profiler._options`). The exporters, the
-/// comparison of runs, and the option dataclasses, whose `dataclasses` import pulls `inspect`.
-pub const LAZY: [(&str, &str, &str); 22] = [
+/// comparison of runs, the dataset's `scan`, and the option dataclasses, whose `dataclasses`
+/// import pulls `inspect`.
+pub const LAZY: [(&str, &str, &str); 23] = [
     ("GPUOptions", "_options", "GPUOptions"),
     ("HDF5Options", "_options", "HDF5Options"),
     ("MemrayOptions", "_options", "MemrayOptions"),
@@ -28,6 +29,7 @@ pub const LAZY: [(&str, &str, &str); 22] = [
     ("export_parquet", "exports", "export_parquet"),
     ("export_html", "exports", "export_html"),
     ("create_html_report", "exports", "create_html_report"),
+    ("scan", "dataset", "scan"),
     ("compare", "comparison", "compare"),
 ];
 

@@ -7,6 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
+use scope_profiler_formats::Format;
+
 /// A `run` subcommand to be carried out by Python.
 #[derive(Debug, Clone, PartialEq)]
 pub struct RunRequest {
@@ -20,6 +22,9 @@ pub struct RunRequest {
     /// `track_async=True` (implies `track_threads`).
     pub track_async: bool,
     pub output: PathBuf,
+    /// `-o` was given; else `output` is the default, which the --config file's `file_path`
+    /// replaces.
+    pub output_given: bool,
     pub speedscope: bool,
     pub quiet: bool,
     /// `flush_interval` in seconds (`--flush-interval`), if given.
@@ -31,6 +36,8 @@ pub struct RunRequest {
     pub follow: bool,
     /// The reference's other `run` options, as settings.
     pub settings: RunSettings,
+    /// What the printed summary shows (`--sort`, `--top`, `--all-tasks`).
+    pub summary: scope_profiler_formats::text_summary::SummaryOptions,
 }
 
 /// The settings of `run` given by the reference's options (scope-profiler 0.7.5's `run`
@@ -260,15 +267,22 @@ pub fn describe_process(p: &ProcessFacts) -> String {
 }
 
 /// Whether `argv` (`sys.orig_argv`) starts one of multiprocessing's own server processes
-/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker),
-/// not a process of the program.
+/// (`python -c 'from multiprocessing.forkserver import main; ...'`, the resource tracker)
+/// or loky's resource tracker (joblib's default backend: `python -c 'from
+/// joblib.externals.loky.backend.resource_tracker import main; ...'`), not a process of the
+/// program. Such a process records nothing and ends after the program (it would be named as
+/// still running at the end).
 pub fn multiprocessing_helper<S: AsRef<str>>(argv: &[S]) -> bool {
     let argv: Vec<&str> = argv.iter().map(AsRef::as_ref).collect();
     if argv.contains(&"--multiprocessing-fork") {
         return false;
     }
+    let helper = |code: &str| {
+        code.starts_with("from multiprocessing.")
+            || (code.starts_with("from ") && code.contains("loky.backend.resource_tracker import main"))
+    };
     match argv.iter().position(|a| *a == "-c") {
-        Some(i) => argv.get(i + 1).is_some_and(|code| code.starts_with("from multiprocessing.")),
+        Some(i) => argv.get(i + 1).is_some_and(|code| helper(code)),
         None => false,
     }
 }
@@ -410,33 +424,59 @@ pub fn exit_write_failure(error: &str) -> String {
     format!("scope-profiler: the profile was not written: {error}")
 }
 
-/// Whether the end of a run has nothing to do once its recording is written: no followed
-/// process's recording was stacked into it (`merged`), nothing is printed (`quiet`), no
-/// speedscope file is asked for and the output is the recording itself (not `rendered` from
-/// it). Then the recording is not even read back.
-pub fn nothing_after_recording(merged: bool, quiet: bool, speedscope: bool, rendered: bool) -> bool {
-    !merged && quiet && !speedscope && !rendered
+/// What a run wrote beside its output, for the line after its summary ([`written_line`]).
+#[derive(Debug, Clone, PartialEq)]
+pub enum Beside {
+    /// The speedscope file asked for (`--speedscope`): the full timeline.
+    Timeline(PathBuf),
+    /// The flame graph written by default.
+    FlameGraph(PathBuf),
+    /// No flame graph: its call paths take `bytes`, over the bound of a file written by
+    /// default ([`crate::default_outputs::byte_budget`]), `budget`.
+    OverBudget { bytes: u64, budget: u64 },
+    /// Nothing beside: the output is the HTML report, whose page holds the flame graph.
+    Nothing,
 }
 
-/// The line after the summary of a run that wrote `output`: `wrote OUTPUT and SPEEDSCOPE`
-/// with its speedscope file, `wrote OUTPUT` for an output `rendered` from the recording
-/// without one; None otherwise (the summary's title names the file).
-pub fn written_line(output: &Path, speedscope: Option<&Path>, rendered: bool) -> Option<String> {
-    match speedscope {
-        Some(speedscope) => Some(format!("wrote {} and {}", output.display(), speedscope.display())),
-        None => rendered.then(|| format!("wrote {}", output.display())),
+/// Megabytes, to one decimal.
+fn megabytes(bytes: u64) -> String {
+    format!("{:.1} MB", bytes as f64 / 1e6)
+}
+
+/// The one line after the summary of a run that wrote `output` and, `beside` it, the
+/// speedscope file asked for or what it wrote instead: without `--speedscope` it names the
+/// flag and the command that write the full timeline (`export` reads a JSON profile too;
+/// an HTML report is not read back, so then only the flag).
+pub fn written_line(output: &Path, beside: &Beside) -> String {
+    let out = output.display();
+    let timeline = match Format::of_profile_path(output) {
+        Format::HtmlReport => "the full call timeline: --speedscope".to_string(),
+        _ => format!("the full call timeline: --speedscope, or scope-profiler export speedscope {out}"),
+    };
+    match beside {
+        Beside::Timeline(speedscope) => format!("wrote {out} and {}", speedscope.display()),
+        Beside::FlameGraph(svg) => format!("wrote {out} and its flame graph {} ({timeline})", svg.display()),
+        Beside::OverBudget { bytes, budget } => format!(
+            "wrote {out}; no flame graph: its call paths take {}, over the {} a file written by default may take \
+             ({timeline})",
+            megabytes(*bytes),
+            megabytes(*budget)
+        ),
+        Beside::Nothing => format!("wrote {out} ({timeline})"),
     }
 }
 
-/// The warning of a run whose profile `output` was written but whose speedscope file could
-/// not be drawn (`error`), with how to record concurrent code when it did not track threads.
-pub fn no_speedscope_warning(output: &Path, error: &str, track_threads: bool) -> String {
-    let hint = if track_threads {
-        ""
-    } else {
+/// The warning of a run whose profile `output` was written but whose speedscope file (or,
+/// by default, flame graph: `what`) could not be drawn or written (`error`), with how to
+/// record concurrent code when that would have drawn it (`suggest_tracking`:
+/// [`thread_tracking_would_help`](scope_profiler_formats::speedscope::thread_tracking_would_help)).
+pub fn not_drawn_warning(output: &Path, what: &str, error: &str, suggest_tracking: bool) -> String {
+    let hint = if suggest_tracking {
         " (concurrent code: record with --track-threads, or --track-async for asyncio)"
+    } else {
+        ""
     };
-    format!("warning: {} was written, but no speedscope file: {error}{hint}", output.display())
+    format!("warning: {} was written, but no {what}: {error}{hint}", output.display())
 }
 
 /// `; the other processes' profiles are kept in DIR` when the followed processes' directory
@@ -446,9 +486,57 @@ fn kept_processes(kept: Option<&str>) -> String {
 }
 
 /// The error line of a run whose end failed (`error`: merging, rendering or reading its
-/// recording), naming the followed processes' directory when it stays (`kept`).
-pub fn end_of_run_failure(error: &str, kept: Option<&str>) -> String {
-    format!("error: {error}{}", kept_processes(kept))
+/// recording `h5`), naming the followed processes' directory when it stays (`kept`) and the
+/// command that merges it into `h5` (`scope-profiler recover H5`).
+pub fn end_of_run_failure(error: &str, kept: Option<&str>, h5: &Path) -> String {
+    let merge = match kept {
+        Some(_) => format!(" (`scope-profiler recover {}` merges them into it)", shell_quote(&h5.to_string_lossy())),
+        None => String::new(),
+    };
+    format!("error: {error}{}{merge}", kept_processes(kept))
+}
+
+/// How long the end of a run waits for the followed processes that announced themselves,
+/// wrote no file yet and still run, before it merges the files: none when the script ended
+/// (its `multiprocessing` children were joined; one still running is named and left out),
+/// [`SETTLE_AFTER_SIGNAL`] when the run ends by a signal (sent to the process group - GNU
+/// `timeout`, Ctrl-C, `kill -- -PGID` - it ends them too, and they are writing their files).
+pub fn settle_time(ends_by_signal: bool) -> std::time::Duration {
+    if ends_by_signal {
+        SETTLE_AFTER_SIGNAL
+    } else {
+        std::time::Duration::ZERO
+    }
+}
+
+/// The longest a run ending by a signal waits for its followed processes ([`settle_time`]).
+pub const SETTLE_AFTER_SIGNAL: std::time::Duration = std::time::Duration::from_secs(2);
+
+/// The line of `run` when SIGTERM ends the script or its end (`signum`): the profile is
+/// written first, then the run ends by the signal.
+pub fn terminated_line(signum: i32) -> String {
+    format!("scope-profiler: terminated by signal {signum}; writing the profile")
+}
+
+/// The line of `run` when a signal (`name`, number `signum`) arrives while the profile is
+/// written or the followed processes' files are merged: that goes on, then the run ends by
+/// the signal.
+pub fn signal_while_writing(signum: i32, name: &str) -> String {
+    format!(
+        "scope-profiler: {name} (signal {signum}) while the profile is written; the run ends by it once it is written"
+    )
+}
+
+/// The line at the exit of `run` when `calls` calls were recorded after the profile was
+/// written (by daemon threads still running, or by code the interpreter runs at its exit
+/// after `run` wrote the file): they are not in it. None for none.
+pub fn calls_after_the_profile(calls: usize) -> Option<String> {
+    (calls > 0).then(|| {
+        format!(
+            "scope-profiler: {calls} call(s) recorded after the profile was written are not in it (daemon threads \
+             still running, or code run at the interpreter's exit after the script's atexit handlers)"
+        )
+    })
 }
 
 /// The error line of a run whose session could not write its file (`error`), naming the
@@ -469,12 +557,14 @@ mod tests {
             track_threads: false,
             track_async: false,
             output: PathBuf::from("out.h5"),
+            output_given: true,
             speedscope: true,
             quiet: false,
             flush_interval: None,
             tracing: None,
             follow: true,
             settings: RunSettings::default(),
+            summary: Default::default(),
         }
     }
 
@@ -591,6 +681,19 @@ mod tests {
             "from multiprocessing.spawn import x",
             "--multiprocessing-fork"
         ]));
+        assert!(multiprocessing_helper(&[
+            "python",
+            "-B",
+            "-c",
+            "from joblib.externals.loky.backend.resource_tracker import main; main(3, False)"
+        ]));
+        assert!(!multiprocessing_helper(&[
+            "python",
+            "-m",
+            "joblib.externals.loky.backend.popen_loky_posix",
+            "--process-name",
+            "LokyProcess-1"
+        ]));
         assert!(!multiprocessing_helper(&["python", "-c"]));
         assert!(!multiprocessing_helper(&["python", "app.py"]));
     }
@@ -671,33 +774,56 @@ mod tests {
 
     #[test]
     fn the_end_of_a_run_says_what_it_wrote_and_what_failed() {
-        assert!(nothing_after_recording(false, true, false, false));
-        assert!(!nothing_after_recording(true, true, false, false));
-        assert!(!nothing_after_recording(false, false, false, false));
-        assert!(!nothing_after_recording(false, true, true, false));
-        assert!(!nothing_after_recording(false, true, false, true));
         let (out, speedscope) = (Path::new("o/run.json"), Path::new("o/run.speedscope.json"));
-        assert_eq!(written_line(out, Some(speedscope), true).unwrap(), "wrote o/run.json and o/run.speedscope.json");
-        assert_eq!(written_line(out, None, true).unwrap(), "wrote o/run.json");
-        assert_eq!(written_line(Path::new("run.h5"), None, false), None);
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", false),
+            written_line(out, &Beside::Timeline(speedscope.into())),
+            "wrote o/run.json and o/run.speedscope.json"
+        );
+        assert_eq!(
+            written_line(Path::new("o/run.h5"), &Beside::FlameGraph("o/run.flamegraph.svg".into())),
+            "wrote o/run.h5 and its flame graph o/run.flamegraph.svg (the full call timeline: --speedscope, or \
+             scope-profiler export speedscope o/run.h5)"
+        );
+        assert_eq!(
+            written_line(out, &Beside::OverBudget { bytes: 123_456_789, budget: 100_000_000 }),
+            "wrote o/run.json; no flame graph: its call paths take 123.5 MB, over the 100.0 MB a file written by \
+             default may take (the full call timeline: --speedscope, or scope-profiler export speedscope o/run.json)"
+        );
+        assert_eq!(
+            written_line(Path::new("r.HTML"), &Beside::Nothing),
+            "wrote r.HTML (the full call timeline: --speedscope)"
+        );
+        assert_eq!(
+            not_drawn_warning(Path::new("r.h5"), "speedscope file", "calls overlap", true),
             "warning: r.h5 was written, but no speedscope file: calls overlap (concurrent code: record with \
              --track-threads, or --track-async for asyncio)"
         );
         assert_eq!(
-            no_speedscope_warning(Path::new("r.h5"), "calls overlap", true),
-            "warning: r.h5 was written, but no speedscope file: calls overlap"
+            not_drawn_warning(Path::new("r.h5"), "flame graph", "calls overlap", false),
+            "warning: r.h5 was written, but no flame graph: calls overlap"
         );
-        assert_eq!(end_of_run_failure("bad file", None), "error: bad file");
+        let h5 = Path::new("/t/my run.h5");
+        assert_eq!(end_of_run_failure("bad file", None, h5), "error: bad file");
         assert_eq!(
-            end_of_run_failure("bad file", Some("/t/r.h5.procs-7")),
-            "error: bad file; the other processes' profiles are kept in /t/r.h5.procs-7"
+            end_of_run_failure("bad file", Some("/t/my run.h5.procs-7"), h5),
+            "error: bad file; the other processes' profiles are kept in /t/my run.h5.procs-7 (`scope-profiler \
+             recover '/t/my run.h5'` merges them into it)"
         );
         assert_eq!(
             profile_not_written("disk full", Some("d")),
             "error: the profile was not written: disk full; the other processes' profiles are kept in d"
         );
         assert_eq!(profile_not_written("disk full", None), "error: the profile was not written: disk full");
+        assert_eq!(terminated_line(15), "scope-profiler: terminated by signal 15; writing the profile");
+        assert_eq!(
+            signal_while_writing(2, "SIGINT"),
+            "scope-profiler: SIGINT (signal 2) while the profile is written; the run ends by it once it is written"
+        );
+        assert_eq!(settle_time(false), std::time::Duration::ZERO);
+        assert_eq!(settle_time(true), SETTLE_AFTER_SIGNAL);
+        assert_eq!(calls_after_the_profile(0), None);
+        assert!(calls_after_the_profile(3)
+            .unwrap()
+            .starts_with("scope-profiler: 3 call(s) recorded after the profile"));
     }
 }

@@ -26,66 +26,148 @@ pub enum DefaultValue {
     Str(&'static str),
 }
 
+use Accepts::{Count, Flag, Label, Level, Names, OneOf, Path as P, Seconds, Size, Text};
 use DefaultValue::{Bool as B, Int as I, None as N, Str as S};
+
+/// What a setting accepts besides `None` (which keeps its default).
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub enum Accepts {
+    /// `True` or `False` (or the ints 1 and 0, which equal them).
+    Flag,
+    /// A path: a `str` or an `os.PathLike` giving one; not empty, without NUL.
+    Path,
+    /// A `str`.
+    Text,
+    /// A `str` or a number (`label`: the reference takes any value; a number is its text).
+    Label,
+    /// A `str` or an iterable of `str`.
+    Names,
+    /// One of these strings (`hdf5_compression`: lower case, surrounding blanks ignored).
+    OneOf(&'static [&'static str]),
+    /// An integer from 1 to [`MAX_COUNT`].
+    Count,
+    /// A positive integer.
+    Size,
+    /// An integer (`hdf5_compression_level`).
+    Level,
+    /// A number of seconds ([`scope_profiler_finalize::stream::check_interval`]).
+    Seconds,
+}
+
+impl Accepts {
+    /// What the setting accepts, as a message and the documentation say it.
+    pub fn text(self) -> String {
+        match self {
+            Flag => "True or False".into(),
+            P => "a str or os.PathLike path".into(),
+            Text => "a str".into(),
+            Label => "a str or a number".into(),
+            Names => "a str or an iterable of str".into(),
+            OneOf(values) => values.iter().map(|v| py_repr(v)).collect::<Vec<_>>().join(", "),
+            Count => format!("an integer from 1 to {MAX_COUNT}"),
+            Size => "a positive integer".into(),
+            Level => "an integer".into(),
+            Seconds => "a number of seconds from 0.01 to 86400".into(),
+        }
+    }
+}
+
+/// The largest count a setting takes (`buffer_limit`, `recursive_call_limit`): 2**63 - 1.
+pub const MAX_COUNT: i64 = i64::MAX;
+
+/// One setting: its name, its default and what it accepts.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Spec {
+    pub name: &'static str,
+    pub default: DefaultValue,
+    pub accepts: Accepts,
+}
+
+const fn spec(name: &'static str, default: DefaultValue, accepts: Accepts) -> Spec {
+    Spec { name, default, accepts }
+}
+
+/// Every setting of `setup()`: the reference's `ProfilingConfig.__init__` ones in its order
+/// (the first 29, [`DEFAULTS`]), then this package's own ([`OWN_DEFAULTS`]).
+pub const SETTINGS: [Spec; 35] = [
+    spec("file_path", S("profiling_data.h5"), P),
+    spec("label", N, Label),
+    spec("use_likwid", B(false), Flag),
+    spec("perf_events", N, Names),
+    spec("use_line_profiler", B(false), Flag),
+    spec("use_memray", B(false), Flag),
+    spec("memory_profile_path", N, P),
+    spec("memray_native_traces", B(false), Flag),
+    spec("memray_trace_python_allocators", B(false), Flag),
+    spec("memray_follow_fork", B(false), Flag),
+    spec("deactivate_profiling", B(false), Flag),
+    spec("use_nvtx", B(false), Flag),
+    spec("use_gpu_timing", B(false), Flag),
+    spec("gpu_timing_backend", S("auto"), Text),
+    spec("deactivate_file_output", B(false), Flag),
+    spec("recursive_profile", B(false), Flag),
+    spec("aggregation_mode", B(false), Flag),
+    spec("profile_mpi_calls", B(false), Flag),
+    spec("track_threads", B(false), Flag),
+    spec("track_async", B(false), Flag),
+    spec("capture_region_source", B(false), Flag),
+    spec("metadata_detail", S("minimal"), OneOf(&METADATA_DETAILS)),
+    spec("buffer_limit", I(1024), Count),
+    spec("output_mode", S("auto"), OneOf(&OUTPUT_MODES)),
+    spec("hdf5_compression", N, OneOf(&COMPRESSIONS)),
+    spec("hdf5_compression_level", N, Level),
+    spec("hdf5_chunk_size", N, Size),
+    spec("gpu_sync_on_exit", B(false), Flag),
+    spec("enable_tags", N, Names),
+    // this package's own: flush_interval streams completed calls to a sidecar beside
+    // file_path (docs/recovery.md); the recursive_* options say what recursive_profile=True
+    // traces and how many calls it records at most (docs/tracing.md)
+    spec("flush_interval", N, Seconds),
+    spec("recursive_all", B(false), Flag),
+    spec("recursive_include", N, Names),
+    spec("recursive_exclude", N, Names),
+    spec("recursive_entrypoint", N, Text),
+    spec("recursive_call_limit", I(20_000_000), Count),
+];
+
+/// `(name, default)` of `SETTINGS[from..from + N]`.
+const fn defaults<const LEN: usize>(from: usize) -> [(&'static str, DefaultValue); LEN] {
+    let mut out = [("", N); LEN];
+    let mut i = 0;
+    while i < LEN {
+        out[i] = (SETTINGS[from + i].name, SETTINGS[from + i].default);
+        i += 1;
+    }
+    out
+}
 
 /// Every setting of the reference's `ProfilingConfig.__init__` with its default, in that
 /// order (29 settings).
-pub const DEFAULTS: [(&str, DefaultValue); 29] = [
-    ("file_path", S("profiling_data.h5")),
-    ("label", N),
-    ("use_likwid", B(false)),
-    ("perf_events", N),
-    ("use_line_profiler", B(false)),
-    ("use_memray", B(false)),
-    ("memory_profile_path", N),
-    ("memray_native_traces", B(false)),
-    ("memray_trace_python_allocators", B(false)),
-    ("memray_follow_fork", B(false)),
-    ("deactivate_profiling", B(false)),
-    ("use_nvtx", B(false)),
-    ("use_gpu_timing", B(false)),
-    ("gpu_timing_backend", S("auto")),
-    ("deactivate_file_output", B(false)),
-    ("recursive_profile", B(false)),
-    ("aggregation_mode", B(false)),
-    ("profile_mpi_calls", B(false)),
-    ("track_threads", B(false)),
-    ("track_async", B(false)),
-    ("capture_region_source", B(false)),
-    ("metadata_detail", S("minimal")),
-    ("buffer_limit", I(1024)),
-    ("output_mode", S("auto")),
-    ("hdf5_compression", N),
-    ("hdf5_compression_level", N),
-    ("hdf5_chunk_size", N),
-    ("gpu_sync_on_exit", B(false)),
-    ("enable_tags", N),
-];
+pub const DEFAULTS: [(&str, DefaultValue); 29] = defaults(0);
 
 /// Settings of this package that the reference does not have, with their defaults.
-/// `flush_interval` (seconds, or None): stream completed calls to a sidecar file beside
-/// `file_path` every interval (`docs/recovery.md`). `recursive_all` / `recursive_include` /
-/// `recursive_exclude` / `recursive_entrypoint`: what `recursive_profile=True` traces;
-/// `recursive_call_limit`: most traced calls recorded, later ones counted and reported
-/// (`docs/tracing.md`).
-pub const OWN_DEFAULTS: [(&str, DefaultValue); 6] = [
-    ("flush_interval", N),
-    ("recursive_all", B(false)),
-    ("recursive_include", N),
-    ("recursive_exclude", N),
-    ("recursive_entrypoint", N),
-    ("recursive_call_limit", I(20_000_000)),
-];
+pub const OWN_DEFAULTS: [(&str, DefaultValue); 6] = defaults(29);
 
 /// [`DEFAULTS`] then [`OWN_DEFAULTS`]: every setting name `setup()` accepts.
 pub fn all_defaults() -> impl Iterator<Item = (&'static str, DefaultValue)> {
-    DEFAULTS.iter().chain(OWN_DEFAULTS.iter()).copied()
+    SETTINGS.iter().map(|s| (s.name, s.default))
 }
 
-/// Whether `name` is a setting ([`all_defaults`]).
+/// Whether `name` is a setting ([`SETTINGS`]).
 pub fn is_setting(name: &str) -> bool {
-    all_defaults().any(|(n, _)| n == name)
+    spec_of(name).is_some()
 }
+
+/// The setting `name`, if it is one.
+pub fn spec_of(name: &str) -> Option<&'static Spec> {
+    SETTINGS.iter().find(|s| s.name == name)
+}
+
+/// The values `output_mode` accepts.
+pub const OUTPUT_MODES: [&str; 3] = ["auto", "direct", "parallel"];
+
+/// The values `hdf5_compression` accepts (`None`, `""` and `"none"` too: no compression).
+pub const COMPRESSIONS: [&str; 4] = ["auto", "gzip", "lzf", "zstd"];
 
 /// The values `metadata_detail` accepts.
 pub const METADATA_DETAILS: [&str; 2] = ["minimal", "full"];
@@ -120,12 +202,17 @@ pub enum Value {
     Float(f64),
     /// A `str` (or subclass).
     Str(String),
+    /// What `os.fspath()` gave for an `os.PathLike` (not a `str` itself): a `str` path.
+    Path(PathBuf),
+    /// A non-`str` iterable's items (for a setting taking names): the `str` ones' text,
+    /// `None` for the others.
+    Items(Vec<Option<String>>),
     /// Anything else.
     Other,
 }
 
-/// One setting's value: its kind, its Python truth value (only asked of the on/off
-/// settings; `false` elsewhere) and its `repr` (for messages).
+/// One setting's value: its kind, its truth value (that of a `bool`; `false` for
+/// anything else, which a flag does not accept) and its `repr` (for messages).
 #[derive(Debug, Clone, PartialEq)]
 pub struct Setting {
     /// The value's kind.
@@ -134,6 +221,14 @@ pub struct Setting {
     pub truthy: bool,
     /// `repr(value)`.
     pub repr: String,
+}
+
+impl Setting {
+    /// A setting given as `value`, shown as `repr` (true: `True`, or the int 1 a flag
+    /// also takes).
+    pub fn new(value: Value, repr: String) -> Setting {
+        Setting { truthy: matches!(value, Value::Bool(true) | Value::Int(1)), value, repr }
+    }
 }
 
 /// The option groups of `ProfilingOptions` and of a settings file's `[profiling.<group>]`
@@ -480,6 +575,202 @@ fn positive_int(value: &Value) -> bool {
     as_int(value).is_some_and(|i| i > 0)
 }
 
+/// What a run records with: the settings [`validate`] accepted.
+#[derive(Debug, Clone, PartialEq)]
+pub struct RunSettings {
+    /// What the reference's checks derive ([`check`]).
+    pub checked: Checked,
+    /// `file_path` as given, else the default.
+    pub file_path: PathBuf,
+    /// `label`, None when unset or empty.
+    pub label: Option<String>,
+    /// `track_threads`, or `track_async` (which implies it).
+    pub track_threads: bool,
+    pub track_async: bool,
+    /// `perf_events` and `enable_tags` as lists (a single `str` is one name).
+    pub perf_events: Vec<String>,
+    pub enable_tags: Vec<String>,
+}
+
+/// The settings `given` (name and value; a `None` value is left out: it keeps the default)
+/// checked, nothing else done: unknown names (`TypeError`), each value against what
+/// [`SETTINGS`] says it accepts (table order; `TypeError` for a wrong type, `ValueError`
+/// for a wrong value), the reference's checks in its order and words ([`check`]), what this
+/// package does not implement (`NotImplementedError`), and last, when the run writes a
+/// file, whether `file_path`'s directory takes it ([`unwritable`], `ValueError`).
+pub fn validate(given: &[(String, Setting)]) -> Result<RunSettings, SettingsError> {
+    let unknown: Vec<&str> = given.iter().map(|(n, _)| n.as_str()).filter(|n| !is_setting(n)).collect();
+    if !unknown.is_empty() {
+        return Err(SettingsError { kind: ErrorKind::Type, message: unknown_settings_message(&unknown) });
+    }
+    for spec in &SETTINGS {
+        if let Some((_, setting)) = given.iter().find(|(n, _)| n == spec.name) {
+            check_accepted(spec, setting)?;
+        }
+    }
+    let get = |name: &str| match given.iter().find(|(n, _)| n == name) {
+        Some((_, s)) => s.clone(),
+        None => default_setting(name),
+    };
+    let (perf_events, enable_tags) = (names_of(&get("perf_events").value), names_of(&get("enable_tags").value));
+    let checked = check(get, !perf_events.is_empty())?;
+    let file_path = path_of(&get("file_path").value).unwrap_or_default();
+    let on = |name: &str| get(name).truthy;
+    if !on("deactivate_profiling") && !on("deactivate_file_output") {
+        if let Some(refusal) = path_refusal("file_path", &file_path) {
+            return Err(value_error(refusal));
+        }
+    }
+    let label = label_of(&get("label"));
+    let track_async = on("track_async");
+    Ok(RunSettings {
+        checked,
+        file_path,
+        label,
+        track_threads: on("track_threads") || track_async,
+        track_async,
+        perf_events,
+        enable_tags,
+    })
+}
+
+/// The setting a default stands for.
+fn default_setting(name: &str) -> Setting {
+    let value = match spec_of(name).map_or(DefaultValue::None, |s| s.default) {
+        DefaultValue::None => Value::None,
+        DefaultValue::Bool(b) => Value::Bool(b),
+        DefaultValue::Int(i) => Value::Int(i),
+        DefaultValue::Str(s) => Value::Str(s.to_string()),
+    };
+    Setting::new(value, String::new())
+}
+
+/// A wrong type or value of `spec`'s setting, by what [`SETTINGS`] says it accepts. The
+/// kinds the reference checks itself (choices, levels, sizes, seconds, counts below 1) are
+/// left to [`check`], which says it in its words.
+fn check_accepted(spec: &Spec, setting: &Setting) -> Result<(), SettingsError> {
+    let name = spec.name;
+    let wrong_type = || SettingsError {
+        kind: ErrorKind::Type,
+        message: format!("{name} must be {}, got {}", spec.accepts.text(), setting.repr),
+    };
+    match (spec.accepts, &setting.value) {
+        (Flag, Value::Bool(_) | Value::Int(0 | 1)) | (Text, Value::Str(_)) | (Names, Value::Str(_)) => Ok(()),
+        (Names, Value::Items(items)) if items.iter().all(Option::is_some) => Ok(()),
+        (P, Value::Str(_) | Value::Path(_)) => match path_of(&setting.value).as_deref().and_then(path_problem) {
+            Some(problem) => Err(value_error(format!("{name} {problem}"))),
+            None => Ok(()),
+        },
+        (Label, Value::Str(_) | Value::Int(_) | Value::BigInt { .. } | Value::Float(_)) => Ok(()),
+        (Flag | Text | Label | Names | P, _) => Err(wrong_type()),
+        (Seconds, Value::Str(_) | Value::Path(_) | Value::Items(_) | Value::Other) => Err(wrong_type()),
+        (Count, Value::BigInt { negative: false, .. }) => {
+            Err(value_error(format!("{name} must be {}, got {}", spec.accepts.text(), setting.repr)))
+        }
+        _ => Ok(()),
+    }
+}
+
+/// The run's label: `label`'s text (a number's as Python shows it); None when unset,
+/// empty or zero (the reference keeps a label only when it is true).
+fn label_of(setting: &Setting) -> Option<String> {
+    match &setting.value {
+        Value::Str(s) if !s.is_empty() => Some(s.clone()),
+        Value::Int(0) => None,
+        Value::Float(f) if *f == 0.0 => None,
+        Value::Int(_) | Value::BigInt { .. } | Value::Float(_) => Some(setting.repr.clone()),
+        _ => None,
+    }
+}
+
+/// A path setting's value as a path (`None` for another kind of value).
+fn path_of(value: &Value) -> Option<PathBuf> {
+    match value {
+        Value::Str(s) => Some(PathBuf::from(s)),
+        Value::Path(p) => Some(p.clone()),
+        _ => None,
+    }
+}
+
+/// What is wrong with a path before anything is written: empty, or with a NUL character
+/// (no file name holds one).
+fn path_problem(path: &Path) -> Option<&'static str> {
+    if path.as_os_str().is_empty() {
+        Some("must not be empty")
+    } else if path.as_os_str().as_encoded_bytes().contains(&0) {
+        Some("contains a NUL character, which no file name can hold")
+    } else {
+        None
+    }
+}
+
+/// Why a file cannot be written at `path`, found without creating it (one `stat` and one
+/// `access(2)`): it is a directory, its directory is missing, is not a directory, or
+/// refuses this process; `None` when it can be (a later failure still raises at
+/// `finalize()`, keeping the run).
+pub fn unwritable(path: &Path) -> Option<String> {
+    if let Some(problem) = path_problem(path) {
+        return Some(problem.to_string());
+    }
+    if path.is_dir() {
+        return Some("is a directory; name the file to write".into());
+    }
+    let dir = match path.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let shown = py_repr(&dir.to_string_lossy());
+    if !dir.exists() {
+        return Some(format!("cannot be written: the directory {shown} does not exist"));
+    }
+    if !dir.is_dir() {
+        return Some(format!("cannot be written: {shown} is not a directory"));
+    }
+    let c_dir = std::ffi::CString::new(dir.as_os_str().as_encoded_bytes()).ok()?;
+    // SAFETY: a NUL-terminated path; access(2) only reads it.
+    if unsafe { libc::access(c_dir.as_ptr(), libc::W_OK | libc::X_OK) } != 0 {
+        let reason = std::io::Error::last_os_error();
+        return Some(format!("cannot be written: the directory {shown} refuses it ({reason})"));
+    }
+    None
+}
+
+/// The names of a setting taking names: a `str` is one, an iterable its items.
+fn names_of(value: &Value) -> Vec<String> {
+    match value {
+        Value::Str(s) => vec![s.clone()],
+        Value::Items(items) => items.iter().flatten().cloned().collect(),
+        _ => Vec::new(),
+    }
+}
+
+/// `setup(region_tags=...)`: the tags (a `str` is one tag), `TypeError` unless a `str` or
+/// an iterable of `str`.
+pub fn region_tags(setting: &Setting) -> Result<Vec<String>, SettingsError> {
+    let spec = Spec { name: "region_tags", default: DefaultValue::None, accepts: Names };
+    check_accepted(&spec, setting)?;
+    Ok(names_of(&setting.value))
+}
+
+/// `setup(output=...)`: the path asked for, refused as `file_path` is ([`unwritable`]) but
+/// naming `output`: `TypeError` for another type than a path, `ValueError` for a path that
+/// cannot be written.
+pub fn output_path(setting: &Setting) -> Result<PathBuf, SettingsError> {
+    let spec = Spec { name: "output", default: DefaultValue::None, accepts: P };
+    check_accepted(&spec, setting)?;
+    let path = path_of(&setting.value).unwrap_or_default();
+    match path_refusal("output", &path) {
+        Some(refusal) => Err(value_error(refusal)),
+        None => Ok(path),
+    }
+}
+
+/// Why the setting `name` cannot be `path`, as the refusal says it: `{name} '{path}'
+/// {why}` ([`unwritable`]); None when a file can be written there.
+pub fn path_refusal(name: &str, path: &Path) -> Option<String> {
+    unwritable(path).map(|why| format!("{name} {} {why}", py_repr(&path.to_string_lossy())))
+}
+
 /// The checks of every setting, in the reference's order and words; `get(name)` is the
 /// setting's value (defaults filled in). `perf_events_given`: `perf_events` names at least
 /// one event.
@@ -639,6 +930,8 @@ mod tests {
                 Value::BigInt { negative, .. } => (true, if *negative { "-1e999" } else { "1e999" }.to_string()),
                 Value::Float(f) => (*f != 0.0, if f.is_infinite() { "inf".to_string() } else { format!("{f:?}") }),
                 Value::Str(s) => (!s.is_empty(), py_repr(s)),
+                Value::Path(p) => (true, format!("PosixPath({})", py_repr(&p.to_string_lossy()))),
+                Value::Items(items) => (!items.is_empty(), format!("{items:?}")),
                 Value::Other => (true, "<object>".to_string()),
             };
             Setting { value, truthy, repr }
@@ -827,6 +1120,10 @@ mod tests {
             ErrorKind::Overflow
         );
         assert!(message(checked(&[("flush_interval", Value::Float(0.001))], false)).1.contains("at least 0.01 s"));
+        assert_eq!(
+            message(checked(&[("flush_interval", Value::Float(1e20))], false)).1,
+            "flush_interval must be at most 86400 s (a day), got 1e+20"
+        );
         let no_file = [("flush_interval", Value::Float(1.0)), ("deactivate_file_output", Value::Bool(true))];
         assert!(message(checked(&no_file, false)).1.starts_with("flush_interval streams calls to a sidecar"));
         let inactive = [no_file[0].clone(), no_file[1].clone(), ("deactivate_profiling", Value::Bool(true))];
@@ -880,5 +1177,190 @@ mod tests {
             (e.kind, e.message.as_str()),
             (ErrorKind::Type, "output cannot be combined with deactivate_file_output, file_path")
         );
+    }
+
+    fn validated(given: &[(&str, Value)]) -> Result<RunSettings, SettingsError> {
+        let given: Vec<(String, Setting)> =
+            given.iter().map(|(n, v)| (n.to_string(), Setting::of(v.clone()))).collect();
+        validate(&given)
+    }
+
+    fn refusal(given: &[(&str, Value)]) -> (ErrorKind, String) {
+        let e = validated(given).expect_err("refused");
+        (e.kind, e.message)
+    }
+
+    /// No file output: `validate` does not look at the file system.
+    const NO_FILE: (&str, Value) = ("deactivate_file_output", Value::Bool(true));
+
+    #[test]
+    fn the_table_lists_each_setting_once_with_what_it_accepts() {
+        let mut names: Vec<&str> = SETTINGS.iter().map(|s| s.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), 35);
+        assert_eq!(spec_of("track_async").map(|s| s.accepts), Some(Accepts::Flag));
+        assert_eq!(spec_of("file_path").map(|s| s.default), Some(DefaultValue::Str("profiling_data.h5")));
+        assert_eq!(OWN_DEFAULTS[0], ("flush_interval", DefaultValue::None));
+        assert_eq!(Accepts::OneOf(&OUTPUT_MODES).text(), "'auto', 'direct', 'parallel'");
+        // every flag defaults to False, every path to a str or None
+        for s in &SETTINGS {
+            match s.accepts {
+                Accepts::Flag => assert_eq!(s.default, DefaultValue::Bool(false), "{}", s.name),
+                Accepts::Path => assert!(matches!(s.default, DefaultValue::Str(_) | DefaultValue::None)),
+                _ => {}
+            }
+        }
+    }
+
+    #[test]
+    fn flags_take_true_or_false_only() {
+        for (name, value, shown) in [
+            ("track_async", Value::Str("no".into()), "'no'"),
+            ("track_threads", Value::Int(2), "2"),
+            ("use_nvtx", Value::Float(1.0), "1.0"),
+        ] {
+            assert_eq!(
+                refusal(&[(name, value), NO_FILE]),
+                (ErrorKind::Type, format!("{name} must be True or False, got {shown}"))
+            );
+        }
+        let run = validated(&[("track_async", Value::Bool(true)), NO_FILE]).unwrap();
+        assert!(run.track_async && run.track_threads);
+        let run = validated(&[("track_threads", Value::Bool(false)), NO_FILE]).unwrap();
+        assert!(!run.track_async && !run.track_threads);
+        // the ints 1 and 0 equal True and False
+        let given = [("track_threads".to_string(), Setting::new(Value::Int(1), "1".into()))];
+        assert!(
+            validate(&[given[0].clone(), ("deactivate_file_output".into(), Setting::new(Value::Int(1), "1".into()))])
+                .unwrap()
+                .track_threads
+        );
+        assert!(!validated(&[("track_async", Value::Int(0)), NO_FILE]).unwrap().track_async);
+    }
+
+    #[test]
+    fn paths_are_str_or_path_like_not_empty_without_nul() {
+        let bytes = Setting { value: Value::Other, truthy: true, repr: "b'x.h5'".into() };
+        let e =
+            validate(&[("file_path".into(), bytes), ("deactivate_file_output".into(), Setting::of(Value::Bool(true)))])
+                .unwrap_err();
+        assert_eq!(
+            (e.kind, e.message.as_str()),
+            (ErrorKind::Type, "file_path must be a str or os.PathLike path, got b'x.h5'")
+        );
+        assert_eq!(
+            refusal(&[("file_path", Value::Str(String::new())), NO_FILE]),
+            (ErrorKind::Value, "file_path must not be empty".into())
+        );
+        assert_eq!(
+            refusal(&[("memory_profile_path", Value::Str("a\0b".into())), NO_FILE]).1,
+            "memory_profile_path contains a NUL character, which no file name can hold"
+        );
+        let run = validated(&[("file_path", Value::Path("runs/a.h5".into())), NO_FILE]).unwrap();
+        assert_eq!(run.file_path, PathBuf::from("runs/a.h5"));
+        assert_eq!(validated(&[NO_FILE]).unwrap().file_path, PathBuf::from("profiling_data.h5"));
+    }
+
+    #[test]
+    fn a_file_that_cannot_be_written_is_refused_before_the_run() {
+        let dir = tempfile::tempdir().unwrap();
+        let at = |p: &std::path::Path| Value::Str(p.to_string_lossy().into_owned());
+        let missing = dir.path().join("missing").join("run.h5");
+        let (kind, message) = refusal(&[("file_path", at(&missing))]);
+        assert_eq!(kind, ErrorKind::Value);
+        assert!(
+            message.ends_with(
+                "cannot be written: the directory '{}' does not exist"
+                    .replace("{}", &missing.parent().unwrap().to_string_lossy())
+                    .as_str()
+            ),
+            "{message}"
+        );
+        assert!(refusal(&[("file_path", at(dir.path()))]).1.ends_with("is a directory; name the file to write"));
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "x").unwrap();
+        assert!(refusal(&[("file_path", at(&file.join("run.h5")))]).1.contains("is not a directory"));
+        assert!(validated(&[("file_path", at(&dir.path().join("run.h5")))]).is_ok());
+        // nothing written: no file check
+        assert!(validated(&[("file_path", at(&missing)), NO_FILE]).is_ok());
+        assert!(validated(&[("file_path", at(&missing)), ("deactivate_profiling", Value::Bool(true))]).is_ok());
+        assert!(!missing.parent().unwrap().exists(), "nothing is created");
+        assert_eq!(unwritable(std::path::Path::new("")), Some("must not be empty".into()));
+    }
+
+    #[test]
+    fn names_are_a_str_or_an_iterable_of_str() {
+        let run = validated(&[("enable_tags", Value::Str("io".into())), NO_FILE]).unwrap();
+        assert_eq!(run.enable_tags, ["io"]);
+        let items = Value::Items(vec![Some("a".into()), Some("b".into())]);
+        assert_eq!(validated(&[("enable_tags", items), NO_FILE]).unwrap().enable_tags, ["a", "b"]);
+        let (kind, message) = refusal(&[("recursive_include", Value::Items(vec![Some("a".into()), None])), NO_FILE]);
+        assert_eq!(kind, ErrorKind::Type);
+        assert!(message.starts_with("recursive_include must be a str or an iterable of str, got "), "{message}");
+        let five = Setting::of(Value::Int(5));
+        assert_eq!(region_tags(&five).unwrap_err().message, "region_tags must be a str or an iterable of str, got 5");
+        assert_eq!(region_tags(&Setting::of(Value::Str("gpu".into()))).unwrap(), ["gpu"]);
+        assert_eq!(
+            refusal(&[("label", Value::Other), NO_FILE]),
+            (ErrorKind::Type, "label must be a str or a number, got <object>".into())
+        );
+        assert_eq!(validated(&[("label", Value::Int(3)), NO_FILE]).unwrap().label.as_deref(), Some("3"));
+        assert_eq!(validated(&[("label", Value::Str(String::new())), NO_FILE]).unwrap().label, None);
+    }
+
+    #[test]
+    fn a_flush_interval_is_a_number() {
+        assert_eq!(
+            refusal(&[("flush_interval", Value::Str("1".into()))]),
+            (ErrorKind::Type, "flush_interval must be a number of seconds from 0.01 to 86400, got '1'".into())
+        );
+    }
+
+    #[test]
+    fn counts_beyond_64_bits_name_the_setting() {
+        let huge = Value::BigInt { negative: false, as_float: Some(1.2e21) };
+        assert_eq!(
+            refusal(&[("buffer_limit", huge.clone()), NO_FILE]),
+            (ErrorKind::Value, "buffer_limit must be an integer from 1 to 9223372036854775807, got 1e999".into())
+        );
+        assert_eq!(refusal(&[("recursive_call_limit", huge.clone()), NO_FILE]).0, ErrorKind::Value);
+        // a chunk size is ignored by the writer: any positive integer
+        assert!(validated(&[("hdf5_chunk_size", huge), NO_FILE]).is_ok());
+    }
+
+    #[test]
+    fn compressions_are_checked_as_the_reference_checks_them_then_left_to_the_writer() {
+        for (given, normalized) in [("zstd", "zstd"), (" LZF", "lzf"), ("GZIP", "gzip")] {
+            let run = validated(&[("hdf5_compression", Value::Str(given.into())), NO_FILE]).unwrap();
+            assert_eq!(run.checked.hdf5_compression, Some(normalized));
+        }
+        assert_eq!(
+            refusal(&[("hdf5_compression", Value::Str("brotli".into())), NO_FILE]),
+            (ErrorKind::Value, "hdf5_compression must be None, 'auto', 'gzip', 'lzf', or 'zstd', got 'brotli'".into())
+        );
+        assert_eq!(
+            refusal(&[
+                ("hdf5_compression", Value::Str("zstd".into())),
+                ("hdf5_compression_level", Value::Int(0)),
+                NO_FILE
+            ])
+            .1,
+            "Zstandard compression level must be between 1 and 22"
+        );
+    }
+
+    #[test]
+    fn unknown_names_come_first_then_types_then_the_references_checks() {
+        assert_eq!(
+            refusal(&[("track_thread", Value::Bool(true)), ("track_async", Value::Str("x".into()))]),
+            (ErrorKind::Type, "Unknown profiling setting(s): 'track_thread' (did you mean 'track_threads'?)".into())
+        );
+        assert_eq!(
+            refusal(&[("output_mode", Value::Str("fast".into())), ("use_nvtx", Value::Str("yes".into())), NO_FILE]).1,
+            "use_nvtx must be True or False, got 'yes'"
+        );
+        let output = Setting::of(Value::Int(7));
+        assert_eq!(output_path(&output).unwrap_err().message, "output must be a str or os.PathLike path, got 7");
     }
 }

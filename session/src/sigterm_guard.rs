@@ -46,6 +46,9 @@ static TIMER: AtomicUsize = AtomicUsize::new(0);
 static TIMER_PID: AtomicI32 = AtomicI32::new(0);
 /// Whether the Python handler ran since the last signal that was not a re-sent one.
 static TAKEN: AtomicBool = AtomicBool::new(false);
+/// Whether a signal (not a re-sent one) reached the owner; a forked child inherits it (see
+/// [`received`]).
+static RECEIVED: AtomicBool = AtomicBool::new(false);
 
 extern "C" fn guard(signum: libc::c_int, info: *mut libc::siginfo_t, context: *mut libc::c_void) {
     let owner = OWNER_PID.load(Ordering::Relaxed);
@@ -69,6 +72,7 @@ extern "C" fn guard(signum: libc::c_int, info: *mut libc::siginfo_t, context: *m
     }
     if !resent {
         TAKEN.store(false, Ordering::Relaxed);
+        RECEIVED.store(true, Ordering::Relaxed);
     }
     call_previous(signum, info, context);
     if !resent {
@@ -191,6 +195,14 @@ pub fn taken(signum: libc::c_int) -> bool {
     ran_before && installed(signum).unwrap_or(false)
 }
 
+/// Whether the signal reached the process that installed the guard, at the moment it came
+/// (before any Python handler ran); in a child forked from it, whether it had reached the
+/// parent before the fork. A process the signal is ending (`run` writing its profile) forks
+/// no child that outlives it: such a child checks this first (`_cli`'s after-fork hook).
+pub fn received() -> bool {
+    RECEIVED.load(Ordering::Relaxed)
+}
+
 /// Whether the guard is the C handler of `signum` now.
 ///
 /// # Errors
@@ -244,10 +256,12 @@ mod tests {
 
         // the owner: the previous handler runs for each signal; the re-delivery timer then
         // sends it again (at least twice in 200 ms, at 20 ms) until taken() stops it
+        assert!(!received(), "no signal yet");
         let before = CALLS.load(Ordering::SeqCst);
         // SAFETY: raise on this thread; the handler only counts.
         unsafe { libc::raise(signum) };
         assert!(CALLS.load(Ordering::SeqCst) > before);
+        assert!(received(), "known at once, before any handler of the program ran");
         std::thread::sleep(Duration::from_millis(200));
         let redelivered = CALLS.load(Ordering::SeqCst) - before - 1;
         assert!(redelivered >= 2, "sent again {redelivered} times");
@@ -271,6 +285,15 @@ mod tests {
         let status = wait_status(child);
         assert!(libc::WIFSIGNALED(status), "child exited with {status:#x}");
         assert_eq!(libc::WTERMSIG(status), signum);
+
+        // a child forked after the signal reached its parent knows it
+        // SAFETY: the child only reads an atomic before _exit.
+        let child = unsafe { libc::fork() };
+        if child == 0 {
+            unsafe { libc::_exit(if received() { 0 } else { 4 }) };
+        }
+        let status = wait_status(child);
+        assert!(libc::WIFEXITED(status) && libc::WEXITSTATUS(status) == 0, "{status:#x}");
 
         // a child that installs a handler of its own replaces the guard: it counts, exits 0
         // SAFETY: as above.

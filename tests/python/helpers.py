@@ -4,6 +4,7 @@ and what a test does when one of them is missing (`unavailable`)."""
 from __future__ import annotations
 
 import json
+import math
 import os
 import re
 import shutil
@@ -272,3 +273,19 @@ def _nested_threaded_run(path: Path) -> ProfilingResults:
     manager.finalize(verbose=False)
     manager.reset()  # no thread hook outlives the test
     return sp.read_h5(path)
+
+
+def duration_text(seconds: float) -> str:
+    """A duration with three significant digits in the unit that shows it (an independent
+    writing of the summary's rule)."""
+    if seconds == 0:
+        return "0 s"
+    for scale, unit in ((1e-9, "ns"), (1e-6, "µs"), (1e-3, "ms"), (1.0, "s")):
+        v = seconds / scale
+        if abs(v) < 999.5 or unit == "s":
+            digits = max(0, 2 - math.floor(math.log10(abs(v))))
+            text = f"{v:.{digits}f}"
+            if len(text.replace(".", "").replace("-", "").lstrip("0")) > 3 and digits > 0:
+                text = f"{v:.{digits - 1}f}"
+            return f"{text} {unit}"
+    raise AssertionError

@@ -861,6 +861,31 @@ def test_instrumented_loops_and_callbacks_do_not_warn(manager):
     assert s.results["callback"][0].task_ids.tolist() == [-1, -1]
 
 
+def test_regions_of_a_task_begun_before_tracking_ask_about_the_loop_once():
+    """setup() inside the main coroutine: its task has no lane, so each region asks whether
+    the running loop is instrumented; once it is known to be, the thread stops asking
+    (on 3.11 asking costs a getpid system call per region)."""
+    code = (
+        "import asyncio, scope_profiler as sp\n"
+        "from scope_profiler import _untracked_loops as u\n"
+        "asked = []\n"
+        "check = u.check_loop\n"
+        "u.check_loop = lambda loop: asked.append(loop) or check(loop)\n"
+        "async def main():\n"
+        "    sp.ProfileManager.setup(track_async=True, deactivate_file_output=True)\n"
+        "    r = sp.ProfileManager.profile_region('r')\n"
+        "    for _ in range(5000):\n"
+        "        with r:\n"
+        "            pass\n"
+        "    res = sp.ProfileManager.finalize(verbose=False, return_results=True)\n"
+        "    print(len(asked), res['r'][0].num_calls)\n"
+        "asyncio.run(main())\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.split() == ["1", "5000"], out
+
+
 _TRIO_PROGRAM = """
 import sys, time, warnings
 import scope_profiler as sp

@@ -21,7 +21,7 @@ N_ITEMS, N_WORKERS = 24, 3
 
 def test_run_threaded_pipeline_end_to_end(tmp_path):
     out = tmp_path / "pipe.h5"
-    proc = run_cli("run", "--track-threads", "-o", out, PIPELINE, cwd=tmp_path)
+    proc = run_cli("run", "--track-threads", "--speedscope", "-o", out, PIPELINE, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     # the script ran as __main__ and its output is there
     assert f"pipeline processed {N_ITEMS} items" in proc.stdout
@@ -63,7 +63,7 @@ def test_run_threaded_pipeline_end_to_end(tmp_path):
         assert all(ends[f"worker-{i}"] > 0 for i in range(N_WORKERS))
         assert ends["MainThread"] == -1
 
-    # speedscope file beside it: one profile per thread, main thread first, accepted by speedscope
+    # speedscope file beside it (--speedscope): one profile per thread, main thread first, accepted by speedscope
     ss = tmp_path / "pipe.speedscope.json"
     doc = json.loads(ss.read_text())
     profile_names = [p["name"] for p in doc["profiles"]]
@@ -105,6 +105,43 @@ def test_summary_and_threads_of_reference_file():
     assert proc.returncode == 0
     for t in expected["threads"]["0"]:
         assert t["name"] in proc.stdout
+
+
+def test_summary_sorts_by_inclusive_time_and_takes_sort_and_top():
+    path = DATASETS / "reference" / "threads.h5"
+    expected = json.loads((DATASETS / "reference" / "threads.expected.json").read_text())
+    totals = {
+        name: per_rank["0"]["total_duration"] for name, per_rank in expected["regions"].items()
+    }
+
+    def region_names(stdout):
+        lines = stdout.splitlines()
+        rows = lines[lines.index("rank 0: regions") + 2 :]
+        return [
+            line.split()[0]
+            for line in rows[
+                : next(
+                    i for i, x in enumerate(rows) if not x.startswith("  ") or x.startswith("  ...")
+                )
+            ]
+        ]
+
+    proc = run_cli("summary", path)
+    assert proc.returncode == 0, proc.stderr
+    assert region_names(proc.stdout) == sorted(totals, key=lambda n: -totals[n])
+    proc = run_cli("summary", "--sort", "name", "--top", "1", path)
+    assert proc.returncode == 0, proc.stderr
+    assert region_names(proc.stdout) == sorted(totals)[:1]
+    assert f"  ... and {len(totals) - 1} more region(s)" in proc.stdout
+    assert "--top 0 lists every one" in proc.stdout
+    proc = run_cli("summary", "--sort", "speed", path)
+    assert (
+        proc.returncode == 2
+        and "'speed' is not a sort key (one of: total, exclusive, calls, mean, name)" in proc.stderr
+    )
+    help_text = run_cli("summary", "--help").stdout
+    for flag in ("--sort", "--top", "--all-tasks"):
+        assert flag in help_text
 
 
 def test_bad_files_get_an_error_naming_them(tmp_path):
@@ -343,11 +380,11 @@ def test_run_writes_the_profile_of_a_script_that_ends_with_os_exit(tmp_path, fro
     assert "work" in proc.stdout  # the summary was printed
     r = sp.read_h5(str(out))
     assert r["work"][0].num_calls == 1
-    assert (tmp_path / "exits.speedscope.json").exists()
+    assert (tmp_path / "exits.flamegraph.svg").exists()
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "exits.flamegraph.svg",
         "exits.h5",
         "exits.py",
-        "exits.speedscope.json",
     ]
 
 
@@ -386,7 +423,8 @@ def test_summary_rows_stay_one_line_and_aligned_whatever_the_region_names(tmp_pa
         with manager.profile_region(name):
             pass
     manager.finalize(verbose=False)
-    proc = run_cli("summary", path)
+    # by name: the four calls take about the same time, so their inclusive order is noise
+    proc = run_cli("summary", "--sort", "name", path)
     assert proc.returncode == 0, proc.stderr
     lines = proc.stdout.splitlines()
     start = lines.index("rank 0: regions") + 1
@@ -464,3 +502,66 @@ def test_run_accepts_the_references_run_options(tmp_path):
         proc.stderr.strip()
         == "error: use_memray=True is not supported by scope-profiler (Rust edition)"
     )
+
+
+# The script runs as `python script.py` runs it: `__file__` is absolute (the script may
+# change directory before it opens files beside it), `__main__` stays the script's module
+# through its atexit handlers, and a script that closes its stdout ends with its own code.
+def test_the_script_runs_as_main_as_python_runs_it(tmp_path):
+    pkg = tmp_path / "pkg"
+    pkg.mkdir()
+    (pkg / "data.txt").write_text("beside the script\n")
+    script = pkg / "main.py"
+    script.write_text(
+        "import atexit, os, sys\n"
+        "here = os.path.dirname(__file__)\n"
+        "os.chdir('/')\n"
+        "print(os.path.isabs(__file__), open(os.path.join(here, 'data.txt')).read().strip())\n"
+        "me = sys.modules['__main__']\n"
+        "atexit.register(lambda: print('atexit main is the script:', sys.modules['__main__'] is me))\n"
+    )
+    plain = subprocess.run(
+        [sys.executable, "pkg/main.py"], cwd=tmp_path, capture_output=True, text=True
+    )
+    assert plain.stdout == "True beside the script\natexit main is the script: True\n"
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", "m.h5", "pkg/main.py", cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, plain.stdout), proc.stderr
+    closes = tmp_path / "closes.py"
+    closes.write_text("import sys\nprint('bye')\nsys.stdout.close()\n")
+    proc = run_cli("run", "-q", "--no-speedscope", "-o", "c.h5", closes, cwd=tmp_path)
+    assert (proc.returncode, proc.stdout) == (0, "bye\n"), proc.stderr
+    assert sp.read_h5(str(tmp_path / "c.h5")).num_ranks == 1
+
+
+# A --config file refused before the script runs leaves nothing behind (no
+# `<output>.procs-<pid>` directory for the processes it would have followed).
+def test_a_refused_config_file_leaves_nothing_behind(tmp_path):
+    script = tmp_path / "one.py"
+    script.write_text("open('ran', 'w').close()\n")
+    for name, text in (("unknown.toml", "[profiling]\nbogus = 1\n"), ("bad.toml", "[[[")):
+        config = tmp_path / name
+        config.write_text(text)
+        proc = run_cli("run", "-q", "--config", config, script, cwd=tmp_path)
+        assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+        assert sorted(p.name for p in tmp_path.iterdir()) == sorted(
+            [c for c in ("bad.toml", "unknown.toml") if (tmp_path / c).exists()] + ["one.py"]
+        )
+
+
+# As 0.7.5's `run`, the output is the --config file's `file_path` when `-o` is not given;
+# `-o` still wins, and a `file_path` that is not a run output is refused like `-o`.
+def test_run_writes_where_the_config_file_says_unless_o_is_given(tmp_path):
+    script = tmp_path / "one.py"
+    script.write_text("import scope_profiler as sp\nwith sp.region('io'):\n    pass\n")
+    config = tmp_path / "c.toml"
+    config.write_text('[profiling]\nfile_path = "from_config.h5"\n')
+    proc = run_cli("run", "-q", "--config", config, script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(str(tmp_path / "from_config.h5"))["io"].num_calls == 1
+    assert not (tmp_path / "profiling_data.h5").exists()
+    proc = run_cli("run", "-q", "--config", config, "-o", "given.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert sp.read_h5(str(tmp_path / "given.h5"))["io"].num_calls == 1
+    config.write_text('[profiling]\nfile_path = "notes.txt"\n')
+    proc = run_cli("run", "-q", "--config", config, script, cwd=tmp_path)
+    assert proc.returncode == 2 and "run -o notes.txt: unknown output kind" in proc.stderr

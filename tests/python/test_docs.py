@@ -12,7 +12,7 @@ from helpers import ROOT
 
 DOCS = ROOT / "docs"
 # pages whose ```python blocks are complete programs, in the order they run
-PAGES = ["getting-started.md", "threads-tasks.md", "hdf5-layout.md", "notebooks.md"]
+PAGES = ["getting-started.md", "threads-tasks.md", "hdf5-layout.md", "notebooks.md", "datasets.md"]
 
 
 def blocks(page: str) -> list[str]:
@@ -26,7 +26,12 @@ def test_every_page_has_snippets():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_doc_snippets_run(page, tmp_path_factory):
-    for module in {"notebooks.md": ["polars", "pandas"], "hdf5-layout.md": ["h5py"]}.get(page, []):
+    needs = {
+        "notebooks.md": ["polars", "pandas"],
+        "hdf5-layout.md": ["h5py"],
+        "datasets.md": ["polars"],
+    }
+    for module in needs.get(page, []):
         pytest.importorskip(module)
     work = tmp_path_factory.getbasetemp() / "docs-snippets"
     work.mkdir(exist_ok=True)
@@ -49,3 +54,5 @@ def test_doc_snippets_run(page, tmp_path_factory):
     assert proc.returncode == 0, f"{page}:\n{proc.stdout}\n{proc.stderr}"
     if page == "threads-tasks.md":
         assert "'name': 'worker'" in proc.stdout and "fetch held" in proc.stdout
+    if page == "datasets.md":
+        assert "exclusive_s_per_rank" in proc.stdout and "scope_profiler.session" in proc.stdout

@@ -230,3 +230,129 @@ def test_calls_streamed_before_their_block_ends_get_its_values(tmp_path):
     r = sp.finalize(verbose=False, return_results=True)
     assert r["r"][0].event_metadata == ({"phase": "load"}, {"phase": "load"})
     assert sp.read_h5(str(path))["r"][0].event_metadata == ({"phase": "load"}, {"phase": "load"})
+
+
+#: Values Python's ``json`` stores in its own dialect: NaN and infinities as ``NaN``,
+#: ``Infinity`` and ``-Infinity``, a lone surrogate as its ``\\udXXX`` escape.
+ODD_VALUES = (
+    "import math, sys\n"
+    "from scope_profiler import ProfileManager as PM\n"
+    "PM.setup(file_path=sys.argv[1])\n"
+    "with PM.metadata(v=float('nan'), w=float('inf'), x=-float('inf'), y=1e308 * 10, s='\\ud800'):\n"
+    "    with PM.region('m'):\n"
+    "        pass\n"
+    "with PM.region('plain'):\n"
+    "    pass\n"
+    "PM.finalize(verbose=False)\n"
+)
+
+
+def _odd_values_read_back(call: dict) -> None:
+    import math
+
+    assert list(call) == ["v", "w", "x", "y", "s"]
+    assert math.isnan(call["v"]) and isinstance(call["v"], float)
+    assert (call["w"], call["x"], call["y"]) == (math.inf, -math.inf, math.inf)
+    assert call["s"] == "\ud800"
+
+
+def test_non_finite_floats_and_lone_surrogates_are_stored_and_read_back(tmp_path):
+    path = tmp_path / "odd.h5"
+    subprocess.run([sys.executable, "-c", ODD_VALUES, str(path)], check=True, timeout=120)
+    import h5py
+
+    with h5py.File(path) as f:
+        stored = [b.decode() for b in f["rank_region_index/event_metadata"][()]]
+    assert '[{"v": NaN, "w": Infinity, "x": -Infinity, "y": Infinity, "s": "\\ud800"}]' in stored
+    back = sp.read_h5(str(path))
+    (call,) = back["m"][0].event_metadata
+    _odd_values_read_back(call)
+    assert back["plain"][0].event_metadata == ({},)
+    (event,) = back["m"][0].events()
+    _odd_values_read_back(event["metadata"])
+    summary = subprocess.run(
+        [sys.executable, "-m", "scope_profiler", "summary", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert summary.returncode == 0 and summary.stderr == "", summary.stderr
+    assert "m" in summary.stdout and "plain" in summary.stdout
+    _reference_reads_odd_values(path)
+
+
+def _reference_reads_odd_values(path: Path) -> None:
+    """The reference reads the values of ``ODD_VALUES`` back from ``path``."""
+    code = (
+        "import math, sys\n"
+        "import scope_profiler as sp\n"
+        "(c,) = sp.read_h5(sys.argv[1])['m'][0].event_metadata\n"
+        "assert math.isnan(c['v']) and (c['w'], c['x'], c['y']) == (math.inf, -math.inf, math.inf)\n"
+        "assert c['s'] == '\\ud800'\n"
+    )
+    proc = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_non_finite_floats_and_lone_surrogates_of_the_reference_are_read(tmp_path):
+    path = tmp_path / "ref-odd.h5"
+    proc = subprocess.run(
+        [reference_python(), "-c", ODD_VALUES, str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    (call,) = sp.read_h5(str(path))["m"][0].event_metadata
+    _odd_values_read_back(call)
+
+
+def _written(tmp_path, metadata: list[dict]) -> Path:
+    """A file of region ``io`` (3 calls, with ``metadata``) and region ``ok`` (1 call)."""
+    import numpy as np
+
+    starts = np.arange(3, dtype=np.int64) * 20
+    io = sp.Region(starts, starts + 10, event_metadata=metadata)
+    ok = sp.Region(np.array([100]), np.array([110]), event_metadata=[{"k": 1}])
+    regions = {"io": sp.MPIRegion("io", {0: io}), "ok": sp.MPIRegion("ok", {0: ok})}
+    path = tmp_path / "damaged.h5"
+    sp.ProfilingResults(regions)._native_run().write_h5(str(path))
+    return path
+
+
+@pytest.mark.parametrize(
+    "stored, why",
+    [
+        ('[{"a": 1}, {"b"', "not a JSON list of objects"),
+        ("7", "not a JSON list of objects"),
+        ("[1, 2, 3]", "call 0's entry is not an object"),
+        ('[{"a": 1}, {"b": Nan}, {}]', "call 1's entry"),
+        ('[{"a": 1}]', "1 entries for 3 calls"),
+    ],
+)
+def test_an_unreadable_metadata_row_costs_that_row_only(tmp_path, stored, why):
+    import h5py
+
+    path = _written(tmp_path, [{"a": 1}, {}, {"c": [2]}])
+    assert sp.read_h5(str(path))["io"][0].event_metadata == ({"a": 1}, {}, {"c": [2]})
+    with h5py.File(path, "r+") as f:
+        assert list(f["region_table/names"][()]) == [b"io", b"ok"]
+        f["rank_region_index/event_metadata"][0] = stored
+    with pytest.warns(RuntimeWarning) as caught:
+        back = sp.read_h5(str(path))
+    (warning,) = [str(w.message) for w in caught]
+    assert str(path) in warning and "region 'io' on rank 0" in warning, warning
+    assert "rank_region_index/event_metadata row 0" in warning and why in warning, warning
+    assert back["io"][0].event_metadata == ({}, {}, {})
+    assert back["io"][0].num_calls == 3
+    assert back["ok"][0].event_metadata == ({"k": 1},)
+    summary = subprocess.run(
+        [sys.executable, "-m", "scope_profiler", "summary", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert summary.returncode == 0, summary.stderr
+    assert summary.stderr.startswith("warning: ") and "region 'io' on rank 0" in summary.stderr

@@ -152,7 +152,7 @@ def test_exports(tmp_path):
         "run.speedscope.json",
         "run.trace.json",
         "run.pftrace",
-        "run.prof",
+        "run_rank0.prof",  # export_prof names its files per rank, as 0.7.5
         "run.pb.gz",
         "run.folded",
         "run.svg",
@@ -237,6 +237,28 @@ def test_tagged_jobs(tmp_path):
     assert [m["size"] for m in r["load"][0].event_metadata] == sizes
     assert "20 process calls, 3 failed:" in stdout
     assert "slowest: {'batch': " in stdout  # which one depends on the machine
+
+
+def test_scaling_study_builds_a_dataset_on_dask_and_queries_it(tmp_path):
+    try:
+        import distributed  # noqa: F401
+        import polars as pl
+    except ImportError:
+        unavailable("dask[distributed] and polars are needed (tests/run_all.sh installs them)")
+    out = run_example("scaling_study.py", tmp_path / "study", "--dask", cwd=tmp_path)
+    assert "converted on 2 Dask workers" in out
+    assert "3 runs" in out
+    ms = {}
+    for line in out.splitlines():
+        if line.startswith("job with "):
+            workers, value = line[len("job with ") :].split(" worker(s): ")
+            ms[int(workers)] = float(value.removesuffix(" ms"))
+    assert sorted(ms) == [1, 2, 4]
+    # 24 items of 2 ms of waiting each: one worker waits them one after the other
+    assert ms[1] >= 48 and ms[4] < ms[1], ms
+    r = sp.scan(tmp_path / "study" / "study")
+    handle = r.calls.filter(pl.col("region") == "handle").group_by("run").len().collect()
+    assert handle["len"].to_list() == [24, 24, 24]
 
 
 def test_compare_versions(tmp_path):

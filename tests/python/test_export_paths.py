@@ -14,7 +14,7 @@ _EXPORTS = {
     "export_chrome_trace": (["pool.trace.json"], "my.trace.json"),
     "export_perfetto": (["pool.pftrace"], "my.pftrace"),
     "export_pprof": (["pool.pb.gz"], "my.pb.gz"),
-    "export_prof": (["pool.prof"], "my.v2.prof"),
+    "export_prof": (["pool_rank0.prof"], "my.v2.prof"),
     "export_folded": (["pool.folded"], "my.folded"),
     "export_flamegraph_svg": (["pool.flamegraph.svg"], "pool.flame.svg"),
     "export_timeline_svg": (["pool.timeline.svg"], "my.timeline.svg"),
@@ -63,8 +63,10 @@ def test_an_export_to_a_directory_uses_the_default_names_and_a_file_name_exactly
     assert not any(p.name.startswith(("outdir.", "outdir_")) for p in tmp_path.iterdir())
     # an exact file name is used as given
     paths = export(results, tmp_path / "files" / exact, verbose=False)
-    assert paths[0].name == exact
-    assert written(paths)[0] == str(tmp_path / "files" / exact)
+    # but by export_prof, which names its files per rank as 0.7.5 does
+    want = exact.replace(".prof", "_rank0.prof") if function == "export_prof" else exact
+    assert paths[0].name == want
+    assert written(paths)[0] == str(tmp_path / "files" / want)
     assert all(p.parent == tmp_path / "files" for p in paths)
     # a directory where the file must go is refused (nothing written elsewhere instead)
     (tmp_path / "blocked" / defaults[0]).mkdir(parents=True)

@@ -5,7 +5,9 @@ must match our durations. A missing consumer skips loudly, never passes silently
 
 from __future__ import annotations
 
+import contextlib
 import cProfile
+import io
 import json
 import os
 import pstats
@@ -188,7 +190,7 @@ def assert_tracks_match(tracks, results, extra=()):
 def test_prof_consumers_and_totals(which, request, tmp_path, capsys):
     results = request.getfixturevalue(which)
     written = sp.export_prof(results, tmp_path / "out.prof", call_paths=False)
-    assert written == [tmp_path / "out.prof"]  # one rank, one file: the name as given
+    assert written == [tmp_path / "out_rank0.prof"]  # named per rank, as 0.7.5 names it
     assert "Wrote" in capsys.readouterr().out
     stats = pstats.Stats(str(written[0])).stats
     per = name_totals(results)
@@ -227,7 +229,7 @@ def test_prof_call_paths_per_lane_and_names(tasks, tmp_path):
     stats = pstats.Stats(str(written[2])).stats
     assert any(k[2] == "fetch > parse" for k in stats)
     two = sp.export_prof([tasks, tasks], tmp_path / "m.prof", verbose=False)
-    assert [p.name for p in two] == ["m_async.prof", "m_async_2.prof"]
+    assert [p.name for p in two] == ["m_async_rank0.prof", "m_async_2_rank0.prof"]
 
 
 def _reference_prof(tmp_path, h5, call_paths):
@@ -579,3 +581,48 @@ def test_prof_counts_calls_as_cprofile_does(tmp_path):
     # cumulative time: the two outermost f calls only (each 8 x 10 ns around the innermost)
     assert stats[("~", 0, "f")][3] == pytest.approx(2 * 80e-9, abs=1e-15)
     pstats_check(path)
+
+
+@pytest.mark.parametrize("runs", [1, 2])
+def test_export_prof_names_its_files_as_the_reference(runs, tmp_path):
+    """export_prof(results, "profile.prof") writes profile_rank0.prof (several runs:
+    profile_<label>_rank0.prof) and prints each file's name, as 0.7.5 does."""
+    h5 = DATASETS / "reference" / "async.h5"
+    code = (
+        "import sys, scope_profiler as sp; from scope_profiler.prof_export import export_prof; "
+        "r = sp.read_h5(sys.argv[1]); data = r if int(sys.argv[3]) == 1 else [r] * int(sys.argv[3]); "
+        "print('|'.join(p.name for p in export_prof(data, sys.argv[2], verbose=True)))"
+    )
+    (tmp_path / "ref").mkdir()
+    done = subprocess.run(
+        [
+            reference_python(),
+            "-c",
+            code,
+            str(h5),
+            str(tmp_path / "ref" / "profile.prof"),
+            str(runs),
+        ],
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=120,
+    )
+    theirs = done.stdout.strip().splitlines()[-1].split("|")
+    r = sp.read_h5(str(h5))
+    ours_dir = tmp_path / "ours"
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        ours = sp.export_prof(
+            r if runs == 1 else [r] * runs, ours_dir / "profile.prof", verbose=True
+        )
+    assert [p.name for p in ours] == theirs
+    assert theirs == (
+        ["profile_rank0.prof"]
+        if runs == 1
+        else ["profile_async_rank0.prof", "profile_async_2_rank0.prof"]
+    )
+    printed = buf.getvalue()
+    for p in ours:
+        assert p.exists() and str(p) in printed, printed
+        assert p.name in done.stdout  # the reference prints each name too

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 import scope_profiler as sp
-from helpers import DATASETS, ROOT, _empty_run, run_cli, unavailable
+from helpers import DATASETS, ROOT, _empty_run, duration_text, run_cli, unavailable
 
 BROWSER_CHECK = ROOT / "tests" / "browser" / "html_report_check.cjs"
 
@@ -103,6 +103,12 @@ def run_h5(tmp_path_factory):
     return path
 
 
+def seconds(text: str) -> float:
+    """A duration as the report writes it (`12.3 ms`), in s."""
+    value, unit = text.split()
+    return float(value) * {"ns": 1e-9, "µs": 1e-6, "ms": 1e-3, "s": 1.0}[unit]
+
+
 def test_tables_hold_the_runs_numbers(run_h5, tmp_path):
     results = sp.read_h5(str(run_h5))
     (out,) = sp.export_html(results, tmp_path / "r.html", verbose=False)
@@ -114,15 +120,18 @@ def test_tables_hold_the_runs_numbers(run_h5, tmp_path):
         reg = region[0]
         row = rows[region.name]
         assert int(row[1]) == reg.num_calls
-        assert row[2] == f"{reg.total_duration:.6f}"
-        assert row[6] == f"{reg.exclusive_duration:.6f}"
+        assert row[2] == duration_text(reg.total_duration)
+        assert row[6] == duration_text(reg.exclusive_duration)
         awaited = int(reg.await_times_ns.sum())
         # held = Σ durations − Σ await; await = Σ await_ns of the calls
-        assert row[7] == f"{(int(reg.durations_ns.sum()) - awaited) / 1e9:.6f}", region.name
-        assert row[8] == f"{awaited / 1e9:.6f}", region.name
+        assert row[7] == duration_text((int(reg.durations_ns.sum()) - awaited) / 1e9), region.name
+        assert row[8] == duration_text(awaited / 1e9), region.name
     assert rows["step"][1] == "5" and rows["fetch"][1] == "3" and rows["work"][1] == "2"
     # fetch awaited its sleeps (>= 10 + 15 + 20 ms); the worker threads never awaited
-    assert float(rows["fetch"][8]) >= 0.045 and rows["step"][8] == "0.000000"
+    assert seconds(rows["fetch"][8]) >= 0.045 and rows["step"][8] == "0 s"
+    # regions by inclusive time, the hot spot first
+    by_total = sorted(results.get_regions(), key=lambda r: -r[0].total_duration)
+    assert [r[0] for r in t["regions"]] == [r.name for r in by_total]
     # one thread row per thread with its name and call count
     names = {r[1]: int(r[5]) for r in t["threads"]}
     assert names["worker-0"] == 1 + 2 and names["worker-1"] == 1 + 3  # work + its steps
@@ -130,18 +139,26 @@ def test_tables_hold_the_runs_numbers(run_h5, tmp_path):
     fetch_tasks = [r for r in t["tasks"] if "(fetch)" in r[1]]
     assert len(fetch_tasks) == 3
     for r in fetch_tasks:
-        assert float(r[7]) >= 0.0099  # await s of its calls: each slept at least 10 ms
-        assert float(r[9]) >= 0.0099  # awaiting s of the task
+        assert seconds(r[7]) >= 0.0099  # await of its calls: each slept at least 10 ms
+        assert seconds(r[9]) >= 0.0099  # awaiting time of the task
     # the thread table holds thread_summary(); held + await = the top-level calls' durations
     for row, want in zip(t["threads"], results.thread_summary()):
-        assert row[1] == want["name"] and row[6] == f"{want['region_time']:.6f}"
-        assert row[7] == f"{want['held_time']:.6f}" and row[8] == f"{want['await_time']:.6f}"
-    # and the task table holds task_summary()
-    for row, want in zip(t["tasks"], results.task_summary()):
-        assert row[4] == str(want["num_calls"]) and row[5] == f"{want['region_time']:.6f}"
-        assert row[6] == f"{want['held_time']:.6f}" and row[7] == f"{want['await_time']:.6f}"
+        assert row[1] == want["name"] and row[6] == duration_text(want["region_time"])
+        assert row[7] == duration_text(want["held_time"]) and row[8] == duration_text(
+            want["await_time"]
+        )
+    # and the task table holds task_summary(), the busiest tasks (by held time) first
+    summaries = {str(t["index"]): t for t in results.task_summary()}
+    held = [summaries[row[0]]["held_time"] for row in t["tasks"]]
+    assert held == sorted(held, reverse=True)
+    for row in t["tasks"]:
+        want = summaries[row[0]]
+        assert row[4] == str(want["num_calls"]) and row[5] == duration_text(want["region_time"])
+        assert row[6] == duration_text(want["held_time"]) and row[7] == duration_text(
+            want["await_time"]
+        )
     loop = next(r for r in t["threads"] if r[1] == "MainThread")
-    assert float(loop[8]) >= 0.045  # the fetch tasks' sleeps, on the event loop's thread
+    assert seconds(loop[8]) >= 0.045  # the fetch tasks' sleeps, on the event loop's thread
     html = out.read_text()
     assert html.count('<g class="lane"') >= 2 + 1 + 3  # timeline: worker threads, main, tasks
     assert 'src="data:image/svg+xml;base64,' in html  # the flame graph, inline
@@ -240,14 +257,15 @@ def test_report_loads_in_chromium_without_errors(run_h5, tmp_path):
     out = browser_check(report, shot)
     # what the browser rendered: every region with its call count, the tables, the lanes
     results = sp.read_h5(str(run_h5))
-    want = " ".join(f"{r.name}={r[0].num_calls}" for r in results.get_regions())
+    by_total = sorted(results.get_regions(), key=lambda r: -r[0].total_duration)
+    want = " ".join(f"{r.name}={r[0].num_calls}" for r in by_total)  # the hot spot first
     assert f"regions {want}" in out, out
     assert "regions:5" in out and "threads:3" in out, out
     assert shot.stat().st_size > 10_000  # a real picture (PNG of the whole page)
 
 
-# `scope-profiler run -o run.html` (the reference's .html output) writes the report (and the
-# speedscope file beside it).
+# `scope-profiler run -o run.html` (the reference's .html output) writes the report, and
+# nothing beside it: the page shows the run's flame graph.
 def test_cli_run_writes_the_html_report(tmp_path):
     script = tmp_path / "app.py"
     script.write_text(
@@ -267,9 +285,9 @@ def test_cli_run_writes_the_html_report(tmp_path):
     rows = {r[0]: r for r in tables(out)["regions"]}
     assert rows["job"][1] == "4"
     # each job awaited its 10 ms sleep and held its thread for its 1 ms time.sleep
-    assert float(rows["job"][8]) >= 4 * 0.0099 and float(rows["job"][7]) >= 4 * 0.00099
+    assert seconds(rows["job"][8]) >= 4 * 0.0099 and seconds(rows["job"][7]) >= 4 * 0.00099
     assert len([r for r in tables(out)["tasks"] if "(job)" in r[1]]) == 4
-    assert (tmp_path / "run.speedscope.json").is_file()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["app.py", "run.html"]
     assert not list(tmp_path.glob("*.scope-profiler.h5"))  # the recording was removed
 
 

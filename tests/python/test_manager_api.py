@@ -278,6 +278,59 @@ def test_setup_from_env_auto_finalize_writes_at_exit(tmp_path):
     assert sp.read_h5(out, verbose=False)["tick"][0].num_calls == 4
 
 
+#: Four daemon threads entering a region as fast as they can while the program ends with
+#: auto_finalize; an atexit handler registered before setup() (it runs after the exit-time
+#: finalize) prints how long that finalize took and the calls made since the recording ended.
+_BUSY_DAEMON_THREADS_AT_EXIT = """
+import atexit, json, threading, time
+import scope_profiler as sp
+
+marks = {}
+
+@atexit.register
+def after_the_finalize():
+    native = sp.ProfileManager._config._native
+    took = time.perf_counter() - marks["finalize"]
+    print(json.dumps({"finalize_s": took, "calls_after": native.calls_after_stop}), flush=True)
+
+def spin():
+    region = sp.profile_region("spin")
+    while True:
+        with region:
+            pass
+
+sp.ProfileManager.setup(file_path="busy.h5", track_threads=True, auto_finalize=True)
+atexit.register(lambda: marks.setdefault("finalize", time.perf_counter()))  # runs before it
+for _ in range(4):
+    threading.Thread(target=spin, daemon=True).start()
+time.sleep(0.3)
+"""
+
+
+# The exit-time finalize stops recording before it does its work: daemon threads still
+# entering regions add nothing to the buffers and give the GIL way, so they neither grow the
+# process nor starve the finalize (without it they kept their pace, millions of calls while it
+# ran, and a 0.3 s script took seconds to exit). One line says how many calls were left out.
+def test_the_exit_time_finalize_stops_recording_so_busy_daemon_threads_do_not_hold_it_up(
+    tmp_path,
+):
+    proc = subprocess.run(
+        [sys.executable, "-c", _BUSY_DAEMON_THREADS_AT_EXIT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=tmp_path,
+    )
+    assert proc.returncode == 0, proc.stderr
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    recorded = sp.read_h5(tmp_path / "busy.h5", verbose=False)["spin"][0].num_calls
+    recording_rate = recorded / 0.3  # at most: the threads ran 0.3 s and more
+    rate_after = seen["calls_after"] / seen["finalize_s"]
+    assert seen["calls_after"] > 0 and rate_after < 0.2 * recording_rate, (seen, recorded)
+    lines = [line for line in proc.stderr.splitlines() if "exit-time finalize" in line]
+    assert len(lines) == 1 and "are not in busy.h5, which it wrote" in lines[0], proc.stderr
+
+
 # ------------------------------------------------------------------------ package root
 #: spec-api.md section 1: the module-level functions that are the manager's classmethods.
 MANAGER_FUNCTIONS = [

@@ -283,6 +283,25 @@ def test_mpi_threads_example_one_file_with_every_rank(tmp_path):
 
 
 @needs_mpi
+def test_run_under_mpirun_prints_and_draws_once_from_rank_0(tmp_path):
+    """`mpirun -np N scope-profiler run`: rank 0 writes every rank's calls, prints the
+    summary and writes the flame graph once; the other ranks print nothing of the run."""
+    script = tmp_path / "job.py"
+    script.write_text(
+        "from mpi4py import MPI\nimport scope_profiler as sp\n"
+        "with sp.region('work'):\n    MPI.COMM_WORLD.Barrier()\n"
+    )
+    out = tmp_path / "job.h5"
+    proc = mpirun(NP, "-m", "scope_profiler", "run", "-o", out, script, cwd=tmp_path)
+    assert proc.stdout.count(f"{out}: 2 region(s), {2 * NP} call(s), {NP} rank(s)") == 1, (
+        proc.stdout
+    )
+    assert proc.stdout.count(f"wrote {out}") == 1, proc.stdout
+    assert sp.read_h5(out)["work"].num_calls == NP
+    assert (tmp_path / "job.flamegraph.svg").read_text().count("<svg") >= 1
+
+
+@needs_mpi
 def test_single_process_forced_mpi(tmp_path):
     """SCOPE_PROFILER_MPI=1 without a launcher: a one-rank MPI job (singleton init)."""
     code = textwrap.dedent(f"""
@@ -311,6 +330,7 @@ def test_single_process_forced_mpi(tmp_path):
 @needs_mpi
 def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
     target = tmp_path / "missing" / "run.h5"
+    target.parent.mkdir()  # setup() refuses a path it cannot write: it breaks after setup()
     script = tmp_path / "job.py"
     script.write_text(
         textwrap.dedent(
@@ -319,6 +339,10 @@ def test_a_failed_mpi_write_keeps_every_ranks_calls(tmp_path):
             from mpi4py import MPI
             comm = MPI.COMM_WORLD
             sp.ProfileManager.setup(file_path={str(target)!r})
+            comm.Barrier()
+            if comm.Get_rank() == 0:
+                os.rmdir({str(target.parent)!r})
+            comm.Barrier()
             for _ in range(3 + comm.Get_rank()):
                 with sp.profile_region("work"):
                     pass

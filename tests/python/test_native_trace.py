@@ -190,6 +190,35 @@ def test_finalize_native_traces_folds_this_ranks_regions_into_the_run(tmp_path):
         ProfileManager.reset()  # the failed finalize leaves the run configured (to retry it)
 
 
+def test_a_native_region_folded_into_a_tracked_run_has_its_file_shape_in_memory(tmp_path):
+    """A lane-less `.spt` region in a `track_threads` run: thread ids all -1 (lane -1), as
+    the file stores it and `read_h5` gives it back, in the results `finalize` returns too."""
+    from scope_profiler import ProfileManager
+
+    traces = tmp_path / "native"
+    traces.mkdir()
+    (traces / "run_rank00000.spt").write_bytes(encode(0, RANK0, 2, "<"))
+    path = tmp_path / "shape.h5"
+    session = ProfileManager.session(
+        file_path=str(path),
+        track_threads=True,
+        native_traces=traces,
+        return_results=True,
+        verbose=False,
+    )
+    with session:
+        with ProfileManager.profile_region("python"):
+            pass
+    back = sp.read_h5(str(path))
+    for results in (session.results, back):
+        for name, n in (("solve", 3), ("assemble", 2)):
+            region = results[name][0]
+            assert region.has_thread_data is True
+            assert region.thread_ids.tolist() == [-1] * n
+        assert results["python"][0].has_thread_data is True
+    assert session.results["solve"][0].threads == back["solve"][0].threads == [-1]
+
+
 def test_the_reference_reads_the_native_regions_folded_into_the_run(tmp_path):
     from helpers import reference_read
 

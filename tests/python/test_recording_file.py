@@ -311,13 +311,16 @@ def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, fa
         "is_a_directory": (IsADirectoryError, errno.EISDIR),
         "not_a_directory": (NotADirectoryError, errno.ENOTDIR),
     }[failure]
-    if failure == "is_a_directory":
-        target.mkdir(parents=True)  # a directory where the file should go
-    elif failure == "not_a_directory":
-        (tmp_path / "out").write_text("a regular file where the directory should be")
+    target.parent.mkdir()  # setup() refuses a path it cannot write: it breaks after setup()
     manager = ProfileManager()
     try:
         run = manager.setup(file_path=str(target), track_threads=True)
+        if failure == "is_a_directory":
+            target.mkdir()  # a directory where the file should go
+        else:
+            target.parent.rmdir()
+        if failure == "not_a_directory":
+            (tmp_path / "out").write_text("a regular file where the directory should be")
         _record_calls(manager, "work", 5)
         with pytest.raises(expected_error) as info:
             run.finalize(verbose=False)
@@ -359,11 +362,13 @@ def test_a_failed_write_keeps_the_run_and_a_retry_writes_every_call(tmp_path, fa
 # (the session's root region included).
 def test_a_failed_session_write_keeps_the_results_and_finalize_writes_them(tmp_path):
     target = tmp_path / "missing" / "s.h5"
+    target.parent.mkdir()  # setup() refuses a path it cannot write: it goes after setup()
     manager = ProfileManager()
     try:
         with pytest.raises(FileNotFoundError) as info:
             with manager.session(file_path=str(target), return_results=True, verbose=False) as s:
                 _record_calls(manager, "work", 3)
+                target.parent.rmdir()
         assert info.value.filename == str(target)
         assert s.results is not None
         assert s.results["work"][0].num_calls == 3
@@ -386,13 +391,14 @@ def test_a_read_only_directory_is_a_permission_error_and_the_run_is_kept(tmp_pat
 
     ro = tmp_path / "ro"
     ro.mkdir()
-    ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+    manager = ProfileManager()
     try:
-        if os.access(ro, os.W_OK):
-            pytest.skip("this process can write read-only directories (root)")
-        manager = ProfileManager()
         try:
+            # setup() refuses a directory it cannot write: it becomes read-only after setup()
             run = manager.setup(file_path=str(ro / "run.h5"))
+            ro.chmod(stat.S_IRUSR | stat.S_IXUSR)
+            if os.access(ro, os.W_OK):
+                pytest.skip("this process can write read-only directories (root)")
             _record_calls(manager, "work", 2)
             with pytest.raises(PermissionError) as info:
                 run.finalize(verbose=False)
@@ -575,3 +581,44 @@ def test_a_refused_write_says_the_reason_the_os_gave(tmp_path):
     assert f"could not write {out}" in first and "HDF5 refused chunk" in first, first
     assert count == "200000"
     assert [p.name for p in tmp_path.iterdir()] == ["big.h5"]  # no temporary file left
+
+
+STREAMED = """
+import os, sys, threading
+import scope_profiler as sp
+
+sp.setup(file_path=sys.argv[1], flush_interval=0.05, track_threads=True)
+
+def work(n):
+    for _ in range(n):
+        with sp.region("outer"):
+            with sp.region("inner"):
+                pass
+
+threads = [threading.Thread(target=work, args=(int(sys.argv[2]),)) for _ in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+sp.get_config()._native.flush_now()
+os._exit(0)  # killed: no finalize()
+"""
+
+
+def test_a_streamed_sidecar_costs_about_a_byte_per_call_and_recovers_every_call(tmp_path):
+    path = tmp_path / "streamed.h5"
+    per_thread = 75_000  # 300 000 calls
+    subprocess.run(
+        [sys.executable, "-c", STREAMED, str(path), str(per_thread)], check=True, timeout=300
+    )
+    (sidecar,) = [p for p in tmp_path.iterdir() if p.name.endswith(".partial")]
+    calls = 4 * per_thread
+    assert sidecar.stat().st_size <= 6 * calls, sidecar.stat().st_size / calls
+    with pytest.warns(RuntimeWarning, match="recovered 300000 call"):
+        back = read_h5(str(path))
+    assert back["outer"][0].num_calls == back["inner"][0].num_calls == calls // 2
+    workers = {t.index for t in back.threads[0] if t.name.endswith("(work)")}
+    assert len(workers) == 2 and set(back["inner"][0].thread_ids.tolist()) == workers
+    # recovered as recorded: each inner call inside its thread's outer call
+    assert np.all(back["inner"][0].exclusive_durations_ns == back["inner"][0].durations_ns)
+    assert not sidecar.exists()

@@ -262,3 +262,161 @@ def test_recover_of_a_json_output_renders_it(tmp_path):
     # nothing left to recover now: the error says so, exit 1
     again = run_cli("recover", out, cwd=tmp_path)
     assert again.returncode == 1 and "error:" in again.stderr, again.stderr
+
+
+#: A script whose spawned worker records 5 calls and writes its file, then the script's own
+#: process is killed before it recorded a call of its own.
+_KILLED_AFTER_ITS_WORKER = """
+import multiprocessing, os, signal
+import scope_profiler as sp
+
+def work():
+    for _ in range(5):
+        with sp.profile_region("work"):
+            pass
+
+if __name__ == "__main__":
+    worker = multiprocessing.get_context("spawn").Process(target=work)
+    worker.start()
+    worker.join()
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+@pytest.mark.parametrize("output", ["k.h5", "k.json"])
+def test_recover_keeps_the_workers_of_a_run_killed_before_it_recorded(tmp_path, output):
+    script = tmp_path / "app.py"
+    script.write_text(_KILLED_AFTER_ITS_WORKER)
+    out = tmp_path / output
+    proc = run_cli("run", "-q", "-o", out, script, cwd=tmp_path)
+    assert proc.returncode == -signal.SIGKILL, proc.stderr
+    assert not out.exists() and list(tmp_path.glob("*.procs-*")), sorted(os.listdir(tmp_path))
+    proc = run_cli("recover", out, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "rank 0 (that process) is empty" in proc.stdout, proc.stdout
+    results = sp.read_profile(str(out)) if output.endswith(".json") else sp.read_h5(str(out))
+    assert results.num_ranks == 2
+    assert results["work"][1].num_calls == 5
+    assert not list(tmp_path.glob("*.procs-*"))  # merged, then removed
+
+
+#: A program recording with flush_interval and auto_finalize whose atexit handler, registered
+#: before its setup(), runs after the exit-time finalize and makes more calls while the flush
+#: thread would have streamed them.
+_CALLS_AFTER_THE_EXIT_FINALIZE = """
+import atexit, time
+import scope_profiler as sp
+
+@atexit.register
+def late():
+    for _ in range(470):
+        with sp.profile_region("late"):
+            pass
+    time.sleep(0.3)  # several flush intervals
+
+sp.ProfileManager.setup(output="x.h5", flush_interval=0.05, auto_finalize=True)
+for _ in range(1000):
+    with sp.profile_region("work"):
+        pass
+time.sleep(0.2)  # streamed before the end
+"""
+
+
+def _region_calls(path) -> dict[str, int]:
+    return {g.name: g.num_calls for g in sp.read_h5(str(path)).get_regions()}
+
+
+# The exit-time finalize is the recording's last: streaming ends with it and no sidecar
+# outlives it (one left behind would make read_h5 suggest `recover`, which would add calls the
+# file was never meant to hold). The calls made after it are not recorded; one line on stderr
+# says how many and why.
+def test_the_exit_time_finalize_ends_streaming_and_leaves_no_sidecar(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(_CALLS_AFTER_THE_EXIT_FINALIZE)
+    proc = subprocess.run(
+        [sys.executable, script], cwd=tmp_path, capture_output=True, text=True, timeout=120
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert not list(tmp_path.glob(".x.h5.*")), os.listdir(tmp_path)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")  # no "older than its sidecar", no recover advice
+        assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
+    lines = [line for line in proc.stderr.splitlines() if "exit-time finalize" in line]
+    assert lines == [
+        "scope-profiler: 470 call(s) made after the exit-time finalize are not in x.h5, which it "
+        "wrote (atexit handlers registered before setup() run after it; daemon threads may "
+        "still run): that finalize ends the recording"
+    ], proc.stderr
+    again = run_cli("recover", "x.h5", cwd=tmp_path)
+    assert again.returncode == 1 and "error:" in again.stderr, again.stderr
+    assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
+
+
+#: A program that finalizes (a checkpoint, not the recording's end), records more with
+#: flush_interval, and is killed: its sidecar, newer than the file, is of the same recording.
+_KILLED_AFTER_A_CHECKPOINT = """
+import os, signal, time
+import scope_profiler as sp
+
+sp.ProfileManager.setup(output="x.h5", flush_interval=0.05)
+for _ in range(1000):
+    with sp.profile_region("work"):
+        pass
+sp.ProfileManager.finalize(verbose=False)
+for _ in range(5):
+    with sp.profile_region("late"):
+        pass
+time.sleep(0.5)  # the flush thread streams them meanwhile
+os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+
+def test_recover_adds_the_calls_a_process_streamed_after_writing_its_file(tmp_path):
+    script = tmp_path / "late.py"
+    script.write_text(_KILLED_AFTER_A_CHECKPOINT)
+    assert subprocess.run([sys.executable, script], cwd=tmp_path).returncode == -signal.SIGKILL
+    assert len(list(tmp_path.glob(".x.h5.*.partial"))) == 1
+    with pytest.warns(RuntimeWarning, match="adds them to it when its process wrote both"):
+        assert _region_calls(tmp_path / "x.h5") == {"work": 1000}
+    proc = run_cli("recover", "x.h5", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "recovered 5 call(s)" in proc.stdout and "after the 1000 call(s) it held" in proc.stdout
+    assert _region_calls(tmp_path / "x.h5") == {"work": 1000, "late": 5}
+    assert not list(tmp_path.glob(".x.h5.*.partial"))
+    r = sp.read_h5(str(tmp_path / "x.h5"))
+    ids = sorted([*r["work"][0].call_ids.tolist(), *r["late"][0].call_ids.tolist()])
+    assert ids == list(range(1005)), "the late calls are numbered after the file's"
+
+
+def test_recover_never_replaces_a_file_with_fewer_calls_of_another_recording(tmp_path):
+    complete = tmp_path / "complete.py"
+    complete.write_text(
+        "import scope_profiler as sp\n"
+        "with sp.ProfileManager.session(output='x.h5', verbose=False):\n"
+        "    for _ in range(1000):\n"
+        "        with sp.profile_region('work'):\n"
+        "            pass\n"
+    )
+    subprocess.run([sys.executable, complete], cwd=tmp_path, check=True)
+    killed = tmp_path / "killed.py"  # a later run to the same file, killed after a flush
+    killed.write_text(
+        "import os, signal, time\n"
+        "import scope_profiler as sp\n"
+        "sp.ProfileManager.setup(output='x.h5', flush_interval=0.05)\n"
+        "for _ in range(5):\n"
+        "    with sp.profile_region('other'):\n"
+        "        pass\n"
+        "time.sleep(0.5)\n"
+        "os.kill(os.getpid(), signal.SIGKILL)\n"
+    )
+    assert subprocess.run([sys.executable, killed], cwd=tmp_path).returncode == -9
+    proc = run_cli("recover", "x.h5", cwd=tmp_path)
+    assert proc.returncode == 1
+    # 1000 calls and the session's own
+    assert "holds 1001 call(s) of another recording" in proc.stderr, proc.stderr
+    assert "not replaced by fewer calls than it holds" in proc.stderr
+    with pytest.warns(RuntimeWarning, match="never replaces it by fewer calls"):
+        assert _region_calls(tmp_path / "x.h5") == {"scope_profiler.session": 1, "work": 1000}
+    proc = run_cli("recover", "x.h5", "-o", "other.h5", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert _region_calls(tmp_path / "other.h5") == {"other": 5}

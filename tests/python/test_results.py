@@ -13,7 +13,7 @@ import pyarrow.parquet as pq
 import pytest
 import scope_profiler as sp
 from conftest import COMPAT, REFERENCE
-from helpers import _nested_threaded_run, _record_peeked_generator, run_cli
+from helpers import _nested_threaded_run, _record_peeked_generator, duration_text, run_cli
 from scope_profiler import ProfileManager
 from scope_profiler.results import MPIRegion, ProfilingResults, Region
 
@@ -589,7 +589,7 @@ def test_packed_call_ids_decode_to_the_stored_values():
 
 
 # `ProfilingResults.print_summary` and `scope-profiler summary` print the one report
-# (`cli/src/report.rs::summary_text`).
+# (`formats/src/text_summary.rs::summary_text`).
 def test_print_summary_prints_the_tables_of_the_cli_summary():
     out = io.StringIO()
     sp.read_h5(THREADS).print_summary(stream=out, suppress_notes=True)
@@ -599,6 +599,67 @@ def test_print_summary_prints_the_tables_of_the_cli_summary():
     theirs = cli.stdout.splitlines()
     assert ours[1:] == theirs[1:]  # the same tables; only the title line names the file differently
     assert "rank 0: regions" in ours and "rank 0: threads" in ours
+
+
+def _region_rows(text: str) -> list[list[str]]:
+    """The region rows of rank 0 of a printed summary, split on runs of 2+ spaces."""
+    lines = text.splitlines()
+    start = lines.index("rank 0: regions") + 2
+    rows = []
+    for line in lines[start:]:
+        if not line.startswith("  ") or line.startswith("  note") or line.startswith("  ..."):
+            break
+        rows.append(re.split(r"\s{2,}", line.strip()))
+    return rows
+
+
+def test_print_summary_lists_regions_by_inclusive_time_in_readable_units():
+    r = sp.read_h5(THREADS)
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True)
+    by_total = sorted(r.summary(), key=lambda row: -row["total_duration"])
+    rows = _region_rows(out.getvalue())
+    assert [row[0] for row in rows] == [row["name"] for row in by_total]
+    for row, want in zip(rows, by_total):
+        assert row[1] == str(want["num_calls"])
+        assert row[2] == duration_text(want["total_duration"]), row
+        assert row[4] == duration_text(want["min_duration"]), row
+    assert "0.000" not in out.getvalue()
+
+
+def test_print_summary_sort_and_top():
+    r = sp.read_h5(THREADS)
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True, sort="name", top=2)
+    names = sorted(row["name"] for row in r.summary())
+    rows = _region_rows(out.getvalue())
+    assert [row[0] for row in rows] == names[:2]
+    rest = [row for row in r.summary() if row["name"] in names[2:]]
+    more = next(line for line in out.getvalue().splitlines() if line.startswith("  ... and"))
+    assert more.startswith(
+        f"  ... and {len(rest)} more region(s), {sum(x['num_calls'] for x in rest)} call(s)"
+    )
+    assert more.endswith("top=None lists every one")
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True, sort="calls")
+    calls = [int(row[1]) for row in _region_rows(out.getvalue())]
+    assert calls == sorted(calls, reverse=True)
+    with pytest.raises(ValueError, match="unknown sort key 'speed'"):
+        r.print_summary(stream=io.StringIO(), sort="speed")
+
+
+def test_repr_of_a_run_with_twenty_thousand_regions_stays_small():
+    m = ProfileManager()
+    try:
+        with m.session(deactivate_file_output=True, verbose=False, return_results=True) as s:
+            for k in range(20_000):
+                with m.region(f"module_{k}.function"):
+                    pass
+        html = s.results._repr_html_()
+    finally:
+        m.reset()
+    assert len(html.encode()) < 100_000, len(html)
+    assert "... and 19951 more regions" in html  # 50 of the 20,001 shown
 
 
 # Lane labels come from one function: results, exports and the Parquet lanes table agree.
@@ -696,15 +757,242 @@ def test_print_summary_of_a_selection_says_it_is_filtered(tmp_path):
     r.print_summary(include=["outer"], stream=out, suppress_notes=True)
     lines = out.getvalue().splitlines()
     assert re.fullmatch(
-        r".*mine\.h5 \(1 rank\): 1 region\(s\), 3 call\(s\), 1 rank\(s\), run [0-9.]+ s"
+        r".*mine\.h5 \(1 rank\): 1 region\(s\), 3 call\(s\), 1 rank\(s\), run [0-9.]+ (ns|µs|ms|s)"
         r" \(filtered: include=\['outer'\]\)",
         lines[0],
     ), lines[0]
     assert (
-        "rank 0: threads (calls and region s of the selected regions only, include=['outer'])"
+        "rank 0: threads (calls and region time of the selected regions only, include=['outer'])"
         in lines
     )
     unfiltered = io.StringIO()
     r.print_summary(stream=unfiltered, suppress_notes=True)
     assert "3 region(s), 7 call(s)" in unfiltered.getvalue().splitlines()[0]
     assert "filtered" not in unfiltered.getvalue()
+
+
+# ------------------------------------------------------------------ pickling
+
+
+def _region_values(region) -> dict:
+    """What a Region shows: its columns, exclusive times and statistics."""
+    values = {
+        "start": region.start_times_ns.tolist(),
+        "end": region.end_times_ns.tolist(),
+        "thread_ids": None if region.thread_ids is None else region.thread_ids.tolist(),
+        "task_ids": None if region.task_ids is None else region.task_ids.tolist(),
+        "call_ids": None if region.call_ids is None else region.call_ids.tolist(),
+        "exclusive": region.exclusive_durations_ns.tolist(),
+        "metadata": region.event_metadata,
+        "summary": region.get_summary(),
+        "source": (region.source_file, region.source_lineno),
+    }
+    return values
+
+
+def _results_values(results) -> dict:
+    """What a result set shows: every region's values per rank, tables, metadata, summary."""
+    return {
+        "names": results.region_names,
+        "regions": {
+            name: {rank: _region_values(r) for rank, r in results[name].regions.items()}
+            for name in results.region_names
+        },
+        "threads": {
+            rank: [(t.index, t.name, t.ident, t.start_time, t.cpu_time) for t in rows]
+            for rank, rows in results.threads.items()
+        },
+        "tasks": {
+            rank: [(t.index, t.name, t.kind, t.steps) for t in rows]
+            for rank, rows in results.tasks.items()
+        },
+        "metadata": results.metadata,
+        "summary": results.summary(),
+        "num_ranks": results.num_ranks,
+        "file_path": results.file_path,
+    }
+
+
+@pytest.mark.parametrize("protocol", [2, 3, 4, 5])
+@pytest.mark.parametrize("path", [THREADS, ASYNC, SINGLE, REFERENCE / "pool.h5"])
+def test_results_pickle_round_trip(path, protocol):
+    import pickle
+
+    results = sp.read_h5(path)
+    back = pickle.loads(pickle.dumps(results, protocol=protocol))
+    assert type(back) is ProfilingResults
+    assert _results_values(back) == _results_values(results)
+
+
+def test_pickle_protocol_5_moves_the_columns_out_of_band_without_copies():
+    import pickle
+
+    n = 100_000
+    starts = np.arange(n, dtype=np.int64) * 100
+    results = ProfilingResults(
+        {
+            "outer": mpi("outer", starts, starts + 50, threads=np.arange(n) % 2),
+            "inner": mpi("inner", starts + 10, starts + 20, threads=np.arange(n) % 2),
+        }
+    )
+    buffers = []
+    data = pickle.dumps(results, protocol=5, buffer_callback=buffers.append)
+    assert len(data) < 10_000, len(data)  # the columns are not in it
+    assert sum(b.raw().nbytes for b in buffers) == 6 * 8 * n  # start, end, thread per region
+    # the buffers are the run's own memory (no copy on the way out)
+    memory = {b.raw().obj.__array_interface__["data"][0] for b in buffers}
+    assert results["outer"][0].start_times_ns.__array_interface__["data"][0] in memory
+    raw = [bytearray(b.raw()) for b in buffers]
+    back = pickle.loads(data, buffers=raw)
+    assert _results_values(back) == _results_values(results)
+    # ... nor on the way in: the run's columns are the buffers handed in
+    handed = {np.frombuffer(b, dtype=np.uint8).__array_interface__["data"][0] for b in raw}
+    assert back["outer"][0].start_times_ns.__array_interface__["data"][0] in handed
+    assert not back["outer"][0].start_times_ns.flags.writeable
+
+
+def test_regions_and_lane_slices_pickle_with_their_run():
+    import pickle
+
+    results = sp.read_h5(THREADS)
+    solve = results["solve"][0]
+    thread = solve.threads[-1]
+    one_thread = solve.for_thread(thread)
+    for protocol in (2, 5):
+        back = pickle.loads(pickle.dumps(solve, protocol=protocol))
+        assert _region_values(back) == _region_values(solve)
+        sliced = pickle.loads(pickle.dumps(one_thread, protocol=protocol))
+        assert _region_values(sliced) == _region_values(one_thread)
+        assert sliced.thread_ids.tolist() == [thread] * sliced.num_calls
+        mpi_back = pickle.loads(pickle.dumps(results["solve"], protocol=protocol))
+        assert (
+            mpi_back.name == "solve" and mpi_back.total_duration == results["solve"].total_duration
+        )
+        assert _region_values(mpi_back[0]) == _region_values(solve)
+    # the regions of one run pickled together carry it once
+    two = pickle.dumps([results[n][0] for n in results.region_names], protocol=5)
+    assert len(two) < len(pickle.dumps(solve, protocol=5)) * 1.5
+
+
+def test_a_region_built_from_arrays_pickles_with_its_own_durations():
+    import pickle
+
+    region = Region(
+        np.array([0, 10], dtype=np.int64),
+        np.array([5, 30], dtype=np.int64),
+        event_metadata=[{"a": 1}, {}],
+    )
+    back = pickle.loads(pickle.dumps(region))
+    assert back.exclusive_durations_ns.tolist() == [5, 20]
+    assert _region_values(back) == _region_values(region)
+
+
+def test_summary_only_results_pickle_with_their_statistics():
+    import pickle
+
+    results = sp.read_h5_summary(THREADS)
+    back = pickle.loads(pickle.dumps(results))
+    assert back.summary() == results.summary()
+    assert back["solve"][0].stored_summary == results["solve"][0].stored_summary
+    assert not back["solve"][0].has_event_data and back["solve"][0].num_calls == 26
+    with pytest.raises(sp.EventDataUnavailableError):
+        back["solve"][0].events()
+
+
+def test_hand_built_results_pickle_with_colours_and_rank_order():
+    import pickle
+
+    a = mpi("a", [0, 100], [50, 200], threads=[0, 1])
+    a.color = "red"
+    results = ProfilingResults(
+        {"a": a, "b": mpi("b", [10], [20], threads=[0])}, metadata={"k": "v"}, num_ranks=3
+    )
+    back = pickle.loads(pickle.dumps(results))
+    assert back["a"].color == "red" and back.num_ranks == 3 and back.metadata == {"k": "v"}
+    assert _results_values(back) == _results_values(results)
+
+
+def test_thread_and_task_rows_pickle():
+    import pickle
+
+    results = sp.read_h5(ASYNC)
+    for rows in (results.threads[0], results.tasks[0]):
+        for row in rows:
+            back = pickle.loads(pickle.dumps(row))
+            assert type(back) is type(row) and repr(back) == repr(row)
+
+
+def test_deepcopy_of_results_is_equal_and_independent():
+    import copy
+
+    results = sp.read_h5(ASYNC)
+    twin = copy.deepcopy(results)
+    assert twin is not results and _results_values(twin) == _results_values(results)
+    assert (
+        twin["crawl"][0].start_times_ns.ctypes.data
+        != results["crawl"][0].start_times_ns.ctypes.data
+    )
+    region = results[results.region_names[0]][0]
+    assert _region_values(copy.deepcopy(region)) == _region_values(region)
+    assert repr(copy.deepcopy(results.threads[0][0])) == repr(results.threads[0][0])
+
+
+def _read_in_worker(path: str):
+    return sp.read_h5(path)
+
+
+def test_results_come_back_from_a_process_pool():
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(2) as pool:
+        got = pool.map(_read_in_worker, [str(THREADS), str(ASYNC)])
+    for path, back in zip((THREADS, ASYNC), got):
+        assert _results_values(back) == _results_values(sp.read_h5(path))
+
+
+def test_results_of_finalize_pickle(tmp_path):
+    import pickle
+    import threading
+
+    from scope_profiler import ProfileManager
+
+    ProfileManager._reset()
+    try:
+        sp.setup(file_path=str(tmp_path / "f.h5"), track_threads=True)
+
+        def work():
+            for _ in range(3):
+                with sp.region("outer"), sp.region("inner"):
+                    pass
+
+        threads = [threading.Thread(target=work) for _ in range(2)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+        with sp.metadata(v=float("inf")), sp.region("tagged"):
+            pass
+        results = sp.finalize(verbose=False, return_results=True)
+    finally:
+        ProfileManager._reset()
+    back = pickle.loads(pickle.dumps(results, protocol=5))
+    assert _results_values(back) == _results_values(results)
+    assert back["outer"][0].num_calls == 6 and back["tagged"][0].event_metadata == (
+        {"v": float("inf")},
+    )
+
+
+def test_summary_only_reads_print_the_stored_statistics_and_say_what_needs_the_calls(capsys):
+    # the values the reference reports for this file (threads.expected.json)
+    expected = json.loads((REFERENCE / "threads.expected.json").read_text())["regions"]
+    results = sp.read_h5_summary(THREADS)
+    results.print_summary()
+    text = capsys.readouterr().out
+    row = next(line for line in text.splitlines() if line.strip().startswith("solve "))
+    solve = expected["solve"]["0"]
+    assert row.split()[1] == str(solve["num_calls"]) == "26", text
+    assert f"{solve['total_duration'] * 1e3:.3g} ms" in row, (row, solve["total_duration"])
+    assert "not in a summary-only read" in text, text
+    with pytest.warns(RuntimeWarning, match="not in a summary-only read"):
+        rows = results.thread_summary()
+    assert [r["num_calls"] for r in rows] == [0] * len(rows)  # as 0.7.5 gives, with the warning

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import math
+import re
 import subprocess
 import sys
 
@@ -162,10 +163,15 @@ def test_speedscope_document_matches_reference(tmp_path):
             assert proc.returncode == 0, proc.stderr
         ours = json.loads(our_out.read_text())
         ref = json.loads(ref_out.read_text())
-        # Documented differences of formats::speedscope: exporter name, profile order (main
+        # Documented differences of formats::speedscope: exporter version, profile order (main
         # thread first), frames with file/line, activeProfileIndex on the main thread. The
         # profiles themselves (names, times, events by frame name) must be identical.
         assert ours["$schema"] == ref["$schema"] and ours["name"] == ref["name"]
+        # tools match the exporter on its scope-profiler@ prefix
+        assert ref["exporter"] == "scope-profiler@0.7.5"
+        assert re.fullmatch(r"scope-profiler@\d+\.\d+\.\d+\+rust", ours["exporter"]), ours[
+            "exporter"
+        ]
         assert sorted(f["name"] for f in ours["shared"]["frames"]) == sorted(
             f["name"] for f in ref["shared"]["frames"]
         )

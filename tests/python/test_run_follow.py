@@ -2,7 +2,7 @@
 (`multiprocessing` under every start method, `concurrent.futures.ProcessPoolExecutor`,
 `subprocess` running Python) are profiled too, each into its own file, and merged into one
 result at the end, one rank block per process; `--no-follow` turns it off. Exit codes as
-Python's. (`scope_profiler._follow`, `cli/src/processes.rs`, docs/processes.md)"""
+Python's. (`scope_profiler._follow`, `finalize/src/followed.rs`, docs/processes.md)"""
 
 from __future__ import annotations
 
@@ -117,11 +117,11 @@ def test_every_kind_of_child_process_is_one_rank_block_with_its_own_calls(tmp_pa
     )
     # the summary names each rank's process
     assert f"rank 4 ({processes[4]}): regions" in proc.stdout
-    # the private directory is gone; the speedscope file has every process
+    # the private directory is gone; the flame graph is beside the profile
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "family.py",
+        "run.flamegraph.svg",
         "run.h5",
-        "run.speedscope.json",
     ]
 
 
@@ -138,8 +138,8 @@ def test_no_follow_records_only_the_scripts_own_process(tmp_path):
     # no child wrote anything anywhere (no private directory was made)
     assert sorted(p.name for p in tmp_path.iterdir()) == [
         "family.py",
+        "run.flamegraph.svg",
         "run.h5",
-        "run.speedscope.json",
     ]
 
 
@@ -157,9 +157,9 @@ def test_a_script_without_children_is_recorded_as_before(tmp_path):
     assert (r.num_ranks, counts(r, 0)) == (1, {SESSION: 1, "a": 1})
     assert "processes" not in r.metadata  # no merge
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "alone.flamegraph.svg",
         "alone.h5",
         "alone.py",
-        "alone.speedscope.json",
     ]
 
 
@@ -216,9 +216,9 @@ def test_a_killed_child_is_a_warning_and_the_others_are_kept(
     assert [counts(r, rank) for rank in range(2)] == [{SESSION: 1}, {SESSION: 1, "survivor": 3}]
     assert survivor_label in r.metadata["processes"][1]
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "killed.flamegraph.svg",
         "killed.h5",
         "killed.py",
-        "killed.speedscope.json",
     ]
 
 
@@ -259,9 +259,9 @@ def test_a_killed_child_streaming_keeps_its_calls_up_to_its_last_flush(tmp_path)
     assert re.fullmatch(r"pid \d+ \(child of \d+\): multiprocessing .+", r.metadata["processes"][1])
     assert counts(r, 1) == {"victim.step": 4}  # the session root was still open: not flushed
     assert sorted(p.name for p in tmp_path.iterdir()) == [
+        "streamed.flamegraph.svg",
         "streamed.h5",
         "streamed.py",
-        "streamed.speedscope.json",
     ]
 
 

@@ -164,8 +164,19 @@ def test_run_dash_m_runs_a_module_with_its_own_arguments(tmp_path):
 
 # `scope-profiler run` of a threaded script without --track-threads returns the script's own
 # code, as docs/cli.md says, when the profile was written and only the speedscope file
-# (whose interleaved calls cannot be drawn) could not be.
-def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_drawn(tmp_path):
+# asked for, or the flame graph written by default (whose interleaved calls cannot be drawn),
+# could not be.
+@pytest.mark.parametrize(
+    ("options", "what", "beside"),
+    [
+        (("--speedscope",), "no speedscope file", "untracked.speedscope.json"),
+        ((), "no flame graph", "untracked.flamegraph.svg"),
+    ],
+    ids=["speedscope", "flame-graph"],
+)
+def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_drawn(
+    tmp_path, options, what, beside
+):
     script = _script(
         tmp_path,
         """
@@ -194,12 +205,35 @@ def test_run_returns_the_scripts_code_when_only_the_speedscope_file_cannot_be_dr
         """,
     )
     out = tmp_path / "untracked.h5"
-    proc = run_cli("run", "-o", out, script, cwd=tmp_path)
+    proc = run_cli("run", *options, "-o", out, script, cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    assert "warning:" in proc.stderr and "no speedscope file" in proc.stderr, proc.stderr
+    assert "warning:" in proc.stderr and what in proc.stderr, proc.stderr
     assert "record with --track-threads" in proc.stderr
     assert _calls(out)["work"] == 2
-    assert not (tmp_path / "untracked.speedscope.json").exists()
+    assert not (tmp_path / beside).exists()
+
+
+def test_a_speedscope_file_that_cannot_be_written_gets_no_recording_hint(tmp_path):
+    """A write failure (here the file's name is taken by a directory; a full disk alike) is
+    reported as it is: recording with --track-threads would not help it."""
+    script = _script(
+        tmp_path,
+        """
+        from scope_profiler import ProfileManager
+
+        with ProfileManager.profile_region("outer"):
+            with ProfileManager.profile_region("inner"):
+                pass
+        """,
+    )
+    (tmp_path / "nested.speedscope.json").mkdir()
+    proc = run_cli("run", "--speedscope", "-o", tmp_path / "nested.h5", script, cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "warning:" in proc.stderr and "no speedscope file" in proc.stderr, proc.stderr
+    assert "nested.speedscope.json" in proc.stderr, proc.stderr
+    assert "--track-threads" not in proc.stderr, proc.stderr
+    calls = _calls(tmp_path / "nested.h5")
+    assert (calls["outer"], calls["inner"]) == (1, 1)
 
 
 # The `scope-profiler` console script finds `run -m mymod` with mymod.py in the working

@@ -3,7 +3,13 @@ region holds, async generators left early, a selection that matches nothing."""
 
 from __future__ import annotations
 
-from helpers import run_traced
+import os
+import pstats
+import subprocess
+import sys
+
+from helpers import run_cli, run_traced
+from scope_profiler import read_h5
 
 # An async generator left by `break` is closed by asyncio (aclose) in a task of its own. Its
 # call closes on the lane it was entered on, when the generator finishes: ~at the break, not
@@ -65,3 +71,98 @@ def test_an_include_matching_nothing_warns(tmp_path):
     ), proc.stderr
     results, proc = run_traced(tmp_path, "def f():\n    pass\n\nf()\n", "--include", "__main__.f")
     assert results["__main__.f"][0].num_calls == 1 and "recorded no call" not in proc.stderr
+
+
+def _cprofile_calls(tmp_path, *module_args: str) -> dict[tuple[str, str], int]:
+    """Calls of each (file, function) under ``python -m cProfile -m MODULE ARGS`` (the
+    independent count)."""
+    stats_file = tmp_path / "cprofile.out"
+    proc = subprocess.run(
+        [sys.executable, "-m", "cProfile", "-o", str(stats_file), "-m", *module_args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert proc.returncode == 0, proc.stderr
+    return {(k[0], k[2]): v[1] for k, v in pstats.Stats(str(stats_file)).stats.items()}
+
+
+# `run --recursive -m pip`: pip is installed in the venv's site-packages, but it is the
+# program run, so its modules are the user's code: traced by default, with the calls
+# cProfile counts.
+def test_the_package_run_with_dash_m_is_the_users_code_wherever_installed(tmp_path):
+    import pip._internal.cli.main as pip_main
+    import pip._internal.cli.main_parser as pip_parser
+
+    expected = _cprofile_calls(tmp_path, "pip", "--version")
+    out = tmp_path / "run.h5"
+    proc = run_cli(
+        "run", "--recursive", "-q", "--no-speedscope", "-o", out, "-m", "pip", "--version"
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.startswith("pip "), proc.stdout
+    run = read_h5(str(out))
+    for module, name in ((pip_main, "main"), (pip_parser, "parse_command")):
+        region = f"{module.__name__}.{name}"
+        want = expected[(module.__file__, name)]
+        assert want >= 1 and run[region][0].num_calls == want, (region, want)
+    assert run["__main__.<module>"][0].num_calls == 1  # pip/__main__.py
+    # other installed packages and the standard library stay out
+    assert not any(n.startswith(("os.", "optparse.", "logging.")) for n in run.region_names)
+
+
+# `--include` selects what it names, wherever it is installed (not only among the user's
+# code): `-m pip` traced through one of its modules only.
+def test_an_include_selects_an_installed_package(tmp_path):
+    import pip._internal.cli.main_parser as pip_parser
+
+    expected = _cprofile_calls(tmp_path, "pip", "--version")
+    out = tmp_path / "run.h5"
+    proc = run_cli(
+        "run", "--include", "pip._internal.cli.main_parser.*", "-q", "--no-speedscope",
+        "-o", out, "-m", "pip", "--version",
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = read_h5(str(out))
+    # ("pip": the root region named after the module)
+    traced = {n for n in run.region_names if n.startswith(("pip.", "__main__."))}
+    assert traced and all(n.startswith("pip._internal.cli.main_parser.") for n in traced), traced
+    want = expected[(pip_parser.__file__, "parse_command")]
+    assert run["pip._internal.cli.main_parser.parse_command"][0].num_calls == want
+
+
+# A `sitecustomize` run at every interpreter's start (Debian's Python ships one beside its
+# standard library; `run` puts its own start-up file first for the processes it follows) is
+# not the user's code: a spawn pool's workers record the task, not `sitecustomize.*`.
+SPAWN_POOL = """
+import multiprocessing as mp
+
+def task(x):
+    return x * x
+
+if __name__ == "__main__":
+    with mp.get_context("spawn").Pool(2) as pool:
+        assert sum(pool.map(task, range(8), chunksize=1)) == 140
+"""
+
+
+def test_start_up_code_of_followed_processes_is_not_traced(tmp_path):
+    site_dir = tmp_path / "site"
+    site_dir.mkdir()
+    (site_dir / "sitecustomize.py").write_text(
+        "def _configure():\n    return None\n\n_configure()\n"
+    )
+    script = tmp_path / "app.py"
+    script.write_text(SPAWN_POOL)
+    out = tmp_path / "run.h5"
+    env = dict(os.environ, PYTHONPATH=str(site_dir))
+    proc = subprocess.run(
+        [sys.executable, "-m", "scope_profiler", "run", "--recursive", "-q", "--no-speedscope",
+         "-o", str(out), str(script)],
+        capture_output=True, text=True, timeout=300, env=env,
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr
+    run = read_h5(str(out))
+    assert not [n for n in run.region_names if n.startswith("sitecustomize")], run.region_names
+    task = run["__main__.task"]
+    assert sum(task[rank].num_calls for rank in task.ranks) == 8  # across the workers

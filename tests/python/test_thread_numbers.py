@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import io
+import re
 import subprocess
 import sys
 import threading
@@ -176,7 +177,8 @@ def test_every_summary_shows_await_and_held(manager):
     out = io.StringIO()
     r.print_summary(stream=out)
     text = out.getvalue()
-    assert "await s" in text and "held s" in text
+    header = text.splitlines()[text.splitlines().index("rank 0: regions") + 1].split()
+    assert header[-3:] == ["exclusive", "await", "held"], header
     assert "rank 0: tasks" in text and "Task-" in text
     html = r._repr_html_()
     assert "await_duration" in html and "held_duration" in html and "held_time" in html
@@ -192,7 +194,8 @@ def test_runs_without_await_column_show_no_held_column(manager):
     assert "await_duration" not in r.summary()[0]
     out = io.StringIO()
     r.print_summary(stream=out)
-    assert "held s" not in out.getvalue()
+    lines = out.getvalue().splitlines()
+    assert lines[lines.index("rank 0: regions") + 1].split()[-1] == "exclusive"
     assert r.task_summary() == []
 
 
@@ -332,7 +335,8 @@ def test_cli_says_track_async_for_tasks_recorded_with_threads_only(tmp_path):
     assert done.returncode == 0, done.stderr
     assert "--track-async" not in done.stdout + done.stderr
     # the held/await columns are there instead
-    assert "await s" in done.stdout
+    lines = done.stdout.splitlines()
+    assert lines[lines.index("rank 0: regions") + 1].split()[-2:] == ["await", "held"]
 
 
 NESTED_LOOKING = """
@@ -379,6 +383,112 @@ def test_cli_notes_an_event_loop_run_without_track_async(tmp_path, flags):
     done = subprocess.run([*base, str(plain)], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
     assert "--track-async" not in done.stdout + done.stderr
+
+
+CROSSING = """
+import asyncio
+from scope_profiler import ProfileManager
+
+region = ProfileManager.profile_region
+
+async def work(i):
+    await asyncio.sleep(0.002 * i)
+    with region(f"work{i}"):  # started in turn, ended together: the calls cross on one thread
+        await asyncio.sleep(0.02)
+
+async def main():
+    await asyncio.gather(*(work(i) for i in range(4)))
+
+asyncio.run(main())
+"""
+
+
+def test_cli_says_to_use_track_async_once(tmp_path):
+    """An event loop's calls that cross on their thread without --track-async: the summary
+    lists them and says once to record with --track-async; run adds no note of its own."""
+    script = tmp_path / "crossing.py"
+    script.write_text(CROSSING)
+    cmd = [
+        sys.executable,
+        "-m",
+        "scope_profiler",
+        "run",
+        "--track-threads",
+        "-o",
+        str(tmp_path / "p.h5"),
+        str(script),
+    ]
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    said = done.stdout + done.stderr
+    assert "were set aside" in done.stdout, said
+    assert said.count("--track-async") == 1, said
+    assert "imported asyncio" not in done.stderr, said
+
+
+def _many_tasks(manager, n):
+    async def fetch(i):
+        with manager.region("fetch"):
+            await asyncio.sleep(0.0001 * (i % 7))
+
+    async def main():
+        await asyncio.gather(*(fetch(i) for i in range(n)))
+
+    with _session(manager, track_async=True) as s:
+        asyncio.run(main())
+    return s.results
+
+
+def _task_lines(text):
+    lines = text.splitlines()
+    start = lines.index("rank 0: tasks") + 2
+    return [line for line in lines[start:] if line.startswith("  ")]
+
+
+def test_task_rows_are_capped_at_the_busiest_twenty_unless_all_tasks(manager):
+    r = _many_tasks(manager, 30)
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True)
+    rows = _task_lines(out.getvalue())
+    tasks = r.task_summary()
+    assert len(tasks) >= 30
+    assert len(rows) == 21, out.getvalue()
+    held = {t["index"]: t["held_time"] for t in tasks}
+    shown = [int(line.split()[0]) for line in rows[:20]]
+    assert sorted(held.values(), reverse=True)[:20] == [held[i] for i in shown]
+    assert rows[20].startswith(f"  ... and {len(tasks) - 20} more tasks, ")
+    assert rows[20].endswith("all_tasks=True lists every one")
+    out = io.StringIO()
+    r.print_summary(stream=out, suppress_notes=True, all_tasks=True)
+    assert len(_task_lines(out.getvalue())) == len(tasks)
+
+
+def test_notebook_repr_of_many_tasks_shows_the_busiest_and_counts_the_rest(manager):
+    r = _many_tasks(manager, 300)
+    html = r._repr_html_()
+    assert len(html.encode()) < 100_000
+    n = len(r.task_summary())
+    assert f"... and {n - 50} more tasks (the busiest shown)" in html
+
+
+def test_summary_reprs_round_their_floats_and_values_stay_exact(manager):
+    import polars as pl
+
+    r = _many_tasks(manager, 3)
+    rows = r.thread_summary()
+    text = repr(rows)
+    floats = re.findall(r"(?<![\w.])-?\d+\.\d+(?:e-?\d+)?", text)
+    assert floats, text
+    for f in floats:
+        assert len(f.lstrip("-").replace(".", "").lstrip("0")) <= 3 or f.endswith(".0"), (f, text)
+    frame = pl.DataFrame(r.thread_summary_frame()).to_dicts()
+    assert [row["wall_time"] for row in rows] == [f["wall_time"] for f in frame]
+    assert rows[0] == dict(rows[0]) and isinstance(rows[0]["wall_time"], float)
+    tasks = repr(r.task_summary())
+    assert all(
+        len(f.lstrip("-").replace(".", "").lstrip("0")) <= 3 or f.endswith(".0")
+        for f in re.findall(r"(?<![\w.])-?\d+\.\d+", tasks)
+    ), tasks
 
 
 # -- session() and setup() alike -----------------------------------------------------------
@@ -471,10 +581,9 @@ def test_thread_summary_without_track_threads_says_why(manager, tmp_path):
     assert "--track-threads" in notes[0]
 
 
-def test_threads_frame_names_both_cpu_figures(manager, tmp_path):
-    """threads_frame()'s cpu_time (whole life, ThreadInfo's, the reference's) and
-    thread_summary()'s cpu_time (during the run) share a name: the frame also carries both
-    under thread_summary's unambiguous names."""
+def test_cpu_time_is_the_runs_everywhere_and_cpu_time_total_the_whole_life(manager, tmp_path):
+    """cpu_time is the CPU burned during the run in threads_frame(), ThreadInfo and
+    thread_summary(); cpu_time_total the thread's whole life in each."""
     import polars as pl
 
     def body():
@@ -486,6 +595,10 @@ def test_threads_frame_names_both_cpu_figures(manager, tmp_path):
     summary = r.thread_summary()
     assert len(frame) == len(summary)
     for f, t in zip(frame, summary):
-        assert f["cpu_time_total"] == f["cpu_time"] == pytest.approx(t["cpu_time_total"], abs=1e-12)
-        assert f["cpu_time_run"] == pytest.approx(t["cpu_time"], abs=1e-12)
-        assert f["cpu_time_run"] < f["cpu_time_total"]
+        assert f["cpu_time_total"] == pytest.approx(t["cpu_time_total"], abs=1e-12)
+        assert f["cpu_time"] == pytest.approx(t["cpu_time"], abs=1e-12)
+        assert f["cpu_time"] < f["cpu_time_total"]
+    infos = r.threads[0]
+    assert [i.cpu_time for i in infos] == [f["cpu_time"] for f in frame]
+    assert [i.cpu_time_total for i in infos] == [f["cpu_time_total"] for f in frame]
+    assert "cpu_time_run" not in frame[0]

@@ -260,3 +260,167 @@ def test_a_recursion_100000_deep_is_traced_without_overflowing_the_stack(tmp_pat
     assert run["__main__.down"][0].num_calls == 100_001 + 30_001
     assert run["__main__.deep_generator"][0].num_calls == 40_001
     assert run["__main__.numbers"][0].num_calls == 1
+
+
+# ---------------------------------------------------------------- 3.12+: sys.monitoring
+# The tracer takes an unnamed sys.monitoring tool id (3, then 4), so cProfile (PROFILER_ID,
+# 2), coverage.py (COVERAGE_ID, 1) and debuggers start beside it; starting it arms again only
+# its own locations, never those another tool disabled.
+only_monitoring = pytest.mark.skipif(sys.version_info < (3, 12), reason="sys.monitoring is 3.12+")
+
+# the script prints what cProfile saw of work(): (calls, (file, line, name) found)
+CPROFILE_INSIDE_REPORTED = (
+    CPROFILE_INSIDE
+    + """
+import pstats
+seen = {k[2]: v[1] for k, v in pstats.Stats(pr).stats.items()}
+print("cProfile saw work", seen.get("work"), "after", seen.get("after"))
+"""
+)
+
+
+@only_monitoring
+def test_monitoring_traces_beside_a_cprofile_the_script_starts(tmp_path):
+    run, proc = run_traced(tmp_path, CPROFILE_INSIDE_REPORTED)
+    assert "Another profiling tool" not in proc.stderr, proc.stderr
+    assert "cProfile saw work 1 after 1" in proc.stdout, proc.stdout
+    assert run["__main__.before"][0].num_calls == 1
+    assert run["__main__.after"][0].num_calls == 2  # under cProfile and after it
+    assert run["__main__.work"][0].num_calls == 3
+
+
+def _fib(n):
+    return n if n < 2 else _fib(n - 1) + _fib(n - 2)
+
+
+@only_monitoring
+def test_a_recursive_decorated_call_beside_a_running_cprofile(tmp_path):
+    ProfileManager.setup(file_path=str(tmp_path / "r.h5"), replace=True)
+
+    @ProfileManager.profile("solve", recursive=True)
+    def solve():
+        return _fib(5)
+
+    pr = cProfile.Profile()
+    pr.enable()
+    try:
+        assert solve() == 5
+        _fib(3)
+    finally:
+        pr.disable()
+    results = ProfileManager._finalize(verbose=False, return_results=True, close_open=True)
+    assert results["test_tracer_hooks._fib"][0].num_calls == 15  # fib(5), by us
+    seen = {k[2]: v[1] for k, v in pstats.Stats(pr).stats.items()}
+    assert seen["_fib"] == 15 + 5  # cProfile saw both
+
+
+def test_cprofile_starts_after_a_recursive_decorated_call(tmp_path):
+    ProfileManager.setup(file_path=str(tmp_path / "r.h5"), replace=True)
+
+    @ProfileManager.profile("solve", recursive=True)
+    def solve():
+        return _fib(4)
+
+    try:
+        assert solve() == 3  # the per-call tracer now monitors until the recording ends
+        pr = cProfile.Profile()
+        pr.enable()  # ValueError when the tracer held PROFILER_ID
+        _fib(3)
+        pr.disable()
+        assert solve() == 3
+    finally:
+        results = ProfileManager._finalize(verbose=False, return_results=True, close_open=True)
+    assert results["test_tracer_hooks._fib"][0].num_calls == 2 * 9
+    assert {k[2]: v[1] for k, v in pstats.Stats(pr).stats.items()}["_fib"] == 5
+
+
+def _counted():
+    return 1
+
+
+class _OtherTool:
+    """A tool at ``tool_id`` (COVERAGE_ID by default) counting the starts of ``_counted``;
+    with ``disable``, it answers DISABLE there, as coverage.py does for a line it has seen."""
+
+    def __init__(self, disable: bool, tool_id: int = 1) -> None:
+        self.calls, self.disable, self.id = 0, disable, tool_id
+        mon = sys.monitoring
+        mon.use_tool_id(tool_id, "other")
+        mon.register_callback(tool_id, mon.events.PY_START, self.on_start)
+        mon.set_events(tool_id, mon.events.PY_START)
+
+    def on_start(self, code, offset):
+        if code is _counted.__code__:
+            self.calls += 1
+            return sys.monitoring.DISABLE if self.disable else None
+        return None
+
+    def close(self) -> None:
+        sys.monitoring.set_events(self.id, 0)
+        sys.monitoring.register_callback(self.id, sys.monitoring.events.PY_START, None)
+        sys.monitoring.free_tool_id(self.id)
+
+
+def _traced_session():
+    return ProfileManager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, recursive_profile=True
+    )
+
+
+@only_monitoring
+def test_a_tool_at_coverage_id_keeps_working_beside_tracing():
+    other = _OtherTool(disable=False)
+    try:
+        with _traced_session() as s:
+            assert sys.monitoring.get_tool(3) == "scope_profiler"
+            for _ in range(3):
+                _counted()
+        _counted()
+    finally:
+        other.close()
+        ProfileManager.reset()
+    assert other.calls == 4
+    assert s.results["test_tracer_hooks._counted"][0].num_calls == 3
+
+
+@only_monitoring
+def test_starting_the_tracer_leaves_another_tools_disabled_locations_disabled():
+    other = _OtherTool(disable=True)
+    try:
+        _counted()
+        _counted()
+        assert other.calls == 1  # disabled at its first start
+        for recording in range(2):  # the second start arms its own locations again
+            with _traced_session() as s:
+                _counted()
+                _counted()
+            assert s.results["test_tracer_hooks._counted"][0].num_calls == 2, recording
+    finally:
+        other.close()
+        ProfileManager.reset()
+    assert other.calls == 1  # sys.monitoring.restart_events() would have made it 2, then 3
+
+
+@only_monitoring
+def test_monitoring_tool_id_falls_back_with_a_warning_and_fails_when_none_is_free():
+    mon = sys.monitoring
+    held = []
+    try:
+        for tool in (3, 4):
+            mon.use_tool_id(tool, f"held{tool}")
+            held.append(tool)
+        with pytest.warns(RuntimeWarning, match=r"took sys.monitoring tool id 5 \(OPTIMIZER_ID\)"):
+            with _traced_session() as s:
+                assert mon.get_tool(5) == "scope_profiler"
+                _counted()
+        assert s.results["test_tracer_hooks._counted"][0].num_calls == 1
+        assert mon.get_tool(5) is None  # freed at the end
+        for tool in (0, 1, 2, 5):
+            mon.use_tool_id(tool, f"held{tool}")
+            held.append(tool)
+        with pytest.raises(RuntimeError, match="needs a free sys.monitoring tool id, and all six"):
+            ProfileManager.setup(recursive_profile=True, deactivate_file_output=True, replace=True)
+    finally:
+        ProfileManager.reset()
+        for tool in held:
+            mon.free_tool_id(tool)

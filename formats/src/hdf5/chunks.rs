@@ -437,9 +437,108 @@ pub(crate) fn encode_i64_chunks(src: &dyn ColumnSource, chunk: usize, level: u8,
     })
 }
 
+/// Values per chunk of a column blob ([`encode_column`]): 512 KiB of `i64`, one chunk of
+/// the HDF5 writer's event columns.
+const BLOB_CHUNK: usize = 65_536;
+
+/// A column held whole, as a [`ColumnSource`].
+struct Slice<'a>(&'a [i64]);
+
+impl ColumnSource for Slice<'_> {
+    fn len(&self) -> usize {
+        self.0.len()
+    }
+    fn fill(&self, at: usize, out: &mut [i64]) {
+        out.copy_from_slice(&self.0[at..at + out.len()]);
+    }
+}
+
+/// `values` as one self-contained blob, compressed as the HDF5 writer stores its event
+/// columns: chunks of up to [`BLOB_CHUNK`] values (a shorter column is one chunk of its
+/// length), each byte-shuffled and deflated plane by plane at level 1 (in parallel).
+/// Layout (little-endian): chunk length `u32`, then per chunk its byte length `u32` and
+/// its zlib stream. [`decode_column`] reads it back.
+pub fn encode_column(values: &[i64]) -> Vec<u8> {
+    let chunk = values.len().clamp(1, BLOB_CHUNK);
+    let chunks = encode_i64_chunks(&Slice(values), chunk, 1, &Workers::default());
+    let mut out = Vec::with_capacity(4 + chunks.iter().map(|c| c.len() + 4).sum::<usize>());
+    out.extend_from_slice(&(chunk as u32).to_le_bytes());
+    for c in &chunks {
+        out.extend_from_slice(&(c.len() as u32).to_le_bytes());
+        out.extend_from_slice(c);
+    }
+    out
+}
+
+/// The `n` values of a blob [`encode_column`] made.
+///
+/// Errors: the blob is truncated or damaged (a chunk that does not inflate to its size, a
+/// length past the end, bytes after the last chunk); the message says which.
+pub fn decode_column(blob: &[u8], n: usize) -> Result<Vec<i64>, String> {
+    let word = |at: usize| -> Result<usize, String> {
+        let b = blob.get(at..at + 4).ok_or("the column is truncated")?;
+        Ok(u32::from_le_bytes([b[0], b[1], b[2], b[3]]) as usize)
+    };
+    let chunk = word(0)?;
+    if chunk == 0 || chunk > BLOB_CHUNK {
+        return Err(format!("the column claims chunks of {chunk} values"));
+    }
+    let mut out = Vec::with_capacity(n.min(blob.len().saturating_mul(64)));
+    let (mut at, mut bytes) = (4, vec![0u8; chunk * 8]);
+    let mut z = flate2::Decompress::new(true);
+    while out.len() < n {
+        let len = word(at)?;
+        let stream = blob.get(at + 4..at + 4 + len).ok_or("the column is truncated")?;
+        z.reset(true);
+        match z.decompress(stream, &mut bytes, flate2::FlushDecompress::Finish) {
+            Ok(flate2::Status::StreamEnd) if z.total_out() as usize == bytes.len() => {}
+            _ => return Err(format!("chunk {} of the column is damaged", out.len() / chunk)),
+        }
+        let take = chunk.min(n - out.len());
+        out.extend((0..take).map(|i| {
+            let mut v = [0u8; 8];
+            for (j, b) in v.iter_mut().enumerate() {
+                *b = bytes[j * chunk + i];
+            }
+            i64::from_le_bytes(v)
+        }));
+        at += 4 + len;
+    }
+    if at != blob.len() {
+        return Err("the column has bytes after its last chunk".into());
+    }
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_column_blob_decodes_to_its_values() {
+        let mut x = 1u64;
+        for n in [0usize, 1, 5, 16, 1000, BLOB_CHUNK, BLOB_CHUNK + 3, 3 * BLOB_CHUNK + 100] {
+            let values: Vec<i64> = (0..n)
+                .map(|i| {
+                    x = x.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                    (i as i64) * 1000 + (x >> 54) as i64 - 500
+                })
+                .collect();
+            let blob = encode_column(&values);
+            assert_eq!(decode_column(&blob, n).unwrap(), values, "{n} values");
+            if n > 0 {
+                assert!(decode_column(&blob[..blob.len() - 1], n).is_err());
+                let mut bad = blob.clone();
+                let mid = bad.len() / 2;
+                bad[mid] ^= 0x55;
+                assert_ne!(decode_column(&bad, n).ok(), Some(values.clone()), "{n}: damage is noticed");
+            }
+        }
+        assert!(decode_column(&[0, 0, 0, 0], 1).is_err());
+        // sorted timestamps' steps: about a byte per value
+        let steps: Vec<i64> = (0..100_000).map(|i| 1500 + (i * 7919) % 97).collect();
+        assert!(encode_column(&steps).len() < 150_000, "{}", encode_column(&steps).len());
+    }
 
     /// A column held whole.
     struct Values(Vec<i64>);

@@ -2,7 +2,7 @@
 //! region index, and the thread and task tables.
 use arrow_array::Int64Array;
 use hdf5::Group;
-use scope_profiler_analysis::{IdColumn, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{call_metadata, IdColumn, RegionCalls, Run, TaskRow, ThreadRow};
 
 use super::read::Prefetched;
 use super::typed::*;
@@ -80,7 +80,7 @@ pub(crate) fn read_columnar(file: &hdf5::File, ctx: &Ctx, run: &mut Run, prefetc
     let mut ev = EventColumns::read(&mut EventReader { events: &events, ctx, prefetched }, &ix)?;
     unique_names(&names, ctx)?;
     for r in 0..ix.region_ids.len() {
-        run.regions.push(region_row(&ix, &mut ev, r, names.len(), ctx)?);
+        run.regions.push(region_row(&ix, &mut ev, r, &names, ctx)?);
     }
     unique_rows(&run.regions, &names, ctx)?;
     run.region_names = names;
@@ -313,9 +313,9 @@ impl EventColumns {
 }
 
 /// Region row `r`: its index values and its slices of the event columns (its packed id
-/// rows are moved out of `ev`). `n_names`: size of the region table.
-fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, n_names: usize, ctx: &Ctx) -> R<RegionCalls> {
-    let rid = ix.region_ids[r];
+/// rows are moved out of `ev`). `names`: the region table.
+fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, names: &[String], ctx: &Ctx) -> R<RegionCalls> {
+    let (rid, n_names) = (ix.region_ids[r], names.len());
     if rid < 0 || rid as usize >= n_names {
         return Err(ctx.corrupt(format!(
             "refers to region id {rid} but its region table holds {n_names} names. The file is damaged."
@@ -344,10 +344,10 @@ fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, n_names: usize,
         source_line: Some(ix.source_lines[r]).filter(|&l| l >= 0),
         source_text: Some(ix.source_texts[r].clone()).filter(|s| !s.is_empty()),
         tags: row_tags(&ix.tags[r], r, ctx)?,
-        event_metadata: match &ix.event_metadata {
-            Some(m) => row_metadata(&m[r], r, n, ctx)?,
-            None => None,
-        },
+        event_metadata: ix.event_metadata.as_ref().and_then(|m| {
+            let row = MetadataRow { r, name: &names[rid as usize], rank, calls: n };
+            row_metadata(&m[r], &row, ctx)
+        }),
         exclusive_total_ns: ix.totals.as_ref().map(|t| t[r]).filter(|&t| t >= 0),
         stored: None,
     })
@@ -363,25 +363,35 @@ pub(crate) fn row_tags(tags_json: &str, r: usize, ctx: &Ctx) -> R<Vec<String>> {
     })
 }
 
-/// Index row `r`'s per-call metadata JSON (`n` calls), `None` when it is empty (blank, `[]`,
-/// `{}`, `null` or `""`). Errors (`Corrupt`, naming the file, the dataset and the row) unless
-/// it is a JSON list of `n` objects, one per call, as the reference writes it.
-fn row_metadata(m: &str, r: usize, n: usize, ctx: &Ctx) -> R<Option<String>> {
-    let s = m.trim();
-    if s.is_empty() || s == "[]" || s == "{}" || s == "null" || s == "\"\"" {
-        return Ok(None);
+/// Which index row a per-call metadata text belongs to.
+struct MetadataRow<'a> {
+    r: usize,
+    name: &'a str,
+    rank: u32,
+    calls: usize,
+}
+
+/// Index row `r`'s per-call metadata text, `None` when it is empty (blank, `[]`, `{}`,
+/// `null` or `""`) or unreadable. It is kept when it is a JSON list of one object per call
+/// in Python's dialect (`NaN`, `Infinity`, lone surrogates: what the reference and
+/// `finalize()` write, [`call_metadata`]). An unreadable one costs only that row's
+/// metadata: the read goes on, with a note naming the region, the rank and the call.
+fn row_metadata(m: &str, row: &MetadataRow<'_>, ctx: &Ctx) -> Option<String> {
+    if call_metadata::is_empty(m) {
+        return None;
     }
-    let bad = |why: String| {
-        ctx.corrupt(format!(
-            "has damaged per-call metadata in {IX}/event_metadata row {r}: {why}. The file is damaged."
-        ))
+    let MetadataRow { r, name, rank, calls: n } = *row;
+    let why = match call_metadata::calls(m) {
+        Ok(list) if list.len() == n => return Some(m.to_string()),
+        Ok(list) => format!("{} entries for {n} calls", list.len()),
+        Err(e) => e.reason,
     };
-    let list: Vec<serde_json::Map<String, serde_json::Value>> =
-        serde_json::from_str(s).map_err(|e| bad(format!("not a JSON list of objects ({e})")))?;
-    if list.len() != n {
-        return Err(bad(format!("{} entries for {n} calls", list.len())));
-    }
-    Ok(Some(m.to_string()))
+    ctx.note(format!(
+        "region {} on rank {rank} has unreadable per-call metadata ({IX}/event_metadata row {r}: {why}); \
+         its calls are read without it",
+        py_repr(name)
+    ));
+    None
 }
 
 /// Thread and task tables (schema ≥ 2), rows ordered by rank (stable).

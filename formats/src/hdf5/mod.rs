@@ -12,11 +12,12 @@
 //! * [`heap_guard`]: refuse files whose global heap makes HDF5 loop forever;
 //! * `summary_statistics`: the `summary_statistics` compound (reference's `_timing_summary`);
 //! * [`write`]: [`write_h5`] (schema 3, atomic publication);
-//! * `chunks`: compressed chunks (shuffle + deflate) encoded in parallel for direct writes;
+//! * [`chunks`]: compressed chunks (shuffle + deflate) encoded in parallel for direct writes,
+//!   and columns as self-contained compressed blobs ([`chunks::encode_column`]);
 //! * [`working_files`]: the temporary files and sidecars a writer leaves beside its target.
 use thiserror::Error;
 
-pub(crate) mod chunks;
+pub mod chunks;
 pub mod columnar;
 pub mod heap_guard;
 mod huffman;
@@ -29,8 +30,8 @@ pub mod vlen;
 pub mod working_files;
 pub mod write;
 
-pub use read::read_h5;
-pub use read_summary::{read_h5_summary, RunSummary, SummaryRow};
+pub use read::{read_h5, read_h5_noting};
+pub use read_summary::{read_h5_summary, RunSummary, SummaryFilter, SummaryRow};
 pub(crate) use write::process_umask;
 pub use write::{python_json_str_list, write_h5};
 

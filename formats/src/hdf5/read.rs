@@ -319,8 +319,20 @@ pub(crate) fn read_inner(ctx: &Ctx) -> R<Run> {
 ///   short, or it is HDF5 but not a scope-profiler profile;
 /// * [`H5Error::Schema`] for an invalid or too new `scope_profiler_schema` attribute (reference
 ///   messages), or an aggregate-only file.
+///
+/// A row's unreadable per-call metadata is no error: the row is read without it
+/// ([`read_h5_noting`] says so).
 pub fn read_h5(path: &Path) -> Result<Run, H5Error> {
-    with_ctx(path, read_inner)
+    read_h5_noting(path).map(|(run, _)| run)
+}
+
+/// [`read_h5`], and what it left out: one line per part of the file it could not use (a
+/// row's unreadable per-call metadata), naming the file, the region, the rank and the call.
+pub fn read_h5_noting(path: &Path) -> Result<(Run, Vec<String>), H5Error> {
+    with_ctx(path, |ctx| {
+        ctx.take_notes();
+        read_inner(ctx).map(|run| (run, ctx.take_notes()))
+    })
 }
 
 /// Run `read` with the file's error context: [`H5Error::NotFound`] when nothing exists at

@@ -7,7 +7,8 @@
 //! `summary_statistics`) gives `Ok(None)`: the caller falls back to [`super::read_h5`].
 use std::path::Path;
 
-use scope_profiler_analysis::{MetaValue, StoredStats, TaskRow, ThreadRow};
+use arrow_array::Int64Array;
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
 
 use super::columnar::{read_lane_tables, row_tags};
 use super::read::{
@@ -48,6 +49,70 @@ pub struct RunSummary {
     pub num_ranks: u32,
     /// Event-loop blocks (`/loop_blocks`; empty without).
     pub loop_blocks: Vec<scope_profiler_analysis::LoopBlockRow>,
+}
+
+/// The rows a summary read keeps (`read_h5_summary(regions=, ranks=)`): regions named in
+/// `names`, ranks in `ranks`; `None` keeps all.
+#[derive(Debug, Clone, Default)]
+pub struct SummaryFilter {
+    pub names: Option<Vec<String>>,
+    pub ranks: Option<Vec<u32>>,
+}
+
+impl SummaryFilter {
+    fn keeps_rank(&self, rank: u32) -> bool {
+        self.ranks.as_ref().is_none_or(|w| w.contains(&rank))
+    }
+    fn keeps_region(&self, names: &[String], id: u32) -> bool {
+        self.names.as_ref().is_none_or(|w| names.get(id as usize).is_some_and(|n| w.contains(n)))
+    }
+
+    /// A full run restricted to the filter (the summary read of a schema-1 file, which has
+    /// no summaries); stored exclusive totals are dropped when regions are filtered (the
+    /// nesting they were computed over is gone).
+    pub fn restrict(&self, mut run: Run) -> Run {
+        let names = std::mem::take(&mut run.region_names);
+        run.regions.retain(|r| self.keeps_rank(r.rank) && self.keeps_region(&names, r.region));
+        if self.names.is_some() {
+            run.regions.iter_mut().for_each(|r| r.exclusive_total_ns = None);
+        }
+        run.region_names = names;
+        run
+    }
+}
+
+impl RunSummary {
+    /// The summary's rows `filter` keeps as a run of rows without calls (their stored
+    /// statistics, exclusive totals, sources and tags; `""` sources as none), and the lane
+    /// tables of the ranks it keeps.
+    pub fn into_run(self, filter: &SummaryFilter) -> Run {
+        let names = &self.region_names;
+        let rows = self.rows.iter().filter(|r| filter.keeps_rank(r.rank) && filter.keeps_region(names, r.region));
+        Run {
+            regions: rows.map(SummaryRow::stored_row).collect(),
+            threads: self.threads.into_iter().filter(|t| filter.keeps_rank(t.rank)).collect(),
+            tasks: self.tasks.into_iter().filter(|t| filter.keeps_rank(t.rank)).collect(),
+            metadata: self.metadata,
+            num_ranks: self.num_ranks,
+            region_names: self.region_names,
+            loop_blocks: self.loop_blocks.into_iter().filter(|b| filter.keeps_rank(b.rank)).collect(),
+        }
+    }
+}
+
+impl SummaryRow {
+    /// The row as a region row without events.
+    fn stored_row(&self) -> RegionCalls {
+        let empty = || Int64Array::from(Vec::<i64>::new());
+        let mut row = RegionCalls::new(self.region, self.rank, empty(), empty());
+        row.stored = Some(self.stats);
+        row.exclusive_total_ns = self.exclusive_total_ns;
+        row.source_file = self.source_file.clone().filter(|f| !f.is_empty());
+        row.source_line = self.source_line;
+        row.source_text = self.source_text.clone().filter(|t| !t.is_empty());
+        row.tags = self.tags.clone();
+        row
+    }
 }
 
 fn read_summary_inner(ctx: &Ctx) -> R<Option<RunSummary>> {
@@ -189,4 +254,81 @@ impl SummaryIndex {
 /// with the reference's messages for an inconsistent summary index.
 pub fn read_h5_summary(path: &Path) -> Result<Option<RunSummary>, H5Error> {
     with_ctx(path, read_summary_inner)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn summary_row(region: u32, rank: u32, count: i64) -> SummaryRow {
+        SummaryRow {
+            region,
+            rank,
+            stats: StoredStats { count, total: 10 * count, ..StoredStats::default() },
+            exclusive_total_ns: Some(5),
+            source_file: Some(String::new()),
+            source_line: Some(3),
+            source_text: None,
+            tags: vec!["io".into()],
+        }
+    }
+
+    /// Rows and lane tables of the kept ranks and names only, as rows without calls.
+    #[test]
+    fn a_filtered_summary_keeps_the_rows_asked_for() {
+        let summary = RunSummary {
+            region_names: vec!["a".into(), "b".into()],
+            rows: vec![summary_row(0, 0, 2), summary_row(1, 0, 3), summary_row(0, 1, 4)],
+            threads: vec![ThreadRow {
+                rank: 1,
+                index: 0,
+                ident: 1,
+                native_id: 1,
+                daemon: false,
+                start_ns: 0,
+                end_ns: -1,
+                cpu_ns: 0,
+                cpu_start_ns: -1,
+                name: "MainThread".into(),
+            }],
+            num_ranks: 2,
+            ..RunSummary::default()
+        };
+        let filter = SummaryFilter { names: Some(vec!["a".into()]), ranks: Some(vec![1]) };
+        let run = summary.clone().into_run(&filter);
+        assert_eq!(run.regions.len(), 1);
+        let row = &run.regions[0];
+        assert_eq!((row.region, row.rank, row.len()), (0, 1, 0));
+        assert_eq!(row.stored.map(|s| s.count), Some(4));
+        assert_eq!((row.exclusive_total_ns, row.source_file.as_deref(), row.source_line), (Some(5), None, Some(3)));
+        assert_eq!((run.threads.len(), run.num_ranks), (1, 2));
+        let all = summary.into_run(&SummaryFilter::default());
+        assert_eq!(all.regions.iter().map(|r| r.stored.unwrap().count).collect::<Vec<_>>(), vec![2, 3, 4]);
+    }
+
+    /// A full run keeps its calls; filtering names drops the stored exclusive totals.
+    #[test]
+    fn restricting_a_run_by_name_drops_its_stored_exclusive_totals() {
+        let row = |region: u32, rank: u32| {
+            let mut r = RegionCalls::new(region, rank, Int64Array::from(vec![0]), Int64Array::from(vec![9]));
+            r.exclusive_total_ns = Some(7);
+            r
+        };
+        let run = Run {
+            region_names: vec!["a".into(), "b".into()],
+            regions: vec![row(0, 0), row(1, 0), row(0, 1)],
+            ..Run::default()
+        };
+        let by_rank = SummaryFilter { names: None, ranks: Some(vec![0]) }.restrict(run.clone());
+        assert_eq!(
+            by_rank.regions.iter().map(|r| (r.region, r.exclusive_total_ns)).collect::<Vec<_>>(),
+            vec![(0, Some(7)), (1, Some(7))]
+        );
+        let by_name = SummaryFilter { names: Some(vec!["b".into()]), ranks: None }.restrict(run);
+        assert_eq!(
+            by_name.regions.iter().map(|r| (r.region, r.exclusive_total_ns)).collect::<Vec<_>>(),
+            vec![(1, None)]
+        );
+        assert_eq!(by_name.region_names, ["a", "b"]);
+    }
 }

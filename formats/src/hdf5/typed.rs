@@ -19,6 +19,8 @@ pub(crate) struct Ctx {
     pub(crate) source: std::path::PathBuf,
     /// HDF5 opened another file than [`Ctx::file`].
     pub(crate) replaced: std::sync::atomic::AtomicBool,
+    /// What the read left out and why (a part of the file it could not use), for the caller.
+    pub(crate) notes: std::sync::Mutex<Vec<String>>,
 }
 
 impl Ctx {
@@ -26,7 +28,22 @@ impl Ctx {
     pub(crate) fn open(path: &std::path::Path, shown: String) -> std::io::Result<Ctx> {
         let file = std::fs::File::open(path)?;
         let file_len = file.metadata()?.len();
-        Ok(Ctx { path: shown, file_len, file, source: path.to_path_buf(), replaced: Default::default() })
+        Ok(Ctx {
+            path: shown,
+            file_len,
+            file,
+            source: path.to_path_buf(),
+            replaced: Default::default(),
+            notes: Default::default(),
+        })
+    }
+    /// Note that the read left out `what` (said after the file's name).
+    pub(crate) fn note(&self, what: impl std::fmt::Display) {
+        self.notes.lock().unwrap_or_else(|e| e.into_inner()).push(format!("{}: {what}", self.path));
+    }
+    /// The notes so far, taken.
+    pub(crate) fn take_notes(&self) -> Vec<String> {
+        std::mem::take(&mut *self.notes.lock().unwrap_or_else(|e| e.into_inner()))
     }
     pub(crate) fn corrupt(&self, what: impl std::fmt::Display) -> H5Error {
         H5Error::Corrupt(format!("{} {what}", self.path))

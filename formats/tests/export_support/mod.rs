@@ -48,18 +48,7 @@ pub fn lane_row(
 }
 
 pub fn thread(index: i64, name: &str) -> ThreadRow {
-    ThreadRow {
-        rank: 0,
-        index,
-        ident: 100 + index,
-        native_id: 1000 + index,
-        daemon: false,
-        start_ns: 0,
-        end_ns: -1,
-        cpu_ns: 0,
-        cpu_start_ns: -1,
-        name: name.into(),
-    }
+    ThreadRow { ident: 100 + index, native_id: 1000 + index, ..ThreadRow::new(0, index, name) }
 }
 
 /// Independent per-lane totals from the reconstruction: lane -> name -> (calls, Σ inclusive

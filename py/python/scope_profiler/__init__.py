@@ -135,6 +135,7 @@ __all__ = [
     "registered_regions",
     "reset",
     "run",
+    "scan",
     "session",
     "setup",
     "setup_from_env",
@@ -155,4 +156,8 @@ def __dir__() -> list[str]:
 def __getattr__(name: str):
     """``__version__``, the lazily imported names (their module imported now); a name of
     ``_UNSUPPORTED`` raises ``NotImplementedError`` saying why, any other ``AttributeError``."""
+    if name in _LAZY:
+        module, attribute = _LAZY[name]
+        # the builtin import (importlib is not loaded by `import scope_profiler`)
+        return getattr(__import__(f"{__name__}.{module}", fromlist=[attribute]), attribute)
     return _native.package_attribute(name)

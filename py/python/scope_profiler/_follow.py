@@ -71,6 +71,8 @@ _real_os_exit = os._exit
 #: finish() is writing this process's file; a SIGTERM meanwhile (``_terminated``) waits for it.
 _finishing = False
 _pending_signal: int | None = None
+#: A SIGINT came while finish() wrote this process's file (:func:`_hold_sigint`).
+_pending_sigint = False
 
 
 class _Marker:
@@ -145,9 +147,9 @@ def end_multiprocessing() -> None:
     closed nor terminated terminates its workers), SIGTERM to daemonic children still
     running, then a join of every child. A followed child writes its profile on SIGTERM or
     when it ends, so its calls are in the result instead of being left out. The
-    handler runs once per process (it is guarded), so the exit does not repeat it; the
-    script's own ``atexit`` handlers run after it, as they would for ones registered before
-    the script imported ``multiprocessing``."""
+    handler runs once per process (it is guarded), so the exit does not repeat it. (A
+    ``run`` that owns its process runs it among the program's ``atexit`` handlers, in their
+    order: ``_cli._run_exit_handlers``; this is for a ``run`` called as a function.)"""
     util = sys.modules.get("multiprocessing.util")
     exit_function = getattr(util, "_exit_function", None)
     if callable(exit_function):
@@ -227,10 +229,25 @@ def _forked_by_multiprocessing() -> bool:
     return frame is not None and os.path.dirname(frame.f_code.co_filename) == where
 
 
+def end_if_forked_after_sigterm() -> None:
+    """In a child just forked: when SIGTERM had reached the parent before the fork (its guard
+    knows at once, before any Python handler ran), the parent is a process the signal ends -
+    ``run`` writing its profile, a followed process writing its file - which without the
+    profiler would have been gone already: the child, a pool's replacement for a worker the
+    signal ended, would never have been started, and would outlive its parent waiting for
+    work. It ends by the signal now, before it records or announces itself."""
+    import signal
+
+    if _native.sigterm_received():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+
+
 def restart_in_child() -> None:
     """``_fork``'s after-fork hook in a forked child of a followed process: drop the run it
     inherited and record its own from the fork on."""
     global _forked
+    end_if_forked_after_sigterm()
     spec = _spec
     if spec is None or not os.path.isdir(spec["dir"]):
         return
@@ -347,7 +364,7 @@ def _arm_sigterm() -> None:
     # which runs after this one, would reset it to the default): not the program's own
     if handler is signal.SIG_DFL or getattr(handler, "__module__", "") == "scope_profiler._cli":
         signal.signal(signal.SIGTERM, _terminated)
-        _native.guard_sigterm()  # as run's own handler (_cli._terminate_writes_profile)
+        _native.guard_sigterm()  # as run's own handler (_cli._RunSignals)
 
 
 def flush_streams() -> None:
@@ -387,9 +404,45 @@ def _terminated(signum: int, frame: object) -> None:
         die_by(signum)
 
 
+def _hold_sigint() -> Any:
+    """While this process writes its file, SIGINT (Ctrl-C or GNU ``timeout`` to the whole
+    process group) is noted instead of raising ``KeyboardInterrupt`` in the write. Returns
+    the handler it replaced (None: not replaced - not the main thread, or ignored)."""
+    import signal
+
+    global _pending_sigint
+    _pending_sigint = False
+    try:
+        handler = signal.getsignal(signal.SIGINT)
+        if handler is signal.SIG_IGN:
+            return None
+        return signal.signal(signal.SIGINT, _note_sigint)
+    except ValueError:  # not the main thread: signals are the main thread's
+        return None
+
+
+def _note_sigint(signum: int, frame: object) -> None:
+    global _pending_sigint
+    _pending_sigint = True
+
+
+def _release_sigint(previous: Any) -> None:
+    """The SIGINT handler as before :func:`_hold_sigint`. One noted meanwhile ends the
+    process by the signal when that was its action (the default); with Python's handler it
+    is dropped, as the interpreter ignores ``KeyboardInterrupt`` at its exit."""
+    import signal
+
+    if previous is None:
+        return
+    signal.signal(signal.SIGINT, previous)
+    if _pending_sigint and previous is signal.SIG_DFL:
+        die_by(signal.SIGINT)
+
+
 def finish() -> None:
     """The end of this process's own recording: write its file (unless it recorded nothing
-    but its session, or the run that started it is over). Once per process."""
+    but its session, or the run that started it is over). Once per process. SIGTERM and
+    SIGINT meanwhile wait for the file to be written."""
     global _session, _session_pid, _finishing
     session, pid = _session, _session_pid
     if session is None or pid != os.getpid():
@@ -397,6 +450,7 @@ def finish() -> None:
     marker = _marker_path()
     _session = _session_pid = None
     _finishing = True
+    held = _hold_sigint()
     try:
         if _finish(session) and marker is not None:
             try:
@@ -405,6 +459,7 @@ def finish() -> None:
                 pass
     finally:
         _finishing = False
+        _release_sigint(held)
         if _pending_signal is not None:
             die_by(_pending_signal)
 

@@ -1,13 +1,5 @@
-"""``fork()``: a child forked out of an active run stands down.
-
-Registered with ``os.register_at_fork`` at import (POSIX):
-
-* ``before``: the forking thread's CPU time is sampled in every tracked recorder, so a
-  child can continue that thread's row;
-* ``after_in_child``: every tracked recorder takes the child's view of its thread table
-  (threads that did not survive the fork end at the fork; the forking thread's row goes
-  on with the child's OS thread id and its CPU time continues), and ``_tracking`` takes
-  every installed tracker's hooks out (thread start, asyncio, greenlets).
+"""``fork()``: a child forked out of an active run stands down (``os.register_at_fork``
+handlers, registered at import; ``_tracking`` takes the installed trackers' hooks out).
 
 So in the child nothing is registered unless it records a call: starting threads or
 running an event loop adds no thread or task rows and keeps no per-task state. Regions
@@ -26,21 +18,53 @@ installed with :func:`set_follow_hook`, called last in ``after_in_child``).
 from __future__ import annotations
 
 import os
+import threading
+import weakref
 
-from ._native import ForkHooks
+#: The configurations whose recorder keeps a thread table or streams (weak).
+_tracked: weakref.WeakSet = weakref.WeakSet()
+#: Called with no argument last in a forked child (``_follow.restart_in_child``), or None.
+_follow_hook = None
 
-#: The process's fork handlers (Rust): the configurations whose recorder keeps a thread
-#: table or streams (weak), and the follow hook.
-_HOOKS = ForkHooks()
-#: ``track(config)``: note the process that set ``config`` up; remember it if its recorder
-#: keeps a thread table or streams.
-track = _HOOKS.track
-#: ``inherited(config)``: whether ``config`` was set up by another process (this one is a
-#: forked child); its ``setup()``/``session()`` then replaces the inherited run.
-inherited = _HOOKS.inherited
-#: ``set_follow_hook(hook)``: install (None: remove) the hook a forked child calls after
-#: taking its view of the inherited recorders (``_follow.restart_in_child``).
-set_follow_hook = _HOOKS.set_follow_hook
+
+def track(config) -> None:
+    """Note the process that set ``config`` up; remember it if its recorder keeps a thread
+    table or streams (a fork during a flush must not leave the child's checkpoint turn
+    taken by a thread it does not have)."""
+    config._owner_pid = os.getpid()
+    if config.track_threads or config.flush_interval:
+        _tracked.add(config)
+
+
+def inherited(config) -> bool:
+    """Whether ``config`` was set up by another process (this one is a forked child): its
+    ``setup()``/``session()`` then replaces the inherited run."""
+    owner = getattr(config, "_owner_pid", None)
+    return owner is not None and owner != os.getpid()
+
+
+def set_follow_hook(hook) -> None:
+    """Install (None: remove) the hook a forked child calls after taking its view of the
+    inherited recorders."""
+    global _follow_hook
+    _follow_hook = hook
+
+
+def _before_fork() -> None:
+    """Sample the forking thread's CPU time, so a child can continue that thread's row."""
+    for config in list(_tracked):
+        config._native._before_fork()
+
+
+def _after_fork_in_child() -> None:
+    """Threads that did not survive the fork end at it; the forking thread's row goes on
+    with the child's OS thread id; then the follow hook runs."""
+    native_id = threading.get_native_id()
+    for config in list(_tracked):
+        config._native._after_fork_in_child(native_id)
+    if _follow_hook is not None:
+        _follow_hook()
+
 
 if hasattr(os, "register_at_fork"):
-    os.register_at_fork(before=_HOOKS.before_fork, after_in_child=_HOOKS.after_fork_in_child)
+    os.register_at_fork(before=_before_fork, after_in_child=_after_fork_in_child)

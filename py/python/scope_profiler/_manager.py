@@ -19,13 +19,13 @@ Lifecycle: INACTIVE -> ACTIVE (``setup()``, unless ``deactivate_profiling``) -> 
 
 from __future__ import annotations
 
-import atexit
 import functools
 import os
 import sys
 from contextvars import ContextVar
 
-from . import _metadata, _tracer
+from . import _exit, _manager_api, _metadata, _tracer
+from ._manager_api import RegionFactory, RegionHandle
 from ._native import (
     NO_STREAMING_UNDER_MPI,
     SESSION_ROOT_REGION,
@@ -34,8 +34,6 @@ from ._native import (
     ProfileRegion,
     ProfilingResults,
     RegionCache,
-    RegionFactory,
-    RegionHandle,
     call_graph_warning,
     carries_opt_in,
     check_pause,
@@ -52,7 +50,6 @@ from ._native import (
     register_opt_in_tags,
     relative_source_path,
     tracking_upgrade,
-    user_stacklevel,
 )
 
 # typing.TYPE_CHECKING without importing typing, which `import scope_profiler` does not need
@@ -70,8 +67,22 @@ _INTERNAL_MODULES = frozenset(
     {__name__, "scope_profiler._manager_api", "scope_profiler", "scope_profiler._settings"}
 )
 
-# ``stacklevel`` of a warning raised here that names the user's line (Rust walks the frames)
-_user_stacklevel = user_stacklevel
+#: The package's modules that run the manager: a warning they raise names the first frame
+#: outside them.
+_MANAGER_MODULES = ("scope_profiler._manager", "scope_profiler._manager_api")
+
+
+def _user_stacklevel(*modules: str) -> int:
+    """``stacklevel`` for a warning raised by the caller (in ``_MANAGER_MODULES`` or
+    ``modules``) naming the first frame outside them (the user's line)."""
+    level = 1
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and frame.f_globals.get("__name__") in (*_MANAGER_MODULES, *modules):
+        frame = frame.f_back
+        level += 1
+    return level
+
+
 _results_from_native: Any = ProfilingResults._from_native
 
 
@@ -124,10 +135,9 @@ def _stop_streaming(config: ProfilingConfig | None, discard: bool = False) -> No
         config._native.stop_flush()
 
 
-@atexit.register
 def _stop_all_streaming() -> None:
-    # registered at import, so it runs after every auto-finalize (atexit is LIFO): those read
-    # the sidecars back first
+    """Every flush thread ends (at the interpreter's exit, ``_exit``: after every exit-time
+    finalize, which read their sidecars back; a run never finalized keeps its sidecar)."""
     for config in list(_streaming or ()):
         _stop_streaming(config)
 
@@ -152,6 +162,20 @@ def _render_output(requested: str | None, recorded: str, native_run) -> None:
     os.remove(recorded)
 
 
+def _checkpoint_results(manager, config, run, ranks, write_file, return_results, verbose):
+    """The results of a checkpoint's ``run`` of ``ranks`` ranks (written to
+    ``config.file_path`` when ``write_file``) when ``return_results`` or ``verbose``, else
+    None; ``verbose`` prints their summary, titled by ``finalize_summary_title``."""
+    if not (return_results or verbose):
+        return None
+    results = _results_from_native(run)
+    if verbose and hasattr(results, "print_summary"):
+        label = getattr(results, "display_label", config.file_path)
+        title = finalize_summary_title(manager._requested_output, write_file, label, ranks)
+        results.print_summary(title=title)
+    return results
+
+
 def _decorate_with_session(session: _ProfilingSession, func):
     """``session(...)`` as a decorator: each call of ``func`` runs in a fresh session; for
     ``async def`` the session spans the awaited coroutine, not just the call creating it."""
@@ -174,11 +198,13 @@ def _decorate_with_session(session: _ProfilingSession, func):
     return inner
 
 
-def _lifetime_wrapper(func, profiled):
+def _lifetime_wrapper(func, profiled, block=None):
     """For ``async def``, generator and async generator functions, a wrapper whose region
     spans the whole coroutine / generator run (first step to completion) instead of the call
     that merely creates it. ``profiled`` (the Rust wrapper) holds the region binding that every
-    ``setup()`` rebinds; ``None`` for plain functions, which ``profiled`` times directly."""
+    ``setup()`` rebinds; ``None`` for plain functions, which ``profiled`` times directly.
+    ``block(args, kwargs)`` (a :class:`_metadata.CallBlock`), when given, is entered around
+    each coroutine or generator run, outside its region (async generators get none)."""
     import inspect
 
     if inspect.iscoroutinefunction(func):
@@ -188,7 +214,10 @@ def _lifetime_wrapper(func, profiled):
             region = profiled._region
             if region is None:
                 return await func(*args, **kwargs)
-            with region:
+            if block is None:
+                with region:
+                    return await func(*args, **kwargs)
+            with block(args, kwargs), region:
                 return await func(*args, **kwargs)
 
         return coroutine_wrapper
@@ -199,7 +228,10 @@ def _lifetime_wrapper(func, profiled):
             region = profiled._region
             if region is None:
                 return (yield from func(*args, **kwargs))
-            with region:
+            if block is None:
+                with region:
+                    return (yield from func(*args, **kwargs))
+            with block(args, kwargs), region:
                 return (yield from func(*args, **kwargs))
 
         return generator_wrapper
@@ -314,29 +346,17 @@ class _ProfilingSession:
 
     ROOT_REGION_NAME = SESSION_ROOT_REGION
 
-    def __init__(
-        self, manager, setup_kwargs, verbose, verbose_line_profiler, return_results, native_traces
-    ):
+    def __init__(self, manager, setup_kwargs: dict, finalize_kwargs: dict) -> None:
         self._manager = manager
         self._setup_kwargs = setup_kwargs
-        self._verbose = verbose
-        self._verbose_line_profiler = verbose_line_profiler
-        self._return_results = return_results
-        self._native_traces = native_traces
+        self._finalize_kwargs = finalize_kwargs  # verbose, return_results, ... of the exit's
         self.results = None
         self._root_region: Any = None
         self._joined = False  # set up under scope-profiler run: joined to its run
 
     def _recreate_cm(self) -> _ProfilingSession:
         """A fresh session with the same arguments (one per call of a decorated function)."""
-        return type(self)(
-            self._manager,
-            self._setup_kwargs,
-            self._verbose,
-            self._verbose_line_profiler,
-            self._return_results,
-            self._native_traces,
-        )
+        return type(self)(self._manager, self._setup_kwargs, self._finalize_kwargs)
 
     def __call__(self, func):
         return _decorate_with_session(self, func)
@@ -381,15 +401,8 @@ class _ProfilingSession:
     def _finish(self, close_open: bool) -> None:
         """The exit's finalize (``close_open``: the end of the recording); its results kept,
         or on an ``OSError`` (the file could not be written) the run kept in memory."""
-        kwargs: dict = {
-            "verbose": self._verbose,
-            "return_results": self._return_results,
-            "native_traces": self._native_traces,
-        }
-        if close_open:
-            kwargs.update(close_open=True, verbose_line_profiler=self._verbose_line_profiler)
         try:
-            self.results = self._manager._finalize(**kwargs)
+            self.results = self._manager._finalize(close_open=close_open, **self._finalize_kwargs)
         except OSError:
             if close_open:
                 self.results = self._manager.last_results()
@@ -423,7 +436,7 @@ class ProfileManager:
     #: Runs the hosted script set up, innermost last: ``(file_path, requested_output,
     #: deactivate_file_output, names of the calls open at the join)``.
     _joined: ClassVar[list]
-    _auto_finalize: ClassVar[Any]  # the atexit callback of setup(auto_finalize=True)
+    _auto_finalize: ClassVar[Any]  # the exit-time finalize of setup(auto_finalize=True) (_exit)
     _regions: ClassVar[dict]  # name -> ProfileRegion, the dict the native lookup probes
     _decorators: ClassVar[dict]  # name -> [(func, wrapper, tags), ...]
     _region_definitions: ClassVar[dict]  # name -> (functions, tags) of define_region()
@@ -457,7 +470,7 @@ class ProfileManager:
         the run's ``metadata_detail`` is not ``"minimal"``."""
         config = cls._config
         if config is None or config.metadata_detail == "minimal":
-            return relative_source_path(filename)
+            return relative_source_path(filename, sys.path)
         return filename
 
     @classmethod
@@ -599,13 +612,13 @@ class ProfileManager:
         cls._bind_decorated(name, func, wrapper, tags)
         cls._decorators.setdefault(name, []).append((func, wrapper, tags))
         with_metadata = metadata is not None or record_outcome
-        lifetime = _lifetime_wrapper(func, wrapper)
+        block = None
+        if with_metadata:
+            block = functools.partial(_metadata.CallBlock, cls, metadata, record_outcome)
+        lifetime = _lifetime_wrapper(func, wrapper, block)
         outer: Any = wrapper
         if lifetime is not None:
-            made = with_metadata and _metadata.lifetime_with_metadata(
-                cls, wrapper, lifetime, metadata, record_outcome
-            )
-            outer = made or lifetime
+            outer = lifetime
         elif with_metadata:
             call = _metadata.MetadataCall(cls, wrapper, metadata, record_outcome)
             outer = functools.wraps(func)(call)
@@ -661,63 +674,14 @@ class ProfileManager:
                 del cls._regions[name]
         cls._rebind_decorators(new)
 
-    @classmethod
-    def instrument(cls, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
-        """Decorate ``module``'s functions matching ``include`` and not ``exclude`` (globs)
-        with :meth:`profile`, in place, as regions ``<prefix or module name>.<function>``;
-        returns ``{name: wrapper}`` (see ``_manager_api.instrument``)."""
-        from . import _manager_api
-
-        return _manager_api.instrument(cls, module, include, exclude, prefix, tags)
-
-    @classmethod
-    def run(cls, func, *args, output=None, **kwargs):
-        """``func(*args)`` inside a ``session(**kwargs)`` (``verbose=False``,
-        ``return_results=True`` by default); returns its value, the results are in
-        :meth:`last_results`."""
-        from . import _manager_api
-
-        return _manager_api.run(cls, func, args, output, kwargs)
-
-    @classmethod
-    def run_script(cls, script_path, script_args=None, region_name=None, recursive=True) -> None:
-        """Run a script as ``__main__`` in the current run (see ``_manager_api.run_script``)."""
-        from . import _manager_api
-
-        _manager_api.run_script(cls, script_path, script_args, region_name, recursive)
-
-    @classmethod
-    def profile_script(cls, script_path, *, script_args=None, output=None, **kwargs):
-        """``setup(**kwargs)``, run the script, ``finalize``; returns the
-        ``ProfilingResults`` (the script's exception propagates after the finalize)."""
-        from . import _manager_api
-
-        return _manager_api.profile_script(cls, script_path, script_args, output, kwargs)
-
-    @classmethod
-    def profile_command(cls, command, *, output=None, recursive=False, all=False, mpi_calls=False):
-        """Run a script under ``scope-profiler run`` in a child process; returns its
-        ``CompletedProcess`` with ``profile_results`` (see ``_manager_api``)."""
-        from . import _manager_api
-
-        return _manager_api.profile_command(command, output, recursive, all, mpi_calls)
-
-    @classmethod
-    def setup_from_env(cls, **overrides):
-        """``setup()`` from ``SCOPE_PROFILER_CONFIG`` / ``_OUTPUT`` / ``_RECURSIVE`` /
-        ``_AUTO_FINALIZE``; keywords win. Returns the ``ProfilingRun``."""
-        from . import _manager_api
-
-        return _manager_api.setup_from_env(cls, overrides)
-
-    @classmethod
-    def sample_every(cls, every: int, start: int = 0):
-        """Context manager yielding ``profile_step(timestep)``: record timestep ``start``
-        and every ``every``-th after it, pause for the others (see
-        ``_manager_api.SampleEvery``)."""
-        from . import _manager_api
-
-        return _manager_api.SampleEvery(cls, every, start)
+    # the reference's conveniences (``_manager_api``): the manager class comes first
+    instrument = classmethod(_manager_api.instrument)
+    run = classmethod(_manager_api.run)
+    run_script = classmethod(_manager_api.run_script)
+    profile_script = classmethod(_manager_api.profile_script)
+    profile_command = staticmethod(_manager_api.profile_command)
+    setup_from_env = classmethod(_manager_api.setup_from_env)
+    sample_every = classmethod(_manager_api.SampleEvery)
 
     @classmethod
     def read_results(cls):
@@ -774,21 +738,7 @@ class ProfileManager:
 
     @classmethod
     def _cancel_auto_finalize(cls) -> None:
-        callback, cls._auto_finalize = cls._auto_finalize, None
-        if callback is not None:
-            atexit.unregister(callback)
-
-    @classmethod
-    def _register_auto_finalize(cls) -> None:
-        cls._cancel_auto_finalize()
-
-        def finalize_at_exit():
-            cls._auto_finalize = None
-            if cls._configured:
-                cls._finalize(close_open=True)  # the end of the recording
-
-        cls._auto_finalize = finalize_at_exit
-        atexit.register(finalize_at_exit)
+        _exit.cancel_auto_finalize(cls)
 
     @classmethod
     def setup(
@@ -825,9 +775,9 @@ class ProfileManager:
             raise RuntimeError(refusal)
         check_setting_names(overrides)  # TypeError naming unknown settings
         requested = None
-        if output is not _UNSET:  # file_path / deactivate_file_output from it
+        if output is not _UNSET:  # file_path / deactivate_file_output from it (checked)
+            overrides.update(output_settings(output, overrides))
             requested = None if output is None else os.fspath(output)
-            overrides.update(output_settings(requested, overrides))
         settings: dict = {}
         if config_path is not None:
             from ._options import load_profiling_config
@@ -844,7 +794,7 @@ class ProfileManager:
         cls._set_config(config)
         cls._requested_output = requested
         if auto_finalize:
-            cls._register_auto_finalize()
+            _exit.register_auto_finalize(cls)
         return ProfilingRun(cls, config, requested)
 
     @classmethod
@@ -887,27 +837,33 @@ class ProfileManager:
         return run
 
     @classmethod
+    def _replace_run(cls, config: ProfilingConfig | None) -> None:
+        """Make ``config`` (None: no run) the manager's run: the previous run's tracer,
+        tracker hooks and stream end (its sidecar removed), its regions, call ids, results
+        and requested output are forgotten."""
+        cls._cancel_auto_finalize()
+        cls._regions.clear()  # the dict the native lookup probes
+        previous = cls._config
+        if previous is not config:
+            _tracer.forget(previous)
+            _stop_streaming(previous, discard=True)
+        if previous is not None and previous.tracker is not None:
+            previous.tracker.uninstall()
+        cls._config = config
+        cls._configured = config is not None
+        cls._next_call_id = 0
+        cls._last_results = cls._last_native_run = cls._last_written_run = None
+        cls._requested_output = None
+
+    @classmethod
     def _set_config(cls, config: ProfilingConfig) -> None:
         """Start ``config`` and make it the manager's run (the previous one's tracer,
         tracker and stream end; regions and decorators are bound again)."""
         from . import _fork
 
         config.start()
-        cls._cancel_auto_finalize()
-        cls._regions.clear()
-        cls._next_call_id = 0
-        previous = cls._config
-        if previous is not config:
-            _tracer.forget(previous)
-        if previous is not None and previous.tracker is not None:
-            previous.tracker.uninstall()
-        if previous is not config:
-            _stop_streaming(previous, discard=True)
-        cls._config = config
+        cls._replace_run(config)
         _fork.track(config)  # a forked child takes its view of the thread table
-        cls._last_results = cls._last_native_run = cls._last_written_run = None
-        cls._requested_output = None
-        cls._configured = True
         cls._lifecycle.set_up(bool(config.deactivate_profiling), list(config.enable_tags or ()))
         cls._bind_region_cache()
         if config.tracker is not None:
@@ -937,23 +893,16 @@ class ProfileManager:
         there), a ``"scope_profiler.session"`` root region around the body, ``finalize()``
         at exit (results in ``.results`` with ``return_results=True``), then the tracker's
         hooks are removed."""
-        setup_kwargs: dict = dict(overrides)
+        setup_kwargs = dict(overrides, options=options, replace=replace, config_path=config_path)
         if output is not _UNSET:
             setup_kwargs["output"] = output
-        if replace:
-            setup_kwargs["replace"] = True
-        if options is not None:
-            setup_kwargs["options"] = options
-        if config_path is not None:
-            setup_kwargs["config_path"] = config_path
-        return _ProfilingSession(
-            cls,
-            setup_kwargs,
-            bool(verbose),
-            bool(verbose_line_profiler),
-            bool(return_results),
-            native_traces,
-        )
+        finalize_kwargs = {
+            "verbose": bool(verbose),
+            "verbose_line_profiler": bool(verbose_line_profiler),
+            "return_results": bool(return_results),
+            "native_traces": native_traces,
+        }
+        return _ProfilingSession(cls, setup_kwargs, finalize_kwargs)
 
     @classmethod
     def finalize(
@@ -1057,14 +1006,7 @@ class ProfileManager:
             raise write_error
         if write_file:
             _render_output(cls._requested_output, config.file_path, native_run)
-        if not (return_results or verbose):
-            return None
-        results = _results_from_native(native_run)
-        if verbose and hasattr(results, "print_summary"):
-            label = getattr(results, "display_label", config.file_path)
-            title = finalize_summary_title(cls._requested_output, write_file, label, 1)
-            results.print_summary(title=title)
-        return results
+        return _checkpoint_results(cls, config, native_run, 1, write_file, return_results, verbose)
 
     @classmethod
     def _finalize_joined(cls, verbose: bool, return_results: bool, native_traces) -> Any:
@@ -1129,19 +1071,8 @@ class ProfileManager:
     def reset(cls) -> None:
         """Forget the configuration and everything recorded; keep the instrumentation
         (decorated functions call straight through until the next ``setup()``)."""
-        cls._regions.clear()  # the dict the native lookup probes
         cls._region_cache.bind(None)
-        cls._cancel_auto_finalize()
-        config = cls._config
-        _tracer.forget(config)
-        if config is not None and config.tracker is not None:
-            config.tracker.uninstall()
-        _stop_streaming(config, discard=True)
-        cls._config = None
-        cls._last_results = cls._last_native_run = cls._last_written_run = None
-        cls._requested_output = None
-        cls._configured = False
-        cls._next_call_id = 0
+        cls._replace_run(None)
         cls._lifecycle.reset()
         for entries in cls._decorators.values():
             for _func, wrapper, _tags in entries:

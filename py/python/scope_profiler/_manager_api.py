@@ -1,19 +1,22 @@
-"""The reference's conveniences over ``ProfileManager`` (scope-profiler 0.7.5):
-``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``, ``profile_command()``,
-``sample_every()`` and ``setup_from_env()``. Its region handles and factories
-(``RegionHandle``, ``RegionFactory``: each ``with`` is a recorded call) are Rust, in
-``py/src/package/manager_api.rs``, and so are the rules these follow (which functions
-``instrument()`` decorates, which timesteps ``sample_every()`` records).
+"""The reference's conveniences over ``ProfileManager`` (scope-profiler 0.7.5): region
+handles and factories (``RegionHandle``, ``RegionFactory``: each ``with`` is a recorded
+call), ``instrument()``, ``run()``, ``profile_script()`` / ``run_script()``,
+``profile_command()``, ``sample_every()`` and ``setup_from_env()``. The rules these follow
+(which functions ``instrument()`` decorates, which timesteps ``sample_every()`` records)
+are Rust, in ``py/src/package/manager_api.rs``.
 
 Each is reached as a ``ProfileManager`` classmethod (and so as a ``scope_profiler``
 module-level function); the functions here take the manager class first. Nothing here runs
-per recorded call.
+per recorded call but a handle's ``with``, which looks its region up and enters it.
 """
 
 from __future__ import annotations
 
+import itertools
 import os
 import sys
+from contextvars import ContextVar
+from functools import partial
 
 from ._native import check_sampling, check_script, sampled_step
 
@@ -22,8 +25,82 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+#: Numbers the handles' context variables (their names only).
+_handles = itertools.count()
 
-def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
+
+class RegionHandle:
+    """A region definition that survives ``setup()`` (``ProfileManager.define_region``):
+    ``with handle:`` enters the region of that name in the manager's *current* run (looked
+    up at entry, so a handle made before ``setup()`` records once set up) and exits the same
+    region object even across a ``setup(replace=True)``. Entered regions are kept per
+    context (a ``ContextVar`` per handle), so any thread or task may use the handle."""
+
+    def __init__(self, manager, name, functions=None, tags=None) -> None:
+        functions = None if functions is None else tuple(functions)
+        self.name, self._tags = name, None if tags is None else tuple(tags)
+        # only the arguments given: `region(name)` alone is the lookup's native path
+        given = {k: v for k, v in (("functions", functions), ("tags", self._tags)) if v is not None}
+        self._lookup = partial(manager.region, name, **given)
+        self._entered: ContextVar[tuple] = ContextVar(f"sp_region_{next(_handles)}", default=())
+
+    def __enter__(self):
+        region = self._lookup()
+        entered = region.__enter__()
+        self._entered.set((*self._entered.get(), region))
+        return entered
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        stack = self._entered.get()
+        if not stack:
+            raise RuntimeError(f"region handle {self.name!r} exited without being entered")
+        self._entered.set(stack[:-1])
+        return stack[-1].__exit__(exc_type, exc_value, traceback)
+
+    def __repr__(self) -> str:
+        return f"RegionHandle({self.name!r}, tags={self._tags!r})"
+
+
+class RegionFactory:
+    """A reusable region definition (``ProfileManager.region_factory``): ``factory()`` is a
+    new :class:`RegionHandle`; ``factory(**metadata)`` runs that call inside
+    ``manager.metadata(**metadata)`` (the block entered first), so it carries those values."""
+
+    def __init__(self, manager, name, tags=None) -> None:
+        self._manager, self.name = manager, name
+        self._tags = None if tags is None else tuple(tags)
+
+    def __call__(self, **metadata):
+        scope = self._manager.metadata(**metadata) if metadata else None
+        handle = RegionHandle(self._manager, self.name, tags=self._tags)
+        return handle if scope is None else _FactoryCall(scope, handle)
+
+    def __repr__(self) -> str:
+        return f"RegionFactory({self.name!r}, tags={self._tags!r})"
+
+
+class _FactoryCall:
+    """``factory(**metadata)``: the metadata block, and the region inside it."""
+
+    def __init__(self, scope, handle) -> None:
+        self._scope, self._handle = scope, handle
+
+    def __enter__(self):
+        self._scope.__enter__()
+        try:
+            return self._handle.__enter__()
+        except BaseException:
+            self._scope.__exit__(None, None, None)
+            raise
+
+    def __exit__(self, exc_type, exc_value, traceback):
+        try:
+            return self._handle.__exit__(exc_type, exc_value, traceback)
+        finally:  # the block's error, if any, wins (chained to the region's)
+            self._scope.__exit__(exc_type, exc_value, traceback)
+
+
+def instrument(manager, module, *, include=("*",), exclude=(), prefix=None, tags=None) -> dict:
     """Decorate ``module``'s own module-level functions with ``manager.profile`` in place.
 
     A function is decorated when its name matches a glob of ``include`` and none of
@@ -52,12 +129,12 @@ def instrument(manager, module, include=("*",), exclude=(), prefix=None, tags=No
     return changed
 
 
-def run(manager, func, args, output, session_kwargs: dict):
+def run(manager, func, *args, output=None, **session_kwargs):
     """``func(*args)`` inside ``manager.session(**session_kwargs)`` (``verbose=False`` and
     ``return_results=True`` unless given; ``output`` as ``setup(output=)`` when not None).
     Returns ``func``'s value; the results are in ``manager.last_results()``. Keywords are
     the session's, never ``func``'s (as in the reference)."""
-    options = dict(session_kwargs)
+    options = session_kwargs
     if output is not None:
         options["output"] = output
     options.setdefault("verbose", False)
@@ -99,12 +176,12 @@ def run_script(manager, script_path, script_args=None, region_name=None, recursi
             sys.path.remove(script_dir)
 
 
-def profile_script(manager, script_path, script_args, output, setup_kwargs: dict):
+def profile_script(manager, script_path, *, script_args=None, output=None, **setup_kwargs):
     """``setup(**setup_kwargs)``, :func:`run_script` (traced as the run's
     ``recursive_profile`` says), then ``finalize(verbose=False, return_results=True)``
     closing open calls, even when the script raises (its exception, ``SystemExit``
     included, propagates after). Returns the ``ProfilingResults``."""
-    options = dict(setup_kwargs)
+    options = setup_kwargs
     if output is not None:
         options["output"] = output
     manager.setup(**options)
@@ -116,7 +193,7 @@ def profile_script(manager, script_path, script_args, output, setup_kwargs: dict
     return results
 
 
-def profile_command(command, output=None, recursive=False, all=False, mpi_calls=False):
+def profile_command(command, *, output=None, recursive=False, all=False, mpi_calls=False):
     """Run ``command`` (a Python script and its arguments; a leading ``python`` is dropped)
     as ``python -m scope_profiler run -q -o OUTPUT [--recursive] [--all] ...`` in a child
     process and wait for it. Returns its ``subprocess.CompletedProcess`` (output not
@@ -195,7 +272,7 @@ class _StepScope:
         pass
 
 
-def setup_from_env(manager, overrides: dict):
+def setup_from_env(manager, **overrides):
     """``setup()`` from ``SCOPE_PROFILER_*`` variables: ``_CONFIG`` (TOML ``config_path``),
     ``_OUTPUT`` (``output=``), ``_RECURSIVE`` (``recursive_profile``), ``_AUTO_FINALIZE``
     (``auto_finalize``); booleans are true for 1/true/yes/on (any case), false otherwise
@@ -203,7 +280,7 @@ def setup_from_env(manager, overrides: dict):
     the environment. Returns the ``ProfilingRun``."""
     from ._native import setup_from_env_settings
 
-    options = dict(overrides)
+    options = overrides
     for name, value in setup_from_env_settings():
         options.setdefault(name, value)
     return manager.setup(**options)

@@ -1,6 +1,7 @@
 """Per-call metadata (scope-profiler 0.7.5's ``ProfileManager.metadata``). The block
 (``MetadataScope``) and ``@profile(metadata=...)``'s call wrapper (``MetadataCall``) are Rust
-(``py/src/recording/metadata.rs``); the coroutine and generator wrappers stay here.
+(``py/src/recording/metadata.rs``); the block of a coroutine's or generator's whole run
+(``CallBlock``) is here.
 
 ``with manager.metadata(**values) as d:`` reads the recorder clock at entry and at exit and,
 when the manager records, hands the block to the native recorder as one scope
@@ -22,61 +23,33 @@ value in memory and then fails in ``finalize()`` when it writes the file).
 
 from __future__ import annotations
 
-import functools
-
 # MetadataScope: one block (also a decorator); MetadataCall: @profile's wrapper of each call
 from ._native import MetadataCall, MetadataScope
 
-__all__ = ["MetadataCall", "MetadataScope", "lifetime_with_metadata"]
+__all__ = ["CallBlock", "MetadataCall", "MetadataScope"]
 
 
-def lifetime_with_metadata(manager, profiled, lifetime, metadata, record_outcome: bool):
-    """As :class:`MetadataCall` for the wrapper ``lifetime`` of a coroutine or
-    generator function (its region spans the coroutine's or generator's whole run): the
-    block spans that run too, and ``status`` is its outcome. ``None`` for other functions
-    (async generator functions: their calls get no metadata)."""
-    import inspect
+class CallBlock:
+    """The block of one run of a coroutine or generator function decorated with
+    ``@profile(metadata=..., record_outcome=...)``, entered around the whole run (its region's
+    span): as :class:`MetadataCall`'s block, ``metadata`` a mapping or a callable given the
+    call's ``args``/``kwargs`` (``TypeError`` as ``dict(**values)`` for other values); with
+    ``record_outcome``, ``status`` (``"ok"``/``"error"``) and ``exception`` (the exception
+    type's name) say how the run ended."""
 
-    def values_of(args, kwargs) -> dict:
-        return (metadata(*args, **kwargs) if callable(metadata) else metadata) or {}
+    def __init__(self, manager, metadata, record_outcome: bool, args, kwargs) -> None:
+        values = (metadata(*args, **kwargs) if callable(metadata) else metadata) or {}
+        self._scope = MetadataScope(manager, dict(**values))
+        self._record_outcome = record_outcome
+        self._values: dict = {}
 
-    if inspect.iscoroutinefunction(lifetime):
+    def __enter__(self) -> dict:
+        self._values = self._scope.__enter__()
+        return self._values
 
-        @functools.wraps(lifetime)
-        async def coroutine_wrapper(*args, **kwargs):
-            if profiled._region is None:
-                return await lifetime(*args, **kwargs)
-            values = values_of(args, kwargs)
-            if not record_outcome:
-                with MetadataScope(manager, dict(**values)):
-                    return await lifetime(*args, **kwargs)
-            with MetadataScope(manager, dict(**values)) as event_metadata:
-                try:
-                    result = await lifetime(*args, **kwargs)
-                except BaseException as error:
-                    event_metadata.update(status="error", exception=type(error).__name__)
-                    raise
-                event_metadata["status"] = "ok"
-                return result
-
-        return coroutine_wrapper
-    if inspect.isgeneratorfunction(lifetime):
-
-        @functools.wraps(lifetime)
-        def generator_wrapper(*args, **kwargs):
-            if profiled._region is None:
-                return (yield from lifetime(*args, **kwargs))
-            values = values_of(args, kwargs)
-            with MetadataScope(manager, dict(**values)) as event_metadata:
-                try:
-                    result = yield from lifetime(*args, **kwargs)
-                except BaseException as error:
-                    if record_outcome:
-                        event_metadata.update(status="error", exception=type(error).__name__)
-                    raise
-                if record_outcome:
-                    event_metadata["status"] = "ok"
-                return result
-
-        return generator_wrapper
-    return None
+    def __exit__(self, exc_type, exc_value, traceback) -> None:
+        if self._record_outcome and exc_type is None:
+            self._values["status"] = "ok"
+        elif self._record_outcome:
+            self._values.update(status="error", exception=exc_type.__name__)
+        self._scope.__exit__(exc_type, exc_value, traceback)

@@ -139,7 +139,7 @@ def finalize(manager, config, *, verbose, return_results, native=()):
     """The MPI branch of ``ProfileManager.finalize`` (collective; see the module docs).
     Returns rank 0's results, an empty non-root result set elsewhere, or None when no
     results were asked for. ``native``: this rank's regions from C/Fortran traces."""
-    from ._manager import _render_output, _results_from_native
+    from ._manager import _checkpoint_results, _render_output, _results_from_native
 
     write_file = not config.deactivate_file_output
     need_results = bool(return_results or verbose)
@@ -195,16 +195,8 @@ def finalize(manager, config, *, verbose, return_results, native=()):
     manager._last_native_run = stacked
     if write_file:
         _render_output(manager._requested_output, config.file_path, stacked)
-    if not need_results:
-        return None
-    results = _results_from_native(stacked)
-    if verbose and results is not None and hasattr(results, "print_summary"):
-        label = getattr(results, "display_label", config.file_path)
-        title = _native.finalize_summary_title(
-            manager._requested_output, write_file, label, config._size
-        )
-        results.print_summary(title=title)
-    return results
+    size = config._size
+    return _checkpoint_results(manager, config, stacked, size, write_file, return_results, verbose)
 
 
 __all__ = [

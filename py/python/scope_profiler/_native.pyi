@@ -37,11 +37,11 @@ __all__ = [
     "MPI_RUN_TAG",
     "NO_STREAMING_UNDER_MPI",
     "SESSION_ROOT_REGION",
+    "UNTRACKED_TRIO_WARNING",
     "CallArrays",
     "Comparison",
     "CorruptProfileError",
     "EventDataUnavailableError",
-    "ForkHooks",
     "GreenletTrace",
     "HDF5SchemaError",
     "JSONProfileError",
@@ -61,10 +61,9 @@ __all__ = [
     "ProfilingResults",
     "Region",
     "RegionCache",
-    "RegionFactory",
-    "RegionHandle",
     "RegionTrace",
     "SummaryDataUnavailable",
+    "SummaryRow",
     "TaskFactory",
     "TaskHandle",
     "TaskInfo",
@@ -74,7 +73,7 @@ __all__ = [
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
-    "_FactoryCall",
+    "_PickledRun",
     "__version__",
     "_run_from_bytes",
     "_run_to_bytes",
@@ -84,6 +83,8 @@ __all__ = [
     "call_graph_warning",
     "call_stack_children",
     "call_stack_roots",
+    "calls_after_the_exit_finalize",
+    "calls_after_the_profile",
     "carries_opt_in",
     "check_pause",
     "check_region_definition",
@@ -94,10 +95,16 @@ __all__ = [
     "check_script",
     "check_set_up",
     "check_setting_names",
+    "check_settings_attribute",
     "cli_after_run",
     "cli_main",
     "compare_runs",
     "create_html_report",
+    "dataset_commit",
+    "dataset_convert",
+    "dataset_empty_table",
+    "dataset_find",
+    "dataset_prepare",
     "describe_process",
     "enabled_tags_from_env",
     "exit_write_failure",
@@ -155,23 +162,25 @@ __all__ = [
     "read_trace",
     "register_opt_in_tags",
     "relative_source_path",
+    "run_output_paths",
     "sampled_step",
     "setting_defaults",
-    "settings_attribute",
     "settings_of_toml",
     "setup_from_env_settings",
+    "signal_while_writing",
+    "sigterm_received",
     "sigterm_taken",
     "sniff_profile_format",
     "split_by_lane",
     "started_marker",
     "summary_text",
+    "terminated_line",
     "thread_time_ns",
     "tracking_upgrade",
+    "unanswered_host_facts",
     "unique_labels",
-    "unknown_setting_error",
     "unsupported_names",
-    "untracked_event_loop_note",
-    "user_stacklevel",
+    "untracked_loop_warning",
     "write_json",
     "write_profile",
 ]
@@ -235,6 +244,15 @@ class NativeRun:
     @property
     def region_names(self) -> list[str]:
         """Region names, insertion order."""
+
+@final
+class _PickledRun:
+    """A run as pickle carries it: its transport without per-call columns (``encoding``)
+    and the columns as int64 arrays (``columns``, used without a copy where their memory
+    allows). ``Region``, ``MPIRegion`` and ``ProfilingResults`` pickle through it."""
+
+    def __new__(cls, encoding: bytes, columns: list[Any]) -> _PickledRun: ...
+    def __reduce__(self) -> tuple[Any, ...]: ...
 
 @final
 class Region:
@@ -579,9 +597,17 @@ class MPIRegion:
         """``(rank_imbalance - 1) * 100``, percent (0.0 when ``rank_imbalance`` is 0.0)."""
 
 @final
+class SummaryRow(dict[str, Any]):
+    """A row of ``thread_summary()`` / ``task_summary()``: a dict whose values are exact and
+    whose repr rounds its floats to three significant digits."""
+
+    def __new__(cls, *_args: Any, **_kwargs: Any) -> Self: ...
+
+@final
 class ThreadInfo:
     """One row of a run's thread table. ``index`` is the value ``Region.thread_ids`` holds;
-    times are s since the run start; ``cpu_time`` is ``CLOCK_THREAD_CPUTIME_ID`` of the thread, s."""
+    times are s since the run start; ``cpu_time`` is the CPU (``CLOCK_THREAD_CPUTIME_ID``) the
+    thread burned during the run, ``cpu_time_total`` its whole life, s."""
 
     def __new__(
         cls,
@@ -629,8 +655,12 @@ class ThreadInfo:
         (``thread_summary()`` fills those in: start to the run's end, ``finalize_time_ns``)."""
     @property
     def cpu_time(self) -> float:
-        """Total CPU time of the OS thread, s (its whole life, CPU before ``setup()``
-        included; ``thread_summary()`` gives the CPU of the run)."""
+        """CPU the thread burned during the run, s, as everywhere ``cpu_time`` appears (the
+        whole-life figure in files of 0.7.5, which do not record where the run started)."""
+    @property
+    def cpu_time_total(self) -> float:
+        """Total CPU time of the OS thread, s: its whole life, CPU before ``setup()``
+        included (0.7.5's ``cpu_time``)."""
     @property
     def cpu_start_time(self) -> float | None:
         """The thread's CPU clock when the run started counting it (registration, or
@@ -777,14 +807,14 @@ class ProfilingResults:
         """``"MainThread"``, ``"Task-2 (fetch) on MainThread"``, ``"unknown lane"``, ...; a
         lane ``rank`` does not have gets a label made from its id (``"thread 7"``,
         ``"task 50"``), as 0.7.5 gives it."""
-    def thread_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+    def thread_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per thread of ``rank``, s: ``index, name, alive, wall_time`` (start to end,
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
         ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
         ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
         its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
         without ``track_async``). Raises NestingError."""
-    def task_summary(self, rank: int = 0) -> list[dict[str, Any]]:
+    def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,
         await_time`` (held + await = region_time; None without an await column),
@@ -806,12 +836,15 @@ class ProfilingResults:
         include: _Patterns = None,
         exclude: _Patterns = None,
         ranks: _Ranks = None,
-        sort: str = "start",
+        sort: str = "total",
         title: str | None = None,
         stream: TextIO | None = None,
         suppress_notes: bool = False,
         columns: Sequence[str] | None = None,
         percentage_mode: str = "coverage",
+        *,
+        top: int | None = None,
+        all_tasks: bool = False,
     ) -> None:
         """Print the summary report to ``stream`` (default stdout)."""
     def _repr_html_(self) -> str:
@@ -821,7 +854,8 @@ class ProfilingResults:
     ) -> _ArrowTable:
         """The region summary as an Arrow table. ``ValueError`` when a filter matches nothing."""
     def threads_frame(self) -> _ArrowTable:
-        """Thread table of every rank (s since the run start) as an Arrow table."""
+        """Thread table of every rank (``ThreadInfo`` fields, s since the run start; ``cpu_time``
+        during the run, ``cpu_time_total`` the whole life) as an Arrow table."""
     def tasks_frame(self) -> _ArrowTable:
         """Task table of every rank (``TaskInfo`` fields) as an Arrow table."""
     def thread_summary_frame(self, rank: int = 0) -> _ArrowTable:
@@ -1120,10 +1154,21 @@ def sigterm_taken() -> bool:
     a re-sent SIGTERM (the handler already ran for the last one sent from outside): the
     handler then does nothing. Harmless when nothing was sent."""
 
+def sigterm_received() -> bool:
+    """Whether SIGTERM reached this process since :func:`guard_sigterm` - at the moment it
+    came, before its Python handler ran - or, in a child forked from it, reached the parent
+    before the fork (such a child would never have been started without the profiler, and
+    ends by the signal)."""
+
 def cli_main(argv: list[str]) -> tuple[int, dict[str, Any] | None]:
     """Parse and carry out ``argv``: ``(exit_code, None)``, or ``(0, request)`` for ``run``
     (``request["session"]``: the run's ``session(...)`` keywords). A ``run`` of a script that
     is not a file prints ``error: ...`` and gives exit code 2."""
+
+def run_output_paths(output: str) -> tuple[int, str | None, str]:
+    """``run``'s output ``output`` (a ``--config`` file's ``file_path``) checked as ``-o`` is:
+    ``(0, None, recording)`` (the HDF5 file the run writes), or the exit code and the error's
+    text."""
 
 def cli_after_run(
     output: _Path,
@@ -1137,25 +1182,39 @@ def cli_after_run(
     argv: list[str],
     module: bool,
     recorded: NativeRun | None,
+    sort: str = "total",
+    top: int | None = None,
+    all_tasks: bool = False,
+    untracked_loops: list[str] = ...,
+    signalled: bool = False,
 ) -> str | None:
     """The end of ``run`` once the session wrote ``h5``: render ``output`` from it (JSON
     profile, HTML report; ``h5`` is then removed), summary (unless ``quiet``) and speedscope
     file named after ``output``. ``processes``: the directory the followed processes
     recorded into; their files are first stacked after ``h5``'s run as rank blocks (this
     process described as ``pid PID: ARGV``, ``-m`` first for a ``module``), the result written
-    over ``h5``, and the directory removed once all succeeded. ``recorded``: the run this
+    over ``h5``, and the directory removed once that is written. ``recorded``: the run this
     process just wrote to ``h5``, used instead of reading it back when its ``file_path`` is
     ``h5``. None, or the error line to print when that failed (naming the file; a failed
-    rendering keeps ``h5``, a failure keeps the processes' directory)."""
-
-def untracked_event_loop_note(loaded: list[str]) -> str | None:
-    """After a run without ``--track-async`` whose program imported ``loaded`` (of asyncio
-    and gevent): the note that an event loop's tasks interleave on one thread; None for
-    none."""
+    rendering keeps ``h5``, a failed merge keeps the processes' directory and names the
+    command that merges it). ``signalled``: the run ends by a signal; the merge first waits
+    (at most 2 s) for followed processes still writing their files."""
 
 def profile_not_written(error: str, kept: str | None = None) -> str:
     """The error line of a run whose session could not write its file, naming the followed
     processes' directory when it stays (``kept``)."""
+
+def terminated_line(signum: int) -> str:
+    """The line of ``run`` when SIGTERM ends the script or its end (the profile is written
+    first, then the run ends by the signal)."""
+
+def signal_while_writing(signum: int, name: str) -> str:
+    """The line of ``run`` when a signal arrives while the profile is written or the followed
+    processes' files are merged (that goes on; then the run ends by the signal)."""
+
+def calls_after_the_profile(calls: int) -> str | None:
+    """The line at the exit of ``run`` when ``calls`` calls were recorded after the profile
+    was written (they are not in it); None for none."""
 
 def plain_warning(process: str | None, category: str, message: str) -> str:
     """A warning the profiler raises from its own code as ``run`` prints it, one line:
@@ -1208,7 +1267,8 @@ def tracking_upgrade(
 
 def multiprocessing_helper(argv: list[str]) -> bool:
     """Whether ``argv`` (``sys.orig_argv``) starts one of multiprocessing's own server
-    processes (the forkserver, the resource tracker), not a process of the program."""
+    processes (the forkserver, the resource tracker) or loky's resource tracker, not a
+    process of the program."""
 
 def unique_labels(labels: list[str]) -> list[str]:
     """Run labels with repeats made distinct, as every exporter names runs: the second
@@ -1571,6 +1631,34 @@ def sniff_profile_format(path: _Path) -> str:
     bytes, else by its name. Raises ``FileNotFoundError``, ``OSError``."""
 
 # ---------------------------------------------------------------------------------------------
+# datasets of many runs (``scope_profiler.dataset``)
+
+def dataset_find(runs: Sequence[_Path]) -> tuple[list[str], list[tuple[str, str]]]:
+    """The run files the paths name (directories searched), and ``(path, message)`` for the
+    paths that do not exist."""
+
+def dataset_prepare(out_dir: _Path, append: bool) -> list[tuple[str, str]]:
+    """Make the directory ready for a build; ``(run id, row json)`` of the runs already in
+    it. Raises ``ValueError`` (an existing dataset without ``append``, foreign files) and
+    ``OSError``."""
+
+def dataset_convert(
+    paths: Sequence[_Path], out_dir: _Path, present: set[str], jobs: int = 1
+) -> list[tuple[str, str, str]]:
+    """Convert each file into the dataset, ``jobs`` at a time, the GIL released: one
+    ``(kind, path, payload)`` per path, kind ``"added"`` (payload: the row as JSON),
+    ``"present"`` (the run id) or ``"failed"`` (the message)."""
+
+def dataset_commit(
+    out_dir: _Path, existing: Sequence[str], converted: Sequence[tuple[str, str, str]]
+) -> tuple[list[str], list[tuple[str, str]], list[tuple[str, str]]]:
+    """Write the runs table of the existing rows and the runs added; returns the ids added,
+    ``(path, run id)`` skipped as present, ``(path, message)`` failed. Raises ``OSError``."""
+
+def dataset_empty_table(name: str) -> _ArrowTable:
+    """The dataset table ``name`` without rows, ``run`` first. Raises ``ValueError``."""
+
+# ---------------------------------------------------------------------------------------------
 # the package's names (``scope_profiler/__init__.py``), pause() (``_manager``), region
 # handles and factories (``_manager_api``)
 
@@ -1583,72 +1671,9 @@ def unsupported_names() -> dict[str, str]:
     honour; a new dict."""
 
 def package_attribute(name: str) -> Any:
-    """The module ``__getattr__`` of ``scope_profiler``: ``__version__``, a name of
-    ``lazy_names()`` (its module imported now); ``NotImplementedError`` saying why for a name
-    of ``unsupported_names()``, ``AttributeError`` for any other."""
-
-@disjoint_base
-class RegionHandle:
-    """A region definition that survives ``setup()`` (``ProfileManager.define_region``).
-
-    ``with handle:`` enters the region of that name in the manager's *current* run (looked
-    up at entry, so a handle made before ``setup()`` records once profiling is set up) and
-    exits the same region object even if a ``setup(replace=True)`` came in between. Usable
-    from any thread or task (the entered regions are kept per context: a ``ContextVar``
-    per handle)."""
-
-    def __new__(
-        cls,
-        manager: Any,
-        name: str,
-        functions: Iterable[Any] | None = None,
-        tags: Iterable[str] | None = None,
-    ) -> RegionHandle: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __enter__(self) -> Any:
-        """Enter ``manager.region(name, functions=..., tags=...)``; its ``__enter__`` value."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region this context entered last; its ``__exit__`` value.
-        ``RuntimeError`` ("region handle 'name' exited without being entered") without one."""
-
-@disjoint_base
-class RegionFactory:
-    """A reusable region definition (``ProfileManager.region_factory``): calling it returns
-    a context manager for one call of the region. ``factory(**metadata)`` runs the call
-    inside ``manager.metadata(**metadata)`` (the block entered first, the region inside
-    it), so the call carries those values."""
-
-    def __new__(
-        cls, manager: Any, name: str, tags: Iterable[str] | None = None
-    ) -> RegionFactory: ...
-    @property
-    def name(self) -> str:
-        """The region's name."""
-    def __call__(self, *args: Any, **kwargs: Any) -> RegionHandle | _FactoryCall:
-        """``factory(**metadata)``: a new ``RegionHandle``; with ``metadata``, it inside the
-        metadata block. Positional arguments: ``TypeError``."""
-
-@final
-class _FactoryCall:
-    """``factory(**metadata)``: the metadata block, and the region inside it."""
-
-    def __new__(cls, scope: Any, handle: Any) -> _FactoryCall: ...
-    def __enter__(self) -> Any:
-        """Enter the block, then the region (the block exited again when that raises)."""
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc_value: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> Any:
-        """Exit the region (its value returned), then the block even when that raised."""
+    """The module ``__getattr__`` of ``scope_profiler`` for a name not in ``lazy_names()``:
+    ``__version__``; ``NotImplementedError`` saying why for a name of
+    ``unsupported_names()``, ``AttributeError`` for any other."""
 
 @final
 class MetadataScope:
@@ -1703,10 +1728,10 @@ def sampled_step(timestep: object, every: int, start: int) -> bool:
     """Whether ``sample_every(every, start)`` records ``timestep`` (``start`` and every
     ``every``-th timestep after it). ``TypeError`` for a ``timestep`` that is not an int."""
 
-def settings_attribute(name: str) -> Any:
-    """The module ``__getattr__`` of ``scope_profiler._settings``: a name of ``_options`` it
-    answers (``ProfilingOptions``, the option groups, ``load_profiling_config``; that module
-    imported now), else ``AttributeError``."""
+def check_settings_attribute(name: str) -> None:
+    """For the module ``__getattr__`` of ``scope_profiler._settings``: ``AttributeError``
+    unless ``name`` is a name of ``_options`` it answers (``ProfilingOptions``, the option
+    groups, ``load_profiling_config``)."""
 
 def check_pause(open_names: list[str]) -> None:
     """``RuntimeError`` ("cannot pause while profiling scopes are active: 'a', 'b', 'c'...")
@@ -1782,12 +1807,17 @@ def check_script(path: str) -> None:
 def call_graph_warning(error: str) -> str:
     """The ``RuntimeWarning`` of a checkpoint whose calls do not nest."""
 
-def user_stacklevel(*modules: str) -> int:
-    """``stacklevel`` for a warning raised by the caller (in ``scope_profiler._manager``,
-    ``_manager_api`` or ``modules``) naming the first frame outside them (the user's
-    line)."""
+def calls_after_the_exit_finalize(calls: int, written: str | None = None) -> str | None:
+    """The line at the interpreter's exit when ``calls`` calls were made after the exit-time
+    finalize (which wrote ``written``, or no file); None for none."""
 
 # settings (``scope_profiler._settings``)
+
+def unanswered_host_facts(full: bool) -> list[str]:
+    """The host facts of the run metadata that system calls have no answer for, which
+    ``ProfilingConfigBase(answers, ...)`` takes from Python: ``platform`` (not glibc Linux),
+    ``processor`` (no CPU model name) and, with ``full`` (``metadata_detail="full"``),
+    ``uname``, and ``user`` / ``hostname`` when their system calls fail."""
 
 def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     """``(defaults, own_defaults)``: the reference's 29 settings with their defaults (its
@@ -1795,26 +1825,24 @@ def setting_defaults() -> tuple[dict[str, Any], dict[str, Any]]:
     or None; the ``recursive_*`` options); new dicts."""
 
 def check_setting_names(names: Iterable[str]) -> None:
-    """``TypeError`` with the reference's message (as ``unknown_setting_error``) when any of
-    ``names`` is not a setting."""
-
-def unknown_setting_error(names: Iterable[str]) -> str:
-    """The reference's message for unknown setting names (sorted, each with the closest
-    setting name when one is close enough, as ``difflib.get_close_matches`` finds it)."""
+    """``TypeError`` with the reference's message when any of ``names`` is not a setting
+    (sorted, each with the closest setting name when one is close enough, as
+    ``difflib.get_close_matches`` finds it)."""
 
 @disjoint_base
 class ProfilingConfigBase:
     """The state of one run's settings: the base of ``_settings.ProfilingConfig``.
 
-    ``ProfilingConfigBase(**settings)``: ``settings`` (``setup()`` keywords; ``None`` keeps
-    the default) over the defaults, checked in the reference's order and words: ``TypeError``
-    for unknown names or a ``file_path`` that is not a path, ``ValueError`` for a refused value
-    or combination, ``NotImplementedError`` for a mode this package does not have. Takes the
-    run origin (``start_time_ns``, ns on the recording clock) and collects the run's metadata
-    (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``; ``timestamp`` now, UTC ISO
-    8601; ``metadata_detail="full"`` adds ``hostname``, ``uname``, ``working_directory``,
+    ``ProfilingConfigBase(answers={}, /, **settings)``: ``settings`` (``setup()`` keywords;
+    ``None`` keeps the default) over the defaults, checked in the reference's order and words:
+    ``TypeError`` for unknown names or a ``file_path`` that is not a path, ``ValueError`` for a
+    refused value or combination, ``NotImplementedError`` for a mode this package does not have.
+    Takes the run origin (``start_time_ns``, ns on the recording clock) and collects the run's
+    metadata (spec-hdf5 §2; a serial run: ``mpi_size = num_nodes = 1``; ``timestamp`` now, UTC
+    ISO 8601; ``metadata_detail="full"`` adds ``hostname``, ``uname``, ``working_directory``,
     ``user``, ``modules`` and the job's environment variables; the host part is read once per
-    process). Settings without a property of their own read as attributes of the same name
+    process, ``answers`` are Python's where it has none: :func:`unanswered_host_facts`).
+    Settings without a property of their own read as attributes of the same name
     (``AttributeError`` for any other name)."""
 
     #: The run's recorder once ``start()`` created it, else None.
@@ -1823,7 +1851,7 @@ class ProfilingConfigBase:
     _tracker: Any
     #: The MPI communicator ``_mpi.configure`` attached, else None.
     _comm: Any
-    def __new__(cls, **settings: Any) -> Self: ...
+    def __new__(cls, answers: dict[str, str] = ..., /, **settings: Any) -> Self: ...
     def mark_started(self) -> None:
         """Take the run's origin (``start_time_ns``, also set in ``metadata``) now, once the
         recorder, the metadata and the hooks are ready. ``AssertionError`` before
@@ -1897,11 +1925,12 @@ class ProfilingConfigBase:
     def memory_profile_path(self) -> None:
         """Always None (memray is not supported)."""
 
-def output_settings(output: _Path | None, overrides: Mapping[str, Any]) -> dict[str, Any]:
+def output_settings(output: object, overrides: Mapping[str, Any]) -> dict[str, Any]:
     """The settings ``setup(output=output)`` sets: ``deactivate_file_output`` and, for a
     path, ``file_path`` (``output`` itself, or ``<output>.scope-profiler.h5`` for a JSON
-    profile or an HTML report). ``TypeError`` when ``overrides`` also sets ``file_path`` or
-    ``deactivate_file_output``."""
+    profile or an HTML report). ``TypeError`` when ``output`` is not None, a ``str`` or an
+    ``os.PathLike`` path, or when ``overrides`` also sets ``file_path`` or
+    ``deactivate_file_output``; ``ValueError`` when no file can be written at ``output``."""
 
 def setup_from_env_settings() -> list[tuple[str, str | bool]]:
     """``setup_from_env()``'s keywords from ``SCOPE_PROFILER_OUTPUT`` (``output``),
@@ -1952,10 +1981,10 @@ def mpi_without_mpi4py(reason: str) -> str:
     """The ``RuntimeWarning`` of a process that looks like an MPI rank but cannot import
     mpi4py (``reason``: the ``ImportError``'s text)."""
 
-def relative_source_path(filename: str) -> str:
+def relative_source_path(filename: str, sys_path: list[str]) -> str:
     """How ``metadata_detail="minimal"`` records a source file: relative to the working
-    directory, else to the deepest ``sys.path`` entry containing it, else its base name.
-    ``OSError`` when the working directory is gone."""
+    directory, else to the deepest entry of ``sys_path`` (``sys.path``) containing it, else
+    its base name. ``OSError`` when the working directory is gone."""
 
 # option bags and settings files (``scope_profiler._options``)
 
@@ -2058,6 +2087,13 @@ class NativeRecorder:
         """Whether the calling thread has registered with this recorder."""
     def set_paused(self, paused: bool) -> None:
         """Pause/resume: while paused, entries push a placeholder and record nothing."""
+    def stop_recording(self) -> None:
+        """The end of the recording (the exit-time finalize, the end of ``run``), before its
+        checkpoint: no call is recorded from now on, on any thread; ``calls_after_stop``
+        counts them; calls open now still close. ``set_paused(False)`` does not undo it."""
+    @property
+    def calls_after_stop(self) -> int | None:
+        """Calls made since ``stop_recording()`` (none recorded); None before it."""
     def open_region_names(self) -> list[str]:
         """Names of regions with an open (non-paused) call on any thread, registration order."""
     def thread_table(self, origin_ns: int = 0) -> list[ThreadInfo]:
@@ -2272,26 +2308,6 @@ class ThreadExitSentinel:
         """Table index (the value ``Region.thread_ids`` / ``task_ids`` hold)."""
 
 @final
-class ForkHooks:
-    """The process's ``os.register_at_fork`` handlers (one, ``_fork._HOOKS``): the
-    configurations whose recorder keeps a thread table or streams (weak), and the hook
-    ``scope-profiler run`` calls last in a forked child."""
-
-    def __new__(cls) -> ForkHooks: ...
-    def track(self, config: Any) -> None:
-        """Set ``config._owner_pid`` (``os.getpid()``); keep ``config`` (weakly) when it
-        has ``track_threads`` or ``flush_interval``."""
-    def inherited(self, config: Any) -> bool:
-        """Whether ``config`` was set up by another process (this one is a forked child)."""
-    def set_follow_hook(self, hook: Callable[[], object] | None) -> None:
-        """Install (None: remove) the hook called last in a forked child."""
-    def before_fork(self) -> None:
-        """Each tracked recorder samples the forking thread's CPU time."""
-    def after_fork_in_child(self) -> None:
-        """Each tracked recorder takes the child's view of its thread table (the forking
-        thread's row goes on with ``threading.get_native_id()``); then the follow hook."""
-
-@final
 class GreenletTrace:
     """The greenlet trace function shared by every ``track_async`` tracker (one per process,
     ``_greenlet_hooks._trace``), set with ``greenlet.settrace`` on each followed thread and
@@ -2307,6 +2323,15 @@ class GreenletTrace:
         """Follow switches for ``recorder`` (idempotent); sets the trace on this thread."""
     def release(self, recorder: NativeRecorder) -> None:
         """Undo :meth:`acquire`; the last one leaving restores this thread's previous trace."""
+
+#: The ``RuntimeWarning`` of a region opened in a trio task: ``track_async`` gives trio tasks
+#: no lanes (``_untracked_loops.check_trio``).
+UNTRACKED_TRIO_WARNING: str
+
+def untracked_loop_warning(kind: str) -> str:
+    """The ``RuntimeWarning`` for the running event loop of type ``kind``
+    (``module.qualname``) found uninstrumented while one of its tasks ran: its earlier tasks'
+    calls have no lanes, and how to instrument the loop before its tasks start."""
 
 @final
 class LoopState:
@@ -2438,22 +2463,27 @@ class NativeTracer:
         recorder: NativeRecorder,
         *,
         all: bool = False,
-        system_prefixes: Sequence[str] | None = None,
+        system_prefixes: Sequence[str] = ...,
+        own_dirs: Sequence[str] = ...,
+        main_module: str | None = None,
         include: str | Iterable[object] | None = None,
         exclude: str | Iterable[object] | None = None,
         entrypoint: str | None = None,
         call_limit: int | None = None,
         decorated: set[Any],
         recorded_path: Callable[[str], str] | None = None,
-        resume_opcode: int | None = None,
-        yield_opcode: int | None = None,
+        resume_opcode: int,
+        yield_opcode: int,
         scoped: bool = False,
     ) -> NativeTracer:
-        """``system_prefixes``: directories of non-user code, resolved to real paths (default:
-        ``sysconfig``'s stdlib/platstdlib/purelib/platlib and ``site``'s package directories;
-        ignored with ``all``); ``include`` / ``exclude``: fnmatch globs on ``module.qualname``
-        (one ``str`` or an iterable, each taken as ``str()``); ``call_limit``: most calls
-        recorded; ``resume_opcode`` / ``yield_opcode``: ``dis.opmap``'s by default."""
+        """``system_prefixes``: directories of non-user code (``sysconfig``'s
+        stdlib/platstdlib/purelib/platlib and ``site``'s package directories; ignored with
+        ``all``), resolved to real paths; ``own_dirs``: the profiler's own directories (never
+        traced); ``main_module``: the module run by ``-m`` (its top-level package is the
+        user's code wherever installed); ``include`` / ``exclude``: fnmatch globs on
+        ``module.qualname`` selecting by name wherever the code is (one ``str`` or an
+        iterable, each taken as ``str()``); ``call_limit``: most calls recorded;
+        ``resume_opcode`` / ``yield_opcode``: ``dis.opmap``'s ``RESUME`` / ``YIELD_VALUE``."""
     def start(self) -> None:
         """Trace every thread from now on (stops the tracer running); ``RuntimeError`` when
         stopped, or (3.12+) when no ``sys.monitoring`` tool id is free. A ``scoped`` tracer

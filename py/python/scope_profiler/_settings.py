@@ -21,7 +21,15 @@ Settings this package accepts but does not implement:
 
 from __future__ import annotations
 
-from ._native import NativeRecorder, ProfilingConfigBase, setting_defaults, settings_attribute
+from functools import cache
+
+from ._native import (
+    NativeRecorder,
+    ProfilingConfigBase,
+    check_settings_attribute,
+    setting_defaults,
+    unanswered_host_facts,
+)
 
 TYPE_CHECKING = False  # typing.TYPE_CHECKING without importing typing (a cheap import)
 if TYPE_CHECKING:
@@ -31,7 +39,10 @@ if TYPE_CHECKING:
 def __getattr__(name: str):
     """Names defined in ``_options`` (dataclasses, loaded on first use), reachable from here
     (``session::package_names::SETTINGS_LAZY``); ``AttributeError`` for any other."""
-    return settings_attribute(name)
+    check_settings_attribute(name)
+    from . import _options
+
+    return getattr(_options, name)
 
 
 #: Every flat setting with its default (reference ``ProfilingConfig.__init__`` order), and
@@ -43,6 +54,36 @@ def __getattr__(name: str):
 DEFAULTS, OWN_DEFAULTS = setting_defaults()
 
 ALL_DEFAULTS: dict[str, Any] = {**DEFAULTS, **OWN_DEFAULTS}
+
+
+def _host_answer(name: str) -> str:
+    """Python's answer to the host fact ``name`` of the run metadata (one of
+    ``unanswered_host_facts()``): ``getpass.getuser()``, ``socket.gethostname()``,
+    ``" ".join(platform.uname())`` or :func:`_constant_host_answer`; the module imported now."""
+    if name == "user":
+        import getpass
+
+        return getpass.getuser()
+    if name == "hostname":
+        import socket
+
+        return socket.gethostname()
+    if name == "uname":
+        import platform
+
+        return " ".join(platform.uname())
+    return _constant_host_answer(name)
+
+
+@cache
+def _constant_host_answer(name: str) -> str:
+    """``platform.platform()``, or for ``processor`` ``platform.processor() or
+    platform.machine()``: they do not change in a process, so they are asked once."""
+    import platform
+
+    if name == "platform":
+        return platform.platform()
+    return platform.processor() or platform.machine()
 
 
 class ProfilingConfig(ProfilingConfigBase):
@@ -58,6 +99,13 @@ class ProfilingConfig(ProfilingConfigBase):
     if TYPE_CHECKING:  # the settings without a property of their own (Rust's __getattr__)
 
         def __getattr__(self, name: str) -> Any: ...
+
+    def __new__(cls, **settings: Any) -> ProfilingConfig:
+        """A configuration of ``settings``, its metadata with Python's answers where the
+        system calls have none (``unanswered_host_facts``)."""
+        full = settings.get("metadata_detail") == "full"
+        answers = {name: _host_answer(name) for name in unanswered_host_facts(full)}
+        return super().__new__(cls, answers, **settings)
 
     def start(self) -> None:
         """Create the recorder, the tracker (``track_threads`` unless ``deactivate_profiling``;

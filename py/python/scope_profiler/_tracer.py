@@ -3,9 +3,9 @@
 
 Every call of a selected Python function becomes a call of the region ``module.qualname``
 (the reference's name), on the calling thread's buffers and task lane, like an explicit
-region. The selection (user code only unless ``recursive_all``; ``recursive_include`` /
-``recursive_exclude`` globs; ``recursive_entrypoint``) is decided once per code object in
-Rust. This module only builds the tracer from a configuration, starts and stops it with the
+region. The selection (the user's code unless ``recursive_all`` or ``recursive_include``
+names what to trace; ``recursive_exclude`` globs; ``recursive_entrypoint``) is decided once
+per code object in Rust (``scope_profiler_recorder::trace_select``). This module only builds the tracer from a configuration, starts and stops it with the
 recording, arms the thread-start hook when it hooks threads one by one (3.11's profile
 function; 3.11's frame evaluation function and 3.12+'s ``sys.monitoring`` cover every thread)
 and reports the calls that ``recursive_call_limit`` left out.
@@ -13,7 +13,7 @@ and reports the calls that ``recursive_call_limit`` left out.
 
 from __future__ import annotations
 
-import atexit
+import os
 import sys
 
 from ._native import NativeTracer, TraceHook
@@ -28,6 +28,53 @@ if TYPE_CHECKING:
 #: Code objects of ``@profile``-decorated functions: recorded by their own region, so the
 #: tracer leaves them out (a call is never recorded twice).
 DECORATED_CODES: set = set()
+
+
+#: The profiler's own directory, as imported and resolved: nothing in it is traced (the
+#: start-up file of followed processes, ``_follow_boot/sitecustomize.py``, included).
+OWN_DIRS: list[str] = sorted(
+    {os.path.dirname(os.path.abspath(__file__)), os.path.dirname(os.path.realpath(__file__))}
+)
+
+#: The module ``scope-profiler run -m`` runs, set by the command before its session starts.
+_run_module: str | None = None
+
+
+def set_run_module(module: str | None) -> None:
+    """Note what ``run`` runs (``module``: the module of ``run -m``, None for a script): the
+    module's top-level package is the user's code, traced by default wherever installed."""
+    global _run_module
+    _run_module = module
+
+
+def _system_paths() -> list[str]:
+    """The standard-library and installed-package directories (not the user's code):
+    ``sysconfig.get_paths()``'s ``stdlib``/``platstdlib``/``purelib``/``platlib``,
+    ``site.getsitepackages()`` and ``site.getusersitepackages()``; a source that fails is
+    skipped, as the reference does. Resolved to real paths by the tracer."""
+    import site
+    import sysconfig
+
+    out: list[str] = []
+    try:
+        paths = sysconfig.get_paths()
+        out += [paths[k] for k in ("stdlib", "platstdlib", "purelib", "platlib") if paths.get(k)]
+    except Exception:
+        pass
+    for source in (site.getsitepackages, lambda: [site.getusersitepackages()]):
+        try:
+            out += [p for p in source() if isinstance(p, str)]
+        except Exception:
+            pass
+    return out
+
+
+def _opcodes() -> tuple[int, int]:
+    """The opcodes the tracer reads in 3.11's frames: ``RESUME`` (a generator's first
+    start), ``YIELD_VALUE`` (a suspension)."""
+    import dis
+
+    return dis.opmap["RESUME"], dis.opmap["YIELD_VALUE"]
 
 
 def mark_decorated(func: Any) -> None:
@@ -69,15 +116,21 @@ def start(config: ProfilingConfig, recorded_path: Callable[[str], str]) -> Nativ
     tracer = NativeTracer.registered(id(config))
     if tracer is not None and tracer.running_now:
         return tracer
+    resume, yielded = _opcodes()
     tracer = NativeTracer(
         config._native,
         all=bool(config.recursive_all),
+        system_prefixes=[] if config.recursive_all else _system_paths(),
+        own_dirs=OWN_DIRS,
+        main_module=_run_module,
         include=config.recursive_include,
         exclude=config.recursive_exclude,
         entrypoint=config.recursive_entrypoint,
         call_limit=config.recursive_call_limit,
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
+        resume_opcode=resume,
+        yield_opcode=yielded,
     )
     previous = other_profiler()
     tracer.start()
@@ -108,13 +161,17 @@ def call_tracer(config: ProfilingConfig | None, recorded_path: Callable[[str], s
         return tracer if tracer.running_now and tracer.scoped else None
     if config.recursive_profile or NativeTracer.registered_running() is not None:
         return None
+    resume, yielded = _opcodes()
     tracer = NativeTracer(
         config._native,
         all=True,
+        own_dirs=OWN_DIRS,
         call_limit=config.recursive_call_limit,
         decorated=DECORATED_CODES,
         recorded_path=recorded_path,
         scoped=True,
+        resume_opcode=resume,
+        yield_opcode=yielded,
     )
     tracer.start()
     tracer.register(id(config))
@@ -149,9 +206,8 @@ def forget(config: ProfilingConfig | None) -> None:
         NativeTracer.unregister(id(config))
 
 
-@atexit.register
 def _stop_all() -> None:
-    """At interpreter exit (after every exit-time finalize, atexit being LIFO): no tracer
+    """At the interpreter's exit (``_exit``: after every exit-time finalize): no tracer
     outlives the interpreter's modules (a traced call at shutdown would import threading)."""
     tracer = NativeTracer.registered_running()
     if tracer is not None:

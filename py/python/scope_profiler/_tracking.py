@@ -45,21 +45,14 @@ UNKNOWN = -1
 _THREAD_HOOK = ThreadStartHook()
 
 
-def thread_hook_displaced() -> bool:
-    """Whether the shared thread-start hook is in use but no longer installed: the program
-    called ``threading.setprofile()`` since, so threads it starts are not hooked."""
-    return _THREAD_HOOK.displaced()
-
-
-def add_thread_start_callback(callback) -> None:
-    """Call ``callback(frame)`` on every thread started from now on, at its first event
-    (after the trackers registered it). Idempotent."""
-    _THREAD_HOOK.add_callback(callback)
-
-
-def remove_thread_start_callback(callback) -> None:
-    """Undo :func:`add_thread_start_callback` (idempotent)."""
-    _THREAD_HOOK.remove_callback(callback)
+#: ``thread_hook_displaced()``: whether the hook is in use but no longer installed (the
+#: program called ``threading.setprofile()`` since: threads it starts are not hooked).
+thread_hook_displaced = _THREAD_HOOK.displaced
+#: ``add_thread_start_callback(callback)``: call ``callback(frame)`` on every thread
+#: started from now on, at its first event (after the trackers registered it); idempotent.
+add_thread_start_callback = _THREAD_HOOK.add_callback
+#: ``remove_thread_start_callback(callback)``: undo the above (idempotent).
+remove_thread_start_callback = _THREAD_HOOK.remove_callback
 
 
 class ConcurrencyTracker:
@@ -70,7 +63,7 @@ class ConcurrencyTracker:
     def __init__(self, native, track_async: bool = False) -> None:
         self._native = native
         self.track_async = bool(track_async)
-        self._installed = False
+        self.installed = False  # the hooks armed (install() until uninstall())
         self._asyncio = False  # in the asyncio hooks' registry (install or instrument_loop)
         self._greenlet = False  # in the greenlet hooks' registry
 
@@ -93,16 +86,12 @@ class ConcurrencyTracker:
         return self._native.task_table(0)
 
     # - install / uninstall -------------------------------------------------
-    @property
-    def installed(self) -> bool:
-        return self._installed
-
     def install(self) -> None:
         """Arm the thread-start hook and, with ``track_async``, the asyncio and greenlet
         hooks (idempotent)."""
-        if self._installed:
+        if self.installed:
             return
-        self._installed = True
+        self.installed = True
         _LIVE_TRACKERS.add(self)
         _THREAD_HOOK.acquire(self._native)
         if self.track_async:
@@ -122,9 +111,9 @@ class ConcurrencyTracker:
     def uninstall(self) -> None:
         """Remove this tracker from every hook; a hook nobody uses any more is restored to
         what was there before the first tracker installed (idempotent)."""
-        if not self._installed and not self._asyncio:
+        if not self.installed and not self._asyncio:
             return
-        self._installed = False
+        self.installed = False
         _LIVE_TRACKERS.discard(self)
         _THREAD_HOOK.release(self._native)
         if self._asyncio:
@@ -148,8 +137,6 @@ class ConcurrencyTracker:
     def _refresh_task_names(self) -> None:
         """Names as ``Task.get_name()`` answers now (``set_name`` after creation)."""
         self._native.refresh_task_names()
-
-    # - greenlets -------------------------------------------------------------
 
 
 #: Trackers with hooks installed (weak), so a forked child can take them out.

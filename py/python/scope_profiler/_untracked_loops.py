@@ -21,30 +21,13 @@ import sys
 import warnings
 import weakref
 
+# the warnings' texts: ``scope_profiler_session::untracked_loops``
+from ._native import UNTRACKED_TRIO_WARNING, untracked_loop_warning
+
 #: Loops found instrumented (or instrumented here): nothing more to check for them.
 _SETTLED: weakref.WeakSet = weakref.WeakSet()
 #: What was warned about already ("asyncio", "trio").
 _WARNED: set[str] = set()
-
-_LOOP_ADVICE = (
-    "track_async: tasks of the running {kind} event loop were not tracked: the loop was not "
-    "instrumented when they were created, so their calls have no task lane (task id -1, "
-    "await time 0) and calls of concurrent tasks nest on the thread's lane, with durations "
-    "that include the other tasks' time. The loop is instrumented from now on. To track "
-    "every task, instrument the loop before its tasks start: "
-    "ProfileManager.get_config().tracker.instrument_loop(loop), for example as the first "
-    "line of the main coroutine with asyncio.get_running_loop() (uvloop.run() and "
-    "asyncio.run(..., loop_factory=...) create the loop themselves)."
-)
-
-_TRIO_ADVICE = (
-    "track_async does not follow trio tasks (trio.run, or anyio on its trio backend): calls "
-    "in trio tasks are recorded on the thread's lane with no task lane (task id -1, await "
-    "time 0), calls of concurrent tasks nest in the order they opened, and their durations "
-    "include the other tasks' time, so held time is not CPU time. For task lanes run the "
-    "program on asyncio (anyio's asyncio backend); otherwise read these calls as wall time "
-    "only, or record without track_async."
-)
 
 
 def _settle(loop) -> None:
@@ -54,30 +37,32 @@ def _settle(loop) -> None:
         pass
 
 
-def check_loop(loop) -> None:
-    """A region opened on the thread's lane while ``loop`` runs on this thread."""
+def check_loop(loop) -> bool:
+    """A region opened on the thread's lane while ``loop`` runs on this thread; returns
+    whether ``loop`` needs no more checks (instrumented, now or before)."""
     try:
         if loop in _SETTLED:
-            return
+            return True
     except TypeError:
         pass
     from . import _asyncio_hooks
 
     if not _asyncio_hooks.tracking():  # the trackers left: nothing follows tasks any more
-        return
+        return False
     if _asyncio_hooks.instruments(loop):
         _settle(loop)
-        return
+        return True
     import asyncio
 
     if asyncio.current_task(loop) is None:  # a plain callback of the loop: no task to track
-        return
+        return False
     _asyncio_hooks.instrument_active(loop)
     _settle(loop)
     if "asyncio" not in _WARNED:
         _WARNED.add("asyncio")
         kind = f"{type(loop).__module__}.{type(loop).__qualname__}"
-        warnings.warn(_LOOP_ADVICE.format(kind=kind), RuntimeWarning, stacklevel=2)
+        warnings.warn(untracked_loop_warning(kind), RuntimeWarning, stacklevel=2)
+    return True
 
 
 def check_trio() -> bool:
@@ -91,5 +76,5 @@ def check_trio() -> bool:
     if not in_task:
         return "trio" in _WARNED
     _WARNED.add("trio")
-    warnings.warn(_TRIO_ADVICE, RuntimeWarning, stacklevel=2)
+    warnings.warn(UNTRACKED_TRIO_WARNING, RuntimeWarning, stacklevel=2)
     return True

@@ -3,13 +3,11 @@
 //! * [`asyncio_hooks`]: the task factory of every instrumented event loop (`_asyncio_hooks.py`);
 //! * [`greenlet_hooks`]: the greenlet trace function (`_greenlet_hooks.py`);
 //! * [`tracking`]: the thread-start hook (`_tracking.py`);
-//! * [`fork`]: what `fork()` does to the process's runs (`_fork.py`);
 //! * [`untracked_loops`]: the check for tasks of event loops we do not instrument
 //!   (`_untracked_loops.py`).
 use pyo3::prelude::*;
 
 pub mod asyncio_hooks;
-pub mod fork;
 pub mod greenlet_hooks;
 pub mod ready_queue;
 pub mod tracking;
@@ -18,8 +16,8 @@ pub mod untracked_loops;
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
-    fork::register(m)?;
     greenlet_hooks::register(m)?;
     ready_queue::register(m)?;
+    untracked_loops::register(m)?;
     Ok(())
 }

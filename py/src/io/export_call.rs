@@ -269,6 +269,19 @@ pub(crate) fn requested_ranks(ranks: &Bound<'_, PyAny>) -> PyResult<Vec<i64>> {
     ranks.try_iter()?.map(|r| int.call1((r?,))?.extract()).collect()
 }
 
+/// `r.get_regions(include=include, exclude=exclude)`: the regions of result set `r` the
+/// filters select, in its order.
+pub(crate) fn selected_regions<'py>(
+    r: &Bound<'py, PyAny>,
+    include: Option<&Bound<'py, PyAny>>,
+    exclude: Option<&Bound<'py, PyAny>>,
+) -> PyResult<Vec<Bound<'py, PyAny>>> {
+    let kwargs = PyDict::new(r.py());
+    kwargs.set_item("include", include)?;
+    kwargs.set_item("exclude", exclude)?;
+    r.call_method("get_regions", (), Some(&kwargs))?.try_iter()?.collect()
+}
+
 /// What the plan needs of root result set `r`: its label, rank count, the names of the
 /// regions `get_regions` selects and which of `ranks` have a call in them.
 fn run_input(
@@ -277,14 +290,9 @@ fn run_input(
     exclude: Option<&Bound<'_, PyAny>>,
     ranks: &[i64],
 ) -> PyResult<RunInput> {
-    let kwargs = PyDict::new(r.py());
-    kwargs.set_item("include", include)?;
-    kwargs.set_item("exclude", exclude)?;
-    let selected = r.call_method("get_regions", (), Some(&kwargs))?;
     let mut regions = Vec::new();
     let mut per_rank = Vec::new();
-    for region in selected.try_iter()? {
-        let region = region?;
+    for region in selected_regions(r, include, exclude)? {
         regions.push(region.getattr("name")?.extract::<String>()?);
         per_rank.push(region.getattr("regions")?);
     }

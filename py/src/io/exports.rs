@@ -5,8 +5,9 @@
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
+use scope_profiler_formats::export_plan::ProfNaming;
 use scope_profiler_formats::folded::{write_folded_unit, FoldedUnit};
-use scope_profiler_formats::pstats::{write_prof, ProfOptions};
+use scope_profiler_formats::pstats::{write_prof_named, ProfOptions};
 use scope_profiler_formats::registry::only;
 use scope_profiler_formats::timeline::{parse_window, write_timeline_svg_with, TimelineOptions};
 use scope_profiler_formats::Format;
@@ -36,7 +37,7 @@ export_functions! {
         before verbose (call_paths: bool = true, per_lane: bool = false),
         write {
             let opts = ProfOptions { call_paths, per_lane };
-            move |run, sel, p| write_prof(run, sel, p, opts)
+            move |run, sel, p| write_prof_named(run, sel, p, opts, ProfNaming::Reference)
         };
 
     /// Write one flame graph SVG per (run, rank with calls), rendered by inferno from the

@@ -6,11 +6,10 @@
 //! newer than this package reads).
 use std::path::PathBuf;
 
-use arrow_array::Int64Array;
 use pyo3::prelude::*;
 use pyo3::types::PyList;
-use scope_profiler_analysis::{RegionCalls, Run};
-use scope_profiler_formats::{RunSummary, SummaryRow};
+use scope_profiler_analysis::Run;
+use scope_profiler_formats::SummaryFilter;
 
 use crate::errors::{h5_err, SummaryDataUnavailable};
 use crate::results::profiling_results::ProfilingResults;
@@ -32,8 +31,18 @@ pub fn read(py: Python<'_>, path: PathBuf, verbose: bool) -> PyResult<ProfilingR
 pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
     match recover_first(py, path)? {
         Some(run) => Ok(run),
-        None => py.detach(|| scope_profiler_formats::read_h5(path)).map_err(h5_err),
+        None => read_file(py, path),
     }
+}
+
+/// The run in the HDF5 file at `path` (GIL released while reading); what the read left out
+/// (a row's unreadable per-call metadata) is a `RuntimeWarning` each. Raises as `read_h5`.
+pub(crate) fn read_file(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> {
+    let (run, notes) = py.detach(|| scope_profiler_formats::read_h5_noting(path)).map_err(h5_err)?;
+    for note in notes {
+        crate::errors::runtime_warning(py, &note)?;
+    }
+    Ok(run)
 }
 
 /// The sidecar of a streamed recording (`flush_interval`) whose process is
@@ -42,22 +51,20 @@ pub(crate) fn read_run(py: Python<'_>, path: &std::path::Path) -> PyResult<Run> 
 ///   from the sidecar, [`scope_profiler_finalize::stream::recover`]) and then read; when it
 ///   cannot be written, the recovered run is returned (read in memory);
 /// * `path` is older than the sidecar (killed after a checkpoint, or it ended without a
-///   last `finalize()`): `path` is read as it is - a read does not replace a file - and the
-///   warning says how to (`scope-profiler recover`).
+///   last `finalize()`, or it recorded after its exit-time finalize): `path` is read as it
+///   is - a read does not change a file - and the warning says how `scope-profiler recover`
+///   adds the sidecar's calls to it.
 ///
 /// None when `path` is to be read as usual.
 fn recover_first(py: Python<'_>, path: &std::path::Path) -> PyResult<Option<Run>> {
     use scope_profiler_finalize::stream::{describe, pending_sidecar, recover, recover_run, RecoverError};
     let Some(sidecar) = py.detach(|| pending_sidecar(path)) else { return Ok(None) };
-    let warn = |msg: String| -> PyResult<()> {
-        let msg = std::ffi::CString::new(msg).unwrap_or_default();
-        PyErr::warn(py, &py.get_type::<pyo3::exceptions::PyRuntimeWarning>(), &msg, 1)
-    };
+    let warn = |msg: String| crate::errors::runtime_warning(py, &msg);
     if path.exists() {
         warn(format!(
             "{} is older than {}, the sidecar of a flush_interval recording whose process ended \
              without writing the calls it holds; reading {0} as it is (`scope-profiler recover {0}` \
-             replaces it with the sidecar's calls)",
+             adds them to it when its process wrote both, and never replaces it by fewer calls than it holds)",
             path.display(),
             sidecar.display()
         ))?;
@@ -117,51 +124,6 @@ fn wanted<T: for<'a, 'py> FromPyObject<'a, 'py, Error = PyErr>>(
     }
 }
 
-/// A summary row as a region row without events.
-fn stored_row(r: &SummaryRow) -> RegionCalls {
-    let mut row =
-        RegionCalls::new(r.region, r.rank, Int64Array::from(Vec::<i64>::new()), Int64Array::from(Vec::<i64>::new()));
-    row.stored = Some(r.stats);
-    row.exclusive_total_ns = r.exclusive_total_ns;
-    row.source_file = r.source_file.clone().filter(|f| !f.is_empty());
-    row.source_line = r.source_line;
-    row.source_text = r.source_text.clone().filter(|t| !t.is_empty());
-    row.tags = r.tags.clone();
-    row
-}
-
-/// The summary restricted to `names` / `ranks`, as a run of summary-only rows.
-fn summary_run(summary: RunSummary, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
-    let keep_rank = |r: u32| ranks.as_ref().is_none_or(|w| w.contains(&r));
-    let keep_name =
-        |id: u32| names.as_ref().is_none_or(|w| summary.region_names.get(id as usize).is_some_and(|n| w.contains(n)));
-    Run {
-        regions: summary.rows.iter().filter(|r| keep_rank(r.rank) && keep_name(r.region)).map(stored_row).collect(),
-        threads: summary.threads.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),
-        tasks: summary.tasks.iter().filter(|t| keep_rank(t.rank)).cloned().collect(),
-        metadata: summary.metadata.clone(),
-        num_ranks: summary.num_ranks,
-        region_names: summary.region_names,
-        loop_blocks: summary.loop_blocks.iter().filter(|b| keep_rank(b.rank)).copied().collect(),
-    }
-}
-
-/// A full run restricted to `names` / `ranks` (the summary fallback for schema-1 files);
-/// stored exclusive totals are dropped when regions are filtered (they would not add up).
-fn restrict(mut run: Run, names: &Option<Vec<String>>, ranks: &Option<Vec<u32>>) -> Run {
-    let region_names = run.region_names.clone();
-    run.regions.retain(|r| {
-        ranks.as_ref().is_none_or(|w| w.contains(&r.rank))
-            && names.as_ref().is_none_or(|w| region_names.get(r.region as usize).is_some_and(|n| w.contains(n)))
-    });
-    if names.is_some() {
-        for r in &mut run.regions {
-            r.exclusive_total_ns = None;
-        }
-    }
-    run
-}
-
 /// Load a profile's statistics without reading its per-call events: the stored summary
 /// statistics, counts, exclusive totals, sources, tags, metadata and lane tables; `/events`
 /// is never touched. Per-call APIs then raise `EventDataUnavailableError`. `regions` /
@@ -184,8 +146,7 @@ pub fn read_h5_summary(
     ranks: Option<Bound<'_, PyAny>>,
 ) -> PyResult<ProfilingResults> {
     let _ = (include_likwid, include_line_profile);
-    let names: Option<Vec<String>> = wanted(regions)?;
-    let ranks: Option<Vec<u32>> = wanted(ranks)?;
+    let filter = SummaryFilter { names: wanted(regions)?, ranks: wanted(ranks)? };
     let path_str = file_path.to_string_lossy().into_owned();
     let Some(summary) = py.detach(|| scope_profiler_formats::read_h5_summary(&file_path)).map_err(h5_err)? else {
         if !fallback {
@@ -193,14 +154,14 @@ pub fn read_h5_summary(
                 "summary-only reads require a schema-2 or newer profiling file with fixed-size summary statistics",
             ));
         }
-        let run = py.detach(|| scope_profiler_formats::read_h5(&file_path)).map_err(h5_err)?;
-        return ProfilingResults::from_run(py, restrict(run, &names, &ranks), path_str, true);
+        let run = read_file(py, &file_path)?;
+        return ProfilingResults::from_run(py, filter.restrict(run), path_str, true);
     };
     if verbose {
         let msg = format!("Read summary of {path_str}: {} region row(s)", summary.rows.len());
         py.import("builtins")?.getattr("print")?.call1((msg,))?;
     }
-    ProfilingResults::from_run(py, summary_run(summary, &names, &ranks), path_str, false)
+    ProfilingResults::from_run(py, summary.into_run(&filter), path_str, false)
 }
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {

@@ -5,12 +5,14 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyOSError};
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList};
+use pyo3::types::PyList;
 use scope_profiler_formats::json_profile::{self, JsonError};
 use scope_profiler_formats::Selection;
 
 use crate::errors::JSONProfileError;
-use crate::io::export_call::{export_err, plan_err, requested_ranks, root_sets, run_name, target_path};
+use crate::io::export_call::{
+    export_err, plan_err, requested_ranks, root_sets, run_name, selected_regions, target_path,
+};
 use crate::native_run::NativeRun;
 use crate::results::profiling_results::ProfilingResults;
 
@@ -40,14 +42,8 @@ fn write_one<'py>(
     };
     let mut sel = Selection::new(ranks, "");
     if include.is_some_and(|i| !i.is_none()) || exclude.is_some_and(|e| !e.is_none()) {
-        let kwargs = PyDict::new(py);
-        kwargs.set_item("include", include)?;
-        kwargs.set_item("exclude", exclude)?;
-        let names = results
-            .call_method("get_regions", (), Some(&kwargs))?
-            .try_iter()?
-            .map(|r| r?.getattr("name")?.extract::<String>())
-            .collect::<PyResult<Vec<_>>>()?;
+        let selected = selected_regions(results, include, exclude)?;
+        let names = selected.iter().map(|r| r.getattr("name")?.extract()).collect::<PyResult<Vec<String>>>()?;
         sel = sel.with_regions(names);
     }
     let pathlib_path = py.import("pathlib")?.getattr("Path")?;

@@ -8,9 +8,11 @@
 //! * [`export_call`]: one `export_*` call: Python arguments, the plan, the writers;
 //! * [`prof_export`]: the pstats tables of `to_pstats` (`prof_export.py`);
 //! * [`json_export`]: the JSON profile (`json_export.py`);
+//! * [`dataset`]: many runs as one Parquet dataset (`dataset.py`);
 //! * [`ranks`]: a run as bytes and runs stacked as blocks of ranks (`_mpi.py`).
 use pyo3::prelude::*;
 
+pub mod dataset;
 pub mod export_call;
 pub mod exports;
 pub mod h5reader;
@@ -28,5 +30,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     ranks::register(m)?;
     prof_export::register(m)?;
     exports::register(m)?;
+    dataset::register(m)?;
     Ok(())
 }

@@ -7,6 +7,7 @@ use std::sync::Arc;
 
 use pyo3::prelude::*;
 use pyo3::types::PyDict;
+use scope_profiler_analysis::SortKey;
 use scope_profiler_commands::{dispatch, Outcome};
 use scope_profiler_formats::text_summary;
 use scope_profiler_session::end_of_run::{after_run, RunOutputs};
@@ -44,14 +45,30 @@ fn cli_main(py: Python<'_>, argv: Vec<String>) -> PyResult<(i32, Option<Bound<'_
             d.set_item("track_threads", req.track_threads)?;
             d.set_item("track_async", req.track_async)?;
             d.set_item("output", req.output.to_string_lossy().into_owned())?;
+            d.set_item("output_given", req.output_given)?;
             d.set_item("recording", recording_path(&req.output).to_string_lossy().into_owned())?;
             d.set_item("speedscope", req.speedscope)?;
             d.set_item("quiet", req.quiet)?;
             d.set_item("follow", req.follow)?;
             d.set_item("traced", req.tracing.is_some())?;
             d.set_item("no_output", req.settings.no_output)?;
+            d.set_item("sort", req.summary.sort.name())?;
+            d.set_item("top", req.summary.top)?;
+            d.set_item("all_tasks", req.summary.all_tasks)?;
             Ok((0, Some(d)))
         }
+    }
+}
+
+/// `run`'s output `output` (a --config file's `file_path`) checked as `-o` is: `(0, None,
+/// recording)`, `recording` the HDF5 file the run writes (as `cli_main`'s `recording`), or
+/// the exit code and the error's text.
+#[pyfunction]
+fn run_output_paths(output: PathBuf) -> (i32, Option<String>, String) {
+    let recording = recording_path(&output);
+    match scope_profiler_commands::failure::check_run_output(&output, &recording) {
+        Ok(()) => (0, None, recording.to_string_lossy().into_owned()),
+        Err(e) => (e.code(), Some(e.to_string()), String::new()),
     }
 }
 
@@ -72,18 +89,21 @@ fn session_dict<'py>(py: Python<'py>, req: &RunRequest) -> PyResult<Bound<'py, P
 }
 
 /// `cli_after_run(output, h5, *, quiet, speedscope, track_threads, processes, pid, argv,
-/// module, recorded) -> str | None`: the end of `run` once the session wrote `h5` (`output`,
+/// module, recorded, signalled=False) -> str | None`: the end of `run` once the session wrote `h5` (`output`,
 /// `h5` absolute; [`after_run`]): renders `output` from `h5` when that names another format
 /// (then removes `h5`), prints the summary (unless `quiet`) and writes the speedscope file
 /// named after `output`. `processes` (the directory the followed processes of `run` wrote
 /// into): their recordings are first stacked after `h5`'s run, one rank block per process,
 /// this one described as `pid PID: ARGV` (`argv`: the script's, `-m` first for a `module`);
-/// the directory is removed once everything succeeded. `recorded`: the run this process just
-/// wrote, used instead of reading `h5` back when its `file_path` is `h5`. Returns None, or
-/// the error line to print when that failed (naming the file, and the processes' directory,
-/// kept). The GIL is released meanwhile.
+/// the directory is removed once they are written into `h5`. `recorded`: the run this process just
+/// wrote, used instead of reading `h5` back when its `file_path` is `h5`. `signalled`: the run
+/// ends by a signal; the merge first waits (boundedly) for followed processes still writing
+/// their files ([`run_command::settle_time`]). Returns None, or
+/// the error line to print when that failed (naming the file, and the processes' directory
+/// when it stays, with the command that merges it). The GIL is released meanwhile.
 #[pyfunction]
-#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded))]
+#[pyo3(signature = (output, h5, *, quiet, speedscope, track_threads, processes, pid, argv, module, recorded,
+    sort="total", top=None, all_tasks=false, untracked_loops=Vec::new(), signalled=false))]
 #[allow(clippy::too_many_arguments)]
 fn cli_after_run(
     py: Python<'_>,
@@ -97,21 +117,27 @@ fn cli_after_run(
     argv: Vec<String>,
     module: bool,
     recorded: Option<PyRef<'_, NativeRun>>,
-) -> Option<String> {
+    sort: &str,
+    top: Option<usize>,
+    all_tasks: bool,
+    untracked_loops: Vec<String>,
+    signalled: bool,
+) -> PyResult<Option<String>> {
     let recorded = recorded.filter(|r| Path::new(&r.file_path) == h5).map(|r| Arc::clone(&r.run));
     let label = run_command::process_label(pid, &argv, module);
-    let outputs = RunOutputs { output, quiet, speedscope, track_threads };
+    let summary = text_summary::SummaryOptions {
+        sort: SortKey::parse(sort).map_err(pyo3::exceptions::PyValueError::new_err)?,
+        top,
+        all_tasks,
+        ..Default::default()
+    }
+    .with_cli_hints();
+    let settle = run_command::settle_time(signalled);
+    let outputs = RunOutputs { output, quiet, speedscope, track_threads, summary, untracked_loops, settle };
     let dir = processes.as_deref().map(|dir| (Path::new(dir), label.as_str()));
     let done = py.detach(|| after_run(&outputs, &h5, dir, recorded.as_deref()));
-    done.err().map(|e| run_command::end_of_run_failure(&e, processes.as_deref()))
-}
-
-/// `untracked_event_loop_note(loaded) -> str | None`: after a run without `--track-async`
-/// whose program imported `loaded` (of asyncio and gevent), the note that an event loop's
-/// tasks interleave on one thread; None when none was.
-#[pyfunction]
-fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
-    run_command::untracked_event_loop_note(&loaded)
+    let kept = processes.as_deref().filter(|dir| Path::new(dir).is_dir());
+    Ok(done.err().map(|e| run_command::end_of_run_failure(&e, kept, &h5)))
 }
 
 /// `profile_not_written(error, kept) -> str`: the error line of a run whose session could
@@ -120,6 +146,28 @@ fn untracked_event_loop_note(loaded: Vec<String>) -> Option<String> {
 #[pyo3(signature = (error, kept=None))]
 fn profile_not_written(error: &str, kept: Option<&str>) -> String {
     run_command::profile_not_written(error, kept)
+}
+
+/// `terminated_line(signum) -> str`: the line of `run` when SIGTERM ends the script or its
+/// end (the profile is written first, then the run ends by the signal).
+#[pyfunction]
+fn terminated_line(signum: i32) -> String {
+    run_command::terminated_line(signum)
+}
+
+/// `signal_while_writing(signum, name) -> str`: the line of `run` when a signal arrives while
+/// the profile is written or the followed processes' files are merged (that goes on; then
+/// the run ends by the signal).
+#[pyfunction]
+fn signal_while_writing(signum: i32, name: &str) -> String {
+    run_command::signal_while_writing(signum, name)
+}
+
+/// `calls_after_the_profile(calls) -> str | None`: the line at the exit of `run` when `calls`
+/// calls were recorded after the profile was written (not in it); None for none.
+#[pyfunction]
+fn calls_after_the_profile(calls: usize) -> Option<String> {
+    run_command::calls_after_the_profile(calls)
 }
 
 /// `plain_warning(process, category, message) -> str`: a warning the profiler raises from its
@@ -177,10 +225,13 @@ fn tracking_upgrade(script: (bool, bool), host: (bool, bool), host_file: &str) -
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(cli_main, m)?)?;
+    m.add_function(wrap_pyfunction!(run_output_paths, m)?)?;
     m.add_function(wrap_pyfunction!(cli_after_run, m)?)?;
-    m.add_function(wrap_pyfunction!(untracked_event_loop_note, m)?)?;
     m.add_function(wrap_pyfunction!(profile_not_written, m)?)?;
     m.add_function(wrap_pyfunction!(plain_warning, m)?)?;
+    m.add_function(wrap_pyfunction!(terminated_line, m)?)?;
+    m.add_function(wrap_pyfunction!(signal_while_writing, m)?)?;
+    m.add_function(wrap_pyfunction!(calls_after_the_profile, m)?)?;
     m.add_function(wrap_pyfunction!(tracking_upgrade, m)?)?;
     m.add_function(wrap_pyfunction!(profile_command_argv, m)?)?;
     m.add_function(wrap_pyfunction!(summary_text, m)?)?;

@@ -34,7 +34,7 @@ fn describe_process(
 
 /// `multiprocessing_helper(argv) -> bool`: whether `argv` (`sys.orig_argv`) starts one of
 /// multiprocessing's own server processes (the forkserver, the resource tracker: `python -c
-/// 'from multiprocessing. ...'`), not a process of the program.
+/// 'from multiprocessing. ...'`) or loky's resource tracker, not a process of the program.
 #[pyfunction]
 fn multiprocessing_helper(argv: Vec<String>) -> bool {
     run_command::multiprocessing_helper(&argv)

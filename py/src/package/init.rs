@@ -28,16 +28,14 @@ fn unsupported_names(py: Python<'_>) -> PyResult<Bound<'_, PyDict>> {
     Ok(d)
 }
 
-/// `package_attribute(name)`: the module `__getattr__` of `scope_profiler`: `__version__`,
-/// a name of `lazy_names()` (its module imported now), else `NotImplementedError` saying why
-/// for a name of `unsupported_names()` and `AttributeError` for any other.
+/// `package_attribute(name)`: the module `__getattr__` of `scope_profiler` for a name that
+/// is not one of `lazy_names()` (`__init__.py` imports those): `__version__`, else
+/// `NotImplementedError` saying why for a name of `unsupported_names()` and
+/// `AttributeError` for any other.
 #[pyfunction]
 fn package_attribute<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, PyAny>> {
     if name == "__version__" {
         return Ok(PyString::new(py, env!("CARGO_PKG_VERSION")).into_any());
-    }
-    if let Some((_, module, attribute)) = package_names::LAZY.iter().find(|e| e.0 == name) {
-        return py.import(format!("scope_profiler.{module}"))?.getattr(*attribute);
     }
     if let Some(message) = package_names::unsupported_message(name) {
         return Err(PyNotImplementedError::new_err(message));
@@ -45,13 +43,13 @@ fn package_attribute<'py>(py: Python<'py>, name: &str) -> PyResult<Bound<'py, Py
     Err(PyAttributeError::new_err(format!("module 'scope_profiler' has no attribute '{name}'")))
 }
 
-/// `settings_attribute(name)`: the module `__getattr__` of `scope_profiler._settings`: a
-/// name of `_options` it answers (`ProfilingOptions`, the option groups,
-/// `load_profiling_config`; that module imported now), else `AttributeError`.
+/// `check_settings_attribute(name)`: for the module `__getattr__` of
+/// `scope_profiler._settings`, `AttributeError` unless `name` is a name of `_options` it
+/// answers (`ProfilingOptions`, the option groups, `load_profiling_config`).
 #[pyfunction]
-fn settings_attribute<'py>(py: Python<'py>, name: &Bound<'py, PyString>) -> PyResult<Bound<'py, PyAny>> {
+fn check_settings_attribute(name: &Bound<'_, PyString>) -> PyResult<()> {
     if package_names::SETTINGS_LAZY.contains(&name.to_str()?) {
-        return py.import("scope_profiler._options")?.getattr(name);
+        return Ok(());
     }
     Err(PyAttributeError::new_err(format!("module 'scope_profiler._settings' has no attribute {}", name.repr()?)))
 }
@@ -60,6 +58,6 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(lazy_names, m)?)?;
     m.add_function(wrap_pyfunction!(unsupported_names, m)?)?;
     m.add_function(wrap_pyfunction!(package_attribute, m)?)?;
-    m.add_function(wrap_pyfunction!(settings_attribute, m)?)?;
+    m.add_function(wrap_pyfunction!(check_settings_attribute, m)?)?;
     Ok(())
 }

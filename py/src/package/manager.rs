@@ -1,50 +1,19 @@
 //! The rules `scope_profiler._manager` calls: where one manager class's run is in its
 //! lifecycle and which of its regions record (`ManagerLifecycle`, over
-//! [`scope_profiler_session::lifecycle`]), the opt-in tags every manager shares, and the
-//! `stacklevel` of a warning naming the user's line. The lifecycle itself (setup, finalize,
-//! reset, the session) is Python.
+//! [`scope_profiler_session::lifecycle`]) and the opt-in tags every manager shares. The
+//! lifecycle itself (setup, finalize, reset, the session) is Python.
 use std::collections::BTreeSet;
 use std::sync::Mutex;
 
 use pyo3::exceptions::{PyFileNotFoundError, PyRuntimeError, PyTypeError, PyValueError};
-use pyo3::intern;
 use pyo3::prelude::*;
 use pyo3::types::{PyString, PyTuple};
 use scope_profiler_session::environment as env;
 use scope_profiler_session::lifecycle::{self, Lifecycle};
+use scope_profiler_session::settings::{self, Accepts};
 
 /// Opt-in tags (`register_opt_in_tag`), shared by every manager.
 static OPT_IN_TAGS: Mutex<BTreeSet<String>> = Mutex::new(BTreeSet::new());
-
-/// The package's modules that run the manager: a warning they raise names the first frame
-/// outside them.
-const MANAGER_MODULES: [&str; 2] = ["scope_profiler._manager", "scope_profiler._manager_api"];
-
-/// `stacklevel` of a warning raised from Rust that names the first Python frame outside the
-/// manager's modules and `modules` (1: the Python frame that called into Rust).
-pub(crate) fn stacklevel_outside(py: Python<'_>, modules: &[String]) -> PyResult<i32> {
-    let mut level = 1;
-    let mut frame = py.import(intern!(py, "sys"))?.getattr(intern!(py, "_getframe"))?.call1((0,))?;
-    while !frame.is_none() {
-        let name = frame.getattr(intern!(py, "f_globals"))?.get_item(intern!(py, "__name__")).ok();
-        let name = name.and_then(|n| n.extract::<String>().ok()).unwrap_or_default();
-        if !MANAGER_MODULES.contains(&name.as_str()) && !modules.contains(&name) {
-            break;
-        }
-        frame = frame.getattr(intern!(py, "f_back"))?;
-        level += 1;
-    }
-    Ok(level)
-}
-
-/// `user_stacklevel(*modules) -> int`: the `stacklevel` for `warnings.warn` called by the
-/// caller (in the manager's modules or one of `modules`) that names the first frame outside
-/// them (the user's line).
-#[pyfunction]
-#[pyo3(signature = (*modules))]
-fn user_stacklevel(py: Python<'_>, modules: Vec<String>) -> PyResult<i32> {
-    stacklevel_outside(py, &modules)
-}
 
 /// `register_opt_in_tags(tags) -> list[str]`: make `tags` opt-in for every manager; the
 /// ones that were not yet (the regions and decorators carrying one must be made again).
@@ -134,6 +103,15 @@ fn call_graph_warning(error: &str) -> String {
     lifecycle::call_graph_not_recorded(error)
 }
 
+/// `calls_after_the_exit_finalize(calls, written) -> str | None`: the line at the
+/// interpreter's exit when `calls` calls were made after the exit-time finalize (which wrote
+/// `written`, or no file: None); None for none.
+#[pyfunction]
+#[pyo3(signature = (calls, written=None))]
+fn calls_after_the_exit_finalize(calls: u64, written: Option<&str>) -> Option<String> {
+    lifecycle::calls_after_the_exit_finalize(calls, written)
+}
+
 /// Where one manager class's run is (INACTIVE, ACTIVE, FINALIZED) and which of its regions
 /// record: the run's enabled opt-in tags and its `setup(region_tags=...)` filter.
 #[pyclass(module = "scope_profiler._native")]
@@ -164,15 +142,15 @@ impl ManagerLifecycle {
         lifecycle::setup_refusal(hosted, configured, self.lifecycle, replace, inherited)
     }
 
-    /// `setup(region_tags=...)` (None: no filter; one `str`: that tag; else an iterable,
-    /// whose items that are not `str` match no region).
-    fn filter_regions(&mut self, region_tags: Option<Bound<'_, PyAny>>) -> PyResult<()> {
-        self.region_tag_filter = match region_tags.filter(|t| !t.is_none()) {
-            None => None,
-            Some(tags) => match tags.extract::<String>() {
-                Ok(tag) => Some(BTreeSet::from([tag])),
-                Err(_) => Some(tags.try_iter()?.filter_map(|t| t.and_then(|t| t.extract::<String>()).ok()).collect()),
-            },
+    /// `setup(region_tags=...)` (None: no filter; else a `str` or an iterable of `str`,
+    /// `TypeError` otherwise).
+    fn filter_regions(&mut self, region_tags: &Bound<'_, PyAny>) -> PyResult<()> {
+        self.region_tag_filter = match region_tags.is_none() {
+            true => None,
+            false => {
+                let (tags, _) = crate::package::settings::setting_of(region_tags, Some(Accepts::Names))?;
+                Some(settings::region_tags(&tags).map_err(crate::package::settings::raise)?.into_iter().collect())
+            }
         };
         Ok(())
     }
@@ -215,7 +193,6 @@ impl ManagerLifecycle {
 
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ManagerLifecycle>()?;
-    m.add_function(wrap_pyfunction!(user_stacklevel, m)?)?;
     m.add_function(wrap_pyfunction!(register_opt_in_tags, m)?)?;
     m.add_function(wrap_pyfunction!(carries_opt_in, m)?)?;
     for check in [
@@ -225,6 +202,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
         wrap_pyfunction!(check_region_definition, m)?,
         wrap_pyfunction!(check_script, m)?,
         wrap_pyfunction!(call_graph_warning, m)?,
+        wrap_pyfunction!(calls_after_the_exit_finalize, m)?,
     ] {
         m.add_function(check)?;
     }

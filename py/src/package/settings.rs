@@ -7,32 +7,17 @@ use pyo3::exceptions::{
     PyAssertionError, PyAttributeError, PyNotImplementedError, PyOverflowError, PyTypeError, PyValueError,
 };
 use pyo3::prelude::*;
-use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
+use std::collections::HashMap;
+use std::path::PathBuf;
+
+use pyo3::types::{PyBool, PyBytes, PyDict, PyFloat, PyInt, PyString, PyTuple, PyType};
 use pyo3::{PyTraverseError, PyVisit};
 use scope_profiler_session::run_metadata::{self, FullDetails, HostFacts, Item, PythonFacts};
-use scope_profiler_session::settings::{self as rules, DefaultValue, ErrorKind, Setting, SettingsError, Value};
+use scope_profiler_session::settings::{
+    self as rules, Accepts, DefaultValue, ErrorKind, RunSettings, Setting, SettingsError, Value,
+};
 
 use crate::recording::NativeRecorder;
-
-/// Settings whose truth value the checks use (`bool(value)` is asked of these only).
-const FLAGS: [&str; 12] = [
-    "gpu_sync_on_exit",
-    "use_gpu_timing",
-    "use_line_profiler",
-    "use_likwid",
-    "use_nvtx",
-    "aggregation_mode",
-    "track_threads",
-    "track_async",
-    "use_memray",
-    "profile_mpi_calls",
-    "deactivate_file_output",
-    "deactivate_profiling",
-];
-
-/// Settings a message may show (`repr(value)` is asked of these only).
-const SHOWN: [&str; 5] =
-    ["hdf5_compression", "output_mode", "metadata_detail", "recursive_call_limit", "flush_interval"];
 
 fn default_object(py: Python<'_>, value: DefaultValue) -> Bound<'_, PyAny> {
     match value {
@@ -43,9 +28,8 @@ fn default_object(py: Python<'_>, value: DefaultValue) -> Bound<'_, PyAny> {
     }
 }
 
-/// `setting_defaults() -> (defaults, own_defaults)`: the reference's 29 settings with their
-/// defaults, in its `ProfilingConfig.__init__` order, and this package's own (`flush_interval`,
-/// the `recursive_*` options); new dicts.
+/// `setting_defaults() -> (defaults, own_defaults)`: the reference's settings with their
+/// defaults, in its order, and this package's own; new dicts.
 #[pyfunction]
 fn setting_defaults(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, Bound<'_, PyDict>)> {
     let dict = |entries: &[(&str, DefaultValue)]| -> PyResult<Bound<'_, PyDict>> {
@@ -58,15 +42,6 @@ fn setting_defaults(py: Python<'_>) -> PyResult<(Bound<'_, PyDict>, Bound<'_, Py
     Ok((dict(&rules::DEFAULTS)?, dict(&rules::OWN_DEFAULTS)?))
 }
 
-/// `unknown_setting_error(names) -> str`: the reference's message for unknown setting
-/// names (any iterable of str; sorted, each with the closest setting name when one is close, as
-/// `difflib.get_close_matches` finds it).
-#[pyfunction]
-fn unknown_setting_error(names: &Bound<'_, PyAny>) -> PyResult<String> {
-    let names = names.try_iter()?.map(|n| n?.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
-    Ok(rules::unknown_settings_message(&names))
-}
-
 pub(crate) fn raise(e: SettingsError) -> PyErr {
     match e.kind {
         ErrorKind::Type => PyTypeError::new_err(e.message),
@@ -76,8 +51,16 @@ pub(crate) fn raise(e: SettingsError) -> PyErr {
     }
 }
 
-fn value_of(v: &Bound<'_, PyAny>) -> PyResult<Value> {
-    Ok(if v.is_none() {
+/// `v` as the rules read it, and the value kept for it: a path setting's `os.fspath()`
+/// (`accepts` says which settings take a path, and which take names: a non-`str`
+/// iterable's items are read once, and kept as a tuple).
+pub(crate) fn setting_of<'py>(
+    v: &Bound<'py, PyAny>,
+    accepts: Option<Accepts>,
+) -> PyResult<(Setting, Bound<'py, PyAny>)> {
+    let repr = v.repr().map(|r| r.to_string()).unwrap_or_else(|_| "<unrepresentable object>".into());
+    let mut kept = v.clone();
+    let value = if v.is_none() {
         Value::None
     } else if let Ok(b) = v.cast::<PyBool>() {
         Value::Bool(b.is_true())
@@ -90,126 +73,112 @@ fn value_of(v: &Bound<'_, PyAny>) -> PyResult<Value> {
         Value::Float(f.value())
     } else if let Ok(s) = v.cast::<PyString>() {
         Value::Str(s.to_string_lossy().into_owned())
+    } else if accepts == Some(Accepts::Path) && v.hasattr("__fspath__")? {
+        // os.fspath(): a str path is a path; bytes or anything else is refused by the rules
+        let path = v.call_method0("__fspath__")?;
+        match path.cast::<PyString>() {
+            Ok(_) => {
+                kept = path.clone();
+                Value::Path(path.extract::<PathBuf>()?)
+            }
+            Err(_) => Value::Other,
+        }
+    } else if accepts == Some(Accepts::Names) && !v.is_instance_of::<PyBytes>() && v.try_iter().is_ok() {
+        let items = v.try_iter()?.collect::<PyResult<Vec<_>>>()?;
+        let names = items.iter().map(|i| i.cast::<PyString>().ok().map(|s| s.to_string_lossy().into_owned()));
+        let value = Value::Items(names.collect());
+        kept = PyTuple::new(v.py(), items)?.into_any();
+        value
     } else {
         Value::Other
-    })
+    };
+    Ok((Setting::new(value, repr), kept))
 }
 
-/// A str as a 1-tuple, a false value as `()`, any other iterable as a tuple.
-fn as_tuple<'py>(v: &Bound<'py, PyAny>) -> PyResult<Bound<'py, PyTuple>> {
-    let py = v.py();
-    if v.is_instance_of::<PyString>() {
-        PyTuple::new(py, [v])
-    } else if !v.is_truthy()? {
-        Ok(PyTuple::empty(py))
-    } else {
-        PyTuple::new(py, v.try_iter()?.collect::<PyResult<Vec<_>>>()?)
-    }
-}
-
-/// The settings' values as [`check`](rules::check) reads them.
-type Checked<'py> = (Bound<'py, PyDict>, Option<&'static str>, Option<f64>, Bound<'py, PyTuple>, Bound<'py, PyTuple>);
-
-/// `(values, hdf5_compression, flush_interval, perf_events, enable_tags)` of `settings`
-/// (keyword name -> value) over the defaults (a `None` value keeps the default), checked in
-/// the reference's order and words. `values`: every setting
-/// (a new dict, defaults order); `hdf5_compression` normalized (lower case, None for off);
-/// `flush_interval` in seconds or None; `perf_events` / `enable_tags` as tuples. Raises
-/// `TypeError` for unknown names, `ValueError` for a refused value or combination,
-/// `NotImplementedError` for a mode this package does not have.
-fn check_settings<'py>(settings: &Bound<'py, PyDict>) -> PyResult<Checked<'py>> {
+/// The settings of `settings` (keyword name -> value; `None` keeps the default) checked
+/// ([`rules::validate`]), and every setting's value (a new dict, defaults order).
+fn check_settings<'py>(settings: &Bound<'py, PyDict>) -> PyResult<(Bound<'py, PyDict>, RunSettings)> {
     let py = settings.py();
-    let mut unknown = Vec::new();
-    for key in settings.keys() {
-        let name = key.extract::<String>()?;
-        if !rules::is_setting(&name) {
-            unknown.push(name);
+    let (mut given, mut kept) = (Vec::new(), Vec::new());
+    for (key, v) in settings.iter() {
+        let name: String = key.extract()?;
+        let spec = rules::spec_of(&name);
+        if v.is_none() && spec.is_some() {
+            continue;
         }
+        let (setting, value) = setting_of(&v, spec.map(|s| s.accepts))?;
+        given.push((name.clone(), setting));
+        kept.push((name, value));
     }
-    if !unknown.is_empty() {
-        return Err(PyTypeError::new_err(rules::unknown_settings_message(&unknown)));
-    }
+    let run = rules::validate(&given).map_err(raise)?;
     let values = PyDict::new(py);
     for (name, default) in rules::all_defaults() {
-        match settings.get_item(name)? {
-            Some(given) if !given.is_none() => values.set_item(name, given)?,
-            _ => values.set_item(name, default_object(py, default))?,
-        }
+        values.set_item(name, default_object(py, default))?;
     }
-    let item = |name: &str| values.get_item(name).map(|v| v.unwrap_or_else(|| py.None().into_bound(py)));
-    let perf_events = as_tuple(&item("perf_events")?)?;
-    let enable_tags = as_tuple(&item("enable_tags")?)?;
-    let mut read = std::collections::HashMap::new();
-    for (name, _) in rules::all_defaults() {
-        let v = item(name)?;
-        let truthy = if FLAGS.contains(&name) { v.is_truthy()? } else { false };
-        let repr = if SHOWN.contains(&name) { v.repr()?.to_string() } else { String::new() };
-        read.insert(name, Setting { value: value_of(&v)?, truthy, repr });
+    for (name, value) in kept {
+        values.set_item(name, value)?;
     }
-    let checked = rules::check(|name| read[name].clone(), !perf_events.is_empty()).map_err(raise)?;
-    Ok((values, checked.hdf5_compression, checked.flush_interval, perf_events, enable_tags))
+    Ok((values, run))
 }
 
-/// The process's host facts, read at the first `collect_metadata()`, with Python's answers
-/// where the system calls have none (`platform.platform()`, `platform.processor()`).
-static HOST: pyo3::sync::PyOnceLock<(HostFacts, PythonFacts)> = pyo3::sync::PyOnceLock::new();
+/// The process's host facts (system calls), read at the first configuration.
+static HOST: pyo3::sync::PyOnceLock<HostFacts> = pyo3::sync::PyOnceLock::new();
 
-fn host_and_python(py: Python<'_>) -> PyResult<&'static (HostFacts, PythonFacts)> {
-    HOST.get_or_try_init(py, || {
-        let host = py.detach(HostFacts::read);
-        let sys = py.import("sys")?;
-        let version: String = sys.getattr("version")?.extract()?;
-        let mut python = PythonFacts {
-            python_version: version.split_whitespace().next().unwrap_or("").to_string(),
-            package_version: env!("CARGO_PKG_VERSION").to_string(),
-            ..PythonFacts::default()
-        };
-        if host.platform.is_none() {
-            python.platform = Some(py.import("platform")?.call_method0("platform")?.extract()?);
-        }
-        if host.chip.is_none() {
-            let platform = py.import("platform")?;
-            let processor: String = platform.call_method0("processor")?.extract()?;
-            let machine: String = platform.call_method0("machine")?.extract()?;
-            python.processor = [processor, machine].into_iter().find(|s| !s.is_empty());
-        }
-        Ok((host, python))
-    })
+fn host(py: Python<'_>) -> &'static HostFacts {
+    HOST.get_or_init(py, || py.detach(HostFacts::read))
+}
+
+/// `unanswered_host_facts(full) -> list[str]`: the host facts of the run metadata that
+/// system calls have no answer for, which `ProfilingConfigBase(answers, ...)` takes from
+/// Python: `platform` (not glibc Linux) and `processor` (no CPU model name), and with `full`
+/// (`metadata_detail="full"`) `uname`, and `user` / `hostname` when their system calls fail.
+#[pyfunction]
+fn unanswered_host_facts(py: Python<'_>, full: bool) -> Vec<&'static str> {
+    let host = host(py);
+    let mut names = Vec::new();
+    names.extend(host.platform.is_none().then_some("platform"));
+    names.extend(host.chip.is_none().then_some("processor"));
+    if full {
+        names.push("uname");
+        names.extend(run_metadata::user_name().is_none().then_some("user"));
+        names.extend(run_metadata::hostname().is_none().then_some("hostname"));
+    }
+    names
 }
 
 /// The run's metadata as in spec-hdf5 §2 (a serial run: `mpi_size = num_nodes = 1`;
 /// `timestamp` now, in UTC), `detail="full"` adding `hostname`, `uname`,
 /// `working_directory`, `user`, `modules` and the job's environment variables
-/// ([`scope_profiler_session::run_metadata`]). The process-constant part
-/// (platform, CPU, versions, OpenMP threads) is read once per process by system calls.
-fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, PyDict>> {
-    let (host, python) = host_and_python(py)?;
-    let full = if detail == "full" {
-        let platform = py.import("platform")?;
-        let uname: Vec<String> =
-            platform.call_method0("uname")?.try_iter()?.map(|p| p?.extract()).collect::<PyResult<_>>()?;
-        let user = match run_metadata::user_name() {
-            Some(user) => user,
-            None => py.import("getpass")?.call_method0("getuser")?.extract()?,
-        };
-        let hostname = match run_metadata::hostname() {
-            Some(name) => name,
-            None => py.import("socket")?.call_method0("gethostname")?.extract()?,
-        };
-        Some(FullDetails {
-            hostname,
-            uname: uname.join(" "),
+/// ([`scope_profiler_session::run_metadata`]). The process-constant part (platform, CPU,
+/// OpenMP threads) is read once per process by system calls; `answers` are Python's where
+/// they have none ([`unanswered_host_facts`]; a missing answer reads `""`).
+fn collect_metadata<'py>(
+    py: Python<'py>,
+    detail: &str,
+    answers: &HashMap<String, String>,
+) -> PyResult<Bound<'py, PyDict>> {
+    let answer = |name: &str| answers.get(name).filter(|a| !a.is_empty()).cloned();
+    let python = PythonFacts {
+        // `sys.version` (`Py_GetVersion()`)'s first word
+        python_version: Python::version_str().split_whitespace().next().unwrap_or("").to_string(),
+        package_version: env!("CARGO_PKG_VERSION").to_string(),
+        platform: answer("platform"),
+        processor: answer("processor"),
+    };
+    let full = match detail == "full" {
+        true => Some(FullDetails {
+            hostname: run_metadata::hostname().or_else(|| answer("hostname")).unwrap_or_default(),
+            uname: answer("uname").unwrap_or_default(),
             working_directory: std::env::current_dir()?.to_string_lossy().into_owned(),
-            user,
+            user: run_metadata::user_name().or_else(|| answer("user")).unwrap_or_default(),
             environment: std::env::vars_os()
                 .map(|(n, v)| (n.to_string_lossy().into_owned(), v.to_string_lossy().into_owned()))
                 .collect(),
-        })
-    } else {
-        None
+        }),
+        false => None,
     };
     let metadata = PyDict::new(py);
-    for (key, item) in run_metadata::collect(host, python, full) {
+    for (key, item) in run_metadata::collect(host(py), &python, full) {
         match item {
             Item::Text(s) => metadata.set_item(key, s)?,
             Item::Int(i) => metadata.set_item(key, i)?,
@@ -221,22 +190,17 @@ fn collect_metadata<'py>(py: Python<'py>, detail: &str) -> PyResult<Bound<'py, P
 
 /// The state of one run's settings, the base of `scope_profiler._settings.ProfilingConfig`
 /// (whose `start()` creates the recorder, the tracker and attaches MPI: Python's part).
-/// `ProfilingConfigBase(**settings)` checks `settings` ([`check_settings`]: `TypeError`,
-/// `ValueError`, `NotImplementedError` in the reference's order and words), takes the run
-/// origin (`start_time_ns`, ns on the recording clock) and collects the metadata. Settings
+/// `ProfilingConfigBase(answers={}, /, **settings)` checks `settings` ([`check_settings`]:
+/// `TypeError`, `ValueError`, `NotImplementedError` in the reference's order and words),
+/// takes the run origin (`start_time_ns`, ns on the recording clock) and collects the
+/// metadata (`answers`: Python's answers to [`unanswered_host_facts`]). Settings
 /// without a property of their own read as attributes (`config.recursive_profile`).
 /// Subclassable (the subclass's instances take other attributes and weak references).
 #[pyclass(module = "scope_profiler._native", subclass)]
 pub struct ProfilingConfigBase {
     settings: Py<PyDict>,
     file_path: Py<PyAny>,
-    label: Option<Py<PyAny>>,
-    hdf5_compression: Option<&'static str>,
-    flush_interval: Option<f64>,
-    perf_events: Py<PyTuple>,
-    enable_tags: Py<PyTuple>,
-    track_threads: bool,
-    track_async: bool,
+    run: RunSettings,
     start_time_ns: i64,
     metadata: Py<PyDict>,
     /// The run's recorder, once `start()` created it.
@@ -263,37 +227,21 @@ impl ProfilingConfigBase {
 #[pymethods]
 impl ProfilingConfigBase {
     #[new]
-    #[pyo3(signature = (**settings))]
-    fn new(py: Python<'_>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
-        let given = settings.cloned().unwrap_or_else(|| PyDict::new(py));
-        let (values, hdf5_compression, flush_interval, perf_events, enable_tags) = check_settings(&given)?;
+    #[pyo3(signature = (answers=HashMap::new(), /, **settings))]
+    fn new(py: Python<'_>, answers: HashMap<String, String>, settings: Option<&Bound<'_, PyDict>>) -> PyResult<Self> {
+        let (values, run) = check_settings(&settings.cloned().unwrap_or_else(|| PyDict::new(py)))?;
         // the run's origin, until mark_started() takes it where recording begins
         let start_time_ns = scope_profiler_recorder::now_ns();
-        let item = |name: &str| values.as_any().get_item(name);
-        let file_path = item("file_path")?;
-        // os.fspath(): a str or bytes path as is, a PathLike's __fspath__(), else TypeError.
-        // SAFETY: attached to the interpreter; PyOS_FSPath returns a new reference or NULL
-        // with an exception set, which from_owned_ptr_or_err takes over.
-        let file_path = unsafe { Bound::from_owned_ptr_or_err(py, pyo3::ffi::PyOS_FSPath(file_path.as_ptr()))? };
-        let track_async = item("track_async")?.is_truthy()?;
-        let track_threads = item("track_threads")?.is_truthy()? || track_async;
-        let metadata = collect_metadata(py, &item("metadata_detail")?.extract::<String>()?)?;
+        let detail: String = values.as_any().get_item("metadata_detail")?.extract()?;
+        let metadata = collect_metadata(py, &detail, &answers)?;
         metadata.set_item("start_time_ns", start_time_ns)?;
-        let label = item("label")?;
-        let label = if label.is_truthy()? { Some(label) } else { None };
-        if let Some(label) = &label {
+        if let Some(label) = &run.label {
             metadata.set_item("label", label)?;
         }
         Ok(ProfilingConfigBase {
+            file_path: values.as_any().get_item("file_path")?.unbind(),
             settings: values.unbind(),
-            file_path: file_path.unbind(),
-            label: label.map(Bound::unbind),
-            hdf5_compression,
-            flush_interval,
-            perf_events: perf_events.unbind(),
-            enable_tags: enable_tags.unbind(),
-            track_threads,
-            track_async,
+            run,
             start_time_ns,
             metadata: metadata.unbind(),
             native: None,
@@ -341,19 +289,19 @@ impl ProfilingConfigBase {
 
     /// The run's label, None when unset or empty.
     #[getter]
-    fn label(&self, py: Python<'_>) -> Option<Py<PyAny>> {
-        self.label.as_ref().map(|l| l.clone_ref(py))
+    fn label(&self) -> Option<&str> {
+        self.run.label.as_deref()
     }
 
     /// Whether threads get their own rows (`track_threads`, or `track_async`).
     #[getter]
     fn track_threads(&self) -> bool {
-        self.track_threads
+        self.run.track_threads
     }
 
     #[getter]
     fn track_async(&self) -> bool {
-        self.track_async
+        self.run.track_async
     }
 
     /// The run's `ConcurrencyTracker`, or None when `track_threads` is off.
@@ -377,7 +325,7 @@ impl ProfilingConfigBase {
     /// Seconds between appends to the sidecar (`flush_interval`), or None.
     #[getter]
     fn flush_interval(&self) -> Option<f64> {
-        self.flush_interval
+        self.run.checked.flush_interval
     }
 
     #[getter]
@@ -388,17 +336,17 @@ impl ProfilingConfigBase {
     /// `hdf5_compression` normalized: lower case, None for off.
     #[getter]
     fn hdf5_compression(&self) -> Option<&'static str> {
-        self.hdf5_compression
+        self.run.checked.hdf5_compression
     }
 
     #[getter]
-    fn perf_events(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.perf_events.clone_ref(py)
+    fn perf_events<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.run.perf_events)
     }
 
     #[getter]
-    fn enable_tags(&self, py: Python<'_>) -> Py<PyTuple> {
-        self.enable_tags.clone_ref(py)
+    fn enable_tags<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyTuple>> {
+        PyTuple::new(py, &self.run.enable_tags)
     }
 
     #[getter]
@@ -439,7 +387,7 @@ impl ProfilingConfigBase {
         Ok(format!(
             "ProfilingConfig(file_path={}, track_threads={}, buffer_limit={})",
             self.file_path.bind(py).repr()?,
-            if self.track_threads { "True" } else { "False" },
+            if self.run.track_threads { "True" } else { "False" },
             self.setting(py, "buffer_limit")?.str()?
         ))
     }
@@ -447,9 +395,6 @@ impl ProfilingConfigBase {
     fn __traverse__(&self, visit: PyVisit<'_>) -> Result<(), PyTraverseError> {
         visit.call(&self.settings)?;
         visit.call(&self.file_path)?;
-        visit.call(&self.label)?;
-        visit.call(&self.perf_events)?;
-        visit.call(&self.enable_tags)?;
         visit.call(&self.metadata)?;
         visit.call(&self.native)?;
         visit.call(&self.tracker)?;
@@ -463,9 +408,8 @@ impl ProfilingConfigBase {
     }
 }
 
-/// `check_setting_names(names)`: `TypeError` with the reference's message
-/// ([`rules::unknown_settings_message`]) when any of `names` (an iterable of str, e.g. the
-/// keywords of `setup()`) is not a setting.
+/// `check_setting_names(names)`: `TypeError` naming the names of `names` (`setup()`'s
+/// keywords) that are not settings.
 #[pyfunction]
 fn check_setting_names(names: &Bound<'_, PyAny>) -> PyResult<()> {
     let names = names.try_iter()?.map(|n| n?.extract::<String>()).collect::<PyResult<Vec<_>>>()?;
@@ -476,46 +420,43 @@ fn check_setting_names(names: &Bound<'_, PyAny>) -> PyResult<()> {
     Err(PyTypeError::new_err(rules::unknown_settings_message(&unknown)))
 }
 
-/// `output_settings(output, overrides) -> dict`: the settings `setup(output=output)` sets
-/// (`output`: a path, or None for no file): `deactivate_file_output`, and for a path
-/// `file_path`, the HDF5 file recorded into (`output` itself, or
-/// `<output>.scope-profiler.h5` for a JSON profile or an HTML report, rendered to `output`
-/// after each finalize). `TypeError` when `overrides` also sets `file_path` or
-/// `deactivate_file_output` (not to None).
+/// `output_settings(output, overrides) -> dict`: what `setup(output=output)` sets
+/// ([`rules::output_settings`]; `output` checked by [`rules::output_path`]).
 #[pyfunction]
-fn output_settings<'py>(
-    output: Option<std::path::PathBuf>,
-    overrides: &Bound<'py, PyDict>,
-) -> PyResult<Bound<'py, PyDict>> {
+fn output_settings<'py>(output: &Bound<'py, PyAny>, overrides: &Bound<'py, PyDict>) -> PyResult<Bound<'py, PyDict>> {
     let py = overrides.py();
+    let requested = match output.is_none() {
+        true => None,
+        false => Some(rules::output_path(&setting_of(output, Some(Accepts::Path))?.0).map_err(raise)?),
+    };
     let mut given = Vec::new();
     for name in ["file_path", "deactivate_file_output"] {
         if overrides.get_item(name)?.is_some_and(|v| !v.is_none()) {
             given.push(name);
         }
     }
-    let (file_path, deactivate) = rules::output_settings(output.as_deref(), &given).map_err(raise)?;
+    let (file_path, deactivate) = rules::output_settings(requested.as_deref(), &given).map_err(raise)?;
     let out = PyDict::new(py);
     if let Some(path) = file_path {
-        out.set_item("file_path", path.to_string_lossy().into_owned())?;
+        out.set_item("file_path", path.into_os_string())?;
     }
     out.set_item("deactivate_file_output", deactivate)?;
     Ok(out)
 }
 
-/// `relative_source_path(filename) -> str`: how `metadata_detail="minimal"` records a
-/// source file: relative to the working directory, else to the deepest `sys.path` entry
-/// containing it, else its base name ([`run_metadata::relative_source_path`]). `OSError`
-/// when the working directory is gone.
+/// `relative_source_path(filename, sys_path) -> str`: how `metadata_detail="minimal"`
+/// records a source file: relative to the working directory, else to the deepest entry of
+/// `sys_path` (`sys.path`; entries that are not paths are skipped) containing it, else its
+/// base name ([`run_metadata::relative_source_path`]). `OSError` when the working
+/// directory is gone.
 #[pyfunction]
-fn relative_source_path(py: Python<'_>, filename: &str) -> PyResult<String> {
+fn relative_source_path(filename: &str, sys_path: Vec<Bound<'_, PyAny>>) -> PyResult<String> {
     let cwd = std::env::current_dir()?.to_string_lossy().into_owned();
-    let mut entries = Vec::new();
-    for entry in py.import("sys")?.getattr("path")?.try_iter()? {
-        if let Ok(path) = entry?.extract::<std::path::PathBuf>() {
-            entries.push(path.to_string_lossy().into_owned());
-        }
-    }
+    let entries: Vec<String> = sys_path
+        .iter()
+        .filter_map(|entry| entry.extract::<PathBuf>().ok())
+        .map(|path| path.to_string_lossy().into_owned())
+        .collect();
     Ok(run_metadata::relative_source_path(filename, &cwd, &entries))
 }
 
@@ -524,7 +465,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(check_setting_names, m)?)?;
     m.add_function(wrap_pyfunction!(output_settings, m)?)?;
     m.add_function(wrap_pyfunction!(setting_defaults, m)?)?;
-    m.add_function(wrap_pyfunction!(unknown_setting_error, m)?)?;
+    m.add_function(wrap_pyfunction!(unanswered_host_facts, m)?)?;
     m.add_class::<ProfilingConfigBase>()?;
     Ok(())
 }

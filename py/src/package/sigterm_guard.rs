@@ -1,7 +1,7 @@
-//! `guard_sigterm` and `sigterm_taken` for `_cli.py` and `_follow.py`: the guard of
+//! `guard_sigterm`, `sigterm_taken` and `sigterm_received` for `_cli.py` and `_follow.py`: the guard of
 //! [`scope_profiler_session::sigterm_guard`] in front of the profiler's SIGTERM handler.
 use pyo3::prelude::*;
-use scope_profiler_session::sigterm_guard::{install, taken};
+use scope_profiler_session::sigterm_guard::{install, received, taken};
 
 /// Put the profiler's guard in front of the SIGTERM handler just installed with
 /// `signal.signal()` (call it on the main thread, right after): a forked child that
@@ -24,8 +24,19 @@ fn sigterm_taken() -> bool {
     taken(libc::SIGTERM)
 }
 
+/// Whether SIGTERM reached this process since `guard_sigterm()` - at the moment it came,
+/// before its Python handler ran - or, in a child forked from it, reached the parent before
+/// the fork: a child forked by a process that SIGTERM is ending (a pool replacing the workers
+/// the signal ended, while `run` writes its profile) would never have been started without
+/// the profiler, and ends by the signal.
+#[pyfunction]
+fn sigterm_received() -> bool {
+    received()
+}
+
 pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(guard_sigterm, m)?)?;
     m.add_function(wrap_pyfunction!(sigterm_taken, m)?)?;
+    m.add_function(wrap_pyfunction!(sigterm_received, m)?)?;
     Ok(())
 }

@@ -268,7 +268,8 @@ impl NativeRecorder {
         self.shared.rec.local().is_some()
     }
 
-    /// Pause/resume: while paused, entries push a placeholder and record nothing.
+    /// Pause/resume: while paused, entries push a placeholder and record nothing (a stopped
+    /// recorder, `stop_recording`, stays paused).
     fn set_paused(&self, paused: bool) {
         self.shared.rec.set_paused(paused)
     }
@@ -276,6 +277,23 @@ impl NativeRecorder {
     #[getter]
     pub(crate) fn paused(&self) -> bool {
         self.shared.rec.paused()
+    }
+
+    /// The end of the recording (the exit-time finalize, the end of `run`), before its
+    /// checkpoint: from now on no call is recorded, on any thread (daemon threads go on
+    /// without adding to the buffers), and [`calls_after_stop`](Self::calls_after_stop)
+    /// counts them; calls open now still close. `resume()` does not undo it.
+    fn stop_recording(&self) {
+        // SAFETY: GIL held (module contract).
+        unsafe { self.shared.rec.stop() }
+    }
+
+    /// Calls made on any thread since [`stop_recording`](Self::stop_recording) (none of
+    /// them recorded); None before it.
+    #[getter]
+    fn calls_after_stop(&self) -> Option<u64> {
+        // SAFETY: GIL held (module contract).
+        unsafe { self.shared.rec.calls_since_stop() }
     }
 
     /// Names of regions with an open (non-paused) call on any thread, registration order.

@@ -135,13 +135,22 @@ impl ProfileRegion {
     #[inline]
     pub(super) fn enter(&self, py: Python<'_>) -> PyResult<()> {
         self.fresh(py)?;
+        let mut give_way = false;
         if let Some(sh) = self.active() {
             // SAFETY: the calling thread's own state.
             let st = unsafe { &*sh.state(py)? };
             if sh.rec.async_columns() && st.current().is_null() {
                 crate::hooks::untracked_loops::region_outside_task(py);
             }
-            st.enter(self.b().id, sh.rec.paused());
+            let paused = sh.rec.paused();
+            st.enter(self.b().id, paused);
+            give_way = paused && sh.rec.stopped();
+        }
+        if give_way {
+            // the recording has ended (the exit-time finalize, the end of `run`): a thread
+            // still entering regions (a busy daemon thread) lets the ending thread have the
+            // GIL, so that writing the profile is not starved (nothing of `self` is borrowed)
+            py.detach(std::thread::yield_now);
         }
         Ok(())
     }

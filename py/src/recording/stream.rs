@@ -76,8 +76,8 @@ pub(crate) fn start(
     metadata: &Bound<'_, PyDict>,
     origin_ns: i64,
 ) -> PyResult<PathBuf> {
-    let interval =
-        scope_profiler_finalize::stream::check_interval(interval).map_err(pyo3::exceptions::PyValueError::new_err)?;
+    let every = scope_profiler_finalize::stream::interval_duration(interval)
+        .map_err(pyo3::exceptions::PyValueError::new_err)?;
     let mut meta = Vec::with_capacity(metadata.len());
     for (k, v) in metadata.iter() {
         meta.push((k.str()?.to_string(), to_meta_value(&v)?));
@@ -105,7 +105,6 @@ pub(crate) fn start(
     let stop = Arc::new((Mutex::new(false), Condvar::new()));
     let weak: Weak<Shared> = Arc::downgrade(shared);
     let signal = Arc::clone(&stop);
-    let every = Duration::from_secs_f64(interval);
     let handle = std::thread::Builder::new()
         .name("sp-flush".into())
         .spawn(move || flusher_loop(weak, signal, every))

@@ -34,56 +34,11 @@ use pyo3::exceptions::PyRuntimeError;
 use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PySet};
-use scope_profiler_recorder::trace_notes;
-use scope_profiler_recorder::trace_select::{real_path, CallBudget, CodeInfo, Selection};
+use scope_profiler_recorder::trace_decision::{first_resume, Decision, Kind, SKIP};
+use scope_profiler_recorder::trace_select::{real_path, top_level_package, CallBudget, CodeInfo, Selection};
+use scope_profiler_recorder::{monitoring_tool, trace_notes};
 
 use super::{NativeRecorder, Shared};
-
-/// `co_flags` of generator-like code (a call that suspends and resumes).
-const CO_GENERATOR: i64 = 0x20;
-const CO_COROUTINE: i64 = 0x80;
-const CO_ITERABLE_COROUTINE: i64 = 0x100;
-const CO_ASYNC_GENERATOR: i64 = 0x200;
-
-/// Region bits of a cached decision meaning "not traced".
-const SKIP: u32 = u32::MAX;
-
-/// Kind of a traced code object (cached with its decision).
-#[derive(Clone, Copy, PartialEq, Eq, Debug)]
-enum Kind {
-    Plain = 0,
-    Generator = 1,
-    Coroutine = 2,
-    AsyncGenerator = 3,
-}
-
-/// A decision packed in a code object's extra slot: generation (16 bits) | resume0 (14 bits,
-/// the code unit of the `RESUME 0` that starts the frame, for 3.11) | kind (2) | region (32).
-#[derive(Clone, Copy, Debug)]
-struct Decision(u64);
-
-impl Decision {
-    fn new(generation: u64, region: u32, kind: Kind, resume0: u32) -> Self {
-        Decision((generation & 0xFFFF) << 48 | ((resume0 as u64) & 0x3FFF) << 34 | (kind as u64) << 32 | region as u64)
-    }
-    fn generation(self) -> u64 {
-        self.0 >> 48
-    }
-    fn region(self) -> u32 {
-        self.0 as u32
-    }
-    fn kind(self) -> Kind {
-        match (self.0 >> 32) & 3 {
-            1 => Kind::Generator,
-            2 => Kind::Coroutine,
-            3 => Kind::AsyncGenerator,
-            _ => Kind::Plain,
-        }
-    }
-    fn resume0(self) -> u32 {
-        ((self.0 >> 34) & 0x3FFF) as u32
-    }
-}
 
 /// The `co_extra` index of this module (one per process).
 fn extra_index() -> ffi::Py_ssize_t {
@@ -243,6 +198,9 @@ impl Active {
         if ffi::PyUnstable_Code_SetExtra(code, extra_index(), d.0 as *mut c_void) != 0 {
             ffi::PyErr_Clear();
         }
+        if let (SKIP, Hook::Monitoring { tool, .. }) = (d.region(), &*self.hook.get()) {
+            note_disabled(py, *tool, code);
+        }
         d
     }
 
@@ -267,17 +225,11 @@ impl Active {
         if super::check_region_name(&region_name).is_err() {
             return Ok(skip);
         }
-        let flags: i64 = code_obj.getattr("co_flags")?.extract()?;
-        let kind = if flags & CO_ASYNC_GENERATOR != 0 {
-            Kind::AsyncGenerator
-        } else if flags & (CO_COROUTINE | CO_ITERABLE_COROUTINE) != 0 {
-            Kind::Coroutine
-        } else if flags & CO_GENERATOR != 0 {
-            Kind::Generator
-        } else {
-            Kind::Plain
+        let kind = Kind::from_flags(code_obj.getattr("co_flags")?.extract()?);
+        let resume0 = match kind {
+            Kind::Plain => 0,
+            _ => first_resume(&code_obj.getattr("co_code")?.extract::<Vec<u8>>()?, self.resume_opcode),
         };
-        let resume0 = if kind == Kind::Plain { 0 } else { self.first_resume(&code_obj)? };
         let (id, _) = self.shared.regions.get_or_create(&region_name, Vec::new());
         let line: Option<i64> = code_obj.getattr("co_firstlineno")?.extract().ok();
         let recorded = match &self.recorded_path {
@@ -286,16 +238,6 @@ impl Active {
         };
         self.shared.regions.set_source(id, recorded, line, None);
         Ok(Decision::new(self.generation, id, kind, resume0))
-    }
-
-    /// Code unit of the first `RESUME 0` of `code` (3.11's `f_lasti` / 2 at a generator's
-    /// first start; a resume after a yield has another). 0 when not found.
-    fn first_resume(&self, code: &Bound<'_, PyAny>) -> PyResult<u32> {
-        let bytes: Vec<u8> = code.getattr("co_code")?.extract()?;
-        Ok(bytes
-            .chunks_exact(2)
-            .position(|w| w[0] == self.resume_opcode && w[1] == 0)
-            .map_or(0, |i| (i as u32).min(0x3FFF)))
     }
 
     /// Open a call of `region` on the calling thread's current lane.
@@ -1030,24 +972,26 @@ fn builtin(py: Python<'_>, def: *mut ffi::PyMethodDef) -> PyResult<Bound<'_, PyA
     unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyCFunction_New(def, ptr::null_mut())) }
 }
 
-/// The tool ids tried, in order: `PROFILER_ID` (2), then the two ids CPython leaves unnamed.
-const TOOL_IDS: [i32; 3] = [2, 3, 4];
+/// The tool id to take ([`monitoring_tool::choose`]): an unnamed one, else another free
+/// one with a `RuntimeWarning`; `RuntimeError` when all are held.
+fn free_tool_id(py: Python<'_>, mon: &Bound<'_, PyAny>) -> PyResult<i32> {
+    let holder = |id: u8| mon.call_method1("get_tool", (id,)).ok().filter(|t| !t.is_none());
+    let in_use = |id: u8| holder(id).is_some();
+    let names = |id: u8| holder(id).and_then(|t| t.repr().ok()).map_or_else(|| "free".to_string(), |r| r.to_string());
+    match monitoring_tool::choose(in_use, names) {
+        Ok((id, warning)) => {
+            if let Some(w) = warning {
+                warn(py, &w, outside_stacklevel(py)?)?;
+            }
+            Ok(i32::from(id))
+        }
+        Err(message) => Err(PyRuntimeError::new_err(message)),
+    }
+}
 
 fn start_monitoring(py: Python<'_>) -> PyResult<Hook> {
     let mon = py.import("sys")?.getattr("monitoring")?;
-    let mut tool = None;
-    for id in TOOL_IDS {
-        if mon.call_method1("get_tool", (id,))?.is_none() {
-            tool = Some(id);
-            break;
-        }
-    }
-    let Some(tool) = tool else {
-        return Err(PyRuntimeError::new_err(format!(
-            "function-level tracing needs a free sys.monitoring tool id; {TOOL_IDS:?} are all in use \
-             (another profiler or debugger is running)"
-        )));
-    };
+    let tool = free_tool_id(py, &mon)?;
     mon.call_method1("use_tool_id", (tool, "scope_profiler"))?;
     let events = mon.getattr("events")?;
     let ev = |n: &str| -> PyResult<i64> { events.getattr(n)?.extract() };
@@ -1057,10 +1001,48 @@ fn start_monitoring(py: Python<'_>) -> PyResult<Hook> {
     mon.call_method1("register_callback", (tool, start, builtin(py, sd)?))?;
     mon.call_method1("register_callback", (tool, ret, builtin(py, rd)?))?;
     mon.call_method1("register_callback", (tool, unwind, builtin(py, ud)?))?;
-    // locations disabled by an earlier recording (another selection) report again
-    mon.call_method0("restart_events")?;
+    rearm_disabled(&mon, tool, start | ret);
     mon.call_method1("set_events", (tool, start | ret | unwind))?;
     Ok(Hook::Monitoring { tool, disable: mon.getattr("DISABLE")?.unbind() })
+}
+
+/// Code objects an earlier tracer of this process answered `DISABLE` for, as (tool id,
+/// weak reference): the locations to arm again at the next start, for that tool only.
+static DISABLED: std::sync::Mutex<Vec<(i32, Py<PyAny>)>> = std::sync::Mutex::new(Vec::new());
+
+/// Note that the running tracer (tool `tool`) answers `DISABLE` for `code` from now on.
+/// Past each power of two from 4096 entries, those of dead code objects (code compiled at
+/// run time) are dropped.
+fn note_disabled(py: Python<'_>, tool: i32, code: *mut ffi::PyObject) {
+    // SAFETY: GIL held; `code` is a live code object (weak-referenceable).
+    let Ok(weak) = (unsafe { Bound::from_owned_ptr_or_err(py, ffi::PyWeakref_NewRef(code, ptr::null_mut())) }) else {
+        return; // not weak-referenceable: its locations stay disabled
+    };
+    let mut noted = DISABLED.lock().unwrap_or_else(|e| e.into_inner());
+    noted.push((tool, weak.unbind()));
+    if noted.len() >= 4096 && noted.len().is_power_of_two() {
+        noted.retain(|(_, w)| w.bind(py).call0().is_ok_and(|c| !c.is_none()));
+    }
+}
+
+/// Arm `tool`'s events again at the locations an earlier tracer disabled (a new selection
+/// may trace them), without touching other tools' disabled locations, which
+/// `sys.monitoring.restart_events()` would re-enable too (coverage.py relies on `DISABLE`).
+/// CPython adds a tool back to a code object's locations only when the tool's events on
+/// that code object change, so each one gets `tool`'s events as local events and loses
+/// them again before the global `set_events`: it then lacks the tool, and the global
+/// events add it back at every location when the code runs next.
+fn rearm_disabled(mon: &Bound<'_, PyAny>, tool: i32, local: i64) {
+    let noted = std::mem::take(&mut *DISABLED.lock().unwrap_or_else(|e| e.into_inner()));
+    for (t, weak) in noted {
+        let Ok(code) = weak.bind(mon.py()).call0() else { continue };
+        if t != tool || code.is_none() {
+            continue; // dead, or disabled for an id this tracer does not hold
+        }
+        // an error (a shim code object, which never reports) leaves it as it is
+        let _ = mon.call_method1("set_local_events", (tool, &code, local));
+        let _ = mon.call_method1("set_local_events", (tool, &code, 0));
+    }
 }
 
 fn stop_monitoring(py: Python<'_>, tool: i32) -> PyResult<()> {
@@ -1105,9 +1087,10 @@ unsafe impl Sync for NativeTracer {}
 
 #[pymethods]
 impl NativeTracer {
-    /// `system_prefixes`: directories of non-user code (ignored with `all`), resolved to real
-    /// paths; by default the standard-library and installed-package directories (`sysconfig`
-    /// paths, `site` packages); `include`/`exclude`: fnmatch globs on `module.qualname` (None,
+    /// `system_prefixes`: directories of non-user code (the standard-library and
+    /// installed-package directories; ignored with `all`), resolved here to real paths; `own_dirs`: the profiler's own directories (never traced);
+    /// `main_module`: the module run by `-m`, whose top-level package is the user's code
+    /// wherever installed; `include`/`exclude`: fnmatch globs on `module.qualname` (None,
     /// one `str`, or an iterable of them, each taken as `str()`); `entrypoint`: the `co_name`
     /// recorded as a region of that name; `call_limit`: most calls recorded (later ones are
     /// counted in `dropped`); `decorated`: a set of code objects not traced (the
@@ -1115,42 +1098,40 @@ impl NativeTracer {
     /// `filename -> str`, the source file name recorded for a region; `scoped`: per-call
     /// tracing (`profile(recursive=True)`): `start` hooks no thread, each thread is traced
     /// only between its `enter_call` and the matching `exit_call`. `resume_opcode` /
-    /// `yield_opcode`: `dis.opmap`'s `RESUME` / `YIELD_VALUE` by default.
+    /// `yield_opcode`: `dis.opmap`'s `RESUME` / `YIELD_VALUE`.
     #[new]
-    #[pyo3(signature = (recorder, *, all=false, system_prefixes=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode=None, yield_opcode=None, scoped=false))]
+    #[pyo3(signature = (recorder, *, all=false, system_prefixes=Vec::new(), own_dirs=Vec::new(), main_module=None, include=None, exclude=None, entrypoint=None, call_limit=None, decorated, recorded_path=None, resume_opcode, yield_opcode, scoped=false))]
     #[allow(clippy::too_many_arguments)]
     fn new(
         py: Python<'_>,
         recorder: &NativeRecorder,
         all: bool,
-        system_prefixes: Option<Vec<String>>,
+        system_prefixes: Vec<String>,
+        own_dirs: Vec<String>,
+        main_module: Option<String>,
         include: Option<Bound<'_, PyAny>>,
         exclude: Option<Bound<'_, PyAny>>,
         entrypoint: Option<String>,
         call_limit: Option<u64>,
         decorated: Py<PySet>,
         recorded_path: Option<Py<PyAny>>,
-        resume_opcode: Option<u8>,
-        yield_opcode: Option<u8>,
+        resume_opcode: u8,
+        yield_opcode: u8,
         scoped: bool,
     ) -> PyResult<Self> {
-        let system_prefixes = match system_prefixes {
-            Some(raw) => trace_notes::system_prefixes(raw),
-            None if all => Vec::new(),
-            None => trace_notes::system_prefixes(raw_system_paths(py)),
-        };
+        let system_prefixes = if all { Vec::new() } else { trace_notes::system_prefixes(system_prefixes) };
         let (include, exclude) = (patterns(include.as_ref())?, patterns(exclude.as_ref())?);
-        let resume_opcode = match resume_opcode {
-            Some(op) => op,
-            None => opcode(py, "RESUME", 151),
-        };
-        let yield_opcode = match yield_opcode {
-            Some(op) => op,
-            None => opcode(py, "YIELD_VALUE", 86),
-        };
         let active = Active {
             shared: Arc::clone(&recorder.shared),
-            selection: Selection { all, system_prefixes, include: include.clone(), exclude, entrypoint },
+            selection: Selection {
+                all,
+                system_prefixes,
+                own_dirs,
+                main_package: main_module.as_deref().and_then(top_level_package).map(str::to_string),
+                include: include.clone(),
+                exclude,
+                entrypoint,
+            },
             generation: 0,
             serial: 0,
             decorated,
@@ -1526,36 +1507,6 @@ fn patterns(value: Option<&Bound<'_, PyAny>>) -> PyResult<Vec<String>> {
             Err(_) => v.try_iter()?.map(|item| Ok(item?.str()?.to_string())).collect(),
         },
     }
-}
-
-/// `dis.opmap[name]`, `default` when `dis` lacks it.
-fn opcode(py: Python<'_>, name: &str, default: u8) -> u8 {
-    let found =
-        py.import("dis").and_then(|d| d.getattr("opmap")).and_then(|m| m.get_item(name)).and_then(|v| v.extract());
-    found.unwrap_or(default)
-}
-
-/// The raw standard-library and installed-package directories: `sysconfig.get_paths()`'s
-/// `stdlib`/`platstdlib`/`purelib`/`platlib`, `site.getsitepackages()` and
-/// `site.getusersitepackages()` (each source that fails is skipped, as the reference does).
-fn raw_system_paths(py: Python<'_>) -> Vec<String> {
-    let mut out = Vec::new();
-    if let Ok(paths) = py.import("sysconfig").and_then(|m| m.call_method0("get_paths")) {
-        for key in ["stdlib", "platstdlib", "purelib", "platlib"] {
-            if let Ok(Some(p)) = paths.call_method1("get", (key,)).and_then(|v| v.extract::<Option<String>>()) {
-                out.push(p);
-            }
-        }
-    }
-    if let Ok(site) = py.import("site") {
-        if let Ok(list) = site.call_method0("getsitepackages").and_then(|v| v.extract::<Vec<String>>()) {
-            out.extend(list);
-        }
-        if let Ok(Some(user)) = site.call_method0("getusersitepackages").and_then(|v| v.extract::<Option<String>>()) {
-            out.push(user);
-        }
-    }
-    out
 }
 
 /// 3.11: whether `a` was installed on the calling thread (and not removed there since).

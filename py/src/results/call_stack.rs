@@ -10,7 +10,8 @@ use std::sync::Arc;
 use numpy::PyArray1;
 use pyo3::exceptions::PyIndexError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PySlice, PyTuple};
+use pyo3::types::{PyList, PySlice, PyTuple};
+use scope_profiler_analysis::record_batch::{call_stack_table, CallSource};
 use scope_profiler_analysis::{
     build_call_arrays, group_lanes, lane_calls, split_by_lane, CallArrays as Calls, ExclusiveOf, LaneSplit as Split,
     RegionInput, RunAnalysis,
@@ -18,6 +19,7 @@ use scope_profiler_analysis::{
 
 use crate::errors::nesting_err;
 use crate::numpy_arrays::view;
+use crate::results::events::{batch_dicts, batch_of, RowDicts};
 use crate::results::mpi_region::MPIRegion;
 
 /// Owner of Rust memory that numpy views point into.
@@ -400,40 +402,20 @@ pub fn call_stack_dicts<'py>(
     origin: f64,
 ) -> PyResult<Bound<'py, PyList>> {
     let arrays = reconstruct(py, regions, rank as i64)?;
+    let files: Vec<Option<String>> = arrays.source_files.bind(py).extract()?;
+    let lines: Vec<Option<i64>> = arrays.source_lines.bind(py).extract()?;
+    let sources: Vec<CallSource<'_>> =
+        arrays.name_strs.iter().zip(&files).zip(&lines).map(|((n, f), l)| (n.as_str(), f.as_deref(), *l)).collect();
+    let batch = batch_of(call_stack_table(arrays.calls(), &sources, origin))?;
+    let out = batch_dicts(py, &batch, RowDicts { skip: &[], keep_nulls: true, summary_rows: false })?;
     let colors: Vec<(String, Py<PyAny>)> = regions
         .iter()
         .map(|r| Ok((r.borrow().name().to_string(), r.getattr("color")?.unbind())))
         .collect::<PyResult<_>>()?;
     let color_of =
         |name: &str| colors.iter().find(|(n, _)| n == name).map(|(_, c)| c.clone_ref(py)).unwrap_or_else(|| py.None());
-    let c = arrays.calls();
-    let has_lane = !c.lane.is_empty();
-    let mut paths: Vec<String> = Vec::with_capacity(c.len());
-    let out = PyList::empty(py);
-    for id in 0..c.len() {
-        let row = c.region_index[id] as usize;
-        let name = &arrays.name_strs[row];
-        let parent = c.parent[id];
-        let path = if parent < 0 { name.clone() } else { format!("{} > {name}", paths[parent as usize]) };
-        let d = PyDict::new(py);
-        d.set_item("call_id", id)?;
-        d.set_item("name", name)?;
-        d.set_item("call_index", c.call_index[id])?;
-        d.set_item("start", c.start_ns[id] as f64 / 1e9 - origin)?;
-        d.set_item("end", c.end_ns[id] as f64 / 1e9 - origin)?;
-        let duration = (c.end_ns[id] - c.start_ns[id]) as f64 / 1e9;
-        d.set_item("duration", duration)?;
-        d.set_item("inclusive_duration", duration)?;
-        d.set_item("exclusive_duration", c.exclusive_ns[id] as f64 / 1e9)?;
-        d.set_item("depth", c.depth[id])?;
-        d.set_item("parent", (parent >= 0).then_some(parent))?;
-        d.set_item("call_path", &path)?;
-        d.set_item("source_file", arrays.source_files.bind(py).get_item(row)?)?;
-        d.set_item("source_lineno", arrays.source_lines.bind(py).get_item(row)?)?;
-        d.set_item("lane", if has_lane { c.lane[id] } else { -1 })?;
-        d.set_item("color", color_of(name))?;
-        out.append(d)?;
-        paths.push(path);
+    for (call, &region) in out.iter().zip(&arrays.calls().region_index) {
+        call.set_item("color", color_of(&arrays.name_strs[region as usize]))?;
     }
     Ok(out)
 }

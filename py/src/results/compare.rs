@@ -4,15 +4,14 @@
 use std::path::PathBuf;
 use std::sync::Arc;
 
-use arrow_array::builder::{ListBuilder, StringBuilder};
-use arrow_array::{ArrayRef, Float64Array, StringArray};
-use pyo3::exceptions::{PyImportError, PyValueError};
+use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList};
 use scope_profiler_analysis::compare::{compare, runs_call_stats, CompareBy, Comparison, DiffRow, Group};
-use scope_profiler_analysis::RunAnalysis;
+use scope_profiler_analysis::{record_batch, RunAnalysis};
 use scope_profiler_formats::run_group::run_files;
 
+use crate::results::events::{batch_dicts, batch_of, RowDicts};
 use crate::results::profiling_results::ProfilingResults;
 
 /// Rows a notebook shows ([`Comparison::_repr_html_`]).
@@ -24,23 +23,10 @@ pub struct PyComparison {
     inner: Comparison,
 }
 
-/// One row as a dict (the keys of `scope-profiler diff --json`).
-fn row_dict<'py>(py: Python<'py>, r: &DiffRow, by: CompareBy) -> PyResult<Bound<'py, PyDict>> {
-    let d = PyDict::new(py);
-    d.set_item("name", &r.name)?;
-    if by == CompareBy::Path {
-        d.set_item("path", &r.key)?;
-    }
-    d.set_item("base_calls", r.base_calls)?;
-    d.set_item("new_calls", r.new_calls)?;
-    d.set_item("base_time", r.base_time)?;
-    d.set_item("new_time", r.new_time)?;
-    d.set_item("change", r.change)?;
-    d.set_item("ci_low", r.ci_low)?;
-    d.set_item("ci_high", r.ci_high)?;
-    d.set_item("verdict", r.verdict.name())?;
-    d.set_item("note", r.note)?;
-    Ok(d)
+/// `rows` (of `c`) as dicts, the keys of `scope-profiler diff --json`.
+fn row_dicts<'py>(py: Python<'py>, c: &Comparison, rows: Vec<DiffRow>) -> PyResult<Bound<'py, PyList>> {
+    let batch = batch_of(record_batch::comparison_table(&Comparison { rows, ..c.clone() }))?;
+    batch_dicts(py, &batch, RowDicts { skip: &[], keep_nulls: true, summary_rows: false })
 }
 
 #[pymethods]
@@ -51,8 +37,7 @@ impl PyComparison {
     /// interval, None when unknown), `verdict` and `note`.
     #[getter]
     fn rows<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyList>> {
-        let rows: Vec<_> = self.inner.rows.iter().map(|r| row_dict(py, r, self.inner.by)).collect::<PyResult<_>>()?;
-        PyList::new(py, rows)
+        row_dicts(py, &self.inner, self.inner.rows.clone())
     }
     /// `{"label": ..., "runs": [...]}` of the base side.
     #[getter(base)]
@@ -90,13 +75,7 @@ impl PyComparison {
             Some(p) => p / 100.0,
             None => self.inner.threshold,
         };
-        let rows: Vec<_> = self
-            .inner
-            .regressions(limit)
-            .into_iter()
-            .map(|r| row_dict(py, r, self.inner.by))
-            .collect::<PyResult<_>>()?;
-        PyList::new(py, rows)
+        row_dicts(py, &self.inner, self.inner.regressions(limit).into_iter().cloned().collect())
     }
     /// The comparison as `scope-profiler diff --json` prints it.
     fn to_json(&self) -> String {
@@ -104,47 +83,16 @@ impl PyComparison {
     }
     /// The rows as an Arrow table (columns as the dicts of `rows`).
     fn to_arrow(&self) -> PyResult<pyo3_arrow::PyTable> {
-        let rows = &self.inner.rows;
-        let floats =
-            |f: &dyn Fn(&DiffRow) -> f64| -> ArrayRef { Arc::new(Float64Array::from_iter_values(rows.iter().map(f))) };
-        let opts =
-            |f: &dyn Fn(&DiffRow) -> Option<f64>| -> ArrayRef { Arc::new(Float64Array::from_iter(rows.iter().map(f))) };
-        let mut columns: Vec<(&str, ArrayRef)> =
-            vec![("name", Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.name.as_str()))))];
-        if self.inner.by == CompareBy::Path {
-            let mut b = ListBuilder::new(StringBuilder::new());
-            for r in rows {
-                r.key.iter().for_each(|n| b.values().append_value(n));
-                b.append(true);
-            }
-            columns.push(("path", Arc::new(b.finish())));
-        }
-        columns.extend([
-            ("base_calls", floats(&|r| r.base_calls)),
-            ("new_calls", floats(&|r| r.new_calls)),
-            ("base_time", floats(&|r| r.base_time)),
-            ("new_time", floats(&|r| r.new_time)),
-            ("change", opts(&|r| r.change)),
-            ("ci_low", opts(&|r| r.ci_low)),
-            ("ci_high", opts(&|r| r.ci_high)),
-        ]);
-        columns.push(("verdict", Arc::new(StringArray::from_iter_values(rows.iter().map(|r| r.verdict.name())))));
-        columns.push(("note", Arc::new(StringArray::from_iter(rows.iter().map(|r| r.note)))));
-        crate::results::frames::table(columns)
+        crate::results::frames::batch_table(record_batch::comparison_table(&self.inner))
     }
     /// The rows as a `polars.DataFrame`.
     fn to_polars<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let pl = py
-            .import("polars")
-            .map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
-        pl.call_method1("DataFrame", (self.to_arrow()?,))
+        crate::results::frames::polars_frame(Bound::new(py, self.to_arrow()?)?.into_any())
     }
     /// The rows as a `pandas.DataFrame` (through pyarrow).
     fn to_pandas<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyAny>> {
-        let pa = py.import("pyarrow").map_err(|_| {
-            PyImportError::new_err("to_pandas() converts an Arrow table with pyarrow (pip install pyarrow)")
-        })?;
-        pa.call_method1("table", (self.to_arrow()?,))?.call_method0("to_pandas")
+        let why = "to_pandas() converts an Arrow table with pyarrow (pip install pyarrow)";
+        crate::results::frames::pandas_frame(Bound::new(py, self.to_arrow()?)?.into_any(), why)
     }
     /// The table a notebook shows: at most 50 rows, and how many more there are.
     fn _repr_html_(&self) -> String {

@@ -5,9 +5,15 @@
 use std::sync::Arc;
 
 use pyo3::prelude::*;
+use pyo3::types::{PyDict, PyList};
 use scope_profiler_analysis::{Run, TaskRow, ThreadRow, UNKNOWN};
 
 use crate::numpy_arrays::secs;
+
+/// A `ThreadInfo`'s constructor arguments (its pickled form).
+type ThreadFields = (i64, u32, String, i64, i64, bool, i64, i64, i64, i64);
+/// A `TaskInfo`'s constructor arguments (its pickled form).
+type TaskFields = (i64, u32, String, String, String, i64, i64, i64, i64, i64, i64);
 
 fn opt_secs(ns: i64) -> Option<f64> {
     (ns != UNKNOWN).then(|| secs(ns))
@@ -16,9 +22,10 @@ fn opt_secs(ns: i64) -> Option<f64> {
 /// One row of a run's thread table: a thread the tracker registered.
 ///
 /// `index` is the value `Region.thread_ids` holds; `start_time`/`end_time` are s since the
-/// run start (`end_time` None while alive); `cpu_time` is the thread's total CPU time in s
-/// (`CLOCK_THREAD_CPUTIME_ID`, including CPU spent before `setup()`), `cpu_start_time` the
-/// CPU clock when the run started counting the thread.
+/// run start (`end_time` None while alive); `cpu_time` is the CPU the thread burned during
+/// the run in s (`CLOCK_THREAD_CPUTIME_ID`), `cpu_time_total` its whole life (CPU spent
+/// before `setup()` included), `cpu_start_time` the CPU clock when the run started counting
+/// the thread.
 #[pyclass(module = "scope_profiler.concurrency", frozen)]
 pub struct ThreadInfo {
     run: Arc<Run>,
@@ -93,10 +100,19 @@ impl ThreadInfo {
     fn end_time(&self) -> Option<f64> {
         opt_secs(self.row().end_ns)
     }
-    /// Total CPU time of the OS thread, s: its whole life, CPU spent before `setup()`
-    /// included (the reference's figure; `thread_summary()` gives the CPU of the run).
+    /// CPU the thread burned during the run, s (`CLOCK_THREAD_CPUTIME_ID` from when the run
+    /// started counting it): the meaning `cpu_time` has everywhere (`thread_summary()`,
+    /// `threads_frame()`, the CLI and the HTML report). The whole-life figure for files that
+    /// do not record where the run started counting (files of scope-profiler 0.7.5).
     #[getter]
     fn cpu_time(&self) -> f64 {
+        let t = self.row();
+        secs(t.cpu_run_ns().unwrap_or(t.cpu_ns))
+    }
+    /// Total CPU time of the OS thread, s: its whole life, CPU spent before `setup()`
+    /// included (0.7.5's `cpu_time`).
+    #[getter]
+    fn cpu_time_total(&self) -> f64 {
         secs(self.row().cpu_ns)
     }
     /// The thread's CPU clock (`CLOCK_THREAD_CPUTIME_ID`) when the run started counting it,
@@ -115,6 +131,23 @@ impl ThreadInfo {
     #[getter]
     fn wall_time(&self) -> Option<f64> {
         self.end_time().map(|e| e - self.start_time())
+    }
+    /// Pickle support: the row's stored fields (the constructor's arguments).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, ThreadFields) {
+        let t = self.row();
+        let fields = (
+            t.index,
+            t.rank,
+            t.name.clone(),
+            t.ident,
+            t.native_id,
+            t.daemon,
+            t.start_ns,
+            t.end_ns,
+            t.cpu_ns,
+            t.cpu_start_ns,
+        );
+        (py.get_type::<ThreadInfo>(), fields)
     }
     fn __repr__(&self) -> String {
         let t = self.row();
@@ -232,6 +265,24 @@ impl TaskInfo {
     fn wall_time(&self) -> Option<f64> {
         self.done_time().map(|d| d - self.created_time())
     }
+    /// Pickle support: the row's stored fields (the constructor's arguments).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> (Bound<'py, pyo3::types::PyType>, TaskFields) {
+        let t = self.row();
+        let fields = (
+            t.index,
+            t.rank,
+            t.kind.clone(),
+            t.name.clone(),
+            t.coro_name.clone(),
+            t.thread_index,
+            t.created_ns,
+            t.done_ns,
+            t.steps,
+            t.running_ns,
+            t.suspended_ns,
+        );
+        (py.get_type::<TaskInfo>(), fields)
+    }
     fn __repr__(&self) -> String {
         let t = self.row();
         format!(
@@ -248,34 +299,24 @@ impl TaskInfo {
 
 /// `{rank: [ThreadInfo, ...]}` and `{rank: [TaskInfo, ...]}` of `run` (rows in table order;
 /// ranks without rows absent).
-pub fn lane_tables<'py>(
-    py: Python<'py>,
-    run: &Arc<Run>,
-) -> PyResult<(Bound<'py, pyo3::types::PyDict>, Bound<'py, pyo3::types::PyDict>)> {
-    use pyo3::types::{PyDict, PyDictMethods, PyList};
-    let threads = PyDict::new(py);
-    for (at, t) in run.threads.iter().enumerate() {
-        let list = match threads.get_item(t.rank)? {
-            Some(l) => l.cast_into::<PyList>()?,
-            None => {
-                let l = PyList::empty(py);
-                threads.set_item(t.rank, &l)?;
-                l
-            }
-        };
-        list.append(Bound::new(py, ThreadInfo::of(run, at))?)?;
-    }
-    let tasks = PyDict::new(py);
-    for (at, t) in run.tasks.iter().enumerate() {
-        let list = match tasks.get_item(t.rank)? {
-            Some(l) => l.cast_into::<PyList>()?,
-            None => {
-                let l = PyList::empty(py);
-                tasks.set_item(t.rank, &l)?;
-                l
-            }
-        };
-        list.append(Bound::new(py, TaskInfo::of(run, at))?)?;
-    }
+pub fn lane_tables<'py>(py: Python<'py>, run: &Arc<Run>) -> PyResult<(Bound<'py, PyDict>, Bound<'py, PyDict>)> {
+    let threads = by_rank(py, run.threads.iter().map(|t| t.rank), |at| ThreadInfo::of(run, at))?;
+    let tasks = by_rank(py, run.tasks.iter().map(|t| t.rank), |at| TaskInfo::of(run, at))?;
     Ok((threads, tasks))
+}
+
+/// `{rank: [row view, ...]}` of table rows whose ranks are `ranks` (in table order).
+fn by_rank<'py, T: pyo3::PyClass + Into<PyClassInitializer<T>>>(
+    py: Python<'py>,
+    ranks: impl Iterator<Item = u32>,
+    view: impl Fn(usize) -> T,
+) -> PyResult<Bound<'py, PyDict>> {
+    let out = PyDict::new(py);
+    for (at, rank) in ranks.enumerate() {
+        match out.get_item(rank)? {
+            Some(list) => list.cast_into::<PyList>()?.append(Bound::new(py, view(at))?)?,
+            None => out.set_item(rank, PyList::new(py, [Bound::new(py, view(at))?])?)?,
+        }
+    }
+    Ok(out)
 }

@@ -7,7 +7,11 @@ use pyo3::types::{PyDict, PyList, PyTuple};
 use scope_profiler_analysis::region_stats::{PooledStats, RowStats};
 use scope_profiler_analysis::{py_format_g, py_repr, RowView};
 
+use crate::results::pickling::Reduced;
 use crate::results::region::Region;
+
+/// An `MPIRegion`'s `(rank, Region)` parts, in its order.
+pub type RegionParts = Vec<(i64, Py<Region>)>;
 
 /// One named region across all ranks; `region[rank]` is the `Region` of that rank.
 #[pyclass(module = "scope_profiler.mpi_region")]
@@ -17,7 +21,7 @@ pub struct MPIRegion {
     parts: Vec<(i64, Py<Region>)>,
     /// Plot hint (a colour), None by default.
     #[pyo3(get, set)]
-    color: Py<PyAny>,
+    pub(crate) color: Py<PyAny>,
 }
 
 impl MPIRegion {
@@ -383,6 +387,17 @@ impl MPIRegion {
     fn get_summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.summary_dict(py)
     }
+    /// Pickle support: the name, the `(rank, Region)` parts in order and the colour.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py, (String, RegionParts, Py<PyAny>)>> {
+        let parts = self.parts.iter().map(|(k, r)| (*k, r.clone_ref(py))).collect();
+        let from = py.get_type::<MPIRegion>().getattr("_from_pickle")?;
+        Ok((from, (self.name.clone(), parts, self.color.clone_ref(py))))
+    }
+    /// The region `__reduce__` describes.
+    #[staticmethod]
+    fn _from_pickle(name: String, parts: RegionParts, color: Py<PyAny>) -> Self {
+        MPIRegion { name, parts, color }
+    }
     fn __repr__(&self, py: Python<'_>) -> String {
         let (n, total, avg) = self.pooled(py, |p| (p.num_calls(), p.total(), p.mean()));
         format!(
@@ -394,6 +409,6 @@ impl MPIRegion {
         )
     }
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        crate::results::html_tables::summary_html(py, "MPIRegion", &[self.summary_dict(py)?], None)
+        crate::results::html_tables::summary_html(py, "MPIRegion", &[self.summary_dict(py)?], None, None)
     }
 }

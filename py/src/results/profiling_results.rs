@@ -11,14 +11,15 @@ use std::sync::Arc;
 use pyo3::exceptions::{PyImportError, PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::sync::PyOnceLock;
-use pyo3::types::{PyDict, PyList, PyString};
-use scope_profiler_analysis::region_stats::RowStats;
-use scope_profiler_analysis::{lane_label, py_repr, RegionCalls, RowView, Run, RunAnalysis};
+use pyo3::types::{PyBool, PyDict, PyList, PyString, PyTuple};
+use scope_profiler_analysis::region_stats::{time_bounds, RowStats};
+use scope_profiler_analysis::{lane_label, py_repr, record_batch, RegionCalls, RowView, Run, RunAnalysis};
 
 use crate::errors::{nesting_err, EventDataUnavailableError};
 use crate::native_run::NativeRun;
 use crate::results::concurrency::{lane_tables, TaskInfo, ThreadInfo};
-use crate::results::mpi_region::MPIRegion;
+use crate::results::mpi_region::{MPIRegion, RegionParts};
+use crate::results::pickling::{pickled_run, PickledRun};
 use crate::results::region::Region;
 
 /// Region-name patterns: `re.match` (anchored at the start), as the reference applies them.
@@ -196,19 +197,12 @@ impl ProfilingResults {
         keyed.sort_by(|a, b| a.0.total_cmp(&b.0));
         Ok(keyed.into_iter().map(|(_, r)| r).collect())
     }
-    fn origin(&self, py: Python<'_>, relative: bool, origin: Option<f64>) -> PyResult<f64> {
-        Ok(match origin {
+    fn origin(&self, relative: bool, origin: Option<f64>) -> f64 {
+        match origin {
             Some(o) => o,
-            None if relative => self.time_origin(py)?,
+            None if relative => self.time_origin(),
             None => 0.0,
-        })
-    }
-    fn rows_with_timing<'py>(&self, py: Python<'py>) -> PyResult<Vec<Bound<'py, MPIRegion>>> {
-        Ok(self
-            .selected(py, None, None)?
-            .into_iter()
-            .filter(|r| r.getattr("has_timing").and_then(|v| v.extract()).unwrap_or(false))
-            .collect())
+        }
     }
     fn per_rank_rows<'py>(
         &self,
@@ -237,6 +231,32 @@ impl ProfilingResults {
         }
         Ok(rows)
     }
+    /// The notebook's thread and task tables of rank 0 (`analysis::summary_order::notebook_lanes`).
+    fn lane_tables_html(
+        &self,
+        py: Python<'_>,
+        threads: Vec<scope_profiler_analysis::ThreadSummaryRow>,
+        tasks: Vec<scope_profiler_analysis::TaskSummaryRow>,
+    ) -> PyResult<String> {
+        let lanes = scope_profiler_analysis::summary_order::notebook_lanes(&threads, &tasks);
+        let mut out = String::new();
+        for (title, list, more) in [
+            ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &lanes.threads)?, lanes.threads_more),
+            (
+                "tasks and greenlets (rank 0)",
+                crate::results::frames::task_summary_dicts(py, &lanes.tasks)?,
+                lanes.tasks_more,
+            ),
+        ] {
+            let dicts: Vec<Bound<'_, PyDict>> =
+                list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
+            if !dicts.is_empty() {
+                out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None, more)?);
+            }
+        }
+        Ok(out)
+    }
+
     fn summary_rows<'py>(
         &self,
         py: Python<'py>,
@@ -244,6 +264,24 @@ impl ProfilingResults {
         exclude: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Vec<Bound<'py, PyDict>>> {
         self.selected(py, include, exclude)?.iter().map(|r| r.borrow().results_row(py)).collect()
+    }
+}
+
+/// Whether any value of `{rank: data}` is truthy.
+fn any_truthy(d: &Bound<'_, PyDict>) -> PyResult<bool> {
+    for v in d.values() {
+        if v.is_truthy()? {
+            return Ok(true);
+        }
+    }
+    Ok(false)
+}
+
+/// `{rank: data}` (a copy) without `rank`, else `rank`'s data (`{}` when absent).
+fn of_rank<'py>(d: &Bound<'py, PyDict>, rank: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
+    match rank {
+        None => Ok(d.copy()?.into_any()),
+        Some(r) => Ok(d.get_item(r)?.unwrap_or_else(|| PyDict::new(d.py()).into_any())),
     }
 }
 
@@ -335,15 +373,7 @@ impl ProfilingResults {
             index.insert(name, mpis.len());
             mpis.push(mpi.unbind());
         }
-        // A rank's rows back to back, ranks ascending (stable), as the run model requires.
-        let mut order: Vec<usize> = (0..run.regions.len()).collect();
-        order.sort_by_key(|&i| run.regions[i].rank);
-        let mut position = vec![0usize; order.len()];
-        for (new, &old) in order.iter().enumerate() {
-            position[old] = new;
-        }
-        let mut rows: Vec<Option<RegionCalls>> = run.regions.drain(..).map(Some).collect();
-        run.regions = order.iter().map(|&i| rows[i].take().expect("each row once")).collect();
+        let position = run.order_rows_by_rank();
         run.threads = table_rows::<ThreadInfo, _>(threads, ThreadInfo::row, |r, k| r.rank = k)?;
         run.tasks = table_rows::<TaskInfo, _>(tasks, TaskInfo::row, |r, k| r.rank = k)?;
         let md = match metadata {
@@ -515,7 +545,7 @@ impl ProfilingResults {
         origin: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.require_event_data("events")?;
-        let origin = self.origin(py, relative, origin)?;
+        let origin = self.origin(relative, origin);
         let out = PyList::empty(py);
         for r in self.selected(py, include, exclude)? {
             for e in r.call_method1("events", (ranks.clone(), origin))?.try_iter()? {
@@ -544,7 +574,7 @@ impl ProfilingResults {
                 "to_events_dataframe() requires pandas. Install scope-profiler[pproc] or pandas directly.",
             )
         })?;
-        let origin = self.origin(py, relative, origin)?;
+        let origin = self.origin(relative, origin);
         let rows = self.event_rows(py, include, exclude, ranks)?;
         let columns = crate::results::frames::events_numpy(py, &self.analysis.run, &rows, origin)?;
         pd.call_method1("DataFrame", (columns,))
@@ -562,7 +592,7 @@ impl ProfilingResults {
         origin: Option<f64>,
     ) -> PyResult<Bound<'py, PyList>> {
         self.require_event_data("call_stack")?;
-        let origin = self.origin(py, relative, origin)?;
+        let origin = self.origin(relative, origin);
         let regions = self.selected(py, include, exclude)?;
         crate::results::call_stack::call_stack_dicts(py, &regions, rank, origin)
     }
@@ -655,6 +685,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
         crate::results::frames::thread_summary_dicts(py, &rows)
@@ -671,6 +702,7 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::results::frames::task_summary_dicts(py, &rows)
     }
 
@@ -754,12 +786,7 @@ impl ProfilingResults {
     }
     #[getter]
     fn has_likwid(&self, py: Python<'_>) -> PyResult<bool> {
-        for v in self.likwid.bind(py).values() {
-            if v.is_truthy()? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        any_truthy(self.likwid.bind(py))
     }
     #[getter]
     fn likwid_ranks(&self, py: Python<'_>) -> PyResult<Vec<i64>> {
@@ -774,28 +801,15 @@ impl ProfilingResults {
     }
     #[pyo3(signature = (rank=None))]
     fn get_likwid_regions<'py>(&self, py: Python<'py>, rank: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-        let d = self.likwid.bind(py);
-        match rank {
-            None => Ok(d.copy()?.into_any()),
-            Some(r) => Ok(d.get_item(r)?.unwrap_or_else(|| PyDict::new(py).into_any())),
-        }
+        of_rank(self.likwid.bind(py), rank)
     }
     #[getter]
     fn has_perf_events(&self, py: Python<'_>) -> PyResult<bool> {
-        for v in self.perf_events.bind(py).values() {
-            if v.is_truthy()? {
-                return Ok(true);
-            }
-        }
-        Ok(false)
+        any_truthy(self.perf_events.bind(py))
     }
     #[pyo3(signature = (rank=None))]
     fn get_perf_events<'py>(&self, py: Python<'py>, rank: Option<i64>) -> PyResult<Bound<'py, PyAny>> {
-        let d = self.perf_events.bind(py);
-        match rank {
-            None => Ok(d.copy()?.into_any()),
-            Some(r) => Ok(d.get_item(r)?.unwrap_or_else(|| PyDict::new(py).into_any())),
-        }
+        of_rank(self.perf_events.bind(py), rank)
     }
     /// `metadata["start_time_ns"] / 1e9` (s, recording clock) or None.
     #[getter]
@@ -813,41 +827,25 @@ impl ProfilingResults {
     }
     /// Earliest first start over regions with calls, s (0.0 if none).
     #[getter]
-    fn minimum_start_time(&self, py: Python<'_>) -> PyResult<f64> {
-        let starts: Vec<f64> = self
-            .rows_with_timing(py)?
-            .iter()
-            .map(|r| r.getattr("first_start_time")?.extract())
-            .collect::<PyResult<_>>()?;
-        Ok(starts.into_iter().reduce(f64::min).unwrap_or(0.0))
+    fn minimum_start_time(&self) -> f64 {
+        time_bounds(&self.analysis.run.regions).map_or(0.0, |(start, _)| start)
     }
     #[getter]
-    fn maximum_end_time(&self, py: Python<'_>) -> PyResult<f64> {
-        let ends: Vec<f64> = self
-            .rows_with_timing(py)?
-            .iter()
-            .map(|r| r.getattr("last_end_time")?.extract())
-            .collect::<PyResult<_>>()?;
-        Ok(ends.into_iter().reduce(f64::max).unwrap_or(0.0))
+    fn maximum_end_time(&self) -> f64 {
+        time_bounds(&self.analysis.run.regions).map_or(0.0, |(_, end)| end)
     }
     /// `run_start_time` if set, else `minimum_start_time` (s).
     #[getter]
-    fn time_origin(&self, py: Python<'_>) -> PyResult<f64> {
-        match self.run_start_time {
-            Some(t) => Ok(t),
-            None => self.minimum_start_time(py),
-        }
+    fn time_origin(&self) -> f64 {
+        self.run_start_time.unwrap_or_else(|| self.minimum_start_time())
     }
     #[getter]
-    fn startup_time(&self, py: Python<'_>) -> PyResult<f64> {
-        Ok(self.minimum_start_time(py)? - self.time_origin(py)?)
+    fn startup_time(&self) -> f64 {
+        self.minimum_start_time() - self.time_origin()
     }
     #[getter]
-    fn time_span(&self, py: Python<'_>) -> PyResult<f64> {
-        if self.rows_with_timing(py)?.is_empty() {
-            return Ok(0.0);
-        }
-        Ok(self.maximum_end_time(py)? - self.minimum_start_time(py)?)
+    fn time_span(&self) -> f64 {
+        time_bounds(&self.analysis.run.regions).map_or(0.0, |(start, end)| end - start)
     }
 
     // -- printing ---------------------------------------------------------------------------
@@ -869,11 +867,14 @@ impl ProfilingResults {
 
     /// Print the region table and, when threads were tracked, the thread and task tables of
     /// each rank (the `scope-profiler summary` report) to `stream` (default stdout).
-    /// `include`/`exclude`/`ranks` restrict it; `sort`, `columns`, `percentage_mode` are
-    /// accepted for compatibility. Never raises on a nesting failure (prints why). Does nothing
-    /// on a non-root result set.
-    #[pyo3(signature = (include=None, exclude=None, ranks=None, sort="start", title=None, stream=None,
-        suppress_notes=false, columns=None, percentage_mode="coverage"))]
+    /// `include`/`exclude`/`ranks` restrict it; `sort` orders the regions (`total`, the
+    /// default: inclusive time; `exclusive`, `calls`, `mean` or `avg`, `name`, `start`:
+    /// definition order; ValueError for another), `top` shows only the first N of each rank
+    /// and counts the rest, `all_tasks` lists every task (else the 20 busiest); `columns`,
+    /// `percentage_mode` are accepted for compatibility. Never raises on a nesting failure
+    /// (prints why). Does nothing on a non-root result set.
+    #[pyo3(signature = (include=None, exclude=None, ranks=None, sort="total", title=None, stream=None,
+        suppress_notes=false, columns=None, percentage_mode="coverage", *, top=None, all_tasks=false))]
     #[allow(clippy::too_many_arguments)]
     fn print_summary(
         &self,
@@ -887,8 +888,11 @@ impl ProfilingResults {
         suppress_notes: bool,
         columns: Option<Bound<'_, PyAny>>,
         percentage_mode: &str,
+        top: Option<usize>,
+        all_tasks: bool,
     ) -> PyResult<()> {
-        let _ = (sort, columns, percentage_mode);
+        let _ = (columns, percentage_mode);
+        let sort = scope_profiler_analysis::SortKey::parse(sort).map_err(PyValueError::new_err)?;
         if !self.is_root {
             return Ok(());
         }
@@ -923,12 +927,17 @@ impl ProfilingResults {
             if !sel.ranks.is_empty() {
                 run.regions.retain(|r| sel.ranks.contains(&r.rank));
             }
-            scope_profiler_formats::text_summary::summary_text_filtered(&run, &title, filter.as_deref())
+            let opts = scope_profiler_formats::text_summary::SummaryOptions {
+                sort,
+                top: top.filter(|&n| n > 0),
+                all_tasks,
+                filter,
+                hints: Some(("top=None lists every one".into(), "all_tasks=True lists every one".into())),
+            };
+            scope_profiler_formats::text_summary::summary_text_with(&run, &title, &opts)
         });
         if !suppress_notes {
-            text.push_str(
-                "\n  Durations are in seconds. Regions may nest, so the summed total can exceed the wall-clock time.\n",
-            );
+            text.push_str("\n  Regions may nest, so the summed total can exceed the wall-clock time.\n");
         }
         let print = py.import("builtins")?.getattr("print")?;
         let kwargs = PyDict::new(py);
@@ -938,6 +947,76 @@ impl ProfilingResults {
         }
         print.call((text,), Some(&kwargs))?;
         Ok(())
+    }
+
+    /// Pickle support: the run (one object, shared with its regions), the regions in order
+    /// (`(name, colour, [(rank, Region)])`) and the rest of the result set's state.
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<(Bound<'py, PyAny>, Bound<'py, PyTuple>)> {
+        let run = pickled_run(py, &self.analysis)?;
+        let regions = PyList::empty(py);
+        for r in self.mpi(py) {
+            let r = r.borrow();
+            let parts: RegionParts = r.parts().iter().map(|(k, g)| (*k, g.clone_ref(py))).collect();
+            regions.append((r.name(), r.color.clone_ref(py), parts))?;
+        }
+        let state = PyTuple::new(
+            py,
+            [
+                run.into_any(),
+                regions.into_any(),
+                self.file_path_string().into_pyobject(py)?.into_any(),
+                PyBool::new(py, self.is_root).to_owned().into_any(),
+                PyBool::new(py, self.event_data).to_owned().into_any(),
+                self.num_ranks.into_pyobject(py)?.into_any(),
+                self.metadata.bind(py).clone().into_any(),
+                self.likwid.bind(py).clone().into_any(),
+                self.perf_events.bind(py).clone().into_any(),
+                self.line_profile.bind(py).clone().into_any(),
+            ],
+        )?;
+        Ok((py.get_type::<ProfilingResults>().getattr("_from_pickle")?, state))
+    }
+
+    /// The result set `__reduce__` describes.
+    #[staticmethod]
+    #[allow(clippy::too_many_arguments)]
+    fn _from_pickle(
+        py: Python<'_>,
+        run: PyRef<'_, PickledRun>,
+        regions: Vec<(String, Py<PyAny>, RegionParts)>,
+        file_path: PathBuf,
+        is_root: bool,
+        event_data: bool,
+        num_ranks: i64,
+        metadata: Bound<'_, PyDict>,
+        likwid: Bound<'_, PyDict>,
+        perf_events: Bound<'_, PyDict>,
+        line_profile: Bound<'_, PyDict>,
+    ) -> PyResult<Self> {
+        let mut mpis = Vec::with_capacity(regions.len());
+        let mut index = HashMap::new();
+        for (name, color, parts) in regions {
+            index.entry(name.clone()).or_insert(mpis.len());
+            let mut mpi = MPIRegion::of(py, name, parts);
+            mpi.color = color;
+            mpis.push(Py::new(py, mpi)?);
+        }
+        Ok(ProfilingResults {
+            analysis: Arc::clone(run.analysis()),
+            regions: mpis,
+            index,
+            run_start_time: meta_time(&metadata, "start_time_ns"),
+            finalize_time: meta_time(&metadata, "finalize_time_ns"),
+            metadata: metadata.unbind(),
+            file_path,
+            is_root,
+            event_data,
+            num_ranks,
+            likwid: likwid.unbind(),
+            perf_events: perf_events.unbind(),
+            line_profile: line_profile.unbind(),
+            tables: PyOnceLock::new(),
+        })
     }
 
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
@@ -971,23 +1050,18 @@ impl ProfilingResults {
         if rows.iter().any(|r| r.contains("await_duration").unwrap_or(false)) {
             columns.extend(["await_duration", "held_duration"]);
         }
-        let mut out = crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns))?;
+        let (rows, more) = crate::results::html_tables::top_region_rows(rows)?;
+        let more =
+            (more > 0).then(|| format!("... and {more} more regions (print_summary() or to_polars() lists them)"));
+        let mut out =
+            crate::results::html_tables::summary_html(py, &self.default_title(py)?, &rows, Some(&columns), more)?;
         if self.event_data {
             let analysis = Arc::clone(&self.analysis);
             // a run whose calls cannot be reconstructed shows the region table alone
             if let Ok((threads, tasks)) = py.detach(move || {
                 Ok::<_, scope_profiler_analysis::NestingError>((analysis.thread_summary(0)?, analysis.task_summary(0)?))
             }) {
-                for (title, list) in [
-                    ("threads (rank 0)", crate::results::frames::thread_summary_dicts(py, &threads)?),
-                    ("tasks and greenlets (rank 0)", crate::results::frames::task_summary_dicts(py, &tasks)?),
-                ] {
-                    let dicts: Vec<Bound<'_, PyDict>> =
-                        list.iter().map(|d| d.cast_into::<PyDict>().map_err(PyErr::from)).collect::<PyResult<_>>()?;
-                    if !dicts.is_empty() {
-                        out.push_str(&crate::results::html_tables::summary_html(py, title, &dicts, None)?);
-                    }
-                }
+                out.push_str(&self.lane_tables_html(py, threads, tasks)?);
             }
         }
         let (threads, tasks) = (self.analysis.run.threads.len(), self.analysis.run.tasks.len());
@@ -1019,15 +1093,14 @@ impl ProfilingResults {
         crate::results::frames::dict_rows_table(py, &rows, &columns)
     }
     /// Thread table of every rank (`rank, index, name, ident, native_id, daemon, start_time,
-    /// end_time, cpu_time, alive, wall_time, cpu_time_total, cpu_time_run`; s since the run
-    /// start; `cpu_time` = `cpu_time_total` the whole life, `cpu_time_run` during the run) as
-    /// an Arrow table.
+    /// end_time, cpu_time, alive, wall_time, cpu_time_total`; s since the run start;
+    /// `cpu_time` during the run, `cpu_time_total` the whole life) as an Arrow table.
     fn threads_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
-        crate::results::frames::threads_table(&self.analysis.run)
+        crate::results::frames::batch_table(record_batch::threads_table(&self.analysis.run))
     }
     /// Task table of every rank (`TaskInfo` fields) as an Arrow table.
     fn tasks_frame(&self) -> PyResult<pyo3_arrow::PyTable> {
-        crate::results::frames::tasks_table(&self.analysis.run)
+        crate::results::frames::batch_table(record_batch::tasks_table(&self.analysis.run))
     }
     /// `thread_summary(rank)` as an Arrow table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
@@ -1035,9 +1108,10 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.thread_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::errors::warn_no_thread_table(py, &self.analysis.run, rank)?;
         crate::errors::warn_thread_table(py, &self.analysis.run, rank, &rows, &self.file_path_string())?;
-        crate::results::frames::thread_summary_table(&rows)
+        crate::results::frames::batch_table(record_batch::thread_summary_table(&rows))
     }
     /// `task_summary(rank)` as an Arrow table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
@@ -1045,7 +1119,8 @@ impl ProfilingResults {
         let analysis = Arc::clone(&self.analysis);
         let rows = py.detach(move || analysis.task_summary(rank)).map_err(nesting_err)?;
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
-        crate::results::frames::task_summary_table(&rows)
+        crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
+        crate::results::frames::batch_table(record_batch::task_summary_table(&rows))
     }
     /// `events()` as an Arrow table (lane columns and ids kept).
     #[pyo3(signature = (include=None, exclude=None, ranks=None, relative=true, origin=None))]
@@ -1059,7 +1134,7 @@ impl ProfilingResults {
         origin: Option<f64>,
     ) -> PyResult<pyo3_arrow::PyTable> {
         self.require_event_data("events_frame")?;
-        let origin = self.origin(py, relative, origin)?;
+        let origin = self.origin(relative, origin);
         let rows = self.event_rows(py, include, exclude, ranks)?;
         crate::results::frames::events_table(py, &self.analysis.run, &rows, origin)
     }
@@ -1073,11 +1148,7 @@ impl ProfilingResults {
         per_rank: bool,
         table: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let table = self.table_or_summary(py, include, exclude, per_rank, table)?;
-        let pl = py
-            .import("polars")
-            .map_err(|_| PyImportError::new_err("to_polars() requires polars (pip install polars)"))?;
-        pl.call_method1("DataFrame", (table,))
+        crate::results::frames::polars_frame(self.table_or_summary(py, include, exclude, per_rank, table)?)
     }
     /// `pandas.DataFrame` of the summary (or of `table`) through pyarrow.
     #[pyo3(signature = (include=None, exclude=None, per_rank=false, *, table=None))]
@@ -1089,13 +1160,8 @@ impl ProfilingResults {
         per_rank: bool,
         table: Option<Bound<'py, PyAny>>,
     ) -> PyResult<Bound<'py, PyAny>> {
-        let table = self.table_or_summary(py, include, exclude, per_rank, table)?;
-        let pa = py.import("pyarrow").map_err(|_| {
-            PyImportError::new_err(
-                "to_pandas() converts Arrow tables with pyarrow (pip install pyarrow); to_dataframe() and to_events_dataframe() need only pandas",
-            )
-        })?;
-        pa.call_method1("table", (table,))?.call_method0("to_pandas")
+        let why = "to_pandas() converts Arrow tables with pyarrow (pip install pyarrow); to_dataframe() and to_events_dataframe() need only pandas";
+        crate::results::frames::pandas_frame(self.table_or_summary(py, include, exclude, per_rank, table)?, why)
     }
 }
 
@@ -1129,22 +1195,8 @@ impl ProfilingResults {
             Some(r) if r.extract::<u32>().is_ok() => Some(vec![r.extract()?]),
             Some(r) => Some(r.extract()?),
         };
-        let run = &self.analysis.run;
-        let mut rows = Vec::new();
-        for r in self.selected(py, include, exclude)? {
-            let mpi = r.borrow();
-            let Some(id) = run.region_names.iter().position(|n| n == mpi.name()) else { continue };
-            let mut positions: Vec<(u32, usize)> = run
-                .regions
-                .iter()
-                .enumerate()
-                .filter(|(_, row)| row.region as usize == id)
-                .filter(|(_, row)| wanted.as_ref().is_none_or(|w| w.contains(&row.rank)))
-                .map(|(i, row)| (row.rank, i))
-                .collect();
-            positions.sort_by_key(|(rank, _)| *rank);
-            rows.extend(positions.into_iter().map(|(_, i)| i));
-        }
-        Ok(rows)
+        let names: Vec<String> =
+            self.selected(py, include, exclude)?.iter().map(|r| r.borrow().name().to_string()).collect();
+        Ok(self.analysis.run.rows_of(&names, wanted.as_deref()))
     }
 }

@@ -11,12 +11,18 @@ use arrow_array::Int64Array;
 use numpy::{PyArray1, PyReadonlyArray1};
 use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
-use pyo3::types::{PyDict, PyList, PyTuple};
+use pyo3::types::{PyBytes, PyDict, PyList, PyTuple};
 use scope_profiler_analysis::region_stats::{secs, RowStats};
-use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, StoredStats};
+use scope_profiler_analysis::row_view::{picks_bytes, picks_of};
+use scope_profiler_analysis::{py_float_repr, LaneFilter, RegionCalls, RowView, StoredStats, ViewPath};
 
 use crate::errors::{nesting_err, EventDataUnavailableError};
 use crate::numpy_arrays::{i64_view, run_view, secs_array, slice_of};
+use crate::results::pickling::{pickled_run, PickledRun, Reduced};
+
+/// A `Region`'s pickled arguments: its run, row, exclusive-time rule, slices and whether it
+/// has events (`Region._from_pickle`).
+type RegionPickle<'py> = (Bound<'py, PickledRun>, usize, bool, Bound<'py, PyList>, bool);
 
 /// Timing data of one region on one rank. Arrays in recorded order: for a tracked run,
 /// grouped by thread (ascending index), each thread in entry order, so `start_times_ns` is
@@ -569,6 +575,30 @@ impl Region {
     fn get_summary<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyDict>> {
         self.summary_dict(py)
     }
+    /// Pickle support: the region's run (the one object for every region of that run pickled
+    /// with it) and where in it the region is (its row, then the calls of each slice taken).
+    fn __reduce__<'py>(&self, py: Python<'py>) -> PyResult<Reduced<'py, RegionPickle<'py>>> {
+        let path = ViewPath::of(&self.view());
+        let run = pickled_run(py, &path.analysis)?;
+        let slices = PyList::new(py, path.slices.iter().map(|p| PyBytes::new(py, &picks_bytes(p))))?;
+        let from = py.get_type::<Region>().getattr("_from_pickle")?;
+        Ok((from, (run, path.row, path.inclusive, slices, self.event_data)))
+    }
+    /// The region `__reduce__` describes. Raises ValueError when the row or a slice is not
+    /// in the run.
+    #[staticmethod]
+    fn _from_pickle(
+        run: PyRef<'_, PickledRun>,
+        row: usize,
+        inclusive: bool,
+        slices: Vec<Bound<'_, PyBytes>>,
+        event_data: bool,
+    ) -> PyResult<Region> {
+        let slices = slices.iter().map(|b| picks_of(b.as_bytes())).collect::<Result<_, _>>();
+        let slices = slices.map_err(PyValueError::new_err)?;
+        let path = ViewPath { analysis: Arc::clone(run.analysis()), row, inclusive, slices };
+        Ok(Region::of(path.view().map_err(PyValueError::new_err)?, event_data))
+    }
     fn __repr__(&self, py: Python<'_>) -> PyResult<String> {
         let mut out = "-".repeat(60) + "\n";
         for (key, value) in self.summary_dict(py)?.iter() {
@@ -585,6 +615,6 @@ impl Region {
         Ok(out)
     }
     fn _repr_html_(&self, py: Python<'_>) -> PyResult<String> {
-        crate::results::html_tables::summary_html(py, "Region", &[self.summary_dict(py)?], None)
+        crate::results::html_tables::summary_html(py, "Region", &[self.summary_dict(py)?], None, None)
     }
 }

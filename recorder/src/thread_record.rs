@@ -1,0 +1,72 @@
+//! The thread table: a thread's identity at registration ([`ThreadInfo`]), its row while
+//! it runs ([`ThreadRecord`]: end and CPU time updated after registration) and as plain
+//! values ([`ThreadRowData`]).
+use std::sync::atomic::{AtomicI64, Ordering};
+
+use crate::{now_ns, thread_cpu_ns, UNKNOWN};
+
+/// Identity of a thread at registration, supplied by the caller (Python's `threading`).
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct ThreadInfo {
+    pub ident: i64,
+    pub native_id: i64,
+    pub name: String,
+    pub daemon: bool,
+}
+
+/// One row of the thread table. `end_ns`/`cpu_ns` are updated after registration (CPU
+/// sampling on the hot path, the exit hook on the dying thread) and are atomics.
+#[derive(Debug)]
+pub struct ThreadRecord {
+    pub index: usize,
+    pub info: ThreadInfo,
+    /// Registration time, absolute ns ([`now_ns`]); for the thread that marked the run's
+    /// start ([`Recorder::mark_start_thread`](crate::Recorder::mark_start_thread)), that moment.
+    pub start_ns: i64,
+    /// The thread's CPU clock at `start_ns`, ns: `cpu_ns - cpu_start_ns` is the CPU burned
+    /// since then (during the run).
+    pub cpu_start_ns: i64,
+    pub(crate) end_ns: AtomicI64,
+    pub(crate) cpu_ns: AtomicI64,
+    /// CPU ns added to every reading: the pre-fork total of a thread that continues in a
+    /// forked child (whose CPU clock restarts at 0). 0 otherwise. See [`fork`].
+    pub(crate) cpu_base: AtomicI64,
+    /// OS thread id after a fork (the continuing thread's id changes); 0 = `info.native_id`.
+    pub(crate) native_id_now: AtomicI64,
+}
+
+impl ThreadRecord {
+    /// Thread end, absolute ns; [`UNKNOWN`] while alive.
+    pub fn end_ns(&self) -> i64 {
+        self.end_ns.load(Ordering::Acquire)
+    }
+    /// Latest CPU reading of the thread, ns.
+    pub fn cpu_ns(&self) -> i64 {
+        self.cpu_ns.load(Ordering::Relaxed)
+    }
+    pub fn alive(&self) -> bool {
+        self.end_ns() == UNKNOWN
+    }
+    /// Refresh `cpu_ns`. Only meaningful on the thread this record describes.
+    #[inline]
+    pub fn sample_cpu(&self) {
+        self.cpu_ns.store(self.cpu_base.load(Ordering::Relaxed) + thread_cpu_ns(), Ordering::Relaxed);
+    }
+    /// Called on the dying thread itself: take its exact CPU total and end time.
+    pub fn mark_exited(&self) {
+        self.cpu_ns.store(self.cpu_base.load(Ordering::Relaxed) + thread_cpu_ns(), Ordering::Relaxed);
+        self.end_ns.store(now_ns(), Ordering::Release);
+    }
+}
+
+/// A thread-table row as plain values, timestamps relative to an origin (`-1` kept).
+#[derive(Debug, Clone, PartialEq)]
+pub struct ThreadRowData {
+    pub index: i64,
+    pub info: ThreadInfo,
+    pub start_ns: i64,
+    pub end_ns: i64,
+    pub cpu_ns: i64,
+    /// CPU ns at registration (see [`ThreadRecord::cpu_start_ns`]).
+    pub cpu_start_ns: i64,
+}
