@@ -8,8 +8,10 @@ loop whose tasks get no lanes:
   without ``instrument_loop``): it is instrumented for every active tracker at once, so the
   tasks it creates from now on are lanes, and a warning says once that the tasks created
   before were not tracked and how to track them all;
-* a trio run (``trio.run``, anyio on its trio backend), which has no task factory: a warning
-  says once that its tasks are not followed and what to do instead.
+* a trio run no tracker follows (started without going through the patched ``trio.run`` /
+  ``trio.lowlevel.start_guest_run``, see ``_trio_hooks``): it is followed for every active
+  tracker at once, so the tasks it spawns from now on are lanes, and a warning says once
+  that the tasks spawned before were not tracked and how to track them all.
 
 Calls of such tasks are on the thread's lane with no await time; concurrent ones nest in the
 order they opened, so their durations include the other tasks' time.
@@ -38,12 +40,13 @@ _LOOP_ADVICE = (
 )
 
 _TRIO_ADVICE = (
-    "track_async does not follow trio tasks (trio.run, or anyio on its trio backend): calls "
-    "in trio tasks are recorded on the thread's lane with no task lane (task id -1, await "
-    "time 0), calls of concurrent tasks nest in the order they opened, and their durations "
-    "include the other tasks' time, so held time is not CPU time. For task lanes run the "
-    "program on asyncio (anyio's asyncio backend); otherwise read these calls as wall time "
-    "only, or record without track_async."
+    "track_async: tasks of the running trio run were not tracked: the run was not started "
+    "through trio.run or trio.lowlevel.start_guest_run while a tracker was installed (for "
+    "example `from trio import run` before setup()), so calls of the tasks it spawned so far "
+    "have no task lane (task id -1, await time 0) and calls of concurrent tasks nest on the "
+    "thread's lane, with durations that include the other tasks' time. The tasks it spawns "
+    "from now on are lanes. To track every task, start the run as trio.run(...) after "
+    "setup(), or call setup() inside the run before spawning tasks."
 )
 
 
@@ -82,7 +85,8 @@ def check_loop(loop) -> None:
 
 def check_trio() -> bool:
     """A region opened on the thread's lane while trio is imported; returns whether trio
-    needs no more checks (warned)."""
+    needs no more checks (warned). A trio run nobody follows is followed from now on for
+    every active tracker."""
     trio = sys.modules.get("trio")
     try:
         in_task = trio is not None and trio.lowlevel.current_task() is not None
@@ -90,6 +94,14 @@ def check_trio() -> bool:
         in_task = False
     if not in_task:
         return "trio" in _WARNED
+    hooks = sys.modules.get("scope_profiler._trio_hooks")
+    if hooks is None or not hooks.tracking() or hooks.follows_current_run():
+        # untracked, or a task the run's instrument did not see spawned (trio's own, or
+        # one started before setup() inside the run): nothing to say
+        return False
+    hooks.instrument_current_run()
+    if "trio" in _WARNED:
+        return True
     _WARNED.add("trio")
     warnings.warn(_TRIO_ADVICE, RuntimeWarning, stacklevel=2)
     return True
