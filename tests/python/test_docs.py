@@ -12,7 +12,7 @@ from helpers import ROOT
 
 DOCS = ROOT / "docs"
 # pages whose ```python blocks are complete programs, in the order they run
-PAGES = ["getting-started.md", "threads-tasks.md", "hdf5-layout.md", "notebooks.md"]
+PAGES = ["getting-started.md", "threads-tasks.md", "hdf5-layout.md", "notebooks.md", "trio.md"]
 
 
 def blocks(page: str) -> list[str]:
@@ -26,7 +26,11 @@ def test_every_page_has_snippets():
 
 @pytest.mark.parametrize("page", PAGES)
 def test_doc_snippets_run(page, tmp_path_factory):
-    for module in {"notebooks.md": ["polars", "pandas"], "hdf5-layout.md": ["h5py"]}.get(page, []):
+    for module in {
+        "notebooks.md": ["polars", "pandas"],
+        "hdf5-layout.md": ["h5py"],
+        "trio.md": ["trio"],
+    }.get(page, []):
         pytest.importorskip(module)
     work = tmp_path_factory.getbasetemp() / "docs-snippets"
     work.mkdir(exist_ok=True)

@@ -134,6 +134,32 @@ def test_cancelled_sleep_closes_its_call_at_the_cancel(manager):
     assert sleeper_row.name.endswith("sleeper") and sleeper_row.done
 
 
+def test_guest_run_on_asyncio_gives_trio_and_asyncio_tasks_lanes(manager):
+    import asyncio
+
+    async def fetch():
+        with manager.region("fetch"):
+            await asyncio.sleep(SLEEP)
+
+    async def host():
+        loop = asyncio.get_running_loop()
+        done = loop.create_future()
+        trio.lowlevel.start_guest_run(
+            _ten_sleepers(manager),
+            run_sync_soon_threadsafe=loop.call_soon_threadsafe,
+            done_callback=done.set_result,
+        )
+        await asyncio.gather(*(fetch() for _ in range(3)))
+        (await done).unwrap()
+
+    with _session(manager) as s:
+        asyncio.run(host())
+    call, fetch_ = s.results["call"][0], s.results["fetch"][0]
+    _assert_sleeps_on_own_lanes(call, 10)
+    _assert_sleeps_on_own_lanes(fetch_, 3)
+    assert not set(call.task_ids.tolist()) & set(fetch_.task_ids.tolist())
+
+
 # --------------------------------------------------------------------------- anyio
 _ANYIO_PROGRAM = """
 import json, sys
@@ -285,7 +311,9 @@ def test_hdf5_round_trip_keeps_the_trio_task_table(manager, tmp_path):
     a, b = mem["call"][0], disk["call"][0]
     for col in ("start_times_ns", "end_times_ns", "task_ids", "await_times_ns"):
         assert np.array_equal(getattr(a, col), getattr(b, col)), col
-    rows = lambda r: [(t.index, t.kind, t.name, t.coro_name, t.steps) for t in r.tasks[0]]  # noqa: E731
+    def rows(r):
+        return [(t.index, t.kind, t.name, t.coro_name, t.steps) for t in r.tasks[0]]
+
     assert rows(disk) == rows(mem)
     assert sorted(t[2] for t in rows(disk) if t[2].startswith("call-")) == sorted(
         f"call-{i}" for i in range(10)
