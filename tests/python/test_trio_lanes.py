@@ -311,6 +311,7 @@ def test_hdf5_round_trip_keeps_the_trio_task_table(manager, tmp_path):
     a, b = mem["call"][0], disk["call"][0]
     for col in ("start_times_ns", "end_times_ns", "task_ids", "await_times_ns"):
         assert np.array_equal(getattr(a, col), getattr(b, col)), col
+
     def rows(r):
         return [(t.index, t.kind, t.name, t.coro_name, t.steps) for t in r.tasks[0]]
 

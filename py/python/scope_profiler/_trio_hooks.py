@@ -58,6 +58,9 @@ def _start_guest_run(async_fn, *args, instruments=(), **kwargs):
     )
 
 
+_PATCHES = {"run": _run, "start_guest_run": _start_guest_run}
+
+
 def _current_root():
     """The root task of the trio run on this thread, None outside one."""
     trio = sys.modules.get("trio")
@@ -73,10 +76,8 @@ def _patch(trio) -> None:
     """Route ``trio.run`` and ``trio.lowlevel.start_guest_run`` through ours (idempotent)."""
     if _ORIGINALS or not _TRACKERS:
         return
-    for name, namespace, patch in (
-        ("run", trio, _run),
-        ("start_guest_run", trio.lowlevel, _start_guest_run),
-    ):
+    for name, namespace in (("run", trio), ("start_guest_run", trio.lowlevel)):
+        patch = _PATCHES[name]
         original = getattr(namespace, name)
         patch.__wrapped__ = original  # type: ignore[attr-defined]
         _ORIGINALS[name] = (namespace, original)
@@ -85,7 +86,7 @@ def _patch(trio) -> None:
 
 def _unpatch() -> None:
     for name, (namespace, original) in _ORIGINALS.items():
-        if getattr(namespace, name, None) is {"run": _run, "start_guest_run": _start_guest_run}[name]:
+        if getattr(namespace, name, None) is _PATCHES[name]:
             setattr(namespace, name, original)
     _ORIGINALS.clear()
 
