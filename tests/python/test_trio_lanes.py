@@ -7,6 +7,7 @@ import sys
 
 import numpy as np
 import pytest
+from helpers import run_cli
 from scope_profiler import ProfileManager, read_h5
 
 trio = pytest.importorskip("trio")
@@ -48,13 +49,18 @@ def _ten_sleepers(m):
 
 
 def _assert_sleeps_on_own_lanes(region, n, sleep=SLEEP):
-    """`n` calls, each on its own lane, awaiting its sleep with little held time."""
+    """`n` calls, each on its own lane, spanning its sleep and awaiting it with little held
+    time. A step preempted by the OS after its sleep's deadline was set holds the thread
+    for that long, which shortens the await by as much: the typical call is checked tight,
+    every call loosely."""
     assert region.num_calls == n
     assert len(set(region.task_ids.tolist())) == n and (region.task_ids >= 0).all()
-    assert np.all(region.await_times >= sleep - 0.002), region.await_times
-    assert np.all(region.await_times < sleep + LATE_MAX), region.await_times
+    assert np.all(region.durations >= sleep - 0.002), region.durations
+    assert np.all(region.durations < sleep + LATE_MAX), region.durations
     held = region.durations - region.await_times
-    assert np.all(held >= 0) and np.all(held < HELD_MAX), held
+    assert np.all(held >= 0) and np.median(held) < HELD_MAX, held
+    assert np.median(region.await_times) >= sleep - 0.002, region.await_times
+    assert np.all(region.await_times >= sleep / 2), region.await_times
 
 
 # --------------------------------------------------------------------------- nurseries
@@ -128,7 +134,7 @@ def test_cancelled_sleep_closes_its_call_at_the_cancel(manager):
         region = r[name][0]
         assert region.num_calls == 1 and region.task_ids[0] >= 0
         assert cancel_after - 0.002 <= region.durations[0] < cancel_after + LATE_MAX, name
-        assert region.durations[0] - region.await_times[0] < HELD_MAX, name
+        assert region.durations[0] - region.await_times[0] < region.durations[0] / 2, name
     rows = {t.index: t for t in r.tasks[0]}
     sleeper_row = rows[int(r["sleepy"][0].task_ids[0])]
     assert sleeper_row.name.endswith("sleeper") and sleeper_row.done
@@ -211,8 +217,9 @@ def test_anyio_task_groups_are_lanes_on_both_backends(backend, tmp_path):
     got = __import__("json").loads(out.stdout)
     assert len(got["task_ids"]) == 10 and len(set(got["task_ids"])) == 10
     assert min(got["task_ids"]) >= 0
-    assert all(SLEEP - 0.002 <= a < SLEEP + LATE_MAX for a in got["await"]), got["await"]
-    assert all(0 <= h < HELD_MAX for h in got["held"]), got["held"]
+    assert all(SLEEP / 2 <= a < SLEEP + LATE_MAX for a in got["await"]), got["await"]
+    assert np.median(got["await"]) >= SLEEP - 0.002, got["await"]
+    assert all(h >= 0 for h in got["held"]) and np.median(got["held"]) < HELD_MAX, got["held"]
     assert got["names"] == sorted(f"call-{i}" for i in range(10))
     assert got["held_within_wall"]
     assert got["trio_imported"] == (backend == "trio")
@@ -227,7 +234,8 @@ def test_trio_run_without_track_async_records_as_before(manager):
     call = s.results["call"][0]
     assert call.num_calls == 10 and call.task_ids is None and call.await_times is None
     assert not s.results.tasks
-    assert np.all(call.durations >= SLEEP - 0.002)
+    # nested on the thread's lane in the order they opened: the outermost spans them all
+    assert call.durations.max() >= SLEEP - 0.002
     assert s.results.thread_summary()[0]["held_time"] is None
 
 
@@ -301,6 +309,39 @@ def test_run_started_around_the_patch_is_followed_from_its_first_region(tmp_path
     assert warned == "1"
     assert early.split() == ["-1"]  # main started before anyone followed the run
     assert calls.split() == ["4", "4"]  # the tasks spawned afterwards are lanes
+
+
+_CLI_PROGRAM = """
+import trio
+from scope_profiler import ProfileManager as PM
+
+
+async def call(i):
+    with PM.region("call"):
+        await trio.sleep(0.02)
+
+
+async def main():
+    async with trio.open_nursery() as n:
+        for i in range(10):
+            n.start_soon(call, i, name=f"call-{i}")
+
+
+trio.run(main)
+"""
+
+
+def test_run_track_async_gives_a_trio_program_lanes(tmp_path):
+    """`run --track-async` sets up before the program imports trio."""
+    script = tmp_path / "app.py"
+    script.write_text(_CLI_PROGRAM)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--track-async", "-q", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    run = read_h5(str(out))
+    _assert_sleeps_on_own_lanes(run["call"][0], 10)
+    thread = run.thread_summary()[0]
+    assert thread["held_time"] <= thread["wall_time"]
 
 
 # --------------------------------------------------------------------------- HDF5
