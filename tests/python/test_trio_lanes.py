@@ -242,13 +242,16 @@ def test_trio_run_without_track_async_records_as_before(manager):
 def test_trio_is_restored_after_the_session(manager):
     original_run, original_guest = trio.run, trio.lowlevel.start_guest_run
     with _session(manager):
+        patched = trio.run
         assert trio.run is not original_run
         assert trio.run.__wrapped__ is original_run
         assert trio.lowlevel.start_guest_run.__wrapped__ is original_guest
     assert trio.run is original_run and trio.lowlevel.start_guest_run is original_guest
     with _session(manager, track_async=False) as s:
         trio.run(_ten_sleepers(manager))
-    assert s.results["call"][0].task_ids is None
+        kept = patched(_ten_sleepers(manager))  # taken by name while patched: still runs
+    assert s.results["call"][0].task_ids is None and s.results["call"][0].num_calls == 20
+    assert kept is None
 
 
 # --------------------------------------------------------------------------- inside a run

@@ -28,8 +28,11 @@ import weakref
 
 #: Active trackers, install order.
 _TRACKERS: list = []
-#: Saved trio functions: name -> (namespace, original).
+#: trio functions replaced now: name -> (namespace, original).
 _ORIGINALS: dict = {}
+#: The function each patch calls: name -> the latest original (kept after restoring, for a
+#: program that took the patched function by name while it was installed).
+_WRAPPED: dict = {}
 #: Instruments of runs that may still be going (weak: trio holds them while a run lasts),
 #: each with its tracker.
 _LIVE: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -47,13 +50,11 @@ def _instruments(root=None) -> tuple:
 
 
 def _run(async_fn, *args, instruments=(), **kwargs):
-    return _ORIGINALS["run"][1](
-        async_fn, *args, instruments=(*instruments, *_instruments()), **kwargs
-    )
+    return _WRAPPED["run"](async_fn, *args, instruments=(*instruments, *_instruments()), **kwargs)
 
 
 def _start_guest_run(async_fn, *args, instruments=(), **kwargs):
-    return _ORIGINALS["start_guest_run"][1](
+    return _WRAPPED["start_guest_run"](
         async_fn, *args, instruments=(*instruments, *_instruments()), **kwargs
     )
 
@@ -79,7 +80,7 @@ def _patch(trio) -> None:
     for name, namespace in (("run", trio), ("start_guest_run", trio.lowlevel)):
         patch = _PATCHES[name]
         original = getattr(namespace, name)
-        patch.__wrapped__ = original  # type: ignore[attr-defined]
+        patch.__wrapped__ = _WRAPPED[name] = original  # type: ignore[attr-defined]
         _ORIGINALS[name] = (namespace, original)
         setattr(namespace, name, patch)
 
