@@ -1,4 +1,4 @@
-//! Task lanes: asyncio tasks and greenlets.
+//! Task lanes: asyncio and trio tasks, and greenlets.
 //!
 //! A [`TaskRecord`] is one row of the task table plus the task's own scope stack (its
 //! *lane stack*). While a task runs a step on a thread, that thread's
@@ -23,7 +23,7 @@ use std::sync::Mutex;
 
 use crate::{now_ns, ThreadState, UNKNOWN};
 
-/// `"task"` (asyncio) or `"greenlet"`.
+/// `"task"` (asyncio, trio) or `"greenlet"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskKind {
     Task,
