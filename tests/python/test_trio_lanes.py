@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import warnings
 
 import numpy as np
 import pytest
@@ -106,6 +107,33 @@ def test_nested_nurseries_give_each_task_its_lane(manager):
     _assert_sleeps_on_own_lanes(leaf_, 6)
     assert not set(branch_.task_ids.tolist()) & set(leaf_.task_ids.tolist())
     assert len(s.results.tasks[0]) == 1 + 3 + 6
+
+
+def test_trio_own_tasks_are_not_lanes_and_system_tasks_of_the_program_are(manager):
+    async def system_job():
+        with manager.region("system_job"):
+            await trio.sleep(SLEEP)
+
+    def soon():
+        with manager.region("soon"):
+            pass
+
+    async def main():
+        trio.lowlevel.spawn_system_task(system_job, name="system-job")
+        token = trio.lowlevel.current_trio_token()
+        await trio.to_thread.run_sync(token.run_sync_soon, soon)
+        await trio.sleep(2 * SLEEP)
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        with _session(manager) as s:
+            trio.run(main)
+    r = s.results
+    names = [t.name for t in r.tasks[0]]
+    assert not any(n in ("<init>", "<TrioToken.run_sync_soon task>") for n in names), names
+    assert names[-1] == "system-job" and len(names) == 2  # main and the system task
+    assert r["soon"][0].task_ids.tolist() == [-1]  # run in trio's run_sync_soon task
+    _assert_sleeps_on_own_lanes(r["system_job"][0], 1)
 
 
 # --------------------------------------------------------------------------- cancellation
