@@ -1,4 +1,4 @@
-//! Task lanes: asyncio tasks and greenlets.
+//! Task lanes: asyncio and trio tasks, and greenlets.
 //!
 //! A [`TaskRecord`] is one row of the task table plus the task's own scope stack (its
 //! *lane stack*). While a task runs a step on a thread, that thread's
@@ -27,7 +27,7 @@ use crate::{now_ns, ThreadState, UNKNOWN};
 /// ([`TaskRecord::ready_wait_ns`]).
 pub const READY_UNKNOWN: i64 = i64::MIN;
 
-/// `"task"` (asyncio) or `"greenlet"`.
+/// `"task"` (asyncio, trio) or `"greenlet"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskKind {
     Task,

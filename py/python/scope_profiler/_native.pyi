@@ -73,6 +73,7 @@ __all__ = [
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
+    "TrioLanes",
     "_PickledRun",
     "__version__",
     "_run_from_bytes",
@@ -2061,6 +2062,9 @@ class NativeRecorder:
         referenced stop being followed."""
     def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine:
         """Wrap ``coro`` so each step runs on ``handle``'s lane and is timed (monotonic clock)."""
+    def trio_lanes(self, root: Any = None) -> TrioLanes:
+        """A trio instrument making the tasks of one trio run lanes of this recorder;
+        ``root``: the run's root task when it is added to a run already going."""
     def greenlet_switch(self, origin: Any, target: Any) -> None:
         """A greenlet switch/throw on the calling thread: finish ``origin``'s row if it is
         dead (or name it from its outermost frame if its target was unknown), then run on
@@ -2447,6 +2451,35 @@ class TimedCoroutine(Coroutine[Any, Any, Any]):
     def __wrapped__(self) -> Any: ...
     @property
     def _task_index(self) -> int: ...
+
+@final
+class TrioLanes:
+    """A ``trio.abc.Instrument`` making the tasks of one trio run lanes of one recorder
+    (``NativeRecorder.trio_lanes``): a row per task spawned (trio's own ``<init>`` and
+    ``<TrioToken.run_sync_soon task>`` excepted), each step on the task's lane, timed."""
+
+    def task_spawned(self, task: Any) -> None:
+        """A task was created: a new lane unless it is one of trio's own."""
+    def task_scheduled(self, task: Any) -> None:
+        """The task became runnable now (its ready moment)."""
+    def before_task_step(self, task: Any) -> None:
+        """The task's step starts: it becomes the thread's lane."""
+    def after_task_step(self, task: Any) -> None:
+        """The task's step ended: the thread's previous lane is current again."""
+    def task_exited(self, task: Any) -> None:
+        """The task exited (inside its last step): its row is done."""
+    def after_run(self) -> None:
+        """The run ended."""
+    def detach(self) -> None:
+        """Stop following the run: no new lanes or steps (a step running still ends)."""
+    def follows(self, root: Any) -> bool:
+        """Whether it follows the run whose root task is ``root`` (not detached, not over)."""
+    @property
+    def stepping(self) -> bool:
+        """Whether a step of one of its lanes runs now."""
+    @property
+    def lanes(self) -> int:
+        """Tasks followed now (spawned and not exited)."""
 
 @final
 class TraceHook:
