@@ -19,12 +19,13 @@ use scope_profiler_analysis::summary_order::{
     busiest, sort_region_rows, split_at_limit, task_busy_time, thread_busy_time, REPORT_ROWS,
 };
 use scope_profiler_analysis::{
-    rank_summary, secs, LaneLabels, MetaValue, RankSummary, RegionSummaryRow, Run, SortKey, TaskSummaryRow,
-    ThreadSummaryRow,
+    loop_blocks, rank_summary, secs, LaneLabels, MetaValue, RankSummary, RegionSummaryRow, Run, SortKey,
+    TaskSummaryRow, ThreadSummaryRow,
 };
 
 use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::flamegraph::write_flamegraph_svg_fixed_to;
+use crate::text_summary::SUMMARY_BLOCK_NS;
 use crate::timeline::{timeline_svg, TimelineOptions};
 use crate::{ExportError, Selection};
 
@@ -320,6 +321,49 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
             task_table(out, run, s.rank, tasks);
         }
     }
+    loop_blocks_table(out, run, s.rank, &heading("Event loop blocked"));
+}
+
+/// The loop blocks of one rank of [`SUMMARY_BLOCK_NS`] or more, the longest first (at most
+/// [`REPORT_ROWS`]; the rest summed in a last row), as the text summary lists them: start,
+/// the lane that held the loop, the region it ran in, the ready tasks it kept waiting.
+fn loop_blocks_table(out: &mut String, run: &Run, rank: u32, heading: &str) {
+    let Ok(blocks) = loop_blocks(run, rank, SUMMARY_BLOCK_NS) else { return };
+    if blocks.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
+    let labels = LaneLabels::new(run, rank);
+    let shown = &blocks[..blocks.len().min(REPORT_ROWS)];
+    let rows = shown
+        .iter()
+        .map(|b| {
+            let lane = if b.task >= 0 {
+                labels.label(b.task)
+            } else {
+                format!("{} (a callback)", labels.thread_label(b.thread))
+            };
+            vec![
+                s6(b.duration),
+                s6(b.start),
+                text(lane),
+                text(b.region.clone().unwrap_or_else(|| "-".into())),
+                int(b.delayed_tasks),
+            ]
+        })
+        .collect();
+    let rest = (blocks.len() > shown.len()).then(|| {
+        let others = &blocks[shown.len()..];
+        let total: f64 = others.iter().map(|b| b.duration).sum();
+        vec![s6(total), text(""), text(format!("… {} more blocks", others.len())), text(""), text("")]
+    });
+    table(out, "loop-blocks", &["blocked", "at", "lane", "region", "tasks delayed"], rows, rest);
+    out.push_str(
+        "<p class=\"help\">Stretches in which one task step or callback held the event loop's thread for \
+         10 ms or more, the longest first (red bands on the timeline): at = from the run's start; region = the \
+         innermost region that covers most of the block; tasks delayed = tasks that were ready to resume and \
+         waited for it.</p>\n",
+    );
 }
 
 /// `N more <what>` and the sums of the rows left out, as the last row of a table whose
@@ -429,9 +473,13 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
         run.rank_tasks(rank).map(|r| (r.index, r)).collect();
     let labels = LaneLabels::new(run, rank);
     let held = tasks.iter().any(|t| t.held_time.is_some());
+    let ready = tasks.iter().any(|t| t.ready_wait_time.is_some());
     let mut headers = vec!["index", "lane", "steps", "wall", "calls", "region"];
     if held {
         headers.extend(["held", "await"]);
+    }
+    if ready {
+        headers.push("ready wait");
     }
     headers.extend(["running", "awaiting"]);
     let times: Vec<f64> = tasks.iter().map(task_busy_time).collect();
@@ -452,6 +500,9 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
             if held {
                 row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
             }
+            if ready {
+                row.push(opt_s(t.ready_wait_time));
+            }
             row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
             row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
             row
@@ -466,8 +517,9 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
     table(out, "tasks", &headers, rows, rest);
     out.push_str(
         "<p class=\"help\">The busiest tasks first (by held time); wall: creation to completion (or the run's \
-         end); region / held / await: the task's top-level calls; running / awaiting: all the task's steps, inside \
-         regions or not.</p>\n",
+         end); region / held / await: the task's top-level calls; ready wait: the part of the task's waits in \
+         which it was ready to resume but its event loop ran other code; running / awaiting: all the task's \
+         steps, inside regions or not.</p>\n",
     );
 }
 
