@@ -372,9 +372,14 @@ fn region_table(out: &mut String, s: &RankSummary) {
 /// The thread table: the busiest threads (by held, else region time).
 fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
     let held = threads.iter().any(|t| t.held_time.is_some());
+    // recorded by runs that time task steps (track_async)
+    let steps = held && threads.iter().any(|t| t.task_step_time.is_some());
     let mut headers = vec!["index", "name", "alive", "wall", "cpu", "calls", "region"];
     if held {
         headers.extend(["held", "await"]);
+    }
+    if steps {
+        headers.extend(["task steps", "Σ task awaits"]);
     }
     let times: Vec<f64> = threads.iter().map(thread_busy_time).collect();
     let (mut shown, rest) = busiest(&times, Some(REPORT_ROWS));
@@ -402,6 +407,9 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
             if held {
                 row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
             }
+            if steps {
+                row.extend([opt_s(t.task_step_time), opt_s(t.task_await_time_sum)]);
+            }
             row
         })
         .collect();
@@ -417,7 +425,13 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
          burned during the run; region: wall-clock time covered by the top-level calls of the thread and \
          of the tasks that ran on it (overlaps counted once)",
     );
-    if held {
+    if steps {
+        out.push_str(
+            "; held: the thread's own calls outside the task steps it ran, plus those steps (task steps); \
+             await: time its tasks' calls were open with none of them running; Σ task awaits: the tasks' \
+             awaits summed (a per-task sum, not a time of the thread)",
+        );
+    } else if held {
         out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
     }
     out.push_str(".</p>\n");

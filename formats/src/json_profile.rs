@@ -338,6 +338,7 @@ impl Serialize for RowOut<'_> {
             ("thread_ids", r.thread_ids.as_ref()),
             ("task_ids", r.task_ids.as_ref()),
             ("await_ns", r.await_ns.as_ref()),
+            ("task_step_ns", r.task_step_ns.as_ref()),
         ] {
             if let Some(col) = col {
                 m.serialize_entry(key, &Ints(col))?;
@@ -372,6 +373,9 @@ struct ThreadOut<'a> {
     /// Not in the reference's format: written only when known.
     #[serde(skip_serializing_if = "is_unknown")]
     cpu_start_ns: i64,
+    /// Not in the reference's format: written only when known.
+    #[serde(skip_serializing_if = "is_unknown")]
+    task_step_ns: i64,
 }
 
 fn is_unknown(v: &i64) -> bool {
@@ -442,6 +446,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            task_step_ns: t.task_step_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -542,6 +547,7 @@ struct RowIn {
     thread_ids: Option<Vec<i64>>,
     task_ids: Option<Vec<i64>>,
     await_ns: Option<Vec<i64>>,
+    task_step_ns: Option<Vec<i64>>,
     exclusive_total_ns: Option<i64>,
 }
 
@@ -568,6 +574,8 @@ struct ThreadIn {
     cpu_ns: i64,
     #[serde(default = "minus_one")]
     cpu_start_ns: i64,
+    #[serde(default = "minus_one")]
+    task_step_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -723,6 +731,7 @@ fn region_row(path: &Path, id: u32, r: RowIn) -> Result<RegionCalls, JsonError> 
     row.thread_ids = col("thread_ids", &r.thread_ids)?;
     row.task_ids = col("task_ids", &r.task_ids)?;
     row.await_ns = col("await_ns", &r.await_ns)?;
+    row.task_step_ns = col("task_step_ns", &r.task_step_ns)?;
     row.source_file = r.source_file;
     row.source_line = r.source_lineno;
     row.source_text = r.source_text;
@@ -792,6 +801,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            task_step_ns: t.task_step_ns,
             name: t.name,
         }));
     }

@@ -371,14 +371,16 @@ fn threads_text_with(
 
 /// The rows of the thread table (index order).
 /// Without the calls (`calls_known` false: a summary-only read) the lanes' calls and times
-/// print as `-`.
+/// print as `-`. With task steps recorded, two columns more: the time in task steps and
+/// the tasks' summed awaits (a per-task sum, not a time of the thread), then a line saying so.
 fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls_known: bool) {
     // rows of thread ids without a table row (`thread 7`) too
     let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
     let with_await = rows.iter().any(|r| r.await_time.is_some());
+    let with_steps = with_await && rows.iter().any(|r| r.task_step_time.is_some());
     let _ = writeln!(
         out,
-        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
         "index",
         pad("name", name_w),
         "alive",
@@ -387,6 +389,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         "calls",
         "region",
         if with_await { format!(" {:>W$} {:>W$}", "held", "await", W = TIME_W) } else { String::new() },
+        if with_steps { format!(" {:>W$} {:>W$}", "task steps", "Σ awaits", W = TIME_W) } else { String::new() },
         W = TIME_W
     );
     for row in rows {
@@ -399,7 +402,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         };
         let _ = writeln!(
             out,
-            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
             row.index,
             pad(&cell_text(&row.name), name_w),
             alive,
@@ -412,7 +415,19 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
             } else {
                 String::new()
             },
+            if with_steps {
+                format!(" {:>W$} {:>W$}", opt_s(row.task_step_time), opt_s(row.task_await_time_sum), W = TIME_W)
+            } else {
+                String::new()
+            },
             W = TIME_W
+        );
+    }
+    if with_steps {
+        let _ = writeln!(
+            out,
+            "  (held: the thread's own calls outside task steps, and the task steps; await: its tasks' \
+             calls open with none running; Σ awaits: the tasks' awaits summed, not a time of the thread)"
         );
     }
 }

@@ -396,13 +396,15 @@ fn event_columns<'a>(rows: &[&'a RegionCalls]) -> Result<Vec<(&'static str, RowF
     });
     let mut columns = vec![("start_deltas", deltas), ("durations", durations)];
     type Col = fn(&RegionCalls) -> Option<Optional<'_>>;
-    let optional: [(&str, Col, i64); 6] = [
+    let optional: [(&str, Col, i64); 7] = [
         ("gpu_durations", |r| r.gpu_ns.as_ref().map(Optional::Plain), -1),
         ("call_ids", |r| r.call_ids.as_ref().map(Optional::Ids), -1),
         ("parent_ids", |r| r.parent_ids.as_ref().map(Optional::Ids), -1),
         ("thread_ids", |r| r.thread_ids.as_ref().map(Optional::Plain), -1),
         ("task_ids", |r| r.task_ids.as_ref().map(Optional::Plain), -1),
         ("await_ns", |r| r.await_ns.as_ref().map(Optional::Plain), 0),
+        // not in the reference's layout (its reader takes the columns it knows by name)
+        ("task_step_ns", |r| r.task_step_ns.as_ref().map(Optional::Plain), 0),
     ];
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {
@@ -557,6 +559,9 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     // left out when no row knows it (a run read from a reference file is written back as it was)
     if t.iter().any(|x| x.cpu_start_ns != scope_profiler_analysis::UNKNOWN) {
         w.ints(&g, "cpu_start_ns", &t.iter().map(|x| x.cpu_start_ns).collect::<Vec<i64>>())?;
+    }
+    if t.iter().any(|x| x.task_step_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "task_step_ns", &t.iter().map(|x| x.task_step_ns).collect::<Vec<i64>>())?;
     }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }

@@ -250,10 +250,12 @@ pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskH
     if !prev.is_null() {
         // SAFETY: current tasks are kept alive by the recorder's registry.
         unsafe { &*prev }.leave_step(now);
+        st.end_step(now);
     }
     match target {
         Some(h) => {
             h.task.enter_step(now, st.index() as i64);
+            st.begin_step(now);
             st.set_current(Arc::as_ptr(&h.task));
         }
         None => {
@@ -305,11 +307,15 @@ impl TimedCoroutine {
         let st = self.shared.state(py)?;
         // SAFETY: the calling thread's own state.
         let st = unsafe { &*st };
-        self.task.enter_step(now_ns(), st.index() as i64);
+        let begin = now_ns();
+        self.task.enter_step(begin, st.index() as i64);
+        st.begin_step(begin);
         let prev = st.set_current(Arc::as_ptr(&self.task));
         let out = f();
         st.set_current(prev);
-        self.task.leave_step(now_ns());
+        let end = now_ns();
+        self.task.leave_step(end);
+        st.end_step(end);
         Ok(out)
     }
 
