@@ -426,7 +426,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
     if with_steps {
         let _ = writeln!(
             out,
-            "  (held: the thread's own calls outside task steps, and the task steps; await: its tasks' \
+            "  (held: the thread's own calls outside task steps, and the task steps; await: its tasks'\n  \
              calls open with none running; Σ awaits: the tasks' awaits summed, not a time of the thread)"
         );
     }
@@ -626,6 +626,41 @@ mod tests {
         assert_eq!(rows[20], "  ... and 10 more tasks, 10 call(s), 145 ns held");
         let all = summary_text_with(&run, "t.h5", &SummaryOptions { all_tasks: true, ..SummaryOptions::default() });
         assert_eq!(all.lines().skip_while(|l| !l.ends_with(": tasks")).skip(2).count(), 30, "{all}");
+    }
+
+    /// With task steps recorded, the thread table says how long the thread ran task steps
+    /// and, under its own name, the tasks' summed awaits (more than the thread's wall time
+    /// here: two tasks awaiting at once), then what each column is.
+    #[test]
+    fn the_thread_table_names_the_per_task_sum() {
+        use scope_profiler_analysis::{TaskRow, ThreadRow};
+        let mut body = RegionCalls::new(0, 0, Int64Array::from(vec![0]), Int64Array::from(vec![1_000_000]));
+        body.thread_ids = Some(Int64Array::from(vec![0]));
+        body.task_ids = Some(Int64Array::from(vec![-1]));
+        body.await_ns = Some(Int64Array::from(vec![0]));
+        body.task_step_ns = Some(Int64Array::from(vec![200_000]));
+        let mut wait = RegionCalls::new(1, 0, Int64Array::from(vec![0, 0]), Int64Array::from(vec![900_000, 900_000]));
+        wait.thread_ids = Some(Int64Array::from(vec![0, 0]));
+        wait.task_ids = Some(Int64Array::from(vec![0, 1]));
+        wait.await_ns = Some(Int64Array::from(vec![800_000, 800_000]));
+        let main = ThreadRow { task_step_ns: 200_000, end_ns: 1_000_000, ..ThreadRow::new(0, 0, "MainThread") };
+        let run = Run {
+            region_names: vec!["__main__.<module>".into(), "wait".into()],
+            regions: vec![body, wait],
+            threads: vec![main],
+            tasks: (0..2).map(|k| TaskRow::new(0, k, "task", format!("Task-{k}"), "m.w").on_thread(0)).collect(),
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let text = summary_text(&run, "t.h5");
+        let header = text.lines().find(|l| l.trim_start().starts_with("index name")).unwrap();
+        assert!(header.ends_with("held      await task steps   Σ awaits"), "{text}");
+        let row = text.lines().find(|l| l.contains("MainThread")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // held: the body outside the steps (0.8 ms) + the steps (0.2 ms); await: the union of
+        // the task calls (0.9 ms) less their held time (2 x 0.1 ms); Σ awaits 2 x 0.8 ms
+        assert_eq!(&cells[cells.len() - 8..], ["1.00", "ms", "700", "µs", "200", "µs", "1.60", "ms"], "{text}");
+        assert!(text.contains("Σ awaits: the tasks' awaits summed, not a time of the thread)"), "{text}");
     }
 
     /// Calls of an event loop's tasks recorded without `track_async` cross on their thread's
