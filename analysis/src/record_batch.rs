@@ -85,8 +85,9 @@ pub fn tasks_table(run: &Run) -> Result<RecordBatch, ArrowError> {
 }
 
 /// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time,
-/// cpu_time_total, num_calls, region_time, held_time, await_time` (one row per thread-table
-/// row; s; null where a row's value is unknown).
+/// cpu_time_total, num_calls, region_time, held_time, await_time, task_step_time,
+/// task_await_time_sum` (one row per thread-table row; s; null where a row's value is
+/// unknown).
 pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, ArrowError> {
     of_columns(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -99,6 +100,8 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, Ar
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
         ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+        ("task_step_time", opt_floats(rows.iter().map(|r| r.task_step_time))),
+        ("task_await_time_sum", opt_floats(rows.iter().map(|r| r.task_await_time_sum))),
     ])
 }
 
@@ -226,6 +229,7 @@ mod tests {
             end_ns,
             cpu_ns: 3_000_000_000,
             cpu_start_ns: 500_000_000,
+            task_step_ns: -1,
             name: format!("T{index}"),
         }
     }
@@ -283,6 +287,8 @@ mod tests {
             region_time: 1.25,
             held_time: None,
             await_time: None,
+            task_step_time: None,
+            task_await_time_sum: None,
         };
         let t = thread_summary_table(&[row]).unwrap();
         let names: Vec<String> = t.schema().fields().iter().map(|f| f.name().clone()).collect();

@@ -158,6 +158,7 @@ impl RowView {
             task_ids: take_opt(&calls.task_ids),
             await_ns: take_opt(&calls.await_ns),
             ready_wait_ns: take_opt(&calls.ready_wait_ns),
+            task_step_ns: take_opt(&calls.task_step_ns),
             source_file: calls.source_file.clone(),
             source_line: calls.source_line,
             source_text: calls.source_text.clone(),

@@ -57,6 +57,11 @@ pub struct RegionCalls {
     /// ran other code (`track_async`), 0 outside tasks, `-1` when the loop could not tell.
     /// `None` = not recorded (no `track_async`, or a file without the column).
     pub ready_wait_ns: Option<Int64Array>,
+    /// ns the call's thread spent running task steps (asyncio tasks, greenlets) between the
+    /// call's entry and exit, for a call on the thread's own lane (`track_async`); 0 for a
+    /// call in a task. That time is the task lanes': it is not the call's exclusive or held
+    /// time. `None` = not recorded (runs without `track_async`, files of 0.7.5).
+    pub task_step_ns: Option<Int64Array>,
     pub source_file: Option<String>,
     pub source_line: Option<i64>,
     pub source_text: Option<String>,
@@ -162,6 +167,7 @@ impl RegionCalls {
             task_ids: None,
             await_ns: None,
             ready_wait_ns: None,
+            task_step_ns: None,
             source_file: None,
             source_line: None,
             source_text: None,
@@ -183,6 +189,15 @@ impl RegionCalls {
         let awaits = self.await_ns.as_ref()?.values();
         let (start, end) = (self.start_ns.values(), self.end_ns.values());
         let clamped = awaits.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
+        Some(clamped.fold(0i64, i64::wrapping_add))
+    }
+
+    /// Σ task-step ns of the calls ([`RegionCalls::task_step_ns`]), each clamped to `[0, its
+    /// duration]`; `None` without that column.
+    pub fn task_step_total_ns(&self) -> Option<i64> {
+        let steps = self.task_step_ns.as_ref()?.values();
+        let (start, end) = (self.start_ns.values(), self.end_ns.values());
+        let clamped = steps.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
         Some(clamped.fold(0i64, i64::wrapping_add))
     }
 
@@ -236,6 +251,10 @@ pub struct ThreadRow {
     /// CPU burned during the run. [`UNKNOWN`] (`-1`) when not recorded (files of the
     /// reference, 0.7.5, and runs built without it).
     pub cpu_start_ns: i64,
+    /// ns the thread spent running task steps (asyncio tasks, greenlets; outermost steps
+    /// only) during the run; [`UNKNOWN`] when not recorded (runs without `track_async`,
+    /// files of 0.7.5).
+    pub task_step_ns: i64,
     /// `Thread.name` at registration.
     pub name: String,
 }
@@ -255,6 +274,7 @@ impl ThreadRow {
             end_ns: -1,
             cpu_ns: 0,
             cpu_start_ns: UNKNOWN,
+            task_step_ns: UNKNOWN,
             name: name.into(),
         }
     }
@@ -509,6 +529,7 @@ impl Run {
         let threads = rows.iter().any(|r| r.thread_ids.is_some());
         let tasks = rows.iter().any(|r| r.task_ids.is_some());
         let awaits = rows.iter().any(|r| r.await_ns.is_some());
+        let steps = rows.iter().any(|r| r.task_step_ns.is_some());
         for row in self.regions.iter_mut().skip(first) {
             let n = row.len();
             let filled = |value: i64| Some(Int64Array::from(vec![value; n]));
@@ -520,6 +541,9 @@ impl Run {
             }
             if awaits && row.await_ns.is_none() {
                 row.await_ns = filled(0);
+            }
+            if steps && row.task_step_ns.is_none() {
+                row.task_step_ns = filled(0);
             }
         }
     }

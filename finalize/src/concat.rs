@@ -22,11 +22,12 @@ struct Region {
     tasks: Option<Vec<i64>>,
     awaits: Option<Vec<i64>>,
     ready_waits: Option<Vec<i64>>,
+    steps: Option<Vec<i64>>,
     /// The first row seen (source and tags), without calls.
     template: RegionCalls,
     /// Calls announced by [`RunConcat::expect`], and which optional columns they have.
     planned: usize,
-    planned_columns: [bool; 4],
+    planned_columns: [bool; 5],
 }
 
 impl Region {
@@ -39,6 +40,7 @@ impl Region {
             tasks: None,
             awaits: None,
             ready_waits: None,
+            steps: None,
             template: RegionCalls {
                 source_file: row.source_file.clone(),
                 source_line: row.source_line,
@@ -47,7 +49,7 @@ impl Region {
                 ..RegionCalls::new(0, 0, empty(), empty())
             },
             planned: 0,
-            planned_columns: [false; 4],
+            planned_columns: [false; 5],
         }
     }
 
@@ -56,12 +58,13 @@ impl Region {
         let n = std::mem::take(&mut self.planned);
         self.starts.reserve_exact(n);
         self.ends.reserve_exact(n);
-        let [threads, tasks, awaits, ready_waits] = self.planned_columns;
+        let [threads, tasks, awaits, ready_waits, steps] = self.planned_columns;
         let slots = [
             (&mut self.threads, threads),
             (&mut self.tasks, tasks),
             (&mut self.awaits, awaits),
             (&mut self.ready_waits, ready_waits),
+            (&mut self.steps, steps),
         ];
         for (slot, has) in slots {
             if has {
@@ -148,8 +151,13 @@ impl RunConcat {
             let name = shape.region_names.get(row.region as usize).cloned().unwrap_or_default();
             let g = self.region(name, row);
             g.planned += n;
-            let has =
-                [row.thread_ids.is_some(), row.task_ids.is_some(), row.await_ns.is_some(), row.ready_wait_ns.is_some()];
+            let has = [
+                row.thread_ids.is_some(),
+                row.task_ids.is_some(),
+                row.await_ns.is_some(),
+                row.ready_wait_ns.is_some(),
+                row.task_step_ns.is_some(),
+            ];
             for (planned, has) in g.planned_columns.iter_mut().zip(has) {
                 *planned |= has;
             }
@@ -176,6 +184,7 @@ impl RunConcat {
                 g.tasks = first_opt(g.tasks.is_some(), row.task_ids, n, -1);
                 g.awaits = first_opt(g.awaits.is_some(), row.await_ns, n, 0);
                 g.ready_waits = first_opt(g.ready_waits.is_some(), row.ready_wait_ns, n, -1);
+                g.steps = first_opt(g.steps.is_some(), row.task_step_ns, n, 0);
                 continue;
             }
             g.starts.extend_from_slice(row.start_ns.values());
@@ -184,6 +193,7 @@ impl RunConcat {
             extend_opt(&mut g.tasks, have, row.task_ids.as_ref(), n, -1);
             extend_opt(&mut g.awaits, have, row.await_ns.as_ref(), n, 0);
             extend_opt(&mut g.ready_waits, have, row.ready_wait_ns.as_ref(), n, -1);
+            extend_opt(&mut g.steps, have, row.task_step_ns.as_ref(), n, 0);
         }
         part.region_names.clear();
         self.last = part;
@@ -254,7 +264,7 @@ impl Order {
 /// The row of one region's calls from every part, ordered ([`Order`]) one column at a time
 /// (each column's unordered values released once ordered).
 fn region_row(region: Region, id: u32) -> RegionCalls {
-    let Region { starts, ends, threads, tasks, awaits, ready_waits, template, .. } = region;
+    let Region { starts, ends, threads, tasks, awaits, ready_waits, steps, template, .. } = region;
     let order = Order::of(threads.as_deref(), &starts);
     RegionCalls {
         region: id,
@@ -265,6 +275,7 @@ fn region_row(region: Region, id: u32) -> RegionCalls {
         task_ids: tasks.map(|t| order.apply(t)),
         await_ns: awaits.map(|t| order.apply(t)),
         ready_wait_ns: ready_waits.map(|t| order.apply(t)),
+        task_step_ns: steps.map(|t| order.apply(t)),
         ..template
     }
 }

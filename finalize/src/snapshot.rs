@@ -82,6 +82,10 @@ pub fn run_from_snapshot(
             row.task_ids = Some(Int64Array::from(cols.task_ids));
             row.await_ns = Some(Int64Array::from(cols.await_ns));
             row.ready_wait_ns = Some(Int64Array::from(cols.ready_wait_ns));
+            // only rows with a call on a thread's own lane open across task steps carry it
+            if cols.task_step_ns.iter().any(|&v| v != 0) {
+                row.task_step_ns = Some(Int64Array::from(cols.task_step_ns));
+            }
         }
         row.source_file = m.source_file.as_deref().map(str::to_owned);
         row.source_line = m.source_line;
@@ -90,6 +94,10 @@ pub fn run_from_snapshot(
         run.regions.push(row);
     }
     run.threads = snap.threads.into_iter().map(thread_row).collect();
+    if !snap.task_columns {
+        // steps are timed only with async columns: not recorded, rather than 0
+        run.threads.iter_mut().for_each(|t| t.task_step_ns = scope_profiler_analysis::UNKNOWN);
+    }
     run.tasks = snap.tasks.into_iter().map(task_row).collect();
     run.loop_blocks = snap
         .loop_blocks
@@ -157,6 +165,7 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
         end_ns: r.end_ns,
         cpu_ns: r.cpu_ns,
         cpu_start_ns: r.cpu_start_ns,
+        task_step_ns: r.task_step_ns,
         name: r.info.name,
     }
 }

@@ -727,6 +727,7 @@ struct RowCalls {
     tasks: Option<Vec<i64>>,
     awaits: Option<Vec<i64>>,
     ready_waits: Option<Vec<i64>>,
+    steps: Option<Vec<i64>>,
     metadata: Option<Vec<serde_json::Value>>,
 }
 
@@ -743,6 +744,7 @@ impl RowCalls {
             tasks: r.task_ids.as_ref().map(values),
             awaits: r.await_ns.as_ref().map(values),
             ready_waits: r.ready_wait_ns.as_ref().map(values),
+            steps: r.task_step_ns.as_ref().map(values),
             metadata: r.event_metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
         }
     }
@@ -768,6 +770,7 @@ impl RowCalls {
         join(&mut self.tasks, other.tasks, have, n, -1);
         join(&mut self.awaits, other.awaits, have, n, 0);
         join(&mut self.ready_waits, other.ready_waits, have, n, -1);
+        join(&mut self.steps, other.steps, have, n, 0);
         join(&mut self.metadata, other.metadata, have, n, serde_json::Value::Object(Default::default()));
         let numbered = self.ids.is_some() && other.ids.is_some();
         join(&mut self.ids, other.ids.filter(|_| numbered), have, n, -1);
@@ -791,6 +794,7 @@ impl RowCalls {
         row.task_ids = self.tasks.as_deref().map(pick);
         row.await_ns = self.awaits.as_deref().map(pick);
         row.ready_wait_ns = self.ready_waits.as_deref().map(pick);
+        row.task_step_ns = self.steps.as_deref().map(pick);
         row.event_metadata =
             self.metadata.map(|m| serde_json::Value::Array(perm.iter().map(|&k| m[k].clone()).collect()).to_string());
         row.stored = None;

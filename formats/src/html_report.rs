@@ -416,9 +416,14 @@ fn region_table(out: &mut String, s: &RankSummary) {
 /// The thread table: the busiest threads (by held, else region time).
 fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
     let held = threads.iter().any(|t| t.held_time.is_some());
+    // recorded by runs that time task steps (track_async)
+    let steps = held && threads.iter().any(|t| t.task_step_time.is_some());
     let mut headers = vec!["index", "name", "alive", "wall", "cpu", "calls", "region"];
     if held {
         headers.extend(["held", "await"]);
+    }
+    if steps {
+        headers.extend(["task steps", "Σ task awaits"]);
     }
     let times: Vec<f64> = threads.iter().map(thread_busy_time).collect();
     let (mut shown, rest) = busiest(&times, Some(REPORT_ROWS));
@@ -446,6 +451,9 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
             if held {
                 row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
             }
+            if steps {
+                row.extend([opt_s(t.task_step_time), opt_s(t.task_await_time_sum)]);
+            }
             row
         })
         .collect();
@@ -461,7 +469,13 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
          burned during the run; region: wall-clock time covered by the top-level calls of the thread and \
          of the tasks that ran on it (overlaps counted once)",
     );
-    if held {
+    if steps {
+        out.push_str(
+            "; held: the thread's own calls outside the task steps it ran, plus those steps (task steps); \
+             await: time its tasks' calls were open with none of them running; Σ task awaits: the tasks' \
+             awaits summed (a per-task sum, not a time of the thread)",
+        );
+    } else if held {
         out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
     }
     out.push_str(".</p>\n");
@@ -478,10 +492,10 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
     if held {
         headers.extend(["held", "await"]);
     }
+    headers.extend(["running", "awaiting"]);
     if ready {
         headers.push("ready wait");
     }
-    headers.extend(["running", "awaiting"]);
     let times: Vec<f64> = tasks.iter().map(task_busy_time).collect();
     let (shown, rest) = busiest(&times, Some(REPORT_ROWS));
     let rows = shown
@@ -500,11 +514,11 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
             if held {
                 row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
             }
+            row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
+            row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
             if ready {
                 row.push(opt_s(t.ready_wait_time));
             }
-            row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
-            row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
             row
         })
         .collect();

@@ -339,6 +339,7 @@ impl Serialize for RowOut<'_> {
             ("task_ids", r.task_ids.as_ref()),
             ("await_ns", r.await_ns.as_ref()),
             ("ready_wait_ns", r.ready_wait_ns.as_ref()),
+            ("task_step_ns", r.task_step_ns.as_ref()),
         ] {
             if let Some(col) = col {
                 m.serialize_entry(key, &Ints(col))?;
@@ -373,6 +374,9 @@ struct ThreadOut<'a> {
     /// Not in the reference's format: written only when known.
     #[serde(skip_serializing_if = "is_unknown")]
     cpu_start_ns: i64,
+    /// Not in the reference's format: written only when known.
+    #[serde(skip_serializing_if = "is_unknown")]
+    task_step_ns: i64,
 }
 
 fn is_unknown(v: &i64) -> bool {
@@ -457,6 +461,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            task_step_ns: t.task_step_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -572,6 +577,7 @@ struct RowIn {
     task_ids: Option<Vec<i64>>,
     await_ns: Option<Vec<i64>>,
     ready_wait_ns: Option<Vec<i64>>,
+    task_step_ns: Option<Vec<i64>>,
     exclusive_total_ns: Option<i64>,
 }
 
@@ -598,6 +604,8 @@ struct ThreadIn {
     cpu_ns: i64,
     #[serde(default = "minus_one")]
     cpu_start_ns: i64,
+    #[serde(default = "minus_one")]
+    task_step_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -756,6 +764,7 @@ fn region_row(path: &Path, id: u32, r: RowIn) -> Result<RegionCalls, JsonError> 
     row.task_ids = col("task_ids", &r.task_ids)?;
     row.await_ns = col("await_ns", &r.await_ns)?;
     row.ready_wait_ns = col("ready_wait_ns", &r.ready_wait_ns)?;
+    row.task_step_ns = col("task_step_ns", &r.task_step_ns)?;
     row.source_file = r.source_file;
     row.source_line = r.source_lineno;
     row.source_text = r.source_text;
@@ -825,6 +834,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            task_step_ns: t.task_step_ns,
             name: t.name,
         }));
     }

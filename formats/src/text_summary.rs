@@ -435,14 +435,16 @@ fn threads_text_with(
 
 /// The rows of the thread table (index order).
 /// Without the calls (`calls_known` false: a summary-only read) the lanes' calls and times
-/// print as `-`.
+/// print as `-`. With task steps recorded, two columns more: the time in task steps and
+/// the tasks' summed awaits (a per-task sum, not a time of the thread), then a line saying so.
 fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls_known: bool) {
     // rows of thread ids without a table row (`thread 7`) too
     let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
     let with_await = rows.iter().any(|r| r.await_time.is_some());
+    let with_steps = with_await && rows.iter().any(|r| r.task_step_time.is_some());
     let _ = writeln!(
         out,
-        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
         "index",
         pad("name", name_w),
         "alive",
@@ -451,6 +453,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         "calls",
         "region",
         if with_await { format!(" {:>W$} {:>W$}", "held", "await", W = TIME_W) } else { String::new() },
+        if with_steps { format!(" {:>W$} {:>W$}", "task steps", "Σ awaits", W = TIME_W) } else { String::new() },
         W = TIME_W
     );
     for row in rows {
@@ -463,7 +466,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         };
         let _ = writeln!(
             out,
-            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
             row.index,
             pad(&cell_text(&row.name), name_w),
             alive,
@@ -476,7 +479,19 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
             } else {
                 String::new()
             },
+            if with_steps {
+                format!(" {:>W$} {:>W$}", opt_s(row.task_step_time), opt_s(row.task_await_time_sum), W = TIME_W)
+            } else {
+                String::new()
+            },
             W = TIME_W
+        );
+    }
+    if with_steps {
+        let _ = writeln!(
+            out,
+            "  (held: the thread's own calls outside task steps, and the task steps; await: its tasks'\n  \
+             calls open with none running; Σ awaits: the tasks' awaits summed, not a time of the thread)"
         );
     }
 }
@@ -728,6 +743,41 @@ mod tests {
         // none of 10 ms or more: no section
         run.loop_blocks = vec![block(0, 400, 405, 1)];
         assert!(!summary_text(&run, "t.h5").contains("event loop blocked"));
+    }
+
+    /// With task steps recorded, the thread table says how long the thread ran task steps
+    /// and, under its own name, the tasks' summed awaits (more than the thread's wall time
+    /// here: two tasks awaiting at once), then what each column is.
+    #[test]
+    fn the_thread_table_names_the_per_task_sum() {
+        use scope_profiler_analysis::{TaskRow, ThreadRow};
+        let mut body = RegionCalls::new(0, 0, Int64Array::from(vec![0]), Int64Array::from(vec![1_000_000]));
+        body.thread_ids = Some(Int64Array::from(vec![0]));
+        body.task_ids = Some(Int64Array::from(vec![-1]));
+        body.await_ns = Some(Int64Array::from(vec![0]));
+        body.task_step_ns = Some(Int64Array::from(vec![200_000]));
+        let mut wait = RegionCalls::new(1, 0, Int64Array::from(vec![0, 0]), Int64Array::from(vec![900_000, 900_000]));
+        wait.thread_ids = Some(Int64Array::from(vec![0, 0]));
+        wait.task_ids = Some(Int64Array::from(vec![0, 1]));
+        wait.await_ns = Some(Int64Array::from(vec![800_000, 800_000]));
+        let main = ThreadRow { task_step_ns: 200_000, end_ns: 1_000_000, ..ThreadRow::new(0, 0, "MainThread") };
+        let run = Run {
+            region_names: vec!["__main__.<module>".into(), "wait".into()],
+            regions: vec![body, wait],
+            threads: vec![main],
+            tasks: (0..2).map(|k| TaskRow::new(0, k, "task", format!("Task-{k}"), "m.w").on_thread(0)).collect(),
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let text = summary_text(&run, "t.h5");
+        let header = text.lines().find(|l| l.trim_start().starts_with("index name")).unwrap();
+        assert!(header.ends_with("held      await task steps   Σ awaits"), "{text}");
+        let row = text.lines().find(|l| l.contains("MainThread")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // held: the body outside the steps (0.8 ms) + the steps (0.2 ms); await: the union of
+        // the task calls (0.9 ms) less their held time (2 x 0.1 ms); Σ awaits 2 x 0.8 ms
+        assert_eq!(&cells[cells.len() - 8..], ["1.00", "ms", "700", "µs", "200", "µs", "1.60", "ms"], "{text}");
+        assert!(text.contains("Σ awaits: the tasks' awaits summed, not a time of the thread)"), "{text}");
     }
 
     /// Calls of an event loop's tasks recorded without `track_async` cross on their thread's

@@ -17,7 +17,19 @@ pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, St
 
 pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
     let (rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name) = t;
-    ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, cpu_start_ns: UNKNOWN, name }
+    ThreadRow {
+        rank,
+        index,
+        ident,
+        native_id,
+        daemon,
+        start_ns,
+        end_ns,
+        cpu_ns,
+        cpu_start_ns: UNKNOWN,
+        task_step_ns: UNKNOWN,
+        name,
+    }
 }
 
 pub fn task_from_tuple(t: TaskTuple) -> TaskRow {
@@ -129,6 +141,7 @@ pub fn run_from_py(
             task_ids: opt_array(d, "task_ids")?,
             await_ns: opt_array(d, "await_ns")?,
             ready_wait_ns: opt_array(d, "ready_wait_ns")?,
+            task_step_ns: opt_array(d, "task_step_ns")?,
             source_file: opt_item(d, "source_file")?,
             source_line: opt_item(d, "source_line")?,
             source_text: opt_item(d, "source_text")?,

@@ -323,6 +323,9 @@ impl Recorder {
                 bare: UnsafeCell::new(Vec::with_capacity(16)),
                 current: Cell::new(std::ptr::null()),
                 placeholders: Cell::new(0),
+                task_steps: AtomicI64::new(0),
+                step_depth: Cell::new(0),
+                step_since: Cell::new(0),
             });
             states.push(state.clone());
             state
@@ -376,9 +379,10 @@ impl Recorder {
     /// calling thread's CPU first. Empty without tracking.
     pub fn thread_rows(&self, origin_ns: i64) -> Vec<ThreadRowData> {
         self.sample_current_thread_cpu();
-        self.thread_records()
+        self.states()
             .iter()
-            .map(|r| {
+            .filter_map(|st| st.record.as_ref().map(|r| (st, r)))
+            .map(|(st, r)| {
                 let end = r.end_ns();
                 ThreadRowData {
                     index: r.index as i64,
@@ -387,6 +391,7 @@ impl Recorder {
                     end_ns: if end == UNKNOWN { UNKNOWN } else { end - origin_ns },
                     cpu_ns: r.cpu_ns(),
                     cpu_start_ns: r.cpu_start_ns,
+                    task_step_ns: st.task_steps.load(Ordering::Relaxed),
                 }
             })
             .collect()
@@ -870,6 +875,60 @@ mod tests {
         assert_eq!(snap[0].ready_wait_ns, vec![1_000_000, -1]);
         assert!(snap[0].await_ns[0] >= 6_000_000);
         assert_eq!(snap[1].ready_wait_ns, vec![0]);
+    }
+
+    fn timed_step_in(s: &ThreadState, t: &Arc<TaskRecord>, f: impl FnOnce()) {
+        let now = now_ns();
+        t.enter_step(now, s.index() as i64);
+        s.begin_step(now);
+        let prev = s.set_current(Arc::as_ptr(t));
+        f();
+        s.set_current(prev);
+        let end = now_ns();
+        t.leave_step(end);
+        s.end_step(end);
+    }
+
+    /// A call on the thread's own lane (a module body around `asyncio.run`) records the time
+    /// its thread spent in task steps while it was open, in its own column (its await stays
+    /// 0); an eager task's first step inside its creator's step counts once; the thread
+    /// table has the thread's total.
+    #[test]
+    fn a_bare_call_records_the_task_steps_it_encloses() {
+        let rec = Recorder::with_tasks(8, true, true);
+        let s = st(&rec);
+        let a = rec.new_task(TaskKind::Task, "A".into(), "fa".into(), 0);
+        let b = rec.new_task(TaskKind::Task, "B".into(), "fb".into(), 0);
+        s.enter(0, false); // the module body
+        thread::sleep(Duration::from_millis(3)); // its own time
+        timed_step_in(s, &a, || {
+            s.enter(1, false);
+            thread::sleep(Duration::from_millis(4));
+            timed_step_in(s, &b, || thread::sleep(Duration::from_millis(4))); // eager, nested
+            s.exit(1);
+        });
+        s.enter(2, false); // a bare call after the steps: none inside it
+        s.exit(2);
+        timed_step_in(s, &b, || thread::sleep(Duration::from_millis(2)));
+        assert!(s.exit(0));
+        let snap = unsafe { rec.snapshot(3) };
+        let (body, inner, after) = (&snap[0], &snap[1], &snap[2]);
+        assert_eq!((body.task_ids.clone(), body.await_ns.clone()), (vec![-1], vec![0]));
+        let steps = body.task_step_ns[0];
+        let total = rec.thread_rows(0)[0].task_step_ns;
+        assert_eq!(steps, total, "every step ran inside the body");
+        // the steps: A's (8 ms, with B's eager step inside) and B's second (2 ms), once each
+        assert!((10_000_000..30_000_000).contains(&steps), "{steps}");
+        assert!(steps < a.running_ns() + b.running_ns(), "the nested step is not counted twice");
+        assert!(steps <= body.ends[0] - body.starts[0] - 3_000_000);
+        assert_eq!((inner.task_ids.clone(), inner.task_step_ns.clone()), (vec![0], vec![0]));
+        assert_eq!(after.task_step_ns, vec![0]);
+        // without async columns nothing is recorded per call
+        let plain = Recorder::new(8, true);
+        let p = st(&plain);
+        p.enter(0, false);
+        p.exit(0);
+        assert!(unsafe { plain.snapshot(1) }[0].task_step_ns.is_empty());
     }
 
     /// An async generator left by `break` is closed by asyncio in another task: `exit_on`

@@ -45,6 +45,9 @@ pub struct OpenCall {
     /// ns of that suspension its task was ready but not resumed, `-1` when not known (0 on
     /// a bare lane or without async columns).
     pub ready_wait_ns: i64,
+    /// ns its thread has spent in task steps since the entry so far, on a bare lane with
+    /// async columns (0 otherwise).
+    pub task_step_ns: i64,
 }
 
 impl Recorder {
@@ -58,9 +61,14 @@ impl Recorder {
         for st in self.states() {
             let regions = &*st.regions.get();
             let mut bare: Vec<OpenCall> = Vec::new();
+            let steps_now = st.task_step_ns(crate::now_ns());
             for e in (*st.bare.get()).iter().filter(|e| e.slot >= 0) {
-                let start_ns =
-                    regions.get(e.region as usize).and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
+                let buf = regions.get(e.region as usize);
+                let start_ns = buf.and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
+                let task_step_ns = match buf.and_then(|b| b.lanes.get(e.slot as usize)) {
+                    Some(l) if st.async_cols => l[1] + steps_now,
+                    _ => 0,
+                };
                 bare.push(OpenCall {
                     region: e.region,
                     thread: st.index,
@@ -68,6 +76,7 @@ impl Recorder {
                     start_ns,
                     await_ns: 0,
                     ready_wait_ns: 0,
+                    task_step_ns,
                 });
             }
             bare.sort_by_key(|c| c.start_ns);
@@ -90,6 +99,7 @@ impl Recorder {
                     start_ns,
                     await_ns,
                     ready_wait_ns,
+                    task_step_ns: 0,
                 });
             }
         }

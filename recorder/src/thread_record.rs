@@ -69,4 +69,7 @@ pub struct ThreadRowData {
     pub cpu_ns: i64,
     /// CPU ns at registration (see [`ThreadRecord::cpu_start_ns`]).
     pub cpu_start_ns: i64,
+    /// ns the thread spent inside task steps (asyncio tasks, greenlets) so far, outermost
+    /// steps only ([`ThreadState::begin_step`](crate::ThreadState::begin_step)).
+    pub task_step_ns: i64,
 }

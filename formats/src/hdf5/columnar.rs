@@ -237,6 +237,7 @@ struct EventColumns {
     task_ids: Option<Int64Array>,
     await_ns: Option<Int64Array>,
     ready_wait_ns: Option<Int64Array>,
+    task_step_ns: Option<Int64Array>,
     /// Stored call graph ids per row, bit-packed; taken by [`region_row`].
     call_id_rows: Option<Vec<IdColumn>>,
     parent_id_rows: Option<Vec<IdColumn>>,
@@ -265,6 +266,7 @@ impl EventColumns {
         }
         let await_ns = rd.optional("await_ns", max_end)?;
         let ready_wait_ns = rd.optional("ready_wait_ns", max_end)?;
+        let task_step_ns = rd.optional("task_step_ns", max_end)?;
         // Absolute starts and ends for every event, decoded per row (schema 3: cumsum), in
         // place: the deltas become the starts and the durations the ends (rows in parallel).
         // Events outside every row keep their stored values; no row refers to them.
@@ -306,6 +308,7 @@ impl EventColumns {
             task_ids,
             await_ns,
             ready_wait_ns,
+            task_step_ns,
             call_id_rows,
             parent_id_rows,
         })
@@ -340,6 +343,7 @@ fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, names: &[String
         task_ids: slice(&ev.task_ids),
         await_ns: slice(&ev.await_ns),
         ready_wait_ns: slice(&ev.ready_wait_ns),
+        task_step_ns: slice(&ev.task_step_ns),
         source_file: Some(ix.source_files[r].clone()).filter(|s| !s.is_empty()),
         source_line: Some(ix.source_lines[r]).filter(|&l| l >= 0),
         source_text: Some(ix.source_texts[r].clone()).filter(|s| !s.is_empty()),
@@ -474,19 +478,14 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
     )?;
     let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
     // the CPU clock at registration: absent in the reference's files
-    let cpu_start = if has(g, "cpu_start_ns") {
-        let c = dataset_ints(g, "cpu_start_ns", ctx, "thread_table")?;
-        if c.len() != n {
-            return Err(ctx.corrupt("has thread_table columns of different lengths. The file is truncated or damaged."));
-        }
-        c
-    } else {
-        vec![scope_profiler_analysis::UNKNOWN; n]
-    };
+    let cpu_start = optional_thread_column(g, "cpu_start_ns", n, ctx)?;
+    // the time in task steps: written by runs with track_async
+    let task_steps = optional_thread_column(g, "task_step_ns", n, ctx)?;
     (0..n)
         .map(|i| {
             Ok(ThreadRow {
                 cpu_start_ns: cpu_start[i],
+                task_step_ns: task_steps[i],
                 rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 ident: iv[2][i],
@@ -499,6 +498,19 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
             })
         })
         .collect()
+}
+
+/// Column `name` of `thread_table` (`n` rows), one the reference's layout does not have:
+/// [`UNKNOWN`](scope_profiler_analysis::UNKNOWN) for every row when absent.
+fn optional_thread_column(g: &Group, name: &str, n: usize, ctx: &Ctx) -> R<Vec<i64>> {
+    if !has(g, name) {
+        return Ok(vec![scope_profiler_analysis::UNKNOWN; n]);
+    }
+    let c = dataset_ints(g, name, ctx, "thread_table")?;
+    if c.len() != n {
+        return Err(ctx.corrupt("has thread_table columns of different lengths. The file is truncated or damaged."));
+    }
+    Ok(c)
 }
 
 fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {

@@ -289,6 +289,7 @@ mod tests {
                 end_ns: -1,
                 cpu_ns: 0,
                 cpu_start_ns: -1,
+                task_step_ns: -1,
                 name: "MainThread".into(),
             }],
             num_ranks: 2,

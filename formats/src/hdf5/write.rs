@@ -396,7 +396,7 @@ fn event_columns<'a>(rows: &[&'a RegionCalls]) -> Result<Vec<(&'static str, RowF
     });
     let mut columns = vec![("start_deltas", deltas), ("durations", durations)];
     type Col = fn(&RegionCalls) -> Option<Optional<'_>>;
-    let optional: [(&str, Col, i64); 7] = [
+    let optional: [(&str, Col, i64); 8] = [
         ("gpu_durations", |r| r.gpu_ns.as_ref().map(Optional::Plain), -1),
         ("call_ids", |r| r.call_ids.as_ref().map(Optional::Ids), -1),
         ("parent_ids", |r| r.parent_ids.as_ref().map(Optional::Ids), -1),
@@ -405,6 +405,7 @@ fn event_columns<'a>(rows: &[&'a RegionCalls]) -> Result<Vec<(&'static str, RowF
         ("await_ns", |r| r.await_ns.as_ref().map(Optional::Plain), 0),
         // not in the reference's layout (its reader takes the columns it knows by name)
         ("ready_wait_ns", |r| r.ready_wait_ns.as_ref().map(Optional::Plain), -1),
+        ("task_step_ns", |r| r.task_step_ns.as_ref().map(Optional::Plain), 0),
     ];
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {
@@ -574,6 +575,9 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     // left out when no row knows it (a run read from a reference file is written back as it was)
     if t.iter().any(|x| x.cpu_start_ns != scope_profiler_analysis::UNKNOWN) {
         w.ints(&g, "cpu_start_ns", &t.iter().map(|x| x.cpu_start_ns).collect::<Vec<i64>>())?;
+    }
+    if t.iter().any(|x| x.task_step_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "task_step_ns", &t.iter().map(|x| x.task_step_ns).collect::<Vec<i64>>())?;
     }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }

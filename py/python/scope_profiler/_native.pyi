@@ -323,6 +323,10 @@ class Region:
     def await_times_ns(self) -> _I64 | None:
         """ns each call's task was suspended inside it (0 outside tasks), or None."""
     @property
+    def task_step_times_ns(self) -> _I64 | None:
+        """ns each call's thread ran task steps inside it, for calls on the thread's own
+        lane (0 in a task): not the call's exclusive or held time. None when not recorded."""
+    @property
     def start_times(self) -> _F64:
         """Call starts, float64 s (absolute)."""
     @property
@@ -813,8 +817,11 @@ class ProfilingResults:
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
         ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
         ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
-        its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
-        without ``track_async``). Raises NestingError."""
+        its tasks' lanes, never above ``wall_time``); with ``track_async`` (else None)
+        ``held_time`` (its own calls outside task steps, plus the steps), ``await_time``
+        (its tasks' calls open with none running), ``task_step_time`` and
+        ``task_await_time_sum`` (the tasks' awaits summed: a per-task sum). Raises
+        NestingError."""
     def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,

@@ -250,12 +250,14 @@ pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskH
     if !prev.is_null() {
         // SAFETY: current tasks are kept alive by the recorder's registry.
         unsafe { &*prev }.leave_step(now);
+        st.end_step(now);
     }
     match target {
         Some(h) => {
             // a greenlet hub tells no ready moments: its lanes' ready wait is unknown
             h.task.ready_since(now, None);
             h.task.enter_step(now, st.index() as i64);
+            st.begin_step(now);
             st.set_current(Arc::as_ptr(&h.task));
         }
         None => {
@@ -331,6 +333,7 @@ impl TimedCoroutine {
         let now = now_ns();
         let waited = self.task.ready_since(now, start.ready_ns());
         self.task.enter_step(now, st.index() as i64);
+        st.begin_step(now);
         let prev = st.set_current(Arc::as_ptr(&self.task));
         let blocks = self.shared.rec.loop_blocks();
         if prev.is_null() {
@@ -346,6 +349,7 @@ impl TimedCoroutine {
         if prev.is_null() {
             blocks.record(st.index(), self.task.index as i64, now, end);
         }
+        st.end_step(end);
         Ok(out)
     }
 

@@ -673,8 +673,12 @@ impl ProfilingResults {
     /// reference's `cpu_time`); `num_calls`; `region_time` (wall-clock union of the top-level
     /// calls on the thread's lane and on the lanes of the tasks/greenlets that ran on it,
     /// never above `wall_time`; a task call inside a call of the thread itself is part of
-    /// it); `held_time` / `await_time` (Σ duration − await / Σ await of those top-level
-    /// calls, `held_time <= region_time`; None without `track_async`). `[]` without a thread
+    /// it); with `track_async` (else None): `held_time` (the thread's own top-level calls
+    /// outside the task steps it ran, plus those steps), `await_time` (time its tasks'
+    /// top-level calls were open with none of them running: a union, not a sum),
+    /// `task_step_time` (time in task steps; None in files without it) and
+    /// `task_await_time_sum` (the tasks' awaits summed: a per-task sum, the `await_time`s of
+    /// its rows in `task_summary()`); each of the first three `<= wall_time`. `[]` without a thread
     /// table, with a `RuntimeWarning` saying why when the rank has calls (recorded without
     /// `track_threads`). A damaged thread table (negative times, an end before the start,
     /// thread ids without a row) gives None for those times, a row `thread N` per id without

@@ -364,6 +364,13 @@ impl Region {
             })
         })
     }
+    /// ns each call's thread spent running task steps between entry and exit, for calls on
+    /// the thread's own lane (0 in a task): time that is the task lanes', not the call's
+    /// exclusive or held time. None when not recorded (no `track_async`, older files).
+    #[getter]
+    fn task_step_times_ns<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+        self.column(py, |c| c.task_step_ns.as_ref())
+    }
     /// Σ await time in s (a negative await, found only in damaged data, counts as 0, as in
     /// every summary), or None without `track_async`.
     #[getter]
