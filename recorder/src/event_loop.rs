@@ -37,6 +37,8 @@ pub const BLOCK_FLOOR_NS: i64 = 1_000_000;
 struct Running {
     ready_ns: i64,
     start_ns: i64,
+    /// Top-level task steps started on the thread before this handle started.
+    steps: u64,
 }
 
 struct LoopThread {
@@ -73,9 +75,12 @@ pub fn step_begins() -> StepStart {
         if depth > 0 {
             return StepStart::Nested(t.handle.get().map(|r| r.ready_ns));
         }
-        t.steps.set(t.steps.get() + 1);
+        let steps = t.steps.get() + 1;
+        t.steps.set(steps);
         match t.handle.get() {
-            Some(r) => StepStart::Handle(r.ready_ns),
+            Some(r) => {
+                StepStart::Handle { ready_ns: r.ready_ns, start_ns: (r.steps + 1 == steps).then_some(r.start_ns) }
+            }
             None => StepStart::NoHandle,
         }
     })
@@ -90,8 +95,10 @@ pub fn step_ends() {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepStart {
     /// The outermost step timer of a step resumed by a handle of an instrumented loop, ready
-    /// since this moment (ns).
-    Handle(i64),
+    /// since `ready_ns`; `start_ns`: when that handle started, if this is the first step
+    /// it runs (the moment the loop took it, a few hundred ns before the step: a step
+    /// timer may take it as the step's start instead of reading the clock again).
+    Handle { ready_ns: i64, start_ns: Option<i64> },
     /// The outermost step timer, but no instrumented loop runs a handle here: the moment the
     /// task became ready is not known.
     NoHandle,
@@ -105,7 +112,7 @@ impl StepStart {
     /// The ready moment of the handle running the step, if known.
     pub fn ready_ns(self) -> Option<i64> {
         match self {
-            StepStart::Handle(r) => Some(r),
+            StepStart::Handle { ready_ns, .. } => Some(ready_ns),
             StepStart::Nested(r) => r,
             StepStart::NoHandle => None,
         }
@@ -187,7 +194,8 @@ impl LoopTimes {
             ready = now; // became ready while the loop slept: ready when it woke (module docs)
         }
         if let Some((running, _)) = self.running {
-            if thread_key() == self.thread && !in_task_step() {
+            let (key, in_step) = THREAD.with(|t| (t as *const LoopThread as usize, t.step_depth.get() > 0));
+            if key == self.thread && !in_step {
                 ready = ready.min(now - (running.start_ns - running.ready_ns).max(0));
             }
         }
@@ -202,12 +210,21 @@ impl LoopTimes {
     /// The loop takes the next handle at `now` (to run it, or to drop it if cancelled): the
     /// handle running so far ends. Returns the run that ended, if any.
     pub fn pop_front(&mut self, now: i64) -> Option<HandleRun> {
-        let ended = self.end_running(now);
-        if let Some(ready) = self.ready.pop_front() {
-            let running = Running { ready_ns: ready.max(self.run_start).min(now), start_ns: now };
-            self.running = Some((running, steps_started()));
-            publish(Some(running));
-        }
+        let ready = self.ready.pop_front();
+        let (ended, next) = THREAD.with(|t| {
+            let steps = t.steps.get();
+            let ended = self.running.take().map(|(r, at)| HandleRun {
+                ready_ns: r.ready_ns,
+                start_ns: r.start_ns,
+                end_ns: now.max(r.start_ns),
+                task_step: steps != at,
+            });
+            let next =
+                ready.map(|ready| Running { ready_ns: ready.max(self.run_start).min(now), start_ns: now, steps });
+            t.handle.set(next);
+            (ended, next)
+        });
+        self.running = next.map(|r| (r, r.steps));
         ended
     }
 
@@ -419,7 +436,7 @@ mod tests {
         let mut q = LoopTimes::new();
         q.run_started(1_000);
         assert_eq!(q.poll(1_000), None); // nothing queued: idle from 1000
-        // a timer due at 1200, while the loop slept: ready when it woke
+                                         // a timer due at 1200, while the loop slept: ready when it woke
         assert_eq!(q.push(1_500, Some(1_200), false), 1_500);
         assert_eq!(q.push(1_510, Some(900), false), 900); // due before the loop went idle
         assert_eq!(q.batch(1_520), 520);
@@ -436,7 +453,7 @@ mod tests {
         assert_eq!(ended, HandleRun { ready_ns: 1_200, start_ns: 1_600, end_ns: 1_700, task_step: false });
         assert_eq!(handle_ready(), Some(1_250));
         // a task step runs in this handle; what it queues is ready when queued
-        assert_eq!(step_begins(), StepStart::Handle(1_250));
+        assert_eq!(step_begins(), StepStart::Handle { ready_ns: 1_250, start_ns: Some(1_700) });
         assert_eq!(step_begins(), StepStart::Nested(Some(1_250)));
         let own = q.push(1_750, None, false);
         assert_eq!(own, 1_750);

@@ -328,7 +328,13 @@ impl TimedCoroutine {
         // SAFETY: the calling thread's own state.
         let st = unsafe { &*st };
         let start = event_loop::step_begins();
-        let now = now_ns();
+        let now = match start {
+            // the handle that resumes the task (its wakeup or step callback) just started:
+            // its start is the step's. Not a first step, which may be an eager task's run by
+            // a callback that did other work first.
+            event_loop::StepStart::Handle { start_ns: Some(at), .. } if self.task.steps() > 0 => at,
+            _ => now_ns(),
+        };
         let waited = self.task.ready_since(now, start.ready_ns());
         self.task.enter_step(now, st.index() as i64);
         let prev = st.set_current(Arc::as_ptr(&self.task));
