@@ -167,7 +167,9 @@ def test_hdf5_and_json_keep_ready_waits_and_blocks_and_the_reference_reads_the_f
     sp.export_json(mem, tmp_path / "run.json", verbose=False)
     for back in (read_h5(path), sp.read_json(tmp_path / "run.json")):
         for name in ("tick", "hold"):
-            assert np.array_equal(mem[name][0].ready_wait_times_ns, back[name][0].ready_wait_times_ns)
+            assert np.array_equal(
+                mem[name][0].ready_wait_times_ns, back[name][0].ready_wait_times_ns
+            )
         assert back.loop_blocks(threshold=0.01) == mem.loop_blocks(threshold=0.01)
         assert [t["ready_wait_time"] for t in back.task_summary()] == [
             t["ready_wait_time"] for t in mem.task_summary()

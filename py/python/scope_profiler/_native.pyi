@@ -59,6 +59,7 @@ __all__ = [
     "ProfiledFunction",
     "ProfilingConfigBase",
     "ProfilingResults",
+    "ReadyQueue",
     "Region",
     "RegionCache",
     "RegionFactory",
