@@ -163,6 +163,66 @@ pub fn summary_text_filtered(run: &Run, title: &str, filter: Option<&str>) -> St
         if let Some(msg) = &sum.thread_table_note {
             let _ = writeln!(out, "  note: {title}: {msg}");
         }
+        out.push_str(&loop_blocks_text(run, rank));
+    }
+    out
+}
+
+/// Loop blocks the summary shows: at least this long (ns).
+pub const SHOWN_BLOCK_NS: i64 = 10_000_000;
+/// At most this many, the longest.
+pub const SHOWN_BLOCKS: usize = 10;
+
+/// The "event loop blocked" section of `rank`: its loop blocks of [`SHOWN_BLOCK_NS`] or
+/// more, longest first (at most [`SHOWN_BLOCKS`]), each with its lane, region and the tasks
+/// it delayed; empty when there is none.
+pub fn loop_blocks_text(run: &Run, rank: u32) -> String {
+    let Ok(blocks) = scope_profiler_analysis::loop_blocks(run, rank, SHOWN_BLOCK_NS) else {
+        return String::new();
+    };
+    if blocks.is_empty() {
+        return String::new();
+    }
+    let mut out = String::new();
+    let shown = if blocks.len() > SHOWN_BLOCKS { format!(", the {SHOWN_BLOCKS} longest shown") } else { String::new() };
+    let _ = writeln!(
+        out,
+        "\n{}: event loop blocked ({} time(s) for 10 ms or more{shown})",
+        run.rank_label(rank),
+        blocks.len()
+    );
+    let labels = LaneLabels::new(run, rank);
+    let lane = |b: &scope_profiler_analysis::LoopBlock| {
+        if b.task >= 0 {
+            cell_text(&labels.label(b.task))
+        } else {
+            format!("callback on {}", cell_text(&labels.thread_label(b.thread)))
+        }
+    };
+    let rows = &blocks[..blocks.len().min(SHOWN_BLOCKS)];
+    let lanes: Vec<String> = rows.iter().map(lane).collect();
+    let regions: Vec<String> = rows.iter().map(|b| b.region.as_deref().map_or("-".into(), cell_text)).collect();
+    let lane_w = lanes.iter().map(|l| display_width(l)).max().unwrap_or(4).clamp(4, 60);
+    let region_w = regions.iter().map(|r| display_width(r)).max().unwrap_or(6).max(6);
+    let _ = writeln!(
+        out,
+        "  {:>11} {:>10} {} {} {:>8}",
+        "blocked ms",
+        "at s",
+        pad("lane", lane_w),
+        pad("region", region_w),
+        "delayed"
+    );
+    for ((b, lane), region) in rows.iter().zip(&lanes).zip(&regions) {
+        let _ = writeln!(
+            out,
+            "  {:>11.3} {:>10.6} {} {} {:>8}",
+            b.duration * 1e3,
+            b.start,
+            pad(lane, lane_w),
+            pad(region, region_w),
+            b.delayed_tasks
+        );
     }
     out
 }
@@ -352,5 +412,36 @@ mod tests {
             "{text}"
         );
         assert!(summary_text(&run, "mine.h5").starts_with("mine.h5: 3 region(s), 1 call(s), 1 rank(s)\n"));
+    }
+
+    /// The "event loop blocked" section lists the blocks of 10 ms or more, longest first, with
+    /// lane, region and delayed tasks; a run without any has no such section.
+    #[test]
+    fn blocks_of_ten_ms_or_more_get_an_event_loop_blocked_section() {
+        use scope_profiler_analysis::{LoopBlockRow, TaskRow};
+        let ms = 1_000_000;
+        let mut run = run_of(&["hold"]);
+        assert!(!summary_text(&run, "r.h5").contains("event loop blocked"));
+        run.regions[0] = RegionCalls::new(0, 0, Int64Array::from(vec![5 * ms]), Int64Array::from(vec![85 * ms]));
+        run.regions[0].task_ids = Some(Int64Array::from(vec![2]));
+        run.regions[0].thread_ids = Some(Int64Array::from(vec![0]));
+        run.tasks = vec![TaskRow::new(0, 2, "task", "Task-3", "app.blocker").on_thread(0)];
+        let block = |task, start, end, delayed| LoopBlockRow {
+            rank: 0,
+            thread: 0,
+            task,
+            start_ns: start * ms,
+            end_ns: end * ms,
+            delayed_tasks: delayed,
+        };
+        run.loop_blocks = vec![block(-1, 100, 112, 1), block(2, 4, 85, 5), block(-1, 200, 205, 0)];
+        let text = loop_blocks_text(&run, 0);
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[1], "rank 0: event loop blocked (2 time(s) for 10 ms or more)", "{text}");
+        assert!(lines[3].contains("81.000") && lines[3].contains("(blocker)") && lines[3].contains("hold"), "{text}");
+        assert!(lines[3].trim_end().ends_with(" 5"), "{text}");
+        assert!(lines[4].contains("12.000") && lines[4].contains("callback on thread 0"), "{text}");
+        assert_eq!(lines.len(), 5, "the 5 ms block is not shown:\n{text}");
+        assert!(summary_text(&run, "r.h5").ends_with(&text));
     }
 }

@@ -264,3 +264,44 @@ def test_eager_tasks_have_their_ready_wait(manager):
     assert (ready >= 0.04 - TICK - 0.001).all() and (ready < 0.04 + 0.010).all(), ready
     (b,) = s.results.loop_blocks(threshold=0.02)
     assert b["region"] == "hold" and b["delayed_tasks"] == 2
+
+
+SCENARIO_SCRIPT = """
+import asyncio, time
+from scope_profiler import ProfileManager
+
+async def ticker():
+    with ProfileManager.profile_region("tick"):
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+
+async def blocker():
+    await asyncio.sleep(0.05)
+    with ProfileManager.profile_region("hold"):
+        time.sleep(0.08)
+
+async def main():
+    await asyncio.gather(*(ticker() for _ in range(5)), blocker())
+
+asyncio.run(main())
+"""
+
+
+def test_run_and_summary_print_the_event_loop_blocked_section(tmp_path):
+    from helpers import run_cli
+
+    script = tmp_path / "app.py"
+    script.write_text(SCENARIO_SCRIPT)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--track-async", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    summary = run_cli("summary", out)
+    assert summary.returncode == 0, summary.stderr
+    for text in (proc.stdout, summary.stdout):
+        lines = text.splitlines()
+        at = next(i for i, line in enumerate(lines) if "event loop blocked" in line)
+        assert lines[at].endswith("event loop blocked (1 time(s) for 10 ms or more)"), text
+        row = lines[at + 2].split()
+        # blocked ms, at s, lane (Task-7 (blocker) on MainThread), region, delayed
+        assert 80 <= float(row[0]) < 90 and row[-2:] == ["hold", "5"], text
+        assert "(blocker)" in lines[at + 2], text
