@@ -51,6 +51,11 @@ pub struct ThreadSummaryRow {
     /// the top-level calls of all the thread's lanes (the reference's `region_time`) minus
     /// the time of the task calls enclosed by a bare-lane call (which 0.7.5 counted twice).
     pub await_time: Option<f64>,
+    /// s in which some task resumed on this thread (an event loop's thread) was ready to
+    /// run but waited for the thread: the union of the tasks' ready waits, so at most the
+    /// thread's wall time ([`crate::ThreadRow::ready_wait_ns`]); `None` for a thread that
+    /// ran no task step, or whose loop could not tell.
+    pub ready_wait_time: Option<f64>,
 }
 
 /// One row of `task_summary(rank)`: an asyncio task or greenlet lane. Times in s, wall clock.
@@ -421,6 +426,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
                 region_time: secs(covered[s]),
                 held_time: has_await.then(|| secs(held[s])),
                 await_time: has_await.then(|| secs(awaited[s])),
+                ready_wait_time: (t.ready_wait_ns >= 0).then(|| secs(t.ready_wait_ns)),
             }
         })
         .collect();
@@ -438,6 +444,7 @@ fn thread_summary_on_pool(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
             region_time: secs(covered[s]),
             held_time: has_await.then(|| secs(held[s])),
             await_time: has_await.then(|| secs(awaited[s])),
+            ready_wait_time: None,
         }
     }));
     rows

@@ -359,6 +359,7 @@ mod tests {
 
     fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
         ThreadRow {
+            ready_wait_ns: -1,
             rank,
             index,
             ident: 1,

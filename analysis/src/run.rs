@@ -220,6 +220,10 @@ pub struct ThreadRow {
     /// CPU burned during the run. [`UNKNOWN`] (`-1`) when not recorded (files of the
     /// reference, 0.7.5, and runs built without it).
     pub cpu_start_ns: i64,
+    /// ns in which some task resumed on this thread was ready to but waited for the thread
+    /// (the union of their ready waits, so never more than the thread's wall time);
+    /// [`UNKNOWN`] when no task step ran on it, a ready moment was not known, or not recorded.
+    pub ready_wait_ns: i64,
     /// `Thread.name` at registration.
     pub name: String,
 }

@@ -47,6 +47,7 @@ fn frames_keep_their_columns_when_empty() {
 
 fn main_thread() -> ThreadRow {
     ThreadRow {
+        ready_wait_ns: -1,
         rank: 0,
         index: 0,
         ident: 1,

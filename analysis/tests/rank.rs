@@ -15,6 +15,7 @@ fn row(region: u32, rank: u32, s: &[i64], e: &[i64], threads: Option<&[i64]>, ta
 
 fn thread(index: i64, name: &str, start: i64, end: i64, cpu: i64) -> ThreadRow {
     ThreadRow {
+        ready_wait_ns: -1,
         rank: 0,
         index,
         ident: 0,
@@ -470,6 +471,7 @@ fn streaming_call_ids_equal_the_reconstruction() {
 fn lane_label_is_one_rule() {
     let mut r = run("x", vec![]);
     r.threads = vec![ThreadRow {
+        ready_wait_ns: -1,
         rank: 0,
         index: 0,
         ident: 1,
@@ -506,6 +508,7 @@ fn peeked_generator_run(tracked: bool) -> Run {
         region_names: vec!["main".into(), "header".into(), "gen".into(), "body".into()],
         regions: vec![row(0, 0, 100), row(1, 10, 20), row(2, 15, 60), row(3, 30, 40)],
         threads: vec![ThreadRow {
+            ready_wait_ns: -1,
             rank: 0,
             index: 0,
             ident: 1,
@@ -627,6 +630,7 @@ fn untracked_crossing_note_names_track_threads() {
 fn a_damaged_thread_table_gives_unknown_times_and_a_note() {
     use scope_profiler_analysis::thread_table_note;
     let thread = |index: i64, name: &str, start_ns: i64, end_ns: i64, cpu_ns: i64, cpu_start_ns: i64| ThreadRow {
+        ready_wait_ns: -1,
         rank: 0,
         index,
         ident: 0,

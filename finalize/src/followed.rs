@@ -236,6 +236,7 @@ mod tests {
     fn a_followed_process_s_tables_are_on_the_script_s_origin() {
         use scope_profiler_analysis::{TaskRow, ThreadRow};
         let thread = |index, start_ns, end_ns| ThreadRow {
+            ready_wait_ns: -1,
             rank: 0,
             index,
             ident: 1,

@@ -157,6 +157,7 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
         end_ns: r.end_ns,
         cpu_ns: r.cpu_ns,
         cpu_start_ns: r.cpu_start_ns,
+        ready_wait_ns: r.ready_wait_ns,
         name: r.info.name,
     }
 }

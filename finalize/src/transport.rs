@@ -281,6 +281,7 @@ pub fn decode_run(bytes: &[u8]) -> Result<Run, DecodeError> {
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow {
+            ready_wait_ns: -1,
             rank,
             index,
             ident,

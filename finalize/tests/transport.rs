@@ -9,6 +9,7 @@ fn col(v: &[i64]) -> Int64Array {
 
 fn thread(rank: u32, index: i64, name: &str) -> ThreadRow {
     ThreadRow {
+        ready_wait_ns: -1,
         rank,
         index,
         ident: 10 + index,

@@ -373,6 +373,8 @@ struct ThreadOut<'a> {
     /// Not in the reference's format: written only when known.
     #[serde(skip_serializing_if = "is_unknown")]
     cpu_start_ns: i64,
+    #[serde(skip_serializing_if = "is_unknown")]
+    ready_wait_ns: i64,
 }
 
 fn is_unknown(v: &i64) -> bool {
@@ -457,6 +459,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            ready_wait_ns: t.ready_wait_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -598,6 +601,8 @@ struct ThreadIn {
     cpu_ns: i64,
     #[serde(default = "minus_one")]
     cpu_start_ns: i64,
+    #[serde(default = "minus_one")]
+    ready_wait_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -825,6 +830,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            ready_wait_ns: t.ready_wait_ns,
             name: t.name,
         }));
     }

@@ -625,6 +625,7 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
         regions: vec![region(0, vec![0], vec![10_000_000 + total * 1000], vec![0]), region(1, s, e, t)],
         threads: (0..threads)
             .map(|i| ThreadRow {
+                ready_wait_ns: -1,
                 rank: 0,
                 index: i,
                 ident: 100 + i,

@@ -103,9 +103,47 @@ pub struct ThreadRecord {
     cpu_base: AtomicI64,
     /// OS thread id after a fork (the continuing thread's id changes); 0 = `info.native_id`.
     native_id_now: AtomicI64,
+    /// The union of the ready waits of the task steps run on this thread (the stretches in
+    /// which some task was ready but the thread ran other code); written by this thread only.
+    ready_union: UnsafeCell<event_loop::UnionOfIntervals>,
+    /// Its total for readers: [`UNKNOWN`] before the first task step with a known ready
+    /// moment, [`task::READY_UNKNOWN`] once a step's ready moment was not known.
+    ready_wait_ns: AtomicI64,
 }
 
+// SAFETY: `ready_union` is touched only by the thread the record describes
+// ([`ThreadRecord::task_resumed`]); every other field is immutable or atomic.
+unsafe impl Sync for ThreadRecord {}
+
 impl ThreadRecord {
+    /// A task step starts on this thread (called on it) after waiting ready `[from, to)`,
+    /// `None` when its ready moment is not known.
+    #[inline]
+    pub fn task_resumed(&self, wait: Option<(i64, i64)>) {
+        let total = self.ready_wait_ns.load(Ordering::Relaxed);
+        if total == task::READY_UNKNOWN {
+            return;
+        }
+        let Some((from, to)) = wait else {
+            self.ready_wait_ns.store(task::READY_UNKNOWN, Ordering::Relaxed);
+            return;
+        };
+        // SAFETY: called by the thread this record describes, the only one touching it.
+        let union = unsafe { &mut *self.ready_union.get() };
+        union.add(from, to);
+        self.ready_wait_ns.store(union.total(), Ordering::Relaxed);
+    }
+
+    /// ns in which some task resumed on this thread was ready to but waited (the union of
+    /// their ready waits); [`UNKNOWN`] when no task step ran here or a ready moment was not
+    /// known.
+    pub fn ready_wait_ns(&self) -> i64 {
+        match self.ready_wait_ns.load(Ordering::Relaxed) {
+            task::READY_UNKNOWN => UNKNOWN,
+            v => v,
+        }
+    }
+
     /// Thread end, absolute ns; [`UNKNOWN`] while alive.
     pub fn end_ns(&self) -> i64 {
         self.end_ns.load(Ordering::Acquire)
@@ -482,6 +520,8 @@ pub struct ThreadRowData {
     pub cpu_ns: i64,
     /// CPU ns at registration (see [`ThreadRecord::cpu_start_ns`]).
     pub cpu_start_ns: i64,
+    /// See [`ThreadRecord::ready_wait_ns`].
+    pub ready_wait_ns: i64,
 }
 
 struct LocalEntry {
@@ -659,6 +699,8 @@ impl Recorder {
                     cpu_ns: AtomicI64::new(cpu),
                     cpu_base: AtomicI64::new(0),
                     native_id_now: AtomicI64::new(0),
+                    ready_union: UnsafeCell::new(event_loop::UnionOfIntervals::default()),
+                    ready_wait_ns: AtomicI64::new(UNKNOWN),
                 })
             });
             let state = Arc::new(ThreadState {
@@ -733,6 +775,7 @@ impl Recorder {
                     end_ns: if end == UNKNOWN { UNKNOWN } else { end - origin_ns },
                     cpu_ns: r.cpu_ns(),
                     cpu_start_ns: r.cpu_start_ns,
+                    ready_wait_ns: r.ready_wait_ns(),
                 }
             })
             .collect()

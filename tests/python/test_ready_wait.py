@@ -89,6 +89,11 @@ def test_a_blocking_step_is_one_block_that_delayed_every_ticker(manager):
         assert rows[int(task)]["ready_wait_time"] >= wait / 1e9
         assert rows[int(task)]["ready_wait_time"] - wait / 1e9 < 0.002
     assert hold.ready_wait_times[0] == 0.0  # entered and left inside one step
+    # the loop's thread: the union of the tickers' ready waits (they overlap during the
+    # block), so at least the longest and at most the thread's wall time, far below their sum
+    (main,) = r.thread_summary()
+    assert ready.max() - 1e-6 <= main["ready_wait_time"] <= main["wall_time"]
+    assert main["ready_wait_time"] < ready.max() + 0.02 < ready.sum()
 
 
 def test_without_the_block_ready_waits_are_small_and_there_is_no_block(manager):
@@ -124,11 +129,14 @@ def test_ready_wait_never_exceeds_await_and_is_zero_off_task_lanes(manager):
 
 
 def test_without_track_async_there_is_no_ready_wait(manager):
-    with manager.session(verbose=False, return_results=True, deactivate_file_output=True) as s:
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, track_threads=True
+    ) as s:
         with manager.region("r"):
             pass
     assert s.results["r"][0].ready_wait_times is None
     assert s.results["r"][0].ready_wait_times_ns is None
+    assert s.results.thread_summary()[0]["ready_wait_time"] is None
     assert s.results.loop_blocks() == []
 
 
@@ -239,6 +247,7 @@ def test_uvloop_calls_have_no_ready_wait(manager):
     assert all(math.isnan(x) for x in f.ready_wait_times)
     rows = [t for t in s.results.task_summary() if t["coro_name"].endswith("fetch")]
     assert len(rows) == 2 and all(t["ready_wait_time"] is None for t in rows)
+    assert s.results.thread_summary()[0]["ready_wait_time"] is None
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")

@@ -463,20 +463,24 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
         &["name"],
     )?;
     let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
-    // the CPU clock at registration: absent in the reference's files
-    let cpu_start = if has(g, "cpu_start_ns") {
-        let c = dataset_ints(g, "cpu_start_ns", ctx, "thread_table")?;
+    // the CPU clock at registration and the ready wait: absent in the reference's files
+    let optional = |name: &str| -> R<Vec<i64>> {
+        if !has(g, name) {
+            return Ok(vec![scope_profiler_analysis::UNKNOWN; n]);
+        }
+        let c = dataset_ints(g, name, ctx, "thread_table")?;
         if c.len() != n {
             return Err(ctx.corrupt("has thread_table columns of different lengths. The file is truncated or damaged."));
         }
-        c
-    } else {
-        vec![scope_profiler_analysis::UNKNOWN; n]
+        Ok(c)
     };
+    let cpu_start = optional("cpu_start_ns")?;
+    let ready_wait = optional("ready_wait_ns")?;
     (0..n)
         .map(|i| {
             Ok(ThreadRow {
                 cpu_start_ns: cpu_start[i],
+                ready_wait_ns: ready_wait[i],
                 rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 ident: iv[2][i],

@@ -575,6 +575,9 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     if t.iter().any(|x| x.cpu_start_ns != scope_profiler_analysis::UNKNOWN) {
         w.ints(&g, "cpu_start_ns", &t.iter().map(|x| x.cpu_start_ns).collect::<Vec<i64>>())?;
     }
+    if t.iter().any(|x| x.ready_wait_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "ready_wait_ns", &t.iter().map(|x| x.ready_wait_ns).collect::<Vec<i64>>())?;
+    }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }
 

@@ -49,6 +49,7 @@ pub fn lane_row(
 
 pub fn thread(index: i64, name: &str) -> ThreadRow {
     ThreadRow {
+        ready_wait_ns: -1,
         rank: 0,
         index,
         ident: 100 + index,

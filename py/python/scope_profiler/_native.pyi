@@ -784,7 +784,10 @@ class ProfilingResults:
         ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
         ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
         its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
-        without ``track_async``). Raises NestingError."""
+        without ``track_async``), ``ready_wait_time`` (s in which some task resumed on the
+        thread was ready but waited for it: the union of their ready waits, at most
+        ``wall_time``; None for a thread that ran no task step or whose loop could not
+        tell). Raises NestingError."""
     def task_summary(self, rank: int = 0) -> list[dict[str, Any]]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,

@@ -18,6 +18,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
+use scope_profiler_recorder::task::READY_UNKNOWN;
 use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, UNKNOWN};
 
 use super::{recorded_name, Shared};
@@ -342,6 +343,13 @@ impl TimedCoroutine {
         if prev.is_null() {
             if let Some(wait) = waited.filter(|&w| w > 0) {
                 blocks.count_delayed(st.index(), now - wait, now);
+            }
+            if let Some(thread) = st.record() {
+                match waited {
+                    Some(wait) => thread.task_resumed(Some((now - wait, now))),
+                    None if self.task.ready_wait_ns() == READY_UNKNOWN => thread.task_resumed(None),
+                    None => {} // a first step: no wait
+                }
             }
         }
         let out = f();

@@ -94,8 +94,9 @@ pub fn tasks_table(run: &Run) -> PyResult<PyTable> {
 }
 
 /// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time,
-/// cpu_time_total, num_calls, region_time, held_time, await_time` (one row per thread-table
-/// row; s; held/await null without an await column).
+/// cpu_time_total, num_calls, region_time, held_time, await_time, ready_wait_time` (one row
+/// per thread-table row; s; held/await null without an await column, ready wait null for a
+/// thread that ran no task step or whose loop could not tell).
 pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
     table(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -108,6 +109,7 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> PyResult<PyTable> {
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
         ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+        ("ready_wait_time", opt_floats(rows.iter().map(|r| r.ready_wait_time))),
     ])
 }
 
@@ -199,6 +201,7 @@ pub fn thread_summary_dicts<'py>(
         d.set_item("region_time", r.region_time)?;
         d.set_item("held_time", r.held_time)?;
         d.set_item("await_time", r.await_time)?;
+        d.set_item("ready_wait_time", r.ready_wait_time)?;
         out.append(d)?;
     }
     Ok(out)
