@@ -49,11 +49,14 @@ struct LoopThread {
     step_depth: Cell<u32>,
     /// The handle an instrumented loop runs here now, if any.
     handle: Cell<Option<Running>>,
+    /// The latest clock reading of a step's end or a handle queued on this thread.
+    last_read: Cell<i64>,
 }
 
 thread_local! {
-    static THREAD: LoopThread =
-        const { LoopThread { steps: Cell::new(0), step_depth: Cell::new(0), handle: Cell::new(None) } };
+    static THREAD: LoopThread = const {
+        LoopThread { steps: Cell::new(0), step_depth: Cell::new(0), handle: Cell::new(None), last_read: Cell::new(0) }
+    };
 }
 
 /// Top-level task steps started on the calling thread so far.
@@ -86,9 +89,12 @@ pub fn step_begins() -> StepStart {
     })
 }
 
-/// The step timer that called [`step_begins`] ends its step.
-pub fn step_ends() {
-    THREAD.with(|t| t.step_depth.set(t.step_depth.get().saturating_sub(1)));
+/// The step timer that called [`step_begins`] ends its step at `end_ns`.
+pub fn step_ends(end_ns: i64) {
+    THREAD.with(|t| {
+        t.step_depth.set(t.step_depth.get().saturating_sub(1));
+        t.last_read.set(end_ns);
+    });
 }
 
 /// What a step timer learns when its step starts ([`step_begins`]).
@@ -194,7 +200,10 @@ impl LoopTimes {
             ready = now; // became ready while the loop slept: ready when it woke (module docs)
         }
         if let Some((running, _)) = self.running {
-            let (key, in_step) = THREAD.with(|t| (t as *const LoopThread as usize, t.step_depth.get() > 0));
+            let (key, in_step) = THREAD.with(|t| {
+                t.last_read.set(now);
+                (t as *const LoopThread as usize, t.step_depth.get() > 0)
+            });
             if key == self.thread && !in_step {
                 ready = ready.min(now - (running.start_ns - running.ready_ns).max(0));
             }
@@ -205,6 +214,19 @@ impl LoopTimes {
             self.ready.push_back(ready);
         }
         ready
+    }
+
+    /// The moment the loop takes its next handle, when it need not read the clock: the
+    /// handle running ran a task step, which has ended, and the thread's latest reading
+    /// since (that step's end, or a handle the task's bookkeeping queued after it) is a few
+    /// hundred ns before the loop takes the next handle. `None`: read the clock.
+    #[inline]
+    pub fn next_start(&self) -> Option<i64> {
+        let (running, at) = self.running?;
+        THREAD.with(|t| {
+            let read = t.last_read.get();
+            (t.steps.get() != at && t.step_depth.get() == 0 && read >= running.start_ns).then_some(read)
+        })
     }
 
     /// The loop takes the next handle at `now` (to run it, or to drop it if cancelled): the
@@ -457,13 +479,16 @@ mod tests {
         assert_eq!(step_begins(), StepStart::Nested(Some(1_250)));
         let own = q.push(1_750, None, false);
         assert_eq!(own, 1_750);
-        step_ends();
-        step_ends();
+        step_ends(1_760);
+        assert_eq!(q.next_start(), None, "inside the step");
+        step_ends(1_770);
+        assert_eq!(q.next_start(), Some(1_770), "the step ended: its end");
         let ended = q.poll(1_800).unwrap();
         assert!(ended.task_step && ended.end_ns == 1_800);
         assert_eq!(handle_ready(), None);
         assert_eq!(step_begins(), StepStart::NoHandle);
-        step_ends();
+        step_ends(1_900);
+        assert_eq!(q.next_start(), None, "nothing running");
         // a handle queued before the loop ran again is ready from its start
         let mut fresh = LoopTimes::new();
         fresh.push(10, None, false);

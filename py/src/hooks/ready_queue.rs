@@ -16,7 +16,9 @@
 //! the loop (a task step's block is recorded by its step timer).
 //!
 //! The hot path (`append`, `popleft`) makes no Python call except reading `_when` of timer
-//! handles. Frozen pyclass with an `UnsafeCell`: touched only with the GIL held, by the
+//! handles, and `popleft` after a handle that ran a task step takes the thread's latest clock
+//! reading since the step's end as the moment instead of reading the clock
+//! (`LoopTimes::next_start`: a few hundred ns early, the asyncio bookkeeping after a step). Frozen pyclass with an `UnsafeCell`: touched only with the GIL held, by the
 //! loop's thread (asyncio's own contract for `_ready`; `call_soon_threadsafe` from another
 //! thread appends under the GIL too).
 use std::cell::UnsafeCell;
@@ -141,7 +143,8 @@ impl ReadyQueue {
         let Some(handle) = inner.handles.pop_front() else {
             return Err(PyIndexError::new_err("pop from an empty deque"));
         };
-        let ended = inner.times.pop_front(now_ns());
+        let now = inner.times.next_start().unwrap_or_else(now_ns);
+        let ended = inner.times.pop_front(now);
         self.ended(py, ended)?;
         Ok(handle)
     }

@@ -356,7 +356,7 @@ impl TimedCoroutine {
         st.set_current(prev);
         let end = now_ns();
         self.task.leave_step(end);
-        event_loop::step_ends();
+        event_loop::step_ends(end);
         if prev.is_null() {
             blocks.record(st.index(), self.task.index as i64, now, end);
         }
