@@ -370,6 +370,10 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
                 headers.extend(["held s", "await s"]);
             }
             headers.extend(["running s", "awaiting s"]);
+            let ready = tasks.iter().any(|t| t.ready_wait_time.is_some());
+            if ready {
+                headers.push("ready wait s");
+            }
             let rows = tasks
                 .iter()
                 .map(|t| {
@@ -387,16 +391,57 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
                     }
                     row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
                     row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
+                    if ready {
+                        row.push(opt_s(t.ready_wait_time));
+                    }
                     row
                 })
                 .collect();
             table(out, "tasks", &headers, rows);
             out.push_str(
                 "<p class=\"help\">wall: creation to completion (or the run's end); region / held / await: the \
-                 task's top-level calls; running / awaiting: all the task's steps, inside regions or not.</p>\n",
+                 task's top-level calls; running / awaiting: all the task's steps, inside regions or not; \
+                 ready wait: the part of its awaiting during which it was ready but its event loop ran other \
+                 code.</p>\n",
             );
         }
     }
+    loop_blocks_table(out, run, s.rank, &heading("Event loop blocked"));
+}
+
+/// The longest loop blocks of `rank` (10 ms or more, at most 10; the summary's), if any.
+fn loop_blocks_table(out: &mut String, run: &Run, rank: u32, heading: &str) {
+    use crate::text_summary::{SHOWN_BLOCKS, SHOWN_BLOCK_NS};
+    let Ok(blocks) = scope_profiler_analysis::loop_blocks(run, rank, SHOWN_BLOCK_NS) else { return };
+    if blocks.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
+    let rows = blocks
+        .iter()
+        .take(SHOWN_BLOCKS)
+        .map(|b| {
+            vec![
+                ns_ms(b.duration * 1e9),
+                s6(b.start),
+                text(if b.task >= 0 {
+                    lane_label(run, b.task, rank)
+                } else {
+                    format!("callback on {}", lane_label(run, -2 - b.thread, rank))
+                }),
+                text(b.region.clone().unwrap_or_else(|| "-".into())),
+                int(b.delayed_tasks),
+            ]
+        })
+        .collect();
+    table(out, "loop-blocks", &["blocked ms", "at s", "lane", "region", "delayed tasks"], rows);
+    let _ = writeln!(
+        out,
+        "<p class=\"help\">{} time(s) one task step or callback held the event loop's thread for 10 ms or \
+         more (the {SHOWN_BLOCKS} longest shown); delayed tasks: those that were ready meanwhile and resumed \
+         after it.</p>",
+        blocks.len()
+    );
 }
 
 /// `svg` without a leading `<?xml ...?>` declaration and `<!DOCTYPE ...>` (not valid inside HTML).

@@ -223,3 +223,35 @@ fn a_run_without_calls_gets_a_report_saying_so() {
     assert!(!html.contains("Flame graph"));
     assert!(html.trim_end().ends_with("</html>"));
 }
+
+/// A run with loop blocks gets an "Event loop blocked" table (the blocks of 10 ms or more,
+/// longest first, with lane, region and delayed tasks) and the tasks' ready wait; the
+/// reference's run has neither.
+#[test]
+fn loop_blocks_and_ready_wait_are_in_the_report() {
+    let mut run = reference("async");
+    let plain = html_report(&run, &Selection::new(vec![0], "async")).unwrap();
+    assert!(table_rows(&plain, "loop-blocks").is_empty());
+    assert!(!headers(&plain, "tasks").contains(&"ready wait s".to_string()));
+    let task = run.tasks[0].index;
+    let start = run.regions[0].start_ns.value(0);
+    run.tasks[0].ready_wait_ns = 42_000_000;
+    let block = |task, from: i64, ms: i64, delayed| LoopBlockRow {
+        rank: 0,
+        thread: 0,
+        task,
+        start_ns: start + from,
+        end_ns: start + from + ms * 1_000_000,
+        delayed_tasks: delayed,
+    };
+    run.loop_blocks = vec![block(-1, 0, 12, 1), block(task, 1_000, 80, 5), block(-1, 2_000, 3, 0)];
+    let html = html_report(&run, &Selection::new(vec![0], "async")).unwrap();
+    let rows = table_rows(&html, "loop-blocks");
+    assert_eq!(rows.len(), 2, "the 3 ms block is not shown");
+    assert_eq!((rows[0][0].as_str(), rows[0][4].as_str()), ("80.000", "5"));
+    assert_eq!(rows[0][2], lane_label(&run, task, 0));
+    assert!(rows[1][2].starts_with("callback on "), "{:?}", rows[1]);
+    let h = headers(&html, "tasks");
+    assert_eq!(h.last().map(String::as_str), Some("ready wait s"));
+    assert_eq!(table_rows(&html, "tasks")[0].last().map(String::as_str), Some("0.042000"));
+}
