@@ -59,6 +59,11 @@ pub struct ThreadSummaryRow {
     /// (200 tasks awaiting 50 ms at once give 10 s): the sum of their `task_summary()`
     /// `await_time`s, not a time of the thread. `None` without an await column.
     pub task_await_time_sum: Option<f64>,
+    /// s in which some task resumed on this thread (an event loop's thread) was ready to
+    /// run but waited for the thread: the union of the tasks' ready waits, so at most the
+    /// thread's wall time ([`crate::ThreadRow::ready_wait_ns`]); `None` for a thread that
+    /// ran no task step, or whose loop could not tell.
+    pub ready_wait_time: Option<f64>,
 }
 
 /// One row of `task_summary(rank)`: an asyncio task or greenlet lane. Times in s, wall clock.
@@ -530,6 +535,7 @@ fn summary_rows(
                 await_time: has_await.then(|| secs(awaited[s])),
                 task_step_time: (t.task_step_ns >= 0).then(|| secs(t.task_step_ns)),
                 task_await_time_sum: has_await.then(|| secs(task_awaits[s])),
+                ready_wait_time: (t.ready_wait_ns >= 0).then(|| secs(t.ready_wait_ns)),
             }
         })
         .collect();
@@ -549,6 +555,7 @@ fn summary_rows(
             await_time: has_await.then(|| secs(awaited[s])),
             task_step_time: None,
             task_await_time_sum: has_await.then(|| secs(task_awaits[s])),
+            ready_wait_time: None,
         }
     }));
     rows

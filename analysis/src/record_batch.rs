@@ -86,8 +86,8 @@ pub fn tasks_table(run: &Run) -> Result<RecordBatch, ArrowError> {
 
 /// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time,
 /// cpu_time_total, num_calls, region_time, held_time, await_time, task_step_time,
-/// task_await_time_sum` (one row per thread-table row; s; null where a row's value is
-/// unknown).
+/// task_await_time_sum, ready_wait_time` (one row per thread-table row; s; null where a
+/// row's value is unknown).
 pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, ArrowError> {
     of_columns(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -102,6 +102,7 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, Ar
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
         ("task_step_time", opt_floats(rows.iter().map(|r| r.task_step_time))),
         ("task_await_time_sum", opt_floats(rows.iter().map(|r| r.task_await_time_sum))),
+        ("ready_wait_time", opt_floats(rows.iter().map(|r| r.ready_wait_time))),
     ])
 }
 
@@ -230,6 +231,7 @@ mod tests {
             cpu_ns: 3_000_000_000,
             cpu_start_ns: 500_000_000,
             task_step_ns: -1,
+            ready_wait_ns: -1,
             name: format!("T{index}"),
         }
     }
@@ -289,6 +291,7 @@ mod tests {
             await_time: None,
             task_step_time: None,
             task_await_time_sum: None,
+            ready_wait_time: None,
         };
         let t = thread_summary_table(&[row]).unwrap();
         let names: Vec<String> = t.schema().fields().iter().map(|f| f.name().clone()).collect();

@@ -255,6 +255,10 @@ pub struct ThreadRow {
     /// only) during the run; [`UNKNOWN`] when not recorded (runs without `track_async`,
     /// files of 0.7.5).
     pub task_step_ns: i64,
+    /// ns in which some task resumed on this thread was ready to but waited for the thread
+    /// (the union of their ready waits, so never more than the thread's wall time);
+    /// [`UNKNOWN`] when no task step ran on it, a ready moment was not known, or not recorded.
+    pub ready_wait_ns: i64,
     /// `Thread.name` at registration.
     pub name: String,
 }
@@ -275,6 +279,7 @@ impl ThreadRow {
             cpu_ns: 0,
             cpu_start_ns: UNKNOWN,
             task_step_ns: UNKNOWN,
+            ready_wait_ns: UNKNOWN,
             name: name.into(),
         }
     }

@@ -188,6 +188,7 @@ mod tests {
             await_time: None,
             task_step_time: None,
             task_await_time_sum: None,
+            ready_wait_time: None,
         }
     }
 

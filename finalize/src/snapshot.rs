@@ -166,6 +166,7 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
         cpu_ns: r.cpu_ns,
         cpu_start_ns: r.cpu_start_ns,
         task_step_ns: r.task_step_ns,
+        ready_wait_ns: r.ready_wait_ns,
         name: r.info.name,
     }
 }

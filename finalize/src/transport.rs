@@ -623,6 +623,7 @@ fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow {
+            ready_wait_ns: -1,
             rank,
             index,
             ident,

@@ -377,6 +377,8 @@ struct ThreadOut<'a> {
     /// Not in the reference's format: written only when known.
     #[serde(skip_serializing_if = "is_unknown")]
     task_step_ns: i64,
+    #[serde(skip_serializing_if = "is_unknown")]
+    ready_wait_ns: i64,
 }
 
 fn is_unknown(v: &i64) -> bool {
@@ -462,6 +464,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
             task_step_ns: t.task_step_ns,
+            ready_wait_ns: t.ready_wait_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -606,6 +609,8 @@ struct ThreadIn {
     cpu_start_ns: i64,
     #[serde(default = "minus_one")]
     task_step_ns: i64,
+    #[serde(default = "minus_one")]
+    ready_wait_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -835,6 +840,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
             task_step_ns: t.task_step_ns,
+            ready_wait_ns: t.ready_wait_ns,
             name: t.name,
         }));
     }

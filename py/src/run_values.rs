@@ -18,6 +18,7 @@ pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, St
 pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
     let (rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name) = t;
     ThreadRow {
+        ready_wait_ns: -1,
         rank,
         index,
         ident,

@@ -37,6 +37,8 @@ pub const BLOCK_FLOOR_NS: i64 = 1_000_000;
 struct Running {
     ready_ns: i64,
     start_ns: i64,
+    /// Top-level task steps started on the thread before this handle started.
+    steps: u64,
 }
 
 struct LoopThread {
@@ -47,11 +49,14 @@ struct LoopThread {
     step_depth: Cell<u32>,
     /// The handle an instrumented loop runs here now, if any.
     handle: Cell<Option<Running>>,
+    /// The latest clock reading of a step's end or a handle queued on this thread.
+    last_read: Cell<i64>,
 }
 
 thread_local! {
-    static THREAD: LoopThread =
-        const { LoopThread { steps: Cell::new(0), step_depth: Cell::new(0), handle: Cell::new(None) } };
+    static THREAD: LoopThread = const {
+        LoopThread { steps: Cell::new(0), step_depth: Cell::new(0), handle: Cell::new(None), last_read: Cell::new(0) }
+    };
 }
 
 /// Top-level task steps started on the calling thread so far.
@@ -73,25 +78,33 @@ pub fn step_begins() -> StepStart {
         if depth > 0 {
             return StepStart::Nested(t.handle.get().map(|r| r.ready_ns));
         }
-        t.steps.set(t.steps.get() + 1);
+        let steps = t.steps.get() + 1;
+        t.steps.set(steps);
         match t.handle.get() {
-            Some(r) => StepStart::Handle(r.ready_ns),
+            Some(r) => {
+                StepStart::Handle { ready_ns: r.ready_ns, start_ns: (r.steps + 1 == steps).then_some(r.start_ns) }
+            }
             None => StepStart::NoHandle,
         }
     })
 }
 
-/// The step timer that called [`step_begins`] ends its step.
-pub fn step_ends() {
-    THREAD.with(|t| t.step_depth.set(t.step_depth.get().saturating_sub(1)));
+/// The step timer that called [`step_begins`] ends its step at `end_ns`.
+pub fn step_ends(end_ns: i64) {
+    THREAD.with(|t| {
+        t.step_depth.set(t.step_depth.get().saturating_sub(1));
+        t.last_read.set(end_ns);
+    });
 }
 
 /// What a step timer learns when its step starts ([`step_begins`]).
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum StepStart {
     /// The outermost step timer of a step resumed by a handle of an instrumented loop, ready
-    /// since this moment (ns).
-    Handle(i64),
+    /// since `ready_ns`; `start_ns`: when that handle started, if this is the first step
+    /// it runs (the moment the loop took it, a few hundred ns before the step: a step
+    /// timer may take it as the step's start instead of reading the clock again).
+    Handle { ready_ns: i64, start_ns: Option<i64> },
     /// The outermost step timer, but no instrumented loop runs a handle here: the moment the
     /// task became ready is not known.
     NoHandle,
@@ -105,7 +118,7 @@ impl StepStart {
     /// The ready moment of the handle running the step, if known.
     pub fn ready_ns(self) -> Option<i64> {
         match self {
-            StepStart::Handle(r) => Some(r),
+            StepStart::Handle { ready_ns, .. } => Some(ready_ns),
             StepStart::Nested(r) => r,
             StepStart::NoHandle => None,
         }
@@ -187,7 +200,11 @@ impl LoopTimes {
             ready = now; // became ready while the loop slept: ready when it woke (module docs)
         }
         if let Some((running, _)) = self.running {
-            if thread_key() == self.thread && !in_task_step() {
+            let (key, in_step) = THREAD.with(|t| {
+                t.last_read.set(now);
+                (t as *const LoopThread as usize, t.step_depth.get() > 0)
+            });
+            if key == self.thread && !in_step {
                 ready = ready.min(now - (running.start_ns - running.ready_ns).max(0));
             }
         }
@@ -199,15 +216,37 @@ impl LoopTimes {
         ready
     }
 
+    /// The moment the loop takes its next handle, when it need not read the clock: the
+    /// handle running ran a task step, which has ended, and the thread's latest reading
+    /// since (that step's end, or a handle the task's bookkeeping queued after it) is a few
+    /// hundred ns before the loop takes the next handle. `None`: read the clock.
+    #[inline]
+    pub fn next_start(&self) -> Option<i64> {
+        let (running, at) = self.running?;
+        THREAD.with(|t| {
+            let read = t.last_read.get();
+            (t.steps.get() != at && t.step_depth.get() == 0 && read >= running.start_ns).then_some(read)
+        })
+    }
+
     /// The loop takes the next handle at `now` (to run it, or to drop it if cancelled): the
     /// handle running so far ends. Returns the run that ended, if any.
     pub fn pop_front(&mut self, now: i64) -> Option<HandleRun> {
-        let ended = self.end_running(now);
-        if let Some(ready) = self.ready.pop_front() {
-            let running = Running { ready_ns: ready.max(self.run_start).min(now), start_ns: now };
-            self.running = Some((running, steps_started()));
-            publish(Some(running));
-        }
+        let ready = self.ready.pop_front();
+        let (ended, next) = THREAD.with(|t| {
+            let steps = t.steps.get();
+            let ended = self.running.take().map(|(r, at)| HandleRun {
+                ready_ns: r.ready_ns,
+                start_ns: r.start_ns,
+                end_ns: now.max(r.start_ns),
+                task_step: steps != at,
+            });
+            let next =
+                ready.map(|ready| Running { ready_ns: ready.max(self.run_start).min(now), start_ns: now, steps });
+            t.handle.set(next);
+            (ended, next)
+        });
+        self.running = next.map(|r| (r, r.steps));
         ended
     }
 
@@ -436,17 +475,20 @@ mod tests {
         assert_eq!(ended, HandleRun { ready_ns: 1_200, start_ns: 1_600, end_ns: 1_700, task_step: false });
         assert_eq!(handle_ready(), Some(1_250));
         // a task step runs in this handle; what it queues is ready when queued
-        assert_eq!(step_begins(), StepStart::Handle(1_250));
+        assert_eq!(step_begins(), StepStart::Handle { ready_ns: 1_250, start_ns: Some(1_700) });
         assert_eq!(step_begins(), StepStart::Nested(Some(1_250)));
         let own = q.push(1_750, None, false);
         assert_eq!(own, 1_750);
-        step_ends();
-        step_ends();
+        step_ends(1_760);
+        assert_eq!(q.next_start(), None, "inside the step");
+        step_ends(1_770);
+        assert_eq!(q.next_start(), Some(1_770), "the step ended: its end");
         let ended = q.poll(1_800).unwrap();
         assert!(ended.task_step && ended.end_ns == 1_800);
         assert_eq!(handle_ready(), None);
         assert_eq!(step_begins(), StepStart::NoHandle);
-        step_ends();
+        step_ends(1_900);
+        assert_eq!(q.next_start(), None, "nothing running");
         // a handle queued before the loop ran again is ready from its start
         let mut fresh = LoopTimes::new();
         fresh.push(10, None, false);

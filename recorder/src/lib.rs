@@ -312,6 +312,8 @@ impl Recorder {
                     cpu_ns: AtomicI64::new(cpu),
                     cpu_base: AtomicI64::new(0),
                     native_id_now: AtomicI64::new(0),
+                    ready_union: UnsafeCell::new(event_loop::UnionOfIntervals::default()),
+                    ready_wait_ns: AtomicI64::new(UNKNOWN),
                 })
             });
             let state = Arc::new(ThreadState {
@@ -392,6 +394,7 @@ impl Recorder {
                     cpu_ns: r.cpu_ns(),
                     cpu_start_ns: r.cpu_start_ns,
                     task_step_ns: st.task_steps.load(Ordering::Relaxed),
+                    ready_wait_ns: r.ready_wait_ns(),
                 }
             })
             .collect()

@@ -89,6 +89,11 @@ def test_a_blocking_step_is_one_block_that_delayed_every_ticker(manager):
         assert rows[int(task)]["ready_wait_time"] >= wait / 1e9
         assert rows[int(task)]["ready_wait_time"] - wait / 1e9 < 0.002
     assert hold.ready_wait_times[0] == 0.0  # entered and left inside one step
+    # the loop's thread: the union of the tickers' ready waits (they overlap during the
+    # block), so at least the longest and at most the thread's wall time, far below their sum
+    (main,) = r.thread_summary()
+    assert ready.max() - 1e-6 <= main["ready_wait_time"] <= main["wall_time"]
+    assert main["ready_wait_time"] < ready.max() + 0.02 < ready.sum()
 
 
 def test_without_the_block_ready_waits_are_small_and_there_is_no_block(manager):
@@ -124,11 +129,14 @@ def test_ready_wait_never_exceeds_await_and_is_zero_off_task_lanes(manager):
 
 
 def test_without_track_async_there_is_no_ready_wait(manager):
-    with manager.session(verbose=False, return_results=True, deactivate_file_output=True) as s:
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, track_threads=True
+    ) as s:
         with manager.region("r"):
             pass
     assert s.results["r"][0].ready_wait_times is None
     assert s.results["r"][0].ready_wait_times_ns is None
+    assert s.results.thread_summary()[0]["ready_wait_time"] is None
     assert s.results.loop_blocks() == []
 
 
@@ -167,7 +175,9 @@ def test_hdf5_and_json_keep_ready_waits_and_blocks_and_the_reference_reads_the_f
     sp.export_json(mem, tmp_path / "run.json", verbose=False)
     for back in (read_h5(path), sp.read_json(tmp_path / "run.json")):
         for name in ("tick", "hold"):
-            assert np.array_equal(mem[name][0].ready_wait_times_ns, back[name][0].ready_wait_times_ns)
+            assert np.array_equal(
+                mem[name][0].ready_wait_times_ns, back[name][0].ready_wait_times_ns
+            )
         assert back.loop_blocks(threshold=0.01) == mem.loop_blocks(threshold=0.01)
         assert [t["ready_wait_time"] for t in back.task_summary()] == [
             t["ready_wait_time"] for t in mem.task_summary()
@@ -237,6 +247,7 @@ def test_uvloop_calls_have_no_ready_wait(manager):
     assert all(math.isnan(x) for x in f.ready_wait_times)
     rows = [t for t in s.results.task_summary() if t["coro_name"].endswith("fetch")]
     assert len(rows) == 2 and all(t["ready_wait_time"] is None for t in rows)
+    assert s.results.thread_summary()[0]["ready_wait_time"] is None
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
@@ -262,3 +273,44 @@ def test_eager_tasks_have_their_ready_wait(manager):
     assert (ready >= 0.04 - TICK - 0.001).all() and (ready < 0.04 + 0.010).all(), ready
     (b,) = s.results.loop_blocks(threshold=0.02)
     assert b["region"] == "hold" and b["delayed_tasks"] == 2
+
+
+SCENARIO_SCRIPT = """
+import asyncio, time
+from scope_profiler import ProfileManager
+
+async def ticker():
+    with ProfileManager.profile_region("tick"):
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+
+async def blocker():
+    await asyncio.sleep(0.05)
+    with ProfileManager.profile_region("hold"):
+        time.sleep(0.08)
+
+async def main():
+    await asyncio.gather(*(ticker() for _ in range(5)), blocker())
+
+asyncio.run(main())
+"""
+
+
+def test_run_and_summary_print_the_event_loop_blocked_section(tmp_path):
+    from helpers import run_cli
+
+    script = tmp_path / "app.py"
+    script.write_text(SCENARIO_SCRIPT)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--track-async", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    summary = run_cli("summary", out)
+    assert summary.returncode == 0, summary.stderr
+    for text in (proc.stdout, summary.stdout):
+        lines = text.splitlines()
+        at = next(i for i, line in enumerate(lines) if "event loop blocked" in line)
+        assert lines[at].endswith("event loop blocked (1 block(s) of 10.0 ms or more)"), text
+        row = lines[at + 2].split()
+        # blocked (value, unit), at s, lane (Task-7 (blocker) on MainThread), region, delayed
+        assert row[1] == "ms" and 80 <= float(row[0]) < 90 and row[-2:] == ["hold", "5"], text
+        assert "(blocker)" in lines[at + 2], text

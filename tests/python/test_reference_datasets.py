@@ -149,7 +149,9 @@ def _check_summary(rows, want_rows, enclosed=None):
             "await_time",
             "task_step_time",
             "task_await_time_sum",
+            "ready_wait_time",
         ]
+        assert row["ready_wait_time"] is None  # not in the reference's files
         for key in ("index", "name", "alive", "num_calls"):
             assert row[key] == want[key], key
         # the reference's files carry no CPU reading at registration: the whole-life figure

@@ -279,19 +279,7 @@ mod tests {
         let summary = RunSummary {
             region_names: vec!["a".into(), "b".into()],
             rows: vec![summary_row(0, 0, 2), summary_row(1, 0, 3), summary_row(0, 1, 4)],
-            threads: vec![ThreadRow {
-                rank: 1,
-                index: 0,
-                ident: 1,
-                native_id: 1,
-                daemon: false,
-                start_ns: 0,
-                end_ns: -1,
-                cpu_ns: 0,
-                cpu_start_ns: -1,
-                task_step_ns: -1,
-                name: "MainThread".into(),
-            }],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(1, 0, "MainThread") }],
             num_ranks: 2,
             ..RunSummary::default()
         };

@@ -579,6 +579,9 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     if t.iter().any(|x| x.task_step_ns != scope_profiler_analysis::UNKNOWN) {
         w.ints(&g, "task_step_ns", &t.iter().map(|x| x.task_step_ns).collect::<Vec<i64>>())?;
     }
+    if t.iter().any(|x| x.ready_wait_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "ready_wait_ns", &t.iter().map(|x| x.ready_wait_ns).collect::<Vec<i64>>())?;
+    }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }
 

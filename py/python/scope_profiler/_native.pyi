@@ -59,6 +59,7 @@ __all__ = [
     "ProfiledFunction",
     "ProfilingConfigBase",
     "ProfilingResults",
+    "ReadyQueue",
     "Region",
     "RegionCache",
     "RegionTrace",
@@ -820,8 +821,10 @@ class ProfilingResults:
         its tasks' lanes, never above ``wall_time``); with ``track_async`` (else None)
         ``held_time`` (its own calls outside task steps, plus the steps), ``await_time``
         (its tasks' calls open with none running), ``task_step_time`` and
-        ``task_await_time_sum`` (the tasks' awaits summed: a per-task sum). Raises
-        NestingError."""
+        ``task_await_time_sum`` (the tasks' awaits summed: a per-task sum);
+        ``ready_wait_time`` (s in which some task resumed on the thread was ready but waited
+        for it: the union of their ready waits, at most ``wall_time``; None for a thread that
+        ran no task step or whose loop could not tell). Raises NestingError."""
     def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,

@@ -16,7 +16,9 @@
 //! the loop (a task step's block is recorded by its step timer).
 //!
 //! The hot path (`append`, `popleft`) makes no Python call except reading `_when` of timer
-//! handles. Frozen pyclass with an `UnsafeCell`: touched only with the GIL held, by the
+//! handles, and `popleft` after a handle that ran a task step takes the thread's latest clock
+//! reading since the step's end as the moment instead of reading the clock
+//! (`LoopTimes::next_start`: a few hundred ns early, the asyncio bookkeeping after a step). Frozen pyclass with an `UnsafeCell`: touched only with the GIL held, by the
 //! loop's thread (asyncio's own contract for `_ready`; `call_soon_threadsafe` from another
 //! thread appends under the GIL too).
 use std::cell::UnsafeCell;
@@ -47,19 +49,27 @@ pub struct ReadyQueue {
 // SAFETY: `inner` is only touched with the GIL held (GIL build; see the module docs).
 unsafe impl Sync for ReadyQueue {}
 
-/// `asyncio.TimerHandle`.
-fn timer_handle_type(py: Python<'_>) -> PyResult<&Bound<'_, PyAny>> {
-    static TIMER: PyOnceLock<Py<PyAny>> = PyOnceLock::new();
-    TIMER.get_or_try_init(py, || py.import("asyncio")?.getattr("TimerHandle").map(Bound::unbind)).map(|t| t.bind(py))
+/// `asyncio.Handle` and `asyncio.TimerHandle`.
+fn handle_types(py: Python<'_>) -> PyResult<&(Py<PyAny>, Py<PyAny>)> {
+    static TYPES: PyOnceLock<(Py<PyAny>, Py<PyAny>)> = PyOnceLock::new();
+    TYPES.get_or_try_init(py, || {
+        let asyncio = py.import("asyncio")?;
+        Ok((asyncio.getattr("Handle")?.unbind(), asyncio.getattr("TimerHandle")?.unbind()))
+    })
 }
 
-/// The deadline of `handle` in ns when it is a timer handle.
+/// The deadline of `handle` in ns when it is a timer handle. A plain `asyncio.Handle` (most
+/// of them) is told by its type's address alone.
 #[inline(always)]
 fn deadline_ns(handle: &Bound<'_, PyAny>) -> PyResult<Option<i64>> {
     let py = handle.py();
-    let timer = timer_handle_type(py)?;
-    let ty = handle.get_type();
-    if !ty.is(timer) && !ty.is_subclass(timer)? {
+    let (plain, timer) = handle_types(py)?;
+    // SAFETY: `handle` is a live object; its type pointer is only compared.
+    let ty = unsafe { pyo3::ffi::Py_TYPE(handle.as_ptr()) };
+    if ty.cast() == plain.as_ptr() {
+        return Ok(None);
+    }
+    if ty.cast() != timer.as_ptr() && !handle.get_type().is_subclass(timer.bind(py))? {
         return Ok(None);
     }
     let when: f64 = handle.getattr(intern!(py, "_when"))?.extract()?;
@@ -133,7 +143,8 @@ impl ReadyQueue {
         let Some(handle) = inner.handles.pop_front() else {
             return Err(PyIndexError::new_err("pop from an empty deque"));
         };
-        let ended = inner.times.pop_front(now_ns());
+        let now = inner.times.next_start().unwrap_or_else(now_ns);
+        let ended = inner.times.pop_front(now);
         self.ended(py, ended)?;
         Ok(handle)
     }

@@ -18,6 +18,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
+use scope_profiler_recorder::task::READY_UNKNOWN;
 use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, UNKNOWN};
 
 use super::{recorded_name, Shared};
@@ -330,7 +331,13 @@ impl TimedCoroutine {
         // SAFETY: the calling thread's own state.
         let st = unsafe { &*st };
         let start = event_loop::step_begins();
-        let now = now_ns();
+        let now = match start {
+            // the handle that resumes the task (its wakeup or step callback) just started:
+            // its start is the step's. Not a first step, which may be an eager task's run by
+            // a callback that did other work first.
+            event_loop::StepStart::Handle { start_ns: Some(at), .. } if self.task.steps() > 0 => at,
+            _ => now_ns(),
+        };
         let waited = self.task.ready_since(now, start.ready_ns());
         self.task.enter_step(now, st.index() as i64);
         st.begin_step(now);
@@ -340,12 +347,19 @@ impl TimedCoroutine {
             if let Some(wait) = waited.filter(|&w| w > 0) {
                 blocks.count_delayed(st.index(), now - wait, now);
             }
+            if let Some(thread) = st.record() {
+                match waited {
+                    Some(wait) => thread.task_resumed(Some((now - wait, now))),
+                    None if self.task.ready_wait_ns() == READY_UNKNOWN => thread.task_resumed(None),
+                    None => {} // a first step: no wait
+                }
+            }
         }
         let out = f();
         st.set_current(prev);
         let end = now_ns();
         self.task.leave_step(end);
-        event_loop::step_ends();
+        event_loop::step_ends(end);
         if prev.is_null() {
             blocks.record(st.index(), self.task.index as i64, now, end);
         }

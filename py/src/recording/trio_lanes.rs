@@ -40,6 +40,8 @@ struct Lane {
     prev: Option<usize>,
     /// trio reported the task exited (its row is done).
     exited: bool,
+    /// When the running step began (recording clock, ns).
+    step_start_ns: i64,
 }
 
 /// No root task known yet.
@@ -107,7 +109,7 @@ impl TrioLanes {
         // SAFETY: the calling thread's own state.
         let thread = unsafe { &*st }.index() as i64;
         let record = self.shared.rec.new_task(TaskKind::Task, name, coro_name, thread);
-        let lane = Lane { record, scheduled_ns: 0, prev: None, exited: false };
+        let lane = Lane { record, scheduled_ns: 0, prev: None, exited: false, step_start_ns: 0 };
         self.lanes().insert(task.as_ptr() as usize, lane);
         Ok(())
     }
@@ -126,9 +128,20 @@ impl TrioLanes {
         let _ = event_loop::step_begins();
         let now = now_ns();
         // trio schedules every task before its step; 0 = none seen (the first step)
-        lane.record.ready_since(now, (lane.scheduled_ns != 0).then_some(lane.scheduled_ns));
+        let waited = lane.record.ready_since(now, (lane.scheduled_ns != 0).then_some(lane.scheduled_ns));
         lane.record.enter_step(now, st.index() as i64);
-        lane.prev = Some(st.set_current(Arc::as_ptr(&lane.record)) as usize);
+        st.begin_step(now);
+        lane.step_start_ns = now;
+        let prev = st.set_current(Arc::as_ptr(&lane.record));
+        if prev.is_null() {
+            if let Some(wait) = waited.filter(|&w| w > 0) {
+                self.shared.rec.loop_blocks().count_delayed(st.index(), now - wait, now);
+            }
+            if let (Some(thread), Some(wait)) = (st.record(), waited) {
+                thread.task_resumed(Some((now - wait, now)));
+            }
+        }
+        lane.prev = Some(prev as usize);
         Ok(())
     }
 
@@ -142,9 +155,16 @@ impl TrioLanes {
         let Some(lane) = lanes.get_mut(&key) else { return Ok(()) };
         if let (Some(prev), Some(st)) = (lane.prev.take(), st) {
             // SAFETY: the calling thread's own state; `prev` is what it held before the step.
-            unsafe { &*st }.set_current(prev as *const TaskRecord);
-            lane.record.leave_step(now_ns());
-            event_loop::step_ends();
+            let st = unsafe { &*st };
+            st.set_current(prev as *const TaskRecord);
+            let end = now_ns();
+            lane.record.leave_step(end);
+            event_loop::step_ends(end);
+            if prev == 0 {
+                // the run's thread ran this step alone: a step that held it is a loop block
+                self.shared.rec.loop_blocks().record(st.index(), lane.record.index as i64, lane.step_start_ns, end);
+            }
+            st.end_step(end);
         }
         if lane.exited {
             lanes.remove(&key);

@@ -64,6 +64,7 @@ impl ThreadInfo {
         cpu_start_ns: i64,
     ) -> Self {
         let row = ThreadRow {
+            ready_wait_ns: -1,
             rank,
             index,
             ident,
