@@ -467,7 +467,7 @@ impl ThreadTimes {
                 }
             }
         }
-        let steps: Vec<Option<i64>> = (0..n).map(|s| thread_task_steps(run, rank, slots, s)).collect();
+        let steps = thread_task_steps(run, rank, slots);
         let parts: Vec<(i64, i64, i64, i64)> = per
             .into_par_iter()
             .zip(steps)
@@ -493,12 +493,19 @@ impl ThreadTimes {
     }
 }
 
-/// The task-step ns of the thread-table rows of `rank` in slot `slot` (summed over rows
-/// sharing an index), `None` when not recorded.
-fn thread_task_steps(run: &Run, rank: u32, slots: &SlotIndex<'_>, slot: usize) -> Option<i64> {
-    let mut rows = run.rank_threads(rank).filter(|t| slots.get(t.index) == Some(slot)).peekable();
-    rows.peek()?;
-    rows.map(|t| (t.task_step_ns >= 0).then_some(t.task_step_ns)).sum()
+/// Per slot, the task-step ns of the thread-table rows of `rank` in it (summed over rows
+/// sharing an index), `None` when not recorded (or the slot has no row). One pass.
+fn thread_task_steps(run: &Run, rank: u32, slots: &SlotIndex<'_>) -> Vec<Option<i64>> {
+    let mut out: Vec<Option<Option<i64>>> = vec![None; slots.len()];
+    for t in run.rank_threads(rank) {
+        let Some(s) = slots.get(t.index) else { continue };
+        let v = (t.task_step_ns >= 0).then_some(t.task_step_ns);
+        out[s] = Some(match out[s] {
+            None => v,
+            Some(sum) => sum.zip(v).map(|(a, b)| a + b),
+        });
+    }
+    out.into_iter().map(Option::flatten).collect()
 }
 
 /// The summary rows of `threads` (the thread table's rows of `rank`, in order), then one per
