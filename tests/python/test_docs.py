@@ -12,7 +12,14 @@ from helpers import ROOT
 
 DOCS = ROOT / "docs"
 # pages whose ```python blocks are complete programs, in the order they run
-PAGES = ["getting-started.md", "threads-tasks.md", "hdf5-layout.md", "notebooks.md", "datasets.md", "trio.md"]
+PAGES = [
+    "getting-started.md",
+    "threads-tasks.md",
+    "hdf5-layout.md",
+    "notebooks.md",
+    "datasets.md",
+    "trio.md",
+]
 
 
 def blocks(page: str) -> list[str]:
