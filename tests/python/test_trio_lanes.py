@@ -415,3 +415,70 @@ def test_track_async_imports_no_trio_and_patches_it_at_its_import():
     )
     assert out.returncode == 0, out.stderr
     assert out.stdout.split("\n")[:3] == ["False True", "True True", "True False"]
+
+
+# --------------------------------------------------------------------------- loop blocks
+def test_a_trio_step_that_holds_the_thread_is_a_loop_block_in_its_region(manager):
+    """A task holding the run's thread 60 ms (a `time.sleep` inside `hold`) while three
+    tasks wait on events it sets afterwards, in the same step: one block of ~60 ms, in
+    `hold`, on the blocker's lane; the three waiters became ready inside that step and
+    waited for it to end, so they count as delayed by it."""
+    import time
+
+    async def waiter(event):
+        with manager.region("wait"):
+            await event.wait()
+
+    async def blocker(events):
+        await trio.sleep(0.01)
+        with manager.region("hold"):
+            time.sleep(0.06)
+        for e in events:
+            e.set()
+
+    async def main():
+        events = [trio.Event() for _ in range(3)]
+        async with trio.open_nursery() as n:
+            for e in events:
+                n.start_soon(waiter, e)
+            n.start_soon(blocker, events, name="blocker")
+
+    with _session(manager) as s:
+        trio.run(main)
+    r = s.results
+    blocks = r.loop_blocks(threshold=0.01)
+    assert len(blocks) == 1, blocks
+    (block,) = blocks
+    assert block["region"] == "hold" and 0.055 <= block["duration"] < 0.06 + LATE_MAX, block
+    blocker_task = next(t.index for t in r.tasks[0] if t.name == "blocker")
+    assert block["task"] == blocker_task and block["delayed_tasks"] == 3, block
+    # the waiters' calls awaited the blocker, and none was held by the block
+    wait = r["wait"][0]
+    assert wait.num_calls == 3 and np.all(wait.await_times >= 0.06), wait.await_times
+
+
+def test_trio_steps_are_not_the_module_bodys_exclusive_time(tmp_path):
+    """`run --recursive --track-async` of a trio program whose tasks burn CPU: the module
+    body's exclusive time excludes the task steps it ran (they are the task lanes')."""
+    script = tmp_path / "app.py"
+    script.write_text(
+        "import time\nimport trio\n\n"
+        "def burn(seconds):\n    end = time.perf_counter() + seconds\n"
+        "    while time.perf_counter() < end:\n        pass\n\n"
+        "async def work():\n    burn(0.03)\n    await trio.sleep(0)\n    burn(0.03)\n\n"
+        "async def main():\n    async with trio.open_nursery() as n:\n"
+        "        for _ in range(3):\n            n.start_soon(work)\n\n"
+        "trio.run(main)\n"
+    )
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--recursive", "--track-async", "-q", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    r = read_h5(str(out))
+    body = r["__main__.<module>"][0]
+    burn = r["__main__.burn"][0]
+    assert burn.num_calls == 6 and burn.total_duration >= 0.18
+    # six bursts of 30 ms ran inside the body, on the task lanes
+    assert body.exclusive_duration < body.total_duration - 0.15, (
+        body.exclusive_duration,
+        body.total_duration,
+    )
