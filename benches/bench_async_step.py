@@ -11,6 +11,10 @@ then prints both and the ratio.
   does each step), N steps; overhead per send = wrapped - bare coroutine.
 * `loop`: 100 tasks each doing `await asyncio.sleep(0)` N/100 times under `asyncio.run`
   (real event loop, C Task); ns per step, with and without tracking.
+* `program`: the 50,000-step program - 100 tasks x 500 `await asyncio.sleep(0)`, each task
+  inside one region - profiled under `track_async` (setup to finalize, no file) against the
+  same program unprofiled; CPU s of the process per run (`time.process_time`: other
+  programs on a shared box slow the wall clock, not this) and the ratio.
 Minimum over R repeats (the box is noisy).
 """
 
@@ -80,6 +84,31 @@ def _loop_ns(steps, tasks=100):
     return (time.perf_counter_ns() - t0) / (per * tasks)
 
 
+def _program_s(manager=None, tasks=100, per=500):
+    """CPU s for the 50,000-step program, profiled with `manager` (setup to finalize) or not."""
+
+    async def worker():
+        if manager is None:
+            for _ in range(per):
+                await asyncio.sleep(0)
+            return
+        with manager.region("worker"):
+            for _ in range(per):
+                await asyncio.sleep(0)
+
+    async def main():
+        await asyncio.gather(*(worker() for _ in range(tasks)))
+
+    t0 = time.process_time()
+    if manager is not None:
+        manager.setup(track_async=True, deactivate_file_output=True, replace=True)
+    asyncio.run(main())
+    if manager is not None:
+        manager.finalize(verbose=False)
+        manager.reset()
+    return time.process_time() - t0
+
+
 def measure(steps, repeat):
     from scope_profiler import ProfileManager
 
@@ -101,6 +130,12 @@ def measure(steps, repeat):
     out["send_overhead_ns"] = min(wrapped) - min(bare)
     out["loop_untracked_ns"] = min(loop_off)
     out["loop_tracked_ns"] = min(loop_on)
+    plain, profiled = [], []
+    for _ in range(repeat):
+        plain.append(_program_s())
+        profiled.append(_program_s(m))
+    out["program_plain_s"] = min(plain)
+    out["program_profiled_s"] = min(profiled)
     return out
 
 
@@ -158,6 +193,15 @@ def main():
     print(
         f"event-loop step overhead: ours {d_ours:.0f} ns, reference {d_ref:.0f} ns"
         + (f" ({d_ref / d_ours:.1f}x)" if d_ours > 0 else " (ours below the noise)")
+    )
+    print("50,000 task steps (100 tasks x 500 sleep(0), one region each), CPU s per run:")
+    print(f"{'':<22}{'ours':>10}{'reference':>12}")
+    for k in ("program_plain_s", "program_profiled_s"):
+        print(f"{k:<22}{ours[k]:>10.4f}{ref[k]:>12.4f}")
+    print(
+        "profiled / unprofiled: ours "
+        f"{ours['program_profiled_s'] / ours['program_plain_s']:.2f}x, reference "
+        f"{ref['program_profiled_s'] / ref['program_plain_s']:.2f}x"
     )
 
 

@@ -37,20 +37,33 @@ pub struct ThreadSummaryRow {
     /// lane and the lanes of the tasks/greenlets whose latest step ran on it), counted once
     /// where calls of different lanes overlap; never more than `wall_time`.
     pub region_time: f64,
-    /// s those calls held the thread: Σ (duration − await) of the task lanes' top-level
-    /// calls, plus the bare lane's top-level calls outside the task calls they enclose (a
-    /// task call made while a call of the thread itself is open - `with region():
-    /// asyncio.run(...)`, the `session()` root - is split into its own held and await, as a
-    /// child is in exclusive time). `None` when the rank recorded no await column (no
-    /// `track_async`). `held_time <= region_time`: the held parts of calls on one thread do
-    /// not overlap (under `session()` the root holds the thread only outside the task calls
-    /// inside it; counted whole beside them, held would exceed wall).
+    /// s the thread was held: by its own lane's top-level calls outside the task steps they
+    /// ran (`__main__.<module>` around `asyncio.run(...)`, the `session()` root: an event
+    /// loop's own time, its callbacks and its waits for I/O or timers, are theirs), plus
+    /// `task_step_time`. Where the steps are not recorded (files written without it), the
+    /// task lanes' top-level calls' held time (Σ duration − await) plus the bare lane's
+    /// top-level calls outside the task calls they enclose. `None` when the rank recorded no
+    /// await column (no `track_async`). The parts do not overlap: `held_time <= wall_time`.
     pub held_time: Option<f64>,
-    /// s those top-level calls were suspended in an `await` (or switched out greenlet):
-    /// Σ await, `None` without an await column. `held_time + await_time` = Σ durations of
-    /// the top-level calls of all the thread's lanes (the reference's `region_time`) minus
-    /// the time of the task calls enclosed by a bare-lane call (which 0.7.5 counted twice).
+    /// s during which the thread's tasks waited: the union of the top-level calls of the
+    /// task lanes on the thread, less the time those calls held it (Σ duration − await):
+    /// wall-clock time with a task call open and none of them running (the loop idle, or
+    /// running other code). One task's await time for a thread that runs one task; never
+    /// above `region_time`. `None` without an await column.
     pub await_time: Option<f64>,
+    /// s the thread spent running task steps (asyncio tasks, greenlets; an eager task's
+    /// first step inside its creator's counted once): `<= wall_time`. `None` when not
+    /// recorded (no `track_async`, files written without it).
+    pub task_step_time: Option<f64>,
+    /// s: Σ await of the top-level calls of the task lanes on the thread, a per-task sum
+    /// (200 tasks awaiting 50 ms at once give 10 s): the sum of their `task_summary()`
+    /// `await_time`s, not a time of the thread. `None` without an await column.
+    pub task_await_time_sum: Option<f64>,
+    /// s in which some task resumed on this thread (an event loop's thread) was ready to
+    /// run but waited for the thread: the union of the tasks' ready waits, so at most the
+    /// thread's wall time ([`crate::ThreadRow::ready_wait_ns`]); `None` for a thread that
+    /// ran no task step, or whose loop could not tell.
+    pub ready_wait_time: Option<f64>,
 }
 
 /// One row of `task_summary(rank)`: an asyncio task or greenlet lane. Times in s, wall clock.
@@ -78,6 +91,10 @@ pub struct TaskSummaryRow {
     pub held_time: Option<f64>,
     /// s: Σ await of the top-level calls; `None` without an await column.
     pub await_time: Option<f64>,
+    /// s the task was ready to resume but its event loop ran other code, over its whole
+    /// life ([`TaskRow::ready_wait_ns`]); `None` when not known (no `track_async`, a loop
+    /// that cannot tell, a greenlet, a file without it).
+    pub ready_wait_time: Option<f64>,
 }
 
 /// `thread_summary(rank)`: one row per thread-table row, index order, then one per thread id
@@ -166,6 +183,7 @@ pub fn task_summary_split(run: &Run, rank: u32, calls: &CallArrays, split: &Lane
                 region_time: secs(held + awaited),
                 held_time: has_await.then(|| secs(held)),
                 await_time: has_await.then(|| secs(awaited)),
+                ready_wait_time: (t.ready_wait_ns >= 0).then(|| secs(t.ready_wait_ns)),
             }
         })
         .collect()
@@ -202,16 +220,19 @@ struct LaneTimes {
     /// `[0, duration]`; 0 without an await column).
     held_ns: i64,
     await_ns: i64,
+    /// Σ task-step ns of the top-level calls (`RegionCalls::task_step_ns`, clamped to
+    /// `[0, duration]`; 0 without that column): on a thread's own lane, the task steps they ran.
+    step_ns: i64,
 }
 
 /// [`LaneTimes`] of every lane of `split` (lanes in parallel; `roots` filled only with
 /// `with_roots`). Set-aside calls are roots that overlap their lane's other roots: not counted.
 fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_roots: bool) -> Vec<LaneTimes> {
     // await column per reconstruction row (`calls.region_index` indexes these rows)
-    let awaits: Vec<Option<&[i64]>> = crate::rank_reconstruction::rank_rows_ordered(run, rank)
-        .iter()
-        .map(|&i| run.regions[i].await_ns.as_ref().map(|a| &a.values()[..]))
-        .collect();
+    let ordered = crate::rank_reconstruction::rank_rows_ordered(run, rank);
+    let awaits: Vec<Option<&[i64]>> =
+        ordered.iter().map(|&i| run.regions[i].await_ns.as_ref().map(|a| &a.values()[..])).collect();
+    let steps = crate::rank_reconstruction::TaskSteps::of(run, &ordered);
     let mut aside = vec![false; if calls.set_aside.is_empty() { 0 } else { calls.len() }];
     for a in &calls.set_aside {
         aside[a.call as usize] = true;
@@ -220,7 +241,8 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_
         .into_par_iter()
         .map(|k| {
             let (lane, ids) = split.get(k);
-            let mut out = LaneTimes { lane, calls: ids.len() as i64, roots: Vec::new(), held_ns: 0, await_ns: 0 };
+            let mut out =
+                LaneTimes { lane, calls: ids.len() as i64, roots: Vec::new(), held_ns: 0, await_ns: 0, step_ns: 0 };
             for &i in ids {
                 let i = i as usize;
                 if calls.parent[i] >= 0 || aside.get(i).copied().unwrap_or(false) {
@@ -240,6 +262,9 @@ fn lane_times(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, with_
                 }
                 out.held_ns += d - w;
                 out.await_ns += w;
+                if let Some(steps) = &steps {
+                    out.step_ns += steps.get(calls.region_index[i] as usize, calls.call_index[i] as usize, d);
+                }
             }
             out.roots.sort_unstable();
             out
@@ -371,69 +396,116 @@ fn count_thread_columns(
 }
 
 /// Per slot of [`ThreadCalls`]: the ns the thread's top-level calls cover (their union over
-/// its bare lane and its tasks' lanes), and with task lanes the held and await ns.
+/// its bare lane and its tasks' lanes), and with task lanes the held and await ns
+/// ([`ThreadSummaryRow`] says what each is).
 struct ThreadTimes {
     covered: Vec<i64>,
     held: Vec<i64>,
     awaited: Vec<i64>,
+    /// Σ await of the task lanes' top-level calls on the thread (a per-task sum).
+    task_awaits: Vec<i64>,
+}
+
+/// The top-level calls of the lanes of one thread, as [`ThreadTimes::of`] gathers them.
+#[derive(Default, Clone)]
+struct ThreadLanes {
+    /// `(start, end)` of the bare-lane roots, then of the task roots outside them.
+    roots: Vec<(i64, i64)>,
+    /// `(start, end)` of the task roots that lie inside a bare-lane root.
+    enclosed: Vec<(i64, i64)>,
+    /// `(start, end)` of every task root on the thread.
+    task_roots: Vec<(i64, i64)>,
+    /// Σ duration and Σ task steps of the bare-lane roots.
+    bare_ns: i64,
+    bare_steps: i64,
+    /// Σ (duration − await) and Σ await of the task roots.
+    task_held: i64,
+    task_awaits: i64,
 }
 
 impl ThreadTimes {
     fn of(run: &Run, rank: u32, calls: &CallArrays, split: &LaneSplit, slots: &SlotIndex<'_>) -> Self {
         let n = slots.len();
-        // Top-level calls per lane, then per thread: a thread's bare lane first, then every task
-        // lane whose task rows name the thread (each distinct thread once), without the task
-        // calls that lie inside a bare-lane call of that thread (the session root counted as
-        // held beside the task calls it contains would make held > wall).
-        let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
-        task_threads.sort_unstable();
         let lanes = lane_times(run, rank, calls, split, true);
-        let mut roots: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
-        let mut held = vec![0i64; n];
-        let mut awaited = vec![0i64; n];
+        let mut per: Vec<ThreadLanes> = vec![ThreadLanes::default(); n];
         for lt in lanes.iter().filter(|lt| lt.lane <= -2) {
             if let Some(s) = slots.get(-2 - lt.lane) {
-                roots[s].extend(lt.roots.iter().map(|&(b, e, _)| (b, e)));
-                held[s] += lt.held_ns;
-                awaited[s] += lt.await_ns;
+                per[s].roots.extend(lt.roots.iter().map(|&(b, e, _)| (b, e)));
+                per[s].bare_ns += lt.held_ns + lt.await_ns;
+                per[s].bare_steps += lt.step_ns;
             }
         }
         // the bare-lane roots of each thread, ascending start (non-overlapping per lane; rows
         // sharing an index may bring several lanes, hence the sort)
-        let bare: Vec<Vec<(i64, i64)>> = roots
+        let bare: Vec<Vec<(i64, i64)>> = per
             .iter()
-            .map(|r| {
-                let mut r = r.clone();
+            .map(|p| {
+                let mut r = p.roots.clone();
                 r.sort_unstable();
                 r
             })
             .collect();
-        let mut enclosed: Vec<Vec<(i64, i64)>> = vec![Vec::new(); n];
+        // every task lane whose task rows name the thread (each distinct thread once)
+        let mut task_threads: Vec<(i64, i64)> = run.rank_tasks(rank).map(|t| (t.index, t.thread_index)).collect();
+        task_threads.sort_unstable();
         for lt in lanes.iter().filter(|lt| lt.lane >= 0) {
             let from = task_threads.partition_point(|&(k, _)| k < lt.lane);
             let mut last_slot = usize::MAX;
             for &(_, th) in task_threads[from..].iter().take_while(|&&(k, _)| k == lt.lane) {
                 let Some(s) = slots.get(th).filter(|&s| s != last_slot) else { continue };
                 last_slot = s;
+                let p = &mut per[s];
                 for &(b, e, w) in &lt.roots {
                     if inside(&bare[s], b, e) {
-                        enclosed[s].push((b, e));
+                        p.enclosed.push((b, e));
                     } else {
-                        roots[s].push((b, e));
+                        p.roots.push((b, e));
                     }
-                    held[s] += e - b - w;
-                    awaited[s] += w;
+                    p.task_roots.push((b, e));
+                    p.task_held += e - b - w;
+                    p.task_awaits += w;
                 }
             }
         }
-        // a bare-lane call holds the thread only outside the task calls it encloses (those are
-        // split into their own held and await): like exclusive time, across lanes
-        for (h, inner) in held.iter_mut().zip(enclosed) {
-            *h -= union_ns(inner);
+        let steps = thread_task_steps(run, rank, slots);
+        let parts: Vec<(i64, i64, i64, i64)> = per
+            .into_par_iter()
+            .zip(steps)
+            .map(|(p, steps)| {
+                let held = match steps {
+                    // the thread's own lane outside its task steps, and the steps
+                    Some(steps) => p.bare_ns - p.bare_steps + steps,
+                    // a bare-lane call holds the thread only outside the task calls it encloses
+                    // (those are split into their own held and await): like exclusive time,
+                    // across lanes
+                    None => p.bare_ns - union_ns(p.enclosed) + p.task_held,
+                };
+                let awaited = (union_ns(p.task_roots) - p.task_held).max(0);
+                (union_ns(p.roots), held, awaited, p.task_awaits)
+            })
+            .collect();
+        ThreadTimes {
+            covered: parts.iter().map(|p| p.0).collect(),
+            held: parts.iter().map(|p| p.1).collect(),
+            awaited: parts.iter().map(|p| p.2).collect(),
+            task_awaits: parts.iter().map(|p| p.3).collect(),
         }
-        let covered: Vec<i64> = roots.into_par_iter().map(union_ns).collect();
-        ThreadTimes { covered, held, awaited }
     }
+}
+
+/// Per slot, the task-step ns of the thread-table rows of `rank` in it (summed over rows
+/// sharing an index), `None` when not recorded (or the slot has no row). One pass.
+fn thread_task_steps(run: &Run, rank: u32, slots: &SlotIndex<'_>) -> Vec<Option<i64>> {
+    let mut out: Vec<Option<Option<i64>>> = vec![None; slots.len()];
+    for t in run.rank_threads(rank) {
+        let Some(s) = slots.get(t.index) else { continue };
+        let v = (t.task_step_ns >= 0).then_some(t.task_step_ns);
+        out[s] = Some(match out[s] {
+            None => v,
+            Some(sum) => sum.zip(v).map(|(a, b)| a + b),
+        });
+    }
+    out.into_iter().map(Option::flatten).collect()
 }
 
 /// The summary rows of `threads` (the thread table's rows of `rank`, in order), then one per
@@ -448,7 +520,7 @@ fn summary_rows(
     let has_await = rank_has_await(run, rank);
     let run_end = run_end_ns(run, rank);
     let slot = &counted.slot;
-    let ThreadTimes { covered, held, awaited } = times;
+    let ThreadTimes { covered, held, awaited, task_awaits } = times;
     // unsound values (`ThreadRow::problems`) are unknown here, never a negative time
     let mut rows: Vec<ThreadSummaryRow> = threads
         .iter()
@@ -468,6 +540,9 @@ fn summary_rows(
                 region_time: secs(covered[s]),
                 held_time: has_await.then(|| secs(held[s])),
                 await_time: has_await.then(|| secs(awaited[s])),
+                task_step_time: (t.task_step_ns >= 0).then(|| secs(t.task_step_ns)),
+                task_await_time_sum: has_await.then(|| secs(task_awaits[s])),
+                ready_wait_time: (t.ready_wait_ns >= 0).then(|| secs(t.ready_wait_ns)),
             }
         })
         .collect();
@@ -485,6 +560,9 @@ fn summary_rows(
             region_time: secs(covered[s]),
             held_time: has_await.then(|| secs(held[s])),
             await_time: has_await.then(|| secs(awaited[s])),
+            task_step_time: None,
+            task_await_time_sum: has_await.then(|| secs(task_awaits[s])),
+            ready_wait_time: None,
         }
     }));
     rows

@@ -369,6 +369,7 @@ mod tests {
             threads,
             tasks: vec![],
             metadata: vec![("mpi_size".into(), MetaValue::Int(1))],
+            loop_blocks: vec![],
         }
     }
 

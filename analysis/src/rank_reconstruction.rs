@@ -1,7 +1,10 @@
 //! Reconstruction of one rank of a [`Run`], and what is derived from it: call ids at
 //! finalize, per-call exclusive time per row.
+use std::collections::HashMap;
+
 use arrow_array::Int64Array;
 
+use crate::call_numbering::Numbered;
 use crate::callstack::{build_lenient, CallArrays, LaneSplit, NestingError, RegionInput};
 use crate::packed_ids::IdColumn;
 use crate::run::{RegionCalls, Run};
@@ -42,8 +45,92 @@ pub fn rank_call_arrays(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays)
 pub fn rank_reconstruction(run: &Run, rank: u32) -> Result<(Vec<usize>, CallArrays, Option<LaneSplit>), NestingError> {
     let rows = rank_rows_ordered(run, rank);
     let inputs: Vec<RegionInput<'_>> = rows.iter().map(|&i| region_input(run, &run.regions[i])).collect();
-    let (calls, split) = build_lenient(&inputs)?;
+    let (mut calls, split) = build_lenient(&inputs)?;
+    if let Some(steps) = TaskSteps::of(run, &rows) {
+        steps.take_from_exclusive(&mut calls);
+    }
     Ok((rows, calls, split))
+}
+
+/// The task-step ns of the calls of a rank's rows ([`RegionCalls::task_step_ns`]): the time a
+/// call on a thread's own lane left its thread to task steps. Those stretches are the task
+/// lanes' time, so a call's exclusive time is its duration less its children's durations on
+/// its lane, less its own task-step time, plus its children's (theirs lie inside its own):
+/// the time it ran outside its children and outside task steps. `__main__.<module>` around
+/// `asyncio.run(main())` is then not charged with `main`'s work.
+pub(crate) struct TaskSteps<'a> {
+    /// Per row (reconstruction order), its task-step column.
+    columns: Vec<Option<&'a [i64]>>,
+}
+
+impl<'a> TaskSteps<'a> {
+    /// `None` when no row of `rows` records task steps (runs without `track_async`, old files).
+    pub(crate) fn of(run: &'a Run, rows: &[usize]) -> Option<Self> {
+        let columns: Vec<Option<&[i64]>> =
+            rows.iter().map(|&i| run.regions[i].task_step_ns.as_ref().map(|a| &a.values()[..])).collect();
+        columns.iter().any(Option::is_some).then_some(TaskSteps { columns })
+    }
+
+    /// Task-step ns of call `index` of row `row`, clamped to `[0, duration]` (a damaged
+    /// file's value outside it would make exclusive time negative or larger than duration).
+    #[inline]
+    pub(crate) fn get(&self, row: usize, index: usize, duration: i64) -> i64 {
+        let v = self.columns.get(row).copied().flatten().and_then(|c| c.get(index).copied()).unwrap_or(0);
+        v.clamp(0, duration.max(0))
+    }
+
+    /// Apply the rule (see the type) to the per-row exclusive totals of a streaming
+    /// numbering of `rows`: a call's task steps leave its row's total and return to its
+    /// parent's row. A parent is found among the calls with task steps (a parent encloses
+    /// its child, so it ran at least the child's steps). Returns false, the totals then
+    /// partly changed, when a parent is not there (a damaged column): the caller takes the
+    /// general reconstruction instead.
+    pub(crate) fn take_from_totals(&self, run: &Run, rows: &[usize], numbered: &mut Numbered) -> bool {
+        // (row, call id, parent id, task-step ns) of every call with task steps
+        let mut with_steps: Vec<(usize, i64, i64, i64)> = Vec::new();
+        for (k, &r) in rows.iter().enumerate() {
+            let Some(col) = self.columns[k] else { continue };
+            let row = &run.regions[r];
+            let (start, end) = (row.start_ns.values(), row.end_ns.values());
+            let mut ids: Option<(Vec<i64>, Vec<i64>)> = None;
+            for (i, &v) in col.iter().enumerate() {
+                let s = if v > 0 && i < start.len().min(end.len()) { self.get(k, i, end[i] - start[i]) } else { 0 };
+                if s == 0 {
+                    continue;
+                }
+                let (id, parent) =
+                    ids.get_or_insert_with(|| (numbered.call_ids[k].to_vec(), numbered.parent_ids[k].to_vec()));
+                with_steps.push((k, id[i], parent[i], s));
+            }
+        }
+        let row_of: HashMap<i64, usize> = with_steps.iter().map(|&(k, id, _, _)| (id, k)).collect();
+        for &(k, _, parent, s) in &with_steps {
+            numbered.exclusive_totals[k] -= s;
+            if parent >= 0 {
+                match row_of.get(&parent) {
+                    Some(&pk) => numbered.exclusive_totals[pk] += s,
+                    None => return false,
+                }
+            }
+        }
+        true
+    }
+
+    /// Apply the rule (see the type) to `calls.exclusive_ns`.
+    pub(crate) fn take_from_exclusive(&self, calls: &mut CallArrays) {
+        for id in 0..calls.len() {
+            let d = calls.end_ns[id] - calls.start_ns[id];
+            let s = self.get(calls.region_index[id] as usize, calls.call_index[id] as usize, d);
+            if s == 0 {
+                continue;
+            }
+            calls.exclusive_ns[id] -= s;
+            let p = calls.parent[id];
+            if p >= 0 {
+                calls.exclusive_ns[p as usize] += s;
+            }
+        }
+    }
 }
 
 /// Scatter a per-call value (indexed by call id) back to every row's recorded order.
@@ -111,12 +198,22 @@ pub fn number_rank(run: &Run, rank: u32, base: i64) -> Result<CallNumbering, Nes
         let n: usize = inputs.iter().map(|r| r.start_ns.len()).sum();
         (n <= i32::MAX as usize).then(|| crate::call_numbering::number_calls(&inputs, base)).flatten()
     };
-    if let Some(numbered) = numbered {
+    if let Some(mut numbered) = numbered {
+        if let Some(steps) = TaskSteps::of(run, &rows) {
+            if !steps.take_from_totals(run, &rows, &mut numbered) {
+                return number_in_general(run, rank, base);
+            }
+        }
         let n: usize = numbered.call_ids.iter().map(IdColumn::len).sum();
         let columns = numbered.call_ids.into_iter().zip(numbered.parent_ids).zip(numbered.exclusive_totals);
         let rows = rows.iter().zip(columns).map(|(&row, ((ids, parents), total))| (row, ids, parents, total)).collect();
         return Ok(CallNumbering { rows, next: base + n as i64 });
     }
+    number_in_general(run, rank, base)
+}
+
+/// [`number_rank`] through the general reconstruction ([`rank_call_arrays`]).
+fn number_in_general(run: &Run, rank: u32, base: i64) -> Result<CallNumbering, NestingError> {
     let (rows, calls) = rank_call_arrays(run, rank)?;
     let ids = scatter_by_row(run, &rows, &calls, |id| base + id as i64);
     let parents = scatter_by_row(run, &rows, &calls, |id| {

@@ -11,6 +11,7 @@ use arrow_schema::{ArrowError, Field, Schema};
 use crate::callstack::CallArrays;
 use crate::compare::{CompareBy, Comparison};
 use crate::lane_summary::{TaskSummaryRow, ThreadSummaryRow};
+use crate::loop_blocks::LoopBlock;
 use crate::run::{secs, Run, TaskRow, ThreadRow, UNKNOWN};
 
 /// A batch of the named columns, in this order (a column is nullable iff it has nulls).
@@ -84,8 +85,9 @@ pub fn tasks_table(run: &Run) -> Result<RecordBatch, ArrowError> {
 }
 
 /// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time,
-/// cpu_time_total, num_calls, region_time, held_time, await_time` (one row per thread-table
-/// row; s; null where a row's value is unknown).
+/// cpu_time_total, num_calls, region_time, held_time, await_time, task_step_time,
+/// task_await_time_sum, ready_wait_time` (one row per thread-table row; s; null where a
+/// row's value is unknown).
 pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, ArrowError> {
     of_columns(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -98,11 +100,15 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, Ar
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
         ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+        ("task_step_time", opt_floats(rows.iter().map(|r| r.task_step_time))),
+        ("task_await_time_sum", opt_floats(rows.iter().map(|r| r.task_await_time_sum))),
+        ("ready_wait_time", opt_floats(rows.iter().map(|r| r.ready_wait_time))),
     ])
 }
 
 /// `task_summary(rank)` as a table: `index, kind, name, coro_name, thread_index, thread,
-/// done, wall_time, num_calls, region_time, held_time, await_time` (one row per task/greenlet).
+/// done, wall_time, num_calls, region_time, held_time, await_time, ready_wait_time` (one row
+/// per task/greenlet).
 pub fn task_summary_table(rows: &[TaskSummaryRow]) -> Result<RecordBatch, ArrowError> {
     of_columns(vec![
         ("index", ints(rows.iter().map(|r| r.index))),
@@ -117,6 +123,20 @@ pub fn task_summary_table(rows: &[TaskSummaryRow]) -> Result<RecordBatch, ArrowE
         ("region_time", floats(rows.iter().map(|r| r.region_time))),
         ("held_time", opt_floats(rows.iter().map(|r| r.held_time))),
         ("await_time", opt_floats(rows.iter().map(|r| r.await_time))),
+        ("ready_wait_time", opt_floats(rows.iter().map(|r| r.ready_wait_time))),
+    ])
+}
+
+/// `loop_blocks(rank, threshold)` as a table: `thread, task, start, duration, region,
+/// delayed_tasks` (s; `region` null when none was open).
+pub fn loop_blocks_table(rows: &[LoopBlock]) -> Result<RecordBatch, ArrowError> {
+    of_columns(vec![
+        ("thread", ints(rows.iter().map(|b| b.thread))),
+        ("task", ints(rows.iter().map(|b| b.task))),
+        ("start", floats(rows.iter().map(|b| b.start))),
+        ("duration", floats(rows.iter().map(|b| b.duration))),
+        ("region", Arc::new(StringArray::from_iter(rows.iter().map(|b| b.region.as_deref())))),
+        ("delayed_tasks", ints(rows.iter().map(|b| b.delayed_tasks))),
     ])
 }
 
@@ -210,6 +230,8 @@ mod tests {
             end_ns,
             cpu_ns: 3_000_000_000,
             cpu_start_ns: 500_000_000,
+            task_step_ns: -1,
+            ready_wait_ns: -1,
             name: format!("T{index}"),
         }
     }
@@ -267,6 +289,9 @@ mod tests {
             region_time: 1.25,
             held_time: None,
             await_time: None,
+            task_step_time: None,
+            task_await_time_sum: None,
+            ready_wait_time: None,
         };
         let t = thread_summary_table(&[row]).unwrap();
         let names: Vec<String> = t.schema().fields().iter().map(|f| f.name().clone()).collect();

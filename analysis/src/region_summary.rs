@@ -32,13 +32,17 @@ pub struct RegionSummaryRow {
     /// Σ await ns (time the call's task was suspended inside it, `track_async`); `None`
     /// when the row has no await column.
     pub await_ns: Option<i64>,
+    /// Σ task-step ns of the calls ([`crate::RegionCalls::task_step_total_ns`]: the time calls on a
+    /// thread's own lane left it to task steps), 0 when not recorded.
+    pub task_step_ns: i64,
 }
 
 impl RegionSummaryRow {
-    /// Σ held ns = `total_ns - await_ns` (the time the calls ran or waited on their thread,
-    /// not suspended in an `await`); `None` without an await column.
+    /// Σ held ns = `total_ns - await_ns - task_step_ns` (the time the calls ran or waited on
+    /// their thread: not suspended in an `await`, and not running task steps from the
+    /// thread's own lane); `None` without an await column.
     pub fn held_ns(&self) -> Option<i64> {
-        self.await_ns.map(|a| self.total_ns - a)
+        self.await_ns.map(|a| self.total_ns - a - self.task_step_ns)
     }
 }
 
@@ -170,6 +174,7 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
             max_ns: if n > 0 { s.maximum } else { 0 },
             exclusive_ns: r.exclusive_total_ns,
             await_ns: None,
+            task_step_ns: 0,
         };
     }
     let n = r.len();
@@ -190,6 +195,7 @@ fn region_row(run: &Run, i: usize) -> RegionSummaryRow {
         max_ns: if n > 0 { max } else { 0 },
         exclusive_ns: r.exclusive_total_ns,
         await_ns: r.await_total_ns(),
+        task_step_ns: r.task_step_total_ns().unwrap_or(0),
     }
 }
 

@@ -157,6 +157,8 @@ impl RowView {
             thread_ids: take_opt(&calls.thread_ids),
             task_ids: take_opt(&calls.task_ids),
             await_ns: take_opt(&calls.await_ns),
+            ready_wait_ns: take_opt(&calls.ready_wait_ns),
+            task_step_ns: take_opt(&calls.task_step_ns),
             source_file: calls.source_file.clone(),
             source_line: calls.source_line,
             source_text: calls.source_text.clone(),

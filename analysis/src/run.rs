@@ -53,6 +53,15 @@ pub struct RegionCalls {
     pub task_ids: Option<Int64Array>,
     /// ns the call's task was suspended between entry and exit (`track_async`), 0 outside tasks.
     pub await_ns: Option<Int64Array>,
+    /// ns of that suspension during which the task was ready to resume but its event loop
+    /// ran other code (`track_async`), 0 outside tasks, `-1` when the loop could not tell.
+    /// `None` = not recorded (no `track_async`, or a file without the column).
+    pub ready_wait_ns: Option<Int64Array>,
+    /// ns the call's thread spent running task steps (asyncio tasks, greenlets) between the
+    /// call's entry and exit, for a call on the thread's own lane (`track_async`); 0 for a
+    /// call in a task. That time is the task lanes': it is not the call's exclusive or held
+    /// time. `None` = not recorded (runs without `track_async`, files of 0.7.5).
+    pub task_step_ns: Option<Int64Array>,
     pub source_file: Option<String>,
     pub source_line: Option<i64>,
     pub source_text: Option<String>,
@@ -157,6 +166,8 @@ impl RegionCalls {
             thread_ids: None,
             task_ids: None,
             await_ns: None,
+            ready_wait_ns: None,
+            task_step_ns: None,
             source_file: None,
             source_line: None,
             source_text: None,
@@ -178,6 +189,15 @@ impl RegionCalls {
         let awaits = self.await_ns.as_ref()?.values();
         let (start, end) = (self.start_ns.values(), self.end_ns.values());
         let clamped = awaits.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
+        Some(clamped.fold(0i64, i64::wrapping_add))
+    }
+
+    /// Σ task-step ns of the calls ([`RegionCalls::task_step_ns`]), each clamped to `[0, its
+    /// duration]`; `None` without that column.
+    pub fn task_step_total_ns(&self) -> Option<i64> {
+        let steps = self.task_step_ns.as_ref()?.values();
+        let (start, end) = (self.start_ns.values(), self.end_ns.values());
+        let clamped = steps.iter().zip(start.iter().zip(end.iter())).map(|(&w, (&s, &e))| w.clamp(0, (e - s).max(0)));
         Some(clamped.fold(0i64, i64::wrapping_add))
     }
 
@@ -231,6 +251,14 @@ pub struct ThreadRow {
     /// CPU burned during the run. [`UNKNOWN`] (`-1`) when not recorded (files of the
     /// reference, 0.7.5, and runs built without it).
     pub cpu_start_ns: i64,
+    /// ns the thread spent running task steps (asyncio tasks, greenlets; outermost steps
+    /// only) during the run; [`UNKNOWN`] when not recorded (runs without `track_async`,
+    /// files of 0.7.5).
+    pub task_step_ns: i64,
+    /// ns in which some task resumed on this thread was ready to but waited for the thread
+    /// (the union of their ready waits, so never more than the thread's wall time);
+    /// [`UNKNOWN`] when no task step ran on it, a ready moment was not known, or not recorded.
+    pub ready_wait_ns: i64,
     /// `Thread.name` at registration.
     pub name: String,
 }
@@ -250,6 +278,8 @@ impl ThreadRow {
             end_ns: -1,
             cpu_ns: 0,
             cpu_start_ns: UNKNOWN,
+            task_step_ns: UNKNOWN,
+            ready_wait_ns: UNKNOWN,
             name: name.into(),
         }
     }
@@ -328,6 +358,9 @@ pub struct TaskRow {
     pub steps: i64,
     pub running_ns: i64,
     pub suspended_ns: i64,
+    /// ns the task was ready to resume but its event loop ran other code; [`UNKNOWN`] when
+    /// not known (not recorded, or a loop that could not tell).
+    pub ready_wait_ns: i64,
     /// `"task"` or `"greenlet"`.
     pub kind: String,
     pub name: String,
@@ -355,6 +388,7 @@ impl TaskRow {
             steps: 0,
             running_ns: 0,
             suspended_ns: 0,
+            ready_wait_ns: UNKNOWN,
             kind: kind.into(),
             name: name.into(),
             coro_name: coro_name.into(),
@@ -377,6 +411,11 @@ impl TaskRow {
     /// suspended.
     pub fn timing(self, steps: i64, running_ns: i64, suspended_ns: i64) -> Self {
         TaskRow { steps, running_ns, suspended_ns, ..self }
+    }
+
+    /// This row with `ready_wait_ns` ns ready but not resumed ([`UNKNOWN`]: not known).
+    pub fn ready_wait(self, ready_wait_ns: i64) -> Self {
+        TaskRow { ready_wait_ns, ..self }
     }
 }
 
@@ -404,6 +443,9 @@ pub struct Run {
     pub metadata: Vec<(String, MetaValue)>,
     /// Number of ranks: `max(metadata.mpi_size, max rank + 1)` when there are rows, else 0.
     pub num_ranks: u32,
+    /// Event-loop blocks of every rank (`track_async`), ranks ascending, each rank in the
+    /// order they ended; empty when none were recorded.
+    pub loop_blocks: Vec<crate::loop_blocks::LoopBlockRow>,
 }
 impl Run {
     /// The metadata value under `key`, if any.
@@ -492,6 +534,7 @@ impl Run {
         let threads = rows.iter().any(|r| r.thread_ids.is_some());
         let tasks = rows.iter().any(|r| r.task_ids.is_some());
         let awaits = rows.iter().any(|r| r.await_ns.is_some());
+        let steps = rows.iter().any(|r| r.task_step_ns.is_some());
         for row in self.regions.iter_mut().skip(first) {
             let n = row.len();
             let filled = |value: i64| Some(Int64Array::from(vec![value; n]));
@@ -503,6 +546,9 @@ impl Run {
             }
             if awaits && row.await_ns.is_none() {
                 row.await_ns = filled(0);
+            }
+            if steps && row.task_step_ns.is_none() {
+                row.task_step_ns = filled(0);
             }
         }
     }

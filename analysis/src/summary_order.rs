@@ -186,6 +186,9 @@ mod tests {
             region_time,
             held_time: None,
             await_time: None,
+            task_step_time: None,
+            task_await_time_sum: None,
+            ready_wait_time: None,
         }
     }
 

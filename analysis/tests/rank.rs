@@ -24,6 +24,7 @@ fn task(index: i64, thread_index: i64, name: &str, coro: &str) -> TaskRow {
 /// outer [0,100] on main; inner calls on main and worker; a task on main.
 fn sample() -> Run {
     Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["outer".into(), "inner".into()],
         regions: vec![
             row(0, 0, &[0], &[100], Some(&[0]), Some(&[-1])),
@@ -166,6 +167,7 @@ fn thread_summary_union_held_await_cpu_and_wall() {
     t1.created_ns = 150;
     t1.done_ns = 800;
     let run = Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["outer".into(), "inner".into()],
         regions: vec![outer, inner],
         threads: vec![main, worker],
@@ -185,8 +187,12 @@ fn thread_summary_union_held_await_cpu_and_wall() {
     // top-level calls: outer 1000 held; task 0: 500 - 400; task 1: 500 - 450; the task calls
     // lie inside outer, which holds the thread only outside them ([100, 700]: 600 ns;
     // counted whole, held would be 1150 ns > region 1000 ns)
-    assert_eq!(m.await_time, Some(850.0 / 1e9));
     assert_eq!(m.held_time, Some((1000.0 - 600.0 + 100.0 + 50.0) / 1e9));
+    // the tasks waited in the union of their calls ([100, 700]) less the time those held
+    // the thread (100 + 50 ns); their summed awaits, 400 + 450 ns, are a per-task sum
+    assert_eq!(m.await_time, Some((600.0 - 150.0) / 1e9));
+    assert_eq!(m.task_await_time_sum, Some(850.0 / 1e9));
+    assert_eq!(m.task_step_time, None, "not recorded in this run");
     assert_eq!((m.cpu_time, m.cpu_time_total), (Some(5_000.0 / 1e9), Some(9_000.0 / 1e9)));
     assert_eq!(m.num_calls, 4);
     let w = &rows[1];
@@ -328,7 +334,9 @@ fn enclosed_task_calls_are_not_counted_twice() {
     let m = &thread_summary(&run, 0).unwrap()[0];
     // union: [0, 1500] + [1600, 1800]
     assert_eq!(m.region_time, 1700e-9);
+    // the task calls do not overlap: the union less their held time is their awaits' sum
     assert_eq!(m.await_time, Some((400.0 + 300.0 + 150.0) / 1e9));
+    assert_eq!(m.task_await_time_sum, m.await_time);
     // the root outside [100, 600]: 500; task 0: 100; task 1: 300 + 50
     assert_eq!(m.held_time, Some((500.0 + 100.0 + 300.0 + 50.0) / 1e9));
     assert!(m.held_time.unwrap() <= m.region_time && m.region_time <= m.wall_time.unwrap());
@@ -336,6 +344,82 @@ fn enclosed_task_calls_are_not_counted_twice() {
     let tasks = task_summary(&run, 0).unwrap();
     assert_eq!((tasks[0].held_time, tasks[0].await_time), (Some(100e-9), Some(400e-9)));
     assert_eq!((tasks[1].held_time, tasks[1].await_time), (Some(350e-9), Some(450e-9)));
+}
+
+/// A call on a thread's own lane does not own the task steps its thread ran while it was
+/// open (the module body around `asyncio.run(main())`): its exclusive time is its duration
+/// less its children's on its lane, less its task steps not inside those children; its
+/// held time leaves them out too, and the thread's held time counts them once, as task
+/// steps. Checked by hand on: the module body [0, 1000] (600 ns of task steps inside it),
+/// its child `setup` [800, 900] (50 ns of them), `main` on task 0 [100, 700] awaiting
+/// 100 ns, and 50 ns of task steps after the body (the thread: 650 ns in task steps).
+#[test]
+fn task_steps_are_not_the_exclusive_or_held_time_of_the_calls_around_them() {
+    let with = |mut r: RegionCalls, w: &[i64], steps: &[i64]| {
+        r.await_ns = Some(Int64Array::from(w.to_vec()));
+        r.task_step_ns = Some(Int64Array::from(steps.to_vec()));
+        r
+    };
+    let main_thread = ThreadRow { task_step_ns: 650, ..thread(0, "MainThread", 0, 2_000, 1) };
+    let mut run = Run {
+        region_names: vec!["__main__.<module>".into(), "setup".into(), "main".into()],
+        regions: vec![
+            with(row(0, 0, &[0], &[1000], Some(&[0]), Some(&[-1])), &[0], &[600]),
+            with(row(1, 0, &[800], &[900], Some(&[0]), Some(&[-1])), &[0], &[50]),
+            with(row(2, 0, &[100], &[700], Some(&[0]), Some(&[0])), &[100], &[0]),
+        ],
+        threads: vec![main_thread],
+        tasks: vec![task(0, 0, "Task-1", "main")],
+        num_ranks: 1,
+        ..Run::default()
+    };
+    // per call, from the reconstruction: 1000 - 100 - (600 - 50); 100 - 50; main untouched
+    let by_row: Vec<Vec<i64>> = exclusive_by_row(&run, 0).unwrap().into_iter().map(|(_, v)| v).collect();
+    assert_eq!(by_row, vec![vec![350], vec![50], vec![600]]);
+    // the totals stored at finalize (the streaming numbering) agree
+    assign_call_ids(&mut run, 0, 0).unwrap();
+    let totals: Vec<Option<i64>> = run.regions.iter().map(|r| r.exclusive_total_ns).collect();
+    assert_eq!(totals, vec![Some(350), Some(50), Some(600)]);
+    // held: duration - await - task steps
+    let summary = rank_summary(&run, 0).unwrap();
+    let held: Vec<Option<i64>> = summary.rows.iter().map(|r| r.held_ns()).collect();
+    assert_eq!(held, vec![Some(400), Some(50), Some(500)]);
+    // the thread: its own lane outside the steps (1000 - 600) plus every step (650), never
+    // above its wall time (2000); its task waited 600 - 500 ns
+    let m = &thread_summary(&run, 0).unwrap()[0];
+    assert_eq!(m.task_step_time, Some(650e-9));
+    assert_eq!(m.held_time, Some((1000.0 - 600.0 + 650.0) / 1e9));
+    assert_eq!((m.await_time, m.task_await_time_sum), (Some(100e-9), Some(100e-9)));
+    assert!(m.held_time.unwrap() <= m.wall_time.unwrap());
+}
+
+/// A task-step column whose calls do not nest their steps (a damaged file: the child's
+/// steps exceed its parent's, so the parent is not among the calls with steps) is numbered
+/// through the general reconstruction, with the same rule: the totals equal the per-call
+/// values.
+#[test]
+fn stored_exclusive_totals_match_the_per_call_rule_on_any_step_column() {
+    let with = |mut r: RegionCalls, steps: &[i64]| {
+        r.await_ns = Some(Int64Array::from(vec![0; steps.len()]));
+        r.task_step_ns = Some(Int64Array::from(steps.to_vec()));
+        r
+    };
+    let mut run = Run {
+        region_names: vec!["outer".into(), "inner".into()],
+        regions: vec![
+            with(row(0, 0, &[0], &[1000], Some(&[0]), Some(&[-1])), &[0]),
+            with(row(1, 0, &[100, 400], &[300, 900], Some(&[0, 0]), Some(&[-1, -1])), &[150, 2_000]),
+        ],
+        threads: vec![thread(0, "MainThread", 0, 2_000, 1)],
+        num_ranks: 1,
+        ..Run::default()
+    };
+    let by_row: Vec<Vec<i64>> = exclusive_by_row(&run, 0).unwrap().into_iter().map(|(_, v)| v).collect();
+    // inner: 200 - 150 and 500 - 500 (clamped to its duration); outer: 1000 - 700 + 650
+    assert_eq!(by_row, vec![vec![950], vec![50, 0]]);
+    assign_call_ids(&mut run, 0, 0).unwrap();
+    let totals: Vec<Option<i64>> = run.regions.iter().map(|r| r.exclusive_total_ns).collect();
+    assert_eq!(totals, vec![Some(950), Some(50)]);
 }
 
 /// `thread_summary()` of a run recorded without `track_threads` returns `[]` (as 0.7.5

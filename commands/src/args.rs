@@ -292,9 +292,10 @@ pub struct RunArgs {
     /// Record the thread of every call and the thread table (`track_threads=True`).
     #[arg(long)]
     pub track_threads: bool,
-    /// Also record asyncio tasks and greenlets as lanes, with per-call await time
-    /// (`track_async=True`; implies --track-threads). Needed for asyncio programs: without
-    /// it, calls of interleaved tasks share their thread's stack.
+    /// Also record asyncio and trio tasks (anyio's on either backend) and greenlets as
+    /// lanes, with per-call await time (`track_async=True`; implies --track-threads).
+    /// Needed for async programs: without it, calls of interleaved tasks share their
+    /// thread's stack.
     #[arg(long)]
     pub track_async: bool,
     /// The file to write, its kind by its suffix: `.h5`/`.hdf5` (HDF5), a JSON profile

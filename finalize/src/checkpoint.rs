@@ -266,6 +266,8 @@ fn close_open_calls(snap: &mut Snapshot, open: &[(String, OpenCall)], end: i64) 
         if snap.task_columns {
             col.task_ids.push(c.task);
             col.await_ns.push(c.await_ns.min(end - c.start_ns)); // an earlier end: no longer
+            col.ready_wait_ns.push(if c.ready_wait_ns < 0 { -1 } else { c.ready_wait_ns.min(end - c.start_ns) });
+            col.task_step_ns.push(c.task_step_ns.min(end - c.start_ns));
         }
         match closed.iter_mut().find(|(n, _)| n == name) {
             Some((_, n)) => *n += 1,

@@ -16,15 +16,18 @@ struct Region {
     first: usize,
     starts: Vec<i64>,
     ends: Vec<i64>,
-    /// Columns some part had (parts without them filled in: -1 ids, 0 await).
+    /// Columns some part had (parts without them filled in: -1 ids, 0 await, -1 ready
+    /// wait).
     threads: Option<Vec<i64>>,
     tasks: Option<Vec<i64>>,
     awaits: Option<Vec<i64>>,
+    ready_waits: Option<Vec<i64>>,
+    steps: Option<Vec<i64>>,
     /// The first row seen (source and tags), without calls.
     template: RegionCalls,
     /// Calls announced by [`RunConcat::expect`], and which optional columns they have.
     planned: usize,
-    planned_columns: [bool; 3],
+    planned_columns: [bool; 5],
 }
 
 impl Region {
@@ -36,6 +39,8 @@ impl Region {
             threads: None,
             tasks: None,
             awaits: None,
+            ready_waits: None,
+            steps: None,
             template: RegionCalls {
                 source_file: row.source_file.clone(),
                 source_line: row.source_line,
@@ -44,7 +49,7 @@ impl Region {
                 ..RegionCalls::new(0, 0, empty(), empty())
             },
             planned: 0,
-            planned_columns: [false; 3],
+            planned_columns: [false; 5],
         }
     }
 
@@ -53,8 +58,15 @@ impl Region {
         let n = std::mem::take(&mut self.planned);
         self.starts.reserve_exact(n);
         self.ends.reserve_exact(n);
-        let [threads, tasks, awaits] = self.planned_columns;
-        for (slot, has) in [(&mut self.threads, threads), (&mut self.tasks, tasks), (&mut self.awaits, awaits)] {
+        let [threads, tasks, awaits, ready_waits, steps] = self.planned_columns;
+        let slots = [
+            (&mut self.threads, threads),
+            (&mut self.tasks, tasks),
+            (&mut self.awaits, awaits),
+            (&mut self.ready_waits, ready_waits),
+            (&mut self.steps, steps),
+        ];
+        for (slot, has) in slots {
             if has {
                 *slot = Some(Vec::with_capacity(n));
             }
@@ -139,7 +151,13 @@ impl RunConcat {
             let name = shape.region_names.get(row.region as usize).cloned().unwrap_or_default();
             let g = self.region(name, row);
             g.planned += n;
-            let has = [row.thread_ids.is_some(), row.task_ids.is_some(), row.await_ns.is_some()];
+            let has = [
+                row.thread_ids.is_some(),
+                row.task_ids.is_some(),
+                row.await_ns.is_some(),
+                row.ready_wait_ns.is_some(),
+                row.task_step_ns.is_some(),
+            ];
             for (planned, has) in g.planned_columns.iter_mut().zip(has) {
                 *planned |= has;
             }
@@ -165,6 +183,8 @@ impl RunConcat {
                 g.threads = first_opt(g.threads.is_some(), row.thread_ids, n, -1);
                 g.tasks = first_opt(g.tasks.is_some(), row.task_ids, n, -1);
                 g.awaits = first_opt(g.awaits.is_some(), row.await_ns, n, 0);
+                g.ready_waits = first_opt(g.ready_waits.is_some(), row.ready_wait_ns, n, -1);
+                g.steps = first_opt(g.steps.is_some(), row.task_step_ns, n, 0);
                 continue;
             }
             g.starts.extend_from_slice(row.start_ns.values());
@@ -172,6 +192,8 @@ impl RunConcat {
             extend_opt(&mut g.threads, have, row.thread_ids.as_ref(), n, -1);
             extend_opt(&mut g.tasks, have, row.task_ids.as_ref(), n, -1);
             extend_opt(&mut g.awaits, have, row.await_ns.as_ref(), n, 0);
+            extend_opt(&mut g.ready_waits, have, row.ready_wait_ns.as_ref(), n, -1);
+            extend_opt(&mut g.steps, have, row.task_step_ns.as_ref(), n, 0);
         }
         part.region_names.clear();
         self.last = part;
@@ -186,7 +208,13 @@ impl RunConcat {
         let position = |name: &str| region_order.and_then(|o| o.iter().position(|n| n == name)).unwrap_or(usize::MAX);
         let mut order: Vec<usize> = (0..names.len()).collect();
         order.sort_by_key(|&i| (position(&names[i]), regions[i].first));
-        let mut run = Run { threads: last.threads, tasks: last.tasks, metadata: last.metadata, ..Run::default() };
+        let mut run = Run {
+            threads: last.threads,
+            tasks: last.tasks,
+            metadata: last.metadata,
+            loop_blocks: last.loop_blocks,
+            ..Run::default()
+        };
         let mut slots: Vec<Option<Region>> = regions.into_iter().map(Some).collect();
         for i in order {
             let Some(region) = slots[i].take() else { continue };
@@ -236,7 +264,7 @@ impl Order {
 /// The row of one region's calls from every part, ordered ([`Order`]) one column at a time
 /// (each column's unordered values released once ordered).
 fn region_row(region: Region, id: u32) -> RegionCalls {
-    let Region { starts, ends, threads, tasks, awaits, template, .. } = region;
+    let Region { starts, ends, threads, tasks, awaits, ready_waits, steps, template, .. } = region;
     let order = Order::of(threads.as_deref(), &starts);
     RegionCalls {
         region: id,
@@ -246,6 +274,8 @@ fn region_row(region: Region, id: u32) -> RegionCalls {
         thread_ids: threads.map(|t| order.apply(t)),
         task_ids: tasks.map(|t| order.apply(t)),
         await_ns: awaits.map(|t| order.apply(t)),
+        ready_wait_ns: ready_waits.map(|t| order.apply(t)),
+        task_step_ns: steps.map(|t| order.apply(t)),
         ..template
     }
 }

@@ -272,6 +272,7 @@ impl TraceLoader {
             tasks: Vec::new(),
             metadata,
             num_ranks: u32::try_from(num_ranks).unwrap_or(u32::MAX).max(highest),
+            loop_blocks: Vec::new(),
         };
         Ok(LoadedTraces { run, num_ranks })
     }

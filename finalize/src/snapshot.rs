@@ -1,7 +1,7 @@
 //! Recorder snapshot -> [`Run`] (rank 0).
 use arrow_array::Int64Array;
 use arrow_buffer::ScalarBuffer;
-use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{LoopBlockRow, MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 use scope_profiler_recorder::{Recorder, RegionColumns, RegionMeta, TaskRowData, ThreadRowData};
 
 /// What one recorder holds at a checkpoint, as plain values.
@@ -19,6 +19,8 @@ pub struct Snapshot {
     pub thread_ids: bool,
     /// Whether calls carry task ids and await times (the recorder has async columns).
     pub task_columns: bool,
+    /// Event-loop blocks recorded so far (every one, like the lane tables), absolute ns.
+    pub loop_blocks: Vec<scope_profiler_recorder::event_loop::LoopBlock>,
 }
 
 impl Snapshot {
@@ -43,6 +45,7 @@ impl Snapshot {
             tasks: rec.task_rows(origin_ns),
             thread_ids: rec.tracking(),
             task_columns: rec.async_columns(),
+            loop_blocks: rec.loop_blocks().blocks(),
         }
     }
 }
@@ -78,6 +81,11 @@ pub fn run_from_snapshot(
         if snap.task_columns {
             row.task_ids = Some(Int64Array::from(cols.task_ids));
             row.await_ns = Some(Int64Array::from(cols.await_ns));
+            row.ready_wait_ns = Some(Int64Array::from(cols.ready_wait_ns));
+            // only rows with a call on a thread's own lane open across task steps carry it
+            if cols.task_step_ns.iter().any(|&v| v != 0) {
+                row.task_step_ns = Some(Int64Array::from(cols.task_step_ns));
+            }
         }
         row.source_file = m.source_file.as_deref().map(str::to_owned);
         row.source_line = m.source_line;
@@ -86,7 +94,23 @@ pub fn run_from_snapshot(
         run.regions.push(row);
     }
     run.threads = snap.threads.into_iter().map(thread_row).collect();
+    if !snap.task_columns {
+        // steps are timed only with async columns: not recorded, rather than 0
+        run.threads.iter_mut().for_each(|t| t.task_step_ns = scope_profiler_analysis::UNKNOWN);
+    }
     run.tasks = snap.tasks.into_iter().map(task_row).collect();
+    run.loop_blocks = snap
+        .loop_blocks
+        .iter()
+        .map(|b| LoopBlockRow {
+            rank: 0,
+            thread: b.thread as i64,
+            task: b.task,
+            start_ns: b.start_ns,
+            end_ns: b.end_ns,
+            delayed_tasks: b.delayed_tasks,
+        })
+        .collect();
     let mpi_size = run.meta_int("mpi_size").unwrap_or(1).max(1) as u32;
     // a tracked run that recorded no region is still a run of this process: one rank with
     // its thread table (the reference's file says 0 ranks: a defect we do not copy)
@@ -141,6 +165,8 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
         end_ns: r.end_ns,
         cpu_ns: r.cpu_ns,
         cpu_start_ns: r.cpu_start_ns,
+        task_step_ns: r.task_step_ns,
+        ready_wait_ns: r.ready_wait_ns,
         name: r.info.name,
     }
 }
@@ -151,6 +177,7 @@ pub fn task_row(t: TaskRowData) -> TaskRow {
         .on_thread(t.thread_index)
         .lifetime(t.created_ns, t.done_ns)
         .timing(t.steps, t.running_ns, t.suspended_ns)
+        .ready_wait(t.ready_wait_ns)
 }
 
 #[cfg(test)]

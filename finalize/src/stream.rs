@@ -726,6 +726,8 @@ struct RowCalls {
     threads: Option<Vec<i64>>,
     tasks: Option<Vec<i64>>,
     awaits: Option<Vec<i64>>,
+    ready_waits: Option<Vec<i64>>,
+    steps: Option<Vec<i64>>,
     metadata: Option<Vec<serde_json::Value>>,
 }
 
@@ -741,6 +743,8 @@ impl RowCalls {
             threads: r.thread_ids.as_ref().map(values),
             tasks: r.task_ids.as_ref().map(values),
             awaits: r.await_ns.as_ref().map(values),
+            ready_waits: r.ready_wait_ns.as_ref().map(values),
+            steps: r.task_step_ns.as_ref().map(values),
             metadata: r.event_metadata.as_deref().and_then(|m| serde_json::from_str(m).ok()),
         }
     }
@@ -765,6 +769,8 @@ impl RowCalls {
         join(&mut self.threads, other.threads, have, n, -1);
         join(&mut self.tasks, other.tasks, have, n, -1);
         join(&mut self.awaits, other.awaits, have, n, 0);
+        join(&mut self.ready_waits, other.ready_waits, have, n, -1);
+        join(&mut self.steps, other.steps, have, n, 0);
         join(&mut self.metadata, other.metadata, have, n, serde_json::Value::Object(Default::default()));
         let numbered = self.ids.is_some() && other.ids.is_some();
         join(&mut self.ids, other.ids.filter(|_| numbered), have, n, -1);
@@ -787,6 +793,8 @@ impl RowCalls {
         row.thread_ids = self.threads.as_deref().map(pick);
         row.task_ids = self.tasks.as_deref().map(pick);
         row.await_ns = self.awaits.as_deref().map(pick);
+        row.ready_wait_ns = self.ready_waits.as_deref().map(pick);
+        row.task_step_ns = self.steps.as_deref().map(pick);
         row.event_metadata =
             self.metadata.map(|m| serde_json::Value::Array(perm.iter().map(|&k| m[k].clone()).collect()).to_string());
         row.stored = None;

@@ -26,17 +26,28 @@ use scope_profiler_formats::hdf5::chunks::{decode_column, encode_column};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 
 /// First bytes of every encoding (the trailing byte is the encoding version).
-pub const MAGIC: &[u8; 6] = b"SPRUN\x02";
+pub const MAGIC: &[u8; 6] = b"SPRUN\x03";
 /// First bytes of an encoding whose columns are elsewhere ([`encode_run_apart`]).
 pub const APART_MAGIC: &[u8; 6] = b"SPRUNC";
 /// First bytes of a compact encoding ([`encode_run_compact`]): its columns, then the rest.
-pub const COMPACT_MAGIC: &[u8; 6] = b"SPCOL\x01";
+pub const COMPACT_MAGIC: &[u8; 6] = b"SPCOL\x02";
 
 /// The per-call columns of a row, in encoding order: `[start, end, gpu, call ids, parent
-/// ids, thread ids, task ids, await]` (an optional one flagged by bit `kind - 2`).
-const KINDS: usize = 8;
+/// ids, thread ids, task ids, await, task steps]` (an optional one flagged by bit
+/// [`flag_bit`]`(kind)`).
+const KINDS: usize = 9;
 /// Row flag: the row's stored statistics follow (only in the forms with columns apart).
 const STORED_FLAG: u8 = 1 << 6;
+
+/// The row-flag bit of optional column `kind` (2..KINDS): `kind - 2`, the task steps bit 7
+/// (bit 6 is [`STORED_FLAG`]).
+fn flag_bit(kind: usize) -> u8 {
+    if kind == 8 {
+        7
+    } else {
+        (kind - 2) as u8
+    }
+}
 
 struct Enc(Vec<u8>);
 
@@ -233,7 +244,8 @@ fn has_kind(row: &RegionCalls, kind: usize) -> bool {
         4 => row.parent_ids.is_some(),
         5 => row.thread_ids.is_some(),
         6 => row.task_ids.is_some(),
-        _ => row.await_ns.is_some(),
+        7 => row.await_ns.is_some(),
+        _ => row.task_step_ns.is_some(),
     }
 }
 
@@ -247,7 +259,8 @@ fn set_kind(row: &mut RegionCalls, kind: usize, values: Int64Array) {
         4 => row.parent_ids = Some(values.into()),
         5 => row.thread_ids = Some(values),
         6 => row.task_ids = Some(values),
-        _ => row.await_ns = Some(values),
+        7 => row.await_ns = Some(values),
+        _ => row.task_step_ns = Some(values),
     }
 }
 
@@ -417,11 +430,11 @@ fn encode_row(r: &RegionCalls, e: &mut Enc, cols: &mut dyn ColumnsOut, stored: b
     e.u64(r.len() as u64);
     let (call_ids, parent_ids) =
         (r.call_ids.as_ref().map(|c| c.to_array()), r.parent_ids.as_ref().map(|c| c.to_array()));
-    let opt = [&r.gpu_ns, &call_ids, &parent_ids, &r.thread_ids, &r.task_ids, &r.await_ns];
+    let opt = [&r.gpu_ns, &call_ids, &parent_ids, &r.thread_ids, &r.task_ids, &r.await_ns, &r.task_step_ns];
     let mut flags = 0u8;
-    for (bit, c) in opt.iter().enumerate() {
+    for (k, c) in opt.iter().enumerate() {
         if c.is_some() {
-            flags |= 1 << bit;
+            flags |= 1 << flag_bit(2 + k);
         }
     }
     let stats = r.stored.filter(|_| stored);
@@ -431,9 +444,9 @@ fn encode_row(r: &RegionCalls, e: &mut Enc, cols: &mut dyn ColumnsOut, stored: b
     e.u8(flags);
     cols.put(e, 0, &r.start_ns);
     cols.put(e, 1, &r.end_ns);
-    for (bit, c) in opt.into_iter().enumerate() {
+    for (k, c) in opt.into_iter().enumerate() {
         if let Some(c) = c {
-            cols.put(e, 2 + bit, c);
+            cols.put(e, 2 + k, c);
         }
     }
     e.opt_str(&r.source_file);
@@ -461,7 +474,7 @@ fn encode_tables(run: &Run, e: &mut Enc) {
     e.u64(run.threads.len() as u64);
     for t in &run.threads {
         e.u32(t.rank);
-        for v in [t.index, t.ident, t.native_id, t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns] {
+        for v in [t.index, t.ident, t.native_id, t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns, t.task_step_ns] {
             e.i64(v);
         }
         e.u8(t.daemon as u8);
@@ -546,13 +559,13 @@ fn decode_row(d: &mut Dec<'_>, cols: &mut dyn ColumnsIn, stored: bool) -> D<Regi
     let flags = d.u8()?;
     let start_ns = cols.get(d, 0, n)?;
     let end_ns = cols.get(d, 1, n)?;
-    let mut opt: [Option<Int64Array>; 6] = Default::default();
-    for (bit, slot) in opt.iter_mut().enumerate() {
-        if flags & (1 << bit) != 0 {
-            *slot = Some(cols.get(d, 2 + bit, n)?);
+    let mut opt: [Option<Int64Array>; KINDS - 2] = Default::default();
+    for (k, slot) in opt.iter_mut().enumerate() {
+        if flags & (1 << flag_bit(2 + k)) != 0 {
+            *slot = Some(cols.get(d, 2 + k, n)?);
         }
     }
-    let [gpu_ns, call_ids, parent_ids, thread_ids, task_ids, await_ns] = opt;
+    let [gpu_ns, call_ids, parent_ids, thread_ids, task_ids, await_ns, task_step_ns] = opt;
     let source_file = d.opt_str()?;
     let source_line = d.opt_i64()?;
     let source_text = d.opt_str()?;
@@ -570,6 +583,7 @@ fn decode_row(d: &mut Dec<'_>, cols: &mut dyn ColumnsIn, stored: bool) -> D<Regi
         thread_ids,
         task_ids,
         await_ns,
+        task_step_ns,
         source_file,
         source_line,
         source_text,
@@ -604,11 +618,12 @@ fn decode_stats(d: &mut Dec<'_>) -> D<StoredStats> {
 fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
     for _ in 0..d.len()? {
         let rank = d.u32()?;
-        let (index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns) =
-            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
+        let (index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns, task_step_ns) =
+            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow {
+            ready_wait_ns: -1,
             rank,
             index,
             ident,
@@ -618,6 +633,7 @@ fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
             end_ns,
             cpu_ns,
             cpu_start_ns,
+            task_step_ns,
             name,
         });
     }

@@ -1,4 +1,4 @@
-//! The run transport (`SPRUN\x02`) and the stacking of runs.
+//! The run transport (`SPRUN\x03`) and the stacking of runs.
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
 use scope_profiler_finalize::transport::{
@@ -55,6 +55,7 @@ fn full_run() -> Run {
     c.parent_ids = Some(col(&[-1]).into());
     let empty = RegionCalls::new(1, 1, col(&[]), col(&[]));
     Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["a".into(), "b é".into()],
         regions: vec![a, b, c, empty],
         threads: vec![thread(0, 0, "MainThread"), thread(0, 1, "w"), thread(1, 0, "")],
@@ -117,7 +118,7 @@ fn assert_same(a: &Run, b: &Run) {
 fn round_trip_keeps_every_column_table_and_metadata() {
     let run = full_run();
     let bytes = encode_run(&run);
-    assert_eq!(&bytes[..6], b"SPRUN\x02");
+    assert_eq!(&bytes[..6], b"SPRUN\x03");
     assert_eq!(&bytes[..6], MAGIC);
     let back = decode_run(&bytes).unwrap();
     assert_same(&run, &back);
@@ -141,6 +142,7 @@ fn round_trip_keeps_everything() {
     row.tags = vec!["t".into()];
     row.exclusive_total_ns = Some(3);
     let run = Run {
+        loop_blocks: Vec::new(),
         region_names: vec!["a".into(), "b é".into()],
         regions: vec![row],
         threads: vec![ThreadRow { daemon: true, name: "M".into(), ..thread(0, 0, "M") }],
@@ -184,7 +186,7 @@ fn every_truncation_and_an_extra_byte_are_errors() {
 #[test]
 fn bad_magic_is_an_error() {
     let mut bytes = encode_run(&full_run());
-    bytes[5] = 3; // a future version
+    bytes[5] = 4; // a future version
     assert_eq!(decode_run(&bytes).unwrap_err().0, "not a scope-profiler run encoding");
     assert!(decode_run(b"PK\x03\x04 not a run").is_err());
 }
@@ -253,6 +255,7 @@ fn one_rank(rank_names: &[&str], meta: i64) -> Run {
     row.call_ids = Some(col(&[0, 1]).into());
     row.parent_ids = Some(col(&[-1, 0]).into());
     Run {
+        loop_blocks: Vec::new(),
         region_names: rank_names.iter().map(|s| s.to_string()).collect(),
         regions: vec![row],
         threads: vec![thread(0, 0, "MainThread")],

@@ -19,12 +19,13 @@ use scope_profiler_analysis::summary_order::{
     busiest, sort_region_rows, split_at_limit, task_busy_time, thread_busy_time, REPORT_ROWS,
 };
 use scope_profiler_analysis::{
-    rank_summary, secs, LaneLabels, MetaValue, RankSummary, RegionSummaryRow, Run, SortKey, TaskSummaryRow,
-    ThreadSummaryRow,
+    loop_blocks, rank_summary, secs, LaneLabels, MetaValue, RankSummary, RegionSummaryRow, Run, SortKey,
+    TaskSummaryRow, ThreadSummaryRow,
 };
 
 use crate::export_output::{io_err, markup_escape as esc, write_atomic};
 use crate::flamegraph::write_flamegraph_svg_fixed_to;
+use crate::text_summary::SUMMARY_BLOCK_NS;
 use crate::timeline::{timeline_svg, TimelineOptions};
 use crate::{ExportError, Selection};
 
@@ -320,6 +321,49 @@ fn rank_tables(out: &mut String, run: &Run, s: &RankSummary, multi: bool) {
             task_table(out, run, s.rank, tasks);
         }
     }
+    loop_blocks_table(out, run, s.rank, &heading("Event loop blocked"));
+}
+
+/// The loop blocks of one rank of [`SUMMARY_BLOCK_NS`] or more, the longest first (at most
+/// [`REPORT_ROWS`]; the rest summed in a last row), as the text summary lists them: start,
+/// the lane that held the loop, the region it ran in, the ready tasks it kept waiting.
+fn loop_blocks_table(out: &mut String, run: &Run, rank: u32, heading: &str) {
+    let Ok(blocks) = loop_blocks(run, rank, SUMMARY_BLOCK_NS) else { return };
+    if blocks.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "<h3>{}</h3>", esc(heading));
+    let labels = LaneLabels::new(run, rank);
+    let shown = &blocks[..blocks.len().min(REPORT_ROWS)];
+    let rows = shown
+        .iter()
+        .map(|b| {
+            let lane = if b.task >= 0 {
+                labels.label(b.task)
+            } else {
+                format!("{} (a callback)", labels.thread_label(b.thread))
+            };
+            vec![
+                s6(b.duration),
+                s6(b.start),
+                text(lane),
+                text(b.region.clone().unwrap_or_else(|| "-".into())),
+                int(b.delayed_tasks),
+            ]
+        })
+        .collect();
+    let rest = (blocks.len() > shown.len()).then(|| {
+        let others = &blocks[shown.len()..];
+        let total: f64 = others.iter().map(|b| b.duration).sum();
+        vec![s6(total), text(""), text(format!("… {} more blocks", others.len())), text(""), text("")]
+    });
+    table(out, "loop-blocks", &["blocked", "at", "lane", "region", "tasks delayed"], rows, rest);
+    out.push_str(
+        "<p class=\"help\">Stretches in which one task step or callback held the event loop's thread for \
+         10 ms or more, the longest first (red bands on the timeline): at = from the run's start; region = the \
+         innermost region that covers most of the block; tasks delayed = tasks that were ready to resume and \
+         waited for it.</p>\n",
+    );
 }
 
 /// `N more <what>` and the sums of the rows left out, as the last row of a table whose
@@ -372,9 +416,14 @@ fn region_table(out: &mut String, s: &RankSummary) {
 /// The thread table: the busiest threads (by held, else region time).
 fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
     let held = threads.iter().any(|t| t.held_time.is_some());
+    // recorded by runs that time task steps (track_async)
+    let steps = held && threads.iter().any(|t| t.task_step_time.is_some());
     let mut headers = vec!["index", "name", "alive", "wall", "cpu", "calls", "region"];
     if held {
         headers.extend(["held", "await"]);
+    }
+    if steps {
+        headers.extend(["task steps", "Σ task awaits"]);
     }
     let times: Vec<f64> = threads.iter().map(thread_busy_time).collect();
     let (mut shown, rest) = busiest(&times, Some(REPORT_ROWS));
@@ -402,6 +451,9 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
             if held {
                 row.extend([opt_s(t.held_time), opt_s(t.await_time)]);
             }
+            if steps {
+                row.extend([opt_s(t.task_step_time), opt_s(t.task_await_time_sum)]);
+            }
             row
         })
         .collect();
@@ -417,7 +469,13 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
          burned during the run; region: wall-clock time covered by the top-level calls of the thread and \
          of the tasks that ran on it (overlaps counted once)",
     );
-    if held {
+    if steps {
+        out.push_str(
+            "; held: the thread's own calls outside the task steps it ran, plus those steps (task steps); \
+             await: time its tasks' calls were open with none of them running; Σ task awaits: the tasks' \
+             awaits summed (a per-task sum, not a time of the thread)",
+        );
+    } else if held {
         out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
     }
     out.push_str(".</p>\n");
@@ -429,11 +487,15 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
         run.rank_tasks(rank).map(|r| (r.index, r)).collect();
     let labels = LaneLabels::new(run, rank);
     let held = tasks.iter().any(|t| t.held_time.is_some());
+    let ready = tasks.iter().any(|t| t.ready_wait_time.is_some());
     let mut headers = vec!["index", "lane", "steps", "wall", "calls", "region"];
     if held {
         headers.extend(["held", "await"]);
     }
     headers.extend(["running", "awaiting"]);
+    if ready {
+        headers.push("ready wait");
+    }
     let times: Vec<f64> = tasks.iter().map(task_busy_time).collect();
     let (shown, rest) = busiest(&times, Some(REPORT_ROWS));
     let rows = shown
@@ -454,6 +516,9 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
             }
             row.push(row_of.map(|r| ns_s(r.running_ns)).unwrap_or_else(|| text("-")));
             row.push(row_of.map(|r| ns_s(r.suspended_ns)).unwrap_or_else(|| text("-")));
+            if ready {
+                row.push(opt_s(t.ready_wait_time));
+            }
             row
         })
         .collect();
@@ -466,8 +531,9 @@ fn task_table(out: &mut String, run: &Run, rank: u32, tasks: &[TaskSummaryRow]) 
     table(out, "tasks", &headers, rows, rest);
     out.push_str(
         "<p class=\"help\">The busiest tasks first (by held time); wall: creation to completion (or the run's \
-         end); region / held / await: the task's top-level calls; running / awaiting: all the task's steps, inside \
-         regions or not.</p>\n",
+         end); region / held / await: the task's top-level calls; ready wait: the part of the task's waits in \
+         which it was ready to resume but its event loop ran other code; running / awaiting: all the task's \
+         steps, inside regions or not.</p>\n",
     );
 }
 

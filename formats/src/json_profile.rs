@@ -338,6 +338,8 @@ impl Serialize for RowOut<'_> {
             ("thread_ids", r.thread_ids.as_ref()),
             ("task_ids", r.task_ids.as_ref()),
             ("await_ns", r.await_ns.as_ref()),
+            ("ready_wait_ns", r.ready_wait_ns.as_ref()),
+            ("task_step_ns", r.task_step_ns.as_ref()),
         ] {
             if let Some(col) = col {
                 m.serialize_entry(key, &Ints(col))?;
@@ -372,6 +374,11 @@ struct ThreadOut<'a> {
     /// Not in the reference's format: written only when known.
     #[serde(skip_serializing_if = "is_unknown")]
     cpu_start_ns: i64,
+    /// Not in the reference's format: written only when known.
+    #[serde(skip_serializing_if = "is_unknown")]
+    task_step_ns: i64,
+    #[serde(skip_serializing_if = "is_unknown")]
+    ready_wait_ns: i64,
 }
 
 fn is_unknown(v: &i64) -> bool {
@@ -390,6 +397,18 @@ struct TaskOut<'a> {
     steps: i64,
     running_ns: i64,
     suspended_ns: i64,
+    #[serde(skip_serializing_if = "is_unknown")]
+    ready_wait_ns: i64,
+}
+
+/// One event-loop block (`loop_blocks`, per rank): absolute ns as the calls.
+#[derive(Serialize, Deserialize)]
+struct BlockJson {
+    thread: i64,
+    task: i64,
+    start_ns: i64,
+    end_ns: i64,
+    delayed_tasks: i64,
 }
 
 #[derive(Serialize)]
@@ -406,6 +425,8 @@ struct DocOut<'a> {
     threads: BTreeMap<u32, Vec<ThreadOut<'a>>>,
     #[serde(skip_serializing_if = "BTreeMap::is_empty")]
     tasks: BTreeMap<u32, Vec<TaskOut<'a>>>,
+    #[serde(skip_serializing_if = "BTreeMap::is_empty")]
+    loop_blocks: BTreeMap<u32, Vec<BlockJson>>,
 }
 
 /// The document of `run` restricted to `sel` (ranks as a set; `sel.regions` names; the
@@ -442,6 +463,8 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            task_step_ns: t.task_step_ns,
+            ready_wait_ns: t.ready_wait_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -457,6 +480,17 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             steps: t.steps,
             running_ns: t.running_ns,
             suspended_ns: t.suspended_ns,
+            ready_wait_ns: t.ready_wait_ns,
+        });
+    }
+    let mut loop_blocks: BTreeMap<u32, Vec<BlockJson>> = BTreeMap::new();
+    for b in run.loop_blocks.iter().filter(|b| keep_rank(b.rank)) {
+        loop_blocks.entry(b.rank).or_default().push(BlockJson {
+            thread: b.thread,
+            task: b.task,
+            start_ns: b.start_ns,
+            end_ns: b.end_ns,
+            delayed_tasks: b.delayed_tasks,
         });
     }
     DocOut {
@@ -470,6 +504,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
         regions,
         threads,
         tasks,
+        loop_blocks,
     }
 }
 
@@ -519,6 +554,8 @@ struct DocIn {
     threads: Option<BTreeMap<String, Vec<ThreadIn>>>,
     #[serde(default)]
     tasks: Option<BTreeMap<String, Vec<TaskIn>>>,
+    #[serde(default)]
+    loop_blocks: Option<BTreeMap<String, Vec<BlockJson>>>,
 }
 
 #[derive(Deserialize)]
@@ -542,6 +579,8 @@ struct RowIn {
     thread_ids: Option<Vec<i64>>,
     task_ids: Option<Vec<i64>>,
     await_ns: Option<Vec<i64>>,
+    ready_wait_ns: Option<Vec<i64>>,
+    task_step_ns: Option<Vec<i64>>,
     exclusive_total_ns: Option<i64>,
 }
 
@@ -568,6 +607,10 @@ struct ThreadIn {
     cpu_ns: i64,
     #[serde(default = "minus_one")]
     cpu_start_ns: i64,
+    #[serde(default = "minus_one")]
+    task_step_ns: i64,
+    #[serde(default = "minus_one")]
+    ready_wait_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -591,6 +634,8 @@ struct TaskIn {
     running_ns: i64,
     #[serde(default)]
     suspended_ns: i64,
+    #[serde(default = "minus_one")]
+    ready_wait_ns: i64,
 }
 
 /// The file's bytes, gunzipped when they start with the gzip magic.
@@ -723,6 +768,8 @@ fn region_row(path: &Path, id: u32, r: RowIn) -> Result<RegionCalls, JsonError> 
     row.thread_ids = col("thread_ids", &r.thread_ids)?;
     row.task_ids = col("task_ids", &r.task_ids)?;
     row.await_ns = col("await_ns", &r.await_ns)?;
+    row.ready_wait_ns = col("ready_wait_ns", &r.ready_wait_ns)?;
+    row.task_step_ns = col("task_step_ns", &r.task_step_ns)?;
     row.source_file = r.source_file;
     row.source_line = r.source_lineno;
     row.source_text = r.source_text;
@@ -792,6 +839,8 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             end_ns: t.end_ns,
             cpu_ns: t.cpu_ns,
             cpu_start_ns: t.cpu_start_ns,
+            task_step_ns: t.task_step_ns,
+            ready_wait_ns: t.ready_wait_ns,
             name: t.name,
         }));
     }
@@ -804,9 +853,23 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
                 .on_thread(t.thread_index)
                 .lifetime(t.created_ns, t.done_ns)
                 .timing(t.steps, t.running_ns, t.suspended_ns)
+                .ready_wait(t.ready_wait_ns)
         }));
     }
     tasks.sort_by_key(|t| (t.rank, t.index));
+    let mut loop_blocks = Vec::new();
+    for (rank, rows) in doc.loop_blocks.unwrap_or_default() {
+        let rank = rank_key(path, &rank)?;
+        loop_blocks.extend(rows.into_iter().map(|b| scope_profiler_analysis::LoopBlockRow {
+            rank,
+            thread: b.thread,
+            task: b.task,
+            start_ns: b.start_ns,
+            end_ns: b.end_ns,
+            delayed_tasks: b.delayed_tasks,
+        }));
+    }
+    loop_blocks.sort_by_key(|b| b.rank);
 
     let metadata = match doc.metadata {
         Some(Json::Object(fields)) => fields.into_iter().filter_map(|(k, v)| meta_value(v).map(|v| (k, v))).collect(),
@@ -821,7 +884,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
         .max()
         .map(|r| r + 1);
     let num_ranks = doc.num_ranks.unwrap_or(0).max(max_rank.unwrap_or(0));
-    Ok(Run { region_names, regions, threads, tasks, metadata, num_ranks })
+    Ok(Run { region_names, regions, threads, tasks, metadata, num_ranks, loop_blocks })
 }
 
 /// The target of each run (`(label, file stem)`) for `filepath` (the reference's

@@ -107,6 +107,7 @@ fn with_rows(run: &Run, regions: Vec<RegionCalls>) -> Run {
         tasks: run.tasks.clone(),
         metadata: run.metadata.clone(),
         num_ranks: run.num_ranks,
+        loop_blocks: run.loop_blocks.clone(),
     }
 }
 

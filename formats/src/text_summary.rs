@@ -7,8 +7,8 @@ use scope_profiler_analysis::summary_order::{
     busiest, sort_region_rows, split_at_limit, task_busy_time, RUN_PRINTOUT_TOP, TASK_ROWS,
 };
 use scope_profiler_analysis::{
-    rank_summary, secs, summary_only_note, task_summary, thread_summary, thread_table_note, LaneLabels, NestingError,
-    RankSummary, Run, SortKey, TaskSummaryRow, ThreadSummaryRow,
+    loop_blocks, rank_summary, secs, summary_only_note, task_summary, thread_summary, thread_table_note, LaneLabels,
+    LoopBlock, NestingError, RankSummary, Run, SortKey, TaskSummaryRow, ThreadSummaryRow,
 };
 use unicode_width::UnicodeWidthStr;
 
@@ -215,8 +215,72 @@ pub fn summary_report(run: &Run, title: &str, opts: &SummaryOptions) -> SummaryR
         if let Some(msg) = &sum.thread_table_note {
             let _ = writeln!(out, "  note: {title}: {msg}");
         }
+        loop_blocks_section(&mut out, run, rank);
     }
     SummaryReport { text: out, advised_track_async }
+}
+
+/// Loop blocks the summary lists: at least this long (ns)...
+pub const SUMMARY_BLOCK_NS: i64 = 10_000_000;
+/// ...and at most this many, the longest (the rest are counted).
+pub const SUMMARY_BLOCKS: usize = 10;
+
+/// The "event loop blocked" section of one rank, when it has loop blocks of at least
+/// [`SUMMARY_BLOCK_NS`]: the [`SUMMARY_BLOCKS`] longest, each with its start (s from the
+/// run's start), the lane that held the loop, the region it ran in and how many tasks were
+/// ready and kept waiting by it.
+fn loop_blocks_section(out: &mut String, run: &Run, rank: u32) {
+    let Ok(blocks) = loop_blocks(run, rank, SUMMARY_BLOCK_NS) else { return };
+    if blocks.is_empty() {
+        return;
+    }
+    let labels = LaneLabels::new(run, rank);
+    let lane = |b: &LoopBlock| {
+        if b.task >= 0 {
+            labels.label(b.task)
+        } else {
+            format!("{} (a callback)", labels.thread_label(b.thread))
+        }
+    };
+    let shown = &blocks[..blocks.len().min(SUMMARY_BLOCKS)];
+    let lanes: Vec<String> = shown.iter().map(|b| cell_text(&lane(b))).collect();
+    let regions: Vec<String> = shown.iter().map(|b| cell_text(b.region.as_deref().unwrap_or("-"))).collect();
+    let lane_w = lanes.iter().map(|l| display_width(l)).max().unwrap_or(4).clamp(4, 60);
+    let region_w = regions.iter().map(|r| display_width(r)).max().unwrap_or(6).max(6);
+    let _ = writeln!(
+        out,
+        "\n{}: event loop blocked ({} block(s) of {} or more)",
+        run.rank_label(rank),
+        blocks.len(),
+        duration_text_ns(SUMMARY_BLOCK_NS as f64)
+    );
+    let _ = writeln!(
+        out,
+        "  {:>W$} {:>9} {} {} {:>7}",
+        "blocked",
+        "at s",
+        pad("lane", lane_w),
+        pad("region", region_w),
+        "delayed",
+        W = TIME_W
+    );
+    for ((b, lane), region) in shown.iter().zip(&lanes).zip(&regions) {
+        let _ = writeln!(
+            out,
+            "  {:>W$} {:>9.3} {} {} {:>7}",
+            duration_text_ns(b.duration * 1e9),
+            b.start,
+            pad(lane, lane_w),
+            pad(region, region_w),
+            b.delayed_tasks,
+            W = TIME_W
+        );
+    }
+    if blocks.len() > shown.len() {
+        let rest = &blocks[shown.len()..];
+        let total: f64 = rest.iter().map(|b| b.duration).sum();
+        let _ = writeln!(out, "  ... and {} more block(s), {} blocked", rest.len(), duration_text_ns(total * 1e9));
+    }
 }
 
 /// The region table of one rank (`sum`), sorted and bounded as `opts` asks, then its notes.
@@ -371,14 +435,16 @@ fn threads_text_with(
 
 /// The rows of the thread table (index order).
 /// Without the calls (`calls_known` false: a summary-only read) the lanes' calls and times
-/// print as `-`.
+/// print as `-`. With task steps recorded, two columns more: the time in task steps and
+/// the tasks' summed awaits (a per-task sum, not a time of the thread), then a line saying so.
 fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls_known: bool) {
     // rows of thread ids without a table row (`thread 7`) too
     let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
     let with_await = rows.iter().any(|r| r.await_time.is_some());
+    let with_steps = with_await && rows.iter().any(|r| r.task_step_time.is_some());
     let _ = writeln!(
         out,
-        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
         "index",
         pad("name", name_w),
         "alive",
@@ -387,6 +453,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         "calls",
         "region",
         if with_await { format!(" {:>W$} {:>W$}", "held", "await", W = TIME_W) } else { String::new() },
+        if with_steps { format!(" {:>W$} {:>W$}", "task steps", "Σ awaits", W = TIME_W) } else { String::new() },
         W = TIME_W
     );
     for row in rows {
@@ -399,7 +466,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         };
         let _ = writeln!(
             out,
-            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}",
+            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
             row.index,
             pad(&cell_text(&row.name), name_w),
             alive,
@@ -412,7 +479,19 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
             } else {
                 String::new()
             },
+            if with_steps {
+                format!(" {:>W$} {:>W$}", opt_s(row.task_step_time), opt_s(row.task_await_time_sum), W = TIME_W)
+            } else {
+                String::new()
+            },
             W = TIME_W
+        );
+    }
+    if with_steps {
+        let _ = writeln!(
+            out,
+            "  (held: the thread's own calls outside task steps, and the task steps; await: its tasks'\n  \
+             calls open with none running; Σ awaits: the tasks' awaits summed, not a time of the thread)"
         );
     }
 }
@@ -611,6 +690,94 @@ mod tests {
         assert_eq!(rows[20], "  ... and 10 more tasks, 10 call(s), 145 ns held");
         let all = summary_text_with(&run, "t.h5", &SummaryOptions { all_tasks: true, ..SummaryOptions::default() });
         assert_eq!(all.lines().skip_while(|l| !l.ends_with(": tasks")).skip(2).count(), 30, "{all}");
+    }
+
+    /// A run with event-loop blocks of 10 ms or more lists the longest under "event loop
+    /// blocked": duration, start, the lane that held the loop, the region the block ran in
+    /// and the tasks it delayed; shorter blocks are left out, and more than ten are counted.
+    #[test]
+    fn the_summary_lists_the_longest_loop_blocks_with_their_region() {
+        use scope_profiler_analysis::{LoopBlockRow, TaskRow, ThreadRow};
+        const MS: i64 = 1_000_000;
+        // task 0 holds the loop 80 ms inside `blocking` (100..180 ms); a callback 12 ms; a 5 ms block
+        let mut r = RegionCalls::new(0, 0, Int64Array::from(vec![100 * MS]), Int64Array::from(vec![180 * MS]));
+        r.thread_ids = Some(Int64Array::from(vec![0]));
+        r.task_ids = Some(Int64Array::from(vec![0]));
+        r.await_ns = Some(Int64Array::from(vec![0]));
+        let block = |task: i64, start: i64, end: i64, delayed: i64| LoopBlockRow {
+            rank: 0,
+            thread: 0,
+            task,
+            start_ns: start * MS,
+            end_ns: end * MS,
+            delayed_tasks: delayed,
+        };
+        let mut run = Run {
+            region_names: vec!["blocking".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(0, 0, "MainThread") }],
+            tasks: vec![TaskRow::new(0, 0, "task", "Task-1", "m.blocker").on_thread(0)],
+            metadata: vec![("start_time_ns".into(), scope_profiler_analysis::MetaValue::Int(0))],
+            num_ranks: 1,
+            loop_blocks: vec![block(0, 100, 180, 5), block(-1, 300, 312, 2), block(0, 400, 405, 1)],
+        };
+        let text = summary_text(&run, "t.h5");
+        let section: Vec<&str> = text.lines().skip_while(|l| !l.contains(": event loop blocked")).collect();
+        assert_eq!(section[0], "rank 0: event loop blocked (2 block(s) of 10.0 ms or more)", "{text}");
+        let first: Vec<&str> = section[2].split_whitespace().collect();
+        assert_eq!(
+            first,
+            ["80.0", "ms", "0.100", "Task-1", "(blocker)", "on", "MainThread", "blocking", "5"],
+            "{text}"
+        );
+        let second: Vec<&str> = section[3].split_whitespace().collect();
+        assert_eq!(second, ["12.0", "ms", "0.300", "MainThread", "(a", "callback)", "-", "2"], "{text}");
+        assert_eq!(section.len(), 4, "{text}");
+        // eleven blocks of 10 ms or more: ten rows and a count
+        run.loop_blocks = (0..11).map(|k| block(-1, 1000 + 100 * k, 1000 + 100 * k + 20 + k, 0)).collect();
+        let text = summary_text(&run, "t.h5");
+        let section: Vec<&str> = text.lines().skip_while(|l| !l.contains(": event loop blocked")).collect();
+        assert_eq!(section.len(), 13, "{text}");
+        assert!(section[2].trim_start().starts_with("30.0 ms"), "the longest first: {text}");
+        assert_eq!(section[12], "  ... and 1 more block(s), 20.0 ms blocked");
+        // none of 10 ms or more: no section
+        run.loop_blocks = vec![block(0, 400, 405, 1)];
+        assert!(!summary_text(&run, "t.h5").contains("event loop blocked"));
+    }
+
+    /// With task steps recorded, the thread table says how long the thread ran task steps
+    /// and, under its own name, the tasks' summed awaits (more than the thread's wall time
+    /// here: two tasks awaiting at once), then what each column is.
+    #[test]
+    fn the_thread_table_names_the_per_task_sum() {
+        use scope_profiler_analysis::{TaskRow, ThreadRow};
+        let mut body = RegionCalls::new(0, 0, Int64Array::from(vec![0]), Int64Array::from(vec![1_000_000]));
+        body.thread_ids = Some(Int64Array::from(vec![0]));
+        body.task_ids = Some(Int64Array::from(vec![-1]));
+        body.await_ns = Some(Int64Array::from(vec![0]));
+        body.task_step_ns = Some(Int64Array::from(vec![200_000]));
+        let mut wait = RegionCalls::new(1, 0, Int64Array::from(vec![0, 0]), Int64Array::from(vec![900_000, 900_000]));
+        wait.thread_ids = Some(Int64Array::from(vec![0, 0]));
+        wait.task_ids = Some(Int64Array::from(vec![0, 1]));
+        wait.await_ns = Some(Int64Array::from(vec![800_000, 800_000]));
+        let main = ThreadRow { task_step_ns: 200_000, end_ns: 1_000_000, ..ThreadRow::new(0, 0, "MainThread") };
+        let run = Run {
+            region_names: vec!["__main__.<module>".into(), "wait".into()],
+            regions: vec![body, wait],
+            threads: vec![main],
+            tasks: (0..2).map(|k| TaskRow::new(0, k, "task", format!("Task-{k}"), "m.w").on_thread(0)).collect(),
+            num_ranks: 1,
+            ..Run::default()
+        };
+        let text = summary_text(&run, "t.h5");
+        let header = text.lines().find(|l| l.trim_start().starts_with("index name")).unwrap();
+        assert!(header.ends_with("held      await task steps   Σ awaits"), "{text}");
+        let row = text.lines().find(|l| l.contains("MainThread")).unwrap();
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        // held: the body outside the steps (0.8 ms) + the steps (0.2 ms); await: the union of
+        // the task calls (0.9 ms) less their held time (2 x 0.1 ms); Σ awaits 2 x 0.8 ms
+        assert_eq!(&cells[cells.len() - 8..], ["1.00", "ms", "700", "µs", "200", "µs", "1.60", "ms"], "{text}");
+        assert!(text.contains("Σ awaits: the tasks' awaits summed, not a time of the thread)"), "{text}");
     }
 
     /// Calls of an event loop's tasks recorded without `track_async` cross on their thread's

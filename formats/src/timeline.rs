@@ -27,7 +27,7 @@ use std::fmt::Write as _;
 use std::io::Write;
 use std::path::Path;
 
-use scope_profiler_analysis::{LaneLabels, Run, TaskRow, ThreadRow};
+use scope_profiler_analysis::{lane_id, LaneLabels, Run, TaskRow, ThreadRow};
 
 use crate::export_lanes::{origin_ns, reconstruct, RankCalls};
 use crate::export_output::{io_err, markup_escape as esc, write_atomic};
@@ -754,6 +754,49 @@ impl<'a> Timeline<'a> {
         );
     }
 
+    /// Event-loop blocks of [`LOOP_BLOCK_MARK_NS`] or more, as red bands behind the calls of
+    /// the loop's thread row and of the task row that held the loop (rows drawn only), the
+    /// longest [`LOOP_BLOCK_MARKS`] per rank; each band's tooltip gives the block.
+    fn loop_block_marks(&self, s: &mut String, rows: &RankRows<'_>, row_y: &[Vec<f64>]) {
+        for (v, ys) in rows.iter().map(|(_, v)| v).zip(row_y) {
+            let Some(rank) = v.first().map(|row| row.r.rank) else { continue };
+            let mut blocks: Vec<_> = self
+                .run
+                .loop_blocks
+                .iter()
+                .filter(|b| b.rank == rank && b.end_ns - b.start_ns >= LOOP_BLOCK_MARK_NS)
+                .filter(|b| self.view.keeps(b.start_ns, b.end_ns))
+                .collect();
+            blocks.sort_by_key(|b| std::cmp::Reverse(b.end_ns - b.start_ns));
+            blocks.truncate(LOOP_BLOCK_MARKS);
+            for b in blocks {
+                let (a, e) = self.view.clip(b.start_ns, b.end_ns);
+                let (xa, xb) = (self.px(a).max(self.x0), self.px(e).min(self.x0 + self.plot_w));
+                let what = match self.run.rank_tasks(rank).find(|t| t.index == b.task) {
+                    Some(t) => format!("task {}", t.name),
+                    None if b.task >= 0 => format!("task {}", b.task),
+                    None => "a callback".to_string(),
+                };
+                let title = format!(
+                    "event loop blocked {} by {what} at {} ({} task(s) ready and waiting)",
+                    ms(b.end_ns - b.start_ns),
+                    ms(b.start_ns - self.origin),
+                    b.delayed_tasks
+                );
+                let lanes = [lane_id(b.thread, -1), lane_id(b.thread, b.task)];
+                for (row, &y) in v.iter().zip(ys).filter(|(row, _)| lanes.contains(&row.lane)) {
+                    let _ = writeln!(
+                        s,
+                        r##"<rect class="loop-block" x="{xa:.2}" y="{y:.1}" width="{:.2}" height="{:.1}" fill="#dc2626" fill-opacity="0.18"><title>{}</title></rect>"##,
+                        (xb - xa).max(1.0),
+                        row_height(row, &self.g),
+                        esc(&title)
+                    );
+                }
+            }
+        }
+    }
+
     /// The summary row's background and label: how many lanes were left out.
     fn summary_background(&self, s: &mut String, o: &Omitted, y: f64, stripe: bool) {
         if stripe {
@@ -1180,6 +1223,11 @@ fn window_in_run(w: (f64, f64), view: View, origin: i64, end: i64) -> Result<(),
     )))
 }
 
+/// Loop blocks marked on the timeline: at least this long (ns)...
+pub const LOOP_BLOCK_MARK_NS: i64 = 10_000_000;
+/// ...and at most this many per rank, the longest.
+pub const LOOP_BLOCK_MARKS: usize = 200;
+
 /// Render the timeline of `sel` as an SVG document (see the module text for its limits).
 ///
 /// Errors: [`ExportError::Nesting`], [`ExportError::NoCalls`], [`ExportError::Request`] for
@@ -1274,6 +1322,7 @@ pub fn timeline_svg(run: &Run, sel: &Selection, opt: &TimelineOptions) -> Result
     let mut s = String::with_capacity(64 * 1024);
     t.header(&mut s, sel, n_lanes, n_calls);
     let (row_y, summary_y, axis_bottom) = t.backgrounds(&mut s, &rows, has_summary.then_some(&omitted));
+    t.loop_block_marks(&mut s, &rows, &row_y);
     t.axis(&mut s, axis_bottom);
     let mut used = Used::default();
     for ((_, v), ys) in rows.iter().zip(&row_y) {

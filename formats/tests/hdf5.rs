@@ -141,7 +141,7 @@ fn check_expected(run: &Run, expected: &Value, file: &str) {
                 assert!(g.region_time <= summed + 1e-12, "{file} {}", g.name);
                 // plus the task calls inside a call of the thread itself, which the reference
                 // counts twice
-                let both = g.held_time.unwrap() + g.await_time.unwrap() + enclosed_task_secs(run, g.index);
+                let both = g.held_time.unwrap() + g.task_await_time_sum.unwrap() + enclosed_task_secs(run, g.index);
                 assert!((both - summed).abs() < 1e-9, "{file} {}: {both} vs {summed}", g.name);
                 assert!(g.held_time.unwrap() <= g.region_time + 1e-12, "{file} {}", g.name);
             }
@@ -209,6 +209,7 @@ fn assert_runs_equal(a: &Run, b: &Run, what: &str) {
         assert_eq!(x.thread_ids, y.thread_ids, "{what}");
         assert_eq!(x.task_ids, y.task_ids, "{what}");
         assert_eq!(x.await_ns, y.await_ns, "{what}");
+        assert_eq!(x.task_step_ns, y.task_step_ns, "{what}");
         assert_eq!(x.source_file, y.source_file, "{what}");
         assert_eq!(x.source_line, y.source_line, "{what}");
         assert_eq!(x.source_text, y.source_text, "{what}");
@@ -238,6 +239,28 @@ fn round_trip_reference_and_compat() {
     let names: Vec<String> =
         std::fs::read_dir(dir.path()).unwrap().map(|e| e.unwrap().file_name().to_string_lossy().into_owned()).collect();
     assert!(names.iter().all(|n| !n.ends_with(".tmp")), "{names:?}");
+}
+
+/// The time calls on a thread's own lane left to task steps, and each thread's time in task
+/// steps, survive the file in columns of their own (`events/task_step_ns`,
+/// `thread_table/task_step_ns`); a row without the column reads back as zeros beside one
+/// that has it, and a file without them (the reference's) reads as not recorded.
+#[test]
+fn task_step_times_round_trip() {
+    let mut run = read_h5(&datasets().join("reference/async.h5")).unwrap();
+    assert!(run.regions.iter().all(|r| r.task_step_ns.is_none()));
+    assert!(run.threads.iter().all(|t| t.task_step_ns == -1));
+    run.regions[0].task_step_ns = Some(vec![7i64; run.regions[0].len()].into());
+    run.threads[0].task_step_ns = 123;
+    let dir = tmpdir();
+    let out = dir.path().join("steps.h5");
+    write_h5(&run, &out).unwrap();
+    let back = read_h5(&out).unwrap();
+    assert_eq!(back.regions[0].task_step_ns, run.regions[0].task_step_ns);
+    for r in &back.regions[1..] {
+        assert_eq!(r.task_step_ns.as_ref().map(|a| a.values().to_vec()), Some(vec![0; r.len()]));
+    }
+    assert_eq!(back.threads[0].task_step_ns, 123);
 }
 
 #[test]
@@ -601,6 +624,7 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
     }
     let total = s.len() as i64;
     let region = |region: u32, s: Vec<i64>, e: Vec<i64>, t: Vec<i64>| RegionCalls {
+        ready_wait_ns: None,
         region,
         rank: 0,
         start_ns: s.into(),
@@ -611,6 +635,7 @@ fn synthetic_run(n: usize, threads: i64) -> Run {
         thread_ids: Some(t.into()),
         task_ids: None,
         await_ns: None,
+        task_step_ns: None,
         source_file: Some("big.py".into()),
         source_line: Some(3),
         source_text: None,

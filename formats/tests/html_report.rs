@@ -318,3 +318,51 @@ fn a_report_of_twenty_thousand_regions_lists_the_longest_first_and_counts_the_re
     assert_eq!(rows[1][0], "module_19998.function");
     assert_eq!(rows[200][0], "… 19800 more regions");
 }
+
+/// A task that held its loop 80 ms inside `blocking` (5 tasks kept waiting) and a 12 ms
+/// callback, under a `main` call on the loop thread's own lane: the report lists both
+/// blocks in its "Event loop blocked" table, longest first, marks them on the timeline (red
+/// bands with their figures: the task's block on the thread's row and on the task's, the
+/// callback's on the thread's), and the task table shows each task's ready wait.
+#[test]
+fn loop_blocks_are_listed_and_marked_and_ready_wait_is_in_the_task_table() {
+    const MS: i64 = 1_000_000;
+    let mut row = lane_row(0, &[100 * MS], &[180 * MS], &[0], Some(&[0]), Some(&[0]));
+    row.ready_wait_ns = Some(arrow_array::Int64Array::from(vec![0]));
+    let mut main = lane_row(1, &[0], &[500 * MS], &[0], Some(&[-1]), Some(&[0]));
+    main.ready_wait_ns = Some(arrow_array::Int64Array::from(vec![0]));
+    let block = |task: i64, start: i64, end: i64, delayed: i64| LoopBlockRow {
+        rank: 0,
+        thread: 0,
+        task,
+        start_ns: start * MS,
+        end_ns: end * MS,
+        delayed_tasks: delayed,
+    };
+    let run = Run {
+        region_names: vec!["blocking".into(), "main".into()],
+        regions: vec![row, main],
+        threads: vec![thread(0, "MainThread")],
+        tasks: vec![TaskRow::new(0, 0, "task", "Task-1", "m.blocker")
+            .on_thread(0)
+            .lifetime(90 * MS, 200 * MS)
+            .ready_wait(3 * MS)],
+        metadata: vec![("start_time_ns".into(), MetaValue::Int(0))],
+        num_ranks: 1,
+        loop_blocks: vec![block(0, 100, 180, 5), block(-1, 300, 312, 2), block(0, 400, 405, 1)],
+    };
+    let html = html_report(&run, &Selection::new(vec![0], "run")).unwrap();
+    assert_eq!(headers(&html, "loop-blocks"), ["blocked", "at", "lane", "region", "tasks delayed"]);
+    let rows = table_rows(&html, "loop-blocks");
+    assert_eq!(rows.len(), 2, "the 5 ms block is left out");
+    assert_eq!(rows[0], [s6(0.08), s6(0.1), "Task-1 (blocker) on MainThread".into(), "blocking".into(), "5".into()]);
+    assert_eq!(rows[1], [s6(0.012), s6(0.3), "MainThread (a callback)".into(), "main".into(), "2".into()]);
+    let task_headers = headers(&html, "tasks");
+    let at = task_headers.iter().position(|h| h == "ready wait").expect("a ready wait column");
+    assert_eq!(table_rows(&html, "tasks")[0][at], s6(0.003));
+    assert_eq!(html.matches("<rect class=\"loop-block\"").count(), 3);
+    assert!(
+        html.contains("event loop blocked 80.000 ms by task Task-1 at 100.0 ms (5 task(s) ready and waiting)"),
+        "{html}"
+    );
+}

@@ -17,7 +17,20 @@ pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, St
 
 pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
     let (rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name) = t;
-    ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, cpu_start_ns: UNKNOWN, name }
+    ThreadRow {
+        ready_wait_ns: -1,
+        rank,
+        index,
+        ident,
+        native_id,
+        daemon,
+        start_ns,
+        end_ns,
+        cpu_ns,
+        cpu_start_ns: UNKNOWN,
+        task_step_ns: UNKNOWN,
+        name,
+    }
 }
 
 pub fn task_from_tuple(t: TaskTuple) -> TaskRow {
@@ -128,6 +141,8 @@ pub fn run_from_py(
             thread_ids: opt_array(d, "thread_ids")?,
             task_ids: opt_array(d, "task_ids")?,
             await_ns: opt_array(d, "await_ns")?,
+            ready_wait_ns: opt_array(d, "ready_wait_ns")?,
+            task_step_ns: opt_array(d, "task_step_ns")?,
             source_file: opt_item(d, "source_file")?,
             source_line: opt_item(d, "source_line")?,
             source_text: opt_item(d, "source_text")?,
@@ -150,6 +165,7 @@ pub fn run_from_py(
         tasks: tasks.into_iter().map(task_from_tuple).collect(),
         metadata: md,
         num_ranks: num_ranks.unwrap_or(max_rank).max(max_rank),
+        loop_blocks: Vec::new(),
     };
     run.order_rows_by_rank();
     Ok(run)

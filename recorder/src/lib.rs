@@ -61,6 +61,7 @@
 //! `trace_notes`, `monitoring_tool`, `instrument`). This file holds the [`Recorder`] itself: its threads' registration, its
 //! tables and its counters.
 pub mod clock;
+pub mod event_loop;
 pub mod fork;
 pub mod instrument;
 pub mod monitoring_tool;
@@ -120,6 +121,8 @@ pub struct Recorder {
     states: Mutex<Vec<Arc<ThreadState>>>,
     /// The thread that started the run (`setup()`): its id, the clock and its CPU clock then.
     start_thread: Mutex<Option<(std::thread::ThreadId, i64, i64)>>,
+    /// Event-loop blocks (`track_async`).
+    loop_blocks: event_loop::BlockLog,
 }
 
 impl Recorder {
@@ -145,7 +148,13 @@ impl Recorder {
             alive: Arc::new(()),
             states: Mutex::new(Vec::new()),
             start_thread: Mutex::new(None),
+            loop_blocks: event_loop::BlockLog::default(),
         }
+    }
+
+    /// The event-loop blocks recorded on this recorder's threads.
+    pub fn loop_blocks(&self) -> &event_loop::BlockLog {
+        &self.loop_blocks
     }
 
     /// Note the calling thread as the one that started the run (`setup()`), with the clock
@@ -201,6 +210,10 @@ impl Recorder {
                     steps: t.steps(),
                     running_ns: t.running_ns(),
                     suspended_ns: t.suspended_ns(),
+                    ready_wait_ns: match t.ready_wait_ns() {
+                        task::READY_UNKNOWN => UNKNOWN,
+                        v => v,
+                    },
                 }
             })
             .collect()
@@ -299,6 +312,8 @@ impl Recorder {
                     cpu_ns: AtomicI64::new(cpu),
                     cpu_base: AtomicI64::new(0),
                     native_id_now: AtomicI64::new(0),
+                    ready_union: UnsafeCell::new(event_loop::UnionOfIntervals::default()),
+                    ready_wait_ns: AtomicI64::new(UNKNOWN),
                 })
             });
             let state = Arc::new(ThreadState {
@@ -310,6 +325,9 @@ impl Recorder {
                 bare: UnsafeCell::new(Vec::with_capacity(16)),
                 current: Cell::new(std::ptr::null()),
                 placeholders: Cell::new(0),
+                task_steps: AtomicI64::new(0),
+                step_depth: Cell::new(0),
+                step_since: Cell::new(0),
             });
             states.push(state.clone());
             state
@@ -363,9 +381,10 @@ impl Recorder {
     /// calling thread's CPU first. Empty without tracking.
     pub fn thread_rows(&self, origin_ns: i64) -> Vec<ThreadRowData> {
         self.sample_current_thread_cpu();
-        self.thread_records()
+        self.states()
             .iter()
-            .map(|r| {
+            .filter_map(|st| st.record.as_ref().map(|r| (st, r)))
+            .map(|(st, r)| {
                 let end = r.end_ns();
                 ThreadRowData {
                     index: r.index as i64,
@@ -374,6 +393,8 @@ impl Recorder {
                     end_ns: if end == UNKNOWN { UNKNOWN } else { end - origin_ns },
                     cpu_ns: r.cpu_ns(),
                     cpu_start_ns: r.cpu_start_ns,
+                    task_step_ns: st.task_steps.load(Ordering::Relaxed),
+                    ready_wait_ns: r.ready_wait_ns(),
                 }
             })
             .collect()
@@ -792,6 +813,125 @@ mod tests {
         f();
         s.set_current(prev);
         t.leave_step(now_ns());
+    }
+
+    /// Ready wait: the part of a suspension after the task's ready moment, at most the
+    /// suspension; nothing for the first step; a step whose ready moment is unknown makes
+    /// the lane's clock unknown from then on.
+    #[test]
+    fn ready_wait_is_the_suspension_after_the_ready_moment() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let t = rec.new_task(TaskKind::Task, "T".into(), "f".into(), 0);
+        assert_eq!(t.ready_since(100, Some(50)), None); // first step: no suspension before it
+        t.enter_step(100, 0);
+        t.leave_step(110);
+        assert_eq!(t.ready_since(200, Some(170)), Some(30)); // suspended 110..200, ready from 170
+        t.enter_step(200, 0);
+        t.leave_step(210);
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (90, 30));
+        t.ready_since(300, Some(150)); // ready before it even suspended: the whole suspension
+        t.enter_step(300, 0);
+        t.leave_step(310);
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (180, 120));
+        assert_eq!(t.ready_since(400, Some(400)), Some(0)); // resumed the moment it was ready
+        t.enter_step(400, 0);
+        t.leave_step(410);
+        assert_eq!((t.suspended_ns(), t.ready_wait_ns()), (270, 120));
+        assert_eq!(t.ready_since(500, None), None); // ready moment unknown
+        t.enter_step(500, 0);
+        t.leave_step(510);
+        assert_eq!(t.ready_wait_ns(), task::READY_UNKNOWN);
+        t.ready_since(600, Some(590)); // stays unknown
+        assert_eq!(t.ready_wait_ns(), task::READY_UNKNOWN);
+        assert_eq!(rec.task_rows(0)[0].ready_wait_ns, UNKNOWN);
+    }
+
+    /// A call's ready wait is its lane's ready-wait clock over the call; `-1` once a step
+    /// inside it resumed with no known ready moment; 0 on a bare lane.
+    #[test]
+    fn a_calls_ready_wait_is_its_lanes_clock_over_the_call() {
+        let rec = Recorder::with_tasks(4, true, true);
+        let s = st(&rec);
+        let t = rec.new_task(TaskKind::Task, "T".into(), "f".into(), 0);
+        let step = |ready: Option<i64>, f: &dyn Fn()| {
+            let now = now_ns();
+            t.ready_since(now, ready.map(|r| now - r));
+            t.enter_step(now, 0);
+            let prev = s.set_current(Arc::as_ptr(&t));
+            f();
+            s.set_current(prev);
+            t.leave_step(now_ns());
+        };
+        s.enter(2, false); // bare lane
+        step(None, &|| s.enter(1, false)); // first step
+        thread::sleep(Duration::from_millis(3));
+        step(Some(1_000_000), &|| ()); // ready for the last 1 ms of its suspension
+        thread::sleep(Duration::from_millis(3));
+        step(Some(0), &|| {
+            assert!(s.exit(1));
+            s.enter(1, false);
+        });
+        thread::sleep(Duration::from_millis(3));
+        step(None, &|| assert!(s.exit(1))); // unknown ready moment inside the second call
+        assert!(s.exit(2));
+        let snap = unsafe { rec.snapshot(3) };
+        assert_eq!(snap[0].ready_wait_ns, vec![1_000_000, -1]);
+        assert!(snap[0].await_ns[0] >= 6_000_000);
+        assert_eq!(snap[1].ready_wait_ns, vec![0]);
+    }
+
+    fn timed_step_in(s: &ThreadState, t: &Arc<TaskRecord>, f: impl FnOnce()) {
+        let now = now_ns();
+        t.enter_step(now, s.index() as i64);
+        s.begin_step(now);
+        let prev = s.set_current(Arc::as_ptr(t));
+        f();
+        s.set_current(prev);
+        let end = now_ns();
+        t.leave_step(end);
+        s.end_step(end);
+    }
+
+    /// A call on the thread's own lane (a module body around `asyncio.run`) records the time
+    /// its thread spent in task steps while it was open, in its own column (its await stays
+    /// 0); an eager task's first step inside its creator's step counts once; the thread
+    /// table has the thread's total.
+    #[test]
+    fn a_bare_call_records_the_task_steps_it_encloses() {
+        let rec = Recorder::with_tasks(8, true, true);
+        let s = st(&rec);
+        let a = rec.new_task(TaskKind::Task, "A".into(), "fa".into(), 0);
+        let b = rec.new_task(TaskKind::Task, "B".into(), "fb".into(), 0);
+        s.enter(0, false); // the module body
+        thread::sleep(Duration::from_millis(3)); // its own time
+        timed_step_in(s, &a, || {
+            s.enter(1, false);
+            thread::sleep(Duration::from_millis(4));
+            timed_step_in(s, &b, || thread::sleep(Duration::from_millis(4))); // eager, nested
+            s.exit(1);
+        });
+        s.enter(2, false); // a bare call after the steps: none inside it
+        s.exit(2);
+        timed_step_in(s, &b, || thread::sleep(Duration::from_millis(2)));
+        assert!(s.exit(0));
+        let snap = unsafe { rec.snapshot(3) };
+        let (body, inner, after) = (&snap[0], &snap[1], &snap[2]);
+        assert_eq!((body.task_ids.clone(), body.await_ns.clone()), (vec![-1], vec![0]));
+        let steps = body.task_step_ns[0];
+        let total = rec.thread_rows(0)[0].task_step_ns;
+        assert_eq!(steps, total, "every step ran inside the body");
+        // the steps: A's (8 ms, with B's eager step inside) and B's second (2 ms), once each
+        assert!((10_000_000..30_000_000).contains(&steps), "{steps}");
+        assert!(steps < a.running_ns() + b.running_ns(), "the nested step is not counted twice");
+        assert!(steps <= body.ends[0] - body.starts[0] - 3_000_000);
+        assert_eq!((inner.task_ids.clone(), inner.task_step_ns.clone()), (vec![0], vec![0]));
+        assert_eq!(after.task_step_ns, vec![0]);
+        // without async columns nothing is recorded per call
+        let plain = Recorder::new(8, true);
+        let p = st(&plain);
+        p.enter(0, false);
+        p.exit(0);
+        assert!(unsafe { plain.snapshot(1) }[0].task_step_ns.is_empty());
     }
 
     /// An async generator left by `break` is closed by asyncio in another task: `exit_on`

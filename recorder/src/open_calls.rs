@@ -42,6 +42,12 @@ pub struct OpenCall {
     /// ns its task has been suspended since the entry so far (0 on a bare lane or without
     /// async columns).
     pub await_ns: i64,
+    /// ns of that suspension its task was ready but not resumed, `-1` when not known (0 on
+    /// a bare lane or without async columns).
+    pub ready_wait_ns: i64,
+    /// ns its thread has spent in task steps since the entry so far, on a bare lane with
+    /// async columns (0 otherwise).
+    pub task_step_ns: i64,
 }
 
 impl Recorder {
@@ -55,10 +61,23 @@ impl Recorder {
         for st in self.states() {
             let regions = &*st.regions.get();
             let mut bare: Vec<OpenCall> = Vec::new();
+            let steps_now = st.task_step_ns(crate::now_ns());
             for e in (*st.bare.get()).iter().filter(|e| e.slot >= 0) {
-                let start_ns =
-                    regions.get(e.region as usize).and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
-                bare.push(OpenCall { region: e.region, thread: st.index, task: -1, start_ns, await_ns: 0 });
+                let buf = regions.get(e.region as usize);
+                let start_ns = buf.and_then(|b| b.calls.get(e.slot as usize)).map_or(0, |c| c[0]);
+                let task_step_ns = match buf.and_then(|b| b.lanes.get(e.slot as usize)) {
+                    Some(l) if st.async_cols => l[1] + steps_now,
+                    _ => 0,
+                };
+                bare.push(OpenCall {
+                    region: e.region,
+                    thread: st.index,
+                    task: -1,
+                    start_ns,
+                    await_ns: 0,
+                    ready_wait_ns: 0,
+                    task_step_ns,
+                });
             }
             bare.sort_by_key(|c| c.start_ns);
             out.extend(bare);
@@ -70,9 +89,18 @@ impl Recorder {
                 let buf = &regions[e.region as usize];
                 let slot = e.slot as usize;
                 let start_ns = buf.calls.get(slot).map_or(0, |c| c[0]);
-                let await_ns =
-                    if st.async_cols { buf.lanes.get(slot).map_or(0, |l| l[1] + task.suspended_ns()) } else { 0 };
-                out.push(OpenCall { region: e.region, thread: st.index, task: task.index as i64, start_ns, await_ns });
+                let lane = buf.lanes.get(slot).filter(|_| st.async_cols);
+                let await_ns = lane.map_or(0, |l| l[1] + task.suspended_ns());
+                let ready_wait_ns = lane.map_or(0, |l| crate::thread_state::ready_exit(l[2], task.ready_wait_ns()));
+                out.push(OpenCall {
+                    region: e.region,
+                    thread: st.index,
+                    task: task.index as i64,
+                    start_ns,
+                    await_ns,
+                    ready_wait_ns,
+                    task_step_ns: 0,
+                });
             }
         }
         out

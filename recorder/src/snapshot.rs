@@ -21,8 +21,15 @@ pub struct RegionColumns {
     pub one_thread: Option<i64>,
     /// Task index per call (-1 outside any task); empty without async columns.
     pub task_ids: Vec<i64>,
-    /// ns the call's task was suspended between entry and exit; empty without async columns.
+    /// ns the call's task was suspended between entry and exit (0 on a thread's bare lane);
+    /// empty without async columns.
     pub await_ns: Vec<i64>,
+    /// ns of that suspension during which the task was ready to resume but the loop ran
+    /// other code, `-1` when not known; empty without async columns.
+    pub ready_wait_ns: Vec<i64>,
+    /// ns the call's thread spent running task steps between entry and exit, for a call on
+    /// the thread's bare lane (0 in a task); empty without async columns.
+    pub task_step_ns: Vec<i64>,
 }
 
 impl RegionColumns {
@@ -38,7 +45,7 @@ impl RegionColumns {
 pub const SNAPSHOT_JOB_CALLS: usize = 1 << 18;
 
 /// One job of [`Recorder::snapshot_par`]: slots `from..to` of `buf` into column `kind`
-/// (starts, ends, thread ids, task ids, await ns) of region `region` of the snapshot, from
+/// (starts, ends, thread ids, task ids, await ns, task-step ns) of region `region` of the snapshot, from
 /// position `at`, skipping open slots when `open`.
 struct CopyJob<'a> {
     region: usize,
@@ -137,7 +144,7 @@ impl Recorder {
         column: &impl Fn(usize) -> Vec<i64>,
         lazy_threads: bool,
     ) -> SnapshotPlan<'a> {
-        let kinds = if self.async_cols { 5 } else { 3 };
+        let kinds = if self.async_cols { 7 } else { 3 };
         let mut out = Vec::new();
         let mut completed = Vec::new(); // per region of `out`
         let mut jobs: Vec<CopyJob<'_>> = Vec::new();
@@ -164,6 +171,8 @@ impl Recorder {
             if self.async_cols {
                 cols.task_ids = column(n);
                 cols.await_ns = column(n);
+                cols.ready_wait_ns = column(n);
+                cols.task_step_ns = column(n);
             }
             let k = out.len();
             let mut at = 0;
@@ -198,22 +207,31 @@ impl Recorder {
 }
 
 impl SnapshotPlan<'_> {
-    /// Where the jobs write: per region, the buffer of each of its five columns (starts,
-    /// ends, thread ids, task ids, await ns), checked to be empty with room for its
+    /// Where the jobs write: per region, the buffer of each of its six columns (starts,
+    /// ends, thread ids, task ids, await ns, task-step ns, ready-wait ns), checked to be empty with room for its
     /// completed calls.
-    fn destinations(&mut self, async_cols: bool) -> Vec<[SendPtr; 5]> {
+    fn destinations(&mut self, async_cols: bool) -> Vec<[SendPtr; 7]> {
         self.out
             .iter_mut()
             .zip(&self.completed)
             .map(|(c, &n)| {
                 // the jobs write the first `n` values of each column they fill, in place
                 let threads = c.one_thread.is_none().then_some(&c.thread_ids);
-                let tasks = [&c.task_ids, &c.await_ns].into_iter().filter(|_| async_cols);
+                let tasks =
+                    [&c.task_ids, &c.await_ns, &c.task_step_ns, &c.ready_wait_ns].into_iter().filter(|_| async_cols);
                 for v in [&c.starts, &c.ends].into_iter().chain(threads).chain(tasks) {
                     assert!(v.is_empty() && v.capacity() >= n, "column(n) must give an empty vector of capacity n");
                 }
-                [&mut c.starts, &mut c.ends, &mut c.thread_ids, &mut c.task_ids, &mut c.await_ns]
-                    .map(|v| SendPtr(v.as_mut_ptr()))
+                [
+                    &mut c.starts,
+                    &mut c.ends,
+                    &mut c.thread_ids,
+                    &mut c.task_ids,
+                    &mut c.await_ns,
+                    &mut c.task_step_ns,
+                    &mut c.ready_wait_ns,
+                ]
+                .map(|v| SendPtr(v.as_mut_ptr()))
             })
             .collect()
     }
@@ -238,6 +256,8 @@ impl SnapshotPlan<'_> {
                 unsafe {
                     cols.task_ids.set_len(n);
                     cols.await_ns.set_len(n);
+                    cols.ready_wait_ns.set_len(n);
+                    cols.task_step_ns.set_len(n);
                 }
             }
         }
@@ -268,7 +288,7 @@ impl CopyJob<'_> {
                     1 => c[1],
                     2 => j.thread,
                     3 => lanes[slot][0],
-                    _ => lanes[slot][1],
+                    kind => lane_clock(lanes[slot], kind),
                 };
                 unsafe { dst.add(at).write(v) };
             }
@@ -279,7 +299,26 @@ impl CopyJob<'_> {
             0 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[0]) }),
             1 => calls.iter().enumerate().for_each(|(k, c)| unsafe { dst.add(k).write(c[1]) }),
             2 => (0..calls.len()).for_each(|k| unsafe { dst.add(k).write(j.thread) }),
-            kind => lanes[j.from..j.to].iter().enumerate().for_each(|(k, l)| unsafe { dst.add(k).write(l[kind - 3]) }),
+            3 => lanes[j.from..j.to].iter().enumerate().for_each(|(k, l)| unsafe { dst.add(k).write(l[0]) }),
+            kind => lanes[j.from..j.to]
+                .iter()
+                .enumerate()
+                .for_each(|(k, &l)| unsafe { dst.add(k).write(lane_clock(l, kind)) }),
         }
+    }
+}
+
+/// Column `kind` (4: await ns, 5: task-step ns, 6: ready-wait ns) of a slot's `[task index,
+/// lane clock, ready wait]`: the lane clock is the await of a call in a task and the
+/// task-step time of a call on the thread's bare lane (`RegionBuf::lanes`), the other of the
+/// two columns 0; the ready wait is the slot's own (0 on the bare lane).
+#[inline(always)]
+fn lane_clock(lane: [i64; 3], kind: usize) -> i64 {
+    if kind == 6 {
+        lane[2]
+    } else if (lane[0] >= 0) == (kind == 4) {
+        lane[1]
+    } else {
+        0
     }
 }

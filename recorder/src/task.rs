@@ -1,4 +1,4 @@
-//! Task lanes: asyncio tasks and greenlets.
+//! Task lanes: asyncio and trio tasks, and greenlets.
 //!
 //! A [`TaskRecord`] is one row of the task table plus the task's own scope stack (its
 //! *lane stack*). While a task runs a step on a thread, that thread's
@@ -23,7 +23,11 @@ use std::sync::Mutex;
 
 use crate::{now_ns, ThreadState, UNKNOWN};
 
-/// `"task"` (asyncio) or `"greenlet"`.
+/// The ready-wait clock of a lane whose ready moments are not all known
+/// ([`TaskRecord::ready_wait_ns`]).
+pub const READY_UNKNOWN: i64 = i64::MIN;
+
+/// `"task"` (asyncio, trio) or `"greenlet"`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum TaskKind {
     Task,
@@ -61,6 +65,7 @@ pub struct TaskRecord {
     steps: AtomicI64,
     running_ns: AtomicI64,
     suspended_ns: AtomicI64,
+    ready_wait_ns: AtomicI64,
     last_step_end_ns: AtomicI64,
     step_started_ns: AtomicI64,
     pub(crate) stack: UnsafeCell<Vec<LaneEntry>>,
@@ -104,6 +109,7 @@ impl TaskRecord {
             steps: AtomicI64::new(0),
             running_ns: AtomicI64::new(0),
             suspended_ns: AtomicI64::new(0),
+            ready_wait_ns: AtomicI64::new(0),
             last_step_end_ns: AtomicI64::new(0),
             step_started_ns: AtomicI64::new(0),
             stack: UnsafeCell::new(Vec::with_capacity(4)),
@@ -139,6 +145,42 @@ impl TaskRecord {
     #[inline(always)]
     pub fn suspended_ns(&self) -> i64 {
         get(&self.suspended_ns)
+    }
+
+    /// Total time the task was ready to resume but not resumed, the loop running other code
+    /// (the ready-wait clock of this lane): the part of each suspension after the moment
+    /// the task became ready ([`TaskRecord::ready_since`]). Never more than
+    /// [`TaskRecord::suspended_ns`]. [`READY_UNKNOWN`] once a step resumed the task with no
+    /// known ready moment (a loop that does not tell, a greenlet switch): from then on the
+    /// clock of this lane says nothing.
+    #[inline(always)]
+    pub fn ready_wait_ns(&self) -> i64 {
+        get(&self.ready_wait_ns)
+    }
+
+    /// The step about to start at `now` resumes the task, which was ready since `ready_ns`
+    /// (the ready moment of the loop's handle that resumes it; `None`: not known). Call
+    /// before [`TaskRecord::enter_step`]. The first step has no suspension before it:
+    /// nothing, known or not. Returns the step's ready wait (`None` when not known or the
+    /// first step).
+    #[inline(always)]
+    pub fn ready_since(&self, now: i64, ready_ns: Option<i64>) -> Option<i64> {
+        let last = get(&self.last_step_end_ns);
+        if last == 0 {
+            return None;
+        }
+        let clock = get(&self.ready_wait_ns);
+        match ready_ns {
+            Some(ready) if clock != READY_UNKNOWN => {
+                let wait = (now - ready.max(last)).max(0);
+                set(&self.ready_wait_ns, clock + wait);
+                Some(wait)
+            }
+            _ => {
+                set(&self.ready_wait_ns, READY_UNKNOWN);
+                None
+            }
+        }
     }
 
     /// A step starts on thread `thread_index` at `now`.
@@ -207,4 +249,7 @@ pub struct TaskRowData {
     pub steps: i64,
     pub running_ns: i64,
     pub suspended_ns: i64,
+    /// ns ready to resume but not resumed ([`TaskRecord::ready_wait_ns`]); `-1` when not
+    /// known.
+    pub ready_wait_ns: i64,
 }

@@ -1,8 +1,10 @@
 //! The thread table: a thread's identity at registration ([`ThreadInfo`]), its row while
 //! it runs ([`ThreadRecord`]: end and CPU time updated after registration) and as plain
 //! values ([`ThreadRowData`]).
+use std::cell::UnsafeCell;
 use std::sync::atomic::{AtomicI64, Ordering};
 
+use crate::task::READY_UNKNOWN;
 use crate::{now_ns, thread_cpu_ns, UNKNOWN};
 
 /// Identity of a thread at registration, supplied by the caller (Python's `threading`).
@@ -33,9 +35,47 @@ pub struct ThreadRecord {
     pub(crate) cpu_base: AtomicI64,
     /// OS thread id after a fork (the continuing thread's id changes); 0 = `info.native_id`.
     pub(crate) native_id_now: AtomicI64,
+    /// The union of the ready waits of the task steps run on this thread (the stretches in
+    /// which some task was ready but the thread ran other code); written by this thread only.
+    pub(crate) ready_union: UnsafeCell<crate::event_loop::UnionOfIntervals>,
+    /// Its total for readers: [`UNKNOWN`] before the first task step with a known ready
+    /// moment, [`READY_UNKNOWN`] once a step's ready moment was not known.
+    pub(crate) ready_wait_ns: AtomicI64,
 }
 
+// SAFETY: `ready_union` is touched only by the thread the record describes
+// ([`ThreadRecord::task_resumed`]); every other field is immutable or atomic.
+unsafe impl Sync for ThreadRecord {}
+
 impl ThreadRecord {
+    /// A task step starts on this thread (called on it) after waiting ready `[from, to)`,
+    /// `None` when its ready moment is not known.
+    #[inline]
+    pub fn task_resumed(&self, wait: Option<(i64, i64)>) {
+        let total = self.ready_wait_ns.load(Ordering::Relaxed);
+        if total == READY_UNKNOWN {
+            return;
+        }
+        let Some((from, to)) = wait else {
+            self.ready_wait_ns.store(READY_UNKNOWN, Ordering::Relaxed);
+            return;
+        };
+        // SAFETY: called by the thread this record describes, the only one touching it.
+        let union = unsafe { &mut *self.ready_union.get() };
+        union.add(from, to);
+        self.ready_wait_ns.store(union.total(), Ordering::Relaxed);
+    }
+
+    /// ns in which some task resumed on this thread was ready to but waited (the union of
+    /// their ready waits); [`UNKNOWN`] when no task step ran here or a ready moment was not
+    /// known.
+    pub fn ready_wait_ns(&self) -> i64 {
+        match self.ready_wait_ns.load(Ordering::Relaxed) {
+            READY_UNKNOWN => UNKNOWN,
+            v => v,
+        }
+    }
+
     /// Thread end, absolute ns; [`UNKNOWN`] while alive.
     pub fn end_ns(&self) -> i64 {
         self.end_ns.load(Ordering::Acquire)
@@ -69,4 +109,9 @@ pub struct ThreadRowData {
     pub cpu_ns: i64,
     /// CPU ns at registration (see [`ThreadRecord::cpu_start_ns`]).
     pub cpu_start_ns: i64,
+    /// ns the thread spent inside task steps (asyncio tasks, greenlets) so far, outermost
+    /// steps only ([`ThreadState::begin_step`](crate::ThreadState::begin_step)).
+    pub task_step_ns: i64,
+    /// See [`ThreadRecord::ready_wait_ns`].
+    pub ready_wait_ns: i64,
 }

@@ -2,10 +2,33 @@
 //! stack of the calls open on the thread's bare lane. [`ThreadState::enter`] and
 //! [`ThreadState::exit`] are the hot path.
 use std::cell::{Cell, UnsafeCell};
+use std::sync::atomic::{AtomicI64, Ordering};
 use std::sync::Arc;
 
 use crate::task::LaneEntry;
 use crate::{now_ns, TaskRecord, ThreadRecord, CPU_SAMPLE_MASK};
+
+/// What a call entered on a lane whose ready-wait clock reads `clock` keeps: minus the
+/// clock, or [`task::READY_UNKNOWN`](crate::task::READY_UNKNOWN) when the clock says nothing.
+#[inline(always)]
+fn ready_entry(clock: i64) -> i64 {
+    if clock == crate::task::READY_UNKNOWN {
+        crate::task::READY_UNKNOWN
+    } else {
+        -clock
+    }
+}
+
+/// A call's ready wait from what it kept at entry ([`ready_entry`]) and its lane's clock
+/// now: the clock's growth, `-1` when the clock said nothing at either end.
+#[inline(always)]
+pub(crate) fn ready_exit(entry: i64, clock: i64) -> i64 {
+    if entry == crate::task::READY_UNKNOWN || clock == crate::task::READY_UNKNOWN {
+        -1
+    } else {
+        (entry + clock).max(0)
+    }
+}
 
 /// Slots a region's buffer on a thread starts with (see [`RegionBuf::reserve_for`]).
 pub const FIRST_SLOTS: usize = 1;
@@ -17,9 +40,14 @@ pub const FIRST_SLOTS: usize = 1;
 pub(crate) struct RegionBuf {
     /// `[start, end]` per slot, absolute ns; end 0 = open.
     pub(crate) calls: Vec<[i64; 2]>,
-    /// `[task index, await ns]` per slot (task -1 = outside any task; await minus the
-    /// task's suspended total while open); only with async columns.
-    pub(crate) lanes: Vec<[i64; 2]>,
+    /// `[task index, lane clock, ready wait]` per slot; only with async columns. In a task
+    /// (index >= 0) the lane clock is the call's await ns (minus the task's suspended total
+    /// while open) and the ready wait its ready-wait ns (minus the task's ready-wait clock
+    /// while open, [`task::READY_UNKNOWN`](crate::task::READY_UNKNOWN) when that clock said
+    /// nothing at entry, `-1` when not known at exit); on the thread's bare lane (-1) the lane
+    /// clock is the ns the thread spent in task steps during the call (minus the thread's
+    /// task-step total while open) and the ready wait 0.
+    pub(crate) lanes: Vec<[i64; 3]>,
     /// Calls retired by earlier written finalizes.
     pub(crate) retired: u64,
 }
@@ -58,6 +86,13 @@ pub struct ThreadState {
     /// Calls entered while paused (placeholders pushed) over the thread's life: what a
     /// stopped recorder did not record ([`Recorder::stop`](crate::Recorder::stop)).
     pub(crate) placeholders: Cell<u64>,
+    /// ns this thread spent inside completed task steps (outermost steps only: an eager
+    /// task's first step runs inside its creator's step and is counted once). An atomic
+    /// written only by the owning thread (plain load and store), read by the thread table.
+    pub(crate) task_steps: AtomicI64,
+    /// Task steps open on this thread now (nested: eager tasks) and when the outermost began.
+    pub(crate) step_depth: Cell<u32>,
+    pub(crate) step_since: Cell<i64>,
 }
 
 /// A call open on a thread's bare lane: its region and reserved slot (-1 = entered while
@@ -94,6 +129,44 @@ impl ThreadState {
     #[inline(always)]
     pub fn set_current(&self, task: *const TaskRecord) -> *const TaskRecord {
         self.current.replace(task)
+    }
+
+    /// A task step begins on this thread at `now` (the step timer, a greenlet switch).
+    /// Must be called on the owning thread, paired with [`ThreadState::end_step`].
+    #[inline(always)]
+    pub fn begin_step(&self, now: i64) {
+        let depth = self.step_depth.get();
+        if depth == 0 {
+            self.step_since.set(now);
+        }
+        self.step_depth.set(depth + 1);
+    }
+
+    /// The task step begun last on this thread ends at `now`. Must be called on the owning
+    /// thread.
+    #[inline(always)]
+    pub fn end_step(&self, now: i64) {
+        match self.step_depth.get() {
+            0 => {}
+            1 => {
+                self.step_depth.set(0);
+                let total = self.task_steps.load(Ordering::Relaxed);
+                self.task_steps.store(total + (now - self.step_since.get()), Ordering::Relaxed);
+            }
+            d => self.step_depth.set(d - 1),
+        }
+    }
+
+    /// ns this thread has spent inside task steps up to `now` (the step running now
+    /// included): the clock a call on the thread's bare lane reads at entry and exit.
+    #[inline(always)]
+    pub fn task_step_ns(&self, now: i64) -> i64 {
+        let done = self.task_steps.load(Ordering::Relaxed);
+        if self.step_depth.get() == 0 {
+            done
+        } else {
+            done + (now - self.step_since.get())
+        }
     }
 
     #[allow(clippy::mut_from_ref)]
@@ -157,7 +230,14 @@ impl ThreadState {
         buf.calls.push([0, 0]);
         if task.is_null() {
             if self.async_cols {
-                buf.lanes.push([-1, 0]);
+                // inside a step only when a call of the bare lane is entered from a task's
+                // step (rare): then the clock is read for it
+                let steps = if self.step_depth.get() == 0 {
+                    self.task_steps.load(Ordering::Relaxed)
+                } else {
+                    self.task_step_ns(now_ns())
+                };
+                buf.lanes.push([-1, -steps, 0]);
             }
             // SAFETY: owning thread (crate contract).
             unsafe { self.bare_mut() }.push(BareEntry { region, slot: slot as i64 });
@@ -165,7 +245,7 @@ impl ThreadState {
             // SAFETY: a current task is alive (registry of this recorder).
             let t = unsafe { &*task };
             if self.async_cols {
-                buf.lanes.push([t.index as i64, -t.suspended_ns()]);
+                buf.lanes.push([t.index as i64, -t.suspended_ns(), ready_entry(t.ready_wait_ns())]);
             }
             t.push(LaneEntry { region, slot: slot as i64, state: self });
         }
@@ -213,7 +293,11 @@ impl ThreadState {
         let slot = slot as usize;
         // SAFETY: only the owning thread calls enter/exit (crate contract).
         let regions = unsafe { self.regions_mut() };
-        regions[region as usize].calls[slot][1] = if end == 0 { 1 } else { end };
+        let buf = &mut regions[region as usize];
+        buf.calls[slot][1] = if end == 0 { 1 } else { end };
+        if self.async_cols {
+            buf.lanes[slot][1] += self.task_step_ns(end);
+        }
         if slot & CPU_SAMPLE_MASK == 0 {
             if let Some(rec) = &self.record {
                 rec.sample_cpu();
@@ -240,7 +324,9 @@ impl ThreadState {
         let buf = &mut regions[region as usize];
         buf.calls[slot][1] = if end == 0 { 1 } else { end };
         if st.async_cols {
-            buf.lanes[slot][1] += t.suspended_ns();
+            let lane = &mut buf.lanes[slot];
+            lane[1] += t.suspended_ns();
+            lane[2] = ready_exit(lane[2], t.ready_wait_ns());
         }
         if slot & CPU_SAMPLE_MASK == 0 {
             if let Some(rec) = &self.record {

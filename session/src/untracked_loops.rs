@@ -19,15 +19,16 @@ pub fn loop_warning(kind: &str) -> String {
     )
 }
 
-/// The `RuntimeWarning` of a region opened in a trio task (`trio.run`, anyio on its trio
-/// backend): what its calls look like and what to do instead.
-pub const TRIO_WARNING: &str =
-    "track_async does not follow trio tasks (trio.run, or anyio on its trio backend): calls \
-     in trio tasks are recorded on the thread's lane with no task lane (task id -1, await \
-     time 0), calls of concurrent tasks nest in the order they opened, and their durations \
-     include the other tasks' time, so held time is not CPU time. For task lanes run the \
-     program on asyncio (anyio's asyncio backend); otherwise read these calls as wall time \
-     only, or record without track_async.";
+/// The `RuntimeWarning` of a region opened in a task of a trio run that was not started
+/// through the patched `trio.run` / `trio.lowlevel.start_guest_run` (e.g. `from trio import
+/// run` before `setup()`): what its calls look like and what to do instead.
+pub const TRIO_WARNING: &str = "track_async: tasks of the running trio run were not tracked: the run was not started \
+     through trio.run or trio.lowlevel.start_guest_run while a tracker was installed (for \
+     example `from trio import run` before setup()), so calls of the tasks it spawned so far \
+     have no task lane (task id -1, await time 0) and calls of concurrent tasks nest on the \
+     thread's lane, with durations that include the other tasks' time. The tasks it spawns \
+     from now on are lanes. To track every task, start the run as trio.run(...) after \
+     setup(), or call setup() inside the run before spawning tasks.";
 
 #[cfg(test)]
 mod tests {
@@ -46,9 +47,9 @@ mod tests {
 
     #[test]
     fn trio_warning_says_what_the_calls_are_and_what_to_do() {
-        assert!(TRIO_WARNING.starts_with("track_async does not follow trio tasks (trio.run, "));
+        assert!(TRIO_WARNING.starts_with("track_async: tasks of the running trio run were not tracked: "));
         assert!(TRIO_WARNING.contains("(task id -1, await time 0)"));
-        assert!(TRIO_WARNING.ends_with("or record without track_async."));
+        assert!(TRIO_WARNING.ends_with("or call setup() inside the run before spawning tasks."));
         assert!(!TRIO_WARNING.contains("  ") && !TRIO_WARNING.contains('\n'));
     }
 }

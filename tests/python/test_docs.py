@@ -12,7 +12,14 @@ from helpers import ROOT
 
 DOCS = ROOT / "docs"
 # pages whose ```python blocks are complete programs, in the order they run
-PAGES = ["getting-started.md", "threads-tasks.md", "hdf5-layout.md", "notebooks.md", "datasets.md"]
+PAGES = [
+    "getting-started.md",
+    "threads-tasks.md",
+    "hdf5-layout.md",
+    "notebooks.md",
+    "datasets.md",
+    "trio.md",
+]
 
 
 def blocks(page: str) -> list[str]:
@@ -30,6 +37,7 @@ def test_doc_snippets_run(page, tmp_path_factory):
         "notebooks.md": ["polars", "pandas"],
         "hdf5-layout.md": ["h5py"],
         "datasets.md": ["polars"],
+        "trio.md": ["trio"],
     }
     for module in needs.get(page, []):
         pytest.importorskip(module)

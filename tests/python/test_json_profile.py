@@ -4,9 +4,11 @@ open here with the same summary)."""
 
 from __future__ import annotations
 
+import asyncio
 import gzip
 import json
 import subprocess
+import time
 
 import numpy as np
 import pytest
@@ -131,6 +133,37 @@ def test_async_await_times_and_tasks_survive(tmp_path):
     ]
     assert [int(x) for x in fetch.task_ids] == [1, 2, 3, 4, 5, 6]
     assert len(back.tasks[0]) == len(results.tasks[0]) > 0
+
+
+def test_task_step_times_survive(tmp_path):
+    """The task steps a call on a thread's own lane ran (and the thread's time in task
+    steps) come back from the JSON profile, and so do the exclusive and held times and the
+    thread columns made from them."""
+
+    async def work():
+        t = time.perf_counter()
+        while time.perf_counter() - t < 0.02:
+            pass
+        await asyncio.sleep(0.005)
+
+    m = sp.ProfileManager()
+    try:
+        with m.session(
+            track_async=True, deactivate_file_output=True, return_results=True, verbose=False
+        ) as s:
+            with m.region("body"):
+                asyncio.run(work())
+    finally:
+        m.reset()
+    results = s.results
+    back = sp.read_json(sp.write_json(results, tmp_path / "steps.json"))
+    body, body_back = results["body"][0], back["body"][0]
+    assert body.task_step_times_ns[0] >= 20_000_000
+    assert body_back.task_step_times_ns.tolist() == body.task_step_times_ns.tolist()
+    assert body_back.exclusive_duration == body.exclusive_duration
+    assert body.exclusive_duration < body.total_duration - 0.02
+    assert back.thread_summary() == results.thread_summary()
+    assert results.thread_summary()[0]["task_step_time"] >= 0.02
 
 
 def test_export_json_naming_filters_and_gzip(tmp_path, capsys):

@@ -8,6 +8,7 @@ import pstats
 import subprocess
 import sys
 
+import pytest
 from helpers import run_cli, run_traced
 from scope_profiler import read_h5
 
@@ -44,6 +45,56 @@ def test_an_async_generator_left_by_break_closes_on_its_own_lane(tmp_path):
     # on main's task lane, inside main
     assert agen.task_ids[0] == main.task_ids[0] >= 0
     assert main.start_times[0] <= agen.start_times[0] and agen.end_times[0] <= main.end_times[0]
+
+
+# The module body runs `asyncio.run(main())`: main's work runs in task steps, on main's task
+# lane. The module body's call on the thread's own lane is open all along, but the steps are
+# not its time: its exclusive and held time leave them out, so it is not the hot spot.
+ASYNC_MAIN_BURNS = """
+import asyncio, time
+
+def burn(seconds):
+    t = time.perf_counter()
+    while time.perf_counter() - t < seconds:
+        pass
+
+async def step(k):
+    burn(0.03)
+    await asyncio.sleep(0.001)
+
+async def main():
+    for k in range(4):
+        await step(k)
+
+asyncio.run(main())
+"""
+
+
+def test_the_module_body_does_not_count_the_task_steps_it_runs(tmp_path):
+    run, _ = run_traced(tmp_path, ASYNC_MAIN_BURNS, "--track-async")
+    body, main, burn = (run[n][0] for n in ("__main__.<module>", "__main__.main", "__main__.burn"))
+    assert body.task_ids.tolist() == [-1] and main.task_ids[0] >= 0
+    assert (burn.task_ids == main.task_ids[0]).all()
+    # main's time is on its task lane: held ~ the four 30 ms burns
+    assert main.total_duration - main.total_await_duration >= burn.total_duration >= 0.12
+    # the body's exclusive time is its duration less the task steps it ran (main's steps,
+    # the loop's shutdown tasks): a few ms of loop setup and teardown, not ~0.13 s
+    steps = sum(t.running_time for t in run.tasks[0])
+    assert body.task_step_times_ns is not None
+    body_steps = body.task_step_times_ns[0] / 1e9
+    assert steps - 0.002 <= body_steps <= steps + 1e-6
+    assert body.exclusive_duration == pytest.approx(body.total_duration - body_steps, abs=1e-6)
+    assert body.exclusive_duration < 0.25 * body.total_duration
+    hot = max(run.region_names, key=lambda n: run[n][0].exclusive_duration)
+    assert hot == "__main__.burn", hot
+    # the thread's held time and the session root's held time agree: the root holds the
+    # thread outside the task steps it encloses
+    root = run["scope_profiler.session"][0]
+    thread = run.thread_summary()[0]
+    root_held = root.total_duration - root.task_step_times_ns[0] / 1e9
+    assert root_held < 0.25 * root.total_duration
+    assert thread["held_time"] <= thread["wall_time"]
+    assert thread["held_time"] == pytest.approx(root_held + thread["task_step_time"], abs=1e-6)
 
 
 # runpy's first run_path imports pkgutil (and typing with it), 5-15 ms, before the script's

@@ -236,6 +236,8 @@ struct EventColumns {
     thread_ids: Option<Int64Array>,
     task_ids: Option<Int64Array>,
     await_ns: Option<Int64Array>,
+    ready_wait_ns: Option<Int64Array>,
+    task_step_ns: Option<Int64Array>,
     /// Stored call graph ids per row, bit-packed; taken by [`region_row`].
     call_id_rows: Option<Vec<IdColumn>>,
     parent_id_rows: Option<Vec<IdColumn>>,
@@ -263,6 +265,8 @@ impl EventColumns {
             }
         }
         let await_ns = rd.optional("await_ns", max_end)?;
+        let ready_wait_ns = rd.optional("ready_wait_ns", max_end)?;
+        let task_step_ns = rd.optional("task_step_ns", max_end)?;
         // Absolute starts and ends for every event, decoded per row (schema 3: cumsum), in
         // place: the deltas become the starts and the durations the ends (rows in parallel).
         // Events outside every row keep their stored values; no row refers to them.
@@ -295,7 +299,19 @@ impl EventColumns {
         // other event columns, ahead of the heap check: large buffers allocated together are
         // returned to the system together when freed, which keeps the resident size down.)
         drop((call_ids, parent_ids));
-        Ok(EventColumns { spans, starts, ends, gpu, thread_ids, task_ids, await_ns, call_id_rows, parent_id_rows })
+        Ok(EventColumns {
+            spans,
+            starts,
+            ends,
+            gpu,
+            thread_ids,
+            task_ids,
+            await_ns,
+            ready_wait_ns,
+            task_step_ns,
+            call_id_rows,
+            parent_id_rows,
+        })
     }
 }
 
@@ -326,6 +342,8 @@ fn region_row(ix: &RegionIndex, ev: &mut EventColumns, r: usize, names: &[String
         thread_ids: slice(&ev.thread_ids),
         task_ids: slice(&ev.task_ids),
         await_ns: slice(&ev.await_ns),
+        ready_wait_ns: slice(&ev.ready_wait_ns),
+        task_step_ns: slice(&ev.task_step_ns),
         source_file: Some(ix.source_files[r].clone()).filter(|s| !s.is_empty()),
         source_line: Some(ix.source_lines[r]).filter(|&l| l >= 0),
         source_text: Some(ix.source_texts[r].clone()).filter(|s| !s.is_empty()),
@@ -392,7 +410,30 @@ pub(crate) fn read_lane_tables(file: &hdf5::File, ctx: &Ctx, run: &mut Run) -> R
         run.tasks.extend(read_task_table(&g, ctx)?);
         run.tasks.sort_by_key(|t| t.rank);
     }
+    if has(file, "loop_blocks") {
+        let g = file.group("loop_blocks").map_err(ctx.h5("loop_blocks"))?;
+        run.loop_blocks = read_loop_blocks(&g, ctx)?;
+    }
     Ok(())
+}
+
+/// `/loop_blocks` (not in the reference's layout): one row per event-loop block.
+fn read_loop_blocks(g: &Group, ctx: &Ctx) -> R<Vec<scope_profiler_analysis::LoopBlockRow>> {
+    let (iv, _, n) = columns(g, ctx, "loop_blocks", &["thread", "task", "start_ns", "end_ns", "delayed_tasks"], &[])?;
+    let mut rows = (0..n)
+        .map(|i| {
+            Ok(scope_profiler_analysis::LoopBlockRow {
+                rank: lane_rank(ctx, iv[0][i])?,
+                thread: iv[1][i],
+                task: iv[2][i],
+                start_ns: iv[3][i],
+                end_ns: iv[4][i],
+                delayed_tasks: iv[5][i],
+            })
+        })
+        .collect::<R<Vec<_>>>()?;
+    rows.sort_by_key(|b| b.rank);
+    Ok(rows)
 }
 
 /// Columns of a lane table: `ranks` then `ints`, the `strs`, and the row count.
@@ -437,19 +478,17 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
     )?;
     let mut names = sv.into_iter().next().unwrap_or_default().into_iter();
     // the CPU clock at registration: absent in the reference's files
-    let cpu_start = if has(g, "cpu_start_ns") {
-        let c = dataset_ints(g, "cpu_start_ns", ctx, "thread_table")?;
-        if c.len() != n {
-            return Err(ctx.corrupt("has thread_table columns of different lengths. The file is truncated or damaged."));
-        }
-        c
-    } else {
-        vec![scope_profiler_analysis::UNKNOWN; n]
-    };
+    let cpu_start = optional_thread_column(g, "cpu_start_ns", n, ctx)?;
+    // the time in task steps: written by runs with track_async
+    let task_steps = optional_thread_column(g, "task_step_ns", n, ctx)?;
+    // the ready wait of an event loop's thread: written by runs with track_async
+    let ready_wait = optional_thread_column(g, "ready_wait_ns", n, ctx)?;
     (0..n)
         .map(|i| {
             Ok(ThreadRow {
                 cpu_start_ns: cpu_start[i],
+                task_step_ns: task_steps[i],
+                ready_wait_ns: ready_wait[i],
                 rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 ident: iv[2][i],
@@ -464,6 +503,19 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
         .collect()
 }
 
+/// Column `name` of `thread_table` (`n` rows), one the reference's layout does not have:
+/// [`UNKNOWN`](scope_profiler_analysis::UNKNOWN) for every row when absent.
+fn optional_thread_column(g: &Group, name: &str, n: usize, ctx: &Ctx) -> R<Vec<i64>> {
+    if !has(g, name) {
+        return Ok(vec![scope_profiler_analysis::UNKNOWN; n]);
+    }
+    let c = dataset_ints(g, name, ctx, "thread_table")?;
+    if c.len() != n {
+        return Err(ctx.corrupt("has thread_table columns of different lengths. The file is truncated or damaged."));
+    }
+    Ok(c)
+}
+
 fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {
     let (iv, sv, n) = columns(
         g,
@@ -472,6 +524,16 @@ fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {
         &["index", "thread_index", "created_ns", "done_ns", "steps", "running_ns", "suspended_ns"],
         &["kind", "name", "coro_name"],
     )?;
+    // ready wait: absent in the reference's files
+    let ready = if has(g, "ready_wait_ns") {
+        let c = dataset_ints(g, "ready_wait_ns", ctx, "task_table")?;
+        if c.len() != n {
+            return Err(ctx.corrupt("has task_table columns of different lengths. The file is truncated or damaged."));
+        }
+        c
+    } else {
+        vec![scope_profiler_analysis::UNKNOWN; n]
+    };
     let mut sv = sv.into_iter();
     let (mut kinds, mut names, mut coros) = (
         sv.next().unwrap_or_default().into_iter(),
@@ -485,7 +547,8 @@ fn read_task_table(g: &Group, ctx: &Ctx) -> R<Vec<TaskRow>> {
             Ok(TaskRow::new(lane_rank(ctx, iv[0][i])?, iv[1][i], kind, name, coro_name)
                 .on_thread(iv[2][i])
                 .lifetime(iv[3][i], iv[4][i])
-                .timing(iv[5][i], iv[6][i], iv[7][i]))
+                .timing(iv[5][i], iv[6][i], iv[7][i])
+                .ready_wait(ready[i]))
         })
         .collect()
 }

@@ -218,7 +218,7 @@ pub(crate) fn num_ranks(ctx: &Ctx, metadata: &[(String, MetaValue)], max_rank: O
 }
 
 /// The per-call columns of `events/` that [`open_and_prefetch`] reads before the heap check.
-const EVENT_COLUMNS: [&str; 10] = [
+const EVENT_COLUMNS: [&str; 12] = [
     "start_deltas",
     "durations",
     "start_times",
@@ -229,6 +229,8 @@ const EVENT_COLUMNS: [&str; 10] = [
     "thread_ids",
     "task_ids",
     "await_ns",
+    "ready_wait_ns",
+    "task_step_ns",
 ];
 
 /// Event columns read ahead of the rest of the file, by dataset name.

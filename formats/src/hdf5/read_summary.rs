@@ -47,6 +47,8 @@ pub struct RunSummary {
     pub metadata: Vec<(String, MetaValue)>,
     /// As [`super::read_h5`]: `max(metadata.mpi_size, max rank + 1)`, 0 without rows.
     pub num_ranks: u32,
+    /// Event-loop blocks (`/loop_blocks`; empty without).
+    pub loop_blocks: Vec<scope_profiler_analysis::LoopBlockRow>,
 }
 
 /// The rows a summary read keeps (`read_h5_summary(regions=, ranks=)`): regions named in
@@ -93,6 +95,7 @@ impl RunSummary {
             metadata: self.metadata,
             num_ranks: self.num_ranks,
             region_names: self.region_names,
+            loop_blocks: self.loop_blocks.into_iter().filter(|b| filter.keeps_rank(b.rank)).collect(),
         }
     }
 }
@@ -137,6 +140,7 @@ fn read_summary_inner(ctx: &Ctx) -> R<Option<RunSummary>> {
         tasks: lanes.tasks,
         metadata,
         num_ranks: ranks,
+        loop_blocks: lanes.loop_blocks,
     }))
 }
 
@@ -275,18 +279,7 @@ mod tests {
         let summary = RunSummary {
             region_names: vec!["a".into(), "b".into()],
             rows: vec![summary_row(0, 0, 2), summary_row(1, 0, 3), summary_row(0, 1, 4)],
-            threads: vec![ThreadRow {
-                rank: 1,
-                index: 0,
-                ident: 1,
-                native_id: 1,
-                daemon: false,
-                start_ns: 0,
-                end_ns: -1,
-                cpu_ns: 0,
-                cpu_start_ns: -1,
-                name: "MainThread".into(),
-            }],
+            threads: vec![ThreadRow { ident: 1, native_id: 1, ..ThreadRow::new(1, 0, "MainThread") }],
             num_ranks: 2,
             ..RunSummary::default()
         };

@@ -88,6 +88,8 @@ fn read_region(g: &hdf5::Group, ctx: &Ctx, what: &str, rank: u32) -> R<RegionCal
         thread_ids: None,
         task_ids: None,
         await_ns: None,
+        ready_wait_ns: None,
+        task_step_ns: None,
         source_file,
         source_line,
         source_text,

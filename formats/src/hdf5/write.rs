@@ -396,13 +396,16 @@ fn event_columns<'a>(rows: &[&'a RegionCalls]) -> Result<Vec<(&'static str, RowF
     });
     let mut columns = vec![("start_deltas", deltas), ("durations", durations)];
     type Col = fn(&RegionCalls) -> Option<Optional<'_>>;
-    let optional: [(&str, Col, i64); 6] = [
+    let optional: [(&str, Col, i64); 8] = [
         ("gpu_durations", |r| r.gpu_ns.as_ref().map(Optional::Plain), -1),
         ("call_ids", |r| r.call_ids.as_ref().map(Optional::Ids), -1),
         ("parent_ids", |r| r.parent_ids.as_ref().map(Optional::Ids), -1),
         ("thread_ids", |r| r.thread_ids.as_ref().map(Optional::Plain), -1),
         ("task_ids", |r| r.task_ids.as_ref().map(Optional::Plain), -1),
         ("await_ns", |r| r.await_ns.as_ref().map(Optional::Plain), 0),
+        // not in the reference's layout (its reader takes the columns it knows by name)
+        ("ready_wait_ns", |r| r.ready_wait_ns.as_ref().map(Optional::Plain), -1),
+        ("task_step_ns", |r| r.task_step_ns.as_ref().map(Optional::Plain), 0),
     ];
     for (name, get, missing) in optional {
         if !rows.iter().any(|r| get(r).is_some()) {
@@ -540,7 +543,22 @@ fn write_lane_tables(run: &Run, rows: &[&RegionCalls], file: &hdf5::File, w: &W<
     if !tasks.is_empty() {
         write_task_table(&tasks, file, w)?;
     }
+    let blocks: Vec<&scope_profiler_analysis::LoopBlockRow> = run.loop_blocks.iter().filter(|b| kept(b.rank)).collect();
+    if !blocks.is_empty() {
+        write_loop_blocks(&blocks, file, w)?;
+    }
     Ok(())
+}
+
+/// `/loop_blocks`: not in the reference's layout (its reader opens the groups it knows).
+fn write_loop_blocks(b: &[&scope_profiler_analysis::LoopBlockRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
+    let g = file.create_group("loop_blocks").map_err(w.err("loop_blocks"))?;
+    w.ints(&g, "ranks", &b.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
+    w.ints(&g, "thread", &b.iter().map(|x| x.thread).collect::<Vec<i64>>())?;
+    w.ints(&g, "task", &b.iter().map(|x| x.task).collect::<Vec<i64>>())?;
+    w.ints(&g, "start_ns", &b.iter().map(|x| x.start_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "end_ns", &b.iter().map(|x| x.end_ns).collect::<Vec<i64>>())?;
+    w.ints(&g, "delayed_tasks", &b.iter().map(|x| x.delayed_tasks).collect::<Vec<i64>>())
 }
 
 fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
@@ -558,6 +576,12 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     if t.iter().any(|x| x.cpu_start_ns != scope_profiler_analysis::UNKNOWN) {
         w.ints(&g, "cpu_start_ns", &t.iter().map(|x| x.cpu_start_ns).collect::<Vec<i64>>())?;
     }
+    if t.iter().any(|x| x.task_step_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "task_step_ns", &t.iter().map(|x| x.task_step_ns).collect::<Vec<i64>>())?;
+    }
+    if t.iter().any(|x| x.ready_wait_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "ready_wait_ns", &t.iter().map(|x| x.ready_wait_ns).collect::<Vec<i64>>())?;
+    }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }
 
@@ -571,6 +595,10 @@ fn write_task_table(t: &[&TaskRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     w.ints(&g, "steps", &t.iter().map(|x| x.steps).collect::<Vec<i64>>())?;
     w.ints(&g, "running_ns", &t.iter().map(|x| x.running_ns).collect::<Vec<i64>>())?;
     w.ints(&g, "suspended_ns", &t.iter().map(|x| x.suspended_ns).collect::<Vec<i64>>())?;
+    // not in the reference's layout; left out when no row knows it
+    if t.iter().any(|x| x.ready_wait_ns != scope_profiler_analysis::UNKNOWN) {
+        w.ints(&g, "ready_wait_ns", &t.iter().map(|x| x.ready_wait_ns).collect::<Vec<i64>>())?;
+    }
     w.strs(&g, "kind", &t.iter().map(|x| x.kind.clone()).collect::<Vec<String>>())?;
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())?;
     w.strs(&g, "coro_name", &t.iter().map(|x| x.coro_name.clone()).collect::<Vec<String>>())

@@ -13,6 +13,13 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
   ``TimedCoroutine`` each) and has the task made by the loop's chain of factories: the one
   it had before, and each one the application set over ours since (ours is set again
   above it; one that calls back into ours is passed on down the chain).
+* A standard loop (an ``asyncio.BaseEventLoop`` keeping asyncio's clock, ``time.monotonic()``,
+  and its ready handles in the deque ``loop._ready``) gets a ``ReadyQueue`` (Rust) in place
+  of that deque: it stamps each handle with the moment it became ready, so each task step
+  knows how long its task waited for the busy loop (ready wait), and records the callbacks
+  that held the loop (loop blocks). The deque, with what it holds, is put back when no
+  tracker times the loop any more. Other loops (uvloop, loops with a clock of their own)
+  keep theirs: their tasks' ready wait is unknown.
 * Release is order-independent: a tracker leaving takes itself out of every loop; a loop
   nobody tracks any more gets its own previous factory back, and the ``BaseEventLoop``
   methods are restored when the last tracker leaves (only if they are still ours, so a
@@ -22,9 +29,11 @@ Imported (and ``asyncio`` with it) only when a ``track_async`` tracker installs.
 from __future__ import annotations
 
 import asyncio
+import collections
 import sys
+import weakref
 
-from ._native import TaskFactory
+from ._native import ReadyQueue, TaskFactory
 
 #: Active trackers, install order.
 _TRACKERS: list = []
@@ -33,11 +42,56 @@ _ORIGINALS: dict = {}
 #: The task factory of every instrumented loop (Rust: the loops, their previous factories
 #: and the recorders timing their tasks).
 _task_factory = TaskFactory()
+#: loop -> the ``ReadyQueue`` that replaced its ``_ready`` deque.
+_READY_QUEUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _standard_ready_queue(loop) -> bool:
+    """Whether ``loop`` keeps its ready handles in asyncio's deque and asyncio's clock (loop
+    time = ``time.monotonic()``, the recording clock, so a timer's deadline is a moment of it)."""
+    return (
+        isinstance(loop, asyncio.BaseEventLoop)
+        and type(loop).time is asyncio.BaseEventLoop.time
+        and type(vars(loop).get("_ready")) is collections.deque
+    )
+
+
+def _queue_of(loop):
+    """The ``ReadyQueue`` of ``loop``, if it has one."""
+    try:
+        return _READY_QUEUES.get(loop)
+    except TypeError:  # cannot be weakly referenced: not a standard loop, never given one
+        return None
+
+
+def _time_ready_queue(loop, tracker) -> None:
+    """Replace a standard loop's ready deque by a ``ReadyQueue`` timing it for ``tracker``."""
+    queue = _queue_of(loop)
+    if queue is not None:
+        queue.add_recorder(tracker._native)
+    elif _standard_ready_queue(loop):
+        queue = ReadyQueue(loop._ready, tracker._native)
+        loop._ready = queue
+        _READY_QUEUES[loop] = queue
+
+
+def _untime_ready_queues(tracker) -> None:
+    """Take ``tracker`` out of every ready queue; a loop left untimed gets a deque back, with
+    the handles its queue holds."""
+    for loop, queue in list(_READY_QUEUES.items()):
+        if queue.remove_recorder(tracker._native):
+            continue
+        if vars(loop).get("_ready") is queue:
+            loop._ready = collections.deque(queue)
+        queue.run_stopped()
+        del _READY_QUEUES[loop]
 
 
 def instrument(loop, tracker) -> None:
-    """Route ``loop``'s task creation through ``tracker``'s step timer (idempotent)."""
+    """Route ``loop``'s task creation through ``tracker``'s step timer and time its ready
+    queue (idempotent)."""
     _task_factory.instrument(loop, tracker._native)
+    _time_ready_queue(loop, tracker)
 
 
 def tracking() -> bool:
@@ -53,12 +107,20 @@ def instruments(loop) -> bool:
 def instrument_active(loop) -> None:
     """Route ``loop``'s task creation through every active tracker's step timer."""
     for tracker in _TRACKERS:
-        _task_factory.instrument(loop, tracker._native)
+        instrument(loop, tracker)
 
 
 def _run_forever(self):
     instrument_active(self)
-    return _ORIGINALS["run_forever"](self)
+    queue = _queue_of(self)
+    if queue is None:
+        return _ORIGINALS["run_forever"](self)
+    queue.run_started()
+    try:
+        return _ORIGINALS["run_forever"](self)
+    finally:
+        # the last handle's run ends: no step on this thread is resumed by it any more
+        queue.run_stopped()
 
 
 #: CPython 3.13.0-3.13.2 call ``task.set_name(name)`` after a custom task factory even when
@@ -107,6 +169,7 @@ def release(tracker) -> None:
     """Deactivate ``tracker``: out of every loop (a loop left untracked gets its previous
     factory back), ``BaseEventLoop`` restored after the last tracker."""
     _task_factory.release(tracker._native)
+    _untime_ready_queues(tracker)
     if tracker not in _TRACKERS:
         return
     _TRACKERS.remove(tracker)

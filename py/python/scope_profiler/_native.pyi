@@ -59,6 +59,7 @@ __all__ = [
     "ProfiledFunction",
     "ProfilingConfigBase",
     "ProfilingResults",
+    "ReadyQueue",
     "Region",
     "RegionCache",
     "RegionTrace",
@@ -73,6 +74,7 @@ __all__ = [
     "TimedCoroutine",
     "TraceFormatError",
     "TraceHook",
+    "TrioLanes",
     "_PickledRun",
     "__version__",
     "_run_from_bytes",
@@ -322,6 +324,10 @@ class Region:
     def await_times_ns(self) -> _I64 | None:
         """ns each call's task was suspended inside it (0 outside tasks), or None."""
     @property
+    def task_step_times_ns(self) -> _I64 | None:
+        """ns each call's thread ran task steps inside it, for calls on the thread's own
+        lane (0 in a task): not the call's exclusive or held time. None when not recorded."""
+    @property
     def start_times(self) -> _F64:
         """Call starts, float64 s (absolute)."""
     @property
@@ -342,6 +348,14 @@ class Region:
     @property
     def await_times(self) -> _F64 | None:
         """``await_times_ns / 1e9`` (s), or None."""
+    @property
+    def ready_wait_times_ns(self) -> _I64 | None:
+        """ns of each call's await time during which its task was ready to resume but its
+        event loop ran other code (0 outside tasks, -1 where the loop could not tell), or
+        None without ``track_async``."""
+    @property
+    def ready_wait_times(self) -> _F64 | None:
+        """``ready_wait_times_ns / 1e9`` (s; NaN where not known), or None."""
     @property
     def call_ids(self) -> _I64 | None:
         """Call id per call (unique per rank), or None without a call graph."""
@@ -804,13 +818,24 @@ class ProfilingResults:
         or to the run's end while alive), ``cpu_time`` (CPU burned during the run),
         ``cpu_time_total`` (whole life, the reference's figure), ``num_calls``,
         ``region_time`` (wall-clock union of the top-level calls on the thread's lane and
-        its tasks' lanes, never above ``wall_time``), ``held_time``/``await_time`` (None
-        without ``track_async``). Raises NestingError."""
+        its tasks' lanes, never above ``wall_time``); with ``track_async`` (else None)
+        ``held_time`` (its own calls outside task steps, plus the steps), ``await_time``
+        (its tasks' calls open with none running), ``task_step_time`` and
+        ``task_await_time_sum`` (the tasks' awaits summed: a per-task sum);
+        ``ready_wait_time`` (s in which some task resumed on the thread was ready but waited
+        for it: the union of their ready waits, at most ``wall_time``; None for a thread that
+        ran no task step or whose loop could not tell). Raises NestingError."""
     def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,
-        await_time`` (held + await = region_time; None without an await column).
-        Raises NestingError."""
+        await_time`` (held + await = region_time; None without an await column),
+        ``ready_wait_time`` (s ready to resume while its loop ran other code; None when not
+        known). Raises NestingError."""
+    def loop_blocks(self, rank: int = 0, threshold: float = 0.01) -> list[dict[str, Any]]:
+        """The event-loop blocks of ``rank`` lasting at least ``threshold`` s, longest first:
+        dicts ``thread, task`` (-1: a plain callback), ``start`` (s from the run's start),
+        ``duration`` (s), ``region`` and ``delayed_tasks``. Raises ValueError below the
+        recording floor (0.001 s)."""
     def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]:
         """LIKWID regions (always empty: not recorded by this edition)."""
     def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]:
@@ -2047,6 +2072,9 @@ class NativeRecorder:
         referenced stop being followed."""
     def timed_coroutine(self, coro: Any, handle: TaskHandle) -> TimedCoroutine:
         """Wrap ``coro`` so each step runs on ``handle``'s lane and is timed (monotonic clock)."""
+    def trio_lanes(self, root: Any = None) -> TrioLanes:
+        """A trio instrument making the tasks of one trio run lanes of this recorder;
+        ``root``: the run's root task when it is added to a run already going."""
     def greenlet_switch(self, origin: Any, target: Any) -> None:
         """A greenlet switch/throw on the calling thread: finish ``origin``'s row if it is
         dead (or name it from its outermost frame if its target was unknown), then run on
@@ -2347,6 +2375,30 @@ class TaskFactory:
         back."""
 
 @final
+class ReadyQueue:
+    """The ready queue (``loop._ready``) of a standard asyncio loop under ``track_async``: a
+    ``collections.deque`` of handles that stamps each with the moment it became ready."""
+
+    def __new__(cls, handles: Any, recorder: NativeRecorder) -> ReadyQueue: ...
+    def append(self, handle: Any) -> None: ...
+    def appendleft(self, handle: Any) -> None: ...
+    def popleft(self) -> Any: ...
+    def pop(self) -> Any: ...
+    def remove(self, value: Any) -> None: ...
+    def clear(self) -> None: ...
+    def __bool__(self) -> bool: ...
+    def __len__(self) -> int: ...
+    def __iter__(self) -> Any: ...
+    def run_started(self) -> None:
+        """The loop starts running on the calling thread."""
+    def run_stopped(self) -> None:
+        """The loop stopped running: the handle running, if any, ends."""
+    def add_recorder(self, recorder: NativeRecorder) -> None:
+        """Time the loop for ``recorder`` too (idempotent)."""
+    def remove_recorder(self, recorder: NativeRecorder) -> int:
+        """Stop timing the loop for ``recorder``; returns how many recorders are left."""
+
+@final
 class TaskHandle:
     """One task-table row (an asyncio task or a greenlet); ``*_ns`` absolute monotonic ns."""
 
@@ -2409,6 +2461,35 @@ class TimedCoroutine(Coroutine[Any, Any, Any]):
     def __wrapped__(self) -> Any: ...
     @property
     def _task_index(self) -> int: ...
+
+@final
+class TrioLanes:
+    """A ``trio.abc.Instrument`` making the tasks of one trio run lanes of one recorder
+    (``NativeRecorder.trio_lanes``): a row per task spawned (trio's own ``<init>`` and
+    ``<TrioToken.run_sync_soon task>`` excepted), each step on the task's lane, timed."""
+
+    def task_spawned(self, task: Any) -> None:
+        """A task was created: a new lane unless it is one of trio's own."""
+    def task_scheduled(self, task: Any) -> None:
+        """The task became runnable now (its ready moment)."""
+    def before_task_step(self, task: Any) -> None:
+        """The task's step starts: it becomes the thread's lane."""
+    def after_task_step(self, task: Any) -> None:
+        """The task's step ended: the thread's previous lane is current again."""
+    def task_exited(self, task: Any) -> None:
+        """The task exited (inside its last step): its row is done."""
+    def after_run(self) -> None:
+        """The run ended."""
+    def detach(self) -> None:
+        """Stop following the run: no new lanes or steps (a step running still ends)."""
+    def follows(self, root: Any) -> bool:
+        """Whether it follows the run whose root task is ``root`` (not detached, not over)."""
+    @property
+    def stepping(self) -> bool:
+        """Whether a step of one of its lanes runs now."""
+    @property
+    def lanes(self) -> int:
+        """Tasks followed now (spawned and not exited)."""
 
 @final
 class TraceHook:

@@ -10,8 +10,8 @@
 * Threads that existed before ``setup()`` (the main thread, pools) are registered lazily,
   in Rust, the first time they enter a region (or run a task step / greenlet switch).
 * Thread end and exact CPU total are stamped by the sentinel's ``Drop`` on the dying thread.
-* ``track_async``: asyncio tasks (``_asyncio_hooks``) and greenlets (``_greenlet_hooks``)
-  become lanes. Each task's coroutine is wrapped by a Rust ``TimedCoroutine`` that makes
+* ``track_async``: asyncio tasks (``_asyncio_hooks``), trio tasks (``_trio_hooks``) and
+  greenlets (``_greenlet_hooks``) become lanes. Each task's coroutine is wrapped by a Rust ``TimedCoroutine`` that makes
   the task the thread's current lane during each step, so region calls inside it carry its
   task id, close on its own scope stack and record how long it was suspended.
 
@@ -66,6 +66,7 @@ class ConcurrencyTracker:
         self.installed = False  # the hooks armed (install() until uninstall())
         self._asyncio = False  # in the asyncio hooks' registry (install or instrument_loop)
         self._greenlet = False  # in the greenlet hooks' registry
+        self._trio = False  # in the trio hooks' registry
 
     # - registration ------------------------------------------------------
     def current_thread(self) -> ThreadInfo:
@@ -87,8 +88,8 @@ class ConcurrencyTracker:
 
     # - install / uninstall -------------------------------------------------
     def install(self) -> None:
-        """Arm the thread-start hook and, with ``track_async``, the asyncio and greenlet
-        hooks (idempotent)."""
+        """Arm the thread-start hook and, with ``track_async``, the asyncio, trio and
+        greenlet hooks (idempotent)."""
         if self.installed:
             return
         self.installed = True
@@ -99,6 +100,10 @@ class ConcurrencyTracker:
 
             _asyncio_hooks.acquire(self)
             self._asyncio = True
+            from . import _trio_hooks
+
+            _trio_hooks.acquire(self)
+            self._trio = True
             try:
                 from . import _greenlet_hooks
             except ImportError:
@@ -119,6 +124,9 @@ class ConcurrencyTracker:
         if self._asyncio:
             sys.modules["scope_profiler._asyncio_hooks"].release(self)
             self._asyncio = False
+        if self._trio:
+            sys.modules["scope_profiler._trio_hooks"].release(self)
+            self._trio = False
         if self._greenlet:
             self._native.set_register_callback(None)
             sys.modules["scope_profiler._greenlet_hooks"].release(self)

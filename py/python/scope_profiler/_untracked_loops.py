@@ -8,8 +8,10 @@ loop whose tasks get no lanes:
   without ``instrument_loop``): it is instrumented for every active tracker at once, so the
   tasks it creates from now on are lanes, and a warning says once that the tasks created
   before were not tracked and how to track them all;
-* a trio run (``trio.run``, anyio on its trio backend), which has no task factory: a warning
-  says once that its tasks are not followed and what to do instead.
+* a trio run no tracker follows (started without going through the patched ``trio.run`` /
+  ``trio.lowlevel.start_guest_run``, see ``_trio_hooks``): it is followed for every active
+  tracker at once, so the tasks it spawns from now on are lanes, and a warning says once
+  that the tasks spawned before were not tracked and how to track them all.
 
 Calls of such tasks are on the thread's lane with no await time; concurrent ones nest in the
 order they opened, so their durations include the other tasks' time.
@@ -67,7 +69,8 @@ def check_loop(loop) -> bool:
 
 def check_trio() -> bool:
     """A region opened on the thread's lane while trio is imported; returns whether trio
-    needs no more checks (warned)."""
+    needs no more checks (warned). A trio run nobody follows is followed from now on for
+    every active tracker."""
     trio = sys.modules.get("trio")
     try:
         in_task = trio is not None and trio.lowlevel.current_task() is not None
@@ -75,6 +78,14 @@ def check_trio() -> bool:
         in_task = False
     if not in_task:
         return "trio" in _WARNED
+    hooks = sys.modules.get("scope_profiler._trio_hooks")
+    if hooks is None or not hooks.tracking() or hooks.follows_current_run():
+        # untracked, or a task the run's instrument did not see spawned (trio's own, or
+        # one started before setup() inside the run): nothing to say
+        return False
+    hooks.instrument_current_run()
+    if "trio" in _WARNED:
+        return True
     _WARNED.add("trio")
     warnings.warn(UNTRACKED_TRIO_WARNING, RuntimeWarning, stacklevel=2)
     return True

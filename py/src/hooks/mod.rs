@@ -9,6 +9,7 @@ use pyo3::prelude::*;
 
 pub mod asyncio_hooks;
 pub mod greenlet_hooks;
+pub mod ready_queue;
 pub mod tracking;
 pub mod untracked_loops;
 
@@ -16,6 +17,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     asyncio_hooks::register(m)?;
     tracking::register(m)?;
     greenlet_hooks::register(m)?;
+    ready_queue::register(m)?;
     untracked_loops::register(m)?;
     Ok(())
 }

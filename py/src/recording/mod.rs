@@ -12,6 +12,7 @@
 //! * [`names`]: region, thread and task names as a profile file can hold them;
 //! * [`thread_exit`]: the thread-exit hook;
 //! * [`tasks`]: task lanes (`TaskHandle`, `TimedCoroutine`);
+//! * [`trio_lanes`]: trio tasks as lanes (`TrioLanes`, a trio instrument);
 //! * [`stream`]: the `flush_interval` flusher thread;
 //! * [`tracer`]: function-level tracing (`_tracer.py`);
 //! * [`metadata`]: `metadata()` blocks and the call wrapper of `@profile(metadata=...)` (`_metadata.py`).
@@ -34,14 +35,17 @@ mod stream;
 mod tasks;
 mod thread_exit;
 mod tracer;
+mod trio_lanes;
 
 pub(crate) use names::{check_region_name, recorded_name, region_name_text};
 pub use native_recorder::NativeRecorder;
 pub(crate) use profile_region::{next_setup_generation, setup_generation, ProfileRegion};
 pub(crate) use profiled_function::{bind_as_method, ProfiledFunction};
 pub(crate) use recorder_state::Shared;
+pub(crate) use tasks::record_callback_block;
 pub use tasks::{TaskHandle, TimedCoroutine};
 pub use thread_exit::ThreadExitSentinel;
+pub use trio_lanes::TrioLanes;
 
 use pyo3::prelude::*;
 
@@ -57,6 +61,7 @@ pub fn register(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_class::<ThreadExitSentinel>()?;
     m.add_class::<TaskHandle>()?;
     m.add_class::<TimedCoroutine>()?;
+    m.add_class::<TrioLanes>()?;
     m.add_function(wrap_pyfunction!(perf_counter_ns, m)?)?;
     m.add_function(wrap_pyfunction!(thread_time_ns, m)?)?;
     m.add_function(wrap_pyfunction!(check_region_name_py, m)?)?;

@@ -13,7 +13,7 @@ use crate::errors::write_failure_err;
 use crate::native_run::NativeRun;
 
 use super::names::{recorded_name, region_name_str, region_name_text};
-use super::{lookup, stream, tasks, ProfileRegion, Shared, TaskHandle, TimedCoroutine};
+use super::{lookup, stream, tasks, ProfileRegion, Shared, TaskHandle, TimedCoroutine, TrioLanes};
 
 /// A native region handed to `finalize`: `(name, starts, ends, source_file, source_line)`.
 type NativeRegionArg<'py> =
@@ -175,6 +175,13 @@ impl NativeRecorder {
     /// Wrap `coro` so each step of the task runs on `handle`'s lane and is timed.
     fn timed_coroutine(&self, coro: Py<PyAny>, handle: &TaskHandle) -> TimedCoroutine {
         TimedCoroutine::new(coro, handle, Arc::clone(&self.shared))
+    }
+
+    /// A trio instrument making the tasks of one trio run lanes of this recorder (see
+    /// [`TrioLanes`]); `root`: the run's root task when it is added to a run already going.
+    #[pyo3(signature = (root=None))]
+    fn trio_lanes(&self, root: Option<&Bound<'_, PyAny>>) -> TrioLanes {
+        TrioLanes::new(Arc::clone(&self.shared), root)
     }
 
     /// A `greenlet` switch (or throw) on the calling thread from `origin` to `target`: the

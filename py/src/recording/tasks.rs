@@ -18,7 +18,8 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
-use scope_profiler_recorder::{now_ns, TaskRecord, UNKNOWN};
+use scope_profiler_recorder::task::READY_UNKNOWN;
+use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, UNKNOWN};
 
 use super::{recorded_name, Shared};
 
@@ -250,15 +251,36 @@ pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskH
     if !prev.is_null() {
         // SAFETY: current tasks are kept alive by the recorder's registry.
         unsafe { &*prev }.leave_step(now);
+        st.end_step(now);
     }
     match target {
         Some(h) => {
+            // a greenlet hub tells no ready moments: its lanes' ready wait is unknown
+            h.task.ready_since(now, None);
             h.task.enter_step(now, st.index() as i64);
+            st.begin_step(now);
             st.set_current(Arc::as_ptr(&h.task));
         }
         None => {
             st.set_current(ptr::null());
         }
+    }
+    Ok(())
+}
+
+/// A plain callback of an instrumented loop held the calling thread `[start_ns, end_ns)`:
+/// a loop block of `recorder` if that thread records for it.
+pub(crate) fn record_callback_block(
+    recorder: &super::NativeRecorder,
+    _py: Python<'_>,
+    start_ns: i64,
+    end_ns: i64,
+) -> PyResult<()> {
+    let shared = &recorder.shared;
+    if let Some(st) = shared.rec.local() {
+        // SAFETY: the calling thread's own state.
+        let index = unsafe { &*st }.index();
+        shared.rec.loop_blocks().record(index, -1, start_ns, end_ns);
     }
     Ok(())
 }
@@ -299,17 +321,49 @@ impl TimedCoroutine {
         }
     }
 
-    /// Run `f` as one step of the task on the calling thread.
+    /// Run `f` as one step of the task on the calling thread. The step's ready wait comes
+    /// from the loop's handle running it (unknown without one); a step that is the
+    /// thread's outermost on this recorder counts toward the loop blocks it waited for and
+    /// is recorded as a block itself when it held the loop for the floor or more.
     #[inline(always)]
     fn step<R>(&self, py: Python<'_>, f: impl FnOnce() -> R) -> PyResult<R> {
         let st = self.shared.state(py)?;
         // SAFETY: the calling thread's own state.
         let st = unsafe { &*st };
-        self.task.enter_step(now_ns(), st.index() as i64);
+        let start = event_loop::step_begins();
+        let now = match start {
+            // the handle that resumes the task (its wakeup or step callback) just started:
+            // its start is the step's. Not a first step, which may be an eager task's run by
+            // a callback that did other work first.
+            event_loop::StepStart::Handle { start_ns: Some(at), .. } if self.task.steps() > 0 => at,
+            _ => now_ns(),
+        };
+        let waited = self.task.ready_since(now, start.ready_ns());
+        self.task.enter_step(now, st.index() as i64);
+        st.begin_step(now);
         let prev = st.set_current(Arc::as_ptr(&self.task));
+        let blocks = self.shared.rec.loop_blocks();
+        if prev.is_null() {
+            if let Some(wait) = waited.filter(|&w| w > 0) {
+                blocks.count_delayed(st.index(), now - wait, now);
+            }
+            if let Some(thread) = st.record() {
+                match waited {
+                    Some(wait) => thread.task_resumed(Some((now - wait, now))),
+                    None if self.task.ready_wait_ns() == READY_UNKNOWN => thread.task_resumed(None),
+                    None => {} // a first step: no wait
+                }
+            }
+        }
         let out = f();
         st.set_current(prev);
-        self.task.leave_step(now_ns());
+        let end = now_ns();
+        self.task.leave_step(end);
+        event_loop::step_ends(end);
+        if prev.is_null() {
+            blocks.record(st.index(), self.task.index as i64, now, end);
+        }
+        st.end_step(end);
         Ok(out)
     }
 

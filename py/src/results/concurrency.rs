@@ -63,7 +63,20 @@ impl ThreadInfo {
         cpu_ns: i64,
         cpu_start_ns: i64,
     ) -> Self {
-        let row = ThreadRow { rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, cpu_start_ns, name };
+        let row = ThreadRow {
+            ready_wait_ns: -1,
+            rank,
+            index,
+            ident,
+            native_id,
+            daemon,
+            start_ns,
+            end_ns,
+            cpu_ns,
+            cpu_start_ns,
+            task_step_ns: UNKNOWN,
+            name,
+        };
         ThreadInfo { run: Arc::new(Run { threads: vec![row], ..Run::default() }), at: 0 }
     }
     #[getter]

@@ -96,6 +96,15 @@ pub fn task_summary_dicts<'py>(py: Python<'py>, rows: &[TaskSummaryRow]) -> PyRe
     summary_dicts(py, record_batch::task_summary_table(rows))
 }
 
+/// `loop_blocks` rows as dicts: `thread, task, start, duration, region, delayed_tasks`.
+pub fn loop_block_dicts<'py>(
+    py: Python<'py>,
+    rows: &[scope_profiler_analysis::LoopBlock],
+) -> PyResult<Bound<'py, PyList>> {
+    let how = RowDicts { skip: &[], keep_nulls: true, summary_rows: false };
+    batch_dicts(py, &crate::results::events::batch_of(record_batch::loop_blocks_table(rows))?, how)
+}
+
 fn summary_dicts<'py>(
     py: Python<'py>,
     batch: Result<RecordBatch, arrow_schema::ArrowError>,

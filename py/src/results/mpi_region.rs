@@ -129,8 +129,10 @@ impl MPIRegion {
         if views.iter().any(|v| v.await_total_ns().is_some()) {
             let awaited: i64 = views.iter().filter_map(|v| v.await_total_ns()).sum();
             let total: i64 = views.iter().map(|v| v.durations_ns().iter().sum::<i64>()).sum();
+            // calls on a thread's own lane do not hold it while it runs task steps
+            let steps: i64 = views.iter().filter_map(|v| v.calls().task_step_total_ns()).sum();
             d.set_item("await_duration", awaited as f64 / 1e9)?;
-            d.set_item("held_duration", (total - awaited) as f64 / 1e9)?;
+            d.set_item("held_duration", (total - awaited - steps) as f64 / 1e9)?;
         }
         Ok(d)
     }

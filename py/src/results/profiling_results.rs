@@ -673,8 +673,12 @@ impl ProfilingResults {
     /// reference's `cpu_time`); `num_calls`; `region_time` (wall-clock union of the top-level
     /// calls on the thread's lane and on the lanes of the tasks/greenlets that ran on it,
     /// never above `wall_time`; a task call inside a call of the thread itself is part of
-    /// it); `held_time` / `await_time` (Σ duration − await / Σ await of those top-level
-    /// calls, `held_time <= region_time`; None without `track_async`). `[]` without a thread
+    /// it); with `track_async` (else None): `held_time` (the thread's own top-level calls
+    /// outside the task steps it ran, plus those steps), `await_time` (time its tasks'
+    /// top-level calls were open with none of them running: a union, not a sum),
+    /// `task_step_time` (time in task steps; None in files without it) and
+    /// `task_await_time_sum` (the tasks' awaits summed: a per-task sum, the `await_time`s of
+    /// its rows in `task_summary()`); each of the first three `<= wall_time`. `[]` without a thread
     /// table, with a `RuntimeWarning` saying why when the rank has calls (recorded without
     /// `track_threads`). A damaged thread table (negative times, an end before the start,
     /// thread ids without a row) gives None for those times, a row `thread N` per id without
@@ -694,8 +698,9 @@ impl ProfilingResults {
     /// coro_name, thread_index, thread` (the thread of its latest step), `done`,
     /// `wall_time` (creation to completion, or to the run's end), `num_calls` (calls on its
     /// lane), `region_time` (Σ its top-level calls), `held_time` / `await_time` (None
-    /// without an await column; `held_time + await_time == region_time`). `[]` without a
-    /// task table. Raises NestingError.
+    /// without an await column; `held_time + await_time == region_time`), `ready_wait_time`
+    /// (s ready to resume while its loop ran other code; None when not known). `[]` without
+    /// a task table. Raises NestingError.
     #[pyo3(signature = (rank=0))]
     fn task_summary<'py>(&self, py: Python<'py>, rank: u32) -> PyResult<Bound<'py, PyList>> {
         let analysis = Arc::clone(&self.analysis);
@@ -703,6 +708,21 @@ impl ProfilingResults {
         crate::errors::warn_set_aside(py, &self.analysis, rank)?;
         crate::errors::warn_summary_only(py, &self.analysis.run, rank)?;
         crate::results::frames::task_summary_dicts(py, &rows)
+    }
+
+    /// The event-loop blocks of `rank` lasting at least `threshold` s, longest first: dicts
+    /// `thread, task` (-1: a plain callback), `start` (s from the run's start), `duration`
+    /// (s), `region` (the innermost call on that lane covering at least half of the block,
+    /// else the one open when it began, else None) and `delayed_tasks`. Raises ValueError
+    /// for a threshold below the recording floor (0.001 s).
+    #[pyo3(signature = (rank=0, threshold=0.01))]
+    fn loop_blocks<'py>(&self, py: Python<'py>, rank: u32, threshold: f64) -> PyResult<Bound<'py, PyList>> {
+        if !threshold.is_finite() {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!("threshold {threshold} is not a number of s")));
+        }
+        let rows = scope_profiler_analysis::loop_blocks(&self.analysis.run, rank, (threshold * 1e9).round() as i64)
+            .map_err(|e| pyo3::exceptions::PyValueError::new_err(e.to_string()))?;
+        crate::results::frames::loop_block_dicts(py, &rows)
     }
 
     // -- metadata, times ---------------------------------------------------------------------

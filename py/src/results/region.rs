@@ -347,6 +347,30 @@ impl Region {
     fn await_times<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
         self.with(|v| v.calls().await_ns.as_ref().map(|a| secs_array(py, a.values())))
     }
+    /// ns of each call's await time during which its task was ready to resume but its event
+    /// loop ran other code (0 outside tasks, -1 where the loop could not tell: uvloop and
+    /// other loops without an asyncio ready queue, greenlets), or None without `track_async`.
+    #[getter]
+    fn ready_wait_times_ns<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+        self.column(py, |c| c.ready_wait_ns.as_ref())
+    }
+    /// `ready_wait_times_ns / 1e9` (s; NaN where not known), or None.
+    #[getter]
+    fn ready_wait_times<'py>(&self, py: Python<'py>) -> Option<Bound<'py, PyArray1<f64>>> {
+        self.with(|v| {
+            v.calls().ready_wait_ns.as_ref().map(|a| {
+                let s: Vec<f64> = a.values().iter().map(|&x| if x < 0 { f64::NAN } else { secs(x) }).collect();
+                numpy::PyArray1::from_vec(py, s)
+            })
+        })
+    }
+    /// ns each call's thread spent running task steps between entry and exit, for calls on
+    /// the thread's own lane (0 in a task): time that is the task lanes', not the call's
+    /// exclusive or held time. None when not recorded (no `track_async`, older files).
+    #[getter]
+    fn task_step_times_ns<'py>(&self, py: Python<'py>) -> PyResult<Option<Bound<'py, PyArray1<i64>>>> {
+        self.column(py, |c| c.task_step_ns.as_ref())
+    }
     /// Σ await time in s (a negative await, found only in damaged data, counts as 0, as in
     /// every summary), or None without `track_async`.
     #[getter]

@@ -1,0 +1,316 @@
+"""track_async: ready wait (a task ready to resume while its loop runs other code) and loop
+blocks (one step or callback holding the loop's thread)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import math
+import subprocess
+import sys
+import time
+
+import numpy as np
+import pytest
+import scope_profiler as sp
+from helpers import reference_python
+from scope_profiler import ProfileManager, read_h5
+
+TICKERS = 5
+TICK = 0.005
+HOLD = 0.080
+
+
+@pytest.fixture
+def manager():
+    m = ProfileManager()
+    yield m
+    m.reset()
+
+
+def _session(m, tmp_path=None, **kw):
+    if tmp_path is None:
+        kw.setdefault("deactivate_file_output", True)
+    else:
+        kw.setdefault("file_path", str(tmp_path / "run.h5"))
+    return m.session(verbose=False, return_results=True, track_async=True, **kw)
+
+
+def _scenario(manager, hold=True, ticks=40):
+    """Five tasks ticking ``asyncio.sleep(5 ms)``; a sixth holds the loop with an 80 ms
+    ``time.sleep`` inside region ``hold`` (or not, with ``hold=False``)."""
+
+    async def ticker():
+        with manager.region("tick"):
+            for _ in range(ticks):
+                await asyncio.sleep(TICK)
+
+    async def blocker():
+        await asyncio.sleep(0.05)
+        with manager.region("hold"):
+            if hold:
+                time.sleep(HOLD)
+
+    async def main():
+        await asyncio.gather(*(ticker() for _ in range(TICKERS)), blocker())
+
+    asyncio.run(main())
+
+
+def test_a_blocking_step_is_one_block_that_delayed_every_ticker(manager):
+    with _session(manager) as s:
+        _scenario(manager)
+    r = s.results
+    blocks = r.loop_blocks(threshold=0.01)
+    # one block: the blocker's step; its own next step became ready after it ended, so the
+    # five tickers are all it delayed
+    assert len(blocks) == 1, blocks
+    b = blocks[0]
+    hold = r["hold"][0]
+    assert b["region"] == "hold" and b["thread"] == 0 and b["delayed_tasks"] == TICKERS
+    assert HOLD <= b["duration"] < HOLD + 0.01
+    # the block started inside the run, before the region (same step) and after the run start
+    assert 0 < b["start"] <= hold.start_times[0] - r.metadata["start_time_ns"] / 1e9 + 1e-6
+    tasks = {t.index: t.name for t in r.tasks[0]}
+    assert tasks[b["task"]] == next(t.name for t in r.tasks[0] if t.coro_name.endswith("blocker"))
+    # each ticker's deadline fell within one tick after the block began, so it waited for
+    # the rest of the block: between duration - 5 ms and duration, plus the small ready waits
+    # of the ticks around it (the control below: under 10 ms)
+    tick = r["tick"][0]
+    ready = tick.ready_wait_times
+    assert ready.shape == (TICKERS,) and ready.dtype == np.float64
+    assert (ready >= b["duration"] - TICK - 0.001).all(), ready
+    assert (ready <= b["duration"] + 0.010).all(), ready
+    assert (ready <= tick.await_times).all()
+    assert np.array_equal(tick.ready_wait_times_ns, (ready * 1e9).round().astype(np.int64))
+    rows = {t["index"]: t for t in r.task_summary()}
+    for task, wait in zip(tick.task_ids, tick.ready_wait_times_ns):
+        # the ticker's whole life's ready wait: its call's, and what it waited before it
+        assert rows[int(task)]["ready_wait_time"] >= wait / 1e9
+        assert rows[int(task)]["ready_wait_time"] - wait / 1e9 < 0.002
+    assert hold.ready_wait_times[0] == 0.0  # entered and left inside one step
+    # the loop's thread: the union of the tickers' ready waits (they overlap during the
+    # block), so at least the longest and at most the thread's wall time, far below their sum
+    (main,) = r.thread_summary()
+    assert ready.max() - 1e-6 <= main["ready_wait_time"] <= main["wall_time"]
+    assert main["ready_wait_time"] < ready.max() + 0.02 < ready.sum()
+
+
+def test_without_the_block_ready_waits_are_small_and_there_is_no_block(manager):
+    with _session(manager) as s:
+        _scenario(manager, hold=False)
+    r = s.results
+    assert r.loop_blocks(threshold=0.01) == []
+    ready = r["tick"][0].ready_wait_times
+    assert (ready >= 0).all() and (ready < 0.010).all(), ready
+
+
+def test_ready_wait_never_exceeds_await_and_is_zero_off_task_lanes(manager):
+    async def worker(i):
+        with manager.region("work"):
+            for k in range(20):
+                with manager.region("step"):
+                    await asyncio.sleep(0.001 * (k % 3))
+                if k % 7 == i % 7:
+                    time.sleep(0.002)
+
+    async def main():
+        await asyncio.gather(*(worker(i) for i in range(6)))
+
+    with _session(manager) as s:
+        with manager.region("outside"):
+            asyncio.run(main())
+    for name in ("work", "step", "outside"):
+        row = s.results[name][0]
+        ready, awaited = row.ready_wait_times_ns, row.await_times_ns
+        assert (ready >= 0).all() and (ready <= awaited).all(), name
+    assert s.results["outside"][0].ready_wait_times_ns.tolist() == [0]
+    assert s.results["work"][0].ready_wait_times_ns.max() > 0
+
+
+def test_without_track_async_there_is_no_ready_wait(manager):
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, track_threads=True
+    ) as s:
+        with manager.region("r"):
+            pass
+    assert s.results["r"][0].ready_wait_times is None
+    assert s.results["r"][0].ready_wait_times_ns is None
+    assert s.results.thread_summary()[0]["ready_wait_time"] is None
+    assert s.results.loop_blocks() == []
+
+
+def test_a_threshold_below_the_recording_floor_is_refused(manager):
+    with _session(manager) as s:
+        asyncio.run(asyncio.sleep(0))
+    with pytest.raises(ValueError, match="recording floor of loop blocks, 0.001 s"):
+        s.results.loop_blocks(threshold=0.0005)
+    assert s.results.loop_blocks(threshold=0.001) == []
+
+
+def test_the_loop_gets_its_deque_back_with_what_it_holds(manager):
+    import collections
+
+    loop = asyncio.new_event_loop()
+    try:
+        with _session(manager):
+            manager.get_config().tracker.instrument_loop(loop)
+            assert type(loop._ready).__name__ == "ReadyQueue"
+            loop.call_soon(print, "x")
+            held = list(loop._ready)
+        assert type(loop._ready) is collections.deque
+        assert list(loop._ready) == held and len(held) == 1
+    finally:
+        loop._ready.clear()
+        loop.close()
+
+
+def test_hdf5_and_json_keep_ready_waits_and_blocks_and_the_reference_reads_the_file(
+    manager, tmp_path
+):
+    with _session(manager, tmp_path) as s:
+        _scenario(manager, ticks=20)
+    mem = s.results
+    path = tmp_path / "run.h5"
+    sp.export_json(mem, tmp_path / "run.json", verbose=False)
+    for back in (read_h5(path), sp.read_json(tmp_path / "run.json")):
+        for name in ("tick", "hold"):
+            assert np.array_equal(
+                mem[name][0].ready_wait_times_ns, back[name][0].ready_wait_times_ns
+            )
+        assert back.loop_blocks(threshold=0.01) == mem.loop_blocks(threshold=0.01)
+        assert [t["ready_wait_time"] for t in back.task_summary()] == [
+            t["ready_wait_time"] for t in mem.task_summary()
+        ]
+    code = (
+        "import json, sys, scope_profiler as sp\n"
+        "r = sp.read_h5(sys.argv[1]); t = r['tick'][0]\n"
+        "print(json.dumps({'n': int(t.num_calls), 'await': t.await_times_ns.tolist(),\n"
+        "  'tasks': len(r.tasks[0])}))\n"
+    )
+    out = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    ref = json.loads(out.stdout)
+    tick = mem["tick"][0]
+    assert ref == {"n": TICKERS, "await": tick.await_times_ns.tolist(), "tasks": len(mem.tasks[0])}
+
+
+def test_a_file_the_reference_wrote_has_no_ready_wait(tmp_path):
+    path = tmp_path / "ref.h5"
+    code = (
+        "import asyncio, sys, scope_profiler as sp\n"
+        "m = sp.ProfileManager()\n"
+        "m.setup(track_async=True, file_path=sys.argv[1])\n"
+        "async def job():\n"
+        "    with m.region('job'):\n"
+        "        await asyncio.sleep(0.01)\n"
+        "async def main():\n"
+        "    await asyncio.gather(job(), job())\n"
+        "asyncio.run(main())\n"
+        "m.finalize(verbose=False)\n"
+    )
+    out = subprocess.run(
+        [reference_python(), "-c", code, str(path)], capture_output=True, text=True, timeout=120
+    )
+    assert out.returncode == 0, out.stderr
+    r = read_h5(path)
+    assert r["job"][0].await_times_ns is not None
+    assert r["job"][0].ready_wait_times is None and r["job"][0].ready_wait_times_ns is None
+    assert r.loop_blocks() == []
+    assert all(t["ready_wait_time"] is None for t in r.task_summary())
+
+
+def test_uvloop_calls_have_no_ready_wait(manager):
+    uvloop = pytest.importorskip("uvloop")
+
+    async def fetch():
+        with manager.region("fetch"):
+            await asyncio.sleep(0.01)
+            await asyncio.sleep(0.01)
+
+    async def main():
+        await asyncio.gather(fetch(), fetch())
+
+    loop = uvloop.new_event_loop()
+    try:
+        with _session(manager) as s:
+            manager.get_config().tracker.instrument_loop(loop)
+            loop.run_until_complete(main())
+    finally:
+        loop.close()
+    f = s.results["fetch"][0]
+    assert (f.await_times > 0.015).all()
+    # the loop cannot tell when its tasks became ready: not known, never a number
+    assert f.ready_wait_times_ns.tolist() == [-1, -1]
+    assert all(math.isnan(x) for x in f.ready_wait_times)
+    rows = [t for t in s.results.task_summary() if t["coro_name"].endswith("fetch")]
+    assert len(rows) == 2 and all(t["ready_wait_time"] is None for t in rows)
+    assert s.results.thread_summary()[0]["ready_wait_time"] is None
+
+
+@pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
+def test_eager_tasks_have_their_ready_wait(manager):
+    async def ticker():
+        with manager.region("tick"):
+            for _ in range(10):
+                await asyncio.sleep(TICK)
+
+    async def blocker():
+        await asyncio.sleep(0.012)
+        with manager.region("hold"):
+            time.sleep(0.04)
+
+    async def main():
+        asyncio.get_running_loop().set_task_factory(asyncio.eager_task_factory)
+        await asyncio.gather(ticker(), ticker(), blocker())
+
+    with _session(manager) as s:
+        asyncio.run(main())
+    ready = s.results["tick"][0].ready_wait_times
+    # the first step ran eagerly at creation (ready then: no wait); the block delayed both
+    assert (ready >= 0.04 - TICK - 0.001).all() and (ready < 0.04 + 0.010).all(), ready
+    (b,) = s.results.loop_blocks(threshold=0.02)
+    assert b["region"] == "hold" and b["delayed_tasks"] == 2
+
+
+SCENARIO_SCRIPT = """
+import asyncio, time
+from scope_profiler import ProfileManager
+
+async def ticker():
+    with ProfileManager.profile_region("tick"):
+        for _ in range(20):
+            await asyncio.sleep(0.005)
+
+async def blocker():
+    await asyncio.sleep(0.05)
+    with ProfileManager.profile_region("hold"):
+        time.sleep(0.08)
+
+async def main():
+    await asyncio.gather(*(ticker() for _ in range(5)), blocker())
+
+asyncio.run(main())
+"""
+
+
+def test_run_and_summary_print_the_event_loop_blocked_section(tmp_path):
+    from helpers import run_cli
+
+    script = tmp_path / "app.py"
+    script.write_text(SCENARIO_SCRIPT)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--track-async", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    summary = run_cli("summary", out)
+    assert summary.returncode == 0, summary.stderr
+    for text in (proc.stdout, summary.stdout):
+        lines = text.splitlines()
+        at = next(i for i, line in enumerate(lines) if "event loop blocked" in line)
+        assert lines[at].endswith("event loop blocked (1 block(s) of 10.0 ms or more)"), text
+        row = lines[at + 2].split()
+        # blocked (value, unit), at s, lane (Task-7 (blocker) on MainThread), region, delayed
+        assert row[1] == "ms" and 80 <= float(row[0]) < 90 and row[-2:] == ["hold", "5"], text
+        assert "(blocker)" in lines[at + 2], text
