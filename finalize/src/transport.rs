@@ -623,9 +623,6 @@ fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow {
-            ready_wait_ns: -1,
-            rank,
-            index,
             ident,
             native_id,
             daemon,
@@ -634,7 +631,7 @@ fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
             cpu_ns,
             cpu_start_ns,
             task_step_ns,
-            name,
+            ..ThreadRow::new(rank, index, &name)
         });
     }
     for _ in 0..d.len()? {

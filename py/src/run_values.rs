@@ -8,7 +8,7 @@ use numpy::PyReadonlyArray1;
 use pyo3::exceptions::{PyKeyError, PyValueError};
 use pyo3::prelude::*;
 use pyo3::types::{PyDict, PyList, PyString};
-use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow, UNKNOWN};
+use scope_profiler_analysis::{MetaValue, RegionCalls, Run, TaskRow, ThreadRow};
 
 use crate::numpy_arrays::slice_of;
 
@@ -17,20 +17,7 @@ pub type TaskTuple = (u32, i64, i64, i64, i64, i64, i64, i64, String, String, St
 
 pub fn thread_from_tuple(t: ThreadTuple) -> ThreadRow {
     let (rank, index, ident, native_id, daemon, start_ns, end_ns, cpu_ns, name) = t;
-    ThreadRow {
-        ready_wait_ns: -1,
-        rank,
-        index,
-        ident,
-        native_id,
-        daemon,
-        start_ns,
-        end_ns,
-        cpu_ns,
-        cpu_start_ns: UNKNOWN,
-        task_step_ns: UNKNOWN,
-        name,
-    }
+    ThreadRow { ident, native_id, daemon, start_ns, end_ns, cpu_ns, ..ThreadRow::new(rank, index, &name) }
 }
 
 pub fn task_from_tuple(t: TaskTuple) -> TaskRow {

@@ -64,9 +64,6 @@ impl ThreadInfo {
         cpu_start_ns: i64,
     ) -> Self {
         let row = ThreadRow {
-            ready_wait_ns: -1,
-            rank,
-            index,
             ident,
             native_id,
             daemon,
@@ -74,8 +71,7 @@ impl ThreadInfo {
             end_ns,
             cpu_ns,
             cpu_start_ns,
-            task_step_ns: UNKNOWN,
-            name,
+            ..ThreadRow::new(rank, index, &name)
         };
         ThreadInfo { run: Arc::new(Run { threads: vec![row], ..Run::default() }), at: 0 }
     }
