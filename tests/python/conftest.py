@@ -1,5 +1,6 @@
-"""Shared fixtures for the Python tests: paths of the reference datasets, the global
-manager reset after each test, and, under CI, `pytest.importorskip` failing instead of
+"""Shared fixtures for the Python tests: paths of the reference datasets, a private
+`ProfileManager` per test (`manager`), the global manager reset after each test, and, under
+CI, `pytest.importorskip` failing instead of
 skipping."""
 
 from __future__ import annotations
@@ -29,6 +30,16 @@ def reference_dir() -> Path:
 @pytest.fixture
 def compat_dir() -> Path:
     return COMPAT
+
+
+@pytest.fixture
+def manager():
+    """A `ProfileManager` of the test's own, reset after it."""
+    from scope_profiler import ProfileManager
+
+    m = ProfileManager()
+    yield m
+    m.reset()
 
 
 @pytest.fixture(autouse=True)

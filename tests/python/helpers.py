@@ -43,6 +43,16 @@ def unavailable(reason: str) -> NoReturn:
     pytest.skip(reason, allow_module_level=True)
 
 
+def async_session(m: ProfileManager, tmp_path: Path | None = None, track_async: bool = True, **kw):
+    """`m.session(...)` with `track_async`, returning results, quiet; in memory, or written to
+    `tmp_path / "run.h5"` when a directory is given."""
+    if tmp_path is None:
+        kw.setdefault("deactivate_file_output", True)
+    else:
+        kw.setdefault("file_path", str(tmp_path / "run.h5"))
+    return m.session(verbose=False, return_results=True, track_async=track_async, **kw)
+
+
 def run_cli(
     *args: str, cwd: Path | None = None, timeout: float = 300
 ) -> subprocess.CompletedProcess:

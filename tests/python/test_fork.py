@@ -91,13 +91,6 @@ def run_tasks(n: int, chunk: int = 500) -> None:
     asyncio.run(main())
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def test_forked_child_stands_down_threads(manager, tmp_path):
     manager.setup(file_path=str(tmp_path / "parent.h5"), track_threads=True)
     tracker = manager.get_config().tracker

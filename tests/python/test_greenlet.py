@@ -14,13 +14,6 @@ greenlet = pytest.importorskip("greenlet")
 from scope_profiler import ProfileManager  # noqa: E402
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def _session(m, **kw):
     kw.setdefault("deactivate_file_output", True)
     return m.session(verbose=False, return_results=True, track_async=True, **kw)

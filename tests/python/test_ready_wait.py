@@ -13,27 +13,13 @@ import time
 import numpy as np
 import pytest
 import scope_profiler as sp
+from helpers import async_session as _session
 from helpers import reference_python
-from scope_profiler import ProfileManager, read_h5
+from scope_profiler import read_h5
 
 TICKERS = 5
 TICK = 0.005
 HOLD = 0.080
-
-
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
-def _session(m, tmp_path=None, **kw):
-    if tmp_path is None:
-        kw.setdefault("deactivate_file_output", True)
-    else:
-        kw.setdefault("file_path", str(tmp_path / "run.h5"))
-    return m.session(verbose=False, return_results=True, track_async=True, **kw)
 
 
 def _scenario(manager, hold=True, ticks=40):

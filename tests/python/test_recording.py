@@ -21,13 +21,6 @@ SLEEP = 0.01
 SLEEP_NS = int(SLEEP * 1e9)
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def _mem_session(m, **kw):
     kw.setdefault("deactivate_file_output", True)
     return m.session(verbose=False, return_results=True, **kw)

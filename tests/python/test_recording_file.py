@@ -25,13 +25,6 @@ SLEEP = 0.005
 SLEEP_NS = int(SLEEP * 1e9)
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def _events(f, name):
     """(starts, ends, extra columns) of one region row of a schema-3 file."""
     names = [n.decode() if isinstance(n, bytes) else n for n in f["region_table/names"][()]]

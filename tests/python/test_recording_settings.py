@@ -19,13 +19,6 @@ THREADS_MSG = (
 )
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def test_all_29_settings_with_reference_defaults():
     assert len(DEFAULTS) == 29
     assert DEFAULTS["file_path"] == "profiling_data.h5"

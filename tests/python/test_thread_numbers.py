@@ -23,13 +23,6 @@ from scope_profiler import ProfileManager
 BURN = 0.1  # s of CPU
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def _session(m, **kw):
     kw.setdefault("deactivate_file_output", True)
     return m.session(verbose=False, return_results=True, **kw)

@@ -367,13 +367,6 @@ def _loop(n):
         _leaf(i)
 
 
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
 def test_setup_recursive_profile_traces_threads_that_exist_already(manager):
     go = threading.Event()
     done = threading.Event()

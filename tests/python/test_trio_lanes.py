@@ -8,8 +8,9 @@ import warnings
 
 import numpy as np
 import pytest
+from helpers import async_session as _session
 from helpers import run_cli
-from scope_profiler import ProfileManager, read_h5
+from scope_profiler import read_h5
 
 trio = pytest.importorskip("trio")
 
@@ -19,21 +20,6 @@ SLEEP = 0.02
 HELD_MAX = 0.005
 #: How much later than its deadline a sleep may end on a loaded machine.
 LATE_MAX = 0.03
-
-
-@pytest.fixture
-def manager():
-    m = ProfileManager()
-    yield m
-    m.reset()
-
-
-def _session(m, tmp_path=None, track_async=True, **kw):
-    if tmp_path is None:
-        kw.setdefault("deactivate_file_output", True)
-    else:
-        kw.setdefault("file_path", str(tmp_path / "run.h5"))
-    return m.session(verbose=False, return_results=True, track_async=track_async, **kw)
 
 
 def _ten_sleepers(m):
