@@ -79,46 +79,76 @@ pub fn loop_blocks(run: &Run, rank: u32, threshold_ns: i64) -> Result<Vec<LoopBl
         run.loop_blocks.iter().filter(|b| b.rank == rank && b.end_ns - b.start_ns >= threshold_ns).collect();
     rows.sort_by_key(|b| (std::cmp::Reverse(b.end_ns - b.start_ns), b.start_ns));
     let origin = run.meta_int("start_time_ns").or_else(|| run.rank_rows(rank).filter_map(|r| r.start_min()).min());
+    let regions = block_regions(run, rank, &rows);
     Ok(rows
         .into_iter()
-        .map(|b| LoopBlock {
+        .zip(regions)
+        .map(|(b, region)| LoopBlock {
             thread: b.thread,
             task: b.task,
             start: secs(b.start_ns - origin.unwrap_or(b.start_ns)),
             duration: secs(b.end_ns - b.start_ns),
-            region: block_region(run, b).map(|r| run.region_names[r as usize].clone()),
+            region: region.map(|r| run.region_names[r as usize].clone()),
             delayed_tasks: b.delayed_tasks,
         })
         .collect())
 }
 
-/// The region id of the call a block ran in (module docs).
-fn block_region(run: &Run, b: &LoopBlockRow) -> Option<u32> {
-    let duration = b.end_ns - b.start_ns;
-    // (shortest call covering half) and (latest-starting call open at the block's start)
-    let mut covering: Option<(i64, u32)> = None;
-    let mut open: Option<(i64, u32)> = None;
-    for row in run.rank_rows(b.rank) {
-        let on_lane = |i: usize| match (&row.task_ids, &row.thread_ids) {
-            (Some(tasks), _) if b.task >= 0 => tasks.value(i) == b.task,
-            (tasks, Some(threads)) => tasks.as_ref().is_none_or(|t| t.value(i) < 0) && threads.value(i) == b.thread,
-            _ => false,
-        };
+/// What a block's region is chosen from (module docs): the shortest call on its lane
+/// covering at least half of it, and the latest-starting one open when it began, as
+/// `(duration or start, region)`.
+#[derive(Debug, Clone, Copy, Default)]
+struct RegionPick {
+    covering: Option<(i64, u32)>,
+    open: Option<(i64, u32)>,
+}
+
+/// The region id of the call each block of `blocks` (all of `rank`) ran in (module docs),
+/// in one pass over the rank's calls: a call is checked against the blocks that start
+/// within the longest block's duration before it and before its end (blocks sorted by
+/// start, found by binary search), not against every block.
+fn block_regions(run: &Run, rank: u32, blocks: &[&LoopBlockRow]) -> Vec<Option<u32>> {
+    if blocks.is_empty() {
+        return Vec::new();
+    }
+    let mut order: Vec<usize> = (0..blocks.len()).collect();
+    order.sort_by_key(|&k| blocks[k].start_ns);
+    let starts: Vec<i64> = order.iter().map(|&k| blocks[k].start_ns).collect();
+    let longest = blocks.iter().map(|b| b.end_ns - b.start_ns).max().unwrap_or(0);
+    let mut picks = vec![RegionPick::default(); blocks.len()];
+    for row in run.rank_rows(rank) {
         for i in 0..row.len() {
             let (s, e) = (row.start_ns.value(i), row.end_ns.value(i));
-            if e <= b.start_ns || s >= b.end_ns || !on_lane(i) {
-                continue;
-            }
-            let overlap = e.min(b.end_ns) - s.max(b.start_ns);
-            if overlap * 2 >= duration && covering.is_none_or(|(d, _)| e - s < d) {
-                covering = Some((e - s, row.region));
-            }
-            if s <= b.start_ns && open.is_none_or(|(start, _)| s > start) {
-                open = Some((s, row.region));
+            // a block overlapping [s, e] starts before e and ends after s, so after s - longest
+            let lo = starts.partition_point(|&t| t <= s.saturating_sub(longest));
+            let hi = starts.partition_point(|&t| t < e);
+            for &k in &order[lo..hi.max(lo)] {
+                let b = blocks[k];
+                if b.end_ns <= s || !on_block_lane(row, i, b) {
+                    continue;
+                }
+                let pick = &mut picks[k];
+                let overlap = e.min(b.end_ns) - s.max(b.start_ns);
+                if overlap * 2 >= b.end_ns - b.start_ns && pick.covering.is_none_or(|(d, _)| e - s < d) {
+                    pick.covering = Some((e - s, row.region));
+                }
+                if s <= b.start_ns && pick.open.is_none_or(|(start, _)| s > start) {
+                    pick.open = Some((s, row.region));
+                }
             }
         }
     }
-    covering.or(open).map(|(_, r)| r)
+    picks.into_iter().map(|p| p.covering.or(p.open).map(|(_, r)| r)).collect()
+}
+
+/// Whether call `i` of `row` is on the lane of block `b`: the task's lane for a task's step,
+/// else the thread's own lane.
+fn on_block_lane(row: &crate::run::RegionCalls, i: usize, b: &LoopBlockRow) -> bool {
+    match (&row.task_ids, &row.thread_ids) {
+        (Some(tasks), _) if b.task >= 0 => tasks.value(i) == b.task,
+        (tasks, Some(threads)) => tasks.as_ref().is_none_or(|t| t.value(i) < 0) && threads.value(i) == b.thread,
+        _ => false,
+    }
 }
 
 #[cfg(test)]
@@ -210,5 +240,66 @@ mod tests {
     fn a_threshold_below_the_floor_is_refused_naming_the_floor() {
         let err = loop_blocks(&run(), 0, 500_000).unwrap_err();
         assert!(err.to_string().contains("0.001 s"), "{err}");
+    }
+
+    /// The one-pass choice of regions gives what checking every call against each block
+    /// gives, on blocks and calls of several lanes, nested and overlapping.
+    #[test]
+    fn regions_found_in_one_pass_match_a_check_of_every_call() {
+        let mut calls = Vec::new();
+        let mut seed = 7u64;
+        let mut next = |m: i64| {
+            seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+            ((seed >> 33) as i64) % m
+        };
+        for _ in 0..400 {
+            let s = next(10_000);
+            calls.push((s, s + next(3_000), next(2), next(4) - 1));
+        }
+        let mut r = Run {
+            region_names: (0..4).map(|k| format!("r{k}")).collect(),
+            regions: (0..4).map(|k| row(k, &calls[k as usize * 100..(k as usize + 1) * 100])).collect(),
+            num_ranks: 1,
+            ..Default::default()
+        };
+        r.loop_blocks = (0..60)
+            .map(|_| {
+                let s = next(10_000);
+                LoopBlockRow {
+                    rank: 0,
+                    thread: next(2),
+                    task: next(4) - 1,
+                    start_ns: s,
+                    end_ns: s + 1 + next(2_000),
+                    delayed_tasks: 0,
+                }
+            })
+            .collect();
+        let blocks: Vec<&LoopBlockRow> = r.loop_blocks.iter().collect();
+        let one_pass = block_regions(&r, 0, &blocks);
+        let each: Vec<Option<u32>> = blocks
+            .iter()
+            .map(|b| {
+                let mut pick = RegionPick::default();
+                for row in r.rank_rows(0) {
+                    for i in 0..row.len() {
+                        let (s, e) = (row.start_ns.value(i), row.end_ns.value(i));
+                        if e <= b.start_ns || s >= b.end_ns || !on_block_lane(row, i, b) {
+                            continue;
+                        }
+                        let overlap = e.min(b.end_ns) - s.max(b.start_ns);
+                        if overlap * 2 >= b.end_ns - b.start_ns && pick.covering.is_none_or(|(d, _)| e - s < d) {
+                            pick.covering = Some((e - s, row.region));
+                        }
+                        if s <= b.start_ns && pick.open.is_none_or(|(start, _)| s > start) {
+                            pick.open = Some((s, row.region));
+                        }
+                    }
+                }
+                pick.covering.or(pick.open).map(|(_, r)| r)
+            })
+            .collect();
+        assert_eq!(one_pass, each);
+        assert!(each.iter().filter(|r| r.is_some()).count() > 20, "the case names regions: {each:?}");
     }
 }
