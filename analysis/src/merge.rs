@@ -182,6 +182,14 @@ pub fn merge_runs(parts: Vec<(u32, Run)>, options: &MergeOptions) -> Result<Run,
             computed_ranks = computed_ranks.max(offset + run.num_ranks.max(last_rank + 1).max(1));
         }
         let shifts = add_lanes(&mut out, run.threads, run.tasks, offset, options.union);
+        out.loop_blocks.extend(run.loop_blocks.into_iter().map(|mut b| {
+            b.rank += offset;
+            if let Some(&(t_off, k_off)) = shifts.get(&b.rank) {
+                b.thread += if b.thread >= 0 { t_off } else { 0 };
+                b.task += if b.task >= 0 { k_off } else { 0 };
+            }
+            b
+        }));
         for mut row in run.regions {
             row.region = *remap
                 .get(row.region as usize)
@@ -203,6 +211,7 @@ pub fn merge_runs(parts: Vec<(u32, Run)>, options: &MergeOptions) -> Result<Run,
     out.regions.sort_by_key(|r| r.rank);
     out.threads.sort_by_key(|t| t.rank);
     out.tasks.sort_by_key(|t| t.rank);
+    out.loop_blocks.sort_by_key(|b| b.rank);
     if let Some(paths) = &options.merged_from {
         let ordered: Vec<String> = order.iter().map(|&k| paths[k].clone()).collect();
         set_meta(&mut out.metadata, "merged_from", MetaValue::StrList(ordered));
@@ -467,6 +476,33 @@ mod tests {
         native.tasks = vec![task(0, 0, 0, "Task-9", "lib.fetch")];
         native.metadata = vec![("label".into(), MetaValue::Str("native".into())), ("tool".into(), MetaValue::Int(5))];
         (py, native)
+    }
+
+    /// Loop blocks go with their part: stacked, to the part's ranks; united, with the thread
+    /// and task indices of the part's lanes renumbered as its calls' are.
+    #[test]
+    fn loop_blocks_follow_their_part_and_its_renumbered_lanes() {
+        let block = |thread: i64, task: i64| crate::LoopBlockRow {
+            rank: 0,
+            thread,
+            task,
+            start_ns: 10,
+            end_ns: 2_000_010,
+            delayed_tasks: 3,
+        };
+        let (mut py, mut native) = driver_and_native();
+        py.loop_blocks = vec![block(0, 0)];
+        native.loop_blocks = vec![block(0, 0), block(0, -1)];
+        let stacked = merge_runs(vec![(0, py.clone()), (1, native.clone())], &MergeOptions::default()).unwrap();
+        let shape: Vec<(u32, i64, i64, i64)> =
+            stacked.loop_blocks.iter().map(|b| (b.rank, b.thread, b.task, b.delayed_tasks)).collect();
+        assert_eq!(shape, [(0, 0, 0, 3), (1, 0, 0, 3), (1, 0, -1, 3)]);
+        // united on rank 0: the native part's thread 0 and task 0 come after the driver's
+        // two threads and one task; a plain callback's block stays task -1
+        let united = merge_runs(vec![(0, py), (0, native)], &union()).unwrap();
+        let shape: Vec<(u32, i64, i64)> = united.loop_blocks.iter().map(|b| (b.rank, b.thread, b.task)).collect();
+        assert_eq!(shape, [(0, 0, 0), (0, 2, 1), (0, 2, -1)]);
+        assert_eq!(crate::loop_blocks(&united, 0, crate::BLOCK_FLOOR_NS).unwrap().len(), 3);
     }
 
     #[test]
