@@ -18,8 +18,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
-use scope_profiler_recorder::task::READY_UNKNOWN;
-use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, UNKNOWN};
+use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, TaskStep, UNKNOWN};
 
 use super::{recorded_name, Shared};
 
@@ -338,32 +337,12 @@ impl TimedCoroutine {
             event_loop::StepStart::Handle { start_ns: Some(at), .. } if self.task.steps() > 0 => at,
             _ => now_ns(),
         };
-        let waited = self.task.ready_since(now, start.ready_ns());
-        self.task.enter_step(now, st.index() as i64);
-        st.begin_step(now);
-        let prev = st.set_current(Arc::as_ptr(&self.task));
         let blocks = self.shared.rec.loop_blocks();
-        if prev.is_null() {
-            if let Some(wait) = waited.filter(|&w| w > 0) {
-                blocks.count_delayed(st.index(), now - wait, now);
-            }
-            if let Some(thread) = st.record() {
-                match waited {
-                    Some(wait) => thread.task_resumed(Some((now - wait, now))),
-                    None if self.task.ready_wait_ns() == READY_UNKNOWN => thread.task_resumed(None),
-                    None => {} // a first step: no wait
-                }
-            }
-        }
+        let step = TaskStep::begin(st, &self.task, now, start.ready_ns(), blocks);
         let out = f();
-        st.set_current(prev);
         let end = now_ns();
-        self.task.leave_step(end);
+        step.end(st, &self.task, end, blocks);
         event_loop::step_ends(end);
-        if prev.is_null() {
-            blocks.record(st.index(), self.task.index as i64, now, end);
-        }
-        st.end_step(end);
         Ok(out)
     }
 

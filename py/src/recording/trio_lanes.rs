@@ -23,7 +23,7 @@ use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::prelude::*;
-use scope_profiler_recorder::{event_loop, now_ns, TaskKind, TaskRecord};
+use scope_profiler_recorder::{event_loop, now_ns, TaskKind, TaskRecord, TaskStep};
 
 use super::{recorded_name, tasks, Shared};
 
@@ -35,13 +35,10 @@ struct Lane {
     record: Arc<TaskRecord>,
     /// When trio last scheduled the task (recording clock, ns); 0 before the first time.
     scheduled_ns: i64,
-    /// While a step runs: the lane that was current on the thread before it (its
-    /// `*const TaskRecord` as an address, 0 = the thread's own lane).
-    prev: Option<usize>,
+    /// The step running now, if any.
+    step: Option<TaskStep>,
     /// trio reported the task exited (its row is done).
     exited: bool,
-    /// When the running step began (recording clock, ns).
-    step_start_ns: i64,
 }
 
 /// No root task known yet.
@@ -109,13 +106,13 @@ impl TrioLanes {
         // SAFETY: the calling thread's own state.
         let thread = unsafe { &*st }.index() as i64;
         let record = self.shared.rec.new_task(TaskKind::Task, name, coro_name, thread);
-        let lane = Lane { record, scheduled_ns: 0, prev: None, exited: false, step_start_ns: 0 };
+        let lane = Lane { record, scheduled_ns: 0, step: None, exited: false };
         self.lanes().insert(task.as_ptr() as usize, lane);
         Ok(())
     }
 
     fn step_begins(&self, py: Python<'_>, key: usize) -> PyResult<()> {
-        let idle = matches!(self.lanes().get(&key), Some(lane) if lane.prev.is_none());
+        let idle = matches!(self.lanes().get(&key), Some(lane) if lane.step.is_none());
         if !idle {
             return Ok(());
         }
@@ -128,43 +125,25 @@ impl TrioLanes {
         let _ = event_loop::step_begins();
         let now = now_ns();
         // trio schedules every task before its step; 0 = none seen (the first step)
-        let waited = lane.record.ready_since(now, (lane.scheduled_ns != 0).then_some(lane.scheduled_ns));
-        lane.record.enter_step(now, st.index() as i64);
-        st.begin_step(now);
-        lane.step_start_ns = now;
-        let prev = st.set_current(Arc::as_ptr(&lane.record));
-        if prev.is_null() {
-            if let Some(wait) = waited.filter(|&w| w > 0) {
-                self.shared.rec.loop_blocks().count_delayed(st.index(), now - wait, now);
-            }
-            if let (Some(thread), Some(wait)) = (st.record(), waited) {
-                thread.task_resumed(Some((now - wait, now)));
-            }
-        }
-        lane.prev = Some(prev as usize);
+        let ready = (lane.scheduled_ns != 0).then_some(lane.scheduled_ns);
+        lane.step = Some(TaskStep::begin(st, &lane.record, now, ready, self.shared.rec.loop_blocks()));
         Ok(())
     }
 
     fn step_ends(&self, py: Python<'_>, key: usize) -> PyResult<()> {
         let st = match self.lanes().get(&key) {
-            Some(lane) if lane.prev.is_some() => Some(self.shared.state(py)?),
+            Some(lane) if lane.step.is_some() => Some(self.shared.state(py)?),
             Some(_) => None,
             None => return Ok(()),
         };
         let mut lanes = self.lanes();
         let Some(lane) = lanes.get_mut(&key) else { return Ok(()) };
-        if let (Some(prev), Some(st)) = (lane.prev.take(), st) {
-            // SAFETY: the calling thread's own state; `prev` is what it held before the step.
+        if let (Some(step), Some(st)) = (lane.step.take(), st) {
+            // SAFETY: the calling thread's own state, which began the step.
             let st = unsafe { &*st };
-            st.set_current(prev as *const TaskRecord);
             let end = now_ns();
-            lane.record.leave_step(end);
+            step.end(st, &lane.record, end, self.shared.rec.loop_blocks());
             event_loop::step_ends(end);
-            if prev == 0 {
-                // the run's thread ran this step alone: a step that held it is a loop block
-                self.shared.rec.loop_blocks().record(st.index(), lane.record.index as i64, lane.step_start_ns, end);
-            }
-            st.end_step(end);
         }
         if lane.exited {
             lanes.remove(&key);
@@ -215,7 +194,7 @@ impl TrioLanes {
         if let Some(lane) = lanes.get_mut(&key) {
             lane.record.finish();
             lane.exited = true;
-            if lane.prev.is_none() {
+            if lane.step.is_none() {
                 lanes.remove(&key);
             }
         }
@@ -224,7 +203,7 @@ impl TrioLanes {
     /// trio: the run ended.
     fn after_run(&self) {
         self.ended.store(true, Ordering::Relaxed);
-        self.lanes().retain(|_, lane| lane.prev.is_some());
+        self.lanes().retain(|_, lane| lane.step.is_some());
     }
 
     /// Stop following the run (the recorder's tracker left): no new lanes or steps; a step
@@ -244,7 +223,7 @@ impl TrioLanes {
     /// Whether a step of one of its lanes runs now.
     #[getter]
     fn stepping(&self) -> bool {
-        self.lanes().values().any(|lane| lane.prev.is_some())
+        self.lanes().values().any(|lane| lane.step.is_some())
     }
 
     /// Lanes followed now (tasks spawned and not yet exited).
