@@ -3,9 +3,10 @@
 
     python benches/bench_async_step.py [--steps N] [--repeat R]
 
-Runs the measurement in this interpreter (our package) and in the reference interpreter
-(`$SCOPE_PROFILER_REF_PYTHON`, default .venv-ref/bin/python of this checkout; never the same venv),
-then prints both and the ratio.
+Runs R rounds of the measurement, each in a fresh process of this interpreter (our package)
+and then of the reference interpreter (`$SCOPE_PROFILER_REF_PYTHON`, default
+.venv-ref/bin/python of this checkout; never the same venv), interleaved, and prints both, the
+ratios and the load average before and after.
 
 * `send`: a task's wrapped coroutine driven directly with `send(None)` (what the C Task
   does each step), N steps; overhead per send = wrapped - bare coroutine.
@@ -15,7 +16,7 @@ then prints both and the ratio.
   inside one region - profiled under `track_async` (setup to finalize, no file) against the
   same program unprofiled; CPU s of the process per run (`time.process_time`: other
   programs on a shared box slow the wall clock, not this) and the ratio.
-Minimum over R repeats (the box is noisy).
+Each figure is its minimum over the R rounds, on both sides (the box is noisy).
 """
 
 from __future__ import annotations
@@ -139,6 +140,24 @@ def measure(steps, repeat):
     return out
 
 
+def _worker(python: str, steps: int) -> dict:
+    """One `measure` round (each statistic once) in the interpreter `python`."""
+    proc = subprocess.run(
+        [python, os.path.abspath(__file__), "--worker", "--steps", str(steps), "--repeat", "1"],
+        capture_output=True,
+        text=True,
+        cwd="/",
+        timeout=600,
+    )
+    if proc.returncode != 0:
+        sys.exit(f"{python} run failed:\n{proc.stderr}")
+    return json.loads(proc.stdout)
+
+
+def _load(avg: tuple[float, float, float]) -> str:
+    return " ".join(f"{x:.2f}" for x in avg)
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--steps", type=int, default=200_000)
@@ -148,30 +167,21 @@ def main():
     if args.worker:
         print(json.dumps(measure(args.steps, args.repeat)))
         return
-    ours = measure(args.steps, args.repeat)
     ref_python = (
         os.environ.get("SCOPE_PROFILER_REF_PYTHON")
         or os.environ.get("REF_PYTHON")
         or str(Path(__file__).resolve().parents[1] / ".venv-ref" / "bin" / "python")
     )
-    proc = subprocess.run(
-        [
-            ref_python,
-            os.path.abspath(__file__),
-            "--worker",
-            "--steps",
-            str(args.steps),
-            "--repeat",
-            str(args.repeat),
-        ],
-        capture_output=True,
-        text=True,
-        cwd="/",
-        timeout=600,
-    )
-    if proc.returncode != 0:
-        sys.exit(f"reference run failed:\n{proc.stderr}")
-    ref = json.loads(proc.stdout)
+    load_before = os.getloadavg()
+    runs: dict[str, list[dict]] = {"ours": [], "ref": []}
+    for _ in range(args.repeat):  # interleaved: drifting load hits both sides alike
+        runs["ours"].append(_worker(sys.executable, args.steps))
+        runs["ref"].append(_worker(ref_python, args.steps))
+    ours = {k: min(r[k] for r in runs["ours"]) for k in runs["ours"][0] if k != "python"}
+    ref = {k: min(r[k] for r in runs["ref"]) for k in runs["ref"][0] if k != "python"}
+    for side in (ours, ref):  # recomputed from the minima, as printed
+        side["send_overhead_ns"] = side["send_wrapped_ns"] - side["send_bare_ns"]
+    print(f"load average before {_load(load_before)}, after {_load(os.getloadavg())}")
     keys = (
         "send_bare_ns",
         "send_wrapped_ns",
