@@ -64,6 +64,13 @@ pub struct ThreadSummaryRow {
     /// thread's wall time ([`crate::ThreadRow::ready_wait_ns`]); `None` for a thread that
     /// ran no task step, or whose loop could not tell.
     pub ready_wait_time: Option<f64>,
+    /// s the instrumented event loops run on the thread waited with nothing ready: an
+    /// asyncio loop's `select` with nothing queued, a trio run's I/O wait with a timeout
+    /// ([`crate::ThreadRow::loop_idle_ns`]); at most `wall_time`, and no task step overlaps
+    /// it. It falls inside the bare-lane call that runs the loop, so it is part of that
+    /// call's held time and of `held_time`. `None` for a thread that ran no instrumented
+    /// loop (no `track_async`, uvloop, gevent) or a file without it.
+    pub idle_time: Option<f64>,
 }
 
 /// One row of `task_summary(rank)`: an asyncio task or greenlet lane. Times in s, wall clock.
@@ -543,6 +550,7 @@ fn summary_rows(
                 task_step_time: (t.task_step_ns >= 0).then(|| secs(t.task_step_ns)),
                 task_await_time_sum: has_await.then(|| secs(task_awaits[s])),
                 ready_wait_time: (t.ready_wait_ns >= 0).then(|| secs(t.ready_wait_ns)),
+                idle_time: (t.loop_idle_ns >= 0).then(|| secs(t.loop_idle_ns)),
             }
         })
         .collect();
@@ -563,6 +571,7 @@ fn summary_rows(
             task_step_time: None,
             task_await_time_sum: has_await.then(|| secs(task_awaits[s])),
             ready_wait_time: None,
+            idle_time: None,
         }
     }));
     rows

@@ -86,7 +86,7 @@ pub fn tasks_table(run: &Run) -> Result<RecordBatch, ArrowError> {
 
 /// `thread_summary(rank)` as a table: `index, name, alive, wall_time, cpu_time,
 /// cpu_time_total, num_calls, region_time, held_time, await_time, task_step_time,
-/// task_await_time_sum, ready_wait_time` (one row per thread-table row; s; null where a
+/// task_await_time_sum, ready_wait_time, idle_time` (one row per thread-table row; s; null where a
 /// row's value is unknown).
 pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, ArrowError> {
     of_columns(vec![
@@ -103,6 +103,7 @@ pub fn thread_summary_table(rows: &[ThreadSummaryRow]) -> Result<RecordBatch, Ar
         ("task_step_time", opt_floats(rows.iter().map(|r| r.task_step_time))),
         ("task_await_time_sum", opt_floats(rows.iter().map(|r| r.task_await_time_sum))),
         ("ready_wait_time", opt_floats(rows.iter().map(|r| r.ready_wait_time))),
+        ("idle_time", opt_floats(rows.iter().map(|r| r.idle_time))),
     ])
 }
 
@@ -232,6 +233,7 @@ mod tests {
             cpu_start_ns: 500_000_000,
             task_step_ns: -1,
             ready_wait_ns: -1,
+            loop_idle_ns: -1,
             name: format!("T{index}"),
         }
     }
@@ -292,6 +294,7 @@ mod tests {
             task_step_time: None,
             task_await_time_sum: None,
             ready_wait_time: None,
+            idle_time: None,
         };
         let t = thread_summary_table(&[row]).unwrap();
         let names: Vec<String> = t.schema().fields().iter().map(|f| f.name().clone()).collect();

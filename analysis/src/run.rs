@@ -259,6 +259,11 @@ pub struct ThreadRow {
     /// (the union of their ready waits, so never more than the thread's wall time);
     /// [`UNKNOWN`] when no task step ran on it, a ready moment was not known, or not recorded.
     pub ready_wait_ns: i64,
+    /// ns the instrumented event loops run on this thread waited with nothing ready (an
+    /// asyncio loop's `select` with nothing queued, a trio run's I/O wait with a timeout);
+    /// [`UNKNOWN`] when no instrumented loop ran on it (no `track_async`, uvloop, gevent)
+    /// or not recorded.
+    pub loop_idle_ns: i64,
     /// `Thread.name` at registration.
     pub name: String,
 }
@@ -280,6 +285,7 @@ impl ThreadRow {
             cpu_start_ns: UNKNOWN,
             task_step_ns: UNKNOWN,
             ready_wait_ns: UNKNOWN,
+            loop_idle_ns: UNKNOWN,
             name: name.into(),
         }
     }

@@ -189,6 +189,7 @@ mod tests {
             task_step_time: None,
             task_await_time_sum: None,
             ready_wait_time: None,
+            idle_time: None,
         }
     }
 

@@ -167,6 +167,7 @@ pub fn thread_row(r: ThreadRowData) -> ThreadRow {
         cpu_start_ns: r.cpu_start_ns,
         task_step_ns: r.task_step_ns,
         ready_wait_ns: r.ready_wait_ns,
+        loop_idle_ns: r.loop_idle_ns,
         name: r.info.name,
     }
 }

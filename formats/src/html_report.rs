@@ -425,6 +425,11 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
     if steps {
         headers.extend(["task steps", "Σ task awaits"]);
     }
+    // recorded for the threads of instrumented event loops
+    let loops = threads.iter().any(|t| t.ready_wait_time.is_some() || t.idle_time.is_some());
+    if loops {
+        headers.extend(["ready wait", "idle"]);
+    }
     let times: Vec<f64> = threads.iter().map(thread_busy_time).collect();
     let (mut shown, rest) = busiest(&times, Some(REPORT_ROWS));
     shown.sort_unstable(); // the threads shown, in table order
@@ -454,6 +459,9 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
             if steps {
                 row.extend([opt_s(t.task_step_time), opt_s(t.task_await_time_sum)]);
             }
+            if loops {
+                row.extend([opt_s(t.ready_wait_time), opt_s(t.idle_time)]);
+            }
             row
         })
         .collect();
@@ -477,6 +485,12 @@ fn thread_table(out: &mut String, threads: &[ThreadSummaryRow]) {
         );
     } else if held {
         out.push_str("; held / await: those calls' time not suspended / suspended in an <code>await</code>");
+    }
+    if loops {
+        out.push_str(
+            "; ready wait: time in which some task on the thread was ready to run but waited for it; \
+             idle: time its event loop waited with nothing ready",
+        );
     }
     out.push_str(".</p>\n");
 }

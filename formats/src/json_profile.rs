@@ -379,6 +379,8 @@ struct ThreadOut<'a> {
     task_step_ns: i64,
     #[serde(skip_serializing_if = "is_unknown")]
     ready_wait_ns: i64,
+    #[serde(skip_serializing_if = "is_unknown")]
+    loop_idle_ns: i64,
 }
 
 fn is_unknown(v: &i64) -> bool {
@@ -465,6 +467,7 @@ fn document<'a>(run: &'a Run, sel: &Selection) -> DocOut<'a> {
             cpu_start_ns: t.cpu_start_ns,
             task_step_ns: t.task_step_ns,
             ready_wait_ns: t.ready_wait_ns,
+            loop_idle_ns: t.loop_idle_ns,
         });
     }
     let mut tasks: BTreeMap<u32, Vec<TaskOut>> = BTreeMap::new();
@@ -611,6 +614,8 @@ struct ThreadIn {
     task_step_ns: i64,
     #[serde(default = "minus_one")]
     ready_wait_ns: i64,
+    #[serde(default = "minus_one")]
+    loop_idle_ns: i64,
 }
 
 #[derive(Deserialize)]
@@ -841,6 +846,7 @@ pub fn read_json(path: &Path) -> Result<Run, JsonError> {
             cpu_start_ns: t.cpu_start_ns,
             task_step_ns: t.task_step_ns,
             ready_wait_ns: t.ready_wait_ns,
+            loop_idle_ns: t.loop_idle_ns,
             name: t.name,
         }));
     }

@@ -436,15 +436,24 @@ fn threads_text_with(
 /// The rows of the thread table (index order).
 /// Without the calls (`calls_known` false: a summary-only read) the lanes' calls and times
 /// print as `-`. With task steps recorded, two columns more: the time in task steps and
-/// the tasks' summed awaits (a per-task sum, not a time of the thread), then a line saying so.
+/// the tasks' summed awaits (a per-task sum, not a time of the thread), then a line saying so;
+/// with an instrumented event loop, two more: its tasks' ready wait and its idle time.
 fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls_known: bool) {
     // rows of thread ids without a table row (`thread 7`) too
     let name_w = rows.iter().map(|r| display_width(&cell_text(&r.name))).fold(name_w, usize::max);
     let with_await = rows.iter().any(|r| r.await_time.is_some());
     let with_steps = with_await && rows.iter().any(|r| r.task_step_time.is_some());
+    let with_loop = rows.iter().any(|r| r.ready_wait_time.is_some() || r.idle_time.is_some());
+    let loop_cells = |ready: &str, idle: &str| {
+        if with_loop {
+            format!(" {ready:>W$} {idle:>W$}", W = TIME_W)
+        } else {
+            String::new()
+        }
+    };
     let _ = writeln!(
         out,
-        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
+        "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}{}",
         "index",
         pad("name", name_w),
         "alive",
@@ -454,6 +463,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         "region",
         if with_await { format!(" {:>W$} {:>W$}", "held", "await", W = TIME_W) } else { String::new() },
         if with_steps { format!(" {:>W$} {:>W$}", "task steps", "Σ awaits", W = TIME_W) } else { String::new() },
+        loop_cells("ready wait", "idle"),
         W = TIME_W
     );
     for row in rows {
@@ -466,7 +476,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
         };
         let _ = writeln!(
             out,
-            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}",
+            "  {:>5} {} {:>6} {:>W$} {:>W$} {:>9} {:>W$}{}{}{}",
             row.index,
             pad(&cell_text(&row.name), name_w),
             alive,
@@ -484,6 +494,7 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
             } else {
                 String::new()
             },
+            loop_cells(&opt_s(row.ready_wait_time), &opt_s(row.idle_time)),
             W = TIME_W
         );
     }
@@ -492,6 +503,13 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
             out,
             "  (held: the thread's own calls outside task steps, and the task steps; await: its tasks'\n  \
              calls open with none running; Σ awaits: the tasks' awaits summed, not a time of the thread)"
+        );
+    }
+    if with_loop {
+        let _ = writeln!(
+            out,
+            "  (ready wait: some task on the thread was ready to run but waited for it; idle: its event\n  \
+             loop waited with nothing ready)"
         );
     }
 }

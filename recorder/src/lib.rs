@@ -316,6 +316,7 @@ impl Recorder {
                     native_id_now: AtomicI64::new(0),
                     ready_union: UnsafeCell::new(event_loop::UnionOfIntervals::default()),
                     ready_wait_ns: AtomicI64::new(UNKNOWN),
+                    loop_idle_ns: AtomicI64::new(UNKNOWN),
                 })
             });
             let state = Arc::new(ThreadState {
@@ -397,6 +398,7 @@ impl Recorder {
                     cpu_start_ns: r.cpu_start_ns,
                     task_step_ns: st.task_steps.load(Ordering::Relaxed),
                     ready_wait_ns: r.ready_wait_ns(),
+                    loop_idle_ns: r.loop_idle_ns(),
                 }
             })
             .collect()

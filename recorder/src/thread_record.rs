@@ -41,6 +41,9 @@ pub struct ThreadRecord {
     /// Its total for readers: [`UNKNOWN`] before the first task step with a known ready
     /// moment, [`READY_UNKNOWN`] once a step's ready moment was not known.
     pub(crate) ready_wait_ns: AtomicI64,
+    /// ns an event loop run on this thread waited with nothing ready ([`UNKNOWN`]: no
+    /// instrumented loop ran here); written by this thread only.
+    pub(crate) loop_idle_ns: AtomicI64,
 }
 
 // SAFETY: `ready_union` is touched only by the thread the record describes
@@ -74,6 +77,30 @@ impl ThreadRecord {
             READY_UNKNOWN => UNKNOWN,
             v => v,
         }
+    }
+
+    /// An instrumented event loop runs on this thread (called on it): its idle time is
+    /// known from now, 0 until the loop first waits with nothing ready.
+    #[inline]
+    pub fn loop_runs(&self) {
+        if self.loop_idle_ns.load(Ordering::Relaxed) == UNKNOWN {
+            self.loop_idle_ns.store(0, Ordering::Relaxed);
+        }
+    }
+
+    /// An instrumented event loop on this thread (called on it) waited `ns` with nothing
+    /// ready to run: its `select` (asyncio) or I/O wait (trio) with a timeout, up to the
+    /// moment it looked at what became ready.
+    #[inline]
+    pub fn loop_idled(&self, ns: i64) {
+        let total = self.loop_idle_ns.load(Ordering::Relaxed).max(0);
+        self.loop_idle_ns.store(total + ns.max(0), Ordering::Relaxed);
+    }
+
+    /// ns the event loops run on this thread waited with nothing ready; [`UNKNOWN`] when no
+    /// instrumented loop ran here.
+    pub fn loop_idle_ns(&self) -> i64 {
+        self.loop_idle_ns.load(Ordering::Relaxed)
     }
 
     /// Thread end, absolute ns; [`UNKNOWN`] while alive.
@@ -114,4 +141,6 @@ pub struct ThreadRowData {
     pub task_step_ns: i64,
     /// See [`ThreadRecord::ready_wait_ns`].
     pub ready_wait_ns: i64,
+    /// See [`ThreadRecord::loop_idle_ns`].
+    pub loop_idle_ns: i64,
 }

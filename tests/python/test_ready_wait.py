@@ -234,6 +234,7 @@ def test_uvloop_calls_have_no_ready_wait(manager):
     rows = [t for t in s.results.task_summary() if t["coro_name"].endswith("fetch")]
     assert len(rows) == 2 and all(t["ready_wait_time"] is None for t in rows)
     assert s.results.thread_summary()[0]["ready_wait_time"] is None
+    assert s.results.thread_summary()[0]["idle_time"] is None
 
 
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
@@ -300,3 +301,69 @@ def test_run_and_summary_print_the_event_loop_blocked_section(tmp_path):
         # blocked (value, unit), at s, lane (Task-7 (blocker) on MainThread), region, delayed
         assert row[1] == "ms" and 80 <= float(row[0]) < 90 and row[-2:] == ["hold", "5"], text
         assert "(blocker)" in lines[at + 2], text
+
+
+IDLE = 0.100
+BUSY = 0.050
+
+
+def _idle_then_busy(manager, sleepers=1):
+    """``sleepers`` tasks each sleep 100 ms at once (the loop waits with nothing ready), then
+    one holds the loop 50 ms with ``time.sleep`` (busy, not idle)."""
+
+    async def sleeper():
+        with manager.region("sleep"):
+            await asyncio.sleep(IDLE)
+
+    async def main():
+        await asyncio.gather(*(sleeper() for _ in range(sleepers)))
+        with manager.region("busy"):
+            time.sleep(BUSY)
+
+    with manager.region("loop"):
+        asyncio.run(main())
+
+
+@pytest.mark.parametrize("sleepers", [1, 4])
+def test_the_loop_thread_idle_time_is_its_wait_with_nothing_ready(manager, sleepers):
+    with _session(manager) as s:
+        _idle_then_busy(manager, sleepers)
+    r = s.results
+    row = next(t for t in r.thread_summary() if t["name"] == "MainThread")
+    # concurrent sleeps are one wait of the loop, not one per task
+    assert IDLE - 0.002 <= row["idle_time"] <= IDLE + 0.030, row
+    # the busy step is task-step time, not idle; the two never overlap
+    assert row["task_step_time"] >= BUSY
+    assert row["idle_time"] + row["task_step_time"] <= r["loop"][0].durations[0] + 1e-6
+    # the idle wait is inside the call that runs the loop, so part of its held time
+    assert row["held_time"] >= row["idle_time"] + row["task_step_time"] - 1e-6
+
+
+def test_without_an_instrumented_loop_there_is_no_idle_time(manager):
+    with manager.session(
+        verbose=False, return_results=True, deactivate_file_output=True, track_threads=True
+    ) as s:
+        with manager.region("r"):
+            time.sleep(0.01)
+    assert s.results.thread_summary()[0]["idle_time"] is None
+
+
+def test_idle_time_survives_hdf5_and_json_and_shows_in_the_thread_table(manager, tmp_path):
+    from helpers import run_cli
+
+    with _session(manager, tmp_path) as s:
+        _idle_then_busy(manager)
+    idle = next(t["idle_time"] for t in s.results.thread_summary() if t["name"] == "MainThread")
+    sp.export_json(s.results, tmp_path / "run.json", verbose=False)
+    for back in (read_h5(tmp_path / "run.h5"), sp.read_json(tmp_path / "run.json")):
+        rows = {t["name"]: t for t in back.thread_summary()}
+        assert rows["MainThread"]["idle_time"] == idle
+    threads = run_cli("threads", tmp_path / "run.h5")
+    assert threads.returncode == 0, threads.stderr
+    lines = threads.stdout.splitlines()
+    header = next(line for line in lines if line.lstrip().startswith("index"))
+    assert header.split()[-3:] == ["ready", "wait", "idle"], threads.stdout
+    main = next(line for line in lines if " MainThread " in line)
+    value, unit = main.split()[-2:]
+    # printed to three significant digits
+    assert unit == "ms" and float(value) == pytest.approx(idle * 1e3, rel=5e-3), main

@@ -443,6 +443,28 @@ def test_a_trio_step_that_holds_the_thread_is_a_loop_block_in_its_region(manager
     assert wait.num_calls == 3 and np.all(wait.await_times >= 0.06), wait.await_times
 
 
+def test_the_run_thread_idle_time_is_its_io_wait_with_nothing_ready(manager):
+    """Four tasks sleep 100 ms at once (trio's I/O wait with a timeout: idle), then one holds
+    the thread 50 ms (a task step, not idle)."""
+    import time
+
+    async def sleeper():
+        await trio.sleep(0.1)
+
+    async def main():
+        async with trio.open_nursery() as n:
+            for _ in range(4):
+                n.start_soon(sleeper)
+        time.sleep(0.05)
+
+    with _session(manager) as s:
+        with manager.region("run"):
+            trio.run(main)
+    row = next(t for t in s.results.thread_summary() if t["name"] == "MainThread")
+    assert 0.098 <= row["idle_time"] <= 0.1 + LATE_MAX, row
+    assert row["idle_time"] + row["task_step_time"] <= s.results["run"][0].durations[0]
+
+
 def test_trio_steps_are_not_the_module_bodys_exclusive_time(tmp_path):
     """`run --recursive --track-async` of a trio program whose tasks burn CPU: the module
     body's exclusive time excludes the task steps it ran (they are the task lanes')."""

@@ -483,12 +483,15 @@ fn read_thread_table(g: &Group, ctx: &Ctx) -> R<Vec<ThreadRow>> {
     let task_steps = optional_thread_column(g, "task_step_ns", n, ctx)?;
     // the ready wait of an event loop's thread: written by runs with track_async
     let ready_wait = optional_thread_column(g, "ready_wait_ns", n, ctx)?;
+    // the idle wait of an event loop's thread: written by runs with track_async
+    let loop_idle = optional_thread_column(g, "loop_idle_ns", n, ctx)?;
     (0..n)
         .map(|i| {
             Ok(ThreadRow {
                 cpu_start_ns: cpu_start[i],
                 task_step_ns: task_steps[i],
                 ready_wait_ns: ready_wait[i],
+                loop_idle_ns: loop_idle[i],
                 rank: lane_rank(ctx, iv[0][i])?,
                 index: iv[1][i],
                 ident: iv[2][i],

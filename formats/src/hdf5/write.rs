@@ -561,6 +561,9 @@ fn write_loop_blocks(b: &[&scope_profiler_analysis::LoopBlockRow], file: &hdf5::
     w.ints(&g, "delayed_tasks", &b.iter().map(|x| x.delayed_tasks).collect::<Vec<i64>>())
 }
 
+/// A thread-table column: its name and the value of a row.
+type ThreadColumn = (&'static str, fn(&ThreadRow) -> i64);
+
 fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     let g = file.create_group("thread_table").map_err(w.err("thread_table"))?;
     w.ints(&g, "ranks", &t.iter().map(|x| x.rank).collect::<Vec<u32>>())?;
@@ -573,14 +576,16 @@ fn write_thread_table(t: &[&ThreadRow], file: &hdf5::File, w: &W<'_>) -> R<()> {
     w.ints(&g, "cpu_ns", &t.iter().map(|x| x.cpu_ns).collect::<Vec<i64>>())?;
     // not in the reference's layout (its reader takes the columns it knows by name);
     // left out when no row knows it (a run read from a reference file is written back as it was)
-    if t.iter().any(|x| x.cpu_start_ns != scope_profiler_analysis::UNKNOWN) {
-        w.ints(&g, "cpu_start_ns", &t.iter().map(|x| x.cpu_start_ns).collect::<Vec<i64>>())?;
-    }
-    if t.iter().any(|x| x.task_step_ns != scope_profiler_analysis::UNKNOWN) {
-        w.ints(&g, "task_step_ns", &t.iter().map(|x| x.task_step_ns).collect::<Vec<i64>>())?;
-    }
-    if t.iter().any(|x| x.ready_wait_ns != scope_profiler_analysis::UNKNOWN) {
-        w.ints(&g, "ready_wait_ns", &t.iter().map(|x| x.ready_wait_ns).collect::<Vec<i64>>())?;
+    let optional: [ThreadColumn; 4] = [
+        ("cpu_start_ns", |x| x.cpu_start_ns),
+        ("task_step_ns", |x| x.task_step_ns),
+        ("ready_wait_ns", |x| x.ready_wait_ns),
+        ("loop_idle_ns", |x| x.loop_idle_ns),
+    ];
+    for (name, value) in optional {
+        if t.iter().any(|x| value(x) != scope_profiler_analysis::UNKNOWN) {
+            w.ints(&g, name, &t.iter().map(|x| value(x)).collect::<Vec<i64>>())?;
+        }
     }
     w.strs(&g, "name", &t.iter().map(|x| x.name.clone()).collect::<Vec<String>>())
 }

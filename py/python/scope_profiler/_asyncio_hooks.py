@@ -32,6 +32,7 @@ import asyncio
 import collections
 import sys
 import weakref
+from typing import Any
 
 from ._native import ReadyQueue, TaskFactory
 
@@ -43,7 +44,7 @@ _ORIGINALS: dict = {}
 #: and the recorders timing their tasks).
 _task_factory = TaskFactory()
 #: loop -> the ``ReadyQueue`` that replaced its ``_ready`` deque.
-_READY_QUEUES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_READY_QUEUES: weakref.WeakKeyDictionary[Any, ReadyQueue] = weakref.WeakKeyDictionary()
 
 
 def _standard_ready_queue(loop) -> bool:
@@ -86,7 +87,7 @@ def _untime_ready_queues(tracker) -> None:
     for loop, queue in list(_READY_QUEUES.items()):
         if queue.remove_recorder(tracker._native):
             continue
-        if getattr(loop, "_ready", None) is queue:
+        if queue is getattr(loop, "_ready", None):
             loop._ready = collections.deque(queue)
         queue.run_stopped()
         del _READY_QUEUES[loop]

@@ -824,7 +824,10 @@ class ProfilingResults:
         ``task_await_time_sum`` (the tasks' awaits summed: a per-task sum);
         ``ready_wait_time`` (s in which some task resumed on the thread was ready but waited
         for it: the union of their ready waits, at most ``wall_time``; None for a thread that
-        ran no task step or whose loop could not tell). Raises NestingError."""
+        ran no task step or whose loop could not tell); ``idle_time`` (s its instrumented
+        event loops waited with nothing ready; part of ``held_time`` when the loop runs inside
+        a call of the thread's own lane; None for a thread that ran no instrumented loop:
+        no ``track_async``, uvloop, gevent). Raises NestingError."""
     def task_summary(self, rank: int = 0) -> list[SummaryRow]:
         """One dict per task/greenlet of ``rank``, s: ``index, kind, name, coro_name,
         thread_index, thread, done, wall_time, num_calls, region_time, held_time,
@@ -2478,6 +2481,10 @@ class TrioLanes:
         """The task's step ended: the thread's previous lane is current again."""
     def task_exited(self, task: Any) -> None:
         """The task exited (inside its last step): its row is done."""
+    def before_io_wait(self, timeout: float) -> None:
+        """The run waits for I/O for at most ``timeout`` s (with a timeout: nothing ready)."""
+    def after_io_wait(self, timeout: float) -> None:
+        """The I/O wait is over; one with a timeout adds to the thread's idle time."""
     def after_run(self) -> None:
         """The run ended."""
     def detach(self) -> None:

@@ -32,7 +32,7 @@ use pyo3::types::PyList;
 use scope_profiler_recorder::event_loop::{HandleRun, LoopTimes};
 use scope_profiler_recorder::now_ns;
 
-use crate::recording::{record_callback_block, NativeRecorder};
+use crate::recording::{record_callback_block, record_loop_idle, NativeRecorder};
 
 struct Inner {
     handles: VecDeque<Py<PyAny>>,
@@ -192,11 +192,16 @@ impl ReadyQueue {
         Ok(ready)
     }
 
+    /// The loop counts the queue to run a batch: the handle that ran last ends, and so does
+    /// the wait with nothing ready that the truth test began, if any (the thread's idle time).
     fn __len__(&self, py: Python<'_>) -> PyResult<usize> {
         let inner = self.inner(py);
         let now = now_ns();
         let ended = inner.times.poll(now);
-        inner.times.batch(now);
+        let idle = inner.times.batch(now);
+        for r in &inner.recorders {
+            record_loop_idle(r.get(), idle);
+        }
         let n = inner.handles.len();
         self.ended(py, ended)?;
         Ok(n)

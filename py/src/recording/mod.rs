@@ -42,7 +42,7 @@ pub use native_recorder::NativeRecorder;
 pub(crate) use profile_region::{next_setup_generation, setup_generation, ProfileRegion};
 pub(crate) use profiled_function::{bind_as_method, ProfiledFunction};
 pub(crate) use recorder_state::Shared;
-pub(crate) use tasks::record_callback_block;
+pub(crate) use tasks::{record_callback_block, record_loop_idle};
 pub use tasks::{TaskHandle, TimedCoroutine};
 pub use thread_exit::ThreadExitSentinel;
 pub use trio_lanes::TrioLanes;

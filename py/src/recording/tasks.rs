@@ -284,6 +284,23 @@ pub(crate) fn record_callback_block(
     Ok(())
 }
 
+/// An instrumented event loop on the calling thread waited `idle_ns` with nothing ready
+/// (0: it runs, and has not waited since the last call): added to the thread's idle time
+/// for `recorder`, if that thread records for it.
+pub(crate) fn record_loop_idle(recorder: &super::NativeRecorder, idle_ns: i64) {
+    record_loop_idle_in(&recorder.shared, idle_ns)
+}
+
+/// [`record_loop_idle`] for the recorder of `shared`.
+pub(crate) fn record_loop_idle_in(shared: &Shared, idle_ns: i64) {
+    if let Some(st) = shared.rec.local() {
+        // SAFETY: the calling thread's own state.
+        if let Some(thread) = unsafe { &*st }.record() {
+            thread.loop_idled(idle_ns);
+        }
+    }
+}
+
 /// Index of the task running on the calling thread, if any.
 pub(crate) fn current_task(shared: &Shared) -> Option<usize> {
     let st = shared.rec.local()?;

@@ -10,7 +10,9 @@
 //!   the step, which is counted and timed (await time: the gaps between steps; ready wait:
 //!   the part of each gap after the task was scheduled);
 //! * `task_exited`: the row is done (trio reports it inside the task's last step, before
-//!   `after_task_step`, so the lane stays current until that step ends).
+//!   `after_task_step`, so the lane stays current until that step ends);
+//! * `before_io_wait` / `after_io_wait`: an I/O wait with a timeout (trio waits with a zero
+//!   timeout while tasks are runnable) is the run's thread idle, with nothing ready.
 //!
 //! trio's own tasks are not lanes: the run's root task `<init>` (no parent nursery) and
 //! `<TrioToken.run_sync_soon task>`. Tasks already running when the instrument was added
@@ -19,7 +21,7 @@
 //! Each hook must not raise (trio would remove the instrument and leave a step open): an
 //! error is reported as unraisable.
 use std::collections::HashMap;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicI64, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard};
 
 use pyo3::prelude::*;
@@ -61,6 +63,8 @@ pub struct TrioLanes {
     detached: AtomicBool,
     /// The run ended (`after_run`).
     ended: AtomicBool,
+    /// When the I/O wait under way began, if it has a timeout (recording clock, ns; 0: none).
+    idle_since: AtomicI64,
 }
 
 impl TrioLanes {
@@ -71,6 +75,7 @@ impl TrioLanes {
             root: AtomicUsize::new(root.map_or(NO_ROOT, |r| r.as_ptr() as usize)),
             detached: AtomicBool::new(false),
             ended: AtomicBool::new(false),
+            idle_since: AtomicI64::new(0),
         }
     }
 
@@ -197,6 +202,24 @@ impl TrioLanes {
             if lane.step.is_none() {
                 lanes.remove(&key);
             }
+        }
+    }
+
+    /// trio: the run waits for I/O for at most `timeout` s; with a timeout, nothing is ready
+    /// (the run's thread is idle until `after_io_wait`).
+    fn before_io_wait(&self, timeout: f64) {
+        if !self.detached() {
+            self.idle_since.store(if timeout > 0.0 { now_ns() } else { 0 }, Ordering::Relaxed);
+        }
+    }
+
+    /// trio: the I/O wait is over; one with a timeout adds to the thread's idle time (the
+    /// timeout itself was noted by `before_io_wait`).
+    fn after_io_wait(&self, timeout: f64) {
+        let _ = timeout;
+        let since = self.idle_since.swap(0, Ordering::Relaxed);
+        if !self.detached() {
+            tasks::record_loop_idle_in(&self.shared, if since > 0 { now_ns() - since } else { 0 });
         }
     }
 

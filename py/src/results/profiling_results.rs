@@ -678,7 +678,9 @@ impl ProfilingResults {
     /// top-level calls were open with none of them running: a union, not a sum),
     /// `task_step_time` (time in task steps; None in files without it) and
     /// `task_await_time_sum` (the tasks' awaits summed: a per-task sum, the `await_time`s of
-    /// its rows in `task_summary()`); each of the first three `<= wall_time`. `[]` without a thread
+    /// its rows in `task_summary()`), `ready_wait_time` (the union of its tasks' ready waits)
+    /// and `idle_time` (its instrumented event loops waiting with nothing ready; None for a
+    /// thread that ran none); each but the per-task sum `<= wall_time`. `[]` without a thread
     /// table, with a `RuntimeWarning` saying why when the rank has calls (recorded without
     /// `track_threads`). A damaged thread table (negative times, an end before the start,
     /// thread ids without a row) gives None for those times, a row `thread N` per id without
