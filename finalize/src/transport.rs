@@ -1,9 +1,9 @@
 //! A [`Run`] as bytes between processes of one job (what an MPI rank sends to rank 0 at
 //! `finalize()`, one pickle-free buffer), and the stacking of such runs as blocks of ranks.
 //!
-//! Encoding (little-endian): magic `b"SPRUN\x02"`, then the region names, the rows (every
+//! Encoding (little-endian): magic `b"SPRUN\x04"`, then the region names, the rows (every
 //! column as raw `i64`s, optional columns flagged; bit-packed ids are written decoded), the
-//! thread and task tables, the metadata and `num_ranks`. It is a transport between
+//! thread, task and loop-block tables, the metadata and `num_ranks`. It is a transport between
 //! processes of one job running the same package build, not a file format: rows read
 //! without their events (`RegionCalls::stored`) do not travel.
 //!
@@ -20,33 +20,28 @@ use std::path::Path;
 
 use arrow_array::Int64Array;
 use scope_profiler_analysis::{
-    merge_runs, MergeError, MergeOptions, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow,
+    merge_runs, LoopBlockRow, MergeError, MergeOptions, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow,
 };
 use scope_profiler_formats::hdf5::chunks::{decode_column, encode_column};
 use scope_profiler_formats::hdf5::write::{publish_h5, WriteFailure};
 
 /// First bytes of every encoding (the trailing byte is the encoding version).
-pub const MAGIC: &[u8; 6] = b"SPRUN\x03";
+pub const MAGIC: &[u8; 6] = b"SPRUN\x04";
 /// First bytes of an encoding whose columns are elsewhere ([`encode_run_apart`]).
 pub const APART_MAGIC: &[u8; 6] = b"SPRUNC";
 /// First bytes of a compact encoding ([`encode_run_compact`]): its columns, then the rest.
-pub const COMPACT_MAGIC: &[u8; 6] = b"SPCOL\x02";
+pub const COMPACT_MAGIC: &[u8; 6] = b"SPCOL\x03";
 
 /// The per-call columns of a row, in encoding order: `[start, end, gpu, call ids, parent
-/// ids, thread ids, task ids, await, task steps]` (an optional one flagged by bit
-/// [`flag_bit`]`(kind)`).
-const KINDS: usize = 9;
+/// ids, thread ids, task ids, await, task steps, ready waits]` (an optional one flagged by
+/// bit [`flag_bit`]`(kind)` of the row's 16-bit flags).
+const KINDS: usize = 10;
 /// Row flag: the row's stored statistics follow (only in the forms with columns apart).
-const STORED_FLAG: u8 = 1 << 6;
+const STORED_FLAG: u16 = 1 << 15;
 
-/// The row-flag bit of optional column `kind` (2..KINDS): `kind - 2`, the task steps bit 7
-/// (bit 6 is [`STORED_FLAG`]).
-fn flag_bit(kind: usize) -> u8 {
-    if kind == 8 {
-        7
-    } else {
-        (kind - 2) as u8
-    }
+/// The row-flag bit of optional column `kind` (2..KINDS).
+fn flag_bit(kind: usize) -> u16 {
+    (kind - 2) as u16
 }
 
 struct Enc(Vec<u8>);
@@ -54,6 +49,9 @@ struct Enc(Vec<u8>);
 impl Enc {
     fn u8(&mut self, v: u8) {
         self.0.push(v);
+    }
+    fn u16(&mut self, v: u16) {
+        self.0.extend_from_slice(&v.to_le_bytes());
     }
     fn u32(&mut self, v: u32) {
         self.0.extend_from_slice(&v.to_le_bytes());
@@ -130,6 +128,9 @@ impl<'a> Dec<'a> {
     }
     fn u8(&mut self) -> D<u8> {
         Ok(self.take(1)?[0])
+    }
+    fn u16(&mut self) -> D<u16> {
+        Ok(u16::from_le_bytes(self.take(2)?.try_into().unwrap()))
     }
     fn u32(&mut self) -> D<u32> {
         Ok(u32::from_le_bytes(self.take(4)?.try_into().unwrap()))
@@ -245,7 +246,8 @@ fn has_kind(row: &RegionCalls, kind: usize) -> bool {
         5 => row.thread_ids.is_some(),
         6 => row.task_ids.is_some(),
         7 => row.await_ns.is_some(),
-        _ => row.task_step_ns.is_some(),
+        8 => row.task_step_ns.is_some(),
+        _ => row.ready_wait_ns.is_some(),
     }
 }
 
@@ -260,7 +262,8 @@ fn set_kind(row: &mut RegionCalls, kind: usize, values: Int64Array) {
         5 => row.thread_ids = Some(values),
         6 => row.task_ids = Some(values),
         7 => row.await_ns = Some(values),
-        _ => row.task_step_ns = Some(values),
+        8 => row.task_step_ns = Some(values),
+        _ => row.ready_wait_ns = Some(values),
     }
 }
 
@@ -430,8 +433,9 @@ fn encode_row(r: &RegionCalls, e: &mut Enc, cols: &mut dyn ColumnsOut, stored: b
     e.u64(r.len() as u64);
     let (call_ids, parent_ids) =
         (r.call_ids.as_ref().map(|c| c.to_array()), r.parent_ids.as_ref().map(|c| c.to_array()));
-    let opt = [&r.gpu_ns, &call_ids, &parent_ids, &r.thread_ids, &r.task_ids, &r.await_ns, &r.task_step_ns];
-    let mut flags = 0u8;
+    let opt =
+        [&r.gpu_ns, &call_ids, &parent_ids, &r.thread_ids, &r.task_ids, &r.await_ns, &r.task_step_ns, &r.ready_wait_ns];
+    let mut flags = 0u16;
     for (k, c) in opt.iter().enumerate() {
         if c.is_some() {
             flags |= 1 << flag_bit(2 + k);
@@ -441,7 +445,7 @@ fn encode_row(r: &RegionCalls, e: &mut Enc, cols: &mut dyn ColumnsOut, stored: b
     if stats.is_some() {
         flags |= STORED_FLAG;
     }
-    e.u8(flags);
+    e.u16(flags);
     cols.put(e, 0, &r.start_ns);
     cols.put(e, 1, &r.end_ns);
     for (k, c) in opt.into_iter().enumerate() {
@@ -469,12 +473,13 @@ fn encode_row(r: &RegionCalls, e: &mut Enc, cols: &mut dyn ColumnsOut, stored: b
     }
 }
 
-/// Thread and task tables, metadata, `num_ranks`.
+/// Thread, task and loop-block tables, metadata, `num_ranks`.
 fn encode_tables(run: &Run, e: &mut Enc) {
     e.u64(run.threads.len() as u64);
     for t in &run.threads {
         e.u32(t.rank);
-        for v in [t.index, t.ident, t.native_id, t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns, t.task_step_ns] {
+        let times = [t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns, t.task_step_ns, t.ready_wait_ns];
+        for v in [t.index, t.ident, t.native_id].into_iter().chain(times) {
             e.i64(v);
         }
         e.u8(t.daemon as u8);
@@ -483,12 +488,20 @@ fn encode_tables(run: &Run, e: &mut Enc) {
     e.u64(run.tasks.len() as u64);
     for t in &run.tasks {
         e.u32(t.rank);
-        for v in [t.index, t.thread_index, t.created_ns, t.done_ns, t.steps, t.running_ns, t.suspended_ns] {
+        let times = [t.created_ns, t.done_ns, t.steps, t.running_ns, t.suspended_ns, t.ready_wait_ns];
+        for v in [t.index, t.thread_index].into_iter().chain(times) {
             e.i64(v);
         }
         e.str(&t.kind);
         e.str(&t.name);
         e.str(&t.coro_name);
+    }
+    e.u64(run.loop_blocks.len() as u64);
+    for b in &run.loop_blocks {
+        e.u32(b.rank);
+        for v in [b.thread, b.task, b.start_ns, b.end_ns, b.delayed_tasks] {
+            e.i64(v);
+        }
     }
     e.u64(run.metadata.len() as u64);
     for (k, v) in &run.metadata {
@@ -556,7 +569,11 @@ fn decode_row(d: &mut Dec<'_>, cols: &mut dyn ColumnsIn, stored: bool) -> D<Regi
     let region = d.u32()?;
     let rank = d.u32()?;
     let n = d.len()?;
-    let flags = d.u8()?;
+    let flags = d.u16()?;
+    let known = (2..KINDS).fold(STORED_FLAG, |m, k| m | 1 << flag_bit(k));
+    if flags & !known != 0 {
+        return Err(format!("unknown row flags {:#06x}", flags & !known).into());
+    }
     let start_ns = cols.get(d, 0, n)?;
     let end_ns = cols.get(d, 1, n)?;
     let mut opt: [Option<Int64Array>; KINDS - 2] = Default::default();
@@ -565,7 +582,7 @@ fn decode_row(d: &mut Dec<'_>, cols: &mut dyn ColumnsIn, stored: bool) -> D<Regi
             *slot = Some(cols.get(d, 2 + k, n)?);
         }
     }
-    let [gpu_ns, call_ids, parent_ids, thread_ids, task_ids, await_ns, task_step_ns] = opt;
+    let [gpu_ns, call_ids, parent_ids, thread_ids, task_ids, await_ns, task_step_ns, ready_wait_ns] = opt;
     let source_file = d.opt_str()?;
     let source_line = d.opt_i64()?;
     let source_text = d.opt_str()?;
@@ -584,6 +601,7 @@ fn decode_row(d: &mut Dec<'_>, cols: &mut dyn ColumnsIn, stored: bool) -> D<Regi
         task_ids,
         await_ns,
         task_step_ns,
+        ready_wait_ns,
         source_file,
         source_line,
         source_text,
@@ -618,8 +636,8 @@ fn decode_stats(d: &mut Dec<'_>) -> D<StoredStats> {
 fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
     for _ in 0..d.len()? {
         let rank = d.u32()?;
-        let (index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns, task_step_ns) =
-            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
+        let [index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns, task_step_ns, ready_wait_ns] =
+            [d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?];
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow {
@@ -631,20 +649,27 @@ fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
             cpu_ns,
             cpu_start_ns,
             task_step_ns,
+            ready_wait_ns,
             ..ThreadRow::new(rank, index, &name)
         });
     }
     for _ in 0..d.len()? {
         let rank = d.u32()?;
-        let (index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns) =
-            (d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?);
+        let [index, thread_index, created_ns, done_ns, steps, running_ns, suspended_ns, ready_wait_ns] =
+            [d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?];
         let (kind, name, coro_name) = (d.str()?, d.str()?, d.str()?);
         run.tasks.push(
             TaskRow::new(rank, index, kind, name, coro_name)
                 .on_thread(thread_index)
                 .lifetime(created_ns, done_ns)
-                .timing(steps, running_ns, suspended_ns),
+                .timing(steps, running_ns, suspended_ns)
+                .ready_wait(ready_wait_ns),
         );
+    }
+    for _ in 0..d.len()? {
+        let rank = d.u32()?;
+        let [thread, task, start_ns, end_ns, delayed_tasks] = [d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?];
+        run.loop_blocks.push(LoopBlockRow { rank, thread, task, start_ns, end_ns, delayed_tasks });
     }
     for _ in 0..d.len()? {
         let key = d.str()?;

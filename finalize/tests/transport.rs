@@ -1,6 +1,6 @@
-//! The run transport (`SPRUN\x03`) and the stacking of runs.
+//! The run transport (`SPRUN\x04`) and the stacking of runs.
 use arrow_array::Int64Array;
-use scope_profiler_analysis::{IdColumn, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
+use scope_profiler_analysis::{IdColumn, LoopBlockRow, MetaValue, RegionCalls, Run, StoredStats, TaskRow, ThreadRow};
 use scope_profiler_finalize::transport::{
     decode_run, decode_run_apart, decode_run_compact, encode_run, encode_run_apart, encode_run_compact, stack,
     StackError, MAGIC,
@@ -94,6 +94,8 @@ fn assert_same(a: &Run, b: &Run) {
         assert_eq!(values(&x.thread_ids), values(&y.thread_ids));
         assert_eq!(values(&x.task_ids), values(&y.task_ids));
         assert_eq!(values(&x.await_ns), values(&y.await_ns));
+        assert_eq!(values(&x.task_step_ns), values(&y.task_step_ns));
+        assert_eq!(values(&x.ready_wait_ns), values(&y.ready_wait_ns));
         assert_eq!(x.source_file, y.source_file);
         assert_eq!(x.source_line, y.source_line);
         assert_eq!(x.source_text, y.source_text);
@@ -103,6 +105,7 @@ fn assert_same(a: &Run, b: &Run) {
     }
     assert_eq!(a.threads, b.threads);
     assert_eq!(a.tasks, b.tasks);
+    assert_eq!(a.loop_blocks, b.loop_blocks);
     assert_eq!(a.metadata.len(), b.metadata.len());
     for ((ka, va), (kb, vb)) in a.metadata.iter().zip(&b.metadata) {
         assert_eq!(ka, kb);
@@ -118,7 +121,7 @@ fn assert_same(a: &Run, b: &Run) {
 fn round_trip_keeps_every_column_table_and_metadata() {
     let run = full_run();
     let bytes = encode_run(&run);
-    assert_eq!(&bytes[..6], b"SPRUN\x03");
+    assert_eq!(&bytes[..6], b"SPRUN\x04");
     assert_eq!(&bytes[..6], MAGIC);
     let back = decode_run(&bytes).unwrap();
     assert_same(&run, &back);
@@ -128,6 +131,109 @@ fn round_trip_keeps_every_column_table_and_metadata() {
     assert_eq!(back.regions[0].call_ids.as_ref().unwrap().to_vec(), vec![0, 1, 2]);
     assert_eq!(back.regions[1].parent_ids.as_ref().unwrap().to_vec(), vec![-1, 3]);
     assert_eq!(encode_run(&back), bytes);
+}
+
+/// Two ranks of a `track_async` run: per-call await, task-step and ready-wait columns (a
+/// ready wait the loop could not tell, -1; a row without the column), thread and task rows
+/// with their ready waits (some not known, -1) and loop blocks of both ranks (one of a plain
+/// callback, task -1).
+fn async_run() -> Run {
+    let mut a = RegionCalls::new(0, 0, col(&[100, 250, 400]), col(&[900, 700, 480]));
+    a.thread_ids = Some(col(&[0, 0, 1]));
+    a.task_ids = Some(col(&[-1, 0, 1]));
+    a.await_ns = Some(col(&[0, 410, 55]));
+    a.task_step_ns = Some(col(&[620, 0, 0]));
+    a.ready_wait_ns = Some(col(&[0, 37, -1]));
+    let mut b = RegionCalls::new(1, 1, col(&[1_000, 1_200]), col(&[31_500, 34_900]));
+    b.thread_ids = Some(col(&[0, 0]));
+    b.task_ids = Some(col(&[2, 3]));
+    b.await_ns = Some(col(&[29_000, 33_100]));
+    b.task_step_ns = Some(col(&[0, 0]));
+    b.ready_wait_ns = Some(col(&[28_950, 30_010]));
+    // a row of a part recorded without track_async: no ready-wait column at all
+    let mut c = RegionCalls::new(0, 1, col(&[5]), col(&[8]));
+    c.thread_ids = Some(col(&[0]));
+    let threads = vec![
+        ThreadRow { task_step_ns: 612, ready_wait_ns: 91, ..thread(0, 0, "MainThread") },
+        ThreadRow { end_ns: 7_000, task_step_ns: 0, ..thread(0, 1, "w") },
+        ThreadRow { cpu_start_ns: 11, task_step_ns: 30_400, ready_wait_ns: 30_010, ..thread(1, 0, "MainThread") },
+    ];
+    let tasks = vec![
+        task(0, 0).ready_wait(37),
+        task(0, 1).lifetime(40, 480).timing(3, 25, 55),
+        task(1, 2).ready_wait(28_950),
+        task(1, 3).on_thread(0).lifetime(900, 35_000).ready_wait(30_010),
+    ];
+    let block = |rank, thread, task, start_ns, end_ns, delayed_tasks| LoopBlockRow {
+        rank,
+        thread,
+        task,
+        start_ns,
+        end_ns,
+        delayed_tasks,
+    };
+    Run {
+        region_names: vec!["tick".into(), "blocker".into()],
+        regions: vec![a, c, b],
+        threads,
+        tasks,
+        loop_blocks: vec![
+            block(0, 0, -1, 150, 1_350, 1),
+            block(1, 0, 3, 1_210, 31_230, 2),
+            block(1, 0, 2, 32_000, 33_500, 0),
+        ],
+        metadata: vec![("mpi_size".into(), MetaValue::Int(2))],
+        num_ranks: 2,
+    }
+}
+
+#[test]
+fn ready_waits_task_steps_and_loop_blocks_travel_in_every_form() {
+    let run = async_run();
+    let bytes = encode_run(&run);
+    let back = decode_run(&bytes).unwrap();
+    assert_same(&run, &back);
+    // field by field, against the values set above
+    assert_eq!(values(&back.regions[0].ready_wait_ns), Some(vec![0, 37, -1]));
+    assert_eq!(values(&back.regions[0].task_step_ns), Some(vec![620, 0, 0]));
+    assert_eq!(values(&back.regions[2].ready_wait_ns), Some(vec![28_950, 30_010]));
+    assert!(back.regions[1].ready_wait_ns.is_none() && back.regions[1].task_step_ns.is_none());
+    let thread_waits: Vec<i64> = back.threads.iter().map(|t| t.ready_wait_ns).collect();
+    assert_eq!(thread_waits, vec![91, -1, 30_010]);
+    assert_eq!((back.threads[1].end_ns, back.threads[2].cpu_start_ns), (7_000, 11));
+    let task_waits: Vec<i64> = back.tasks.iter().map(|t| t.ready_wait_ns).collect();
+    assert_eq!(task_waits, vec![37, -1, 28_950, 30_010]);
+    assert_eq!((back.tasks[1].done_ns, back.tasks[1].suspended_ns), (480, 55));
+    assert_eq!(back.loop_blocks.len(), 3);
+    let b = back.loop_blocks[1];
+    assert_eq!((b.rank, b.thread, b.task, b.start_ns, b.end_ns, b.delayed_tasks), (1, 0, 3, 1_210, 31_230, 2));
+    assert_eq!(back.loop_blocks[0].task, -1);
+    assert_eq!(encode_run(&back), bytes);
+    // the forms with columns apart (pickling) and compact (sidecar frames) carry them too
+    let (apart, columns) = encode_run_apart(&run);
+    assert_same(&run, &decode_run_apart(&apart, columns).unwrap());
+    assert_same(&run, &decode_run_compact(&encode_run_compact(&run)).unwrap());
+    for cut in 0..bytes.len() {
+        assert!(decode_run(&bytes[..cut]).is_err(), "cut {cut}");
+    }
+}
+
+#[test]
+fn an_encoding_of_another_version_or_with_unknown_row_flags_is_an_error() {
+    let bytes = encode_run(&async_run());
+    for version in [2u8, 3] {
+        let mut old = bytes.clone();
+        old[5] = version;
+        assert_eq!(decode_run(&old).unwrap_err().0, "not a scope-profiler run encoding");
+    }
+    let mut compact = encode_run_compact(&async_run());
+    compact[5] = 2;
+    assert_eq!(decode_run_compact(&compact).unwrap_err().0, "not a compact scope-profiler run encoding");
+    // the first row's flags follow its call count
+    let mut flagged = bytes.clone();
+    let at = first_row_len_offset(&async_run()) + 8;
+    flagged[at + 1] |= 0x10; // bit 12: no column
+    assert_eq!(decode_run(&flagged).unwrap_err().0, "unknown row flags 0x1000");
 }
 
 #[test]
@@ -186,7 +292,7 @@ fn every_truncation_and_an_extra_byte_are_errors() {
 #[test]
 fn bad_magic_is_an_error() {
     let mut bytes = encode_run(&full_run());
-    bytes[5] = 4; // a future version
+    bytes[5] = 5; // a future version
     assert_eq!(decode_run(&bytes).unwrap_err().0, "not a scope-profiler run encoding");
     assert!(decode_run(b"PK\x03\x04 not a run").is_err());
 }

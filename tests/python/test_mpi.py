@@ -229,6 +229,90 @@ def test_mpi_modes_errors_in_memory_results_and_task_tables(tmp_path):
     }
 
 
+BLOCKING_JOB = r"""
+import asyncio, json, math, sys, time
+import scope_profiler as sp
+from scope_profiler import ProfileManager
+
+out_dir = sys.argv[1]
+m = ProfileManager()
+
+
+async def ticker():
+    with m.region("tick"):
+        for _ in range(40):
+            await asyncio.sleep(0.002)
+
+
+async def blocker():
+    await asyncio.sleep(0.02)
+    with m.region("hold"):
+        time.sleep(0.03)
+
+
+async def main():
+    await asyncio.gather(*(ticker() for _ in range(3)), blocker())
+
+
+with m.session(
+    file_path=f"{out_dir}/blocks.h5", track_async=True, return_results=True, verbose=False
+) as s:
+    rank = m.get_config().comm.Get_rank()
+    asyncio.run(main())
+
+
+def rank_view(r, k):
+    tick = r["tick"][k]
+    waits = [int(x) for x in tick.ready_wait_times_ns]
+    return {
+        "ready_wait_ns": waits,
+        "ready_wait_nan": [math.isnan(x) for x in tick.ready_wait_times],
+        "await_ns": [int(x) for x in tick.await_times_ns],
+        "task_ready_waits": [t["ready_wait_time"] for t in r.task_summary(k)],
+        "thread_ready_wait": r.thread_summary(k)[0]["ready_wait_time"],
+        "blocks": r.loop_blocks(rank=k, threshold=0.02),
+    }
+
+
+if rank == 0:
+    memory = s.results
+    report = {"is_root": memory.is_root, "memory": rank_view(memory, 1)}
+    report["file"] = rank_view(sp.read_h5(f"{out_dir}/blocks.h5"), 1)
+    with open(f"{out_dir}/report.json", "w") as f:
+        json.dump(report, f)
+"""
+
+
+def _assert_rank_ready_waits_and_block(view: dict) -> None:
+    """A rank's ticks were kept ready by the 30 ms hold, and the hold is its one block."""
+    waits, awaits = view["ready_wait_ns"], view["await_ns"]
+    assert len(waits) == 3 and not any(view["ready_wait_nan"]), view
+    assert all(0 <= w <= a for w, a in zip(waits, awaits)), view
+    # each ticker was due within 2 ms of the hold's start, so it waited for most of it
+    assert max(waits) >= 20_000_000, view
+    assert all(w is not None and w >= 0 for w in view["task_ready_waits"]), view
+    assert max(view["task_ready_waits"]) >= 0.02, view
+    assert view["thread_ready_wait"] is not None and view["thread_ready_wait"] >= 0.02, view
+    (block,) = view["blocks"]
+    assert 0.028 <= block["duration"] <= 0.060, block
+    assert block["region"] == "hold" and block["delayed_tasks"] >= 1, block
+    assert block["thread"] == 0 and block["task"] >= 0, block
+
+
+@needs_mpi
+def test_mpi_ready_waits_and_loop_blocks_of_every_rank_reach_the_file(tmp_path):
+    """Rank 1's ready waits (calls, tasks, its loop's thread) and its loop block travel to
+    rank 0: the one file and rank 0's merged results have them."""
+    script = tmp_path / "job.py"
+    script.write_text(BLOCKING_JOB)
+    mpirun(2, script, tmp_path, cwd=tmp_path)
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert report["is_root"]
+    for where in ("memory", "file"):
+        _assert_rank_ready_waits_and_block(report[where])
+    assert report["memory"] == report["file"]
+
+
 @needs_mpi
 def test_mpi_threads_example_one_file_with_every_rank(tmp_path):
     out = tmp_path / "mpi_threads.h5"

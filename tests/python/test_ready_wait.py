@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import math
+import pickle
 import subprocess
 import sys
 import time
@@ -181,6 +182,23 @@ def test_hdf5_and_json_keep_ready_waits_and_blocks_and_the_reference_reads_the_f
     ref = json.loads(out.stdout)
     tick = mem["tick"][0]
     assert ref == {"n": TICKERS, "await": tick.await_times_ns.tolist(), "tasks": len(mem.tasks[0])}
+
+
+def test_pickled_results_keep_ready_waits_and_blocks(manager):
+    with _session(manager) as s:
+        _scenario(manager, ticks=20)
+    mem = s.results
+    back = pickle.loads(pickle.dumps(mem, protocol=5))
+    (block,) = back.loop_blocks(threshold=0.01)
+    assert block == mem.loop_blocks(threshold=0.01)[0] and block["region"] == "hold"
+    for name in ("tick", "hold"):
+        assert np.array_equal(mem[name][0].ready_wait_times_ns, back[name][0].ready_wait_times_ns)
+    assert (back["tick"][0].ready_wait_times >= block["duration"] - TICK - 0.001).all()
+    assert [t["ready_wait_time"] for t in back.task_summary()] == [
+        t["ready_wait_time"] for t in mem.task_summary()
+    ]
+    assert back.thread_summary()[0]["ready_wait_time"] == mem.thread_summary()[0]["ready_wait_time"]
+    assert back.thread_summary()[0]["ready_wait_time"] >= block["duration"] - TICK
 
 
 def test_a_file_the_reference_wrote_has_no_ready_wait(tmp_path):
