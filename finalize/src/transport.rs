@@ -478,7 +478,7 @@ fn encode_tables(run: &Run, e: &mut Enc) {
     e.u64(run.threads.len() as u64);
     for t in &run.threads {
         e.u32(t.rank);
-        let times = [t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns, t.task_step_ns, t.ready_wait_ns];
+        let times = [t.start_ns, t.end_ns, t.cpu_ns, t.cpu_start_ns, t.task_step_ns, t.ready_wait_ns, t.loop_idle_ns];
         for v in [t.index, t.ident, t.native_id].into_iter().chain(times) {
             e.i64(v);
         }
@@ -636,8 +636,8 @@ fn decode_stats(d: &mut Dec<'_>) -> D<StoredStats> {
 fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
     for _ in 0..d.len()? {
         let rank = d.u32()?;
-        let [index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns, task_step_ns, ready_wait_ns] =
-            [d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?];
+        let [index, ident, native_id, start_ns, end_ns, cpu_ns, cpu_start_ns, task_step_ns, ready_wait_ns, loop_idle_ns] =
+            [d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?, d.i64()?];
         let daemon = d.u8()? != 0;
         let name = d.str()?;
         run.threads.push(ThreadRow {
@@ -650,6 +650,7 @@ fn decode_tables(d: &mut Dec<'_>, run: &mut Run) -> D<()> {
             cpu_start_ns,
             task_step_ns,
             ready_wait_ns,
+            loop_idle_ns,
             ..ThreadRow::new(rank, index, &name)
         });
     }

@@ -154,7 +154,7 @@ fn async_run() -> Run {
     let mut c = RegionCalls::new(0, 1, col(&[5]), col(&[8]));
     c.thread_ids = Some(col(&[0]));
     let threads = vec![
-        ThreadRow { task_step_ns: 612, ready_wait_ns: 91, ..thread(0, 0, "MainThread") },
+        ThreadRow { task_step_ns: 612, ready_wait_ns: 91, loop_idle_ns: 4_400, ..thread(0, 0, "MainThread") },
         ThreadRow { end_ns: 7_000, task_step_ns: 0, ..thread(0, 1, "w") },
         ThreadRow { cpu_start_ns: 11, task_step_ns: 30_400, ready_wait_ns: 30_010, ..thread(1, 0, "MainThread") },
     ];
@@ -200,6 +200,8 @@ fn ready_waits_task_steps_and_loop_blocks_travel_in_every_form() {
     assert!(back.regions[1].ready_wait_ns.is_none() && back.regions[1].task_step_ns.is_none());
     let thread_waits: Vec<i64> = back.threads.iter().map(|t| t.ready_wait_ns).collect();
     assert_eq!(thread_waits, vec![91, -1, 30_010]);
+    let thread_idles: Vec<i64> = back.threads.iter().map(|t| t.loop_idle_ns).collect();
+    assert_eq!(thread_idles, vec![4_400, -1, -1]);
     assert_eq!((back.threads[1].end_ns, back.threads[2].cpu_start_ns), (7_000, 11));
     let task_waits: Vec<i64> = back.tasks.iter().map(|t| t.ready_wait_ns).collect();
     assert_eq!(task_waits, vec![37, -1, 28_950, 30_010]);
