@@ -775,7 +775,6 @@ mod tests {
             metadata: vec![("start_time_ns".into(), scope_profiler_analysis::MetaValue::Int(0))],
             num_ranks: 1,
             loop_blocks: vec![block(1, 100, 160), block(-1, 200, 220)],
-            ..Run::default()
         };
         let text = summary_text(&run, "t.h5");
         let section: Vec<&str> = text.lines().skip_while(|l| !l.contains(": event loop blocked")).collect();
