@@ -35,7 +35,7 @@ pub use lane_summary::{
     thread_summary_from, thread_summary_split, thread_table_note, untracked_tasks_note, LaneLabels, TaskSummaryRow,
     ThreadSummaryRow,
 };
-pub use loop_blocks::{loop_blocks, BelowBlockFloor, LoopBlock, LoopBlockRow, BLOCK_FLOOR_NS};
+pub use loop_blocks::{loop_blocks, own_lane_holder, BelowBlockFloor, LoopBlock, LoopBlockRow, BLOCK_FLOOR_NS};
 pub use merge::{merge_runs, merge_sets, MergeError, MergeOptions, MergeSet, PROCESSES};
 pub use python_text::{py_float_repr, py_format_g, py_repr};
 pub use rank_reconstruction::{

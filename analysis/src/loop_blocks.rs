@@ -13,6 +13,12 @@
 //! open on that lane when it began; `None` when there is none. (A region entered inside the
 //! blocking step - `with region: time.sleep(0.08)` - covers the block although it was not
 //! open when the step began: that region, not its caller, is what blocked the loop.)
+//!
+//! A block on a thread's own lane (task `-1`) is a plain callback of an asyncio or trio
+//! loop, or, on a thread whose greenlets are lanes, a step of its main greenlet resumed by
+//! the gevent hub ([`own_lane_holder`]). A gevent hub does not tell when its greenlets
+//! became ready: its blocks' delayed tasks are not known (recorded as `-1`, reported as
+//! `None`).
 use crate::run::{secs, Run};
 
 /// Handle runs shorter than this are not recorded as blocks (ns).
@@ -30,7 +36,7 @@ pub struct LoopBlockRow {
     pub start_ns: i64,
     pub end_ns: i64,
     /// Tasks that were ready and waiting during the block: each task step that resumed
-    /// after it with a ready wait overlapping it.
+    /// after it with a ready wait overlapping it; `-1` when not known (a gevent hub's block).
     pub delayed_tasks: i64,
 }
 
@@ -45,7 +51,8 @@ pub struct LoopBlock {
     pub duration: f64,
     /// The region it ran in (see the module docs), `None` when there is none.
     pub region: Option<String>,
-    pub delayed_tasks: i64,
+    /// `None` when not known (a gevent hub's block).
+    pub delayed_tasks: Option<i64>,
 }
 
 /// A threshold below [`BLOCK_FLOOR_NS`]: blocks that short are not recorded.
@@ -89,9 +96,20 @@ pub fn loop_blocks(run: &Run, rank: u32, threshold_ns: i64) -> Result<Vec<LoopBl
             start: secs(b.start_ns - origin.unwrap_or(b.start_ns)),
             duration: secs(b.end_ns - b.start_ns),
             region: region.map(|r| run.region_names[r as usize].clone()),
-            delayed_tasks: b.delayed_tasks,
+            delayed_tasks: (b.delayed_tasks >= 0).then_some(b.delayed_tasks),
         })
         .collect())
+}
+
+/// What held the loop in a block of thread `thread` of `rank` on the thread's own lane
+/// (task `-1`): `"main greenlet"` when greenlets of that thread are lanes (the gevent hub
+/// resumed the thread's main greenlet), else `"a callback"` (of an asyncio or trio loop).
+pub fn own_lane_holder(run: &Run, rank: u32, thread: i64) -> &'static str {
+    if run.rank_tasks(rank).any(|t| t.kind == "greenlet" && t.thread_index == thread) {
+        "main greenlet"
+    } else {
+        "a callback"
+    }
 }
 
 /// What a block's region is chosen from (module docs): the shortest call on its lane
@@ -214,7 +232,7 @@ mod tests {
         let blocks = loop_blocks(&run(), 0, 10_000_000).unwrap();
         assert_eq!(blocks.len(), 2, "the 2 ms block is under the threshold, rank 1 is another rank");
         let b = &blocks[0];
-        assert_eq!((b.thread, b.task, b.delayed_tasks), (0, 4, 5));
+        assert_eq!((b.thread, b.task, b.delayed_tasks), (0, 4, Some(5)));
         assert!((b.start - 0.105).abs() < 1e-9 && (b.duration - 0.095).abs() < 1e-9, "{b:?}");
         // `hold` covers 80 of the 95 ms: the innermost call covering half, though entered
         // after the block began
@@ -234,6 +252,20 @@ mod tests {
         assert_eq!(loop_blocks(&r, 0, 10_000_000).unwrap()[0].region.as_deref(), Some("outer"));
         r.regions[0] = row(0, &[(1_000_000_000, 1_030_000_000, 0, 4)]);
         assert_eq!(loop_blocks(&r, 0, 10_000_000).unwrap()[0].region.as_deref(), Some("outer"));
+    }
+
+    #[test]
+    fn a_gevent_hubs_block_has_unknown_delays_and_its_main_greenlet_holds_the_own_lane() {
+        let mut r = run();
+        assert_eq!(own_lane_holder(&r, 0, 0), "a callback");
+        // thread 0 runs greenlet lanes; its own-lane block is the main greenlet's, delays unknown
+        r.tasks = vec![crate::run::TaskRow::new(0, 4, "greenlet", "greenlet-1", "Hub.run").on_thread(0)];
+        r.loop_blocks[1].delayed_tasks = -1;
+        let blocks = loop_blocks(&r, 0, 10_000_000).unwrap();
+        assert_eq!((blocks[1].task, blocks[1].delayed_tasks), (-1, None));
+        assert_eq!(own_lane_holder(&r, 0, 0), "main greenlet");
+        assert_eq!(own_lane_holder(&r, 0, 1), "a callback", "another thread");
+        assert_eq!(own_lane_holder(&r, 1, 0), "a callback", "another rank");
     }
 
     #[test]

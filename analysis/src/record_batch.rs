@@ -129,7 +129,7 @@ pub fn task_summary_table(rows: &[TaskSummaryRow]) -> Result<RecordBatch, ArrowE
 }
 
 /// `loop_blocks(rank, threshold)` as a table: `thread, task, start, duration, region,
-/// delayed_tasks` (s; `region` null when none was open).
+/// delayed_tasks` (s; `region` null when none was open, `delayed_tasks` when not known).
 pub fn loop_blocks_table(rows: &[LoopBlock]) -> Result<RecordBatch, ArrowError> {
     of_columns(vec![
         ("thread", ints(rows.iter().map(|b| b.thread))),
@@ -137,7 +137,7 @@ pub fn loop_blocks_table(rows: &[LoopBlock]) -> Result<RecordBatch, ArrowError> 
         ("start", floats(rows.iter().map(|b| b.start))),
         ("duration", floats(rows.iter().map(|b| b.duration))),
         ("region", Arc::new(StringArray::from_iter(rows.iter().map(|b| b.region.as_deref())))),
-        ("delayed_tasks", ints(rows.iter().map(|b| b.delayed_tasks))),
+        ("delayed_tasks", Arc::new(Int64Array::from_iter(rows.iter().map(|b| b.delayed_tasks)))),
     ])
 }
 

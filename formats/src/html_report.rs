@@ -341,14 +341,18 @@ fn loop_blocks_table(out: &mut String, run: &Run, rank: u32, heading: &str) {
             let lane = if b.task >= 0 {
                 labels.label(b.task)
             } else {
-                format!("{} (a callback)", labels.thread_label(b.thread))
+                format!(
+                    "{} ({})",
+                    labels.thread_label(b.thread),
+                    scope_profiler_analysis::own_lane_holder(run, rank, b.thread)
+                )
             };
             vec![
                 s6(b.duration),
                 s6(b.start),
                 text(lane),
                 text(b.region.clone().unwrap_or_else(|| "-".into())),
-                int(b.delayed_tasks),
+                b.delayed_tasks.map_or_else(|| text("?"), int),
             ]
         })
         .collect();
@@ -362,7 +366,7 @@ fn loop_blocks_table(out: &mut String, run: &Run, rank: u32, heading: &str) {
         "<p class=\"help\">Stretches in which one task step or callback held the event loop's thread for \
          10 ms or more, the longest first (red bands on the timeline): at = from the run's start; region = the \
          innermost region that covers most of the block; tasks delayed = tasks that were ready to resume and \
-         waited for it.</p>\n",
+         waited for it (? = not known: a gevent hub does not tell when its greenlets became ready).</p>\n",
     );
 }
 

@@ -7,8 +7,9 @@ use scope_profiler_analysis::summary_order::{
     busiest, sort_region_rows, split_at_limit, task_busy_time, RUN_PRINTOUT_TOP, TASK_ROWS,
 };
 use scope_profiler_analysis::{
-    loop_blocks, rank_summary, secs, summary_only_note, task_summary, thread_summary, thread_table_note, LaneLabels,
-    LoopBlock, NestingError, RankSummary, Run, SortKey, TaskSummaryRow, ThreadSummaryRow,
+    loop_blocks, own_lane_holder, rank_summary, secs, summary_only_note, task_summary, thread_summary,
+    thread_table_note, LaneLabels, LoopBlock, NestingError, RankSummary, Run, SortKey, TaskSummaryRow,
+    ThreadSummaryRow,
 };
 use unicode_width::UnicodeWidthStr;
 
@@ -228,7 +229,7 @@ pub const SUMMARY_BLOCKS: usize = 10;
 /// The "event loop blocked" section of one rank, when it has loop blocks of at least
 /// [`SUMMARY_BLOCK_NS`]: the [`SUMMARY_BLOCKS`] longest, each with its start (s from the
 /// run's start), the lane that held the loop, the region it ran in and how many tasks were
-/// ready and kept waiting by it.
+/// ready and kept waiting by it (`?`: not known, a gevent hub's block).
 fn loop_blocks_section(out: &mut String, run: &Run, rank: u32) {
     let Ok(blocks) = loop_blocks(run, rank, SUMMARY_BLOCK_NS) else { return };
     if blocks.is_empty() {
@@ -239,7 +240,7 @@ fn loop_blocks_section(out: &mut String, run: &Run, rank: u32) {
         if b.task >= 0 {
             labels.label(b.task)
         } else {
-            format!("{} (a callback)", labels.thread_label(b.thread))
+            format!("{} ({})", labels.thread_label(b.thread), own_lane_holder(run, rank, b.thread))
         }
     };
     let shown = &blocks[..blocks.len().min(SUMMARY_BLOCKS)];
@@ -272,7 +273,7 @@ fn loop_blocks_section(out: &mut String, run: &Run, rank: u32) {
             b.start,
             pad(lane, lane_w),
             pad(region, region_w),
-            b.delayed_tasks,
+            b.delayed_tasks.map_or_else(|| "?".to_string(), |n| n.to_string()),
             W = TIME_W
         );
     }
@@ -761,6 +762,49 @@ mod tests {
         // none of 10 ms or more: no section
         run.loop_blocks = vec![block(0, 400, 405, 1)];
         assert!(!summary_text(&run, "t.h5").contains("event loop blocked"));
+    }
+
+    /// A gevent hub's blocks: a spawned greenlet's lane, or the main greenlet (the thread's
+    /// own lane, on a thread whose greenlets are lanes); the tasks they delayed are not known.
+    #[test]
+    fn a_gevent_hubs_blocks_show_the_main_greenlet_and_unknown_delays() {
+        use scope_profiler_analysis::{LoopBlockRow, TaskRow, ThreadRow};
+        const MS: i64 = 1_000_000;
+        let block = |task: i64, start: i64, end: i64| LoopBlockRow {
+            rank: 0,
+            thread: 0,
+            task,
+            start_ns: start * MS,
+            end_ns: end * MS,
+            delayed_tasks: -1,
+        };
+        let mut r = RegionCalls::new(0, 0, Int64Array::from(vec![100 * MS]), Int64Array::from(vec![160 * MS]));
+        r.thread_ids = Some(Int64Array::from(vec![0]));
+        r.task_ids = Some(Int64Array::from(vec![1]));
+        r.await_ns = Some(Int64Array::from(vec![0]));
+        let run = Run {
+            region_names: vec!["blocking".into()],
+            regions: vec![r],
+            threads: vec![ThreadRow::new(0, 0, "MainThread")],
+            tasks: vec![
+                TaskRow::new(0, 0, "greenlet", "greenlet-a0", "Hub.run").on_thread(0),
+                TaskRow::new(0, 1, "greenlet", "Greenlet-1", "m.blocker").on_thread(0),
+            ],
+            metadata: vec![("start_time_ns".into(), scope_profiler_analysis::MetaValue::Int(0))],
+            num_ranks: 1,
+            loop_blocks: vec![block(1, 100, 160), block(-1, 200, 220)],
+        };
+        let text = summary_text(&run, "t.h5");
+        let section: Vec<&str> = text.lines().skip_while(|l| !l.contains(": event loop blocked")).collect();
+        let rows: Vec<Vec<&str>> = section[2..].iter().map(|l| l.split_whitespace().collect()).collect();
+        assert_eq!(
+            rows,
+            [
+                vec!["60.0", "ms", "0.100", "Greenlet-1", "(blocker)", "on", "MainThread", "blocking", "?"],
+                vec!["20.0", "ms", "0.200", "MainThread", "(main", "greenlet)", "-", "?"],
+            ],
+            "{text}"
+        );
     }
 
     /// With task steps recorded, the thread table says how long the thread ran task steps

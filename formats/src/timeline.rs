@@ -775,13 +775,16 @@ impl<'a> Timeline<'a> {
                 let what = match self.run.rank_tasks(rank).find(|t| t.index == b.task) {
                     Some(t) => format!("task {}", t.name),
                     None if b.task >= 0 => format!("task {}", b.task),
-                    None => "a callback".to_string(),
+                    None => scope_profiler_analysis::own_lane_holder(self.run, rank, b.thread).to_string(),
+                };
+                let delayed = match b.delayed_tasks {
+                    d if d >= 0 => format!("{d} task(s) ready and waiting"),
+                    _ => "tasks delayed not known".to_string(),
                 };
                 let title = format!(
-                    "event loop blocked {} by {what} at {} ({} task(s) ready and waiting)",
+                    "event loop blocked {} by {what} at {} ({delayed})",
                     ms(b.end_ns - b.start_ns),
                     ms(b.start_ns - self.origin),
-                    b.delayed_tasks
                 );
                 let lanes = [lane_id(b.thread, -1), lane_id(b.thread, b.task)];
                 for (row, &y) in v.iter().zip(ys).filter(|(row, _)| lanes.contains(&row.lane)) {

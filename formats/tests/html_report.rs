@@ -366,3 +366,41 @@ fn loop_blocks_are_listed_and_marked_and_ready_wait_is_in_the_task_table() {
         "{html}"
     );
 }
+
+/// A gevent hub's blocks: one by a spawned greenlet and one by the main greenlet (the
+/// thread's own lane, on a thread whose greenlets are lanes); the tasks they delayed are not
+/// known: `?` in the table, said so on the timeline.
+#[test]
+fn a_gevent_hubs_blocks_show_the_main_greenlet_and_unknown_delays() {
+    const MS: i64 = 1_000_000;
+    let row = lane_row(0, &[100 * MS], &[160 * MS], &[0], Some(&[1]), Some(&[0]));
+    let main = lane_row(1, &[0], &[500 * MS], &[0], Some(&[-1]), Some(&[0]));
+    let block = |task: i64, start: i64, end: i64| LoopBlockRow {
+        rank: 0,
+        thread: 0,
+        task,
+        start_ns: start * MS,
+        end_ns: end * MS,
+        delayed_tasks: -1,
+    };
+    let run = Run {
+        region_names: vec!["hold".into(), "main".into()],
+        regions: vec![row, main],
+        threads: vec![thread(0, "MainThread")],
+        tasks: vec![
+            TaskRow::new(0, 0, "greenlet", "greenlet-a0", "Hub.run").on_thread(0).lifetime(0, 300 * MS),
+            TaskRow::new(0, 1, "greenlet", "Greenlet-1", "m.blocker").on_thread(0).lifetime(90 * MS, 200 * MS),
+        ],
+        metadata: vec![("start_time_ns".into(), MetaValue::Int(0))],
+        num_ranks: 1,
+        loop_blocks: vec![block(1, 100, 160), block(-1, 200, 220)],
+    };
+    let html = html_report(&run, &Selection::new(vec![0], "run")).unwrap();
+    let rows = table_rows(&html, "loop-blocks");
+    assert_eq!(rows[0], [s6(0.06), s6(0.1), "Greenlet-1 (blocker) on MainThread".into(), "hold".into(), "?".into()]);
+    assert_eq!(rows[1], [s6(0.02), s6(0.2), "MainThread (main greenlet)".into(), "main".into(), "?".into()]);
+    assert!(
+        html.contains("event loop blocked 20.000 ms by main greenlet at 200.0 ms (tasks delayed not known)"),
+        "{html}"
+    );
+}

@@ -349,9 +349,14 @@ pub struct LoopBlock {
     pub task: i64,
     pub start_ns: i64,
     pub end_ns: i64,
-    /// Tasks that were ready and waiting during the block (counted as each resumes).
+    /// Tasks that were ready and waiting during the block (counted as each resumes);
+    /// [`DELAYED_UNKNOWN`] when the loop does not tell when its tasks became ready (a
+    /// gevent hub).
     pub delayed_tasks: i64,
 }
+
+/// [`LoopBlock::delayed_tasks`] of a block whose loop does not tell ready moments.
+pub const DELAYED_UNKNOWN: i64 = -1;
 
 /// The loop blocks of one recorder ([`LoopBlock`]), in the order they ended. Blocks are
 /// rare (each holds a loop for a millisecond or more): a mutex is taken to record one, and
@@ -379,12 +384,22 @@ impl BlockLog {
     /// Record a run of `[start_ns, end_ns)` on thread `thread` by task `task` (-1: a plain
     /// callback) if it lasted at least [`BLOCK_FLOOR_NS`].
     pub fn record(&self, thread: usize, task: i64, start_ns: i64, end_ns: i64) {
+        self.record_with(thread, task, start_ns, end_ns, 0)
+    }
+
+    /// As [`BlockLog::record`], for a loop whose tasks' ready moments are not known: the
+    /// block's delayed tasks are [`DELAYED_UNKNOWN`] and stay so.
+    pub fn record_untold(&self, thread: usize, task: i64, start_ns: i64, end_ns: i64) {
+        self.record_with(thread, task, start_ns, end_ns, DELAYED_UNKNOWN)
+    }
+
+    fn record_with(&self, thread: usize, task: i64, start_ns: i64, end_ns: i64, delayed_tasks: i64) {
         if end_ns - start_ns < BLOCK_FLOOR_NS {
             return;
         }
         let mut blocks = self.lock();
         if blocks.len() < Self::MAX_BLOCKS {
-            blocks.push(LoopBlock { thread, task, start_ns, end_ns, delayed_tasks: 0 });
+            blocks.push(LoopBlock { thread, task, start_ns, end_ns, delayed_tasks });
             self.latest_end.fetch_max(end_ns, std::sync::atomic::Ordering::Relaxed);
         }
     }
@@ -403,7 +418,7 @@ impl BlockLog {
     fn count_delayed_slow(&self, thread: usize, ready_ns: i64, start_ns: i64) {
         let mut blocks = self.lock();
         for b in blocks.iter_mut().rev().take(Self::RECENT) {
-            if b.thread == thread && b.start_ns < start_ns && b.end_ns > ready_ns {
+            if b.thread == thread && b.start_ns < start_ns && b.end_ns > ready_ns && b.delayed_tasks >= 0 {
                 b.delayed_tasks += 1;
             }
         }
@@ -448,9 +463,12 @@ mod tests {
         log.count_delayed(0, 1_000_000, 90_200_000); // ready before it: delayed too
         log.count_delayed(0, 90_000_000, 90_300_000); // ready as it ended: not delayed
         log.count_delayed(0, 5_000_000, 9_000_000); // resumed before it began
+        log.record_untold(0, 4, 100_000_000, 120_000_000); // its delays are not known...
+        log.count_delayed(0, 101_000_000, 121_000_000); // ...and stay unknown
         let b = log.blocks();
-        assert_eq!(b.len(), 2);
+        assert_eq!(b.len(), 3);
         assert_eq!((b[0].task, b[0].delayed_tasks, b[1].delayed_tasks), (3, 2, 0));
+        assert_eq!((b[2].task, b[2].delayed_tasks), (4, DELAYED_UNKNOWN));
     }
 
     #[test]

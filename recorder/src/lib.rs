@@ -63,6 +63,7 @@
 pub mod clock;
 pub mod event_loop;
 pub mod fork;
+pub mod hub_steps;
 pub mod instrument;
 pub mod monitoring_tool;
 mod open_calls;

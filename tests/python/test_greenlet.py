@@ -168,3 +168,137 @@ print(json.dumps({{"tasks": j.task_ids.tolist(), "await": j.await_times.tolist()
         n[2] for n in jobs
     )
     assert res["root"] == 1
+
+
+HOLD = 0.06
+
+
+def _gevent_scenario(manager, hold=True, ticks=40):
+    """Four greenlets ticking ``gevent.sleep(2 ms)``; a fifth holds the hub with a 60 ms
+    ``time.sleep`` inside region ``hold`` (or not, with ``hold=False``)."""
+    import gevent
+
+    def ticker():
+        with manager.region("tick"):
+            for _ in range(ticks):
+                gevent.sleep(0.002)
+
+    def blocker():
+        gevent.sleep(0.02)
+        with manager.region("hold"):
+            if hold:
+                time.sleep(HOLD)
+
+    gevent.joinall([*(gevent.spawn(ticker) for _ in range(4)), gevent.spawn(blocker)])
+
+
+def test_a_greenlet_holding_the_gevent_hub_is_one_loop_block(manager):
+    pytest.importorskip("gevent")
+    with _session(manager) as s:
+        _gevent_scenario(manager)
+    r = s.results
+    blocks = r.loop_blocks(threshold=0.01)
+    assert len(blocks) == 1, blocks
+    (b,) = blocks
+    (blocker,) = [t for t in r.tasks[0] if t.coro_name.endswith("blocker")]
+    assert b["task"] == blocker.index and b["thread"] == 0 and b["region"] == "hold"
+    assert 0.055 <= b["duration"] < 0.09, b
+    # the hub does not tell when the tickers became ready
+    assert b["delayed_tasks"] is None
+    # the block is the region's stretch: it starts with the step entering it
+    hold = r["hold"][0]
+    region_start = hold.start_times[0] - r.metadata["start_time_ns"] / 1e9
+    assert abs(b["start"] - region_start) < 0.002 and b["duration"] >= hold.durations[0]
+
+
+def test_greenlets_taking_turns_through_the_hub_are_no_block(manager):
+    pytest.importorskip("gevent")
+    with _session(manager) as s:
+        _gevent_scenario(manager, hold=False)
+    r = s.results
+    assert r.loop_blocks(threshold=0.01) == []
+    assert len(r["tick"][0].durations) == 4
+
+
+def test_the_hubs_idle_wait_is_no_block(manager):
+    gevent = pytest.importorskip("gevent")
+    with _session(manager) as s:
+        with manager.region("nap"):
+            gevent.sleep(0.1)
+            gevent.sleep(0.05)
+    r = s.results
+    assert r["nap"][0].durations[0] >= 0.15
+    assert r.loop_blocks(threshold=0.001) == []
+
+
+def test_the_main_greenlet_blocks_the_hub_only_once_the_hub_resumed_it(manager):
+    gevent = pytest.importorskip("gevent")
+
+    def ticker():
+        for _ in range(30):
+            gevent.sleep(0.002)
+
+    with _session(manager) as s:
+        with manager.region("before"):
+            time.sleep(0.03)  # before any gevent call: no loop to block
+        tickers = [gevent.spawn(ticker) for _ in range(3)]
+        gevent.sleep(0.01)  # the hub runs the tickers, then gives main back
+        with manager.region("main_hold"):
+            time.sleep(0.04)  # the tickers are due meanwhile
+        gevent.joinall(tickers)
+    r = s.results
+    blocks = r.loop_blocks(threshold=0.01)
+    assert [(b["task"], b["region"], b["delayed_tasks"]) for b in blocks] == [
+        (-1, "main_hold", None)
+    ], blocks
+    assert 0.04 <= blocks[0]["duration"] < 0.07
+
+
+def test_a_gevent_block_survives_the_file(manager, tmp_path):
+    pytest.importorskip("gevent")
+    from scope_profiler import read_h5
+
+    with _session(manager, file_path=str(tmp_path / "run.h5"), deactivate_file_output=False) as s:
+        _gevent_scenario(manager, ticks=20)
+    mem = s.results.loop_blocks(threshold=0.01)
+    assert len(mem) == 1 and mem[0]["delayed_tasks"] is None
+    assert read_h5(tmp_path / "run.h5").loop_blocks(threshold=0.01) == mem
+
+
+GEVENT_SCRIPT = """
+import time
+import gevent
+from scope_profiler import ProfileManager
+
+def ticker():
+    for _ in range(20):
+        gevent.sleep(0.002)
+
+def blocker():
+    gevent.sleep(0.02)
+    with ProfileManager.profile_region("hold"):
+        time.sleep(0.06)
+
+gevent.joinall([*(gevent.spawn(ticker) for _ in range(4)), gevent.spawn(blocker)])
+"""
+
+
+def test_run_and_summary_print_a_gevent_block(tmp_path):
+    pytest.importorskip("gevent")
+    from helpers import run_cli
+
+    script = tmp_path / "app.py"
+    script.write_text(GEVENT_SCRIPT)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", "--track-async", "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    summary = run_cli("summary", out)
+    assert summary.returncode == 0, summary.stderr
+    for text in (proc.stdout, summary.stdout):
+        lines = text.splitlines()
+        at = next(i for i, line in enumerate(lines) if "event loop blocked" in line)
+        assert lines[at].endswith("event loop blocked (1 block(s) of 10.0 ms or more)"), text
+        row = lines[at + 2].split()
+        # blocked (value, unit), at s, lane (Greenlet-4 (blocker) on MainThread), region, delayed
+        assert row[1] == "ms" and 55 <= float(row[0]) < 90 and row[-2:] == ["hold", "?"], text
+        assert "(blocker) on MainThread" in lines[at + 2], text

@@ -836,9 +836,10 @@ class ProfilingResults:
         known). Raises NestingError."""
     def loop_blocks(self, rank: int = 0, threshold: float = 0.01) -> list[dict[str, Any]]:
         """The event-loop blocks of ``rank`` lasting at least ``threshold`` s, longest first:
-        dicts ``thread, task`` (-1: a plain callback), ``start`` (s from the run's start),
-        ``duration`` (s), ``region`` and ``delayed_tasks``. Raises ValueError below the
-        recording floor (0.001 s)."""
+        dicts ``thread, task`` (-1: a plain callback, or a gevent thread's main greenlet),
+        ``start`` (s from the run's start), ``duration`` (s), ``region`` and
+        ``delayed_tasks`` (None when not known: a gevent hub's block). Raises ValueError
+        below the recording floor (0.001 s)."""
     def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]:
         """LIKWID regions (always empty: not recorded by this edition)."""
     def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]:

@@ -7,6 +7,7 @@ use pyo3::prelude::*;
 use pyo3::types::{PyBool, PyDict, PyFloat, PyInt, PyList, PyString, PyTuple};
 use scope_profiler_analysis::{MetaValue, Run};
 use scope_profiler_finalize::{checkpoint_with_prior, CheckpointError, CheckpointRequest, ForeignRegion};
+use scope_profiler_recorder::hub_steps::MAIN_LANE;
 use scope_profiler_recorder::{Recorder, RegionTable, TaskKind};
 
 use crate::errors::write_failure_err;
@@ -188,7 +189,8 @@ impl NativeRecorder {
     /// origin's row is finished if it is dead (or gets its target's name from its outermost
     /// frame if that was unknown), then the thread's lane becomes the target's (a new row,
     /// kind `"greenlet"`, on its first switch in) or, for a main greenlet (no `parent`), the
-    /// thread's bare lane.
+    /// thread's bare lane. A step a gevent hub resumed that ends here is a loop block if it
+    /// lasted the floor or more ([`HubSteps`](scope_profiler_recorder::hub_steps::HubSteps)).
     pub(crate) fn greenlet_switch(
         &self,
         py: Python<'_>,
@@ -196,32 +198,25 @@ impl NativeRecorder {
         target: &Bound<'_, PyAny>,
     ) -> PyResult<()> {
         let lanes = self.greenlets.get_or_try_init(py, || tasks::GreenletLanes::new(py))?;
-        lanes.leave(py, origin)?;
-        if target.getattr(pyo3::intern!(py, "parent"))?.is_none() {
-            return tasks::switch_lane(&self.shared, py, None);
-        }
-        let record = match lanes.record(py, target)? {
-            Some(record) => record,
-            None => {
-                let (name, coro_name) = tasks::greenlet_names(target)?;
-                let unnamed = coro_name.is_none();
-                let coro_name = match coro_name {
-                    Some(n) => n,
-                    None => target.get_type().qualname()?.to_string(),
-                };
-                let record = Bound::new(py, self.new_task(py, "greenlet", name, coro_name)?)?;
-                lanes.add(py, target, &record, unnamed)?;
-                record
-            }
+        let origin_lane = lanes.leave(py, origin)?.map_or(MAIN_LANE, |i| i as i64);
+        let ((thread, now), target_lane) = if target.getattr(pyo3::intern!(py, "parent"))?.is_none() {
+            (tasks::switch_lane(&self.shared, py, None)?, MAIN_LANE)
+        } else {
+            let record = match lanes.record(py, target)? {
+                Some(record) => record,
+                None => self.new_greenlet_lane(py, lanes, target)?,
+            };
+            (tasks::switch_lane(&self.shared, py, Some(record.get()))?, record.get().task.index as i64)
         };
-        tasks::switch_lane(&self.shared, py, Some(record.get()))
+        lanes.hubs.switched(self.shared.rec.loop_blocks(), thread, now, origin_lane, target_lane);
+        Ok(())
     }
 
     /// Greenlet switch on the calling thread to `target` (None = its main greenlet, the
     /// thread's bare lane).
     #[pyo3(signature = (target=None))]
     fn switch_lane(&self, py: Python<'_>, target: Option<&TaskHandle>) -> PyResult<()> {
-        tasks::switch_lane(&self.shared, py, target)
+        tasks::switch_lane(&self.shared, py, target).map(|_| ())
     }
 
     /// Index of the task running on the calling thread, or None.
@@ -521,5 +516,29 @@ impl NativeRecorder {
         }
         let native = Py::new(py, NativeRun::new(done.run, file_path))?;
         Ok((native, done.next_call_id, done.warning, error))
+    }
+}
+
+impl NativeRecorder {
+    /// The row of greenlet `target`, switched into for the first time (noted as a hub's if
+    /// it is a gevent hub).
+    fn new_greenlet_lane<'py>(
+        &self,
+        py: Python<'py>,
+        lanes: &tasks::GreenletLanes,
+        target: &Bound<'py, PyAny>,
+    ) -> PyResult<Bound<'py, TaskHandle>> {
+        let (name, coro_name) = tasks::greenlet_names(target)?;
+        let unnamed = coro_name.is_none();
+        let coro_name = match coro_name {
+            Some(n) => n,
+            None => target.get_type().qualname()?.to_string(),
+        };
+        let record = Bound::new(py, self.new_task(py, "greenlet", name, coro_name)?)?;
+        lanes.add(py, target, &record, unnamed)?;
+        if tasks::is_gevent_hub(py, target)? {
+            lanes.hubs.add_hub(record.get().task.index);
+        }
+        Ok(record)
     }
 }

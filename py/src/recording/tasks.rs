@@ -18,6 +18,7 @@ use pyo3::ffi;
 use pyo3::prelude::*;
 use pyo3::types::PyTuple;
 use pyo3::{PyTraverseError, PyVisit};
+use scope_profiler_recorder::hub_steps::HubSteps;
 use scope_profiler_recorder::{event_loop, now_ns, TaskRecord, TaskStep, UNKNOWN};
 
 use super::{recorded_name, Shared};
@@ -55,12 +56,18 @@ pub(crate) fn qualname(obj: &Bound<'_, PyAny>) -> PyResult<String> {
 pub(crate) struct GreenletLanes {
     records: Py<PyAny>,
     unnamed: Py<PyAny>,
+    /// The lanes that are gevent hubs and the steps they resumed (loop blocks).
+    pub(crate) hubs: HubSteps,
 }
 
 impl GreenletLanes {
     pub(crate) fn new(py: Python<'_>) -> PyResult<Self> {
         let make = py.import(pyo3::intern!(py, "weakref"))?.getattr("WeakKeyDictionary")?;
-        Ok(GreenletLanes { records: make.call0()?.unbind(), unnamed: make.call0()?.unbind() })
+        Ok(GreenletLanes {
+            records: make.call0()?.unbind(),
+            unnamed: make.call0()?.unbind(),
+            hubs: HubSteps::default(),
+        })
     }
 
     /// The row of greenlet `g`, if it has one.
@@ -89,11 +96,13 @@ impl GreenletLanes {
     }
 
     /// `origin` is switched away from: finish its row if it is dead, else name it from its
-    /// outermost frame if its target name was unknown.
-    pub(crate) fn leave(&self, py: Python<'_>, origin: &Bound<'_, PyAny>) -> PyResult<()> {
-        let Some(record) = self.record(py, origin)? else { return Ok(()) };
+    /// outermost frame if its target name was unknown. Returns its row's task index.
+    pub(crate) fn leave(&self, py: Python<'_>, origin: &Bound<'_, PyAny>) -> PyResult<Option<usize>> {
+        let Some(record) = self.record(py, origin)? else { return Ok(None) };
+        let index = Some(record.get().task.index);
         if origin.getattr(pyo3::intern!(py, "dead"))?.is_truthy()? {
-            return record.get().finish(py, None);
+            record.get().finish(py, None)?;
+            return Ok(index);
         }
         let unnamed = self.unnamed.bind(py);
         if unnamed.contains(origin)? {
@@ -102,7 +111,22 @@ impl GreenletLanes {
                 unnamed.del_item(origin)?;
             }
         }
-        Ok(())
+        Ok(index)
+    }
+}
+
+/// Whether greenlet `g` is a gevent hub (an instance of `gevent.hub.Hub`, which gevent's
+/// configurable hub classes subclass). gevent is not imported: without `gevent.hub` in
+/// `sys.modules` there is no hub.
+pub(crate) fn is_gevent_hub(py: Python<'_>, g: &Bound<'_, PyAny>) -> PyResult<bool> {
+    let modules = py.import(pyo3::intern!(py, "sys"))?.getattr(pyo3::intern!(py, "modules"))?;
+    let module = modules.call_method1(pyo3::intern!(py, "get"), ("gevent.hub",))?;
+    if module.is_none() {
+        return Ok(false);
+    }
+    match module.getattr_opt(pyo3::intern!(py, "Hub"))? {
+        Some(hub) => g.is_instance(&hub),
+        None => Ok(false),
     }
 }
 
@@ -241,7 +265,8 @@ impl TaskHandle {
 
 /// Greenlet switch on the calling thread: the lane running so far (if a task) ends its
 /// step, `target` (None = the thread's bare lane, i.e. its main greenlet) starts one.
-pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskHandle>) -> PyResult<()> {
+/// Returns the thread's index and the moment of the switch.
+pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskHandle>) -> PyResult<(usize, i64)> {
     let st = shared.state(py)?;
     // SAFETY: the calling thread's own state.
     let st = unsafe { &*st };
@@ -264,7 +289,7 @@ pub(crate) fn switch_lane(shared: &Shared, py: Python<'_>, target: Option<&TaskH
             st.set_current(ptr::null());
         }
     }
-    Ok(())
+    Ok((st.index(), now))
 }
 
 /// A plain callback of an instrumented loop held the calling thread `[start_ns, end_ns)`:

@@ -713,9 +713,10 @@ impl ProfilingResults {
     }
 
     /// The event-loop blocks of `rank` lasting at least `threshold` s, longest first: dicts
-    /// `thread, task` (-1: a plain callback), `start` (s from the run's start), `duration`
-    /// (s), `region` (the innermost call on that lane covering at least half of the block,
-    /// else the one open when it began, else None) and `delayed_tasks`. Raises ValueError
+    /// `thread, task` (-1: a plain callback, or a gevent thread's main greenlet), `start` (s
+    /// from the run's start), `duration` (s), `region` (the innermost call on that lane
+    /// covering at least half of the block, else the one open when it began, else None) and
+    /// `delayed_tasks` (None when not known: a gevent hub's block). Raises ValueError
     /// for a threshold below the recording floor (0.001 s).
     #[pyo3(signature = (rank=0, threshold=0.01))]
     fn loop_blocks<'py>(&self, py: Python<'py>, rank: u32, threshold: f64) -> PyResult<Bound<'py, PyList>> {
