@@ -10,8 +10,9 @@
 //!   timer or an I/O callback, the wakeup of the task awaiting it): the moment it was queued
 //!   minus how late that callback ran, so a timer that fires late makes the task it wakes
 //!   late by the same amount (readiness carried through the loop's callbacks);
-//! * anything else (a task step queueing its own next step, another task's wakeup, a call
-//!   from another thread): the moment it was queued;
+//! * anything else (a task step queueing its own next step, another task's wakeup, what the
+//!   task's bookkeeping queues after its step - its done callbacks, the step after a bare
+//!   `yield` - a call from another thread): the moment it was queued;
 //! * but a handle that became ready while the loop waited for I/O with nothing to run (its
 //!   `select` sleeping through a timer's deadline by the selector's millisecond granularity)
 //!   is ready when the loop woke up, the moment it was queued: the loop was not running
@@ -199,12 +200,13 @@ impl LoopTimes {
         if self.idle_since.is_some_and(|idle| ready >= idle) {
             ready = now; // became ready while the loop slept: ready when it woke (module docs)
         }
-        if let Some((running, _)) = self.running {
-            let (key, in_step) = THREAD.with(|t| {
+        if let Some((running, at)) = self.running {
+            let (key, plain_callback) = THREAD.with(|t| {
                 t.last_read.set(now);
-                (t as *const LoopThread as usize, t.step_depth.get() > 0)
+                // no task step began in the running handle: a plain callback
+                (t as *const LoopThread as usize, t.step_depth.get() == 0 && t.steps.get() == at)
             });
-            if key == self.thread && !in_step {
+            if key == self.thread && plain_callback {
                 ready = ready.min(now - (running.start_ns - running.ready_ns).max(0));
             }
         }
@@ -501,6 +503,10 @@ mod tests {
         assert_eq!(q.next_start(), None, "inside the step");
         step_ends(1_770);
         assert_eq!(q.next_start(), Some(1_770), "the step ended: its end");
+        // what the task's bookkeeping queues after the step (its done callbacks) is ready
+        // when queued, not as late as the handle that ran the step
+        assert_eq!(q.push(1_775, None, false), 1_775);
+        q.pop_back();
         let ended = q.poll(1_800).unwrap();
         assert!(ended.task_step && ended.end_ns == 1_800);
         assert_eq!(handle_ready(), None);

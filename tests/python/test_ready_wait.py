@@ -321,6 +321,32 @@ def test_run_and_summary_print_the_event_loop_blocked_section(tmp_path):
         assert "(blocker)" in lines[at + 2], text
 
 
+def test_a_task_awaiting_late_tasks_is_not_late_itself(manager):
+    """Three tasks wake together after 50 ms and each holds the loop 10 ms: the second waits
+    10 ms, the third 20. `main`, awaiting their `gather`, is ready only when the last one
+    ends (its done callback completes the gather): no ready wait of its own, though the
+    task whose completion woke it ran 20 ms late."""
+
+    async def fetch():
+        with manager.region("fetch"):
+            await asyncio.sleep(0.05)
+            time.sleep(0.01)
+
+    async def main():
+        with manager.region("main"):
+            await asyncio.gather(fetch(), fetch(), fetch())
+
+    with _session(manager) as s:
+        asyncio.run(main())
+    r = s.results
+    waits = sorted(r["fetch"][0].ready_wait_times)
+    assert waits[0] < 0.003 and 0.009 <= waits[1] < 0.016 and 0.019 <= waits[2] < 0.030, waits
+    assert r["main"][0].ready_wait_times[0] < 0.002, r["main"][0].ready_wait_times
+    thread = next(t for t in r.thread_summary() if t["name"] == "MainThread")
+    # the union of the three fetches' waits: the third's 20 ms
+    assert waits[2] <= thread["ready_wait_time"] < waits[2] + 0.003, thread
+
+
 IDLE = 0.100
 BUSY = 0.050
 
