@@ -516,7 +516,8 @@ fn thread_rows(out: &mut String, rows: &[ThreadSummaryRow], name_w: usize, calls
 }
 
 /// The rows of the task table: the [`TASK_ROWS`] busiest tasks by held time (every task
-/// with `opts.all_tasks`), busiest first, then how many more and their totals.
+/// with `opts.all_tasks`), busiest first, then how many more and their totals. A ready-wait
+/// column when an instrumented event loop recorded it.
 fn task_rows(
     out: &mut String,
     run: &Run,
@@ -531,9 +532,12 @@ fn task_rows(
     let (shown, rest) = busiest(&times, (!opts.all_tasks).then_some(TASK_ROWS));
     let label_of = |k: usize| cell_text(&labels.label(rows[k].index));
     let label_w = shown.iter().map(|&k| display_width(&label_of(k))).max().unwrap_or(4).clamp(4, 60);
+    // recorded by instrumented event loops
+    let with_ready = rows.iter().any(|t| t.ready_wait_time.is_some());
+    let ready_cell = |v: &str| if with_ready { format!(" {v:>W$}", W = TIME_W) } else { String::new() };
     let _ = writeln!(
         out,
-        "  {:>5} {} {:>W$} {:>9} {:>W$} {:>W$} {:>W$}",
+        "  {:>5} {} {:>W$} {:>9} {:>W$} {:>W$} {:>W$}{}",
         "index",
         pad("lane", label_w),
         "wall",
@@ -541,13 +545,14 @@ fn task_rows(
         "region",
         "held",
         "await",
+        ready_cell("ready wait"),
         W = TIME_W
     );
     for &k in &shown {
         let t = &rows[k];
         let _ = writeln!(
             out,
-            "  {:>5} {} {:>W$} {:>9} {:>W$} {:>W$} {:>W$}",
+            "  {:>5} {} {:>W$} {:>9} {:>W$} {:>W$} {:>W$}{}",
             t.index,
             pad(&label_of(k), label_w),
             opt_s(t.wall_time),
@@ -555,6 +560,7 @@ fn task_rows(
             known(calls_known, duration_text(t.region_time)),
             opt_s(t.held_time),
             opt_s(t.await_time),
+            ready_cell(&opt_s(t.ready_wait_time)),
             W = TIME_W
         );
     }
