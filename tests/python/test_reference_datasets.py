@@ -150,8 +150,10 @@ def _check_summary(rows, want_rows, enclosed=None):
             "task_step_time",
             "task_await_time_sum",
             "ready_wait_time",
+            "idle_time",
         ]
-        assert row["ready_wait_time"] is None  # not in the reference's files
+        # not in the reference's files
+        assert row["ready_wait_time"] is None and row["idle_time"] is None
         for key in ("index", "name", "alive", "num_calls"):
             assert row[key] == want[key], key
         # the reference's files carry no CPU reading at registration: the whole-life figure

@@ -110,13 +110,15 @@ FILES = [REFERENCE / f"{name}.h5" for name in REFERENCE_NAMES] + [
 def as_reference_numbers(ours, ref, enclosed=None):
     """Check the deviations (docs/migration.md, "Per-thread numbers") of `ours`
     against `ref` and return `ours` in the reference's shape: thread_summary without
-    cpu_time_total/held_time/await_time/task_step_time/task_await_time_sum/ready_wait_time, with the reference's wall and region time where
+    cpu_time_total/held_time/await_time/task_step_time/task_await_time_sum/ready_wait_time/
+    idle_time, with the reference's wall and region time where
     ours deliberately differs; summary() rows without await_duration/held_duration."""
     for rank, rows in ours["thread_summary"].items():
         for row, want in zip(rows, ref["thread_summary"][rank]):
             assert row.pop("cpu_time_total") == row["cpu_time"]  # no cpu_start_ns in 0.7.5 files
             held, awaited = row.pop("held_time"), row.pop("task_await_time_sum")
             row.pop("await_time"), row.pop("task_step_time"), row.pop("ready_wait_time")
+            row.pop("idle_time")
             assert row["region_time"] <= row["wall_time"] + 1e-9
             if awaited is not None:  # the reference's region time: the sum, held + await
                 # plus the task calls inside a call of the thread itself, which it counts

@@ -177,12 +177,13 @@ def test_every_summary_shows_await_and_held(manager):
     assert "rank 0: tasks" in text and "Task-" in text
     html = r._repr_html_()
     assert "await_duration" in html and "held_duration" in html and "held_time" in html
-    assert r.thread_summary_frame().column_names[-5:] == [
+    assert r.thread_summary_frame().column_names[-6:] == [
         "held_time",
         "await_time",
         "task_step_time",
         "task_await_time_sum",
         "ready_wait_time",
+        "idle_time",
     ]
     assert "await_time" in r.task_summary_frame().column_names
 
