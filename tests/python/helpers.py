@@ -299,3 +299,25 @@ def duration_text(seconds: float) -> str:
                 text = f"{v:.{digits - 1}f}"
             return f"{text} {unit}"
     raise AssertionError
+
+
+def run_and_summarise(script_text: str, tmp_path: Path, *run_args: str) -> list[str]:
+    """Write ``script_text`` to ``tmp_path/app.py``, profile it with ``scope-profiler run
+    RUN_ARGS -o run.h5`` and summarise the file with ``scope-profiler summary``; returns the
+    two outputs (run's printout, then the summary), each command having succeeded."""
+    script = tmp_path / "app.py"
+    script.write_text(script_text)
+    out = tmp_path / "run.h5"
+    proc = run_cli("run", *run_args, "--no-speedscope", "-o", out, script)
+    assert proc.returncode == 0, proc.stderr
+    summary = run_cli("summary", out)
+    assert summary.returncode == 0, summary.stderr
+    return [proc.stdout, summary.stdout]
+
+
+def loop_block_section(text: str) -> tuple[str, str]:
+    """The "event loop blocked" section of a text summary: its title line and its first
+    block's row."""
+    lines = text.splitlines()
+    at = next(i for i, line in enumerate(lines) if "event loop blocked" in line)
+    return lines[at], lines[at + 2]

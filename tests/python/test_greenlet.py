@@ -285,20 +285,12 @@ gevent.joinall([*(gevent.spawn(ticker) for _ in range(4)), gevent.spawn(blocker)
 
 def test_run_and_summary_print_a_gevent_block(tmp_path):
     pytest.importorskip("gevent")
-    from helpers import run_cli
+    from helpers import loop_block_section, run_and_summarise
 
-    script = tmp_path / "app.py"
-    script.write_text(GEVENT_SCRIPT)
-    out = tmp_path / "run.h5"
-    proc = run_cli("run", "--track-async", "--no-speedscope", "-o", out, script)
-    assert proc.returncode == 0, proc.stderr
-    summary = run_cli("summary", out)
-    assert summary.returncode == 0, summary.stderr
-    for text in (proc.stdout, summary.stdout):
-        lines = text.splitlines()
-        at = next(i for i, line in enumerate(lines) if "event loop blocked" in line)
-        assert lines[at].endswith("event loop blocked (1 block(s) of 10.0 ms or more)"), text
-        row = lines[at + 2].split()
+    for text in run_and_summarise(GEVENT_SCRIPT, tmp_path, "--track-async"):
+        title, line = loop_block_section(text)
+        assert title.endswith("event loop blocked (1 block(s) of 10.0 ms or more)"), text
+        row = line.split()
         # blocked (value, unit), at s, lane (Greenlet-4 (blocker) on MainThread), region, delayed
         assert row[1] == "ms" and 55 <= float(row[0]) < 90 and row[-2:] == ["hold", "?"], text
-        assert "(blocker) on MainThread" in lines[at + 2], text
+        assert "(blocker) on MainThread" in line, text
