@@ -375,9 +375,10 @@ impl BlockLog {
     /// Blocks kept at most (beyond, new blocks are not recorded: a program blocking its loop
     /// a thousand times a second for 20 minutes).
     pub const MAX_BLOCKS: usize = 1 << 20;
-    /// Recent blocks a resuming task is checked against (older ones ended before any task
-    /// still waiting became ready, in practice).
-    pub const RECENT: usize = 64;
+    /// How far out of end order blocks may be recorded, ns: each is recorded as it ends,
+    /// under the GIL, so in practice in end order; a resuming task's scan goes back past
+    /// its ready moment by this much.
+    const END_ORDER_SLACK_NS: i64 = BLOCK_FLOOR_NS;
 
     fn lock(&self) -> std::sync::MutexGuard<'_, Vec<LoopBlock>> {
         self.blocks.lock().unwrap_or_else(|e| e.into_inner())
@@ -406,8 +407,10 @@ impl BlockLog {
         }
     }
 
-    /// A task resumes at `start_ns` on thread `thread`, ready since `ready_ns`: every recent
-    /// block of that thread overlapping `[ready_ns, start_ns)` delayed it.
+    /// A task resumes at `start_ns` on thread `thread`, ready since `ready_ns`: every block
+    /// of that thread overlapping `[ready_ns, start_ns)` delayed it. The blocks are scanned
+    /// from the latest back to the first that ended before `ready_ns`, so a task kept
+    /// waiting through any number of blocks counts in each.
     #[inline(always)]
     pub fn count_delayed(&self, thread: usize, ready_ns: i64, start_ns: i64) {
         if ready_ns >= self.latest_end.load(std::sync::atomic::Ordering::Relaxed) || ready_ns >= start_ns {
@@ -419,7 +422,10 @@ impl BlockLog {
     #[cold]
     fn count_delayed_slow(&self, thread: usize, ready_ns: i64, start_ns: i64) {
         let mut blocks = self.lock();
-        for b in blocks.iter_mut().rev().take(Self::RECENT) {
+        for b in blocks.iter_mut().rev() {
+            if b.end_ns < ready_ns - Self::END_ORDER_SLACK_NS {
+                break;
+            }
             if b.thread == thread && b.start_ns < start_ns && b.end_ns > ready_ns && b.delayed_tasks >= 0 {
                 b.delayed_tasks += 1;
             }
@@ -471,6 +477,21 @@ mod tests {
         assert_eq!(b.len(), 3);
         assert_eq!((b[0].task, b[0].delayed_tasks, b[1].delayed_tasks), (3, 2, 0));
         assert_eq!((b[2].task, b[2].delayed_tasks), (4, DELAYED_UNKNOWN));
+    }
+
+    #[test]
+    fn a_task_kept_waiting_through_many_blocks_counts_in_each() {
+        const MS: i64 = 1_000_000;
+        let log = BlockLog::default();
+        // 100 tasks ready at 1 ms; each holds the loop 2 ms in turn: task k resumes when the
+        // k blocks before it have ended, so block k delayed the 99 - k tasks after it
+        for k in 0..100 {
+            let start = 4 * MS + 2 * MS * k;
+            log.count_delayed(0, MS, start);
+            log.record(0, k, start, start + 2 * MS);
+        }
+        let delayed: Vec<i64> = log.blocks().iter().map(|b| b.delayed_tasks).collect();
+        assert_eq!(delayed, (0..100).rev().collect::<Vec<i64>>());
     }
 
     #[test]
