@@ -28,14 +28,26 @@ pub struct TaskStep {
     /// can be kept where `Send` is required; it is only handed back to the same thread.
     prev: usize,
     start_ns: i64,
+    /// The loop tells when its tasks became ready, so the tasks a block delayed are counted
+    /// (else the block's count is [`crate::event_loop::DELAYED_UNKNOWN`]).
+    loop_tells: bool,
 }
 
 impl TaskStep {
     /// `task` starts a step on `st`'s thread (the calling thread) at `now`; its loop's
     /// handle (or trio's scheduling) says it was ready since `ready_ns` (`None`: not known,
-    /// or nothing to say for a first step).
+    /// or nothing to say for a first step). `loop_tells`: the loop running the step tells
+    /// when its tasks become ready (asyncio's loops with a timed ready queue, trio; not
+    /// uvloop), so the tasks a block of this step delays can be counted.
     #[inline(always)]
-    pub fn begin(st: &ThreadState, task: &TaskRecord, now: i64, ready_ns: Option<i64>, blocks: &BlockLog) -> TaskStep {
+    pub fn begin(
+        st: &ThreadState,
+        task: &TaskRecord,
+        now: i64,
+        ready_ns: Option<i64>,
+        loop_tells: bool,
+        blocks: &BlockLog,
+    ) -> TaskStep {
         let waited = task.ready_since(now, ready_ns);
         task.enter_step(now, st.index() as i64);
         st.begin_step(now);
@@ -52,7 +64,7 @@ impl TaskStep {
                 }
             }
         }
-        TaskStep { prev: prev as usize, start_ns: now }
+        TaskStep { prev: prev as usize, start_ns: now, loop_tells }
     }
 
     /// The step of `task` (the one [`TaskStep::begin`] started) ends at `end`: the thread's
@@ -61,8 +73,10 @@ impl TaskStep {
     pub fn end(self, st: &ThreadState, task: &TaskRecord, end: i64, blocks: &BlockLog) {
         st.set_current(self.prev as *const TaskRecord);
         task.leave_step(end);
-        if self.prev == 0 {
+        if self.prev == 0 && self.loop_tells {
             blocks.record(st.index(), task.index as i64, self.start_ns, end);
+        } else if self.prev == 0 {
+            blocks.record_untold(st.index(), task.index as i64, self.start_ns, end);
         }
         st.end_step(end);
     }
@@ -90,9 +104,9 @@ mod tests {
         let ms = 1_000_000;
 
         // first step: no wait; an eager task's first step runs inside it
-        let step = TaskStep::begin(st, &task, 10 * ms, None, blocks);
+        let step = TaskStep::begin(st, &task, 10 * ms, None, true, blocks);
         assert_eq!(st.current(), &*task as *const TaskRecord);
-        let inner = TaskStep::begin(st, &eager, 11 * ms, None, blocks);
+        let inner = TaskStep::begin(st, &eager, 11 * ms, None, true, blocks);
         inner.end(st, &eager, 11 * ms + BLOCK_FLOOR_NS * 5, blocks);
         assert_eq!(st.current(), &*task as *const TaskRecord, "the creator's lane again");
         step.end(st, &task, 10 * ms + 20 * ms, blocks);
@@ -102,12 +116,18 @@ mod tests {
         assert_eq!((b[0].task, b[0].start_ns, b[0].end_ns), (task.index as i64, 10 * ms, 30 * ms));
 
         // second step: ready at 31 ms, resumed at 40 ms (the block ended before: not delayed)
-        let step = TaskStep::begin(st, &task, 40 * ms, Some(31 * ms), blocks);
+        let step = TaskStep::begin(st, &task, 40 * ms, Some(31 * ms), true, blocks);
         assert_eq!(step.start_ns(), 40 * ms);
         step.end(st, &task, 40 * ms + 10, blocks);
         assert_eq!(task.ready_wait_ns(), 9 * ms);
         assert_eq!(st.record().map(|t| t.ready_wait_ns()), Some(9 * ms));
         assert_eq!(blocks.blocks()[0].delayed_tasks, 0);
         assert_eq!(st.task_step_ns(50 * ms), 20 * ms + 10);
+
+        // a loop that does not tell ready moments (uvloop): its blocks' delays are not known
+        let step = TaskStep::begin(st, &task, 60 * ms, None, false, blocks);
+        step.end(st, &task, 75 * ms, blocks);
+        let last = blocks.blocks()[1];
+        assert_eq!((last.start_ns, last.delayed_tasks), (60 * ms, crate::event_loop::DELAYED_UNKNOWN));
     }
 }

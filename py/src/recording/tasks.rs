@@ -380,7 +380,9 @@ impl TimedCoroutine {
             _ => now_ns(),
         };
         let blocks = self.shared.rec.loop_blocks();
-        let step = TaskStep::begin(st, &self.task, now, start.ready_ns(), blocks);
+        // without a timed ready queue (uvloop) no task's ready moment is known
+        let loop_tells = !matches!(start, event_loop::StepStart::NoHandle);
+        let step = TaskStep::begin(st, &self.task, now, start.ready_ns(), loop_tells, blocks);
         let out = f();
         let end = now_ns();
         step.end(st, &self.task, end, blocks);

@@ -131,7 +131,7 @@ impl TrioLanes {
         let now = now_ns();
         // trio schedules every task before its step; 0 = none seen (the first step)
         let ready = (lane.scheduled_ns != 0).then_some(lane.scheduled_ns);
-        lane.step = Some(TaskStep::begin(st, &lane.record, now, ready, self.shared.rec.loop_blocks()));
+        lane.step = Some(TaskStep::begin(st, &lane.record, now, ready, true, self.shared.rec.loop_blocks()));
         Ok(())
     }
 
