@@ -838,8 +838,9 @@ class ProfilingResults:
         """The event-loop blocks of ``rank`` lasting at least ``threshold`` s, longest first:
         dicts ``thread, task`` (-1: a plain callback, or a gevent thread's main greenlet),
         ``start`` (s from the run's start), ``duration`` (s), ``region`` and
-        ``delayed_tasks`` (None when not known: a gevent hub's block). Raises ValueError
-        below the recording floor (0.001 s)."""
+        ``delayed_tasks`` (None when not known: a gevent hub's or uvloop's block). Raises
+        ValueError for a threshold below the recording floor (0.001 s) or a rank the run
+        does not have."""
     def get_likwid_regions(self, rank: int | None = None) -> dict[Any, Any]:
         """LIKWID regions (always empty: not recorded by this edition)."""
     def get_perf_events(self, rank: int | None = None) -> dict[Any, Any]:

@@ -716,10 +716,19 @@ impl ProfilingResults {
     /// `thread, task` (-1: a plain callback, or a gevent thread's main greenlet), `start` (s
     /// from the run's start), `duration` (s), `region` (the innermost call on that lane
     /// covering at least half of the block, else the one open when it began, else None) and
-    /// `delayed_tasks` (None when not known: a gevent hub's block). Raises ValueError
-    /// for a threshold below the recording floor (0.001 s).
+    /// `delayed_tasks` (None when not known: a gevent hub's or uvloop's block). Raises
+    /// ValueError for a threshold below the recording floor (0.001 s) or a rank the run does
+    /// not have.
     #[pyo3(signature = (rank=0, threshold=0.01))]
-    fn loop_blocks<'py>(&self, py: Python<'py>, rank: u32, threshold: f64) -> PyResult<Bound<'py, PyList>> {
+    fn loop_blocks<'py>(&self, py: Python<'py>, rank: i64, threshold: f64) -> PyResult<Bound<'py, PyList>> {
+        if !(0..self.num_ranks).contains(&rank) {
+            return Err(pyo3::exceptions::PyValueError::new_err(format!(
+                "rank {rank} is not in this run: it has {} rank(s), 0 to {}",
+                self.num_ranks,
+                self.num_ranks - 1
+            )));
+        }
+        let rank = rank as u32;
         if !threshold.is_finite() {
             return Err(pyo3::exceptions::PyValueError::new_err(format!("threshold {threshold} is not a number of s")));
         }
