@@ -255,6 +255,33 @@ def test_uvloop_calls_have_no_ready_wait(manager):
     assert s.results.thread_summary()[0]["idle_time"] is None
 
 
+def test_a_uvloop_block_does_not_say_how_many_tasks_it_delayed(manager):
+    uvloop = pytest.importorskip("uvloop")
+
+    async def tick():
+        for _ in range(10):
+            await asyncio.sleep(0.003)
+
+    async def hold():
+        await asyncio.sleep(0.005)
+        with manager.region("hold"):
+            time.sleep(0.03)
+
+    async def main():
+        await asyncio.gather(tick(), tick(), hold())
+
+    loop = uvloop.new_event_loop()
+    try:
+        with _session(manager) as s:
+            manager.get_config().tracker.instrument_loop(loop)
+            loop.run_until_complete(main())
+    finally:
+        loop.close()
+    (block,) = s.results.loop_blocks(threshold=0.02)
+    # the tickers were kept waiting, but uvloop does not say when they became ready
+    assert block["region"] == "hold" and block["delayed_tasks"] is None, block
+
+
 @pytest.mark.skipif(sys.version_info < (3, 12), reason="asyncio.eager_task_factory is 3.12+")
 def test_eager_tasks_have_their_ready_wait(manager):
     async def ticker():
@@ -337,6 +364,42 @@ def test_a_task_awaiting_late_tasks_is_not_late_itself(manager):
     thread = next(t for t in r.thread_summary() if t["name"] == "MainThread")
     # the union of the three fetches' waits: the third's 20 ms
     assert waits[2] <= thread["ready_wait_time"] < waits[2] + 0.003, thread
+
+
+def test_every_block_a_task_waited_through_counts_it(manager):
+    """80 tasks woken at once by one event each hold the loop 1.5 ms in turn: block k kept
+    the 79 - k tasks after it waiting, however many blocks each of them waited through."""
+    n = 80
+
+    async def job(event):
+        await event.wait()
+        time.sleep(0.0015)
+
+    async def main():
+        event = asyncio.Event()
+        jobs = [asyncio.create_task(job(event)) for _ in range(n)]
+        await asyncio.sleep(0.005)
+        event.set()
+        await asyncio.gather(*jobs)
+
+    with _session(manager) as s:
+        asyncio.run(main())
+    r = s.results
+    # main's first step, creating the 80 tasks, may itself hold the loop a millisecond
+    jobs = {t["index"] for t in r.task_summary() if t["coro_name"].endswith("job")}
+    blocks = sorted(
+        (b for b in r.loop_blocks(threshold=0.001) if b["task"] in jobs), key=lambda b: b["start"]
+    )
+    assert len(blocks) == n
+    assert [b["delayed_tasks"] for b in blocks] == list(range(n - 1, -1, -1))
+
+
+def test_loop_blocks_refuse_a_rank_the_run_does_not_have(manager):
+    with _session(manager) as s:
+        _scenario(manager, ticks=2)
+    for rank in (1, -1):
+        with pytest.raises(ValueError, match=f"rank {rank} is not in this run: it has 1 rank"):
+            s.results.loop_blocks(rank=rank)
 
 
 IDLE = 0.100
