@@ -366,7 +366,7 @@ fn loop_blocks_table(out: &mut String, run: &Run, rank: u32, heading: &str) {
         "<p class=\"help\">Stretches in which one task step or callback held the event loop's thread for \
          10 ms or more, the longest first (red bands on the timeline): at = from the run's start; region = the \
          innermost region that covers most of the block; tasks delayed = tasks that were ready to resume and \
-         waited for it (? = not known: a gevent hub does not tell when its greenlets became ready).</p>\n",
+         waited for it (? = not known: a gevent hub, or uvloop, does not tell when its tasks became ready).</p>\n",
     );
 }
 
